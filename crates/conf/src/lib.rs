@@ -1,0 +1,26 @@
+//! The nginx configuration language, without meaning.
+//!
+//! This crate turns configuration text into a tree of [`Directive`]s with file and line spans,
+//! expands `include` (with globs, relative to the configuration's directory), parses the value
+//! forms every module shares (sizes, times, flags, numbers), checks a directive against its
+//! [`DirectiveSpec`] (context and number of arguments), and renders errors exactly as nginx
+//! prints them (`unknown directive "x" in /etc/portico/portico.conf:12`).
+//!
+//! It does not know what any directive means: the feature modules in `http` and `server` own
+//! their directive tables and fill typed settings from the tree. It is used by the master only,
+//! at startup and on reload; nothing here runs on a worker's loop.
+
+pub mod ast;
+pub mod dump;
+pub mod error;
+pub mod lexer;
+pub mod parser;
+pub mod sources;
+pub mod spec;
+pub mod value;
+
+pub use ast::{Argument, ConfigTree, Directive, SourceFile, Span};
+pub use error::{ConfError, ConfErrorKind};
+pub use parser::{parse_command_line, parse_file};
+pub use sources::{DiskSources, Sources};
+pub use spec::{Arity, BlockKind, Context, Contexts, DirectiveSpec};

@@ -1,0 +1,27 @@
+//! The HTTP/1.x codec: bytes in, typed heads and body events out. It never touches a socket,
+//! never reads the clock and never logs.
+//!
+//! On the request path, `http::connection` reads bytes into its buffer and hands them here:
+//! [`request::parse_head`] finds a complete request head (with `httparse`) and enforces the
+//! buffer limits nginx enforces (`client_header_buffer_size`, `large_client_header_buffers`,
+//! `max_headers`); [`request::analyze`] validates it as nginx does (method, version, Host,
+//! `Content-Length` / `Transfer-Encoding` framing per RFC 9112, `Expect`, `Connection`);
+//! [`uri::normalize`] turns the request target into nginx's `$uri` (percent-decoding, dot
+//! segments, `merge_slashes`); [`chunked::ChunkedDecoder`] decodes a chunked body;
+//! [`response`] writes status lines, header lines and chunk framing.
+//!
+//! Errors are typed ([`error::RequestError`]) and say which nginx status and log message
+//! they map to; the caller decides what to log and what to answer.
+
+pub mod chunked;
+pub mod error;
+pub mod host;
+pub mod method;
+pub mod request;
+pub mod response;
+pub mod status;
+pub mod uri;
+
+pub use error::RequestError;
+pub use method::Method;
+pub use request::{HeadLimits, HeaderField, RequestHead, RequestInfo, Version};

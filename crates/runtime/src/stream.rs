@@ -1,0 +1,131 @@
+//! An accepted client connection: TCP or Unix, with readiness-based non-blocking I/O.
+
+use std::io::{self, IoSlice};
+use std::net::{Shutdown, SocketAddr};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
+
+use tokio::io::Interest;
+use tokio::net::{TcpStream, UnixStream};
+
+/// The client's address: `$remote_addr` is the IP for TCP and `unix:` for a Unix socket.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PeerAddress {
+    Inet(SocketAddr),
+    Unix,
+}
+
+/// A connected stream registered with the current worker's runtime.
+///
+/// The methods mirror tokio's readiness API (`readable` then `try_read`): the caller tries
+/// the system call first and waits only when it would block, which saves a trip through
+/// the poller on the common path where data is already there.
+#[derive(Debug)]
+pub enum Stream {
+    Tcp(TcpStream),
+    Unix(UnixStream),
+}
+
+impl Stream {
+    pub async fn readable(&self) -> io::Result<()> {
+        match self {
+            Stream::Tcp(stream) => stream.readable().await,
+            Stream::Unix(stream) => stream.readable().await,
+        }
+    }
+
+    pub async fn writable(&self) -> io::Result<()> {
+        match self {
+            Stream::Tcp(stream) => stream.writable().await,
+            Stream::Unix(stream) => stream.writable().await,
+        }
+    }
+
+    /// One `read(2)`; `WouldBlock` when nothing is there yet.
+    pub fn try_read(&self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Stream::Tcp(stream) => stream.try_read(buf),
+            Stream::Unix(stream) => stream.try_read(buf),
+        }
+    }
+
+    /// One `write(2)`; `WouldBlock` when the socket buffer is full.
+    pub fn try_write(&self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Stream::Tcp(stream) => stream.try_write(buf),
+            Stream::Unix(stream) => stream.try_write(buf),
+        }
+    }
+
+    /// One `writev(2)`.
+    pub fn try_write_vectored(&self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+        match self {
+            Stream::Tcp(stream) => stream.try_write_vectored(bufs),
+            Stream::Unix(stream) => stream.try_write_vectored(bufs),
+        }
+    }
+
+    /// Runs a raw non-blocking I/O operation (e.g. `sendfile(2)`) when the socket is
+    /// writable, retrying after `WouldBlock` clears the readiness.
+    pub fn try_io_write<R>(&self, operation: impl FnOnce() -> io::Result<R>) -> io::Result<R> {
+        match self {
+            Stream::Tcp(stream) => stream.try_io(Interest::WRITABLE, operation),
+            Stream::Unix(stream) => stream.try_io(Interest::WRITABLE, operation),
+        }
+    }
+
+    /// Reads at least one byte, waiting as needed. `Ok(0)` is end of stream.
+    pub async fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            match self.try_read(buf) {
+                Err(error) if error.kind() == io::ErrorKind::WouldBlock => self.readable().await?,
+                result => return result,
+            }
+        }
+    }
+
+    /// Writes all of `buf`, waiting as needed.
+    pub async fn write_all(&self, mut buf: &[u8]) -> io::Result<()> {
+        while !buf.is_empty() {
+            match self.try_write(buf) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(written) => buf = &buf[written..],
+                Err(error) if error.kind() == io::ErrorKind::WouldBlock => self.writable().await?,
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(())
+    }
+
+    /// `shutdown(SHUT_WR)`: tells the client we are done sending (lingering close).
+    pub fn shutdown_write(&self) -> io::Result<()> {
+        socket2::SockRef::from(self).shutdown(Shutdown::Write)
+    }
+
+    pub fn set_nodelay(&self, on: bool) -> io::Result<()> {
+        match self {
+            Stream::Tcp(stream) => stream.set_nodelay(on),
+            Stream::Unix(_) => Ok(()),
+        }
+    }
+
+    /// The local address the client connected to (`$server_addr`, `$server_port`).
+    pub fn local_address(&self) -> Option<SocketAddr> {
+        match self {
+            Stream::Tcp(stream) => stream.local_addr().ok(),
+            Stream::Unix(_) => None,
+        }
+    }
+
+    pub fn raw_fd(&self) -> RawFd {
+        self.as_fd().as_raw_fd()
+    }
+}
+
+impl AsFd for Stream {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        match self {
+            Stream::Tcp(stream) => stream.as_fd(),
+            Stream::Unix(stream) => stream.as_fd(),
+        }
+    }
+}

@@ -1,0 +1,260 @@
+//! Thin, safe wrappers over libc calls: local time, TCP_DEFER_ACCEPT, signal masks and
+//! waiting, user lookup, fork.
+
+use std::ffi::{CStr, CString};
+use std::io;
+use std::os::fd::{AsFd, AsRawFd};
+use std::time::Duration;
+
+/// Seconds east of UTC of the local time zone at `unix_seconds` (what `localtime_r` says).
+pub fn utc_offset_seconds(unix_seconds: i64) -> i32 {
+    let time: libc::time_t = unix_seconds;
+    // SAFETY: `tm` is plain old data that localtime_r fully initialises on success; both
+    // pointers are valid for the duration of the call.
+    unsafe {
+        let mut tm: libc::tm = std::mem::zeroed();
+        if libc::localtime_r(&time, &mut tm).is_null() {
+            return 0;
+        }
+        tm.tm_gmtoff as i32
+    }
+}
+
+/// `setsockopt(TCP_DEFER_ACCEPT)`: the kernel wakes `accept` only once data arrived (or the
+/// timeout passed), as nginx's `listen ... deferred` does.
+pub fn set_tcp_defer_accept(socket: impl AsFd, timeout: Duration) -> io::Result<()> {
+    let seconds: libc::c_int = timeout.as_secs().try_into().unwrap_or(libc::c_int::MAX);
+    // SAFETY: the fd is borrowed and open for the call; the option value is a c_int whose
+    // address and size are passed correctly.
+    let result = unsafe {
+        libc::setsockopt(
+            socket.as_fd().as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_DEFER_ACCEPT,
+            (&seconds as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if result == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
+}
+
+/// nginx's text for a system error: `98: Address already in use`.
+pub fn error_text(error: &io::Error) -> String {
+    match error.raw_os_error() {
+        Some(errno) => format!("{errno}: {}", strerror(errno)),
+        None => error.to_string(),
+    }
+}
+
+/// The C library's description of `errno`.
+pub fn strerror(errno: i32) -> String {
+    let mut buffer = [0 as libc::c_char; 256];
+    // SAFETY: the XSI strerror_r (which the libc crate binds on glibc as `strerror_r` →
+    // `__xpg_strerror_r`) writes a NUL-terminated string into `buffer` within its length.
+    let result = unsafe { libc::strerror_r(errno, buffer.as_mut_ptr(), buffer.len()) };
+    if result != 0 {
+        return format!("Unknown error {errno}");
+    }
+    // SAFETY: strerror_r succeeded, so `buffer` holds a NUL-terminated string.
+    let text = unsafe { CStr::from_ptr(buffer.as_ptr()) };
+    text.to_string_lossy().into_owned()
+}
+
+/// The signals the master handles; they are blocked in every thread so that only the
+/// master's `wait_signal` receives them.
+pub const MASTER_SIGNALS: [i32; 7] = [
+    libc::SIGHUP,
+    libc::SIGQUIT,
+    libc::SIGTERM,
+    libc::SIGINT,
+    libc::SIGUSR1,
+    libc::SIGUSR2,
+    libc::SIGWINCH,
+];
+
+fn master_sigset() -> libc::sigset_t {
+    // SAFETY: sigemptyset initialises the set; sigaddset only adds valid signal numbers.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for signal in MASTER_SIGNALS {
+            libc::sigaddset(&mut set, signal);
+        }
+        set
+    }
+}
+
+/// Blocks the master's signals in the calling thread; threads spawned afterwards inherit the
+/// mask. Also ignores SIGPIPE: a write to a closed socket is an error return, not a death.
+pub fn block_master_signals() -> io::Result<()> {
+    let set = master_sigset();
+    // SAFETY: `set` is initialised; a null old-set pointer is allowed.
+    let result = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
+    if result != 0 {
+        return Err(io::Error::from_raw_os_error(result));
+    }
+    // SAFETY: SIG_IGN is a valid disposition for SIGPIPE.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
+    Ok(())
+}
+
+/// Unblocks the master's signals again (the child of a fork that execs nothing does not need
+/// this; it exists for tests that run the master loop in a thread).
+pub fn unblock_master_signals() -> io::Result<()> {
+    let set = master_sigset();
+    // SAFETY: as in block_master_signals.
+    let result = unsafe { libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut()) };
+    if result == 0 { Ok(()) } else { Err(io::Error::from_raw_os_error(result)) }
+}
+
+/// Waits up to `timeout` for one of the blocked master signals. `Ok(None)` on timeout.
+pub fn wait_signal(timeout: Duration) -> io::Result<Option<i32>> {
+    let set = master_sigset();
+    let timespec = libc::timespec {
+        tv_sec: timeout.as_secs().try_into().unwrap_or(libc::time_t::MAX),
+        tv_nsec: timeout.subsec_nanos().into(),
+    };
+    // SAFETY: `set` and `timespec` are initialised; a null siginfo pointer is allowed.
+    let result = unsafe { libc::sigtimedwait(&set, std::ptr::null_mut(), &timespec) };
+    if result >= 0 {
+        return Ok(Some(result));
+    }
+    let error = io::Error::last_os_error();
+    match error.raw_os_error() {
+        Some(libc::EAGAIN) | Some(libc::EINTR) => Ok(None),
+        _ => Err(error),
+    }
+}
+
+/// Sends `signal` to process `pid` (`portico -s`).
+pub fn kill(pid: i32, signal: i32) -> io::Result<()> {
+    // SAFETY: kill has no memory-safety preconditions.
+    let result = unsafe { libc::kill(pid, signal) };
+    if result == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
+}
+
+/// A user account from the passwd database.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Account {
+    pub uid: u32,
+    pub gid: u32,
+    pub name: String,
+}
+
+/// Looks up a user by name (`getpwnam_r`). `Ok(None)` if there is no such user.
+pub fn user_by_name(name: &str) -> io::Result<Option<Account>> {
+    let c_name = CString::new(name).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    let mut buffer = vec![0 as libc::c_char; 16 * 1024];
+    // SAFETY: all pointers are valid; `buffer` outlives the call and its length is passed;
+    // `passwd` is plain data filled by the call.
+    unsafe {
+        let mut passwd: libc::passwd = std::mem::zeroed();
+        let mut found: *mut libc::passwd = std::ptr::null_mut();
+        let result = libc::getpwnam_r(
+            c_name.as_ptr(),
+            &mut passwd,
+            buffer.as_mut_ptr(),
+            buffer.len(),
+            &mut found,
+        );
+        if result != 0 {
+            return Err(io::Error::from_raw_os_error(result));
+        }
+        if found.is_null() {
+            return Ok(None);
+        }
+        Ok(Some(Account { uid: passwd.pw_uid, gid: passwd.pw_gid, name: name.to_owned() }))
+    }
+}
+
+/// Looks up a group id by name (`getgrnam_r`). `Ok(None)` if there is no such group.
+pub fn group_by_name(name: &str) -> io::Result<Option<u32>> {
+    let c_name = CString::new(name).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    let mut buffer = vec![0 as libc::c_char; 16 * 1024];
+    // SAFETY: as in user_by_name.
+    unsafe {
+        let mut group: libc::group = std::mem::zeroed();
+        let mut found: *mut libc::group = std::ptr::null_mut();
+        let result = libc::getgrnam_r(
+            c_name.as_ptr(),
+            &mut group,
+            buffer.as_mut_ptr(),
+            buffer.len(),
+            &mut found,
+        );
+        if result != 0 {
+            return Err(io::Error::from_raw_os_error(result));
+        }
+        if found.is_null() {
+            return Ok(None);
+        }
+        Ok(Some(group.gr_gid))
+    }
+}
+
+/// Which side of a fork the caller is on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Forked {
+    Parent,
+    Child,
+}
+
+/// `fork()`. Must be called while the process has a single thread (`daemon on` forks before
+/// any worker or pool thread starts).
+pub fn fork() -> io::Result<Forked> {
+    // SAFETY: the caller guarantees the process is single-threaded, so the child does not
+    // inherit locks held by other threads.
+    let pid = unsafe { libc::fork() };
+    match pid {
+        -1 => Err(io::Error::last_os_error()),
+        0 => Ok(Forked::Child),
+        _ => Ok(Forked::Parent),
+    }
+}
+
+/// Points fds 0, 1 and (unless `keep_stderr`) 2 at /dev/null, as a daemon does.
+pub fn redirect_stdio_to_null(keep_stderr: bool) -> io::Result<()> {
+    let null = std::fs::OpenOptions::new().read(true).write(true).open("/dev/null")?;
+    let fd = null.as_raw_fd();
+    let targets: &[i32] = if keep_stderr { &[0, 1] } else { &[0, 1, 2] };
+    for &target in targets {
+        // SAFETY: both fds are open; dup2 atomically replaces `target`.
+        if unsafe { libc::dup2(fd, target) } == -1 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strerror_matches_glibc_wording() {
+        assert_eq!(strerror(libc::ENOENT), "No such file or directory");
+        assert_eq!(error_text(&io::Error::from_raw_os_error(98)), "98: Address already in use");
+    }
+
+    #[test]
+    fn root_user_exists() {
+        let root = user_by_name("root").unwrap().unwrap();
+        assert_eq!((root.uid, root.gid), (0, 0));
+        assert_eq!(user_by_name("no-such-user-portico").unwrap(), None);
+        assert_eq!(group_by_name("root").unwrap(), Some(0));
+    }
+
+    #[test]
+    fn utc_offset_is_within_a_day() {
+        let offset = utc_offset_seconds(1_795_295_217);
+        assert!(offset.abs() <= 14 * 3600);
+    }
+
+    #[test]
+    fn defer_accept_applies_to_tcp_listeners() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        set_tcp_defer_accept(&listener, Duration::from_secs(1)).unwrap();
+        let not_a_socket = std::fs::File::open("/dev/null").unwrap();
+        assert!(set_tcp_defer_accept(&not_a_socket, Duration::from_secs(1)).is_err());
+    }
+}

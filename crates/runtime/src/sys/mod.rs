@@ -1,0 +1,6 @@
+//! Linux system calls the rest of Portico needs and neither the standard library nor rustix
+//! offers safely. Every `unsafe` block of the project lives under this module.
+
+#![allow(unsafe_code)]
+
+pub mod linux;

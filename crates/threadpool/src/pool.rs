@@ -1,0 +1,216 @@
+//! The pool: a bounded queue, fixed threads, completions through oneshot channels.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::task::{Context, Poll};
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use tokio::sync::oneshot;
+
+use crate::counters::{Counters, CountersSnapshot};
+
+/// What `thread_pool NAME threads=N max_queue=M` says.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PoolSettings {
+    pub name: String,
+    pub threads: usize,
+    pub max_queue: usize,
+}
+
+impl PoolSettings {
+    /// The pool nginx creates when `aio threads` names no pool and none called `default`
+    /// was declared: 32 threads, 65536 queued tasks.
+    pub fn default_pool() -> PoolSettings {
+        PoolSettings { name: "default".to_owned(), threads: 32, max_queue: 65_536 }
+    }
+}
+
+/// A submission refused because `max_queue` tasks were already waiting.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QueueOverflow {
+    pub waiting: usize,
+}
+
+/// The task never delivered a result: it panicked, or the pool shut down before running it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TaskLost;
+
+impl fmt::Display for TaskLost {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("thread pool task was lost")
+    }
+}
+
+impl std::error::Error for TaskLost {}
+
+type Job = Box<dyn FnOnce() + Send + 'static>;
+
+struct Queued {
+    job: Job,
+    since: Instant,
+}
+
+struct State {
+    jobs: VecDeque<Queued>,
+    closed: bool,
+}
+
+struct Shared {
+    name: String,
+    max_queue: usize,
+    state: Mutex<State>,
+    available: Condvar,
+    counters: Counters,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A job never runs while the lock is held, so a poisoned lock can only come from a
+        // panic in this module's own short critical sections; the state is still consistent.
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// A named pool of threads. Cloning gives another handle to the same pool.
+#[derive(Clone)]
+pub struct ThreadPool {
+    shared: Arc<Shared>,
+    threads: Arc<Mutex<Vec<JoinHandle<()>>>>,
+}
+
+impl fmt::Debug for ThreadPool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ThreadPool").field("name", &self.shared.name).finish()
+    }
+}
+
+/// A hook run first on every pool thread, e.g. to drop privileges like the workers do.
+pub type ThreadStart = Arc<dyn Fn() + Send + Sync + 'static>;
+
+impl ThreadPool {
+    /// Starts `settings.threads` threads named `pool NAME`.
+    pub fn start(settings: &PoolSettings, on_start: Option<ThreadStart>) -> io::Result<ThreadPool> {
+        assert!(settings.threads > 0, "the thread_pool directive rejects threads=0");
+        let shared = Arc::new(Shared {
+            name: settings.name.clone(),
+            max_queue: settings.max_queue,
+            state: Mutex::new(State { jobs: VecDeque::new(), closed: false }),
+            available: Condvar::new(),
+            counters: Counters::default(),
+        });
+        let pool = ThreadPool { shared, threads: Arc::new(Mutex::new(Vec::new())) };
+        for _ in 0..settings.threads {
+            let shared = Arc::clone(&pool.shared);
+            let on_start = on_start.clone();
+            let spawned = std::thread::Builder::new()
+                .name(format!("pool {}", settings.name))
+                .spawn(move || {
+                    if let Some(hook) = on_start {
+                        hook();
+                    }
+                    run_thread(&shared);
+                });
+            match spawned {
+                Ok(handle) => pool.lock_threads().push(handle),
+                Err(error) => {
+                    pool.shutdown();
+                    return Err(error);
+                }
+            }
+        }
+        Ok(pool)
+    }
+
+    pub fn name(&self) -> &str {
+        &self.shared.name
+    }
+
+    /// Queues `work` and returns a future of its result. Never blocks: when `max_queue`
+    /// tasks are already waiting, the task is refused and nothing runs.
+    pub fn submit<T, F>(&self, work: F) -> Result<Completion<T>, QueueOverflow>
+    where
+        T: Send + 'static,
+        F: FnOnce() -> T + Send + 'static,
+    {
+        let (sender, receiver) = oneshot::channel();
+        let job: Job = Box::new(move || {
+            // The receiver is gone when the client went away; the result is then dropped.
+            let _ = sender.send(work());
+        });
+        {
+            let mut state = self.shared.lock();
+            if state.closed || state.jobs.len() >= self.shared.max_queue {
+                self.shared.counters.task_overflowed();
+                return Err(QueueOverflow { waiting: state.jobs.len() });
+            }
+            state.jobs.push_back(Queued { job, since: Instant::now() });
+            self.shared.counters.task_queued();
+        }
+        self.shared.available.notify_one();
+        Ok(Completion { receiver })
+    }
+
+    pub fn counters(&self) -> CountersSnapshot {
+        self.shared.counters.snapshot()
+    }
+
+    /// Stops taking tasks, lets the threads finish every queued and running task, and waits
+    /// for them to exit. Idempotent.
+    pub fn shutdown(&self) {
+        self.shared.lock().closed = true;
+        self.shared.available.notify_all();
+        let handles = std::mem::take(&mut *self.lock_threads());
+        for handle in handles {
+            let _ = handle.join();
+        }
+    }
+
+    fn lock_threads(&self) -> MutexGuard<'_, Vec<JoinHandle<()>>> {
+        self.threads.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+fn run_thread(shared: &Shared) {
+    loop {
+        let queued = {
+            let mut state = shared.lock();
+            loop {
+                if let Some(queued) = state.jobs.pop_front() {
+                    break queued;
+                }
+                if state.closed {
+                    return;
+                }
+                state = shared.available.wait(state).unwrap_or_else(|poisoned| poisoned.into_inner());
+            }
+        };
+        let started = Instant::now();
+        shared.counters.task_started(started.duration_since(queued.since));
+        // A panicking task loses only its own result (the submitter sees TaskLost); the
+        // thread lives on to serve the queue.
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(queued.job));
+        shared.counters.task_finished(started.elapsed());
+    }
+}
+
+/// The result of a submitted task, delivered to the task that awaits it.
+#[derive(Debug)]
+pub struct Completion<T> {
+    receiver: oneshot::Receiver<T>,
+}
+
+impl<T> Future for Completion<T> {
+    type Output = Result<T, TaskLost>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        Pin::new(&mut self.receiver).poll(cx).map(|result| result.map_err(|_| TaskLost))
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,126 @@
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use super::*;
+
+fn settings(threads: usize, max_queue: usize) -> PoolSettings {
+    PoolSettings { name: "test".to_owned(), threads, max_queue }
+}
+
+fn block_on<F: Future>(future: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(future)
+}
+
+/// Occupies every thread of a pool until the returned sender is dropped or sent to.
+fn occupy(pool: &ThreadPool, threads: usize) -> Vec<mpsc::Sender<()>> {
+    let (started_tx, started_rx) = mpsc::channel();
+    let mut releases = Vec::new();
+    for _ in 0..threads {
+        let (release_tx, release_rx) = mpsc::channel::<()>();
+        let started_tx = started_tx.clone();
+        pool.submit(move || {
+            started_tx.send(()).unwrap();
+            let _ = release_rx.recv();
+        })
+        .unwrap();
+        releases.push(release_tx);
+    }
+    for _ in 0..threads {
+        started_rx.recv_timeout(Duration::from_secs(10)).unwrap();
+    }
+    releases
+}
+
+#[test]
+fn results_come_back_to_the_submitter() {
+    let pool = ThreadPool::start(&settings(2, 16), None).unwrap();
+    let results = block_on(async {
+        let a = pool.submit(|| 6 * 7).unwrap();
+        let b = pool.submit(|| "done").unwrap();
+        (a.await, b.await)
+    });
+    assert_eq!(results, (Ok(42), Ok("done")));
+    pool.shutdown();
+    assert_eq!(pool.counters().completed, 2);
+}
+
+#[test]
+fn overflow_refuses_beyond_max_queue() {
+    let pool = ThreadPool::start(&settings(1, 2), None).unwrap();
+    let releases = occupy(&pool, 1);
+    let first = pool.submit(|| 1).unwrap();
+    let second = pool.submit(|| 2).unwrap();
+    assert_eq!(pool.submit(|| 3).unwrap_err(), QueueOverflow { waiting: 2 });
+    let snapshot = pool.counters();
+    assert_eq!((snapshot.queued, snapshot.running, snapshot.overflowed), (2, 1, 1));
+    drop(releases);
+    assert_eq!(block_on(async { (first.await, second.await) }), (Ok(1), Ok(2)));
+    pool.shutdown();
+    let snapshot = pool.counters();
+    assert_eq!((snapshot.queued, snapshot.running, snapshot.completed), (0, 0, 3));
+}
+
+#[test]
+fn abandoned_task_still_runs_and_result_is_dropped() {
+    let pool = ThreadPool::start(&settings(1, 4), None).unwrap();
+    let ran = Arc::new(AtomicUsize::new(0));
+    let releases = occupy(&pool, 1);
+    let ran_in_task = Arc::clone(&ran);
+    let completion = pool
+        .submit(move || {
+            ran_in_task.fetch_add(1, Ordering::SeqCst);
+            vec![0u8; 1024]
+        })
+        .unwrap();
+    drop(completion);
+    drop(releases);
+    pool.shutdown();
+    assert_eq!(ran.load(Ordering::SeqCst), 1);
+}
+
+#[test]
+fn shutdown_waits_for_queued_and_running_tasks() {
+    let pool = ThreadPool::start(&settings(2, 64), None).unwrap();
+    let done = Arc::new(AtomicUsize::new(0));
+    for _ in 0..20 {
+        let done = Arc::clone(&done);
+        pool.submit(move || {
+            std::thread::sleep(Duration::from_millis(2));
+            done.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+    }
+    pool.shutdown();
+    assert_eq!(done.load(Ordering::SeqCst), 20);
+    assert!(pool.submit(|| ()).is_err(), "a stopped pool takes no tasks");
+}
+
+#[test]
+fn panicking_task_is_lost_but_pool_survives() {
+    let pool = ThreadPool::start(&settings(1, 4), None).unwrap();
+    let lost = pool.submit(|| -> u8 { panic!("task failure") }).unwrap();
+    assert_eq!(block_on(lost), Err(TaskLost));
+    assert_eq!(block_on(pool.submit(|| 5).unwrap()), Ok(5));
+    pool.shutdown();
+}
+
+#[test]
+fn start_hook_runs_on_every_thread() {
+    let started = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&started);
+    let hook: ThreadStart = Arc::new(move || {
+        counter.fetch_add(1, Ordering::SeqCst);
+    });
+    let pool = ThreadPool::start(&settings(3, 4), Some(hook)).unwrap();
+    pool.shutdown();
+    assert_eq!(started.load(Ordering::SeqCst), 3);
+}
+
+#[test]
+fn wait_and_run_times_accumulate() {
+    let pool = ThreadPool::start(&settings(1, 4), None).unwrap();
+    block_on(pool.submit(|| std::thread::sleep(Duration::from_millis(20))).unwrap()).unwrap();
+    pool.shutdown();
+    assert!(pool.counters().run_time >= Duration::from_millis(20));
+}
