@@ -53,7 +53,8 @@ pub struct Directive {
     pub args: Vec<Argument>,
     /// The directives inside `{ ... }`, or `None` when the directive ended with `;`.
     pub block: Option<Vec<Directive>>,
-    /// The line where the directive's name was written.
+    /// Where nginx reports errors about this directive: the line of its terminating `;` or
+    /// `{`, which is not the line of its name when the directive spans lines.
     pub span: Span,
 }
 

@@ -29,15 +29,32 @@ pub enum ConfErrorKind {
     NoOpeningBrace { name: String },
     /// `directive "NAME" is not terminated by ";"`
     NotTerminated { name: String },
-    /// `unexpected "C"` for a stray `;`, `{` or `}`.
+    /// `unexpected "C"`: a stray `;`, `{` or `}`, or a character other than whitespace, `;`,
+    /// `{` or `)` right after a closing quote. nginx prints the byte; a character outside
+    /// ASCII is printed whole here.
     UnexpectedCharacter { found: char },
     /// `unexpected end of file, expecting ";" or "}"`
     UnexpectedEndOfFile,
-    /// `unexpected end of file, expecting "}"`... nginx's wording depends on the state; this
-    /// variant carries the token it expected (`"}"`).
+    /// `unexpected end of file, expecting "}"`: a file ended inside a block. The field holds
+    /// what nginx names as expected, quotes included (`"}"`).
     UnexpectedEndOfFileExpecting { expected: &'static str },
-    /// `unexpected end of parameter, expecting ";"`
+    /// `unexpected end of parameter, expecting ";"`: the `-g` text ended inside a directive.
     UnexpectedEndOfParameter,
+    /// `block directives are not supported in -g option`
+    BlockInCommandLine,
+    /// `too long parameter "START..." started`: a word (or comment) reached nginx's 4096-byte
+    /// read buffer; `start` is its first 10 bytes.
+    TooLongParameter { start: String },
+    /// `too long parameter, probably missing terminating "Q" character`: as above, inside
+    /// quotes.
+    TooLongQuotedParameter { quote: char },
+    /// Blocks nested deeper than Portico's limit; nginx has none, but recursion needs one.
+    BlockTooDeep { limit: usize },
+    /// An `include` nested deeper than Portico's limit, usually an include cycle (nginx
+    /// recurses until it runs out of file descriptors).
+    IncludeTooDeep { path: PathBuf, limit: usize },
+    /// More files read for one configuration than Portico's limit.
+    TooManyFiles { limit: usize },
     /// `invalid value "VALUE" in "NAME" directive, it must be "on" or "off"`
     InvalidFlag { name: String, value: String },
     /// `"NAME" directive MESSAGE`, the form nginx uses for a setter's complaint, e.g.
@@ -47,8 +64,14 @@ pub enum ConfErrorKind {
     /// `invalid port in "x" of the "listen" directive` or `unknown "foo" variable`.
     Message(String),
     /// `open() "PATH" failed (ERRNO: STRERROR)` for a file that could not be read, and the
-    /// other system-call failures nginx reports the same way (`glob()`).
-    Io { call: &'static str, path: PathBuf, errno: i32, text: String },
+    /// other system-call failures nginx reports the same way (`pread()`, `glob()`). An
+    /// `errno` of 0 means the failure had no system error number; only the text is printed.
+    Io {
+        call: &'static str,
+        path: PathBuf,
+        errno: i32,
+        text: String,
+    },
     /// The configuration file is not valid UTF-8; Portico's configuration is text.
     InvalidUtf8 { path: PathBuf },
 }
@@ -60,13 +83,19 @@ impl ConfError {
 
     /// An error at `span`.
     pub fn at(kind: ConfErrorKind, span: &Span) -> ConfError {
-        ConfError { kind, span: Some(span.clone()) }
+        ConfError {
+            kind,
+            span: Some(span.clone()),
+        }
     }
 
     /// `"NAME" directive MESSAGE` at `span`.
     pub fn directive(name: &str, message: impl Into<String>, span: &Span) -> ConfError {
         ConfError::at(
-            ConfErrorKind::Directive { name: name.to_owned(), message: message.into() },
+            ConfErrorKind::Directive {
+                name: name.to_owned(),
+                message: message.into(),
+            },
             span,
         )
     }
@@ -104,17 +133,62 @@ impl fmt::Display for ConfErrorKind {
             ConfErrorKind::UnexpectedEndOfParameter => {
                 f.write_str("unexpected end of parameter, expecting \";\"")
             }
+            ConfErrorKind::BlockInCommandLine => {
+                f.write_str("block directives are not supported in -g option")
+            }
+            ConfErrorKind::TooLongParameter { start } => {
+                write!(f, "too long parameter \"{start}...\" started")
+            }
+            ConfErrorKind::TooLongQuotedParameter { quote } => write!(
+                f,
+                "too long parameter, probably missing terminating \"{quote}\" character"
+            ),
+            ConfErrorKind::BlockTooDeep { limit } => {
+                write!(f, "blocks are nested too deeply (more than {limit} levels)")
+            }
+            ConfErrorKind::IncludeTooDeep { path, limit } => write!(
+                f,
+                "include of \"{}\" is nested too deeply (more than {limit} levels), \
+                 probably an include cycle",
+                path.display()
+            ),
+            ConfErrorKind::TooManyFiles { limit } => {
+                write!(f, "too many configuration files (more than {limit})")
+            }
             ConfErrorKind::InvalidFlag { name, value } => write!(
                 f,
                 "invalid value \"{value}\" in \"{name}\" directive, it must be \"on\" or \"off\""
             ),
-            ConfErrorKind::Directive { name, message } => write!(f, "\"{name}\" directive {message}"),
+            ConfErrorKind::Directive { name, message } => {
+                write!(f, "\"{name}\" directive {message}")
+            }
             ConfErrorKind::Message(message) => f.write_str(message),
-            ConfErrorKind::Io { call, path, errno, text } => {
-                write!(f, "{call}() \"{}\" failed ({errno}: {text})", path.display())
+            ConfErrorKind::Io {
+                call,
+                path,
+                errno: 0,
+                text,
+            } => {
+                write!(f, "{call}() \"{}\" failed ({text})", path.display())
+            }
+            ConfErrorKind::Io {
+                call,
+                path,
+                errno,
+                text,
+            } => {
+                write!(
+                    f,
+                    "{call}() \"{}\" failed ({errno}: {text})",
+                    path.display()
+                )
             }
             ConfErrorKind::InvalidUtf8 { path } => {
-                write!(f, "configuration file \"{}\" is not valid UTF-8", path.display())
+                write!(
+                    f,
+                    "configuration file \"{}\" is not valid UTF-8",
+                    path.display()
+                )
             }
         }
     }

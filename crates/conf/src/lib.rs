@@ -6,6 +6,14 @@
 //! [`DirectiveSpec`] (context and number of arguments), and renders errors exactly as nginx
 //! prints them (`unknown directive "x" in /etc/portico/portico.conf:12`).
 //!
+//! Where Portico differs from nginx here: configuration text must be UTF-8; blocks may nest
+//! at most [`parser::BLOCK_DEPTH_MAX`] deep, includes at most [`parser::INCLUDE_DEPTH_MAX`]
+//! deep (nginx recurses until it runs out of file descriptors), and one configuration reads
+//! at most [`parser::FILES_MAX`] files; a non-ASCII character after a closing quote is
+//! printed whole in `unexpected "C"` (nginx prints its first byte). Syntax is checked for
+//! the whole tree before any directive's meaning, so where nginx would first report an
+//! unknown directive that comes before a syntax error, Portico reports the syntax error.
+//!
 //! It does not know what any directive means: the feature modules in `http` and `server` own
 //! their directive tables and fill typed settings from the tree. It is used by the master only,
 //! at startup and on reload; nothing here runs on a worker's loop.
@@ -13,6 +21,7 @@
 pub mod ast;
 pub mod dump;
 pub mod error;
+mod glob;
 pub mod lexer;
 pub mod parser;
 pub mod sources;
@@ -22,5 +31,5 @@ pub mod value;
 pub use ast::{Argument, ConfigTree, Directive, SourceFile, Span};
 pub use error::{ConfError, ConfErrorKind};
 pub use parser::{parse_command_line, parse_file};
-pub use sources::{DiskSources, Sources};
+pub use sources::{DiskSources, MemorySources, Sources};
 pub use spec::{Arity, BlockKind, Context, Contexts, DirectiveSpec};

@@ -40,8 +40,9 @@ impl Contexts {
     pub const LOCATION_IF: Contexts = Contexts(Context::LocationIf as u16);
     pub const LIMIT_EXCEPT: Contexts = Contexts(Context::LimitExcept as u16);
     /// `http, server, location`: the most common set.
-    pub const HTTP_SERVER_LOCATION: Contexts =
-        Contexts::HTTP.with(Contexts::SERVER).with(Contexts::LOCATION);
+    pub const HTTP_SERVER_LOCATION: Contexts = Contexts::HTTP
+        .with(Contexts::SERVER)
+        .with(Contexts::LOCATION);
 
     pub const fn with(self, other: Contexts) -> Contexts {
         Contexts(self.0 | other.0)
@@ -73,20 +74,35 @@ impl Arity {
     pub const TAKE1234: Arity = Arity::counts(&[1, 2, 3, 4]);
     /// `on` or `off`; the value itself is checked by [`crate::value::parse_flag`].
     pub const FLAG: Arity = Arity::TAKE1;
-    pub const ONE_OR_MORE: Arity = Arity { counts: 0, at_least: Some(1) };
-    pub const TWO_OR_MORE: Arity = Arity { counts: 0, at_least: Some(2) };
-    pub const ANY: Arity = Arity { counts: 0, at_least: Some(0) };
+    pub const ONE_OR_MORE: Arity = Arity {
+        counts: 0,
+        at_least: Some(1),
+    };
+    pub const TWO_OR_MORE: Arity = Arity {
+        counts: 0,
+        at_least: Some(2),
+    };
+    pub const ANY: Arity = Arity {
+        counts: 0,
+        at_least: Some(0),
+    };
 
     /// Exactly one of `allowed` argument counts (each at most 7).
     pub const fn counts(allowed: &[u8]) -> Arity {
         let mut counts = 0u8;
         let mut index = 0;
         while index < allowed.len() {
-            assert!(allowed[index] < 8, "nginx directives take at most 7 fixed arguments");
+            assert!(
+                allowed[index] < 8,
+                "nginx directives take at most 7 fixed arguments"
+            );
             counts |= 1 << allowed[index];
             index += 1;
         }
-        Arity { counts, at_least: None }
+        Arity {
+            counts,
+            at_least: None,
+        }
     }
 
     pub fn accepts(self, count: usize) -> bool {
@@ -185,7 +201,12 @@ mod tests {
     fn directive(name: &str, args: usize, block: bool) -> Directive {
         Directive {
             name: name.to_owned(),
-            args: (0..args).map(|i| Argument { value: i.to_string(), quoted: false }).collect(),
+            args: (0..args)
+                .map(|i| Argument {
+                    value: i.to_string(),
+                    quoted: false,
+                })
+                .collect(),
             block: block.then(Vec::new),
             span: Span::CommandLine,
         }
@@ -216,7 +237,9 @@ mod tests {
     ];
 
     fn message(result: Result<&DirectiveSpec<u8>, ConfError>) -> String {
-        result.map(|spec| spec.set.to_string()).unwrap_or_else(|error| error.to_string())
+        result
+            .map(|spec| spec.set.to_string())
+            .unwrap_or_else(|error| error.to_string())
     }
 
     #[test]
@@ -237,7 +260,10 @@ mod tests {
     #[test]
     fn check_follows_nginx_order() {
         let check_one = |d: &Directive, c| message(check(SPECS, d, c));
-        assert_eq!(check_one(&directive("root", 1, false), Context::Location), "1");
+        assert_eq!(
+            check_one(&directive("root", 1, false), Context::Location),
+            "1"
+        );
         assert_eq!(
             check_one(&directive("nope", 1, false), Context::Location),
             "unknown directive \"nope\" in command line"
@@ -259,6 +285,9 @@ mod tests {
             "directive \"server\" has no opening \"{\" in command line"
         );
         assert_eq!(check_one(&directive("server", 0, true), Context::Http), "2");
-        assert_eq!(check_one(&directive("server", 1, false), Context::Upstream), "3");
+        assert_eq!(
+            check_one(&directive("server", 1, false), Context::Upstream),
+            "3"
+        );
     }
 }

@@ -13,10 +13,12 @@
 mod access;
 mod error_log;
 mod file;
+mod files;
 mod level;
 pub mod time;
 
 pub use access::AccessLogBuffer;
 pub use error_log::{ErrorLog, ErrorSink, LINE_BYTES_MAX, LogContext, Subject, format_line};
 pub use file::LogFile;
+pub use files::LogFiles;
 pub use level::Level;

@@ -6,10 +6,10 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use tokio::net::{TcpListener, UnixListener};
-use tokio::sync::Notify;
+use tokio::sync::{Notify, watch};
 
 use crate::stream::{PeerAddress, Stream};
-use crate::worker::{Phase, WorkerContext};
+use crate::worker::Phase;
 
 /// `events { worker_connections N; multi_accept on|off; }`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -118,11 +118,11 @@ impl WorkerListener {
 /// backlog is empty (tokio's cooperative budget still bounds one turn).
 pub async fn accept_loop(
     listener: WorkerListener,
-    context: &WorkerContext,
+    mut phase: watch::Receiver<Phase>,
+    gauge: Rc<ConnectionGauge>,
     settings: AcceptSettings,
     mut handle: impl FnMut(Accepted),
 ) {
-    let mut phase = context.phase.clone();
     loop {
         if *phase.borrow_and_update() != Phase::Running {
             return;
@@ -133,9 +133,9 @@ pub async fn accept_loop(
             result = listener.accept() => result,
         };
         match result {
-            Ok((stream, peer)) => match context.gauge.try_acquire() {
+            Ok((stream, peer)) => match gauge.try_acquire() {
                 Some(guard) => handle(Accepted::Connection { stream, peer, guard }),
-                None => handle(Accepted::LimitReached { limit: context.gauge.limit() }),
+                None => handle(Accepted::LimitReached { limit: gauge.limit() }),
             },
             Err(error) if is_transient(&error) => continue,
             Err(error) => {

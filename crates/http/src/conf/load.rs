@@ -1,0 +1,538 @@
+//! Walking the `http` block: directive dispatch, blocks, merge, and the final lookups.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use conf::{ConfError, ConfErrorKind, Context, Directive, Span};
+use logging::{ErrorLog, LogFile, LogFiles};
+
+use crate::conf::listen::{self, ListenSpec};
+use crate::conf::location::{Location, LocationId, LocationKind, LocationTree};
+use crate::conf::regex::Regex;
+use crate::conf::scope::{LocationScope, MainScope, ServerScope};
+use crate::conf::server_names::{ServerName, ServerNames};
+use crate::conf::{AddressConf, BlockKind, HttpConf, MergeEnv, NamedCaptures, Server, ServerId, Setter, SocketConf};
+use crate::core::TempPath;
+use crate::core::types::{MimeTypes, TypesWarning};
+use crate::log::{AccessLogTarget, COMBINED, Escape, LogFormat};
+use crate::modules;
+use crate::variables::{HttpTemplate, VariableRegistry};
+
+/// What loading the `http` block needs from the master.
+pub struct LoadEnv<'a> {
+    pub prefix: &'a Path,
+    pub main_error_log: Arc<ErrorLog>,
+    pub log_files: &'a mut LogFiles,
+    /// The machine's host name (`$hostname`, `server_name $hostname`).
+    pub hostname: String,
+}
+
+/// State shared by the setters while the `http` block is read.
+pub struct LoadContext<'a> {
+    pub prefix: &'a Path,
+    pub variables: VariableRegistry,
+    pub log_files: &'a mut LogFiles,
+    pub log_formats: HashMap<String, Arc<LogFormat>>,
+    pub hostname: String,
+    pub warnings: Vec<ConfError>,
+    access_log_slots: usize,
+}
+
+impl LoadContext<'_> {
+    /// Compiles a directive value into a template, resolving its variables.
+    pub fn template(&mut self, text: &str, span: &Span) -> Result<HttpTemplate, ConfError> {
+        let variables = &mut self.variables;
+        HttpTemplate::compile(text, |name| Ok::<_, ConfError>(variables.resolve(name)))
+            .map_err(|error| match error {
+                vars::TemplateError::Resolve(error) => error,
+                other => ConfError::message(other.to_string(), span),
+            })
+    }
+
+    /// A path relative to the prefix unless absolute, as nginx resolves file names.
+    pub fn path(&self, text: &str) -> PathBuf {
+        let path = Path::new(text);
+        if path.is_absolute() { path.to_owned() } else { self.prefix.join(path) }
+    }
+
+    /// Opens (once per configuration) the log file a directive names.
+    pub fn open_log(&mut self, text: &str, span: &Span) -> Result<Arc<LogFile>, ConfError> {
+        let path = self.path(text);
+        self.log_files.open(&path).map_err(|error| open_error(&path, &error, span))
+    }
+
+    pub fn open_stderr(&mut self, span: &Span) -> Result<Arc<LogFile>, ConfError> {
+        self.log_files.stderr().map_err(|error| open_error(Path::new("stderr"), &error, span))
+    }
+
+    pub fn log_format(&mut self, name: &str) -> Option<Arc<LogFormat>> {
+        if let Some(format) = self.log_formats.get(name) {
+            return Some(Arc::clone(format));
+        }
+        if name != "combined" {
+            return None;
+        }
+        let template = self.template(COMBINED, &Span::CommandLine).ok()?;
+        let format = Arc::new(LogFormat { name: "combined".to_owned(), escape: Escape::Default, template });
+        self.log_formats.insert("combined".to_owned(), Arc::clone(&format));
+        Some(format)
+    }
+
+    /// A new per-worker buffer slot for a buffered `access_log`.
+    pub fn next_access_log_slot(&mut self) -> usize {
+        self.access_log_slots += 1;
+        self.access_log_slots - 1
+    }
+
+    /// nginx's `"NAME" directive is duplicate`.
+    pub fn duplicate(&self, directive: &Directive) -> ConfError {
+        ConfError::at(ConfErrorKind::Duplicate { name: directive.name.clone() }, &directive.span)
+    }
+
+    /// `on` / `off`, with nginx's error for anything else.
+    pub fn flag(&self, directive: &Directive) -> Result<bool, ConfError> {
+        conf::value::parse_flag(directive)
+    }
+
+    /// `*_temp_path PATH [L1 [L2 [L3]]]`.
+    pub fn temp_path(&self, directive: &Directive) -> Result<TempPath, ConfError> {
+        let mut levels = Vec::new();
+        for argument in &directive.args[1..] {
+            match argument.as_str().parse::<u8>() {
+                Ok(level @ 1..=2) => levels.push(level),
+                _ => return Err(ConfError::directive(&directive.name, "invalid value", &directive.span)),
+            }
+        }
+        Ok(TempPath { path: self.path(directive.arg(0)), levels })
+    }
+
+    pub fn warn(&mut self, message: String, span: &Span) {
+        self.warnings.push(ConfError::message(message, span));
+    }
+}
+
+fn open_error(path: &Path, error: &std::io::Error, span: &Span) -> ConfError {
+    ConfError::at(
+        ConfErrorKind::Io {
+            call: "open",
+            path: path.to_owned(),
+            errno: error.raw_os_error().unwrap_or(0),
+            text: runtime::sys::linux::strerror(error.raw_os_error().unwrap_or(0)),
+        },
+        span,
+    )
+}
+
+/// A location as read, before merging.
+struct PendingLocation {
+    kind: LocationKind,
+    name: String,
+    scope: LocationScope,
+    children: Vec<PendingLocation>,
+}
+
+/// A server as read, before merging.
+struct PendingServer {
+    server: ServerScope,
+    location: LocationScope,
+    locations: Vec<PendingLocation>,
+    span: Span,
+}
+
+/// Loads the `http { ... }` block.
+pub fn load_http(block: &[Directive], env: LoadEnv<'_>) -> Result<HttpConf, ConfError> {
+    let merge_env = MergeEnv { prefix: env.prefix.to_owned(), main_error_log: env.main_error_log };
+    let mut context = LoadContext {
+        prefix: env.prefix,
+        variables: VariableRegistry::default(),
+        log_files: env.log_files,
+        log_formats: HashMap::new(),
+        hostname: env.hostname,
+        warnings: Vec::new(),
+        access_log_slots: 0,
+    };
+    let mut main = MainScope::default();
+    let mut http_server = ServerScope::default();
+    let mut http_location = LocationScope::default();
+    let mut servers = Vec::new();
+    for directive in block {
+        let spec = conf::spec::check(modules::directives(), directive, Context::Http)?;
+        match &spec.set {
+            Setter::Main(set) => set(&mut main, directive, &mut context)?,
+            Setter::Server(set) => set(&mut http_server, directive, &mut context)?,
+            Setter::Location(set) => set(&mut http_location, directive, &mut context)?,
+            Setter::Block(BlockKind::Server) => servers.push(read_server(directive, &mut context)?),
+            Setter::Block(BlockKind::Types) => set_types(&mut http_location, directive, &mut context)?,
+            Setter::Block(BlockKind::Location) => {
+                return Err(ConfError::at(ConfErrorKind::NotAllowedHere { name: directive.name.clone() }, &directive.span));
+            }
+        }
+    }
+    if http_location.access_log.access_log.is_none() {
+        let target = default_access_log(&mut context)?;
+        http_location.access_log.access_log = Some(vec![target]);
+    }
+    build(main, http_server, http_location, servers, context, &merge_env)
+}
+
+fn default_access_log(context: &mut LoadContext<'_>) -> Result<AccessLogTarget, ConfError> {
+    let format = context.log_format("combined").ok_or_else(|| ConfError::message("no combined format", &Span::CommandLine))?;
+    let file = context.open_log("logs/access.log", &Span::CommandLine)?;
+    Ok(AccessLogTarget { file, format, buffering: None, condition: None })
+}
+
+fn set_types(scope: &mut LocationScope, directive: &Directive, context: &mut LoadContext<'_>) -> Result<(), ConfError> {
+    let mut warnings: Vec<TypesWarning> = Vec::new();
+    let block = directive.block.as_deref().unwrap_or_default();
+    let types = MimeTypes::from_block(block, &mut warnings)?;
+    for warning in warnings {
+        context.warn(warning.message, &warning.span);
+    }
+    scope.core.types = Some(Arc::new(types));
+    Ok(())
+}
+
+fn read_server(directive: &Directive, context: &mut LoadContext<'_>) -> Result<PendingServer, ConfError> {
+    let mut server = ServerScope { span: Some(directive.span.clone()), ..ServerScope::default() };
+    let mut location = LocationScope::default();
+    let mut locations = Vec::new();
+    for inner in directive.block.as_deref().unwrap_or_default() {
+        let spec = conf::spec::check(modules::directives(), inner, Context::Server)?;
+        match &spec.set {
+            Setter::Main(_) => {
+                return Err(ConfError::at(ConfErrorKind::NotAllowedHere { name: inner.name.clone() }, &inner.span));
+            }
+            Setter::Server(set) => set(&mut server, inner, context)?,
+            Setter::Location(set) => set(&mut location, inner, context)?,
+            Setter::Block(BlockKind::Types) => set_types(&mut location, inner, context)?,
+            Setter::Block(BlockKind::Location) => {
+                let pending = read_location(inner, None, context)?;
+                check_duplicate(&locations, &pending, inner)?;
+                locations.push(pending);
+            }
+            Setter::Block(BlockKind::Server) => {
+                return Err(ConfError::at(ConfErrorKind::NotAllowedHere { name: inner.name.clone() }, &inner.span));
+            }
+        }
+    }
+    Ok(PendingServer { server, location, locations, span: directive.span.clone() })
+}
+
+fn check_duplicate(siblings: &[PendingLocation], new: &PendingLocation, directive: &Directive) -> Result<(), ConfError> {
+    let same = siblings.iter().any(|existing| match (&existing.kind, &new.kind) {
+        (LocationKind::Exact(a), LocationKind::Exact(b)) => a == b,
+        (LocationKind::Prefix { path: a, .. }, LocationKind::Prefix { path: b, .. }) => a == b,
+        (LocationKind::Named(a), LocationKind::Named(b)) => a == b,
+        _ => false,
+    });
+    if same {
+        let path = directive.args.last().map_or("", |argument| argument.as_str());
+        return Err(ConfError::message(format!("duplicate location \"{path}\""), &directive.span));
+    }
+    Ok(())
+}
+
+/// Parses `location [= | ^~ | ~ | ~*] URI { ... }` or `location @name { ... }`.
+fn location_kind(directive: &Directive, context: &mut LoadContext<'_>) -> Result<(LocationKind, String), ConfError> {
+    let span = &directive.span;
+    let (modifier, uri) = match directive.args.len() {
+        1 => {
+            let text = directive.arg(0);
+            if let Some(rest) = text.strip_prefix('=') {
+                ("=", rest)
+            } else if let Some(rest) = text.strip_prefix("^~") {
+                ("^~", rest)
+            } else if let Some(rest) = text.strip_prefix("~*") {
+                ("~*", rest)
+            } else if let Some(rest) = text.strip_prefix('~') {
+                ("~", rest)
+            } else {
+                ("", text)
+            }
+        }
+        2 => (directive.arg(0), directive.arg(1)),
+        _ => {
+            return Err(ConfError::at(ConfErrorKind::InvalidArgumentCount { name: directive.name.clone() }, span));
+        }
+    };
+    let name = if modifier.is_empty() { uri.to_owned() } else { format!("{modifier} {uri}") };
+    let kind = match modifier {
+        "=" => LocationKind::Exact(uri.as_bytes().into()),
+        "^~" => LocationKind::Prefix { path: uri.as_bytes().into(), noregex: true },
+        "~" | "~*" => {
+            let regex = Regex::compile(uri, modifier == "~*").map_err(|error| ConfError::message(error.0, span))?;
+            LocationKind::Regex(NamedCaptures::new(regex, &mut context.variables))
+        }
+        "" if uri.starts_with('@') => LocationKind::Named(uri.into()),
+        "" => LocationKind::Prefix { path: uri.as_bytes().into(), noregex: false },
+        _ => return Err(ConfError::message(format!("invalid location modifier \"{modifier}\""), span)),
+    };
+    Ok((kind, name))
+}
+
+fn read_location(directive: &Directive, parent: Option<&PendingLocation>, context: &mut LoadContext<'_>) -> Result<PendingLocation, ConfError> {
+    let (kind, name) = location_kind(directive, context)?;
+    if let Some(parent) = parent {
+        check_nesting(parent, &kind, &name, &directive.span)?;
+    }
+    let mut pending = PendingLocation { kind, name, scope: LocationScope::default(), children: Vec::new() };
+    for inner in directive.block.as_deref().unwrap_or_default() {
+        let spec = conf::spec::check(modules::directives(), inner, Context::Location)?;
+        match &spec.set {
+            Setter::Location(set) => set(&mut pending.scope, inner, context)?,
+            Setter::Block(BlockKind::Types) => set_types(&mut pending.scope, inner, context)?,
+            Setter::Block(BlockKind::Location) => {
+                let child = read_location(inner, Some(&pending), context)?;
+                check_duplicate(&pending.children, &child, inner)?;
+                pending.children.push(child);
+            }
+            Setter::Main(_) | Setter::Server(_) | Setter::Block(BlockKind::Server) => {
+                return Err(ConfError::at(ConfErrorKind::NotAllowedHere { name: inner.name.clone() }, &inner.span));
+            }
+        }
+    }
+    Ok(pending)
+}
+
+/// nginx's rules for nested locations.
+fn check_nesting(parent: &PendingLocation, kind: &LocationKind, name: &str, span: &Span) -> Result<(), ConfError> {
+    let message = match (&parent.kind, kind) {
+        (_, LocationKind::Named(_)) => Some(format!("named location \"{name}\" can be on the server level only")),
+        (LocationKind::Exact(_), _) => {
+            Some(format!("location \"{name}\" cannot be inside the exact location \"{}\"", parent.name))
+        }
+        (LocationKind::Named(_), _) => {
+            Some(format!("location \"{name}\" cannot be inside the named location \"{}\"", parent.name))
+        }
+        (LocationKind::Prefix { path: outer, .. }, LocationKind::Prefix { path: inner, .. } | LocationKind::Exact(inner))
+            if !inner.starts_with(outer) =>
+        {
+            let inner_text = String::from_utf8_lossy(inner);
+            Some(format!("location \"{inner_text}\" is outside location \"{}\"", String::from_utf8_lossy(outer)))
+        }
+        _ => None,
+    };
+    match message {
+        Some(message) => Err(ConfError::message(message, span)),
+        None => Ok(()),
+    }
+}
+
+/// Merges every level, resolves defaults and builds the lookups.
+fn build(
+    main: MainScope,
+    http_server: ServerScope,
+    http_location: LocationScope,
+    pending_servers: Vec<PendingServer>,
+    mut context: LoadContext<'_>,
+    env: &MergeEnv,
+) -> Result<HttpConf, ConfError> {
+    let mut builder = Builder { locations: Vec::new(), env };
+    let mut servers = Vec::new();
+    let mut listens: Vec<(ListenSpec, ServerId)> = Vec::new();
+    let mut server_regexes = Vec::new();
+    let mut server_names: Vec<(ServerId, Vec<(ServerName, String)>)> = Vec::new();
+    for (index, pending) in pending_servers.into_iter().enumerate() {
+        let id = ServerId(index as u32);
+        let mut server_scope = pending.server;
+        server_scope.core.merge_from(&http_server.core);
+        let mut location_scope = pending.location;
+        location_scope.merge_from(&http_location);
+        let server_location = builder.add(id, LocationKind::Server, String::new(), &location_scope);
+        let locations = builder.tree(id, &location_scope, pending.locations);
+        let named_locations = builder.named(&locations.1);
+        let name = server_scope.names.first().map(|(_, text)| text.as_bytes().into()).unwrap_or_default();
+        let specs = if server_scope.listens.is_empty() {
+            vec![listen::default_listen(&pending.span)]
+        } else {
+            std::mem::take(&mut server_scope.listens)
+        };
+        listens.extend(specs.into_iter().map(|spec| (spec, id)));
+        let mut names = std::mem::take(&mut server_scope.names);
+        if !server_scope.has_server_name {
+            names.push((ServerName::Exact(Box::from(&b""[..])), String::new()));
+        }
+        server_names.push((id, names));
+        servers.push(Server {
+            id,
+            name,
+            core: server_scope.core.resolve(env),
+            location: server_location,
+            locations: locations.0,
+            named_locations,
+        });
+    }
+    let sockets = group_sockets(listens, &mut server_names, &mut server_regexes, &mut context)?;
+    context.variables.check_defined()?;
+    let mut main_core = main.core;
+    main_core.merge_from(&Default::default());
+    Ok(HttpConf {
+        main: main_core.resolve(env),
+        servers,
+        locations: builder.locations,
+        sockets,
+        server_regexes,
+        named_len: context.variables.named_len(),
+        access_log_buffers: context.access_log_slots,
+        warnings: context.warnings,
+    })
+}
+
+struct Builder<'e> {
+    locations: Vec<Location>,
+    env: &'e MergeEnv,
+}
+
+impl Builder<'_> {
+    fn add(&mut self, server: ServerId, kind: LocationKind, name: String, scope: &LocationScope) -> LocationId {
+        let id = LocationId(self.locations.len() as u32);
+        self.locations.push(Location {
+            id,
+            server,
+            kind,
+            name,
+            settings: scope.resolve(self.env),
+            children: LocationTree::default(),
+        });
+        id
+    }
+
+    /// Merges and adds `pending` under a level whose scope is `parent`; returns the tree
+    /// and the named locations found at this level.
+    fn tree(&mut self, server: ServerId, parent: &LocationScope, pending: Vec<PendingLocation>) -> (LocationTree, Vec<LocationId>) {
+        let mut tree = LocationTree::default();
+        let mut named = Vec::new();
+        for mut location in pending {
+            location.scope.merge_from(&parent.inheritable());
+            let children = std::mem::take(&mut location.children);
+            let static_key = match &location.kind {
+                LocationKind::Exact(path) => Some((path.clone(), true)),
+                LocationKind::Prefix { path, .. } => Some((path.clone(), false)),
+                _ => None,
+            };
+            let is_regex = matches!(location.kind, LocationKind::Regex(_));
+            let is_named = matches!(location.kind, LocationKind::Named(_));
+            let id = self.add(server, location.kind, location.name, &location.scope);
+            let (child_tree, _) = self.tree(server, &location.scope, children);
+            self.locations[id.0 as usize].children = child_tree;
+            match static_key {
+                Some((path, true)) => tree.add_exact(path, id),
+                Some((path, false)) => tree.add_prefix(path, id),
+                None if is_regex => tree.add_regex(id),
+                None if is_named => named.push(id),
+                None => {}
+            }
+        }
+        (tree, named)
+    }
+
+    fn named(&self, ids: &[LocationId]) -> Vec<(Box<str>, LocationId)> {
+        ids.iter()
+            .filter_map(|id| match &self.locations[id.0 as usize].kind {
+                LocationKind::Named(name) => Some((name.clone(), *id)),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+/// Groups every server's `listen` into sockets, as nginx does: one socket per address and
+/// port, except that specific addresses on a port that also has a wildcard listen are
+/// served through the wildcard socket (unless they say `bind` or set socket options).
+fn group_sockets(
+    listens: Vec<(ListenSpec, ServerId)>,
+    server_names: &mut [(ServerId, Vec<(ServerName, String)>)],
+    server_regexes: &mut Vec<NamedCaptures>,
+    context: &mut LoadContext<'_>,
+) -> Result<Vec<SocketConf>, ConfError> {
+    let mut addresses: Vec<(runtime::ListenAddress, Vec<(ListenSpec, ServerId)>)> = Vec::new();
+    for (spec, server) in listens {
+        match addresses.iter_mut().find(|(address, _)| *address == spec.address) {
+            Some((_, group)) => {
+                if group.iter().any(|(existing, id)| *id == server && existing.address == spec.address) {
+                    return Err(ConfError::message(format!("a duplicate listen {}", spec.address), &spec.span));
+                }
+                if spec.has_socket_options && group.iter().any(|(existing, _)| existing.has_socket_options) {
+                    return Err(ConfError::message(format!("duplicate listen options for {}", spec.address), &spec.span));
+                }
+                if spec.default_server && group.iter().any(|(existing, _)| existing.default_server) {
+                    return Err(ConfError::message(format!("a duplicate default server for {}", spec.address), &spec.span));
+                }
+                group.push((spec, server));
+            }
+            None => addresses.push((spec.address.clone(), vec![(spec, server)])),
+        }
+    }
+    let mut names_by_server: HashMap<ServerId, Vec<(ServerName, String)>> = HashMap::new();
+    for (id, names) in server_names.iter_mut() {
+        names_by_server.insert(*id, std::mem::take(names));
+    }
+    let mut sockets: Vec<SocketConf> = Vec::new();
+    let mut pending_specific = Vec::new();
+    for (address, group) in addresses {
+        let address_conf = address_conf(&address, &group, &names_by_server, server_regexes, context);
+        let options = group.iter().find(|(spec, _)| spec.has_socket_options).map(|(spec, _)| spec.options.clone());
+        let binds = group.iter().any(|(spec, _)| spec.bind);
+        let is_wildcard = matches!(&address, runtime::ListenAddress::Inet(inet) if inet.ip().is_unspecified());
+        if !is_wildcard && !binds && matches!(address, runtime::ListenAddress::Inet(_)) {
+            pending_specific.push((address, options.unwrap_or_default(), address_conf));
+            continue;
+        }
+        sockets.push(SocketConf { address, options: options.unwrap_or_default(), addresses: vec![address_conf] });
+    }
+    for (address, options, mut address_conf) in pending_specific {
+        let runtime::ListenAddress::Inet(inet) = &address else { continue };
+        let wildcard = sockets.iter_mut().find(|socket| match &socket.address {
+            runtime::ListenAddress::Inet(other) => {
+                other.ip().is_unspecified() && other.port() == inet.port() && other.is_ipv4() == inet.is_ipv4()
+            }
+            runtime::ListenAddress::Unix(_) => false,
+        });
+        match wildcard {
+            Some(socket) => {
+                address_conf.ip = Some(inet.ip());
+                socket.addresses.insert(socket.addresses.len() - 1, address_conf);
+            }
+            None => sockets.push(SocketConf { address, options, addresses: vec![address_conf] }),
+        }
+    }
+    Ok(sockets)
+}
+
+/// The default server and the names of the servers on one address.
+fn address_conf(
+    address: &runtime::ListenAddress,
+    group: &[(ListenSpec, ServerId)],
+    names_by_server: &HashMap<ServerId, Vec<(ServerName, String)>>,
+    regexes: &mut Vec<NamedCaptures>,
+    context: &mut LoadContext<'_>,
+) -> AddressConf {
+    let default_server = group
+        .iter()
+        .find(|(spec, _)| spec.default_server)
+        .or_else(|| group.first())
+        .map(|(_, server)| *server)
+        .unwrap_or(ServerId(0));
+    let mut names = ServerNames::default();
+    let mut seen = Vec::new();
+    for (_, server) in group {
+        if seen.contains(server) {
+            continue;
+        }
+        seen.push(*server);
+        for (name, text) in names_by_server.get(server).map(Vec::as_slice).unwrap_or_default() {
+            let regex_index = regexes.len();
+            if let ServerName::Regex(named) = name {
+                regexes.push(named.clone());
+            }
+            if names.add(name, *server, regex_index).is_err() {
+                context.warnings.push(ConfError::new(
+                    ConfErrorKind::Message(format!("conflicting server name \"{text}\" on {address}, ignored")),
+                    None,
+                ));
+            }
+        }
+    }
+    AddressConf { ip: None, default_server, names }
+}

@@ -1,0 +1,163 @@
+//! The typed configuration of the `http` block and how it is built from the directive tree.
+//!
+//! Config path: the `conf` crate gives a tree of directives; [`load`] walks the `http` block,
+//! checks each directive against the modules' tables ([`crate::modules`]) and lets the
+//! owning module's setter fill a scope struct whose fields are all `Option`; scopes are
+//! merged from `http` to `server` to `location` and resolved with defaults; then the lookup
+//! structures (location trees, server names per address, templates) are built. The result,
+//! [`HttpConf`], is immutable and shared by every worker of one generation.
+
+pub mod listen;
+pub mod load;
+pub mod location;
+pub mod regex;
+pub mod scope;
+pub mod server_names;
+pub mod settings;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use conf::{ConfError, Directive, DirectiveSpec};
+use logging::ErrorLog;
+
+pub use load::{LoadContext, LoadEnv, load_http};
+pub use location::{Location, LocationId, LocationKind, LocationTree};
+pub use scope::{LocationScope, LocationSettings, MainScope, ServerScope};
+
+use crate::conf::regex::{Captures, Regex};
+use crate::variables::{NamedSlot, VariableRegistry};
+
+/// What a merge needs besides the two scopes: where relative defaults point.
+#[derive(Clone, Debug)]
+pub struct MergeEnv {
+    /// The `-p` prefix; relative default paths (`html`, `client_body_temp`) hang off it.
+    pub prefix: PathBuf,
+    /// The main context's `error_log`, inherited where `http` sets none.
+    pub main_error_log: Arc<ErrorLog>,
+}
+
+/// A virtual server's index in [`HttpConf::servers`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ServerId(pub u32);
+
+/// A directive setter, typed by the scope struct it fills.
+pub enum Setter {
+    /// Settings of the `http` block only.
+    Main(fn(&mut MainScope, &Directive, &mut LoadContext<'_>) -> Result<(), ConfError>),
+    /// Settings nginx keeps per server (also allowed in `http`, inherited by servers).
+    Server(fn(&mut ServerScope, &Directive, &mut LoadContext<'_>) -> Result<(), ConfError>),
+    /// Settings nginx keeps per location (also in `http` and `server`, inherited down).
+    Location(fn(&mut LocationScope, &Directive, &mut LoadContext<'_>) -> Result<(), ConfError>),
+    /// A block the loader opens itself.
+    Block(BlockKind),
+}
+
+impl std::fmt::Debug for Setter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Setter::Main(_) => "Setter::Main",
+            Setter::Server(_) => "Setter::Server",
+            Setter::Location(_) => "Setter::Location",
+            Setter::Block(_) => "Setter::Block",
+        })
+    }
+}
+
+/// The blocks of the `http` context that contain directives of their own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BlockKind {
+    Server,
+    Location,
+    Types,
+}
+
+/// One entry of an HTTP module's directive table.
+pub type HttpDirective = DirectiveSpec<Setter>;
+
+/// A regex whose named groups are variables (`(?<name>...)` sets `$name`).
+#[derive(Clone, Debug)]
+pub struct NamedCaptures {
+    pub regex: Regex,
+    /// Group index and the variable slot it fills.
+    pub slots: Vec<(usize, NamedSlot)>,
+}
+
+impl NamedCaptures {
+    pub fn new(regex: Regex, registry: &mut VariableRegistry) -> NamedCaptures {
+        let slots = regex.names().iter().map(|(name, index)| (*index, registry.define(name))).collect();
+        NamedCaptures { regex, slots }
+    }
+
+    /// Copies the named groups of a successful match into the request's named values.
+    pub fn store(&self, captures: &Captures, named: &mut Vec<Option<Vec<u8>>>) {
+        for (group, slot) in &self.slots {
+            let index = slot.0 as usize;
+            if named.len() <= index {
+                named.resize(index + 1, None);
+            }
+            named[index] = captures.group(*group).map(<[u8]>::to_vec);
+        }
+    }
+}
+
+/// A virtual server, resolved.
+#[derive(Debug)]
+pub struct Server {
+    pub id: ServerId,
+    /// The first name of `server_name` (`$server_name`), or empty.
+    pub name: Box<[u8]>,
+    pub core: crate::core::CoreServer,
+    /// The settings of the server level itself, used when no location matches and for
+    /// the server rewrite phase.
+    pub location: LocationId,
+    pub locations: LocationTree,
+    pub named_locations: Vec<(Box<str>, LocationId)>,
+}
+
+/// The listen addresses of one socket and the servers behind each.
+#[derive(Debug)]
+pub struct SocketConf {
+    pub address: runtime::ListenAddress,
+    pub options: runtime::ListenOptions,
+    /// For a wildcard socket, the specific addresses on the same port served through it
+    /// (chosen by the connection's local address), then the wildcard itself last.
+    pub addresses: Vec<AddressConf>,
+}
+
+/// The servers that listen on one address.
+#[derive(Debug)]
+pub struct AddressConf {
+    /// `None` for the wildcard (or the only) address of the socket.
+    pub ip: Option<std::net::IpAddr>,
+    pub default_server: ServerId,
+    /// Regex names refer to [`HttpConf::server_regexes`] by index.
+    pub names: server_names::ServerNames,
+}
+
+/// Everything the `http` block configures; one per generation, shared read-only.
+#[derive(Debug)]
+pub struct HttpConf {
+    pub main: crate::core::CoreMain,
+    pub servers: Vec<Server>,
+    pub locations: Vec<Location>,
+    pub sockets: Vec<SocketConf>,
+    /// Regex server names, by index (see [`AddressConf::name_regexes`]).
+    pub server_regexes: Vec<NamedCaptures>,
+    /// How many named variable slots a request may need.
+    pub named_len: usize,
+    /// How many buffered access logs a worker keeps.
+    pub access_log_buffers: usize,
+    /// Warnings to log once the configuration is in use.
+    pub warnings: Vec<conf::ConfError>,
+}
+
+impl HttpConf {
+    pub fn location(&self, id: LocationId) -> &Location {
+        &self.locations[id.0 as usize]
+    }
+
+    pub fn server(&self, id: ServerId) -> &Server {
+        &self.servers[id.0 as usize]
+    }
+}

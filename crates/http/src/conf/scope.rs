@@ -1,0 +1,89 @@
+//! The scope structs directives fill: one per `http`, `server` and `location` level.
+
+use conf::Span;
+
+use crate::conf::MergeEnv;
+use crate::conf::listen::ListenSpec;
+use crate::conf::server_names::ServerName;
+use crate::core::{CoreLocation, CoreLocationConf, CoreMainConf, CoreServerConf};
+use crate::headers::{Headers, HeadersConf};
+use crate::log::{AccessLog, AccessLogConf};
+use crate::proxy::{Proxy, ProxyConf};
+use crate::rewrite::RewriteScript;
+use crate::static_files::{Static, StaticConf};
+
+/// What the `http` block sets for itself.
+#[derive(Debug, Default)]
+pub struct MainScope {
+    pub core: CoreMainConf,
+}
+
+/// What one level sets of the per-server settings (the `http` level has one too).
+#[derive(Debug, Default)]
+pub struct ServerScope {
+    pub core: CoreServerConf,
+    pub listens: Vec<ListenSpec>,
+    /// Each name with the text it was written as (`$server_name` is the first one).
+    pub names: Vec<(ServerName, String)>,
+    /// Whether `server_name` appeared (a server without it answers to `""`).
+    pub has_server_name: bool,
+    pub span: Option<Span>,
+}
+
+/// What one level sets of the per-location settings.
+#[derive(Debug, Default)]
+pub struct LocationScope {
+    pub core: CoreLocationConf,
+    pub headers: HeadersConf,
+    pub access_log: AccessLogConf,
+    pub static_files: StaticConf,
+    pub proxy: ProxyConf,
+    /// Not inherited: each level runs its own script.
+    pub rewrite: RewriteScript,
+}
+
+/// A location's settings after merge and defaults.
+#[derive(Debug)]
+pub struct LocationSettings {
+    pub core: CoreLocation,
+    pub headers: Headers,
+    pub access_log: AccessLog,
+    pub static_files: Static,
+    pub proxy: Proxy,
+    pub rewrite: RewriteScript,
+}
+
+impl LocationScope {
+    /// Fills what this level left unset from the enclosing level, module by module.
+    pub fn merge_from(&mut self, parent: &LocationScope) {
+        self.core.merge_from(&parent.core);
+        self.headers.merge_from(&parent.headers);
+        self.access_log.merge_from(&parent.access_log);
+        self.static_files.merge_from(&parent.static_files);
+        self.proxy.merge_from(&parent.proxy);
+    }
+
+    /// A copy of the inheritable settings, for a nested level to merge from. The rewrite
+    /// script is not inherited.
+    pub fn inheritable(&self) -> LocationScope {
+        LocationScope {
+            core: self.core.clone(),
+            headers: self.headers.clone(),
+            access_log: self.access_log.clone(),
+            static_files: self.static_files.clone(),
+            proxy: self.proxy.clone(),
+            rewrite: RewriteScript::default(),
+        }
+    }
+
+    pub fn resolve(&self, env: &MergeEnv) -> LocationSettings {
+        LocationSettings {
+            core: self.core.resolve(env),
+            headers: self.headers.resolve(env),
+            access_log: self.access_log.resolve(env),
+            static_files: self.static_files.resolve(env),
+            proxy: self.proxy.resolve(env),
+            rewrite: self.rewrite.clone(),
+        }
+    }
+}

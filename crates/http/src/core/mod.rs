@@ -1,0 +1,11 @@
+//! The core HTTP module: listening, virtual servers, locations, client limits and timeouts,
+//! keep-alive, types, and the request-body settings (nginx's ngx_http_core_module).
+
+pub mod directives;
+pub mod settings;
+pub mod types;
+
+pub use settings::{
+    BodyInFileOnly, CoreLocation, CoreLocationConf, CoreMain, CoreMainConf, CoreServer, CoreServerConf, DocumentRoot,
+    KeepaliveDisable, KeepaliveTimeout, LingeringClose, ServerTokens, TempPath,
+};

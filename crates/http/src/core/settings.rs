@@ -1,0 +1,185 @@
+//! The core module's settings per scope, with nginx's defaults.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use logging::ErrorLog;
+
+use crate::core::types::MimeTypes;
+use crate::settings;
+use crate::variables::HttpTemplate;
+
+/// `keepalive_timeout TIMEOUT [HEADER_TIMEOUT]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KeepaliveTimeout {
+    pub timeout: Duration,
+    /// Sent as `Keep-Alive: timeout=N` when set.
+    pub header: Option<Duration>,
+}
+
+/// `keepalive_disable none | browser ...`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct KeepaliveDisable {
+    pub msie6: bool,
+    pub safari: bool,
+}
+
+/// `lingering_close off | on | always`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LingeringClose {
+    Off,
+    /// Linger when the client may still be sending (an unread body, or more data already
+    /// in flight).
+    On,
+    Always,
+}
+
+/// `server_tokens on | off | build`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ServerTokens {
+    /// `Server: portico/0.1.0`
+    On,
+    /// `Server: portico`
+    Off,
+    /// `Server: portico/0.1.0 (BUILD)`, with the build description `-V` prints.
+    Build,
+}
+
+/// `client_body_temp_path PATH [LEVEL1 [LEVEL2 [LEVEL3]]]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TempPath {
+    pub path: PathBuf,
+    /// Directory levels: each is the number of hex digits of a subdirectory name (1 or 2).
+    pub levels: Vec<u8>,
+}
+
+/// `client_body_in_file_only off | on | clean`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BodyInFileOnly {
+    Off,
+    /// Always write the body to a file and keep it.
+    On,
+    /// Always write the body to a file and remove it after the request.
+    Clean,
+}
+
+/// `root` or `alias`: where a location's files are.
+#[derive(Clone, Debug)]
+pub enum DocumentRoot {
+    /// `root PATH`: the full URI is appended to PATH.
+    Root(HttpTemplate),
+    /// `alias PATH`: PATH replaces the location's prefix.
+    Alias(HttpTemplate),
+}
+
+settings! {
+    /// Settings of the `http` block itself.
+    pub struct CoreMainConf => CoreMain (env) {
+        /// `server_names_hash_bucket_size` (accepted: Portico's server name lookup has no
+        /// fixed buckets).
+        server_names_hash_bucket_size: u64 = 64,
+        /// `server_names_hash_max_size` (accepted, as above).
+        server_names_hash_max_size: u64 = 512,
+        /// `variables_hash_bucket_size` (accepted).
+        variables_hash_bucket_size: u64 = 64,
+        /// `variables_hash_max_size` (accepted).
+        variables_hash_max_size: u64 = 1024,
+    }
+}
+
+settings! {
+    /// Settings nginx keeps per virtual server; they may also be set in `http`.
+    pub struct CoreServerConf => CoreServer (env) {
+        /// `client_header_buffer_size`
+        client_header_buffer_size: u64 = 1024,
+        /// `large_client_header_buffers NUMBER SIZE`
+        large_client_header_buffers: (u64, u64) = (4, 8 * 1024),
+        /// `client_header_timeout`
+        client_header_timeout: Duration = Duration::from_secs(60),
+        /// `ignore_invalid_headers`
+        ignore_invalid_headers: bool = true,
+        /// `underscores_in_headers`
+        underscores_in_headers: bool = false,
+        /// `merge_slashes`
+        merge_slashes: bool = true,
+        /// `max_headers`
+        max_headers: u64 = 1000,
+        /// `connection_pool_size` (accepted: Portico allocates per connection as needed).
+        connection_pool_size: u64 = 512,
+        /// `request_pool_size` (accepted, as above).
+        request_pool_size: u64 = 4096,
+    }
+}
+
+settings! {
+    /// Settings nginx keeps per location; they may also be set in `http` and `server`.
+    pub struct CoreLocationConf => CoreLocation (env) {
+        /// `root` or `alias`.
+        document_root: DocumentRoot = DocumentRoot::Root(HttpTemplate::from_literal(
+            env.prefix.join("html").to_string_lossy().as_bytes(),
+        )),
+        /// `client_max_body_size`; 0 disables the check.
+        client_max_body_size: u64 = 1024 * 1024,
+        /// `client_body_buffer_size`: bodies larger than this go to a temp file.
+        client_body_buffer_size: u64 = 16 * 1024,
+        /// `client_body_timeout`
+        client_body_timeout: Duration = Duration::from_secs(60),
+        /// `client_body_temp_path`
+        client_body_temp_path: TempPath = TempPath {
+            path: env.prefix.join("client_body_temp"),
+            levels: Vec::new(),
+        },
+        /// `client_body_in_file_only`
+        client_body_in_file_only: BodyInFileOnly = BodyInFileOnly::Off,
+        /// `client_body_in_single_buffer`
+        client_body_in_single_buffer: bool = false,
+        /// `types_hash_bucket_size` (accepted: the types map has no fixed buckets).
+        types_hash_bucket_size: u64 = 64,
+        /// `types_hash_max_size` (accepted, as above).
+        types_hash_max_size: u64 = 1024,
+        /// `send_timeout`
+        send_timeout: Duration = Duration::from_secs(60),
+        /// `keepalive_timeout`
+        keepalive_timeout: KeepaliveTimeout = KeepaliveTimeout {
+            timeout: Duration::from_secs(75),
+            header: None,
+        },
+        /// `keepalive_requests`
+        keepalive_requests: u64 = 1000,
+        /// `keepalive_time`
+        keepalive_time: Duration = Duration::from_secs(3600),
+        /// `keepalive_disable`
+        keepalive_disable: KeepaliveDisable = KeepaliveDisable { msie6: true, safari: false },
+        /// `lingering_close`
+        lingering_close: LingeringClose = LingeringClose::On,
+        /// `lingering_time`
+        lingering_time: Duration = Duration::from_secs(30),
+        /// `lingering_timeout`
+        lingering_timeout: Duration = Duration::from_secs(5),
+        /// `reset_timedout_connection`
+        reset_timedout_connection: bool = false,
+        /// `default_type`
+        default_type: Arc<[u8]> = Arc::from(&b"text/plain"[..]),
+        /// `types { ... }`
+        types: Arc<MimeTypes> = Arc::new(MimeTypes::builtin()),
+        /// `server_tokens`
+        server_tokens: ServerTokens = ServerTokens::On,
+        /// `chunked_transfer_encoding`
+        chunked_transfer_encoding: bool = true,
+        /// `log_not_found`
+        log_not_found: bool = true,
+        /// `error_log` at this level, else the enclosing one's (the main one at the top).
+        error_log: Arc<ErrorLog> = env.main_error_log.clone(),
+        /// `absolute_redirect`
+        absolute_redirect: bool = true,
+        /// `port_in_redirect`
+        port_in_redirect: bool = true,
+        /// `server_name_in_redirect`
+        server_name_in_redirect: bool = false,
+        /// `msie_padding`
+        msie_padding: bool = true,
+        /// `tcp_nodelay`
+        tcp_nodelay: bool = true,
+    }
+}

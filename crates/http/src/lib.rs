@@ -1,0 +1,32 @@
+//! The HTTP request pipeline.
+//!
+//! Config path: [`conf::load_http`] turns the `http` block into an immutable [`HttpConf`]
+//! (servers, locations, listen sockets, compiled templates), with directives owned by the
+//! modules below ([`modules`] lists them).
+//!
+//! Request path: `runtime` accepts a connection and hands it to [`connection::serve`], which
+//! reads heads with `http1`, chooses the virtual server, runs the [`phases`] (rewrite,
+//! location, content), sends the response through the header filter in [`send`] and writes
+//! the access log. Everything a request needs from disk goes through the generation's
+//! thread pool.
+
+pub mod body;
+pub mod conf;
+pub mod connection;
+pub mod core;
+pub mod headers;
+pub mod log;
+pub mod modules;
+pub mod phases;
+pub mod proxy;
+pub mod request;
+pub mod response;
+pub mod rewrite;
+pub mod send;
+pub mod special;
+pub mod static_files;
+pub mod variables;
+pub mod worker;
+
+pub use conf::HttpConf;
+pub use worker::{Generation, HttpWorker};

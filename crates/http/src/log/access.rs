@@ -1,0 +1,174 @@
+//! Writing access-log lines: rendering a format with its escaping, and the worker's buffers.
+
+use std::time::Instant;
+
+use logging::AccessLogBuffer;
+use vars::Segment;
+
+use crate::log::{AccessLogTarget, Escape, LogFormat};
+use crate::variables::RequestVariables;
+
+/// The access-log buffers of one worker, one per buffered `access_log` (by slot).
+#[derive(Debug, Default)]
+pub struct AccessLogs {
+    buffers: Vec<Option<AccessLogBuffer>>,
+    line: Vec<u8>,
+    scratch: Vec<u8>,
+}
+
+impl AccessLogs {
+    pub fn new(slots: usize) -> AccessLogs {
+        AccessLogs { buffers: (0..slots).map(|_| None).collect(), line: Vec::new(), scratch: Vec::new() }
+    }
+
+    /// Writes the request's line to every target whose condition holds.
+    pub fn log(&mut self, targets: &[AccessLogTarget], variables: &RequestVariables<'_>, now: Instant) {
+        for target in targets {
+            if let Some(condition) = &target.condition {
+                self.scratch.clear();
+                condition.evaluate(&mut ConditionEvaluator(variables), &mut self.scratch);
+                if self.scratch.is_empty() || self.scratch == b"0" {
+                    continue;
+                }
+            }
+            self.line.clear();
+            render(&target.format, variables, &mut self.line, &mut self.scratch);
+            self.line.push(b'\n');
+            match target.buffering {
+                None => {
+                    let _ = target.file.write_all(&self.line);
+                }
+                Some(buffering) => {
+                    let Some(slot) = self.buffers.get_mut(buffering.slot) else {
+                        let _ = target.file.write_all(&self.line);
+                        continue;
+                    };
+                    let buffer = slot.get_or_insert_with(|| {
+                        AccessLogBuffer::new(target.file.clone(), buffering.size, buffering.flush)
+                    });
+                    let _ = buffer.append(&self.line, now);
+                }
+            }
+        }
+    }
+
+    /// Flushes the buffers whose `flush=` interval has passed.
+    pub fn flush_due(&mut self, now: Instant) {
+        for buffer in self.buffers.iter_mut().flatten() {
+            if buffer.flush_due(now) {
+                let _ = buffer.flush();
+            }
+        }
+    }
+
+    /// Flushes everything (the worker is exiting or the logs are being reopened).
+    pub fn flush_all(&mut self) {
+        for buffer in self.buffers.iter_mut().flatten() {
+            let _ = buffer.flush();
+        }
+    }
+}
+
+struct ConditionEvaluator<'a, 'b>(&'a RequestVariables<'b>);
+
+impl vars::Evaluator<crate::variables::Variable> for ConditionEvaluator<'_, '_> {
+    fn variable(&mut self, variable: &crate::variables::Variable, out: &mut Vec<u8>) {
+        self.0.append(variable, out);
+    }
+
+    fn capture(&mut self, index: u8, out: &mut Vec<u8>) {
+        if let Some(group) = self.0.request.matches.captures.group(index.into()) {
+            out.extend_from_slice(group);
+        }
+    }
+}
+
+/// Renders one line: literal text as written, variable values escaped as the format says,
+/// and `-` for a variable that is not found.
+pub fn render(format: &LogFormat, variables: &RequestVariables<'_>, out: &mut Vec<u8>, scratch: &mut Vec<u8>) {
+    for segment in format.template.segments() {
+        match segment {
+            Segment::Literal(bytes) => out.extend_from_slice(bytes),
+            Segment::Variable(variable) => {
+                scratch.clear();
+                if !variables.append(variable, scratch) {
+                    out.push(b'-');
+                    continue;
+                }
+                escape(format.escape, scratch, out);
+            }
+            Segment::Capture(index) => {
+                if let Some(group) = variables.request.matches.captures.group((*index).into()) {
+                    escape(format.escape, group, out);
+                }
+            }
+        }
+    }
+}
+
+const HEX: &[u8; 16] = b"0123456789ABCDEF";
+
+/// nginx's access-log escaping.
+pub fn escape(mode: Escape, value: &[u8], out: &mut Vec<u8>) {
+    match mode {
+        Escape::None => out.extend_from_slice(value),
+        Escape::Default => {
+            for &byte in value {
+                if byte == b'"' || byte == b'\\' || !(0x20..0x7f).contains(&byte) {
+                    out.extend_from_slice(b"\\x");
+                    out.push(HEX[usize::from(byte >> 4)]);
+                    out.push(HEX[usize::from(byte & 0xf)]);
+                } else {
+                    out.push(byte);
+                }
+            }
+        }
+        Escape::Json => {
+            for &byte in value {
+                match byte {
+                    b'"' => out.extend_from_slice(b"\\\""),
+                    b'\\' => out.extend_from_slice(b"\\\\"),
+                    b'\n' => out.extend_from_slice(b"\\n"),
+                    b'\r' => out.extend_from_slice(b"\\r"),
+                    b'\t' => out.extend_from_slice(b"\\t"),
+                    0x08 => out.extend_from_slice(b"\\b"),
+                    0x0c => out.extend_from_slice(b"\\f"),
+                    0..0x20 => {
+                        out.extend_from_slice(b"\\u00");
+                        out.push(HEX[usize::from(byte >> 4)]);
+                        out.push(HEX[usize::from(byte & 0xf)]);
+                    }
+                    _ => out.push(byte),
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn escaped(mode: Escape, value: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        escape(mode, value, &mut out);
+        out
+    }
+
+    #[test]
+    fn default_escaping_matches_nginx() {
+        assert_eq!(escaped(Escape::Default, b"a\"b\\c\x01\xff"), b"a\\x22b\\x5Cc\\x01\\xFF");
+        assert_eq!(escaped(Escape::Default, b"plain text"), b"plain text");
+    }
+
+    #[test]
+    fn json_escaping() {
+        assert_eq!(escaped(Escape::Json, b"a\"b\\c\n\x01"), b"a\\\"b\\\\c\\n\\u0001");
+        assert_eq!(escaped(Escape::Json, "é".as_bytes()), "é".as_bytes());
+    }
+
+    #[test]
+    fn no_escaping() {
+        assert_eq!(escaped(Escape::None, b"\"\x01"), b"\"\x01");
+    }
+}

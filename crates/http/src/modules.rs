@@ -1,0 +1,22 @@
+//! The HTTP modules and their directive tables, in the order nginx lists them. A grep for
+//! a directive name finds its table entry under the module that owns it.
+
+use crate::conf::HttpDirective;
+
+/// Every module's directive table.
+pub const TABLES: &[&[HttpDirective]] = &[
+    crate::core::directives::DIRECTIVES,
+    crate::log::directives::DIRECTIVES,
+    crate::headers::directives::DIRECTIVES,
+    crate::rewrite::directives::DIRECTIVES,
+    crate::static_files::directives::DIRECTIVES,
+    crate::proxy::directives::DIRECTIVES,
+];
+
+/// All directives of all modules, for [`conf::spec::check`].
+pub fn directives() -> impl Iterator<Item = &'static HttpDirective> {
+    TABLES.iter().flat_map(|table| table.iter())
+}
+
+/// The module families `portico -V` reports.
+pub const FAMILIES: &[&str] = &["http_core", "http_log", "http_headers", "http_rewrite(return)", "http_static", "http_index"];

@@ -1,0 +1,209 @@
+//! A request's state from its head to its log line. One `Request` is reused for every
+//! request of a connection, so its buffers keep their memory between requests.
+
+use std::net::SocketAddr;
+use std::time::Instant;
+
+use http1::{RequestHead, RequestInfo};
+use logging::LogContext;
+use logging::time::Timestamp;
+use runtime::PeerAddress;
+
+use crate::conf::location::MatchState;
+use crate::conf::{HttpConf, LocationId, ServerId};
+use crate::response::ResponseHead;
+
+/// What the connection knows that requests and variables need.
+#[derive(Debug)]
+pub struct ConnectionInfo {
+    /// nginx's connection serial number (`$connection`, `*N` in the error log).
+    pub id: u64,
+    pub peer: PeerAddress,
+    /// The address the client connected to, when known (`$server_addr`).
+    pub local: Option<SocketAddr>,
+    pub accepted: Instant,
+    /// Requests started on this connection, this one included (`$connection_requests`).
+    pub requests: u64,
+}
+
+/// Byte counts for the log.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Sent {
+    pub header_bytes: u64,
+    pub body_bytes: u64,
+}
+
+/// One request.
+#[derive(Debug, Default)]
+pub struct Request {
+    /// The head as received; `head`'s ranges point into it.
+    pub head_bytes: Vec<u8>,
+    pub head: RequestHead,
+    pub info: RequestInfo,
+    /// `$uri`: starts as the normalised path and changes with internal redirects.
+    pub uri: Vec<u8>,
+    /// `$args`.
+    pub args: Vec<u8>,
+    pub server: Option<ServerId>,
+    pub location: Option<LocationId>,
+    /// Regex captures (`$1`) and named captures of the last match.
+    pub matches: MatchState,
+    pub started: Option<Instant>,
+    pub started_wall: Option<Timestamp>,
+    /// Bytes of the head plus body bytes read (`$request_length`).
+    pub length: u64,
+    pub response: ResponseHead,
+    pub sent: Sent,
+    /// Whether the response was fully sent.
+    pub completed: bool,
+    /// Internal redirects so far (nginx stops at 10).
+    pub redirects: u8,
+    /// The file the static handler mapped the URI to (`$request_filename`).
+    pub filename: Vec<u8>,
+    /// Whether the connection may carry another request after this one.
+    pub keepalive: bool,
+}
+
+impl Request {
+    /// Clears everything for the next request on the connection.
+    pub fn reset(&mut self) {
+        self.head_bytes.clear();
+        self.uri.clear();
+        self.args.clear();
+        self.server = None;
+        self.location = None;
+        self.matches.captures.clear();
+        self.matches.named.clear();
+        self.started = None;
+        self.started_wall = None;
+        self.length = 0;
+        self.response.clear();
+        self.sent = Sent::default();
+        self.completed = false;
+        self.redirects = 0;
+        self.filename.clear();
+        self.keepalive = false;
+    }
+
+    /// A request header's value, by lowercase name with `_` matching `-` (as `$http_*`).
+    pub fn header<'a>(&'a self, lowercase_name: &'a [u8]) -> Option<&'a [u8]> {
+        self.headers(lowercase_name).next()
+    }
+
+    /// Every value of a header, in order.
+    pub fn headers<'a>(&'a self, lowercase_name: &'a [u8]) -> impl Iterator<Item = &'a [u8]> + 'a {
+        self.head.headers.iter().filter_map(move |field| {
+            let name = field.name_in(&self.head_bytes);
+            header_name_matches(name, lowercase_name).then(|| field.value_in(&self.head_bytes))
+        })
+    }
+
+    /// `$request`: the request line.
+    pub fn request_line(&self) -> &[u8] {
+        self.head_bytes.get(self.head.request_line.clone()).unwrap_or_default()
+    }
+
+    /// `$request_uri`.
+    pub fn request_uri(&self) -> &[u8] {
+        self.head_bytes.get(self.head.target.clone()).unwrap_or_default()
+    }
+
+    pub fn method_bytes(&self) -> &[u8] {
+        self.head_bytes.get(self.head.method_bytes.clone()).unwrap_or_default()
+    }
+
+    pub fn protocol(&self) -> &[u8] {
+        self.head_bytes.get(self.head.protocol.clone()).unwrap_or_default()
+    }
+
+    pub fn is_head(&self) -> bool {
+        self.head.method == http1::Method::Head
+    }
+
+    /// The error-log context of this request on `connection`.
+    pub fn log_context<'a>(&'a self, connection: &'a ConnectionInfo, conf: &'a HttpConf) -> RequestLogContext<'a> {
+        RequestLogContext { request: Some(self), connection, conf, action: None }
+    }
+}
+
+/// `$http_x_foo` matches `X-Foo`: case-insensitive, and `_` in the wanted name matches `-`.
+pub fn header_name_matches(name: &[u8], wanted: &[u8]) -> bool {
+    name.len() == wanted.len()
+        && name.iter().zip(wanted).all(|(&have, &want)| {
+            let have = have.to_ascii_lowercase();
+            have == want || (have == b'-' && want == b'_')
+        })
+}
+
+/// What follows an error-log message about a connection or request, as nginx writes it:
+/// ` while ACTION, client: ADDR, server: NAME, request: "LINE", host: "HOST"`.
+pub struct RequestLogContext<'a> {
+    pub request: Option<&'a Request>,
+    pub connection: &'a ConnectionInfo,
+    pub conf: &'a HttpConf,
+    /// What the connection was doing (`reading client request line`).
+    pub action: Option<&'static str>,
+}
+
+impl RequestLogContext<'_> {
+    pub fn with_action(mut self, action: &'static str) -> Self {
+        self.action = Some(action);
+        self
+    }
+}
+
+impl LogContext for RequestLogContext<'_> {
+    fn write_context(&self, out: &mut Vec<u8>) {
+        if let Some(action) = self.action {
+            out.extend_from_slice(b" while ");
+            out.extend_from_slice(action.as_bytes());
+        }
+        out.extend_from_slice(b", client: ");
+        write_peer(out, &self.connection.peer);
+        out.extend_from_slice(b", server: ");
+        if let Some(server) = self.request.and_then(|request| request.server) {
+            out.extend_from_slice(&self.conf.server(server).name);
+        }
+        let Some(request) = self.request else {
+            return;
+        };
+        let line = request.request_line();
+        if !line.is_empty() {
+            out.extend_from_slice(b", request: \"");
+            out.extend_from_slice(line);
+            out.push(b'"');
+        }
+        if let Some(host) = request.info.known.host.and_then(|index| request.head.headers.get(index)) {
+            out.extend_from_slice(b", host: \"");
+            out.extend_from_slice(host.value_in(&request.head_bytes));
+            out.push(b'"');
+        }
+        if let Some(referer) = request.info.known.referer.and_then(|index| request.head.headers.get(index)) {
+            out.extend_from_slice(b", referrer: \"");
+            out.extend_from_slice(referer.value_in(&request.head_bytes));
+            out.push(b'"');
+        }
+    }
+}
+
+/// `$remote_addr`.
+pub fn write_peer(out: &mut Vec<u8>, peer: &PeerAddress) {
+    match peer {
+        PeerAddress::Inet(address) => out.extend_from_slice(address.ip().to_string().as_bytes()),
+        PeerAddress::Unix => out.extend_from_slice(b"unix:"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_names_match_like_http_variables() {
+        assert!(header_name_matches(b"X-Foo", b"x_foo"));
+        assert!(header_name_matches(b"x-foo", b"x_foo"));
+        assert!(header_name_matches(b"X_Foo", b"x_foo"));
+        assert!(!header_name_matches(b"X-Foo", b"x-foo-bar"));
+        assert!(!header_name_matches(b"X-Fob", b"x_foo"));
+    }
+}

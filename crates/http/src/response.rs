@@ -1,0 +1,99 @@
+//! The response: what handlers set, and the header filter that writes the head in nginx's
+//! order (`Server`, `Date`, `Content-Type`, `Content-Length`, `Last-Modified`, `Location`,
+//! `Transfer-Encoding`, `Connection`, `Keep-Alive`, then every other header in order).
+
+use std::sync::Arc;
+
+/// Bytes a response may hold without copying: static text, shared config data, or owned.
+#[derive(Clone, Debug)]
+pub enum Bytes {
+    Static(&'static [u8]),
+    Shared(Arc<[u8]>),
+    Owned(Vec<u8>),
+}
+
+impl Bytes {
+    pub fn as_slice(&self) -> &[u8] {
+        match self {
+            Bytes::Static(bytes) => bytes,
+            Bytes::Shared(bytes) => bytes,
+            Bytes::Owned(bytes) => bytes,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.as_slice().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.as_slice().is_empty()
+    }
+}
+
+/// Where the body comes from.
+#[derive(Debug, Default)]
+pub enum Body {
+    #[default]
+    Empty,
+    Bytes(Bytes),
+    /// A file opened by the static handler, read on the thread pool as it is sent.
+    File(crate::static_files::handler::FileBody),
+}
+
+impl Body {
+    /// The length when it is known before sending.
+    pub fn len(&self) -> Option<u64> {
+        match self {
+            Body::Empty => Some(0),
+            Body::Bytes(bytes) => Some(bytes.len() as u64),
+            Body::File(file) => Some(file.len),
+        }
+    }
+}
+
+/// The `Location` header and whether the header filter must make it absolute.
+#[derive(Clone, Debug)]
+pub struct Location {
+    pub value: Vec<u8>,
+}
+
+/// Everything a handler sets about the response head.
+#[derive(Debug, Default)]
+pub struct ResponseHead {
+    pub status: u16,
+    pub content_type: Option<Bytes>,
+    pub content_length: Option<u64>,
+    pub last_modified: Option<i64>,
+    pub location: Option<Location>,
+    pub etag: Option<Vec<u8>>,
+    pub accept_ranges: bool,
+    /// Any other headers, in order.
+    pub headers: Vec<(Bytes, Bytes)>,
+}
+
+impl ResponseHead {
+    pub fn clear(&mut self) {
+        self.status = 0;
+        self.content_type = None;
+        self.content_length = None;
+        self.last_modified = None;
+        self.location = None;
+        self.etag = None;
+        self.accept_ranges = false;
+        self.headers.clear();
+    }
+
+    /// A header set by a handler or filter, looked up case-insensitively (for
+    /// `$sent_http_NAME`).
+    pub fn find(&self, name: &[u8]) -> Option<&[u8]> {
+        self.headers
+            .iter()
+            .find(|(key, _)| key.as_slice().eq_ignore_ascii_case(name))
+            .map(|(_, value)| value.as_slice())
+    }
+}
+
+/// Whether a response with this status and method carries a body.
+pub fn status_has_body(status: u16) -> bool {
+    !(status == 204 || status == 304 || (100..200).contains(&status))
+}

@@ -1,0 +1,171 @@
+//! Serving a file: URI to path, `index`, directory redirects, and the file body. Every
+//! system call that touches the file system runs on the generation's file pool.
+
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::{FileExt, MetadataExt};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use http1::Method;
+use logging::Level;
+
+use crate::conf::Location;
+use crate::core::DocumentRoot;
+use crate::core::types::extension_of;
+use crate::response::{Body, Bytes};
+
+/// A file being sent: the open file and the range still to send.
+#[derive(Debug)]
+pub struct FileBody {
+    pub file: Arc<File>,
+    pub offset: u64,
+    pub len: u64,
+    pub path: PathBuf,
+}
+
+/// What the static handler decided.
+#[derive(Debug)]
+pub enum StaticOutcome {
+    /// Respond with this status; for 200 the head is set and the body given.
+    Respond { status: u16, body: Body },
+    /// `index` found a file: continue with this URI as a new internal request.
+    Redirect(Vec<u8>),
+    /// A directory without the trailing slash: 301 to the URI with `/`.
+    AddSlash,
+}
+
+/// An error to log and the status to answer with.
+#[derive(Debug)]
+pub struct FileError {
+    pub status: u16,
+    pub level: Level,
+    pub message: String,
+}
+
+/// What a file-pool task found.
+#[derive(Debug)]
+pub enum Opened {
+    File { file: File, len: u64, modified: i64 },
+    Directory,
+    Failed(io::Error),
+}
+
+/// `open()` and `fstat()` of a request path; runs on a pool thread.
+pub fn open_and_stat(path: &PathBuf) -> Opened {
+    let file = match File::open(path) {
+        Ok(file) => file,
+        Err(error) => return Opened::Failed(error),
+    };
+    match file.metadata() {
+        Ok(metadata) if metadata.is_dir() => Opened::Directory,
+        Ok(metadata) => Opened::File { len: metadata.len(), modified: metadata.mtime(), file },
+        Err(error) => Opened::Failed(error),
+    }
+}
+
+/// Reads up to `len` bytes at `offset`; runs on a pool thread.
+pub fn read_chunk(file: &File, offset: u64, len: usize) -> io::Result<Vec<u8>> {
+    let mut buf = vec![0u8; len];
+    let mut filled = 0;
+    while filled < len {
+        match file.read_at(&mut buf[filled..], offset + filled as u64) {
+            Ok(0) => break,
+            Ok(read) => filled += read,
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+            Err(error) => return Err(error),
+        }
+    }
+    buf.truncate(filled);
+    Ok(buf)
+}
+
+/// The methods the static handler serves; anything else is 405 (nginx lets POST reach the
+/// handler so that a missing file is still 404).
+pub fn method_allowed(method: Method) -> bool {
+    matches!(method, Method::Get | Method::Head | Method::Post)
+}
+
+/// Maps `uri` to a file path under the location's `root` or `alias`.
+pub fn map_path(location: &Location, root: &[u8], uri: &[u8]) -> Vec<u8> {
+    let mut path = root.to_vec();
+    match &location.settings.core.document_root {
+        DocumentRoot::Root(_) => path.extend_from_slice(uri),
+        DocumentRoot::Alias(_) => {
+            let prefix = location.prefix();
+            let rest = if !location.is_regex() && uri.starts_with(prefix) { &uri[prefix.len()..] } else { uri };
+            path.extend_from_slice(rest);
+        }
+    }
+    path
+}
+
+/// The ETag nginx sends for a file: `"MTIME-SIZE"` in hex.
+pub fn etag(modified: i64, len: u64) -> Vec<u8> {
+    format!("\"{modified:x}-{len:x}\"").into_bytes()
+}
+
+/// The MIME type of a URI's extension, else `default_type`.
+pub fn content_type(location: &Location, uri: &[u8]) -> Bytes {
+    let core = &location.settings.core;
+    match core.types.get(extension_of(uri)) {
+        Some(mime) => Bytes::Shared(Arc::clone(mime)),
+        None => Bytes::Shared(Arc::clone(&core.default_type)),
+    }
+}
+
+/// The status and log line for a failed `open()`, as nginx's static module chooses them.
+pub fn open_failure(error: &io::Error, path: &[u8], log_not_found: bool) -> FileError {
+    let errno = error.raw_os_error().unwrap_or(0);
+    let text = runtime::sys::linux::strerror(errno);
+    let message = format!("open() \"{}\" failed ({errno}: {text})", String::from_utf8_lossy(path));
+    match errno {
+        libc_errno::ENOENT | libc_errno::ENOTDIR | libc_errno::ENAMETOOLONG => FileError {
+            status: 404,
+            level: if log_not_found { Level::Error } else { Level::Debug },
+            message,
+        },
+        libc_errno::EACCES => FileError { status: 403, level: Level::Error, message },
+        _ => FileError { status: 500, level: Level::Crit, message },
+    }
+}
+
+/// The errno values the static handler distinguishes.
+mod libc_errno {
+    pub const ENOENT: i32 = 2;
+    pub const EACCES: i32 = 13;
+    pub const ENOTDIR: i32 = 20;
+    pub const ENAMETOOLONG: i32 = 36;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn etag_is_hex_mtime_and_size() {
+        assert_eq!(etag(0x6b02091b, 3), b"\"6b02091b-3\"");
+    }
+
+    #[test]
+    fn open_failures_map_to_nginx_statuses() {
+        let missing = open_failure(&io::Error::from_raw_os_error(2), b"/x", true);
+        assert_eq!((missing.status, missing.level), (404, Level::Error));
+        assert_eq!(missing.message, "open() \"/x\" failed (2: No such file or directory)");
+        assert_eq!(open_failure(&io::Error::from_raw_os_error(2), b"/x", false).level, Level::Debug);
+        assert_eq!(open_failure(&io::Error::from_raw_os_error(13), b"/x", true).status, 403);
+        assert_eq!(open_failure(&io::Error::from_raw_os_error(5), b"/x", true).status, 500);
+    }
+
+    #[test]
+    fn reads_whole_and_short_files() {
+        let path = std::env::temp_dir().join(format!("portico-static-{}", std::process::id()));
+        std::fs::write(&path, b"hello world").unwrap();
+        let Opened::File { file, len, .. } = open_and_stat(&path) else { panic!("not a file") };
+        assert_eq!(len, 11);
+        assert_eq!(read_chunk(&file, 6, 100).unwrap(), b"world");
+        assert!(matches!(open_and_stat(&std::env::temp_dir()), Opened::Directory));
+        std::fs::remove_file(&path).unwrap();
+        assert!(matches!(open_and_stat(&path), Opened::Failed(_)));
+    }
+}

@@ -1,0 +1,270 @@
+//! Evaluating variables against a request.
+
+use std::net::IpAddr;
+use std::time::Instant;
+
+use logging::time::{Timestamp, push_number};
+use runtime::PeerAddress;
+use vars::Evaluator;
+
+use crate::conf::HttpConf;
+use crate::request::{ConnectionInfo, Request, write_peer};
+use crate::variables::Variable;
+
+/// The nginx version whose behaviour Portico follows, reported by `$nginx_version`.
+pub const NGINX_COMPATIBLE_VERSION: &str = "1.27.0";
+
+/// A request seen through its variables.
+pub struct RequestVariables<'a> {
+    pub request: &'a Request,
+    pub connection: &'a ConnectionInfo,
+    pub conf: &'a HttpConf,
+    pub now: Timestamp,
+    pub now_monotonic: Instant,
+    pub hostname: &'a str,
+}
+
+impl Evaluator<Variable> for RequestVariables<'_> {
+    fn variable(&mut self, variable: &Variable, out: &mut Vec<u8>) {
+        self.append(variable, out);
+    }
+
+    fn capture(&mut self, index: u8, out: &mut Vec<u8>) {
+        if let Some(group) = self.request.matches.captures.group(index.into()) {
+            out.extend_from_slice(group);
+        }
+    }
+}
+
+impl RequestVariables<'_> {
+    /// Appends the value of `variable`; `false` when the variable is "not found" (the
+    /// access log then writes `-`, as nginx does).
+    pub fn append(&self, variable: &Variable, out: &mut Vec<u8>) -> bool {
+        let request = self.request;
+        match variable {
+            Variable::Uri => out.extend_from_slice(&request.uri),
+            Variable::RequestUri => out.extend_from_slice(request.request_uri()),
+            Variable::Args => out.extend_from_slice(&request.args),
+            Variable::IsArgs => {
+                if !request.args.is_empty() {
+                    out.push(b'?');
+                }
+            }
+            Variable::Arg(name) => return append_argument(&request.args, name, out),
+            Variable::Request => out.extend_from_slice(request.request_line()),
+            Variable::RequestMethod => out.extend_from_slice(request.method_bytes()),
+            Variable::ServerProtocol => out.extend_from_slice(request.protocol()),
+            Variable::Scheme => out.extend_from_slice(b"http"),
+            Variable::Https => {}
+            Variable::RequestLength => push_number(out, request.length as i64, 1),
+            Variable::RemoteAddr => write_peer(out, &self.connection.peer),
+            Variable::BinaryRemoteAddr => match self.connection.peer {
+                PeerAddress::Inet(address) => match address.ip() {
+                    IpAddr::V4(ip) => out.extend_from_slice(&ip.octets()),
+                    IpAddr::V6(ip) => out.extend_from_slice(&ip.octets()),
+                },
+                PeerAddress::Unix => {}
+            },
+            Variable::RemotePort => match self.connection.peer {
+                PeerAddress::Inet(address) => push_number(out, address.port().into(), 1),
+                PeerAddress::Unix => {}
+            },
+            Variable::ServerAddr => match self.connection.local {
+                Some(address) => out.extend_from_slice(address.ip().to_string().as_bytes()),
+                None => out.extend_from_slice(b"unix:"),
+            },
+            Variable::ServerPort => match self.connection.local {
+                Some(address) => push_number(out, address.port().into(), 1),
+                None => {}
+            },
+            Variable::Connection => push_number(out, self.connection.id as i64, 1),
+            Variable::ConnectionRequests => push_number(out, self.connection.requests as i64, 1),
+            Variable::ConnectionTime => {
+                push_seconds_millis(out, self.now_monotonic.saturating_duration_since(self.connection.accepted))
+            }
+            Variable::Host => {
+                if request.info.host.is_empty() {
+                    out.extend_from_slice(self.server_name());
+                } else {
+                    out.extend_from_slice(&request.info.host);
+                }
+            }
+            Variable::Hostname => out.extend_from_slice(self.hostname.as_bytes()),
+            Variable::ServerName => out.extend_from_slice(self.server_name()),
+            Variable::HttpHeader(name) => return self.append_request_header(name, out),
+            Variable::Cookie(name) => return append_cookie(request, name, out),
+            Variable::ContentLength => return append_known(request, request.info.known.content_length, out),
+            Variable::ContentType => return append_known(request, request.info.known.content_type, out),
+            Variable::RemoteUser => return false,
+            Variable::SentHttp(name) => return self.append_sent_header(name, out),
+            Variable::Status => {
+                let status = crate::special::status_on_wire(request.response.status);
+                if status == 0 {
+                    out.extend_from_slice(b"000");
+                } else {
+                    push_number(out, status.into(), 3);
+                }
+            }
+            Variable::BodyBytesSent => push_number(out, request.sent.body_bytes as i64, 1),
+            Variable::BytesSent => push_number(out, (request.sent.header_bytes + request.sent.body_bytes) as i64, 1),
+            Variable::RequestTime => {
+                let started = request.started.unwrap_or(self.now_monotonic);
+                push_seconds_millis(out, self.now_monotonic.saturating_duration_since(started));
+            }
+            Variable::Msec => self.now.write_msec(out),
+            Variable::TimeLocal => self.now.write_time_local(out),
+            Variable::TimeIso8601 => self.now.write_iso8601(out),
+            Variable::Pid => push_number(out, std::process::id().into(), 1),
+            Variable::NginxVersion => out.extend_from_slice(NGINX_COMPATIBLE_VERSION.as_bytes()),
+            Variable::PorticoVersion => out.extend_from_slice(env!("CARGO_PKG_VERSION").as_bytes()),
+            Variable::DocumentRoot | Variable::RealpathRoot => return self.append_document_root(out),
+            Variable::RequestFilename => {
+                if request.filename.is_empty() {
+                    return false;
+                }
+                out.extend_from_slice(&request.filename);
+            }
+            Variable::Named(slot) => match request.matches.named.get(slot.0 as usize) {
+                Some(Some(value)) => out.extend_from_slice(value),
+                _ => return false,
+            },
+        }
+        true
+    }
+
+    fn server_name(&self) -> &[u8] {
+        match self.request.server {
+            Some(server) => &self.conf.server(server).name,
+            None => b"",
+        }
+    }
+
+    /// `$http_NAME`: several headers of the same name are joined with `, ` (`; ` for
+    /// Cookie), as nginx 1.23 and later do.
+    fn append_request_header(&self, name: &[u8], out: &mut Vec<u8>) -> bool {
+        let separator: &[u8] = if name == b"cookie" { b"; " } else { b", " };
+        let mut found = false;
+        for value in self.request.headers(name) {
+            if found {
+                out.extend_from_slice(separator);
+            }
+            out.extend_from_slice(value);
+            found = true;
+        }
+        found
+    }
+
+    fn append_sent_header(&self, name: &[u8], out: &mut Vec<u8>) -> bool {
+        let response = &self.request.response;
+        let value: Option<Vec<u8>> = match name {
+            b"content_type" => response.content_type.as_ref().map(|value| value.as_slice().to_vec()),
+            b"content_length" => response.content_length.map(|length| length.to_string().into_bytes()),
+            b"location" => response.location.as_ref().map(|location| location.value.clone()),
+            b"connection" => Some(if self.request.keepalive { b"keep-alive".to_vec() } else { b"close".to_vec() }),
+            _ => {
+                let dashed: Vec<u8> = name.iter().map(|&b| if b == b'_' { b'-' } else { b }).collect();
+                response.find(&dashed).map(<[u8]>::to_vec)
+            }
+        };
+        match value {
+            Some(value) => {
+                out.extend_from_slice(&value);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn append_document_root(&self, out: &mut Vec<u8>) -> bool {
+        let Some(location) = self.request.location else {
+            return false;
+        };
+        match &self.conf.location(location).settings.core.document_root {
+            crate::core::DocumentRoot::Root(template) | crate::core::DocumentRoot::Alias(template) => {
+                match template.as_literal() {
+                    Some(bytes) => out.extend_from_slice(bytes),
+                    None => return false,
+                }
+            }
+        }
+        true
+    }
+}
+
+fn append_known(request: &Request, index: Option<usize>, out: &mut Vec<u8>) -> bool {
+    match index.and_then(|index| request.head.headers.get(index)) {
+        Some(field) => {
+            out.extend_from_slice(field.value_in(&request.head_bytes));
+            true
+        }
+        None => false,
+    }
+}
+
+/// `$arg_NAME`: the first argument whose name matches case-insensitively; its value is
+/// not unescaped, as in nginx.
+fn append_argument(args: &[u8], name: &[u8], out: &mut Vec<u8>) -> bool {
+    for pair in args.split(|&b| b == b'&') {
+        let (key, value) = match memchr::memchr(b'=', pair) {
+            Some(equals) => (&pair[..equals], &pair[equals + 1..]),
+            None => (pair, &b""[..]),
+        };
+        if key.eq_ignore_ascii_case(name) {
+            out.extend_from_slice(value);
+            return true;
+        }
+    }
+    false
+}
+
+/// `$cookie_NAME`: the value of the first cookie with that name in any Cookie header.
+fn append_cookie(request: &Request, name: &[u8], out: &mut Vec<u8>) -> bool {
+    for header in request.headers(b"cookie") {
+        for pair in header.split(|&b| b == b';' || b == b',') {
+            let pair = pair.trim_ascii_start();
+            if let Some(equals) = memchr::memchr(b'=', pair)
+                && pair[..equals].eq_ignore_ascii_case(name)
+            {
+                out.extend_from_slice(&pair[equals + 1..]);
+                return true;
+            }
+        }
+    }
+    false
+}
+
+/// `1.234`: seconds with milliseconds, as `$request_time`.
+fn push_seconds_millis(out: &mut Vec<u8>, elapsed: std::time::Duration) {
+    push_number(out, elapsed.as_secs() as i64, 1);
+    out.push(b'.');
+    push_number(out, elapsed.subsec_millis().into(), 3);
+}
+
+/// `X-Foo` to the `x_foo` form `$http_` and `$sent_http_` use.
+pub fn escape_header_name(name: &[u8]) -> Vec<u8> {
+    name.iter().map(|&b| if b == b'-' { b'_' } else { b.to_ascii_lowercase() }).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arguments_match_names_case_insensitively() {
+        let mut out = Vec::new();
+        assert!(append_argument(b"a=1&L=ok&l=2", b"l", &mut out));
+        assert_eq!(out, b"ok");
+        out.clear();
+        assert!(append_argument(b"flag&x=1", b"flag", &mut out));
+        assert_eq!(out, b"");
+        assert!(!append_argument(b"a=1", b"b", &mut out));
+        assert!(!append_argument(b"", b"a", &mut out));
+    }
+
+    #[test]
+    fn seconds_with_milliseconds() {
+        let mut out = Vec::new();
+        push_seconds_millis(&mut out, std::time::Duration::from_millis(1005));
+        assert_eq!(out, b"1.005");
+    }
+}

@@ -1,0 +1,85 @@
+//! Variables: every `$name` a template may use, resolved to a [`Variable`] at config load
+//! and evaluated against a request by matching on it, never by looking a name up.
+
+mod evaluate;
+mod registry;
+
+pub use evaluate::{NGINX_COMPATIBLE_VERSION, RequestVariables, escape_header_name};
+pub use registry::{NamedSlot, VariableRegistry};
+
+use vars::Template;
+
+/// A template whose variables are ours.
+pub type HttpTemplate = Template<Variable>;
+
+/// Every variable Portico knows. Names in comments are nginx's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Variable {
+    /// `$uri`, `$document_uri`: the normalised path.
+    Uri,
+    /// `$request_uri`: the original target, with arguments.
+    RequestUri,
+    /// `$args`, `$query_string`.
+    Args,
+    /// `$is_args`: `?` when there are arguments.
+    IsArgs,
+    /// `$arg_NAME` (NAME lowercased is compared case-insensitively, as nginx does).
+    Arg(Box<[u8]>),
+    /// `$request`: the request line.
+    Request,
+    RequestMethod,
+    /// `$server_protocol`: `HTTP/1.1`.
+    ServerProtocol,
+    Scheme,
+    /// `$https`: `on` or empty.
+    Https,
+    /// `$request_length`: bytes of the request head and body read so far.
+    RequestLength,
+    RemoteAddr,
+    /// `$binary_remote_addr`: 4 or 16 bytes.
+    BinaryRemoteAddr,
+    RemotePort,
+    ServerAddr,
+    ServerPort,
+    /// `$connection`: the connection serial number.
+    Connection,
+    /// `$connection_requests`: requests made over this connection so far.
+    ConnectionRequests,
+    /// `$connection_time`: seconds since the connection was accepted, with milliseconds.
+    ConnectionTime,
+    /// `$host`: the request's host name (lowercased), else the server name.
+    Host,
+    /// `$hostname`: the machine's host name.
+    Hostname,
+    /// `$server_name`: the first name of the server that serves the request.
+    ServerName,
+    /// `$http_NAME`: a request header; `-` in NAME matches `_`.
+    HttpHeader(Box<[u8]>),
+    /// `$cookie_NAME`.
+    Cookie(Box<[u8]>),
+    ContentLength,
+    ContentType,
+    /// `$remote_user`: from Basic authorization.
+    RemoteUser,
+    /// `$sent_http_NAME`: a response header.
+    SentHttp(Box<[u8]>),
+    /// `$status`.
+    Status,
+    BodyBytesSent,
+    BytesSent,
+    /// `$request_time`: seconds since the first byte was read, with milliseconds.
+    RequestTime,
+    Msec,
+    TimeLocal,
+    TimeIso8601,
+    Pid,
+    /// `$nginx_version`: the nginx version whose behaviour Portico follows.
+    NginxVersion,
+    /// `$portico_version`.
+    PorticoVersion,
+    DocumentRoot,
+    RealpathRoot,
+    RequestFilename,
+    /// A named regex capture (or, later, a `set` or `map` variable).
+    Named(NamedSlot),
+}

@@ -1,0 +1,163 @@
+//! Resolving variable names at config load.
+
+use std::collections::HashMap;
+
+use conf::{ConfError, ConfErrorKind, Span};
+
+use super::Variable;
+
+/// A variable that is not built in: a named regex capture, later a `set` or `map` target.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct NamedSlot(pub u32);
+
+#[derive(Debug)]
+struct NamedEntry {
+    name: String,
+    defined: bool,
+}
+
+/// Knows every variable name of one configuration. Built-in names resolve at once; other
+/// names get a [`NamedSlot`] on first use and must be defined by the end of the load (by a
+/// regex with that named group), else the load fails with `unknown "name" variable`, as
+/// nginx checks once the whole configuration has been read.
+#[derive(Debug, Default)]
+pub struct VariableRegistry {
+    named: Vec<NamedEntry>,
+    by_name: HashMap<String, NamedSlot>,
+}
+
+const PREFIXED: &[(&str, fn(Box<[u8]>) -> Variable)] = &[
+    ("http_", Variable::HttpHeader),
+    ("sent_http_", Variable::SentHttp),
+    ("cookie_", Variable::Cookie),
+    ("arg_", Variable::Arg),
+];
+
+fn builtin(name: &str) -> Option<Variable> {
+    Some(match name {
+        "uri" | "document_uri" => Variable::Uri,
+        "request_uri" => Variable::RequestUri,
+        "args" | "query_string" => Variable::Args,
+        "is_args" => Variable::IsArgs,
+        "request" => Variable::Request,
+        "request_method" => Variable::RequestMethod,
+        "server_protocol" => Variable::ServerProtocol,
+        "scheme" => Variable::Scheme,
+        "https" => Variable::Https,
+        "request_length" => Variable::RequestLength,
+        "remote_addr" => Variable::RemoteAddr,
+        "binary_remote_addr" => Variable::BinaryRemoteAddr,
+        "remote_port" => Variable::RemotePort,
+        "server_addr" => Variable::ServerAddr,
+        "server_port" => Variable::ServerPort,
+        "connection" => Variable::Connection,
+        "connection_requests" => Variable::ConnectionRequests,
+        "connection_time" => Variable::ConnectionTime,
+        "host" => Variable::Host,
+        "hostname" => Variable::Hostname,
+        "server_name" => Variable::ServerName,
+        "content_length" => Variable::ContentLength,
+        "content_type" => Variable::ContentType,
+        "remote_user" => Variable::RemoteUser,
+        "status" => Variable::Status,
+        "body_bytes_sent" => Variable::BodyBytesSent,
+        "bytes_sent" => Variable::BytesSent,
+        "request_time" => Variable::RequestTime,
+        "msec" => Variable::Msec,
+        "time_local" => Variable::TimeLocal,
+        "time_iso8601" => Variable::TimeIso8601,
+        "pid" => Variable::Pid,
+        "nginx_version" => Variable::NginxVersion,
+        "portico_version" => Variable::PorticoVersion,
+        "document_root" => Variable::DocumentRoot,
+        "realpath_root" => Variable::RealpathRoot,
+        "request_filename" => Variable::RequestFilename,
+        _ => return None,
+    })
+}
+
+impl VariableRegistry {
+    /// The variable a template's `$name` refers to. Names are case-insensitive.
+    pub fn resolve(&mut self, name: &str) -> Variable {
+        let lower = name.to_ascii_lowercase();
+        if let Some(variable) = builtin(&lower) {
+            return variable;
+        }
+        for (prefix, make) in PREFIXED {
+            if let Some(rest) = lower.strip_prefix(prefix)
+                && !rest.is_empty()
+            {
+                return make(rest.as_bytes().into());
+            }
+        }
+        Variable::Named(self.slot(&lower))
+    }
+
+    /// Declares that a named variable gets its value somewhere (a regex named group), and
+    /// returns its slot.
+    pub fn define(&mut self, name: &str) -> NamedSlot {
+        let slot = self.slot(&name.to_ascii_lowercase());
+        self.named[slot.0 as usize].defined = true;
+        slot
+    }
+
+    fn slot(&mut self, lower: &str) -> NamedSlot {
+        if let Some(slot) = self.by_name.get(lower) {
+            return *slot;
+        }
+        let slot = NamedSlot(self.named.len() as u32);
+        self.named.push(NamedEntry { name: lower.to_owned(), defined: false });
+        self.by_name.insert(lower.to_owned(), slot);
+        slot
+    }
+
+    /// How many named slots a request needs room for.
+    pub fn named_len(&self) -> usize {
+        self.named.len()
+    }
+
+    /// Fails with nginx's `unknown "name" variable` for the first name used but never
+    /// defined. nginx reports this without a file and line; so do we.
+    pub fn check_defined(&self) -> Result<(), ConfError> {
+        match self.named.iter().find(|entry| !entry.defined) {
+            Some(entry) => Err(ConfError::new(
+                ConfErrorKind::Message(format!("unknown \"{}\" variable", entry.name)),
+                None::<Span>,
+            )),
+            None => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtins_prefixes_and_named() {
+        let mut registry = VariableRegistry::default();
+        assert_eq!(registry.resolve("URI"), Variable::Uri);
+        assert_eq!(registry.resolve("query_string"), Variable::Args);
+        assert_eq!(registry.resolve("http_X_Foo"), Variable::HttpHeader(b"x_foo"[..].into()));
+        assert_eq!(registry.resolve("arg_l"), Variable::Arg(b"l"[..].into()));
+        assert_eq!(registry.resolve("sent_http_connection"), Variable::SentHttp(b"connection"[..].into()));
+        let Variable::Named(slot) = registry.resolve("name") else { panic!("not named") };
+        assert!(registry.check_defined().is_err());
+        assert_eq!(registry.define("Name"), slot);
+        registry.check_defined().unwrap();
+        assert_eq!(registry.named_len(), 1);
+    }
+
+    #[test]
+    fn undefined_names_fail_like_nginx() {
+        let mut registry = VariableRegistry::default();
+        registry.resolve("foo");
+        assert_eq!(registry.check_defined().unwrap_err().to_string(), "unknown \"foo\" variable");
+    }
+
+    #[test]
+    fn bare_prefix_is_a_named_variable() {
+        let mut registry = VariableRegistry::default();
+        assert!(matches!(registry.resolve("http_"), Variable::Named(_)));
+    }
+}

@@ -1,0 +1,116 @@
+//! What one worker keeps for HTTP: the generation it serves, its clock, its access-log
+//! buffers and the cached `Date` header.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use logging::ErrorLog;
+use runtime::{Clock, Phase, Stream};
+use threadpool::ThreadPool;
+use tokio::sync::watch;
+
+use crate::conf::{AddressConf, HttpConf};
+use crate::log::access::AccessLogs;
+
+/// A loaded configuration's HTTP side and the resources it owns, shared by the workers of
+/// one generation.
+#[derive(Debug)]
+pub struct Generation {
+    /// Counts up with each reload; thread names and logs carry it.
+    pub number: u64,
+    pub http: HttpConf,
+    /// The pool that opens, stats and reads files for the static handler.
+    pub file_pool: ThreadPool,
+    /// Connection serial numbers, shared by every worker of every generation.
+    pub connection_ids: Arc<AtomicU64>,
+    pub hostname: String,
+    /// The main context's error log.
+    pub error_log: Arc<ErrorLog>,
+}
+
+/// Per-worker HTTP state.
+pub struct HttpWorker {
+    pub generation: Arc<Generation>,
+    pub clock: Rc<Clock>,
+    pub phase: watch::Receiver<Phase>,
+    pub access_logs: RefCell<AccessLogs>,
+    date: RefCell<DateCache>,
+}
+
+#[derive(Default)]
+struct DateCache {
+    second: i64,
+    value: Vec<u8>,
+}
+
+/// How often buffered access logs are checked for their `flush=` interval.
+pub const ACCESS_LOG_FLUSH_CHECK: Duration = Duration::from_secs(1);
+
+impl HttpWorker {
+    pub fn new(generation: Arc<Generation>, clock: Rc<Clock>, phase: watch::Receiver<Phase>) -> HttpWorker {
+        let slots = generation.http.access_log_buffers;
+        HttpWorker {
+            generation,
+            clock,
+            phase,
+            access_logs: RefCell::new(AccessLogs::new(slots)),
+            date: RefCell::new(DateCache { second: i64::MIN, value: Vec::new() }),
+        }
+    }
+
+    pub fn conf(&self) -> &HttpConf {
+        &self.generation.http
+    }
+
+    pub fn next_connection_id(&self) -> u64 {
+        self.generation.connection_ids.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Whether the worker is still taking new requests.
+    pub fn is_running(&self) -> bool {
+        *self.phase.borrow() == Phase::Running
+    }
+
+    /// Appends the `Date` header value for `unix_seconds`, formatted once per second.
+    pub fn write_date(&self, unix_seconds: i64, out: &mut Vec<u8>) {
+        let mut cache = self.date.borrow_mut();
+        if cache.second != unix_seconds {
+            cache.value.clear();
+            http1::response::write_http_date(&mut cache.value, unix_seconds);
+            cache.second = unix_seconds;
+        }
+        out.extend_from_slice(&cache.value);
+    }
+
+    /// The servers of the address a connection arrived on: for a wildcard socket with
+    /// specific addresses behind it, chosen by the connection's local address.
+    pub fn address_conf(&self, socket: usize, stream: &Stream) -> Option<&AddressConf> {
+        let socket = self.conf().sockets.get(socket)?;
+        if socket.addresses.len() == 1 {
+            return socket.addresses.first();
+        }
+        let local = stream.local_address().map(|address| address.ip());
+        socket
+            .addresses
+            .iter()
+            .find(|address| address.ip.is_some() && address.ip == local)
+            .or_else(|| socket.addresses.last())
+    }
+
+    /// Flushes buffered access logs whose interval passed; runs until the worker stops.
+    pub async fn flush_access_logs_periodically(self: Rc<Self>) {
+        let mut ticker = tokio::time::interval(ACCESS_LOG_FLUSH_CHECK);
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            ticker.tick().await;
+            self.access_logs.borrow_mut().flush_due(std::time::Instant::now());
+        }
+    }
+
+    pub fn flush_access_logs(&self) {
+        self.access_logs.borrow_mut().flush_all();
+    }
+}

@@ -1,0 +1,210 @@
+//! Well-known request headers: recognising them, and the checks nginx runs as each one arrives.
+
+use crate::error::RequestError;
+use crate::host::host_len;
+use crate::request::{Browser, HeaderField, KnownHeaders};
+
+/// A request header nginx handles by name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Known {
+    Host,
+    Connection,
+    ContentLength,
+    TransferEncoding,
+    Expect,
+    UserAgent,
+    Referer,
+    IfModifiedSince,
+    IfNoneMatch,
+    IfMatch,
+    IfUnmodifiedSince,
+    IfRange,
+    Range,
+    Authorization,
+    KeepAlive,
+    Upgrade,
+    Te,
+    Cookie,
+    XForwardedFor,
+    AcceptEncoding,
+    ContentRange,
+    ContentType,
+    ProxyAuthorization,
+}
+
+impl Known {
+    /// Recognises `name` case-insensitively.
+    pub fn from_name(name: &[u8]) -> Option<Known> {
+        let candidates: &[(&[u8], Known)] = match name.len() {
+            2 => &[(b"te", Known::Te)],
+            4 => &[(b"host", Known::Host)],
+            5 => &[(b"range", Known::Range)],
+            6 => &[(b"cookie", Known::Cookie), (b"expect", Known::Expect)],
+            7 => &[(b"referer", Known::Referer), (b"upgrade", Known::Upgrade)],
+            8 => &[(b"if-match", Known::IfMatch), (b"if-range", Known::IfRange)],
+            10 => &[
+                (b"connection", Known::Connection),
+                (b"user-agent", Known::UserAgent),
+                (b"keep-alive", Known::KeepAlive),
+            ],
+            12 => &[(b"content-type", Known::ContentType)],
+            13 => &[
+                (b"if-none-match", Known::IfNoneMatch),
+                (b"authorization", Known::Authorization),
+                (b"content-range", Known::ContentRange),
+            ],
+            14 => &[(b"content-length", Known::ContentLength)],
+            15 => &[
+                (b"x-forwarded-for", Known::XForwardedFor),
+                (b"accept-encoding", Known::AcceptEncoding),
+            ],
+            17 => &[
+                (b"if-modified-since", Known::IfModifiedSince),
+                (b"transfer-encoding", Known::TransferEncoding),
+            ],
+            19 => &[
+                (b"if-unmodified-since", Known::IfUnmodifiedSince),
+                (b"proxy-authorization", Known::ProxyAuthorization),
+            ],
+            _ => return None,
+        };
+        candidates
+            .iter()
+            .find(|(known, _)| name.eq_ignore_ascii_case(known))
+            .map(|&(_, k)| k)
+    }
+
+    /// nginx rejects a second header of these kinds (`ngx_http_process_unique_header_line`).
+    fn is_unique(self) -> bool {
+        matches!(
+            self,
+            Known::IfModifiedSince
+                | Known::IfUnmodifiedSince
+                | Known::IfMatch
+                | Known::IfNoneMatch
+                | Known::ContentLength
+                | Known::ContentRange
+                | Known::IfRange
+                | Known::TransferEncoding
+                | Known::Expect
+                | Known::Authorization
+                | Known::ProxyAuthorization
+        )
+    }
+}
+
+impl KnownHeaders {
+    fn slot(&mut self, known: Known) -> &mut Option<usize> {
+        match known {
+            Known::Host => &mut self.host,
+            Known::Connection => &mut self.connection,
+            Known::ContentLength => &mut self.content_length,
+            Known::TransferEncoding => &mut self.transfer_encoding,
+            Known::Expect => &mut self.expect,
+            Known::UserAgent => &mut self.user_agent,
+            Known::Referer => &mut self.referer,
+            Known::IfModifiedSince => &mut self.if_modified_since,
+            Known::IfNoneMatch => &mut self.if_none_match,
+            Known::IfMatch => &mut self.if_match,
+            Known::IfUnmodifiedSince => &mut self.if_unmodified_since,
+            Known::IfRange => &mut self.if_range,
+            Known::Range => &mut self.range,
+            Known::Authorization => &mut self.authorization,
+            Known::KeepAlive => &mut self.keep_alive,
+            Known::Upgrade => &mut self.upgrade,
+            Known::Te => &mut self.te,
+            Known::Cookie => &mut self.cookie,
+            Known::XForwardedFor => &mut self.x_forwarded_for,
+            Known::AcceptEncoding => &mut self.accept_encoding,
+            Known::ContentRange => &mut self.content_range,
+            Known::ContentType => &mut self.content_type,
+            Known::ProxyAuthorization => &mut self.proxy_authorization,
+        }
+    }
+
+    /// Records header number `index` and runs the check nginx runs when it arrives: a
+    /// second `Host` or unique header is rejected, and `Host` must validate.
+    pub(super) fn record(
+        &mut self,
+        buf: &[u8],
+        headers: &[HeaderField],
+        index: usize,
+        field: &HeaderField,
+    ) -> Result<(), RequestError> {
+        let Some(known) = Known::from_name(&buf[field.name.clone()]) else {
+            return Ok(());
+        };
+        let slot = self.slot(known);
+        if let Some(previous) = *slot {
+            let previous = headers[previous].clone();
+            let duplicate = field.clone();
+            return match known {
+                Known::Host => Err(RequestError::DuplicateHost {
+                    previous,
+                    duplicate,
+                }),
+                _ if known.is_unique() => Err(RequestError::DuplicateHeader {
+                    previous,
+                    duplicate,
+                }),
+                _ => Ok(()),
+            };
+        }
+        *slot = Some(index);
+        if known == Known::Host && host_len(&buf[field.value.clone()]).is_none() {
+            return Err(RequestError::InvalidHost);
+        }
+        Ok(())
+    }
+}
+
+impl Browser {
+    /// Updates the flags from one `User-Agent` value as nginx's
+    /// `ngx_http_process_user_agent` does; several headers accumulate.
+    pub(super) fn detect(&mut self, user_agent: &[u8]) {
+        if let Some(at) = find(user_agent, b"MSIE ") {
+            if at + 7 < user_agent.len() {
+                self.msie = true;
+                if user_agent[at + 6] == b'.' {
+                    match user_agent[at + 5] {
+                        b'4' | b'5' => self.msie6 = true,
+                        // MSIE 6 with SP2 ("SV1") handles gzip and keepalive.
+                        b'6' if find(&user_agent[at + 8..], b"SV1").is_none() => {
+                            self.msie6 = true;
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        }
+        if find(user_agent, b"Opera").is_some() {
+            self.opera = true;
+            self.msie = false;
+            self.msie6 = false;
+        }
+        if self.msie || self.opera {
+            return;
+        }
+        if find(user_agent, b"Gecko/").is_some() {
+            self.gecko = true;
+        } else if find(user_agent, b"Chrome/").is_some() {
+            self.chrome = true;
+        } else if find(user_agent, b"Safari/").is_some() && find(user_agent, b"Mac OS X").is_some()
+        {
+            self.safari = true;
+        } else if find(user_agent, b"Konqueror").is_some() {
+            self.konqueror = true;
+        }
+    }
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    memchr::memmem::find(haystack, needle)
+}
+
+/// Case-insensitive substring search, as nginx's `ngx_strcasestrn`.
+pub(super) fn contains_ignore_case(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack
+        .windows(needle.len())
+        .any(|window| window.eq_ignore_ascii_case(needle))
+}

@@ -1,0 +1,289 @@
+//! Loading a whole configuration: the main and `events` contexts here, `http` in the
+//! `http` crate. A configuration that fails to load never starts or replaces workers.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use conf::{ConfError, ConfErrorKind, ConfigTree, Context, Directive, DiskSources, Span};
+use http::HttpConf;
+use logging::{ErrorLog, ErrorSink, Level, LogFiles};
+use runtime::AcceptSettings;
+use threadpool::PoolSettings;
+
+use crate::cli;
+use crate::directives::{self, MainSetter};
+
+/// Where things are, from the command line and the compiled-in defaults.
+#[derive(Clone, Debug)]
+pub struct Paths {
+    /// `-p`, always ending in `/`.
+    pub prefix: PathBuf,
+    /// `-c`, made absolute against the prefix.
+    pub conf_file: PathBuf,
+    /// The directory of the configuration file: relative `include`s hang off it.
+    pub conf_prefix: PathBuf,
+    /// `-e`: the error log used until the configuration names one (`None` = stderr).
+    pub error_log: Option<PathBuf>,
+}
+
+impl Paths {
+    pub fn from_options(options: &cli::Options) -> Paths {
+        let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+        let prefix_text = options.prefix.clone().map(PathBuf::from).unwrap_or_else(|| PathBuf::from(cli::DEFAULT_PREFIX));
+        let prefix = if prefix_text.is_absolute() { prefix_text } else { cwd.join(prefix_text) };
+        let conf_text = options.conf_file.clone().map(PathBuf::from).unwrap_or_else(|| PathBuf::from(cli::DEFAULT_CONF_FILE));
+        let conf_file = directives::resolve_path(&prefix, &conf_text.to_string_lossy());
+        let conf_prefix = conf_file.parent().map(Path::to_owned).unwrap_or_else(|| prefix.clone());
+        let error_log = match options.error_log.as_ref().map(|path| path.to_string_lossy().into_owned()) {
+            Some(text) if text == "stderr" => None,
+            Some(text) => Some(directives::resolve_path(&prefix, &text)),
+            None => Some(directives::resolve_path(&prefix, cli::DEFAULT_ERROR_LOG)),
+        };
+        Paths { prefix, conf_file, conf_prefix, error_log }
+    }
+}
+
+/// `worker_processes`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WorkerCount {
+    Auto,
+    Fixed(usize),
+}
+
+/// `worker_cpu_affinity`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CpuAffinity {
+    /// One CPU per worker in turn, optionally only among `limit`.
+    Auto { limit: Option<Vec<usize>> },
+    /// One CPU list per worker; the last repeats for further workers.
+    Masks(Vec<Vec<usize>>),
+}
+
+/// `user`, looked up at load.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UserSetting {
+    pub name: String,
+    pub uid: u32,
+    pub gid: u32,
+}
+
+/// The main and `events` directives as read, before defaults.
+#[derive(Debug, Default)]
+pub struct MainLoad {
+    pub prefix: PathBuf,
+    pub worker_processes: Option<WorkerCount>,
+    pub worker_cpu_affinity: Option<CpuAffinity>,
+    pub worker_rlimit_nofile: Option<u64>,
+    pub worker_shutdown_timeout: Option<Duration>,
+    pub pid: Option<PathBuf>,
+    pub error_log_directives: Vec<Directive>,
+    pub daemon: Option<bool>,
+    pub master_process: Option<bool>,
+    pub user: Option<UserSetting>,
+    pub thread_pools: Vec<PoolSettings>,
+    pub worker_connections: Option<usize>,
+    pub multi_accept: Option<bool>,
+    pub accept_mutex: Option<bool>,
+    pub accept_mutex_delay: Option<Duration>,
+    pub event_method: Option<&'static str>,
+}
+
+impl MainLoad {
+    pub fn path(&self, text: &str) -> PathBuf {
+        directives::resolve_path(&self.prefix, text)
+    }
+}
+
+/// A loaded configuration.
+#[derive(Debug)]
+pub struct Config {
+    pub tree: ConfigTree,
+    pub workers: usize,
+    pub cpu_affinity: Option<CpuAffinity>,
+    pub worker_rlimit_nofile: Option<u64>,
+    pub shutdown_timeout: Option<Duration>,
+    pub pid: PathBuf,
+    pub daemon: bool,
+    pub master_process: bool,
+    /// Whom workers and pool threads run as, when the master runs as root.
+    pub user: Option<UserSetting>,
+    pub thread_pools: Vec<PoolSettings>,
+    pub accept: AcceptSettings,
+    pub error_log: Arc<ErrorLog>,
+    pub log_files: LogFiles,
+    pub http: Option<HttpConf>,
+    pub warnings: Vec<ConfError>,
+}
+
+/// nginx's default for `worker_connections`.
+const WORKER_CONNECTIONS_DEFAULT: usize = 512;
+
+/// Reads and checks the configuration at `paths.conf_file` with `-g` directives first.
+pub fn load(paths: &Paths, command_line: Option<&str>) -> Result<Config, ConfError> {
+    let sources = DiskSources;
+    let mut tree = conf::parse_file(&paths.conf_file, &sources)?;
+    if let Some(text) = command_line {
+        let mut extra = conf::parse_command_line(text, &paths.conf_prefix, &sources)?;
+        extra.directives.append(&mut tree.directives);
+        tree.directives = extra.directives;
+        tree.files.append(&mut extra.files);
+    }
+    let mut main = MainLoad { prefix: paths.prefix.clone(), ..MainLoad::default() };
+    let mut http_block: Option<&Directive> = None;
+    let mut events_seen = false;
+    for directive in &tree.directives {
+        let spec = conf::spec::check(directives::DIRECTIVES, directive, Context::Main)?;
+        match &spec.set {
+            MainSetter::Set(set) => set(&mut main, directive)?,
+            MainSetter::Events => {
+                if events_seen {
+                    return Err(ConfError::at(ConfErrorKind::Duplicate { name: directive.name.clone() }, &directive.span));
+                }
+                events_seen = true;
+                read_events(&mut main, directive)?;
+            }
+            MainSetter::Http => {
+                if http_block.is_some() {
+                    return Err(ConfError::at(ConfErrorKind::Duplicate { name: directive.name.clone() }, &directive.span));
+                }
+                http_block = Some(directive);
+            }
+        }
+    }
+    if !events_seen {
+        return Err(ConfError::new(ConfErrorKind::Message("no \"events\" section in configuration".to_owned()), None));
+    }
+    let mut log_files = LogFiles::default();
+    let error_log = Arc::new(open_error_logs(&main, paths, &mut log_files)?);
+    let mut warnings = Vec::new();
+    let http = match http_block {
+        Some(block) => {
+            let env = http::conf::LoadEnv {
+                prefix: &paths.prefix,
+                main_error_log: Arc::clone(&error_log),
+                log_files: &mut log_files,
+                hostname: hostname(),
+            };
+            let mut http = http::conf::load_http(block.block.as_deref().unwrap_or_default(), env)?;
+            warnings.append(&mut http.warnings);
+            Some(http)
+        }
+        None => None,
+    };
+    let user = resolve_user(&main, &mut warnings);
+    Ok(Config {
+        workers: worker_count(main.worker_processes.unwrap_or(WorkerCount::Auto)),
+        cpu_affinity: main.worker_cpu_affinity,
+        worker_rlimit_nofile: main.worker_rlimit_nofile,
+        shutdown_timeout: main.worker_shutdown_timeout,
+        pid: main.pid.unwrap_or_else(|| paths.prefix.join(cli::DEFAULT_PID_FILE)),
+        daemon: main.daemon.unwrap_or(true),
+        master_process: main.master_process.unwrap_or(true),
+        user,
+        thread_pools: main.thread_pools,
+        accept: AcceptSettings {
+            worker_connections: main.worker_connections.unwrap_or(WORKER_CONNECTIONS_DEFAULT),
+            multi_accept: main.multi_accept.unwrap_or(false),
+        },
+        error_log,
+        log_files,
+        http,
+        warnings,
+        tree,
+    })
+}
+
+fn read_events(main: &mut MainLoad, block: &Directive) -> Result<(), ConfError> {
+    for directive in block.block.as_deref().unwrap_or_default() {
+        let spec = conf::spec::check(directives::DIRECTIVES, directive, Context::Events)?;
+        match &spec.set {
+            MainSetter::Set(set) => set(main, directive)?,
+            MainSetter::Events | MainSetter::Http => {
+                return Err(ConfError::at(ConfErrorKind::NotAllowedHere { name: directive.name.clone() }, &directive.span));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The main `error_log` directives, or the `-e`/default log when there are none.
+fn open_error_logs(main: &MainLoad, paths: &Paths, log_files: &mut LogFiles) -> Result<ErrorLog, ConfError> {
+    let mut sinks = Vec::new();
+    for directive in &main.error_log_directives {
+        if directive.args.len() > 2 {
+            return Err(ConfError::at(ConfErrorKind::InvalidArgumentCount { name: directive.name.clone() }, &directive.span));
+        }
+        let level = match directive.args.get(1) {
+            Some(argument) => Level::parse(argument.as_str()).ok_or_else(|| {
+                ConfError::message(format!("invalid log level \"{}\"", argument.as_str()), &directive.span)
+            })?,
+            None => Level::Error,
+        };
+        let file = match directive.arg(0) {
+            "stderr" => log_files.stderr(),
+            text if text.starts_with("syslog:") || text.starts_with("memory:") => {
+                return Err(ConfError::message(format!("error_log target \"{text}\" is not supported"), &directive.span));
+            }
+            text => log_files.open(&main.path(text)),
+        }
+        .map_err(|error| open_error(&main.path(directive.arg(0)), &error, Some(&directive.span)))?;
+        sinks.push(ErrorSink { file, level });
+    }
+    if sinks.is_empty() {
+        let file = match &paths.error_log {
+            Some(path) => log_files.open(path).map_err(|error| open_error(path, &error, None))?,
+            None => log_files.stderr().map_err(|error| open_error(Path::new("stderr"), &error, None))?,
+        };
+        sinks.push(ErrorSink { file, level: Level::Error });
+    }
+    Ok(ErrorLog::new(sinks))
+}
+
+pub fn open_error(path: &Path, error: &std::io::Error, span: Option<&Span>) -> ConfError {
+    let errno = error.raw_os_error().unwrap_or(0);
+    ConfError::new(
+        ConfErrorKind::Io { call: "open", path: path.to_owned(), errno, text: runtime::sys::linux::strerror(errno) },
+        span.cloned(),
+    )
+}
+
+/// `worker_processes auto` is the number of CPUs this process may run on.
+fn worker_count(count: WorkerCount) -> usize {
+    match count {
+        WorkerCount::Fixed(count) => count,
+        WorkerCount::Auto => rustix::thread::sched_getaffinity(None)
+            .map(|set| set.count() as usize)
+            .ok()
+            .filter(|count| *count > 0)
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from)),
+    }
+}
+
+/// nginx runs workers as `nobody` when the master is root and no `user` is given, and
+/// ignores `user` (with a warning) when it is not root.
+fn resolve_user(main: &MainLoad, warnings: &mut Vec<ConfError>) -> Option<UserSetting> {
+    let root = rustix::process::geteuid().is_root();
+    if !root {
+        if main.user.is_some() {
+            warnings.push(ConfError::new(
+                ConfErrorKind::Message(
+                    "the \"user\" directive makes sense only if the master process runs with super-user privileges, ignored".to_owned(),
+                ),
+                None,
+            ));
+        }
+        return None;
+    }
+    if let Some(user) = &main.user {
+        return Some(user.clone());
+    }
+    let account = runtime::sys::linux::user_by_name("nobody").ok().flatten()?;
+    let gid = runtime::sys::linux::group_by_name("nogroup").ok().flatten().unwrap_or(account.gid);
+    Some(UserSetting { name: "nobody".to_owned(), uid: account.uid, gid })
+}
+
+/// The machine's host name (`$hostname`).
+pub fn hostname() -> String {
+    rustix::system::uname().nodename().to_string_lossy().into_owned()
+}

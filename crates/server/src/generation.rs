@@ -1,0 +1,218 @@
+//! A generation: the workers, thread pools and log files of one loaded configuration.
+
+use std::rc::Rc;
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+use std::time::Duration;
+
+use http::{Generation, HttpWorker};
+use logging::{ErrorLog, Level, LogFiles};
+use runtime::accept::{Accepted, WorkerListener, accept_loop};
+use runtime::worker::{self, ThreadStart, WorkerContext, WorkerHandle, WorkerSpec};
+use runtime::{AcceptSettings, ListenAddress, Phase};
+use threadpool::{PoolSettings, ThreadPool};
+
+use crate::config::{Config, CpuAffinity, UserSetting};
+use crate::listeners::GenerationSockets;
+
+/// The master's handle on a running generation.
+pub struct GenerationHandle {
+    pub generation: Arc<Generation>,
+    pub workers: Vec<WorkerHandle>,
+    pub pools: Vec<ThreadPool>,
+    pub log_files: LogFiles,
+    pub error_log: Arc<ErrorLog>,
+    /// Kept so that the sockets stay open while this generation's workers run.
+    pub sockets: GenerationSockets,
+    pub draining: bool,
+}
+
+impl GenerationHandle {
+    pub fn set_phase(&mut self, phase: Phase) {
+        self.draining = phase != Phase::Running;
+        for worker in &self.workers {
+            worker.set_phase(phase);
+        }
+    }
+
+    pub fn is_finished(&self) -> bool {
+        self.workers.iter().all(WorkerHandle::is_finished)
+    }
+
+    /// Joins the workers, then stops the pools (which waits for their running tasks).
+    pub fn finish(self) -> Vec<String> {
+        let mut panics = Vec::new();
+        for worker in self.workers {
+            let name = worker.name.clone();
+            if let Err(panic) = worker.join() {
+                panics.push(format!("worker \"{name}\" panicked: {panic}"));
+            }
+        }
+        for pool in &self.pools {
+            pool.shutdown();
+        }
+        panics
+    }
+}
+
+/// Why a generation could not start.
+#[derive(Debug)]
+pub struct StartError(pub String);
+
+/// Starts the workers of `config` on `sockets`.
+pub fn start(
+    number: u64,
+    mut config: Config,
+    sockets: GenerationSockets,
+    connection_ids: Arc<AtomicU64>,
+) -> Result<GenerationHandle, StartError> {
+    let Some(http) = config.http.take() else {
+        return Err(StartError("no \"http\" section in configuration".to_owned()));
+    };
+    let on_start = config.user.clone().map(drop_privileges_hook);
+    let pool_settings = file_pool_settings(&config.thread_pools);
+    let pool_hook = on_start.clone().map(|hook| -> threadpool::ThreadStart {
+        Arc::new(move || {
+            let _ = hook();
+        })
+    });
+    let file_pool = ThreadPool::start(&pool_settings, pool_hook)
+        .map_err(|error| StartError(format!("thread pool \"{}\" could not start: {error}", pool_settings.name)))?;
+    let generation = Arc::new(Generation {
+        number,
+        http,
+        file_pool: file_pool.clone(),
+        connection_ids,
+        hostname: crate::config::hostname(),
+        error_log: Arc::clone(&config.error_log),
+    });
+    let mut workers = Vec::new();
+    for index in 0..config.workers {
+        let spec = WorkerSpec {
+            name: format!("worker {number}.{index}"),
+            index,
+            cpus: cpus_for(config.cpu_affinity.as_ref(), index),
+            connections_max: config.accept.worker_connections,
+            on_start: on_start.clone(),
+        };
+        let generation = Arc::clone(&generation);
+        let listeners = sockets.clone();
+        let accept = config.accept;
+        let shutdown_timeout = config.shutdown_timeout;
+        let spawned = worker::spawn(spec, move |context| run_worker(context, generation, listeners, accept, shutdown_timeout));
+        match spawned {
+            Ok(handle) => workers.push(handle),
+            Err(error) => {
+                for worker in &workers {
+                    worker.set_phase(Phase::Stopping);
+                }
+                return Err(StartError(format!("could not start worker thread: {error}")));
+            }
+        }
+    }
+    Ok(GenerationHandle {
+        generation,
+        workers,
+        pools: vec![file_pool],
+        log_files: std::mem::take(&mut config.log_files),
+        error_log: config.error_log,
+        sockets,
+        draining: false,
+    })
+}
+
+/// The pool the static handler uses: `default` as declared, else nginx's default pool.
+fn file_pool_settings(declared: &[PoolSettings]) -> PoolSettings {
+    declared.iter().find(|pool| pool.name == "default").cloned().unwrap_or_else(PoolSettings::default_pool)
+}
+
+/// Switches the calling thread to `user`: Linux credentials are per thread, so workers
+/// and pool threads run as `user` while the master keeps root, as nginx's workers do.
+fn drop_privileges_hook(user: UserSetting) -> ThreadStart {
+    Arc::new(move || {
+        if user.uid == 0 {
+            return Ok(());
+        }
+        let gid = rustix::process::Gid::from_raw(user.gid);
+        let uid = rustix::process::Uid::from_raw(user.uid);
+        rustix::thread::set_thread_groups(&[gid])?;
+        rustix::thread::set_thread_res_gid(gid, gid, gid)?;
+        rustix::thread::set_thread_res_uid(uid, uid, uid)?;
+        Ok(())
+    })
+}
+
+/// The CPUs worker `index` is pinned to, if `worker_cpu_affinity` says so.
+fn cpus_for(affinity: Option<&CpuAffinity>, index: usize) -> Option<Vec<usize>> {
+    match affinity? {
+        CpuAffinity::Auto { limit } => {
+            let available: Vec<usize> = match limit {
+                Some(limit) => limit.clone(),
+                None => {
+                    let set = rustix::thread::sched_getaffinity(None).ok()?;
+                    (0..rustix::thread::CpuSet::MAX_CPU).filter(|cpu| set.is_set(*cpu)).collect()
+                }
+            };
+            available.get(index % available.len().max(1)).map(|cpu| vec![*cpu])
+        }
+        CpuAffinity::Masks(masks) => masks.get(index).or_else(|| masks.last()).cloned(),
+    }
+}
+
+/// The body of a worker thread.
+async fn run_worker(
+    context: WorkerContext,
+    generation: Arc<Generation>,
+    sockets: GenerationSockets,
+    accept: AcceptSettings,
+    shutdown_timeout: Option<Duration>,
+) {
+    let worker = Rc::new(HttpWorker::new(Arc::clone(&generation), Rc::clone(&context.clock), context.phase.clone()));
+    for (socket_index, listeners) in sockets.iter().enumerate() {
+        let Some(listener) = listeners.get(context.index % listeners.len().max(1)) else {
+            continue;
+        };
+        let registered = match &listener.address {
+            ListenAddress::Inet(_) => listener.to_tokio_tcp().map(WorkerListener::Tcp),
+            ListenAddress::Unix(_) => listener.to_tokio_unix().map(WorkerListener::Unix),
+        };
+        let registered = match registered {
+            Ok(registered) => registered,
+            Err(error) => {
+                let text = runtime::sys::linux::error_text(&error);
+                log(&worker, Level::Alert, format_args!("listener {} could not be registered ({text})", listener.address));
+                continue;
+            }
+        };
+        let accepting = Rc::clone(&worker);
+        let phase = context.phase.clone();
+        let gauge = Rc::clone(&context.gauge);
+        tokio::task::spawn_local(async move {
+            let handler = Rc::clone(&accepting);
+            accept_loop(registered, phase, gauge, accept, move |accepted| match accepted {
+                Accepted::Connection { stream, peer, guard } => {
+                    tokio::task::spawn_local(http::connection::serve(Rc::clone(&handler), socket_index, stream, peer, guard));
+                }
+                Accepted::LimitReached { limit } => {
+                    log(&handler, Level::Alert, format_args!("{limit} worker_connections are not enough"));
+                }
+                Accepted::Failed(error) => {
+                    let text = runtime::sys::linux::error_text(&error);
+                    log(&handler, Level::Crit, format_args!("accept4() failed ({text})"));
+                }
+            })
+            .await;
+        });
+    }
+    let flusher = tokio::task::spawn_local(Rc::clone(&worker).flush_access_logs_periodically());
+    context.until_finished(shutdown_timeout).await;
+    flusher.abort();
+    worker.flush_access_logs();
+}
+
+fn log(worker: &HttpWorker, level: Level, message: std::fmt::Arguments<'_>) {
+    let error_log = &worker.generation.error_log;
+    if error_log.enabled(level) {
+        error_log.write(level, &worker.clock.wall(), None, message, None);
+    }
+}

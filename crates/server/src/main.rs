@@ -1,0 +1,21 @@
+//! The `portico` binary: nginx's command line in front of the master.
+
+mod cli;
+mod config;
+mod directives;
+mod generation;
+mod listeners;
+mod master;
+mod pid_file;
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    match cli::parse(std::env::args_os()) {
+        Ok(options) => master::main(options),
+        Err(message) => {
+            master::say(&message);
+            ExitCode::FAILURE
+        }
+    }
+}

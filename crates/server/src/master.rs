@@ -1,0 +1,374 @@
+//! The master thread: startup, the pid file, signals, reload and stop.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+use std::time::Duration;
+
+use conf::ConfError;
+use logging::{ErrorLog, Level, LogFile};
+use runtime::Phase;
+use runtime::sys::linux as sys;
+
+use crate::cli::{self, Options};
+use crate::config::{self, Config, Paths};
+use crate::generation::{self, GenerationHandle};
+use crate::listeners::ListenerSet;
+use crate::pid_file;
+
+/// How often the master wakes without a signal to reap finished generations.
+const REAP_INTERVAL: Duration = Duration::from_millis(100);
+
+/// Writes `portico: TEXT` to stderr, as nginx prefixes its own messages.
+pub fn say(text: &str) {
+    let mut stderr = std::io::stderr().lock();
+    let _ = writeln!(stderr, "portico: {text}");
+}
+
+/// Reports a configuration or startup error: `portico: [LEVEL] TEXT` on stderr, and the
+/// same message as an error-log line.
+fn report(log: &ErrorLog, level: Level, text: &str) {
+    say(&format!("[{level}] {text}"));
+    let stderr_only = log.sinks().iter().all(|sink| sink.file.is_stderr());
+    if !stderr_only {
+        log.write(level, &runtime::clock::wall_now(), None, format_args!("{text}"), None);
+    }
+}
+
+fn log(log: &ErrorLog, level: Level, text: &str) {
+    if log.enabled(level) {
+        log.write(level, &runtime::clock::wall_now(), None, format_args!("{text}"), None);
+    }
+}
+
+/// The log that takes messages until the configuration names one: `-e` or the default.
+fn startup_log(paths: &Paths) -> ErrorLog {
+    let file = match &paths.error_log {
+        Some(path) => match LogFile::open(path) {
+            Ok(file) => file,
+            Err(error) => {
+                let text = sys::error_text(&error);
+                say(&format!("[alert] could not open error log file: open() \"{}\" failed ({text})", path.display()));
+                LogFile::stderr().unwrap_or_else(|_| fallback_stderr())
+            }
+        },
+        None => LogFile::stderr().unwrap_or_else(|_| fallback_stderr()),
+    };
+    ErrorLog::new(vec![logging::ErrorSink { file: Arc::new(file), level: Level::Notice }])
+}
+
+fn fallback_stderr() -> LogFile {
+    // fd 2 could not be duplicated: the process is out of descriptors at startup. Logging
+    // to /dev/null is the only option left that keeps the master going.
+    LogFile::open(std::path::Path::new("/dev/null")).unwrap_or_else(|_| std::process::abort())
+}
+
+/// Runs what the command line asked for.
+pub fn main(options: Options) -> ExitCode {
+    let paths = Paths::from_options(&options);
+    if options.version {
+        print_version(&options);
+        if !options.test {
+            return ExitCode::SUCCESS;
+        }
+    }
+    let startup = startup_log(&paths);
+    let config = match config::load(&paths, options.directives.as_deref()) {
+        Ok(config) => config,
+        Err(error) => {
+            report(&startup, Level::Emerg, &error.to_string());
+            if options.test {
+                say(&format!("configuration file {} test failed", paths.conf_file.display()));
+            }
+            return ExitCode::FAILURE;
+        }
+    };
+    for warning in &config.warnings {
+        report(&startup, Level::Warn, &warning.to_string());
+    }
+    if options.test {
+        if !options.quiet {
+            say(&format!("the configuration file {} syntax is ok", paths.conf_file.display()));
+            say(&format!("configuration file {} test is successful", paths.conf_file.display()));
+        }
+        if options.dump {
+            let mut stdout = std::io::stdout().lock();
+            let _ = stdout.write_all(conf::dump::render(&config.tree).as_bytes());
+        }
+        return ExitCode::SUCCESS;
+    }
+    if let Some(signal) = options.signal {
+        return send_signal(&config, signal, &startup);
+    }
+    Master::start(paths, options, config, startup)
+}
+
+fn print_version(options: &Options) {
+    let mut stderr = std::io::stderr().lock();
+    if options.help {
+        let _ = stderr.write_all(cli::help_text().as_bytes());
+        return;
+    }
+    let _ = writeln!(stderr, "{}", cli::VERSION_LINE);
+    if options.build_info {
+        let _ = writeln!(stderr, "nginx compatibility: nginx/{}", http::variables::NGINX_COMPATIBLE_VERSION);
+        let _ = writeln!(stderr, "built-in modules: core events thread_pool {}", http::modules::FAMILIES.join(" "));
+        let _ = writeln!(stderr, "prefix: {}", cli::DEFAULT_PREFIX);
+    }
+}
+
+/// `-s SIGNAL`: reads the pid file the configuration names and signals that master.
+fn send_signal(config: &Config, signal: cli::Signal, startup: &ErrorLog) -> ExitCode {
+    let pid = match pid_file::read(&config.pid) {
+        Ok(pid) => pid,
+        Err(text) => {
+            report(startup, Level::Error, &text);
+            return ExitCode::FAILURE;
+        }
+    };
+    match sys::kill(pid, signal.number()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            let text = sys::error_text(&error);
+            report(startup, Level::Alert, &format!("kill({pid}, {}) failed ({text})", signal.number()));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+struct Master {
+    paths: Paths,
+    directives: Option<String>,
+    listeners: ListenerSet,
+    generations: Vec<GenerationHandle>,
+    error_log: Arc<ErrorLog>,
+    pid_path: PathBuf,
+    pid: u32,
+    connection_ids: Arc<AtomicU64>,
+    number: u64,
+}
+
+impl Master {
+    fn start(paths: Paths, options: Options, config: Config, startup: ErrorLog) -> ExitCode {
+        if let Some(limit) = config.worker_rlimit_nofile {
+            set_nofile(&config.error_log, limit);
+        }
+        let error_log = Arc::clone(&config.error_log);
+        let mut listeners = ListenerSet::default();
+        let socket_list = socket_list(&config);
+        let sockets = match listeners.acquire(&socket_list, config.workers, |retry| report(&error_log, Level::Emerg, &retry.to_string())) {
+            Ok(sockets) => sockets,
+            Err(error) => {
+                report(&error_log, Level::Emerg, &error.to_string());
+                if error.source.raw_os_error() == Some(libc::EADDRINUSE) {
+                    report(&error_log, Level::Emerg, "still could not bind()");
+                }
+                return ExitCode::FAILURE;
+            }
+        };
+        drop(startup);
+        if config.daemon {
+            match sys::fork() {
+                Ok(sys::Forked::Parent) => return ExitCode::SUCCESS,
+                Ok(sys::Forked::Child) => {
+                    let _ = rustix::process::setsid();
+                    let keep_stderr = error_log.sinks().iter().any(|sink| sink.file.is_stderr());
+                    let _ = sys::redirect_stdio_to_null(keep_stderr);
+                }
+                Err(error) => {
+                    report(&error_log, Level::Emerg, &format!("fork() failed ({})", sys::error_text(&error)));
+                    return ExitCode::FAILURE;
+                }
+            }
+        }
+        if let Err(error) = sys::block_master_signals() {
+            report(&error_log, Level::Emerg, &format!("sigprocmask() failed ({})", sys::error_text(&error)));
+            return ExitCode::FAILURE;
+        }
+        let pid_path = config.pid.clone();
+        let connection_ids = Arc::new(AtomicU64::new(1));
+        let handle = match generation::start(1, config, sockets, Arc::clone(&connection_ids)) {
+            Ok(handle) => handle,
+            Err(error) => {
+                report(&error_log, Level::Emerg, &error.0);
+                return ExitCode::FAILURE;
+            }
+        };
+        let pid = std::process::id();
+        if let Err(error) = pid_file::write(&pid_path, pid) {
+            let text = sys::error_text(&error);
+            report(&error_log, Level::Emerg, &format!("open() \"{}\" failed ({text})", pid_path.display()));
+            let mut handle = handle;
+            handle.set_phase(Phase::Stopping);
+            handle.finish();
+            return ExitCode::FAILURE;
+        }
+        log(&error_log, Level::Notice, &format!("portico/{} started", env!("CARGO_PKG_VERSION")));
+        let mut master = Master {
+            paths,
+            directives: options.directives,
+            listeners,
+            generations: vec![handle],
+            error_log,
+            pid_path,
+            pid,
+            connection_ids,
+            number: 1,
+        };
+        master.run()
+    }
+
+    fn run(&mut self) -> ExitCode {
+        loop {
+            let signal = match sys::wait_signal(REAP_INTERVAL) {
+                Ok(signal) => signal,
+                Err(error) => {
+                    log(&self.error_log, Level::Alert, &format!("sigtimedwait() failed ({})", sys::error_text(&error)));
+                    None
+                }
+            };
+            match signal {
+                Some(libc::SIGHUP) => self.reload(),
+                Some(libc::SIGUSR1) => self.reopen(),
+                Some(libc::SIGQUIT) => {
+                    log(&self.error_log, Level::Notice, "signal 3 (SIGQUIT) received, shutting down");
+                    return self.stop(Phase::Draining);
+                }
+                Some(number @ (libc::SIGTERM | libc::SIGINT)) => {
+                    log(&self.error_log, Level::Notice, &format!("signal {number} received, exiting"));
+                    return self.stop(Phase::Stopping);
+                }
+                Some(number) => {
+                    log(&self.error_log, Level::Notice, &format!("signal {number} received and ignored"));
+                }
+                None => {}
+            }
+            self.reap();
+        }
+    }
+
+    /// HUP: load the configuration again; on success start a new generation on the same
+    /// sockets and let the old one drain; on failure keep serving the old one.
+    fn reload(&mut self) {
+        log(&self.error_log, Level::Notice, "signal 1 (SIGHUP) received, reconfiguring");
+        let config = match config::load(&self.paths, self.directives.as_deref()) {
+            Ok(config) => config,
+            Err(error) => {
+                self.log_conf_error(&error);
+                return;
+            }
+        };
+        for warning in &config.warnings {
+            log(&self.error_log, Level::Warn, &warning.to_string());
+        }
+        if let Some(limit) = config.worker_rlimit_nofile {
+            set_nofile(&config.error_log, limit);
+        }
+        let socket_list = socket_list(&config);
+        let error_log = Arc::clone(&self.error_log);
+        let sockets = match self.listeners.acquire(&socket_list, config.workers, |retry| log(&error_log, Level::Emerg, &retry.to_string())) {
+            Ok(sockets) => sockets,
+            Err(error) => {
+                log(&self.error_log, Level::Emerg, &error.to_string());
+                return;
+            }
+        };
+        let new_log = Arc::clone(&config.error_log);
+        let pid_path = config.pid.clone();
+        self.number += 1;
+        let handle = match generation::start(self.number, config, sockets, Arc::clone(&self.connection_ids)) {
+            Ok(handle) => handle,
+            Err(error) => {
+                log(&self.error_log, Level::Alert, &error.0);
+                self.listeners.prune();
+                return;
+            }
+        };
+        for old in &mut self.generations {
+            if !old.draining {
+                old.set_phase(Phase::Draining);
+            }
+        }
+        self.generations.push(handle);
+        self.error_log = new_log;
+        if pid_path != self.pid_path {
+            if pid_file::write(&pid_path, self.pid).is_ok() {
+                pid_file::remove(&self.pid_path, self.pid);
+                self.pid_path = pid_path;
+            }
+        }
+        log(&self.error_log, Level::Notice, "reconfigured, old workers are shutting down gracefully");
+    }
+
+    fn log_conf_error(&self, error: &ConfError) {
+        log(&self.error_log, Level::Emerg, &error.to_string());
+    }
+
+    /// USR1: reopen every log file of every generation still running.
+    fn reopen(&mut self) {
+        log(&self.error_log, Level::Notice, "signal 10 (SIGUSR1) received, reopening logs");
+        for generation in &self.generations {
+            for (path, error) in generation.log_files.reopen_all() {
+                let text = sys::error_text(&error);
+                log(&self.error_log, Level::Alert, &format!("open() \"{}\" failed ({text})", path.display()));
+            }
+        }
+    }
+
+    /// Joins generations whose workers have all exited, then closes unused sockets.
+    fn reap(&mut self) {
+        let mut index = 0;
+        while index < self.generations.len() {
+            if self.generations[index].draining && self.generations[index].is_finished() {
+                let finished = self.generations.remove(index);
+                for panic in finished.finish() {
+                    log(&self.error_log, Level::Alert, &panic);
+                }
+                continue;
+            }
+            index += 1;
+        }
+        self.listeners.prune();
+    }
+
+    fn stop(&mut self, phase: Phase) -> ExitCode {
+        for generation in &mut self.generations {
+            generation.set_phase(phase);
+        }
+        while !self.generations.iter().all(GenerationHandle::is_finished) {
+            if let Ok(Some(libc::SIGTERM | libc::SIGINT)) = sys::wait_signal(REAP_INTERVAL) {
+                for generation in &mut self.generations {
+                    generation.set_phase(Phase::Stopping);
+                }
+            }
+        }
+        for generation in self.generations.drain(..) {
+            for panic in generation.finish() {
+                log(&self.error_log, Level::Alert, &panic);
+            }
+        }
+        self.listeners.close_all();
+        pid_file::remove(&self.pid_path, self.pid);
+        log(&self.error_log, Level::Notice, "exit");
+        ExitCode::SUCCESS
+    }
+}
+
+fn socket_list(config: &Config) -> Vec<(runtime::ListenAddress, runtime::ListenOptions)> {
+    config
+        .http
+        .as_ref()
+        .map(|http| http.sockets.iter().map(|socket| (socket.address.clone(), socket.options.clone())).collect())
+        .unwrap_or_default()
+}
+
+/// `worker_rlimit_nofile`: one process, so the limit is the process's.
+fn set_nofile(error_log: &ErrorLog, limit: u64) {
+    let rlimit = rustix::process::Rlimit { current: Some(limit), maximum: Some(limit) };
+    if let Err(error) = rustix::process::setrlimit(rustix::process::Resource::Nofile, rlimit) {
+        let error = std::io::Error::from(error);
+        log(error_log, Level::Alert, &format!("setrlimit(RLIMIT_NOFILE, {limit}) failed ({})", sys::error_text(&error)));
+    }
+}
