@@ -1,16 +1,18 @@
 //! Request bodies: framing state, and discarding a body nobody reads so that the next
 //! request on the connection starts at the right byte.
 
+use http1::RequestError;
 use http1::chunked::ChunkedDecoder;
 use http1::request::BodyFraming;
-use http1::RequestError;
 
 /// How much of the request body is still to come.
 #[derive(Debug, Default)]
 pub enum BodyState {
     #[default]
     Done,
-    Length { remaining: u64 },
+    Length {
+        remaining: u64,
+    },
     Chunked(ChunkedDecoder),
 }
 

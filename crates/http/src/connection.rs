@@ -37,7 +37,9 @@ enum HeadRead {
     Closed,
     /// The client closed in the middle of a head.
     ClosedPartial,
-    TimedOut { partial: bool },
+    TimedOut {
+        partial: bool,
+    },
     Invalid(RequestError),
     /// The worker is stopping and the connection was idle.
     Draining,
@@ -54,7 +56,13 @@ pub enum After {
 }
 
 /// Serves one accepted connection until it closes.
-pub async fn serve(worker: Rc<HttpWorker>, socket: usize, stream: Stream, peer: PeerAddress, guard: ConnectionGuard) {
+pub async fn serve(
+    worker: Rc<HttpWorker>,
+    socket: usize,
+    stream: Stream,
+    peer: PeerAddress,
+    guard: ConnectionGuard,
+) {
     let _guard = guard;
     let Some(address) = worker.address_conf(socket, &stream) else {
         return;
@@ -64,7 +72,13 @@ pub async fn serve(worker: Rc<HttpWorker>, socket: usize, stream: Stream, peer: 
     let _ = stream.set_nodelay(true);
     let mut connection = Connection {
         stream,
-        info: ConnectionInfo { id: worker.next_connection_id(), peer, local, accepted: Instant::now(), requests: 0 },
+        info: ConnectionInfo {
+            id: worker.next_connection_id(),
+            peer,
+            local,
+            accepted: Instant::now(),
+            requests: 0,
+        },
         buf: vec![0; default_server.core.client_header_buffer_size as usize],
         filled: 0,
         out: Vec::with_capacity(512),
@@ -75,22 +89,46 @@ pub async fn serve(worker: Rc<HttpWorker>, socket: usize, stream: Stream, peer: 
         request.reset();
         let limits = head_limits(&default_server.core);
         let header_timeout = default_server.core.client_header_timeout;
-        match connection.read_head(&worker, &limits, &mut request, idle_timeout, header_timeout).await {
+        match connection
+            .read_head(&worker, &limits, &mut request, idle_timeout, header_timeout)
+            .await
+        {
             HeadRead::Ready => {}
             HeadRead::Closed | HeadRead::Draining | HeadRead::Failed => return,
             HeadRead::ClosedPartial => {
-                log_connection(&worker, &connection, &request, Level::Info, "client prematurely closed connection", "reading client request headers");
+                log_connection(
+                    &worker,
+                    &connection,
+                    &request,
+                    Level::Info,
+                    "client prematurely closed connection",
+                    "reading client request headers",
+                );
                 return;
             }
             HeadRead::TimedOut { partial } => {
                 if partial {
-                    log_connection(&worker, &connection, &request, Level::Info, "client timed out (110: Connection timed out)", "reading client request headers");
+                    log_connection(
+                        &worker,
+                        &connection,
+                        &request,
+                        Level::Info,
+                        "client timed out (110: Connection timed out)",
+                        "reading client request headers",
+                    );
                 }
                 return;
             }
             HeadRead::Invalid(error) => {
                 connection.info.requests += 1;
-                reject(&worker, &mut connection, &mut request, address.default_server, &error).await;
+                reject(
+                    &worker,
+                    &mut connection,
+                    &mut request,
+                    address.default_server,
+                    &error,
+                )
+                .await;
                 return;
             }
         }
@@ -99,12 +137,19 @@ pub async fn serve(worker: Rc<HttpWorker>, socket: usize, stream: Stream, peer: 
         match after {
             After::KeepAlive => {
                 let location = request.location.map(|id| worker.conf().location(id));
-                idle_timeout = location.map_or(Duration::from_secs(75), |l| l.settings.core.keepalive_timeout.timeout);
+                idle_timeout = location.map_or(Duration::from_secs(75), |l| {
+                    l.settings.core.keepalive_timeout.timeout
+                });
             }
             After::Close => return,
             After::Linger => {
-                let core = request.location.map(|id| &worker.conf().location(id).settings.core);
-                let (time, timeout) = core.map_or((Duration::from_secs(30), Duration::from_secs(5)), |core| (core.lingering_time, core.lingering_timeout));
+                let core = request
+                    .location
+                    .map(|id| &worker.conf().location(id).settings.core);
+                let (time, timeout) = core
+                    .map_or((Duration::from_secs(30), Duration::from_secs(5)), |core| {
+                        (core.lingering_time, core.lingering_timeout)
+                    });
                 connection.linger(time, timeout).await;
                 return;
             }
@@ -127,44 +172,82 @@ fn head_limits(core: &CoreServer) -> HeadLimits {
 }
 
 /// Logs a connection-level message to the default server's error log.
-fn log_connection(worker: &HttpWorker, connection: &Connection, request: &Request, level: Level, message: &str, action: &'static str) {
+fn log_connection(
+    worker: &HttpWorker,
+    connection: &Connection,
+    request: &Request,
+    level: Level,
+    message: &str,
+    action: &'static str,
+) {
     let conf = worker.conf();
     let error_log = &worker.generation.error_log;
     if !error_log.enabled(level) {
         return;
     }
-    let context = request.log_context(&connection.info, conf).with_action(action);
-    error_log.write(level, &worker.clock.wall(), Some(connection.info.id), format_args!("{message}"), Some(&context));
+    let context = request
+        .log_context(&connection.info, conf)
+        .with_action(action);
+    error_log.write(
+        level,
+        &worker.clock.wall(),
+        Some(connection.info.id),
+        format_args!("{message}"),
+        Some(&context),
+    );
 }
 
 /// Answers a request whose head was rejected, as nginx does: log at `info`, the status
 /// page, `Connection: close`, then a lingering close.
-async fn reject(worker: &HttpWorker, connection: &mut Connection, request: &mut Request, server: ServerId, error: &RequestError) {
+async fn reject(
+    worker: &HttpWorker,
+    connection: &mut Connection,
+    request: &mut Request,
+    server: ServerId,
+    error: &RequestError,
+) {
     request.server = Some(server);
     request.location = Some(worker.conf().server(server).location);
     let now = worker.clock.now();
     request.started = Some(now.monotonic);
     let message = error.log_message_in(&request.head_bytes);
-    phases::log(worker, &connection.info, request, Level::Info, format_args!("{message}"));
-    let Reply::Respond(body) = phases::finalize_status(worker, &connection.info, request, error.status()) else {
+    phases::log(
+        worker,
+        &connection.info,
+        request,
+        Level::Info,
+        format_args!("{message}"),
+    );
+    let Reply::Respond(body) =
+        phases::finalize_status(worker, &connection.info, request, error.status())
+    else {
         return;
     };
     request.keepalive = false;
     let sent = send::send_response(worker, connection, request, body).await;
     send::log_request(worker, connection, request);
     if sent.is_ok() {
-        connection.linger(Duration::from_secs(30), Duration::from_secs(5)).await;
+        connection
+            .linger(Duration::from_secs(30), Duration::from_secs(5))
+            .await;
     }
 }
 
 /// Runs one request whose head was read: server choice, phases, response, log.
-async fn handle_request(worker: &HttpWorker, connection: &mut Connection, address: &AddressConf, request: &mut Request) -> After {
+async fn handle_request(
+    worker: &HttpWorker,
+    connection: &mut Connection,
+    address: &AddressConf,
+    request: &mut Request,
+) -> After {
     let conf = worker.conf();
     let now = worker.clock.now();
     request.started = Some(now.monotonic);
     request.started_wall = Some(now.wall);
     request.length = request.head.len as u64;
-    if let Err(error) = http1::request::analyze(&request.head_bytes, &request.head, &mut request.info) {
+    if let Err(error) =
+        http1::request::analyze(&request.head_bytes, &request.head, &mut request.info)
+    {
         let server = select_server(worker, address, request);
         reject(worker, connection, request, server, &error).await;
         return After::Close;
@@ -187,7 +270,10 @@ async fn handle_request(worker: &HttpWorker, connection: &mut Connection, addres
     request.keepalive = send::keepalive_allowed(worker, &connection.info, request);
     if !body_state.is_done() {
         if request.info.expect_continue && connection.filled == 0 {
-            let _ = connection.stream.write_all(b"HTTP/1.1 100 Continue\r\n\r\n").await;
+            let _ = connection
+                .stream
+                .write_all(b"HTTP/1.1 100 Continue\r\n\r\n")
+                .await;
         }
         if connection.discard_buffered(&mut body_state).is_err() {
             request.keepalive = false;
@@ -202,8 +288,18 @@ async fn handle_request(worker: &HttpWorker, connection: &mut Connection, addres
         return closing_mode(worker, request, &body_state, connection.filled > 0);
     }
     if !body_state.is_done() {
-        let core = &conf.location(request.location.unwrap_or(conf.server(request.server.unwrap_or(ServerId(0))).location)).settings.core;
-        if !connection.discard_rest(&mut body_state, core.lingering_time, core.lingering_timeout).await {
+        let core = &conf
+            .location(
+                request
+                    .location
+                    .unwrap_or(conf.server(request.server.unwrap_or(ServerId(0))).location),
+            )
+            .settings
+            .core;
+        if !connection
+            .discard_rest(&mut body_state, core.lingering_time, core.lingering_timeout)
+            .await
+        {
             return After::Close;
         }
     }
@@ -261,7 +357,11 @@ impl Connection {
         }
         loop {
             if self.filled > 0 {
-                match http1::request::parse_head(&self.buf[..self.filled], limits, &mut request.head) {
+                match http1::request::parse_head(
+                    &self.buf[..self.filled],
+                    limits,
+                    &mut request.head,
+                ) {
                     Ok(Progress::Complete) => {
                         let len = request.head.len;
                         request.head_bytes.extend_from_slice(&self.buf[..len]);
@@ -270,18 +370,24 @@ impl Connection {
                     }
                     Ok(Progress::Partial) => {}
                     Err(error) => {
-                        request.head_bytes.extend_from_slice(&self.buf[..self.filled]);
+                        request
+                            .head_bytes
+                            .extend_from_slice(&self.buf[..self.filled]);
                         return HeadRead::Invalid(error);
                     }
                 }
                 if self.filled == self.buf.len() {
                     let max = limits.client_header_buffer_size
-                        + limits.large_client_header_buffers.0 * limits.large_client_header_buffers.1;
+                        + limits.large_client_header_buffers.0
+                            * limits.large_client_header_buffers.1;
                     if self.buf.len() >= max {
-                        request.head_bytes.extend_from_slice(&self.buf[..self.filled]);
+                        request
+                            .head_bytes
+                            .extend_from_slice(&self.buf[..self.filled]);
                         return HeadRead::Invalid(RequestError::RequestTooLarge);
                     }
-                    let grown = (self.buf.len() * 2).clamp(limits.large_client_header_buffers.1, max);
+                    let grown =
+                        (self.buf.len() * 2).clamp(limits.large_client_header_buffers.1, max);
                     self.buf.resize(grown.max(self.buf.len() + 1), 0);
                 }
             }
@@ -295,7 +401,13 @@ impl Connection {
                 other => other,
             };
             match read {
-                Ok(0) => return if started { HeadRead::ClosedPartial } else { HeadRead::Closed },
+                Ok(0) => {
+                    return if started {
+                        HeadRead::ClosedPartial
+                    } else {
+                        HeadRead::Closed
+                    };
+                }
                 Ok(count) => {
                     self.filled += count;
                     if !started {
@@ -309,7 +421,12 @@ impl Connection {
     }
 
     /// Waits for the socket to become readable, the deadline, or (while idle) a stop.
-    async fn wait_readable(&self, worker: &HttpWorker, deadline: tokio::time::Instant, started: bool) -> Result<(), HeadRead> {
+    async fn wait_readable(
+        &self,
+        worker: &HttpWorker,
+        deadline: tokio::time::Instant,
+        started: bool,
+    ) -> Result<(), HeadRead> {
         let mut phase = worker.phase.clone();
         if !started && *phase.borrow_and_update() != Phase::Running {
             return Err(HeadRead::Draining);
@@ -339,7 +456,12 @@ impl Connection {
 
     /// Reads and drops the rest of an unread body, each read waiting at most `timeout` and
     /// all of it at most `total`. `false` if the connection cannot go on.
-    async fn discard_rest(&mut self, body: &mut BodyState, total: Duration, timeout: Duration) -> bool {
+    async fn discard_rest(
+        &mut self,
+        body: &mut BodyState,
+        total: Duration,
+        timeout: Duration,
+    ) -> bool {
         let give_up = tokio::time::Instant::now() + total;
         while !body.is_done() {
             if self.discard_buffered(body).is_err() {
@@ -376,7 +498,11 @@ impl Connection {
     }
 
     /// Writes all of `bytes`, each wait for the socket bounded by `send_timeout`.
-    pub async fn write_all_timed(&self, mut bytes: &[u8], send_timeout: Duration) -> std::io::Result<()> {
+    pub async fn write_all_timed(
+        &self,
+        mut bytes: &[u8],
+        send_timeout: Duration,
+    ) -> std::io::Result<()> {
         while !bytes.is_empty() {
             match self.stream.try_write(bytes) {
                 Ok(written) => bytes = &bytes[written..],

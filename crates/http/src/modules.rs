@@ -19,4 +19,11 @@ pub fn directives() -> impl Iterator<Item = &'static HttpDirective> {
 }
 
 /// The module families `portico -V` reports.
-pub const FAMILIES: &[&str] = &["http_core", "http_log", "http_headers", "http_rewrite(return)", "http_static", "http_index"];
+pub const FAMILIES: &[&str] = &[
+    "http_core",
+    "http_log",
+    "http_headers",
+    "http_rewrite(return)",
+    "http_static",
+    "http_index",
+];

@@ -54,7 +54,13 @@ pub async fn run(worker: &HttpWorker, connection: &ConnectionInfo, request: &mut
             && limit > 0
             && length > limit
         {
-            log(worker, connection, request, Level::Error, format_args!("client intended to send too large body: {length} bytes"));
+            log(
+                worker,
+                connection,
+                request,
+                Level::Error,
+                format_args!("client intended to send too large body: {length} bytes"),
+            );
             return finalize_status(worker, connection, request, 413);
         }
         if let RewriteOutcome::Return { status, text } = location.settings.rewrite.run() {
@@ -82,16 +88,28 @@ pub async fn run(worker: &HttpWorker, connection: &ConnectionInfo, request: &mut
                 request.redirects += 1;
                 if request.redirects > REDIRECTS_MAX {
                     let uri_text = String::from_utf8_lossy(&uri).into_owned();
-                    log(worker, connection, request, Level::Error, format_args!(
-                        "rewrite or internal redirection cycle while internally redirecting to \"{uri_text}\""
-                    ));
+                    log(
+                        worker,
+                        connection,
+                        request,
+                        Level::Error,
+                        format_args!(
+                            "rewrite or internal redirection cycle while internally redirecting to \"{uri_text}\""
+                        ),
+                    );
                     return finalize_status(worker, connection, request, 500);
                 }
                 request.uri = uri;
             }
             Err(error) => {
                 if worker_error_enabled(worker, request, error.level) {
-                    log(worker, connection, request, error.level, format_args!("{}", error.message));
+                    log(
+                        worker,
+                        connection,
+                        request,
+                        error.level,
+                        format_args!("{}", error.message),
+                    );
                 }
                 return finalize_status(worker, connection, request, error.status);
             }
@@ -101,7 +119,13 @@ pub async fn run(worker: &HttpWorker, connection: &ConnectionInfo, request: &mut
 
 fn worker_error_enabled(worker: &HttpWorker, request: &Request, level: Level) -> bool {
     match request.location {
-        Some(location) => worker.conf().location(location).settings.core.error_log.enabled(level),
+        Some(location) => worker
+            .conf()
+            .location(location)
+            .settings
+            .core
+            .error_log
+            .enabled(level),
         None => worker.generation.error_log.enabled(level),
     }
 }
@@ -110,13 +134,25 @@ fn worker_error_enabled(worker: &HttpWorker, request: &Request, level: Level) ->
 fn find_config(worker: &HttpWorker, server_id: ServerId, request: &mut Request) -> LocationId {
     let conf = worker.conf();
     let server = conf.server(server_id);
-    let found = location::find(&conf.locations, &server.locations, server.location, &request.uri, &mut request.matches);
+    let found = location::find(
+        &conf.locations,
+        &server.locations,
+        server.location,
+        &request.uri,
+        &mut request.matches,
+    );
     request.location = Some(found);
     found
 }
 
 /// Writes an error-log line about this request to its location's error log.
-pub fn log(worker: &HttpWorker, connection: &ConnectionInfo, request: &Request, level: Level, message: std::fmt::Arguments<'_>) {
+pub fn log(
+    worker: &HttpWorker,
+    connection: &ConnectionInfo,
+    request: &Request,
+    level: Level,
+    message: std::fmt::Arguments<'_>,
+) {
     let conf = worker.conf();
     let error_log = match request.location {
         Some(location) => &conf.location(location).settings.core.error_log,
@@ -126,7 +162,13 @@ pub fn log(worker: &HttpWorker, connection: &ConnectionInfo, request: &Request, 
         return;
     }
     let context = request.log_context(connection, conf);
-    error_log.write(level, &worker.clock.wall(), Some(connection.id), message, Some(&context));
+    error_log.write(
+        level,
+        &worker.clock.wall(),
+        Some(connection.id),
+        message,
+        Some(&context),
+    );
 }
 
 /// `return`: a redirect with `Location`, a text body, an error page, or closing.
@@ -143,14 +185,18 @@ fn respond_return(
     }
     let value = text.map(|template| evaluate(worker, connection, request, template));
     if status_is_redirect(status) {
-        request.response.location = Some(Location { value: value.unwrap_or_default() });
+        request.response.location = Some(Location {
+            value: value.unwrap_or_default(),
+        });
         return finalize_status(worker, connection, request, status);
     }
     match value {
         Some(body) => {
             let location = current_location(worker, request);
             request.response.status = status;
-            request.response.content_type = Some(Bytes::Shared(Arc::clone(&location.settings.core.default_type)));
+            request.response.content_type = Some(Bytes::Shared(Arc::clone(
+                &location.settings.core.default_type,
+            )));
             Reply::Respond(Body::Bytes(Bytes::Owned(body)))
         }
         None => finalize_status(worker, connection, request, status),
@@ -159,11 +205,18 @@ fn respond_return(
 
 fn current_location<'a>(worker: &'a HttpWorker, request: &Request) -> &'a crate::conf::Location {
     let conf = worker.conf();
-    let id = request.location.or_else(|| request.server.map(|server| conf.server(server).location));
+    let id = request
+        .location
+        .or_else(|| request.server.map(|server| conf.server(server).location));
     conf.location(id.unwrap_or(LocationId(0)))
 }
 
-fn evaluate(worker: &HttpWorker, connection: &ConnectionInfo, request: &Request, template: &HttpTemplate) -> Vec<u8> {
+fn evaluate(
+    worker: &HttpWorker,
+    connection: &ConnectionInfo,
+    request: &Request,
+    template: &HttpTemplate,
+) -> Vec<u8> {
     if let Some(literal) = template.as_literal() {
         return literal.to_vec();
     }
@@ -182,7 +235,12 @@ fn evaluate(worker: &HttpWorker, connection: &ConnectionInfo, request: &Request,
 }
 
 /// Ends the request with `status` and nginx's own page for it (if it has one).
-pub fn finalize_status(worker: &HttpWorker, _connection: &ConnectionInfo, request: &mut Request, status: u16) -> Reply {
+pub fn finalize_status(
+    worker: &HttpWorker,
+    _connection: &ConnectionInfo,
+    request: &mut Request,
+    status: u16,
+) -> Reply {
     let location = current_location(worker, request);
     let core = &location.settings.core;
     request.response.status = status;
@@ -190,7 +248,11 @@ pub fn finalize_status(worker: &HttpWorker, _connection: &ConnectionInfo, reques
     request.response.etag = None;
     request.response.last_modified = None;
     request.response.accept_ranges = false;
-    match special::page(status, core.server_tokens, core.msie_padding && request.info.browser.msie) {
+    match special::page(
+        status,
+        core.server_tokens,
+        core.msie_padding && request.info.browser.msie,
+    ) {
         Some(page) => {
             request.response.content_type = Some(Bytes::Static(b"text/html"));
             Reply::Respond(Body::Bytes(Bytes::Owned(page)))
@@ -209,7 +271,10 @@ async fn serve_static(
     let conf = worker.conf();
     let location = conf.location(location_id);
     if !static_handler::method_allowed(request.head.method) {
-        return Ok(StaticOutcome::Respond { status: 405, body: Body::Empty });
+        return Ok(StaticOutcome::Respond {
+            status: 405,
+            body: Body::Empty,
+        });
     }
     let root = match &location.settings.core.document_root {
         crate::core::DocumentRoot::Root(template) | crate::core::DocumentRoot::Alias(template) => {
@@ -228,19 +293,35 @@ async fn serve_static(
     })
     .await?;
     match opened {
-        Opened::Failed(error) => Err(static_handler::open_failure(&error, &path, location.settings.core.log_not_found)),
+        Opened::Failed(error) => Err(static_handler::open_failure(
+            &error,
+            &path,
+            location.settings.core.log_not_found,
+        )),
         Opened::Directory => Ok(StaticOutcome::AddSlash),
         Opened::File { .. } if request.head.method == http1::Method::Post => {
-            Ok(StaticOutcome::Respond { status: 405, body: Body::Empty })
+            Ok(StaticOutcome::Respond {
+                status: 405,
+                body: Body::Empty,
+            })
         }
-        Opened::File { file, len, modified } => {
+        Opened::File {
+            file,
+            len,
+            modified,
+        } => {
             let response = &mut request.response;
             response.content_type = Some(static_handler::content_type(location, &request.uri));
             response.content_length = Some(len);
             response.last_modified = Some(modified);
             response.etag = Some(static_handler::etag(modified, len));
             response.accept_ranges = true;
-            let body = Body::File(static_handler::FileBody { file: Arc::new(file), offset: 0, len, path: path_buf });
+            let body = Body::File(static_handler::FileBody {
+                file: Arc::new(file),
+                offset: 0,
+                len,
+                path: path_buf,
+            });
             Ok(StaticOutcome::Respond { status: 200, body })
         }
     }
@@ -258,7 +339,11 @@ async fn serve_index(
     let directory = static_handler::map_path(location, root, &request.uri);
     for index in &location.settings.static_files.index {
         let name = evaluate(worker, connection, request, index);
-        let mut uri = if name.starts_with(b"/") { Vec::new() } else { request.uri.clone() };
+        let mut uri = if name.starts_with(b"/") {
+            Vec::new()
+        } else {
+            request.uri.clone()
+        };
         uri.extend_from_slice(&name);
         let mut path = directory.clone();
         path.extend_from_slice(&name);
@@ -272,7 +357,10 @@ async fn serve_index(
         }
     }
     let directory_buf = bytes_to_path(&directory);
-    let exists = run_on_pool(worker, move || static_handler::open_and_stat(&directory_buf)).await?;
+    let exists = run_on_pool(worker, move || {
+        static_handler::open_and_stat(&directory_buf)
+    })
+    .await?;
     let shown = String::from_utf8_lossy(&directory).into_owned();
     match exists {
         Opened::Directory => Err(static_handler::FileError {
@@ -281,13 +369,26 @@ async fn serve_index(
             message: format!("directory index of \"{shown}\" is forbidden"),
         }),
         _ => {
-            let first = location.settings.static_files.index.first().map(|index| evaluate(worker, connection, request, index)).unwrap_or_default();
+            let first = location
+                .settings
+                .static_files
+                .index
+                .first()
+                .map(|index| evaluate(worker, connection, request, index))
+                .unwrap_or_default();
             let mut missing = directory.clone();
             missing.extend_from_slice(&first);
             Err(static_handler::FileError {
                 status: 404,
-                level: if location.settings.core.log_not_found { Level::Error } else { Level::Debug },
-                message: format!("\"{}\" is not found (2: No such file or directory)", String::from_utf8_lossy(&missing)),
+                level: if location.settings.core.log_not_found {
+                    Level::Error
+                } else {
+                    Level::Debug
+                },
+                message: format!(
+                    "\"{}\" is not found (2: No such file or directory)",
+                    String::from_utf8_lossy(&missing)
+                ),
             })
         }
     }
@@ -298,7 +399,9 @@ fn is_not_found(error: &std::io::Error) -> bool {
 }
 
 fn bytes_to_path(bytes: &[u8]) -> std::path::PathBuf {
-    std::path::PathBuf::from(<std::ffi::OsString as std::os::unix::ffi::OsStringExt>::from_vec(bytes.to_vec()))
+    std::path::PathBuf::from(
+        <std::ffi::OsString as std::os::unix::ffi::OsStringExt>::from_vec(bytes.to_vec()),
+    )
 }
 
 /// Runs `work` on the file pool; a full queue or a lost task is a 500, as nginx answers
@@ -317,7 +420,11 @@ async fn run_on_pool<T: Send + 'static>(
         Err(overflow) => Err(static_handler::FileError {
             status: 500,
             level: Level::Error,
-            message: format!("thread pool \"{}\" queue overflow: {} tasks waiting", pool.name(), overflow.waiting),
+            message: format!(
+                "thread pool \"{}\" queue overflow: {} tasks waiting",
+                pool.name(),
+                overflow.waiting
+            ),
         }),
     }
 }

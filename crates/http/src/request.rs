@@ -100,20 +100,28 @@ impl Request {
 
     /// `$request`: the request line.
     pub fn request_line(&self) -> &[u8] {
-        self.head_bytes.get(self.head.request_line.clone()).unwrap_or_default()
+        self.head_bytes
+            .get(self.head.request_line.clone())
+            .unwrap_or_default()
     }
 
     /// `$request_uri`.
     pub fn request_uri(&self) -> &[u8] {
-        self.head_bytes.get(self.head.target.clone()).unwrap_or_default()
+        self.head_bytes
+            .get(self.head.target.clone())
+            .unwrap_or_default()
     }
 
     pub fn method_bytes(&self) -> &[u8] {
-        self.head_bytes.get(self.head.method_bytes.clone()).unwrap_or_default()
+        self.head_bytes
+            .get(self.head.method_bytes.clone())
+            .unwrap_or_default()
     }
 
     pub fn protocol(&self) -> &[u8] {
-        self.head_bytes.get(self.head.protocol.clone()).unwrap_or_default()
+        self.head_bytes
+            .get(self.head.protocol.clone())
+            .unwrap_or_default()
     }
 
     pub fn is_head(&self) -> bool {
@@ -121,8 +129,17 @@ impl Request {
     }
 
     /// The error-log context of this request on `connection`.
-    pub fn log_context<'a>(&'a self, connection: &'a ConnectionInfo, conf: &'a HttpConf) -> RequestLogContext<'a> {
-        RequestLogContext { request: Some(self), connection, conf, action: None }
+    pub fn log_context<'a>(
+        &'a self,
+        connection: &'a ConnectionInfo,
+        conf: &'a HttpConf,
+    ) -> RequestLogContext<'a> {
+        RequestLogContext {
+            request: Some(self),
+            connection,
+            conf,
+            action: None,
+        }
     }
 }
 
@@ -173,12 +190,22 @@ impl LogContext for RequestLogContext<'_> {
             out.extend_from_slice(line);
             out.push(b'"');
         }
-        if let Some(host) = request.info.known.host.and_then(|index| request.head.headers.get(index)) {
+        if let Some(host) = request
+            .info
+            .known
+            .host
+            .and_then(|index| request.head.headers.get(index))
+        {
             out.extend_from_slice(b", host: \"");
             out.extend_from_slice(host.value_in(&request.head_bytes));
             out.push(b'"');
         }
-        if let Some(referer) = request.info.known.referer.and_then(|index| request.head.headers.get(index)) {
+        if let Some(referer) = request
+            .info
+            .known
+            .referer
+            .and_then(|index| request.head.headers.get(index))
+        {
             out.extend_from_slice(b", referrer: \"");
             out.extend_from_slice(referer.value_in(&request.head_bytes));
             out.push(b'"');

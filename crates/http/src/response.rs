@@ -42,6 +42,10 @@ pub enum Body {
 
 impl Body {
     /// The length when it is known before sending.
+    pub fn is_empty(&self) -> bool {
+        self.len() == Some(0)
+    }
+
     pub fn len(&self) -> Option<u64> {
         match self {
             Body::Empty => Some(0),

@@ -35,11 +35,17 @@ fn location<'a>(worker: &'a HttpWorker, request: &Request) -> &'a Location {
 }
 
 /// Whether the connection may serve another request after this one, as nginx decides.
-pub fn keepalive_allowed(worker: &HttpWorker, connection: &ConnectionInfo, request: &Request) -> bool {
+pub fn keepalive_allowed(
+    worker: &HttpWorker,
+    connection: &ConnectionInfo,
+    request: &Request,
+) -> bool {
     let wanted = match request.info.connection {
         ConnectionOption::Close => false,
         ConnectionOption::KeepAlive => request.head.version >= Version::Http10,
-        ConnectionOption::Default | ConnectionOption::Upgrade => request.head.version == Version::Http11,
+        ConnectionOption::Default | ConnectionOption::Upgrade => {
+            request.head.version == Version::Http11
+        }
     };
     if !wanted || !worker.is_running() {
         return false;
@@ -49,7 +55,9 @@ pub fn keepalive_allowed(worker: &HttpWorker, connection: &ConnectionInfo, reque
     if core.keepalive_timeout.timeout.is_zero()
         || connection.requests >= core.keepalive_requests
         || connection.accepted.elapsed() > core.keepalive_time
-        || (core.keepalive_disable.msie6 && browser.msie6 && request.head.method == http1::Method::Post)
+        || (core.keepalive_disable.msie6
+            && browser.msie6
+            && request.head.method == http1::Method::Post)
         || (core.keepalive_disable.safari && browser.safari)
     {
         return false;
@@ -58,7 +66,12 @@ pub fn keepalive_allowed(worker: &HttpWorker, connection: &ConnectionInfo, reque
 }
 
 /// Sends the head and body. `Err` means the connection is broken or timed out.
-pub async fn send_response(worker: &HttpWorker, connection: &mut Connection, request: &mut Request, body: Body) -> io::Result<()> {
+pub async fn send_response(
+    worker: &HttpWorker,
+    connection: &mut Connection,
+    request: &mut Request,
+    body: Body,
+) -> io::Result<()> {
     let location = location(worker, request);
     let core = &location.settings.core;
     let http09 = request.head.version == Version::Http09;
@@ -83,7 +96,9 @@ pub async fn send_response(worker: &HttpWorker, connection: &mut Connection, req
         Body::Bytes(bytes) => {
             connection.write_all_timed(&out, core.send_timeout).await?;
             request.sent.body_bytes = bytes.len() as u64;
-            connection.write_all_timed(bytes.as_slice(), core.send_timeout).await
+            connection
+                .write_all_timed(bytes.as_slice(), core.send_timeout)
+                .await
         }
         Body::File(file) => {
             connection.write_all_timed(&out, core.send_timeout).await?;
@@ -114,12 +129,16 @@ async fn send_file(
             .file_pool
             .submit(move || read_chunk(&handle, offset, len))
             .map_err(|_| io::Error::other("thread pool queue overflow"))?;
-        let chunk = completion.await.map_err(|_| io::Error::other("thread pool task lost"))??;
+        let chunk = completion
+            .await
+            .map_err(|_| io::Error::other("thread pool task lost"))??;
         if chunk.is_empty() {
             // The file shrank while being sent: the promised length cannot be met.
             return Err(io::ErrorKind::UnexpectedEof.into());
         }
-        connection.write_all_timed(&chunk, core.send_timeout).await?;
+        connection
+            .write_all_timed(&chunk, core.send_timeout)
+            .await?;
         offset += chunk.len() as u64;
         request.sent.body_bytes += chunk.len() as u64;
     }
@@ -131,7 +150,13 @@ fn server_header(tokens: ServerTokens) -> &'static [u8] {
 }
 
 /// nginx's header filter.
-fn write_head(worker: &HttpWorker, connection: &ConnectionInfo, request: &Request, location: &Location, out: &mut Vec<u8>) {
+fn write_head(
+    worker: &HttpWorker,
+    connection: &ConnectionInfo,
+    request: &Request,
+    location: &Location,
+    out: &mut Vec<u8>,
+) {
     let core = &location.settings.core;
     let response = &request.response;
     let status = special::status_on_wire(response.status);
@@ -157,14 +182,27 @@ fn write_head(worker: &HttpWorker, connection: &ConnectionInfo, request: &Reques
         http1::response::write_http_date(out, modified);
         out.extend_from_slice(b"\r\n");
     }
-    let relative_location = response.location.as_ref().filter(|location| location.value.starts_with(b"/") && core.absolute_redirect);
+    let relative_location = response
+        .location
+        .as_ref()
+        .filter(|location| location.value.starts_with(b"/") && core.absolute_redirect);
     if let Some(location) = relative_location {
         out.extend_from_slice(b"Location: ");
-        write_absolute_prefix(request, connection, location_server_name(worker, request), core, out);
+        write_absolute_prefix(
+            request,
+            connection,
+            location_server_name(worker, request),
+            core,
+            out,
+        );
         out.extend_from_slice(&location.value);
         out.extend_from_slice(b"\r\n");
     }
-    out.extend_from_slice(if request.keepalive { b"Connection: keep-alive\r\n" } else { b"Connection: close\r\n" });
+    out.extend_from_slice(if request.keepalive {
+        b"Connection: keep-alive\r\n"
+    } else {
+        b"Connection: close\r\n"
+    });
     if request.keepalive
         && let Some(header) = core.keepalive_timeout.header
     {
@@ -172,7 +210,11 @@ fn write_head(worker: &HttpWorker, connection: &ConnectionInfo, request: &Reques
         push_number(out, header.as_secs() as i64, 1);
         out.extend_from_slice(b"\r\n");
     }
-    if let Some(location) = response.location.as_ref().filter(|_| relative_location.is_none()) {
+    if let Some(location) = response
+        .location
+        .as_ref()
+        .filter(|_| relative_location.is_none())
+    {
         http1::response::write_header(out, b"Location", &location.value);
     }
     if let Some(etag) = &response.etag {
@@ -196,7 +238,13 @@ fn location_server_name<'a>(worker: &'a HttpWorker, request: &Request) -> &'a [u
 }
 
 /// `http://HOST[:PORT]` for a relative `Location`, as nginx's header filter builds it.
-fn write_absolute_prefix(request: &Request, connection: &ConnectionInfo, server_name: &[u8], core: &CoreLocation, out: &mut Vec<u8>) {
+fn write_absolute_prefix(
+    request: &Request,
+    connection: &ConnectionInfo,
+    server_name: &[u8],
+    core: &CoreLocation,
+    out: &mut Vec<u8>,
+) {
     out.extend_from_slice(b"http://");
     if core.server_name_in_redirect || request.info.host.is_empty() {
         if server_name.is_empty() {
@@ -219,7 +267,13 @@ fn write_absolute_prefix(request: &Request, connection: &ConnectionInfo, server_
 }
 
 /// `add_header`: for the statuses nginx allows (or `always`), skipping empty values.
-fn write_added_headers(worker: &HttpWorker, connection: &ConnectionInfo, request: &Request, location: &Location, out: &mut Vec<u8>) {
+fn write_added_headers(
+    worker: &HttpWorker,
+    connection: &ConnectionInfo,
+    request: &Request,
+    location: &Location,
+    out: &mut Vec<u8>,
+) {
     let headers = &location.settings.headers.add_header;
     if headers.is_empty() {
         return;
@@ -264,5 +318,8 @@ pub fn log_request(worker: &HttpWorker, connection: &Connection, request: &Reque
         now_monotonic: now.monotonic,
         hostname: &worker.generation.hostname,
     };
-    worker.access_logs.borrow_mut().log(targets, &variables, Instant::now());
+    worker
+        .access_logs
+        .borrow_mut()
+        .log(targets, &variables, Instant::now());
 }

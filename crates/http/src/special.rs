@@ -41,10 +41,19 @@ fn page_text(status: u16) -> Option<(&'static str, Option<&'static str>)> {
         416 => ("416 Requested Range Not Satisfiable", None),
         421 => ("421 Misdirected Request", None),
         429 => ("429 Too Many Requests", None),
-        494 => ("400 Bad Request", Some("Request Header Or Cookie Too Large")),
+        494 => (
+            "400 Bad Request",
+            Some("Request Header Or Cookie Too Large"),
+        ),
         495 => ("400 Bad Request", Some("The SSL certificate error")),
-        496 => ("400 Bad Request", Some("No required SSL certificate was sent")),
-        497 => ("400 Bad Request", Some("The plain HTTP request was sent to HTTPS port")),
+        496 => (
+            "400 Bad Request",
+            Some("No required SSL certificate was sent"),
+        ),
+        497 => (
+            "400 Bad Request",
+            Some("The plain HTTP request was sent to HTTPS port"),
+        ),
         500 => ("500 Internal Server Error", None),
         501 => ("501 Not Implemented", None),
         502 => ("502 Bad Gateway", None),
@@ -61,7 +70,13 @@ pub fn server_signature(tokens: ServerTokens) -> &'static str {
     match tokens {
         ServerTokens::On => concat!("portico/", env!("CARGO_PKG_VERSION")),
         ServerTokens::Off => "portico",
-        ServerTokens::Build => concat!("portico/", env!("CARGO_PKG_VERSION"), " (", env!("CARGO_PKG_NAME"), ")"),
+        ServerTokens::Build => concat!(
+            "portico/",
+            env!("CARGO_PKG_VERSION"),
+            " (",
+            env!("CARGO_PKG_NAME"),
+            ")"
+        ),
     }
 }
 
@@ -125,7 +140,10 @@ mod tests {
     fn internal_codes_show_as_400_with_detail() {
         let page = String::from_utf8(page(494, ServerTokens::On, false).unwrap()).unwrap();
         assert!(page.contains("<title>400 Request Header Or Cookie Too Large</title>"));
-        assert!(page.contains("<center><h1>400 Bad Request</h1></center>\r\n<center>Request Header Or Cookie Too Large</center>"));
+        assert!(page.contains(
+            "<center><h1>400 Bad Request</h1></center>\r\n\
+             <center>Request Header Or Cookie Too Large</center>"
+        ));
         assert_eq!(status_on_wire(494), 400);
         assert_eq!(status_on_wire(404), 404);
     }
@@ -140,7 +158,13 @@ mod tests {
     fn msie_padding_only_for_errors() {
         let padded = page(404, ServerTokens::On, true).unwrap();
         let plain = page(404, ServerTokens::On, false).unwrap();
-        assert_eq!(padded.len(), plain.len() + MSIE_PADDING.len() * MSIE_PADDING_LINES);
-        assert_eq!(page(302, ServerTokens::On, true).unwrap().len(), page(302, ServerTokens::On, false).unwrap().len());
+        assert_eq!(
+            padded.len(),
+            plain.len() + MSIE_PADDING.len() * MSIE_PADDING_LINES
+        );
+        assert_eq!(
+            page(302, ServerTokens::On, true).unwrap().len(),
+            page(302, ServerTokens::On, false).unwrap().len()
+        );
     }
 }

@@ -50,14 +50,21 @@ struct DateCache {
 pub const ACCESS_LOG_FLUSH_CHECK: Duration = Duration::from_secs(1);
 
 impl HttpWorker {
-    pub fn new(generation: Arc<Generation>, clock: Rc<Clock>, phase: watch::Receiver<Phase>) -> HttpWorker {
+    pub fn new(
+        generation: Arc<Generation>,
+        clock: Rc<Clock>,
+        phase: watch::Receiver<Phase>,
+    ) -> HttpWorker {
         let slots = generation.http.access_log_buffers;
         HttpWorker {
             generation,
             clock,
             phase,
             access_logs: RefCell::new(AccessLogs::new(slots)),
-            date: RefCell::new(DateCache { second: i64::MIN, value: Vec::new() }),
+            date: RefCell::new(DateCache {
+                second: i64::MIN,
+                value: Vec::new(),
+            }),
         }
     }
 
@@ -66,7 +73,9 @@ impl HttpWorker {
     }
 
     pub fn next_connection_id(&self) -> u64 {
-        self.generation.connection_ids.fetch_add(1, Ordering::Relaxed)
+        self.generation
+            .connection_ids
+            .fetch_add(1, Ordering::Relaxed)
     }
 
     /// Whether the worker is still taking new requests.
@@ -106,7 +115,9 @@ impl HttpWorker {
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             ticker.tick().await;
-            self.access_logs.borrow_mut().flush_due(std::time::Instant::now());
+            self.access_logs
+                .borrow_mut()
+                .flush_due(std::time::Instant::now());
         }
     }
 

@@ -22,7 +22,13 @@ pub struct AccessLogBuffer {
 
 impl AccessLogBuffer {
     pub fn new(file: Arc<LogFile>, capacity: usize, flush_interval: Option<Duration>) -> Self {
-        AccessLogBuffer { file, buf: Vec::with_capacity(capacity), capacity, flush_interval, oldest: None }
+        AccessLogBuffer {
+            file,
+            buf: Vec::with_capacity(capacity),
+            capacity,
+            flush_interval,
+            oldest: None,
+        }
     }
 
     pub fn file(&self) -> &Arc<LogFile> {
@@ -80,7 +86,8 @@ mod tests {
     use super::*;
 
     fn setup(name: &str) -> (std::path::PathBuf, Arc<LogFile>) {
-        let dir = std::env::temp_dir().join(format!("portico-access-{name}-{}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("portico-access-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("access.log");
@@ -111,7 +118,11 @@ mod tests {
         log.append(b"efgh\n", now).unwrap();
         assert_eq!(contents(&path), "abcd\n", "the second line did not fit");
         log.append(b"0123456789\n", now).unwrap();
-        assert_eq!(contents(&path), "abcd\nefgh\n0123456789\n", "an oversized line goes alone");
+        assert_eq!(
+            contents(&path),
+            "abcd\nefgh\n0123456789\n",
+            "an oversized line goes alone"
+        );
         log.append(b"z\n", now).unwrap();
         log.flush().unwrap();
         assert_eq!(contents(&path), "abcd\nefgh\n0123456789\nz\n");

@@ -92,9 +92,17 @@ pub fn format_line(
     line.extend_from_slice(b" [");
     line.extend_from_slice(level.as_str().as_bytes());
     line.extend_from_slice(b"] ");
-    push_number(&mut line, rustix::process::getpid().as_raw_nonzero().get().into(), 1);
+    push_number(
+        &mut line,
+        rustix::process::getpid().as_raw_nonzero().get().into(),
+        1,
+    );
     line.push(b'#');
-    push_number(&mut line, rustix::thread::gettid().as_raw_nonzero().get().into(), 1);
+    push_number(
+        &mut line,
+        rustix::thread::gettid().as_raw_nonzero().get().into(),
+        1,
+    );
     line.extend_from_slice(b": ");
     if let Some(connection) = connection {
         line.push(b'*');
@@ -125,7 +133,11 @@ mod tests {
     }
 
     fn time() -> Timestamp {
-        Timestamp { unix_seconds: 1_795_295_217, milliseconds: 0, utc_offset_seconds: 0 }
+        Timestamp {
+            unix_seconds: 1_795_295_217,
+            milliseconds: 0,
+            utc_offset_seconds: 0,
+        }
     }
 
     fn text(line: Vec<u8>) -> String {
@@ -145,14 +157,22 @@ mod tests {
         let prefix = format!("2026/11/21 21:06:57 [info] {pid}#");
         assert!(line.starts_with(&prefix), "{line}");
         assert!(
-            line.ends_with(": *5 client sent invalid method, client: 127.0.0.1, server: localhost\n"),
+            line.ends_with(
+                ": *5 client sent invalid method, client: 127.0.0.1, server: localhost\n"
+            ),
             "{line}"
         );
     }
 
     #[test]
     fn process_lines_have_no_connection_number() {
-        let line = text(format_line(Level::Notice, &time(), None, format_args!("signal 1"), None));
+        let line = text(format_line(
+            Level::Notice,
+            &time(),
+            None,
+            format_args!("signal 1"),
+            None,
+        ));
         assert!(line.ends_with(": signal 1\n"), "{line}");
         assert!(!line.contains('*'));
     }
@@ -173,8 +193,14 @@ mod tests {
         let warn = Arc::new(LogFile::open(&dir.join("warn.log")).unwrap());
         let info = Arc::new(LogFile::open(&dir.join("info.log")).unwrap());
         let log = ErrorLog::new(vec![
-            ErrorSink { file: warn, level: Level::Warn },
-            ErrorSink { file: info, level: Level::Info },
+            ErrorSink {
+                file: warn,
+                level: Level::Warn,
+            },
+            ErrorSink {
+                file: info,
+                level: Level::Info,
+            },
         ]);
         assert!(log.enabled(Level::Info));
         assert!(!log.enabled(Level::Debug));

@@ -26,14 +26,20 @@ impl LogFile {
     /// Opens (creating if needed) `path` for appending, with mode 0644 as nginx does.
     pub fn open(path: &Path) -> io::Result<LogFile> {
         let file = open_append(path)?;
-        Ok(LogFile { target: Target::Path(path.to_owned()), file: RwLock::new(file) })
+        Ok(LogFile {
+            target: Target::Path(path.to_owned()),
+            file: RwLock::new(file),
+        })
     }
 
     /// The process's standard error (`error_log stderr`).
     pub fn stderr() -> io::Result<LogFile> {
         // A duplicate of fd 2, so dropping the `File` never closes the real stderr.
         let file = File::from(std::io::stderr().as_fd().try_clone_to_owned()?);
-        Ok(LogFile { target: Target::Stderr, file: RwLock::new(file) })
+        Ok(LogFile {
+            target: Target::Stderr,
+            file: RwLock::new(file),
+        })
     }
 
     /// The path this file was opened from, or `None` for stderr.
@@ -47,7 +53,10 @@ impl LogFile {
     /// Appends `bytes` in as few `write(2)` calls as the kernel allows. With `O_APPEND`, a
     /// line written in one call is never interleaved with another thread's line.
     pub fn write_all(&self, bytes: &[u8]) -> io::Result<()> {
-        let file = self.file.read().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let file = self
+            .file
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         (&*file).write_all(bytes)
     }
 
@@ -58,7 +67,10 @@ impl LogFile {
             return Ok(());
         };
         let fresh = open_append(path)?;
-        let mut file = self.file.write().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut file = self
+            .file
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         *file = fresh;
         Ok(())
     }
@@ -70,7 +82,11 @@ impl LogFile {
 }
 
 fn open_append(path: &Path) -> io::Result<File> {
-    OpenOptions::new().append(true).create(true).mode(0o644).open(path)
+    OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o644)
+        .open(path)
 }
 
 #[cfg(test)]
@@ -78,8 +94,8 @@ mod tests {
     use super::*;
 
     fn temp_dir(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir()
-            .join(format!("portico-logging-{}-{}", name, std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("portico-logging-{}-{}", name, std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         dir
@@ -95,7 +111,10 @@ mod tests {
         log.write_all(b"two\n").unwrap();
         log.reopen().unwrap();
         log.write_all(b"three\n").unwrap();
-        assert_eq!(std::fs::read_to_string(dir.join("access.log.1")).unwrap(), "one\ntwo\n");
+        assert_eq!(
+            std::fs::read_to_string(dir.join("access.log.1")).unwrap(),
+            "one\ntwo\n"
+        );
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "three\n");
         assert_eq!(log.path(), Some(path.as_path()));
         std::fs::remove_dir_all(dir).unwrap();

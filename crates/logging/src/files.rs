@@ -73,7 +73,10 @@ mod tests {
         assert_eq!(files.len(), 2);
         std::fs::remove_file(dir.join("a.log")).unwrap();
         assert!(files.reopen_all().is_empty());
-        assert!(dir.join("a.log").exists(), "reopen recreated the removed file");
+        assert!(
+            dir.join("a.log").exists(),
+            "reopen recreated the removed file"
+        );
         std::fs::remove_dir_all(dir).unwrap();
     }
 }

@@ -10,8 +10,9 @@ pub struct Timestamp {
     pub utc_offset_seconds: i32,
 }
 
-const MONTHS: [&str; 12] =
-    ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+const MONTHS: [&str; 12] = [
+    "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+];
 
 /// A broken-down civil date and time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,7 +63,11 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
     let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
     let month_from_march = (5 * day_of_year + 2) / 153;
     let day = (day_of_year - (153 * month_from_march + 2) / 5 + 1) as u32;
-    let month = if month_from_march < 10 { month_from_march + 3 } else { month_from_march - 9 };
+    let month = if month_from_march < 10 {
+        month_from_march + 3
+    } else {
+        month_from_march - 9
+    };
     let year = year_of_era + era * 400 + i64::from(month <= 2);
     (year, month as u32, day)
 }
@@ -171,25 +176,55 @@ mod tests {
         assert_eq!(civil_from_days(11_016), (2000, 2, 29));
         assert_eq!(civil_from_days(11_017), (2000, 3, 1));
         let c = Civil::from_unix(T);
-        assert_eq!((c.year, c.month, c.day, c.hour, c.minute, c.second), (2026, 11, 21, 21, 6, 57));
+        assert_eq!(
+            (c.year, c.month, c.day, c.hour, c.minute, c.second),
+            (2026, 11, 21, 21, 6, 57)
+        );
         assert_eq!(c.weekday, 6, "2026-11-21 is a Saturday");
     }
 
     #[test]
     fn formats_in_utc() {
-        let t = Timestamp { unix_seconds: T, milliseconds: 7, utc_offset_seconds: 0 };
+        let t = Timestamp {
+            unix_seconds: T,
+            milliseconds: 7,
+            utc_offset_seconds: 0,
+        };
         assert_eq!(render(Timestamp::write_error_log, t), "2026/11/21 21:06:57");
-        assert_eq!(render(Timestamp::write_time_local, t), "21/Nov/2026:21:06:57 +0000");
-        assert_eq!(render(Timestamp::write_iso8601, t), "2026-11-21T21:06:57+00:00");
+        assert_eq!(
+            render(Timestamp::write_time_local, t),
+            "21/Nov/2026:21:06:57 +0000"
+        );
+        assert_eq!(
+            render(Timestamp::write_iso8601, t),
+            "2026-11-21T21:06:57+00:00"
+        );
         assert_eq!(render(Timestamp::write_msec, t), "1795295217.007");
     }
 
     #[test]
     fn formats_with_offsets_across_midnight() {
-        let east = Timestamp { unix_seconds: T, milliseconds: 0, utc_offset_seconds: 5 * 3600 + 1800 };
-        assert_eq!(render(Timestamp::write_error_log, east), "2026/11/22 02:36:57");
-        assert_eq!(render(Timestamp::write_time_local, east), "22/Nov/2026:02:36:57 +0530");
-        let west = Timestamp { unix_seconds: T, milliseconds: 0, utc_offset_seconds: -8 * 3600 };
-        assert_eq!(render(Timestamp::write_iso8601, west), "2026-11-21T13:06:57-08:00");
+        let east = Timestamp {
+            unix_seconds: T,
+            milliseconds: 0,
+            utc_offset_seconds: 5 * 3600 + 1800,
+        };
+        assert_eq!(
+            render(Timestamp::write_error_log, east),
+            "2026/11/22 02:36:57"
+        );
+        assert_eq!(
+            render(Timestamp::write_time_local, east),
+            "22/Nov/2026:02:36:57 +0530"
+        );
+        let west = Timestamp {
+            unix_seconds: T,
+            milliseconds: 0,
+            utc_offset_seconds: -8 * 3600,
+        };
+        assert_eq!(
+            render(Timestamp::write_iso8601, west),
+            "2026-11-21T13:06:57-08:00"
+        );
     }
 }

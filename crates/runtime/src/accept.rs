@@ -32,7 +32,11 @@ pub struct ConnectionGauge {
 
 impl ConnectionGauge {
     pub fn new(limit: usize) -> ConnectionGauge {
-        ConnectionGauge { active: Cell::new(0), limit, emptied: Notify::new() }
+        ConnectionGauge {
+            active: Cell::new(0),
+            limit,
+            emptied: Notify::new(),
+        }
     }
 
     pub fn active(&self) -> usize {
@@ -50,7 +54,9 @@ impl ConnectionGauge {
             return None;
         }
         self.active.set(active + 1);
-        Some(ConnectionGuard { gauge: Rc::clone(self) })
+        Some(ConnectionGuard {
+            gauge: Rc::clone(self),
+        })
     }
 
     /// Resolves once no connection is open.
@@ -81,7 +87,11 @@ impl Drop for ConnectionGuard {
 /// What happened on one turn of the accept loop; the caller logs and serves.
 #[derive(Debug)]
 pub enum Accepted {
-    Connection { stream: Stream, peer: PeerAddress, guard: ConnectionGuard },
+    Connection {
+        stream: Stream,
+        peer: PeerAddress,
+        guard: ConnectionGuard,
+    },
     /// A connection arrived with every slot in use; it has been closed. nginx logs
     /// `N worker_connections are not enough`.
     LimitReached { limit: usize },
@@ -134,8 +144,14 @@ pub async fn accept_loop(
         };
         match result {
             Ok((stream, peer)) => match gauge.try_acquire() {
-                Some(guard) => handle(Accepted::Connection { stream, peer, guard }),
-                None => handle(Accepted::LimitReached { limit: gauge.limit() }),
+                Some(guard) => handle(Accepted::Connection {
+                    stream,
+                    peer,
+                    guard,
+                }),
+                None => handle(Accepted::LimitReached {
+                    limit: gauge.limit(),
+                }),
             },
             Err(error) if is_transient(&error) => continue,
             Err(error) => {
@@ -162,7 +178,10 @@ fn is_transient(error: &io::Error) -> bool {
 }
 
 fn is_out_of_descriptors(error: &io::Error) -> bool {
-    matches!(error.raw_os_error(), Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM))
+    matches!(
+        error.raw_os_error(),
+        Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM)
+    )
 }
 
 #[cfg(test)]
@@ -186,7 +205,10 @@ mod tests {
 
     #[test]
     fn wait_empty_wakes_when_the_last_connection_closes() {
-        let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
         let local = tokio::task::LocalSet::new();
         local.block_on(&runtime, async {
             let gauge = Rc::new(ConnectionGauge::new(4));
@@ -198,7 +220,10 @@ mod tests {
             tokio::task::yield_now().await;
             assert!(!waiter.is_finished());
             drop(guard);
-            tokio::time::timeout(Duration::from_secs(5), waiter).await.unwrap().unwrap();
+            tokio::time::timeout(Duration::from_secs(5), waiter)
+                .await
+                .unwrap()
+                .unwrap();
         });
     }
 }

@@ -25,17 +25,25 @@ pub struct Now {
 
 impl Clock {
     pub fn new() -> Clock {
-        Clock { offset_second: Cell::new(i64::MIN), offset: Cell::new(0) }
+        Clock {
+            offset_second: Cell::new(i64::MIN),
+            offset: Cell::new(0),
+        }
     }
 
     pub fn now(&self) -> Now {
         let monotonic = Instant::now();
-        Now { wall: self.wall(), monotonic }
+        Now {
+            wall: self.wall(),
+            monotonic,
+        }
     }
 
     /// The wall clock with the local offset.
     pub fn wall(&self) -> Timestamp {
-        let since_epoch = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+        let since_epoch = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default();
         let unix_seconds = since_epoch.as_secs() as i64;
         if unix_seconds != self.offset_second.get() {
             self.offset_second.set(unix_seconds);
@@ -61,7 +69,10 @@ mod tests {
     #[test]
     fn wall_time_is_close_to_system_time() {
         let clock = Clock::new();
-        let expected = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs() as i64;
+        let expected = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_secs() as i64;
         let now = clock.now();
         assert!((now.wall.unix_seconds - expected).abs() <= 1);
         assert!(now.wall.milliseconds < 1000);

@@ -18,7 +18,9 @@ pub mod stream;
 pub mod sys;
 pub mod worker;
 
-pub use accept::{AcceptSettings, Accepted, ConnectionGauge, ConnectionGuard, WorkerListener, accept_loop};
+pub use accept::{
+    AcceptSettings, Accepted, ConnectionGauge, ConnectionGuard, WorkerListener, accept_loop,
+};
 pub use clock::Clock;
 pub use listener::{ListenAddress, ListenError, ListenOptions, Listener};
 pub use stream::{PeerAddress, Stream};

@@ -37,7 +37,11 @@ pub enum SoKeepalive {
     Unset,
     Off,
     On,
-    Tuned { idle: Option<Duration>, interval: Option<Duration>, count: Option<u32> },
+    Tuned {
+        idle: Option<Duration>,
+        interval: Option<Duration>,
+        count: Option<u32>,
+    },
 }
 
 /// The socket options of `listen`, as nginx names them.
@@ -80,8 +84,18 @@ pub struct ListenError {
 
 impl fmt::Display for ListenError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let verb = if self.call == "bind" || self.call == "listen" { " to" } else { " for" };
-        write!(f, "{}(){verb} {} failed ({})", self.call, self.address, error_text(&self.source))
+        let verb = if self.call == "bind" || self.call == "listen" {
+            " to"
+        } else {
+            " for"
+        };
+        write!(
+            f,
+            "{}(){verb} {} failed ({})",
+            self.call,
+            self.address,
+            error_text(&self.source)
+        )
     }
 }
 
@@ -101,15 +115,27 @@ impl Listener {
     pub fn open(address: &ListenAddress, options: &ListenOptions) -> Result<Listener, ListenError> {
         let fail = |call: &'static str| {
             let address = address.clone();
-            move |source| ListenError { call, address, source }
+            move |source| ListenError {
+                call,
+                address,
+                source,
+            }
         };
         let socket = match address {
             ListenAddress::Inet(inet) => {
-                let socket = Socket::new(Domain::for_address(*inet), Type::STREAM, Some(Protocol::TCP))
-                    .map_err(fail("socket"))?;
-                socket.set_reuse_address(true).map_err(fail("setsockopt(SO_REUSEADDR)"))?;
+                let socket = Socket::new(
+                    Domain::for_address(*inet),
+                    Type::STREAM,
+                    Some(Protocol::TCP),
+                )
+                .map_err(fail("socket"))?;
+                socket
+                    .set_reuse_address(true)
+                    .map_err(fail("setsockopt(SO_REUSEADDR)"))?;
                 if inet.is_ipv6() {
-                    socket.set_only_v6(options.ipv6only).map_err(fail("setsockopt(IPV6_V6ONLY)"))?;
+                    socket
+                        .set_only_v6(options.ipv6only)
+                        .map_err(fail("setsockopt(IPV6_V6ONLY)"))?;
                 }
                 socket
             }
@@ -124,8 +150,14 @@ impl Listener {
         };
         socket.bind(&socket_address).map_err(fail("bind"))?;
         socket.listen(options.backlog).map_err(fail("listen"))?;
-        socket.set_nonblocking(true).map_err(fail("ioctl(FIONBIO)"))?;
-        Ok(Listener { address: address.clone(), options: options.clone(), socket })
+        socket
+            .set_nonblocking(true)
+            .map_err(fail("ioctl(FIONBIO)"))?;
+        Ok(Listener {
+            address: address.clone(),
+            options: options.clone(),
+            socket,
+        })
     }
 
     /// A new descriptor for the same socket, for one worker to register with its runtime.
@@ -163,31 +195,54 @@ impl AsFd for Listener {
     }
 }
 
-fn configure(socket: &Socket, options: &ListenOptions, address: &ListenAddress) -> Result<(), ListenError> {
+fn configure(
+    socket: &Socket,
+    options: &ListenOptions,
+    address: &ListenAddress,
+) -> Result<(), ListenError> {
     let fail = |call: &'static str| {
         let address = address.clone();
-        move |source| ListenError { call, address, source }
+        move |source| ListenError {
+            call,
+            address,
+            source,
+        }
     };
     if let Some(size) = options.rcvbuf {
-        socket.set_recv_buffer_size(size).map_err(fail("setsockopt(SO_RCVBUF)"))?;
+        socket
+            .set_recv_buffer_size(size)
+            .map_err(fail("setsockopt(SO_RCVBUF)"))?;
     }
     if let Some(size) = options.sndbuf {
-        socket.set_send_buffer_size(size).map_err(fail("setsockopt(SO_SNDBUF)"))?;
+        socket
+            .set_send_buffer_size(size)
+            .map_err(fail("setsockopt(SO_SNDBUF)"))?;
     }
     if matches!(address, ListenAddress::Unix(_)) {
         return Ok(());
     }
     if options.reuseport {
-        socket.set_reuse_port(true).map_err(fail("setsockopt(SO_REUSEPORT)"))?;
+        socket
+            .set_reuse_port(true)
+            .map_err(fail("setsockopt(SO_REUSEPORT)"))?;
     }
     if options.deferred {
-        set_tcp_defer_accept(socket, Duration::from_secs(1)).map_err(fail("setsockopt(TCP_DEFER_ACCEPT)"))?;
+        set_tcp_defer_accept(socket, Duration::from_secs(1))
+            .map_err(fail("setsockopt(TCP_DEFER_ACCEPT)"))?;
     }
     match options.so_keepalive {
         SoKeepalive::Unset => {}
-        SoKeepalive::Off => socket.set_keepalive(false).map_err(fail("setsockopt(SO_KEEPALIVE)"))?,
-        SoKeepalive::On => socket.set_keepalive(true).map_err(fail("setsockopt(SO_KEEPALIVE)"))?,
-        SoKeepalive::Tuned { idle, interval, count } => {
+        SoKeepalive::Off => socket
+            .set_keepalive(false)
+            .map_err(fail("setsockopt(SO_KEEPALIVE)"))?,
+        SoKeepalive::On => socket
+            .set_keepalive(true)
+            .map_err(fail("setsockopt(SO_KEEPALIVE)"))?,
+        SoKeepalive::Tuned {
+            idle,
+            interval,
+            count,
+        } => {
             let mut keepalive = TcpKeepalive::new();
             if let Some(idle) = idle {
                 keepalive = keepalive.with_time(idle);
@@ -198,7 +253,9 @@ fn configure(socket: &Socket, options: &ListenOptions, address: &ListenAddress) 
             if let Some(count) = count {
                 keepalive = keepalive.with_retries(count);
             }
-            socket.set_tcp_keepalive(&keepalive).map_err(fail("setsockopt(TCP_KEEPALIVE)"))?;
+            socket
+                .set_tcp_keepalive(&keepalive)
+                .map_err(fail("setsockopt(TCP_KEEPALIVE)"))?;
         }
     }
     Ok(())
@@ -223,8 +280,16 @@ mod tests {
 
     #[test]
     fn reuseport_allows_one_socket_per_worker() {
-        let options = ListenOptions { reuseport: true, deferred: true, ..ListenOptions::default() };
-        let first = Listener::open(&ListenAddress::Inet("127.0.0.1:0".parse().unwrap()), &options).unwrap();
+        let options = ListenOptions {
+            reuseport: true,
+            deferred: true,
+            ..ListenOptions::default()
+        };
+        let first = Listener::open(
+            &ListenAddress::Inet("127.0.0.1:0".parse().unwrap()),
+            &options,
+        )
+        .unwrap();
         let bound = ListenAddress::Inet(first.local_address().unwrap().unwrap());
         let second = Listener::open(&bound, &options).unwrap();
         assert_eq!(second.address, bound);
@@ -236,7 +301,10 @@ mod tests {
         let _ = std::fs::remove_file(&path);
         let address = ListenAddress::Unix(path.clone());
         let listener = Listener::open(&address, &ListenOptions::default()).unwrap();
-        assert_eq!(listener.address.to_string(), format!("unix:{}", path.display()));
+        assert_eq!(
+            listener.address.to_string(),
+            format!("unix:{}", path.display())
+        );
         std::os::unix::net::UnixStream::connect(&path).unwrap();
         std::fs::remove_file(path).unwrap();
     }

@@ -141,10 +141,16 @@ where
 {
     let (control, phase) = watch::channel(Phase::Running);
     let name = spec.name.clone();
-    let thread = std::thread::Builder::new().name(spec.name.clone()).spawn(move || {
-        run(spec, phase, body);
-    })?;
-    Ok(WorkerHandle { name, control, thread: Some(thread) })
+    let thread = std::thread::Builder::new()
+        .name(spec.name.clone())
+        .spawn(move || {
+            run(spec, phase, body);
+        })?;
+    Ok(WorkerHandle {
+        name,
+        control,
+        thread: Some(thread),
+    })
 }
 
 fn run<F, Fut>(spec: WorkerSpec, phase: watch::Receiver<Phase>, body: F)
@@ -165,7 +171,10 @@ where
     {
         return;
     }
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
         Ok(runtime) => runtime,
         Err(_) => return,
     };
@@ -187,7 +196,13 @@ mod tests {
     use std::time::Instant;
 
     fn spec(name: &str) -> WorkerSpec {
-        WorkerSpec { name: name.to_owned(), index: 0, cpus: Some(vec![0]), connections_max: 8, on_start: None }
+        WorkerSpec {
+            name: name.to_owned(),
+            index: 0,
+            cpus: Some(vec![0]),
+            connections_max: 8,
+            on_start: None,
+        }
     }
 
     #[test]
@@ -217,7 +232,9 @@ mod tests {
         let worker = spawn(spec("timeout"), |context| async move {
             let guard = context.gauge.try_acquire().unwrap();
             std::mem::forget(guard);
-            context.until_finished(Some(Duration::from_millis(50))).await;
+            context
+                .until_finished(Some(Duration::from_millis(50)))
+                .await;
         })
         .unwrap();
         let start = Instant::now();

@@ -35,15 +35,6 @@ pub enum Signal {
 }
 
 impl Signal {
-    pub fn name(self) -> &'static str {
-        match self {
-            Signal::Stop => "stop",
-            Signal::Quit => "quit",
-            Signal::Reopen => "reopen",
-            Signal::Reload => "reload",
-        }
-    }
-
     /// The signal sent to the master, as nginx maps them.
     pub fn number(self) -> i32 {
         match self {
@@ -57,7 +48,11 @@ impl Signal {
 
 /// nginx's messages for a bad command line; printed as `portico: MESSAGE`, exit status 1.
 pub fn parse(arguments: impl IntoIterator<Item = OsString>) -> Result<Options, String> {
-    let arguments: Vec<Vec<u8>> = arguments.into_iter().skip(1).map(OsStringExt::into_vec).collect();
+    let arguments: Vec<Vec<u8>> = arguments
+        .into_iter()
+        .skip(1)
+        .map(OsStringExt::into_vec)
+        .collect();
     let mut options = Options::default();
     let mut index = 0;
     while index < arguments.len() {
@@ -122,7 +117,12 @@ fn apply_value(options: &mut Options, flag: u8, value: Vec<u8>) -> Result<(), St
                 b"quit" => Signal::Quit,
                 b"reopen" => Signal::Reopen,
                 b"reload" => Signal::Reload,
-                other => return Err(format!("invalid option: \"-s {}\"", String::from_utf8_lossy(other))),
+                other => {
+                    return Err(format!(
+                        "invalid option: \"-s {}\"",
+                        String::from_utf8_lossy(other)
+                    ));
+                }
             };
             options.signal = Some(signal);
         }
@@ -172,12 +172,17 @@ mod tests {
     use super::*;
 
     fn parse_args(arguments: &[&str]) -> Result<Options, String> {
-        parse(std::iter::once("portico").chain(arguments.iter().copied()).map(OsString::from))
+        parse(
+            std::iter::once("portico")
+                .chain(arguments.iter().copied())
+                .map(OsString::from),
+        )
     }
 
     #[test]
     fn clustered_flags_and_values() {
-        let options = parse_args(&["-tq", "-p", "/srv/", "-cconf/x.conf", "-g", "daemon off;"]).unwrap();
+        let options =
+            parse_args(&["-tq", "-p", "/srv/", "-cconf/x.conf", "-g", "daemon off;"]).unwrap();
         assert!(options.test && options.quiet && !options.dump);
         assert_eq!(options.prefix, Some(OsString::from("/srv/")));
         assert_eq!(options.conf_file, Some(OsString::from("conf/x.conf")));
@@ -196,13 +201,38 @@ mod tests {
         assert_eq!(parse_args(&["-tx"]).unwrap_err(), "invalid option: \"x\"");
         assert_eq!(parse_args(&["-xv"]).unwrap_err(), "invalid option: \"x\"");
         assert_eq!(parse_args(&["--"]).unwrap_err(), "invalid option: \"-\"");
-        assert_eq!(parse_args(&["-"]).unwrap(), Options::default(), "nginx ignores a lone dash");
-        assert_eq!(parse_args(&["-s"]).unwrap_err(), "option \"-s\" requires parameter");
-        assert_eq!(parse_args(&["-s", "foo"]).unwrap_err(), "invalid option: \"-s foo\"");
-        assert_eq!(parse_args(&["-p"]).unwrap_err(), "option \"-p\" requires directory name");
-        assert_eq!(parse_args(&["-c"]).unwrap_err(), "option \"-c\" requires file name");
-        assert_eq!(parse_args(&["-e"]).unwrap_err(), "option \"-e\" requires file name");
-        assert_eq!(parse_args(&["-g"]).unwrap_err(), "option \"-g\" requires parameter");
-        assert_eq!(parse_args(&["-v", "extra"]).unwrap_err(), "invalid option: \"extra\"");
+        assert_eq!(
+            parse_args(&["-"]).unwrap(),
+            Options::default(),
+            "nginx ignores a lone dash"
+        );
+        assert_eq!(
+            parse_args(&["-s"]).unwrap_err(),
+            "option \"-s\" requires parameter"
+        );
+        assert_eq!(
+            parse_args(&["-s", "foo"]).unwrap_err(),
+            "invalid option: \"-s foo\""
+        );
+        assert_eq!(
+            parse_args(&["-p"]).unwrap_err(),
+            "option \"-p\" requires directory name"
+        );
+        assert_eq!(
+            parse_args(&["-c"]).unwrap_err(),
+            "option \"-c\" requires file name"
+        );
+        assert_eq!(
+            parse_args(&["-e"]).unwrap_err(),
+            "option \"-e\" requires file name"
+        );
+        assert_eq!(
+            parse_args(&["-g"]).unwrap_err(),
+            "option \"-g\" requires parameter"
+        );
+        assert_eq!(
+            parse_args(&["-v", "extra"]).unwrap_err(),
+            "invalid option: \"extra\""
+        );
     }
 }

@@ -30,17 +30,41 @@ pub struct Paths {
 impl Paths {
     pub fn from_options(options: &cli::Options) -> Paths {
         let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
-        let prefix_text = options.prefix.clone().map(PathBuf::from).unwrap_or_else(|| PathBuf::from(cli::DEFAULT_PREFIX));
-        let prefix = if prefix_text.is_absolute() { prefix_text } else { cwd.join(prefix_text) };
-        let conf_text = options.conf_file.clone().map(PathBuf::from).unwrap_or_else(|| PathBuf::from(cli::DEFAULT_CONF_FILE));
+        let prefix_text = options
+            .prefix
+            .clone()
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(cli::DEFAULT_PREFIX));
+        let prefix = if prefix_text.is_absolute() {
+            prefix_text
+        } else {
+            cwd.join(prefix_text)
+        };
+        let conf_text = options
+            .conf_file
+            .clone()
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(cli::DEFAULT_CONF_FILE));
         let conf_file = directives::resolve_path(&prefix, &conf_text.to_string_lossy());
-        let conf_prefix = conf_file.parent().map(Path::to_owned).unwrap_or_else(|| prefix.clone());
-        let error_log = match options.error_log.as_ref().map(|path| path.to_string_lossy().into_owned()) {
+        let conf_prefix = conf_file
+            .parent()
+            .map(Path::to_owned)
+            .unwrap_or_else(|| prefix.clone());
+        let error_log = match options
+            .error_log
+            .as_ref()
+            .map(|path| path.to_string_lossy().into_owned())
+        {
             Some(text) if text == "stderr" => None,
             Some(text) => Some(directives::resolve_path(&prefix, &text)),
             None => Some(directives::resolve_path(&prefix, cli::DEFAULT_ERROR_LOG)),
         };
-        Paths { prefix, conf_file, conf_prefix, error_log }
+        Paths {
+            prefix,
+            conf_file,
+            conf_prefix,
+            error_log,
+        }
     }
 }
 
@@ -105,7 +129,6 @@ pub struct Config {
     pub shutdown_timeout: Option<Duration>,
     pub pid: PathBuf,
     pub daemon: bool,
-    pub master_process: bool,
     /// Whom workers and pool threads run as, when the master runs as root.
     pub user: Option<UserSetting>,
     pub thread_pools: Vec<PoolSettings>,
@@ -129,7 +152,10 @@ pub fn load(paths: &Paths, command_line: Option<&str>) -> Result<Config, ConfErr
         tree.directives = extra.directives;
         tree.files.append(&mut extra.files);
     }
-    let mut main = MainLoad { prefix: paths.prefix.clone(), ..MainLoad::default() };
+    let mut main = MainLoad {
+        prefix: paths.prefix.clone(),
+        ..MainLoad::default()
+    };
     let mut http_block: Option<&Directive> = None;
     let mut events_seen = false;
     for directive in &tree.directives {
@@ -138,21 +164,34 @@ pub fn load(paths: &Paths, command_line: Option<&str>) -> Result<Config, ConfErr
             MainSetter::Set(set) => set(&mut main, directive)?,
             MainSetter::Events => {
                 if events_seen {
-                    return Err(ConfError::at(ConfErrorKind::Duplicate { name: directive.name.clone() }, &directive.span));
+                    return Err(ConfError::at(
+                        ConfErrorKind::Duplicate {
+                            name: directive.name.clone(),
+                        },
+                        &directive.span,
+                    ));
                 }
                 events_seen = true;
                 read_events(&mut main, directive)?;
             }
             MainSetter::Http => {
                 if http_block.is_some() {
-                    return Err(ConfError::at(ConfErrorKind::Duplicate { name: directive.name.clone() }, &directive.span));
+                    return Err(ConfError::at(
+                        ConfErrorKind::Duplicate {
+                            name: directive.name.clone(),
+                        },
+                        &directive.span,
+                    ));
                 }
                 http_block = Some(directive);
             }
         }
     }
     if !events_seen {
-        return Err(ConfError::new(ConfErrorKind::Message("no \"events\" section in configuration".to_owned()), None));
+        return Err(ConfError::new(
+            ConfErrorKind::Message("no \"events\" section in configuration".to_owned()),
+            None,
+        ));
     }
     let mut log_files = LogFiles::default();
     let error_log = Arc::new(open_error_logs(&main, paths, &mut log_files)?);
@@ -177,13 +216,16 @@ pub fn load(paths: &Paths, command_line: Option<&str>) -> Result<Config, ConfErr
         cpu_affinity: main.worker_cpu_affinity,
         worker_rlimit_nofile: main.worker_rlimit_nofile,
         shutdown_timeout: main.worker_shutdown_timeout,
-        pid: main.pid.unwrap_or_else(|| paths.prefix.join(cli::DEFAULT_PID_FILE)),
+        pid: main
+            .pid
+            .unwrap_or_else(|| paths.prefix.join(cli::DEFAULT_PID_FILE)),
         daemon: main.daemon.unwrap_or(true),
-        master_process: main.master_process.unwrap_or(true),
         user,
         thread_pools: main.thread_pools,
         accept: AcceptSettings {
-            worker_connections: main.worker_connections.unwrap_or(WORKER_CONNECTIONS_DEFAULT),
+            worker_connections: main
+                .worker_connections
+                .unwrap_or(WORKER_CONNECTIONS_DEFAULT),
             multi_accept: main.multi_accept.unwrap_or(false),
         },
         error_log,
@@ -200,7 +242,12 @@ fn read_events(main: &mut MainLoad, block: &Directive) -> Result<(), ConfError> 
         match &spec.set {
             MainSetter::Set(set) => set(main, directive)?,
             MainSetter::Events | MainSetter::Http => {
-                return Err(ConfError::at(ConfErrorKind::NotAllowedHere { name: directive.name.clone() }, &directive.span));
+                return Err(ConfError::at(
+                    ConfErrorKind::NotAllowedHere {
+                        name: directive.name.clone(),
+                    },
+                    &directive.span,
+                ));
             }
         }
     }
@@ -208,22 +255,37 @@ fn read_events(main: &mut MainLoad, block: &Directive) -> Result<(), ConfError> 
 }
 
 /// The main `error_log` directives, or the `-e`/default log when there are none.
-fn open_error_logs(main: &MainLoad, paths: &Paths, log_files: &mut LogFiles) -> Result<ErrorLog, ConfError> {
+fn open_error_logs(
+    main: &MainLoad,
+    paths: &Paths,
+    log_files: &mut LogFiles,
+) -> Result<ErrorLog, ConfError> {
     let mut sinks = Vec::new();
     for directive in &main.error_log_directives {
         if directive.args.len() > 2 {
-            return Err(ConfError::at(ConfErrorKind::InvalidArgumentCount { name: directive.name.clone() }, &directive.span));
+            return Err(ConfError::at(
+                ConfErrorKind::InvalidArgumentCount {
+                    name: directive.name.clone(),
+                },
+                &directive.span,
+            ));
         }
         let level = match directive.args.get(1) {
             Some(argument) => Level::parse(argument.as_str()).ok_or_else(|| {
-                ConfError::message(format!("invalid log level \"{}\"", argument.as_str()), &directive.span)
+                ConfError::message(
+                    format!("invalid log level \"{}\"", argument.as_str()),
+                    &directive.span,
+                )
             })?,
             None => Level::Error,
         };
         let file = match directive.arg(0) {
             "stderr" => log_files.stderr(),
             text if text.starts_with("syslog:") || text.starts_with("memory:") => {
-                return Err(ConfError::message(format!("error_log target \"{text}\" is not supported"), &directive.span));
+                return Err(ConfError::message(
+                    format!("error_log target \"{text}\" is not supported"),
+                    &directive.span,
+                ));
             }
             text => log_files.open(&main.path(text)),
         }
@@ -232,10 +294,17 @@ fn open_error_logs(main: &MainLoad, paths: &Paths, log_files: &mut LogFiles) -> 
     }
     if sinks.is_empty() {
         let file = match &paths.error_log {
-            Some(path) => log_files.open(path).map_err(|error| open_error(path, &error, None))?,
-            None => log_files.stderr().map_err(|error| open_error(Path::new("stderr"), &error, None))?,
+            Some(path) => log_files
+                .open(path)
+                .map_err(|error| open_error(path, &error, None))?,
+            None => log_files
+                .stderr()
+                .map_err(|error| open_error(Path::new("stderr"), &error, None))?,
         };
-        sinks.push(ErrorSink { file, level: Level::Error });
+        sinks.push(ErrorSink {
+            file,
+            level: Level::Error,
+        });
     }
     Ok(ErrorLog::new(sinks))
 }
@@ -243,7 +312,12 @@ fn open_error_logs(main: &MainLoad, paths: &Paths, log_files: &mut LogFiles) -> 
 pub fn open_error(path: &Path, error: &std::io::Error, span: Option<&Span>) -> ConfError {
     let errno = error.raw_os_error().unwrap_or(0);
     ConfError::new(
-        ConfErrorKind::Io { call: "open", path: path.to_owned(), errno, text: runtime::sys::linux::strerror(errno) },
+        ConfErrorKind::Io {
+            call: "open",
+            path: path.to_owned(),
+            errno,
+            text: runtime::sys::linux::strerror(errno),
+        },
         span.cloned(),
     )
 }
@@ -268,7 +342,9 @@ fn resolve_user(main: &MainLoad, warnings: &mut Vec<ConfError>) -> Option<UserSe
         if main.user.is_some() {
             warnings.push(ConfError::new(
                 ConfErrorKind::Message(
-                    "the \"user\" directive makes sense only if the master process runs with super-user privileges, ignored".to_owned(),
+                    "the \"user\" directive makes sense only if the master process runs with \
+                     super-user privileges, ignored"
+                        .to_owned(),
                 ),
                 None,
             ));
@@ -279,11 +355,21 @@ fn resolve_user(main: &MainLoad, warnings: &mut Vec<ConfError>) -> Option<UserSe
         return Some(user.clone());
     }
     let account = runtime::sys::linux::user_by_name("nobody").ok().flatten()?;
-    let gid = runtime::sys::linux::group_by_name("nogroup").ok().flatten().unwrap_or(account.gid);
-    Some(UserSetting { name: "nobody".to_owned(), uid: account.uid, gid })
+    let gid = runtime::sys::linux::group_by_name("nogroup")
+        .ok()
+        .flatten()
+        .unwrap_or(account.gid);
+    Some(UserSetting {
+        name: "nobody".to_owned(),
+        uid: account.uid,
+        gid,
+    })
 }
 
 /// The machine's host name (`$hostname`).
 pub fn hostname() -> String {
-    rustix::system::uname().nodename().to_string_lossy().into_owned()
+    rustix::system::uname()
+        .nodename()
+        .to_string_lossy()
+        .into_owned()
 }

@@ -29,32 +29,115 @@ impl std::fmt::Debug for MainSetter {
 
 pub type MainDirective = DirectiveSpec<MainSetter>;
 
-const fn simple(name: &'static str, contexts: Contexts, arity: Arity, set: fn(&mut MainLoad, &Directive) -> Result<(), ConfError>) -> MainDirective {
-    MainDirective { name, contexts, arity, block: BlockKind::Simple, set: MainSetter::Set(set) }
+const fn simple(
+    name: &'static str,
+    contexts: Contexts,
+    arity: Arity,
+    set: fn(&mut MainLoad, &Directive) -> Result<(), ConfError>,
+) -> MainDirective {
+    MainDirective {
+        name,
+        contexts,
+        arity,
+        block: BlockKind::Simple,
+        set: MainSetter::Set(set),
+    }
 }
 
 pub const DIRECTIVES: &[MainDirective] = &[
-    MainDirective { name: "events", contexts: Contexts::MAIN, arity: Arity::NONE, block: BlockKind::Block, set: MainSetter::Events },
-    MainDirective { name: "http", contexts: Contexts::MAIN, arity: Arity::NONE, block: BlockKind::Block, set: MainSetter::Http },
-    simple("worker_processes", Contexts::MAIN, Arity::TAKE1, set_worker_processes),
-    simple("worker_cpu_affinity", Contexts::MAIN, Arity::ONE_OR_MORE, set_worker_cpu_affinity),
-    simple("worker_rlimit_nofile", Contexts::MAIN, Arity::TAKE1, set_worker_rlimit_nofile),
-    simple("worker_shutdown_timeout", Contexts::MAIN, Arity::TAKE1, set_worker_shutdown_timeout),
+    MainDirective {
+        name: "events",
+        contexts: Contexts::MAIN,
+        arity: Arity::NONE,
+        block: BlockKind::Block,
+        set: MainSetter::Events,
+    },
+    MainDirective {
+        name: "http",
+        contexts: Contexts::MAIN,
+        arity: Arity::NONE,
+        block: BlockKind::Block,
+        set: MainSetter::Http,
+    },
+    simple(
+        "worker_processes",
+        Contexts::MAIN,
+        Arity::TAKE1,
+        set_worker_processes,
+    ),
+    simple(
+        "worker_cpu_affinity",
+        Contexts::MAIN,
+        Arity::ONE_OR_MORE,
+        set_worker_cpu_affinity,
+    ),
+    simple(
+        "worker_rlimit_nofile",
+        Contexts::MAIN,
+        Arity::TAKE1,
+        set_worker_rlimit_nofile,
+    ),
+    simple(
+        "worker_shutdown_timeout",
+        Contexts::MAIN,
+        Arity::TAKE1,
+        set_worker_shutdown_timeout,
+    ),
     simple("pid", Contexts::MAIN, Arity::TAKE1, set_pid),
-    simple("error_log", Contexts::MAIN, Arity::ONE_OR_MORE, set_error_log),
+    simple(
+        "error_log",
+        Contexts::MAIN,
+        Arity::ONE_OR_MORE,
+        set_error_log,
+    ),
     simple("daemon", Contexts::MAIN, Arity::FLAG, set_daemon),
-    simple("master_process", Contexts::MAIN, Arity::FLAG, set_master_process),
+    simple(
+        "master_process",
+        Contexts::MAIN,
+        Arity::FLAG,
+        set_master_process,
+    ),
     simple("user", Contexts::MAIN, Arity::TAKE12, set_user),
-    simple("thread_pool", Contexts::MAIN, Arity::TAKE23, set_thread_pool),
-    simple("worker_connections", Contexts::EVENTS, Arity::TAKE1, set_worker_connections),
-    simple("multi_accept", Contexts::EVENTS, Arity::FLAG, set_multi_accept),
-    simple("accept_mutex", Contexts::EVENTS, Arity::FLAG, set_accept_mutex),
-    simple("accept_mutex_delay", Contexts::EVENTS, Arity::TAKE1, set_accept_mutex_delay),
+    simple(
+        "thread_pool",
+        Contexts::MAIN,
+        Arity::TAKE23,
+        set_thread_pool,
+    ),
+    simple(
+        "worker_connections",
+        Contexts::EVENTS,
+        Arity::TAKE1,
+        set_worker_connections,
+    ),
+    simple(
+        "multi_accept",
+        Contexts::EVENTS,
+        Arity::FLAG,
+        set_multi_accept,
+    ),
+    simple(
+        "accept_mutex",
+        Contexts::EVENTS,
+        Arity::FLAG,
+        set_accept_mutex,
+    ),
+    simple(
+        "accept_mutex_delay",
+        Contexts::EVENTS,
+        Arity::TAKE1,
+        set_accept_mutex_delay,
+    ),
     simple("use", Contexts::EVENTS, Arity::TAKE1, set_use),
 ];
 
 fn duplicate(directive: &Directive) -> ConfError {
-    ConfError::at(conf::ConfErrorKind::Duplicate { name: directive.name.clone() }, &directive.span)
+    ConfError::at(
+        conf::ConfErrorKind::Duplicate {
+            name: directive.name.clone(),
+        },
+        &directive.span,
+    )
 }
 
 fn invalid_value(directive: &Directive) -> ConfError {
@@ -85,9 +168,18 @@ fn set_worker_processes(main: &mut MainLoad, directive: &Directive) -> Result<()
 fn set_worker_cpu_affinity(main: &mut MainLoad, directive: &Directive) -> Result<(), ConfError> {
     let parse_mask = |text: &str| -> Result<Vec<usize>, ConfError> {
         if text.is_empty() || text.len() > 1024 || !text.bytes().all(|b| b == b'0' || b == b'1') {
-            return Err(ConfError::message(format!("invalid character \"{text}\" in \"worker_cpu_affinity\""), &directive.span));
+            return Err(ConfError::message(
+                format!("invalid character \"{text}\" in \"worker_cpu_affinity\""),
+                &directive.span,
+            ));
         }
-        Ok(text.bytes().rev().enumerate().filter(|(_, bit)| *bit == b'1').map(|(cpu, _)| cpu).collect())
+        Ok(text
+            .bytes()
+            .rev()
+            .enumerate()
+            .filter(|(_, bit)| *bit == b'1')
+            .map(|(cpu, _)| cpu)
+            .collect())
     };
     let value = if directive.arg(0) == "auto" {
         let limit = match directive.args.get(1) {
@@ -95,11 +187,20 @@ fn set_worker_cpu_affinity(main: &mut MainLoad, directive: &Directive) -> Result
             None => None,
         };
         if directive.args.len() > 2 {
-            return Err(ConfError::at(conf::ConfErrorKind::InvalidArgumentCount { name: directive.name.clone() }, &directive.span));
+            return Err(ConfError::at(
+                conf::ConfErrorKind::InvalidArgumentCount {
+                    name: directive.name.clone(),
+                },
+                &directive.span,
+            ));
         }
         CpuAffinity::Auto { limit }
     } else {
-        let masks = directive.args.iter().map(|argument| parse_mask(argument.as_str())).collect::<Result<Vec<_>, _>>()?;
+        let masks = directive
+            .args
+            .iter()
+            .map(|argument| parse_mask(argument.as_str()))
+            .collect::<Result<Vec<_>, _>>()?;
         CpuAffinity::Masks(masks)
     };
     once(&mut main.worker_cpu_affinity, directive, value)
@@ -111,8 +212,12 @@ fn set_worker_rlimit_nofile(main: &mut MainLoad, directive: &Directive) -> Resul
     once(&mut main.worker_rlimit_nofile, directive, value)
 }
 
-fn set_worker_shutdown_timeout(main: &mut MainLoad, directive: &Directive) -> Result<(), ConfError> {
-    let value: Duration = conf::value::parse_time(directive.arg(0)).ok_or_else(|| invalid_value(directive))?;
+fn set_worker_shutdown_timeout(
+    main: &mut MainLoad,
+    directive: &Directive,
+) -> Result<(), ConfError> {
+    let value: Duration =
+        conf::value::parse_time(directive.arg(0)).ok_or_else(|| invalid_value(directive))?;
     once(&mut main.worker_shutdown_timeout, directive, value)
 }
 
@@ -140,14 +245,34 @@ fn set_master_process(main: &mut MainLoad, directive: &Directive) -> Result<(), 
 /// the group name.
 fn set_user(main: &mut MainLoad, directive: &Directive) -> Result<(), ConfError> {
     let name = directive.arg(0);
-    let group_name = directive.args.get(1).map_or(name, |argument| argument.as_str());
-    let account = runtime::sys::linux::user_by_name(name).ok().flatten().ok_or_else(|| {
-        ConfError::message(format!("getpwnam(\"{name}\") failed"), &directive.span)
-    })?;
-    let gid = runtime::sys::linux::group_by_name(group_name).ok().flatten().ok_or_else(|| {
-        ConfError::message(format!("getgrnam(\"{group_name}\") failed"), &directive.span)
-    })?;
-    once(&mut main.user, directive, UserSetting { name: name.to_owned(), uid: account.uid, gid })
+    let group_name = directive
+        .args
+        .get(1)
+        .map_or(name, |argument| argument.as_str());
+    let account = runtime::sys::linux::user_by_name(name)
+        .ok()
+        .flatten()
+        .ok_or_else(|| {
+            ConfError::message(format!("getpwnam(\"{name}\") failed"), &directive.span)
+        })?;
+    let gid = runtime::sys::linux::group_by_name(group_name)
+        .ok()
+        .flatten()
+        .ok_or_else(|| {
+            ConfError::message(
+                format!("getgrnam(\"{group_name}\") failed"),
+                &directive.span,
+            )
+        })?;
+    once(
+        &mut main.user,
+        directive,
+        UserSetting {
+            name: name.to_owned(),
+            uid: account.uid,
+            gid,
+        },
+    )
 }
 
 /// `thread_pool NAME threads=N [max_queue=M]`.
@@ -159,31 +284,53 @@ fn set_thread_pool(main: &mut MainLoad, directive: &Directive) -> Result<(), Con
     for argument in &directive.args[1..] {
         let text = argument.as_str();
         if let Some(value) = text.strip_prefix("threads=") {
-            threads = Some(conf::value::parse_number(value).filter(|n| *n > 0).ok_or_else(|| {
-                ConfError::message(format!("invalid threads value \"{value}\""), span)
-            })? as usize);
+            threads = Some(
+                conf::value::parse_number(value)
+                    .filter(|n| *n > 0)
+                    .ok_or_else(|| {
+                        ConfError::message(format!("invalid threads value \"{value}\""), span)
+                    })? as usize,
+            );
         } else if let Some(value) = text.strip_prefix("max_queue=") {
             max_queue = conf::value::parse_number(value).ok_or_else(|| {
                 ConfError::message(format!("invalid max_queue value \"{value}\""), span)
             })? as usize;
         } else {
-            return Err(ConfError::message(format!("invalid parameter \"{text}\""), span));
+            return Err(ConfError::message(
+                format!("invalid parameter \"{text}\""),
+                span,
+            ));
         }
     }
     let Some(threads) = threads else {
-        return Err(ConfError::message(format!("\"{}\" must have \"threads\" parameter", directive.name), span));
+        return Err(ConfError::message(
+            format!("\"{}\" must have \"threads\" parameter", directive.name),
+            span,
+        ));
     };
     if main.thread_pools.iter().any(|pool| pool.name == name) {
-        return Err(ConfError::message(format!("duplicate thread pool \"{name}\""), span));
+        return Err(ConfError::message(
+            format!("duplicate thread pool \"{name}\""),
+            span,
+        ));
     }
-    main.thread_pools.push(PoolSettings { name: name.to_owned(), threads, max_queue });
+    main.thread_pools.push(PoolSettings {
+        name: name.to_owned(),
+        threads,
+        max_queue,
+    });
     Ok(())
 }
 
 fn set_worker_connections(main: &mut MainLoad, directive: &Directive) -> Result<(), ConfError> {
     let value = conf::value::parse_number(directive.arg(0))
         .filter(|count| *count > 0)
-        .ok_or_else(|| ConfError::message(format!("invalid number \"{}\"", directive.arg(0)), &directive.span))?;
+        .ok_or_else(|| {
+            ConfError::message(
+                format!("invalid number \"{}\"", directive.arg(0)),
+                &directive.span,
+            )
+        })?;
     once(&mut main.worker_connections, directive, value as usize)
 }
 
@@ -200,7 +347,8 @@ fn set_accept_mutex(main: &mut MainLoad, directive: &Directive) -> Result<(), Co
 }
 
 fn set_accept_mutex_delay(main: &mut MainLoad, directive: &Directive) -> Result<(), ConfError> {
-    let value = conf::value::parse_time(directive.arg(0)).ok_or_else(|| invalid_value(directive))?;
+    let value =
+        conf::value::parse_time(directive.arg(0)).ok_or_else(|| invalid_value(directive))?;
     once(&mut main.accept_mutex_delay, directive, value)
 }
 
@@ -208,12 +356,19 @@ fn set_accept_mutex_delay(main: &mut MainLoad, directive: &Directive) -> Result<
 fn set_use(main: &mut MainLoad, directive: &Directive) -> Result<(), ConfError> {
     match directive.arg(0) {
         "epoll" => once(&mut main.event_method, directive, "epoll"),
-        other => Err(ConfError::message(format!("invalid event type \"{other}\""), &directive.span)),
+        other => Err(ConfError::message(
+            format!("invalid event type \"{other}\""),
+            &directive.span,
+        )),
     }
 }
 
 /// A relative path in the main context hangs off the prefix.
 pub fn resolve_path(prefix: &std::path::Path, text: &str) -> PathBuf {
     let path = std::path::Path::new(text);
-    if path.is_absolute() { path.to_owned() } else { prefix.join(path) }
+    if path.is_absolute() {
+        path.to_owned()
+    } else {
+        prefix.join(path)
+    }
 }

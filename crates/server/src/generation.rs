@@ -6,7 +6,7 @@ use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
 use http::{Generation, HttpWorker};
-use logging::{ErrorLog, Level, LogFiles};
+use logging::{Level, LogFiles};
 use runtime::accept::{Accepted, WorkerListener, accept_loop};
 use runtime::worker::{self, ThreadStart, WorkerContext, WorkerHandle, WorkerSpec};
 use runtime::{AcceptSettings, ListenAddress, Phase};
@@ -21,7 +21,6 @@ pub struct GenerationHandle {
     pub workers: Vec<WorkerHandle>,
     pub pools: Vec<ThreadPool>,
     pub log_files: LogFiles,
-    pub error_log: Arc<ErrorLog>,
     /// Kept so that the sockets stay open while this generation's workers run.
     pub sockets: GenerationSockets,
     pub draining: bool,
@@ -51,6 +50,8 @@ impl GenerationHandle {
         for pool in &self.pools {
             pool.shutdown();
         }
+        // The sockets may close now, unless a newer generation still holds them.
+        drop(self.sockets);
         panics
     }
 }
@@ -67,7 +68,9 @@ pub fn start(
     connection_ids: Arc<AtomicU64>,
 ) -> Result<GenerationHandle, StartError> {
     let Some(http) = config.http.take() else {
-        return Err(StartError("no \"http\" section in configuration".to_owned()));
+        return Err(StartError(
+            "no \"http\" section in configuration".to_owned(),
+        ));
     };
     let on_start = config.user.clone().map(drop_privileges_hook);
     let pool_settings = file_pool_settings(&config.thread_pools);
@@ -76,8 +79,12 @@ pub fn start(
             let _ = hook();
         })
     });
-    let file_pool = ThreadPool::start(&pool_settings, pool_hook)
-        .map_err(|error| StartError(format!("thread pool \"{}\" could not start: {error}", pool_settings.name)))?;
+    let file_pool = ThreadPool::start(&pool_settings, pool_hook).map_err(|error| {
+        StartError(format!(
+            "thread pool \"{}\" could not start: {error}",
+            pool_settings.name
+        ))
+    })?;
     let generation = Arc::new(Generation {
         number,
         http,
@@ -99,14 +106,18 @@ pub fn start(
         let listeners = sockets.clone();
         let accept = config.accept;
         let shutdown_timeout = config.shutdown_timeout;
-        let spawned = worker::spawn(spec, move |context| run_worker(context, generation, listeners, accept, shutdown_timeout));
+        let spawned = worker::spawn(spec, move |context| {
+            run_worker(context, generation, listeners, accept, shutdown_timeout)
+        });
         match spawned {
             Ok(handle) => workers.push(handle),
             Err(error) => {
                 for worker in &workers {
                     worker.set_phase(Phase::Stopping);
                 }
-                return Err(StartError(format!("could not start worker thread: {error}")));
+                return Err(StartError(format!(
+                    "could not start worker thread: {error}"
+                )));
             }
         }
     }
@@ -115,7 +126,6 @@ pub fn start(
         workers,
         pools: vec![file_pool],
         log_files: std::mem::take(&mut config.log_files),
-        error_log: config.error_log,
         sockets,
         draining: false,
     })
@@ -123,7 +133,11 @@ pub fn start(
 
 /// The pool the static handler uses: `default` as declared, else nginx's default pool.
 fn file_pool_settings(declared: &[PoolSettings]) -> PoolSettings {
-    declared.iter().find(|pool| pool.name == "default").cloned().unwrap_or_else(PoolSettings::default_pool)
+    declared
+        .iter()
+        .find(|pool| pool.name == "default")
+        .cloned()
+        .unwrap_or_else(PoolSettings::default_pool)
 }
 
 /// Switches the calling thread to `user`: Linux credentials are per thread, so workers
@@ -150,10 +164,14 @@ fn cpus_for(affinity: Option<&CpuAffinity>, index: usize) -> Option<Vec<usize>> 
                 Some(limit) => limit.clone(),
                 None => {
                     let set = rustix::thread::sched_getaffinity(None).ok()?;
-                    (0..rustix::thread::CpuSet::MAX_CPU).filter(|cpu| set.is_set(*cpu)).collect()
+                    (0..rustix::thread::CpuSet::MAX_CPU)
+                        .filter(|cpu| set.is_set(*cpu))
+                        .collect()
                 }
             };
-            available.get(index % available.len().max(1)).map(|cpu| vec![*cpu])
+            available
+                .get(index % available.len().max(1))
+                .map(|cpu| vec![*cpu])
         }
         CpuAffinity::Masks(masks) => masks.get(index).or_else(|| masks.last()).cloned(),
     }
@@ -167,7 +185,11 @@ async fn run_worker(
     accept: AcceptSettings,
     shutdown_timeout: Option<Duration>,
 ) {
-    let worker = Rc::new(HttpWorker::new(Arc::clone(&generation), Rc::clone(&context.clock), context.phase.clone()));
+    let worker = Rc::new(HttpWorker::new(
+        Arc::clone(&generation),
+        Rc::clone(&context.clock),
+        context.phase.clone(),
+    ));
     for (socket_index, listeners) in sockets.iter().enumerate() {
         let Some(listener) = listeners.get(context.index % listeners.len().max(1)) else {
             continue;
@@ -180,7 +202,14 @@ async fn run_worker(
             Ok(registered) => registered,
             Err(error) => {
                 let text = runtime::sys::linux::error_text(&error);
-                log(&worker, Level::Alert, format_args!("listener {} could not be registered ({text})", listener.address));
+                log(
+                    &worker,
+                    Level::Alert,
+                    format_args!(
+                        "listener {} could not be registered ({text})",
+                        listener.address
+                    ),
+                );
                 continue;
             }
         };
@@ -189,18 +218,42 @@ async fn run_worker(
         let gauge = Rc::clone(&context.gauge);
         tokio::task::spawn_local(async move {
             let handler = Rc::clone(&accepting);
-            accept_loop(registered, phase, gauge, accept, move |accepted| match accepted {
-                Accepted::Connection { stream, peer, guard } => {
-                    tokio::task::spawn_local(http::connection::serve(Rc::clone(&handler), socket_index, stream, peer, guard));
-                }
-                Accepted::LimitReached { limit } => {
-                    log(&handler, Level::Alert, format_args!("{limit} worker_connections are not enough"));
-                }
-                Accepted::Failed(error) => {
-                    let text = runtime::sys::linux::error_text(&error);
-                    log(&handler, Level::Crit, format_args!("accept4() failed ({text})"));
-                }
-            })
+            accept_loop(
+                registered,
+                phase,
+                gauge,
+                accept,
+                move |accepted| match accepted {
+                    Accepted::Connection {
+                        stream,
+                        peer,
+                        guard,
+                    } => {
+                        tokio::task::spawn_local(http::connection::serve(
+                            Rc::clone(&handler),
+                            socket_index,
+                            stream,
+                            peer,
+                            guard,
+                        ));
+                    }
+                    Accepted::LimitReached { limit } => {
+                        log(
+                            &handler,
+                            Level::Alert,
+                            format_args!("{limit} worker_connections are not enough"),
+                        );
+                    }
+                    Accepted::Failed(error) => {
+                        let text = runtime::sys::linux::error_text(&error);
+                        log(
+                            &handler,
+                            Level::Crit,
+                            format_args!("accept4() failed ({text})"),
+                        );
+                    }
+                },
+            )
             .await;
         });
     }

@@ -37,9 +37,14 @@ impl ListenerSet {
             let slots = if options.reuseport { workers.max(1) } else { 1 };
             let mut listeners = Vec::new();
             for slot in 0..slots {
-                let existing = self.open.iter().find(|(open_address, open_slot, listener)| {
-                    open_address == address && *open_slot == slot && listener.compatible_with(options)
-                });
+                let existing = self
+                    .open
+                    .iter()
+                    .find(|(open_address, open_slot, listener)| {
+                        open_address == address
+                            && *open_slot == slot
+                            && listener.compatible_with(options)
+                    });
                 if let Some((_, _, listener)) = existing {
                     listeners.push(Arc::clone(listener));
                     continue;
@@ -79,10 +84,12 @@ impl ListenerSet {
         }
     }
 
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.open.len()
     }
 
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.open.is_empty()
     }
@@ -97,7 +104,10 @@ fn open_with_retries(
     loop {
         match Listener::open(address, options) {
             Ok(listener) => return Ok(listener),
-            Err(error) if error.source.raw_os_error() == Some(libc::EADDRINUSE) && tries + 1 < BIND_TRIES => {
+            Err(error)
+                if error.source.raw_os_error() == Some(libc::EADDRINUSE)
+                    && tries + 1 < BIND_TRIES =>
+            {
                 on_retry(&error);
                 tries += 1;
                 std::thread::sleep(BIND_RETRY_DELAY);
@@ -120,7 +130,10 @@ mod tests {
         let sockets = vec![(address.clone(), ListenOptions::default())];
         let first = set.acquire(&sockets, 2, |_| {}).unwrap();
         let second = set.acquire(&sockets, 2, |_| {}).unwrap();
-        assert!(Arc::ptr_eq(&first[0][0], &second[0][0]), "the same socket serves both generations");
+        assert!(
+            Arc::ptr_eq(&first[0][0], &second[0][0]),
+            "the same socket serves both generations"
+        );
         drop(first);
         set.prune();
         assert_eq!(set.len(), 1);
@@ -135,7 +148,10 @@ mod tests {
         let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let address = ListenAddress::Inet(probe.local_addr().unwrap());
         drop(probe);
-        let options = ListenOptions { reuseport: true, ..ListenOptions::default() };
+        let options = ListenOptions {
+            reuseport: true,
+            ..ListenOptions::default()
+        };
         let sockets = set.acquire(&[(address, options)], 3, |_| {}).unwrap();
         assert_eq!(sockets[0].len(), 3);
     }

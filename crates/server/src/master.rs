@@ -33,13 +33,25 @@ fn report(log: &ErrorLog, level: Level, text: &str) {
     say(&format!("[{level}] {text}"));
     let stderr_only = log.sinks().iter().all(|sink| sink.file.is_stderr());
     if !stderr_only {
-        log.write(level, &runtime::clock::wall_now(), None, format_args!("{text}"), None);
+        log.write(
+            level,
+            &runtime::clock::wall_now(),
+            None,
+            format_args!("{text}"),
+            None,
+        );
     }
 }
 
 fn log(log: &ErrorLog, level: Level, text: &str) {
     if log.enabled(level) {
-        log.write(level, &runtime::clock::wall_now(), None, format_args!("{text}"), None);
+        log.write(
+            level,
+            &runtime::clock::wall_now(),
+            None,
+            format_args!("{text}"),
+            None,
+        );
     }
 }
 
@@ -50,13 +62,19 @@ fn startup_log(paths: &Paths) -> ErrorLog {
             Ok(file) => file,
             Err(error) => {
                 let text = sys::error_text(&error);
-                say(&format!("[alert] could not open error log file: open() \"{}\" failed ({text})", path.display()));
+                say(&format!(
+                    "[alert] could not open error log file: open() \"{}\" failed ({text})",
+                    path.display()
+                ));
                 LogFile::stderr().unwrap_or_else(|_| fallback_stderr())
             }
         },
         None => LogFile::stderr().unwrap_or_else(|_| fallback_stderr()),
     };
-    ErrorLog::new(vec![logging::ErrorSink { file: Arc::new(file), level: Level::Notice }])
+    ErrorLog::new(vec![logging::ErrorSink {
+        file: Arc::new(file),
+        level: Level::Notice,
+    }])
 }
 
 fn fallback_stderr() -> LogFile {
@@ -80,7 +98,10 @@ pub fn main(options: Options) -> ExitCode {
         Err(error) => {
             report(&startup, Level::Emerg, &error.to_string());
             if options.test {
-                say(&format!("configuration file {} test failed", paths.conf_file.display()));
+                say(&format!(
+                    "configuration file {} test failed",
+                    paths.conf_file.display()
+                ));
             }
             return ExitCode::FAILURE;
         }
@@ -90,8 +111,14 @@ pub fn main(options: Options) -> ExitCode {
     }
     if options.test {
         if !options.quiet {
-            say(&format!("the configuration file {} syntax is ok", paths.conf_file.display()));
-            say(&format!("configuration file {} test is successful", paths.conf_file.display()));
+            say(&format!(
+                "the configuration file {} syntax is ok",
+                paths.conf_file.display()
+            ));
+            say(&format!(
+                "configuration file {} test is successful",
+                paths.conf_file.display()
+            ));
         }
         if options.dump {
             let mut stdout = std::io::stdout().lock();
@@ -113,8 +140,16 @@ fn print_version(options: &Options) {
     }
     let _ = writeln!(stderr, "{}", cli::VERSION_LINE);
     if options.build_info {
-        let _ = writeln!(stderr, "nginx compatibility: nginx/{}", http::variables::NGINX_COMPATIBLE_VERSION);
-        let _ = writeln!(stderr, "built-in modules: core events thread_pool {}", http::modules::FAMILIES.join(" "));
+        let _ = writeln!(
+            stderr,
+            "nginx compatibility: nginx/{}",
+            http::variables::NGINX_COMPATIBLE_VERSION
+        );
+        let _ = writeln!(
+            stderr,
+            "built-in modules: core events thread_pool {}",
+            http::modules::FAMILIES.join(" ")
+        );
         let _ = writeln!(stderr, "prefix: {}", cli::DEFAULT_PREFIX);
     }
 }
@@ -132,7 +167,11 @@ fn send_signal(config: &Config, signal: cli::Signal, startup: &ErrorLog) -> Exit
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             let text = sys::error_text(&error);
-            report(startup, Level::Alert, &format!("kill({pid}, {}) failed ({text})", signal.number()));
+            report(
+                startup,
+                Level::Alert,
+                &format!("kill({pid}, {}) failed ({text})", signal.number()),
+            );
             ExitCode::FAILURE
         }
     }
@@ -158,7 +197,9 @@ impl Master {
         let error_log = Arc::clone(&config.error_log);
         let mut listeners = ListenerSet::default();
         let socket_list = socket_list(&config);
-        let sockets = match listeners.acquire(&socket_list, config.workers, |retry| report(&error_log, Level::Emerg, &retry.to_string())) {
+        let sockets = match listeners.acquire(&socket_list, config.workers, |retry| {
+            report(&error_log, Level::Emerg, &retry.to_string())
+        }) {
             Ok(sockets) => sockets,
             Err(error) => {
                 report(&error_log, Level::Emerg, &error.to_string());
@@ -178,13 +219,21 @@ impl Master {
                     let _ = sys::redirect_stdio_to_null(keep_stderr);
                 }
                 Err(error) => {
-                    report(&error_log, Level::Emerg, &format!("fork() failed ({})", sys::error_text(&error)));
+                    report(
+                        &error_log,
+                        Level::Emerg,
+                        &format!("fork() failed ({})", sys::error_text(&error)),
+                    );
                     return ExitCode::FAILURE;
                 }
             }
         }
         if let Err(error) = sys::block_master_signals() {
-            report(&error_log, Level::Emerg, &format!("sigprocmask() failed ({})", sys::error_text(&error)));
+            report(
+                &error_log,
+                Level::Emerg,
+                &format!("sigprocmask() failed ({})", sys::error_text(&error)),
+            );
             return ExitCode::FAILURE;
         }
         let pid_path = config.pid.clone();
@@ -199,13 +248,21 @@ impl Master {
         let pid = std::process::id();
         if let Err(error) = pid_file::write(&pid_path, pid) {
             let text = sys::error_text(&error);
-            report(&error_log, Level::Emerg, &format!("open() \"{}\" failed ({text})", pid_path.display()));
+            report(
+                &error_log,
+                Level::Emerg,
+                &format!("open() \"{}\" failed ({text})", pid_path.display()),
+            );
             let mut handle = handle;
             handle.set_phase(Phase::Stopping);
             handle.finish();
             return ExitCode::FAILURE;
         }
-        log(&error_log, Level::Notice, &format!("portico/{} started", env!("CARGO_PKG_VERSION")));
+        log(
+            &error_log,
+            Level::Notice,
+            &format!("portico/{} started", env!("CARGO_PKG_VERSION")),
+        );
         let mut master = Master {
             paths,
             directives: options.directives,
@@ -225,7 +282,11 @@ impl Master {
             let signal = match sys::wait_signal(REAP_INTERVAL) {
                 Ok(signal) => signal,
                 Err(error) => {
-                    log(&self.error_log, Level::Alert, &format!("sigtimedwait() failed ({})", sys::error_text(&error)));
+                    log(
+                        &self.error_log,
+                        Level::Alert,
+                        &format!("sigtimedwait() failed ({})", sys::error_text(&error)),
+                    );
                     None
                 }
             };
@@ -233,15 +294,27 @@ impl Master {
                 Some(libc::SIGHUP) => self.reload(),
                 Some(libc::SIGUSR1) => self.reopen(),
                 Some(libc::SIGQUIT) => {
-                    log(&self.error_log, Level::Notice, "signal 3 (SIGQUIT) received, shutting down");
+                    log(
+                        &self.error_log,
+                        Level::Notice,
+                        "signal 3 (SIGQUIT) received, shutting down",
+                    );
                     return self.stop(Phase::Draining);
                 }
                 Some(number @ (libc::SIGTERM | libc::SIGINT)) => {
-                    log(&self.error_log, Level::Notice, &format!("signal {number} received, exiting"));
+                    log(
+                        &self.error_log,
+                        Level::Notice,
+                        &format!("signal {number} received, exiting"),
+                    );
                     return self.stop(Phase::Stopping);
                 }
                 Some(number) => {
-                    log(&self.error_log, Level::Notice, &format!("signal {number} received and ignored"));
+                    log(
+                        &self.error_log,
+                        Level::Notice,
+                        &format!("signal {number} received and ignored"),
+                    );
                 }
                 None => {}
             }
@@ -252,7 +325,11 @@ impl Master {
     /// HUP: load the configuration again; on success start a new generation on the same
     /// sockets and let the old one drain; on failure keep serving the old one.
     fn reload(&mut self) {
-        log(&self.error_log, Level::Notice, "signal 1 (SIGHUP) received, reconfiguring");
+        log(
+            &self.error_log,
+            Level::Notice,
+            "signal 1 (SIGHUP) received, reconfiguring",
+        );
         let config = match config::load(&self.paths, self.directives.as_deref()) {
             Ok(config) => config,
             Err(error) => {
@@ -268,7 +345,11 @@ impl Master {
         }
         let socket_list = socket_list(&config);
         let error_log = Arc::clone(&self.error_log);
-        let sockets = match self.listeners.acquire(&socket_list, config.workers, |retry| log(&error_log, Level::Emerg, &retry.to_string())) {
+        let sockets = match self
+            .listeners
+            .acquire(&socket_list, config.workers, |retry| {
+                log(&error_log, Level::Emerg, &retry.to_string())
+            }) {
             Ok(sockets) => sockets,
             Err(error) => {
                 log(&self.error_log, Level::Emerg, &error.to_string());
@@ -278,7 +359,12 @@ impl Master {
         let new_log = Arc::clone(&config.error_log);
         let pid_path = config.pid.clone();
         self.number += 1;
-        let handle = match generation::start(self.number, config, sockets, Arc::clone(&self.connection_ids)) {
+        let handle = match generation::start(
+            self.number,
+            config,
+            sockets,
+            Arc::clone(&self.connection_ids),
+        ) {
             Ok(handle) => handle,
             Err(error) => {
                 log(&self.error_log, Level::Alert, &error.0);
@@ -293,13 +379,15 @@ impl Master {
         }
         self.generations.push(handle);
         self.error_log = new_log;
-        if pid_path != self.pid_path {
-            if pid_file::write(&pid_path, self.pid).is_ok() {
-                pid_file::remove(&self.pid_path, self.pid);
-                self.pid_path = pid_path;
-            }
+        if pid_path != self.pid_path && pid_file::write(&pid_path, self.pid).is_ok() {
+            pid_file::remove(&self.pid_path, self.pid);
+            self.pid_path = pid_path;
         }
-        log(&self.error_log, Level::Notice, "reconfigured, old workers are shutting down gracefully");
+        log(
+            &self.error_log,
+            Level::Notice,
+            "reconfigured, old workers are shutting down gracefully",
+        );
     }
 
     fn log_conf_error(&self, error: &ConfError) {
@@ -308,11 +396,19 @@ impl Master {
 
     /// USR1: reopen every log file of every generation still running.
     fn reopen(&mut self) {
-        log(&self.error_log, Level::Notice, "signal 10 (SIGUSR1) received, reopening logs");
+        log(
+            &self.error_log,
+            Level::Notice,
+            "signal 10 (SIGUSR1) received, reopening logs",
+        );
         for generation in &self.generations {
             for (path, error) in generation.log_files.reopen_all() {
                 let text = sys::error_text(&error);
-                log(&self.error_log, Level::Alert, &format!("open() \"{}\" failed ({text})", path.display()));
+                log(
+                    &self.error_log,
+                    Level::Alert,
+                    &format!("open() \"{}\" failed ({text})", path.display()),
+                );
             }
         }
     }
@@ -323,6 +419,8 @@ impl Master {
         while index < self.generations.len() {
             if self.generations[index].draining && self.generations[index].is_finished() {
                 let finished = self.generations.remove(index);
+                let number = finished.generation.number;
+                log(&self.error_log, Level::Notice, &format!("generation {number} exited"));
                 for panic in finished.finish() {
                     log(&self.error_log, Level::Alert, &panic);
                 }
@@ -360,15 +458,30 @@ fn socket_list(config: &Config) -> Vec<(runtime::ListenAddress, runtime::ListenO
     config
         .http
         .as_ref()
-        .map(|http| http.sockets.iter().map(|socket| (socket.address.clone(), socket.options.clone())).collect())
+        .map(|http| {
+            http.sockets
+                .iter()
+                .map(|socket| (socket.address.clone(), socket.options.clone()))
+                .collect()
+        })
         .unwrap_or_default()
 }
 
 /// `worker_rlimit_nofile`: one process, so the limit is the process's.
 fn set_nofile(error_log: &ErrorLog, limit: u64) {
-    let rlimit = rustix::process::Rlimit { current: Some(limit), maximum: Some(limit) };
+    let rlimit = rustix::process::Rlimit {
+        current: Some(limit),
+        maximum: Some(limit),
+    };
     if let Err(error) = rustix::process::setrlimit(rustix::process::Resource::Nofile, rlimit) {
         let error = std::io::Error::from(error);
-        log(error_log, Level::Alert, &format!("setrlimit(RLIMIT_NOFILE, {limit}) failed ({})", sys::error_text(&error)));
+        log(
+            error_log,
+            Level::Alert,
+            &format!(
+                "setrlimit(RLIMIT_NOFILE, {limit}) failed ({})",
+                sys::error_text(&error)
+            ),
+        );
     }
 }

@@ -12,12 +12,21 @@ pub fn write(path: &Path, pid: u32) -> io::Result<()> {
 pub fn read(path: &Path) -> Result<i32, String> {
     let text = std::fs::read(path).map_err(|error| {
         let errno = error.raw_os_error().unwrap_or(0);
-        format!("open() \"{}\" failed ({errno}: {})", path.display(), runtime::sys::linux::strerror(errno))
+        format!(
+            "open() \"{}\" failed ({errno}: {})",
+            path.display(),
+            runtime::sys::linux::strerror(errno)
+        )
     })?;
-    let trimmed = String::from_utf8_lossy(&text).trim_end_matches(['\n', '\r', ' ']).to_owned();
+    let trimmed = String::from_utf8_lossy(&text)
+        .trim_end_matches(['\n', '\r', ' '])
+        .to_owned();
     match trimmed.parse::<i32>() {
         Ok(pid) if pid > 0 => Ok(pid),
-        _ => Err(format!("invalid PID number \"{trimmed}\" in \"{}\"", path.display())),
+        _ => Err(format!(
+            "invalid PID number \"{trimmed}\" in \"{}\"",
+            path.display()
+        )),
     }
 }
 
@@ -42,9 +51,18 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "4321\n");
         assert_eq!(read(&path), Ok(4321));
         std::fs::write(&path, "").unwrap();
-        assert_eq!(read(&path), Err(format!("invalid PID number \"\" in \"{}\"", path.display())));
+        assert_eq!(
+            read(&path),
+            Err(format!("invalid PID number \"\" in \"{}\"", path.display()))
+        );
         std::fs::remove_file(&path).unwrap();
-        assert_eq!(read(&path), Err(format!("open() \"{}\" failed (2: No such file or directory)", path.display())));
+        assert_eq!(
+            read(&path),
+            Err(format!(
+                "open() \"{}\" failed (2: No such file or directory)",
+                path.display()
+            ))
+        );
         write(&path, 1).unwrap();
         remove(&path, 2);
         assert!(path.exists(), "another process's pid file stays");

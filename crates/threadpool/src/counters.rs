@@ -44,13 +44,15 @@ impl Counters {
     pub(crate) fn task_started(&self, waited: Duration) {
         self.queued.fetch_sub(1, Ordering::Relaxed);
         self.running.fetch_add(1, Ordering::Relaxed);
-        self.wait_microseconds.fetch_add(micros(waited), Ordering::Relaxed);
+        self.wait_microseconds
+            .fetch_add(micros(waited), Ordering::Relaxed);
     }
 
     pub(crate) fn task_finished(&self, ran: Duration) {
         self.running.fetch_sub(1, Ordering::Relaxed);
         self.completed.fetch_add(1, Ordering::Relaxed);
-        self.run_microseconds.fetch_add(micros(ran), Ordering::Relaxed);
+        self.run_microseconds
+            .fetch_add(micros(ran), Ordering::Relaxed);
     }
 
     pub fn snapshot(&self) -> CountersSnapshot {

@@ -26,7 +26,11 @@ impl PoolSettings {
     /// The pool nginx creates when `aio threads` names no pool and none called `default`
     /// was declared: 32 threads, 65536 queued tasks.
     pub fn default_pool() -> PoolSettings {
-        PoolSettings { name: "default".to_owned(), threads: 32, max_queue: 65_536 }
+        PoolSettings {
+            name: "default".to_owned(),
+            threads: 32,
+            max_queue: 65_536,
+        }
     }
 }
 
@@ -72,7 +76,9 @@ impl Shared {
     fn lock(&self) -> MutexGuard<'_, State> {
         // A job never runs while the lock is held, so a poisoned lock can only come from a
         // panic in this module's own short critical sections; the state is still consistent.
-        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
@@ -85,7 +91,9 @@ pub struct ThreadPool {
 
 impl fmt::Debug for ThreadPool {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ThreadPool").field("name", &self.shared.name).finish()
+        f.debug_struct("ThreadPool")
+            .field("name", &self.shared.name)
+            .finish()
     }
 }
 
@@ -95,15 +103,24 @@ pub type ThreadStart = Arc<dyn Fn() + Send + Sync + 'static>;
 impl ThreadPool {
     /// Starts `settings.threads` threads named `pool NAME`.
     pub fn start(settings: &PoolSettings, on_start: Option<ThreadStart>) -> io::Result<ThreadPool> {
-        assert!(settings.threads > 0, "the thread_pool directive rejects threads=0");
+        assert!(
+            settings.threads > 0,
+            "the thread_pool directive rejects threads=0"
+        );
         let shared = Arc::new(Shared {
             name: settings.name.clone(),
             max_queue: settings.max_queue,
-            state: Mutex::new(State { jobs: VecDeque::new(), closed: false }),
+            state: Mutex::new(State {
+                jobs: VecDeque::new(),
+                closed: false,
+            }),
             available: Condvar::new(),
             counters: Counters::default(),
         });
-        let pool = ThreadPool { shared, threads: Arc::new(Mutex::new(Vec::new())) };
+        let pool = ThreadPool {
+            shared,
+            threads: Arc::new(Mutex::new(Vec::new())),
+        };
         for _ in 0..settings.threads {
             let shared = Arc::clone(&pool.shared);
             let on_start = on_start.clone();
@@ -146,9 +163,14 @@ impl ThreadPool {
             let mut state = self.shared.lock();
             if state.closed || state.jobs.len() >= self.shared.max_queue {
                 self.shared.counters.task_overflowed();
-                return Err(QueueOverflow { waiting: state.jobs.len() });
+                return Err(QueueOverflow {
+                    waiting: state.jobs.len(),
+                });
             }
-            state.jobs.push_back(Queued { job, since: Instant::now() });
+            state.jobs.push_back(Queued {
+                job,
+                since: Instant::now(),
+            });
             self.shared.counters.task_queued();
         }
         self.shared.available.notify_one();
@@ -171,7 +193,9 @@ impl ThreadPool {
     }
 
     fn lock_threads(&self) -> MutexGuard<'_, Vec<JoinHandle<()>>> {
-        self.threads.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.threads
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
@@ -186,11 +210,16 @@ fn run_thread(shared: &Shared) {
                 if state.closed {
                     return;
                 }
-                state = shared.available.wait(state).unwrap_or_else(|poisoned| poisoned.into_inner());
+                state = shared
+                    .available
+                    .wait(state)
+                    .unwrap_or_else(|poisoned| poisoned.into_inner());
             }
         };
         let started = Instant::now();
-        shared.counters.task_started(started.duration_since(queued.since));
+        shared
+            .counters
+            .task_started(started.duration_since(queued.since));
         // A panicking task loses only its own result (the submitter sees TaskLost); the
         // thread lives on to serve the queue.
         let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(queued.job));
@@ -208,7 +237,9 @@ impl<T> Future for Completion<T> {
     type Output = Result<T, TaskLost>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        Pin::new(&mut self.receiver).poll(cx).map(|result| result.map_err(|_| TaskLost))
+        Pin::new(&mut self.receiver)
+            .poll(cx)
+            .map(|result| result.map_err(|_| TaskLost))
     }
 }
 

@@ -92,17 +92,25 @@ impl<V> Template<V> {
             let name = &text[start..position];
             if bracketed {
                 if bytes.get(position) != Some(&b'}') {
-                    return Err(TemplateError::MissingClosingBracket { name: name.to_owned() });
+                    return Err(TemplateError::MissingClosingBracket {
+                        name: name.to_owned(),
+                    });
                 }
                 position += 1;
             }
             if name.is_empty() {
-                return Err(TemplateError::InvalidVariableName { text: text.to_owned() });
+                return Err(TemplateError::InvalidVariableName {
+                    text: text.to_owned(),
+                });
             }
-            segments.push(Segment::Variable(resolve(name).map_err(TemplateError::Resolve)?));
+            segments.push(Segment::Variable(
+                resolve(name).map_err(TemplateError::Resolve)?,
+            ));
         }
         flush_literal(&mut literal, &mut segments);
-        Ok(Template { segments: segments.into_boxed_slice() })
+        Ok(Template {
+            segments: segments.into_boxed_slice(),
+        })
     }
 
     /// A template of fixed bytes.
@@ -112,7 +120,9 @@ impl<V> Template<V> {
         } else {
             vec![Segment::Literal(bytes.into())]
         };
-        Template { segments: segments.into_boxed_slice() }
+        Template {
+            segments: segments.into_boxed_slice(),
+        }
     }
 
     /// The bytes, when the template has no variables and no captures.
@@ -130,7 +140,9 @@ impl<V> Template<V> {
 
     /// Whether the template refers to regex captures (`$1`), which must then be kept.
     pub fn uses_captures(&self) -> bool {
-        self.segments.iter().any(|segment| matches!(segment, Segment::Capture(_)))
+        self.segments
+            .iter()
+            .any(|segment| matches!(segment, Segment::Capture(_)))
     }
 
     /// Appends the template's value to `out`.
@@ -216,18 +228,33 @@ mod tests {
         assert_eq!(compile("abc").unwrap().as_literal(), Some(&b"abc"[..]));
         assert_eq!(compile("").unwrap().as_literal(), Some(&b""[..]));
         assert_eq!(compile("a$uri").unwrap().as_literal(), None);
-        assert_eq!(Template::<String>::from_literal(b"x").as_literal(), Some(&b"x"[..]));
+        assert_eq!(
+            Template::<String>::from_literal(b"x").as_literal(),
+            Some(&b"x"[..])
+        );
     }
 
     #[test]
     fn errors_use_nginx_wording() {
-        assert_eq!(compile("a $ b").unwrap_err().to_string(), "invalid variable name in \"a $ b\"");
-        assert_eq!(compile("a$").unwrap_err().to_string(), "invalid variable name in \"a$\"");
+        assert_eq!(
+            compile("a $ b").unwrap_err().to_string(),
+            "invalid variable name in \"a $ b\""
+        );
+        assert_eq!(
+            compile("a$").unwrap_err().to_string(),
+            "invalid variable name in \"a$\""
+        );
         assert_eq!(
             compile("${uri").unwrap_err().to_string(),
             "the closing bracket in \"uri\" variable is missing"
         );
-        assert_eq!(compile("$unknown").unwrap_err().to_string(), "unknown \"unknown\" variable");
-        assert_eq!(compile("${}").unwrap_err().to_string(), "invalid variable name in \"${}\"");
+        assert_eq!(
+            compile("$unknown").unwrap_err().to_string(),
+            "unknown \"unknown\" variable"
+        );
+        assert_eq!(
+            compile("${}").unwrap_err().to_string(),
+            "invalid variable name in \"${}\""
+        );
     }
 }

@@ -23,7 +23,11 @@ pub struct ListenSpec {
 
 /// The default when a server has no `listen`: `*:80` for root, `*:8000` otherwise.
 pub fn default_listen(span: &Span) -> ListenSpec {
-    let port = if rustix::process::geteuid().is_root() { 80 } else { 8000 };
+    let port = if rustix::process::geteuid().is_root() {
+        80
+    } else {
+        8000
+    };
     ListenSpec {
         address: ListenAddress::Inet(SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), port)),
         default_server: false,
@@ -51,7 +55,10 @@ pub fn parse(directive: &Directive) -> Result<ListenSpec, ConfError> {
         parse_parameter(&mut spec, argument.as_str(), span)?;
     }
     if matches!(spec.address, ListenAddress::Unix(_)) && spec.options.reuseport {
-        return Err(ConfError::message("reuseport is not supported on unix sockets", span));
+        return Err(ConfError::message(
+            "reuseport is not supported on unix sockets",
+            span,
+        ));
     }
     Ok(spec)
 }
@@ -77,9 +84,8 @@ fn parse_parameter(spec: &mut ListenSpec, parameter: &str, span: &Span) -> Resul
         }
         ("backlog", Some(value)) => {
             let backlog = value.parse::<i32>().ok().filter(|backlog| *backlog != 0);
-            spec.options.backlog = backlog.ok_or_else(|| {
-                ConfError::message(format!("invalid backlog \"{value}\""), span)
-            })?;
+            spec.options.backlog = backlog
+                .ok_or_else(|| ConfError::message(format!("invalid backlog \"{value}\""), span))?;
             spec.bind = true;
             spec.has_socket_options = true;
         }
@@ -138,9 +144,23 @@ fn parse_so_keepalive(value: &str) -> Option<SoKeepalive> {
         }
         conf::value::parse_time_seconds(text).map(Some)
     };
-    let count = if count.is_empty() { None } else { Some(count.parse().ok()?) };
-    let tuned = SoKeepalive::Tuned { idle: time(idle)?, interval: time(interval)?, count };
-    if tuned == (SoKeepalive::Tuned { idle: None, interval: None, count: None }) {
+    let count = if count.is_empty() {
+        None
+    } else {
+        Some(count.parse().ok()?)
+    };
+    let tuned = SoKeepalive::Tuned {
+        idle: time(idle)?,
+        interval: time(interval)?,
+        count,
+    };
+    if tuned
+        == (SoKeepalive::Tuned {
+            idle: None,
+            interval: None,
+            count: None,
+        })
+    {
         return None;
     }
     Some(tuned)
@@ -151,11 +171,19 @@ fn parse_so_keepalive(value: &str) -> Option<SoKeepalive> {
 pub fn parse_address(text: &str, span: &Span) -> Result<ListenAddress, ConfError> {
     if let Some(path) = text.strip_prefix("unix:") {
         if path.is_empty() {
-            return Err(ConfError::message(format!("no path in the unix domain socket \"{text}\""), span));
+            return Err(ConfError::message(
+                format!("no path in the unix domain socket \"{text}\""),
+                span,
+            ));
         }
         return Ok(ListenAddress::Unix(PathBuf::from(path)));
     }
-    let invalid_port = || ConfError::message(format!("invalid port in \"{text}\" of the \"listen\" directive"), span);
+    let invalid_port = || {
+        ConfError::message(
+            format!("invalid port in \"{text}\" of the \"listen\" directive"),
+            span,
+        )
+    };
     let port_of = |port: &str| -> Result<u16, ConfError> {
         match port.parse::<u16>() {
             Ok(port) if port > 0 => Ok(port),
@@ -164,7 +192,10 @@ pub fn parse_address(text: &str, span: &Span) -> Result<ListenAddress, ConfError
     };
     if text.bytes().all(|b| b.is_ascii_digit()) && !text.is_empty() {
         let port = port_of(text)?;
-        return Ok(ListenAddress::Inet(SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), port)));
+        return Ok(ListenAddress::Inet(SocketAddr::new(
+            IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+            port,
+        )));
     }
     let (host, port) = split_host_port(text);
     let port = match port {
@@ -172,11 +203,17 @@ pub fn parse_address(text: &str, span: &Span) -> Result<ListenAddress, ConfError
         None => 80,
     };
     if host == "*" || host.is_empty() {
-        return Ok(ListenAddress::Inet(SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), port)));
+        return Ok(ListenAddress::Inet(SocketAddr::new(
+            IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+            port,
+        )));
     }
     if let Some(inner) = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
         let ip: Ipv6Addr = inner.parse().map_err(|_| {
-            ConfError::message(format!("invalid IPv6 address in \"{text}\" of the \"listen\" directive"), span)
+            ConfError::message(
+                format!("invalid IPv6 address in \"{text}\" of the \"listen\" directive"),
+                span,
+            )
         })?;
         return Ok(ListenAddress::Inet(SocketAddr::new(IpAddr::V6(ip), port)));
     }
@@ -184,10 +221,16 @@ pub fn parse_address(text: &str, span: &Span) -> Result<ListenAddress, ConfError
         return Ok(ListenAddress::Inet(SocketAddr::new(IpAddr::V4(ip), port)));
     }
     // A host name is resolved once, at config load, as nginx does; the master may block here.
-    let resolved = (host, port).to_socket_addrs().ok().and_then(|mut addresses| addresses.next());
+    let resolved = (host, port)
+        .to_socket_addrs()
+        .ok()
+        .and_then(|mut addresses| addresses.next());
     match resolved {
         Some(address) => Ok(ListenAddress::Inet(address)),
-        None => Err(ConfError::message(format!("host not found in \"{text}\" of the \"listen\" directive"), span)),
+        None => Err(ConfError::message(
+            format!("host not found in \"{text}\" of the \"listen\" directive"),
+            span,
+        )),
     }
 }
 
@@ -216,7 +259,13 @@ mod tests {
     fn listen(args: &[&str]) -> Result<ListenSpec, String> {
         let directive = Directive {
             name: "listen".to_owned(),
-            args: args.iter().map(|a| Argument { value: (*a).to_owned(), quoted: false }).collect(),
+            args: args
+                .iter()
+                .map(|a| Argument {
+                    value: (*a).to_owned(),
+                    quoted: false,
+                })
+                .collect(),
             block: None,
             span: Span::CommandLine,
         };
@@ -229,13 +278,22 @@ mod tests {
 
     #[test]
     fn address_forms() {
-        assert_eq!(listen(&["127.0.0.1:8080"]).unwrap().address, inet("127.0.0.1:8080"));
+        assert_eq!(
+            listen(&["127.0.0.1:8080"]).unwrap().address,
+            inet("127.0.0.1:8080")
+        );
         assert_eq!(listen(&["8080"]).unwrap().address, inet("0.0.0.0:8080"));
         assert_eq!(listen(&["*:8080"]).unwrap().address, inet("0.0.0.0:8080"));
-        assert_eq!(listen(&["127.0.0.1"]).unwrap().address, inet("127.0.0.1:80"));
+        assert_eq!(
+            listen(&["127.0.0.1"]).unwrap().address,
+            inet("127.0.0.1:80")
+        );
         assert_eq!(listen(&["[::]:8080"]).unwrap().address, inet("[::]:8080"));
         assert_eq!(listen(&["[::1]"]).unwrap().address, inet("[::1]:80"));
-        assert_eq!(listen(&["localhost:8080"]).unwrap().address, inet("127.0.0.1:8080"));
+        assert_eq!(
+            listen(&["localhost:8080"]).unwrap().address,
+            inet("127.0.0.1:8080")
+        );
         assert_eq!(
             listen(&["unix:/tmp/x.sock"]).unwrap().address,
             ListenAddress::Unix(PathBuf::from("/tmp/x.sock"))
@@ -244,7 +302,17 @@ mod tests {
 
     #[test]
     fn parameters() {
-        let spec = listen(&["8080", "default_server", "reuseport", "backlog=1024", "deferred", "rcvbuf=64k", "sndbuf=1m", "so_keepalive=30s::10"]).unwrap();
+        let spec = listen(&[
+            "8080",
+            "default_server",
+            "reuseport",
+            "backlog=1024",
+            "deferred",
+            "rcvbuf=64k",
+            "sndbuf=1m",
+            "so_keepalive=30s::10",
+        ])
+        .unwrap();
         assert!(spec.default_server && spec.bind && spec.has_socket_options);
         assert!(spec.options.reuseport && spec.options.deferred);
         assert_eq!(spec.options.backlog, 1024);
@@ -252,18 +320,37 @@ mod tests {
         assert_eq!(spec.options.sndbuf, Some(1024 * 1024));
         assert_eq!(
             spec.options.so_keepalive,
-            SoKeepalive::Tuned { idle: Some(Duration::from_secs(30)), interval: None, count: Some(10) }
+            SoKeepalive::Tuned {
+                idle: Some(Duration::from_secs(30)),
+                interval: None,
+                count: Some(10)
+            }
         );
         assert!(!listen(&["8080"]).unwrap().has_socket_options);
     }
 
     #[test]
     fn errors_use_nginx_wording() {
-        assert_eq!(listen(&["127.0.0.1:99999"]).unwrap_err(), "invalid port in \"127.0.0.1:99999\" of the \"listen\" directive in command line");
-        assert_eq!(listen(&["127.0.0.1:0"]).unwrap_err(), "invalid port in \"127.0.0.1:0\" of the \"listen\" directive in command line");
-        assert_eq!(listen(&["8080", "fast"]).unwrap_err(), "invalid parameter \"fast\" in command line");
-        assert_eq!(listen(&["no-such-host.invalid:80"]).unwrap_err(), "host not found in \"no-such-host.invalid:80\" of the \"listen\" directive in command line");
-        assert_eq!(listen(&["8080", "backlog=x"]).unwrap_err(), "invalid backlog \"x\" in command line");
+        assert_eq!(
+            listen(&["127.0.0.1:99999"]).unwrap_err(),
+            "invalid port in \"127.0.0.1:99999\" of the \"listen\" directive in command line"
+        );
+        assert_eq!(
+            listen(&["127.0.0.1:0"]).unwrap_err(),
+            "invalid port in \"127.0.0.1:0\" of the \"listen\" directive in command line"
+        );
+        assert_eq!(
+            listen(&["8080", "fast"]).unwrap_err(),
+            "invalid parameter \"fast\" in command line"
+        );
+        assert_eq!(
+            listen(&["no-such-host.invalid:80"]).unwrap_err(),
+            "host not found in \"no-such-host.invalid:80\" of the \"listen\" directive in command line"
+        );
+        assert_eq!(
+            listen(&["8080", "backlog=x"]).unwrap_err(),
+            "invalid backlog \"x\" in command line"
+        );
         assert!(listen(&["unix:/tmp/x", "reuseport"]).is_err());
     }
 }

@@ -12,7 +12,9 @@ use crate::conf::location::{Location, LocationId, LocationKind, LocationTree};
 use crate::conf::regex::Regex;
 use crate::conf::scope::{LocationScope, MainScope, ServerScope};
 use crate::conf::server_names::{ServerName, ServerNames};
-use crate::conf::{AddressConf, BlockKind, HttpConf, MergeEnv, NamedCaptures, Server, ServerId, Setter, SocketConf};
+use crate::conf::{
+    AddressConf, BlockKind, HttpConf, MergeEnv, NamedCaptures, Server, ServerId, Setter, SocketConf,
+};
 use crate::core::TempPath;
 use crate::core::types::{MimeTypes, TypesWarning};
 use crate::log::{AccessLogTarget, COMBINED, Escape, LogFormat};
@@ -43,27 +45,36 @@ impl LoadContext<'_> {
     /// Compiles a directive value into a template, resolving its variables.
     pub fn template(&mut self, text: &str, span: &Span) -> Result<HttpTemplate, ConfError> {
         let variables = &mut self.variables;
-        HttpTemplate::compile(text, |name| Ok::<_, ConfError>(variables.resolve(name)))
-            .map_err(|error| match error {
+        HttpTemplate::compile(text, |name| Ok::<_, ConfError>(variables.resolve(name))).map_err(
+            |error| match error {
                 vars::TemplateError::Resolve(error) => error,
                 other => ConfError::message(other.to_string(), span),
-            })
+            },
+        )
     }
 
     /// A path relative to the prefix unless absolute, as nginx resolves file names.
     pub fn path(&self, text: &str) -> PathBuf {
         let path = Path::new(text);
-        if path.is_absolute() { path.to_owned() } else { self.prefix.join(path) }
+        if path.is_absolute() {
+            path.to_owned()
+        } else {
+            self.prefix.join(path)
+        }
     }
 
     /// Opens (once per configuration) the log file a directive names.
     pub fn open_log(&mut self, text: &str, span: &Span) -> Result<Arc<LogFile>, ConfError> {
         let path = self.path(text);
-        self.log_files.open(&path).map_err(|error| open_error(&path, &error, span))
+        self.log_files
+            .open(&path)
+            .map_err(|error| open_error(&path, &error, span))
     }
 
     pub fn open_stderr(&mut self, span: &Span) -> Result<Arc<LogFile>, ConfError> {
-        self.log_files.stderr().map_err(|error| open_error(Path::new("stderr"), &error, span))
+        self.log_files
+            .stderr()
+            .map_err(|error| open_error(Path::new("stderr"), &error, span))
     }
 
     pub fn log_format(&mut self, name: &str) -> Option<Arc<LogFormat>> {
@@ -74,8 +85,13 @@ impl LoadContext<'_> {
             return None;
         }
         let template = self.template(COMBINED, &Span::CommandLine).ok()?;
-        let format = Arc::new(LogFormat { name: "combined".to_owned(), escape: Escape::Default, template });
-        self.log_formats.insert("combined".to_owned(), Arc::clone(&format));
+        let format = Arc::new(LogFormat {
+            name: "combined".to_owned(),
+            escape: Escape::Default,
+            template,
+        });
+        self.log_formats
+            .insert("combined".to_owned(), Arc::clone(&format));
         Some(format)
     }
 
@@ -87,7 +103,12 @@ impl LoadContext<'_> {
 
     /// nginx's `"NAME" directive is duplicate`.
     pub fn duplicate(&self, directive: &Directive) -> ConfError {
-        ConfError::at(ConfErrorKind::Duplicate { name: directive.name.clone() }, &directive.span)
+        ConfError::at(
+            ConfErrorKind::Duplicate {
+                name: directive.name.clone(),
+            },
+            &directive.span,
+        )
     }
 
     /// `on` / `off`, with nginx's error for anything else.
@@ -101,10 +122,19 @@ impl LoadContext<'_> {
         for argument in &directive.args[1..] {
             match argument.as_str().parse::<u8>() {
                 Ok(level @ 1..=2) => levels.push(level),
-                _ => return Err(ConfError::directive(&directive.name, "invalid value", &directive.span)),
+                _ => {
+                    return Err(ConfError::directive(
+                        &directive.name,
+                        "invalid value",
+                        &directive.span,
+                    ));
+                }
             }
         }
-        Ok(TempPath { path: self.path(directive.arg(0)), levels })
+        Ok(TempPath {
+            path: self.path(directive.arg(0)),
+            levels,
+        })
     }
 
     pub fn warn(&mut self, message: String, span: &Span) {
@@ -142,7 +172,10 @@ struct PendingServer {
 
 /// Loads the `http { ... }` block.
 pub fn load_http(block: &[Directive], env: LoadEnv<'_>) -> Result<HttpConf, ConfError> {
-    let merge_env = MergeEnv { prefix: env.prefix.to_owned(), main_error_log: env.main_error_log };
+    let merge_env = MergeEnv {
+        prefix: env.prefix.to_owned(),
+        main_error_log: env.main_error_log,
+    };
     let mut context = LoadContext {
         prefix: env.prefix,
         variables: VariableRegistry::default(),
@@ -163,9 +196,16 @@ pub fn load_http(block: &[Directive], env: LoadEnv<'_>) -> Result<HttpConf, Conf
             Setter::Server(set) => set(&mut http_server, directive, &mut context)?,
             Setter::Location(set) => set(&mut http_location, directive, &mut context)?,
             Setter::Block(BlockKind::Server) => servers.push(read_server(directive, &mut context)?),
-            Setter::Block(BlockKind::Types) => set_types(&mut http_location, directive, &mut context)?,
+            Setter::Block(BlockKind::Types) => {
+                set_types(&mut http_location, directive, &mut context)?
+            }
             Setter::Block(BlockKind::Location) => {
-                return Err(ConfError::at(ConfErrorKind::NotAllowedHere { name: directive.name.clone() }, &directive.span));
+                return Err(ConfError::at(
+                    ConfErrorKind::NotAllowedHere {
+                        name: directive.name.clone(),
+                    },
+                    &directive.span,
+                ));
             }
         }
     }
@@ -173,16 +213,34 @@ pub fn load_http(block: &[Directive], env: LoadEnv<'_>) -> Result<HttpConf, Conf
         let target = default_access_log(&mut context)?;
         http_location.access_log.access_log = Some(vec![target]);
     }
-    build(main, http_server, http_location, servers, context, &merge_env)
+    build(
+        main,
+        http_server,
+        http_location,
+        servers,
+        context,
+        &merge_env,
+    )
 }
 
 fn default_access_log(context: &mut LoadContext<'_>) -> Result<AccessLogTarget, ConfError> {
-    let format = context.log_format("combined").ok_or_else(|| ConfError::message("no combined format", &Span::CommandLine))?;
+    let format = context
+        .log_format("combined")
+        .ok_or_else(|| ConfError::message("no combined format", &Span::CommandLine))?;
     let file = context.open_log("logs/access.log", &Span::CommandLine)?;
-    Ok(AccessLogTarget { file, format, buffering: None, condition: None })
+    Ok(AccessLogTarget {
+        file,
+        format,
+        buffering: None,
+        condition: None,
+    })
 }
 
-fn set_types(scope: &mut LocationScope, directive: &Directive, context: &mut LoadContext<'_>) -> Result<(), ConfError> {
+fn set_types(
+    scope: &mut LocationScope,
+    directive: &Directive,
+    context: &mut LoadContext<'_>,
+) -> Result<(), ConfError> {
     let mut warnings: Vec<TypesWarning> = Vec::new();
     let block = directive.block.as_deref().unwrap_or_default();
     let types = MimeTypes::from_block(block, &mut warnings)?;
@@ -193,15 +251,26 @@ fn set_types(scope: &mut LocationScope, directive: &Directive, context: &mut Loa
     Ok(())
 }
 
-fn read_server(directive: &Directive, context: &mut LoadContext<'_>) -> Result<PendingServer, ConfError> {
-    let mut server = ServerScope { span: Some(directive.span.clone()), ..ServerScope::default() };
+fn read_server(
+    directive: &Directive,
+    context: &mut LoadContext<'_>,
+) -> Result<PendingServer, ConfError> {
+    let mut server = ServerScope {
+        span: Some(directive.span.clone()),
+        ..ServerScope::default()
+    };
     let mut location = LocationScope::default();
     let mut locations = Vec::new();
     for inner in directive.block.as_deref().unwrap_or_default() {
         let spec = conf::spec::check(modules::directives(), inner, Context::Server)?;
         match &spec.set {
             Setter::Main(_) => {
-                return Err(ConfError::at(ConfErrorKind::NotAllowedHere { name: inner.name.clone() }, &inner.span));
+                return Err(ConfError::at(
+                    ConfErrorKind::NotAllowedHere {
+                        name: inner.name.clone(),
+                    },
+                    &inner.span,
+                ));
             }
             Setter::Server(set) => set(&mut server, inner, context)?,
             Setter::Location(set) => set(&mut location, inner, context)?,
@@ -212,29 +281,54 @@ fn read_server(directive: &Directive, context: &mut LoadContext<'_>) -> Result<P
                 locations.push(pending);
             }
             Setter::Block(BlockKind::Server) => {
-                return Err(ConfError::at(ConfErrorKind::NotAllowedHere { name: inner.name.clone() }, &inner.span));
+                return Err(ConfError::at(
+                    ConfErrorKind::NotAllowedHere {
+                        name: inner.name.clone(),
+                    },
+                    &inner.span,
+                ));
             }
         }
     }
-    Ok(PendingServer { server, location, locations, span: directive.span.clone() })
+    Ok(PendingServer {
+        server,
+        location,
+        locations,
+        span: directive.span.clone(),
+    })
 }
 
-fn check_duplicate(siblings: &[PendingLocation], new: &PendingLocation, directive: &Directive) -> Result<(), ConfError> {
-    let same = siblings.iter().any(|existing| match (&existing.kind, &new.kind) {
-        (LocationKind::Exact(a), LocationKind::Exact(b)) => a == b,
-        (LocationKind::Prefix { path: a, .. }, LocationKind::Prefix { path: b, .. }) => a == b,
-        (LocationKind::Named(a), LocationKind::Named(b)) => a == b,
-        _ => false,
-    });
+fn check_duplicate(
+    siblings: &[PendingLocation],
+    new: &PendingLocation,
+    directive: &Directive,
+) -> Result<(), ConfError> {
+    let same = siblings
+        .iter()
+        .any(|existing| match (&existing.kind, &new.kind) {
+            (LocationKind::Exact(a), LocationKind::Exact(b)) => a == b,
+            (LocationKind::Prefix { path: a, .. }, LocationKind::Prefix { path: b, .. }) => a == b,
+            (LocationKind::Named(a), LocationKind::Named(b)) => a == b,
+            _ => false,
+        });
     if same {
-        let path = directive.args.last().map_or("", |argument| argument.as_str());
-        return Err(ConfError::message(format!("duplicate location \"{path}\""), &directive.span));
+        let path = directive
+            .args
+            .last()
+            .map_or("", |argument| argument.as_str());
+        return Err(ConfError::message(
+            format!("duplicate location \"{path}\""),
+            &directive.span,
+        ));
     }
     Ok(())
 }
 
 /// Parses `location [= | ^~ | ~ | ~*] URI { ... }` or `location @name { ... }`.
-fn location_kind(directive: &Directive, context: &mut LoadContext<'_>) -> Result<(LocationKind, String), ConfError> {
+fn location_kind(
+    directive: &Directive,
+    context: &mut LoadContext<'_>,
+) -> Result<(LocationKind, String), ConfError> {
     let span = &directive.span;
     let (modifier, uri) = match directive.args.len() {
         1 => {
@@ -253,30 +347,60 @@ fn location_kind(directive: &Directive, context: &mut LoadContext<'_>) -> Result
         }
         2 => (directive.arg(0), directive.arg(1)),
         _ => {
-            return Err(ConfError::at(ConfErrorKind::InvalidArgumentCount { name: directive.name.clone() }, span));
+            return Err(ConfError::at(
+                ConfErrorKind::InvalidArgumentCount {
+                    name: directive.name.clone(),
+                },
+                span,
+            ));
         }
     };
-    let name = if modifier.is_empty() { uri.to_owned() } else { format!("{modifier} {uri}") };
+    let name = if modifier.is_empty() {
+        uri.to_owned()
+    } else {
+        format!("{modifier} {uri}")
+    };
     let kind = match modifier {
         "=" => LocationKind::Exact(uri.as_bytes().into()),
-        "^~" => LocationKind::Prefix { path: uri.as_bytes().into(), noregex: true },
+        "^~" => LocationKind::Prefix {
+            path: uri.as_bytes().into(),
+            noregex: true,
+        },
         "~" | "~*" => {
-            let regex = Regex::compile(uri, modifier == "~*").map_err(|error| ConfError::message(error.0, span))?;
+            let regex = Regex::compile(uri, modifier == "~*")
+                .map_err(|error| ConfError::message(error.0, span))?;
             LocationKind::Regex(NamedCaptures::new(regex, &mut context.variables))
         }
         "" if uri.starts_with('@') => LocationKind::Named(uri.into()),
-        "" => LocationKind::Prefix { path: uri.as_bytes().into(), noregex: false },
-        _ => return Err(ConfError::message(format!("invalid location modifier \"{modifier}\""), span)),
+        "" => LocationKind::Prefix {
+            path: uri.as_bytes().into(),
+            noregex: false,
+        },
+        _ => {
+            return Err(ConfError::message(
+                format!("invalid location modifier \"{modifier}\""),
+                span,
+            ));
+        }
     };
     Ok((kind, name))
 }
 
-fn read_location(directive: &Directive, parent: Option<&PendingLocation>, context: &mut LoadContext<'_>) -> Result<PendingLocation, ConfError> {
+fn read_location(
+    directive: &Directive,
+    parent: Option<&PendingLocation>,
+    context: &mut LoadContext<'_>,
+) -> Result<PendingLocation, ConfError> {
     let (kind, name) = location_kind(directive, context)?;
     if let Some(parent) = parent {
         check_nesting(parent, &kind, &name, &directive.span)?;
     }
-    let mut pending = PendingLocation { kind, name, scope: LocationScope::default(), children: Vec::new() };
+    let mut pending = PendingLocation {
+        kind,
+        name,
+        scope: LocationScope::default(),
+        children: Vec::new(),
+    };
     for inner in directive.block.as_deref().unwrap_or_default() {
         let spec = conf::spec::check(modules::directives(), inner, Context::Location)?;
         match &spec.set {
@@ -288,7 +412,12 @@ fn read_location(directive: &Directive, parent: Option<&PendingLocation>, contex
                 pending.children.push(child);
             }
             Setter::Main(_) | Setter::Server(_) | Setter::Block(BlockKind::Server) => {
-                return Err(ConfError::at(ConfErrorKind::NotAllowedHere { name: inner.name.clone() }, &inner.span));
+                return Err(ConfError::at(
+                    ConfErrorKind::NotAllowedHere {
+                        name: inner.name.clone(),
+                    },
+                    &inner.span,
+                ));
             }
         }
     }
@@ -296,20 +425,33 @@ fn read_location(directive: &Directive, parent: Option<&PendingLocation>, contex
 }
 
 /// nginx's rules for nested locations.
-fn check_nesting(parent: &PendingLocation, kind: &LocationKind, name: &str, span: &Span) -> Result<(), ConfError> {
+fn check_nesting(
+    parent: &PendingLocation,
+    kind: &LocationKind,
+    name: &str,
+    span: &Span,
+) -> Result<(), ConfError> {
     let message = match (&parent.kind, kind) {
-        (_, LocationKind::Named(_)) => Some(format!("named location \"{name}\" can be on the server level only")),
-        (LocationKind::Exact(_), _) => {
-            Some(format!("location \"{name}\" cannot be inside the exact location \"{}\"", parent.name))
-        }
-        (LocationKind::Named(_), _) => {
-            Some(format!("location \"{name}\" cannot be inside the named location \"{}\"", parent.name))
-        }
-        (LocationKind::Prefix { path: outer, .. }, LocationKind::Prefix { path: inner, .. } | LocationKind::Exact(inner))
-            if !inner.starts_with(outer) =>
-        {
+        (_, LocationKind::Named(_)) => Some(format!(
+            "named location \"{name}\" can be on the server level only"
+        )),
+        (LocationKind::Exact(_), _) => Some(format!(
+            "location \"{name}\" cannot be inside the exact location \"{}\"",
+            parent.name
+        )),
+        (LocationKind::Named(_), _) => Some(format!(
+            "location \"{name}\" cannot be inside the named location \"{}\"",
+            parent.name
+        )),
+        (
+            LocationKind::Prefix { path: outer, .. },
+            LocationKind::Prefix { path: inner, .. } | LocationKind::Exact(inner),
+        ) if !inner.starts_with(outer) => {
             let inner_text = String::from_utf8_lossy(inner);
-            Some(format!("location \"{inner_text}\" is outside location \"{}\"", String::from_utf8_lossy(outer)))
+            Some(format!(
+                "location \"{inner_text}\" is outside location \"{}\"",
+                String::from_utf8_lossy(outer)
+            ))
         }
         _ => None,
     };
@@ -328,7 +470,10 @@ fn build(
     mut context: LoadContext<'_>,
     env: &MergeEnv,
 ) -> Result<HttpConf, ConfError> {
-    let mut builder = Builder { locations: Vec::new(), env };
+    let mut builder = Builder {
+        locations: Vec::new(),
+        env,
+    };
     let mut servers = Vec::new();
     let mut listens: Vec<(ListenSpec, ServerId)> = Vec::new();
     let mut server_regexes = Vec::new();
@@ -342,7 +487,11 @@ fn build(
         let server_location = builder.add(id, LocationKind::Server, String::new(), &location_scope);
         let locations = builder.tree(id, &location_scope, pending.locations);
         let named_locations = builder.named(&locations.1);
-        let name = server_scope.names.first().map(|(_, text)| text.as_bytes().into()).unwrap_or_default();
+        let name = server_scope
+            .names
+            .first()
+            .map(|(_, text)| text.as_bytes().into())
+            .unwrap_or_default();
         let specs = if server_scope.listens.is_empty() {
             vec![listen::default_listen(&pending.span)]
         } else {
@@ -363,7 +512,12 @@ fn build(
             named_locations,
         });
     }
-    let sockets = group_sockets(listens, &mut server_names, &mut server_regexes, &mut context)?;
+    let sockets = group_sockets(
+        listens,
+        &mut server_names,
+        &mut server_regexes,
+        &mut context,
+    )?;
     context.variables.check_defined()?;
     let mut main_core = main.core;
     main_core.merge_from(&Default::default());
@@ -385,7 +539,13 @@ struct Builder<'e> {
 }
 
 impl Builder<'_> {
-    fn add(&mut self, server: ServerId, kind: LocationKind, name: String, scope: &LocationScope) -> LocationId {
+    fn add(
+        &mut self,
+        server: ServerId,
+        kind: LocationKind,
+        name: String,
+        scope: &LocationScope,
+    ) -> LocationId {
         let id = LocationId(self.locations.len() as u32);
         self.locations.push(Location {
             id,
@@ -400,7 +560,12 @@ impl Builder<'_> {
 
     /// Merges and adds `pending` under a level whose scope is `parent`; returns the tree
     /// and the named locations found at this level.
-    fn tree(&mut self, server: ServerId, parent: &LocationScope, pending: Vec<PendingLocation>) -> (LocationTree, Vec<LocationId>) {
+    fn tree(
+        &mut self,
+        server: ServerId,
+        parent: &LocationScope,
+        pending: Vec<PendingLocation>,
+    ) -> (LocationTree, Vec<LocationId>) {
         let mut tree = LocationTree::default();
         let mut named = Vec::new();
         for mut location in pending {
@@ -448,16 +613,36 @@ fn group_sockets(
 ) -> Result<Vec<SocketConf>, ConfError> {
     let mut addresses: Vec<(runtime::ListenAddress, Vec<(ListenSpec, ServerId)>)> = Vec::new();
     for (spec, server) in listens {
-        match addresses.iter_mut().find(|(address, _)| *address == spec.address) {
+        match addresses
+            .iter_mut()
+            .find(|(address, _)| *address == spec.address)
+        {
             Some((_, group)) => {
-                if group.iter().any(|(existing, id)| *id == server && existing.address == spec.address) {
-                    return Err(ConfError::message(format!("a duplicate listen {}", spec.address), &spec.span));
+                if group
+                    .iter()
+                    .any(|(existing, id)| *id == server && existing.address == spec.address)
+                {
+                    return Err(ConfError::message(
+                        format!("a duplicate listen {}", spec.address),
+                        &spec.span,
+                    ));
                 }
-                if spec.has_socket_options && group.iter().any(|(existing, _)| existing.has_socket_options) {
-                    return Err(ConfError::message(format!("duplicate listen options for {}", spec.address), &spec.span));
+                if spec.has_socket_options
+                    && group
+                        .iter()
+                        .any(|(existing, _)| existing.has_socket_options)
+                {
+                    return Err(ConfError::message(
+                        format!("duplicate listen options for {}", spec.address),
+                        &spec.span,
+                    ));
                 }
-                if spec.default_server && group.iter().any(|(existing, _)| existing.default_server) {
-                    return Err(ConfError::message(format!("a duplicate default server for {}", spec.address), &spec.span));
+                if spec.default_server && group.iter().any(|(existing, _)| existing.default_server)
+                {
+                    return Err(ConfError::message(
+                        format!("a duplicate default server for {}", spec.address),
+                        &spec.span,
+                    ));
                 }
                 group.push((spec, server));
             }
@@ -471,30 +656,49 @@ fn group_sockets(
     let mut sockets: Vec<SocketConf> = Vec::new();
     let mut pending_specific = Vec::new();
     for (address, group) in addresses {
-        let address_conf = address_conf(&address, &group, &names_by_server, server_regexes, context);
-        let options = group.iter().find(|(spec, _)| spec.has_socket_options).map(|(spec, _)| spec.options.clone());
+        let address_conf =
+            address_conf(&address, &group, &names_by_server, server_regexes, context);
+        let options = group
+            .iter()
+            .find(|(spec, _)| spec.has_socket_options)
+            .map(|(spec, _)| spec.options.clone());
         let binds = group.iter().any(|(spec, _)| spec.bind);
-        let is_wildcard = matches!(&address, runtime::ListenAddress::Inet(inet) if inet.ip().is_unspecified());
+        let is_wildcard =
+            matches!(&address, runtime::ListenAddress::Inet(inet) if inet.ip().is_unspecified());
         if !is_wildcard && !binds && matches!(address, runtime::ListenAddress::Inet(_)) {
             pending_specific.push((address, options.unwrap_or_default(), address_conf));
             continue;
         }
-        sockets.push(SocketConf { address, options: options.unwrap_or_default(), addresses: vec![address_conf] });
+        sockets.push(SocketConf {
+            address,
+            options: options.unwrap_or_default(),
+            addresses: vec![address_conf],
+        });
     }
     for (address, options, mut address_conf) in pending_specific {
-        let runtime::ListenAddress::Inet(inet) = &address else { continue };
+        let runtime::ListenAddress::Inet(inet) = &address else {
+            continue;
+        };
         let wildcard = sockets.iter_mut().find(|socket| match &socket.address {
             runtime::ListenAddress::Inet(other) => {
-                other.ip().is_unspecified() && other.port() == inet.port() && other.is_ipv4() == inet.is_ipv4()
+                other.ip().is_unspecified()
+                    && other.port() == inet.port()
+                    && other.is_ipv4() == inet.is_ipv4()
             }
             runtime::ListenAddress::Unix(_) => false,
         });
         match wildcard {
             Some(socket) => {
                 address_conf.ip = Some(inet.ip());
-                socket.addresses.insert(socket.addresses.len() - 1, address_conf);
+                socket
+                    .addresses
+                    .insert(socket.addresses.len() - 1, address_conf);
             }
-            None => sockets.push(SocketConf { address, options, addresses: vec![address_conf] }),
+            None => sockets.push(SocketConf {
+                address,
+                options,
+                addresses: vec![address_conf],
+            }),
         }
     }
     Ok(sockets)
@@ -521,18 +725,28 @@ fn address_conf(
             continue;
         }
         seen.push(*server);
-        for (name, text) in names_by_server.get(server).map(Vec::as_slice).unwrap_or_default() {
+        for (name, text) in names_by_server
+            .get(server)
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+        {
             let regex_index = regexes.len();
             if let ServerName::Regex(named) = name {
                 regexes.push(named.clone());
             }
             if names.add(name, *server, regex_index).is_err() {
                 context.warnings.push(ConfError::new(
-                    ConfErrorKind::Message(format!("conflicting server name \"{text}\" on {address}, ignored")),
+                    ConfErrorKind::Message(format!(
+                        "conflicting server name \"{text}\" on {address}, ignored"
+                    )),
                     None,
                 ));
             }
         }
     }
-    AddressConf { ip: None, default_server, names }
+    AddressConf {
+        ip: None,
+        default_server,
+        names,
+    }
 }

@@ -80,7 +80,8 @@ impl LocationTree {
 
     pub fn add_prefix(&mut self, path: Box<[u8]>, id: LocationId) {
         self.prefix.push((path, id));
-        self.prefix.sort_by_key(|(path, _)| std::cmp::Reverse(path.len()));
+        self.prefix
+            .sort_by_key(|(path, _)| std::cmp::Reverse(path.len()));
     }
 
     pub fn add_regex(&mut self, id: LocationId) {
@@ -107,7 +108,13 @@ pub struct MatchState {
 
 /// Finds the location for `uri`, starting at the server level `server_location` whose
 /// tree is `tree`.
-pub fn find(locations: &[Location], tree: &LocationTree, server_location: LocationId, uri: &[u8], state: &mut MatchState) -> LocationId {
+pub fn find(
+    locations: &[Location],
+    tree: &LocationTree,
+    server_location: LocationId,
+    uri: &[u8],
+    state: &mut MatchState,
+) -> LocationId {
     let mut selected = server_location;
     find_in(locations, tree, uri, &mut selected, state, 0);
     selected
@@ -137,7 +144,15 @@ fn find_in(
         *selected = *id;
         let location = &locations[id.0 as usize];
         noregex = matches!(location.kind, LocationKind::Prefix { noregex: true, .. });
-        if find_in(locations, &location.children, uri, selected, state, depth + 1) == Outcome::Done {
+        if find_in(
+            locations,
+            &location.children,
+            uri,
+            selected,
+            state,
+            depth + 1,
+        ) == Outcome::Done
+        {
             return Outcome::Done;
         }
         outcome = Outcome::Prefix;
@@ -153,7 +168,14 @@ fn find_in(
         if regex.regex.captures(uri, &mut state.captures) {
             regex.store(&state.captures, &mut state.named);
             *selected = *id;
-            find_in(locations, &location.children, uri, selected, state, depth + 1);
+            find_in(
+                locations,
+                &location.children,
+                uri,
+                selected,
+                state,
+                depth + 1,
+            );
             return Outcome::Done;
         }
     }

@@ -85,7 +85,11 @@ pub struct NamedCaptures {
 
 impl NamedCaptures {
     pub fn new(regex: Regex, registry: &mut VariableRegistry) -> NamedCaptures {
-        let slots = regex.names().iter().map(|(name, index)| (*index, registry.define(name))).collect();
+        let slots = regex
+            .names()
+            .iter()
+            .map(|(name, index)| (*index, registry.define(name)))
+            .collect();
         NamedCaptures { regex, slots }
     }
 

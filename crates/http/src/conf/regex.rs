@@ -56,8 +56,12 @@ impl Regex {
                 let rest = pattern.get(offset..).unwrap_or("");
                 // The crate's text is "PCRE2: error compiling pattern at offset N: MESSAGE".
                 let text = error.to_string();
-                let message = text.rsplit_once(": ").map_or(text.as_str(), |(_, message)| message);
-                RegexError(format!("pcre2_compile() failed: {message} in \"{pattern}\" at \"{rest}\""))
+                let message = text
+                    .rsplit_once(": ")
+                    .map_or(text.as_str(), |(_, message)| message);
+                RegexError(format!(
+                    "pcre2_compile() failed: {message} in \"{pattern}\" at \"{rest}\""
+                ))
             })?;
         let names = inner
             .capture_names()
@@ -65,7 +69,11 @@ impl Regex {
             .enumerate()
             .filter_map(|(index, name)| name.as_ref().map(|name| (name.clone(), index)))
             .collect();
-        Ok(Regex { inner, pattern: pattern.to_owned(), names })
+        Ok(Regex {
+            inner,
+            pattern: pattern.to_owned(),
+            names,
+        })
     }
 
     pub fn pattern(&self) -> &str {
@@ -98,7 +106,9 @@ impl Regex {
                 captures.subject.extend_from_slice(subject);
                 captures.groups.clear();
                 for index in 0..locations.len() {
-                    captures.groups.push(locations.get(index).map(|(start, end)| start..end));
+                    captures
+                        .groups
+                        .push(locations.get(index).map(|(start, end)| start..end));
                 }
                 true
             }
@@ -130,8 +140,16 @@ mod tests {
 
     #[test]
     fn caseless_and_case_sensitive() {
-        assert!(Regex::compile(r"\.(gif|jpg)$", true).unwrap().is_match(b"/t.GIF"));
-        assert!(!Regex::compile(r"\.(gif|jpg)$", false).unwrap().is_match(b"/t.GIF"));
+        assert!(
+            Regex::compile(r"\.(gif|jpg)$", true)
+                .unwrap()
+                .is_match(b"/t.GIF")
+        );
+        assert!(
+            !Regex::compile(r"\.(gif|jpg)$", false)
+                .unwrap()
+                .is_match(b"/t.GIF")
+        );
     }
 
     #[test]
@@ -149,6 +167,12 @@ mod tests {
     #[test]
     fn compile_errors_read_like_nginx() {
         let error = Regex::compile("^(foo", false).unwrap_err();
-        assert!(error.0.starts_with("pcre2_compile() failed: missing closing parenthesis in \"^(foo\" at \""), "{}", error.0);
+        assert!(
+            error.0.starts_with(
+                "pcre2_compile() failed: missing closing parenthesis in \"^(foo\" at \""
+            ),
+            "{}",
+            error.0
+        );
     }
 }

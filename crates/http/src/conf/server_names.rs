@@ -30,28 +30,40 @@ pub fn parse(
     span: &Span,
 ) -> Result<ServerName, ConfError> {
     if let Some(pattern) = text.strip_prefix('~') {
-        let regex = Regex::compile(pattern, true).map_err(|error| ConfError::message(error.0, span))?;
+        let regex =
+            Regex::compile(pattern, true).map_err(|error| ConfError::message(error.0, span))?;
         return Ok(ServerName::Regex(NamedCaptures::new(regex, registry)));
     }
-    let lower = if text == "$hostname" { hostname.to_ascii_lowercase() } else { text.to_ascii_lowercase() };
-    let invalid = || ConfError::message(format!("invalid server name or wildcard \"{text}\""), span);
+    let lower = if text == "$hostname" {
+        hostname.to_ascii_lowercase()
+    } else {
+        text.to_ascii_lowercase()
+    };
+    let invalid =
+        || ConfError::message(format!("invalid server name or wildcard \"{text}\""), span);
     if let Some(rest) = lower.strip_prefix("*.") {
         if rest.is_empty() || rest.contains('*') {
             return Err(invalid());
         }
-        return Ok(ServerName::Head { suffix: lower[1..].as_bytes().into(), also_bare: false });
+        return Ok(ServerName::Head {
+            suffix: lower.as_bytes()[1..].into(),
+            also_bare: false,
+        });
     }
     if let Some(rest) = lower.strip_suffix(".*") {
         if rest.is_empty() || rest.contains('*') {
             return Err(invalid());
         }
-        return Ok(ServerName::Tail(lower[..lower.len() - 1].as_bytes().into()));
+        return Ok(ServerName::Tail(lower.as_bytes()[..lower.len() - 1].into()));
     }
     if lower.contains('*') {
         return Err(invalid());
     }
     if lower.len() > 1 && lower.starts_with('.') {
-        return Ok(ServerName::Head { suffix: lower.as_bytes().into(), also_bare: true });
+        return Ok(ServerName::Head {
+            suffix: lower.as_bytes().into(),
+            also_bare: true,
+        });
     }
     Ok(ServerName::Exact(lower.as_bytes().into()))
 }
@@ -76,8 +88,15 @@ pub struct Conflict {
 impl ServerNames {
     /// Adds `name` of `server`; the first server to claim a name keeps it.
     /// `regex_index` identifies the server's regex for [`ServerNames::find`].
-    pub fn add(&mut self, name: &ServerName, server: ServerId, regex_index: usize) -> Result<(), Conflict> {
-        let conflict = |bytes: &[u8]| Conflict { name: String::from_utf8_lossy(bytes).into_owned() };
+    pub fn add(
+        &mut self,
+        name: &ServerName,
+        server: ServerId,
+        regex_index: usize,
+    ) -> Result<(), Conflict> {
+        let conflict = |bytes: &[u8]| Conflict {
+            name: String::from_utf8_lossy(bytes).into_owned(),
+        };
         match name {
             ServerName::Exact(bytes) => {
                 if self.exact.contains_key(bytes) {
@@ -90,14 +109,16 @@ impl ServerNames {
                     return Err(conflict(suffix));
                 }
                 self.head.push((suffix.clone(), *also_bare, server));
-                self.head.sort_by_key(|(suffix, _, _)| std::cmp::Reverse(suffix.len()));
+                self.head
+                    .sort_by_key(|(suffix, _, _)| std::cmp::Reverse(suffix.len()));
             }
             ServerName::Tail(prefix) => {
                 if self.tail.iter().any(|(existing, _)| existing == prefix) {
                     return Err(conflict(prefix));
                 }
                 self.tail.push((prefix.clone(), server));
-                self.tail.sort_by_key(|(prefix, _)| std::cmp::Reverse(prefix.len()));
+                self.tail
+                    .sort_by_key(|(prefix, _)| std::cmp::Reverse(prefix.len()));
             }
             ServerName::Regex(_) => self.regex.push((regex_index, server)),
         }
@@ -160,7 +181,9 @@ mod tests {
 
     fn find(lookup: &ServerNames, regexes: &[NamedCaptures], host: &str) -> Option<u32> {
         let mut captures = Captures::default();
-        lookup.find(host.as_bytes(), |index| &regexes[index], &mut captures).map(|(server, _)| server.0)
+        lookup
+            .find(host.as_bytes(), |index| &regexes[index], &mut captures)
+            .map(|(server, _)| server.0)
     }
 
     #[test]
@@ -199,7 +222,12 @@ mod tests {
         let mut lookup = ServerNames::default();
         let name = parse("a.com", "h", &mut registry, &Span::CommandLine).unwrap();
         lookup.add(&name, ServerId(0), 0).unwrap();
-        assert_eq!(lookup.add(&name, ServerId(1), 0), Err(Conflict { name: "a.com".to_owned() }));
+        assert_eq!(
+            lookup.add(&name, ServerId(1), 0),
+            Err(Conflict {
+                name: "a.com".to_owned()
+            })
+        );
     }
 
     #[test]
@@ -207,7 +235,10 @@ mod tests {
         let mut registry = VariableRegistry::default();
         for bad in ["w*.example.com", "*.", "*.a.*", "a.*.com"] {
             let error = parse(bad, "h", &mut registry, &Span::CommandLine).unwrap_err();
-            assert_eq!(error.to_string(), format!("invalid server name or wildcard \"{bad}\" in command line"));
+            assert_eq!(
+                error.to_string(),
+                format!("invalid server name or wildcard \"{bad}\" in command line")
+            );
         }
     }
 }

@@ -7,7 +7,9 @@ use conf::{Arity, BlockKind as Shape, ConfError, Contexts, Directive};
 
 use crate::conf::listen;
 use crate::conf::server_names;
-use crate::conf::{BlockKind, HttpDirective, LoadContext, LocationScope, MainScope, ServerScope, Setter};
+use crate::conf::{
+    BlockKind, HttpDirective, LoadContext, LocationScope, MainScope, ServerScope, Setter,
+};
 use crate::core::settings::{
     BodyInFileOnly, DocumentRoot, KeepaliveDisable, KeepaliveTimeout, LingeringClose, ServerTokens,
 };
@@ -16,60 +18,297 @@ const HTTP_SERVER: Contexts = Contexts::HTTP.with(Contexts::SERVER);
 const ANY_LEVEL: Contexts = Contexts::HTTP_SERVER_LOCATION;
 
 const fn entry(name: &'static str, contexts: Contexts, arity: Arity, set: Setter) -> HttpDirective {
-    HttpDirective { name, contexts, arity, block: Shape::Simple, set }
+    HttpDirective {
+        name,
+        contexts,
+        arity,
+        block: Shape::Simple,
+        set,
+    }
 }
 
-const fn block(name: &'static str, contexts: Contexts, arity: Arity, kind: BlockKind) -> HttpDirective {
-    HttpDirective { name, contexts, arity, block: Shape::Block, set: Setter::Block(kind) }
+const fn block(
+    name: &'static str,
+    contexts: Contexts,
+    arity: Arity,
+    kind: BlockKind,
+) -> HttpDirective {
+    HttpDirective {
+        name,
+        contexts,
+        arity,
+        block: Shape::Block,
+        set: Setter::Block(kind),
+    }
 }
 
 pub const DIRECTIVES: &[HttpDirective] = &[
     block("server", Contexts::HTTP, Arity::NONE, BlockKind::Server),
-    block("location", Contexts::SERVER.with(Contexts::LOCATION), Arity::TAKE12, BlockKind::Location),
+    block(
+        "location",
+        Contexts::SERVER.with(Contexts::LOCATION),
+        Arity::TAKE12,
+        BlockKind::Location,
+    ),
     block("types", ANY_LEVEL, Arity::NONE, BlockKind::Types),
-    entry("listen", Contexts::SERVER, Arity::ONE_OR_MORE, Setter::Server(set_listen)),
-    entry("server_name", Contexts::SERVER, Arity::ONE_OR_MORE, Setter::Server(set_server_name)),
-    entry("root", ANY_LEVEL.with(Contexts::LOCATION_IF), Arity::TAKE1, Setter::Location(set_root)),
-    entry("alias", Contexts::LOCATION, Arity::TAKE1, Setter::Location(set_alias)),
-    entry("server_names_hash_bucket_size", Contexts::HTTP, Arity::TAKE1, Setter::Main(set_server_names_hash_bucket_size)),
-    entry("server_names_hash_max_size", Contexts::HTTP, Arity::TAKE1, Setter::Main(set_server_names_hash_max_size)),
-    entry("variables_hash_bucket_size", Contexts::HTTP, Arity::TAKE1, Setter::Main(set_variables_hash_bucket_size)),
-    entry("variables_hash_max_size", Contexts::HTTP, Arity::TAKE1, Setter::Main(set_variables_hash_max_size)),
-    entry("client_header_buffer_size", HTTP_SERVER, Arity::TAKE1, Setter::Server(set_client_header_buffer_size)),
-    entry("large_client_header_buffers", HTTP_SERVER, Arity::TAKE2, Setter::Server(set_large_client_header_buffers)),
-    entry("client_header_timeout", HTTP_SERVER, Arity::TAKE1, Setter::Server(set_client_header_timeout)),
-    entry("ignore_invalid_headers", HTTP_SERVER, Arity::FLAG, Setter::Server(set_ignore_invalid_headers)),
-    entry("underscores_in_headers", HTTP_SERVER, Arity::FLAG, Setter::Server(set_underscores_in_headers)),
-    entry("merge_slashes", HTTP_SERVER, Arity::FLAG, Setter::Server(set_merge_slashes)),
-    entry("max_headers", HTTP_SERVER, Arity::TAKE1, Setter::Server(set_max_headers)),
-    entry("connection_pool_size", HTTP_SERVER, Arity::TAKE1, Setter::Server(set_connection_pool_size)),
-    entry("request_pool_size", HTTP_SERVER, Arity::TAKE1, Setter::Server(set_request_pool_size)),
-    entry("types_hash_bucket_size", ANY_LEVEL, Arity::TAKE1, Setter::Location(set_types_hash_bucket_size)),
-    entry("types_hash_max_size", ANY_LEVEL, Arity::TAKE1, Setter::Location(set_types_hash_max_size)),
-    entry("client_max_body_size", ANY_LEVEL, Arity::TAKE1, Setter::Location(set_client_max_body_size)),
-    entry("client_body_buffer_size", ANY_LEVEL, Arity::TAKE1, Setter::Location(set_client_body_buffer_size)),
-    entry("client_body_timeout", ANY_LEVEL, Arity::TAKE1, Setter::Location(set_client_body_timeout)),
-    entry("client_body_temp_path", ANY_LEVEL, Arity::TAKE1234, Setter::Location(set_client_body_temp_path)),
-    entry("client_body_in_file_only", ANY_LEVEL, Arity::TAKE1, Setter::Location(set_client_body_in_file_only)),
-    entry("client_body_in_single_buffer", ANY_LEVEL, Arity::FLAG, Setter::Location(set_client_body_in_single_buffer)),
-    entry("send_timeout", ANY_LEVEL, Arity::TAKE1, Setter::Location(set_send_timeout)),
-    entry("keepalive_timeout", ANY_LEVEL, Arity::TAKE12, Setter::Location(set_keepalive_timeout)),
-    entry("keepalive_requests", ANY_LEVEL, Arity::TAKE1, Setter::Location(set_keepalive_requests)),
-    entry("keepalive_time", ANY_LEVEL, Arity::TAKE1, Setter::Location(set_keepalive_time)),
-    entry("keepalive_disable", ANY_LEVEL, Arity::TAKE12, Setter::Location(set_keepalive_disable)),
-    entry("lingering_close", ANY_LEVEL, Arity::TAKE1, Setter::Location(set_lingering_close)),
-    entry("lingering_time", ANY_LEVEL, Arity::TAKE1, Setter::Location(set_lingering_time)),
-    entry("lingering_timeout", ANY_LEVEL, Arity::TAKE1, Setter::Location(set_lingering_timeout)),
-    entry("reset_timedout_connection", ANY_LEVEL, Arity::FLAG, Setter::Location(set_reset_timedout_connection)),
-    entry("default_type", ANY_LEVEL, Arity::TAKE1, Setter::Location(set_default_type)),
-    entry("server_tokens", ANY_LEVEL, Arity::TAKE1, Setter::Location(set_server_tokens)),
-    entry("chunked_transfer_encoding", ANY_LEVEL, Arity::FLAG, Setter::Location(set_chunked_transfer_encoding)),
-    entry("log_not_found", ANY_LEVEL, Arity::FLAG, Setter::Location(set_log_not_found)),
-    entry("absolute_redirect", ANY_LEVEL, Arity::FLAG, Setter::Location(set_absolute_redirect)),
-    entry("port_in_redirect", ANY_LEVEL, Arity::FLAG, Setter::Location(set_port_in_redirect)),
-    entry("server_name_in_redirect", ANY_LEVEL, Arity::FLAG, Setter::Location(set_server_name_in_redirect)),
-    entry("msie_padding", ANY_LEVEL, Arity::FLAG, Setter::Location(set_msie_padding)),
-    entry("tcp_nodelay", ANY_LEVEL, Arity::FLAG, Setter::Location(set_tcp_nodelay)),
+    entry(
+        "listen",
+        Contexts::SERVER,
+        Arity::ONE_OR_MORE,
+        Setter::Server(set_listen),
+    ),
+    entry(
+        "server_name",
+        Contexts::SERVER,
+        Arity::ONE_OR_MORE,
+        Setter::Server(set_server_name),
+    ),
+    entry(
+        "root",
+        ANY_LEVEL.with(Contexts::LOCATION_IF),
+        Arity::TAKE1,
+        Setter::Location(set_root),
+    ),
+    entry(
+        "alias",
+        Contexts::LOCATION,
+        Arity::TAKE1,
+        Setter::Location(set_alias),
+    ),
+    entry(
+        "server_names_hash_bucket_size",
+        Contexts::HTTP,
+        Arity::TAKE1,
+        Setter::Main(set_server_names_hash_bucket_size),
+    ),
+    entry(
+        "server_names_hash_max_size",
+        Contexts::HTTP,
+        Arity::TAKE1,
+        Setter::Main(set_server_names_hash_max_size),
+    ),
+    entry(
+        "variables_hash_bucket_size",
+        Contexts::HTTP,
+        Arity::TAKE1,
+        Setter::Main(set_variables_hash_bucket_size),
+    ),
+    entry(
+        "variables_hash_max_size",
+        Contexts::HTTP,
+        Arity::TAKE1,
+        Setter::Main(set_variables_hash_max_size),
+    ),
+    entry(
+        "client_header_buffer_size",
+        HTTP_SERVER,
+        Arity::TAKE1,
+        Setter::Server(set_client_header_buffer_size),
+    ),
+    entry(
+        "large_client_header_buffers",
+        HTTP_SERVER,
+        Arity::TAKE2,
+        Setter::Server(set_large_client_header_buffers),
+    ),
+    entry(
+        "client_header_timeout",
+        HTTP_SERVER,
+        Arity::TAKE1,
+        Setter::Server(set_client_header_timeout),
+    ),
+    entry(
+        "ignore_invalid_headers",
+        HTTP_SERVER,
+        Arity::FLAG,
+        Setter::Server(set_ignore_invalid_headers),
+    ),
+    entry(
+        "underscores_in_headers",
+        HTTP_SERVER,
+        Arity::FLAG,
+        Setter::Server(set_underscores_in_headers),
+    ),
+    entry(
+        "merge_slashes",
+        HTTP_SERVER,
+        Arity::FLAG,
+        Setter::Server(set_merge_slashes),
+    ),
+    entry(
+        "max_headers",
+        HTTP_SERVER,
+        Arity::TAKE1,
+        Setter::Server(set_max_headers),
+    ),
+    entry(
+        "connection_pool_size",
+        HTTP_SERVER,
+        Arity::TAKE1,
+        Setter::Server(set_connection_pool_size),
+    ),
+    entry(
+        "request_pool_size",
+        HTTP_SERVER,
+        Arity::TAKE1,
+        Setter::Server(set_request_pool_size),
+    ),
+    entry(
+        "types_hash_bucket_size",
+        ANY_LEVEL,
+        Arity::TAKE1,
+        Setter::Location(set_types_hash_bucket_size),
+    ),
+    entry(
+        "types_hash_max_size",
+        ANY_LEVEL,
+        Arity::TAKE1,
+        Setter::Location(set_types_hash_max_size),
+    ),
+    entry(
+        "client_max_body_size",
+        ANY_LEVEL,
+        Arity::TAKE1,
+        Setter::Location(set_client_max_body_size),
+    ),
+    entry(
+        "client_body_buffer_size",
+        ANY_LEVEL,
+        Arity::TAKE1,
+        Setter::Location(set_client_body_buffer_size),
+    ),
+    entry(
+        "client_body_timeout",
+        ANY_LEVEL,
+        Arity::TAKE1,
+        Setter::Location(set_client_body_timeout),
+    ),
+    entry(
+        "client_body_temp_path",
+        ANY_LEVEL,
+        Arity::TAKE1234,
+        Setter::Location(set_client_body_temp_path),
+    ),
+    entry(
+        "client_body_in_file_only",
+        ANY_LEVEL,
+        Arity::TAKE1,
+        Setter::Location(set_client_body_in_file_only),
+    ),
+    entry(
+        "client_body_in_single_buffer",
+        ANY_LEVEL,
+        Arity::FLAG,
+        Setter::Location(set_client_body_in_single_buffer),
+    ),
+    entry(
+        "send_timeout",
+        ANY_LEVEL,
+        Arity::TAKE1,
+        Setter::Location(set_send_timeout),
+    ),
+    entry(
+        "keepalive_timeout",
+        ANY_LEVEL,
+        Arity::TAKE12,
+        Setter::Location(set_keepalive_timeout),
+    ),
+    entry(
+        "keepalive_requests",
+        ANY_LEVEL,
+        Arity::TAKE1,
+        Setter::Location(set_keepalive_requests),
+    ),
+    entry(
+        "keepalive_time",
+        ANY_LEVEL,
+        Arity::TAKE1,
+        Setter::Location(set_keepalive_time),
+    ),
+    entry(
+        "keepalive_disable",
+        ANY_LEVEL,
+        Arity::TAKE12,
+        Setter::Location(set_keepalive_disable),
+    ),
+    entry(
+        "lingering_close",
+        ANY_LEVEL,
+        Arity::TAKE1,
+        Setter::Location(set_lingering_close),
+    ),
+    entry(
+        "lingering_time",
+        ANY_LEVEL,
+        Arity::TAKE1,
+        Setter::Location(set_lingering_time),
+    ),
+    entry(
+        "lingering_timeout",
+        ANY_LEVEL,
+        Arity::TAKE1,
+        Setter::Location(set_lingering_timeout),
+    ),
+    entry(
+        "reset_timedout_connection",
+        ANY_LEVEL,
+        Arity::FLAG,
+        Setter::Location(set_reset_timedout_connection),
+    ),
+    entry(
+        "default_type",
+        ANY_LEVEL,
+        Arity::TAKE1,
+        Setter::Location(set_default_type),
+    ),
+    entry(
+        "server_tokens",
+        ANY_LEVEL,
+        Arity::TAKE1,
+        Setter::Location(set_server_tokens),
+    ),
+    entry(
+        "chunked_transfer_encoding",
+        ANY_LEVEL,
+        Arity::FLAG,
+        Setter::Location(set_chunked_transfer_encoding),
+    ),
+    entry(
+        "log_not_found",
+        ANY_LEVEL,
+        Arity::FLAG,
+        Setter::Location(set_log_not_found),
+    ),
+    entry(
+        "absolute_redirect",
+        ANY_LEVEL,
+        Arity::FLAG,
+        Setter::Location(set_absolute_redirect),
+    ),
+    entry(
+        "port_in_redirect",
+        ANY_LEVEL,
+        Arity::FLAG,
+        Setter::Location(set_port_in_redirect),
+    ),
+    entry(
+        "server_name_in_redirect",
+        ANY_LEVEL,
+        Arity::FLAG,
+        Setter::Location(set_server_name_in_redirect),
+    ),
+    entry(
+        "msie_padding",
+        ANY_LEVEL,
+        Arity::FLAG,
+        Setter::Location(set_msie_padding),
+    ),
+    entry(
+        "tcp_nodelay",
+        ANY_LEVEL,
+        Arity::FLAG,
+        Setter::Location(set_tcp_nodelay),
+    ),
 ];
 
 /// `"NAME" directive invalid value`
@@ -102,7 +341,11 @@ fn flag(directive: &Directive, context: &mut LoadContext<'_>) -> Result<bool, Co
 /// Generates a setter that fills one `Option` field once, with nginx's duplicate error.
 macro_rules! setter {
     ($name:ident, Main, $module:ident . $field:ident, $parse:expr) => {
-        fn $name(scope: &mut MainScope, directive: &Directive, context: &mut LoadContext<'_>) -> Result<(), ConfError> {
+        fn $name(
+            scope: &mut MainScope,
+            directive: &Directive,
+            context: &mut LoadContext<'_>,
+        ) -> Result<(), ConfError> {
             if scope.$module.$field.is_some() {
                 return Err(context.duplicate(directive));
             }
@@ -111,7 +354,11 @@ macro_rules! setter {
         }
     };
     ($name:ident, Server, $module:ident . $field:ident, $parse:expr) => {
-        fn $name(scope: &mut ServerScope, directive: &Directive, context: &mut LoadContext<'_>) -> Result<(), ConfError> {
+        fn $name(
+            scope: &mut ServerScope,
+            directive: &Directive,
+            context: &mut LoadContext<'_>,
+        ) -> Result<(), ConfError> {
             if scope.$module.$field.is_some() {
                 return Err(context.duplicate(directive));
             }
@@ -120,7 +367,11 @@ macro_rules! setter {
         }
     };
     ($name:ident, Location, $module:ident . $field:ident, $parse:expr) => {
-        fn $name(scope: &mut LocationScope, directive: &Directive, context: &mut LoadContext<'_>) -> Result<(), ConfError> {
+        fn $name(
+            scope: &mut LocationScope,
+            directive: &Directive,
+            context: &mut LoadContext<'_>,
+        ) -> Result<(), ConfError> {
             if scope.$module.$field.is_some() {
                 return Err(context.duplicate(directive));
             }
@@ -130,48 +381,194 @@ macro_rules! setter {
     };
 }
 
-setter!(set_server_names_hash_bucket_size, Main, core.server_names_hash_bucket_size, size);
-setter!(set_server_names_hash_max_size, Main, core.server_names_hash_max_size, number);
-setter!(set_variables_hash_bucket_size, Main, core.variables_hash_bucket_size, size);
-setter!(set_variables_hash_max_size, Main, core.variables_hash_max_size, number);
-setter!(set_client_header_buffer_size, Server, core.client_header_buffer_size, nonzero_size);
-setter!(set_large_client_header_buffers, Server, core.large_client_header_buffers, buffers);
-setter!(set_client_header_timeout, Server, core.client_header_timeout, time);
-setter!(set_ignore_invalid_headers, Server, core.ignore_invalid_headers, flag);
-setter!(set_underscores_in_headers, Server, core.underscores_in_headers, flag);
+setter!(
+    set_server_names_hash_bucket_size,
+    Main,
+    core.server_names_hash_bucket_size,
+    size
+);
+setter!(
+    set_server_names_hash_max_size,
+    Main,
+    core.server_names_hash_max_size,
+    number
+);
+setter!(
+    set_variables_hash_bucket_size,
+    Main,
+    core.variables_hash_bucket_size,
+    size
+);
+setter!(
+    set_variables_hash_max_size,
+    Main,
+    core.variables_hash_max_size,
+    number
+);
+setter!(
+    set_client_header_buffer_size,
+    Server,
+    core.client_header_buffer_size,
+    nonzero_size
+);
+setter!(
+    set_large_client_header_buffers,
+    Server,
+    core.large_client_header_buffers,
+    buffers
+);
+setter!(
+    set_client_header_timeout,
+    Server,
+    core.client_header_timeout,
+    time
+);
+setter!(
+    set_ignore_invalid_headers,
+    Server,
+    core.ignore_invalid_headers,
+    flag
+);
+setter!(
+    set_underscores_in_headers,
+    Server,
+    core.underscores_in_headers,
+    flag
+);
 setter!(set_merge_slashes, Server, core.merge_slashes, flag);
 setter!(set_max_headers, Server, core.max_headers, number);
-setter!(set_connection_pool_size, Server, core.connection_pool_size, size);
+setter!(
+    set_connection_pool_size,
+    Server,
+    core.connection_pool_size,
+    size
+);
 setter!(set_request_pool_size, Server, core.request_pool_size, size);
-setter!(set_types_hash_bucket_size, Location, core.types_hash_bucket_size, size);
-setter!(set_types_hash_max_size, Location, core.types_hash_max_size, number);
-setter!(set_client_max_body_size, Location, core.client_max_body_size, offset);
-setter!(set_client_body_buffer_size, Location, core.client_body_buffer_size, size);
-setter!(set_client_body_timeout, Location, core.client_body_timeout, time);
-setter!(set_client_body_temp_path, Location, core.client_body_temp_path, temp_path);
-setter!(set_client_body_in_file_only, Location, core.client_body_in_file_only, body_in_file_only);
-setter!(set_client_body_in_single_buffer, Location, core.client_body_in_single_buffer, flag);
+setter!(
+    set_types_hash_bucket_size,
+    Location,
+    core.types_hash_bucket_size,
+    size
+);
+setter!(
+    set_types_hash_max_size,
+    Location,
+    core.types_hash_max_size,
+    number
+);
+setter!(
+    set_client_max_body_size,
+    Location,
+    core.client_max_body_size,
+    offset
+);
+setter!(
+    set_client_body_buffer_size,
+    Location,
+    core.client_body_buffer_size,
+    size
+);
+setter!(
+    set_client_body_timeout,
+    Location,
+    core.client_body_timeout,
+    time
+);
+setter!(
+    set_client_body_temp_path,
+    Location,
+    core.client_body_temp_path,
+    temp_path
+);
+setter!(
+    set_client_body_in_file_only,
+    Location,
+    core.client_body_in_file_only,
+    body_in_file_only
+);
+setter!(
+    set_client_body_in_single_buffer,
+    Location,
+    core.client_body_in_single_buffer,
+    flag
+);
 setter!(set_send_timeout, Location, core.send_timeout, time);
-setter!(set_keepalive_timeout, Location, core.keepalive_timeout, keepalive_timeout);
-setter!(set_keepalive_requests, Location, core.keepalive_requests, number);
+setter!(
+    set_keepalive_timeout,
+    Location,
+    core.keepalive_timeout,
+    keepalive_timeout
+);
+setter!(
+    set_keepalive_requests,
+    Location,
+    core.keepalive_requests,
+    number
+);
 setter!(set_keepalive_time, Location, core.keepalive_time, time);
-setter!(set_keepalive_disable, Location, core.keepalive_disable, keepalive_disable);
-setter!(set_lingering_close, Location, core.lingering_close, lingering_close);
+setter!(
+    set_keepalive_disable,
+    Location,
+    core.keepalive_disable,
+    keepalive_disable
+);
+setter!(
+    set_lingering_close,
+    Location,
+    core.lingering_close,
+    lingering_close
+);
 setter!(set_lingering_time, Location, core.lingering_time, time);
-setter!(set_lingering_timeout, Location, core.lingering_timeout, time);
-setter!(set_reset_timedout_connection, Location, core.reset_timedout_connection, flag);
+setter!(
+    set_lingering_timeout,
+    Location,
+    core.lingering_timeout,
+    time
+);
+setter!(
+    set_reset_timedout_connection,
+    Location,
+    core.reset_timedout_connection,
+    flag
+);
 setter!(set_default_type, Location, core.default_type, default_type);
-setter!(set_server_tokens, Location, core.server_tokens, server_tokens);
-setter!(set_chunked_transfer_encoding, Location, core.chunked_transfer_encoding, flag);
+setter!(
+    set_server_tokens,
+    Location,
+    core.server_tokens,
+    server_tokens
+);
+setter!(
+    set_chunked_transfer_encoding,
+    Location,
+    core.chunked_transfer_encoding,
+    flag
+);
 setter!(set_log_not_found, Location, core.log_not_found, flag);
-setter!(set_absolute_redirect, Location, core.absolute_redirect, flag);
+setter!(
+    set_absolute_redirect,
+    Location,
+    core.absolute_redirect,
+    flag
+);
 setter!(set_port_in_redirect, Location, core.port_in_redirect, flag);
-setter!(set_server_name_in_redirect, Location, core.server_name_in_redirect, flag);
+setter!(
+    set_server_name_in_redirect,
+    Location,
+    core.server_name_in_redirect,
+    flag
+);
 setter!(set_msie_padding, Location, core.msie_padding, flag);
 setter!(set_tcp_nodelay, Location, core.tcp_nodelay, flag);
 
 fn nonzero_size(directive: &Directive, context: &mut LoadContext<'_>) -> Result<u64, ConfError> {
-    size(directive, context).and_then(|value| if value == 0 { Err(invalid_value(directive)) } else { Ok(value) })
+    size(directive, context).and_then(|value| {
+        if value == 0 {
+            Err(invalid_value(directive))
+        } else {
+            Ok(value)
+        }
+    })
 }
 
 fn offset(directive: &Directive, _context: &mut LoadContext<'_>) -> Result<u64, ConfError> {
@@ -188,11 +585,17 @@ fn buffers(directive: &Directive, _context: &mut LoadContext<'_>) -> Result<(u64
     }
 }
 
-fn temp_path(directive: &Directive, context: &mut LoadContext<'_>) -> Result<crate::core::TempPath, ConfError> {
+fn temp_path(
+    directive: &Directive,
+    context: &mut LoadContext<'_>,
+) -> Result<crate::core::TempPath, ConfError> {
     context.temp_path(directive)
 }
 
-fn body_in_file_only(directive: &Directive, _context: &mut LoadContext<'_>) -> Result<BodyInFileOnly, ConfError> {
+fn body_in_file_only(
+    directive: &Directive,
+    _context: &mut LoadContext<'_>,
+) -> Result<BodyInFileOnly, ConfError> {
     match directive.arg(0) {
         "off" => Ok(BodyInFileOnly::Off),
         "on" => Ok(BodyInFileOnly::On),
@@ -202,18 +605,26 @@ fn body_in_file_only(directive: &Directive, _context: &mut LoadContext<'_>) -> R
 }
 
 /// `keepalive_timeout TIMEOUT [HEADER_TIMEOUT]`; the header value is whole seconds.
-fn keepalive_timeout(directive: &Directive, _context: &mut LoadContext<'_>) -> Result<KeepaliveTimeout, ConfError> {
-    let timeout = conf::value::parse_time(directive.arg(0)).ok_or_else(|| invalid_value(directive))?;
+fn keepalive_timeout(
+    directive: &Directive,
+    _context: &mut LoadContext<'_>,
+) -> Result<KeepaliveTimeout, ConfError> {
+    let timeout =
+        conf::value::parse_time(directive.arg(0)).ok_or_else(|| invalid_value(directive))?;
     let header = match directive.args.get(1) {
-        Some(argument) => {
-            Some(conf::value::parse_time_seconds(argument.as_str()).ok_or_else(|| invalid_value(directive))?)
-        }
+        Some(argument) => Some(
+            conf::value::parse_time_seconds(argument.as_str())
+                .ok_or_else(|| invalid_value(directive))?,
+        ),
         None => None,
     };
     Ok(KeepaliveTimeout { timeout, header })
 }
 
-fn keepalive_disable(directive: &Directive, _context: &mut LoadContext<'_>) -> Result<KeepaliveDisable, ConfError> {
+fn keepalive_disable(
+    directive: &Directive,
+    _context: &mut LoadContext<'_>,
+) -> Result<KeepaliveDisable, ConfError> {
     let mut disable = KeepaliveDisable::default();
     for argument in &directive.args {
         match argument.as_str() {
@@ -226,7 +637,10 @@ fn keepalive_disable(directive: &Directive, _context: &mut LoadContext<'_>) -> R
     Ok(disable)
 }
 
-fn lingering_close(directive: &Directive, _context: &mut LoadContext<'_>) -> Result<LingeringClose, ConfError> {
+fn lingering_close(
+    directive: &Directive,
+    _context: &mut LoadContext<'_>,
+) -> Result<LingeringClose, ConfError> {
     match directive.arg(0) {
         "off" => Ok(LingeringClose::Off),
         "on" => Ok(LingeringClose::On),
@@ -235,7 +649,10 @@ fn lingering_close(directive: &Directive, _context: &mut LoadContext<'_>) -> Res
     }
 }
 
-fn server_tokens(directive: &Directive, _context: &mut LoadContext<'_>) -> Result<ServerTokens, ConfError> {
+fn server_tokens(
+    directive: &Directive,
+    _context: &mut LoadContext<'_>,
+) -> Result<ServerTokens, ConfError> {
     match directive.arg(0) {
         "on" => Ok(ServerTokens::On),
         "off" => Ok(ServerTokens::Off),
@@ -244,17 +661,28 @@ fn server_tokens(directive: &Directive, _context: &mut LoadContext<'_>) -> Resul
     }
 }
 
-fn default_type(directive: &Directive, _context: &mut LoadContext<'_>) -> Result<Arc<[u8]>, ConfError> {
+fn default_type(
+    directive: &Directive,
+    _context: &mut LoadContext<'_>,
+) -> Result<Arc<[u8]>, ConfError> {
     Ok(Arc::from(directive.arg(0).as_bytes()))
 }
 
-fn set_listen(scope: &mut ServerScope, directive: &Directive, _context: &mut LoadContext<'_>) -> Result<(), ConfError> {
+fn set_listen(
+    scope: &mut ServerScope,
+    directive: &Directive,
+    _context: &mut LoadContext<'_>,
+) -> Result<(), ConfError> {
     let spec = listen::parse(directive)?;
     scope.listens.push(spec);
     Ok(())
 }
 
-fn set_server_name(scope: &mut ServerScope, directive: &Directive, context: &mut LoadContext<'_>) -> Result<(), ConfError> {
+fn set_server_name(
+    scope: &mut ServerScope,
+    directive: &Directive,
+    context: &mut LoadContext<'_>,
+) -> Result<(), ConfError> {
     scope.has_server_name = true;
     for argument in &directive.args {
         let text = argument.as_str();
@@ -267,7 +695,10 @@ fn set_server_name(scope: &mut ServerScope, directive: &Directive, context: &mut
             _ => text.to_owned(),
         };
         if !text.starts_with('~') && shown.bytes().any(|b| b == b'/' || b.is_ascii_control()) {
-            context.warn(format!("server name \"{shown}\" has suspicious symbols"), &directive.span);
+            context.warn(
+                format!("server name \"{shown}\" has suspicious symbols"),
+                &directive.span,
+            );
         }
         scope.names.push((name, shown));
     }
@@ -275,15 +706,28 @@ fn set_server_name(scope: &mut ServerScope, directive: &Directive, context: &mut
 }
 
 /// `root PATH`: relative paths hang off the prefix; a trailing `/` is dropped, as nginx does.
-fn set_root(scope: &mut LocationScope, directive: &Directive, context: &mut LoadContext<'_>) -> Result<(), ConfError> {
+fn set_root(
+    scope: &mut LocationScope,
+    directive: &Directive,
+    context: &mut LoadContext<'_>,
+) -> Result<(), ConfError> {
     set_document_root(scope, directive, context, false)
 }
 
-fn set_alias(scope: &mut LocationScope, directive: &Directive, context: &mut LoadContext<'_>) -> Result<(), ConfError> {
+fn set_alias(
+    scope: &mut LocationScope,
+    directive: &Directive,
+    context: &mut LoadContext<'_>,
+) -> Result<(), ConfError> {
     set_document_root(scope, directive, context, true)
 }
 
-fn set_document_root(scope: &mut LocationScope, directive: &Directive, context: &mut LoadContext<'_>, alias: bool) -> Result<(), ConfError> {
+fn set_document_root(
+    scope: &mut LocationScope,
+    directive: &Directive,
+    context: &mut LoadContext<'_>,
+    alias: bool,
+) -> Result<(), ConfError> {
     if let Some(existing) = &scope.core.document_root {
         let earlier = match existing {
             DocumentRoot::Root(_) => "root",
@@ -292,7 +736,10 @@ fn set_document_root(scope: &mut LocationScope, directive: &Directive, context: 
         let message = if earlier == directive.name {
             format!("\"{}\" directive is duplicate", directive.name)
         } else {
-            format!("\"{}\" directive is duplicate, \"{earlier}\" directive was specified earlier", directive.name)
+            format!(
+                "\"{}\" directive is duplicate, \"{earlier}\" directive was specified earlier",
+                directive.name
+            )
         };
         return Err(ConfError::message(message, &directive.span));
     }
@@ -304,6 +751,10 @@ fn set_document_root(scope: &mut LocationScope, directive: &Directive, context: 
         text = context.path(&text).to_string_lossy().into_owned();
     }
     let template = context.template(&text, &directive.span)?;
-    scope.core.document_root = Some(if alias { DocumentRoot::Alias(template) } else { DocumentRoot::Root(template) });
+    scope.core.document_root = Some(if alias {
+        DocumentRoot::Alias(template)
+    } else {
+        DocumentRoot::Root(template)
+    });
     Ok(())
 }

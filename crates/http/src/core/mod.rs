@@ -6,6 +6,7 @@ pub mod settings;
 pub mod types;
 
 pub use settings::{
-    BodyInFileOnly, CoreLocation, CoreLocationConf, CoreMain, CoreMainConf, CoreServer, CoreServerConf, DocumentRoot,
-    KeepaliveDisable, KeepaliveTimeout, LingeringClose, ServerTokens, TempPath,
+    BodyInFileOnly, CoreLocation, CoreLocationConf, CoreMain, CoreMainConf, CoreServer,
+    CoreServerConf, DocumentRoot, KeepaliveDisable, KeepaliveTimeout, LingeringClose, ServerTokens,
+    TempPath,
 };

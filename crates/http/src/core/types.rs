@@ -22,14 +22,21 @@ impl MimeTypes {
     /// The types nginx knows when a configuration has no `types` block.
     pub fn builtin() -> MimeTypes {
         let mut types = MimeTypes::default();
-        for (mime, extension) in [("text/html", "html"), ("image/gif", "gif"), ("image/jpeg", "jpg")] {
+        for (mime, extension) in [
+            ("text/html", "html"),
+            ("image/gif", "gif"),
+            ("image/jpeg", "jpg"),
+        ] {
             types.insert(extension.as_bytes(), Arc::from(mime.as_bytes()));
         }
         types
     }
 
     /// Fills a map from the directives inside `types { ... }`: each is `MIME EXT...;`.
-    pub fn from_block(block: &[Directive], warnings: &mut Vec<TypesWarning>) -> Result<MimeTypes, ConfError> {
+    pub fn from_block(
+        block: &[Directive],
+        warnings: &mut Vec<TypesWarning>,
+    ) -> Result<MimeTypes, ConfError> {
         let mut types = MimeTypes::default();
         for entry in block {
             if entry.block.is_some() {
@@ -40,7 +47,9 @@ impl MimeTypes {
             }
             if entry.args.is_empty() {
                 return Err(ConfError::at(
-                    conf::ConfErrorKind::InvalidArgumentCount { name: entry.name.clone() },
+                    conf::ConfErrorKind::InvalidArgumentCount {
+                        name: entry.name.clone(),
+                    },
                     &entry.span,
                 ));
             }
@@ -64,13 +73,16 @@ impl MimeTypes {
     }
 
     fn insert(&mut self, extension: &[u8], mime: Arc<[u8]>) {
-        self.by_extension.insert(extension.to_ascii_lowercase().into_boxed_slice(), mime);
+        self.by_extension
+            .insert(extension.to_ascii_lowercase().into_boxed_slice(), mime);
     }
 
     /// The MIME type of an extension, compared case-insensitively.
     pub fn get(&self, extension: &[u8]) -> Option<&Arc<[u8]>> {
         if extension.iter().any(u8::is_ascii_uppercase) {
-            return self.by_extension.get(extension.to_ascii_lowercase().as_slice());
+            return self
+                .by_extension
+                .get(extension.to_ascii_lowercase().as_slice());
         }
         self.by_extension.get(extension)
     }
@@ -103,7 +115,13 @@ mod tests {
     fn entry(mime: &str, extensions: &[&str]) -> Directive {
         Directive {
             name: mime.to_owned(),
-            args: extensions.iter().map(|e| Argument { value: (*e).to_owned(), quoted: false }).collect(),
+            args: extensions
+                .iter()
+                .map(|e| Argument {
+                    value: (*e).to_owned(),
+                    quoted: false,
+                })
+                .collect(),
             block: None,
             span: Span::CommandLine,
         }
@@ -120,7 +138,10 @@ mod tests {
     #[test]
     fn later_duplicate_wins_with_a_warning() {
         let mut warnings = Vec::new();
-        let block = [entry("text/html", &["html", "htm"]), entry("text/plain", &["HTM"])];
+        let block = [
+            entry("text/html", &["html", "htm"]),
+            entry("text/plain", &["HTM"]),
+        ];
         let types = MimeTypes::from_block(&block, &mut warnings).unwrap();
         assert_eq!(types.get(b"htm").map(|t| &t[..]), Some(&b"text/plain"[..]));
         assert_eq!(warnings.len(), 1);

@@ -25,5 +25,8 @@ settings! {
 
 /// The statuses `add_header` without `always` applies to.
 pub fn status_takes_added_headers(status: u16) -> bool {
-    matches!(status, 200 | 201 | 204 | 206 | 301 | 302 | 303 | 304 | 307 | 308)
+    matches!(
+        status,
+        200 | 201 | 204 | 206 | 301 | 302 | 303 | 304 | 307 | 308
+    )
 }

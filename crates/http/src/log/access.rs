@@ -18,11 +18,20 @@ pub struct AccessLogs {
 
 impl AccessLogs {
     pub fn new(slots: usize) -> AccessLogs {
-        AccessLogs { buffers: (0..slots).map(|_| None).collect(), line: Vec::new(), scratch: Vec::new() }
+        AccessLogs {
+            buffers: (0..slots).map(|_| None).collect(),
+            line: Vec::new(),
+            scratch: Vec::new(),
+        }
     }
 
     /// Writes the request's line to every target whose condition holds.
-    pub fn log(&mut self, targets: &[AccessLogTarget], variables: &RequestVariables<'_>, now: Instant) {
+    pub fn log(
+        &mut self,
+        targets: &[AccessLogTarget],
+        variables: &RequestVariables<'_>,
+        now: Instant,
+    ) {
         for target in targets {
             if let Some(condition) = &target.condition {
                 self.scratch.clear();
@@ -85,7 +94,12 @@ impl vars::Evaluator<crate::variables::Variable> for ConditionEvaluator<'_, '_> 
 
 /// Renders one line: literal text as written, variable values escaped as the format says,
 /// and `-` for a variable that is not found.
-pub fn render(format: &LogFormat, variables: &RequestVariables<'_>, out: &mut Vec<u8>, scratch: &mut Vec<u8>) {
+pub fn render(
+    format: &LogFormat,
+    variables: &RequestVariables<'_>,
+    out: &mut Vec<u8>,
+    scratch: &mut Vec<u8>,
+) {
     for segment in format.template.segments() {
         match segment {
             Segment::Literal(bytes) => out.extend_from_slice(bytes),
@@ -157,13 +171,19 @@ mod tests {
 
     #[test]
     fn default_escaping_matches_nginx() {
-        assert_eq!(escaped(Escape::Default, b"a\"b\\c\x01\xff"), b"a\\x22b\\x5Cc\\x01\\xFF");
+        assert_eq!(
+            escaped(Escape::Default, b"a\"b\\c\x01\xff"),
+            b"a\\x22b\\x5Cc\\x01\\xFF"
+        );
         assert_eq!(escaped(Escape::Default, b"plain text"), b"plain text");
     }
 
     #[test]
     fn json_escaping() {
-        assert_eq!(escaped(Escape::Json, b"a\"b\\c\n\x01"), b"a\\\"b\\\\c\\n\\u0001");
+        assert_eq!(
+            escaped(Escape::Json, b"a\"b\\c\n\x01"),
+            b"a\\\"b\\\\c\\n\\u0001"
+        );
         assert_eq!(escaped(Escape::Json, "é".as_bytes()), "é".as_bytes());
     }
 

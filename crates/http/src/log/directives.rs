@@ -34,10 +34,17 @@ pub const DIRECTIVES: &[HttpDirective] = &[
     },
 ];
 
-fn set_log_format(_scope: &mut MainScope, directive: &Directive, context: &mut LoadContext<'_>) -> Result<(), ConfError> {
+fn set_log_format(
+    _scope: &mut MainScope,
+    directive: &Directive,
+    context: &mut LoadContext<'_>,
+) -> Result<(), ConfError> {
     let name = directive.arg(0);
     if name == "combined" || context.log_formats.contains_key(name) {
-        return Err(ConfError::message(format!("duplicate \"log_format\" name \"{name}\""), &directive.span));
+        return Err(ConfError::message(
+            format!("duplicate \"log_format\" name \"{name}\""),
+            &directive.span,
+        ));
     }
     let mut strings = &directive.args[1..];
     let mut escape = Escape::Default;
@@ -49,29 +56,50 @@ fn set_log_format(_scope: &mut MainScope, directive: &Directive, context: &mut L
             "json" => Escape::Json,
             "none" => Escape::None,
             _ => {
-                return Err(ConfError::message(format!("unknown log format escaping \"{value}\""), &directive.span));
+                return Err(ConfError::message(
+                    format!("unknown log format escaping \"{value}\""),
+                    &directive.span,
+                ));
             }
         };
         strings = &strings[1..];
     }
     if strings.is_empty() {
         return Err(ConfError::at(
-            conf::ConfErrorKind::InvalidArgumentCount { name: directive.name.clone() },
+            conf::ConfErrorKind::InvalidArgumentCount {
+                name: directive.name.clone(),
+            },
             &directive.span,
         ));
     }
     let text: String = strings.iter().map(|argument| argument.as_str()).collect();
     let template = context.template(&text, &directive.span)?;
-    context.log_formats.insert(name.to_owned(), Arc::new(LogFormat { name: name.to_owned(), escape, template }));
+    context.log_formats.insert(
+        name.to_owned(),
+        Arc::new(LogFormat {
+            name: name.to_owned(),
+            escape,
+            template,
+        }),
+    );
     Ok(())
 }
 
-fn set_access_log(scope: &mut LocationScope, directive: &Directive, context: &mut LoadContext<'_>) -> Result<(), ConfError> {
+fn set_access_log(
+    scope: &mut LocationScope,
+    directive: &Directive,
+    context: &mut LoadContext<'_>,
+) -> Result<(), ConfError> {
     let span = &directive.span;
     let targets = scope.access_log.access_log.get_or_insert_with(Vec::new);
     if directive.arg(0) == "off" {
         if directive.args.len() > 1 {
-            return Err(ConfError::at(conf::ConfErrorKind::InvalidArgumentCount { name: directive.name.clone() }, span));
+            return Err(ConfError::at(
+                conf::ConfErrorKind::InvalidArgumentCount {
+                    name: directive.name.clone(),
+                },
+                span,
+            ));
         }
         targets.clear();
         return Ok(());
@@ -83,10 +111,13 @@ fn set_access_log(scope: &mut LocationScope, directive: &Directive, context: &mu
             span,
         ));
     }
-    let format_name = directive.args.get(1).map_or("combined", |argument| argument.as_str());
-    let format = context.log_format(format_name).ok_or_else(|| {
-        ConfError::message(format!("unknown log format \"{format_name}\""), span)
-    })?;
+    let format_name = directive
+        .args
+        .get(1)
+        .map_or("combined", |argument| argument.as_str());
+    let format = context
+        .log_format(format_name)
+        .ok_or_else(|| ConfError::message(format!("unknown log format \"{format_name}\""), span))?;
     let mut buffer_size = None;
     let mut flush = None;
     let mut condition = None;
@@ -94,44 +125,77 @@ fn set_access_log(scope: &mut LocationScope, directive: &Directive, context: &mu
         let text = argument.as_str();
         if let Some(value) = text.strip_prefix("buffer=") {
             let size = conf::value::parse_size(value).filter(|size| *size > 0);
-            let size = size.ok_or_else(|| ConfError::message(format!("invalid buffer size \"{value}\""), span))?;
+            let size = size.ok_or_else(|| {
+                ConfError::message(format!("invalid buffer size \"{value}\""), span)
+            })?;
             buffer_size = Some(size as usize);
         } else if let Some(value) = text.strip_prefix("flush=") {
             let time = conf::value::parse_time(value).filter(|time| !time.is_zero());
-            flush = Some(time.ok_or_else(|| ConfError::message(format!("invalid flush time \"{value}\""), span))?);
+            flush = Some(time.ok_or_else(|| {
+                ConfError::message(format!("invalid flush time \"{value}\""), span)
+            })?);
         } else if let Some(value) = text.strip_prefix("if=") {
             condition = Some(context.template(value, span)?);
         } else if text == "gzip" || text.starts_with("gzip=") {
             return Err(ConfError::message("access_log gzip is not supported", span));
         } else {
-            return Err(ConfError::message(format!("invalid parameter \"{text}\""), span));
+            return Err(ConfError::message(
+                format!("invalid parameter \"{text}\""),
+                span,
+            ));
         }
     }
     if flush.is_some() && buffer_size.is_none() {
         buffer_size = Some(64 * 1024);
     }
-    let buffering = buffer_size.map(|size| Buffering { size, flush, slot: context.next_access_log_slot() });
+    let buffering = buffer_size.map(|size| Buffering {
+        size,
+        flush,
+        slot: context.next_access_log_slot(),
+    });
     let file = context.open_log(path_text, span)?;
     let targets = scope.access_log.access_log.get_or_insert_with(Vec::new);
-    targets.push(AccessLogTarget { file, format, buffering, condition });
+    targets.push(AccessLogTarget {
+        file,
+        format,
+        buffering,
+        condition,
+    });
     Ok(())
 }
 
 /// Several `error_log` at one level all apply; a level with its own replaces the
 /// enclosing level's logs.
-fn set_error_log(scope: &mut LocationScope, directive: &Directive, context: &mut LoadContext<'_>) -> Result<(), ConfError> {
+fn set_error_log(
+    scope: &mut LocationScope,
+    directive: &Directive,
+    context: &mut LoadContext<'_>,
+) -> Result<(), ConfError> {
     let sink = parse_error_log(directive, context)?;
-    let mut sinks = scope.core.error_log.as_ref().map(|log| log.sinks().to_vec()).unwrap_or_default();
+    let mut sinks = scope
+        .core
+        .error_log
+        .as_ref()
+        .map(|log| log.sinks().to_vec())
+        .unwrap_or_default();
     sinks.push(sink);
     scope.core.error_log = Some(Arc::new(ErrorLog::new(sinks)));
     Ok(())
 }
 
 /// Parses `error_log FILE [LEVEL]` (shared with the main context's directive).
-pub fn parse_error_log(directive: &Directive, context: &mut LoadContext<'_>) -> Result<ErrorSink, ConfError> {
+pub fn parse_error_log(
+    directive: &Directive,
+    context: &mut LoadContext<'_>,
+) -> Result<ErrorSink, ConfError> {
     let span = &directive.span;
     if directive.args.len() > 2 {
-        return Err(ConfError::at(conf::ConfErrorKind::InvalidArgumentCount { name: directive.name.clone() }, span));
+        return Err(ConfError::at(
+            conf::ConfErrorKind::InvalidArgumentCount {
+                name: directive.name.clone(),
+            },
+            span,
+        ));
     }
     let level = match directive.args.get(1) {
         Some(argument) => parse_level(argument.as_str(), span)?,
@@ -140,7 +204,10 @@ pub fn parse_error_log(directive: &Directive, context: &mut LoadContext<'_>) -> 
     let file = match directive.arg(0) {
         "stderr" => context.open_stderr(span)?,
         target if target.starts_with("syslog:") || target.starts_with("memory:") => {
-            return Err(ConfError::message(format!("error_log target \"{target}\" is not supported"), span));
+            return Err(ConfError::message(
+                format!("error_log target \"{target}\" is not supported"),
+                span,
+            ));
         }
         path => context.open_log(path, span)?,
     };
@@ -148,5 +215,6 @@ pub fn parse_error_log(directive: &Directive, context: &mut LoadContext<'_>) -> 
 }
 
 fn parse_level(text: &str, span: &Span) -> Result<Level, ConfError> {
-    Level::parse(text).ok_or_else(|| ConfError::message(format!("invalid log level \"{text}\""), span))
+    Level::parse(text)
+        .ok_or_else(|| ConfError::message(format!("invalid log level \"{text}\""), span))
 }

@@ -60,4 +60,5 @@ settings! {
 }
 
 /// nginx's predefined format.
-pub const COMBINED: &str = "$remote_addr - $remote_user [$time_local] \"$request\" $status $body_bytes_sent \"$http_referer\" \"$http_user_agent\"";
+pub const COMBINED: &str = "$remote_addr - $remote_user [$time_local] \"$request\" \
+                            $status $body_bytes_sent \"$http_referer\" \"$http_user_agent\"";

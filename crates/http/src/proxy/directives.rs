@@ -12,7 +12,11 @@ pub const DIRECTIVES: &[HttpDirective] = &[HttpDirective {
     set: Setter::Location(set_proxy_temp_path),
 }];
 
-fn set_proxy_temp_path(scope: &mut LocationScope, directive: &Directive, context: &mut LoadContext<'_>) -> Result<(), ConfError> {
+fn set_proxy_temp_path(
+    scope: &mut LocationScope,
+    directive: &Directive,
+    context: &mut LoadContext<'_>,
+) -> Result<(), ConfError> {
     if scope.proxy.proxy_temp_path.is_some() {
         return Err(context.duplicate(directive));
     }

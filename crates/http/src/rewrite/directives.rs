@@ -18,9 +18,14 @@ pub const DIRECTIVES: &[HttpDirective] = &[HttpDirective {
 
 /// `return CODE [TEXT]` | `return URL`: a single URL argument means 302 when it starts
 /// with `http://`, `https://` or `$scheme`, as nginx decides.
-fn set_return(scope: &mut LocationScope, directive: &Directive, context: &mut LoadContext<'_>) -> Result<(), ConfError> {
+fn set_return(
+    scope: &mut LocationScope,
+    directive: &Directive,
+    context: &mut LoadContext<'_>,
+) -> Result<(), ConfError> {
     let first = directive.arg(0);
-    let invalid = || ConfError::message(format!("invalid return code \"{first}\""), &directive.span);
+    let invalid =
+        || ConfError::message(format!("invalid return code \"{first}\""), &directive.span);
     let step = match first.parse::<u16>() {
         Ok(status) if status <= 999 && first.bytes().all(|b| b.is_ascii_digit()) => {
             let text = match directive.args.get(1) {
@@ -30,9 +35,14 @@ fn set_return(scope: &mut LocationScope, directive: &Directive, context: &mut Lo
             RewriteStep::Return { status, text }
         }
         _ if directive.args.len() == 1
-            && (first.starts_with("http://") || first.starts_with("https://") || first.starts_with("$scheme")) =>
+            && (first.starts_with("http://")
+                || first.starts_with("https://")
+                || first.starts_with("$scheme")) =>
         {
-            RewriteStep::Return { status: 302, text: Some(context.template(first, &directive.span)?) }
+            RewriteStep::Return {
+                status: 302,
+                text: Some(context.template(first, &directive.span)?),
+            }
         }
         _ => return Err(invalid()),
     };

@@ -13,7 +13,10 @@ pub const STATUS_CLOSE: u16 = 444;
 #[derive(Clone, Debug)]
 pub enum RewriteStep {
     /// `return CODE [TEXT]`, `return CODE URL`, `return URL`.
-    Return { status: u16, text: Option<HttpTemplate> },
+    Return {
+        status: u16,
+        text: Option<HttpTemplate>,
+    },
 }
 
 /// The steps of one level, in order.
@@ -27,7 +30,10 @@ pub struct RewriteScript {
 pub enum RewriteOutcome<'a> {
     /// Go on to the next phase.
     Continue,
-    Return { status: u16, text: Option<&'a HttpTemplate> },
+    Return {
+        status: u16,
+        text: Option<&'a HttpTemplate>,
+    },
 }
 
 impl RewriteScript {
@@ -37,9 +43,10 @@ impl RewriteScript {
 
     pub fn run(&self) -> RewriteOutcome<'_> {
         match self.steps.first() {
-            Some(RewriteStep::Return { status, text }) => {
-                RewriteOutcome::Return { status: *status, text: text.as_ref() }
-            }
+            Some(RewriteStep::Return { status, text }) => RewriteOutcome::Return {
+                status: *status,
+                text: text.as_ref(),
+            },
             None => RewriteOutcome::Continue,
         }
     }

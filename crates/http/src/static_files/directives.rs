@@ -13,16 +13,27 @@ pub const DIRECTIVES: &[HttpDirective] = &[HttpDirective {
 }];
 
 /// Several `index` directives at one level accumulate, as nginx's do.
-fn set_index(scope: &mut LocationScope, directive: &Directive, context: &mut LoadContext<'_>) -> Result<(), ConfError> {
+fn set_index(
+    scope: &mut LocationScope,
+    directive: &Directive,
+    context: &mut LoadContext<'_>,
+) -> Result<(), ConfError> {
     for argument in &directive.args {
         if argument.as_str().is_empty() {
             return Err(ConfError::message(
-                format!("index \"{}\" in \"index\" directive is invalid", argument.as_str()),
+                format!(
+                    "index \"{}\" in \"index\" directive is invalid",
+                    argument.as_str()
+                ),
                 &directive.span,
             ));
         }
         let template = context.template(argument.as_str(), &directive.span)?;
-        scope.static_files.index.get_or_insert_with(Vec::new).push(template);
+        scope
+            .static_files
+            .index
+            .get_or_insert_with(Vec::new)
+            .push(template);
     }
     Ok(())
 }

@@ -59,7 +59,11 @@ pub fn open_and_stat(path: &PathBuf) -> Opened {
     };
     match file.metadata() {
         Ok(metadata) if metadata.is_dir() => Opened::Directory,
-        Ok(metadata) => Opened::File { len: metadata.len(), modified: metadata.mtime(), file },
+        Ok(metadata) => Opened::File {
+            len: metadata.len(),
+            modified: metadata.mtime(),
+            file,
+        },
         Err(error) => Opened::Failed(error),
     }
 }
@@ -93,7 +97,11 @@ pub fn map_path(location: &Location, root: &[u8], uri: &[u8]) -> Vec<u8> {
         DocumentRoot::Root(_) => path.extend_from_slice(uri),
         DocumentRoot::Alias(_) => {
             let prefix = location.prefix();
-            let rest = if !location.is_regex() && uri.starts_with(prefix) { &uri[prefix.len()..] } else { uri };
+            let rest = if !location.is_regex() && uri.starts_with(prefix) {
+                &uri[prefix.len()..]
+            } else {
+                uri
+            };
             path.extend_from_slice(rest);
         }
     }
@@ -118,15 +126,30 @@ pub fn content_type(location: &Location, uri: &[u8]) -> Bytes {
 pub fn open_failure(error: &io::Error, path: &[u8], log_not_found: bool) -> FileError {
     let errno = error.raw_os_error().unwrap_or(0);
     let text = runtime::sys::linux::strerror(errno);
-    let message = format!("open() \"{}\" failed ({errno}: {text})", String::from_utf8_lossy(path));
+    let message = format!(
+        "open() \"{}\" failed ({errno}: {text})",
+        String::from_utf8_lossy(path)
+    );
     match errno {
         libc_errno::ENOENT | libc_errno::ENOTDIR | libc_errno::ENAMETOOLONG => FileError {
             status: 404,
-            level: if log_not_found { Level::Error } else { Level::Debug },
+            level: if log_not_found {
+                Level::Error
+            } else {
+                Level::Debug
+            },
             message,
         },
-        libc_errno::EACCES => FileError { status: 403, level: Level::Error, message },
-        _ => FileError { status: 500, level: Level::Crit, message },
+        libc_errno::EACCES => FileError {
+            status: 403,
+            level: Level::Error,
+            message,
+        },
+        _ => FileError {
+            status: 500,
+            level: Level::Crit,
+            message,
+        },
     }
 }
 
@@ -151,20 +174,37 @@ mod tests {
     fn open_failures_map_to_nginx_statuses() {
         let missing = open_failure(&io::Error::from_raw_os_error(2), b"/x", true);
         assert_eq!((missing.status, missing.level), (404, Level::Error));
-        assert_eq!(missing.message, "open() \"/x\" failed (2: No such file or directory)");
-        assert_eq!(open_failure(&io::Error::from_raw_os_error(2), b"/x", false).level, Level::Debug);
-        assert_eq!(open_failure(&io::Error::from_raw_os_error(13), b"/x", true).status, 403);
-        assert_eq!(open_failure(&io::Error::from_raw_os_error(5), b"/x", true).status, 500);
+        assert_eq!(
+            missing.message,
+            "open() \"/x\" failed (2: No such file or directory)"
+        );
+        assert_eq!(
+            open_failure(&io::Error::from_raw_os_error(2), b"/x", false).level,
+            Level::Debug
+        );
+        assert_eq!(
+            open_failure(&io::Error::from_raw_os_error(13), b"/x", true).status,
+            403
+        );
+        assert_eq!(
+            open_failure(&io::Error::from_raw_os_error(5), b"/x", true).status,
+            500
+        );
     }
 
     #[test]
     fn reads_whole_and_short_files() {
         let path = std::env::temp_dir().join(format!("portico-static-{}", std::process::id()));
         std::fs::write(&path, b"hello world").unwrap();
-        let Opened::File { file, len, .. } = open_and_stat(&path) else { panic!("not a file") };
+        let Opened::File { file, len, .. } = open_and_stat(&path) else {
+            panic!("not a file")
+        };
         assert_eq!(len, 11);
         assert_eq!(read_chunk(&file, 6, 100).unwrap(), b"world");
-        assert!(matches!(open_and_stat(&std::env::temp_dir()), Opened::Directory));
+        assert!(matches!(
+            open_and_stat(&std::env::temp_dir()),
+            Opened::Directory
+        ));
         std::fs::remove_file(&path).unwrap();
         assert!(matches!(open_and_stat(&path), Opened::Failed(_)));
     }

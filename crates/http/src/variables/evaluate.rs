@@ -73,15 +73,18 @@ impl RequestVariables<'_> {
                 Some(address) => out.extend_from_slice(address.ip().to_string().as_bytes()),
                 None => out.extend_from_slice(b"unix:"),
             },
-            Variable::ServerPort => match self.connection.local {
-                Some(address) => push_number(out, address.port().into(), 1),
-                None => {}
-            },
+            Variable::ServerPort => {
+                if let Some(address) = self.connection.local {
+                    push_number(out, address.port().into(), 1);
+                }
+            }
             Variable::Connection => push_number(out, self.connection.id as i64, 1),
             Variable::ConnectionRequests => push_number(out, self.connection.requests as i64, 1),
-            Variable::ConnectionTime => {
-                push_seconds_millis(out, self.now_monotonic.saturating_duration_since(self.connection.accepted))
-            }
+            Variable::ConnectionTime => push_seconds_millis(
+                out,
+                self.now_monotonic
+                    .saturating_duration_since(self.connection.accepted),
+            ),
             Variable::Host => {
                 if request.info.host.is_empty() {
                     out.extend_from_slice(self.server_name());
@@ -93,8 +96,12 @@ impl RequestVariables<'_> {
             Variable::ServerName => out.extend_from_slice(self.server_name()),
             Variable::HttpHeader(name) => return self.append_request_header(name, out),
             Variable::Cookie(name) => return append_cookie(request, name, out),
-            Variable::ContentLength => return append_known(request, request.info.known.content_length, out),
-            Variable::ContentType => return append_known(request, request.info.known.content_type, out),
+            Variable::ContentLength => {
+                return append_known(request, request.info.known.content_length, out);
+            }
+            Variable::ContentType => {
+                return append_known(request, request.info.known.content_type, out);
+            }
             Variable::RemoteUser => return false,
             Variable::SentHttp(name) => return self.append_sent_header(name, out),
             Variable::Status => {
@@ -106,7 +113,11 @@ impl RequestVariables<'_> {
                 }
             }
             Variable::BodyBytesSent => push_number(out, request.sent.body_bytes as i64, 1),
-            Variable::BytesSent => push_number(out, (request.sent.header_bytes + request.sent.body_bytes) as i64, 1),
+            Variable::BytesSent => push_number(
+                out,
+                (request.sent.header_bytes + request.sent.body_bytes) as i64,
+                1,
+            ),
             Variable::RequestTime => {
                 let started = request.started.unwrap_or(self.now_monotonic);
                 push_seconds_millis(out, self.now_monotonic.saturating_duration_since(started));
@@ -117,7 +128,9 @@ impl RequestVariables<'_> {
             Variable::Pid => push_number(out, std::process::id().into(), 1),
             Variable::NginxVersion => out.extend_from_slice(NGINX_COMPATIBLE_VERSION.as_bytes()),
             Variable::PorticoVersion => out.extend_from_slice(env!("CARGO_PKG_VERSION").as_bytes()),
-            Variable::DocumentRoot | Variable::RealpathRoot => return self.append_document_root(out),
+            Variable::DocumentRoot | Variable::RealpathRoot => {
+                return self.append_document_root(out);
+            }
             Variable::RequestFilename => {
                 if request.filename.is_empty() {
                     return false;
@@ -157,12 +170,27 @@ impl RequestVariables<'_> {
     fn append_sent_header(&self, name: &[u8], out: &mut Vec<u8>) -> bool {
         let response = &self.request.response;
         let value: Option<Vec<u8>> = match name {
-            b"content_type" => response.content_type.as_ref().map(|value| value.as_slice().to_vec()),
-            b"content_length" => response.content_length.map(|length| length.to_string().into_bytes()),
-            b"location" => response.location.as_ref().map(|location| location.value.clone()),
-            b"connection" => Some(if self.request.keepalive { b"keep-alive".to_vec() } else { b"close".to_vec() }),
+            b"content_type" => response
+                .content_type
+                .as_ref()
+                .map(|value| value.as_slice().to_vec()),
+            b"content_length" => response
+                .content_length
+                .map(|length| length.to_string().into_bytes()),
+            b"location" => response
+                .location
+                .as_ref()
+                .map(|location| location.value.clone()),
+            b"connection" => Some(if self.request.keepalive {
+                b"keep-alive".to_vec()
+            } else {
+                b"close".to_vec()
+            }),
             _ => {
-                let dashed: Vec<u8> = name.iter().map(|&b| if b == b'_' { b'-' } else { b }).collect();
+                let dashed: Vec<u8> = name
+                    .iter()
+                    .map(|&b| if b == b'_' { b'-' } else { b })
+                    .collect();
                 response.find(&dashed).map(<[u8]>::to_vec)
             }
         };
@@ -180,12 +208,11 @@ impl RequestVariables<'_> {
             return false;
         };
         match &self.conf.location(location).settings.core.document_root {
-            crate::core::DocumentRoot::Root(template) | crate::core::DocumentRoot::Alias(template) => {
-                match template.as_literal() {
-                    Some(bytes) => out.extend_from_slice(bytes),
-                    None => return false,
-                }
-            }
+            crate::core::DocumentRoot::Root(template)
+            | crate::core::DocumentRoot::Alias(template) => match template.as_literal() {
+                Some(bytes) => out.extend_from_slice(bytes),
+                None => return false,
+            },
         }
         true
     }
@@ -242,7 +269,15 @@ fn push_seconds_millis(out: &mut Vec<u8>, elapsed: std::time::Duration) {
 
 /// `X-Foo` to the `x_foo` form `$http_` and `$sent_http_` use.
 pub fn escape_header_name(name: &[u8]) -> Vec<u8> {
-    name.iter().map(|&b| if b == b'-' { b'_' } else { b.to_ascii_lowercase() }).collect()
+    name.iter()
+        .map(|&b| {
+            if b == b'-' {
+                b'_'
+            } else {
+                b.to_ascii_lowercase()
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -26,7 +26,10 @@ pub struct VariableRegistry {
     by_name: HashMap<String, NamedSlot>,
 }
 
-const PREFIXED: &[(&str, fn(Box<[u8]>) -> Variable)] = &[
+/// Makes a variable from the rest of a prefixed name (`http_x_foo` gives `x_foo`).
+type FromSuffix = fn(Box<[u8]>) -> Variable;
+
+const PREFIXED: &[(&str, FromSuffix)] = &[
     ("http_", Variable::HttpHeader),
     ("sent_http_", Variable::SentHttp),
     ("cookie_", Variable::Cookie),
@@ -106,7 +109,10 @@ impl VariableRegistry {
             return *slot;
         }
         let slot = NamedSlot(self.named.len() as u32);
-        self.named.push(NamedEntry { name: lower.to_owned(), defined: false });
+        self.named.push(NamedEntry {
+            name: lower.to_owned(),
+            defined: false,
+        });
         self.by_name.insert(lower.to_owned(), slot);
         slot
     }
@@ -138,10 +144,18 @@ mod tests {
         let mut registry = VariableRegistry::default();
         assert_eq!(registry.resolve("URI"), Variable::Uri);
         assert_eq!(registry.resolve("query_string"), Variable::Args);
-        assert_eq!(registry.resolve("http_X_Foo"), Variable::HttpHeader(b"x_foo"[..].into()));
+        assert_eq!(
+            registry.resolve("http_X_Foo"),
+            Variable::HttpHeader(b"x_foo"[..].into())
+        );
         assert_eq!(registry.resolve("arg_l"), Variable::Arg(b"l"[..].into()));
-        assert_eq!(registry.resolve("sent_http_connection"), Variable::SentHttp(b"connection"[..].into()));
-        let Variable::Named(slot) = registry.resolve("name") else { panic!("not named") };
+        assert_eq!(
+            registry.resolve("sent_http_connection"),
+            Variable::SentHttp(b"connection"[..].into())
+        );
+        let Variable::Named(slot) = registry.resolve("name") else {
+            panic!("not named")
+        };
         assert!(registry.check_defined().is_err());
         assert_eq!(registry.define("Name"), slot);
         registry.check_defined().unwrap();
@@ -152,7 +166,10 @@ mod tests {
     fn undefined_names_fail_like_nginx() {
         let mut registry = VariableRegistry::default();
         registry.resolve("foo");
-        assert_eq!(registry.check_defined().unwrap_err().to_string(), "unknown \"foo\" variable");
+        assert_eq!(
+            registry.check_defined().unwrap_err().to_string(),
+            "unknown \"foo\" variable"
+        );
     }
 
     #[test]

@@ -35,7 +35,11 @@ pub fn set_tcp_defer_accept(socket: impl AsFd, timeout: Duration) -> io::Result<
             std::mem::size_of::<libc::c_int>() as libc::socklen_t,
         )
     };
-    if result == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
+    if result == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
 }
 
 /// nginx's text for a system error: `98: Address already in use`.
@@ -104,7 +108,11 @@ pub fn unblock_master_signals() -> io::Result<()> {
     let set = master_sigset();
     // SAFETY: as in block_master_signals.
     let result = unsafe { libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut()) };
-    if result == 0 { Ok(()) } else { Err(io::Error::from_raw_os_error(result)) }
+    if result == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::from_raw_os_error(result))
+    }
 }
 
 /// Waits up to `timeout` for one of the blocked master signals. `Ok(None)` on timeout.
@@ -130,7 +138,11 @@ pub fn wait_signal(timeout: Duration) -> io::Result<Option<i32>> {
 pub fn kill(pid: i32, signal: i32) -> io::Result<()> {
     // SAFETY: kill has no memory-safety preconditions.
     let result = unsafe { libc::kill(pid, signal) };
-    if result == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
+    if result == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
 }
 
 /// A user account from the passwd database.
@@ -163,7 +175,11 @@ pub fn user_by_name(name: &str) -> io::Result<Option<Account>> {
         if found.is_null() {
             return Ok(None);
         }
-        Ok(Some(Account { uid: passwd.pw_uid, gid: passwd.pw_gid, name: name.to_owned() }))
+        Ok(Some(Account {
+            uid: passwd.pw_uid,
+            gid: passwd.pw_gid,
+            name: name.to_owned(),
+        }))
     }
 }
 
@@ -214,7 +230,10 @@ pub fn fork() -> io::Result<Forked> {
 
 /// Points fds 0, 1 and (unless `keep_stderr`) 2 at /dev/null, as a daemon does.
 pub fn redirect_stdio_to_null(keep_stderr: bool) -> io::Result<()> {
-    let null = std::fs::OpenOptions::new().read(true).write(true).open("/dev/null")?;
+    let null = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/null")?;
     let fd = null.as_raw_fd();
     let targets: &[i32] = if keep_stderr { &[0, 1] } else { &[0, 1, 2] };
     for &target in targets {
@@ -233,7 +252,10 @@ mod tests {
     #[test]
     fn strerror_matches_glibc_wording() {
         assert_eq!(strerror(libc::ENOENT), "No such file or directory");
-        assert_eq!(error_text(&io::Error::from_raw_os_error(98)), "98: Address already in use");
+        assert_eq!(
+            error_text(&io::Error::from_raw_os_error(98)),
+            "98: Address already in use"
+        );
     }
 
     #[test]

@@ -5,11 +5,18 @@ use std::time::Duration;
 use super::*;
 
 fn settings(threads: usize, max_queue: usize) -> PoolSettings {
-    PoolSettings { name: "test".to_owned(), threads, max_queue }
+    PoolSettings {
+        name: "test".to_owned(),
+        threads,
+        max_queue,
+    }
 }
 
 fn block_on<F: Future>(future: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(future)
+    tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap()
+        .block_on(future)
 }
 
 /// Occupies every thread of a pool until the returned sender is dropped or sent to.
@@ -53,12 +60,21 @@ fn overflow_refuses_beyond_max_queue() {
     let second = pool.submit(|| 2).unwrap();
     assert_eq!(pool.submit(|| 3).unwrap_err(), QueueOverflow { waiting: 2 });
     let snapshot = pool.counters();
-    assert_eq!((snapshot.queued, snapshot.running, snapshot.overflowed), (2, 1, 1));
+    assert_eq!(
+        (snapshot.queued, snapshot.running, snapshot.overflowed),
+        (2, 1, 1)
+    );
     drop(releases);
-    assert_eq!(block_on(async { (first.await, second.await) }), (Ok(1), Ok(2)));
+    assert_eq!(
+        block_on(async { (first.await, second.await) }),
+        (Ok(1), Ok(2))
+    );
     pool.shutdown();
     let snapshot = pool.counters();
-    assert_eq!((snapshot.queued, snapshot.running, snapshot.completed), (0, 0, 3));
+    assert_eq!(
+        (snapshot.queued, snapshot.running, snapshot.completed),
+        (0, 0, 3)
+    );
 }
 
 #[test]
@@ -120,7 +136,11 @@ fn start_hook_runs_on_every_thread() {
 #[test]
 fn wait_and_run_times_accumulate() {
     let pool = ThreadPool::start(&settings(1, 4), None).unwrap();
-    block_on(pool.submit(|| std::thread::sleep(Duration::from_millis(20))).unwrap()).unwrap();
+    block_on(
+        pool.submit(|| std::thread::sleep(Duration::from_millis(20)))
+            .unwrap(),
+    )
+    .unwrap();
     pool.shutdown();
     assert!(pool.counters().run_time >= Duration::from_millis(20));
 }
