@@ -24,8 +24,8 @@ pub struct Connection {
     pub stream: Stream,
     pub info: ConnectionInfo,
     /// Bytes read and not yet consumed: the start of the next request, or body bytes.
-    buf: Vec<u8>,
-    filled: usize,
+    pub(crate) buf: Vec<u8>,
+    pub(crate) filled: usize,
     /// The response head (and small bodies) being written.
     pub out: Vec<u8>,
 }
@@ -107,6 +107,10 @@ pub async fn serve(
                 return;
             }
             HeadRead::TimedOut { partial } => {
+                let server_location = worker.conf().location(default_server.location);
+                if server_location.settings.core.reset_timedout_connection {
+                    let _ = connection.stream.set_reset_on_close();
+                }
                 if partial {
                     log_connection(
                         &worker,
@@ -266,7 +270,6 @@ async fn handle_request(
             return After::Close;
         }
     };
-    let _ = conf;
     request.keepalive = send::keepalive_allowed(worker, &connection.info, request);
     if !body_state.is_done() {
         if request.info.expect_continue && connection.filled == 0 {
@@ -281,7 +284,22 @@ async fn handle_request(
     }
     let sent = send::send_response(worker, connection, request, body).await;
     send::log_request(worker, connection, request);
-    if sent.is_err() {
+    if let Err(error) = sent {
+        if error.kind() == std::io::ErrorKind::TimedOut {
+            phases::log(
+                worker,
+                &connection.info,
+                request,
+                Level::Info,
+                format_args!(
+                    "client timed out (110: Connection timed out) while sending response to client"
+                ),
+            );
+            let location = request.location.map(|id| conf.location(id));
+            if location.is_some_and(|location| location.settings.core.reset_timedout_connection) {
+                let _ = connection.stream.set_reset_on_close();
+            }
+        }
         return After::Close;
     }
     if !request.keepalive {
@@ -442,7 +460,27 @@ impl Connection {
         }
     }
 
-    fn consume(&mut self, len: usize) {
+    /// A connection on `stream` with an empty buffer of `buffer_size` bytes.
+    pub fn new(stream: Stream, info: ConnectionInfo, buffer_size: usize) -> Connection {
+        Connection {
+            stream,
+            info,
+            buf: vec![0; buffer_size.max(1)],
+            filled: 0,
+            out: Vec::with_capacity(512),
+        }
+    }
+
+    /// Puts bytes in the buffer as if they had been read (tests and pipelined input).
+    pub fn preload(&mut self, bytes: &[u8]) {
+        if self.buf.len() < self.filled + bytes.len() {
+            self.buf.resize(self.filled + bytes.len(), 0);
+        }
+        self.buf[self.filled..self.filled + bytes.len()].copy_from_slice(bytes);
+        self.filled += bytes.len();
+    }
+
+    pub(crate) fn consume(&mut self, len: usize) {
         self.buf.copy_within(len..self.filled, 0);
         self.filled -= len;
     }

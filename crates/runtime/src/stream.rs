@@ -101,6 +101,12 @@ impl Stream {
         socket2::SockRef::from(self).shutdown(Shutdown::Write)
     }
 
+    /// Makes `close` send a reset instead of a FIN (`reset_timedout_connection`), so the
+    /// kernel frees the socket's buffers at once.
+    pub fn set_reset_on_close(&self) -> io::Result<()> {
+        socket2::SockRef::from(self).set_linger(Some(std::time::Duration::ZERO))
+    }
+
     pub fn set_nodelay(&self, on: bool) -> io::Result<()> {
         match self {
             Stream::Tcp(stream) => stream.set_nodelay(on),

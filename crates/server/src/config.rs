@@ -35,11 +35,16 @@ impl Paths {
             .clone()
             .map(PathBuf::from)
             .unwrap_or_else(|| PathBuf::from(cli::DEFAULT_PREFIX));
-        let prefix = if prefix_text.is_absolute() {
+        let joined = if prefix_text.is_absolute() {
             prefix_text
         } else {
             cwd.join(prefix_text)
         };
+        // `-p .` names the current directory; `/srv/./` prints as `/srv` in messages.
+        let prefix: PathBuf = joined
+            .components()
+            .filter(|component| !matches!(component, std::path::Component::CurDir))
+            .collect();
         let conf_text = options
             .conf_file
             .clone()
@@ -208,7 +213,10 @@ pub fn load(paths: &Paths, command_line: Option<&str>) -> Result<Config, ConfErr
             warnings.append(&mut http.warnings);
             Some(http)
         }
-        None => None,
+        None => Some(HttpConf::empty(&http::conf::MergeEnv {
+            prefix: paths.prefix.clone(),
+            main_error_log: Arc::clone(&error_log),
+        })),
     };
     let user = resolve_user(&main, &mut warnings);
     Ok(Config {

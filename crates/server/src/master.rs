@@ -420,7 +420,11 @@ impl Master {
             if self.generations[index].draining && self.generations[index].is_finished() {
                 let finished = self.generations.remove(index);
                 let number = finished.generation.number;
-                log(&self.error_log, Level::Notice, &format!("generation {number} exited"));
+                log(
+                    &self.error_log,
+                    Level::Notice,
+                    &format!("generation {number} exited"),
+                );
                 for panic in finished.finish() {
                     log(&self.error_log, Level::Alert, &panic);
                 }

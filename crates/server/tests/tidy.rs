@@ -22,6 +22,7 @@ const LOOP_CRATES: &[&str] = &["http", "http1", "vars", "runtime"];
 /// master or on a thread pool, never on a worker's loop.
 const FILESYSTEM_ALLOWED: &[&str] = &[
     "crates/http/src/static_files/handler.rs",
+    "crates/http/src/body/temp.rs",
     "crates/runtime/src/sys/linux.rs",
 ];
 

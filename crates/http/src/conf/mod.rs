@@ -157,6 +157,20 @@ pub struct HttpConf {
 }
 
 impl HttpConf {
+    /// The HTTP side of a configuration without an `http` block: nothing to listen on.
+    pub fn empty(env: &MergeEnv) -> HttpConf {
+        HttpConf {
+            main: crate::core::CoreMainConf::default().resolve(env),
+            servers: Vec::new(),
+            locations: Vec::new(),
+            sockets: Vec::new(),
+            server_regexes: Vec::new(),
+            named_len: 0,
+            access_log_buffers: 0,
+            warnings: Vec::new(),
+        }
+    }
+
     pub fn location(&self, id: LocationId) -> &Location {
         &self.locations[id.0 as usize]
     }

@@ -1,9 +1,22 @@
-//! Request bodies: framing state, and discarding a body nobody reads so that the next
-//! request on the connection starts at the right byte.
+//! Request bodies: framing state, discarding a body nobody reads so that the next request
+//! on the connection starts at the right byte, and reading a body into memory or a
+//! temporary file for the handlers that need it.
+
+pub mod reader;
+pub mod temp;
 
 use http1::RequestError;
 use http1::chunked::ChunkedDecoder;
 use http1::request::BodyFraming;
+
+/// Part of the input that belonged to the body.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Piece {
+    /// Input bytes that were body (payload and chunk framing).
+    pub consumed: usize,
+    /// The payload bytes among them.
+    pub payload: std::ops::Range<usize>,
+}
 
 /// How much of the request body is still to come.
 #[derive(Debug, Default)]
@@ -27,6 +40,39 @@ impl BodyState {
 
     pub fn is_done(&self) -> bool {
         matches!(self, BodyState::Done)
+    }
+
+    /// Decodes the body bytes at the front of `data`: how many input bytes belong to the
+    /// body and which of them are payload (chunk framing excluded). Call again with the
+    /// rest of the input until it is consumed or the body is done.
+    pub fn next(&mut self, data: &[u8]) -> Result<Piece, RequestError> {
+        match self {
+            BodyState::Done => Ok(Piece {
+                consumed: 0,
+                payload: 0..0,
+            }),
+            BodyState::Length { remaining } => {
+                let taken = (*remaining).min(data.len() as u64) as usize;
+                *remaining -= taken as u64;
+                if *remaining == 0 {
+                    *self = BodyState::Done;
+                }
+                Ok(Piece {
+                    consumed: taken,
+                    payload: 0..taken,
+                })
+            }
+            BodyState::Chunked(decoder) => {
+                let decoded = decoder.decode(data)?;
+                if decoded.done {
+                    *self = BodyState::Done;
+                }
+                Ok(Piece {
+                    consumed: decoded.consumed,
+                    payload: decoded.data,
+                })
+            }
+        }
     }
 
     /// Consumes body bytes from the front of `data` and drops them. Returns how many bytes

@@ -1,0 +1,271 @@
+//! Reading a request body for a handler: into memory up to `client_body_buffer_size`,
+//! beyond that (or always, with `client_body_in_file_only`) into a temporary file under
+//! `client_body_temp_path`, written through the thread pool.
+
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use http1::RequestError;
+use threadpool::ThreadPool;
+use tokio::time::timeout_at;
+
+use crate::body::BodyState;
+use crate::body::temp;
+use crate::connection::Connection;
+use crate::core::{BodyInFileOnly, TempPath};
+
+/// The settings of the location that reads the body.
+#[derive(Clone, Debug)]
+pub struct BodySettings {
+    /// `client_body_buffer_size`: larger bodies go to a temp file.
+    pub buffer_size: usize,
+    /// `client_max_body_size`; 0 is no limit.
+    pub max_size: u64,
+    /// `client_body_timeout`: between two reads.
+    pub timeout: Duration,
+    pub temp_path: TempPath,
+    pub in_file_only: BodyInFileOnly,
+}
+
+impl BodySettings {
+    /// The settings a location's `client_body_*` directives give.
+    pub fn from_location(core: &crate::core::CoreLocation) -> BodySettings {
+        BodySettings {
+            buffer_size: usize::try_from(core.client_body_buffer_size).unwrap_or(usize::MAX),
+            max_size: core.client_max_body_size,
+            timeout: core.client_body_timeout,
+            temp_path: core.client_body_temp_path.clone(),
+            in_file_only: core.client_body_in_file_only,
+        }
+    }
+}
+
+/// A body that was read.
+#[derive(Debug)]
+pub enum RequestBody {
+    Memory(Vec<u8>),
+    File(TempBody),
+}
+
+impl RequestBody {
+    pub fn len(&self) -> u64 {
+        match self {
+            RequestBody::Memory(bytes) => bytes.len() as u64,
+            RequestBody::File(file) => file.len,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A body in a temp file. Unless it is kept (`client_body_in_file_only on`), the file is
+/// removed, on the pool, when the body is dropped.
+#[derive(Debug)]
+pub struct TempBody {
+    pub path: PathBuf,
+    pub file: Arc<File>,
+    pub len: u64,
+    pub keep: bool,
+    pool: ThreadPool,
+}
+
+impl Drop for TempBody {
+    fn drop(&mut self) {
+        if self.keep {
+            return;
+        }
+        let path = std::mem::take(&mut self.path);
+        // A full queue leaves the file behind; nginx would leak it the same way on error.
+        let _ = self.pool.submit(move || temp::remove(&path));
+    }
+}
+
+/// Why a body could not be read; each maps to nginx's answer.
+#[derive(Debug)]
+pub enum BodyError {
+    /// More than `client_max_body_size` arrived (chunked bodies are checked as they come).
+    TooLarge { received: u64 },
+    /// `client_body_timeout` passed between two reads.
+    TimedOut,
+    /// The client closed the connection before the body ended.
+    Closed,
+    /// Bad chunked framing.
+    Invalid(RequestError),
+    /// A temp file could not be created or written.
+    File {
+        path: PathBuf,
+        call: &'static str,
+        error: io::Error,
+    },
+    /// The thread pool refused or lost the task.
+    Pool { name: String },
+}
+
+impl BodyError {
+    /// The status nginx ends the request with.
+    pub fn status(&self) -> u16 {
+        match self {
+            BodyError::TooLarge { .. } => 413,
+            BodyError::TimedOut => 408,
+            BodyError::Closed => 400,
+            BodyError::Invalid(error) => error.status(),
+            BodyError::File { .. } | BodyError::Pool { .. } => 500,
+        }
+    }
+}
+
+/// Reads the rest of the body described by `state`, starting with the bytes already in
+/// the connection's buffer. Sends `100 Continue` first when the client asked for it and
+/// nothing of the body has arrived.
+pub async fn read_body(
+    connection: &mut Connection,
+    state: &mut BodyState,
+    settings: &BodySettings,
+    pool: &ThreadPool,
+    temp_numbers: &AtomicU64,
+    expect_continue: bool,
+) -> Result<RequestBody, BodyError> {
+    let mut sink = Sink {
+        memory: Vec::new(),
+        file: None,
+        settings,
+        pool,
+        temp_numbers,
+    };
+    if settings.in_file_only != BodyInFileOnly::Off {
+        sink.open_file().await?;
+    }
+    if expect_continue && connection.filled == 0 && !state.is_done() {
+        connection
+            .write_all_timed(b"HTTP/1.1 100 Continue\r\n\r\n", settings.timeout)
+            .await
+            .map_err(|_| BodyError::Closed)?;
+    }
+    loop {
+        while connection.filled > 0 && !state.is_done() {
+            let piece = state
+                .next(&connection.buf[..connection.filled])
+                .map_err(BodyError::Invalid)?;
+            sink.memory
+                .extend_from_slice(&connection.buf[piece.payload]);
+            connection.consume(piece.consumed);
+            if piece.consumed == 0 {
+                break;
+            }
+        }
+        let received = sink.len();
+        if settings.max_size > 0 && received > settings.max_size {
+            return Err(BodyError::TooLarge { received });
+        }
+        if sink.file.is_some() || sink.memory.len() > settings.buffer_size {
+            sink.spill().await?;
+        }
+        if state.is_done() {
+            break;
+        }
+        let deadline = tokio::time::Instant::now() + settings.timeout;
+        match timeout_at(deadline, connection.stream.read(&mut connection.buf)).await {
+            Err(_) => return Err(BodyError::TimedOut),
+            Ok(Ok(0)) | Ok(Err(_)) => return Err(BodyError::Closed),
+            Ok(Ok(count)) => connection.filled = count,
+        }
+    }
+    sink.finish().await
+}
+
+/// Where body bytes go: memory first, a temp file once they outgrow the buffer.
+struct Sink<'a> {
+    memory: Vec<u8>,
+    file: Option<TempBody>,
+    settings: &'a BodySettings,
+    pool: &'a ThreadPool,
+    temp_numbers: &'a AtomicU64,
+}
+
+impl Sink<'_> {
+    fn len(&self) -> u64 {
+        self.file.as_ref().map_or(0, |file| file.len) + self.memory.len() as u64
+    }
+
+    async fn open_file(&mut self) -> Result<(), BodyError> {
+        let number = self.temp_numbers.fetch_add(1, Ordering::Relaxed);
+        let path = temp::temp_file_path(&self.settings.temp_path, number);
+        let task_path = path.clone();
+        let created = run(self.pool, move || temp::create(&task_path)).await?;
+        let file = created.map_err(|error| BodyError::File {
+            path: path.clone(),
+            call: "open",
+            error,
+        })?;
+        self.file = Some(TempBody {
+            path,
+            file: Arc::new(file),
+            len: 0,
+            keep: self.settings.in_file_only == BodyInFileOnly::On,
+            pool: self.pool.clone(),
+        });
+        Ok(())
+    }
+
+    /// Moves what is in memory to the file.
+    async fn spill(&mut self) -> Result<(), BodyError> {
+        if self.file.is_none() {
+            self.open_file().await?;
+        }
+        if self.memory.is_empty() {
+            return Ok(());
+        }
+        let Some(body) = self.file.as_mut() else {
+            return Ok(());
+        };
+        let data = std::mem::take(&mut self.memory);
+        let file = Arc::clone(&body.file);
+        let offset = body.len;
+        let written = run(self.pool, move || {
+            file.write_all_at(&data, offset).map(|()| data)
+        })
+        .await?;
+        let mut data = written.map_err(|error| BodyError::File {
+            path: body.path.clone(),
+            call: "write",
+            error,
+        })?;
+        body.len += data.len() as u64;
+        data.clear();
+        self.memory = data;
+        Ok(())
+    }
+
+    async fn finish(mut self) -> Result<RequestBody, BodyError> {
+        if self.file.is_some() {
+            self.spill().await?;
+        }
+        match self.file.take() {
+            Some(file) => Ok(RequestBody::File(file)),
+            None => Ok(RequestBody::Memory(self.memory)),
+        }
+    }
+}
+
+async fn run<T: Send + 'static>(
+    pool: &ThreadPool,
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, BodyError> {
+    let lost = || BodyError::Pool {
+        name: pool.name().to_owned(),
+    };
+    match pool.submit(work) {
+        Ok(completion) => completion.await.map_err(|_| lost()),
+        Err(_) => Err(lost()),
+    }
+}
+
+#[cfg(test)]
+mod tests;

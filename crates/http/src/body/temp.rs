@@ -1,0 +1,108 @@
+//! Temporary files for request bodies: names, directory levels, creation. The functions
+//! here touch the disk and run on a thread pool, never on a worker's loop.
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use crate::core::TempPath;
+
+/// Digits of a temp file name, as nginx names them (`0000000123`).
+const NAME_DIGITS: usize = 10;
+
+/// The path of temp file `number` under `temp`: levels `1 2` put `0000000123` in `3/12/`
+/// (the last digits of the name, from the end), as nginx's `*_temp_path` levels do.
+pub fn temp_file_path(temp: &TempPath, number: u64) -> PathBuf {
+    let name = format!(
+        "{:0width$}",
+        number % 10u64.pow(NAME_DIGITS as u32),
+        width = NAME_DIGITS
+    );
+    let mut path = temp.path.clone();
+    let mut end = name.len();
+    for level in &temp.levels {
+        let width = usize::from(*level);
+        path.push(&name[end - width..end]);
+        end -= width;
+    }
+    path.push(name);
+    path
+}
+
+/// Creates a new temp file (mode 0600, failing if it exists), making missing directories.
+pub fn create(path: &Path) -> io::Result<File> {
+    let open = || {
+        OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(path)
+    };
+    match open() {
+        Err(error) if error.kind() == io::ErrorKind::NotFound => {
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+            open()
+        }
+        other => other,
+    }
+}
+
+/// Removes a temp file; a file already gone is fine.
+pub fn remove(path: &Path) {
+    let _ = std::fs::remove_file(path);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_levels_match_nginx() {
+        let flat = TempPath {
+            path: PathBuf::from("/t"),
+            levels: Vec::new(),
+        };
+        assert_eq!(temp_file_path(&flat, 123), PathBuf::from("/t/0000000123"));
+        let leveled = TempPath {
+            path: PathBuf::from("/t"),
+            levels: vec![1, 2],
+        };
+        assert_eq!(
+            temp_file_path(&leveled, 123),
+            PathBuf::from("/t/3/12/0000000123")
+        );
+        let deep = TempPath {
+            path: PathBuf::from("/t"),
+            levels: vec![2, 2, 2],
+        };
+        assert_eq!(
+            temp_file_path(&deep, 9_876_543_210),
+            PathBuf::from("/t/10/32/54/9876543210")
+        );
+    }
+
+    #[test]
+    fn create_makes_directories_and_refuses_existing_files() {
+        let root = std::env::temp_dir().join(format!("portico-temp-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let temp = TempPath {
+            path: root.clone(),
+            levels: vec![1, 2],
+        };
+        let path = temp_file_path(&temp, 42);
+        create(&path).unwrap();
+        assert!(path.exists());
+        assert_eq!(
+            create(&path).unwrap_err().kind(),
+            io::ErrorKind::AlreadyExists
+        );
+        remove(&path);
+        remove(&path);
+        assert!(!path.exists());
+        std::fs::remove_dir_all(root).unwrap();
+    }
+}

@@ -1,0 +1,417 @@
+//! Loading `http` blocks: location and server-name lookups, inheritance, and nginx's error
+//! texts for broken configurations.
+
+#![allow(clippy::unwrap_used)]
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use conf::sources::MemorySources;
+use logging::{ErrorLog, LogFiles};
+use portico_http::conf::location::{self, MatchState};
+use portico_http::conf::regex::Captures;
+use portico_http::conf::{HttpConf, LoadEnv, LocationKind, load_http};
+
+struct Loaded {
+    conf: HttpConf,
+    _prefix: TempPrefix,
+}
+
+struct TempPrefix(PathBuf);
+
+impl Drop for TempPrefix {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn prefix() -> TempPrefix {
+    static COUNTER: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let number = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir =
+        std::env::temp_dir().join(format!("portico-conf-load-{}-{number}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("logs")).unwrap();
+    TempPrefix(dir)
+}
+
+const CONF_PATH: &str = "/test/portico.conf";
+
+/// Loads the `http { ... }` block of `text` (a main-context configuration).
+fn load(text: &str) -> Result<Loaded, String> {
+    let prefix = prefix();
+    let sources = MemorySources::new().with(CONF_PATH, text);
+    let tree = conf::parse_file(Path::new(CONF_PATH), &sources).map_err(|e| e.to_string())?;
+    let http = tree
+        .directives
+        .iter()
+        .find(|d| d.name == "http")
+        .expect("the test config has http");
+    let mut log_files = LogFiles::default();
+    let env = LoadEnv {
+        prefix: &prefix.0,
+        main_error_log: Arc::new(ErrorLog::new(Vec::new())),
+        log_files: &mut log_files,
+        hostname: "testhost".to_owned(),
+    };
+    let conf =
+        load_http(http.block.as_deref().unwrap_or_default(), env).map_err(|e| e.to_string())?;
+    Ok(Loaded {
+        conf,
+        _prefix: prefix,
+    })
+}
+
+fn error(text: &str) -> String {
+    match load(text) {
+        Ok(_) => panic!("expected an error for {text}"),
+        Err(error) => error,
+    }
+}
+
+/// The name of the location `uri` selects in the first server.
+fn select(conf: &HttpConf, uri: &str) -> String {
+    let server = &conf.servers[0];
+    let mut state = MatchState::default();
+    let id = location::find(
+        &conf.locations,
+        &server.locations,
+        server.location,
+        uri.as_bytes(),
+        &mut state,
+    );
+    let found = conf.location(id);
+    match &found.kind {
+        LocationKind::Server => "server".to_owned(),
+        _ => found.name.clone(),
+    }
+}
+
+const LOCATIONS: &str = r#"
+http {
+    server {
+        listen 127.0.0.1:8080;
+        location = / { }
+        location / { }
+        location ^~ /images/ { }
+        location ~* \.(gif|jpg)$ { }
+        location ~ casefull { }
+        location /foo { }
+        location = /foo { }
+        location /foo/ {
+            location /foo/bar { }
+            location ~ \.txt$ { }
+        }
+        location ^~ /static/ {
+            location ~ \.css$ { }
+        }
+        location @fallback { }
+    }
+}
+"#;
+
+#[test]
+fn locations_follow_nginx_precedence() {
+    let loaded = load(LOCATIONS).unwrap();
+    let conf = &loaded.conf;
+    assert_eq!(select(conf, "/"), "= /");
+    assert_eq!(select(conf, "/x"), "/");
+    assert_eq!(
+        select(conf, "/images/t.gif"),
+        "^~ /images/",
+        "^~ stops the regex search"
+    );
+    assert_eq!(select(conf, "/t.GIF"), "~* \\.(gif|jpg)$");
+    assert_eq!(
+        select(conf, "/casefull/t.gif"),
+        "~* \\.(gif|jpg)$",
+        "the first regex wins"
+    );
+    assert_eq!(select(conf, "/CASEFULL/"), "/", "~ is case-sensitive");
+    assert_eq!(select(conf, "/foo"), "= /foo");
+    assert_eq!(select(conf, "/foobar"), "/foo");
+    assert_eq!(select(conf, "/foo/bar/x"), "/foo/bar", "nested prefix");
+    assert_eq!(
+        select(conf, "/foo/a.txt"),
+        "~ \\.txt$",
+        "nested regex before outer regexes"
+    );
+    assert_eq!(
+        select(conf, "/foo/a.gif"),
+        "~* \\.(gif|jpg)$",
+        "outer regex after nested prefix"
+    );
+    assert_eq!(
+        select(conf, "/static/a.css"),
+        "~ \\.css$",
+        "nested regex inside ^~"
+    );
+    assert_eq!(select(conf, "/static/a.gif"), "^~ /static/");
+    assert_eq!(
+        select(conf, "/@fallback"),
+        "/",
+        "named locations are not searched"
+    );
+    assert_eq!(conf.servers[0].named_locations.len(), 1);
+}
+
+#[test]
+fn regex_captures_and_named_groups() {
+    let loaded = load(
+        r#"http { server { listen 127.0.0.1:8080;
+            location ~ ^/(?<section>[a-z]+)/(\d+)$ { return 200 "$section $2"; } } }"#,
+    )
+    .unwrap();
+    let conf = &loaded.conf;
+    let server = &conf.servers[0];
+    let mut state = MatchState::default();
+    let id = location::find(
+        &conf.locations,
+        &server.locations,
+        server.location,
+        b"/news/42",
+        &mut state,
+    );
+    assert!(conf.location(id).is_regex());
+    assert_eq!(state.captures.group(2), Some(&b"42"[..]));
+    assert_eq!(
+        state.named.first().cloned().flatten(),
+        Some(b"news".to_vec())
+    );
+    assert_eq!(conf.named_len, 1);
+}
+
+#[test]
+fn settings_inherit_and_add_header_replaces() {
+    let loaded = load(
+        r#"http {
+            client_max_body_size 5m;
+            add_header X-Http 1;
+            keepalive_timeout 10s 9;
+            server {
+                listen 127.0.0.1:8080;
+                add_header X-Server 1;
+                add_header X-Server-Two 2;
+                location /a { }
+                location /b { add_header X-B 1; client_max_body_size 0; }
+            }
+        }"#,
+    )
+    .unwrap();
+    let conf = &loaded.conf;
+    let by_name = |name: &str| conf.locations.iter().find(|l| l.name == name).unwrap();
+    let a = &by_name("/a").settings;
+    assert_eq!(a.core.client_max_body_size, 5 * 1024 * 1024);
+    let names: Vec<_> = a
+        .headers
+        .add_header
+        .iter()
+        .map(|h| String::from_utf8_lossy(&h.name).into_owned())
+        .collect();
+    assert_eq!(
+        names,
+        ["X-Server", "X-Server-Two"],
+        "the server level replaced the http list"
+    );
+    let b = &by_name("/b").settings;
+    assert_eq!(b.core.client_max_body_size, 0);
+    assert_eq!(b.headers.add_header.len(), 1);
+    assert_eq!(
+        a.core.keepalive_timeout.header,
+        Some(std::time::Duration::from_secs(9))
+    );
+}
+
+#[test]
+fn server_names_per_address_and_defaults() {
+    let loaded = load(
+        r#"http {
+            server { listen 127.0.0.1:8080; server_name a.test; }
+            server { listen 127.0.0.1:8080 default_server; listen 127.0.0.1:8081; server_name b.test; }
+            server { listen 127.0.0.1:8081; server_name ~^(?<sub>\w+)\.c\.test$; }
+        }"#,
+    )
+    .unwrap();
+    let conf = &loaded.conf;
+    assert_eq!(conf.sockets.len(), 2);
+    let first = &conf.sockets[0].addresses[0];
+    assert_eq!(
+        first.default_server.0, 1,
+        "default_server wins over the first server"
+    );
+    let second = &conf.sockets[1].addresses[0];
+    assert_eq!(
+        second.default_server.0, 1,
+        "the first server on the address is its default"
+    );
+    let mut captures = Captures::default();
+    let found = second.names.find(
+        b"x.c.test",
+        |index| &conf.server_regexes[index],
+        &mut captures,
+    );
+    assert_eq!(found.map(|(server, _)| server.0), Some(2));
+    let not_there = first.names.find(
+        b"x.c.test",
+        |index| &conf.server_regexes[index],
+        &mut captures,
+    );
+    assert!(not_there.is_none(), "names are per address");
+}
+
+#[test]
+fn specific_addresses_share_a_wildcard_socket() {
+    let loaded = load(
+        r#"http {
+            server { listen 8080; server_name any; }
+            server { listen 127.0.0.1:8080; server_name local; }
+        }"#,
+    )
+    .unwrap();
+    let sockets = &loaded.conf.sockets;
+    assert_eq!(sockets.len(), 1, "one socket on *:8080");
+    assert_eq!(sockets[0].addresses.len(), 2);
+    assert_eq!(
+        sockets[0].addresses[0].ip,
+        Some("127.0.0.1".parse().unwrap())
+    );
+    assert_eq!(sockets[0].addresses[1].ip, None, "the wildcard comes last");
+}
+
+#[test]
+fn conflicting_names_warn() {
+    let loaded = load(
+        r#"http {
+            server { listen 127.0.0.1:8080; server_name same; }
+            server { listen 127.0.0.1:8080; server_name same; }
+        }"#,
+    )
+    .unwrap();
+    let warnings: Vec<String> = loaded.conf.warnings.iter().map(|w| w.to_string()).collect();
+    assert_eq!(
+        warnings,
+        ["conflicting server name \"same\" on 127.0.0.1:8080, ignored"]
+    );
+}
+
+#[test]
+fn broken_configurations_fail_with_nginx_texts() {
+    let cases: &[(&str, &str)] = &[
+        (
+            "http { server { location /a { } location /a { } } }",
+            "duplicate location \"/a\" in /test/portico.conf:1",
+        ),
+        (
+            "http { server { location % /a { } } }",
+            "invalid location modifier \"%\" in /test/portico.conf:1",
+        ),
+        (
+            "http { server { location /a { location /b { } } } }",
+            "location \"/b\" is outside location \"/a\" in /test/portico.conf:1",
+        ),
+        (
+            "http { server { location = /a { location /a/b { } } } }",
+            "location \"/a/b\" cannot be inside the exact location \"= /a\" in /test/portico.conf:1",
+        ),
+        (
+            "http { server { location /a { location @n { } } } }",
+            "named location \"@n\" can be on the server level only in /test/portico.conf:1",
+        ),
+        (
+            "http { server { return 200 $nope; } }",
+            "unknown \"nope\" variable",
+        ),
+        (
+            "http { server { location ~ ^(a { } } }",
+            "pcre2_compile() failed: missing closing parenthesis in \"^(a\" at \"\" in /test/portico.conf:1",
+        ),
+        (
+            "http { root /a; root /b; }",
+            "\"root\" directive is duplicate in /test/portico.conf:1",
+        ),
+        (
+            "http { server { location /a { root /a; alias /b; } } }",
+            "\"alias\" directive is duplicate, \"root\" directive was specified earlier in /test/portico.conf:1",
+        ),
+        (
+            "http { server { listen 127.0.0.1:70000; } }",
+            "invalid port in \"127.0.0.1:70000\" of the \"listen\" directive in /test/portico.conf:1",
+        ),
+        (
+            "http { server { listen 127.0.0.1:8080; listen 127.0.0.1:8080; } }",
+            "a duplicate listen 127.0.0.1:8080 in /test/portico.conf:1",
+        ),
+        (
+            "http { server { listen 127.0.0.1:8080 default_server; } server { listen 127.0.0.1:8080 default_server; } }",
+            "a duplicate default server for 127.0.0.1:8080 in /test/portico.conf:1",
+        ),
+        (
+            "http { server { listen 127.0.0.1:8080 backlog=5; } server { listen 127.0.0.1:8080 backlog=6; } }",
+            "duplicate listen options for 127.0.0.1:8080 in /test/portico.conf:1",
+        ),
+        (
+            "http { keepalive_timeout abc; }",
+            "\"keepalive_timeout\" directive invalid value in /test/portico.conf:1",
+        ),
+        (
+            "http { keepalive_requests -1; }",
+            "\"keepalive_requests\" directive invalid number in /test/portico.conf:1",
+        ),
+        (
+            "http { server_tokens maybe; }",
+            "invalid value \"maybe\" in /test/portico.conf:1",
+        ),
+        (
+            "http { merge_slashes yes; }",
+            "invalid value \"yes\" in \"merge_slashes\" directive, it must be \"on\" or \"off\" in /test/portico.conf:1",
+        ),
+        (
+            "http { access_log logs/a.log nosuchformat; }",
+            "unknown log format \"nosuchformat\" in /test/portico.conf:1",
+        ),
+        (
+            "http { return 200; }",
+            "\"return\" directive is not allowed here in /test/portico.conf:1",
+        ),
+        (
+            "http { server { return abc; } }",
+            "invalid return code \"abc\" in /test/portico.conf:1",
+        ),
+        (
+            "http { server { server_name w*.example.com; } }",
+            "invalid server name or wildcard \"w*.example.com\" in /test/portico.conf:1",
+        ),
+        (
+            "http { server { add_header X; } }",
+            "invalid number of arguments in \"add_header\" directive in /test/portico.conf:1",
+        ),
+        (
+            "http { log_format a '$status'; log_format a '$status'; }",
+            "duplicate \"log_format\" name \"a\" in /test/portico.conf:1",
+        ),
+    ];
+    for (text, expected) in cases {
+        assert_eq!(&error(text), expected, "for {text}");
+    }
+}
+
+#[test]
+fn relative_paths_hang_off_the_prefix() {
+    let loaded = load("http { server { listen 127.0.0.1:8080; root site/; } }").unwrap();
+    let conf = &loaded.conf;
+    let root = match &conf
+        .location(conf.servers[0].location)
+        .settings
+        .core
+        .document_root
+    {
+        portico_http::core::DocumentRoot::Root(template) => template.as_literal().unwrap().to_vec(),
+        portico_http::core::DocumentRoot::Alias(_) => panic!("root expected"),
+    };
+    let expected = Path::new(&loaded._prefix.0).join("site");
+    assert_eq!(
+        String::from_utf8(root).unwrap(),
+        expected.to_string_lossy(),
+        "prefix joined, trailing slash dropped"
+    );
+}
