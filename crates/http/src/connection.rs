@@ -179,7 +179,7 @@ fn head_limits(core: &CoreServer) -> HeadLimits {
 fn log_connection(
     worker: &HttpWorker,
     connection: &Connection,
-    request: &Request,
+    request: &Request<'_>,
     level: Level,
     message: &str,
     action: &'static str,
@@ -203,10 +203,10 @@ fn log_connection(
 
 /// Answers a request whose head was rejected, as nginx does: log at `info`, the status
 /// page, `Connection: close`, then a lingering close.
-async fn reject(
-    worker: &HttpWorker,
+async fn reject<'a>(
+    worker: &'a HttpWorker,
     connection: &mut Connection,
-    request: &mut Request,
+    request: &mut Request<'a>,
     server: ServerId,
     error: &RequestError,
 ) {
@@ -238,11 +238,11 @@ async fn reject(
 }
 
 /// Runs one request whose head was read: server choice, phases, response, log.
-async fn handle_request(
-    worker: &HttpWorker,
+async fn handle_request<'a>(
+    worker: &'a HttpWorker,
     connection: &mut Connection,
     address: &AddressConf,
-    request: &mut Request,
+    request: &mut Request<'a>,
 ) -> After {
     let conf = worker.conf();
     let now = worker.clock.now();
@@ -326,7 +326,12 @@ async fn handle_request(
 
 /// Whether to linger before closing: `lingering_close always`, or `on` while the client
 /// may still be sending.
-fn closing_mode(worker: &HttpWorker, request: &Request, body: &BodyState, buffered: bool) -> After {
+fn closing_mode(
+    worker: &HttpWorker,
+    request: &Request<'_>,
+    body: &BodyState,
+    buffered: bool,
+) -> After {
     let mode = request
         .location
         .map(|id| worker.conf().location(id).settings.core.lingering_close)
@@ -340,7 +345,11 @@ fn closing_mode(worker: &HttpWorker, request: &Request, body: &BodyState, buffer
 }
 
 /// The server for the request's host on this address, else the address's default.
-fn select_server(worker: &HttpWorker, address: &AddressConf, request: &mut Request) -> ServerId {
+fn select_server(
+    worker: &HttpWorker,
+    address: &AddressConf,
+    request: &mut Request<'_>,
+) -> ServerId {
     let conf = worker.conf();
     let found = address.names.find(
         &request.info.host,
@@ -364,7 +373,7 @@ impl Connection {
         &mut self,
         worker: &HttpWorker,
         limits: &HeadLimits,
-        request: &mut Request,
+        request: &mut Request<'_>,
         idle_timeout: Duration,
         header_timeout: Duration,
     ) -> HeadRead {
@@ -557,10 +566,10 @@ impl Connection {
         Ok(())
     }
 
-    pub fn is_http09(request: &Request) -> bool {
+    pub fn is_http09(request: &Request<'_>) -> bool {
         request.head.version == Version::Http09
     }
 }
 
 /// Keeps `Body` used in signatures of this module's callers.
-pub type ResponseBody = Body;
+pub type ResponseBody<'a> = Body<'a>;

@@ -24,9 +24,9 @@ use crate::worker::HttpWorker;
 
 /// How the request ends.
 #[derive(Debug)]
-pub enum Reply {
+pub enum Reply<'a> {
     /// Send `request.response` with this body.
-    Respond(Body),
+    Respond(Body<'a>),
     /// `return 444`: close without a response.
     Close,
 }
@@ -35,7 +35,11 @@ pub enum Reply {
 pub const REDIRECTS_MAX: u8 = 10;
 
 /// Runs the phases for a request whose server is chosen.
-pub async fn run(worker: &HttpWorker, connection: &ConnectionInfo, request: &mut Request) -> Reply {
+pub async fn run<'a>(
+    worker: &'a HttpWorker,
+    connection: &ConnectionInfo,
+    request: &mut Request<'a>,
+) -> Reply<'a> {
     let conf = worker.conf();
     let Some(server_id) = request.server else {
         return finalize_status(worker, connection, request, 500);
@@ -117,7 +121,7 @@ pub async fn run(worker: &HttpWorker, connection: &ConnectionInfo, request: &mut
     }
 }
 
-fn worker_error_enabled(worker: &HttpWorker, request: &Request, level: Level) -> bool {
+fn worker_error_enabled(worker: &HttpWorker, request: &Request<'_>, level: Level) -> bool {
     match request.location {
         Some(location) => worker
             .conf()
@@ -131,7 +135,7 @@ fn worker_error_enabled(worker: &HttpWorker, request: &Request, level: Level) ->
 }
 
 /// Finds the location for the current `$uri`.
-fn find_config(worker: &HttpWorker, server_id: ServerId, request: &mut Request) -> LocationId {
+fn find_config(worker: &HttpWorker, server_id: ServerId, request: &mut Request<'_>) -> LocationId {
     let conf = worker.conf();
     let server = conf.server(server_id);
     let found = location::find(
@@ -149,7 +153,7 @@ fn find_config(worker: &HttpWorker, server_id: ServerId, request: &mut Request) 
 pub fn log(
     worker: &HttpWorker,
     connection: &ConnectionInfo,
-    request: &Request,
+    request: &Request<'_>,
     level: Level,
     message: std::fmt::Arguments<'_>,
 ) {
@@ -172,38 +176,42 @@ pub fn log(
 }
 
 /// `return`: a redirect with `Location`, a text body, an error page, or closing.
-fn respond_return(
-    worker: &HttpWorker,
+fn respond_return<'a>(
+    worker: &'a HttpWorker,
     connection: &ConnectionInfo,
-    request: &mut Request,
+    request: &mut Request<'a>,
     status: u16,
-    text: Option<&HttpTemplate>,
-) -> Reply {
+    text: Option<&'a HttpTemplate>,
+) -> Reply<'a> {
     if status == STATUS_CLOSE {
         request.response.status = STATUS_CLOSE;
         return Reply::Close;
     }
-    let value = text.map(|template| evaluate(worker, connection, request, template));
     if status_is_redirect(status) {
+        let value = text.map(|template| evaluate(worker, connection, request, template));
         request.response.location = Some(Location {
             value: value.unwrap_or_default(),
         });
         return finalize_status(worker, connection, request, status);
     }
-    match value {
-        Some(body) => {
-            let location = current_location(worker, request);
-            request.response.status = status;
-            request.response.content_type = Some(Bytes::Shared(Arc::clone(
-                &location.settings.core.default_type,
-            )));
-            Reply::Respond(Body::Bytes(Bytes::Owned(body)))
-        }
-        None => finalize_status(worker, connection, request, status),
-    }
+    let Some(template) = text else {
+        return finalize_status(worker, connection, request, status);
+    };
+    // A literal text is sent straight from the configuration, without a copy.
+    let body = match template.as_literal() {
+        Some(literal) => Bytes::Borrowed(literal),
+        None => Bytes::Owned(evaluate(worker, connection, request, template)),
+    };
+    let location = current_location(worker, request);
+    request.response.status = status;
+    request.response.content_type = Some(Bytes::Borrowed(&location.settings.core.default_type));
+    Reply::Respond(Body::Bytes(body))
 }
 
-fn current_location<'a>(worker: &'a HttpWorker, request: &Request) -> &'a crate::conf::Location {
+fn current_location<'a>(
+    worker: &'a HttpWorker,
+    request: &Request<'_>,
+) -> &'a crate::conf::Location {
     let conf = worker.conf();
     let id = request
         .location
@@ -214,7 +222,7 @@ fn current_location<'a>(worker: &'a HttpWorker, request: &Request) -> &'a crate:
 fn evaluate(
     worker: &HttpWorker,
     connection: &ConnectionInfo,
-    request: &Request,
+    request: &Request<'_>,
     template: &HttpTemplate,
 ) -> Vec<u8> {
     if let Some(literal) = template.as_literal() {
@@ -235,12 +243,12 @@ fn evaluate(
 }
 
 /// Ends the request with `status` and nginx's own page for it (if it has one).
-pub fn finalize_status(
-    worker: &HttpWorker,
+pub fn finalize_status<'a>(
+    worker: &'a HttpWorker,
     _connection: &ConnectionInfo,
-    request: &mut Request,
+    request: &mut Request<'a>,
     status: u16,
-) -> Reply {
+) -> Reply<'a> {
     let location = current_location(worker, request);
     let core = &location.settings.core;
     request.response.status = status;
@@ -254,7 +262,7 @@ pub fn finalize_status(
         core.msie_padding && request.info.browser.msie,
     ) {
         Some(page) => {
-            request.response.content_type = Some(Bytes::Static(b"text/html"));
+            request.response.content_type = Some(Bytes::Borrowed(b"text/html"));
             Reply::Respond(Body::Bytes(Bytes::Owned(page)))
         }
         None => Reply::Respond(Body::Empty),
@@ -262,12 +270,12 @@ pub fn finalize_status(
 }
 
 /// The content phase's static handler.
-async fn serve_static(
-    worker: &HttpWorker,
+async fn serve_static<'a>(
+    worker: &'a HttpWorker,
     connection: &ConnectionInfo,
-    request: &mut Request,
+    request: &mut Request<'a>,
     location_id: LocationId,
-) -> Result<StaticOutcome, static_handler::FileError> {
+) -> Result<StaticOutcome<'a>, static_handler::FileError> {
     let conf = worker.conf();
     let location = conf.location(location_id);
     if !static_handler::method_allowed(request.head.method) {
@@ -328,13 +336,13 @@ async fn serve_static(
 }
 
 /// `index`: the first index file that opens becomes an internal redirect.
-async fn serve_index(
-    worker: &HttpWorker,
+async fn serve_index<'a>(
+    worker: &'a HttpWorker,
     connection: &ConnectionInfo,
-    request: &mut Request,
+    request: &mut Request<'a>,
     location_id: LocationId,
     root: &[u8],
-) -> Result<StaticOutcome, static_handler::FileError> {
+) -> Result<StaticOutcome<'a>, static_handler::FileError> {
     let location = worker.conf().location(location_id);
     let directory = static_handler::map_path(location, root, &request.uri);
     for index in &location.settings.static_files.index {

@@ -35,7 +35,7 @@ pub struct Sent {
 
 /// One request.
 #[derive(Debug, Default)]
-pub struct Request {
+pub struct Request<'a> {
     /// The head as received; `head`'s ranges point into it.
     pub head_bytes: Vec<u8>,
     pub head: RequestHead,
@@ -52,7 +52,7 @@ pub struct Request {
     pub started_wall: Option<Timestamp>,
     /// Bytes of the head plus body bytes read (`$request_length`).
     pub length: u64,
-    pub response: ResponseHead,
+    pub response: ResponseHead<'a>,
     pub sent: Sent,
     /// Whether the response was fully sent.
     pub completed: bool,
@@ -64,7 +64,7 @@ pub struct Request {
     pub keepalive: bool,
 }
 
-impl Request {
+impl<'a> Request<'a> {
     /// Clears everything for the next request on the connection.
     pub fn reset(&mut self) {
         self.head_bytes.clear();
@@ -86,12 +86,12 @@ impl Request {
     }
 
     /// A request header's value, by lowercase name with `_` matching `-` (as `$http_*`).
-    pub fn header<'a>(&'a self, lowercase_name: &'a [u8]) -> Option<&'a [u8]> {
+    pub fn header<'b>(&'b self, lowercase_name: &'b [u8]) -> Option<&'b [u8]> {
         self.headers(lowercase_name).next()
     }
 
     /// Every value of a header, in order.
-    pub fn headers<'a>(&'a self, lowercase_name: &'a [u8]) -> impl Iterator<Item = &'a [u8]> + 'a {
+    pub fn headers<'b>(&'b self, lowercase_name: &'b [u8]) -> impl Iterator<Item = &'b [u8]> + 'b {
         self.head.headers.iter().filter_map(move |field| {
             let name = field.name_in(&self.head_bytes);
             header_name_matches(name, lowercase_name).then(|| field.value_in(&self.head_bytes))
@@ -129,11 +129,11 @@ impl Request {
     }
 
     /// The error-log context of this request on `connection`.
-    pub fn log_context<'a>(
-        &'a self,
-        connection: &'a ConnectionInfo,
-        conf: &'a HttpConf,
-    ) -> RequestLogContext<'a> {
+    pub fn log_context<'b>(
+        &'b self,
+        connection: &'b ConnectionInfo,
+        conf: &'b HttpConf,
+    ) -> RequestLogContext<'b> {
         RequestLogContext {
             request: Some(self),
             connection,
@@ -155,7 +155,7 @@ pub fn header_name_matches(name: &[u8], wanted: &[u8]) -> bool {
 /// What follows an error-log message about a connection or request, as nginx writes it:
 /// ` while ACTION, client: ADDR, server: NAME, request: "LINE", host: "HOST"`.
 pub struct RequestLogContext<'a> {
-    pub request: Option<&'a Request>,
+    pub request: Option<&'a Request<'a>>,
     pub connection: &'a ConnectionInfo,
     pub conf: &'a HttpConf,
     /// What the connection was doing (`reading client request line`).

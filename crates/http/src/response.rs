@@ -2,21 +2,18 @@
 //! order (`Server`, `Date`, `Content-Type`, `Content-Length`, `Last-Modified`, `Location`,
 //! `Transfer-Encoding`, `Connection`, `Keep-Alive`, then every other header in order).
 
-use std::sync::Arc;
-
-/// Bytes a response may hold without copying: static text, shared config data, or owned.
+/// Bytes a response holds: borrowed from the configuration (which outlives every request
+/// of the generation, so no copy and no reference count is touched per request) or owned.
 #[derive(Clone, Debug)]
-pub enum Bytes {
-    Static(&'static [u8]),
-    Shared(Arc<[u8]>),
+pub enum Bytes<'a> {
+    Borrowed(&'a [u8]),
     Owned(Vec<u8>),
 }
 
-impl Bytes {
+impl Bytes<'_> {
     pub fn as_slice(&self) -> &[u8] {
         match self {
-            Bytes::Static(bytes) => bytes,
-            Bytes::Shared(bytes) => bytes,
+            Bytes::Borrowed(bytes) => bytes,
             Bytes::Owned(bytes) => bytes,
         }
     }
@@ -32,15 +29,15 @@ impl Bytes {
 
 /// Where the body comes from.
 #[derive(Debug, Default)]
-pub enum Body {
+pub enum Body<'a> {
     #[default]
     Empty,
-    Bytes(Bytes),
+    Bytes(Bytes<'a>),
     /// A file opened by the static handler, read on the thread pool as it is sent.
     File(crate::static_files::handler::FileBody),
 }
 
-impl Body {
+impl Body<'_> {
     /// The length when it is known before sending.
     pub fn is_empty(&self) -> bool {
         self.len() == Some(0)
@@ -63,19 +60,19 @@ pub struct Location {
 
 /// Everything a handler sets about the response head.
 #[derive(Debug, Default)]
-pub struct ResponseHead {
+pub struct ResponseHead<'a> {
     pub status: u16,
-    pub content_type: Option<Bytes>,
+    pub content_type: Option<Bytes<'a>>,
     pub content_length: Option<u64>,
     pub last_modified: Option<i64>,
     pub location: Option<Location>,
     pub etag: Option<Vec<u8>>,
     pub accept_ranges: bool,
     /// Any other headers, in order.
-    pub headers: Vec<(Bytes, Bytes)>,
+    pub headers: Vec<(Bytes<'a>, Bytes<'a>)>,
 }
 
-impl ResponseHead {
+impl ResponseHead<'_> {
     pub fn clear(&mut self) {
         self.status = 0;
         self.content_type = None;

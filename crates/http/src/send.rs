@@ -25,7 +25,7 @@ const INLINE_BODY_BYTES_MAX: usize = 16 * 1024;
 /// File bodies are read from the pool in chunks of this size.
 const FILE_CHUNK_BYTES: usize = 256 * 1024;
 
-fn location<'a>(worker: &'a HttpWorker, request: &Request) -> &'a Location {
+fn location<'a>(worker: &'a HttpWorker, request: &Request<'_>) -> &'a Location {
     let conf = worker.conf();
     let id = request
         .location
@@ -38,7 +38,7 @@ fn location<'a>(worker: &'a HttpWorker, request: &Request) -> &'a Location {
 pub fn keepalive_allowed(
     worker: &HttpWorker,
     connection: &ConnectionInfo,
-    request: &Request,
+    request: &Request<'_>,
 ) -> bool {
     let wanted = match request.info.connection {
         ConnectionOption::Close => false,
@@ -66,11 +66,11 @@ pub fn keepalive_allowed(
 }
 
 /// Sends the head and body. `Err` means the connection is broken or timed out.
-pub async fn send_response(
-    worker: &HttpWorker,
+pub async fn send_response<'a>(
+    worker: &'a HttpWorker,
     connection: &mut Connection,
-    request: &mut Request,
-    body: Body,
+    request: &mut Request<'a>,
+    body: Body<'a>,
 ) -> io::Result<()> {
     let location = location(worker, request);
     let core = &location.settings.core;
@@ -115,7 +115,7 @@ pub async fn send_response(
 async fn send_file(
     worker: &HttpWorker,
     connection: &Connection,
-    request: &mut Request,
+    request: &mut Request<'_>,
     file: crate::static_files::handler::FileBody,
     core: &CoreLocation,
 ) -> io::Result<()> {
@@ -153,7 +153,7 @@ fn server_header(tokens: ServerTokens) -> &'static [u8] {
 fn write_head(
     worker: &HttpWorker,
     connection: &ConnectionInfo,
-    request: &Request,
+    request: &Request<'_>,
     location: &Location,
     out: &mut Vec<u8>,
 ) {
@@ -230,7 +230,7 @@ fn write_head(
     out.extend_from_slice(b"\r\n");
 }
 
-fn location_server_name<'a>(worker: &'a HttpWorker, request: &Request) -> &'a [u8] {
+fn location_server_name<'a>(worker: &'a HttpWorker, request: &Request<'_>) -> &'a [u8] {
     match request.server {
         Some(server) => &worker.conf().server(server).name,
         None => b"",
@@ -239,7 +239,7 @@ fn location_server_name<'a>(worker: &'a HttpWorker, request: &Request) -> &'a [u
 
 /// `http://HOST[:PORT]` for a relative `Location`, as nginx's header filter builds it.
 fn write_absolute_prefix(
-    request: &Request,
+    request: &Request<'_>,
     connection: &ConnectionInfo,
     server_name: &[u8],
     core: &CoreLocation,
@@ -270,7 +270,7 @@ fn write_absolute_prefix(
 fn write_added_headers(
     worker: &HttpWorker,
     connection: &ConnectionInfo,
-    request: &Request,
+    request: &Request<'_>,
     location: &Location,
     out: &mut Vec<u8>,
 ) {
@@ -303,7 +303,7 @@ fn write_added_headers(
 }
 
 /// The log phase: the access-log line(s) of the request's location.
-pub fn log_request(worker: &HttpWorker, connection: &Connection, request: &Request) {
+pub fn log_request(worker: &HttpWorker, connection: &Connection, request: &Request<'_>) {
     let location = location(worker, request);
     let targets = &location.settings.access_log.access_log;
     if targets.is_empty() {

@@ -26,9 +26,9 @@ pub struct FileBody {
 
 /// What the static handler decided.
 #[derive(Debug)]
-pub enum StaticOutcome {
+pub enum StaticOutcome<'a> {
     /// Respond with this status; for 200 the head is set and the body given.
-    Respond { status: u16, body: Body },
+    Respond { status: u16, body: Body<'a> },
     /// `index` found a file: continue with this URI as a new internal request.
     Redirect(Vec<u8>),
     /// A directory without the trailing slash: 301 to the URI with `/`.
@@ -114,11 +114,11 @@ pub fn etag(modified: i64, len: u64) -> Vec<u8> {
 }
 
 /// The MIME type of a URI's extension, else `default_type`.
-pub fn content_type(location: &Location, uri: &[u8]) -> Bytes {
+pub fn content_type<'a>(location: &'a Location, uri: &[u8]) -> Bytes<'a> {
     let core = &location.settings.core;
     match core.types.get(extension_of(uri)) {
-        Some(mime) => Bytes::Shared(Arc::clone(mime)),
-        None => Bytes::Shared(Arc::clone(&core.default_type)),
+        Some(mime) => Bytes::Borrowed(mime),
+        None => Bytes::Borrowed(&core.default_type),
     }
 }
 

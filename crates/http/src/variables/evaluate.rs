@@ -16,7 +16,7 @@ pub const NGINX_COMPATIBLE_VERSION: &str = "1.27.0";
 
 /// A request seen through its variables.
 pub struct RequestVariables<'a> {
-    pub request: &'a Request,
+    pub request: &'a Request<'a>,
     pub connection: &'a ConnectionInfo,
     pub conf: &'a HttpConf,
     pub now: Timestamp,
@@ -218,7 +218,7 @@ impl RequestVariables<'_> {
     }
 }
 
-fn append_known(request: &Request, index: Option<usize>, out: &mut Vec<u8>) -> bool {
+fn append_known(request: &Request<'_>, index: Option<usize>, out: &mut Vec<u8>) -> bool {
     match index.and_then(|index| request.head.headers.get(index)) {
         Some(field) => {
             out.extend_from_slice(field.value_in(&request.head_bytes));
@@ -245,7 +245,7 @@ fn append_argument(args: &[u8], name: &[u8], out: &mut Vec<u8>) -> bool {
 }
 
 /// `$cookie_NAME`: the value of the first cookie with that name in any Cookie header.
-fn append_cookie(request: &Request, name: &[u8], out: &mut Vec<u8>) -> bool {
+fn append_cookie(request: &Request<'_>, name: &[u8], out: &mut Vec<u8>) -> bool {
     for header in request.headers(b"cookie") {
         for pair in header.split(|&b| b == b';' || b == b',') {
             let pair = pair.trim_ascii_start();
