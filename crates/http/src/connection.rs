@@ -377,11 +377,15 @@ impl Connection {
         idle_timeout: Duration,
         header_timeout: Duration,
     ) -> HeadRead {
-        let mut deadline = tokio::time::Instant::now() + idle_timeout;
+        // The clock is read only when the connection has to wait: a request that arrives
+        // in one packet never arms its header timer.
         let mut started = self.filled > 0;
-        if started {
-            deadline = tokio::time::Instant::now() + header_timeout;
-        }
+        let mut timeout = if started {
+            header_timeout
+        } else {
+            idle_timeout
+        };
+        let mut deadline = None;
         loop {
             if self.filled > 0 {
                 match http1::request::parse_head(
@@ -420,6 +424,8 @@ impl Connection {
             }
             let read = match self.stream.try_read(&mut self.buf[self.filled..]) {
                 Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {
+                    let deadline =
+                        *deadline.get_or_insert_with(|| tokio::time::Instant::now() + timeout);
                     match self.wait_readable(worker, deadline, started).await {
                         Ok(()) => continue,
                         Err(outcome) => return outcome,
@@ -439,7 +445,8 @@ impl Connection {
                     self.filled += count;
                     if !started {
                         started = true;
-                        deadline = tokio::time::Instant::now() + header_timeout;
+                        timeout = header_timeout;
+                        deadline = None;
                     }
                 }
                 Err(_) => return HeadRead::Failed,

@@ -54,7 +54,9 @@ pub fn keepalive_allowed(
     let browser = request.info.browser;
     if core.keepalive_timeout.timeout.is_zero()
         || connection.requests >= core.keepalive_requests
-        || connection.accepted.elapsed() > core.keepalive_time
+        || request.started.is_some_and(|now| {
+            now.saturating_duration_since(connection.accepted) > core.keepalive_time
+        })
         || (core.keepalive_disable.msie6
             && browser.msie6
             && request.head.method == http1::Method::Post)
