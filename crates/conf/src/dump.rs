@@ -203,7 +203,10 @@ mod tests {
             let first = parse_command_line(input, Path::new("/"), &sources).unwrap();
             let rendered = render_tree(&first.directives);
             let second = parse_command_line(&rendered, Path::new("/"), &sources).unwrap();
-            assert_eq!(first.directives, second.directives, "{input:?} rendered as {rendered:?}");
+            assert_eq!(
+                first.directives, second.directives,
+                "{input:?} rendered as {rendered:?}"
+            );
         }
     }
 

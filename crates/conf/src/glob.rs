@@ -252,7 +252,8 @@ fn bracket_character(pattern: &[u8], index: usize) -> Option<(u8, usize)> {
 
 /// Matches a `[:name:]` class at the start of `text`; `None` if it is not one.
 fn class_matches(text: &[u8], byte: u8) -> Option<(bool, usize)> {
-    let end = text.windows(2).position(|pair| pair == b":]")?;
+    // The name starts after `[:`; searching from there keeps `[:]` from closing itself.
+    let end = 2 + text.get(2..)?.windows(2).position(|pair| pair == b":]")?;
     let test: fn(&u8) -> bool = match &text[2..end] {
         b"alnum" => u8::is_ascii_alphanumeric,
         b"alpha" => u8::is_ascii_alphabetic,
@@ -322,6 +323,10 @@ mod tests {
         assert!(matches("[[:digit:]]x", "7x"));
         assert!(!matches("[[:digit:]]x", "ax"));
         assert!(matches("[[:alpha:][:digit:]]", "7"));
+        // Found by fuzzing: `[:]` is not a class (it panicked).
+        assert!(matches("[[:]]", ":]"));
+        assert!(matches("[[:]", "["));
+        assert!(!matches("[[:nope:]]", "n"));
         // Unclosed: a literal `[`.
         assert!(matches("[a.conf", "[a.conf"));
         assert!(!matches("[a.conf", "a.conf"));

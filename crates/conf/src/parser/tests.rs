@@ -320,6 +320,14 @@ fn include_globs_are_sorted_and_may_match_nothing() {
 }
 
 #[test]
+fn include_glob_with_odd_brackets_matches_nothing() {
+    // Found by fuzzing: `[:]` inside a bracket made the matcher panic.
+    let sources = MemorySources::new().with("/c/simple.conf", "x;");
+    let tree = parse_with("include simple.co[}[[[[:][[[\0@conf;", sources).unwrap();
+    assert!(tree.directives.is_empty());
+}
+
+#[test]
 fn include_errors() {
     assert_eq!(
         parse_error("include \n\n nothere\n\n;\n"),
