@@ -69,7 +69,12 @@ pub async fn serve(
     };
     let local = stream.local_address();
     let default_server = worker.conf().server(address.default_server);
-    let _ = stream.set_nodelay(true);
+    let server_settings = &worker
+        .conf()
+        .location(default_server.location)
+        .settings
+        .core;
+    let _ = stream.set_nodelay(server_settings.tcp_nodelay);
     let mut connection = Connection {
         stream,
         info: ConnectionInfo {
@@ -85,43 +90,20 @@ pub async fn serve(
     };
     let mut request = Request::default();
     let mut idle_timeout = default_server.core.client_header_timeout;
+    let limits = head_limits(&default_server.core);
+    let header_timeout = default_server.core.client_header_timeout;
     loop {
         request.reset();
-        let limits = head_limits(&default_server.core);
-        let header_timeout = default_server.core.client_header_timeout;
-        match connection
+        let head = connection
             .read_head(&worker, &limits, &mut request, idle_timeout, header_timeout)
-            .await
-        {
-            HeadRead::Ready => {}
+            .await;
+        let outcome = match head {
+            HeadRead::Ready => None,
             HeadRead::Closed | HeadRead::Draining | HeadRead::Failed => return,
-            HeadRead::ClosedPartial => {
-                log_connection(
-                    &worker,
-                    &connection,
-                    &request,
-                    Level::Info,
-                    "client prematurely closed connection",
-                    "reading client request headers",
-                );
-                return;
-            }
-            HeadRead::TimedOut { partial } => {
-                let server_location = worker.conf().location(default_server.location);
-                if server_location.settings.core.reset_timedout_connection {
-                    let _ = connection.stream.set_reset_on_close();
-                }
-                if partial {
-                    log_connection(
-                        &worker,
-                        &connection,
-                        &request,
-                        Level::Info,
-                        "client timed out (110: Connection timed out)",
-                        "reading client request headers",
-                    );
-                }
-                return;
+            HeadRead::ClosedPartial => Some((400, "client prematurely closed connection")),
+            HeadRead::TimedOut { partial: false } => return,
+            HeadRead::TimedOut { partial: true } => {
+                Some((408, "client timed out (110: Connection timed out)"))
             }
             HeadRead::Invalid(error) => {
                 connection.info.requests += 1;
@@ -135,30 +117,70 @@ pub async fn serve(
                 .await;
                 return;
             }
-        }
+        };
         connection.info.requests += 1;
+        if let Some((status, message)) = outcome {
+            abandon(
+                &worker,
+                &mut connection,
+                &mut request,
+                address.default_server,
+                status,
+                message,
+            );
+            return;
+        }
         let after = handle_request(&worker, &mut connection, address, &mut request).await;
+        let core = request
+            .location
+            .map(|id| &worker.conf().location(id).settings.core);
         match after {
             After::KeepAlive => {
-                let location = request.location.map(|id| worker.conf().location(id));
-                idle_timeout = location.map_or(Duration::from_secs(75), |l| {
-                    l.settings.core.keepalive_timeout.timeout
+                idle_timeout = core.map_or(Duration::from_secs(75), |core| {
+                    core.keepalive_timeout.timeout
                 });
             }
             After::Close => return,
             After::Linger => {
-                let core = request
-                    .location
-                    .map(|id| &worker.conf().location(id).settings.core);
-                let (time, timeout) = core
-                    .map_or((Duration::from_secs(30), Duration::from_secs(5)), |core| {
-                        (core.lingering_time, core.lingering_timeout)
-                    });
-                connection.linger(time, timeout).await;
+                let core = core.unwrap_or(server_settings);
+                connection
+                    .linger(core.lingering_time, core.lingering_timeout)
+                    .await;
                 return;
             }
         }
     }
+}
+
+/// A head that never completed: nginx logs the message at `info` and an access-log line
+/// with 400 (closed) or 408 (timed out), and sends nothing. A timed-out connection is
+/// reset when `reset_timedout_connection` says so.
+fn abandon(
+    worker: &HttpWorker,
+    connection: &mut Connection,
+    request: &mut Request<'_>,
+    server: ServerId,
+    status: u16,
+    message: &str,
+) {
+    let conf = worker.conf();
+    request.server = Some(server);
+    request.location = Some(conf.server(server).location);
+    request.started = Some(Instant::now());
+    request.response.status = status;
+    log_connection(
+        worker,
+        connection,
+        request,
+        Level::Info,
+        message,
+        "reading client request headers",
+    );
+    let core = &conf.location(conf.server(server).location).settings.core;
+    if status == 408 && core.reset_timedout_connection {
+        let _ = connection.stream.set_reset_on_close();
+    }
+    send::log_request(worker, connection, request);
 }
 
 fn head_limits(core: &CoreServer) -> HeadLimits {
@@ -175,7 +197,8 @@ fn head_limits(core: &CoreServer) -> HeadLimits {
     }
 }
 
-/// Logs a connection-level message to the default server's error log.
+/// Logs a connection-level message to the error log of the request's server (the
+/// address's default server until the head is read), as nginx does.
 fn log_connection(
     worker: &HttpWorker,
     connection: &Connection,
@@ -185,7 +208,10 @@ fn log_connection(
     action: &'static str,
 ) {
     let conf = worker.conf();
-    let error_log = &worker.generation.error_log;
+    let error_log = match request.location {
+        Some(location) => &conf.location(location).settings.core.error_log,
+        None => &worker.generation.error_log,
+    };
     if !error_log.enabled(level) {
         return;
     }
@@ -230,9 +256,14 @@ async fn reject<'a>(
     request.keepalive = false;
     let sent = send::send_response(worker, connection, request, body).await;
     send::log_request(worker, connection, request);
-    if sent.is_ok() {
+    let core = &worker
+        .conf()
+        .location(worker.conf().server(server).location)
+        .settings
+        .core;
+    if sent.is_ok() && core.lingering_close != LingeringClose::Off {
         connection
-            .linger(Duration::from_secs(30), Duration::from_secs(5))
+            .linger(core.lingering_time, core.lingering_timeout)
             .await;
     }
 }

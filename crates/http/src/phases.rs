@@ -194,17 +194,20 @@ fn respond_return<'a>(
         });
         return finalize_status(worker, connection, request, status);
     }
-    let Some(template) = text else {
-        return finalize_status(worker, connection, request, status);
-    };
-    // A literal text is sent straight from the configuration, without a copy.
-    let body = match template.as_literal() {
-        Some(literal) => Bytes::Borrowed(literal),
-        None => Bytes::Owned(evaluate(worker, connection, request, template)),
+    // nginx answers `return 400;` with its status page but `return 200;` with an empty
+    // body of the URI's type.
+    let body = match text {
+        None if status >= 400 => return finalize_status(worker, connection, request, status),
+        None => Bytes::Borrowed(b""),
+        // A literal text is sent straight from the configuration, without a copy.
+        Some(template) => match template.as_literal() {
+            Some(literal) => Bytes::Borrowed(literal),
+            None => Bytes::Owned(evaluate(worker, connection, request, template)),
+        },
     };
     let location = current_location(worker, request);
     request.response.status = status;
-    request.response.content_type = Some(Bytes::Borrowed(&location.settings.core.default_type));
+    request.response.content_type = Some(static_handler::content_type(location, &request.uri));
     Reply::Respond(Body::Bytes(body))
 }
 
@@ -229,14 +232,13 @@ fn evaluate(
         return literal.to_vec();
     }
     let now = worker.clock.now();
-    let mut variables = RequestVariables {
+    let mut variables = RequestVariables::new(
         request,
         connection,
-        conf: worker.conf(),
-        now: now.wall,
-        now_monotonic: now.monotonic,
-        hostname: &worker.generation.hostname,
-    };
+        worker.conf(),
+        now,
+        &worker.generation.hostname,
+    );
     let mut out = Vec::new();
     template.evaluate(&mut variables, &mut out);
     out
@@ -256,11 +258,10 @@ pub fn finalize_status<'a>(
     request.response.etag = None;
     request.response.last_modified = None;
     request.response.accept_ranges = false;
-    match special::page(
-        status,
-        core.server_tokens,
-        core.msie_padding && request.info.browser.msie,
-    ) {
+    request.response.special = true;
+    let browser = request.info.browser;
+    let padding = core.msie_padding && (browser.msie || browser.chrome);
+    match special::page(status, core.server_tokens, padding) {
         Some(page) => {
             request.response.content_type = Some(Bytes::Borrowed(b"text/html"));
             Reply::Respond(Body::Bytes(Bytes::Owned(page)))
@@ -307,6 +308,14 @@ async fn serve_static<'a>(
             location.settings.core.log_not_found,
         )),
         Opened::Directory => Ok(StaticOutcome::AddSlash),
+        Opened::NotRegular => Err(static_handler::FileError {
+            status: 404,
+            level: Level::Crit,
+            message: format!(
+                "\"{}\" is not a regular file",
+                String::from_utf8_lossy(&path)
+            ),
+        }),
         Opened::File { .. } if request.head.method == http1::Method::Post => {
             Ok(StaticOutcome::Respond {
                 status: 405,
@@ -323,7 +332,8 @@ async fn serve_static<'a>(
             response.content_length = Some(len);
             response.last_modified = Some(modified);
             response.etag = Some(static_handler::etag(modified, len));
-            response.accept_ranges = true;
+            // `Accept-Ranges` comes with byte-range support in the static module.
+            response.accept_ranges = false;
             let body = Body::File(static_handler::FileBody {
                 file: Arc::new(file),
                 offset: 0,
@@ -347,19 +357,20 @@ async fn serve_index<'a>(
     let directory = static_handler::map_path(location, root, &request.uri);
     for index in &location.settings.static_files.index {
         let name = evaluate(worker, connection, request, index);
-        let mut uri = if name.starts_with(b"/") {
-            Vec::new()
-        } else {
-            request.uri.clone()
-        };
+        // An absolute name is an internal redirect, without looking for the file.
+        if name.starts_with(b"/") {
+            return Ok(StaticOutcome::Redirect(name));
+        }
+        let mut uri = request.uri.clone();
         uri.extend_from_slice(&name);
         let mut path = directory.clone();
         path.extend_from_slice(&name);
         let path_buf = bytes_to_path(&path);
         let opened = run_on_pool(worker, move || static_handler::open_and_stat(&path_buf)).await?;
         match opened {
-            Opened::File { .. } => return Ok(StaticOutcome::Redirect(uri)),
-            Opened::Directory => return Ok(StaticOutcome::Redirect(uri)),
+            Opened::File { .. } | Opened::Directory | Opened::NotRegular => {
+                return Ok(StaticOutcome::Redirect(uri));
+            }
             Opened::Failed(error) if is_not_found(&error) => continue,
             Opened::Failed(error) => return Err(static_handler::open_failure(&error, &path, true)),
         }

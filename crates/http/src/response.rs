@@ -68,6 +68,9 @@ pub struct ResponseHead<'a> {
     pub location: Option<Location>,
     pub etag: Option<Vec<u8>>,
     pub accept_ranges: bool,
+    /// Portico answered with its own status page (nginx's "special response"): some
+    /// statuses then end keep-alive.
+    pub special: bool,
     /// Any other headers, in order.
     pub headers: Vec<(Bytes<'a>, Bytes<'a>)>,
 }
@@ -81,6 +84,7 @@ impl ResponseHead<'_> {
         self.location = None;
         self.etag = None;
         self.accept_ranges = false;
+        self.special = false;
         self.headers.clear();
     }
 

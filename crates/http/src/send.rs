@@ -64,7 +64,7 @@ pub fn keepalive_allowed(
     {
         return false;
     }
-    !special::status_closes_connection(request.response.status)
+    !(request.response.special && special::status_closes_connection(request.response.status))
 }
 
 /// Sends the head and body. `Err` means the connection is broken or timed out.
@@ -282,14 +282,13 @@ fn write_added_headers(
     }
     let status_ok = status_takes_added_headers(special::status_on_wire(request.response.status));
     let now = worker.clock.now();
-    let mut variables = RequestVariables {
+    let mut variables = RequestVariables::new(
         request,
         connection,
-        conf: worker.conf(),
-        now: now.wall,
-        now_monotonic: now.monotonic,
-        hostname: &worker.generation.hostname,
-    };
+        worker.conf(),
+        now,
+        &worker.generation.hostname,
+    );
     let mut value = Vec::new();
     for header in headers {
         if !header.always && !status_ok {
@@ -307,19 +306,19 @@ fn write_added_headers(
 /// The log phase: the access-log line(s) of the request's location.
 pub fn log_request(worker: &HttpWorker, connection: &Connection, request: &Request<'_>) {
     let location = location(worker, request);
-    let targets = &location.settings.access_log.access_log;
-    if targets.is_empty() {
+    let settings = &location.settings.access_log;
+    let targets = &settings.access_log;
+    if targets.is_empty() || settings.access_log_off {
         return;
     }
     let now = worker.clock.now();
-    let variables = RequestVariables {
+    let variables = RequestVariables::new(
         request,
-        connection: &connection.info,
-        conf: worker.conf(),
-        now: now.wall,
-        now_monotonic: now.monotonic,
-        hostname: &worker.generation.hostname,
-    };
+        &connection.info,
+        worker.conf(),
+        now,
+        &worker.generation.hostname,
+    );
     worker
         .access_logs
         .borrow_mut()

@@ -70,14 +70,21 @@ pub fn server_signature(tokens: ServerTokens) -> &'static str {
     match tokens {
         ServerTokens::On => concat!("portico/", env!("CARGO_PKG_VERSION")),
         ServerTokens::Off => "portico",
-        ServerTokens::Build => concat!(
-            "portico/",
-            env!("CARGO_PKG_VERSION"),
-            " (",
-            env!("CARGO_PKG_NAME"),
-            ")"
-        ),
+        ServerTokens::Build => build_signature(),
     }
+}
+
+/// The name `PORTICO_BUILD` gave at build time, shown by `server_tokens build` as nginx
+/// shows its `--build` name.
+pub const BUILD_NAME: Option<&str> = option_env!("PORTICO_BUILD");
+
+/// `portico/VERSION (BUILD)`, or `portico/VERSION` when the build has no name.
+fn build_signature() -> &'static str {
+    static SIGNATURE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    SIGNATURE.get_or_init(|| match BUILD_NAME {
+        Some(name) => format!("portico/{} ({name})", env!("CARGO_PKG_VERSION")),
+        None => format!("portico/{}", env!("CARGO_PKG_VERSION")),
+    })
 }
 
 /// nginx pads error pages for MSIE so that it shows them instead of its own.

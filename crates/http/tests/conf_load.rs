@@ -342,7 +342,8 @@ fn broken_configurations_fail_with_nginx_texts() {
             "a duplicate listen 127.0.0.1:8080 in /test/portico.conf:1",
         ),
         (
-            "http { server { listen 127.0.0.1:8080 default_server; } server { listen 127.0.0.1:8080 default_server; } }",
+            "http { server { listen 127.0.0.1:8080 default_server; } \
+             server { listen 127.0.0.1:8080 default_server; } }",
             "a duplicate default server for 127.0.0.1:8080 in /test/portico.conf:1",
         ),
         (
@@ -363,7 +364,8 @@ fn broken_configurations_fail_with_nginx_texts() {
         ),
         (
             "http { merge_slashes yes; }",
-            "invalid value \"yes\" in \"merge_slashes\" directive, it must be \"on\" or \"off\" in /test/portico.conf:1",
+            "invalid value \"yes\" in \"merge_slashes\" directive, \
+             it must be \"on\" or \"off\" in /test/portico.conf:1",
         ),
         (
             "http { access_log logs/a.log nosuchformat; }",

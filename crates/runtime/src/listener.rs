@@ -182,6 +182,30 @@ impl Listener {
         Ok(self.socket.local_addr()?.as_socket())
     }
 
+    /// Applies the options that can change on an open socket (a reload that keeps the
+    /// socket): buffer sizes, keep-alive, `deferred`, and the backlog (by calling
+    /// `listen` again, which Linux allows).
+    pub fn apply(&self, options: &ListenOptions) -> Result<(), ListenError> {
+        configure(&self.socket, options, &self.address)?;
+        if !options.deferred
+            && self.options.deferred
+            && matches!(self.address, ListenAddress::Inet(_))
+        {
+            set_tcp_defer_accept(&self.socket, Duration::ZERO).map_err(|source| ListenError {
+                call: "setsockopt(TCP_DEFER_ACCEPT)",
+                address: self.address.clone(),
+                source,
+            })?;
+        }
+        self.socket
+            .listen(options.backlog)
+            .map_err(|source| ListenError {
+                call: "listen",
+                address: self.address.clone(),
+                source,
+            })
+    }
+
     /// Whether reloading to `options` can keep this socket. nginx keeps a socket across a
     /// reload when the address matches; options that only apply at bind time need a new one.
     pub fn compatible_with(&self, options: &ListenOptions) -> bool {

@@ -66,7 +66,10 @@ pub fn parse(arguments: impl IntoIterator<Item = OsString>) -> Result<Options, S
             let flag = argument[position];
             position += 1;
             match flag {
-                b'?' | b'h' => options.help = true,
+                b'?' | b'h' => {
+                    options.help = true;
+                    options.version = true;
+                }
                 b'v' => options.version = true,
                 b'V' => {
                     options.version = true;
@@ -145,26 +148,28 @@ pub const DEFAULT_PID_FILE: &str = "logs/portico.pid";
 
 pub const VERSION_LINE: &str = concat!("portico version: portico/", env!("CARGO_PKG_VERSION"));
 
-/// The text of `-h`, written to stderr as nginx does.
+/// The usage text `-h` prints (after the version line), on stderr as nginx does.
 pub fn help_text() -> String {
-    format!(
-        "{VERSION_LINE}\n\
-Usage: portico [-?hvVtTq] [-s signal] [-p prefix]\n\
-               [-e filename] [-c filename] [-g directives]\n\
-\n\
-Options:\n\
-  -?,-h         : this help\n\
-  -v            : show version and exit\n\
-  -V            : show version and configure options then exit\n\
-  -t            : test configuration and exit\n\
-  -T            : test configuration, dump it and exit\n\
-  -q            : suppress non-error messages during configuration testing\n\
-  -s signal     : send signal to a master process: stop, quit, reopen, reload\n\
-  -p prefix     : set prefix path (default: {DEFAULT_PREFIX})\n\
-  -e filename   : set error log file (default: {DEFAULT_ERROR_LOG})\n\
-  -c filename   : set configuration file (default: {DEFAULT_CONF_FILE})\n\
-  -g directives : set global directives out of configuration file\n\n"
-    )
+    let lines = [
+        "Usage: portico [-?hvVtTq] [-s signal] [-p prefix]".to_owned(),
+        "               [-e filename] [-c filename] [-g directives]".to_owned(),
+        String::new(),
+        "Options:".to_owned(),
+        "  -?,-h         : this help".to_owned(),
+        "  -v            : show version and exit".to_owned(),
+        "  -V            : show version and configure options then exit".to_owned(),
+        "  -t            : test configuration and exit".to_owned(),
+        "  -T            : test configuration, dump it and exit".to_owned(),
+        "  -q            : suppress non-error messages during configuration testing".to_owned(),
+        "  -s signal     : send signal to a master process: stop, quit, reopen, reload".to_owned(),
+        format!("  -p prefix     : set prefix path (default: {DEFAULT_PREFIX})"),
+        format!("  -e filename   : set error log file (default: {DEFAULT_ERROR_LOG})"),
+        format!("  -c filename   : set configuration file (default: {DEFAULT_CONF_FILE})"),
+        "  -g directives : set global directives out of configuration file".to_owned(),
+    ];
+    let mut text = lines.join("\n");
+    text.push_str("\n\n");
+    text
 }
 
 #[cfg(test)]
@@ -191,7 +196,20 @@ mod tests {
         assert!(options.test && options.dump);
         assert_eq!(options.signal, Some(Signal::Reload));
         assert!(parse_args(&["-V"]).unwrap().build_info);
-        assert!(parse_args(&["-?"]).unwrap().help);
+        let help = parse_args(&["-?"]).unwrap();
+        assert!(
+            help.help && help.version,
+            "help prints the version line first"
+        );
+    }
+
+    #[test]
+    fn help_keeps_its_layout() {
+        let text = help_text();
+        assert!(text.starts_with("Usage: portico [-?hvVtTq] [-s signal] [-p prefix]\n"));
+        assert!(text.contains("\n               [-e filename] [-c filename] [-g directives]\n"));
+        assert!(text.contains("\n  -?,-h         : this help\n"));
+        assert!(text.ends_with("out of configuration file\n\n"));
     }
 
     #[test]

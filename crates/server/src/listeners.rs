@@ -46,6 +46,9 @@ impl ListenerSet {
                             && listener.compatible_with(options)
                     });
                 if let Some((_, _, listener)) = existing {
+                    if listener.options != *options {
+                        listener.apply(options)?;
+                    }
                     listeners.push(Arc::clone(listener));
                     continue;
                 }

@@ -134,11 +134,10 @@ pub fn main(options: Options) -> ExitCode {
 
 fn print_version(options: &Options) {
     let mut stderr = std::io::stderr().lock();
+    let _ = writeln!(stderr, "{}", cli::VERSION_LINE);
     if options.help {
         let _ = stderr.write_all(cli::help_text().as_bytes());
-        return;
     }
-    let _ = writeln!(stderr, "{}", cli::VERSION_LINE);
     if options.build_info {
         let _ = writeln!(
             stderr,

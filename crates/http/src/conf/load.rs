@@ -247,7 +247,16 @@ fn set_types(
     for warning in warnings {
         context.warn(warning.message, &warning.span);
     }
-    scope.core.types = Some(Arc::new(types));
+    // Several `types` blocks at one level add up, as in nginx.
+    let merged = match scope.core.types.take() {
+        Some(existing) => {
+            let mut existing = Arc::unwrap_or_clone(existing);
+            existing.extend(types);
+            existing
+        }
+        None => types,
+    };
+    scope.core.types = Some(Arc::new(merged));
     Ok(())
 }
 

@@ -72,6 +72,11 @@ impl MimeTypes {
         Ok(types)
     }
 
+    /// Adds every mapping of `other`; its entries win.
+    pub fn extend(&mut self, other: MimeTypes) {
+        self.by_extension.extend(other.by_extension);
+    }
+
     fn insert(&mut self, extension: &[u8], mime: Arc<[u8]>) {
         self.by_extension
             .insert(extension.to_ascii_lowercase().into_boxed_slice(), mime);

@@ -106,7 +106,10 @@ pub fn render(
             Segment::Variable(variable) => {
                 scratch.clear();
                 if !variables.append(variable, scratch) {
-                    out.push(b'-');
+                    // nginx writes `-` for a missing value only with the default escaping.
+                    if format.escape == Escape::Default {
+                        out.push(b'-');
+                    }
                     continue;
                 }
                 escape(format.escape, scratch, out);

@@ -102,8 +102,10 @@ fn set_access_log(
             ));
         }
         targets.clear();
+        scope.access_log.access_log_off = Some(true);
         return Ok(());
     }
+    scope.access_log.access_log_off.get_or_insert(false);
     let path_text = directive.arg(0);
     if path_text.contains('$') {
         return Err(ConfError::message(

@@ -56,6 +56,9 @@ settings! {
     pub struct AccessLogConf => AccessLog (env) {
         /// `access_log`
         access_log: Vec<AccessLogTarget> = Vec::new(),
+        /// `access_log off` appeared at the level that set the list: nginx then logs nothing
+        /// there, whatever other `access_log` lines the level has.
+        access_log_off: bool = false,
     }
 }
 

@@ -1,9 +1,9 @@
 //! Serving a file: URI to path, `index`, directory redirects, and the file body. Every
 //! system call that touches the file system runs on the generation's file pool.
 
-use std::fs::File;
+use std::fs::{File, OpenOptions};
 use std::io;
-use std::os::unix::fs::{FileExt, MetadataExt};
+use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -46,19 +46,32 @@ pub struct FileError {
 /// What a file-pool task found.
 #[derive(Debug)]
 pub enum Opened {
-    File { file: File, len: u64, modified: i64 },
+    File {
+        file: File,
+        len: u64,
+        modified: i64,
+    },
     Directory,
+    /// A FIFO, socket or device: nginx refuses to serve these.
+    NotRegular,
     Failed(io::Error),
 }
 
 /// `open()` and `fstat()` of a request path; runs on a pool thread.
 pub fn open_and_stat(path: &PathBuf) -> Opened {
-    let file = match File::open(path) {
+    // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer and hold
+    // a pool thread forever. Reads of regular files ignore the flag.
+    let opened = OpenOptions::new()
+        .read(true)
+        .custom_flags(O_NONBLOCK)
+        .open(path);
+    let file = match opened {
         Ok(file) => file,
         Err(error) => return Opened::Failed(error),
     };
     match file.metadata() {
         Ok(metadata) if metadata.is_dir() => Opened::Directory,
+        Ok(metadata) if !metadata.is_file() => Opened::NotRegular,
         Ok(metadata) => Opened::File {
             len: metadata.len(),
             modified: metadata.mtime(),
@@ -95,14 +108,11 @@ pub fn map_path(location: &Location, root: &[u8], uri: &[u8]) -> Vec<u8> {
     let mut path = root.to_vec();
     match &location.settings.core.document_root {
         DocumentRoot::Root(_) => path.extend_from_slice(uri),
+        // In a regex location the alias, with its captures, is the whole path.
+        DocumentRoot::Alias(_) if location.is_regex() => {}
         DocumentRoot::Alias(_) => {
             let prefix = location.prefix();
-            let rest = if !location.is_regex() && uri.starts_with(prefix) {
-                &uri[prefix.len()..]
-            } else {
-                uri
-            };
-            path.extend_from_slice(rest);
+            path.extend_from_slice(uri.strip_prefix(prefix).unwrap_or(uri));
         }
     }
     path
@@ -140,7 +150,7 @@ pub fn open_failure(error: &io::Error, path: &[u8], log_not_found: bool) -> File
             },
             message,
         },
-        libc_errno::EACCES => FileError {
+        libc_errno::EACCES | libc_errno::ELOOP | libc_errno::EMLINK => FileError {
             status: 403,
             level: Level::Error,
             message,
@@ -153,12 +163,17 @@ pub fn open_failure(error: &io::Error, path: &[u8], log_not_found: bool) -> File
     }
 }
 
+/// `O_NONBLOCK` on Linux.
+const O_NONBLOCK: i32 = 0o4000;
+
 /// The errno values the static handler distinguishes.
 mod libc_errno {
     pub const ENOENT: i32 = 2;
     pub const EACCES: i32 = 13;
     pub const ENOTDIR: i32 = 20;
     pub const ENAMETOOLONG: i32 = 36;
+    pub const EMLINK: i32 = 31;
+    pub const ELOOP: i32 = 40;
 }
 
 #[cfg(test)]
@@ -205,6 +220,20 @@ mod tests {
             open_and_stat(&std::env::temp_dir()),
             Opened::Directory
         ));
+        let fifo = std::env::temp_dir().join(format!("portico-fifo-{}", std::process::id()));
+        let _ = std::fs::remove_file(&fifo);
+        assert!(
+            std::process::Command::new("mkfifo")
+                .arg(&fifo)
+                .status()
+                .unwrap()
+                .success()
+        );
+        assert!(
+            matches!(open_and_stat(&fifo), Opened::NotRegular),
+            "a FIFO opens without blocking"
+        );
+        std::fs::remove_file(&fifo).unwrap();
         std::fs::remove_file(&path).unwrap();
         assert!(matches!(open_and_stat(&path), Opened::Failed(_)));
     }

@@ -1,5 +1,6 @@
 //! Evaluating variables against a request.
 
+use std::cell::Cell;
 use std::net::IpAddr;
 use std::time::Instant;
 
@@ -12,7 +13,7 @@ use crate::request::{ConnectionInfo, Request, write_peer};
 use crate::variables::Variable;
 
 /// The nginx version whose behaviour Portico follows, reported by `$nginx_version`.
-pub const NGINX_COMPATIBLE_VERSION: &str = "1.27.0";
+pub const NGINX_COMPATIBLE_VERSION: &str = "1.31.5";
 
 /// A request seen through its variables.
 pub struct RequestVariables<'a> {
@@ -22,6 +23,29 @@ pub struct RequestVariables<'a> {
     pub now: Timestamp,
     pub now_monotonic: Instant,
     pub hostname: &'a str,
+    /// Set while `$sent_http_NAME` evaluates `add_header` values, so that a header whose
+    /// value names itself cannot recurse.
+    in_added_header: Cell<bool>,
+}
+
+impl<'a> RequestVariables<'a> {
+    pub fn new(
+        request: &'a Request<'a>,
+        connection: &'a ConnectionInfo,
+        conf: &'a HttpConf,
+        now: runtime::clock::Now,
+        hostname: &'a str,
+    ) -> RequestVariables<'a> {
+        RequestVariables {
+            request,
+            connection,
+            conf,
+            now: now.wall,
+            now_monotonic: now.monotonic,
+            hostname,
+            in_added_header: Cell::new(false),
+        }
+    }
 }
 
 impl Evaluator<Variable> for RequestVariables<'_> {
@@ -167,40 +191,87 @@ impl RequestVariables<'_> {
         found
     }
 
+    /// `$sent_http_NAME`: the response headers the header filter writes, including those
+    /// `add_header` adds.
     fn append_sent_header(&self, name: &[u8], out: &mut Vec<u8>) -> bool {
-        let response = &self.request.response;
-        let value: Option<Vec<u8>> = match name {
-            b"content_type" => response
-                .content_type
-                .as_ref()
-                .map(|value| value.as_slice().to_vec()),
-            b"content_length" => response
-                .content_length
-                .map(|length| length.to_string().into_bytes()),
-            b"location" => response
-                .location
-                .as_ref()
-                .map(|location| location.value.clone()),
-            b"connection" => Some(if self.request.keepalive {
-                b"keep-alive".to_vec()
+        let request = self.request;
+        let response = &request.response;
+        let location = request.location.map(|id| self.conf.location(id));
+        let keepalive_header = location.and_then(|l| l.settings.core.keepalive_timeout.header);
+        match name {
+            b"content_type" => match &response.content_type {
+                Some(value) => out.extend_from_slice(value.as_slice()),
+                None => return false,
+            },
+            b"content_length" => match response.content_length {
+                Some(length) => push_number(out, length as i64, 1),
+                None => return false,
+            },
+            b"location" => match &response.location {
+                Some(location) => out.extend_from_slice(&location.value),
+                None => return false,
+            },
+            b"last_modified" => match response.last_modified {
+                Some(modified) => http1::response::write_http_date(out, modified),
+                None => return false,
+            },
+            b"etag" => match &response.etag {
+                Some(etag) => out.extend_from_slice(etag),
+                None => return false,
+            },
+            b"connection" => out.extend_from_slice(if request.keepalive {
+                b"keep-alive"
             } else {
-                b"close".to_vec()
+                b"close"
             }),
-            _ => {
-                let dashed: Vec<u8> = name
-                    .iter()
-                    .map(|&b| if b == b'_' { b'-' } else { b })
-                    .collect();
-                response.find(&dashed).map(<[u8]>::to_vec)
-            }
-        };
-        match value {
-            Some(value) => {
-                out.extend_from_slice(&value);
-                true
-            }
-            None => false,
+            b"keep_alive" => match keepalive_header.filter(|_| request.keepalive) {
+                Some(header) => {
+                    out.extend_from_slice(b"timeout=");
+                    push_number(out, header.as_secs() as i64, 1);
+                }
+                None => return false,
+            },
+            _ => return self.append_other_sent_header(name, location, out),
         }
+        true
+    }
+
+    fn append_other_sent_header(
+        &self,
+        name: &[u8],
+        location: Option<&crate::conf::Location>,
+        out: &mut Vec<u8>,
+    ) -> bool {
+        let dashed: Vec<u8> = name
+            .iter()
+            .map(|&b| if b == b'_' { b'-' } else { b })
+            .collect();
+        if let Some(value) = self.request.response.find(&dashed) {
+            out.extend_from_slice(value);
+            return true;
+        }
+        let Some(location) = location else {
+            return false;
+        };
+        if self.in_added_header.replace(true) {
+            return false;
+        }
+        let status = crate::special::status_on_wire(self.request.response.status);
+        let status_ok = crate::headers::status_takes_added_headers(status);
+        let mut found = false;
+        for header in &location.settings.headers.add_header {
+            if !header.name.eq_ignore_ascii_case(&dashed) || !(header.always || status_ok) {
+                continue;
+            }
+            let start = out.len();
+            header.value.evaluate(&mut Reborrow(self), out);
+            if out.len() > start {
+                found = true;
+                break;
+            }
+        }
+        self.in_added_header.set(false);
+        found
     }
 
     fn append_document_root(&self, out: &mut Vec<u8>) -> bool {
@@ -225,6 +296,21 @@ fn append_known(request: &Request<'_>, index: Option<usize>, out: &mut Vec<u8>) 
             true
         }
         None => false,
+    }
+}
+
+/// Lets a shared `RequestVariables` act as the `&mut` evaluator templates take.
+struct Reborrow<'b, 'a>(&'b RequestVariables<'a>);
+
+impl Evaluator<Variable> for Reborrow<'_, '_> {
+    fn variable(&mut self, variable: &Variable, out: &mut Vec<u8>) {
+        self.0.append(variable, out);
+    }
+
+    fn capture(&mut self, index: u8, out: &mut Vec<u8>) {
+        if let Some(group) = self.0.request.matches.captures.group(index.into()) {
+            out.extend_from_slice(group);
+        }
     }
 }
 
