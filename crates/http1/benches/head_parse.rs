@@ -53,7 +53,31 @@ fn bench_head(name: &str, input: &[u8], parser: Parser) {
     });
 }
 
+fn bench_parse_only(name: &str, input: &[u8], parser: Parser) {
+    let limits = HeadLimits::default();
+    let mut head = RequestHead::default();
+    time(name, 200_000, || {
+        let progress = parser(black_box(input), &limits, &mut head);
+        assert_eq!(progress, Ok(Progress::Complete));
+        black_box(&head);
+    });
+}
+
 fn main() {
+    bench_parse_only("parse_head browser (fast path)", BROWSER_HEAD, parse_head);
+    bench_parse_only(
+        "parse_head browser (exact scanner)",
+        BROWSER_HEAD,
+        parse_head_exact,
+    );
+    let limits = HeadLimits::default();
+    let mut head = RequestHead::default();
+    parse_head(BROWSER_HEAD, &limits, &mut head).expect("valid head");
+    let mut info = RequestInfo::default();
+    time("analyze browser", 200_000, || {
+        request::analyze(black_box(BROWSER_HEAD), &head, &mut info).expect("valid head");
+        black_box(&info);
+    });
     bench_head(
         "parse_head+analyze browser (fast path)",
         BROWSER_HEAD,

@@ -194,3 +194,138 @@ impl fmt::Display for RequestError {
 }
 
 impl std::error::Error for RequestError {}
+
+#[cfg(test)]
+mod tests {
+    use super::RequestError;
+    use crate::request::HeaderField;
+
+    #[test]
+    fn every_variant_has_nginx_status_and_text() {
+        let field = |start: usize| HeaderField {
+            name: start..start + 4,
+            value: start + 6..start + 7,
+        };
+        let cases = [
+            (
+                RequestError::InvalidMethod,
+                400,
+                "client sent invalid method",
+            ),
+            (
+                RequestError::InvalidRequest,
+                400,
+                "client sent invalid request",
+            ),
+            (
+                RequestError::InvalidVersion,
+                505,
+                "client sent invalid version",
+            ),
+            (
+                RequestError::InvalidMethodHttp09,
+                400,
+                "client sent invalid method in HTTP/0.9 request",
+            ),
+            (RequestError::UriTooLong, 414, "client sent too long URI"),
+            (
+                RequestError::InvalidHostInRequestLine,
+                400,
+                "client sent invalid host in request line",
+            ),
+            (
+                RequestError::InvalidHeaderLine {
+                    line_start: 0,
+                    offset: 1,
+                },
+                400,
+                "client sent invalid header line: \"H\\x6f...\"",
+            ),
+            (
+                RequestError::HeaderLineTooLong { line: 0..4 },
+                494,
+                "client sent too long header line: \"Host...\"",
+            ),
+            (
+                RequestError::RequestTooLarge,
+                494,
+                "client sent too large request",
+            ),
+            (
+                RequestError::TooManyHeaders { limit: 1 },
+                494,
+                "client sent too many header lines",
+            ),
+            (
+                RequestError::DuplicateHost {
+                    previous: field(0),
+                    duplicate: field(9),
+                },
+                400,
+                "client sent duplicate host header: \"Host: b\", previous value: \"Host: a\"",
+            ),
+            (
+                RequestError::DuplicateHeader {
+                    previous: field(0),
+                    duplicate: field(9),
+                },
+                400,
+                "client sent duplicate header line: \"Host: b\", previous value: \"Host: a\"",
+            ),
+            (
+                RequestError::InvalidHost,
+                400,
+                "client sent invalid host header",
+            ),
+            (
+                RequestError::MissingHost,
+                400,
+                "client sent HTTP/1.1 request without \"Host\" header",
+            ),
+            (
+                RequestError::InvalidContentLength,
+                400,
+                "client sent invalid \"Content-Length\" header",
+            ),
+            (
+                RequestError::TransferEncodingHttp10,
+                400,
+                "client sent HTTP/1.0 request with \"Transfer-Encoding\" header",
+            ),
+            (
+                RequestError::ContentLengthAndTransferEncoding,
+                400,
+                "client sent \"Content-Length\" and \"Transfer-Encoding\" headers at the same time",
+            ),
+            (
+                RequestError::UnknownTransferEncoding { value: 6..7 },
+                501,
+                "client sent unknown \"Transfer-Encoding\": \"a\"",
+            ),
+            (
+                RequestError::ConnectMethod,
+                405,
+                "client sent CONNECT method",
+            ),
+            (RequestError::TraceMethod, 405, "client sent TRACE method"),
+            (
+                RequestError::InvalidChunkedBody { offset: 3 },
+                400,
+                "client sent invalid chunked body",
+            ),
+        ];
+        let buf = b"Host: a\r\nHost: b\r\n";
+        for (error, status, text) in cases {
+            assert_eq!(error.status(), status, "{error:?}");
+            assert_eq!(error.log_message_in(buf), text);
+            assert!(text.starts_with(error.log_message().as_ref()));
+            assert_eq!(error.to_string(), error.log_message());
+        }
+        // Ranges beyond the buffer are left out instead of panicking.
+        let error = RequestError::HeaderLineTooLong { line: 5..500 };
+        assert_eq!(
+            error.log_message_in(buf),
+            "client sent too long header line: \"...\""
+        );
+    }
+}

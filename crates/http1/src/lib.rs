@@ -2,10 +2,12 @@
 //! never reads the clock and never logs.
 //!
 //! On the request path, `http::connection` reads bytes into its buffer and hands them here:
-//! [`request::parse_head`] finds a complete request head (with `httparse`) and enforces the
-//! buffer limits nginx enforces (`client_header_buffer_size`, `large_client_header_buffers`,
-//! `max_headers`); [`request::analyze`] validates it as nginx does (method, version, Host,
-//! `Content-Length` / `Transfer-Encoding` framing per RFC 9112, `Expect`, `Connection`);
+//! [`request::parse_head`] finds a complete request head (header lines through `httparse`
+//! on the fast path, an exact nginx-equivalent scanner otherwise) and enforces the buffer
+//! limits nginx enforces (`client_header_buffer_size`, `large_client_header_buffers`,
+//! `max_headers`) in the order nginx meets them; [`request::analyze`] validates it as nginx
+//! does (method, version, Host, `Content-Length` / `Transfer-Encoding` framing per RFC 9112,
+//! `Expect`, `Connection`);
 //! [`uri::normalize`] turns the request target into nginx's `$uri` (percent-decoding, dot
 //! segments, `merge_slashes`); [`chunked::ChunkedDecoder`] decodes a chunked body;
 //! [`response`] writes status lines, header lines and chunk framing.
@@ -24,4 +26,7 @@ pub mod uri;
 
 pub use error::RequestError;
 pub use method::Method;
-pub use request::{HeadLimits, HeaderField, RequestHead, RequestInfo, Version};
+pub use request::{
+    BodyFraming, ConnectionOption, HeadLimits, HeaderField, Progress, RequestHead, RequestInfo,
+    Version,
+};

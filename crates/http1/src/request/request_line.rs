@@ -101,6 +101,16 @@ pub(super) fn scan_request_line(buf: &[u8]) -> (usize, Scan<RequestLine>) {
     let mut scanner = Scanner::new(start);
     let mut i = start;
     while i < buf.len() {
+        if matches!(scanner.state, State::CheckPath | State::Path) {
+            // The bulk of a request line; skip it without the state machine.
+            i += buf[i..]
+                .iter()
+                .take_while(|&&b| is_plain_path_byte(b))
+                .count();
+            if i == buf.len() {
+                break;
+            }
+        }
         match scanner.step(buf, i) {
             Step::Next => i += 1,
             Step::Again => {}
@@ -198,6 +208,21 @@ impl Scanner {
             },
             State::SchemeSlash => self.expect(byte, b'/', State::SchemeSlashSlash),
             State::SchemeSlashSlash => self.expect(byte, b'/', State::HostStart),
+            State::SpacesBeforeHost
+            | State::HostStart
+            | State::Host
+            | State::IpLiteral
+            | State::HostEnd
+            | State::PortStart
+            | State::Port => self.authority(byte, i),
+            State::AfterSlash | State::CheckPath | State::Path => self.path(byte, i),
+            _ => self.protocol(byte, i),
+        }
+    }
+
+    /// The `host[:port]` of an absolute-form target or a CONNECT request.
+    fn authority(&mut self, byte: u8, i: usize) -> Step {
+        match self.state {
             State::SpacesBeforeHost if byte == b' ' => Step::Next,
             State::SpacesBeforeHost | State::HostStart => {
                 self.host_start = i;
@@ -247,8 +272,8 @@ impl Scanner {
             }
             State::Port if byte.is_ascii_digit() => Step::Next,
             State::Port => self.authority_ends(byte, i),
-            State::AfterSlash | State::CheckPath | State::Path => self.path(byte, i),
-            _ => self.protocol(byte, i),
+            // `step` sends only the states above here.
+            _ => Step::Fail(RequestError::InvalidRequest),
         }
     }
 

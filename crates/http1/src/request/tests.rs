@@ -403,15 +403,21 @@ fn request_line_whitespace_and_line_ends() {
 
 #[test]
 fn header_lines_as_nginx_reads_them() {
-    let input = b"GET / HTTP/1.0\r\nFoo\r\nX: \ta\x01\t \r\r\nY:z\r\nEmpty:   \r\nX:Y: \x7f\r\n\r\n";
+    let input =
+        b"GET / HTTP/1.0\r\nFoo\r\nX: \ta\x01\t \r\r\nY:z\r\nEmpty:   \r\nX:Y: \x7f\r\n\r\n";
     let (head, _) = accept(input);
     let fields: Vec<(String, String)> = head
         .headers
         .iter()
         .map(|field| (show(field.name_in(input)), show(field.value_in(input))))
         .collect();
-    let expected =
-        [("Foo", ""), ("X", "\ta\x01\t"), ("Y", "z"), ("Empty", ""), ("X", "Y: \x7f")];
+    let expected = [
+        ("Foo", ""),
+        ("X", "\ta\x01\t"),
+        ("Y", "z"),
+        ("Empty", ""),
+        ("X", "Y: \x7f"),
+    ];
     let expected: Vec<(String, String)> = expected
         .iter()
         .map(|(n, v)| (n.to_string(), v.to_string()))
@@ -535,4 +541,44 @@ fn known_headers_are_found_by_any_case() {
     assert_eq!(info.known.host, Some(0));
     assert_eq!(info.known.user_agent, Some(1));
     assert_eq!(head.known.cookie, Some(2));
+}
+
+#[test]
+fn errors_are_reported_before_the_head_is_complete() {
+    let limits = HeadLimits::default();
+    let mut head = RequestHead::default();
+    assert_eq!(
+        parse_head(b"g", &limits, &mut head),
+        Err(RequestError::InvalidMethod)
+    );
+    assert_eq!(
+        parse_head(b"GET /\x01", &limits, &mut head),
+        Err(RequestError::InvalidRequest)
+    );
+    let error = parse_head(
+        b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\nX-Partial: ",
+        &limits,
+        &mut head,
+    );
+    assert!(
+        matches!(error, Err(RequestError::DuplicateHost { .. })),
+        "{error:?}"
+    );
+    assert_eq!(
+        parse_head(b"GET / HTTP/1.1\r\nHost", &limits, &mut head),
+        Ok(Progress::Partial)
+    );
+    assert_eq!(head.len, 0);
+}
+
+#[test]
+fn fast_and_exact_paths_agree_past_the_fast_path_field_count() {
+    let mut input = b"GET / HTTP/1.1\r\nHost: a\r\n".to_vec();
+    for i in 0..40 {
+        input.extend_from_slice(format!("X-{i}: \t{i} \r\n").as_bytes());
+    }
+    input.extend_from_slice(b"\r\n");
+    let (head, _) = accept(&input);
+    assert_eq!(head.headers.len(), 41);
+    assert_eq!(head.headers[40].value_in(&input), b"\t39");
 }

@@ -18,113 +18,17 @@ enum Format {
 /// tells months apart by the fewest letters needed, accepts day 0, reads two-digit RFC 850
 /// years below 70 as 20xx, and cannot return -1 (nginx's error value).
 pub fn parse_http_date(value: &[u8]) -> Option<i64> {
-    // nginx reads past short input into the string's terminating NUL; a 0 byte fails every
-    // check that matters in the same way.
-    let at = |i: usize| value.get(i).copied().unwrap_or(0);
-    let digits = |i: usize, count: usize| -> Option<u64> {
-        (i..i + count).try_fold(0u64, |number, j| {
-            let byte = at(j);
-            byte.is_ascii_digit()
-                .then(|| number * 10 + u64::from(byte - b'0'))
-        })
+    let text = Text { value };
+    let (format, mut p) = text.format_and_start()?;
+    let (day, month, year, after) = text.date(format, p)?;
+    p = after;
+    let (hour, minute, second) = text.time_of_day(p)?;
+    let year = match year {
+        Some(year) => year,
+        // asctime puts the year last: " 1994" after "08:49:37".
+        None if text.at(p + 9) == b' ' => text.digits(p + 10, 4)?,
+        None => return None,
     };
-    let end = value.len();
-
-    let mut format = None;
-    let mut p = 0;
-    while p < end {
-        match value[p] {
-            b',' => break,
-            b' ' => {
-                format = Some(Format::Asctime);
-                break;
-            }
-            _ => p += 1,
-        }
-    }
-    p += 1;
-    while p < end && value[p] == b' ' {
-        p += 1;
-    }
-    if p > end || end - p < 18 {
-        return None;
-    }
-
-    let mut day = 0;
-    if format != Some(Format::Asctime) {
-        day = digits(p, 2)?;
-        p += 2;
-        format = match at(p) {
-            b' ' if end - p >= 18 => Some(Format::Rfc1123),
-            b'-' => Some(Format::Rfc850),
-            _ => return None,
-        };
-        p += 1;
-    }
-
-    let month: u64 = match at(p) {
-        b'J' if at(p + 1) == b'a' => 0,
-        b'J' if at(p + 2) == b'n' => 5,
-        b'J' => 6,
-        b'F' => 1,
-        b'M' if at(p + 2) == b'r' => 2,
-        b'M' => 4,
-        b'A' if at(p + 1) == b'p' => 3,
-        b'A' => 7,
-        b'S' => 8,
-        b'O' => 9,
-        b'N' => 10,
-        b'D' => 11,
-        _ => return None,
-    };
-    p += 3;
-    match (format, at(p)) {
-        (Some(Format::Rfc1123), b' ') | (Some(Format::Rfc850), b'-') => {}
-        (Some(Format::Asctime), _) => {}
-        _ => return None,
-    }
-    p += 1;
-
-    let mut year = 0;
-    match format {
-        Some(Format::Rfc1123) => {
-            year = digits(p, 4)?;
-            p += 4;
-        }
-        Some(Format::Rfc850) => {
-            year = digits(p, 2)?;
-            year += if year < 70 { 2000 } else { 1900 };
-            p += 2;
-        }
-        _ => {
-            if at(p) == b' ' {
-                p += 1;
-            }
-            day = digits(p, 1)?;
-            p += 1;
-            if at(p) != b' ' {
-                day = day * 10 + digits(p, 1)?;
-                p += 1;
-            }
-            if p > end || end - p < 14 {
-                return None;
-            }
-        }
-    }
-
-    if at(p) != b' ' || at(p + 3) != b':' || at(p + 6) != b':' {
-        return None;
-    }
-    let hour = digits(p + 1, 2)?;
-    let minute = digits(p + 4, 2)?;
-    let second = digits(p + 7, 2)?;
-    p += 9;
-    if format == Some(Format::Asctime) {
-        if at(p) != b' ' {
-            return None;
-        }
-        year = digits(p + 1, 4)?;
-    }
 
     if hour > 23 || minute > 59 || second > 59 {
         return None;
@@ -144,6 +48,137 @@ pub fn parse_http_date(value: &[u8]) -> Option<i64> {
     // Same bits as nginx's time_t; -1 is its error value.
     let seconds = seconds as i64;
     (seconds != -1).then_some(seconds)
+}
+
+/// The date text with nginx's way of reading it.
+struct Text<'a> {
+    value: &'a [u8],
+}
+
+impl Text<'_> {
+    /// nginx reads past short input into the string's terminating NUL; a 0 byte fails
+    /// every check that matters in the same way.
+    fn at(&self, i: usize) -> u8 {
+        self.value.get(i).copied().unwrap_or(0)
+    }
+
+    fn digits(&self, start: usize, count: usize) -> Option<u64> {
+        (start..start + count).try_fold(0u64, |number, i| {
+            let byte = self.at(i);
+            byte.is_ascii_digit()
+                .then(|| number * 10 + u64::from(byte - b'0'))
+        })
+    }
+
+    /// Skips the weekday: up to a `,` (RFC 1123, RFC 850) or a space (asctime), then
+    /// spaces. `None` for the format means "not asctime", decided by the next separator.
+    fn format_and_start(&self) -> Option<(Option<Format>, usize)> {
+        let end = self.value.len();
+        let mut format = None;
+        let mut p = self
+            .value
+            .iter()
+            .position(|&b| b == b',' || b == b' ')
+            .unwrap_or(end);
+        if self.at(p) == b' ' && p < end {
+            format = Some(Format::Asctime);
+        }
+        p += 1;
+        while p < end && self.value[p] == b' ' {
+            p += 1;
+        }
+        if p > end || end - p < 18 {
+            return None;
+        }
+        Some((format, p))
+    }
+
+    /// Day, month (0-based), year (`None` for asctime, whose year comes last) and the
+    /// offset of the space before the time.
+    fn date(&self, format: Option<Format>, mut p: usize) -> Option<(u64, u64, Option<u64>, usize)> {
+        let end = self.value.len();
+        let mut day = 0;
+        let format = match format {
+            Some(Format::Asctime) => Format::Asctime,
+            _ => {
+                day = self.digits(p, 2)?;
+                p += 2;
+                let format = match self.at(p) {
+                    b' ' if end - p >= 18 => Format::Rfc1123,
+                    b'-' => Format::Rfc850,
+                    _ => return None,
+                };
+                p += 1;
+                format
+            }
+        };
+        let month = self.month(p)?;
+        p += 3;
+        match (format, self.at(p)) {
+            (Format::Rfc1123, b' ') | (Format::Rfc850, b'-') | (Format::Asctime, _) => {}
+            _ => return None,
+        }
+        p += 1;
+        let year = match format {
+            Format::Rfc1123 => {
+                p += 4;
+                Some(self.digits(p - 4, 4)?)
+            }
+            Format::Rfc850 => {
+                let year = self.digits(p, 2)?;
+                p += 2;
+                Some(year + if year < 70 { 2000 } else { 1900 })
+            }
+            Format::Asctime => {
+                if self.at(p) == b' ' {
+                    p += 1;
+                }
+                day = self.digits(p, 1)?;
+                p += 1;
+                if self.at(p) != b' ' {
+                    day = day * 10 + self.digits(p, 1)?;
+                    p += 1;
+                }
+                if p > end || end - p < 14 {
+                    return None;
+                }
+                None
+            }
+        };
+        Some((day, month, year, p))
+    }
+
+    /// The month by its first letters, as nginx tells them apart (0 = January).
+    fn month(&self, p: usize) -> Option<u64> {
+        let month = match self.at(p) {
+            b'J' if self.at(p + 1) == b'a' => 0,
+            b'J' if self.at(p + 2) == b'n' => 5,
+            b'J' => 6,
+            b'F' => 1,
+            b'M' if self.at(p + 2) == b'r' => 2,
+            b'M' => 4,
+            b'A' if self.at(p + 1) == b'p' => 3,
+            b'A' => 7,
+            b'S' => 8,
+            b'O' => 9,
+            b'N' => 10,
+            b'D' => 11,
+            _ => return None,
+        };
+        Some(month)
+    }
+
+    /// ` HH:MM:SS` starting at the space at `p`.
+    fn time_of_day(&self, p: usize) -> Option<(u64, u64, u64)> {
+        if self.at(p) != b' ' || self.at(p + 3) != b':' || self.at(p + 6) != b':' {
+            return None;
+        }
+        Some((
+            self.digits(p + 1, 2)?,
+            self.digits(p + 4, 2)?,
+            self.digits(p + 7, 2)?,
+        ))
+    }
 }
 
 /// Days from 1970-01-01 with Gauss's formula on a year starting in March, computed with
