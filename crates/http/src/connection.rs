@@ -417,8 +417,12 @@ impl Connection {
             idle_timeout
         };
         let mut deadline = None;
+        // Parsing starts over from the first byte each time, so it runs only when a line
+        // may have ended (or the buffer is full and a limit may be hit): a client sending
+        // one byte at a time costs a scan per line, not a scan per byte.
+        let mut parse = self.filled > 0;
         loop {
-            if self.filled > 0 {
+            if parse {
                 match http1::request::parse_head(
                     &self.buf[..self.filled],
                     limits,
@@ -452,6 +456,7 @@ impl Connection {
                         (self.buf.len() * 2).clamp(limits.large_client_header_buffers.1, max);
                     self.buf.resize(grown.max(self.buf.len() + 1), 0);
                 }
+                parse = false;
             }
             let read = match self.stream.try_read(&mut self.buf[self.filled..]) {
                 Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {
@@ -473,6 +478,9 @@ impl Connection {
                     };
                 }
                 Ok(count) => {
+                    let fresh = &self.buf[self.filled..self.filled + count];
+                    parse = memchr::memchr(b'\n', fresh).is_some()
+                        || self.filled + count == self.buf.len();
                     self.filled += count;
                     if !started {
                         started = true;
