@@ -39,10 +39,59 @@ pub fn default_listen(span: &Span) -> ListenSpec {
 }
 
 /// Parses `listen ADDRESS [PARAMETERS]`.
-pub fn parse(directive: &Directive) -> Result<ListenSpec, ConfError> {
+/// Parses `listen ADDRESS [PARAMETERS]`; a port range (`127.0.0.1:8000-8003`) gives one
+/// listen address per port.
+pub fn parse(directive: &Directive) -> Result<Vec<ListenSpec>, ConfError> {
     let span = &directive.span;
     let text = directive.arg(0);
-    let address = parse_address(text, span)?;
+    let mut specs = Vec::new();
+    for address_text in expand_port_range(text, span)? {
+        let address = parse_address(&address_text, span)?;
+        specs.push(parse_one(directive, address)?);
+    }
+    Ok(specs)
+}
+
+/// Writes out `HOST:FIRST-LAST` as one address per port, as nginx does since 1.27.3.
+fn expand_port_range(text: &str, span: &Span) -> Result<Vec<String>, ConfError> {
+    if text.starts_with("unix:") {
+        return Ok(vec![text.to_owned()]);
+    }
+    let (host, port) = if text.bytes().all(|b| b.is_ascii_digit() || b == b'-') {
+        ("", text)
+    } else {
+        match split_host_port(text) {
+            (host, Some(port)) => (host, port),
+            (_, None) => return Ok(vec![text.to_owned()]),
+        }
+    };
+    let Some((first, last)) = port.split_once('-') else {
+        return Ok(vec![text.to_owned()]);
+    };
+    let invalid = || {
+        ConfError::message(
+            format!("invalid port range in \"{text}\" of the \"listen\" directive"),
+            span,
+        )
+    };
+    let first: u16 = first.parse().map_err(|_| invalid())?;
+    let last: u16 = last.parse().map_err(|_| invalid())?;
+    if first == 0 || last < first {
+        return Err(invalid());
+    }
+    Ok((first..=last)
+        .map(|port| {
+            if host.is_empty() {
+                port.to_string()
+            } else {
+                format!("{host}:{port}")
+            }
+        })
+        .collect())
+}
+
+fn parse_one(directive: &Directive, address: ListenAddress) -> Result<ListenSpec, ConfError> {
+    let span = &directive.span;
     let mut spec = ListenSpec {
         address,
         default_server: false,
@@ -269,7 +318,9 @@ mod tests {
             block: None,
             span: Span::CommandLine,
         };
-        parse(&directive).map_err(|error| error.to_string())
+        let mut specs = parse(&directive).map_err(|error| error.to_string())?;
+        assert_eq!(specs.len(), 1, "one address");
+        Ok(specs.remove(0))
     }
 
     fn inet(text: &str) -> ListenAddress {
@@ -297,6 +348,37 @@ mod tests {
         assert_eq!(
             listen(&["unix:/tmp/x.sock"]).unwrap().address,
             ListenAddress::Unix(PathBuf::from("/tmp/x.sock"))
+        );
+    }
+
+    #[test]
+    fn port_ranges_give_one_address_per_port() {
+        let directive = |text: &str| Directive {
+            name: "listen".to_owned(),
+            args: vec![Argument {
+                value: text.to_owned(),
+                quoted: false,
+            }],
+            block: None,
+            span: Span::CommandLine,
+        };
+        let ports = |text: &str| -> Vec<String> {
+            parse(&directive(text))
+                .unwrap()
+                .iter()
+                .map(|spec| spec.address.to_string())
+                .collect()
+        };
+        assert_eq!(
+            ports("127.0.0.1:8000-8002"),
+            ["127.0.0.1:8000", "127.0.0.1:8001", "127.0.0.1:8002"]
+        );
+        assert_eq!(ports("[::1]:90-91"), ["[::1]:90", "[::1]:91"]);
+        assert_eq!(ports("70-70"), ["0.0.0.0:70"]);
+        let error = parse(&directive("127.0.0.1:9-8")).unwrap_err().to_string();
+        assert_eq!(
+            error,
+            "invalid port range in \"127.0.0.1:9-8\" of the \"listen\" directive in command line"
         );
     }
 

@@ -673,8 +673,7 @@ fn set_listen(
     directive: &Directive,
     _context: &mut LoadContext<'_>,
 ) -> Result<(), ConfError> {
-    let spec = listen::parse(directive)?;
-    scope.listens.push(spec);
+    scope.listens.extend(listen::parse(directive)?);
     Ok(())
 }
 
