@@ -7,8 +7,10 @@ use std::time::{Duration, Instant};
 use http1::request::{HeadLimits, Progress};
 use http1::{RequestError, Version};
 use logging::Level;
-use runtime::{ConnectionGuard, PeerAddress, Phase, Stream};
-use tokio::time::timeout_at;
+use runtime::{ConnectionGuard, PeerAddress, Stream};
+use std::pin::Pin;
+
+use tokio::time::{Sleep, timeout_at};
 
 use crate::body::BodyState;
 use crate::conf::{AddressConf, ServerId};
@@ -28,6 +30,8 @@ pub struct Connection {
     pub(crate) filled: usize,
     /// The response head (and small bodies) being written.
     pub out: Vec<u8>,
+    /// The one timer of the connection (see `wait_readable`).
+    timer: Pin<Box<Sleep>>,
 }
 
 /// How reading a request head ended.
@@ -42,6 +46,19 @@ enum HeadRead {
     },
     Invalid(RequestError),
     /// The worker is stopping and the connection was idle.
+    Draining,
+    Failed,
+}
+
+/// A deadline later than any timeout: a timer that is not due.
+fn far_future() -> tokio::time::Instant {
+    tokio::time::Instant::now() + Duration::from_secs(365 * 24 * 3600)
+}
+
+/// Why waiting for the socket ended.
+enum Wait {
+    Readable,
+    TimedOut,
     Draining,
     Failed,
 }
@@ -75,19 +92,18 @@ pub async fn serve(
         .settings
         .core;
     let _ = stream.set_nodelay(server_settings.tcp_nodelay);
-    let mut connection = Connection {
-        stream,
-        info: ConnectionInfo {
-            id: worker.next_connection_id(),
-            peer,
-            local,
-            accepted: Instant::now(),
-            requests: 0,
-        },
-        buf: vec![0; default_server.core.client_header_buffer_size as usize],
-        filled: 0,
-        out: Vec::with_capacity(512),
+    let info = ConnectionInfo {
+        id: worker.next_connection_id(),
+        peer,
+        local,
+        accepted: Instant::now(),
+        requests: 0,
     };
+    let mut connection = Connection::new(
+        stream,
+        info,
+        default_server.core.client_header_buffer_size as usize,
+    );
     let mut request = Request::default();
     let mut idle_timeout = default_server.core.client_header_timeout;
     let limits = head_limits(&default_server.core);
@@ -99,7 +115,11 @@ pub async fn serve(
             .await;
         let outcome = match head {
             HeadRead::Ready => None,
-            HeadRead::Closed | HeadRead::Draining | HeadRead::Failed => return,
+            HeadRead::Closed => {
+                log_closed(&worker, &connection);
+                return;
+            }
+            HeadRead::Draining | HeadRead::Failed => return,
             HeadRead::ClosedPartial => Some((400, "client prematurely closed connection")),
             HeadRead::TimedOut { partial: false } => return,
             HeadRead::TimedOut { partial: true } => {
@@ -119,6 +139,9 @@ pub async fn serve(
             }
         };
         connection.info.requests += 1;
+        if outcome.is_none() && !request.head.ignored_headers.is_empty() {
+            log_ignored_headers(&worker, &connection, &mut request, address.default_server);
+        }
         if let Some((status, message)) = outcome {
             abandon(
                 &worker,
@@ -197,6 +220,73 @@ fn head_limits(core: &CoreServer) -> HeadLimits {
     }
 }
 
+/// A client closed before sending a request: nginx notes it at `info`, differently for a
+/// new connection and for an idle keep-alive one.
+fn log_closed(worker: &HttpWorker, connection: &Connection) {
+    let error_log = &worker.generation.error_log;
+    if !error_log.enabled(Level::Info) {
+        return;
+    }
+    let now = worker.clock.wall();
+    let id = Some(connection.info.id);
+    if connection.info.requests == 0 {
+        let context = crate::request::RequestLogContext {
+            request: None,
+            connection: &connection.info,
+            conf: worker.conf(),
+            action: Some("waiting for request"),
+        };
+        error_log.write(
+            Level::Info,
+            &now,
+            id,
+            format_args!("client closed connection"),
+            Some(&context),
+        );
+        return;
+    }
+    let mut peer = Vec::new();
+    crate::request::write_peer(&mut peer, &connection.info.peer);
+    let peer = String::from_utf8_lossy(&peer);
+    error_log.write(
+        Level::Info,
+        &now,
+        id,
+        format_args!("client {peer} closed keepalive connection"),
+        None,
+    );
+}
+
+/// `ignore_invalid_headers` skips bad header lines; nginx logs each at `info`.
+fn log_ignored_headers(
+    worker: &HttpWorker,
+    connection: &Connection,
+    request: &mut Request<'_>,
+    server: ServerId,
+) {
+    request.server = Some(server);
+    request.location = Some(worker.conf().server(server).location);
+    let lines: Vec<std::ops::Range<usize>> = request.head.ignored_headers.clone();
+    for line in lines {
+        let text = request
+            .head_bytes
+            .get(line)
+            .map(String::from_utf8_lossy)
+            .unwrap_or_default();
+        let message = format!("client sent invalid header line: \"{text}\"");
+        log_connection(
+            worker,
+            connection,
+            request,
+            Level::Info,
+            &message,
+            "reading client request headers",
+        );
+    }
+    request.server = None;
+    request.location = None;
+}
+
 /// Logs a connection-level message to the error log of the request's server (the
 /// address's default server until the head is read), as nginx does.
 fn log_connection(
@@ -241,13 +331,12 @@ async fn reject<'a>(
     let now = worker.clock.now();
     request.started = Some(now.monotonic);
     let message = error.log_message_in(&request.head_bytes);
-    phases::log(
-        worker,
-        &connection.info,
-        request,
-        Level::Info,
-        format_args!("{message}"),
-    );
+    let action = if request.head.request_line.is_empty() {
+        "reading client request line"
+    } else {
+        "reading client request headers"
+    };
+    log_connection(worker, connection, request, Level::Info, &message, action);
     let Reply::Respond(body) =
         phases::finalize_status(worker, &connection.info, request, error.status())
     else {
@@ -275,7 +364,6 @@ async fn handle_request<'a>(
     address: &AddressConf,
     request: &mut Request<'a>,
 ) -> After {
-    let conf = worker.conf();
     let now = worker.clock.now();
     request.started = Some(now.monotonic);
     request.started_wall = Some(now.wall);
@@ -287,17 +375,26 @@ async fn handle_request<'a>(
         reject(worker, connection, request, server, &error).await;
         return After::Close;
     }
-    request.server = Some(select_server(worker, address, request));
+    let server = select_server(worker, address, request);
+    request.server = Some(server);
+    if let Err(error) = reread_with_server_rules(worker, address.default_server, server, request) {
+        reject(worker, connection, request, server, &error).await;
+        return After::Close;
+    }
     request.uri.extend_from_slice(&request.head.uri);
     if let Some(args) = request.info.target.args.clone() {
         request.args.extend_from_slice(&request.head_bytes[args]);
     }
     let mut body_state = BodyState::new(request.info.framing);
     let reply = phases::run(worker, &connection.info, request).await;
-    let body = match reply {
+    let mut body = match reply {
         Reply::Respond(body) => body,
         Reply::Close => {
             send::log_request(worker, connection, request);
+            // `reset_timedout_connection` also resets connections closed with 444.
+            if current_core(worker, request).reset_timedout_connection {
+                let _ = connection.stream.set_reset_on_close();
+            }
             return After::Close;
         }
     };
@@ -309,8 +406,23 @@ async fn handle_request<'a>(
                 .write_all(b"HTTP/1.1 100 Continue\r\n\r\n")
                 .await;
         }
-        if connection.discard_buffered(&mut body_state).is_err() {
+        if let Err(error) = connection.discard_buffered(&mut body_state) {
+            // A malformed body nobody reads still ends the request with nginx's answer.
+            let message = error.log_message_in(&request.head_bytes);
+            phases::log(
+                worker,
+                &connection.info,
+                request,
+                Level::Error,
+                format_args!("{message}"),
+            );
+            if let Reply::Respond(page) =
+                phases::finalize_status(worker, &connection.info, request, error.status())
+            {
+                body = page;
+            }
             request.keepalive = false;
+            body_state = BodyState::Done;
         }
     }
     let sent = send::send_response(worker, connection, request, body).await;
@@ -326,25 +438,16 @@ async fn handle_request<'a>(
                     "client timed out (110: Connection timed out) while sending response to client"
                 ),
             );
-            let location = request.location.map(|id| conf.location(id));
-            if location.is_some_and(|location| location.settings.core.reset_timedout_connection) {
+            if current_core(worker, request).reset_timedout_connection {
                 let _ = connection.stream.set_reset_on_close();
             }
         }
         return After::Close;
     }
-    if !request.keepalive {
-        return closing_mode(worker, request, &body_state, connection.filled > 0);
-    }
+    // nginx reads the rest of a body nobody used before the connection goes on or closes,
+    // so the client sees the response and a clean close rather than a reset.
     if !body_state.is_done() {
-        let core = &conf
-            .location(
-                request
-                    .location
-                    .unwrap_or(conf.server(request.server.unwrap_or(ServerId(0))).location),
-            )
-            .settings
-            .core;
+        let core = current_core(worker, request);
         if !connection
             .discard_rest(&mut body_state, core.lingering_time, core.lingering_timeout)
             .await
@@ -352,25 +455,65 @@ async fn handle_request<'a>(
             return After::Close;
         }
     }
+    if !request.keepalive {
+        return closing_mode(worker, request, connection.filled > 0);
+    }
     After::KeepAlive
+}
+
+/// The core settings of the request's location (its server's, before one is found).
+fn current_core<'a>(
+    worker: &'a HttpWorker,
+    request: &Request<'_>,
+) -> &'a crate::core::CoreLocation {
+    let conf = worker.conf();
+    let id = request
+        .location
+        .unwrap_or_else(|| conf.server(request.server.unwrap_or(ServerId(0))).location);
+    &conf.location(id).settings.core
+}
+
+/// nginx switches to the server `Host` selects as soon as it has read `Host`, so the header
+/// lines after it follow that server's `ignore_invalid_headers`, `underscores_in_headers`
+/// and `max_headers`. When those differ from the default server's, the head is read again
+/// with the selected server's rules (lines before `Host`, usually none, are read by them
+/// too).
+fn reread_with_server_rules(
+    worker: &HttpWorker,
+    default: ServerId,
+    selected: ServerId,
+    request: &mut Request<'_>,
+) -> Result<(), RequestError> {
+    if default == selected {
+        return Ok(());
+    }
+    let conf = worker.conf();
+    let (first, chosen) = (&conf.server(default).core, &conf.server(selected).core);
+    let same = first.ignore_invalid_headers == chosen.ignore_invalid_headers
+        && first.underscores_in_headers == chosen.underscores_in_headers
+        && first.max_headers == chosen.max_headers;
+    if same {
+        return Ok(());
+    }
+    let mut limits = head_limits(chosen);
+    limits.merge_slashes = first.merge_slashes;
+    // The head was complete under the first rules and is re-read from the same bytes.
+    let head_len = request.head.len;
+    let bytes = &request.head_bytes[..head_len.min(request.head_bytes.len())];
+    match http1::request::parse_head(bytes, &limits, &mut request.head)? {
+        Progress::Complete => {}
+        Progress::Partial => return Err(RequestError::InvalidRequest),
+    }
+    http1::request::analyze(&request.head_bytes, &request.head, &mut request.info)
 }
 
 /// Whether to linger before closing: `lingering_close always`, or `on` while the client
 /// may still be sending.
-fn closing_mode(
-    worker: &HttpWorker,
-    request: &Request<'_>,
-    body: &BodyState,
-    buffered: bool,
-) -> After {
-    let mode = request
-        .location
-        .map(|id| worker.conf().location(id).settings.core.lingering_close)
-        .unwrap_or(LingeringClose::On);
-    match mode {
+fn closing_mode(worker: &HttpWorker, request: &Request<'_>, buffered: bool) -> After {
+    match current_core(worker, request).lingering_close {
         LingeringClose::Off => After::Close,
         LingeringClose::Always => After::Linger,
-        LingeringClose::On if !body.is_done() || buffered => After::Linger,
+        LingeringClose::On if buffered => After::Linger,
         LingeringClose::On => After::Close,
     }
 }
@@ -462,20 +605,39 @@ impl Connection {
                 Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {
                     let deadline =
                         *deadline.get_or_insert_with(|| tokio::time::Instant::now() + timeout);
-                    match self.wait_readable(worker, deadline, started).await {
-                        Ok(()) => continue,
-                        Err(outcome) => return outcome,
+                    // Only an idle keep-alive connection is closed when the worker stops;
+                    // a new connection still gets its first request served, as in nginx.
+                    let closable = !started && self.info.requests > 0;
+                    match self.wait_readable(worker, deadline, closable).await {
+                        Wait::Readable => continue,
+                        Wait::Draining => {
+                            // A request may have arrived just now: serve it rather than
+                            // reset it by closing with unread data.
+                            match self.stream.try_read(&mut self.buf[self.filled..]) {
+                                Ok(count) if count > 0 => Ok(count),
+                                _ => return HeadRead::Draining,
+                            }
+                        }
+                        Wait::TimedOut => {
+                            request
+                                .head_bytes
+                                .extend_from_slice(&self.buf[..self.filled]);
+                            return HeadRead::TimedOut { partial: started };
+                        }
+                        Wait::Failed => return HeadRead::Failed,
                     }
                 }
                 other => other,
             };
             match read {
                 Ok(0) => {
-                    return if started {
-                        HeadRead::ClosedPartial
-                    } else {
-                        HeadRead::Closed
-                    };
+                    if !started {
+                        return HeadRead::Closed;
+                    }
+                    request
+                        .head_bytes
+                        .extend_from_slice(&self.buf[..self.filled]);
+                    return HeadRead::ClosedPartial;
                 }
                 Ok(count) => {
                     let fresh = &self.buf[self.filled..self.filled + count];
@@ -493,25 +655,38 @@ impl Connection {
         }
     }
 
-    /// Waits for the socket to become readable, the deadline, or (while idle) a stop.
+    /// Waits for the socket to become readable, until `deadline`; an idle keep-alive
+    /// connection (`closable`) also wakes when the worker starts draining.
+    ///
+    /// The connection keeps one timer for its whole life and re-arms it only when it fires
+    /// before the current deadline or must fire earlier: a keep-alive connection that gets
+    /// a request every few milliseconds does no timer work per request.
     async fn wait_readable(
-        &self,
+        &mut self,
         worker: &HttpWorker,
         deadline: tokio::time::Instant,
-        started: bool,
-    ) -> Result<(), HeadRead> {
-        let mut phase = worker.phase.clone();
-        if !started && *phase.borrow_and_update() != Phase::Running {
-            return Err(HeadRead::Draining);
+        closable: bool,
+    ) -> Wait {
+        if closable && worker.is_draining() {
+            return Wait::Draining;
         }
-        tokio::select! {
-            biased;
-            result = timeout_at(deadline, self.stream.readable()) => match result {
-                Ok(Ok(())) => Ok(()),
-                Ok(Err(_)) => Err(HeadRead::Failed),
-                Err(_) => Err(HeadRead::TimedOut { partial: started }),
-            },
-            _ = phase.changed(), if !started => Err(HeadRead::Draining),
+        if self.timer.deadline() > deadline {
+            self.timer.as_mut().reset(deadline);
+        }
+        loop {
+            tokio::select! {
+                biased;
+                result = self.stream.readable() => {
+                    return if result.is_ok() { Wait::Readable } else { Wait::Failed };
+                }
+                () = &mut self.timer => {
+                    if tokio::time::Instant::now() >= deadline {
+                        return Wait::TimedOut;
+                    }
+                    self.timer.as_mut().reset(deadline);
+                }
+                () = worker.drained(), if closable => return Wait::Draining,
+            }
         }
     }
 
@@ -523,6 +698,7 @@ impl Connection {
             buf: vec![0; buffer_size.max(1)],
             filled: 0,
             out: Vec::with_capacity(512),
+            timer: Box::pin(tokio::time::sleep_until(far_future())),
         }
     }
 

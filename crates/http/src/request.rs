@@ -93,8 +93,9 @@ impl<'a> Request<'a> {
     /// Every value of a header, in order.
     pub fn headers<'b>(&'b self, lowercase_name: &'b [u8]) -> impl Iterator<Item = &'b [u8]> + 'b {
         self.head.headers.iter().filter_map(move |field| {
-            let name = field.name_in(&self.head_bytes);
-            header_name_matches(name, lowercase_name).then(|| field.value_in(&self.head_bytes))
+            let name = self.head_bytes.get(field.name.clone())?;
+            let value = self.head_bytes.get(field.value.clone())?;
+            header_name_matches(name, lowercase_name).then_some(value)
         })
     }
 
@@ -103,6 +104,34 @@ impl<'a> Request<'a> {
         self.head_bytes
             .get(self.head.request_line.clone())
             .unwrap_or_default()
+    }
+
+    /// The request line for error-log context: the parsed one, or for a head rejected in
+    /// its first line, that line as far as it was received, as nginx quotes it.
+    pub fn request_line_for_log(&self) -> &[u8] {
+        let parsed = self.request_line();
+        if !parsed.is_empty() {
+            return parsed;
+        }
+        let start = self
+            .head_bytes
+            .iter()
+            .position(|&b| b != b'\r' && b != b'\n');
+        let Some(start) = start else {
+            return b"";
+        };
+        let rest = &self.head_bytes[start..];
+        let end = rest
+            .iter()
+            .position(|&b| b == b'\r' || b == b'\n')
+            .unwrap_or(rest.len());
+        &rest[..end]
+    }
+
+    /// The value of a well-known header by its index, if the index is valid for this head.
+    pub fn known_header(&self, index: Option<usize>) -> Option<&[u8]> {
+        let field = self.head.headers.get(index?)?;
+        self.head_bytes.get(field.value.clone())
     }
 
     /// `$request_uri`.
@@ -178,36 +207,32 @@ impl LogContext for RequestLogContext<'_> {
         out.extend_from_slice(b", client: ");
         write_peer(out, &self.connection.peer);
         out.extend_from_slice(b", server: ");
-        if let Some(server) = self.request.and_then(|request| request.server) {
-            out.extend_from_slice(&self.conf.server(server).name);
+        match self.request.and_then(|request| request.server) {
+            Some(server) => out.extend_from_slice(&self.conf.server(server).name),
+            // Before a request exists nginx names the address the client connected to.
+            None => match self.connection.local {
+                Some(local) => out.extend_from_slice(local.to_string().as_bytes()),
+                None => out.extend_from_slice(b"unix:"),
+            },
         }
         let Some(request) = self.request else {
             return;
         };
-        let line = request.request_line();
+        let line = request.request_line_for_log();
         if !line.is_empty() {
             out.extend_from_slice(b", request: \"");
             out.extend_from_slice(line);
             out.push(b'"');
         }
-        if let Some(host) = request
-            .info
-            .known
-            .host
-            .and_then(|index| request.head.headers.get(index))
-        {
+        // The head may be incomplete or rejected: every range is checked, never trusted.
+        if let Some(host) = request.known_header(request.head.known.host) {
             out.extend_from_slice(b", host: \"");
-            out.extend_from_slice(host.value_in(&request.head_bytes));
+            out.extend_from_slice(host);
             out.push(b'"');
         }
-        if let Some(referer) = request
-            .info
-            .known
-            .referer
-            .and_then(|index| request.head.headers.get(index))
-        {
+        if let Some(referer) = request.known_header(request.head.known.referer) {
             out.extend_from_slice(b", referrer: \"");
-            out.extend_from_slice(referer.value_in(&request.head_bytes));
+            out.extend_from_slice(referer);
             out.push(b'"');
         }
     }

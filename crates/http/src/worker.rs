@@ -1,16 +1,16 @@
 //! What one worker keeps for HTTP: the generation it serves, its clock, its access-log
 //! buffers and the cached `Date` header.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use logging::ErrorLog;
 use runtime::{Clock, Phase, Stream};
 use threadpool::ThreadPool;
-use tokio::sync::watch;
+use tokio::sync::{Notify, watch};
 
 use crate::conf::{AddressConf, HttpConf};
 use crate::log::access::AccessLogs;
@@ -38,6 +38,12 @@ pub struct HttpWorker {
     pub phase: watch::Receiver<Phase>,
     pub access_logs: RefCell<AccessLogs>,
     date: RefCell<DateCache>,
+    /// Set once the worker stops taking requests; idle keep-alive connections close.
+    draining: Cell<bool>,
+    /// The master's stop flag, seen by the request path without waiting for this worker's
+    /// phase task to run.
+    stopping: Arc<AtomicBool>,
+    drain: Notify,
 }
 
 #[derive(Default)]
@@ -54,6 +60,7 @@ impl HttpWorker {
         generation: Arc<Generation>,
         clock: Rc<Clock>,
         phase: watch::Receiver<Phase>,
+        stopping: Arc<AtomicBool>,
     ) -> HttpWorker {
         let slots = generation.http.access_log_buffers;
         HttpWorker {
@@ -65,6 +72,9 @@ impl HttpWorker {
                 second: i64::MIN,
                 value: Vec::new(),
             }),
+            draining: Cell::new(false),
+            drain: Notify::new(),
+            stopping,
         }
     }
 
@@ -80,7 +90,32 @@ impl HttpWorker {
 
     /// Whether the worker is still taking new requests.
     pub fn is_running(&self) -> bool {
-        *self.phase.borrow() == Phase::Running
+        !self.draining.get() && !self.stopping.load(Ordering::Acquire)
+    }
+
+    pub fn is_draining(&self) -> bool {
+        self.draining.get()
+    }
+
+    /// Resolves once the worker starts draining.
+    pub async fn drained(&self) {
+        if !self.draining.get() {
+            self.drain.notified().await;
+        }
+    }
+
+    /// Follows the master's commands: when the worker leaves `Running`, marks it draining
+    /// and wakes every idle connection. Runs as a task for the worker's life; a per-worker
+    /// flag keeps the per-request check to a `Cell` read.
+    pub async fn watch_phase(self: Rc<Self>) {
+        let mut phase = self.phase.clone();
+        while *phase.borrow_and_update() == Phase::Running {
+            if phase.changed().await.is_err() {
+                break;
+            }
+        }
+        self.draining.set(true);
+        self.drain.notify_waiters();
     }
 
     /// Appends the `Date` header value for `unix_seconds`, formatted once per second.

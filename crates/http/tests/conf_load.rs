@@ -53,6 +53,7 @@ fn load(text: &str) -> Result<Loaded, String> {
         main_error_log: Arc::new(ErrorLog::new(Vec::new())),
         log_files: &mut log_files,
         hostname: "testhost".to_owned(),
+        outer_directives: &["worker_processes", "thread_pool"],
     };
     let conf =
         load_http(http.block.as_deref().unwrap_or_default(), env).map_err(|e| e.to_string())?;
@@ -374,6 +375,10 @@ fn broken_configurations_fail_with_nginx_texts() {
         (
             "http { return 200; }",
             "\"return\" directive is not allowed here in /test/portico.conf:1",
+        ),
+        (
+            "http { thread_pool a threads=1; }",
+            "\"thread_pool\" directive is not allowed here in /test/portico.conf:1",
         ),
         (
             "http { server { return abc; } }",

@@ -4,6 +4,7 @@ use std::future::Future;
 use std::io;
 use std::rc::Rc;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -48,6 +49,9 @@ pub struct WorkerSpec {
 pub struct WorkerContext {
     pub index: usize,
     pub phase: watch::Receiver<Phase>,
+    /// Set by the master the moment it asks the worker to stop: a cheap check for the
+    /// request path, which must not wait for the worker's own task to see the change.
+    pub stopping: Arc<AtomicBool>,
     pub gauge: Rc<ConnectionGauge>,
     pub clock: Rc<Clock>,
 }
@@ -93,11 +97,14 @@ async fn wait_for(phase: &mut watch::Receiver<Phase>, wanted: Phase) {
 pub struct WorkerHandle {
     pub name: String,
     control: watch::Sender<Phase>,
+    stopping: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
 
 impl WorkerHandle {
     pub fn set_phase(&self, phase: Phase) {
+        self.stopping
+            .store(phase != Phase::Running, Ordering::Release);
         self.control.send_replace(phase);
     }
 
@@ -140,20 +147,23 @@ where
     Fut: Future<Output = ()> + 'static,
 {
     let (control, phase) = watch::channel(Phase::Running);
+    let stopping = Arc::new(AtomicBool::new(false));
     let name = spec.name.clone();
+    let worker_stopping = Arc::clone(&stopping);
     let thread = std::thread::Builder::new()
         .name(spec.name.clone())
         .spawn(move || {
-            run(spec, phase, body);
+            run(spec, phase, worker_stopping, body);
         })?;
     Ok(WorkerHandle {
         name,
         control,
+        stopping,
         thread: Some(thread),
     })
 }
 
-fn run<F, Fut>(spec: WorkerSpec, phase: watch::Receiver<Phase>, body: F)
+fn run<F, Fut>(spec: WorkerSpec, phase: watch::Receiver<Phase>, stopping: Arc<AtomicBool>, body: F)
 where
     F: FnOnce(WorkerContext) -> Fut,
     Fut: Future<Output = ()> + 'static,
@@ -182,6 +192,7 @@ where
     let context = WorkerContext {
         index: spec.index,
         phase,
+        stopping,
         gauge: Rc::new(ConnectionGauge::new(spec.connections_max)),
         clock: Rc::new(Clock::new()),
     };

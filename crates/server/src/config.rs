@@ -164,7 +164,7 @@ pub fn load(paths: &Paths, command_line: Option<&str>) -> Result<Config, ConfErr
     let mut http_block: Option<&Directive> = None;
     let mut events_seen = false;
     for directive in &tree.directives {
-        let spec = conf::spec::check(directives::DIRECTIVES, directive, Context::Main)?;
+        let spec = check_main(directive, Context::Main)?;
         match &spec.set {
             MainSetter::Set(set) => set(&mut main, directive)?,
             MainSetter::Events => {
@@ -208,6 +208,7 @@ pub fn load(paths: &Paths, command_line: Option<&str>) -> Result<Config, ConfErr
                 main_error_log: Arc::clone(&error_log),
                 log_files: &mut log_files,
                 hostname: hostname(),
+                outer_directives: &outer_directives(),
             };
             let mut http = http::conf::load_http(block.block.as_deref().unwrap_or_default(), env)?;
             warnings.append(&mut http.warnings);
@@ -244,9 +245,35 @@ pub fn load(paths: &Paths, command_line: Option<&str>) -> Result<Config, ConfErr
     })
 }
 
+/// The names of the main and `events` directives, for the `http` loader.
+fn outer_directives() -> Vec<&'static str> {
+    directives::DIRECTIVES
+        .iter()
+        .map(|spec| spec.name)
+        .collect()
+}
+
+/// Checks a main or `events` directive; a name only an HTTP module knows is "not allowed
+/// here", as nginx, which knows every directive, says.
+fn check_main(
+    directive: &Directive,
+    context: Context,
+) -> Result<&'static directives::MainDirective, ConfError> {
+    conf::spec::check(directives::DIRECTIVES, directive, context).map_err(|error| {
+        match error.kind {
+            ConfErrorKind::UnknownDirective { name }
+                if http::modules::directives().any(|spec| spec.name == name) =>
+            {
+                ConfError::at(ConfErrorKind::NotAllowedHere { name }, &directive.span)
+            }
+            _ => error,
+        }
+    })
+}
+
 fn read_events(main: &mut MainLoad, block: &Directive) -> Result<(), ConfError> {
     for directive in block.block.as_deref().unwrap_or_default() {
-        let spec = conf::spec::check(directives::DIRECTIVES, directive, Context::Events)?;
+        let spec = check_main(directive, Context::Events)?;
         match &spec.set {
             MainSetter::Set(set) => set(main, directive)?,
             MainSetter::Events | MainSetter::Http => {

@@ -284,23 +284,18 @@ fn set_thread_pool(main: &mut MainLoad, directive: &Directive) -> Result<(), Con
     for argument in &directive.args[1..] {
         let text = argument.as_str();
         if let Some(value) = text.strip_prefix("threads=") {
-            threads = Some(
-                conf::value::parse_number(value)
-                    .filter(|n| *n > 0)
-                    .ok_or_else(|| {
-                        ConfError::message(format!("invalid threads value \"{value}\""), span)
-                    })? as usize,
-            );
+            let count = conf::value::parse_number(value).filter(|n| *n > 0);
+            let count = count.ok_or_else(|| {
+                ConfError::message(format!("invalid threads value \"{text}\""), span)
+            })?;
+            threads = Some(count as usize);
         } else if let Some(value) = text.strip_prefix("max_queue=") {
-            max_queue = conf::value::parse_number(value).ok_or_else(|| {
-                ConfError::message(format!("invalid max_queue value \"{value}\""), span)
-            })? as usize;
-        } else {
-            return Err(ConfError::message(
-                format!("invalid parameter \"{text}\""),
-                span,
-            ));
+            let limit = conf::value::parse_number(value).ok_or_else(|| {
+                ConfError::message(format!("invalid max_queue value \"{text}\""), span)
+            })?;
+            max_queue = limit as usize;
         }
+        // nginx ignores any other parameter; so does Portico.
     }
     let Some(threads) = threads else {
         return Err(ConfError::message(

@@ -99,7 +99,11 @@ pub fn start(
             name: format!("worker {number}.{index}"),
             index,
             cpus: cpus_for(config.cpu_affinity.as_ref(), index),
-            connections_max: config.accept.worker_connections,
+            // nginx counts a worker's listening sockets among its worker_connections.
+            connections_max: config
+                .accept
+                .worker_connections
+                .saturating_sub(sockets.len()),
             on_start: on_start.clone(),
         };
         let generation = Arc::clone(&generation);
@@ -189,6 +193,7 @@ async fn run_worker(
         Arc::clone(&generation),
         Rc::clone(&context.clock),
         context.phase.clone(),
+        Arc::clone(&context.stopping),
     ));
     for (socket_index, listeners) in sockets.iter().enumerate() {
         let Some(listener) = listeners.get(context.index % listeners.len().max(1)) else {
@@ -237,11 +242,12 @@ async fn run_worker(
                             guard,
                         ));
                     }
-                    Accepted::LimitReached { limit } => {
+                    Accepted::LimitReached { .. } => {
+                        let configured = accept.worker_connections;
                         log(
                             &handler,
                             Level::Alert,
-                            format_args!("{limit} worker_connections are not enough"),
+                            format_args!("{configured} worker_connections are not enough"),
                         );
                     }
                     Accepted::Failed(error) => {
@@ -257,7 +263,11 @@ async fn run_worker(
             .await;
         });
     }
+    // The accept loops hold their own duplicates; the master's handles must not outlive
+    // them here, or a stopping master could not close its sockets.
+    drop(sockets);
     let flusher = tokio::task::spawn_local(Rc::clone(&worker).flush_access_logs_periodically());
+    tokio::task::spawn_local(Rc::clone(&worker).watch_phase());
     context.until_finished(shutdown_timeout).await;
     flusher.abort();
     worker.flush_access_logs();

@@ -293,20 +293,14 @@ impl Master {
                 Some(libc::SIGHUP) => self.reload(),
                 Some(libc::SIGUSR1) => self.reopen(),
                 Some(libc::SIGQUIT) => {
-                    log(
-                        &self.error_log,
-                        Level::Notice,
+                    return self.stop(
+                        Phase::Draining,
                         "signal 3 (SIGQUIT) received, shutting down",
                     );
-                    return self.stop(Phase::Draining);
                 }
                 Some(number @ (libc::SIGTERM | libc::SIGINT)) => {
-                    log(
-                        &self.error_log,
-                        Level::Notice,
-                        &format!("signal {number} received, exiting"),
-                    );
-                    return self.stop(Phase::Stopping);
+                    let message = format!("signal {number} received, exiting");
+                    return self.stop(Phase::Stopping, &message);
                 }
                 Some(number) => {
                     log(
@@ -434,10 +428,16 @@ impl Master {
         self.listeners.prune();
     }
 
-    fn stop(&mut self, phase: Phase) -> ExitCode {
+    /// Stops every generation; `message` is logged once the workers have been told.
+    fn stop(&mut self, phase: Phase, message: &str) -> ExitCode {
         for generation in &mut self.generations {
             generation.set_phase(phase);
+            // Stopping takes no new connections: the sockets close as soon as the workers'
+            // accept loops let go of them, so new clients are refused, as nginx does.
+            generation.sockets.clear();
         }
+        self.listeners.close_all();
+        log(&self.error_log, Level::Notice, message);
         while !self.generations.iter().all(GenerationHandle::is_finished) {
             if let Ok(Some(libc::SIGTERM | libc::SIGINT)) = sys::wait_signal(REAP_INTERVAL) {
                 for generation in &mut self.generations {

@@ -28,6 +28,9 @@ pub struct LoadEnv<'a> {
     pub log_files: &'a mut LogFiles,
     /// The machine's host name (`$hostname`, `server_name $hostname`).
     pub hostname: String,
+    /// Directives of the main and `events` contexts: used in `http` they are "not allowed
+    /// here" rather than unknown, as nginx, which knows every directive, says.
+    pub outer_directives: &'a [&'static str],
 }
 
 /// State shared by the setters while the `http` block is read.
@@ -39,6 +42,7 @@ pub struct LoadContext<'a> {
     pub hostname: String,
     pub warnings: Vec<ConfError>,
     access_log_slots: usize,
+    outer_directives: &'a [&'static str],
 }
 
 impl LoadContext<'_> {
@@ -184,13 +188,14 @@ pub fn load_http(block: &[Directive], env: LoadEnv<'_>) -> Result<HttpConf, Conf
         hostname: env.hostname,
         warnings: Vec::new(),
         access_log_slots: 0,
+        outer_directives: env.outer_directives,
     };
     let mut main = MainScope::default();
     let mut http_server = ServerScope::default();
     let mut http_location = LocationScope::default();
     let mut servers = Vec::new();
     for directive in block {
-        let spec = conf::spec::check(modules::directives(), directive, Context::Http)?;
+        let spec = check(directive, Context::Http, context.outer_directives)?;
         match &spec.set {
             Setter::Main(set) => set(&mut main, directive, &mut context)?,
             Setter::Server(set) => set(&mut http_server, directive, &mut context)?,
@@ -221,6 +226,21 @@ pub fn load_http(block: &[Directive], env: LoadEnv<'_>) -> Result<HttpConf, Conf
         context,
         &merge_env,
     )
+}
+
+/// Checks a directive against every HTTP module's table; a name only the main context
+/// knows is "not allowed here".
+fn check(
+    directive: &Directive,
+    context: Context,
+    outer: &[&str],
+) -> Result<&'static crate::conf::HttpDirective, ConfError> {
+    conf::spec::check(modules::directives(), directive, context).map_err(|error| match error.kind {
+        ConfErrorKind::UnknownDirective { name } if outer.contains(&name.as_str()) => {
+            ConfError::at(ConfErrorKind::NotAllowedHere { name }, &directive.span)
+        }
+        _ => error,
+    })
 }
 
 fn default_access_log(context: &mut LoadContext<'_>) -> Result<AccessLogTarget, ConfError> {
@@ -271,7 +291,7 @@ fn read_server(
     let mut location = LocationScope::default();
     let mut locations = Vec::new();
     for inner in directive.block.as_deref().unwrap_or_default() {
-        let spec = conf::spec::check(modules::directives(), inner, Context::Server)?;
+        let spec = check(inner, Context::Server, context.outer_directives)?;
         match &spec.set {
             Setter::Main(_) => {
                 return Err(ConfError::at(
@@ -411,7 +431,7 @@ fn read_location(
         children: Vec::new(),
     };
     for inner in directive.block.as_deref().unwrap_or_default() {
-        let spec = conf::spec::check(modules::directives(), inner, Context::Location)?;
+        let spec = check(inner, Context::Location, context.outer_directives)?;
         match &spec.set {
             Setter::Location(set) => set(&mut pending.scope, inner, context)?,
             Setter::Block(BlockKind::Types) => set_types(&mut pending.scope, inner, context)?,

@@ -290,9 +290,9 @@ impl RequestVariables<'_> {
 }
 
 fn append_known(request: &Request<'_>, index: Option<usize>, out: &mut Vec<u8>) -> bool {
-    match index.and_then(|index| request.head.headers.get(index)) {
-        Some(field) => {
-            out.extend_from_slice(field.value_in(&request.head_bytes));
+    match request.known_header(index) {
+        Some(value) => {
+            out.extend_from_slice(value);
             true
         }
         None => false,

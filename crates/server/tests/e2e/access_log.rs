@@ -1,0 +1,163 @@
+//! `access_log` and `log_format`: the default format, escaping, buffering, conditions,
+//! `off`, and reopening on USR1.
+
+use crate::support::log::matches;
+use crate::support::{Instance, PATIENCE, Signal, get, wait_until};
+
+#[test]
+fn combined_is_the_default_format() {
+    let server = Instance::http(
+        "server { listen 127.0.0.1:8080; access_log logs/access.log; location / { return 200 \"hello\"; } }",
+    );
+    server.request(
+        "GET /path?a=1 HTTP/1.1\r\nHost: localhost\r\nReferer: http://ref.example/\r\n\
+         User-Agent: test-agent/1.0\r\nConnection: close\r\n\r\n",
+    );
+    let line = server.wait_for_line("logs/access.log", "/path");
+    let pattern = concat!(
+        r#"^127\.0\.0\.1 - - \[\d\d/[A-Z][a-z]{2}/\d{4}:\d\d:\d\d:\d\d [+-]\d{4}\] "#,
+        r#""GET /path\?a=1 HTTP/1\.1" 200 5 "http://ref\.example/" "test-agent/1\.0"$"#,
+    );
+    assert!(matches(pattern, &line), "{line}");
+}
+
+#[test]
+fn missing_headers_are_logged_as_dashes() {
+    let server = Instance::http(
+        "server { listen 127.0.0.1:8080; access_log logs/access.log combined; location / { return 404; } }",
+    );
+    server.request("GET /none HTTP/1.0\r\n\r\n");
+    let line = server.wait_for_line("logs/access.log", "/none");
+    assert!(line.starts_with("127.0.0.1 - - ["), "{line}");
+    assert!(line.contains(r#"] "GET /none HTTP/1.0" 404 "#), "{line}");
+    assert!(line.ends_with(r#" "-" "-""#), "{line}");
+}
+
+const ESCAPES: &str = "
+log_format plain '$http_x_value';
+log_format json escape=json '$http_x_value';
+log_format none escape=none '$http_x_value';
+server {
+    listen 127.0.0.1:8080;
+    access_log logs/plain.log plain;
+    access_log logs/json.log json;
+    access_log logs/none.log none;
+    location / { return 200 ok; }
+}";
+
+#[test]
+fn log_format_escaping() {
+    let server = Instance::http(ESCAPES);
+    server.request(b"GET / HTTP/1.0\r\nX-Value: a\"b\\c\x01\t\xc3\xa9\x7f\r\n\r\n");
+    let logged = |name: &str| {
+        server.wait_for_line(name, "a");
+        std::fs::read(server.prefix().join(name)).unwrap()
+    };
+    assert_eq!(
+        logged("logs/plain.log"),
+        b"a\\x22b\\x5Cc\\x01\\x09\\xC3\\xA9\\x7F\n"
+    );
+    assert_eq!(
+        logged("logs/json.log"),
+        b"a\\\"b\\\\c\\u0001\\t\xc3\xa9\x7f\n"
+    );
+    assert_eq!(logged("logs/none.log"), b"a\"b\\c\x01\t\xc3\xa9\x7f\n");
+}
+
+#[test]
+fn buffered_log_is_flushed_by_time() {
+    let server = Instance::http(
+        "log_format uri '$uri';
+         server {
+             listen 127.0.0.1:8080;
+             access_log logs/buffered.log uri buffer=64k flush=2s;
+             location / { return 200 ok; }
+         }",
+    );
+    server.get("/first");
+    assert_eq!(
+        server.read("logs/buffered.log"),
+        "",
+        "the line waits in the buffer"
+    );
+    assert_eq!(
+        server.wait_for_line("logs/buffered.log", "/first"),
+        "/first"
+    );
+}
+
+#[test]
+fn buffered_log_is_flushed_at_exit() {
+    let mut server = Instance::http(
+        "log_format uri '$uri';
+         server {
+             listen 127.0.0.1:8080;
+             access_log logs/buffered.log uri buffer=64k flush=1h;
+             location / { return 200 ok; }
+         }",
+    );
+    server.get("/one");
+    server.get("/two");
+    assert!(server.stop().success());
+    assert_eq!(server.read("logs/buffered.log"), "/one\n/two\n");
+}
+
+#[test]
+fn conditional_logging() {
+    let server = Instance::http(
+        "log_format uri '$request_uri';
+         server {
+             listen 127.0.0.1:8080;
+             access_log logs/if.log uri if=$arg_log;
+             access_log logs/all.log uri;
+             location / { return 200 ok; }
+         }",
+    );
+    for target in ["/?log=1", "/?log=0", "/?log=", "/", "/?log=yes"] {
+        server.get(target);
+    }
+    server.wait_for_line("logs/all.log", "/?log=yes");
+    assert_eq!(server.read("logs/if.log"), "/?log=1\n/?log=yes\n");
+}
+
+#[test]
+fn access_log_off() {
+    let server = Instance::http(
+        "log_format uri '$uri';
+         access_log logs/http.log uri;
+         server {
+             listen 127.0.0.1:8080;
+             location /quiet { access_log off; return 200 ok; }
+             location / { return 200 ok; }
+         }",
+    );
+    server.get("/quiet");
+    server.get("/loud");
+    server.wait_for_line("logs/http.log", "/loud");
+    assert_eq!(server.read("logs/http.log"), "/loud\n");
+}
+
+#[test]
+fn usr1_reopens_logs() {
+    let server = Instance::http(
+        "log_format uri '$uri';
+         server { listen 127.0.0.1:8080; access_log logs/access.log uri; location / { return 200 ok; } }",
+    );
+    server.get("/before");
+    server.wait_for_line("logs/access.log", "/before");
+    let rotated = server.prefix().join("logs/access.log.1");
+    std::fs::rename(server.prefix().join("logs/access.log"), &rotated).unwrap();
+    server.get("/still-old");
+    // Until USR1 the server writes to the file it has open, whatever its name.
+    server.wait_for_line("logs/access.log.1", "/still-old");
+    server.signal(Signal::USR1);
+    wait_until("the access log to be reopened", PATIENCE, || {
+        server.prefix().join("logs/access.log").exists()
+    });
+    server.request(get("/after"));
+    assert_eq!(server.wait_for_line("logs/access.log", "/after"), "/after");
+    assert_eq!(
+        std::fs::read_to_string(&rotated).unwrap(),
+        "/before\n/still-old\n"
+    );
+}

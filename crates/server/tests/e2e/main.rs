@@ -1,0 +1,25 @@
+//! End-to-end tests: each starts the real `portico` binary with a real config on free ports
+//! and talks to it over sockets. One module per directive family, named like nginx-tests.
+//! The harness is in `support/`; `PORTICO_E2E_KEEP=1` keeps every test's prefix directory.
+
+mod support;
+
+mod access_log;
+mod add_header;
+mod cli;
+mod config;
+mod error_log;
+mod http_body;
+mod http_core;
+mod http_header_buffers;
+mod http_host;
+mod http_keepalive;
+mod http_listen;
+mod http_location;
+mod http_server_name;
+mod http_timeouts;
+mod http_uri;
+mod reload;
+mod r#return;
+mod static_files;
+mod thread_pool;

@@ -1,0 +1,19 @@
+//! The e2e harness: a running `portico` per test ([`Instance`]), a raw client ([`Client`]),
+//! the command-line runner ([`cli::run`]) and deadline polling ([`wait`]).
+
+#![allow(dead_code)]
+
+pub mod cli;
+pub mod client;
+pub mod instance;
+pub mod log;
+pub mod ports;
+pub mod prefix;
+pub mod proc_net;
+pub mod wait;
+
+pub use client::{Client, Ending, ReadError, Response, get, get_host, get_keepalive};
+pub use instance::{Builder, Instance};
+pub use prefix::TempPrefix;
+pub use rustix::process::Signal;
+pub use wait::{PATIENCE, poll, wait_until};
