@@ -364,9 +364,7 @@ async fn handle_request<'a>(
     address: &AddressConf,
     request: &mut Request<'a>,
 ) -> After {
-    let now = worker.clock.now();
-    request.started = Some(now.monotonic);
-    request.started_wall = Some(now.wall);
+    request.started = Some(Instant::now());
     request.length = request.head.len as u64;
     if let Err(error) =
         http1::request::analyze(&request.head_bytes, &request.head, &mut request.info)
@@ -632,7 +630,13 @@ impl Connection {
             match read {
                 Ok(0) => {
                     if !started {
-                        return HeadRead::Closed;
+                        // End of stream on an idle connection is the drain's own shutdown
+                        // when the worker is stopping, not the client closing.
+                        return if worker.is_draining() {
+                            HeadRead::Draining
+                        } else {
+                            HeadRead::Closed
+                        };
                     }
                     request
                         .head_bytes
@@ -670,6 +674,8 @@ impl Connection {
         if closable && worker.is_draining() {
             return Wait::Draining;
         }
+        // Draining shuts down the reading side of registered sockets, which wakes them.
+        let _idle = closable.then(|| worker.register_idle(self.stream.raw_fd()));
         if self.timer.deadline() > deadline {
             self.timer.as_mut().reset(deadline);
         }
@@ -685,7 +691,6 @@ impl Connection {
                     }
                     self.timer.as_mut().reset(deadline);
                 }
-                () = worker.drained(), if closable => return Wait::Draining,
             }
         }
     }

@@ -6,7 +6,6 @@ use std::time::Instant;
 
 use http1::{RequestHead, RequestInfo};
 use logging::LogContext;
-use logging::time::Timestamp;
 use runtime::PeerAddress;
 
 use crate::conf::location::MatchState;
@@ -49,7 +48,6 @@ pub struct Request<'a> {
     /// Regex captures (`$1`) and named captures of the last match.
     pub matches: MatchState,
     pub started: Option<Instant>,
-    pub started_wall: Option<Timestamp>,
     /// Bytes of the head plus body bytes read (`$request_length`).
     pub length: u64,
     pub response: ResponseHead<'a>,
@@ -75,7 +73,6 @@ impl<'a> Request<'a> {
         self.matches.captures.clear();
         self.matches.named.clear();
         self.started = None;
-        self.started_wall = None;
         self.length = 0;
         self.response.clear();
         self.sent = Sent::default();

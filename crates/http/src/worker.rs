@@ -2,6 +2,7 @@
 //! buffers and the cached `Date` header.
 
 use std::cell::{Cell, RefCell};
+use std::os::fd::RawFd;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -10,7 +11,7 @@ use std::time::Duration;
 use logging::ErrorLog;
 use runtime::{Clock, Phase, Stream};
 use threadpool::ThreadPool;
-use tokio::sync::{Notify, watch};
+use tokio::sync::watch;
 
 use crate::conf::{AddressConf, HttpConf};
 use crate::log::access::AccessLogs;
@@ -43,13 +44,58 @@ pub struct HttpWorker {
     /// The master's stop flag, seen by the request path without waiting for this worker's
     /// phase task to run.
     stopping: Arc<AtomicBool>,
-    drain: Notify,
+    /// Idle keep-alive connections, woken by a read shutdown when the worker drains.
+    idle: RefCell<IdleSet>,
 }
 
 #[derive(Default)]
 struct DateCache {
     second: i64,
     value: Vec<u8>,
+}
+
+/// The sockets of idle keep-alive connections.
+#[derive(Debug, Default)]
+struct IdleSet {
+    slots: Vec<Option<RawFd>>,
+    free: Vec<usize>,
+}
+
+impl IdleSet {
+    fn insert(&mut self, fd: RawFd) -> usize {
+        match self.free.pop() {
+            Some(slot) => {
+                self.slots[slot] = Some(fd);
+                slot
+            }
+            None => {
+                self.slots.push(Some(fd));
+                self.slots.len() - 1
+            }
+        }
+    }
+
+    fn remove(&mut self, slot: usize) {
+        debug_assert!(self.slots[slot].is_some(), "an idle slot is removed once");
+        self.slots[slot] = None;
+        self.free.push(slot);
+    }
+
+    fn fds(&self) -> impl Iterator<Item = RawFd> + '_ {
+        self.slots.iter().flatten().copied()
+    }
+}
+
+/// Keeps a connection in the idle set; dropped before the connection's socket closes.
+pub struct IdleGuard<'a> {
+    worker: &'a HttpWorker,
+    slot: usize,
+}
+
+impl Drop for IdleGuard<'_> {
+    fn drop(&mut self) {
+        self.worker.idle.borrow_mut().remove(self.slot);
+    }
 }
 
 /// How often buffered access logs are checked for their `flush=` interval.
@@ -73,7 +119,7 @@ impl HttpWorker {
                 value: Vec::new(),
             }),
             draining: Cell::new(false),
-            drain: Notify::new(),
+            idle: RefCell::new(IdleSet::default()),
             stopping,
         }
     }
@@ -97,11 +143,11 @@ impl HttpWorker {
         self.draining.get()
     }
 
-    /// Resolves once the worker starts draining.
-    pub async fn drained(&self) {
-        if !self.draining.get() {
-            self.drain.notified().await;
-        }
+    /// Registers an idle keep-alive connection until the guard drops, so that draining
+    /// can wake it. Costs a slot in a vector: no waker, no lock.
+    pub fn register_idle(&self, fd: RawFd) -> IdleGuard<'_> {
+        let slot = self.idle.borrow_mut().insert(fd);
+        IdleGuard { worker: self, slot }
     }
 
     /// Follows the master's commands: when the worker leaves `Running`, marks it draining
@@ -115,7 +161,9 @@ impl HttpWorker {
             }
         }
         self.draining.set(true);
-        self.drain.notify_waiters();
+        for fd in self.idle.borrow().fds() {
+            runtime::sys::linux::shutdown_read(fd);
+        }
     }
 
     /// Appends the `Date` header value for `unix_seconds`, formatted once per second.

@@ -26,6 +26,9 @@ If-Modified-Since: Sat, 21 Nov 2026 21:00:00 GMT\r\n\r\n";
 
 const SHORT_HEAD: &[u8] = b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n";
 
+/// What `wrk` sends: only `Host`, with an IP address and a port.
+const WRK_HEAD: &[u8] = b"GET / HTTP/1.1\r\nHost: 127.0.0.1:18500\r\n\r\n";
+
 fn time(name: &str, iterations: u32, mut operation: impl FnMut()) {
     for _ in 0..iterations / 10 {
         operation();
@@ -96,6 +99,12 @@ fn main() {
     bench_head(
         "parse_head+analyze short (exact scanner)",
         SHORT_HEAD,
+        parse_head_exact,
+    );
+    bench_head("parse_head+analyze wrk (fast path)", WRK_HEAD, parse_head);
+    bench_head(
+        "parse_head+analyze wrk (exact scanner)",
+        WRK_HEAD,
         parse_head_exact,
     );
 

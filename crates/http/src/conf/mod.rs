@@ -10,6 +10,7 @@
 pub mod listen;
 pub mod load;
 pub mod location;
+pub mod lookup_hash;
 pub mod regex;
 pub mod scope;
 pub mod server_names;

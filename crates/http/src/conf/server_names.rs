@@ -4,6 +4,7 @@ use std::collections::HashMap;
 
 use conf::{ConfError, Span};
 
+use crate::conf::lookup_hash::LookupHash;
 use crate::conf::regex::{Captures, Regex};
 use crate::conf::{NamedCaptures, ServerId};
 use crate::variables::VariableRegistry;
@@ -71,7 +72,7 @@ pub fn parse(
 /// The names of every server on one listen address, ready for lookup.
 #[derive(Debug, Default)]
 pub struct ServerNames {
-    exact: HashMap<Box<[u8]>, ServerId>,
+    exact: HashMap<Box<[u8]>, ServerId, LookupHash>,
     /// Longest suffix first.
     head: Vec<(Box<[u8]>, bool, ServerId)>,
     /// Longest prefix first.

@@ -5,10 +5,12 @@ use std::sync::Arc;
 
 use conf::{ConfError, Directive};
 
+use crate::conf::lookup_hash::LookupHash;
+
 /// A map from lowercase file extension to MIME type.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct MimeTypes {
-    by_extension: HashMap<Box<[u8]>, Arc<[u8]>>,
+    by_extension: HashMap<Box<[u8]>, Arc<[u8]>, LookupHash>,
 }
 
 /// A warning to log at config load (nginx logs these at `warn` and goes on).

@@ -126,7 +126,11 @@ pub fn etag(modified: i64, len: u64) -> Vec<u8> {
 /// The MIME type of a URI's extension, else `default_type`.
 pub fn content_type<'a>(location: &'a Location, uri: &[u8]) -> Bytes<'a> {
     let core = &location.settings.core;
-    match core.types.get(extension_of(uri)) {
+    let extension = extension_of(uri);
+    if extension.is_empty() {
+        return Bytes::Borrowed(&core.default_type);
+    }
+    match core.types.get(extension) {
         Some(mime) => Bytes::Borrowed(mime),
         None => Bytes::Borrowed(&core.default_type),
     }

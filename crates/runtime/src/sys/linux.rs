@@ -3,7 +3,7 @@
 
 use std::ffi::{CStr, CString};
 use std::io;
-use std::os::fd::{AsFd, AsRawFd};
+use std::os::fd::{AsFd, AsRawFd, RawFd};
 use std::time::Duration;
 
 /// Seconds east of UTC of the local time zone at `unix_seconds` (what `localtime_r` says).
@@ -39,6 +39,17 @@ pub fn set_tcp_defer_accept(socket: impl AsFd, timeout: Duration) -> io::Result<
         Ok(())
     } else {
         Err(io::Error::last_os_error())
+    }
+}
+
+/// `shutdown(fd, SHUT_RD)` on a socket known only by its number: a reader waiting on it
+/// wakes and reads what is queued, then end of stream. The caller guarantees `fd` is open
+/// (it is registered only while its connection holds it).
+pub fn shutdown_read(fd: RawFd) {
+    // SAFETY: shutdown has no memory-safety preconditions; on a closed or reused number it
+    // fails or affects that socket, which the caller's registration rules out.
+    unsafe {
+        libc::shutdown(fd, libc::SHUT_RD);
     }
 }
 
