@@ -632,7 +632,7 @@ impl Connection {
                     if !started {
                         // End of stream on an idle connection is the drain's own shutdown
                         // when the worker is stopping, not the client closing.
-                        return if worker.is_draining() {
+                        return if worker.idle_grace_over() {
                             HeadRead::Draining
                         } else {
                             HeadRead::Closed
@@ -671,10 +671,11 @@ impl Connection {
         deadline: tokio::time::Instant,
         closable: bool,
     ) -> Wait {
-        if closable && worker.is_draining() {
+        if closable && worker.idle_grace_over() {
             return Wait::Draining;
         }
-        // Draining shuts down the reading side of registered sockets, which wakes them.
+        // After the drain grace, the worker shuts down the reading side of registered
+        // sockets, which wakes them.
         let _idle = closable.then(|| worker.register_idle(self.stream.raw_fd()));
         if self.timer.deadline() > deadline {
             self.timer.as_mut().reset(deadline);

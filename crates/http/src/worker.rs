@@ -39,8 +39,10 @@ pub struct HttpWorker {
     pub phase: watch::Receiver<Phase>,
     pub access_logs: RefCell<AccessLogs>,
     date: RefCell<DateCache>,
-    /// Set once the worker stops taking requests; idle keep-alive connections close.
+    /// Set once the worker stops taking requests.
     draining: Cell<bool>,
+    /// Set once idle keep-alive connections have had their grace after `draining`.
+    idle_grace_over: Cell<bool>,
     /// The master's stop flag, seen by the request path without waiting for this worker's
     /// phase task to run.
     stopping: Arc<AtomicBool>,
@@ -98,6 +100,13 @@ impl Drop for IdleGuard<'_> {
     }
 }
 
+/// When a worker starts draining (reload, `QUIT`), an idle keep-alive connection may still
+/// send one more request during this time; it is answered with `Connection: close`. A busy
+/// client's next request is then never lost to a close that raced it (nginx closes idle
+/// keep-alive connections at once, and such a request fails). After the grace, idle
+/// connections close.
+pub const IDLE_GRACE_ON_DRAIN: Duration = Duration::from_secs(1);
+
 /// How often buffered access logs are checked for their `flush=` interval.
 pub const ACCESS_LOG_FLUSH_CHECK: Duration = Duration::from_secs(1);
 
@@ -119,6 +128,7 @@ impl HttpWorker {
                 value: Vec::new(),
             }),
             draining: Cell::new(false),
+            idle_grace_over: Cell::new(false),
             idle: RefCell::new(IdleSet::default()),
             stopping,
         }
@@ -143,6 +153,11 @@ impl HttpWorker {
         self.draining.get()
     }
 
+    /// Whether an idle keep-alive connection must close now (see [`IDLE_GRACE_ON_DRAIN`]).
+    pub fn idle_grace_over(&self) -> bool {
+        self.idle_grace_over.get()
+    }
+
     /// Registers an idle keep-alive connection until the guard drops, so that draining
     /// can wake it. Costs a slot in a vector: no waker, no lock.
     pub fn register_idle(&self, fd: RawFd) -> IdleGuard<'_> {
@@ -161,6 +176,8 @@ impl HttpWorker {
             }
         }
         self.draining.set(true);
+        tokio::time::sleep(IDLE_GRACE_ON_DRAIN).await;
+        self.idle_grace_over.set(true);
         for fd in self.idle.borrow().fds() {
             runtime::sys::linux::shutdown_read(fd);
         }

@@ -21,96 +21,106 @@ pub fn validate_host(raw: &[u8], out: &mut Vec<u8>) -> Result<(), RequestError> 
 /// The length of the host part of `raw` once `:port` and one trailing dot are removed, or
 /// `None` if nginx rejects `raw`. Allocation-free, for use while parsing the head.
 pub(crate) fn host_len(raw: &[u8]) -> Option<usize> {
-    #[derive(Clone, Copy, PartialEq)]
-    enum State {
-        Name,
-        IpLiteral,
-        AfterIpLiteral,
-        Port,
+    if raw.first() == Some(&b'[') {
+        return ip_literal_host_len(raw);
     }
-
-    let mut state = if raw.first() == Some(&b'[') {
-        State::IpLiteral
-    } else {
-        State::Name
-    };
-    let mut host_len = raw.len();
-    let mut last_dot: Option<usize> = None;
-    let mut port: u32 = 0;
-
+    // Whether the byte before the current one is a dot.
+    let mut after_dot = false;
     for (i, &byte) in raw.iter().enumerate() {
-        match state {
-            State::Name | State::IpLiteral => {
-                if byte == b'.' {
-                    // Two dots in a row would let a host name climb directories when it
-                    // is used in a path (`root /sites/$host`).
-                    if i > 0 && last_dot == Some(i - 1) {
-                        return None;
-                    }
-                    last_dot = Some(i);
-                } else if state == State::IpLiteral && i == 0 {
-                    // The opening bracket.
-                } else if byte.is_ascii_alphanumeric() || is_unreserved_or_sub_delim(byte) {
-                } else if state == State::Name && byte == b'%' {
-                    // pct-encoded is allowed in a reg-name only.
-                } else if state == State::Name && byte == b':' {
-                    host_len = i;
-                    state = State::Port;
-                } else if state == State::IpLiteral && byte == b':' {
-                } else if state == State::IpLiteral && byte == b']' {
-                    host_len = i + 1;
-                    state = State::AfterIpLiteral;
-                } else {
-                    return None;
-                }
+        match HOST_BYTES[usize::from(byte)] {
+            HostByte::Name | HostByte::Percent => after_dot = false,
+            // Two dots in a row would let a host name climb directories when it is used in
+            // a path (`root /sites/$host`).
+            HostByte::Dot if after_dot => return None,
+            HostByte::Dot => after_dot = true,
+            HostByte::Colon => {
+                is_port(&raw[i + 1..]).then_some(())?;
+                return without_trailing_dot(i, after_dot);
             }
-            State::AfterIpLiteral => {
-                if byte != b':' {
-                    return None;
-                }
-                state = State::Port;
-            }
-            State::Port => {
-                if !byte.is_ascii_digit() {
-                    return None;
-                }
-                port = port * 10 + u32::from(byte - b'0');
-                if port > u32::from(u16::MAX) {
-                    return None;
-                }
-            }
+            HostByte::Other => return None,
         }
     }
-
-    if state == State::IpLiteral {
-        return None;
-    }
-    if host_len > 0 && last_dot == Some(host_len - 1) {
-        host_len -= 1;
-    }
-    if host_len == 0 {
-        return None;
-    }
-    Some(host_len)
+    without_trailing_dot(raw.len(), after_dot)
 }
 
-fn is_unreserved_or_sub_delim(byte: u8) -> bool {
-    matches!(
-        byte,
-        b'-' | b'_'
-            | b'~'
-            | b'!'
-            | b'$'
-            | b'&'
-            | b'\''
-            | b'('
-            | b')'
-            | b'*'
-            | b'+'
-            | b','
-            | b';'
-            | b'='
-    )
+/// The host length of `[literal]` or `[literal]:port`: in the brackets, reg-name bytes but
+/// `%`, and `:`; no two dots in a row.
+fn ip_literal_host_len(raw: &[u8]) -> Option<usize> {
+    let mut after_dot = false;
+    for (i, &byte) in raw.iter().enumerate().skip(1) {
+        match HOST_BYTES[usize::from(byte)] {
+            HostByte::Name | HostByte::Colon => after_dot = false,
+            HostByte::Dot if after_dot => return None,
+            HostByte::Dot => after_dot = true,
+            HostByte::Other if byte == b']' => {
+                return match &raw[i + 1..] {
+                    [] => Some(i + 1),
+                    [b':', port @ ..] if is_port(port) => Some(i + 1),
+                    _ => None,
+                };
+            }
+            HostByte::Percent | HostByte::Other => return None,
+        }
+    }
+    // The bracket is not closed.
+    None
+}
+
+/// `host_len` of a reg-name ending before `end`, dropping one trailing dot; an empty host
+/// is rejected.
+fn without_trailing_dot(end: usize, after_dot: bool) -> Option<usize> {
+    let host_len = end - usize::from(after_dot);
+    (host_len > 0).then_some(host_len)
+}
+
+/// Digits up to 65535 (leading zeros allowed), or nothing.
+fn is_port(port: &[u8]) -> bool {
+    let mut value: u32 = 0;
+    for &byte in port {
+        if !byte.is_ascii_digit() {
+            return false;
+        }
+        value = value * 10 + u32::from(byte - b'0');
+        if value > u32::from(u16::MAX) {
+            return false;
+        }
+    }
+    true
+}
+
+/// What a byte is in a host, one table lookup instead of a chain of comparisons.
+#[derive(Clone, Copy)]
+enum HostByte {
+    /// Letters, digits, unreserved and sub-delims of RFC 3986: allowed everywhere.
+    Name,
+    /// Part of pct-encoded: allowed in a reg-name, not in an IP literal.
+    Percent,
+    Dot,
+    Colon,
+    Other,
+}
+
+const HOST_BYTES: [HostByte; 256] = host_bytes();
+
+const fn host_bytes() -> [HostByte; 256] {
+    let mut table = [HostByte::Other; 256];
+    let mut byte = 0;
+    while byte < 256 {
+        if (byte as u8).is_ascii_alphanumeric() {
+            table[byte] = HostByte::Name;
+        }
+        byte += 1;
+    }
+    let unreserved_and_sub_delims = b"-_~!$&'()*+,;=";
+    let mut i = 0;
+    while i < unreserved_and_sub_delims.len() {
+        table[unreserved_and_sub_delims[i] as usize] = HostByte::Name;
+        i += 1;
+    }
+    table[b'%' as usize] = HostByte::Percent;
+    table[b'.' as usize] = HostByte::Dot;
+    table[b':' as usize] = HostByte::Colon;
+    table
 }
 
 #[cfg(test)]

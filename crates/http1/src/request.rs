@@ -16,6 +16,7 @@ use crate::uri::{self, Target, TargetForm};
 
 mod analyze;
 mod buffers;
+mod fast_path;
 mod header_line;
 mod known;
 mod request_line;
@@ -239,35 +240,44 @@ pub fn parse_head(
     limits: &HeadLimits,
     head: &mut RequestHead,
 ) -> Result<Progress, RequestError> {
-    parse_head_with(buf, limits, head, FastPath::Enabled)
+    parse_head_with(buf, limits, head, Scanners::FastThenExact)
 }
 
-/// [`parse_head`] without the httparse fast path: the exact line scanner alone. It is the
-/// reference the fast path is checked against by tests and the fuzz target.
+/// [`parse_head`] without the fast path of `fast_path.rs`: the exact line scanners alone.
+/// It is the reference the fast path is checked against by tests and the fuzz target.
 #[doc(hidden)]
 pub fn parse_head_exact(
     buf: &[u8],
     limits: &HeadLimits,
     head: &mut RequestHead,
 ) -> Result<Progress, RequestError> {
-    parse_head_with(buf, limits, head, FastPath::Disabled)
+    parse_head_with(buf, limits, head, Scanners::ExactOnly)
 }
 
+/// Which line scanners read a head.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum FastPath {
-    Enabled,
-    Disabled,
+enum Scanners {
+    /// `fast_path.rs` for each line, the exact scanner for the lines it leaves.
+    FastThenExact,
+    ExactOnly,
 }
 
 fn parse_head_with(
     buf: &[u8],
     limits: &HeadLimits,
     head: &mut RequestHead,
-    fast_path: FastPath,
+    scanners: Scanners,
 ) -> Result<Progress, RequestError> {
     head.clear();
     let mut buffers = BufferScheme::new(limits);
-    let (start, scan) = request_line::scan_request_line(buf);
+    let fast = match scanners {
+        Scanners::FastThenExact => fast_path::scan_request_line(buf),
+        Scanners::ExactOnly => None,
+    };
+    let (start, scan) = match fast {
+        Some(line) => (line.start, Scan::Complete(line)),
+        None => request_line::scan_request_line(buf),
+    };
     let event = match &scan {
         Scan::Complete(line) => line.end - 1,
         Scan::Rejected { offset, .. } => *offset,
@@ -285,7 +295,7 @@ fn parse_head_with(
         head.len = line.end;
         return Ok(Progress::Complete);
     }
-    parse_header_lines(buf, line.end, limits, head, &mut buffers, fast_path)
+    parse_header_lines(buf, line.end, limits, head, &mut buffers, scanners)
 }
 
 /// Fills `head` from the request line and checks what nginx checks as soon as the line is
@@ -322,15 +332,13 @@ fn accept_request_line(
 fn split_target(buf: &[u8], line: &RequestLine) -> Target {
     let target = line.target.clone();
     let bytes = &buf[target.clone()];
-    let question = memchr::memchr(b'?', bytes);
-    let hash = memchr::memchr(b'#', bytes);
-    let (path, args) = match (question, hash) {
-        (Some(q), hash) if hash.is_none_or(|h| q < h) => {
-            let args_end = hash.map_or(target.end, |h| target.start + h);
-            (
-                target.start..target.start + q,
-                Some(target.start + q + 1..args_end),
-            )
+    // The first `?` or `#`: a `?` starts the arguments, which end at the next `#`.
+    let (path, args) = match memchr::memchr2(b'?', b'#', bytes) {
+        Some(q) if bytes[q] == b'?' => {
+            let args_start = target.start + q + 1;
+            let args_end =
+                memchr::memchr(b'#', &buf[args_start..target.end]).map_or(target.end, |h| args_start + h);
+            (target.start..target.start + q, Some(args_start..args_end))
         }
         _ => (target.clone(), None),
     };
@@ -365,7 +373,7 @@ fn parse_header_lines(
     limits: &HeadLimits,
     head: &mut RequestHead,
     buffers: &mut BufferScheme,
-    fast_path: FastPath,
+    scanners: Scanners,
 ) -> Result<Progress, RequestError> {
     let mut reader = HeaderReader {
         buf,
@@ -375,18 +383,17 @@ fn parse_header_lines(
         previous: None,
     };
     let underscores = limits.underscores_in_headers;
-    if fast_path == FastPath::Enabled {
-        let fast =
-            header_line::parse_fast(buf, start, underscores, &mut |line| reader.accept(line));
-        if let Some(result) = fast {
-            reader.head.len = result?;
-            return Ok(Progress::Complete);
-        }
-    }
-
     let mut pos = start;
     loop {
-        match header_line::scan_header_line(buf, pos, underscores) {
+        let fast = match scanners {
+            Scanners::FastThenExact => fast_path::scan_header_line(buf, pos, underscores),
+            Scanners::ExactOnly => None,
+        };
+        let scan = match fast {
+            Some(line) => Scan::Complete(line),
+            None => header_line::scan_header_line(buf, pos, underscores),
+        };
+        match scan {
             Scan::Complete(line) => {
                 let next = line.lf() + 1;
                 let end = matches!(line, Line::End { .. });

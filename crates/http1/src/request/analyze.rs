@@ -3,7 +3,7 @@
 use crate::error::RequestError;
 use crate::host::validate_host;
 use crate::method::Method;
-use crate::request::known::contains_ignore_case;
+use crate::request::known::{contains_ignore_case, eq_lowercase};
 use crate::request::{BodyFraming, ConnectionOption, RequestHead, RequestInfo, Version};
 
 /// Validates a head that [`crate::request::parse_head`] completed, as nginx's
@@ -16,7 +16,7 @@ use crate::request::{BodyFraming, ConnectionOption, RequestHead, RequestInfo, Ve
 /// vector); CONNECT and TRACE are answered 405.
 pub fn analyze(buf: &[u8], head: &RequestHead, info: &mut RequestInfo) -> Result<(), RequestError> {
     info.target = head.target_parts.clone();
-    info.known = head.known.clone();
+    copy_known(&head.known, &mut info.known);
     info.host.clear();
     info.framing = BodyFraming::None;
     info.connection = ConnectionOption::Default;
@@ -67,25 +67,52 @@ pub fn analyze(buf: &[u8], head: &RequestHead, info: &mut RequestInfo) -> Result
         && known
             .expect
             .is_some_and(|i| value(i).eq_ignore_ascii_case(b"100-continue"));
+    read_connection_and_user_agent(buf, head, info);
+    Ok(())
+}
+
+/// Reads every `Connection` and `User-Agent` header, in order: a later `Connection` that
+/// matches wins and `User-Agent` flags accumulate, as in nginx. Both names are first
+/// recorded in `known`, so the walk starts there, and is skipped when neither is present.
+fn read_connection_and_user_agent(buf: &[u8], head: &RequestHead, info: &mut RequestInfo) {
+    let known = &head.known;
+    let Some(first) = known.connection.into_iter().chain(known.user_agent).min() else {
+        return;
+    };
     let mut upgrade = false;
-    for field in &head.headers {
+    for field in head.headers.iter().skip(first) {
         let name = field.name_in(buf);
-        if name.eq_ignore_ascii_case(b"connection") {
+        // Both names are 10 bytes long; most other names are not.
+        if name.len() != 10 {
+            continue;
+        }
+        if eq_lowercase(name, b"connection") {
             let value = field.value_in(buf);
-            if contains_ignore_case(value, b"close") {
-                info.connection = ConnectionOption::Close;
-            } else if contains_ignore_case(value, b"keep-alive") {
-                info.connection = ConnectionOption::KeepAlive;
-            }
+            info.connection = connection_option(value, info.connection);
             upgrade |= contains_ignore_case(value, b"upgrade");
-        } else if name.eq_ignore_ascii_case(b"user-agent") {
+        } else if eq_lowercase(name, b"user-agent") {
             info.browser.detect(field.value_in(buf));
         }
     }
     if upgrade && info.connection == ConnectionOption::Default {
         info.connection = ConnectionOption::Upgrade;
     }
-    Ok(())
+}
+
+/// The option one `Connection` value sets, or `current` if it names neither "close" nor
+/// "keep-alive".
+fn connection_option(value: &[u8], current: ConnectionOption) -> ConnectionOption {
+    // The usual values, whole, contain no other option name.
+    if eq_lowercase(value, b"keep-alive") {
+        return ConnectionOption::KeepAlive;
+    }
+    if contains_ignore_case(value, b"close") {
+        ConnectionOption::Close
+    } else if contains_ignore_case(value, b"keep-alive") {
+        ConnectionOption::KeepAlive
+    } else {
+        current
+    }
 }
 
 /// `Content-Length` as nginx's `ngx_atoof` reads it: one or more ASCII digits, nothing else
@@ -106,4 +133,30 @@ fn parse_content_length(value: &[u8]) -> Result<u64, RequestError> {
             .ok_or(RequestError::InvalidContentLength)?;
     }
     Ok(length)
+}
+
+fn copy_known(from: &crate::request::KnownHeaders, to: &mut crate::request::KnownHeaders) {
+    to.host = from.host;
+    to.connection = from.connection;
+    to.content_length = from.content_length;
+    to.transfer_encoding = from.transfer_encoding;
+    to.expect = from.expect;
+    to.user_agent = from.user_agent;
+    to.referer = from.referer;
+    to.if_modified_since = from.if_modified_since;
+    to.if_none_match = from.if_none_match;
+    to.if_match = from.if_match;
+    to.if_unmodified_since = from.if_unmodified_since;
+    to.if_range = from.if_range;
+    to.range = from.range;
+    to.authorization = from.authorization;
+    to.keep_alive = from.keep_alive;
+    to.upgrade = from.upgrade;
+    to.te = from.te;
+    to.cookie = from.cookie;
+    to.x_forwarded_for = from.x_forwarded_for;
+    to.accept_encoding = from.accept_encoding;
+    to.content_range = from.content_range;
+    to.content_type = from.content_type;
+    to.proxy_authorization = from.proxy_authorization;
 }

@@ -1,32 +1,18 @@
-//! Header lines: a fast path through httparse and an exact line scanner for everything else.
+//! Header lines exactly as nginx's `ngx_http_parse_header_line` reads them.
 //!
-//! Both produce the same [`Line`]s (nginx's view of each line); `tests.rs` and the
-//! `http1_request_head` fuzz target check that they agree.
+//! This scanner is the reference: `fast_path.rs` reads the common lines in fewer steps
+//! and hands every other line here; `tests_fast_path.rs` and the `http1_request_head`
+//! fuzz target check that both give the same [`Line`]s, and `tests_httparse.rs` checks this
+//! scanner against httparse on the lines httparse accepts.
 //!
-//! httparse accepts a subset of what nginx accepts (token names directly followed by `:`,
-//! values without control bytes, CRLF or LF line ends), and for that subset nginx sees the
-//! same lines, except that nginx strips only spaces around a value where httparse also strips
-//! tabs. The fast path therefore takes httparse's line boundaries and recomputes each value
-//! range from the raw bytes. Whenever httparse reports anything but a complete head
-//! (partial data, an error, more than [`FAST_PATH_FIELDS_MAX`] fields), the exact scanner
-//! decides, since nginx accepts lines httparse rejects (`Name` without a colon, a tab or
-//! `\x01` in a value, `\r\r\n`, `x.foo:` names) and rejects at a precise byte.
-//!
-//! Measured (`benches/head_parse.rs`, 650-byte browser head, 11 fields, several runs on a
-//! shared 2-core machine): httparse path 385–420 ns, exact scanner alone 360–405 ns, never
-//! the other way round. httparse validates every value byte against RFC 9110, while nginx
-//! only needs the first NUL, CR or LF (one `memchr3`), so the exact scanner does less work.
-//! httparse stays first because the project chose it for head parsing; `parse_head_exact`
-//! is the one-line switch if that choice is revisited.
+//! nginx accepts lines httparse rejects (`Name` without a colon, a tab or `\x01` in a value,
+//! `\r\r\n`, `x.foo:` names), strips only spaces around a value where httparse also strips
+//! tabs, and rejects at a precise byte, which the buffer emulation needs.
 
 use std::ops::Range;
 
 use crate::error::RequestError;
 use crate::request::request_line::Scan;
-
-/// Field lines handed to httparse at once; heads with more go through the exact scanner.
-/// The slots are initialised on every call, so more of them cost time on every head.
-pub(super) const FAST_PATH_FIELDS_MAX: usize = 16;
 
 /// One header line as nginx parses it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -158,85 +144,4 @@ fn field_value(buf: &[u8], colon: usize) -> Option<Result<Range<usize>, usize>> 
 pub(super) fn is_invalid_name(name: &[u8], underscores: bool) -> bool {
     name.iter()
         .any(|&b| !(b.is_ascii_alphanumeric() || b == b'-' || (underscores && b == b'_')))
-}
-
-/// Runs httparse over the header block at `start`. If httparse finds a complete head, hands
-/// every line to `on_line` in order (stopping at its first error) and returns the offset
-/// after the head. `None` means httparse could not decide and nothing was handed over.
-pub(super) fn parse_fast(
-    buf: &[u8],
-    start: usize,
-    underscores: bool,
-    on_line: &mut dyn FnMut(Line) -> Result<(), RequestError>,
-) -> Option<Result<usize, RequestError>> {
-    let mut slots = [httparse::EMPTY_HEADER; FAST_PATH_FIELDS_MAX];
-    let block = &buf[start..];
-    let Ok(httparse::Status::Complete((block_len, fields))) =
-        httparse::parse_headers(block, &mut slots)
-    else {
-        return None;
-    };
-    let head_end = start + block_len;
-    // The final empty line is "\r\n" or "\n"; the line before it ends in "\n".
-    let end_start = if block_len >= 2 && buf[head_end - 2] == b'\r' {
-        head_end - 2
-    } else {
-        head_end - 1
-    };
-    let base = buf.as_ptr() as usize;
-    let mut lines = fields.iter().enumerate().map(|(index, field)| {
-        // httparse returns sub-slices of `buf`, so the address difference is an offset.
-        let name_start = field.name.as_ptr() as usize - base;
-        let next_start = fields
-            .get(index + 1)
-            .map_or(end_start, |next| next.name.as_ptr() as usize - base);
-        fast_field(buf, name_start, field.name.len(), next_start, underscores)
-    });
-    let result = lines.try_for_each(&mut *on_line).and_then(|()| {
-        on_line(Line::End {
-            start: end_start,
-            lf: head_end - 1,
-        })
-    });
-    Some(result.map(|()| head_end))
-}
-
-/// nginx's view of a line httparse accepted: `name:` then the value, ending right before
-/// `next_start` in CRLF or LF.
-fn fast_field(
-    buf: &[u8],
-    start: usize,
-    name_len: usize,
-    next_start: usize,
-    underscores: bool,
-) -> Line {
-    let name = start..start + name_len;
-    debug_assert_eq!(buf[name.end], b':');
-    let lf = next_start - 1;
-    debug_assert_eq!(buf[lf], b'\n');
-    let terminator = if buf[lf - 1] == b'\r' && lf - 1 > name.end {
-        lf - 1
-    } else {
-        lf
-    };
-    let value_start = name.end
-        + 1
-        + buf[name.end + 1..terminator]
-            .iter()
-            .take_while(|&&b| b == b' ')
-            .count();
-    let trailing = buf[value_start..terminator]
-        .iter()
-        .rev()
-        .take_while(|&&b| b == b' ')
-        .count();
-    let value = value_start..terminator - trailing;
-    let invalid_name = is_invalid_name(&buf[name.clone()], underscores);
-    Line::Field(FieldLine {
-        start,
-        name,
-        value,
-        lf,
-        invalid_name,
-    })
 }
