@@ -8,6 +8,7 @@ mod access_log;
 mod add_header;
 mod cli;
 mod config;
+mod core;
 mod error_log;
 mod http_body;
 mod http_core;

@@ -1,0 +1,163 @@
+//! The main context: worker threads, CPU affinity, `worker_rlimit_nofile`, `user`, and the
+//! thread pool the static handler uses, observed through `/proc`.
+
+use crate::support::instance::Instance;
+
+/// The threads of `pid` as (name, status file text).
+fn threads(pid: u32) -> Vec<(String, String)> {
+    let mut threads = Vec::new();
+    for entry in
+        std::fs::read_dir(format!("/proc/{pid}/task")).expect("the master's threads are listed")
+    {
+        let task = entry.expect("a task entry").path();
+        let name = std::fs::read_to_string(task.join("comm"))
+            .unwrap_or_default()
+            .trim()
+            .to_owned();
+        let status = std::fs::read_to_string(task.join("status")).unwrap_or_default();
+        threads.push((name, status));
+    }
+    threads
+}
+
+fn status_field<'a>(status: &'a str, field: &str) -> &'a str {
+    status
+        .lines()
+        .find_map(|line| {
+            line.strip_prefix(field)
+                .map(|rest| rest.trim_start_matches(':').trim())
+        })
+        .unwrap_or_default()
+}
+
+fn is_root() -> bool {
+    rustix::process::geteuid().is_root()
+}
+
+const HTTP: &str =
+    "http { server { listen 127.0.0.1:8080; location / { return 200 \"ok\\n\"; } } }";
+
+#[test]
+fn worker_processes_starts_that_many_worker_threads() {
+    let server = Instance::start(&format!("worker_processes 3;\nevents {{\n}}\n{HTTP}\n"));
+    assert_eq!(server.get("/").status, 200);
+    let mut workers: Vec<String> = threads(server.pid())
+        .into_iter()
+        .map(|(name, _)| name)
+        .filter(|name| name.starts_with("worker "))
+        .collect();
+    workers.sort();
+    assert_eq!(workers, ["worker 1.0", "worker 1.1", "worker 1.2"]);
+}
+
+#[test]
+fn worker_cpu_affinity_pins_each_worker() {
+    let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+    if cpus < 2 {
+        eprintln!("skipped: worker_cpu_affinity needs two CPUs, this machine has {cpus}");
+        return;
+    }
+    let server = Instance::start(&format!(
+        "worker_processes 2;\nworker_cpu_affinity 01 10;\nevents {{\n}}\n{HTTP}\n"
+    ));
+    assert_eq!(server.get("/").status, 200);
+    for (name, status) in threads(server.pid()) {
+        let expected = match name.as_str() {
+            "worker 1.0" => "0",
+            "worker 1.1" => "1",
+            _ => continue,
+        };
+        assert_eq!(
+            status_field(&status, "Cpus_allowed_list"),
+            expected,
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn worker_rlimit_nofile_sets_the_process_limit() {
+    let server = Instance::start(&format!(
+        "worker_rlimit_nofile 4321;\nevents {{\n}}\n{HTTP}\n"
+    ));
+    let limits = std::fs::read_to_string(format!("/proc/{}/limits", server.pid()))
+        .expect("limits are readable");
+    let line = limits
+        .lines()
+        .find(|line| line.starts_with("Max open files"))
+        .expect("an open-files line");
+    let numbers: Vec<&str> = line
+        .split_whitespace()
+        .filter(|word| word.bytes().all(|b| b.is_ascii_digit()))
+        .collect();
+    assert_eq!(numbers, ["4321", "4321"], "{line}");
+}
+
+#[test]
+fn workers_run_as_nobody_while_the_master_keeps_root() {
+    if !is_root() {
+        eprintln!("skipped: the user directive needs a master running as root");
+        return;
+    }
+    let server = Instance::start(&format!("events {{\n}}\n{HTTP}\n"));
+    assert_eq!(server.get("/").status, 200);
+    let nobody = runtime_uid("nobody");
+    for (name, status) in threads(server.pid()) {
+        let uid = status_field(&status, "Uid")
+            .split_whitespace()
+            .next()
+            .unwrap_or_default()
+            .to_owned();
+        if name.starts_with("worker ") || name.starts_with("pool ") {
+            assert_eq!(uid, nobody, "{name} runs as nobody");
+        } else if name == "portico" {
+            assert_eq!(uid, "0", "the master keeps root");
+        }
+    }
+}
+
+#[test]
+fn user_root_keeps_workers_as_root() {
+    if !is_root() {
+        eprintln!("skipped: the user directive needs a master running as root");
+        return;
+    }
+    let server = Instance::start(&format!("user root;\nevents {{\n}}\n{HTTP}\n"));
+    assert_eq!(server.get("/").status, 200);
+    for (name, status) in threads(server.pid()) {
+        if name.starts_with("worker ") {
+            let uid = status_field(&status, "Uid")
+                .split_whitespace()
+                .next()
+                .unwrap_or_default()
+                .to_owned();
+            assert_eq!(uid, "0", "{name}");
+        }
+    }
+}
+
+#[test]
+fn declared_default_pool_sets_the_file_threads() {
+    let server = Instance::start(&format!(
+        "thread_pool default threads=3 max_queue=16;\nevents {{\n}}\n{HTTP}\n"
+    ));
+    assert_eq!(server.get("/").status, 200);
+    let pool_threads = threads(server.pid())
+        .into_iter()
+        .filter(|(name, _)| name == "pool default")
+        .count();
+    assert_eq!(pool_threads, 3);
+}
+
+/// A user's uid from the passwd file.
+fn runtime_uid(user: &str) -> String {
+    let passwd = std::fs::read_to_string("/etc/passwd").expect("/etc/passwd is readable");
+    passwd
+        .lines()
+        .find_map(|line| {
+            let fields: Vec<&str> = line.split(':').collect();
+            (fields.first() == Some(&user))
+                .then(|| fields.get(2).copied().unwrap_or_default().to_owned())
+        })
+        .expect("the user exists")
+}
