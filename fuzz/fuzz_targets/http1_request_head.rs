@@ -1,5 +1,5 @@
-//! Request heads from arbitrary bytes: no panic, ranges inside the buffer, the httparse fast
-//! path agrees with the exact scanner, and `$uri` normalisation accepts what parsing kept.
+//! Request heads from arbitrary bytes: no panic, ranges inside the buffer, the fast path
+//! agrees with the exact scanners, and `$uri` normalisation accepts what parsing kept.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;

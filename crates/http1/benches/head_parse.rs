@@ -1,6 +1,6 @@
 //! Head parsing and chunked decoding, timed with std only: `cargo bench -p portico-http1`.
-//! Prints nanoseconds per operation for the httparse fast path, the exact scanner alone (the
-//! path partial heads and unusual lines take) and the chunked decoder.
+//! Prints nanoseconds per operation for the fast path, the exact scanners alone (the
+//! reference, and the path partial heads and unusual lines take) and the chunked decoder.
 // A bench reports on stdout; that is its whole job.
 #![allow(clippy::print_stdout)]
 

@@ -2,8 +2,8 @@
 //! never reads the clock and never logs.
 //!
 //! On the request path, `http::connection` reads bytes into its buffer and hands them here:
-//! [`request::parse_head`] finds a complete request head (header lines through `httparse`
-//! on the fast path, an exact nginx-equivalent scanner otherwise) and enforces the buffer
+//! [`request::parse_head`] finds a complete request head (common lines through a one-pass
+//! fast path, exact nginx-equivalent scanners otherwise) and enforces the buffer
 //! limits nginx enforces (`client_header_buffer_size`, `large_client_header_buffers`,
 //! `max_headers`) in the order nginx meets them; [`request::analyze`] validates it as nginx
 //! does (method, version, Host, `Content-Length` / `Transfer-Encoding` framing per RFC 9112,
@@ -30,3 +30,6 @@ pub use request::{
     BodyFraming, ConnectionOption, HeadLimits, HeaderField, Progress, RequestHead, RequestInfo,
     Version,
 };
+
+#[cfg(test)]
+mod test_rng;

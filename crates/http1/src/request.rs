@@ -1,9 +1,10 @@
 //! Request heads: finding and checking a head as nginx does, then validating its framing.
 //!
 //! [`parse_head`] plays nginx's "reading client request line / headers" steps: it scans the
-//! request line, normalises the URI, reads header lines (httparse on the fast path), applies
-//! the header-buffer limits and runs the per-header checks nginx runs as each line arrives
-//! (duplicate and invalid `Host`, duplicate unique headers, `max_headers`). [`analyze`] plays
+//! request line, normalises the URI, reads header lines (common lines through
+//! `fast_path.rs`, the rest through the exact scanners), applies the header-buffer limits
+//! and runs the per-header checks nginx runs as each line arrives (duplicate and invalid
+//! `Host`, duplicate unique headers, `max_headers`). [`analyze`] plays
 //! `ngx_http_process_request_header`: missing `Host`, `Content-Length` and
 //! `Transfer-Encoding` (RFC 9112 §6), CONNECT and TRACE, then body framing and connection
 //! options.
@@ -23,7 +24,13 @@ mod request_line;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_fast_path;
+#[cfg(test)]
 mod tests_framing;
+#[cfg(test)]
+mod tests_httparse;
+#[cfg(test)]
+mod tests_known;
 #[cfg(test)]
 mod tests_limits;
 
@@ -333,11 +340,11 @@ fn split_target(buf: &[u8], line: &RequestLine) -> Target {
     let target = line.target.clone();
     let bytes = &buf[target.clone()];
     // The first `?` or `#`: a `?` starts the arguments, which end at the next `#`.
-    let (path, args) = match memchr::memchr2(b'?', b'#', bytes) {
+    let (path, args) = match find_question_or_hash(bytes) {
         Some(q) if bytes[q] == b'?' => {
             let args_start = target.start + q + 1;
-            let args_end =
-                memchr::memchr(b'#', &buf[args_start..target.end]).map_or(target.end, |h| args_start + h);
+            let args_end = memchr::memchr(b'#', &buf[args_start..target.end])
+                .map_or(target.end, |h| args_start + h);
             (target.start..target.start + q, Some(args_start..args_end))
         }
         _ => (target.clone(), None),
@@ -364,6 +371,16 @@ fn split_target(buf: &[u8], line: &RequestLine) -> Target {
         complex: line.complex,
         authority: line.authority.clone(),
     }
+}
+
+/// The offset of the first `?` or `#` in `target`. Most targets are short, and on a short
+/// target a byte loop beats `memchr2`, whose setup costs more than the search.
+fn find_question_or_hash(target: &[u8]) -> Option<usize> {
+    const SHORT_TARGET_LEN_MAX: usize = 16;
+    if target.len() > SHORT_TARGET_LEN_MAX {
+        return memchr::memchr2(b'?', b'#', target);
+    }
+    target.iter().position(|&byte| byte == b'?' || byte == b'#')
 }
 
 /// Reads header lines from `start` to the end of the head.

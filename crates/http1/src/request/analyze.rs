@@ -1,7 +1,7 @@
 //! The checks nginx runs once the head is complete, and what they tell about the body.
 
 use crate::error::RequestError;
-use crate::host::validate_host;
+use crate::host::write_validated_host;
 use crate::method::Method;
 use crate::request::known::{contains_ignore_case, eq_lowercase};
 use crate::request::{BodyFraming, ConnectionOption, RequestHead, RequestInfo, Version};
@@ -16,7 +16,7 @@ use crate::request::{BodyFraming, ConnectionOption, RequestHead, RequestInfo, Ve
 /// vector); CONNECT and TRACE are answered 405.
 pub fn analyze(buf: &[u8], head: &RequestHead, info: &mut RequestInfo) -> Result<(), RequestError> {
     info.target = head.target_parts.clone();
-    copy_known(&head.known, &mut info.known);
+    info.known = head.known.clone();
     info.host.clear();
     info.framing = BodyFraming::None;
     info.connection = ConnectionOption::Default;
@@ -60,7 +60,7 @@ pub fn analyze(buf: &[u8], head: &RequestHead, info: &mut RequestInfo) -> Result
         (None, None) => None,
     };
     if let Some(raw_host) = raw_host {
-        validate_host(raw_host, &mut info.host)?;
+        write_validated_host(raw_host, &mut info.host);
     }
 
     info.expect_continue = head.version >= Version::Http11
@@ -102,7 +102,7 @@ fn read_connection_and_user_agent(buf: &[u8], head: &RequestHead, info: &mut Req
 /// The option one `Connection` value sets, or `current` if it names neither "close" nor
 /// "keep-alive".
 fn connection_option(value: &[u8], current: ConnectionOption) -> ConnectionOption {
-    // The usual values, whole, contain no other option name.
+    // What most clients send, checked whole before the substring searches.
     if eq_lowercase(value, b"keep-alive") {
         return ConnectionOption::KeepAlive;
     }
@@ -133,30 +133,4 @@ fn parse_content_length(value: &[u8]) -> Result<u64, RequestError> {
             .ok_or(RequestError::InvalidContentLength)?;
     }
     Ok(length)
-}
-
-fn copy_known(from: &crate::request::KnownHeaders, to: &mut crate::request::KnownHeaders) {
-    to.host = from.host;
-    to.connection = from.connection;
-    to.content_length = from.content_length;
-    to.transfer_encoding = from.transfer_encoding;
-    to.expect = from.expect;
-    to.user_agent = from.user_agent;
-    to.referer = from.referer;
-    to.if_modified_since = from.if_modified_since;
-    to.if_none_match = from.if_none_match;
-    to.if_match = from.if_match;
-    to.if_unmodified_since = from.if_unmodified_since;
-    to.if_range = from.if_range;
-    to.range = from.range;
-    to.authorization = from.authorization;
-    to.keep_alive = from.keep_alive;
-    to.upgrade = from.upgrade;
-    to.te = from.te;
-    to.cookie = from.cookie;
-    to.x_forwarded_for = from.x_forwarded_for;
-    to.accept_encoding = from.accept_encoding;
-    to.content_range = from.content_range;
-    to.content_type = from.content_type;
-    to.proxy_authorization = from.proxy_authorization;
 }

@@ -1,5 +1,6 @@
 //! The request line, scanned byte by byte with the acceptance rules of nginx's
-//! `ngx_http_parse_request_line`.
+//! `ngx_http_parse_request_line`. This is the reference scanner: `fast_path.rs` reads the
+//! common shape of line in fewer steps and leaves every other line to it.
 //!
 //! httparse is not used here: it rejects what nginx accepts (HTTP/0.9 `GET /`, `HTTP/1.2`
 //! and `HTTP/1.01`, several spaces), accepts what nginx rejects (lower-case and punctuation
