@@ -116,38 +116,42 @@ pub async fn serve(
         let outcome = match head {
             HeadRead::Ready => None,
             HeadRead::Closed => {
-                log_closed(&worker, &connection);
+                log_idle_end(
+                    &worker,
+                    &connection,
+                    address.default_server,
+                    "client closed connection",
+                );
+                return;
+            }
+            HeadRead::TimedOut { partial: false } => {
+                if connection.info.requests == 0 {
+                    let message = "client timed out (110: Connection timed out)";
+                    log_idle_end(&worker, &connection, address.default_server, message);
+                }
                 return;
             }
             HeadRead::Draining | HeadRead::Failed => return,
             HeadRead::ClosedPartial => Some((400, "client prematurely closed connection")),
-            HeadRead::TimedOut { partial: false } => return,
             HeadRead::TimedOut { partial: true } => {
                 Some((408, "client timed out (110: Connection timed out)"))
             }
             HeadRead::Invalid(error) => {
                 connection.info.requests += 1;
-                reject(
-                    &worker,
-                    &mut connection,
-                    &mut request,
-                    address.default_server,
-                    &error,
-                )
-                .await;
+                let server = server_of_partial_head(&worker, address, &mut request);
+                log_ignored_headers(&worker, &connection, &mut request, server);
+                reject(&worker, &mut connection, &mut request, server, &error).await;
                 return;
             }
         };
         connection.info.requests += 1;
-        if outcome.is_none() && !request.head.ignored_headers.is_empty() {
-            log_ignored_headers(&worker, &connection, &mut request, address.default_server);
-        }
         if let Some((status, message)) = outcome {
+            let server = server_of_partial_head(&worker, address, &mut request);
             abandon(
                 &worker,
                 &mut connection,
                 &mut request,
-                address.default_server,
+                server,
                 status,
                 message,
             );
@@ -191,19 +195,37 @@ fn abandon(
     request.location = Some(conf.server(server).location);
     request.started = Some(Instant::now());
     request.response.status = status;
-    log_connection(
-        worker,
-        connection,
-        request,
-        Level::Info,
-        message,
-        "reading client request headers",
-    );
+    let action = if request.head.request_line.is_empty() {
+        "reading client request line"
+    } else {
+        "reading client request headers"
+    };
+    log_ignored_headers(worker, connection, request, server);
+    log_connection(worker, connection, request, Level::Info, message, action);
     let core = &conf.location(conf.server(server).location).settings.core;
     if status == 408 && core.reset_timedout_connection {
         let _ = connection.stream.set_reset_on_close();
     }
     send::log_request(worker, connection, request);
+}
+
+/// The server for a head that never completed or was rejected: once nginx has read a
+/// valid `Host` line it has switched to the server that names, else it is the address's
+/// default.
+fn server_of_partial_head(
+    worker: &HttpWorker,
+    address: &AddressConf,
+    request: &mut Request<'_>,
+) -> ServerId {
+    let mut host = Vec::new();
+    let valid = request
+        .known_header(request.head.known.host)
+        .is_some_and(|raw| http1::host::validate_host(raw, &mut host).is_ok());
+    if !valid {
+        return address.default_server;
+    }
+    request.info.host = host;
+    select_server(worker, address, request)
 }
 
 fn head_limits(core: &CoreServer) -> HeadLimits {
@@ -220,10 +242,16 @@ fn head_limits(core: &CoreServer) -> HeadLimits {
     }
 }
 
-/// A client closed before sending a request: nginx notes it at `info`, differently for a
-/// new connection and for an idle keep-alive one.
-fn log_closed(worker: &HttpWorker, connection: &Connection) {
-    let error_log = &worker.generation.error_log;
+/// A connection that ended while waiting for a request: nginx notes it at `info` in the
+/// default server's error log, differently for a new connection ("MESSAGE while waiting
+/// for request") and for an idle keep-alive one ("client ADDR closed keepalive connection").
+fn log_idle_end(worker: &HttpWorker, connection: &Connection, server: ServerId, message: &str) {
+    let conf = worker.conf();
+    let error_log = &conf
+        .location(conf.server(server).location)
+        .settings
+        .core
+        .error_log;
     if !error_log.enabled(Level::Info) {
         return;
     }
@@ -233,14 +261,14 @@ fn log_closed(worker: &HttpWorker, connection: &Connection) {
         let context = crate::request::RequestLogContext {
             request: None,
             connection: &connection.info,
-            conf: worker.conf(),
+            conf,
             action: Some("waiting for request"),
         };
         error_log.write(
             Level::Info,
             &now,
             id,
-            format_args!("client closed connection"),
+            format_args!("{message}"),
             Some(&context),
         );
         return;
@@ -264,15 +292,16 @@ fn log_ignored_headers(
     request: &mut Request<'_>,
     server: ServerId,
 ) {
+    if request.head.ignored_headers.is_empty() {
+        return;
+    }
+    let (saved_server, saved_location) = (request.server, request.location);
     request.server = Some(server);
     request.location = Some(worker.conf().server(server).location);
     let lines: Vec<std::ops::Range<usize>> = request.head.ignored_headers.clone();
     for line in lines {
-        let text = request
-            .head_bytes
-            .get(line)
-            .map(String::from_utf8_lossy)
-            .unwrap_or_default();
+        let mut text = String::new();
+        push_quoted(&mut text, request.head_bytes.get(line).unwrap_or_default());
         let message = format!("client sent invalid header line: \"{text}\"");
         log_connection(
             worker,
@@ -283,8 +312,19 @@ fn log_ignored_headers(
             "reading client request headers",
         );
     }
-    request.server = None;
-    request.location = None;
+    request.server = saved_server;
+    request.location = saved_location;
+}
+
+/// Client bytes for a log line: printable ASCII as is, anything else as `\xNN`.
+fn push_quoted(out: &mut String, bytes: &[u8]) {
+    for &byte in bytes {
+        if (0x20..0x7f).contains(&byte) {
+            out.push(char::from(byte));
+        } else {
+            out.push_str(&format!("\\x{byte:02X}"));
+        }
+    }
 }
 
 /// Logs a connection-level message to the error log of the request's server (the
@@ -376,9 +416,11 @@ async fn handle_request<'a>(
     let server = select_server(worker, address, request);
     request.server = Some(server);
     if let Err(error) = reread_with_server_rules(worker, address.default_server, server, request) {
+        log_ignored_headers(worker, connection, request, server);
         reject(worker, connection, request, server, &error).await;
         return After::Close;
     }
+    log_ignored_headers(worker, connection, request, server);
     request.uri.extend_from_slice(&request.head.uri);
     if let Some(args) = request.info.target.args.clone() {
         request.args.extend_from_slice(&request.head_bytes[args]);
@@ -557,7 +599,12 @@ impl Connection {
         } else {
             idle_timeout
         };
-        let mut deadline = None;
+        // A new connection has `client_header_timeout` from accept for its whole first head,
+        // as in nginx; a keep-alive connection waits `keepalive_timeout` for the first byte
+        // and then has `client_header_timeout` for the rest.
+        let first = self.info.requests == 0;
+        let mut deadline =
+            first.then(|| tokio::time::Instant::from_std(self.info.accepted) + header_timeout);
         // Parsing starts over from the first byte each time, so it runs only when a line
         // may have ended (or the buffer is full and a limit may be hit): a client sending
         // one byte at a time costs a scan per line, not a scan per byte.
@@ -650,8 +697,10 @@ impl Connection {
                     self.filled += count;
                     if !started {
                         started = true;
-                        timeout = header_timeout;
-                        deadline = None;
+                        if !first {
+                            timeout = header_timeout;
+                            deadline = None;
+                        }
                     }
                 }
                 Err(_) => return HeadRead::Failed,

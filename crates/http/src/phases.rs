@@ -255,6 +255,7 @@ pub fn finalize_status<'a>(
     let core = &location.settings.core;
     request.response.status = status;
     request.response.content_type = None;
+    request.response.content_length = None;
     request.response.etag = None;
     request.response.last_modified = None;
     request.response.accept_ranges = false;

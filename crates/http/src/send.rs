@@ -248,16 +248,13 @@ fn write_absolute_prefix(
     out: &mut Vec<u8>,
 ) {
     out.extend_from_slice(b"http://");
-    if core.server_name_in_redirect || request.info.host.is_empty() {
-        if server_name.is_empty() {
-            if let Some(local) = connection.local {
-                out.extend_from_slice(local.ip().to_string().as_bytes());
-            }
-        } else {
-            out.extend_from_slice(server_name);
-        }
-    } else {
+    if core.server_name_in_redirect {
+        out.extend_from_slice(server_name);
+    } else if !request.info.host.is_empty() {
         out.extend_from_slice(&request.info.host);
+    } else if let Some(local) = connection.local {
+        // No Host: nginx names the address the client connected to.
+        out.extend_from_slice(local.ip().to_string().as_bytes());
     }
     if core.port_in_redirect
         && let Some(local) = connection.local

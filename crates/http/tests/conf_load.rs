@@ -296,6 +296,38 @@ fn conflicting_names_warn() {
 }
 
 #[test]
+fn types_blocks_at_one_level_merge_and_warn_on_redefinition() {
+    let loaded = load(
+        r#"http {
+            types { text/html html; image/png png; }
+            types { text/plain html; }
+            server { listen 127.0.0.1:8080; }
+        }"#,
+    )
+    .unwrap();
+    let conf = &loaded.conf;
+    let types = &conf.location(conf.servers[0].location).settings.core.types;
+    assert_eq!(
+        types.get(b"png").map(|t| &t[..]),
+        Some(&b"image/png"[..]),
+        "the first block stays"
+    );
+    assert_eq!(
+        types.get(b"html").map(|t| &t[..]),
+        Some(&b"text/plain"[..]),
+        "the later block wins"
+    );
+    let warnings: Vec<String> = conf.warnings.iter().map(|w| w.to_string()).collect();
+    assert_eq!(
+        warnings,
+        [
+            "duplicate extension \"html\", content type: \"text/plain\", \
+          previous content type: \"text/html\" in /test/portico.conf:3"
+        ]
+    );
+}
+
+#[test]
 fn broken_configurations_fail_with_nginx_texts() {
     let cases: &[(&str, &str)] = &[
         (

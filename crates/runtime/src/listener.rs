@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::net::UnixListener as StdUnixListener;
 use std::path::PathBuf;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use socket2::{Domain, Protocol, SockAddr, Socket, TcpKeepalive, Type};
@@ -106,7 +107,8 @@ impl std::error::Error for ListenError {}
 #[derive(Debug)]
 pub struct Listener {
     pub address: ListenAddress,
-    pub options: ListenOptions,
+    /// The options in force; a reload that keeps the socket updates them.
+    options: Mutex<ListenOptions>,
     socket: Socket,
 }
 
@@ -155,7 +157,7 @@ impl Listener {
             .map_err(fail("ioctl(FIONBIO)"))?;
         Ok(Listener {
             address: address.clone(),
-            options: options.clone(),
+            options: Mutex::new(options.clone()),
             socket,
         })
     }
@@ -188,7 +190,7 @@ impl Listener {
     pub fn apply(&self, options: &ListenOptions) -> Result<(), ListenError> {
         configure(&self.socket, options, &self.address)?;
         if !options.deferred
-            && self.options.deferred
+            && self.options().deferred
             && matches!(self.address, ListenAddress::Inet(_))
         {
             set_tcp_defer_accept(&self.socket, Duration::ZERO).map_err(|source| ListenError {
@@ -203,13 +205,27 @@ impl Listener {
                 call: "listen",
                 address: self.address.clone(),
                 source,
-            })
+            })?;
+        *self
+            .options
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = options.clone();
+        Ok(())
+    }
+
+    /// The options in force.
+    pub fn options(&self) -> ListenOptions {
+        self.options
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
     }
 
     /// Whether reloading to `options` can keep this socket. nginx keeps a socket across a
     /// reload when the address matches; options that only apply at bind time need a new one.
     pub fn compatible_with(&self, options: &ListenOptions) -> bool {
-        self.options.reuseport == options.reuseport && self.options.ipv6only == options.ipv6only
+        let current = self.options();
+        current.reuseport == options.reuseport && current.ipv6only == options.ipv6only
     }
 }
 

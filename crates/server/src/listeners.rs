@@ -46,7 +46,7 @@ impl ListenerSet {
                             && listener.compatible_with(options)
                     });
                 if let Some((_, _, listener)) = existing {
-                    if listener.options != *options {
+                    if listener.options() != *options {
                         listener.apply(options)?;
                     }
                     listeners.push(Arc::clone(listener));

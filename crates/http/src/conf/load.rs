@@ -271,7 +271,21 @@ fn set_types(
     let merged = match scope.core.types.take() {
         Some(existing) => {
             let mut existing = Arc::unwrap_or_clone(existing);
-            existing.extend(types);
+            for redefined in existing.extend(types) {
+                let [extension, mime, previous] = [
+                    &redefined.extension[..],
+                    &redefined.mime[..],
+                    &redefined.previous[..],
+                ]
+                .map(String::from_utf8_lossy);
+                context.warn(
+                    format!(
+                        "duplicate extension \"{extension}\", content type: \"{mime}\", \
+                         previous content type: \"{previous}\""
+                    ),
+                    &directive.span,
+                );
+            }
             existing
         }
         None => types,

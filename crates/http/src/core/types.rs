@@ -13,6 +13,14 @@ pub struct MimeTypes {
     by_extension: HashMap<Box<[u8]>, Arc<[u8]>, LookupHash>,
 }
 
+/// An extension a later `types` block mapped again.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Redefined {
+    pub extension: Box<[u8]>,
+    pub mime: Arc<[u8]>,
+    pub previous: Arc<[u8]>,
+}
+
 /// A warning to log at config load (nginx logs these at `warn` and goes on).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TypesWarning {
@@ -74,9 +82,24 @@ impl MimeTypes {
         Ok(types)
     }
 
-    /// Adds every mapping of `other`; its entries win.
-    pub fn extend(&mut self, other: MimeTypes) {
-        self.by_extension.extend(other.by_extension);
+    /// Adds every mapping of `other`; its entries win. Returns the extensions that were
+    /// already mapped, with their old and new types, for nginx's "duplicate extension"
+    /// warning.
+    pub fn extend(&mut self, other: MimeTypes) -> Vec<Redefined> {
+        let mut redefined = Vec::new();
+        for (extension, mime) in other.by_extension {
+            let previous = self
+                .by_extension
+                .insert(extension.clone(), Arc::clone(&mime));
+            if let Some(previous) = previous {
+                redefined.push(Redefined {
+                    extension,
+                    mime,
+                    previous,
+                });
+            }
+        }
+        redefined
     }
 
     fn insert(&mut self, extension: &[u8], mime: Arc<[u8]>) {

@@ -75,7 +75,8 @@ impl RequestVariables<'_> {
                 }
             }
             Variable::Arg(name) => return append_argument(&request.args, name, out),
-            Variable::Request => out.extend_from_slice(request.request_line()),
+            // A refused request line is logged as far as it arrived, as nginx does.
+            Variable::Request => out.extend_from_slice(request.request_line_for_log()),
             Variable::RequestMethod => out.extend_from_slice(request.method_bytes()),
             Variable::ServerProtocol => out.extend_from_slice(request.protocol()),
             Variable::Scheme => out.extend_from_slice(b"http"),

@@ -233,3 +233,26 @@ fn too_large_body_is_read_before_closing() {
     assert_eq!(response.status, 413);
     assert_eq!(client.wait_closed(), (Ending::Closed, Vec::new()));
 }
+
+#[test]
+fn malformed_discarded_body_gets_a_consistent_400() {
+    let server = Instance::http_builder(
+        "server { listen 127.0.0.1:8080; root %%PREFIX%%/html; location / { } }",
+    )
+    .file("html/two", "ab")
+    .start();
+    let response = server.request(
+        "POST /two HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+    );
+    assert_eq!(response.status, 400);
+    let length: usize = response
+        .header("Content-Length")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    assert_eq!(
+        length,
+        response.body.len(),
+        "the length is the error page's, not the file's"
+    );
+    server.wait_for_error_log("client sent invalid chunked body");
+}

@@ -31,6 +31,12 @@ fn client_header_timeout_applies_to_an_idle_new_connection() {
     );
     let mut client = server.connect().with_timeout(Duration::from_secs(10));
     client.expect_closed_without_response();
+    let line = server.wait_for_error_log("while waiting for request");
+    assert!(
+        line.contains("[info]")
+            && line.contains("client timed out (110: Connection timed out) while waiting for request, client: 127.0.0.1, server: 127.0.0.1:"),
+        "{line}"
+    );
 }
 
 #[test]

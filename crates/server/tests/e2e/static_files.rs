@@ -73,6 +73,12 @@ fn directory_without_slash_redirects() {
         response.header("Location"),
         Some(format!("http://localhost:{}/dir/?a=b", server.port()).as_str())
     );
+    // Without Host, nginx names the address the client connected to.
+    let response = server.request("GET /dir HTTP/1.0\r\n\r\n");
+    assert_eq!(
+        response.header("Location"),
+        Some(format!("http://127.0.0.1:{}/dir/", server.port()).as_str())
+    );
 }
 
 #[test]
