@@ -34,7 +34,10 @@ fn client_header_timeout_applies_to_an_idle_new_connection() {
     let line = server.wait_for_error_log("while waiting for request");
     assert!(
         line.contains("[info]")
-            && line.contains("client timed out (110: Connection timed out) while waiting for request, client: 127.0.0.1, server: 127.0.0.1:"),
+            && line.contains(
+                "client timed out (110: Connection timed out) while waiting for request, \
+                 client: 127.0.0.1, server: 127.0.0.1:"
+            ),
         "{line}"
     );
 }
