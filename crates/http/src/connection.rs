@@ -110,6 +110,7 @@ pub async fn serve(
     let header_timeout = default_server.core.client_header_timeout;
     loop {
         request.reset();
+        request.pipelined = connection.filled > 0;
         let head = connection
             .read_head(&worker, &limits, &mut request, idle_timeout, header_timeout)
             .await;
@@ -378,7 +379,7 @@ async fn reject<'a>(
     };
     log_connection(worker, connection, request, Level::Info, &message, action);
     let Reply::Respond(body) =
-        phases::finalize_status(worker, &connection.info, request, error.status())
+        phases::run_error(worker, &connection.info, request, error.status()).await
     else {
         return;
     };
@@ -456,8 +457,7 @@ async fn handle_request<'a>(
                 Level::Error,
                 format_args!("{message}"),
             );
-            if let Reply::Respond(page) =
-                phases::finalize_status(worker, &connection.info, request, error.status())
+            if let Reply::Respond(page) = phases::special_response(worker, request, error.status())
             {
                 body = page;
             }

@@ -18,6 +18,7 @@ pub mod headers;
 pub mod log;
 pub mod modules;
 pub mod phases;
+pub mod pool_fs;
 pub mod proxy;
 pub mod request;
 pub mod response;

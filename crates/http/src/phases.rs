@@ -1,25 +1,30 @@
 //! The request phases in nginx's order. This file is the one place that lists them:
 //!
-//! 1. server rewrite: the server level's `return`;
-//! 2. find config: the location for `$uri`, and `client_max_body_size`;
-//! 3. rewrite: the location's `return`;
-//! 4. content: the static handler (`root`/`alias`, `index`);
-//! 5. log: written by the connection once the response is sent.
+//! 1. server rewrite: the server level's script (`rewrite`, `if`, `set`, `return`);
+//! 2. find config: the location for `$uri`; `internal`, `limit_except` and
+//!    `client_max_body_size` are checked here;
+//! 3. rewrite: the location's script; a URI it changed is searched for again (2), at most
+//!    ten times in all;
+//! 4. access: `allow` and `deny`;
+//! 5. content: the static handler (`root`/`alias`, `index`);
+//! 6. log: written by the connection once the response is sent.
 //!
-//! An internal redirect (from `index`) goes back to find config, at most ten times.
-
-use std::sync::Arc;
+//! Any phase may end the request with a status; [`Step::Finalize`] then applies
+//! `error_page`, which restarts the phases at 1 for a URI (an internal redirect, as `index`
+//! makes too) or at 3 for a named location.
 
 use logging::Level;
 
 use crate::conf::location;
 use crate::conf::{LocationId, ServerId};
+use crate::core::error_page::ErrorPage;
 use crate::request::{ConnectionInfo, Request};
 use crate::response::{Body, Bytes, Location};
-use crate::rewrite::{RewriteOutcome, STATUS_CLOSE, status_is_redirect};
+use crate::rewrite::{self, STATUS_CLOSE, ScriptOutcome, status_is_redirect};
 use crate::special;
-use crate::static_files::handler::{self as static_handler, Opened, StaticOutcome};
-use crate::variables::{HttpTemplate, RequestVariables};
+use crate::static_files::content::serve_static;
+use crate::static_files::handler::{self as static_handler, StaticOutcome};
+use crate::variables::{HttpTemplate, render};
 use crate::worker::HttpWorker;
 
 /// How the request ends.
@@ -31,8 +36,26 @@ pub enum Reply<'a> {
     Close,
 }
 
-/// nginx's limit on internal redirects and URI rewrites per request.
-pub const REDIRECTS_MAX: u8 = 10;
+/// Where the request goes next.
+enum Step<'a> {
+    ServerRewrite,
+    FindConfig,
+    Rewrite,
+    /// The URI changed in the rewrite phase: count the change, then find config again.
+    PostRewrite,
+    Access,
+    Content,
+    /// End with this status, through `error_page` if one applies.
+    Finalize(u16),
+    /// An internal redirect to a URI with these arguments.
+    Redirect {
+        uri: Vec<u8>,
+        args: Vec<u8>,
+    },
+    /// An internal redirect to a named location.
+    Named(Vec<u8>),
+    Done(Reply<'a>),
+}
 
 /// Runs the phases for a request whose server is chosen.
 pub async fn run<'a>(
@@ -40,104 +63,95 @@ pub async fn run<'a>(
     connection: &ConnectionInfo,
     request: &mut Request<'a>,
 ) -> Reply<'a> {
-    let conf = worker.conf();
-    let Some(server_id) = request.server else {
-        return finalize_status(worker, connection, request, 500);
+    run_from(worker, connection, request, Step::ServerRewrite).await
+}
+
+/// Ends a request whose head was refused with `status`, through `error_page` as nginx
+/// does (the default server's pages apply before a location is known).
+pub async fn run_error<'a>(
+    worker: &'a HttpWorker,
+    connection: &ConnectionInfo,
+    request: &mut Request<'a>,
+    status: u16,
+) -> Reply<'a> {
+    run_from(worker, connection, request, Step::Finalize(status)).await
+}
+
+async fn run_from<'a>(
+    worker: &'a HttpWorker,
+    connection: &ConnectionInfo,
+    request: &mut Request<'a>,
+    mut step: Step<'a>,
+) -> Reply<'a> {
+    let Some(server) = request.server else {
+        return special_response(worker, request, 500);
     };
-    let server = conf.server(server_id);
-    let server_location = conf.location(server.location);
-    request.location = Some(server.location);
-    if let RewriteOutcome::Return { status, text } = server_location.settings.rewrite.run() {
-        return respond_return(worker, connection, request, status, text);
-    }
     loop {
-        let location_id = find_config(worker, server_id, request);
-        let location = conf.location(location_id);
-        let limit = location.settings.core.client_max_body_size;
-        if let http1::request::BodyFraming::Length(length) = request.info.framing
-            && limit > 0
-            && length > limit
-        {
-            log(
-                worker,
-                connection,
-                request,
-                Level::Error,
-                format_args!("client intended to send too large body: {length} bytes"),
-            );
-            return finalize_status(worker, connection, request, 413);
-        }
-        if let RewriteOutcome::Return { status, text } = location.settings.rewrite.run() {
-            return respond_return(worker, connection, request, status, text);
-        }
-        match serve_static(worker, connection, request, location_id).await {
-            Ok(StaticOutcome::Respond { status, body }) => {
-                if status >= 300 || matches!(body, Body::Empty) && status != 200 {
-                    return finalize_status(worker, connection, request, status);
-                }
-                request.response.status = status;
-                return Reply::Respond(body);
+        step = match step {
+            Step::ServerRewrite => server_rewrite(worker, connection, request, server).await,
+            Step::FindConfig => find_config(worker, connection, request, server),
+            Step::Rewrite => location_rewrite(worker, connection, request, server).await,
+            Step::PostRewrite => post_rewrite(worker, connection, request),
+            Step::Access => Step::Content,
+            Step::Content => content(worker, connection, request).await,
+            Step::Finalize(status) => finalize(worker, connection, request, status),
+            Step::Redirect { uri, args } => {
+                internal_redirect(worker, connection, request, server, uri, args)
             }
-            Ok(StaticOutcome::AddSlash) => {
-                let mut value = request.uri.clone();
-                value.push(b'/');
-                if !request.args.is_empty() {
-                    value.push(b'?');
-                    value.extend_from_slice(&request.args);
+            Step::Named(name) => named_location(worker, connection, request, server, name),
+            Step::Done(reply) => {
+                if request.err_status != 0 {
+                    request.response.status = request.err_status;
                 }
-                request.response.location = Some(Location { value });
-                return finalize_status(worker, connection, request, 301);
-            }
-            Ok(StaticOutcome::Redirect(uri)) => {
-                request.redirects += 1;
-                if request.redirects > REDIRECTS_MAX {
-                    let uri_text = String::from_utf8_lossy(&uri).into_owned();
-                    log(
-                        worker,
-                        connection,
-                        request,
-                        Level::Error,
-                        format_args!(
-                            "rewrite or internal redirection cycle while internally redirecting to \"{uri_text}\""
-                        ),
-                    );
-                    return finalize_status(worker, connection, request, 500);
-                }
-                request.uri = uri;
-            }
-            Err(error) => {
-                if worker_error_enabled(worker, request, error.level) {
-                    log(
-                        worker,
-                        connection,
-                        request,
-                        error.level,
-                        format_args!("{}", error.message),
-                    );
-                }
-                return finalize_status(worker, connection, request, error.status);
+                resolve_realpath_root(worker, connection, request).await;
+                return reply;
             }
         }
     }
 }
 
-fn worker_error_enabled(worker: &HttpWorker, request: &Request<'_>, level: Level) -> bool {
-    match request.location {
-        Some(location) => worker
-            .conf()
-            .location(location)
-            .settings
-            .core
-            .error_log
-            .enabled(level),
-        None => worker.generation.error_log.enabled(level),
+/// Phase 1.
+async fn server_rewrite<'a>(
+    worker: &'a HttpWorker,
+    connection: &ConnectionInfo,
+    request: &mut Request<'a>,
+    server: ServerId,
+) -> Step<'a> {
+    let server_location = worker.conf().server(server).location;
+    request.location = Some(server_location);
+    let outcome = rewrite::run(worker, connection, request, server_location).await;
+    match outcome {
+        ScriptOutcome::Continue | ScriptOutcome::Last | ScriptOutcome::Break => Step::FindConfig,
+        other => script_end(worker, connection, request, other),
     }
 }
 
-/// Finds the location for the current `$uri`.
-fn find_config(worker: &HttpWorker, server_id: ServerId, request: &mut Request<'_>) -> LocationId {
+/// What a script's `return`, redirect or error leads to.
+fn script_end<'a>(
+    worker: &'a HttpWorker,
+    connection: &ConnectionInfo,
+    request: &mut Request<'a>,
+    outcome: ScriptOutcome<'a>,
+) -> Step<'a> {
+    match outcome {
+        ScriptOutcome::Return { status, text } => {
+            respond_return(worker, connection, request, status, text)
+        }
+        ScriptOutcome::Redirect(status) | ScriptOutcome::Status(status) => Step::Finalize(status),
+        ScriptOutcome::Continue | ScriptOutcome::Last | ScriptOutcome::Break => Step::Access,
+    }
+}
+
+/// Phase 2.
+fn find_config<'a>(
+    worker: &'a HttpWorker,
+    connection: &ConnectionInfo,
+    request: &mut Request<'a>,
+    server: ServerId,
+) -> Step<'a> {
     let conf = worker.conf();
-    let server = conf.server(server_id);
+    let server = conf.server(server);
+    request.uri_changed = false;
     let found = location::find(
         &conf.locations,
         &server.locations,
@@ -146,7 +160,354 @@ fn find_config(worker: &HttpWorker, server_id: ServerId, request: &mut Request<'
         &mut request.matches,
     );
     request.location = Some(found);
-    found
+    let mut location = conf.location(found);
+    if !request.internal && location.settings.core.internal {
+        return Step::Finalize(404);
+    }
+    if let Some((methods, block)) = location.limit_except
+        && !methods.contains(request.head.method)
+    {
+        request.location = Some(block);
+        location = conf.location(block);
+    }
+    let limit = location.settings.core.client_max_body_size;
+    if let http1::request::BodyFraming::Length(length) = request.info.framing
+        && !request.discard_body
+        && limit > 0
+        && length > limit
+    {
+        log(
+            worker,
+            connection,
+            request,
+            Level::Error,
+            format_args!("client intended to send too large body: {length} bytes"),
+        );
+        return Step::Finalize(413);
+    }
+    Step::Rewrite
+}
+
+/// Phase 3. A request no location matched has no location script to run.
+async fn location_rewrite<'a>(
+    worker: &'a HttpWorker,
+    connection: &ConnectionInfo,
+    request: &mut Request<'a>,
+    server: ServerId,
+) -> Step<'a> {
+    let conf = worker.conf();
+    let Some(current) = request.location else {
+        return Step::Access;
+    };
+    if current == conf.server(server).location {
+        return Step::Access;
+    }
+    match rewrite::run(worker, connection, request, current).await {
+        ScriptOutcome::Continue | ScriptOutcome::Last if request.uri_changed => Step::PostRewrite,
+        other => script_end(worker, connection, request, other),
+    }
+}
+
+/// After the rewrite phase changed the URI: one change fewer is left.
+fn post_rewrite<'a>(
+    worker: &'a HttpWorker,
+    connection: &ConnectionInfo,
+    request: &mut Request<'a>,
+) -> Step<'a> {
+    request.uri_changes = request.uri_changes.saturating_sub(1);
+    if request.uri_changes == 0 {
+        let uri = String::from_utf8_lossy(&request.uri).into_owned();
+        log(
+            worker,
+            connection,
+            request,
+            Level::Error,
+            format_args!("rewrite or internal redirection cycle while processing \"{uri}\""),
+        );
+        return Step::Finalize(500);
+    }
+    Step::FindConfig
+}
+
+/// Phase 5: the static handler.
+async fn content<'a>(
+    worker: &'a HttpWorker,
+    connection: &ConnectionInfo,
+    request: &mut Request<'a>,
+) -> Step<'a> {
+    let Some(location_id) = request.location else {
+        return Step::Finalize(500);
+    };
+    match serve_static(worker, connection, request, location_id).await {
+        Ok(StaticOutcome::Respond { status, body }) => {
+            if status >= 300 || matches!(body, Body::Empty) && status != 200 {
+                return Step::Finalize(status);
+            }
+            request.response.status = status;
+            Step::Done(Reply::Respond(body))
+        }
+        Ok(StaticOutcome::AddSlash) => {
+            let mut value = request.uri.clone();
+            value.push(b'/');
+            if !request.args.is_empty() {
+                value.push(b'?');
+                value.extend_from_slice(&request.args);
+            }
+            request.response.location = Some(Location { value });
+            Step::Finalize(301)
+        }
+        Ok(StaticOutcome::Redirect(uri)) => Step::Redirect {
+            uri,
+            args: request.args.clone(),
+        },
+        Err(error) => {
+            log(
+                worker,
+                connection,
+                request,
+                error.level,
+                format_args!("{}", error.message),
+            );
+            Step::Finalize(error.status)
+        }
+    }
+}
+
+/// An internal redirect: the request starts over at the server rewrite phase.
+fn internal_redirect<'a>(
+    worker: &'a HttpWorker,
+    connection: &ConnectionInfo,
+    request: &mut Request<'a>,
+    server: ServerId,
+    uri: Vec<u8>,
+    args: Vec<u8>,
+) -> Step<'a> {
+    request.uri_changes = request.uri_changes.saturating_sub(1);
+    if request.uri_changes == 0 {
+        let uri = String::from_utf8_lossy(&uri).into_owned();
+        log(
+            worker,
+            connection,
+            request,
+            Level::Error,
+            format_args!(
+                "rewrite or internal redirection cycle while internally redirecting to \"{uri}\""
+            ),
+        );
+        return Step::Finalize(500);
+    }
+    request.uri = uri;
+    request.args = args;
+    request.internal = true;
+    request.location = Some(worker.conf().server(server).location);
+    Step::ServerRewrite
+}
+
+/// An internal redirect to `@name`: its script runs, without a location search.
+fn named_location<'a>(
+    worker: &'a HttpWorker,
+    connection: &ConnectionInfo,
+    request: &mut Request<'a>,
+    server: ServerId,
+    name: Vec<u8>,
+) -> Step<'a> {
+    let shown = String::from_utf8_lossy(&name).into_owned();
+    request.uri_changes = request.uri_changes.saturating_sub(1);
+    if request.uri_changes == 0 {
+        log(
+            worker,
+            connection,
+            request,
+            Level::Error,
+            format_args!(
+                "rewrite or internal redirection cycle while redirect to named location \"{shown}\""
+            ),
+        );
+        return Step::Finalize(500);
+    }
+    let found = worker
+        .conf()
+        .server(server)
+        .named_locations
+        .iter()
+        .find(|(named, _)| named.as_bytes() == name.as_slice());
+    let Some((_, id)) = found else {
+        log(
+            worker,
+            connection,
+            request,
+            Level::Error,
+            format_args!("could not find named location \"{shown}\""),
+        );
+        return Step::Finalize(500);
+    };
+    request.internal = true;
+    request.uri_changed = false;
+    request.location = Some(*id);
+    Step::Rewrite
+}
+
+/// nginx's finalize with a status: `444` closes; otherwise an `error_page` for the status
+/// (once per request unless `recursive_error_pages`), else Portico's page for it.
+fn finalize<'a>(
+    worker: &'a HttpWorker,
+    connection: &ConnectionInfo,
+    request: &mut Request<'a>,
+    status: u16,
+) -> Step<'a> {
+    if status == STATUS_CLOSE {
+        request.response.status = STATUS_CLOSE;
+        return Step::Done(Reply::Close);
+    }
+    request.err_status = status;
+    request.discard_body = true;
+    let core = &current_location(worker, request).settings.core;
+    if !request.error_page && !core.error_page.is_empty() && request.uri_changes != 0 {
+        if !core.recursive_error_pages {
+            request.error_page = true;
+        }
+        if let Some(page) = core.error_page.iter().find(|page| page.status == status) {
+            return error_page(worker, connection, request, page);
+        }
+    }
+    Step::Done(special_response(worker, request, status))
+}
+
+/// Follows an `error_page`.
+fn error_page<'a>(
+    worker: &'a HttpWorker,
+    connection: &ConnectionInfo,
+    request: &mut Request<'a>,
+    page: &ErrorPage,
+) -> Step<'a> {
+    if let Some(overwrite) = page.overwrite {
+        request.err_status = overwrite;
+    }
+    let uri = render(worker, connection, request, &page.uri);
+    if uri.starts_with(b"/") {
+        let (uri, args) = match &page.args {
+            Some(args) => (uri, args.to_vec()),
+            None => match memchr::memchr(b'?', &uri) {
+                Some(question) => (uri[..question].to_vec(), uri[question + 1..].to_vec()),
+                None => (uri, Vec::new()),
+            },
+        };
+        if !request.is_head() {
+            request.head.method = http1::Method::Get;
+            request.method_is_get = true;
+        }
+        return Step::Redirect { uri, args };
+    }
+    if uri.starts_with(b"@") {
+        return Step::Named(uri);
+    }
+    let status = match page.overwrite {
+        Some(code) if status_is_redirect(code) => code,
+        _ => 302,
+    };
+    request.err_status = status;
+    request.response.location = Some(Location { value: uri });
+    Step::Done(special_response(worker, request, status))
+}
+
+/// `return`: a redirect with `Location`, a text body, an error page, or closing.
+fn respond_return<'a>(
+    worker: &'a HttpWorker,
+    connection: &ConnectionInfo,
+    request: &mut Request<'a>,
+    status: u16,
+    text: Option<&'a HttpTemplate>,
+) -> Step<'a> {
+    // `return 404;` and `return 404 "";` end with the status page (or an error_page);
+    // any status below 400 and any text make a response of their own.
+    let empty = text.is_none_or(|template| template.as_literal() == Some(b""));
+    if status >= 400 && empty {
+        return Step::Finalize(status);
+    }
+    request.discard_body = true;
+    if status_is_redirect(status) {
+        let value = text
+            .map(|template| render(worker, connection, request, template))
+            .unwrap_or_default();
+        request.response.location = Some(Location { value });
+        return Step::Finalize(status);
+    }
+    let body = match text {
+        None => Bytes::Borrowed(b""),
+        // A literal text is sent straight from the configuration, without a copy.
+        Some(template) => match template.as_literal() {
+            Some(literal) => Bytes::Borrowed(literal),
+            None => Bytes::Owned(render(worker, connection, request, template)),
+        },
+    };
+    let location = current_location(worker, request);
+    request.response.status = status;
+    request.response.content_type = Some(static_handler::content_type(location, &request.uri));
+    Step::Done(Reply::Respond(Body::Bytes(body)))
+}
+
+/// The request's current location: the server's own level before one is found.
+pub fn current_location<'a>(
+    worker: &'a HttpWorker,
+    request: &Request<'_>,
+) -> &'a crate::conf::Location {
+    let conf = worker.conf();
+    let id = request
+        .location
+        .or_else(|| request.server.map(|server| conf.server(server).location));
+    conf.location(id.unwrap_or(LocationId(0)))
+}
+
+/// Resolves `$realpath_root` for the request's current document root on the file pool,
+/// when the configuration uses it and it is not resolved for that root yet.
+pub async fn resolve_realpath_root(
+    worker: &HttpWorker,
+    connection: &ConnectionInfo,
+    request: &mut Request<'_>,
+) {
+    if !worker.conf().uses_realpath_root {
+        return;
+    }
+    let template = current_location(worker, request)
+        .settings
+        .core
+        .document_root
+        .template();
+    let root = render(worker, connection, request, template);
+    if matches!(&request.realpath_root, Some((resolved_for, _)) if *resolved_for == root) {
+        return;
+    }
+    let path = crate::pool_fs::path_from_bytes(&root);
+    let resolved = worker
+        .offload(move || crate::pool_fs::realpath(&path))
+        .await;
+    match resolved {
+        Ok(Ok(real)) => {
+            let real = std::os::unix::ffi::OsStrExt::as_bytes(real.as_os_str()).to_vec();
+            request.realpath_root = Some((root, real));
+        }
+        Ok(Err(error)) => {
+            let errno = error.raw_os_error().unwrap_or(0);
+            log(
+                worker,
+                connection,
+                request,
+                Level::Crit,
+                format_args!(
+                    "realpath() \"{}\" failed ({errno}: {})",
+                    String::from_utf8_lossy(&root),
+                    runtime::sys::linux::strerror(errno)
+                ),
+            );
+        }
+        Err(error) => log(
+            worker,
+            connection,
+            request,
+            error.level,
+            format_args!("{}", error.message),
+        ),
+    }
 }
 
 /// Writes an error-log line about this request to its location's error log.
@@ -175,79 +536,9 @@ pub fn log(
     );
 }
 
-/// `return`: a redirect with `Location`, a text body, an error page, or closing.
-fn respond_return<'a>(
+/// Portico's own page for `status` (nginx's "special response"), without `error_page`.
+pub fn special_response<'a>(
     worker: &'a HttpWorker,
-    connection: &ConnectionInfo,
-    request: &mut Request<'a>,
-    status: u16,
-    text: Option<&'a HttpTemplate>,
-) -> Reply<'a> {
-    if status == STATUS_CLOSE {
-        request.response.status = STATUS_CLOSE;
-        return Reply::Close;
-    }
-    if status_is_redirect(status) {
-        let value = text.map(|template| evaluate(worker, connection, request, template));
-        request.response.location = Some(Location {
-            value: value.unwrap_or_default(),
-        });
-        return finalize_status(worker, connection, request, status);
-    }
-    // nginx answers `return 400;` with its status page but `return 200;` with an empty
-    // body of the URI's type.
-    let body = match text {
-        None if status >= 400 => return finalize_status(worker, connection, request, status),
-        None => Bytes::Borrowed(b""),
-        // A literal text is sent straight from the configuration, without a copy.
-        Some(template) => match template.as_literal() {
-            Some(literal) => Bytes::Borrowed(literal),
-            None => Bytes::Owned(evaluate(worker, connection, request, template)),
-        },
-    };
-    let location = current_location(worker, request);
-    request.response.status = status;
-    request.response.content_type = Some(static_handler::content_type(location, &request.uri));
-    Reply::Respond(Body::Bytes(body))
-}
-
-fn current_location<'a>(
-    worker: &'a HttpWorker,
-    request: &Request<'_>,
-) -> &'a crate::conf::Location {
-    let conf = worker.conf();
-    let id = request
-        .location
-        .or_else(|| request.server.map(|server| conf.server(server).location));
-    conf.location(id.unwrap_or(LocationId(0)))
-}
-
-fn evaluate(
-    worker: &HttpWorker,
-    connection: &ConnectionInfo,
-    request: &Request<'_>,
-    template: &HttpTemplate,
-) -> Vec<u8> {
-    if let Some(literal) = template.as_literal() {
-        return literal.to_vec();
-    }
-    let now = worker.clock.now();
-    let mut variables = RequestVariables::new(
-        request,
-        connection,
-        worker.conf(),
-        now,
-        &worker.generation.hostname,
-    );
-    let mut out = Vec::new();
-    template.evaluate(&mut variables, &mut out);
-    out
-}
-
-/// Ends the request with `status` and nginx's own page for it (if it has one).
-pub fn finalize_status<'a>(
-    worker: &'a HttpWorker,
-    _connection: &ConnectionInfo,
     request: &mut Request<'a>,
     status: u16,
 ) -> Reply<'a> {
@@ -268,183 +559,5 @@ pub fn finalize_status<'a>(
             Reply::Respond(Body::Bytes(Bytes::Owned(page)))
         }
         None => Reply::Respond(Body::Empty),
-    }
-}
-
-/// The content phase's static handler.
-async fn serve_static<'a>(
-    worker: &'a HttpWorker,
-    connection: &ConnectionInfo,
-    request: &mut Request<'a>,
-    location_id: LocationId,
-) -> Result<StaticOutcome<'a>, static_handler::FileError> {
-    let conf = worker.conf();
-    let location = conf.location(location_id);
-    if !static_handler::method_allowed(request.head.method) {
-        return Ok(StaticOutcome::Respond {
-            status: 405,
-            body: Body::Empty,
-        });
-    }
-    let root = match &location.settings.core.document_root {
-        crate::core::DocumentRoot::Root(template) | crate::core::DocumentRoot::Alias(template) => {
-            evaluate(worker, connection, request, template)
-        }
-    };
-    if request.uri.ends_with(b"/") {
-        return serve_index(worker, connection, request, location_id, &root).await;
-    }
-    let path = static_handler::map_path(location, &root, &request.uri);
-    request.filename = path.clone();
-    let path_buf = bytes_to_path(&path);
-    let opened = run_on_pool(worker, {
-        let path_buf = path_buf.clone();
-        move || static_handler::open_and_stat(&path_buf)
-    })
-    .await?;
-    match opened {
-        Opened::Failed(error) => Err(static_handler::open_failure(
-            &error,
-            &path,
-            location.settings.core.log_not_found,
-        )),
-        Opened::Directory => Ok(StaticOutcome::AddSlash),
-        Opened::NotRegular => Err(static_handler::FileError {
-            status: 404,
-            level: Level::Crit,
-            message: format!(
-                "\"{}\" is not a regular file",
-                String::from_utf8_lossy(&path)
-            ),
-        }),
-        Opened::File { .. } if request.head.method == http1::Method::Post => {
-            Ok(StaticOutcome::Respond {
-                status: 405,
-                body: Body::Empty,
-            })
-        }
-        Opened::File {
-            file,
-            len,
-            modified,
-        } => {
-            let response = &mut request.response;
-            response.content_type = Some(static_handler::content_type(location, &request.uri));
-            response.content_length = Some(len);
-            response.last_modified = Some(modified);
-            response.etag = Some(static_handler::etag(modified, len));
-            // `Accept-Ranges` comes with byte-range support in the static module.
-            response.accept_ranges = false;
-            let body = Body::File(static_handler::FileBody {
-                file: Arc::new(file),
-                offset: 0,
-                len,
-                path: path_buf,
-            });
-            Ok(StaticOutcome::Respond { status: 200, body })
-        }
-    }
-}
-
-/// `index`: the first index file that opens becomes an internal redirect.
-async fn serve_index<'a>(
-    worker: &'a HttpWorker,
-    connection: &ConnectionInfo,
-    request: &mut Request<'a>,
-    location_id: LocationId,
-    root: &[u8],
-) -> Result<StaticOutcome<'a>, static_handler::FileError> {
-    let location = worker.conf().location(location_id);
-    let directory = static_handler::map_path(location, root, &request.uri);
-    for index in &location.settings.static_files.index {
-        let name = evaluate(worker, connection, request, index);
-        // An absolute name is an internal redirect, without looking for the file.
-        if name.starts_with(b"/") {
-            return Ok(StaticOutcome::Redirect(name));
-        }
-        let mut uri = request.uri.clone();
-        uri.extend_from_slice(&name);
-        let mut path = directory.clone();
-        path.extend_from_slice(&name);
-        let path_buf = bytes_to_path(&path);
-        let opened = run_on_pool(worker, move || static_handler::open_and_stat(&path_buf)).await?;
-        match opened {
-            Opened::File { .. } | Opened::Directory | Opened::NotRegular => {
-                return Ok(StaticOutcome::Redirect(uri));
-            }
-            Opened::Failed(error) if is_not_found(&error) => continue,
-            Opened::Failed(error) => return Err(static_handler::open_failure(&error, &path, true)),
-        }
-    }
-    let directory_buf = bytes_to_path(&directory);
-    let exists = run_on_pool(worker, move || {
-        static_handler::open_and_stat(&directory_buf)
-    })
-    .await?;
-    let shown = String::from_utf8_lossy(&directory).into_owned();
-    match exists {
-        Opened::Directory => Err(static_handler::FileError {
-            status: 403,
-            level: Level::Error,
-            message: format!("directory index of \"{shown}\" is forbidden"),
-        }),
-        _ => {
-            let first = location
-                .settings
-                .static_files
-                .index
-                .first()
-                .map(|index| evaluate(worker, connection, request, index))
-                .unwrap_or_default();
-            let mut missing = directory.clone();
-            missing.extend_from_slice(&first);
-            Err(static_handler::FileError {
-                status: 404,
-                level: if location.settings.core.log_not_found {
-                    Level::Error
-                } else {
-                    Level::Debug
-                },
-                message: format!(
-                    "\"{}\" is not found (2: No such file or directory)",
-                    String::from_utf8_lossy(&missing)
-                ),
-            })
-        }
-    }
-}
-
-fn is_not_found(error: &std::io::Error) -> bool {
-    matches!(error.raw_os_error(), Some(2) | Some(20))
-}
-
-fn bytes_to_path(bytes: &[u8]) -> std::path::PathBuf {
-    std::path::PathBuf::from(
-        <std::ffi::OsString as std::os::unix::ffi::OsStringExt>::from_vec(bytes.to_vec()),
-    )
-}
-
-/// Runs `work` on the file pool; a full queue or a lost task is a 500, as nginx answers
-/// when it cannot post a thread task.
-async fn run_on_pool<T: Send + 'static>(
-    worker: &HttpWorker,
-    work: impl FnOnce() -> T + Send + 'static,
-) -> Result<T, static_handler::FileError> {
-    let pool = &worker.generation.file_pool;
-    match pool.submit(work) {
-        Ok(completion) => completion.await.map_err(|_| static_handler::FileError {
-            status: 500,
-            level: Level::Alert,
-            message: format!("thread pool \"{}\" task was lost", pool.name()),
-        }),
-        Err(overflow) => Err(static_handler::FileError {
-            status: 500,
-            level: Level::Error,
-            message: format!(
-                "thread pool \"{}\" queue overflow: {} tasks waiting",
-                pool.name(),
-                overflow.waiting
-            ),
-        }),
     }
 }

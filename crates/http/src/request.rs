@@ -54,13 +54,38 @@ pub struct Request<'a> {
     pub sent: Sent,
     /// Whether the response was fully sent.
     pub completed: bool,
-    /// Internal redirects so far (nginx stops at 10).
-    pub redirects: u8,
+    /// URI changes and internal redirects still allowed (nginx allows ten).
+    pub uri_changes: u8,
+    /// The rewrite phase changed the URI: the location is searched for again.
+    pub uri_changed: bool,
+    /// The request was rewritten or redirected internally: `internal` locations serve it.
+    pub internal: bool,
+    /// An `error_page` was used (without `recursive_error_pages`, no second one is).
+    pub error_page: bool,
+    /// The status `error_page` decided (nginx's `err_status`): it replaces the status of
+    /// the page the error page was redirected to; 0 keeps that page's own status.
+    pub err_status: u16,
+    /// The request is ending with a status or a response of its own: the body, if any,
+    /// is not read, and `client_max_body_size` is not checked again.
+    pub discard_body: bool,
+    /// `error_page` made the method GET (`$request_method` then says so).
+    pub method_is_get: bool,
+    /// `set $limit_rate`: the response's rate limit, bytes per second.
+    pub limit_rate: Option<u64>,
+    /// `$request_id`, made on first use.
+    pub request_id: std::cell::OnceCell<[u8; 32]>,
+    /// `$realpath_root`: the document root it was resolved for, and its real path.
+    pub realpath_root: Option<(Vec<u8>, Vec<u8>)>,
     /// The file the static handler mapped the URI to (`$request_filename`).
     pub filename: Vec<u8>,
     /// Whether the connection may carry another request after this one.
     pub keepalive: bool,
+    /// The head was already read with the previous request's bytes (`$pipe`).
+    pub pipelined: bool,
 }
+
+/// nginx's limit on URI rewrites and internal redirects per request, plus one.
+pub const URI_CHANGES: u8 = 11;
 
 impl<'a> Request<'a> {
     /// Clears everything for the next request on the connection.
@@ -77,9 +102,19 @@ impl<'a> Request<'a> {
         self.response.clear();
         self.sent = Sent::default();
         self.completed = false;
-        self.redirects = 0;
+        self.uri_changes = URI_CHANGES;
+        self.uri_changed = false;
+        self.internal = false;
+        self.error_page = false;
+        self.err_status = 0;
+        self.discard_body = false;
+        self.method_is_get = false;
+        self.limit_rate = None;
+        self.request_id = std::cell::OnceCell::new();
+        self.realpath_root = None;
         self.filename.clear();
         self.keepalive = false;
+        self.pipelined = false;
     }
 
     /// A request header's value, by lowercase name with `_` matching `-` (as `$http_*`).
@@ -139,6 +174,9 @@ impl<'a> Request<'a> {
     }
 
     pub fn method_bytes(&self) -> &[u8] {
+        if self.method_is_get {
+            return b"GET";
+        }
         self.head_bytes
             .get(self.head.method_bytes.clone())
             .unwrap_or_default()

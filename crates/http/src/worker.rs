@@ -221,6 +221,35 @@ impl HttpWorker {
         }
     }
 
+    /// Runs `work` on the generation's file pool. A full queue or a lost task is a 500 with
+    /// the error-log line nginx writes when it cannot post a thread task.
+    pub async fn offload<T: Send + 'static>(
+        &self,
+        work: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T, crate::static_files::handler::FileError> {
+        let pool = &self.generation.file_pool;
+        match pool.submit(work) {
+            Ok(completion) => {
+                completion
+                    .await
+                    .map_err(|_| crate::static_files::handler::FileError {
+                        status: 500,
+                        level: logging::Level::Alert,
+                        message: format!("thread pool \"{}\" task was lost", pool.name()),
+                    })
+            }
+            Err(overflow) => Err(crate::static_files::handler::FileError {
+                status: 500,
+                level: logging::Level::Error,
+                message: format!(
+                    "thread pool \"{}\" queue overflow: {} tasks waiting",
+                    pool.name(),
+                    overflow.waiting
+                ),
+            }),
+        }
+    }
+
     pub fn flush_access_logs(&self) {
         self.access_logs.borrow_mut().flush_all();
     }

@@ -16,9 +16,11 @@ use crate::conf::{
     AddressConf, BlockKind, HttpConf, MergeEnv, NamedCaptures, Server, ServerId, Setter, SocketConf,
 };
 use crate::core::TempPath;
+use crate::core::limit_except::Methods;
 use crate::core::types::{MimeTypes, TypesWarning};
 use crate::log::{AccessLogTarget, COMBINED, Escape, LogFormat};
 use crate::modules;
+use crate::rewrite::{If, Op};
 use crate::variables::{HttpTemplate, VariableRegistry};
 
 /// What loading the `http` block needs from the master.
@@ -146,6 +148,21 @@ impl LoadContext<'_> {
     }
 }
 
+/// A context for unit tests of setters and parsers.
+#[cfg(test)]
+pub fn test_context(log_files: &mut LogFiles) -> LoadContext<'_> {
+    LoadContext {
+        prefix: Path::new("/tmp"),
+        variables: VariableRegistry::default(),
+        log_files,
+        log_formats: HashMap::new(),
+        hostname: "localhost".to_owned(),
+        warnings: Vec::new(),
+        access_log_slots: 0,
+        outer_directives: &[],
+    }
+}
+
 fn open_error(path: &Path, error: &std::io::Error, span: &Span) -> ConfError {
     ConfError::at(
         ConfErrorKind::Io {
@@ -164,6 +181,9 @@ struct PendingLocation {
     name: String,
     scope: LocationScope,
     children: Vec<PendingLocation>,
+    /// The settings of each `if` block, by the block index its `If` op names.
+    ifs: Vec<LocationScope>,
+    limit_except: Option<(Methods, LocationScope)>,
 }
 
 /// A server as read, before merging.
@@ -204,7 +224,7 @@ pub fn load_http(block: &[Directive], env: LoadEnv<'_>) -> Result<HttpConf, Conf
             Setter::Block(BlockKind::Types) => {
                 set_types(&mut http_location, directive, &mut context)?
             }
-            Setter::Block(BlockKind::Location) => {
+            Setter::Block(BlockKind::Location | BlockKind::If | BlockKind::LimitExcept) => {
                 return Err(ConfError::at(
                     ConfErrorKind::NotAllowedHere {
                         name: directive.name.clone(),
@@ -323,7 +343,8 @@ fn read_server(
                 check_duplicate(&locations, &pending, inner)?;
                 locations.push(pending);
             }
-            Setter::Block(BlockKind::Server) => {
+            Setter::Block(BlockKind::If) => read_if(inner, &mut location, None, context)?,
+            Setter::Block(BlockKind::Server | BlockKind::LimitExcept) => {
                 return Err(ConfError::at(
                     ConfErrorKind::NotAllowedHere {
                         name: inner.name.clone(),
@@ -443,6 +464,8 @@ fn read_location(
         name,
         scope: LocationScope::default(),
         children: Vec::new(),
+        ifs: Vec::new(),
+        limit_except: None,
     };
     for inner in directive.block.as_deref().unwrap_or_default() {
         let spec = check(inner, Context::Location, context.outer_directives)?;
@@ -453,6 +476,15 @@ fn read_location(
                 let child = read_location(inner, Some(&pending), context)?;
                 check_duplicate(&pending.children, &child, inner)?;
                 pending.children.push(child);
+            }
+            Setter::Block(BlockKind::If) => {
+                read_if(inner, &mut pending.scope, Some(&mut pending.ifs), context)?
+            }
+            Setter::Block(BlockKind::LimitExcept) => {
+                if pending.limit_except.is_some() {
+                    return Err(context.duplicate(inner));
+                }
+                pending.limit_except = Some(read_limit_except(inner, context)?);
             }
             Setter::Main(_) | Setter::Server(_) | Setter::Block(BlockKind::Server) => {
                 return Err(ConfError::at(
@@ -465,6 +497,77 @@ fn read_location(
         }
     }
     Ok(pending)
+}
+
+/// `if (...) { ... }`: the condition and the block's script ops go inline into the level's
+/// script; the block's other settings, for an `if` in a location, into `blocks`.
+fn read_if(
+    directive: &Directive,
+    level: &mut LocationScope,
+    blocks: Option<&mut Vec<LocationScope>>,
+    context: &mut LoadContext<'_>,
+) -> Result<(), ConfError> {
+    let condition = crate::rewrite::condition::parse(&directive.args, context, &directive.span)?;
+    let at = level.script.ops.len();
+    level.script.ops.push(Op::If(Box::new(If {
+        condition,
+        block: blocks.as_ref().map(|blocks| blocks.len() as u32),
+        end: 0,
+    })));
+    let inner_context = if blocks.is_some() {
+        Context::LocationIf
+    } else {
+        Context::ServerIf
+    };
+    let mut block = LocationScope::default();
+    read_block_settings(directive, inner_context, &mut block, context)?;
+    level.script.ops.append(&mut block.script.ops);
+    let end = level.script.ops.len() as u32;
+    if let Some(Op::If(op)) = level.script.ops.get_mut(at) {
+        op.end = end;
+    }
+    if let Some(blocks) = blocks {
+        blocks.push(block);
+    }
+    Ok(())
+}
+
+/// `limit_except METHOD ... { ... }`.
+fn read_limit_except(
+    directive: &Directive,
+    context: &mut LoadContext<'_>,
+) -> Result<(Methods, LocationScope), ConfError> {
+    let methods =
+        Methods::parse(directive.args.iter().map(|arg| arg.as_str())).map_err(|name| {
+            ConfError::message(format!("invalid method \"{name}\""), &directive.span)
+        })?;
+    let mut block = LocationScope::default();
+    read_block_settings(directive, Context::LimitExcept, &mut block, context)?;
+    Ok((methods, block))
+}
+
+/// The directives of an `if` or `limit_except` block: per-location settings only.
+fn read_block_settings(
+    directive: &Directive,
+    inner_context: Context,
+    block: &mut LocationScope,
+    context: &mut LoadContext<'_>,
+) -> Result<(), ConfError> {
+    for inner in directive.block.as_deref().unwrap_or_default() {
+        let spec = check(inner, inner_context, context.outer_directives)?;
+        match &spec.set {
+            Setter::Location(set) => set(block, inner, context)?,
+            _ => {
+                return Err(ConfError::at(
+                    ConfErrorKind::NotAllowedHere {
+                        name: inner.name.clone(),
+                    },
+                    &inner.span,
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// nginx's rules for nested locations.
@@ -571,6 +674,8 @@ fn build(
         sockets,
         server_regexes,
         named_len: context.variables.named_len(),
+        named_variables: context.variables.named_variables(),
+        uses_realpath_root: context.variables.uses_realpath_root,
         access_log_buffers: context.access_log_slots,
         warnings: context.warnings,
     })
@@ -597,8 +702,44 @@ impl Builder<'_> {
             name,
             settings: scope.resolve(self.env),
             children: LocationTree::default(),
+            if_blocks: Vec::new(),
+            limit_except: None,
         });
         id
+    }
+
+    /// Adds the `if` and `limit_except` blocks of the location `owner`, whose merged scope
+    /// is `scope`: each block inherits the location's settings.
+    fn add_blocks(
+        &mut self,
+        owner: LocationId,
+        scope: &LocationScope,
+        ifs: Vec<LocationScope>,
+        limit_except: Option<(Methods, LocationScope)>,
+    ) {
+        let (server, name, prefix, regex) = {
+            let location = &self.locations[owner.0 as usize];
+            (
+                location.server,
+                location.name.clone(),
+                Box::<[u8]>::from(location.prefix()),
+                location.is_regex(),
+            )
+        };
+        let parent = scope.inheritable();
+        let add = |builder: &mut Self, mut block: LocationScope| {
+            block.merge_from(&parent);
+            let kind = LocationKind::Block {
+                prefix: prefix.clone(),
+                regex,
+            };
+            builder.add(server, kind, name.clone(), &block)
+        };
+        let if_blocks = ifs.into_iter().map(|block| add(self, block)).collect();
+        let limit_except = limit_except.map(|(methods, block)| (methods, add(self, block)));
+        let location = &mut self.locations[owner.0 as usize];
+        location.if_blocks = if_blocks;
+        location.limit_except = limit_except;
     }
 
     /// Merges and adds `pending` under a level whose scope is `parent`; returns the tree
@@ -622,6 +763,8 @@ impl Builder<'_> {
             let is_regex = matches!(location.kind, LocationKind::Regex(_));
             let is_named = matches!(location.kind, LocationKind::Named(_));
             let id = self.add(server, location.kind, location.name, &location.scope);
+            let ifs = std::mem::take(&mut location.ifs);
+            self.add_blocks(id, &location.scope, ifs, location.limit_except.take());
             let (child_tree, _) = self.tree(server, &location.scope, children);
             self.locations[id.0 as usize].children = child_tree;
             match static_key {

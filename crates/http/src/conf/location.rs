@@ -24,6 +24,9 @@ pub enum LocationKind {
     Regex(NamedCaptures),
     /// `location @name`: only reachable by internal redirects.
     Named(Box<str>),
+    /// An `if` or `limit_except` block of a location: never found by a search, the request
+    /// switches to it. It keeps its location's prefix for `alias`.
+    Block { prefix: Box<[u8]>, regex: bool },
 }
 
 /// A resolved location.
@@ -36,19 +39,28 @@ pub struct Location {
     pub name: String,
     pub settings: LocationSettings,
     pub children: LocationTree,
+    /// The pseudo-locations of the `if` blocks of this location's script, by block index.
+    pub if_blocks: Vec<LocationId>,
+    /// `limit_except`: the methods allowed, and the block other methods are served by.
+    pub limit_except: Option<(crate::core::limit_except::Methods, LocationId)>,
 }
 
 impl Location {
     /// The prefix an `alias` replaces: the location's path for prefix and exact locations.
     pub fn prefix(&self) -> &[u8] {
         match &self.kind {
-            LocationKind::Exact(path) | LocationKind::Prefix { path, .. } => path,
+            LocationKind::Exact(path)
+            | LocationKind::Prefix { path, .. }
+            | LocationKind::Block { prefix: path, .. } => path,
             _ => b"",
         }
     }
 
     pub fn is_regex(&self) -> bool {
-        matches!(self.kind, LocationKind::Regex(_))
+        matches!(
+            self.kind,
+            LocationKind::Regex(_) | LocationKind::Block { regex: true, .. }
+        )
     }
 }
 
@@ -99,11 +111,23 @@ impl LocationTree {
     }
 }
 
-/// What a successful regex match left behind.
+/// What regex matches and `set` left behind.
 #[derive(Debug, Default)]
 pub struct MatchState {
+    /// `$1`..`$9` of the last regex that matched.
     pub captures: Captures,
+    /// The values of named variables (named captures and `set`), by slot.
     pub named: Vec<Option<Vec<u8>>>,
+}
+
+impl MatchState {
+    pub fn set_named(&mut self, slot: crate::variables::NamedSlot, value: Option<Vec<u8>>) {
+        let index = slot.0 as usize;
+        if self.named.len() <= index {
+            self.named.resize(index + 1, None);
+        }
+        self.named[index] = value;
+    }
 }
 
 /// Finds the location for `uri`, starting at the server level `server_location` whose

@@ -71,6 +71,10 @@ pub enum BlockKind {
     Server,
     Location,
     Types,
+    /// `if (...) { ... }` in a server or location.
+    If,
+    /// `limit_except METHOD ... { ... }` in a location.
+    LimitExcept,
 }
 
 /// One entry of an HTTP module's directive table.
@@ -151,6 +155,10 @@ pub struct HttpConf {
     pub server_regexes: Vec<NamedCaptures>,
     /// How many named variable slots a request may need.
     pub named_len: usize,
+    /// Each named variable's name, and whether `set` declares it, by slot.
+    pub named_variables: Vec<(Box<str>, bool)>,
+    /// Some template uses `$realpath_root`.
+    pub uses_realpath_root: bool,
     /// How many buffered access logs a worker keeps.
     pub access_log_buffers: usize,
     /// Warnings to log once the configuration is in use.
@@ -167,6 +175,8 @@ impl HttpConf {
             sockets: Vec::new(),
             server_regexes: Vec::new(),
             named_len: 0,
+            named_variables: Vec::new(),
+            uses_realpath_root: false,
             access_log_buffers: 0,
             warnings: Vec::new(),
         }

@@ -9,7 +9,7 @@ use crate::core::{CoreLocation, CoreLocationConf, CoreMainConf, CoreServerConf};
 use crate::headers::{Headers, HeadersConf};
 use crate::log::{AccessLog, AccessLogConf};
 use crate::proxy::{Proxy, ProxyConf};
-use crate::rewrite::RewriteScript;
+use crate::rewrite::{RewriteConf, RewriteSettings, Script};
 use crate::static_files::{Static, StaticConf};
 
 /// What the `http` block sets for itself.
@@ -38,8 +38,9 @@ pub struct LocationScope {
     pub access_log: AccessLogConf,
     pub static_files: StaticConf,
     pub proxy: ProxyConf,
+    pub rewrite: RewriteConf,
     /// Not inherited: each level runs its own script.
-    pub rewrite: RewriteScript,
+    pub script: Script,
 }
 
 /// A location's settings after merge and defaults.
@@ -50,7 +51,8 @@ pub struct LocationSettings {
     pub access_log: AccessLog,
     pub static_files: Static,
     pub proxy: Proxy,
-    pub rewrite: RewriteScript,
+    pub rewrite: RewriteSettings,
+    pub script: Script,
 }
 
 impl LocationScope {
@@ -61,10 +63,11 @@ impl LocationScope {
         self.access_log.merge_from(&parent.access_log);
         self.static_files.merge_from(&parent.static_files);
         self.proxy.merge_from(&parent.proxy);
+        self.rewrite.merge_from(&parent.rewrite);
     }
 
-    /// A copy of the inheritable settings, for a nested level to merge from. The rewrite
-    /// script is not inherited.
+    /// A copy of the inheritable settings, for a nested level to merge from. The script is
+    /// not inherited.
     pub fn inheritable(&self) -> LocationScope {
         LocationScope {
             core: self.core.clone(),
@@ -72,7 +75,8 @@ impl LocationScope {
             access_log: self.access_log.clone(),
             static_files: self.static_files.clone(),
             proxy: self.proxy.clone(),
-            rewrite: RewriteScript::default(),
+            rewrite: self.rewrite.clone(),
+            script: Script::default(),
         }
     }
 
@@ -83,7 +87,8 @@ impl LocationScope {
             access_log: self.access_log.resolve(env),
             static_files: self.static_files.resolve(env),
             proxy: self.proxy.resolve(env),
-            rewrite: self.rewrite.clone(),
+            rewrite: self.rewrite.resolve(env),
+            script: self.script.clone(),
         }
     }
 }

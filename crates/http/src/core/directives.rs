@@ -309,6 +309,30 @@ pub const DIRECTIVES: &[HttpDirective] = &[
         Arity::FLAG,
         Setter::Location(set_tcp_nodelay),
     ),
+    entry(
+        "error_page",
+        ANY_LEVEL.with(Contexts::LOCATION_IF),
+        Arity::TWO_OR_MORE,
+        Setter::Location(crate::core::error_page::set_error_page),
+    ),
+    entry(
+        "recursive_error_pages",
+        ANY_LEVEL,
+        Arity::FLAG,
+        Setter::Location(set_recursive_error_pages),
+    ),
+    entry(
+        "internal",
+        Contexts::LOCATION,
+        Arity::NONE,
+        Setter::Location(set_internal),
+    ),
+    block(
+        "limit_except",
+        Contexts::LOCATION,
+        Arity::ONE_OR_MORE,
+        BlockKind::LimitExcept,
+    ),
 ];
 
 /// `"NAME" directive invalid value`
@@ -560,6 +584,16 @@ setter!(
 );
 setter!(set_msie_padding, Location, core.msie_padding, flag);
 setter!(set_tcp_nodelay, Location, core.tcp_nodelay, flag);
+setter!(
+    set_recursive_error_pages,
+    Location,
+    core.recursive_error_pages,
+    flag
+);
+setter!(set_internal, Location, core.internal, |_, _| Ok::<
+    _,
+    ConfError,
+>(true));
 
 fn nonzero_size(directive: &Directive, context: &mut LoadContext<'_>) -> Result<u64, ConfError> {
     size(directive, context).and_then(|value| {

@@ -2,6 +2,8 @@
 //! keep-alive, types, and the request-body settings (nginx's ngx_http_core_module).
 
 pub mod directives;
+pub mod error_page;
+pub mod limit_except;
 pub mod settings;
 pub mod types;
 

@@ -73,6 +73,14 @@ pub enum DocumentRoot {
     Alias(HttpTemplate),
 }
 
+impl DocumentRoot {
+    pub fn template(&self) -> &HttpTemplate {
+        match self {
+            DocumentRoot::Root(template) | DocumentRoot::Alias(template) => template,
+        }
+    }
+}
+
 settings! {
     /// Settings of the `http` block itself.
     pub struct CoreMainConf => CoreMain (env) {
@@ -181,5 +189,11 @@ settings! {
         msie_padding: bool = true,
         /// `tcp_nodelay`
         tcp_nodelay: bool = true,
+        /// `error_page`: a level with its own list replaces the enclosing level's.
+        error_page: Vec<crate::core::error_page::ErrorPage> = Vec::new(),
+        /// `recursive_error_pages`
+        recursive_error_pages: bool = false,
+        /// `internal`: only internal redirects reach this location.
+        internal: bool = false,
     }
 }

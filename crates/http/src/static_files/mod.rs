@@ -1,6 +1,7 @@
 //! Static files: mapping a URI to a file under `root` or `alias`, `index`, and sending the
 //! file. Opening, stat-ing and reading run on a thread pool, never on the worker's loop.
 
+pub mod content;
 pub mod directives;
 pub mod handler;
 

@@ -127,7 +127,7 @@ impl RequestVariables<'_> {
             Variable::ContentType => {
                 return append_known(request, request.info.known.content_type, out);
             }
-            Variable::RemoteUser => return false,
+            Variable::RemoteUser => return append_remote_user(request, out),
             Variable::SentHttp(name) => return self.append_sent_header(name, out),
             Variable::Status => {
                 let status = crate::special::status_on_wire(request.response.status);
@@ -153,19 +153,56 @@ impl RequestVariables<'_> {
             Variable::Pid => push_number(out, std::process::id().into(), 1),
             Variable::NginxVersion => out.extend_from_slice(NGINX_COMPATIBLE_VERSION.as_bytes()),
             Variable::PorticoVersion => out.extend_from_slice(env!("CARGO_PKG_VERSION").as_bytes()),
-            Variable::DocumentRoot | Variable::RealpathRoot => {
-                return self.append_document_root(out);
+            Variable::DocumentRoot => return self.append_document_root(out),
+            Variable::RealpathRoot => return self.append_realpath_root(out),
+            Variable::RequestFilename => return self.append_request_filename(out),
+            Variable::RequestId => {
+                let id = request.request_id.get_or_init(new_request_id);
+                out.extend_from_slice(id);
             }
-            Variable::RequestFilename => {
-                if request.filename.is_empty() {
-                    return false;
+            Variable::RequestPort => {
+                if let Some(port) = request_port(request) {
+                    push_number(out, port.into(), 1);
                 }
-                out.extend_from_slice(&request.filename);
             }
+            Variable::IsRequestPort => {
+                if request_port(request).is_some() {
+                    out.push(b':');
+                }
+            }
+            // No handler reads a body into memory yet.
+            Variable::RequestBody => return false,
+            Variable::LimitRate => push_number(out, request.limit_rate.unwrap_or(0) as i64, 1),
+            Variable::Pipe => out.push(if request.pipelined { b'p' } else { b'.' }),
             Variable::Named(slot) => match request.matches.named.get(slot.0 as usize) {
                 Some(Some(value)) => out.extend_from_slice(value),
-                _ => return false,
+                _ => return self.uninitialized(*slot),
             },
+        }
+        true
+    }
+
+    /// A named variable without a value: "not found" for a regex capture; for a `set`
+    /// variable an empty value and, with `uninitialized_variable_warn`, a warning.
+    fn uninitialized(&self, slot: crate::variables::NamedSlot) -> bool {
+        let Some((name, true)) = self.conf.named_variables.get(slot.0 as usize) else {
+            return false;
+        };
+        let Some(location) = self.request.location.map(|id| self.conf.location(id)) else {
+            return true;
+        };
+        let error_log = &location.settings.core.error_log;
+        if location.settings.rewrite.uninitialized_variable_warn
+            && error_log.enabled(logging::Level::Warn)
+        {
+            let context = self.request.log_context(self.connection, self.conf);
+            error_log.write(
+                logging::Level::Warn,
+                &self.now,
+                Some(self.connection.id),
+                format_args!("using uninitialized \"{name}\" variable"),
+                Some(&context),
+            );
         }
         true
     }
@@ -275,17 +312,50 @@ impl RequestVariables<'_> {
         found
     }
 
+    /// `$document_root`: the `root` or `alias` of the request's location, evaluated.
     fn append_document_root(&self, out: &mut Vec<u8>) -> bool {
         let Some(location) = self.request.location else {
             return false;
         };
-        match &self.conf.location(location).settings.core.document_root {
-            crate::core::DocumentRoot::Root(template)
-            | crate::core::DocumentRoot::Alias(template) => match template.as_literal() {
-                Some(bytes) => out.extend_from_slice(bytes),
-                None => return false,
-            },
+        let template = self
+            .conf
+            .location(location)
+            .settings
+            .core
+            .document_root
+            .template();
+        template.evaluate(&mut Reborrow(self), out);
+        true
+    }
+
+    /// `$realpath_root`: resolved on the file pool before templates that use it run (see
+    /// `phases::resolve_realpath_root`); not found when it could not be.
+    fn append_realpath_root(&self, out: &mut Vec<u8>) -> bool {
+        let mut root = Vec::new();
+        if !self.append_document_root(&mut root) {
+            return false;
         }
+        match &self.request.realpath_root {
+            Some((resolved_for, real)) if *resolved_for == root => {
+                out.extend_from_slice(real);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// `$request_filename`: the URI mapped to a path under the location's root or alias.
+    fn append_request_filename(&self, out: &mut Vec<u8>) -> bool {
+        let Some(location) = self.request.location.map(|id| self.conf.location(id)) else {
+            return false;
+        };
+        let mut root = Vec::new();
+        self.append_document_root(&mut root);
+        out.extend_from_slice(&crate::static_files::handler::map_path(
+            location,
+            &root,
+            &self.request.uri,
+        ));
         true
     }
 }
@@ -313,6 +383,111 @@ impl Evaluator<Variable> for Reborrow<'_, '_> {
             out.extend_from_slice(group);
         }
     }
+}
+
+thread_local! {
+    /// The key and counter `$request_id` hashes, as nginx does with SipHash: the key is
+    /// random per worker thread, the counter makes every id different.
+    static REQUEST_IDS: (std::collections::hash_map::RandomState, Cell<u64>) =
+        (std::collections::hash_map::RandomState::new(), Cell::new(0));
+}
+
+/// A new `$request_id`: 128 unpredictable bits as 32 lowercase hex digits.
+fn new_request_id() -> [u8; 32] {
+    use std::hash::BuildHasher;
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    REQUEST_IDS.with(|(key, counter)| {
+        let mut id = [0u8; 32];
+        for half in 0..2 {
+            counter.set(counter.get().wrapping_add(1));
+            let bits = key.hash_one(counter.get());
+            for (index, byte) in bits.to_be_bytes().iter().enumerate() {
+                id[half * 16 + index * 2] = HEX[usize::from(byte >> 4)];
+                id[half * 16 + index * 2 + 1] = HEX[usize::from(byte & 0xf)];
+            }
+        }
+        id
+    })
+}
+
+/// The port of the request's host: an absolute URI's, else `Host`'s; `None` when absent
+/// or zero.
+fn request_port(request: &Request<'_>) -> Option<u16> {
+    let raw = match &request.info.target.authority {
+        Some(range) => request.head_bytes.get(range.clone())?,
+        None => request.known_header(request.info.known.host)?,
+    };
+    let after_host = match raw.first() {
+        Some(b'[') => &raw[memchr::memchr(b']', raw)? + 1..],
+        _ => raw,
+    };
+    let digits = &after_host[memchr::memchr(b':', after_host)? + 1..];
+    let mut port: u32 = 0;
+    for &digit in digits {
+        if !digit.is_ascii_digit() {
+            return None;
+        }
+        port = port * 10 + u32::from(digit - b'0');
+        if port > 65535 {
+            return None;
+        }
+    }
+    u16::try_from(port).ok().filter(|&port| port != 0)
+}
+
+/// `$remote_user`: the user name of `Authorization: Basic`, as nginx decodes it.
+fn append_remote_user(request: &Request<'_>, out: &mut Vec<u8>) -> bool {
+    let Some(header) = request.known_header(request.info.known.authorization) else {
+        return false;
+    };
+    let Some(scheme) = header.get(..6) else {
+        return false;
+    };
+    if !scheme.eq_ignore_ascii_case(b"Basic ") {
+        return false;
+    }
+    let encoded = header[6..].trim_ascii_start();
+    let Some(decoded) = decode_base64(encoded).filter(|decoded| !decoded.is_empty()) else {
+        return false;
+    };
+    match memchr::memchr(b':', &decoded) {
+        Some(colon) if colon > 0 => {
+            out.extend_from_slice(&decoded[..colon]);
+            true
+        }
+        _ => false,
+    }
+}
+
+/// Base64 as nginx decodes it: the standard alphabet, up to the first `=`; any other byte,
+/// or a length that leaves a single character, is an error.
+fn decode_base64(input: &[u8]) -> Option<Vec<u8>> {
+    fn value(byte: u8) -> Option<u32> {
+        Some(u32::from(match byte {
+            b'A'..=b'Z' => byte - b'A',
+            b'a'..=b'z' => byte - b'a' + 26,
+            b'0'..=b'9' => byte - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => return None,
+        }))
+    }
+    let end = memchr::memchr(b'=', input).unwrap_or(input.len());
+    let input = &input[..end];
+    if input.len() % 4 == 1 {
+        return None;
+    }
+    let mut out = Vec::with_capacity(input.len() / 4 * 3 + 2);
+    for chunk in input.chunks(4) {
+        let mut bits = 0u32;
+        for &byte in chunk {
+            bits = (bits << 6) | value(byte)?;
+        }
+        bits <<= 6 * (4 - chunk.len() as u32);
+        let bytes = bits.to_be_bytes();
+        out.extend_from_slice(&bytes[1..chunk.len()]);
+    }
+    Some(out)
 }
 
 /// `$arg_NAME`: the first argument whose name matches case-insensitively; its value is
@@ -381,6 +556,29 @@ mod tests {
         assert_eq!(out, b"");
         assert!(!append_argument(b"a=1", b"b", &mut out));
         assert!(!append_argument(b"", b"a", &mut out));
+    }
+
+    #[test]
+    fn base64_decodes_like_nginx() {
+        assert_eq!(decode_base64(b"dXNlcjpwYXNz").unwrap(), b"user:pass");
+        assert_eq!(decode_base64(b"dXNlcjpwYXM=").unwrap(), b"user:pas");
+        assert_eq!(decode_base64(b"dXNlcjpwYQ==").unwrap(), b"user:pa");
+        assert_eq!(decode_base64(b"dXNlcjpwYQ==garbage!").unwrap(), b"user:pa");
+        assert!(decode_base64(b"dXNlc").is_none());
+        assert!(decode_base64(b"dXN*cjpw").is_none());
+        assert_eq!(decode_base64(b"").unwrap(), b"");
+    }
+
+    #[test]
+    fn request_ids_are_hex_and_differ() {
+        let first = new_request_id();
+        let second = new_request_id();
+        assert_ne!(first, second);
+        assert!(
+            first
+                .iter()
+                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+        );
     }
 
     #[test]

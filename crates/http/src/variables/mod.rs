@@ -5,7 +5,7 @@ mod evaluate;
 mod registry;
 
 pub use evaluate::{NGINX_COMPATIBLE_VERSION, RequestVariables, escape_header_name};
-pub use registry::{NamedSlot, VariableRegistry};
+pub use registry::{NamedSlot, Settable, VariableRegistry};
 
 use vars::Template;
 
@@ -80,6 +80,40 @@ pub enum Variable {
     DocumentRoot,
     RealpathRoot,
     RequestFilename,
+    /// `$request_id`: 16 random bytes in hex, the same for the whole request.
+    RequestId,
+    /// `$request_port`: the port of the request's host (absolute URI or `Host`), if given.
+    RequestPort,
+    /// `$is_request_port`: `:` when `$request_port` is not empty.
+    IsRequestPort,
+    /// `$request_body`: the body, when a handler read it into memory.
+    RequestBody,
+    /// `$limit_rate`: the response's rate limit in bytes per second (0: none).
+    LimitRate,
+    /// `$pipe`: `p` for a pipelined request, else `.`.
+    Pipe,
     /// A named regex capture (or, later, a `set` or `map` variable).
     Named(NamedSlot),
+}
+
+/// A template's value for a request.
+pub fn render(
+    worker: &crate::worker::HttpWorker,
+    connection: &crate::request::ConnectionInfo,
+    request: &crate::request::Request<'_>,
+    template: &HttpTemplate,
+) -> Vec<u8> {
+    if let Some(literal) = template.as_literal() {
+        return literal.to_vec();
+    }
+    let mut variables = RequestVariables::new(
+        request,
+        connection,
+        worker.conf(),
+        worker.clock.now(),
+        &worker.generation.hostname,
+    );
+    let mut out = Vec::new();
+    template.evaluate(&mut variables, &mut out);
+    out
 }

@@ -14,6 +14,20 @@ pub struct NamedSlot(pub u32);
 struct NamedEntry {
     name: String,
     defined: bool,
+    /// Declared by `set`: reading it before any `set` ran warns (`uninitialized_variable_warn`).
+    set: bool,
+}
+
+/// What `set $name` may write to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Settable {
+    /// `$args`
+    Args,
+    /// `$limit_rate`
+    LimitRate,
+    Named(NamedSlot),
+    /// A built-in variable nginx does not let `set` change.
+    Fixed,
 }
 
 /// Knows every variable name of one configuration. Built-in names resolve at once; other
@@ -24,6 +38,8 @@ struct NamedEntry {
 pub struct VariableRegistry {
     named: Vec<NamedEntry>,
     by_name: HashMap<String, NamedSlot>,
+    /// Some template uses `$realpath_root`, which needs a `realpath()` on the file pool.
+    pub uses_realpath_root: bool,
 }
 
 /// Makes a variable from the rest of a prefixed name (`http_x_foo` gives `x_foo`).
@@ -75,6 +91,12 @@ fn builtin(name: &str) -> Option<Variable> {
         "document_root" => Variable::DocumentRoot,
         "realpath_root" => Variable::RealpathRoot,
         "request_filename" => Variable::RequestFilename,
+        "request_id" => Variable::RequestId,
+        "request_port" => Variable::RequestPort,
+        "is_request_port" => Variable::IsRequestPort,
+        "request_body" => Variable::RequestBody,
+        "limit_rate" => Variable::LimitRate,
+        "pipe" => Variable::Pipe,
         _ => return None,
     })
 }
@@ -84,7 +106,13 @@ impl VariableRegistry {
     pub fn resolve(&mut self, name: &str) -> Variable {
         let lower = name.to_ascii_lowercase();
         if let Some(variable) = builtin(&lower) {
+            self.uses_realpath_root |= variable == Variable::RealpathRoot;
             return variable;
+        }
+        // A name `set` declared wins over a prefix, as nginx resolves names once the whole
+        // configuration is read.
+        if let Some(slot) = self.by_name.get(&lower) {
+            return Variable::Named(*slot);
         }
         for (prefix, make) in PREFIXED {
             if let Some(rest) = lower.strip_prefix(prefix)
@@ -104,6 +132,31 @@ impl VariableRegistry {
         slot
     }
 
+    /// The variable `set $name` writes. A name that is not built in becomes a variable of
+    /// the configuration, even one with a prefix such as `http_`, as in nginx.
+    pub fn resolve_settable(&mut self, name: &str) -> Settable {
+        let lower = name.to_ascii_lowercase();
+        match lower.as_str() {
+            "args" => return Settable::Args,
+            "limit_rate" => return Settable::LimitRate,
+            _ => {}
+        }
+        if builtin(&lower).is_some() {
+            return Settable::Fixed;
+        }
+        let slot = self.define(&lower);
+        self.named[slot.0 as usize].set = true;
+        Settable::Named(slot)
+    }
+
+    /// The names of the named variables by slot, and whether `set` declares each.
+    pub fn named_variables(&self) -> Vec<(Box<str>, bool)> {
+        self.named
+            .iter()
+            .map(|entry| (entry.name.as_str().into(), entry.set))
+            .collect()
+    }
+
     fn slot(&mut self, lower: &str) -> NamedSlot {
         if let Some(slot) = self.by_name.get(lower) {
             return *slot;
@@ -112,6 +165,7 @@ impl VariableRegistry {
         self.named.push(NamedEntry {
             name: lower.to_owned(),
             defined: false,
+            set: false,
         });
         self.by_name.insert(lower.to_owned(), slot);
         slot
