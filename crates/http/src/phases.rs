@@ -3,8 +3,9 @@
 //! 1. server rewrite: the server level's `return`;
 //! 2. find config: the location for `$uri`, and `client_max_body_size`;
 //! 3. rewrite: the location's `return`;
-//! 4. content: the static handler (`root`/`alias`, `index`);
-//! 5. log: written by the connection once the response is sent.
+//! 4. access: `allow`/`deny` (403 when a rule denies the client);
+//! 5. content: the static handler (`root`/`alias`, `index`);
+//! 6. log: written by the connection once the response is sent.
 //!
 //! An internal redirect (from `index`) goes back to find config, at most ten times.
 
@@ -12,6 +13,7 @@ use std::sync::Arc;
 
 use logging::Level;
 
+use crate::access::{self, Action};
 use crate::conf::location;
 use crate::conf::{LocationId, ServerId};
 use crate::request::{ConnectionInfo, Request};
@@ -69,6 +71,16 @@ pub async fn run<'a>(
         }
         if let RewriteOutcome::Return { status, text } = location.settings.rewrite.run() {
             return respond_return(worker, connection, request, status, text);
+        }
+        if access::check(&location.settings.access, &connection.peer) == Some(Action::Deny) {
+            log(
+                worker,
+                connection,
+                request,
+                Level::Error,
+                format_args!("access forbidden by rule"),
+            );
+            return finalize_status(worker, connection, request, 403);
         }
         match serve_static(worker, connection, request, location_id).await {
             Ok(StaticOutcome::Respond { status, body }) => {

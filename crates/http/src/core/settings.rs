@@ -64,6 +64,14 @@ pub enum BodyInFileOnly {
     Clean,
 }
 
+/// `satisfy all | any`: whether every access module must allow a request, or one is
+/// enough. With `allow`/`deny` as the only access module, both give the same result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Satisfy {
+    All,
+    Any,
+}
+
 /// `root` or `alias`: where a location's files are.
 #[derive(Clone, Debug)]
 pub enum DocumentRoot {
@@ -181,5 +189,7 @@ settings! {
         msie_padding: bool = true,
         /// `tcp_nodelay`
         tcp_nodelay: bool = true,
+        /// `satisfy`
+        satisfy: Satisfy = Satisfy::All,
     }
 }
