@@ -10,6 +10,7 @@
 //! the access log. Everything a request needs from disk goes through the generation's
 //! thread pool.
 
+pub mod access;
 pub mod body;
 pub mod conf;
 pub mod connection;

@@ -7,6 +7,7 @@ use crate::conf::HttpDirective;
 pub const TABLES: &[&[HttpDirective]] = &[
     crate::core::directives::DIRECTIVES,
     crate::log::directives::DIRECTIVES,
+    crate::access::directives::DIRECTIVES,
     crate::headers::directives::DIRECTIVES,
     crate::rewrite::directives::DIRECTIVES,
     crate::static_files::directives::DIRECTIVES,
@@ -22,6 +23,7 @@ pub fn directives() -> impl Iterator<Item = &'static HttpDirective> {
 pub const FAMILIES: &[&str] = &[
     "http_core",
     "http_log",
+    "http_access",
     "http_headers",
     "http_rewrite(return)",
     "http_static",

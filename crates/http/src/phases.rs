@@ -5,7 +5,7 @@
 //!    `client_max_body_size` are checked here;
 //! 3. rewrite: the location's script; a URI it changed is searched for again (2), at most
 //!    ten times in all;
-//! 4. access: `allow` and `deny`;
+//! 4. access: `allow` and `deny` (403 when a rule denies the client);
 //! 5. content: the static handler (`root`/`alias`, `index`);
 //! 6. log: written by the connection once the response is sent.
 //!
@@ -15,6 +15,7 @@
 
 use logging::Level;
 
+use crate::access::{self, Action};
 use crate::conf::location;
 use crate::conf::{LocationId, ServerId};
 use crate::core::error_page::ErrorPage;
@@ -92,7 +93,7 @@ async fn run_from<'a>(
             Step::FindConfig => find_config(worker, connection, request, server),
             Step::Rewrite => location_rewrite(worker, connection, request, server).await,
             Step::PostRewrite => post_rewrite(worker, connection, request),
-            Step::Access => Step::Content,
+            Step::Access => check_access(worker, connection, request),
             Step::Content => content(worker, connection, request).await,
             Step::Finalize(status) => finalize(worker, connection, request, status),
             Step::Redirect { uri, args } => {
@@ -227,6 +228,26 @@ fn post_rewrite<'a>(
         return Step::Finalize(500);
     }
     Step::FindConfig
+}
+
+/// Phase 4.
+fn check_access<'a>(
+    worker: &'a HttpWorker,
+    connection: &ConnectionInfo,
+    request: &mut Request<'a>,
+) -> Step<'a> {
+    let location = current_location(worker, request);
+    if access::check(&location.settings.access, &connection.peer) == Some(Action::Deny) {
+        log(
+            worker,
+            connection,
+            request,
+            Level::Error,
+            format_args!("access forbidden by rule"),
+        );
+        return Step::Finalize(403);
+    }
+    Step::Content
 }
 
 /// Phase 5: the static handler.

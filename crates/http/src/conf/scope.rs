@@ -2,6 +2,7 @@
 
 use conf::Span;
 
+use crate::access::{Access, AccessConf};
 use crate::conf::MergeEnv;
 use crate::conf::listen::ListenSpec;
 use crate::conf::server_names::ServerName;
@@ -34,6 +35,7 @@ pub struct ServerScope {
 #[derive(Debug, Default)]
 pub struct LocationScope {
     pub core: CoreLocationConf,
+    pub access: AccessConf,
     pub headers: HeadersConf,
     pub access_log: AccessLogConf,
     pub static_files: StaticConf,
@@ -47,6 +49,7 @@ pub struct LocationScope {
 #[derive(Debug)]
 pub struct LocationSettings {
     pub core: CoreLocation,
+    pub access: Access,
     pub headers: Headers,
     pub access_log: AccessLog,
     pub static_files: Static,
@@ -59,6 +62,7 @@ impl LocationScope {
     /// Fills what this level left unset from the enclosing level, module by module.
     pub fn merge_from(&mut self, parent: &LocationScope) {
         self.core.merge_from(&parent.core);
+        self.access.merge_from(&parent.access);
         self.headers.merge_from(&parent.headers);
         self.access_log.merge_from(&parent.access_log);
         self.static_files.merge_from(&parent.static_files);
@@ -71,6 +75,7 @@ impl LocationScope {
     pub fn inheritable(&self) -> LocationScope {
         LocationScope {
             core: self.core.clone(),
+            access: self.access.clone(),
             headers: self.headers.clone(),
             access_log: self.access_log.clone(),
             static_files: self.static_files.clone(),
@@ -83,6 +88,7 @@ impl LocationScope {
     pub fn resolve(&self, env: &MergeEnv) -> LocationSettings {
         LocationSettings {
             core: self.core.resolve(env),
+            access: self.access.resolve(env),
             headers: self.headers.resolve(env),
             access_log: self.access_log.resolve(env),
             static_files: self.static_files.resolve(env),

@@ -11,7 +11,8 @@ use crate::conf::{
     BlockKind, HttpDirective, LoadContext, LocationScope, MainScope, ServerScope, Setter,
 };
 use crate::core::settings::{
-    BodyInFileOnly, DocumentRoot, KeepaliveDisable, KeepaliveTimeout, LingeringClose, ServerTokens,
+    BodyInFileOnly, DocumentRoot, KeepaliveDisable, KeepaliveTimeout, LingeringClose, Satisfy,
+    ServerTokens,
 };
 
 const HTTP_SERVER: Contexts = Contexts::HTTP.with(Contexts::SERVER);
@@ -333,6 +334,12 @@ pub const DIRECTIVES: &[HttpDirective] = &[
         Arity::ONE_OR_MORE,
         BlockKind::LimitExcept,
     ),
+    entry(
+        "satisfy",
+        ANY_LEVEL,
+        Arity::TAKE1,
+        Setter::Location(set_satisfy),
+    ),
 ];
 
 /// `"NAME" directive invalid value`
@@ -594,6 +601,7 @@ setter!(set_internal, Location, core.internal, |_, _| Ok::<
     _,
     ConfError,
 >(true));
+setter!(set_satisfy, Location, core.satisfy, satisfy);
 
 fn nonzero_size(directive: &Directive, context: &mut LoadContext<'_>) -> Result<u64, ConfError> {
     size(directive, context).and_then(|value| {
@@ -691,6 +699,14 @@ fn server_tokens(
         "on" => Ok(ServerTokens::On),
         "off" => Ok(ServerTokens::Off),
         "build" => Ok(ServerTokens::Build),
+        other => Err(invalid_choice(directive, other)),
+    }
+}
+
+fn satisfy(directive: &Directive, _context: &mut LoadContext<'_>) -> Result<Satisfy, ConfError> {
+    match directive.arg(0) {
+        "all" => Ok(Satisfy::All),
+        "any" => Ok(Satisfy::Any),
         other => Err(invalid_choice(directive, other)),
     }
 }

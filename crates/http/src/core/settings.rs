@@ -64,6 +64,14 @@ pub enum BodyInFileOnly {
     Clean,
 }
 
+/// `satisfy all | any`: whether every access module must allow a request, or one is
+/// enough. With `allow`/`deny` as the only access module, both give the same result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Satisfy {
+    All,
+    Any,
+}
+
 /// `root` or `alias`: where a location's files are.
 #[derive(Clone, Debug)]
 pub enum DocumentRoot {
@@ -195,5 +203,7 @@ settings! {
         recursive_error_pages: bool = false,
         /// `internal`: only internal redirects reach this location.
         internal: bool = false,
+        /// `satisfy`
+        satisfy: Satisfy = Satisfy::All,
     }
 }

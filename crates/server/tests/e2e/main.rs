@@ -4,6 +4,7 @@
 
 mod support;
 
+mod access;
 mod access_log;
 mod add_header;
 mod cli;
