@@ -356,7 +356,7 @@ fn broken_configurations_fail_with_nginx_texts() {
         ),
         (
             "http { server { location ~ ^(a { } } }",
-            "pcre2_compile() failed: missing closing parenthesis in \"^(a\" at \"\" in /test/portico.conf:1",
+            "pcre2_compile() failed: missing closing parenthesis in \"^(a\" in /test/portico.conf:1",
         ),
         (
             "http { root /a; root /b; }",

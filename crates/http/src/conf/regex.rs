@@ -41,7 +41,8 @@ impl Captures {
 }
 
 /// How a pattern failed to compile, in nginx's words:
-/// `pcre2_compile() failed: missing closing parenthesis in "^(foo" at ""`.
+/// `pcre2_compile() failed: missing closing parenthesis in "^(foo"`, with ` at "REST"` when
+/// the error is before the end of the pattern.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RegexError(pub String);
 
@@ -59,9 +60,16 @@ impl Regex {
                 let message = text
                     .rsplit_once(": ")
                     .map_or(text.as_str(), |(_, message)| message);
-                RegexError(format!(
-                    "pcre2_compile() failed: {message} in \"{pattern}\" at \"{rest}\""
-                ))
+                // nginx names the rest of the pattern only when the error is before its end.
+                if rest.is_empty() {
+                    RegexError(format!(
+                        "pcre2_compile() failed: {message} in \"{pattern}\""
+                    ))
+                } else {
+                    RegexError(format!(
+                        "pcre2_compile() failed: {message} in \"{pattern}\" at \"{rest}\""
+                    ))
+                }
             })?;
         let names = inner
             .capture_names()
@@ -167,12 +175,14 @@ mod tests {
     #[test]
     fn compile_errors_read_like_nginx() {
         let error = Regex::compile("^(foo", false).unwrap_err();
-        assert!(
-            error.0.starts_with(
-                "pcre2_compile() failed: missing closing parenthesis in \"^(foo\" at \""
-            ),
-            "{}",
-            error.0
+        assert_eq!(
+            error.0,
+            "pcre2_compile() failed: missing closing parenthesis in \"^(foo\""
+        );
+        let error = Regex::compile("a)b", false).unwrap_err();
+        assert_eq!(
+            error.0,
+            "pcre2_compile() failed: unmatched closing parenthesis in \"a)b\" at \")b\""
         );
     }
 }

@@ -7,10 +7,10 @@
 
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, TcpListener, TcpStream};
 
-use crate::support::cli::{CliOutput, run_in};
+use crate::support::cli::{assert_fails, assert_http_body_fails, reported, test_http_body};
 use crate::support::instance::STDERR_FILE;
-use crate::support::log::{matching_lines, message_at};
-use crate::support::{Builder, Client, Instance, TempPrefix, get, get_keepalive};
+use crate::support::log::message_at;
+use crate::support::{Builder, Client, Instance, get, get_keepalive};
 
 const FILE: &str = "file\n";
 
@@ -393,46 +393,6 @@ fn ipv4_mapped_clients() {
     assert_eq!(server.get("/mapped-rule/f.txt").status, 403);
     // ... and with any IPv4 rule, only the IPv4 rules are consulted.
     assert_eq!(server.get("/mapped-rule-unused/f.txt").status, 200);
-}
-
-/// Runs `portico -t` on `config` (the whole file); returns the file's path and the output.
-fn test_config(config: &str) -> (String, CliOutput) {
-    let prefix = TempPrefix::new();
-    prefix.write("portico.conf", config);
-    let arguments = ["-p", &prefix.arg(), "-c", "portico.conf", "-t"];
-    let output = run_in(prefix.path(), &arguments);
-    (prefix.join("portico.conf").display().to_string(), output)
-}
-
-/// `portico -t` on `events {} http { BODY }`; BODY starts on line 4.
-fn test_http_body(body: &str) -> (String, CliOutput) {
-    test_config(&format!("events {{\n}}\nhttp {{\n{body}\n}}\n"))
-}
-
-/// Whether `text` has a line reporting `message` at `level`, as `portico: [LEVEL] MESSAGE`.
-/// nginx's own form (a time, the level, `PID#TID: `, the message) is accepted too, so that
-/// these tests can be run against nginx with `PORTICO_E2E_BINARY`.
-fn reported(text: &str, level: &str, message: &str) -> bool {
-    let pattern = format!(r"\[{level}\] (\d+#\d+: )?\Q{message}\E$");
-    !matching_lines(&pattern, text).is_empty()
-}
-
-/// `-t` fails with `message` at `emerg`; `{conf}` in `message` stands for the file's path.
-#[track_caller]
-fn assert_fails(config: &str, message: &str) {
-    let (conf, output) = test_config(config);
-    output.assert_code(1);
-    let message = message.replace("{conf}", &conf);
-    assert!(
-        reported(&output.stderr, "emerg", &message),
-        "want [emerg] {message:?} in:\n{}",
-        output.stderr
-    );
-}
-
-#[track_caller]
-fn assert_http_body_fails(body: &str, message: &str) {
-    assert_fails(&format!("events {{\n}}\nhttp {{\n{body}\n}}\n"), message);
 }
 
 #[test]

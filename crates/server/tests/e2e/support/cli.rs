@@ -7,6 +7,8 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use super::instance::binary;
+use super::log::matching_lines;
+use super::prefix::TempPrefix;
 use super::wait::poll;
 
 /// How long one command may run: binding a busy port retries for about 2.5 s as nginx does.
@@ -74,4 +76,44 @@ fn drain(mut pipe: impl Read + Send + 'static) -> std::thread::JoinHandle<String
         let _ = pipe.read_to_end(&mut bytes);
         String::from_utf8_lossy(&bytes).into_owned()
     })
+}
+
+/// Runs `portico -t` on `config` (the whole file); returns the file's path and the output.
+pub fn test_config(config: &str) -> (String, CliOutput) {
+    let prefix = TempPrefix::new();
+    prefix.write("portico.conf", config);
+    let arguments = ["-p", &prefix.arg(), "-c", "portico.conf", "-t"];
+    let output = run_in(prefix.path(), &arguments);
+    (prefix.join("portico.conf").display().to_string(), output)
+}
+
+/// `portico -t` on `events {} http { BODY }`; BODY starts on line 4.
+pub fn test_http_body(body: &str) -> (String, CliOutput) {
+    test_config(&format!("events {{\n}}\nhttp {{\n{body}\n}}\n"))
+}
+
+/// Whether `text` has a line reporting `message` at `level`, as `portico: [LEVEL] MESSAGE`.
+/// nginx's own form (a time, the level, `PID#TID: `, the message) is accepted too, so that
+/// these tests can be run against nginx with `PORTICO_E2E_BINARY`.
+pub fn reported(text: &str, level: &str, message: &str) -> bool {
+    let pattern = format!(r"\[{level}\] (\d+#\d+: )?\Q{message}\E$");
+    !matching_lines(&pattern, text).is_empty()
+}
+
+/// `-t` fails with `message` at `emerg`; `{conf}` in `message` stands for the file's path.
+#[track_caller]
+pub fn assert_fails(config: &str, message: &str) {
+    let (conf, output) = test_config(config);
+    output.assert_code(1);
+    let message = message.replace("{conf}", &conf);
+    assert!(
+        reported(&output.stderr, "emerg", &message),
+        "want [emerg] {message:?} in:\n{}",
+        output.stderr
+    );
+}
+
+#[track_caller]
+pub fn assert_http_body_fails(body: &str, message: &str) {
+    assert_fails(&format!("events {{\n}}\nhttp {{\n{body}\n}}\n"), message);
 }
