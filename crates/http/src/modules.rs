@@ -25,7 +25,7 @@ pub const FAMILIES: &[&str] = &[
     "http_log",
     "http_access",
     "http_headers",
-    "http_rewrite(return)",
+    "http_rewrite",
     "http_static",
     "http_index",
 ];
