@@ -454,3 +454,79 @@ fn relative_paths_hang_off_the_prefix() {
         "prefix joined, trailing slash dropped"
     );
 }
+
+const SCRIPTS: &str = r#"
+http {
+    server {
+        listen 127.0.0.1:8080;
+        set $s server;
+        if ($arg_a) { return 403; }
+        location /x {
+            root /srv/outer;
+            set $a 1;
+            if ($arg_b) {
+                root /srv/inner;
+                set $a 2;
+                rewrite ^ /y last;
+            }
+            return 200 $a;
+            limit_except GET { deny all; }
+        }
+    }
+}
+"#;
+
+#[test]
+fn if_blocks_are_inline_ops_with_a_pseudo_location() {
+    use portico_http::core::DocumentRoot;
+    use portico_http::rewrite::Op;
+    let loaded = load(SCRIPTS).unwrap();
+    let conf = &loaded.conf;
+    let server = &conf.servers[0];
+    let server_ops = &conf.location(server.location).settings.script.ops;
+    // set, if (jumping past its one op), return
+    assert_eq!(server_ops.len(), 3);
+    match &server_ops[1] {
+        Op::If(condition) => {
+            assert_eq!(condition.end, 3);
+            assert!(
+                condition.block.is_none(),
+                "a server-level if changes no settings"
+            );
+        }
+        other => panic!("not an if: {other:?}"),
+    }
+    let mut state = MatchState::default();
+    let id = location::find(
+        &conf.locations,
+        &server.locations,
+        server.location,
+        b"/x",
+        &mut state,
+    );
+    let location = conf.location(id);
+    let ops = &location.settings.script.ops;
+    // set, if, set, rewrite, return
+    assert_eq!(ops.len(), 5);
+    let Op::If(condition) = &ops[1] else {
+        panic!("not an if: {:?}", ops[1]);
+    };
+    assert_eq!(condition.end, 4);
+    let block = conf.location(location.if_blocks[condition.block.unwrap() as usize]);
+    assert!(matches!(block.kind, LocationKind::Block { .. }));
+    assert_eq!(block.name, "/x");
+    assert!(block.settings.script.is_empty());
+    let root = |settings: &portico_http::conf::LocationSettings| match &settings.core.document_root
+    {
+        DocumentRoot::Root(template) => template.as_literal().unwrap().to_vec(),
+        DocumentRoot::Alias(_) => panic!("alias"),
+    };
+    assert_eq!(root(&block.settings), b"/srv/inner");
+    assert_eq!(root(&location.settings), b"/srv/outer");
+    let (methods, limited) = location.limit_except.unwrap();
+    assert!(methods.contains(http1::Method::Head));
+    assert!(!methods.contains(http1::Method::Post));
+    let limited = conf.location(limited);
+    assert_eq!(root(&limited.settings), b"/srv/outer", "the block inherits");
+    assert!(limited.settings.script.is_empty());
+}
