@@ -17,6 +17,7 @@ pub mod core;
 pub mod headers;
 pub mod log;
 pub mod modules;
+pub mod not_modified;
 pub mod phases;
 pub mod proxy;
 pub mod request;

@@ -60,6 +60,10 @@ pub struct Request<'a> {
     pub filename: Vec<u8>,
     /// Whether the connection may carry another request after this one.
     pub keepalive: bool,
+    /// The response's rate limit in bytes per second (`$limit_rate`; 0 is none): `None`
+    /// until the response starts and takes the location's `limit_rate`, unless something
+    /// set it before.
+    pub limit_rate: Option<u64>,
 }
 
 impl<'a> Request<'a> {
@@ -80,6 +84,7 @@ impl<'a> Request<'a> {
         self.redirects = 0;
         self.filename.clear();
         self.keepalive = false;
+        self.limit_rate = None;
     }
 
     /// A request header's value, by lowercase name with `_` matching `-` (as `$http_*`).

@@ -63,6 +63,10 @@ pub enum Variable {
     RemoteUser,
     /// `$sent_http_NAME`: a response header.
     SentHttp(Box<[u8]>),
+    /// `$sent_trailer_NAME`: a field of the response's trailer section (`add_trailer`).
+    SentTrailer(Box<[u8]>),
+    /// `$limit_rate`: the response's rate limit in bytes per second.
+    LimitRate,
     /// `$status`.
     Status,
     BodyBytesSent,

@@ -32,6 +32,7 @@ type FromSuffix = fn(Box<[u8]>) -> Variable;
 const PREFIXED: &[(&str, FromSuffix)] = &[
     ("http_", Variable::HttpHeader),
     ("sent_http_", Variable::SentHttp),
+    ("sent_trailer_", Variable::SentTrailer),
     ("cookie_", Variable::Cookie),
     ("arg_", Variable::Arg),
 ];
@@ -75,6 +76,7 @@ fn builtin(name: &str) -> Option<Variable> {
         "document_root" => Variable::DocumentRoot,
         "realpath_root" => Variable::RealpathRoot,
         "request_filename" => Variable::RequestFilename,
+        "limit_rate" => Variable::LimitRate,
         _ => return None,
     })
 }
@@ -153,6 +155,11 @@ mod tests {
             registry.resolve("sent_http_connection"),
             Variable::SentHttp(b"connection"[..].into())
         );
+        assert_eq!(
+            registry.resolve("sent_trailer_X_Var"),
+            Variable::SentTrailer(b"x_var"[..].into())
+        );
+        assert_eq!(registry.resolve("limit_rate"), Variable::LimitRate);
         let Variable::Named(slot) = registry.resolve("name") else {
             panic!("not named")
         };
