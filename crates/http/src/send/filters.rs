@@ -26,7 +26,7 @@ pub(super) fn not_modified<'a>(
     request: &mut Request<'a>,
     location: &Location,
     body: Body<'a>,
-) -> Body<'a> {
+) -> (Body<'a>, Outcome) {
     debug_assert_eq!(request.response.status, 200);
     let known = &request.head.known;
     let conditions = Conditions {
@@ -41,7 +41,8 @@ pub(super) fn not_modified<'a>(
         etag: response.etag.as_deref(),
     };
     let mode = location.settings.core.if_modified_since;
-    match not_modified::check(&conditions, &validators, mode) {
+    let outcome = not_modified::check(&conditions, &validators, mode);
+    let body = match outcome {
         Outcome::Unchanged => body,
         Outcome::NotModified => {
             let response = &mut request.response;
@@ -57,7 +58,8 @@ pub(super) fn not_modified<'a>(
                 Reply::Close => Body::Empty,
             }
         }
-    }
+    };
+    (body, outcome)
 }
 
 /// nginx's headers filter, for the statuses `add_header` applies to (and `always`):

@@ -17,6 +17,7 @@ use http1::request::ConnectionOption;
 
 use crate::conf::Location;
 use crate::connection::Connection;
+use crate::not_modified::Outcome;
 use crate::request::{ConnectionInfo, Request};
 use crate::response::{Body, status_has_body};
 use crate::send::framing::{Framing, FramingInput, response_framing};
@@ -79,8 +80,9 @@ pub async fn send_response<'a>(
 ) -> io::Result<()> {
     let location = location(worker, request);
     let core = &location.settings.core;
+    let mut outcome = Outcome::Unchanged;
     if request.response.status == 200 {
-        body = filters::not_modified(worker, &connection.info, request, location, body);
+        (body, outcome) = filters::not_modified(worker, &connection.info, request, location, body);
     }
     // One reading of the clock for `Date` and `Expires`, as nginx's cached time.
     let now = worker.clock.wall();
@@ -118,6 +120,11 @@ pub async fn send_response<'a>(
         );
     }
     request.sent.header_bytes = out.len() as u64;
+    if outcome == Outcome::PreconditionFailed {
+        // nginx's header filter answers 412 by ending the request with an error once the
+        // page is out: the connection closes although the head said keep-alive.
+        request.keepalive = false;
+    }
     let limit = filters::limit_rate(worker, &connection.info, request, location);
     let context = body::BodyContext {
         worker,

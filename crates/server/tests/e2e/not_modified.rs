@@ -207,3 +207,16 @@ fn duplicate_conditional_headers_are_refused() {
     let request = "GET /t HTTP/1.0\r\nIf-None-Match: *\r\nIf-None-Match: *\r\n\r\n";
     assert_eq!(server.request(request).status, 400);
 }
+
+#[test]
+fn a_412_closes_the_connection_as_nginx_does() {
+    let server = start();
+    let mut client = server.connect();
+    let response =
+        client.request("GET /t HTTP/1.1\r\nHost: localhost\r\nIf-Match: \"foo\"\r\n\r\n");
+    assert_eq!(response.status, 412);
+    // The head says keep-alive, as nginx's does, but the connection ends after the page.
+    assert!(response.keeps_alive());
+    let (_, rest) = client.wait_closed();
+    assert!(rest.is_empty());
+}
