@@ -366,4 +366,32 @@ mod tests {
         };
         assert_eq!(check(&conditions, &file, exact), Outcome::NotModified);
     }
+
+    /// Lists built from the bytes that matter to the scanner, at every length up to 12:
+    /// no panic, `*` and the tag itself always match, and a strong match is a weak one.
+    #[test]
+    fn scanning_any_list_is_safe() {
+        const ALPHABET: &[u8] = b"W/\"a, \t*";
+        let etags: [&[u8]; 4] = [b"\"a\"", b"W/\"a\"", b"a", b""];
+        let mut state = 0x2545_f491_u32;
+        for _ in 0..20_000 {
+            state ^= state << 13;
+            state ^= state >> 17;
+            state ^= state << 5;
+            let len = (state % 13) as usize;
+            let list: Vec<u8> = (0..len)
+                .map(|index| ALPHABET[((state >> (index % 24)) as usize + index) % ALPHABET.len()])
+                .collect();
+            for etag in etags {
+                let strong = etag_listed(&list, Some(etag), Comparison::Strong);
+                let weak = etag_listed(&list, Some(etag), Comparison::Weak);
+                if list == b"*" || (list == etag && !etag.is_empty()) {
+                    assert!(strong && weak, "{list:?} {etag:?}");
+                }
+                if strong && !etag.starts_with(b"W/") {
+                    assert!(weak, "{list:?} {etag:?}");
+                }
+            }
+        }
+    }
 }
