@@ -26,6 +26,7 @@ server {
     location /no_content { return 204; }
     location /text { return 200 'some text'; }
     location /big { }
+    location /long { return 200 $http_x_a$http_x_b$http_x_c; }
 }";
 
 /// The trailer section of a 200 response in `/t1`'s location.
@@ -156,4 +157,25 @@ fn sent_trailer_variable_in_the_log() {
     client.read_head_response();
     let line = server.wait_for_line("logs/trailers.log", "/t1 200 [-]");
     assert_eq!(line, "/t1 200 [-] 0");
+}
+
+#[test]
+fn a_long_text_body_is_chunked_apart_from_the_head() {
+    let server = start();
+    // Three header values of 7000 bytes make a body larger than what goes out with the head.
+    let part = |byte: char| byte.to_string().repeat(7000);
+    let request = format!(
+        "GET /long HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\
+         X-A: {}\r\nX-B: {}\r\nX-C: {}\r\n\r\n",
+        part('a'),
+        part('b'),
+        part('c')
+    );
+    let response = server.request(request);
+    assert!(response.is_chunked());
+    assert_eq!(
+        response.body_text(),
+        format!("{}{}{}", part('a'), part('b'), part('c'))
+    );
+    assert_eq!(response.trailer("X-Var"), Some("localhost"));
 }
