@@ -18,6 +18,7 @@ pub mod core;
 pub mod headers;
 pub mod log;
 pub mod modules;
+pub mod not_modified;
 pub mod phases;
 pub mod pool_fs;
 pub mod proxy;

@@ -70,7 +70,9 @@ pub struct Request<'a> {
     pub discard_body: bool,
     /// `error_page` made the method GET (`$request_method` then says so).
     pub method_is_get: bool,
-    /// `set $limit_rate`: the response's rate limit, bytes per second.
+    /// The response's rate limit in bytes per second (`$limit_rate`; 0 is none): `None`
+    /// until `set $limit_rate` sets it or the response starts and takes the location's
+    /// `limit_rate`.
     pub limit_rate: Option<u64>,
     /// `$request_id`, made on first use.
     pub request_id: std::cell::OnceCell<[u8; 32]>,

@@ -67,12 +67,21 @@ pub struct ResponseHead<'a> {
     pub last_modified: Option<i64>,
     pub location: Option<Location>,
     pub etag: Option<Vec<u8>>,
+    /// The `add_header ETag` (by its index in the location's list) that gave a response
+    /// without its own `ETag` one: the field is written among the added headers there.
+    pub etag_added_at: Option<usize>,
+    /// The `add_header Last-Modified` (by index) whose value is sent instead of the
+    /// response's own `Last-Modified`, and that value.
+    pub last_modified_added: Option<(usize, Vec<u8>)>,
     pub accept_ranges: bool,
     /// Portico answered with its own status page (nginx's "special response"): some
     /// statuses then end keep-alive.
     pub special: bool,
     /// Any other headers, in order.
     pub headers: Vec<(Bytes<'a>, Bytes<'a>)>,
+    /// The body reached its end on a response `add_trailer` applies to: its fields now
+    /// exist (nginx's trailers filter has run), for `$sent_trailer_NAME`.
+    pub trailers_added: bool,
 }
 
 impl ResponseHead<'_> {
@@ -83,9 +92,12 @@ impl ResponseHead<'_> {
         self.last_modified = None;
         self.location = None;
         self.etag = None;
+        self.etag_added_at = None;
+        self.last_modified_added = None;
         self.accept_ranges = false;
         self.special = false;
         self.headers.clear();
+        self.trailers_added = false;
     }
 
     /// A header set by a handler or filter, looked up case-insensitively (for

@@ -530,3 +530,130 @@ fn if_blocks_are_inline_ops_with_a_pseudo_location() {
     assert_eq!(root(&limited.settings), b"/srv/outer", "the block inherits");
     assert!(limited.settings.script.is_empty());
 }
+
+#[test]
+fn header_and_sending_directives_fail_with_nginx_texts() {
+    let at = " in /test/portico.conf:1";
+    let cases: &[(&str, &str)] = &[
+        ("expires foo;", "\"expires\" directive invalid value"),
+        ("expires '';", "\"expires\" directive invalid value"),
+        ("expires 1ms;", "\"expires\" directive invalid value"),
+        ("expires @-1h;", "\"expires\" directive invalid value"),
+        (
+            "expires @25h;",
+            "\"expires\" directive daily time value must be less than 24 hours",
+        ),
+        (
+            "expires modified @1h;",
+            "\"expires\" directive daily time cannot be used with \"modified\" parameter",
+        ),
+        (
+            "expires modified epoch;",
+            "\"expires\" directive invalid value",
+        ),
+        (
+            "expires modified off;",
+            "\"expires\" directive invalid value",
+        ),
+        ("expires foo 1h;", "\"expires\" directive invalid value"),
+        (
+            "expires 1h; expires 2h;",
+            "\"expires\" directive is duplicate",
+        ),
+        (
+            "expires 1h 2h 3h;",
+            "invalid number of arguments in \"expires\" directive",
+        ),
+        (
+            "add_trailer X;",
+            "invalid number of arguments in \"add_trailer\" directive",
+        ),
+        ("add_trailer X y z;", "invalid parameter \"z\""),
+        (
+            "etag maybe;",
+            "invalid value \"maybe\" in \"etag\" directive, it must be \"on\" or \"off\"",
+        ),
+        ("if_modified_since foo;", "invalid value \"foo\""),
+        ("limit_rate foo;", "\"limit_rate\" directive invalid value"),
+        ("limit_rate '';", "\"limit_rate\" directive invalid value"),
+        (
+            "limit_rate 1k; limit_rate 2k;",
+            "\"limit_rate\" directive is duplicate",
+        ),
+        (
+            "limit_rate_after -1;",
+            "\"limit_rate_after\" directive invalid value",
+        ),
+    ];
+    for (directives, expected) in cases {
+        let text = format!("http {{ server {{ location / {{ {directives} }} }} }}");
+        assert_eq!(error(&text), format!("{expected}{at}"), "for {directives}");
+    }
+    for fine in [
+        "expires @24h;",
+        "expires -0;",
+        "expires +1h;",
+        "expires $arg_e;",
+        "expires modified $arg_e;",
+        "limit_rate $arg_l; limit_rate_after 1m;",
+        "add_trailer X y always;",
+        "etag off; if_modified_since before;",
+    ] {
+        let text = format!("http {{ server {{ location / {{ {fine} }} }} }}");
+        assert!(load(&text).is_ok(), "{fine}: {:?}", load(&text).err());
+    }
+}
+
+#[test]
+fn expires_trailers_and_rates_inherit() {
+    use portico_http::core::{IfModifiedSince, SizeValue};
+    use portico_http::headers::{Expires, ExpiresValue};
+    let loaded = load(
+        r#"http {
+            expires 1h;
+            add_trailer X-Http 1;
+            limit_rate 4k;
+            server {
+                listen 127.0.0.1:8080;
+                if_modified_since before;
+                location /a { }
+                location /b { expires off; add_trailer X-B 1; add_trailer X-C 2; etag off; }
+                location /c { expires modified $arg_e; limit_rate_after 1k; }
+            }
+        }"#,
+    )
+    .unwrap();
+    let conf = &loaded.conf;
+    let by_name = |name: &str| {
+        &conf
+            .locations
+            .iter()
+            .find(|l| l.name == name)
+            .unwrap()
+            .settings
+    };
+    let (a, b, c) = (by_name("/a"), by_name("/b"), by_name("/c"));
+    assert!(matches!(
+        a.headers.expires,
+        Expires::Fixed(ExpiresValue::Access(3600))
+    ));
+    assert!(matches!(
+        b.headers.expires,
+        Expires::Fixed(ExpiresValue::Off)
+    ));
+    assert!(matches!(
+        c.headers.expires,
+        Expires::Variable { modified: true, .. }
+    ));
+    assert_eq!(a.headers.add_trailer.len(), 1);
+    assert_eq!(
+        b.headers.add_trailer.len(),
+        2,
+        "a level's own list replaces"
+    );
+    assert!(a.core.etag && !b.core.etag);
+    assert_eq!(a.core.if_modified_since, IfModifiedSince::Before);
+    assert!(matches!(a.core.limit_rate, SizeValue::Fixed(4096)));
+    assert!(matches!(c.core.limit_rate_after, SizeValue::Fixed(1024)));
+    assert!(matches!(a.core.limit_rate_after, SizeValue::Fixed(0)));
+}

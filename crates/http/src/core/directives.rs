@@ -11,8 +11,8 @@ use crate::conf::{
     BlockKind, HttpDirective, LoadContext, LocationScope, MainScope, ServerScope, Setter,
 };
 use crate::core::settings::{
-    BodyInFileOnly, DocumentRoot, KeepaliveDisable, KeepaliveTimeout, LingeringClose, Satisfy,
-    ServerTokens,
+    BodyInFileOnly, DocumentRoot, IfModifiedSince, KeepaliveDisable, KeepaliveTimeout,
+    LingeringClose, Satisfy, ServerTokens, SizeValue,
 };
 
 const HTTP_SERVER: Contexts = Contexts::HTTP.with(Contexts::SERVER);
@@ -273,6 +273,25 @@ pub const DIRECTIVES: &[HttpDirective] = &[
         ANY_LEVEL,
         Arity::FLAG,
         Setter::Location(set_chunked_transfer_encoding),
+    ),
+    entry("etag", ANY_LEVEL, Arity::FLAG, Setter::Location(set_etag)),
+    entry(
+        "if_modified_since",
+        ANY_LEVEL,
+        Arity::TAKE1,
+        Setter::Location(set_if_modified_since),
+    ),
+    entry(
+        "limit_rate",
+        ANY_LEVEL.with(Contexts::LOCATION_IF),
+        Arity::TAKE1,
+        Setter::Location(set_limit_rate),
+    ),
+    entry(
+        "limit_rate_after",
+        ANY_LEVEL.with(Contexts::LOCATION_IF),
+        Arity::TAKE1,
+        Setter::Location(set_limit_rate_after),
     ),
     entry(
         "log_not_found",
@@ -575,6 +594,20 @@ setter!(
     core.chunked_transfer_encoding,
     flag
 );
+setter!(set_etag, Location, core.etag, flag);
+setter!(
+    set_if_modified_since,
+    Location,
+    core.if_modified_since,
+    if_modified_since
+);
+setter!(set_limit_rate, Location, core.limit_rate, size_value);
+setter!(
+    set_limit_rate_after,
+    Location,
+    core.limit_rate_after,
+    size_value
+);
 setter!(set_log_not_found, Location, core.log_not_found, flag);
 setter!(
     set_absolute_redirect,
@@ -708,6 +741,30 @@ fn satisfy(directive: &Directive, _context: &mut LoadContext<'_>) -> Result<Sati
         "all" => Ok(Satisfy::All),
         "any" => Ok(Satisfy::Any),
         other => Err(invalid_choice(directive, other)),
+    }
+}
+
+fn if_modified_since(
+    directive: &Directive,
+    _context: &mut LoadContext<'_>,
+) -> Result<IfModifiedSince, ConfError> {
+    match directive.arg(0) {
+        "off" => Ok(IfModifiedSince::Off),
+        "exact" => Ok(IfModifiedSince::Exact),
+        "before" => Ok(IfModifiedSince::Before),
+        other => Err(invalid_choice(directive, other)),
+    }
+}
+
+/// A size that may hold variables: a literal one is checked now, as nginx checks it.
+fn size_value(
+    directive: &Directive,
+    context: &mut LoadContext<'_>,
+) -> Result<SizeValue, ConfError> {
+    let template = context.template(directive.arg(0), &directive.span)?;
+    match template.as_literal() {
+        Some(_) => size(directive, context).map(SizeValue::Fixed),
+        None => Ok(SizeValue::Variable(template)),
     }
 }
 

@@ -9,6 +9,6 @@ pub mod types;
 
 pub use settings::{
     BodyInFileOnly, CoreLocation, CoreLocationConf, CoreMain, CoreMainConf, CoreServer,
-    CoreServerConf, DocumentRoot, KeepaliveDisable, KeepaliveTimeout, LingeringClose, ServerTokens,
-    TempPath,
+    CoreServerConf, DocumentRoot, IfModifiedSince, KeepaliveDisable, KeepaliveTimeout,
+    LingeringClose, ServerTokens, SizeValue, TempPath,
 };

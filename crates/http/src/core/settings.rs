@@ -89,6 +89,26 @@ impl DocumentRoot {
     }
 }
 
+/// `if_modified_since off | exact | before`: how `If-Modified-Since` is compared with
+/// `Last-Modified`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IfModifiedSince {
+    /// The header is ignored.
+    Off,
+    /// Not modified only when the two times are equal.
+    Exact,
+    /// Not modified when `Last-Modified` is at or before the header's time.
+    Before,
+}
+
+/// A size that may hold variables (`limit_rate $arg_rate`): parsed at load when it is
+/// literal, else evaluated and parsed for each request.
+#[derive(Clone, Debug)]
+pub enum SizeValue {
+    Fixed(u64),
+    Variable(HttpTemplate),
+}
+
 settings! {
     /// Settings of the `http` block itself.
     pub struct CoreMainConf => CoreMain (env) {
@@ -183,6 +203,14 @@ settings! {
         server_tokens: ServerTokens = ServerTokens::On,
         /// `chunked_transfer_encoding`
         chunked_transfer_encoding: bool = true,
+        /// `etag`: whether the static handler sends `ETag`.
+        etag: bool = true,
+        /// `if_modified_since`
+        if_modified_since: IfModifiedSince = IfModifiedSince::Exact,
+        /// `limit_rate`: bytes per second; 0 is no limit.
+        limit_rate: SizeValue = SizeValue::Fixed(0),
+        /// `limit_rate_after`: bytes sent at full speed before `limit_rate` applies.
+        limit_rate_after: SizeValue = SizeValue::Fixed(0),
         /// `log_not_found`
         log_not_found: bool = true,
         /// `error_log` at this level, else the enclosing one's (the main one at the top).

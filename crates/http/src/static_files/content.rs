@@ -76,7 +76,8 @@ pub async fn serve_static<'a>(
             response.content_type = Some(static_handler::content_type(location, &request.uri));
             response.content_length = Some(len);
             response.last_modified = Some(modified);
-            response.etag = Some(static_handler::etag(modified, len));
+            let etag = location.settings.core.etag;
+            response.etag = etag.then(|| static_handler::etag(modified, len));
             // `Accept-Ranges` comes with byte-range support in the static module.
             response.accept_ranges = false;
             let body = Body::File(static_handler::FileBody {

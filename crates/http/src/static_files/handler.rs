@@ -81,11 +81,11 @@ pub fn open_and_stat(path: &PathBuf) -> Opened {
     }
 }
 
-/// Reads up to `len` bytes at `offset`; runs on a pool thread.
-pub fn read_chunk(file: &File, offset: u64, len: usize) -> io::Result<Vec<u8>> {
-    let mut buf = vec![0u8; len];
+/// Fills `buf` from the file at `offset`; fewer bytes only at the end of the file. Runs on
+/// a pool thread.
+pub fn read_chunk_into(file: &File, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
     let mut filled = 0;
-    while filled < len {
+    while filled < buf.len() {
         match file.read_at(&mut buf[filled..], offset + filled as u64) {
             Ok(0) => break,
             Ok(read) => filled += read,
@@ -93,8 +93,7 @@ pub fn read_chunk(file: &File, offset: u64, len: usize) -> io::Result<Vec<u8>> {
             Err(error) => return Err(error),
         }
     }
-    buf.truncate(filled);
-    Ok(buf)
+    Ok(filled)
 }
 
 /// The methods the static handler serves; anything else is 405 (nginx lets POST reach the
@@ -219,7 +218,9 @@ mod tests {
             panic!("not a file")
         };
         assert_eq!(len, 11);
-        assert_eq!(read_chunk(&file, 6, 100).unwrap(), b"world");
+        let mut buf = [0u8; 100];
+        assert_eq!(read_chunk_into(&file, 6, &mut buf).unwrap(), 5);
+        assert_eq!(&buf[..5], b"world");
         assert!(matches!(
             open_and_stat(&std::env::temp_dir()),
             Opened::Directory

@@ -9,6 +9,7 @@ use runtime::PeerAddress;
 use vars::Evaluator;
 
 use crate::conf::HttpConf;
+use crate::headers::AddHeader;
 use crate::request::{ConnectionInfo, Request, write_peer};
 use crate::variables::Variable;
 
@@ -129,6 +130,8 @@ impl RequestVariables<'_> {
             }
             Variable::RemoteUser => return append_remote_user(request, out),
             Variable::SentHttp(name) => return self.append_sent_header(name, out),
+            Variable::SentTrailer(name) => return self.append_sent_trailer(name, out),
+            Variable::LimitRate => push_number(out, request.limit_rate.unwrap_or(0) as i64, 1),
             Variable::Status => {
                 let status = crate::special::status_on_wire(request.response.status);
                 if status == 0 {
@@ -172,7 +175,6 @@ impl RequestVariables<'_> {
             }
             // No handler reads a body into memory yet.
             Variable::RequestBody => return false,
-            Variable::LimitRate => push_number(out, request.limit_rate.unwrap_or(0) as i64, 1),
             Variable::Pipe => out.push(if request.pipelined { b'p' } else { b'.' }),
             Variable::Named(slot) => match request.matches.named.get(slot.0 as usize) {
                 Some(Some(value)) => out.extend_from_slice(value),
@@ -249,9 +251,10 @@ impl RequestVariables<'_> {
                 Some(location) => out.extend_from_slice(&location.value),
                 None => return false,
             },
-            b"last_modified" => match response.last_modified {
-                Some(modified) => http1::response::write_http_date(out, modified),
-                None => return false,
+            b"last_modified" => match (&response.last_modified_added, response.last_modified) {
+                (Some((_, value)), _) => out.extend_from_slice(value),
+                (None, Some(modified)) => http1::response::write_http_date(out, modified),
+                (None, None) => return false,
             },
             b"etag" => match &response.etag {
                 Some(etag) => out.extend_from_slice(etag),
@@ -280,29 +283,48 @@ impl RequestVariables<'_> {
         location: Option<&crate::conf::Location>,
         out: &mut Vec<u8>,
     ) -> bool {
-        let dashed: Vec<u8> = name
-            .iter()
-            .map(|&b| if b == b'_' { b'-' } else { b })
-            .collect();
+        let dashed = dash_name(name);
         if let Some(value) = self.request.response.find(&dashed) {
             out.extend_from_slice(value);
             return true;
         }
-        let Some(location) = location else {
+        match location {
+            Some(location) => {
+                self.append_added_field(&location.settings.headers.add_header, &dashed, out)
+            }
+            None => false,
+        }
+    }
+
+    /// `$sent_trailer_NAME`: an `add_trailer` field, once the response's body has ended.
+    fn append_sent_trailer(&self, name: &[u8], out: &mut Vec<u8>) -> bool {
+        let request = self.request;
+        if !request.response.trailers_added {
+            return false;
+        }
+        let Some(location) = request.location.map(|id| self.conf.location(id)) else {
             return false;
         };
+        let dashed = dash_name(name);
+        self.append_added_field(&location.settings.headers.add_trailer, &dashed, out)
+    }
+
+    /// The value of the first `add_header` or `add_trailer` field called `dashed` that
+    /// applies to the response's status and is not empty, evaluated now. A field whose
+    /// value names a sent field is evaluated without following that one further.
+    fn append_added_field(&self, fields: &[AddHeader], dashed: &[u8], out: &mut Vec<u8>) -> bool {
         if self.in_added_header.replace(true) {
             return false;
         }
         let status = crate::special::status_on_wire(self.request.response.status);
         let status_ok = crate::headers::status_takes_added_headers(status);
         let mut found = false;
-        for header in &location.settings.headers.add_header {
-            if !header.name.eq_ignore_ascii_case(&dashed) || !(header.always || status_ok) {
+        for field in fields {
+            if !field.name.eq_ignore_ascii_case(dashed) || !(field.always || status_ok) {
                 continue;
             }
             let start = out.len();
-            header.value.evaluate(&mut Reborrow(self), out);
+            field.value.evaluate(&mut Reborrow(self), out);
             if out.len() > start {
                 found = true;
                 break;
@@ -527,6 +549,13 @@ fn push_seconds_millis(out: &mut Vec<u8>, elapsed: std::time::Duration) {
     push_number(out, elapsed.as_secs() as i64, 1);
     out.push(b'.');
     push_number(out, elapsed.subsec_millis().into(), 3);
+}
+
+/// `x_foo` (a variable name's suffix) to `x-foo`, to compare with field names.
+fn dash_name(name: &[u8]) -> Vec<u8> {
+    name.iter()
+        .map(|&b| if b == b'_' { b'-' } else { b })
+        .collect()
 }
 
 /// `X-Foo` to the `x_foo` form `$http_` and `$sent_http_` use.

@@ -63,6 +63,10 @@ pub enum Variable {
     RemoteUser,
     /// `$sent_http_NAME`: a response header.
     SentHttp(Box<[u8]>),
+    /// `$sent_trailer_NAME`: a field of the response's trailer section (`add_trailer`).
+    SentTrailer(Box<[u8]>),
+    /// `$limit_rate`: the response's rate limit in bytes per second.
+    LimitRate,
     /// `$status`.
     Status,
     BodyBytesSent,
@@ -88,8 +92,6 @@ pub enum Variable {
     IsRequestPort,
     /// `$request_body`: the body, when a handler read it into memory.
     RequestBody,
-    /// `$limit_rate`: the response's rate limit in bytes per second (0: none).
-    LimitRate,
     /// `$pipe`: `p` for a pipelined request, else `.`.
     Pipe,
     /// A named regex capture (or, later, a `set` or `map` variable).

@@ -48,6 +48,7 @@ type FromSuffix = fn(Box<[u8]>) -> Variable;
 const PREFIXED: &[(&str, FromSuffix)] = &[
     ("http_", Variable::HttpHeader),
     ("sent_http_", Variable::SentHttp),
+    ("sent_trailer_", Variable::SentTrailer),
     ("cookie_", Variable::Cookie),
     ("arg_", Variable::Arg),
 ];
@@ -207,6 +208,11 @@ mod tests {
             registry.resolve("sent_http_connection"),
             Variable::SentHttp(b"connection"[..].into())
         );
+        assert_eq!(
+            registry.resolve("sent_trailer_X_Var"),
+            Variable::SentTrailer(b"x_var"[..].into())
+        );
+        assert_eq!(registry.resolve("limit_rate"), Variable::LimitRate);
         let Variable::Named(slot) = registry.resolve("name") else {
             panic!("not named")
         };

@@ -101,3 +101,74 @@ fn added_to_redirects_but_not_to_server_errors() {
     assert_eq!(error.status, 500);
     assert!(!error.has_header("X-Location"));
 }
+
+const OWN_FIELDS: &str = "
+server {
+    listen 127.0.0.1:8080;
+    root html;
+    location /etag { add_header ETag foo; }
+    location /etag_removed { add_header ETag ''; }
+    location /set_then_removed { add_header ETag foo always; add_header ETag '' always; }
+    location /last_modified {
+        add_header X-Before 1;
+        add_header Last-Modified 'Mon, 28 Sep 1970 06:00:00 GMT';
+    }
+    location /last_modified_removed { add_header Last-Modified ''; }
+    location /added { add_header X-A a; add_header ETag bar; return 200 x; }
+}";
+
+fn own_fields() -> Instance {
+    let mut builder = Instance::http_builder(OWN_FIELDS);
+    for name in [
+        "etag",
+        "etag_removed",
+        "set_then_removed",
+        "last_modified",
+        "last_modified_removed",
+    ] {
+        builder = builder.file(&format!("html/{name}"), "x");
+    }
+    builder.start()
+}
+
+fn header_names(response: &crate::support::Response) -> Vec<&str> {
+    response
+        .headers
+        .iter()
+        .map(|(name, _)| name.as_str())
+        .collect()
+}
+
+#[test]
+fn etag_is_replaced_or_removed_not_added_twice() {
+    let server = own_fields();
+    let replaced = server.get("/etag");
+    assert_eq!(replaced.header_all("ETag"), vec!["foo"]);
+    let names = header_names(&replaced);
+    let etag_at = names.iter().position(|name| *name == "ETag").unwrap();
+    assert_eq!(names[etag_at - 1], "Connection", "replaced where it was");
+    assert!(!server.get("/etag_removed").has_header("ETag"));
+    assert!(!server.get("/set_then_removed").has_header("ETag"));
+    // A response without an ETag gets one where the add_header is.
+    let added = server.get("/added");
+    let names = header_names(&added);
+    let a_at = names.iter().position(|name| *name == "X-A").unwrap();
+    assert_eq!(names[a_at + 1], "ETag");
+    assert_eq!(added.header_all("ETag"), vec!["bar"]);
+}
+
+#[test]
+fn last_modified_is_replaced_or_removed() {
+    let server = own_fields();
+    let replaced = server.get("/last_modified");
+    assert_eq!(
+        replaced.header_all("Last-Modified"),
+        vec!["Mon, 28 Sep 1970 06:00:00 GMT"]
+    );
+    let names = header_names(&replaced);
+    let before_at = names.iter().position(|name| *name == "X-Before").unwrap();
+    assert_eq!(names[before_at + 1], "Last-Modified");
+    let removed = server.get("/last_modified_removed");
+    assert!(!removed.has_header("Last-Modified"));
+    assert!(removed.has_header("ETag"));
+}

@@ -235,9 +235,10 @@ impl Client {
         } else if response.is_chunked() {
             loop {
                 match decode_chunked(&self.received[head_length..]) {
-                    Ok(Some((decoded, consumed))) => {
-                        response.body = decoded;
-                        break head_length + consumed;
+                    Ok(Some(chunked)) => {
+                        response.body = chunked.body;
+                        response.trailers = chunked.trailers;
+                        break head_length + chunked.consumed;
                     }
                     Ok(None) => {}
                     Err(message) => {
@@ -386,6 +387,8 @@ pub struct Response {
     pub headers: Vec<(String, String)>,
     /// The body, de-chunked.
     pub body: Vec<u8>,
+    /// The trailer fields of a chunked body, in order.
+    pub trailers: Vec<(String, String)>,
     /// The response exactly as received.
     pub raw: Vec<u8>,
 }
@@ -410,6 +413,14 @@ impl Response {
 
     pub fn has_header(&self, name: &str) -> bool {
         self.header(name).is_some()
+    }
+
+    /// The first trailer field `name` (case-insensitive).
+    pub fn trailer(&self, name: &str) -> Option<&str> {
+        self.trailers
+            .iter()
+            .find(|(field, _)| field.eq_ignore_ascii_case(name))
+            .map(|(_, value)| value.as_str())
     }
 
     pub fn body_text(&self) -> String {
@@ -470,10 +481,18 @@ fn parse_head(head: &[u8]) -> Result<Response, String> {
     })
 }
 
-/// Decodes a complete chunked body at the start of `bytes`: the data and the number of
-/// bytes used, `None` while incomplete.
-fn decode_chunked(bytes: &[u8]) -> Result<Option<(Vec<u8>, usize)>, String> {
-    let mut decoded = Vec::new();
+/// A chunked body taken apart.
+#[derive(Debug, PartialEq, Eq)]
+struct Chunked {
+    body: Vec<u8>,
+    trailers: Vec<(String, String)>,
+    /// Bytes of the input the body used, framing and trailer section included.
+    consumed: usize,
+}
+
+/// Decodes a complete chunked body at the start of `bytes`, `None` while incomplete.
+fn decode_chunked(bytes: &[u8]) -> Result<Option<Chunked>, String> {
+    let mut body = Vec::new();
     let mut position = 0;
     loop {
         let Some(line_end) = find(&bytes[position..], b"\r\n") else {
@@ -486,25 +505,44 @@ fn decode_chunked(bytes: &[u8]) -> Result<Option<(Vec<u8>, usize)>, String> {
             .map_err(|_| format!("bad chunk size line {line:?}"))?;
         position += line_end + 2;
         if size == 0 {
-            // Trailer fields, then the empty line.
-            loop {
-                let Some(end) = find(&bytes[position..], b"\r\n") else {
-                    return Ok(None);
-                };
-                position += end + 2;
-                if end == 0 {
-                    return Ok(Some((decoded, position)));
-                }
-            }
+            return decode_trailers(bytes, position, body);
         }
         if bytes.len() < position + size + 2 {
             return Ok(None);
         }
-        decoded.extend_from_slice(&bytes[position..position + size]);
+        body.extend_from_slice(&bytes[position..position + size]);
         if &bytes[position + size..position + size + 2] != b"\r\n" {
             return Err("chunk data not followed by CRLF".to_owned());
         }
         position += size + 2;
+    }
+}
+
+/// The trailer fields after the last chunk, up to the empty line.
+fn decode_trailers(
+    bytes: &[u8],
+    mut position: usize,
+    body: Vec<u8>,
+) -> Result<Option<Chunked>, String> {
+    let mut trailers = Vec::new();
+    loop {
+        let Some(end) = find(&bytes[position..], b"\r\n") else {
+            return Ok(None);
+        };
+        let line = std::str::from_utf8(&bytes[position..position + end])
+            .map_err(|_| "a trailer field is not text".to_owned())?;
+        position += end + 2;
+        if line.is_empty() {
+            return Ok(Some(Chunked {
+                body,
+                trailers,
+                consumed: position,
+            }));
+        }
+        let (name, value) = line
+            .split_once(':')
+            .ok_or_else(|| format!("bad trailer line {line:?}"))?;
+        trailers.push((name.to_owned(), value.trim().to_owned()));
     }
 }
 
@@ -536,9 +574,14 @@ mod tests {
     #[test]
     fn chunked_decoding() {
         let body = b"3\r\nabc\r\n2;x=y\r\nde\r\n0\r\nTrailer: 1\r\n\r\nNEXT";
-        let (decoded, used) = decode_chunked(body).unwrap().unwrap();
-        assert_eq!(decoded, b"abcde");
-        assert_eq!(&body[used..], b"NEXT");
+        let chunked = decode_chunked(body).unwrap().unwrap();
+        assert_eq!(chunked.body, b"abcde");
+        assert_eq!(
+            chunked.trailers,
+            vec![("Trailer".to_owned(), "1".to_owned())]
+        );
+        assert_eq!(&body[chunked.consumed..], b"NEXT");
+        assert_eq!(decode_chunked(b"0\r\nX: 1\r\n").unwrap(), None);
         assert_eq!(decode_chunked(b"3\r\nab").unwrap(), None);
         assert!(decode_chunked(b"zz\r\n").is_err());
     }

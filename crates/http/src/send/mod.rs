@@ -1,0 +1,170 @@
+//! Sending a response: the keep-alive decision, the header filters, the head, the body,
+//! and the access-log line at the end. `filters.rs` holds the filters that run before the
+//! head (not modified, `expires`, the rate limit), `framing.rs` the chunked decision,
+//! `head.rs` the head itself, `body.rs` the body writer and `rate.rs` `limit_rate`.
+
+mod body;
+mod filters;
+pub mod framing;
+mod head;
+pub mod rate;
+
+use std::io;
+use std::time::Instant;
+
+use http1::Version;
+use http1::request::ConnectionOption;
+
+use crate::conf::Location;
+use crate::connection::Connection;
+use crate::not_modified::Outcome;
+use crate::request::{ConnectionInfo, Request};
+use crate::response::{Body, status_has_body};
+use crate::send::framing::{Framing, FramingInput, response_framing};
+use crate::special;
+use crate::variables::RequestVariables;
+use crate::worker::HttpWorker;
+
+/// The head buffer is kept for the connection's next request up to this capacity.
+const OUT_BUFFER_KEPT_BYTES_MAX: usize = 64 * 1024;
+
+fn location<'a>(worker: &'a HttpWorker, request: &Request<'_>) -> &'a Location {
+    let conf = worker.conf();
+    let id = request
+        .location
+        .or_else(|| request.server.map(|server| conf.server(server).location))
+        .unwrap_or(crate::conf::LocationId(0));
+    conf.location(id)
+}
+
+/// Whether the connection may serve another request after this one, as nginx decides.
+pub fn keepalive_allowed(
+    worker: &HttpWorker,
+    connection: &ConnectionInfo,
+    request: &Request<'_>,
+) -> bool {
+    let wanted = match request.info.connection {
+        ConnectionOption::Close => false,
+        ConnectionOption::KeepAlive => request.head.version >= Version::Http10,
+        ConnectionOption::Default | ConnectionOption::Upgrade => {
+            request.head.version == Version::Http11
+        }
+    };
+    if !wanted || !worker.is_running() {
+        return false;
+    }
+    let core = &location(worker, request).settings.core;
+    let browser = request.info.browser;
+    if core.keepalive_timeout.timeout.is_zero()
+        || connection.requests >= core.keepalive_requests
+        || request.started.is_some_and(|now| {
+            now.saturating_duration_since(connection.accepted) > core.keepalive_time
+        })
+        || (core.keepalive_disable.msie6
+            && browser.msie6
+            && request.head.method == http1::Method::Post)
+        || (core.keepalive_disable.safari && browser.safari)
+    {
+        return false;
+    }
+    !(request.response.special && special::status_closes_connection(request.response.status))
+}
+
+/// Sends the response: the header filters in nginx's order (not modified, headers,
+/// chunked), the head, then the body. `Err` means the connection is broken or timed out.
+pub async fn send_response<'a>(
+    worker: &'a HttpWorker,
+    connection: &mut Connection,
+    request: &mut Request<'a>,
+    mut body: Body<'a>,
+) -> io::Result<()> {
+    let location = location(worker, request);
+    let core = &location.settings.core;
+    let mut outcome = Outcome::Unchanged;
+    if request.response.status == 200 {
+        (body, outcome) = filters::not_modified(worker, request, location, body);
+    }
+    // One reading of the clock for `Date` and `Expires`, as nginx's cached time.
+    let now = worker.clock.wall();
+    filters::headers(worker, &connection.info, request, location, &now);
+    let status = special::status_on_wire(request.response.status);
+    let expect_trailers = location.settings.headers.expects_trailers(status);
+    let header_only = request.is_head() || !status_has_body(request.response.status);
+    if request.response.content_length.is_none() && status_has_body(request.response.status) {
+        request.response.content_length = body.len();
+    }
+    let framing = response_framing(&FramingInput {
+        version: request.head.version,
+        method: request.head.method,
+        status,
+        content_length: request.response.content_length,
+        expect_trailers,
+        chunked_transfer_encoding: core.chunked_transfer_encoding,
+    });
+    match framing {
+        Framing::Length => {}
+        Framing::Chunked => request.response.content_length = None,
+        Framing::Close => request.keepalive = false,
+    }
+    let mut out = std::mem::take(&mut connection.out);
+    out.clear();
+    if request.head.version != Version::Http09 {
+        head::write_head(
+            worker,
+            &connection.info,
+            request,
+            location,
+            framing,
+            now.unix_seconds,
+            &mut out,
+        );
+    }
+    request.sent.header_bytes = out.len() as u64;
+    if outcome == Outcome::PreconditionFailed {
+        // nginx's header filter answers 412 by ending the request with an error once the
+        // page is out: the connection closes although the head said keep-alive.
+        request.keepalive = false;
+    }
+    let limit = filters::limit_rate(worker, &connection.info, request, location);
+    let context = body::BodyContext {
+        worker,
+        connection: &connection.info,
+        location,
+        framing,
+        header_only,
+        expect_trailers,
+    };
+    let mut output = body::Output::new(connection, &worker.clock, core.send_timeout, limit);
+    let result = body::send(&context, &mut output, request, body, &mut out).await;
+    request.sent.body_bytes = output.sent.saturating_sub(request.sent.header_bytes);
+    // A large body may have grown the buffer; keep only a modest one for the next request.
+    if out.capacity() <= OUT_BUFFER_KEPT_BYTES_MAX {
+        connection.out = out;
+    }
+    if result.is_ok() {
+        request.completed = true;
+    }
+    result
+}
+
+/// The log phase: the access-log line(s) of the request's location.
+pub fn log_request(worker: &HttpWorker, connection: &Connection, request: &Request<'_>) {
+    let location = location(worker, request);
+    let settings = &location.settings.access_log;
+    let targets = &settings.access_log;
+    if targets.is_empty() || settings.access_log_off {
+        return;
+    }
+    let now = worker.clock.now();
+    let variables = RequestVariables::new(
+        request,
+        &connection.info,
+        worker.conf(),
+        now,
+        &worker.generation.hostname,
+    );
+    worker
+        .access_logs
+        .borrow_mut()
+        .log(targets, &variables, Instant::now());
+}
