@@ -284,15 +284,23 @@ impl RequestVariables<'_> {
         out: &mut Vec<u8>,
     ) -> bool {
         let dashed = dash_name(name);
-        if let Some(value) = self.request.response.find(&dashed) {
-            out.extend_from_slice(value);
-            return true;
+        // Several fields of one name are joined with `, `, as nginx 1.23 and later do.
+        let mut found = false;
+        for (key, value) in &self.request.response.headers {
+            if key.as_slice().eq_ignore_ascii_case(&dashed) {
+                if found {
+                    out.extend_from_slice(b", ");
+                }
+                out.extend_from_slice(value.as_slice());
+                found = true;
+            }
         }
         match location {
             Some(location) => {
-                self.append_added_field(&location.settings.headers.add_header, &dashed, out)
+                let fields = &location.settings.headers.add_header;
+                self.append_added_field(fields, &dashed, found, out) || found
             }
-            None => false,
+            None => found,
         }
     }
 
@@ -306,29 +314,40 @@ impl RequestVariables<'_> {
             return false;
         };
         let dashed = dash_name(name);
-        self.append_added_field(&location.settings.headers.add_trailer, &dashed, out)
+        self.append_added_field(&location.settings.headers.add_trailer, &dashed, false, out)
     }
 
-    /// The value of the first `add_header` or `add_trailer` field called `dashed` that
-    /// applies to the response's status and is not empty, evaluated now. A field whose
-    /// value names a sent field is evaluated without following that one further.
-    fn append_added_field(&self, fields: &[AddHeader], dashed: &[u8], out: &mut Vec<u8>) -> bool {
+    /// The values of the `add_header` (or `add_trailer`) fields named `dashed` that apply to
+    /// this response, joined with `, ` (after `earlier` values already written). A field
+    /// whose value names a sent field is evaluated without following that one further.
+    fn append_added_field(
+        &self,
+        fields: &[AddHeader],
+        dashed: &[u8],
+        earlier: bool,
+        out: &mut Vec<u8>,
+    ) -> bool {
         if self.in_added_header.replace(true) {
             return false;
         }
         let status = crate::special::status_on_wire(self.request.response.status);
         let status_ok = crate::headers::status_takes_added_headers(status);
         let mut found = false;
+        let mut value = Vec::new();
         for field in fields {
             if !field.name.eq_ignore_ascii_case(dashed) || !(field.always || status_ok) {
                 continue;
             }
-            let start = out.len();
-            field.value.evaluate(&mut Reborrow(self), out);
-            if out.len() > start {
-                found = true;
-                break;
+            value.clear();
+            field.value.evaluate(&mut Reborrow(self), &mut value);
+            if value.is_empty() {
+                continue;
             }
+            if found || earlier {
+                out.extend_from_slice(b", ");
+            }
+            out.extend_from_slice(&value);
+            found = true;
         }
         self.in_added_header.set(false);
         found
@@ -515,6 +534,10 @@ fn decode_base64(input: &[u8]) -> Option<Vec<u8>> {
 /// `$arg_NAME`: the first argument whose name matches case-insensitively; its value is
 /// not unescaped, as in nginx.
 fn append_argument(args: &[u8], name: &[u8], out: &mut Vec<u8>) -> bool {
+    // `$arg_` names no argument, not one with an empty name.
+    if name.is_empty() {
+        return false;
+    }
     for pair in args.split(|&b| b == b'&') {
         let (key, value) = match memchr::memchr(b'=', pair) {
             Some(equals) => (&pair[..equals], &pair[equals + 1..]),
@@ -530,6 +553,9 @@ fn append_argument(args: &[u8], name: &[u8], out: &mut Vec<u8>) -> bool {
 
 /// `$cookie_NAME`: the value of the first cookie with that name in any Cookie header.
 fn append_cookie(request: &Request<'_>, name: &[u8], out: &mut Vec<u8>) -> bool {
+    if name.is_empty() {
+        return false;
+    }
     for header in request.headers(b"cookie") {
         for pair in header.split(|&b| b == b';' || b == b',') {
             let pair = pair.trim_ascii_start();

@@ -116,9 +116,8 @@ impl VariableRegistry {
             return Variable::Named(*slot);
         }
         for (prefix, make) in PREFIXED {
-            if let Some(rest) = lower.strip_prefix(prefix)
-                && !rest.is_empty()
-            {
+            // A bare prefix (`$arg_`) is accepted too and names nothing, as in nginx.
+            if let Some(rest) = lower.strip_prefix(prefix) {
                 return make(rest.as_bytes().into());
             }
         }
@@ -233,8 +232,13 @@ mod tests {
     }
 
     #[test]
-    fn bare_prefix_is_a_named_variable() {
+    fn a_bare_prefix_is_its_family_with_an_empty_name() {
         let mut registry = VariableRegistry::default();
-        assert!(matches!(registry.resolve("http_"), Variable::Named(_)));
+        assert_eq!(registry.resolve("arg_"), Variable::Arg(b""[..].into()));
+        assert_eq!(
+            registry.resolve("http_"),
+            Variable::HttpHeader(b""[..].into())
+        );
+        registry.check_defined().unwrap();
     }
 }

@@ -172,3 +172,29 @@ fn last_modified_is_replaced_or_removed() {
     assert!(!removed.has_header("Last-Modified"));
     assert!(removed.has_header("ETag"));
 }
+
+#[test]
+fn sent_http_joins_every_field_of_a_name() {
+    let server = Instance::http(
+        r#"
+log_format cc "$uri: $sent_http_cache_control|$sent_http_x_none|$arg_";
+server {
+    listen 127.0.0.1:8080;
+    access_log logs/cc.log cc;
+    location /set {
+        add_header Cache-Control max-age=3600;
+        add_header Cache-Control "";
+        add_header Cache-Control private;
+        add_header Cache-Control must-revalidate;
+        return 200 OK;
+    }
+}"#,
+    );
+    let response = server.get("/set?=bare");
+    assert_eq!(
+        response.header_all("Cache-Control"),
+        vec!["max-age=3600", "private", "must-revalidate"]
+    );
+    let line = server.wait_for_line("logs/cc.log", "/set");
+    assert_eq!(line, "/set: max-age=3600, private, must-revalidate|-|-");
+}
