@@ -155,7 +155,7 @@ RUNS=$WORK/runs.tsv
 run_one() {
     local kind=$1 setting=$2 rep=$3 port=$4 conf=$5
     local prefix=$WORK/$kind-$setting out=$WORK/wrk-$setting-$rep-$kind.txt
-    local family ticks0 ticks1 busy0 busy1 t0 t1 wrk_ticks parsed perf_pid="" instructions=nan
+    local family cpu0 cpu1 busy0 busy1 t0 t1 wrk_ticks parsed perf_pid="" instructions=nan
     wait_quiet
     start_server "$kind" "$prefix" "$conf" "$port"
     check_answer "$port" "$EXPECTED" "$kind"
@@ -174,8 +174,7 @@ run_one() {
     if [ "$WARMUP" != 0 ]; then
         run_wrk "$WORK/warmup.txt" "$WARMUP" "http://127.0.0.1:$port/" >/dev/null || die "wrk warmup failed"
     fi
-    # The master and its workers (nginx), or the one process (Portico: threads are counted in
-    # the process's own /proc/PID/stat).
+    # The master and its workers (nginx), or the one process (Portico: every thread of it).
     mapfile -t family < <(process_family "$SERVER_PID")
     if [ "$COUNT_INSTRUCTIONS" = 1 ]; then
         # Counting only (no sampling): the counter is saved and restored at context switches.
@@ -183,39 +182,40 @@ run_one() {
         perf_pid=$!
         sleep 0.2
     fi
-    ticks0=$(family_ticks "${family[@]}")
+    cpu0=$(family_cpu_ns "${family[@]}")
     busy0=$(machine_busy_ticks)
     t0=$(date +%s.%N)
     wrk_ticks=$(run_wrk "$out" "$DURATION" "http://127.0.0.1:$port/") || die "wrk failed: $(cat "$out")"
     t1=$(date +%s.%N)
     busy1=$(machine_busy_ticks)
-    ticks1=$(family_ticks "${family[@]}")
+    cpu1=$(family_cpu_ns "${family[@]}")
     if [ -n "$perf_pid" ]; then
         kill -INT "$perf_pid" 2>/dev/null || true
         wait "$perf_pid" 2>/dev/null || true
         instructions=$(awk -F, '$3 ~ /^instructions/ && $1 ~ /^[0-9]+$/ { print $1 }' "$WORK/perf.csv")
         [ -n "$instructions" ] || instructions=nan
     fi
-    [ "$ticks0" != gone ] && [ "$ticks1" != gone ] || die "$kind: a server process exited during the run"
+    [ "$cpu0" != gone ] && [ "$cpu1" != gone ] || die "$kind: a server process exited during the run"
     check_answer "$port" "$EXPECTED" "$kind"
     stop_server "$SERVER_PID"
     parsed=$(parse_wrk "$out") || die "could not parse wrk output: $(cat "$out")"
     # shellcheck disable=SC2086
     set -- $parsed
     local requests=$1 rps=$2 avg=$3 p99=$4 errors=$5
-    local server_ticks=$((ticks1 - ticks0))
+    local server_ns=$((cpu1 - cpu0))
     awk -v OFS='\t' -v s="$setting" -v r="$rep" -v k="$kind" -v n="$requests" -v rps="$rps" \
-        -v avg="$avg" -v p99="$p99" -v e="$errors" -v st="$server_ticks" -v wt="$wrk_ticks" \
+        -v avg="$avg" -v p99="$p99" -v e="$errors" -v sns="$server_ns" -v wt="$wrk_ticks" \
         -v busy=$((busy1 - busy0)) -v hz="$CLK_TCK" -v t0="$t0" -v t1="$t1" -v procs="${#family[@]}" \
         -v ins="$instructions" 'BEGIN {
-            cpu_us = st / hz * 1e6 / n
-            other = (busy - st - wt) / hz / (t1 - t0)
+            server_s = sns / 1e9
+            cpu_us = server_s * 1e6 / n
+            other = (busy / hz - server_s - wt / hz) / (t1 - t0)
             if (other < 0) other = 0
-            print s, r, k, n, rps, avg, p99, e, st / hz, cpu_us, wt / hz, other, procs, "yes", (ins == "nan" ? "nan" : ins / n)
+            print s, r, k, n, rps, avg, p99, e, server_s, cpu_us, wt / hz, other, procs, "yes", (ins == "nan" ? "nan" : ins / n)
         }' >>"$RUNS"
     note "$(printf 'worker_processes %-4s rep %s %-7s %10.0f req/s  avg %8.0f us  p99 %8.0f us  cpu %6.2f us/req  %s instr/req  other load %.2f cores  errors %s' \
         "$setting" "$rep" "$kind" "$rps" "$avg" "$p99" \
-        "$(awk -v st="$server_ticks" -v hz="$CLK_TCK" -v n="$requests" 'BEGIN { print st / hz * 1e6 / n }')" \
+        "$(awk -v sns="$server_ns" -v n="$requests" 'BEGIN { print sns / 1e3 / n }')" \
         "$(tail -n1 "$RUNS" | cut -f15 | awk '{ printf($1 == "nan" ? "-" : "%.0f", $1) }')" \
         "$(tail -n1 "$RUNS" | cut -f12)" "$errors")"
 }
