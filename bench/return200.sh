@@ -291,9 +291,9 @@ col() { awk -F'\t' -v s="$1" -v k="$2" -v c="$3" '$1 == s && $3 == k && $14 == "
     fi
     echo "- Other load: load average $LOAD_BEFORE before, $LOAD_AFTER after; 2 s samples (cores): before: $BUSY_BEFORE; after: $BUSY_AFTER"
     echo
-    echo "CPU/request is the server's user+sys time (/proc/PID/stat utime+stime of nginx's master and"
-    echo "workers, or of Portico's one process) over the measured run, divided by the requests wrk"
-    echo "completed. \"Other load\" is the CPU the rest of the machine used during the run, in cores"
+    echo "CPU/request is the server's time on a CPU (the scheduler's nanosecond count in"
+    echo "/proc/PID/task/*/schedstat, over every thread of nginx's master and workers, or of Portico's"
+    echo "one process) over the measured run, divided by the requests wrk completed. \"Other load\" is the CPU the rest of the machine used during the run, in cores"
     echo "(all CPU busy time from /proc/stat minus the server's and wrk's): above ~0.2 the run competed"
     echo "with something else."
     if [ "$COUNT_INSTRUCTIONS" = 1 ]; then
