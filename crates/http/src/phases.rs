@@ -176,10 +176,22 @@ fn find_config<'a>(
         &request.uri,
         &mut request.matches,
     );
+    let redirect = location::auto_redirect(&conf.locations, &server.locations, &request.uri);
+    let found = redirect.unwrap_or(found);
     request.location = Some(found);
     let mut location = conf.location(found);
     if !request.internal && location.settings.core.internal {
         return Step::Finalize(404);
+    }
+    if redirect.is_some() {
+        let mut value = Vec::with_capacity(location.prefix().len() + request.args.len() + 1);
+        crate::proxy::request::escape_uri(location.prefix(), &mut value);
+        if !request.args.is_empty() {
+            value.push(b'?');
+            value.extend_from_slice(&request.args);
+        }
+        request.response.location = Some(Location { value });
+        return Step::Finalize(301);
     }
     if let Some((methods, block)) = location.limit_except
         && !methods.contains(request.head.method)
@@ -295,6 +307,8 @@ async fn content<'a>(
         {
             ProxyOutcome::Respond(body) => Step::Done(Reply::Respond(body)),
             ProxyOutcome::Finalize(status) => Step::Finalize(status),
+            ProxyOutcome::Redirect { uri, args } => Step::Redirect { uri, args },
+            ProxyOutcome::Named(name) => Step::Named(name),
         };
     }
     let connection = &client_connection.info;
@@ -502,7 +516,10 @@ fn respond_return<'a>(
     };
     let location = current_location(worker, request);
     request.response.status = status;
-    request.response.content_type = Some(static_handler::content_type(location, &request.uri));
+    // A type set before (an `X-Accel-Redirect` response's) is kept, as nginx keeps it.
+    if request.response.content_type.is_none() {
+        request.response.content_type = Some(static_handler::content_type(location, &request.uri));
+    }
     Step::Done(Reply::Respond(Body::Bytes(body)))
 }
 

@@ -19,7 +19,7 @@ use crate::proxy::body::{Release, UpstreamBody};
 use crate::proxy::pass::{ProxyPass, host_header, literal_address, parse_url};
 use crate::proxy::request::{HeadInput, is_idempotent, upstream_uri, write_head};
 use crate::proxy::response::{self, InvalidHead, RewriteInput, UpstreamFraming, UpstreamHead};
-use crate::proxy::{NextUpstream, Proxy};
+use crate::proxy::{IgnoreHeaders, NextUpstream, Proxy};
 use crate::request::{ConnectionInfo, Request};
 use crate::response::Body;
 use crate::upstream::balancer::SelectKey;
@@ -75,6 +75,12 @@ impl UpstreamInfo {
 pub enum ProxyOutcome<'a> {
     Respond(Body<'a>),
     Finalize(u16),
+    /// `X-Accel-Redirect` to a URI (with its arguments) or a named location.
+    Redirect {
+        uri: Vec<u8>,
+        args: Vec<u8>,
+    },
+    Named(Vec<u8>),
 }
 
 /// A group from the configuration, or one made for a `proxy_pass` with variables that
@@ -305,7 +311,46 @@ pub async fn proxy<'a>(
                         false,
                     );
                     request.upstream.attempts[attempt].response_time = Some(started.elapsed());
+                    // The challenge of an intercepted 401 still reaches the client.
+                    if status == 401 {
+                        for (name, value) in &upstream_head.headers {
+                            if name.eq_ignore_ascii_case(b"www-authenticate") {
+                                request.response.headers.push((
+                                    crate::response::Bytes::Owned(name.clone()),
+                                    crate::response::Bytes::Owned(value.clone()),
+                                ));
+                            }
+                        }
+                    }
                     return ProxyOutcome::Finalize(status);
+                }
+                if !proxy.ignore_headers.has(IgnoreHeaders::X_ACCEL_REDIRECT)
+                    && let Some(target) = upstream_head
+                        .headers
+                        .iter()
+                        .find(|(name, value)| {
+                            name.eq_ignore_ascii_case(b"x-accel-redirect") && !value.is_empty()
+                        })
+                        .map(|(_, value)| value.clone())
+                {
+                    release(
+                        worker,
+                        &connection.info,
+                        request,
+                        peer_group,
+                        selected,
+                        false,
+                    );
+                    request.upstream.attempts[attempt].response_time = Some(started.elapsed());
+                    drop(stream);
+                    return accel_redirect(
+                        worker,
+                        &connection.info,
+                        request,
+                        proxy,
+                        &upstream_head,
+                        target,
+                    );
                 }
                 let rewrite = RewriteInput {
                     url: url_text,
@@ -380,6 +425,88 @@ pub async fn proxy<'a>(
             }
         }
     }
+}
+
+/// Fields of an `X-Accel-Redirect` response that the redirected request keeps.
+const KEPT_ON_REDIRECT: &[&[u8]] = &[
+    b"set-cookie",
+    b"content-disposition",
+    b"cache-control",
+    b"expires",
+    b"accept-ranges",
+];
+
+/// `X-Accel-Redirect`: an internal redirect to the URI (or named location) the upstream
+/// named, keeping the fields nginx keeps; an unsafe URI is a 404.
+fn accel_redirect<'a>(
+    worker: &HttpWorker,
+    connection: &ConnectionInfo,
+    request: &mut Request<'a>,
+    proxy: &Proxy,
+    head: &UpstreamHead,
+    target: Vec<u8>,
+) -> ProxyOutcome<'a> {
+    for (name, value) in &head.headers {
+        if name.eq_ignore_ascii_case(b"content-type") {
+            request.response.content_type = Some(crate::response::Bytes::Owned(value.clone()));
+        } else if KEPT_ON_REDIRECT
+            .iter()
+            .any(|kept| kept.eq_ignore_ascii_case(name))
+        {
+            request.response.headers.push((
+                crate::response::Bytes::Owned(name.clone()),
+                crate::response::Bytes::Owned(value.clone()),
+            ));
+        } else if name.eq_ignore_ascii_case(b"x-accel-limit-rate")
+            && !proxy.ignore_headers.has(IgnoreHeaders::X_ACCEL_LIMIT_RATE)
+        {
+            if let Some(rate) = std::str::from_utf8(value)
+                .ok()
+                .and_then(|text| text.parse().ok())
+            {
+                request.limit_rate = Some(rate);
+            }
+        }
+    }
+    if target.starts_with(b"@") {
+        return ProxyOutcome::Named(target);
+    }
+    let Some((uri, args)) = safe_uri(&target) else {
+        log(
+            worker,
+            connection,
+            request,
+            Level::Error,
+            format_args!(
+                "unsafe URI \"{}\" was detected",
+                String::from_utf8_lossy(&target)
+            ),
+        );
+        return ProxyOutcome::Finalize(404);
+    };
+    if !request.is_head() {
+        request.head.method = http1::Method::Get;
+        request.method_is_get = true;
+    }
+    ProxyOutcome::Redirect { uri, args }
+}
+
+/// A URI from a header, as nginx checks one: arguments split off at `?`, `%XX` decoded, and
+/// refused when a segment is `.` or `..` or it holds a NUL.
+pub fn safe_uri(value: &[u8]) -> Option<(Vec<u8>, Vec<u8>)> {
+    let (path, args) = match memchr::memchr(b'?', value) {
+        Some(question) => (&value[..question], value[question + 1..].to_vec()),
+        None => (value, Vec::new()),
+    };
+    let mut uri = Vec::with_capacity(path.len());
+    http1::uri::unescape(path, &mut uri);
+    if uri.contains(&0) {
+        return None;
+    }
+    let unsafe_segment = uri
+        .split(|&byte| byte == b'/')
+        .any(|segment| segment == b"." || segment == b"..");
+    (!unsafe_segment).then_some((uri, args))
 }
 
 fn retry_allowed(proxy: &Proxy, started: Instant, idempotent: bool) -> bool {
@@ -524,14 +651,22 @@ async fn read_request_body(
         request.discard_body = true;
         return Err(413);
     }
-    let expect = request.info.expect_continue;
+    // `100 Continue` once the body is wanted, even an empty one, as nginx answers.
+    if request.info.expect_continue
+        && request.head.version >= http1::Version::Http11
+        && connection.filled == 0
+    {
+        let _ = connection
+            .write_all_timed(b"HTTP/1.1 100 Continue\r\n\r\n", settings.timeout)
+            .await;
+    }
     let result = read_body(
         connection,
         body_state,
         &settings,
         &worker.generation.file_pool,
         &TEMP_NUMBERS,
-        expect,
+        false,
     )
     .await;
     match result {
@@ -763,19 +898,25 @@ async fn exchange(
             stale: !timed_out,
         }
     };
-    write_timed(stream, head, proxy.send_timeout)
-        .await
-        .map_err(|error| send_error(error, false))?;
     let mut sent = head.len() as u64;
     match body {
-        OutBody::None => {}
+        OutBody::None => write_timed(stream, head, proxy.send_timeout)
+            .await
+            .map_err(|error| send_error(error, false))?,
+        // Head and body in one write, as one `writev` would send them.
         OutBody::Memory(bytes) => {
-            write_timed(stream, bytes, proxy.send_timeout)
+            let mut request_bytes = Vec::with_capacity(head.len() + bytes.len());
+            request_bytes.extend_from_slice(head);
+            request_bytes.extend_from_slice(bytes);
+            write_timed(stream, &request_bytes, proxy.send_timeout)
                 .await
-                .map_err(|error| send_error(error, true))?;
+                .map_err(|error| send_error(error, false))?;
             sent += bytes.len() as u64;
         }
         OutBody::File(file) => {
+            write_timed(stream, head, proxy.send_timeout)
+                .await
+                .map_err(|error| send_error(error, false))?;
             let mut offset = 0;
             while offset < file.len {
                 let len = (file.len - offset).min(64 * 1024) as usize;

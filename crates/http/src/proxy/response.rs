@@ -277,6 +277,7 @@ pub fn apply(
     request.response.content_length = head.content_length;
     request.response.accept_ranges = false;
     let mut headers: Vec<(Bytes<'static>, Bytes<'static>)> = Vec::with_capacity(head.headers.len());
+    let mut expires_seen = false;
     for (name, value) in &head.headers {
         let lower = name.to_ascii_lowercase();
         if HOP_BY_HOP.contains(&lower.as_slice()) && !(lower == b"upgrade" && head.status == 101) {
@@ -328,7 +329,13 @@ pub fn apply(
                 headers.push((Bytes::Owned(name.clone()), Bytes::Owned(value)));
                 continue;
             }
-            b"x-accel-limit-rate" => {}
+            // nginx keeps the first `Expires` only.
+            b"expires" => {
+                if expires_seen {
+                    continue;
+                }
+                expires_seen = true;
+            }
             _ => {}
         }
         headers.push((Bytes::Owned(name.clone()), Bytes::Owned(value.clone())));

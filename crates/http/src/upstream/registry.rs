@@ -206,8 +206,10 @@ impl UpstreamRegistry {
                 Entry::Address {
                     host, port, span, ..
                 } => {
-                    let shown = format!("{host}:{port}");
-                    let peers = resolve(&host, port, &span, &shown)?;
+                    let peers = match host.strip_prefix("unix:") {
+                        Some(path) => vec![peer_at(PeerAddr::Unix(path.into()), host.clone())],
+                        None => resolve(&host, port, &span, &format!("{host}:{port}"))?,
+                    };
                     Group::new(
                         host.into(),
                         peers,
