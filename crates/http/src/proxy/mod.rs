@@ -7,8 +7,10 @@
 //! client takes it ([`body`]). Connections are reused through the worker's keep-alive
 //! cache when the group says `keepalive`.
 
+mod accel;
 pub mod body;
 pub mod directives;
+mod exchange;
 pub mod handler;
 pub mod pass;
 pub mod request;

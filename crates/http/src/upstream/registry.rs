@@ -204,11 +204,19 @@ impl UpstreamRegistry {
                     span,
                 } => block_group(name, scope, &span)?,
                 Entry::Address {
-                    host, port, span, ..
+                    host,
+                    port,
+                    no_port,
+                    span,
                 } => {
+                    let shown = if no_port {
+                        host.clone()
+                    } else {
+                        format!("{host}:{port}")
+                    };
                     let peers = match host.strip_prefix("unix:") {
                         Some(path) => vec![peer_at(PeerAddr::Unix(path.into()), host.clone())],
-                        None => resolve(&host, port, &span, &format!("{host}:{port}"))?,
+                        None => resolve(&host, port, &span, &shown)?,
                     };
                     Group::new(
                         host.into(),

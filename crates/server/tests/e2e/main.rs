@@ -25,6 +25,7 @@ mod http_timeouts;
 mod http_uri;
 mod limit_rate;
 mod not_modified;
+mod proxy;
 mod reload;
 mod r#return;
 mod rewrite;

@@ -10,6 +10,7 @@ pub mod log;
 pub mod ports;
 pub mod prefix;
 pub mod proc_net;
+pub mod upstream;
 pub mod wait;
 
 pub use client::{Client, Ending, ReadError, Response, get, get_host, get_keepalive};

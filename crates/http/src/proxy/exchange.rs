@@ -1,0 +1,368 @@
+//! One try of one upstream server: a connection (from the keep-alive cache or new, with
+//! `proxy_connect_timeout` and `proxy_bind`), the request sent under
+//! `proxy_send_timeout`, the response head read under `proxy_read_timeout`, and each
+//! failure described as nginx logs it and as `proxy_next_upstream` classifies it.
+
+use std::io;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use runtime::Stream;
+
+use crate::proxy::handler::GroupRef;
+use crate::proxy::response::{self, InvalidHead, UpstreamHead};
+use crate::proxy::{NextUpstream, Proxy};
+use crate::request::Request;
+use crate::upstream::{Peer, PeerAddr, Selected};
+use crate::worker::HttpWorker;
+
+/// Why a try failed.
+#[derive(Debug)]
+pub(super) struct TryError {
+    /// Which `proxy_next_upstream` condition it is.
+    pub(super) kind: u16,
+    pub(super) status: u16,
+    pub(super) message: String,
+    /// The request reached the server (non-idempotent requests are then not retried).
+    pub(super) sent: bool,
+    /// The connection came from the keep-alive cache and failed before any answer.
+    pub(super) stale: bool,
+}
+
+/// The request's body as it goes upstream.
+pub(super) enum OutBody {
+    None,
+    Memory(Vec<u8>),
+    File(crate::body::reader::TempBody),
+}
+
+impl OutBody {
+    pub(super) fn len(&self) -> Option<u64> {
+        match self {
+            OutBody::None => None,
+            OutBody::Memory(bytes) => Some(bytes.len() as u64),
+            OutBody::File(file) => Some(file.len),
+        }
+    }
+}
+
+/// `(111: Connection refused)` from an I/O error, as nginx writes errno.
+pub fn errno_text(error: &io::Error) -> String {
+    match error.raw_os_error() {
+        Some(code) => {
+            let text = io::Error::from_raw_os_error(code).to_string();
+            let text = text
+                .rsplit_once(" (os error")
+                .map_or(text.as_str(), |(text, _)| text)
+                .to_owned();
+            format!("{code}: {text}")
+        }
+        None => match error.kind() {
+            io::ErrorKind::TimedOut => "110: Connection timed out".to_owned(),
+            io::ErrorKind::UnexpectedEof => "104: Connection reset by peer".to_owned(),
+            _ => error.to_string(),
+        },
+    }
+}
+
+pub(super) type TryOk = (Stream, UpstreamHead, Vec<u8>, Instant, u64);
+
+/// One try: a connection (cached or new), the request, the response head.
+#[allow(clippy::too_many_arguments)]
+pub(super) async fn try_peer(
+    worker: &HttpWorker,
+    group: &GroupRef<'_>,
+    selected: Selected,
+    peer: &Peer,
+    proxy: &Proxy,
+    bind: Option<SocketAddr>,
+    head: &[u8],
+    body: &OutBody,
+    idempotent: bool,
+    request: &mut Request<'_>,
+    attempt: usize,
+) -> Result<TryOk, TryError> {
+    let started = request.upstream.attempts[attempt].started;
+    // A cached connection first; one that turns out stale is replaced by a new one.
+    if let GroupRef::Conf(group) = group
+        && let Some(idle) = group.take_idle(selected, Instant::now())
+    {
+        request.upstream.attempts[attempt].connect_time = Some(Duration::ZERO);
+        match exchange(
+            &idle.stream,
+            proxy,
+            head,
+            body,
+            worker,
+            request,
+            attempt,
+            started,
+        )
+        .await
+        {
+            Ok((response, leftover)) => {
+                return Ok((idle.stream, response, leftover, idle.opened, idle.requests));
+            }
+            // A connection the server closed while idle: a new one, when repeating
+            // the request is safe.
+            Err(error) if error.stale && idempotent => {}
+            Err(error) => return Err(error),
+        }
+    }
+    let stream = connect(&peer.address, bind, proxy.connect_timeout)
+        .await
+        .map_err(|error| {
+            let timed_out = error.kind() == io::ErrorKind::TimedOut;
+            TryError {
+                kind: if timed_out {
+                    NextUpstream::TIMEOUT
+                } else {
+                    NextUpstream::ERROR
+                },
+                status: if timed_out { 504 } else { 502 },
+                message: if timed_out {
+                    "upstream timed out (110: Connection timed out) while connecting to upstream"
+                        .to_owned()
+                } else {
+                    format!(
+                        "connect() failed ({}) while connecting to upstream",
+                        errno_text(&error)
+                    )
+                },
+                sent: false,
+                stale: false,
+            }
+        })?;
+    let opened = Instant::now();
+    request.upstream.attempts[attempt].connect_time =
+        Some(opened.saturating_duration_since(started));
+    let (response, leftover) = exchange(
+        &stream, proxy, head, body, worker, request, attempt, started,
+    )
+    .await
+    .map_err(|mut error| {
+        error.stale = false;
+        error
+    })?;
+    Ok((stream, response, leftover, opened, 0))
+}
+
+/// Opens a connection to `address` within `timeout`.
+pub async fn connect(
+    address: &PeerAddr,
+    bind: Option<SocketAddr>,
+    timeout: Duration,
+) -> io::Result<Stream> {
+    let connecting = async {
+        match address {
+            PeerAddr::Inet(address) => {
+                let socket = if address.is_ipv4() {
+                    tokio::net::TcpSocket::new_v4()?
+                } else {
+                    tokio::net::TcpSocket::new_v6()?
+                };
+                if let Some(local) = bind {
+                    socket.bind(local)?;
+                }
+                let stream = socket.connect(*address).await?;
+                stream.set_nodelay(true)?;
+                Ok(Stream::Tcp(stream))
+            }
+            PeerAddr::Unix(path) => Ok(Stream::Unix(tokio::net::UnixStream::connect(path).await?)),
+        }
+    };
+    match tokio::time::timeout(timeout, connecting).await {
+        Ok(result) => result,
+        Err(_) => Err(io::ErrorKind::TimedOut.into()),
+    }
+}
+
+/// Sends the request and reads the response head.
+#[allow(clippy::too_many_arguments)]
+async fn exchange(
+    stream: &Stream,
+    proxy: &Proxy,
+    head: &[u8],
+    body: &OutBody,
+    worker: &HttpWorker,
+    request: &mut Request<'_>,
+    attempt: usize,
+    started: Instant,
+) -> Result<(UpstreamHead, Vec<u8>), TryError> {
+    let send_error = |error: io::Error, sent: bool| {
+        let timed_out = error.kind() == io::ErrorKind::TimedOut;
+        TryError {
+            kind: if timed_out {
+                NextUpstream::TIMEOUT
+            } else {
+                NextUpstream::ERROR
+            },
+            status: if timed_out { 504 } else { 502 },
+            message: if timed_out {
+                "upstream timed out (110: Connection timed out) while sending request to upstream"
+                    .to_owned()
+            } else {
+                format!(
+                    "writev() failed ({}) while sending request to upstream",
+                    errno_text(&error)
+                )
+            },
+            sent,
+            stale: !timed_out,
+        }
+    };
+    let mut sent = head.len() as u64;
+    match body {
+        OutBody::None => write_timed(stream, head, proxy.send_timeout)
+            .await
+            .map_err(|error| send_error(error, false))?,
+        // Head and body in one write, as one `writev` would send them.
+        OutBody::Memory(bytes) => {
+            let mut request_bytes = Vec::with_capacity(head.len() + bytes.len());
+            request_bytes.extend_from_slice(head);
+            request_bytes.extend_from_slice(bytes);
+            write_timed(stream, &request_bytes, proxy.send_timeout)
+                .await
+                .map_err(|error| send_error(error, false))?;
+            sent += bytes.len() as u64;
+        }
+        OutBody::File(file) => {
+            write_timed(stream, head, proxy.send_timeout)
+                .await
+                .map_err(|error| send_error(error, false))?;
+            let mut offset = 0;
+            while offset < file.len {
+                let len = (file.len - offset).min(64 * 1024) as usize;
+                let handle = std::sync::Arc::clone(&file.file);
+                let read = worker
+                    .offload(move || {
+                        let mut buffer = vec![0; len];
+                        std::os::unix::fs::FileExt::read_exact_at(&*handle, &mut buffer, offset)
+                            .map(|()| buffer)
+                    })
+                    .await;
+                let chunk = match read {
+                    Ok(Ok(chunk)) => chunk,
+                    Ok(Err(error)) => return Err(send_error(error, true)),
+                    Err(error) => return Err(send_error(io::Error::other(error.message), true)),
+                };
+                write_timed(stream, &chunk, proxy.send_timeout)
+                    .await
+                    .map_err(|error| send_error(error, true))?;
+                offset += len as u64;
+                sent += len as u64;
+            }
+        }
+    }
+    request.upstream.attempts[attempt].bytes_sent = sent;
+    let read_error = |error: io::Error, stale: bool| {
+        let timed_out = error.kind() == io::ErrorKind::TimedOut;
+        TryError {
+            kind: if timed_out {
+                NextUpstream::TIMEOUT
+            } else {
+                NextUpstream::ERROR
+            },
+            status: if timed_out { 504 } else { 502 },
+            message: if timed_out {
+                "upstream timed out (110: Connection timed out) while reading response header from upstream"
+                    .to_owned()
+            } else {
+                format!(
+                    "recv() failed ({}) while reading response header from upstream",
+                    errno_text(&error)
+                )
+            },
+            sent: true,
+            stale: stale && !timed_out,
+        }
+    };
+    let limit = usize::try_from(proxy.buffer_size)
+        .unwrap_or(usize::MAX)
+        .max(1024);
+    let mut buffer = vec![0u8; limit];
+    let mut filled = 0;
+    loop {
+        let count = read_timed(stream, &mut buffer[filled..], proxy.read_timeout)
+            .await
+            .map_err(|error| read_error(error, filled == 0))?;
+        request.upstream.attempts[attempt].bytes_received += count as u64;
+        if count == 0 {
+            if filled > 0 && !buffer.starts_with(b"HTTP/") {
+                // An HTTP/0.9 answer ends with the connection.
+                let response = UpstreamHead {
+                    status: 200,
+                    http_09: true,
+                    connection_close: true,
+                    ..UpstreamHead::default()
+                };
+                buffer.truncate(filled);
+                return Ok((response, buffer));
+            }
+            return Err(TryError {
+                kind: NextUpstream::ERROR,
+                status: 502,
+                message: "upstream prematurely closed connection while reading response header from upstream"
+                    .to_owned(),
+                sent: true,
+                stale: filled == 0,
+            });
+        }
+        filled += count;
+        match response::parse(&buffer[..filled]) {
+            Ok(Some(response)) => {
+                // Interim 1xx answers (other than 101) are skipped.
+                if (100..200).contains(&response.status)
+                    && response.status != 101
+                    && !response.http_09
+                {
+                    buffer.copy_within(response.len..filled, 0);
+                    filled -= response.len;
+                    continue;
+                }
+                request.upstream.attempts[attempt].header_time = Some(started.elapsed());
+                let leftover = buffer[response.len..filled].to_vec();
+                return Ok((response, leftover));
+            }
+            Ok(None) if filled == buffer.len() => {
+                return Err(TryError {
+                    kind: NextUpstream::INVALID_HEADER,
+                    status: 502,
+                    message:
+                        "upstream sent too big header while reading response header from upstream"
+                            .to_owned(),
+                    sent: true,
+                    stale: false,
+                });
+            }
+            Ok(None) => {}
+            Err(InvalidHead(message)) => {
+                return Err(TryError {
+                    kind: NextUpstream::INVALID_HEADER,
+                    status: 502,
+                    message: format!("{message} while reading response header from upstream"),
+                    sent: true,
+                    stale: false,
+                });
+            }
+        }
+    }
+}
+
+pub async fn write_timed(stream: &Stream, bytes: &[u8], timeout: Duration) -> io::Result<()> {
+    match tokio::time::timeout(timeout, stream.write_all(bytes)).await {
+        Ok(result) => result,
+        Err(_) => Err(io::ErrorKind::TimedOut.into()),
+    }
+}
+
+pub async fn read_timed(
+    stream: &Stream,
+    buffer: &mut [u8],
+    timeout: Duration,
+) -> io::Result<usize> {
+    match tokio::time::timeout(timeout, stream.read(buffer)).await {
+        Ok(result) => result,
+        Err(_) => Err(io::ErrorKind::TimedOut.into()),
+    }
+}

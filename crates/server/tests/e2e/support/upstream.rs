@@ -1,0 +1,208 @@
+//! Scripted upstream servers in the test process: each accepted connection runs the test's
+//! script on a thread of its own, which reads requests and writes whatever bytes the test
+//! wants (well-formed, malformed, slow, cut short), so the proxy's answers to every kind
+//! of upstream misbehaviour can be checked.
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// What a script gets for one connection.
+pub struct UpstreamConn {
+    stream: TcpStream,
+    buffer: Vec<u8>,
+    requests: Arc<Mutex<Vec<Vec<u8>>>>,
+    /// The number of this connection, from 1.
+    pub number: usize,
+}
+
+impl UpstreamConn {
+    /// Reads one request (head, then a `Content-Length` or chunked body); `None` when the
+    /// proxy closed the connection first. The request is recorded for the test.
+    pub fn read_request(&mut self) -> Option<Vec<u8>> {
+        let head_end = loop {
+            if let Some(end) = find(&self.buffer, b"\r\n\r\n") {
+                break end + 4;
+            }
+            if !self.fill() {
+                return None;
+            }
+        };
+        let head = String::from_utf8_lossy(&self.buffer[..head_end]).to_ascii_lowercase();
+        let mut end = head_end;
+        if let Some(length) = head
+            .lines()
+            .find_map(|line| line.strip_prefix("content-length:"))
+            .and_then(|value| value.trim().parse::<usize>().ok())
+        {
+            while self.buffer.len() < head_end + length {
+                if !self.fill() {
+                    return None;
+                }
+            }
+            end = head_end + length;
+        } else if head.contains("transfer-encoding: chunked") {
+            loop {
+                if let Some(last) = find(&self.buffer[head_end..], b"0\r\n\r\n") {
+                    end = head_end + last + 5;
+                    break;
+                }
+                if !self.fill() {
+                    return None;
+                }
+            }
+        }
+        let request: Vec<u8> = self.buffer.drain(..end).collect();
+        self.requests
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+            .push(request.clone());
+        Some(request)
+    }
+
+    fn fill(&mut self) -> bool {
+        let mut chunk = [0u8; 8192];
+        match self.stream.read(&mut chunk) {
+            Ok(0) | Err(_) => false,
+            Ok(count) => {
+                self.buffer.extend_from_slice(&chunk[..count]);
+                true
+            }
+        }
+    }
+
+    pub fn write(&mut self, bytes: impl AsRef<[u8]>) {
+        let _ = self.stream.write_all(bytes.as_ref());
+        let _ = self.stream.flush();
+    }
+
+    /// Writes `bytes` in pieces with a pause after each.
+    pub fn write_slowly(&mut self, bytes: &[u8], piece: usize, pause: Duration) {
+        for chunk in bytes.chunks(piece) {
+            self.write(chunk);
+            std::thread::sleep(pause);
+        }
+    }
+
+    /// Closes with a reset rather than a FIN.
+    pub fn reset(self) {
+        // `SO_LINGER` 0: closing sends a reset.
+        let _ = rustix::net::sockopt::set_socket_linger(&self.stream, Some(Duration::ZERO));
+        drop(self.stream);
+    }
+
+    pub fn close(self) {
+        let _ = self.stream.shutdown(Shutdown::Both);
+    }
+
+    /// Waits until the proxy closes its side (or `limit` passes); whether it did.
+    pub fn wait_closed(&mut self, limit: Duration) -> bool {
+        let _ = self.stream.set_read_timeout(Some(limit));
+        let mut chunk = [0u8; 1024];
+        loop {
+            match self.stream.read(&mut chunk) {
+                Ok(0) => return true,
+                Ok(_) => continue,
+                Err(error) if error.kind() == ErrorKind::Interrupted => continue,
+                Err(_) => return false,
+            }
+        }
+    }
+}
+
+pub fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack
+        .windows(needle.len())
+        .position(|window| window == needle)
+}
+
+type Script = dyn Fn(UpstreamConn) + Send + Sync + 'static;
+
+/// A scripted upstream listening on 127.0.0.1.
+pub struct MockUpstream {
+    pub port: u16,
+    stop: Arc<AtomicBool>,
+    connections: Arc<AtomicUsize>,
+    requests: Arc<Mutex<Vec<Vec<u8>>>>,
+    accept: Option<JoinHandle<()>>,
+}
+
+impl MockUpstream {
+    /// Listens on `port` and runs `script` for every connection.
+    pub fn start(port: u16, script: impl Fn(UpstreamConn) + Send + Sync + 'static) -> MockUpstream {
+        let listener = TcpListener::bind(("127.0.0.1", port)).expect("bind the mock upstream");
+        let stop = Arc::new(AtomicBool::new(false));
+        let connections = Arc::new(AtomicUsize::new(0));
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let script: Arc<Script> = Arc::new(script);
+        let accept = {
+            let (stop, connections, requests) = (
+                Arc::clone(&stop),
+                Arc::clone(&connections),
+                Arc::clone(&requests),
+            );
+            std::thread::spawn(move || {
+                for stream in listener.incoming() {
+                    if stop.load(Ordering::Acquire) {
+                        return;
+                    }
+                    let Ok(stream) = stream else { continue };
+                    let number = connections.fetch_add(1, Ordering::AcqRel) + 1;
+                    let conn = UpstreamConn {
+                        stream,
+                        buffer: Vec::new(),
+                        requests: Arc::clone(&requests),
+                        number,
+                    };
+                    let script = Arc::clone(&script);
+                    std::thread::spawn(move || script(conn));
+                }
+            })
+        };
+        MockUpstream {
+            port,
+            stop,
+            connections,
+            requests,
+            accept: Some(accept),
+        }
+    }
+
+    /// A server that answers every request on a connection with `response`.
+    pub fn answering(port: u16, response: &'static str) -> MockUpstream {
+        MockUpstream::start(port, move |mut conn| {
+            while conn.read_request().is_some() {
+                conn.write(response);
+            }
+        })
+    }
+
+    /// Connections accepted so far.
+    pub fn connections(&self) -> usize {
+        self.connections.load(Ordering::Acquire)
+    }
+
+    /// The requests read so far, as received.
+    pub fn requests(&self) -> Vec<String> {
+        self.requests
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+            .iter()
+            .map(|request| String::from_utf8_lossy(request).into_owned())
+            .collect()
+    }
+}
+
+impl Drop for MockUpstream {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        // Wake the accept loop.
+        let _ = TcpStream::connect(("127.0.0.1", self.port));
+        if let Some(accept) = self.accept.take() {
+            let _ = accept.join();
+        }
+    }
+}
