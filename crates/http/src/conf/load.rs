@@ -15,9 +15,9 @@ use crate::conf::server_names::{ServerName, ServerNames};
 use crate::conf::{
     AddressConf, BlockKind, HttpConf, MergeEnv, NamedCaptures, Server, ServerId, Setter, SocketConf,
 };
-use crate::core::TempPath;
 use crate::core::limit_except::Methods;
 use crate::core::types::{MimeTypes, TypesWarning};
+use crate::core::{AliasPart, DocumentRoot, TempPath};
 use crate::log::{AccessLogTarget, COMBINED, Escape, LogFormat};
 use crate::modules;
 use crate::rewrite::{If, Op};
@@ -495,6 +495,15 @@ fn read_location(
                 ));
             }
         }
+    }
+    if let Some(DocumentRoot::Alias(_, part)) = &mut pending.scope.core.document_root {
+        *part = match &pending.kind {
+            LocationKind::Regex(_) => AliasPart::Whole,
+            LocationKind::Exact(path) | LocationKind::Prefix { path, .. } => {
+                AliasPart::Prefix(path.len())
+            }
+            _ => AliasPart::Prefix(0),
+        };
     }
     Ok(pending)
 }
