@@ -184,10 +184,11 @@ fn kind(entry: &Entry) -> &'static [u8] {
     }
 }
 
-/// The JSONP callback from the `callback` argument: `Ok(None)` without one, `Err` with the
+/// The JSONP callback from the `callback` argument: `Ok(None)` without one (or an empty
+/// one: the listing is then plain JSON), `Err` with the
 /// log line for an invalid one (nginx answers 400).
 pub fn jsonp_callback(args: &[u8]) -> Result<Option<&[u8]>, String> {
-    let Some(callback) = argument(args, b"callback") else {
+    let Some(callback) = argument(args, b"callback").filter(|value| !value.is_empty()) else {
         return Ok(None);
     };
     let shown = || String::from_utf8_lossy(callback).into_owned();

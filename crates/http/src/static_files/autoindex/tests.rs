@@ -108,6 +108,7 @@ fn callbacks_are_checked() {
         Ok(Some(&b"f.x_1"[..]))
     );
     assert_eq!(jsonp_callback(b"a=1"), Ok(None));
+    assert_eq!(jsonp_callback(b"callback="), Ok(None));
     assert_eq!(jsonp_callback(b"xcallback=f"), Ok(None));
     assert!(jsonp_callback(b"callback=f(1)").is_err());
     let long = format!("callback={}", "a".repeat(129));
