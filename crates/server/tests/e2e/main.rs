@@ -16,6 +16,7 @@ mod error_page;
 mod expires;
 mod http_body;
 mod http_core;
+mod http_disable_symlinks;
 mod http_header_buffers;
 mod http_host;
 mod http_keepalive;
