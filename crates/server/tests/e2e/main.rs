@@ -28,6 +28,7 @@ mod http_try_files;
 mod http_uri;
 mod limit_rate;
 mod not_modified;
+mod open_file_cache;
 mod reload;
 mod r#return;
 mod rewrite;
