@@ -51,7 +51,9 @@ fn an_entry_is_checked_again_once_not_valid() {
     let server = start();
     assert_eq!(server.get("/short/b.txt").body_text(), "B\n");
     remove(&server, "html/short/b.txt");
-    let gone = poll(PATIENCE, || (server.get("/short/b.txt").status == 404).then_some(()));
+    let gone = poll(PATIENCE, || {
+        (server.get("/short/b.txt").status == 404).then_some(())
+    });
     assert!(gone.is_some(), "the entry outlived open_file_cache_valid");
 }
 
@@ -62,7 +64,11 @@ fn errors_are_cached_only_with_open_file_cache_errors() {
     assert_eq!(server.get("/noerrors/d.txt").status, 404);
     server.prefix().write("html/errors/c.txt", "C\n");
     server.prefix().write("html/noerrors/d.txt", "D\n");
-    assert_eq!(server.get("/errors/c.txt").status, 404, "the error is cached");
+    assert_eq!(
+        server.get("/errors/c.txt").status,
+        404,
+        "the error is cached"
+    );
     assert_eq!(server.get("/noerrors/d.txt").body_text(), "D\n");
 }
 
