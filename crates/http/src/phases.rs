@@ -401,8 +401,9 @@ fn finalize<'a>(
     request: &mut Request<'a>,
     status: u16,
 ) -> Step<'a> {
-    if status == STATUS_CLOSE {
-        request.response.status = STATUS_CLOSE;
+    // nginx terminates the request without a response for 444, 408 and 499.
+    if matches!(status, STATUS_CLOSE | 408 | 499) {
+        request.response.status = status;
         return Step::Done(Reply::Close);
     }
     request.err_status = status;

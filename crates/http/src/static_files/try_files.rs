@@ -9,6 +9,7 @@ use crate::conf::{LoadContext, Location};
 use crate::core::{AliasPart, DocumentRoot};
 use crate::phases::log;
 use crate::request::{ConnectionInfo, Request};
+use crate::rewrite::STATUS_CLOSE;
 use crate::static_files::file_cache;
 use crate::static_files::handler::FileError;
 use crate::variables::{HttpTemplate, render};
@@ -77,6 +78,8 @@ impl TryFiles {
         let last = last.as_str();
         let fallback = match last.strip_prefix('=') {
             Some(digits) => match parse_code(digits) {
+                // `=0` is no code for nginx: it is a URI like any other.
+                Some(0) => Fallback::Uri(context.template(last, &directive.span)?),
                 Some(code) => Fallback::Code(code),
                 None => {
                     return Err(ConfError::message(
@@ -151,7 +154,7 @@ pub async fn run<'a>(
         return Ok(TryOutcome::Continue);
     }
     Ok(match &try_files.fallback {
-        Fallback::Code(code) => TryOutcome::Status(*code),
+        Fallback::Code(code) => TryOutcome::Status(code_outcome(*code)),
         Fallback::Uri(template) => {
             let target = candidate_name(worker, connection, request, location, template);
             if target.starts_with(b"@") {
@@ -172,6 +175,17 @@ pub async fn run<'a>(
             }
         }
     })
+}
+
+/// The status a `=code` ends the request with. nginx sends no response for a code below 300
+/// other than 201 and 204 (it finalizes the request with a code that is not a response);
+/// Portico closes the connection, as nginx does on HTTP/1.0.
+fn code_outcome(code: u16) -> u16 {
+    match code {
+        201 | 204 => code,
+        1..=299 => STATUS_CLOSE,
+        _ => code,
+    }
 }
 
 /// A parameter's value below the root. With `alias` in a prefix location, a value with
@@ -231,5 +245,16 @@ mod tests {
         assert_eq!(parse_code("4o4"), None);
         assert_eq!(parse_code("+1"), None);
         assert_eq!(parse_code("99999999999"), None);
+    }
+
+    #[test]
+    fn codes_that_are_not_responses_close() {
+        assert_eq!(code_outcome(200), STATUS_CLOSE);
+        assert_eq!(code_outcome(100), STATUS_CLOSE);
+        assert_eq!(code_outcome(201), 201);
+        assert_eq!(code_outcome(204), 204);
+        assert_eq!(code_outcome(301), 301);
+        assert_eq!(code_outcome(404), 404);
+        assert_eq!(code_outcome(999), 999);
     }
 }

@@ -197,3 +197,25 @@ fn configuration_errors() {
         assert!(text.contains(expected), "{config}: {text}");
     }
 }
+
+#[test]
+fn codes_that_are_not_responses() {
+    let server = Instance::http(
+        "server { listen 127.0.0.1:8080; root %%PREFIX%%/html;
+            location /ok/ { try_files /nope =200; }
+            location /created/ { try_files /nope =201; }
+            location /zero/ { try_files /nope =0; } }",
+    );
+    // nginx sends nothing for a code below 300 other than 201 and 204.
+    let mut client = server.connect();
+    client.write(crate::support::get("/ok/x"));
+    client.expect_closed_without_response();
+    assert_eq!(server.get("/created/x").status, 201);
+    // `=0` is a URI, not a code: an internal redirect to "=0", a file that does not exist.
+    assert_eq!(server.get("/zero/x").status, 404);
+    let line = server.wait_for_error_log("failed");
+    assert!(
+        line.contains("/html=0\" failed (2: No such file or directory)"),
+        "{line}"
+    );
+}
