@@ -232,6 +232,7 @@ mod tests {
             modified: 0,
             is_dir: false,
             is_file: true,
+            is_exec: false,
             uniq: (1, 1),
         }
     }

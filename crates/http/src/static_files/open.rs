@@ -59,6 +59,8 @@ pub struct FileInfo {
     pub modified: i64,
     pub is_dir: bool,
     pub is_file: bool,
+    /// The owner may execute it (`if (-x ...)`).
+    pub is_exec: bool,
     /// Device and inode: a file replaced under the same name has another.
     pub uniq: (u64, u64),
 }
@@ -124,6 +126,7 @@ fn file_info(stat: &Stat) -> FileInfo {
         modified: stat.st_mtime,
         is_dir: kind == FileType::Directory,
         is_file: kind == FileType::RegularFile,
+        is_exec: stat.st_mode & 0o100 != 0,
         uniq: (stat.st_dev, stat.st_ino),
     }
 }

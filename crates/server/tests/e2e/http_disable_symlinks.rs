@@ -17,6 +17,12 @@ server {
     location /nofrom/ { alias %%PREFIX%%/rootlink/; disable_symlinks on; }
     location /tf/ { alias %%PREFIX%%/html/; disable_symlinks on; try_files $uri =410; }
     location /ix/ { alias %%PREFIX%%/html/; disable_symlinks on; index flink; }
+    location /iff/ {
+        alias %%PREFIX%%/html/;
+        disable_symlinks on;
+        if (-f $request_filename) { return 200 "file\n"; }
+        return 200 "no file\n";
+    }
 }
 "#;
 
@@ -121,6 +127,19 @@ fn try_files_and_index_do_not_follow_refused_links() {
     );
     assert_eq!(server.get("/tf/dlink/o.txt").status, 410);
     assert_eq!(server.get("/ix/").status, 403);
+}
+
+#[test]
+fn file_tests_in_if_follow_disable_symlinks() {
+    let mut server = start();
+    server.expect_log("[crit]");
+    assert_eq!(server.get("/iff/sub/f.txt").body_text(), "file\n");
+    assert_eq!(server.get("/iff/flink").body_text(), "no file\n");
+    let line = server.wait_for_error_log("[crit]");
+    assert!(
+        line.contains("flink\" failed (40: Too many levels of symbolic links)"),
+        "{line}"
+    );
 }
 
 #[test]
