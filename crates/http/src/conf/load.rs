@@ -469,6 +469,12 @@ fn read_location(
     };
     for inner in directive.block.as_deref().unwrap_or_default() {
         let spec = check(inner, Context::Location, context.outer_directives)?;
+        if inner.name == "alias" && matches!(pending.kind, LocationKind::Named(_)) {
+            return Err(ConfError::message(
+                "the \"alias\" directive cannot be used inside the named location",
+                &inner.span,
+            ));
+        }
         match &spec.set {
             Setter::Location(set) => set(&mut pending.scope, inner, context)?,
             Setter::Block(BlockKind::Types) => set_types(&mut pending.scope, inner, context)?,

@@ -263,3 +263,16 @@ fn unreadable_files_and_directories_are_403() {
         "{line}"
     );
 }
+
+#[test]
+fn alias_in_a_named_location_is_refused() {
+    let failure =
+        Instance::http_builder("server { listen 127.0.0.1:8080; location @x { alias /tmp/; } }")
+            .try_start()
+            .expect_err("the configuration is refused");
+    let text = format!("{}{}", failure.stderr, failure.error_log);
+    assert!(
+        text.contains("the \"alias\" directive cannot be used inside the named location"),
+        "{text}"
+    );
+}
