@@ -6,8 +6,9 @@
 //! 3. rewrite: the location's script; a URI it changed is searched for again (2), at most
 //!    ten times in all;
 //! 4. access: `allow` and `deny` (403 when a rule denies the client);
-//! 5. content: the static handler (`root`/`alias`, `index`);
-//! 6. log: written by the connection once the response is sent.
+//! 5. precontent: `try_files`;
+//! 6. content: the static handler (`root`/`alias`, `index`, `autoindex`);
+//! 7. log: written by the connection once the response is sent.
 //!
 //! Any phase may end the request with a status; [`Step::Finalize`] then applies
 //! `error_page`, which restarts the phases at 1 for a URI (an internal redirect, as `index`
@@ -28,6 +29,7 @@ use crate::rewrite::{self, STATUS_CLOSE, ScriptOutcome, status_is_redirect};
 use crate::special;
 use crate::static_files::content::serve_static;
 use crate::static_files::handler::{self as static_handler, StaticOutcome};
+use crate::static_files::try_files::{self, TryOutcome};
 use crate::variables::{HttpTemplate, render};
 use crate::worker::HttpWorker;
 
@@ -48,6 +50,7 @@ enum Step<'a> {
     /// The URI changed in the rewrite phase: count the change, then find config again.
     PostRewrite,
     Access,
+    PreContent,
     Content,
     /// End with this status, through `error_page` if one applies.
     Finalize(u16),
@@ -109,6 +112,7 @@ async fn run_from<'a>(
             Step::Rewrite => location_rewrite(worker, connection, request, server).await,
             Step::PostRewrite => post_rewrite(worker, connection, request),
             Step::Access => check_access(worker, connection, request),
+            Step::PreContent => precontent(worker, connection, request).await,
             Step::Content => content(worker, client_connection, body_state, request).await,
             Step::Finalize(status) => finalize(worker, connection, request, status),
             Step::Redirect { uri, args } => {
@@ -275,10 +279,35 @@ fn check_access<'a>(
         );
         return Step::Finalize(403);
     }
-    Step::Content
+    Step::PreContent
 }
 
-/// Phase 5: the proxy or the static handler.
+/// Phase 5: `try_files`.
+async fn precontent<'a>(
+    worker: &'a HttpWorker,
+    connection: &ConnectionInfo,
+    request: &mut Request<'a>,
+) -> Step<'a> {
+    let location = current_location(worker, request);
+    match try_files::run(worker, connection, request, location).await {
+        Ok(TryOutcome::Continue) => Step::Content,
+        Ok(TryOutcome::Redirect { uri, args }) => Step::Redirect { uri, args },
+        Ok(TryOutcome::Named(name)) => Step::Named(name),
+        Ok(TryOutcome::Status(status)) => Step::Finalize(status),
+        Err(error) => {
+            log(
+                worker,
+                connection,
+                request,
+                error.level,
+                format_args!("{}", error.message),
+            );
+            Step::Finalize(error.status)
+        }
+    }
+}
+
+/// Phase 6: the proxy or the static handler.
 async fn content<'a>(
     worker: &'a HttpWorker,
     client_connection: &mut Connection,
@@ -321,12 +350,7 @@ async fn content<'a>(
             Step::Done(Reply::Respond(body))
         }
         Ok(StaticOutcome::AddSlash) => {
-            let mut value = request.uri.clone();
-            value.push(b'/');
-            if !request.args.is_empty() {
-                value.push(b'?');
-                value.extend_from_slice(&request.args);
-            }
+            let value = static_handler::directory_location(request);
             request.response.location = Some(Location { value });
             Step::Finalize(301)
         }
@@ -372,6 +396,7 @@ fn internal_redirect<'a>(
     }
     request.uri = uri;
     request.args = args;
+    request.add_uri_to_alias = false;
     request.internal = true;
     request.location = Some(worker.conf().server(server).location);
     Step::ServerRewrite
@@ -429,8 +454,9 @@ fn finalize<'a>(
     request: &mut Request<'a>,
     status: u16,
 ) -> Step<'a> {
-    if status == STATUS_CLOSE {
-        request.response.status = STATUS_CLOSE;
+    // nginx terminates the request without a response for 444, 408 and 499.
+    if matches!(status, STATUS_CLOSE | 408 | 499) {
+        request.response.status = status;
         return Step::Done(Reply::Close);
     }
     request.err_status = status;

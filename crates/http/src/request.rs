@@ -80,6 +80,9 @@ pub struct Request<'a> {
     pub realpath_root: Option<(Vec<u8>, Vec<u8>)>,
     /// The file the static handler mapped the URI to (`$request_filename`).
     pub filename: Vec<u8>,
+    /// `try_files` matched a file in a regex location with `alias`: the file is the alias
+    /// followed by `$uri` from now on (nginx's `add_uri_to_alias`).
+    pub add_uri_to_alias: bool,
     /// Whether the connection may carry another request after this one.
     pub keepalive: bool,
     /// The head was already read with the previous request's bytes (`$pipe`).
@@ -125,6 +128,7 @@ impl<'a> Request<'a> {
         self.request_id = std::cell::OnceCell::new();
         self.realpath_root = None;
         self.filename.clear();
+        self.add_uri_to_alias = false;
         self.keepalive = false;
         self.pipelined = false;
         self.args_changed = false;

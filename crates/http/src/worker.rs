@@ -48,6 +48,8 @@ pub struct HttpWorker {
     stopping: Arc<AtomicBool>,
     /// Idle keep-alive connections, woken by a read shutdown when the worker drains.
     idle: RefCell<IdleSet>,
+    /// This worker's `open_file_cache`s.
+    pub open_files: RefCell<crate::static_files::file_cache::OpenFileCaches>,
 }
 
 #[derive(Default)]
@@ -130,6 +132,7 @@ impl HttpWorker {
             draining: Cell::new(false),
             idle_grace_over: Cell::new(false),
             idle: RefCell::new(IdleSet::default()),
+            open_files: RefCell::default(),
             stopping,
         }
     }

@@ -445,7 +445,7 @@ fn relative_paths_hang_off_the_prefix() {
         .document_root
     {
         portico_http::core::DocumentRoot::Root(template) => template.as_literal().unwrap().to_vec(),
-        portico_http::core::DocumentRoot::Alias(_) => panic!("root expected"),
+        portico_http::core::DocumentRoot::Alias(..) => panic!("root expected"),
     };
     let expected = Path::new(&loaded._prefix.0).join("site");
     assert_eq!(
@@ -519,7 +519,7 @@ fn if_blocks_are_inline_ops_with_a_pseudo_location() {
     let root = |settings: &portico_http::conf::LocationSettings| match &settings.core.document_root
     {
         DocumentRoot::Root(template) => template.as_literal().unwrap().to_vec(),
-        DocumentRoot::Alias(_) => panic!("alias"),
+        DocumentRoot::Alias(..) => panic!("alias"),
     };
     assert_eq!(root(&block.settings), b"/srv/inner");
     assert_eq!(root(&location.settings), b"/srv/outer");

@@ -37,6 +37,8 @@ const LOOP_CRATES: &[&str] = &["http", "http1", "vars", "runtime"];
 /// master or on a thread pool, never on a worker's loop.
 const FILESYSTEM_ALLOWED: &[&str] = &[
     "crates/http/src/static_files/handler.rs",
+    "crates/http/src/static_files/listing.rs",
+    "crates/http/src/static_files/open.rs",
     "crates/http/src/body/temp.rs",
     "crates/http/src/pool_fs.rs",
     "crates/runtime/src/sys/linux.rs",

@@ -15,9 +15,9 @@ use crate::conf::server_names::{ServerName, ServerNames};
 use crate::conf::{
     AddressConf, BlockKind, HttpConf, MergeEnv, NamedCaptures, Server, ServerId, Setter, SocketConf,
 };
-use crate::core::TempPath;
 use crate::core::limit_except::Methods;
 use crate::core::types::{MimeTypes, TypesWarning};
+use crate::core::{AliasPart, DocumentRoot, TempPath};
 use crate::log::{AccessLogTarget, COMBINED, Escape, LogFormat};
 use crate::modules;
 use crate::rewrite::{If, Op};
@@ -487,6 +487,12 @@ fn read_location(
     };
     for inner in directive.block.as_deref().unwrap_or_default() {
         let spec = check(inner, Context::Location, context.outer_directives)?;
+        if inner.name == "alias" && matches!(pending.kind, LocationKind::Named(_)) {
+            return Err(ConfError::message(
+                "the \"alias\" directive cannot be used inside the named location",
+                &inner.span,
+            ));
+        }
         match &spec.set {
             Setter::Location(set) => set(&mut pending.scope, inner, context)?,
             Setter::Block(BlockKind::Types) => set_types(&mut pending.scope, inner, context)?,
@@ -516,6 +522,15 @@ fn read_location(
                 ));
             }
         }
+    }
+    if let Some(DocumentRoot::Alias(_, part)) = &mut pending.scope.core.document_root {
+        *part = match &pending.kind {
+            LocationKind::Regex(_) => AliasPart::Whole,
+            LocationKind::Exact(path) | LocationKind::Prefix { path, .. } => {
+                AliasPart::Prefix(path.len())
+            }
+            _ => AliasPart::Prefix(0),
+        };
     }
     Ok(pending)
 }

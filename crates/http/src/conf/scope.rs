@@ -11,7 +11,7 @@ use crate::headers::{Headers, HeadersConf};
 use crate::log::{AccessLog, AccessLogConf};
 use crate::proxy::{Proxy, ProxyConf};
 use crate::rewrite::{RewriteConf, RewriteSettings, Script};
-use crate::static_files::{Static, StaticConf};
+use crate::static_files::{Static, StaticConf, TryFilesSetting};
 
 /// What the `http` block sets for itself.
 #[derive(Debug, Default)]
@@ -43,6 +43,8 @@ pub struct LocationScope {
     pub rewrite: RewriteConf,
     /// Not inherited: each level runs its own script.
     pub script: Script,
+    /// `try_files`: not inherited, as in nginx.
+    pub try_files: TryFilesSetting,
 }
 
 /// A location's settings after merge and defaults.
@@ -56,6 +58,7 @@ pub struct LocationSettings {
     pub proxy: Proxy,
     pub rewrite: RewriteSettings,
     pub script: Script,
+    pub try_files: TryFilesSetting,
 }
 
 impl LocationScope {
@@ -82,6 +85,7 @@ impl LocationScope {
             proxy: self.proxy.clone(),
             rewrite: self.rewrite.clone(),
             script: Script::default(),
+            try_files: None,
         }
     }
 
@@ -95,6 +99,7 @@ impl LocationScope {
             proxy: self.proxy.resolve(env),
             rewrite: self.rewrite.resolve(env),
             script: self.script.clone(),
+            try_files: self.try_files.clone(),
         }
     }
 }

@@ -11,7 +11,7 @@ use crate::conf::{
     BlockKind, HttpDirective, LoadContext, LocationScope, MainScope, ServerScope, Setter,
 };
 use crate::core::settings::{
-    BodyInFileOnly, DocumentRoot, IfModifiedSince, KeepaliveDisable, KeepaliveTimeout,
+    AliasPart, BodyInFileOnly, DocumentRoot, IfModifiedSince, KeepaliveDisable, KeepaliveTimeout,
     LingeringClose, Satisfy, ServerTokens, SizeValue,
 };
 
@@ -849,7 +849,7 @@ fn set_document_root(
     if let Some(existing) = &scope.core.document_root {
         let earlier = match existing {
             DocumentRoot::Root(_) => "root",
-            DocumentRoot::Alias(_) => "alias",
+            DocumentRoot::Alias(..) => "alias",
         };
         let message = if earlier == directive.name {
             format!("\"{}\" directive is duplicate", directive.name)
@@ -870,7 +870,8 @@ fn set_document_root(
     }
     let template = context.template(&text, &directive.span)?;
     scope.core.document_root = Some(if alias {
-        DocumentRoot::Alias(template)
+        // The part it replaces is set once the location is read (`conf::load`).
+        DocumentRoot::Alias(template, AliasPart::Prefix(0))
     } else {
         DocumentRoot::Root(template)
     });

@@ -8,7 +8,7 @@ pub mod settings;
 pub mod types;
 
 pub use settings::{
-    BodyInFileOnly, CoreLocation, CoreLocationConf, CoreMain, CoreMainConf, CoreServer,
+    AliasPart, BodyInFileOnly, CoreLocation, CoreLocationConf, CoreMain, CoreMainConf, CoreServer,
     CoreServerConf, DocumentRoot, IfModifiedSince, KeepaliveDisable, KeepaliveTimeout,
     LingeringClose, ServerTokens, SizeValue, TempPath,
 };

@@ -77,14 +77,24 @@ pub enum Satisfy {
 pub enum DocumentRoot {
     /// `root PATH`: the full URI is appended to PATH.
     Root(HttpTemplate),
-    /// `alias PATH`: PATH replaces the location's prefix.
-    Alias(HttpTemplate),
+    /// `alias PATH`: PATH replaces the part of the URI given by [`AliasPart`].
+    Alias(HttpTemplate, AliasPart),
+}
+
+/// What part of the URI an `alias` replaces. It is fixed by the location that declares
+/// it, and nested locations inherit it with the alias, as nginx's alias length is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AliasPart {
+    /// The first N bytes: the declaring prefix or exact location's path.
+    Prefix(usize),
+    /// The whole URI: in a regex location the alias is the whole file name.
+    Whole,
 }
 
 impl DocumentRoot {
     pub fn template(&self) -> &HttpTemplate {
         match self {
-            DocumentRoot::Root(template) | DocumentRoot::Alias(template) => template,
+            DocumentRoot::Root(template) | DocumentRoot::Alias(template, _) => template,
         }
     }
 }

@@ -4,12 +4,12 @@ use logging::Level;
 
 use crate::conf::LocationId;
 use crate::phases::log;
-use crate::pool_fs;
 use crate::request::{ConnectionInfo, Request};
 use crate::response::Location;
-use crate::rewrite::condition::{Condition, value_is_true};
+use crate::rewrite::condition::{Condition, FileKind, value_is_true};
 use crate::rewrite::replacement::{escape_args, path_was_escaped, unescape_redirect};
 use crate::rewrite::{Flag, Op, Rewrite, SetTarget};
+use crate::static_files::file_cache;
 use crate::variables::{HttpTemplate, RequestVariables, Variable};
 use crate::worker::HttpWorker;
 
@@ -234,9 +234,10 @@ async fn test(
         }
         Condition::File { path, test, negate } => {
             let path = render(worker, connection, request, path, false);
-            let path_buf = pool_fs::path_from_bytes(&path);
-            let stat = worker
-                .offload(move || pool_fs::stat(&path_buf))
+            // As nginx's file tests: through `open_file_cache` and `disable_symlinks`.
+            let location = crate::phases::current_location(worker, request);
+            let check = file_cache::symlink_check(worker, connection, request, location, &path);
+            let tested = file_cache::test(worker, location, &path, check)
                 .await
                 .map_err(|error| {
                     log(
@@ -248,26 +249,33 @@ async fn test(
                     );
                     error.status
                 })?;
-            let kind = match stat {
-                Ok(kind) => kind,
-                Err(error) => {
+            let kind = match tested {
+                Ok(info) => FileKind {
+                    // As nginx tests it: a FIFO or a socket does not "exist" for `-e`.
+                    exists: info.is_file || info.is_dir,
+                    is_file: info.is_file,
+                    is_dir: info.is_dir,
+                    is_exec: info.is_exec,
+                },
+                Err(failure) => {
                     // ENOENT, ENOTDIR and ENAMETOOLONG are plain "no"; anything else is worth
                     // a line, as nginx writes it.
-                    if !matches!(error.raw_os_error(), Some(2 | 20 | 36)) {
-                        let errno = error.raw_os_error().unwrap_or(0);
+                    if !failure.is_not_found() {
                         log(
                             worker,
                             connection,
                             request,
                             Level::Crit,
                             format_args!(
-                                "stat() \"{}\" failed ({errno}: {})",
+                                "{} \"{}\" failed ({}: {})",
+                                failure.call,
                                 String::from_utf8_lossy(&path),
-                                runtime::sys::linux::strerror(errno)
+                                failure.errno,
+                                runtime::sys::linux::strerror(failure.errno)
                             ),
                         );
                     }
-                    Default::default()
+                    FileKind::default()
                 }
             };
             Ok(test.holds(kind) != *negate)

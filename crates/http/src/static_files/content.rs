@@ -1,16 +1,19 @@
-//! The static handler as the content phase runs it: `root`/`alias`, `index`, and the
-//! answer for a directory without its slash. The file-system calls themselves are in
-//! `handler.rs` and run on the file pool.
-
-use std::sync::Arc;
+//! The static handlers as the content phase runs them, in nginx's order: `index` and
+//! `autoindex` for a URI ending in `/` (else 403), the static module for the rest (a
+//! file, a redirect for a directory without its slash, or an error). The file-system
+//! calls run on the pool (`file_cache.rs`, `open.rs`, `autoindex::read_listing`).
 
 use logging::Level;
 
-use crate::conf::LocationId;
-use crate::pool_fs::path_from_bytes;
+use crate::conf::{Location, LocationId};
+use crate::phases::log;
 use crate::request::{ConnectionInfo, Request};
-use crate::response::Body;
-use crate::static_files::handler::{self as static_handler, Opened, StaticOutcome};
+use crate::response::{Body, Bytes};
+use crate::static_files::autoindex;
+use crate::static_files::file_cache::{self, symlink_check};
+use crate::static_files::handler::{self as static_handler, FileError, StaticOutcome};
+use crate::static_files::open::{ENAMETOOLONG, ENOENT, ENOTDIR};
+use crate::static_files::{AutoindexFormat, handler::FileBody};
 use crate::variables::render;
 use crate::worker::HttpWorker;
 
@@ -20,146 +23,303 @@ pub async fn serve_static<'a>(
     connection: &ConnectionInfo,
     request: &mut Request<'a>,
     location_id: LocationId,
-) -> Result<StaticOutcome<'a>, static_handler::FileError> {
+) -> Result<StaticOutcome<'a>, FileError> {
     let conf = worker.conf();
     let location = conf.location(location_id);
     if !static_handler::method_allowed(request.head.method) {
-        return Ok(StaticOutcome::Respond {
-            status: 405,
-            body: Body::Empty,
-        });
+        return Ok(respond_status(405));
     }
-    let root = match &location.settings.core.document_root {
-        crate::core::DocumentRoot::Root(template) | crate::core::DocumentRoot::Alias(template) => {
-            render(worker, connection, request, template)
+    let template = location.settings.core.document_root.template();
+    let root = render(worker, connection, request, template);
+    let path = static_handler::map_path(location, &root, request);
+    if request.uri.ends_with(b"/") {
+        return serve_directory(worker, connection, request, location, path).await;
+    }
+    request.filename = path.clone();
+    let check = symlink_check(worker, connection, request, location, &path);
+    let opened = file_cache::open(worker, location, &path, check).await?;
+    let (file, info) = match opened {
+        Err(failure) => {
+            let log_not_found = location.settings.core.log_not_found;
+            return Err(static_handler::open_failure(&failure, &path, log_not_found));
+        }
+        Ok((_, info)) if info.is_dir => return Ok(StaticOutcome::AddSlash),
+        Ok((Some(file), info)) if info.is_file => (file, info),
+        Ok(_) => {
+            return Err(FileError {
+                status: 404,
+                level: Level::Crit,
+                message: format!("\"{}\" is not a regular file", shown(&path)),
+            });
         }
     };
-    if request.uri.ends_with(b"/") {
-        return serve_index(worker, connection, request, location_id, &root).await;
+    if request.head.method == http1::Method::Post {
+        return Ok(respond_status(405));
     }
-    let path = static_handler::map_path(location, &root, &request.uri);
-    request.filename = path.clone();
-    let path_buf = path_from_bytes(&path);
-    let opened = worker
-        .offload({
-            let path_buf = path_buf.clone();
-            move || static_handler::open_and_stat(&path_buf)
-        })
-        .await?;
-    match opened {
-        Opened::Failed(error) => Err(static_handler::open_failure(
-            &error,
-            &path,
-            location.settings.core.log_not_found,
-        )),
-        Opened::Directory => Ok(StaticOutcome::AddSlash),
-        Opened::NotRegular => Err(static_handler::FileError {
-            status: 404,
-            level: Level::Crit,
-            message: format!(
-                "\"{}\" is not a regular file",
-                String::from_utf8_lossy(&path)
-            ),
-        }),
-        Opened::File { .. } if request.head.method == http1::Method::Post => {
-            Ok(StaticOutcome::Respond {
-                status: 405,
-                body: Body::Empty,
-            })
-        }
-        Opened::File {
-            file,
-            len,
-            modified,
-        } => {
-            let response = &mut request.response;
-            response.content_type = Some(static_handler::content_type(location, &request.uri));
-            response.content_length = Some(len);
-            response.last_modified = Some(modified);
-            let etag = location.settings.core.etag;
-            response.etag = etag.then(|| static_handler::etag(modified, len));
-            // `Accept-Ranges` comes with byte-range support in the static module.
-            response.accept_ranges = false;
-            let body = Body::File(static_handler::FileBody {
-                file: Arc::new(file),
-                offset: 0,
-                len,
-                path: path_buf,
-            });
-            Ok(StaticOutcome::Respond { status: 200, body })
-        }
+    let response = &mut request.response;
+    // A type set before (an `X-Accel-Redirect` response's) is kept, as nginx keeps it.
+    if response.content_type.is_none() {
+        response.content_type = Some(static_handler::content_type(location, &request.uri));
     }
+    response.content_length = Some(info.len);
+    response.last_modified = Some(info.modified);
+    let etag = location.settings.core.etag;
+    response.etag = etag.then(|| static_handler::etag(info.modified, info.len));
+    // `Accept-Ranges` comes with byte-range support in the static module.
+    response.accept_ranges = false;
+    let body = Body::File(FileBody {
+        file,
+        offset: 0,
+        len: info.len,
+        path: crate::pool_fs::path_from_bytes(&path),
+    });
+    Ok(StaticOutcome::Respond { status: 200, body })
 }
 
-/// `index`: the first index file that opens becomes an internal redirect.
+/// A URI ending in `/`: `index`, then `autoindex`, then 403 as nginx's core module answers.
+async fn serve_directory<'a>(
+    worker: &'a HttpWorker,
+    connection: &ConnectionInfo,
+    request: &mut Request<'a>,
+    location: &'a Location,
+    directory: Vec<u8>,
+) -> Result<StaticOutcome<'a>, FileError> {
+    if let Some(outcome) = serve_index(worker, connection, request, location, &directory).await? {
+        return Ok(outcome);
+    }
+    let get_or_head = matches!(
+        request.head.method,
+        http1::Method::Get | http1::Method::Head
+    );
+    if location.settings.static_files.autoindex && get_or_head {
+        return serve_autoindex(worker, connection, request, location, directory).await;
+    }
+    Err(FileError {
+        status: 403,
+        level: Level::Error,
+        message: format!("directory index of \"{}\" is forbidden", shown(&directory)),
+    })
+}
+
+/// `index`: the first index file that exists becomes an internal redirect. `None` when
+/// none does and the directory exists (the next handler decides).
 async fn serve_index<'a>(
     worker: &'a HttpWorker,
     connection: &ConnectionInfo,
     request: &mut Request<'a>,
-    location_id: LocationId,
-    root: &[u8],
-) -> Result<StaticOutcome<'a>, static_handler::FileError> {
-    let location = worker.conf().location(location_id);
-    let directory = static_handler::map_path(location, root, &request.uri);
+    location: &'a Location,
+    directory: &[u8],
+) -> Result<Option<StaticOutcome<'a>>, FileError> {
+    let mut directory_tested = false;
     for index in &location.settings.static_files.index {
         let name = render(worker, connection, request, index);
         // An absolute name is an internal redirect, without looking for the file.
         if name.starts_with(b"/") {
-            return Ok(StaticOutcome::Redirect(name));
+            return Ok(Some(StaticOutcome::Redirect(name)));
         }
-        let mut uri = request.uri.clone();
-        uri.extend_from_slice(&name);
-        let mut path = directory.clone();
+        let mut path = directory.to_vec();
         path.extend_from_slice(&name);
-        let path_buf = path_from_bytes(&path);
-        let opened = worker
-            .offload(move || static_handler::open_and_stat(&path_buf))
-            .await?;
-        match opened {
-            Opened::File { .. } | Opened::Directory | Opened::NotRegular => {
-                return Ok(StaticOutcome::Redirect(uri));
+        let check = symlink_check(worker, connection, request, location, &path);
+        let failure = match file_cache::test(worker, location, &path, check).await? {
+            Ok(_) => {
+                let mut uri = request.uri.clone();
+                uri.extend_from_slice(&name);
+                return Ok(Some(StaticOutcome::Redirect(uri)));
             }
-            Opened::Failed(error) if is_not_found(&error) => continue,
-            Opened::Failed(error) => return Err(static_handler::open_failure(&error, &path, true)),
+            Err(failure) => failure,
+        };
+        match failure.errno {
+            ELOOP | EMLINK => return Err(forbidden_quietly()),
+            ENOTDIR | ENAMETOOLONG | EACCES => {
+                return Err(index_error(location, &path, failure.errno));
+            }
+            _ => {}
+        }
+        if !directory_tested {
+            test_index_directory(worker, connection, request, location, directory, &path).await?;
+            directory_tested = true;
+        }
+        if failure.errno != ENOENT {
+            return Err(FileError {
+                status: 500,
+                level: Level::Crit,
+                message: format!(
+                    "{} \"{}\" failed ({}: {})",
+                    failure.call,
+                    shown(&path),
+                    failure.errno,
+                    runtime::sys::linux::strerror(failure.errno)
+                ),
+            });
         }
     }
-    let directory_buf = path_from_bytes(&directory);
-    let exists = worker
-        .offload(move || static_handler::open_and_stat(&directory_buf))
-        .await?;
-    let shown = String::from_utf8_lossy(&directory).into_owned();
-    match exists {
-        Opened::Directory => Err(static_handler::FileError {
-            status: 403,
-            level: Level::Error,
-            message: format!("directory index of \"{shown}\" is forbidden"),
+    Ok(None)
+}
+
+/// After an index file failed to open: whether its directory exists (nginx's
+/// `ngx_http_index_test_dir`). A missing directory is a 404 naming the index file.
+async fn test_index_directory(
+    worker: &HttpWorker,
+    connection: &ConnectionInfo,
+    request: &Request<'_>,
+    location: &Location,
+    directory: &[u8],
+    index_path: &[u8],
+) -> Result<(), FileError> {
+    let dir = match directory.strip_suffix(b"/") {
+        Some(stripped) if !stripped.is_empty() => stripped,
+        _ => directory,
+    };
+    let check = symlink_check(worker, connection, request, location, dir);
+    match file_cache::test(worker, location, dir, check).await? {
+        Ok(info) if info.is_dir => Ok(()),
+        Ok(_) => Err(FileError {
+            status: 500,
+            level: Level::Alert,
+            message: format!("\"{}\" is not a directory", shown(dir)),
         }),
-        _ => {
-            let first = location
-                .settings
-                .static_files
-                .index
-                .first()
-                .map(|index| render(worker, connection, request, index))
-                .unwrap_or_default();
-            let mut missing = directory.clone();
-            missing.extend_from_slice(&first);
-            Err(static_handler::FileError {
-                status: 404,
-                level: if location.settings.core.log_not_found {
-                    Level::Error
-                } else {
-                    Level::Debug
-                },
+        Err(failure) => match failure.errno {
+            ELOOP | EMLINK => Err(forbidden_quietly()),
+            ENOENT => Err(index_error(location, index_path, ENOENT)),
+            // Searching the directory is allowed: the index file's error was not EACCES.
+            EACCES => Ok(()),
+            errno => Err(FileError {
+                status: 500,
+                level: Level::Crit,
                 message: format!(
-                    "\"{}\" is not found (2: No such file or directory)",
-                    String::from_utf8_lossy(&missing)
+                    "{} \"{}\" failed ({errno}: {})",
+                    failure.call,
+                    shown(dir),
+                    runtime::sys::linux::strerror(errno)
                 ),
-            })
-        }
+            }),
+        },
     }
 }
 
-fn is_not_found(error: &std::io::Error) -> bool {
-    matches!(error.raw_os_error(), Some(2) | Some(20))
+/// nginx's `ngx_http_index_error`.
+fn index_error(location: &Location, path: &[u8], errno: i32) -> FileError {
+    let text = runtime::sys::linux::strerror(errno);
+    if errno == EACCES {
+        return FileError {
+            status: 403,
+            level: Level::Error,
+            message: format!("\"{}\" is forbidden ({errno}: {text})", shown(path)),
+        };
+    }
+    FileError {
+        status: 404,
+        level: if location.settings.core.log_not_found {
+            Level::Error
+        } else {
+            Level::Debug
+        },
+        message: format!("\"{}\" is not found ({errno}: {text})", shown(path)),
+    }
 }
+
+/// A symbolic link refused by `disable_symlinks` while looking for an index: 403, with
+/// nothing logged above `debug`, as nginx does.
+fn forbidden_quietly() -> FileError {
+    FileError {
+        status: 403,
+        level: Level::Debug,
+        message: "index file is a refused symbolic link".to_owned(),
+    }
+}
+
+/// `autoindex`: the directory's listing, read on the pool.
+async fn serve_autoindex<'a>(
+    worker: &'a HttpWorker,
+    connection: &ConnectionInfo,
+    request: &mut Request<'a>,
+    location: &'a Location,
+    mut directory: Vec<u8>,
+) -> Result<StaticOutcome<'a>, FileError> {
+    let settings = &location.settings.static_files;
+    let mut format = settings.autoindex_format;
+    let mut callback = None;
+    if format == AutoindexFormat::Jsonp {
+        match autoindex::jsonp_callback(&request.args) {
+            Ok(Some(name)) => callback = Some(name.to_vec()),
+            Ok(None) => format = AutoindexFormat::Json,
+            Err(message) => {
+                log(
+                    worker,
+                    connection,
+                    request,
+                    Level::Info,
+                    format_args!("{message}"),
+                );
+                return Ok(respond_status(400));
+            }
+        }
+    }
+    if directory.len() > 1 {
+        directory.pop();
+    }
+    let listing = worker
+        .offload(move || autoindex::read_listing(&directory))
+        .await?;
+    for warning in &listing.warnings {
+        log(
+            worker,
+            connection,
+            request,
+            Level::Crit,
+            format_args!("{warning}"),
+        );
+    }
+    let entries = listing.result.map_err(|failure| {
+        let (status, level) = match failure.opendir_errno {
+            Some(ENOENT | ENOTDIR | ENAMETOOLONG) => (404, Level::Error),
+            Some(EACCES) => (403, Level::Error),
+            _ => (500, Level::Crit),
+        };
+        FileError {
+            status,
+            level,
+            message: failure.message,
+        }
+    })?;
+    let body = match format {
+        AutoindexFormat::Html => {
+            let utc_offset_seconds = if settings.autoindex_localtime {
+                i64::from(worker.clock.wall().utc_offset_seconds)
+            } else {
+                0
+            };
+            let options = autoindex::HtmlOptions {
+                exact_size: settings.autoindex_exact_size,
+                utc_offset_seconds,
+            };
+            autoindex::html(&request.uri, &entries, options)
+        }
+        AutoindexFormat::Xml => autoindex::xml(&entries),
+        AutoindexFormat::Json | AutoindexFormat::Jsonp => {
+            autoindex::json(&entries, callback.as_deref())
+        }
+    };
+    let response = &mut request.response;
+    response.content_type = Some(Bytes::Borrowed(autoindex::content_type(format)));
+    response.accept_ranges = false;
+    Ok(StaticOutcome::Respond {
+        status: 200,
+        body: Body::Bytes(Bytes::Owned(body)),
+    })
+}
+
+fn respond_status<'a>(status: u16) -> StaticOutcome<'a> {
+    StaticOutcome::Respond {
+        status,
+        body: Body::Empty,
+    }
+}
+
+fn shown(path: &[u8]) -> std::borrow::Cow<'_, str> {
+    String::from_utf8_lossy(path)
+}
+
+const EACCES: i32 = 13;
+const EMLINK: i32 = 31;
+const ELOOP: i32 = 40;

@@ -1,16 +1,91 @@
-//! The static-files module's directive table.
+//! The static-files module's directive table: nginx's index, try_files, autoindex and
+//! static modules, and the core module's `disable_symlinks` and `open_file_cache*`.
+
+use std::sync::Arc;
+use std::time::Duration;
 
 use conf::{Arity, BlockKind, ConfError, Contexts, Directive};
 
 use crate::conf::{HttpDirective, LoadContext, LocationScope, Setter};
+use crate::static_files::open::Symlinks;
+use crate::static_files::try_files::TryFiles;
+use crate::static_files::{AutoindexFormat, DisableSymlinks, OpenFileCacheConf};
 
-pub const DIRECTIVES: &[HttpDirective] = &[HttpDirective {
-    name: "index",
-    contexts: Contexts::HTTP_SERVER_LOCATION,
-    arity: Arity::ONE_OR_MORE,
-    block: BlockKind::Simple,
-    set: Setter::Location(set_index),
-}];
+const fn entry(
+    name: &'static str,
+    contexts: Contexts,
+    arity: Arity,
+    set: fn(&mut LocationScope, &Directive, &mut LoadContext<'_>) -> Result<(), ConfError>,
+) -> HttpDirective {
+    HttpDirective {
+        name,
+        contexts,
+        arity,
+        block: BlockKind::Simple,
+        set: Setter::Location(set),
+    }
+}
+
+const ANY_LEVEL: Contexts = Contexts::HTTP_SERVER_LOCATION;
+
+pub const DIRECTIVES: &[HttpDirective] = &[
+    entry("index", ANY_LEVEL, Arity::ONE_OR_MORE, set_index),
+    entry(
+        "try_files",
+        Contexts::SERVER.with(Contexts::LOCATION),
+        Arity::TWO_OR_MORE,
+        set_try_files,
+    ),
+    entry("autoindex", ANY_LEVEL, Arity::FLAG, set_autoindex),
+    entry(
+        "autoindex_format",
+        ANY_LEVEL,
+        Arity::TAKE1,
+        set_autoindex_format,
+    ),
+    entry(
+        "autoindex_exact_size",
+        ANY_LEVEL,
+        Arity::FLAG,
+        set_autoindex_exact_size,
+    ),
+    entry(
+        "autoindex_localtime",
+        ANY_LEVEL,
+        Arity::FLAG,
+        set_autoindex_localtime,
+    ),
+    entry(
+        "disable_symlinks",
+        ANY_LEVEL,
+        Arity::TAKE12,
+        set_disable_symlinks,
+    ),
+    entry(
+        "open_file_cache",
+        ANY_LEVEL,
+        Arity::TAKE12,
+        set_open_file_cache,
+    ),
+    entry(
+        "open_file_cache_valid",
+        ANY_LEVEL,
+        Arity::TAKE1,
+        set_open_file_cache_valid,
+    ),
+    entry(
+        "open_file_cache_min_uses",
+        ANY_LEVEL,
+        Arity::TAKE1,
+        set_open_file_cache_min_uses,
+    ),
+    entry(
+        "open_file_cache_errors",
+        ANY_LEVEL,
+        Arity::FLAG,
+        set_open_file_cache_errors,
+    ),
+];
 
 /// Several `index` directives at one level accumulate, as nginx's do.
 fn set_index(
@@ -36,4 +111,171 @@ fn set_index(
             .push(template);
     }
     Ok(())
+}
+
+fn set_try_files(
+    scope: &mut LocationScope,
+    directive: &Directive,
+    context: &mut LoadContext<'_>,
+) -> Result<(), ConfError> {
+    if scope.try_files.is_some() {
+        return Err(ConfError::directive(
+            &directive.name,
+            "is duplicate",
+            &directive.span,
+        ));
+    }
+    scope.try_files = Some(Arc::new(TryFiles::parse(directive, context)?));
+    Ok(())
+}
+
+/// Generates a setter that fills one field once, with nginx's duplicate error.
+macro_rules! once {
+    ($name:ident, $field:ident, $parse:expr) => {
+        fn $name(
+            scope: &mut LocationScope,
+            directive: &Directive,
+            context: &mut LoadContext<'_>,
+        ) -> Result<(), ConfError> {
+            if scope.static_files.$field.is_some() {
+                return Err(context.duplicate(directive));
+            }
+            scope.static_files.$field = Some($parse(directive, context)?);
+            Ok(())
+        }
+    };
+}
+
+fn flag(directive: &Directive, context: &mut LoadContext<'_>) -> Result<bool, ConfError> {
+    context.flag(directive)
+}
+
+once!(set_autoindex, autoindex, flag);
+once!(set_autoindex_exact_size, autoindex_exact_size, flag);
+once!(set_autoindex_localtime, autoindex_localtime, flag);
+once!(set_autoindex_format, autoindex_format, autoindex_format);
+once!(set_disable_symlinks, disable_symlinks, disable_symlinks);
+once!(set_open_file_cache, open_file_cache, open_file_cache);
+once!(set_open_file_cache_valid, open_file_cache_valid, seconds);
+once!(
+    set_open_file_cache_min_uses,
+    open_file_cache_min_uses,
+    number
+);
+once!(set_open_file_cache_errors, open_file_cache_errors, flag);
+
+fn autoindex_format(
+    directive: &Directive,
+    _context: &mut LoadContext<'_>,
+) -> Result<AutoindexFormat, ConfError> {
+    match directive.arg(0) {
+        "html" => Ok(AutoindexFormat::Html),
+        "xml" => Ok(AutoindexFormat::Xml),
+        "json" => Ok(AutoindexFormat::Json),
+        "jsonp" => Ok(AutoindexFormat::Jsonp),
+        other => Err(ConfError::message(
+            format!("invalid value \"{other}\""),
+            &directive.span,
+        )),
+    }
+}
+
+fn seconds(directive: &Directive, _context: &mut LoadContext<'_>) -> Result<Duration, ConfError> {
+    conf::value::parse_time_seconds(directive.arg(0))
+        .ok_or_else(|| ConfError::directive(&directive.name, "invalid value", &directive.span))
+}
+
+fn number(directive: &Directive, _context: &mut LoadContext<'_>) -> Result<u64, ConfError> {
+    conf::value::parse_number(directive.arg(0))
+        .ok_or_else(|| ConfError::directive(&directive.name, "invalid number", &directive.span))
+}
+
+/// `disable_symlinks off | on | if_not_owner [from=part]`, with nginx's checks.
+fn disable_symlinks(
+    directive: &Directive,
+    context: &mut LoadContext<'_>,
+) -> Result<DisableSymlinks, ConfError> {
+    let mut mode = None;
+    let mut from = None;
+    for argument in &directive.args {
+        let text = argument.as_str();
+        match text {
+            "off" => mode = Some(Symlinks::Off),
+            "on" => mode = Some(Symlinks::On),
+            "if_not_owner" => mode = Some(Symlinks::IfNotOwner),
+            _ if text.starts_with("from=") => {
+                from = Some(context.template(&text[5..], &directive.span)?);
+            }
+            _ => {
+                return Err(ConfError::message(
+                    format!("invalid parameter \"{text}\""),
+                    &directive.span,
+                ));
+            }
+        }
+    }
+    let Some(mode) = mode else {
+        return Err(ConfError::message(
+            "\"disable_symlinks\" must have \"off\", \"on\" or \"if_not_owner\" parameter",
+            &directive.span,
+        ));
+    };
+    if directive.args.len() == 2 && from.is_none() {
+        return Err(ConfError::message(
+            format!(
+                "duplicate parameters \"{} {}\"",
+                directive.arg(0),
+                directive.arg(1)
+            ),
+            &directive.span,
+        ));
+    }
+    if from.is_some() && mode == Symlinks::Off {
+        return Err(ConfError::message(
+            "\"from=\" cannot be used with \"off\" parameter",
+            &directive.span,
+        ));
+    }
+    Ok(DisableSymlinks { mode, from })
+}
+
+/// `open_file_cache off | max=N [inactive=time]`.
+fn open_file_cache(
+    directive: &Directive,
+    _context: &mut LoadContext<'_>,
+) -> Result<Option<Arc<OpenFileCacheConf>>, ConfError> {
+    let mut max = 0;
+    let mut inactive = Duration::from_secs(60);
+    let mut off = false;
+    for argument in &directive.args {
+        let text = argument.as_str();
+        let parsed = if let Some(value) = text.strip_prefix("max=") {
+            conf::value::parse_number(value)
+                .filter(|&max| max > 0)
+                .map(|value| max = value as usize)
+        } else if let Some(value) = text.strip_prefix("inactive=") {
+            conf::value::parse_time_seconds(value).map(|value| inactive = value)
+        } else if text == "off" {
+            off = true;
+            Some(())
+        } else {
+            None
+        };
+        if parsed.is_none() {
+            return Err(ConfError::message(
+                format!("invalid \"open_file_cache\" parameter \"{text}\""),
+                &directive.span,
+            ));
+        }
+    }
+    if off {
+        return Ok(None);
+    }
+    if max == 0 {
+        return Err(ConfError::message(
+            "\"open_file_cache\" must have the \"max\" parameter",
+            &directive.span,
+        ));
+    }
+    Ok(Some(Arc::new(OpenFileCacheConf { max, inactive })))
 }

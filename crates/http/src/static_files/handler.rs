@@ -1,9 +1,9 @@
 //! Serving a file: URI to path, `index`, directory redirects, and the file body. Every
 //! system call that touches the file system runs on the generation's file pool.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io;
-use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -11,9 +11,11 @@ use http1::Method;
 use logging::Level;
 
 use crate::conf::Location;
-use crate::core::DocumentRoot;
 use crate::core::types::extension_of;
+use crate::core::{AliasPart, DocumentRoot};
+use crate::request::Request;
 use crate::response::{Body, Bytes};
+use crate::static_files::open::OpenFailure;
 
 /// A file being sent: the open file and the range still to send.
 #[derive(Debug)]
@@ -43,44 +45,6 @@ pub struct FileError {
     pub message: String,
 }
 
-/// What a file-pool task found.
-#[derive(Debug)]
-pub enum Opened {
-    File {
-        file: File,
-        len: u64,
-        modified: i64,
-    },
-    Directory,
-    /// A FIFO, socket or device: nginx refuses to serve these.
-    NotRegular,
-    Failed(io::Error),
-}
-
-/// `open()` and `fstat()` of a request path; runs on a pool thread.
-pub fn open_and_stat(path: &PathBuf) -> Opened {
-    // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer and hold
-    // a pool thread forever. Reads of regular files ignore the flag.
-    let opened = OpenOptions::new()
-        .read(true)
-        .custom_flags(O_NONBLOCK)
-        .open(path);
-    let file = match opened {
-        Ok(file) => file,
-        Err(error) => return Opened::Failed(error),
-    };
-    match file.metadata() {
-        Ok(metadata) if metadata.is_dir() => Opened::Directory,
-        Ok(metadata) if !metadata.is_file() => Opened::NotRegular,
-        Ok(metadata) => Opened::File {
-            len: metadata.len(),
-            modified: metadata.mtime(),
-            file,
-        },
-        Err(error) => Opened::Failed(error),
-    }
-}
-
 /// Fills `buf` from the file at `offset`; fewer bytes only at the end of the file. Runs on
 /// a pool thread.
 pub fn read_chunk_into(file: &File, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
@@ -102,19 +66,42 @@ pub fn method_allowed(method: Method) -> bool {
     matches!(method, Method::Get | Method::Head | Method::Post)
 }
 
-/// Maps `uri` to a file path under the location's `root` or `alias`.
-pub fn map_path(location: &Location, root: &[u8], uri: &[u8]) -> Vec<u8> {
-    let mut path = root.to_vec();
+/// Maps the request's URI to a file path under the location's `root` or `alias`
+/// (`root` already evaluated), as nginx's `ngx_http_map_uri_to_path` does.
+pub fn map_path(location: &Location, root: &[u8], request: &Request<'_>) -> Vec<u8> {
+    map_uri(location, root, &request.uri, request.add_uri_to_alias)
+}
+
+/// [`map_path`] for a URI that is not (yet) the request's.
+pub fn map_uri(location: &Location, root: &[u8], uri: &[u8], add_uri_to_alias: bool) -> Vec<u8> {
+    let mut path = Vec::with_capacity(root.len() + uri.len());
+    path.extend_from_slice(root);
     match &location.settings.core.document_root {
         DocumentRoot::Root(_) => path.extend_from_slice(uri),
-        // In a regex location the alias, with its captures, is the whole path.
-        DocumentRoot::Alias(_) if location.is_regex() => {}
-        DocumentRoot::Alias(_) => {
-            let prefix = location.prefix();
-            path.extend_from_slice(uri.strip_prefix(prefix).unwrap_or(uri));
+        // In a regex location the alias, with its captures, is the whole path, unless
+        // `try_files` made `$uri` the part after it.
+        DocumentRoot::Alias(_, AliasPart::Whole) if add_uri_to_alias => {
+            path.extend_from_slice(uri);
+        }
+        DocumentRoot::Alias(_, AliasPart::Whole) => {}
+        DocumentRoot::Alias(_, AliasPart::Prefix(len)) => {
+            path.extend_from_slice(uri.get(*len..).unwrap_or_default());
         }
     }
     path
+}
+
+/// The `Location` of the redirect for a directory without its slash: `$uri/`, escaped as
+/// nginx escapes a URI, with `?$args` when there are arguments.
+pub fn directory_location(request: &Request<'_>) -> Vec<u8> {
+    let mut value = Vec::with_capacity(request.uri.len() + request.args.len() + 2);
+    crate::static_files::autoindex::escape_uri(&request.uri, &mut value);
+    value.push(b'/');
+    if !request.args.is_empty() {
+        value.push(b'?');
+        value.extend_from_slice(&request.args);
+    }
+    value
 }
 
 /// The ETag nginx sends for a file: `"MTIME-SIZE"` in hex.
@@ -136,15 +123,16 @@ pub fn content_type<'a>(location: &'a Location, uri: &[u8]) -> Bytes<'a> {
 }
 
 /// The status and log line for a failed `open()`, as nginx's static module chooses them.
-pub fn open_failure(error: &io::Error, path: &[u8], log_not_found: bool) -> FileError {
-    let errno = error.raw_os_error().unwrap_or(0);
+pub fn open_failure(failure: &OpenFailure, path: &[u8], log_not_found: bool) -> FileError {
+    let errno = failure.errno;
     let text = runtime::sys::linux::strerror(errno);
     let message = format!(
-        "open() \"{}\" failed ({errno}: {text})",
+        "{} \"{}\" failed ({errno}: {text})",
+        failure.call,
         String::from_utf8_lossy(path)
     );
     match errno {
-        libc_errno::ENOENT | libc_errno::ENOTDIR | libc_errno::ENAMETOOLONG => FileError {
+        _ if failure.is_not_found() => FileError {
             status: 404,
             level: if log_not_found {
                 Level::Error
@@ -153,7 +141,7 @@ pub fn open_failure(error: &io::Error, path: &[u8], log_not_found: bool) -> File
             },
             message,
         },
-        libc_errno::EACCES | libc_errno::ELOOP | libc_errno::EMLINK => FileError {
+        EACCES | EMLINK | ELOOP => FileError {
             status: 403,
             level: Level::Error,
             message,
@@ -166,22 +154,15 @@ pub fn open_failure(error: &io::Error, path: &[u8], log_not_found: bool) -> File
     }
 }
 
-/// `O_NONBLOCK` on Linux.
-const O_NONBLOCK: i32 = 0o4000;
-
-/// The errno values the static handler distinguishes.
-mod libc_errno {
-    pub const ENOENT: i32 = 2;
-    pub const EACCES: i32 = 13;
-    pub const ENOTDIR: i32 = 20;
-    pub const ENAMETOOLONG: i32 = 36;
-    pub const EMLINK: i32 = 31;
-    pub const ELOOP: i32 = 40;
-}
+/// The errno values answered with 403.
+const EACCES: i32 = 13;
+const EMLINK: i32 = 31;
+const ELOOP: i32 = 40;
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::static_files::open::{self, SymlinkCheck};
 
     #[test]
     fn etag_is_hex_mtime_and_size() {
@@ -190,41 +171,35 @@ mod tests {
 
     #[test]
     fn open_failures_map_to_nginx_statuses() {
-        let missing = open_failure(&io::Error::from_raw_os_error(2), b"/x", true);
+        let failure = |errno| OpenFailure {
+            errno,
+            call: "open()",
+        };
+        let missing = open_failure(&failure(2), b"/x", true);
         assert_eq!((missing.status, missing.level), (404, Level::Error));
         assert_eq!(
             missing.message,
             "open() \"/x\" failed (2: No such file or directory)"
         );
-        assert_eq!(
-            open_failure(&io::Error::from_raw_os_error(2), b"/x", false).level,
-            Level::Debug
-        );
-        assert_eq!(
-            open_failure(&io::Error::from_raw_os_error(13), b"/x", true).status,
-            403
-        );
-        assert_eq!(
-            open_failure(&io::Error::from_raw_os_error(5), b"/x", true).status,
-            500
-        );
+        assert_eq!(open_failure(&failure(2), b"/x", false).level, Level::Debug);
+        assert_eq!(open_failure(&failure(13), b"/x", true).status, 403);
+        assert_eq!(open_failure(&failure(5), b"/x", true).status, 500);
     }
 
     #[test]
     fn reads_whole_and_short_files() {
         let path = std::env::temp_dir().join(format!("portico-static-{}", std::process::id()));
         std::fs::write(&path, b"hello world").unwrap();
-        let Opened::File { file, len, .. } = open_and_stat(&path) else {
+        let bytes = std::os::unix::ffi::OsStrExt::as_bytes(path.as_os_str()).to_vec();
+        let (Some(file), info) = open::open_and_stat(&bytes, SymlinkCheck::OFF).unwrap() else {
             panic!("not a file")
         };
-        assert_eq!(len, 11);
+        assert_eq!(info.len, 11);
         let mut buf = [0u8; 100];
         assert_eq!(read_chunk_into(&file, 6, &mut buf).unwrap(), 5);
         assert_eq!(&buf[..5], b"world");
-        assert!(matches!(
-            open_and_stat(&std::env::temp_dir()),
-            Opened::Directory
-        ));
+        let (none, info) = open::open_and_stat(b"/tmp", SymlinkCheck::OFF).unwrap();
+        assert!(none.is_none() && info.is_dir);
         let fifo = std::env::temp_dir().join(format!("portico-fifo-{}", std::process::id()));
         let _ = std::fs::remove_file(&fifo);
         assert!(
@@ -234,12 +209,12 @@ mod tests {
                 .unwrap()
                 .success()
         );
-        assert!(
-            matches!(open_and_stat(&fifo), Opened::NotRegular),
-            "a FIFO opens without blocking"
-        );
+        let fifo_bytes = std::os::unix::ffi::OsStrExt::as_bytes(fifo.as_os_str()).to_vec();
+        let (_, info) = open::open_and_stat(&fifo_bytes, SymlinkCheck::OFF)
+            .expect("a FIFO opens without blocking");
+        assert!(!info.is_file && !info.is_dir);
         std::fs::remove_file(&fifo).unwrap();
         std::fs::remove_file(&path).unwrap();
-        assert!(matches!(open_and_stat(&path), Opened::Failed(_)));
+        assert!(open::open_and_stat(&bytes, SymlinkCheck::OFF).is_err());
     }
 }

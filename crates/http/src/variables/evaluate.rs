@@ -470,7 +470,7 @@ impl RequestVariables<'_> {
         out.extend_from_slice(&crate::static_files::handler::map_path(
             location,
             &root,
-            &self.request.uri,
+            self.request,
         ));
         true
     }

@@ -109,3 +109,16 @@ fn return_in_server_context() {
     );
     assert_eq!(server.get("/").body_text(), "server\n");
 }
+
+#[test]
+fn return_408_and_499_close_without_a_response() {
+    let server = Instance::http(
+        "server { listen 127.0.0.1:8080;
+            location /t { return 408; } location /c { return 499; } }",
+    );
+    for target in ["/t", "/c"] {
+        let mut client = server.connect();
+        client.write(crate::support::get(target));
+        client.expect_closed_without_response();
+    }
+}

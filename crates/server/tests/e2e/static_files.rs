@@ -159,3 +159,120 @@ fn file_headers() {
     );
     assert!(response.has_header("Last-Modified"));
 }
+
+const STATUSES: &str = "
+server {
+    listen 127.0.0.1:8080;
+    root html;
+    location /i/ { alias html/; }
+    location /quiet/ { alias html/; log_not_found off; }
+}";
+
+fn status_files() -> Instance {
+    Instance::http_builder(STATUSES)
+        .file("html/file.txt", "file\n")
+        .file("html/dir sp/index.html", "spaced\n")
+        .file("html/locked.txt", "locked\n")
+        .file("html/closed/inner.txt", "inner\n")
+        .start()
+}
+
+/// Whether workers run as `nobody` (the harness runs as root): only then can a file be
+/// unreadable to them.
+fn workers_are_not_owner() -> bool {
+    rustix::process::geteuid().is_root()
+}
+
+#[test]
+fn directory_redirects_escape_the_uri_and_keep_arguments() {
+    let server = status_files();
+    let port = server.port();
+    let response = server.request(get_host("/dir%20sp?a=b%20c", "localhost"));
+    assert_eq!(response.status, 301);
+    assert_eq!(
+        response.header("Location"),
+        Some(format!("http://localhost:{port}/dir%20sp/?a=b%20c").as_str())
+    );
+    let response = server.request(get_host("/i/dir%20sp", "localhost"));
+    assert_eq!(
+        response.header("Location"),
+        Some(format!("http://localhost:{port}/i/dir%20sp/").as_str())
+    );
+}
+
+#[test]
+fn methods_the_static_handler_refuses() {
+    let server = status_files();
+    for method in ["PUT", "DELETE", "PATCH"] {
+        let request =
+            format!("{method} /file.txt HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n");
+        assert_eq!(server.request(request).status, 405, "{method}");
+    }
+    let post =
+        |target: &str| format!("POST {target} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n");
+    assert_eq!(server.request(post("/file.txt")).status, 405);
+    assert_eq!(server.request(post("/missing.txt")).status, 404);
+    // The index is found for POST too, and the file it leads to refuses POST.
+    assert_eq!(server.request(post("/dir%20sp/")).status, 405);
+}
+
+#[test]
+fn log_not_found_off_keeps_404s_out_of_the_log() {
+    let server = status_files();
+    assert_eq!(server.get("/quiet/missing-quiet.txt").status, 404);
+    assert_eq!(server.get("/quiet/nodir/").status, 404);
+    assert_eq!(server.get("/i/missing-loud.txt").status, 404);
+    server.wait_for_error_log("missing-loud.txt");
+    let log = server.error_log();
+    assert!(
+        !log.contains("missing-quiet") && !log.contains("nodir"),
+        "{log}"
+    );
+}
+
+#[test]
+fn unreadable_files_and_directories_are_403() {
+    let server = status_files();
+    if !workers_are_not_owner() {
+        return;
+    }
+    let chmod = |relative: &str, mode: u32| {
+        let path = server.prefix().join(relative);
+        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(mode))
+            .expect("chmod");
+    };
+    chmod("html/locked.txt", 0o600);
+    chmod("html/closed", 0o700);
+    assert_eq!(server.get("/locked.txt").status, 403);
+    let path = server
+        .prefix()
+        .join("html/locked.txt")
+        .display()
+        .to_string();
+    let line = server.wait_for_error_log("locked.txt");
+    assert!(
+        line.contains("[error]")
+            && line.contains(&format!("open() \"{path}\" failed (13: Permission denied)")),
+        "{line}"
+    );
+    assert_eq!(server.get("/closed/inner.txt").status, 403);
+    assert_eq!(server.get("/closed/").status, 403);
+    let line = server.wait_for_error_log("is forbidden");
+    assert!(
+        line.contains("/html/closed/index.html\" is forbidden (13: Permission denied)"),
+        "{line}"
+    );
+}
+
+#[test]
+fn alias_in_a_named_location_is_refused() {
+    let failure =
+        Instance::http_builder("server { listen 127.0.0.1:8080; location @x { alias /tmp/; } }")
+            .try_start()
+            .expect_err("the configuration is refused");
+    let text = format!("{}{}", failure.stderr, failure.error_log);
+    assert!(
+        text.contains("the \"alias\" directive cannot be used inside the named location"),
+        "{text}"
+    );
+}

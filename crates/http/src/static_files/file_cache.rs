@@ -1,0 +1,277 @@
+//! Opening request paths for the static handlers, through `open_file_cache` when the
+//! location has one: a per-worker cache of open descriptors, stat results and (with
+//! `open_file_cache_errors`) failures, as nginx's `ngx_open_cached_file` keeps them. An
+//! entry is used only while it is younger than `open_file_cache_valid`; after that the
+//! path is opened again on the pool. The cache lives on the worker's loop and is never
+//! shared with another thread; the opens themselves run on the pool.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fs::File;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::conf::Location;
+use crate::request::{ConnectionInfo, Request};
+use crate::static_files::OpenFileCacheConf;
+use crate::static_files::handler::FileError;
+use crate::static_files::open::{self, FileInfo, OpenFailure, SymlinkCheck};
+use crate::variables::render;
+use crate::worker::HttpWorker;
+
+/// An open file (none for a directory) and what `fstat()` said, or why opening failed.
+pub type OpenResult = Result<(Option<Arc<File>>, FileInfo), OpenFailure>;
+
+/// How many inactive entries a lookup removes at most, as nginx does (it removes two).
+const EXPIRE_PER_LOOKUP: usize = 2;
+
+/// The symlink check for `path` in `location` (`disable_symlinks`, its `from=` evaluated).
+pub fn symlink_check(
+    worker: &HttpWorker,
+    connection: &ConnectionInfo,
+    request: &Request<'_>,
+    location: &Location,
+    path: &[u8],
+) -> SymlinkCheck {
+    let setting = &location.settings.static_files.disable_symlinks;
+    let from = setting
+        .from
+        .as_ref()
+        .map(|template| render(worker, connection, request, template));
+    SymlinkCheck::for_path(setting.mode, from.as_deref(), path)
+}
+
+/// Opens `path` for reading (a directory is only stat-ed).
+pub async fn open(
+    worker: &HttpWorker,
+    location: &Location,
+    path: &[u8],
+    check: SymlinkCheck,
+) -> Result<OpenResult, FileError> {
+    let settings = &location.settings.static_files;
+    let Some(conf) = &settings.open_file_cache else {
+        let owned = path.to_vec();
+        let result = worker
+            .offload(move || open::open_and_stat(&owned, check))
+            .await?;
+        return Ok(result.map(|(file, info)| (file.map(Arc::new), info)));
+    };
+    let key = Arc::as_ptr(conf) as usize;
+    let now = Instant::now();
+    let valid = settings.open_file_cache_valid;
+    let uses = {
+        let mut caches = worker.open_files.borrow_mut();
+        let cache = caches.cache(key);
+        cache.expire_inactive(now, conf.inactive, EXPIRE_PER_LOOKUP);
+        match cache.lookup(path, now) {
+            Some(entry) => {
+                entry.uses += 1;
+                if entry.check == check && now.duration_since(entry.created) < valid {
+                    match &entry.result {
+                        Ok((Some(file), info)) => return Ok(Ok((Some(file.clone()), *info))),
+                        Ok((None, info)) if info.is_dir => return Ok(Ok((None, *info))),
+                        Err(failure) => return Ok(Err(*failure)),
+                        // Not used often enough yet to be kept open: open it again.
+                        Ok((None, _)) => {}
+                    }
+                }
+                entry.uses
+            }
+            None => 1,
+        }
+    };
+    let owned = path.to_vec();
+    let result: OpenResult = worker
+        .offload(move || open::open_and_stat(&owned, check))
+        .await?
+        .map(|(file, info)| (file.map(Arc::new), info));
+    let mut caches = worker.open_files.borrow_mut();
+    let cache = caches.cache(key);
+    if result.is_err() && !settings.open_file_cache_errors {
+        cache.remove(path);
+        return Ok(result);
+    }
+    let kept = match &result {
+        Ok((file, info)) if uses >= settings.open_file_cache_min_uses => Ok((file.clone(), *info)),
+        Ok((_, info)) => Ok((None, *info)),
+        Err(failure) => Err(*failure),
+    };
+    cache.store(path, kept, check, uses, now, conf);
+    Ok(result)
+}
+
+/// Stats `path` without keeping it (`try_files`); with a cache, the file is opened and
+/// cached as for serving it, as nginx does.
+pub async fn test(
+    worker: &HttpWorker,
+    location: &Location,
+    path: &[u8],
+    check: SymlinkCheck,
+) -> Result<Result<FileInfo, OpenFailure>, FileError> {
+    if location.settings.static_files.open_file_cache.is_some() {
+        return Ok(open(worker, location, path, check)
+            .await?
+            .map(|(_, info)| info));
+    }
+    let owned = path.to_vec();
+    worker.offload(move || open::test(&owned, check)).await
+}
+
+/// Every `open_file_cache` of one worker, by the address of its directive's settings.
+#[derive(Debug, Default)]
+pub struct OpenFileCaches {
+    caches: HashMap<usize, Cache>,
+}
+
+impl OpenFileCaches {
+    fn cache(&mut self, key: usize) -> &mut Cache {
+        self.caches.entry(key).or_default()
+    }
+}
+
+#[derive(Debug, Default)]
+struct Cache {
+    entries: HashMap<Vec<u8>, Entry>,
+    /// Entries by last use, oldest first.
+    order: BTreeMap<u64, Vec<u8>>,
+    next_sequence: u64,
+}
+
+#[derive(Debug)]
+struct Entry {
+    result: OpenResult,
+    check: SymlinkCheck,
+    created: Instant,
+    accessed: Instant,
+    sequence: u64,
+    uses: u64,
+}
+
+impl Cache {
+    fn lookup(&mut self, path: &[u8], now: Instant) -> Option<&mut Entry> {
+        let sequence = self.next_sequence;
+        let entry = self.entries.get_mut(path)?;
+        self.order.remove(&entry.sequence);
+        entry.sequence = sequence;
+        entry.accessed = now;
+        self.order.insert(sequence, path.to_vec());
+        self.next_sequence += 1;
+        Some(entry)
+    }
+
+    fn remove(&mut self, path: &[u8]) {
+        if let Some(entry) = self.entries.remove(path) {
+            self.order.remove(&entry.sequence);
+        }
+    }
+
+    fn store(
+        &mut self,
+        path: &[u8],
+        result: OpenResult,
+        check: SymlinkCheck,
+        uses: u64,
+        now: Instant,
+        conf: &OpenFileCacheConf,
+    ) {
+        self.remove(path);
+        while self.entries.len() >= conf.max {
+            let Some((_, oldest)) = self.order.pop_first() else {
+                break;
+            };
+            self.entries.remove(&oldest);
+        }
+        let sequence = self.next_sequence;
+        self.next_sequence += 1;
+        self.order.insert(sequence, path.to_vec());
+        self.entries.insert(
+            path.to_vec(),
+            Entry {
+                result,
+                check,
+                created: now,
+                accessed: now,
+                sequence,
+                uses,
+            },
+        );
+    }
+
+    /// Drops up to `limit` entries not used for `inactive`, oldest first.
+    fn expire_inactive(&mut self, now: Instant, inactive: Duration, limit: usize) {
+        for _ in 0..limit {
+            let Some((&sequence, path)) = self.order.first_key_value() else {
+                return;
+            };
+            let expired = self
+                .entries
+                .get(path)
+                .is_none_or(|entry| now.duration_since(entry.accessed) >= inactive);
+            if !expired {
+                return;
+            }
+            if let Some(path) = self.order.remove(&sequence) {
+                self.entries.remove(&path);
+            }
+        }
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        debug_assert_eq!(self.entries.len(), self.order.len());
+        self.entries.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info() -> FileInfo {
+        FileInfo {
+            len: 1,
+            modified: 0,
+            is_dir: false,
+            is_file: true,
+            is_exec: false,
+            uniq: (1, 1),
+        }
+    }
+
+    #[test]
+    fn evicts_the_least_recently_used_at_max() {
+        let conf = OpenFileCacheConf {
+            max: 2,
+            inactive: Duration::from_secs(60),
+        };
+        let now = Instant::now();
+        let mut cache = Cache::default();
+        cache.store(b"/a", Ok((None, info())), SymlinkCheck::OFF, 1, now, &conf);
+        cache.store(b"/b", Ok((None, info())), SymlinkCheck::OFF, 1, now, &conf);
+        assert!(cache.lookup(b"/a", now).is_some());
+        cache.store(b"/c", Ok((None, info())), SymlinkCheck::OFF, 1, now, &conf);
+        assert_eq!(cache.len(), 2);
+        assert!(cache.lookup(b"/b", now).is_none(), "b was the oldest");
+        assert!(cache.lookup(b"/a", now).is_some());
+        assert!(cache.lookup(b"/c", now).is_some());
+    }
+
+    #[test]
+    fn inactive_entries_expire_a_few_per_lookup() {
+        let conf = OpenFileCacheConf {
+            max: 10,
+            inactive: Duration::from_secs(5),
+        };
+        let start = Instant::now();
+        let mut cache = Cache::default();
+        for name in [&b"/a"[..], b"/b", b"/c"] {
+            cache.store(name, Ok((None, info())), SymlinkCheck::OFF, 1, start, &conf);
+        }
+        let later = start + Duration::from_secs(6);
+        cache.expire_inactive(later, conf.inactive, EXPIRE_PER_LOOKUP);
+        assert_eq!(cache.len(), 1);
+        cache.expire_inactive(start + Duration::from_secs(1), conf.inactive, 2);
+        assert_eq!(cache.len(), 1, "a young entry stays");
+        cache.expire_inactive(later, conf.inactive, EXPIRE_PER_LOOKUP);
+        assert_eq!(cache.len(), 0);
+    }
+}
