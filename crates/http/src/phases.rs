@@ -158,7 +158,7 @@ fn find_config<'a>(
         &server.locations,
         server.location,
         &request.uri,
-        &mut request.matches,
+        request.matches.get_mut(),
     );
     request.location = Some(found);
     let mut location = conf.location(found);
