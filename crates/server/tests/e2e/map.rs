@@ -355,3 +355,39 @@ fn configuration_errors_read_like_nginx() {
     // Names are checked once the whole configuration is read, without a place.
     assert_http_body_fails("map $nothing $b { }", "unknown \"nothing\" variable");
 }
+
+#[test]
+fn a_map_may_follow_its_users_and_a_later_block_for_the_same_name_wins() {
+    let server = Instance::http(
+        r#"
+server {
+    listen 127.0.0.1:8080;
+    location / { return 200 "$late"; }
+}
+map $arg_a $late { default first; }
+map $arg_a $late { default second; 1 one; }
+"#,
+    );
+    assert_eq!(body(&server, "/"), "second");
+    assert_eq!(body(&server, "/?a=1"), "one");
+}
+
+#[test]
+fn hostnames_applies_to_the_keys_after_it() {
+    let server = Instance::http(
+        r#"
+map $arg_h $kind {
+    *.before.example   exact-star;
+    hostnames;
+    *.after.example    wildcard;
+}
+server {
+    listen 127.0.0.1:8080;
+    location / { return 200 "[$kind]"; }
+}
+"#,
+    );
+    assert_eq!(body(&server, "/?h=*.before.example"), "[exact-star]");
+    assert_eq!(body(&server, "/?h=a.before.example"), "[]");
+    assert_eq!(body(&server, "/?h=a.after.example"), "[wildcard]");
+}
