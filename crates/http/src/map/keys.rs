@@ -15,17 +15,18 @@ pub struct MapKeys {
     /// Lowercased exact keys.
     exact: HashMap<Box<[u8]>, usize, LookupHash>,
     /// `*.example.com` (stored as `.example.com`) and `.example.com`, which also matches
-    /// `example.com`; longest first, so the most specific wildcard wins as in nginx.
-    head: Vec<HeadWildcard>,
-    /// `www.example.*` (stored as `www.example.`), longest first.
-    tail: Vec<(Box<[u8]>, usize)>,
+    /// `example.com` (`also_bare`). A lookup tries the name's suffixes from the longest,
+    /// one per dot, so the most specific wildcard wins as in nginx, in as many hash
+    /// lookups as the name has labels.
+    head: HashMap<Box<[u8]>, HeadWildcard, LookupHash>,
+    /// `www.example.*` (stored as `www.example.`), tried from the longest prefix.
+    tail: HashMap<Box<[u8]>, usize, LookupHash>,
     /// `~` and `~*` keys, in the order written.
     regexes: Vec<(NamedCaptures, usize)>,
 }
 
 #[derive(Debug)]
 struct HeadWildcard {
-    suffix: Box<[u8]>,
     also_bare: bool,
     value: usize,
 }
@@ -81,10 +82,13 @@ impl MapKeys {
 
     fn add_exact(&mut self, key: Vec<u8>, value: usize) -> Result<(), KeyError> {
         // `.example.com` claims `example.com` too.
+        let mut dotted = Vec::with_capacity(key.len() + 1);
+        dotted.push(b'.');
+        dotted.extend_from_slice(&key);
         let bare_taken = self
             .head
-            .iter()
-            .any(|head| head.also_bare && head.suffix[1..] == key[..]);
+            .get(&dotted[..])
+            .is_some_and(|head| head.also_bare);
         if bare_taken || self.exact.contains_key(&key[..]) {
             return Err(KeyError::Conflicting);
         }
@@ -98,28 +102,20 @@ impl MapKeys {
         also_bare: bool,
         value: usize,
     ) -> Result<(), KeyError> {
-        let taken = self.head.iter().any(|head| head.suffix == suffix)
-            || also_bare && self.exact.contains_key(&suffix[1..]);
+        let taken =
+            self.head.contains_key(&suffix) || also_bare && self.exact.contains_key(&suffix[1..]);
         if taken {
             return Err(KeyError::Conflicting);
         }
-        self.head.push(HeadWildcard {
-            suffix,
-            also_bare,
-            value,
-        });
-        self.head
-            .sort_by_key(|head| std::cmp::Reverse(head.suffix.len()));
+        self.head.insert(suffix, HeadWildcard { also_bare, value });
         Ok(())
     }
 
     fn add_tail(&mut self, prefix: Box<[u8]>, value: usize) -> Result<(), KeyError> {
-        if self.tail.iter().any(|(existing, _)| *existing == prefix) {
+        if self.tail.contains_key(&prefix) {
             return Err(KeyError::Conflicting);
         }
-        self.tail.push((prefix, value));
-        self.tail
-            .sort_by_key(|(prefix, _)| std::cmp::Reverse(prefix.len()));
+        self.tail.insert(prefix, value);
         Ok(())
     }
 
@@ -135,16 +131,11 @@ impl MapKeys {
         if lower.is_empty() {
             return None;
         }
-        for head in &self.head {
-            let longer = lower.len() > head.suffix.len() && lower.ends_with(&head.suffix);
-            if longer || head.also_bare && lower[..] == head.suffix[1..] {
-                return Some(found(head.value));
-            }
+        if let Some(value) = self.find_head(&lower) {
+            return Some(found(value));
         }
-        for (prefix, value) in &self.tail {
-            if lower.len() > prefix.len() && lower.starts_with(prefix) {
-                return Some(found(*value));
-            }
+        if let Some(value) = self.find_tail(&lower) {
+            return Some(found(value));
         }
         for (regex, value) in &self.regexes {
             if regex.regex.captures(key, captures) {
@@ -155,6 +146,38 @@ impl MapKeys {
             }
         }
         None
+    }
+
+    /// The most specific `*.`/`.` wildcard for `name`: the name itself under a `.`
+    /// wildcard, then each suffix that starts at a dot, longest first.
+    fn find_head(&self, name: &[u8]) -> Option<usize> {
+        if self.head.is_empty() {
+            return None;
+        }
+        let mut dotted = Vec::with_capacity(name.len() + 1);
+        dotted.push(b'.');
+        dotted.extend_from_slice(name);
+        if let Some(head) = self.head.get(&dotted[..])
+            && head.also_bare
+        {
+            return Some(head.value);
+        }
+        // A suffix must leave at least one byte of the name before it.
+        (1..name.len())
+            .filter(|index| name[*index] == b'.')
+            .find_map(|index| self.head.get(&name[index..]).map(|head| head.value))
+    }
+
+    /// The most specific `.*` wildcard for `name`: each prefix that ends at a dot, longest
+    /// first, with at least one byte of the name after it.
+    fn find_tail(&self, name: &[u8]) -> Option<usize> {
+        if self.tail.is_empty() {
+            return None;
+        }
+        (0..name.len().saturating_sub(1))
+            .rev()
+            .filter(|index| name[*index] == b'.')
+            .find_map(|index| self.tail.get(&name[..=index]).copied())
     }
 }
 

@@ -195,7 +195,7 @@ impl RequestVariables<'_> {
 
     /// A named variable without a value: "not found" for a regex capture; for a `set`
     /// variable an empty value and, with `uninitialized_variable_warn`, a warning.
-    pub(crate) fn uninitialized(&self, slot: crate::variables::NamedSlot) -> bool {
+    fn uninitialized(&self, slot: crate::variables::NamedSlot) -> bool {
         let Some((name, true)) = self.conf.named_variables.get(slot.0 as usize) else {
             return false;
         };
