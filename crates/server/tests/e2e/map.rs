@@ -68,6 +68,14 @@ server {
     location /pair {
         return 200 "$pair|$empty_key";
     }
+    location ~ ^/loc/(.+)$ {
+        return 200 "$from_location";
+    }
+}
+
+map $uri $from_location {
+    /loc/exact   "exact key, location capture $1";
+    ~^/loc/(r.*) "regex key, own capture $1";
 }
 "#;
 
@@ -139,6 +147,16 @@ fn regex_captures_are_used_in_the_value_and_become_the_request_s() {
         "first=abc n=42; then first=abc 1=abc\n"
     );
     assert_eq!(body(&server, "/cap/xyz"), "no-digits; then first= 1=\n");
+}
+
+#[test]
+fn a_value_chosen_by_an_exact_key_sees_the_captures_made_before() {
+    let server = start();
+    assert_eq!(
+        body(&server, "/loc/exact"),
+        "exact key, location capture exact"
+    );
+    assert_eq!(body(&server, "/loc/rx"), "regex key, own capture rx");
 }
 
 #[test]

@@ -29,6 +29,37 @@ server {
 }
 
 #[test]
+fn small_shares_of_a_source_with_text_around_a_variable() {
+    // nginx's documented example: "${remote_addr}AAA", with an argument in place of the
+    // address. Of the keys 0..400 only these fall in the 0.5% and 2% shares.
+    let server = Instance::http(
+        r#"
+split_clients "${arg_k}AAA" $variant {
+    0.5%  .one;
+    2.0%  .two;
+    *     "";
+}
+server {
+    listen 127.0.0.1:8080;
+    location / { return 200 "$variant"; }
+}
+"#,
+    );
+    let chosen: Vec<String> = (0..400)
+        .filter_map(|key| {
+            let body = server.get(&format!("/?k={key}")).body_text();
+            (!body.is_empty()).then(|| format!("{key}{body}"))
+        })
+        .collect();
+    assert_eq!(
+        chosen,
+        [
+            "13.one", "17.one", "19.two", "27.two", "154.two", "271.two", "352.one", "397.two"
+        ]
+    );
+}
+
+#[test]
 fn an_uncovered_hash_gets_an_empty_value() {
     // "a" hashes to 57% of the range, "1" to 29%.
     let server = Instance::http(
