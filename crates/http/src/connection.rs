@@ -378,8 +378,13 @@ async fn reject<'a>(
         "reading client request headers"
     };
     log_connection(worker, connection, request, Level::Info, &message, action);
-    let Reply::Respond(body) =
-        phases::run_error(worker, &connection.info, request, error.status()).await
+    // The body of a refused request is never read.
+    let mut no_body = BodyState::Done;
+    let client = phases::Client {
+        connection: &mut *connection,
+        body: &mut no_body,
+    };
+    let Reply::Respond(body) = phases::run_error(worker, client, request, error.status()).await
     else {
         return;
     };
@@ -427,7 +432,11 @@ async fn handle_request<'a>(
         request.args.extend_from_slice(&request.head_bytes[args]);
     }
     let mut body_state = BodyState::new(request.info.framing);
-    let reply = phases::run(worker, &connection.info, request).await;
+    let client = phases::Client {
+        connection: &mut *connection,
+        body: &mut body_state,
+    };
+    let reply = phases::run(worker, client, request).await;
     let mut body = match reply {
         Reply::Respond(body) => body,
         Reply::Close => {

@@ -29,6 +29,7 @@ pub mod rewrite;
 pub mod send;
 pub mod special;
 pub mod static_files;
+pub mod upstream;
 pub mod variables;
 pub mod worker;
 

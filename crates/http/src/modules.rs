@@ -14,6 +14,7 @@ pub const TABLES: &[&[HttpDirective]] = &[
     crate::rewrite::directives::DIRECTIVES,
     crate::static_files::directives::DIRECTIVES,
     crate::proxy::directives::DIRECTIVES,
+    crate::upstream::directives::DIRECTIVES,
 ];
 
 /// All directives of all modules, for [`conf::spec::check`].
@@ -32,4 +33,11 @@ pub const FAMILIES: &[&str] = &[
     "http_rewrite",
     "http_static",
     "http_index",
+    "http_proxy",
+    "http_upstream_hash",
+    "http_upstream_ip_hash",
+    "http_upstream_least_conn",
+    "http_upstream_random",
+    "http_upstream_keepalive",
+    "http_upstream_zone",
 ];

@@ -16,9 +16,12 @@
 use logging::Level;
 
 use crate::access::{self, Action};
+use crate::body::BodyState;
 use crate::conf::location;
 use crate::conf::{LocationId, ServerId};
+use crate::connection::Connection;
 use crate::core::error_page::ErrorPage;
+use crate::proxy::handler::{self as proxy_handler, ProxyOutcome};
 use crate::request::{ConnectionInfo, Request};
 use crate::response::{Body, Bytes, Location};
 use crate::rewrite::{self, STATUS_CLOSE, ScriptOutcome, status_is_redirect};
@@ -58,43 +61,55 @@ enum Step<'a> {
     Done(Reply<'a>),
 }
 
+/// The client's connection and the state of its request body, for the handlers that read
+/// the body (the proxy).
+pub struct Client<'c> {
+    pub connection: &'c mut Connection,
+    pub body: &'c mut BodyState,
+}
+
 /// Runs the phases for a request whose server is chosen.
 pub async fn run<'a>(
     worker: &'a HttpWorker,
-    connection: &ConnectionInfo,
+    client: Client<'_>,
     request: &mut Request<'a>,
 ) -> Reply<'a> {
-    run_from(worker, connection, request, Step::ServerRewrite).await
+    run_from(worker, client, request, Step::ServerRewrite).await
 }
 
 /// Ends a request whose head was refused with `status`, through `error_page` as nginx
 /// does (the default server's pages apply before a location is known).
 pub async fn run_error<'a>(
     worker: &'a HttpWorker,
-    connection: &ConnectionInfo,
+    client: Client<'_>,
     request: &mut Request<'a>,
     status: u16,
 ) -> Reply<'a> {
-    run_from(worker, connection, request, Step::Finalize(status)).await
+    run_from(worker, client, request, Step::Finalize(status)).await
 }
 
 async fn run_from<'a>(
     worker: &'a HttpWorker,
-    connection: &ConnectionInfo,
+    client: Client<'_>,
     request: &mut Request<'a>,
     mut step: Step<'a>,
 ) -> Reply<'a> {
     let Some(server) = request.server else {
         return special_response(worker, request, 500);
     };
+    let Client {
+        connection: client_connection,
+        body: body_state,
+    } = client;
     loop {
+        let connection = &client_connection.info;
         step = match step {
             Step::ServerRewrite => server_rewrite(worker, connection, request, server).await,
             Step::FindConfig => find_config(worker, connection, request, server),
             Step::Rewrite => location_rewrite(worker, connection, request, server).await,
             Step::PostRewrite => post_rewrite(worker, connection, request),
             Step::Access => check_access(worker, connection, request),
-            Step::Content => content(worker, connection, request).await,
+            Step::Content => content(worker, client_connection, body_state, request).await,
             Step::Finalize(status) => finalize(worker, connection, request, status),
             Step::Redirect { uri, args } => {
                 internal_redirect(worker, connection, request, server, uri, args)
@@ -153,6 +168,7 @@ fn find_config<'a>(
     let conf = worker.conf();
     let server = conf.server(server);
     request.uri_changed = false;
+    request.location_uri_changed = false;
     let found = location::find(
         &conf.locations,
         &server.locations,
@@ -160,10 +176,22 @@ fn find_config<'a>(
         &request.uri,
         request.matches.get_mut(),
     );
+    let redirect = location::auto_redirect(&conf.locations, &server.locations, &request.uri);
+    let found = redirect.unwrap_or(found);
     request.location = Some(found);
     let mut location = conf.location(found);
     if !request.internal && location.settings.core.internal {
         return Step::Finalize(404);
+    }
+    if redirect.is_some() {
+        let mut value = Vec::with_capacity(location.prefix().len() + request.args.len() + 1);
+        crate::proxy::request::escape_uri(location.prefix(), &mut value);
+        if !request.args.is_empty() {
+            value.push(b'?');
+            value.extend_from_slice(&request.args);
+        }
+        request.response.location = Some(Location { value });
+        return Step::Finalize(301);
     }
     if let Some((methods, block)) = location.limit_except
         && !methods.contains(request.head.method)
@@ -250,15 +278,40 @@ fn check_access<'a>(
     Step::Content
 }
 
-/// Phase 5: the static handler.
+/// Phase 5: the proxy or the static handler.
 async fn content<'a>(
     worker: &'a HttpWorker,
-    connection: &ConnectionInfo,
+    client_connection: &mut Connection,
+    body_state: &mut BodyState,
     request: &mut Request<'a>,
 ) -> Step<'a> {
     let Some(location_id) = request.location else {
         return Step::Finalize(500);
     };
+    if worker
+        .conf()
+        .location(location_id)
+        .settings
+        .proxy
+        .pass
+        .is_some()
+    {
+        return match proxy_handler::proxy(
+            worker,
+            client_connection,
+            body_state,
+            request,
+            location_id,
+        )
+        .await
+        {
+            ProxyOutcome::Respond(body) => Step::Done(Reply::Respond(body)),
+            ProxyOutcome::Finalize(status) => Step::Finalize(status),
+            ProxyOutcome::Redirect { uri, args } => Step::Redirect { uri, args },
+            ProxyOutcome::Named(name) => Step::Named(name),
+        };
+    }
+    let connection = &client_connection.info;
     match serve_static(worker, connection, request, location_id).await {
         Ok(StaticOutcome::Respond { status, body }) => {
             if status >= 300 || matches!(body, Body::Empty) && status != 200 {
@@ -463,7 +516,10 @@ fn respond_return<'a>(
     };
     let location = current_location(worker, request);
     request.response.status = status;
-    request.response.content_type = Some(static_handler::content_type(location, &request.uri));
+    // A type set before (an `X-Accel-Redirect` response's) is kept, as nginx keeps it.
+    if request.response.content_type.is_none() {
+        request.response.content_type = Some(static_handler::content_type(location, &request.uri));
+    }
     Step::Done(Reply::Respond(Body::Bytes(body)))
 }
 

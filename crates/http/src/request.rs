@@ -86,6 +86,16 @@ pub struct Request<'a> {
     pub keepalive: bool,
     /// The head was already read with the previous request's bytes (`$pipe`).
     pub pipelined: bool,
+    /// `set $args` ran: the request target as received no longer says what is asked.
+    pub args_changed: bool,
+    /// A `rewrite ... break` (or `break` after a rewrite) changed the URI within the
+    /// current location (nginx's `valid_location = 0`): `proxy_pass` then sends the whole
+    /// URI rather than replacing the location's prefix.
+    pub location_uri_changed: bool,
+    /// The body, once a handler has read it (`$request_body` for a body in memory).
+    pub body: Option<crate::body::reader::RequestBody>,
+    /// What the proxy did: for `$upstream_*` and the error log.
+    pub upstream: crate::proxy::handler::UpstreamInfo,
 }
 
 /// nginx's limit on URI rewrites and internal redirects per request, plus one.
@@ -120,6 +130,10 @@ impl<'a> Request<'a> {
         self.filename.clear();
         self.keepalive = false;
         self.pipelined = false;
+        self.args_changed = false;
+        self.location_uri_changed = false;
+        self.body = None;
+        self.upstream.clear();
     }
 
     /// A request header's value, by lowercase name with `_` matching `-` (as `$http_*`).
@@ -262,6 +276,11 @@ impl LogContext for RequestLogContext<'_> {
         if !line.is_empty() {
             out.extend_from_slice(b", request: \"");
             out.extend_from_slice(line);
+            out.push(b'"');
+        }
+        if !request.upstream.log_url.is_empty() {
+            out.extend_from_slice(b", upstream: \"");
+            out.extend_from_slice(&request.upstream.log_url);
             out.push(b'"');
         }
         // The head may be incomplete or rejected: every range is checked, never trusted.

@@ -35,6 +35,8 @@ pub enum Body<'a> {
     Bytes(Bytes<'a>),
     /// A file opened by the static handler, read on the thread pool as it is sent.
     File(crate::static_files::handler::FileBody),
+    /// A proxied response's body, read from the upstream as it is sent.
+    Upstream(Box<crate::proxy::body::UpstreamBody<'a>>),
 }
 
 impl Body<'_> {
@@ -48,6 +50,7 @@ impl Body<'_> {
             Body::Empty => Some(0),
             Body::Bytes(bytes) => Some(bytes.len() as u64),
             Body::File(file) => Some(file.len),
+            Body::Upstream(_) => None,
         }
     }
 }
@@ -62,6 +65,12 @@ pub struct Location {
 #[derive(Debug, Default)]
 pub struct ResponseHead<'a> {
     pub status: u16,
+    /// The status line's `NNN Reason` as a proxied server wrote it.
+    pub status_line: Option<Vec<u8>>,
+    /// `Server` and `Date` passed from a proxied server (`proxy_pass_header`): sent
+    /// instead of Portico's own.
+    pub server: Option<Vec<u8>>,
+    pub date: Option<Vec<u8>>,
     pub content_type: Option<Bytes<'a>>,
     pub content_length: Option<u64>,
     pub last_modified: Option<i64>,
@@ -87,6 +96,9 @@ pub struct ResponseHead<'a> {
 impl ResponseHead<'_> {
     pub fn clear(&mut self) {
         self.status = 0;
+        self.status_line = None;
+        self.server = None;
+        self.date = None;
         self.content_type = None;
         self.content_length = None;
         self.last_modified = None;

@@ -38,6 +38,8 @@ pub struct LoadEnv<'a> {
 /// State shared by the setters while the `http` block is read.
 pub struct LoadContext<'a> {
     pub prefix: &'a Path,
+    /// `upstream` blocks and the groups `proxy_pass` names.
+    pub upstreams: crate::upstream::UpstreamRegistry,
     pub variables: VariableRegistry,
     pub log_files: &'a mut LogFiles,
     pub log_formats: HashMap<String, Arc<LogFormat>>,
@@ -153,6 +155,7 @@ impl LoadContext<'_> {
 pub fn test_context(log_files: &mut LogFiles) -> LoadContext<'_> {
     LoadContext {
         prefix: Path::new("/tmp"),
+        upstreams: Default::default(),
         variables: VariableRegistry::default(),
         log_files,
         log_formats: HashMap::new(),
@@ -202,6 +205,7 @@ pub fn load_http(block: &[Directive], env: LoadEnv<'_>) -> Result<HttpConf, Conf
     };
     let mut context = LoadContext {
         prefix: env.prefix,
+        upstreams: Default::default(),
         variables: VariableRegistry::default(),
         log_files: env.log_files,
         log_formats: HashMap::new(),
@@ -224,7 +228,11 @@ pub fn load_http(block: &[Directive], env: LoadEnv<'_>) -> Result<HttpConf, Conf
             Setter::Block(BlockKind::Types) => {
                 set_types(&mut http_location, directive, &mut context)?
             }
-            Setter::Block(BlockKind::Location | BlockKind::If | BlockKind::LimitExcept) => {
+            Setter::Block(BlockKind::Upstream) => {
+                crate::upstream::directives::read_upstream(directive, &mut context)?
+            }
+            Setter::Upstream(_)
+            | Setter::Block(BlockKind::Location | BlockKind::If | BlockKind::LimitExcept) => {
                 return Err(ConfError::at(
                     ConfErrorKind::NotAllowedHere {
                         name: directive.name.clone(),
@@ -246,6 +254,15 @@ pub fn load_http(block: &[Directive], env: LoadEnv<'_>) -> Result<HttpConf, Conf
         context,
         &merge_env,
     )
+}
+
+/// [`check`] for a module that reads a block of its own.
+pub fn check_directive(
+    directive: &Directive,
+    context: Context,
+    load: &LoadContext<'_>,
+) -> Result<&'static crate::conf::HttpDirective, ConfError> {
+    check(directive, context, load.outer_directives)
 }
 
 /// Checks a directive against every HTTP module's table; a name only the main context
@@ -344,7 +361,8 @@ fn read_server(
                 locations.push(pending);
             }
             Setter::Block(BlockKind::If) => read_if(inner, &mut location, None, context)?,
-            Setter::Block(BlockKind::Server | BlockKind::LimitExcept) => {
+            Setter::Upstream(_)
+            | Setter::Block(BlockKind::Server | BlockKind::LimitExcept | BlockKind::Upstream) => {
                 return Err(ConfError::at(
                     ConfErrorKind::NotAllowedHere {
                         name: inner.name.clone(),
@@ -486,7 +504,10 @@ fn read_location(
                 }
                 pending.limit_except = Some(read_limit_except(inner, context)?);
             }
-            Setter::Main(_) | Setter::Server(_) | Setter::Block(BlockKind::Server) => {
+            Setter::Main(_)
+            | Setter::Server(_)
+            | Setter::Upstream(_)
+            | Setter::Block(BlockKind::Server | BlockKind::Upstream) => {
                 return Err(ConfError::at(
                     ConfErrorKind::NotAllowedHere {
                         name: inner.name.clone(),
@@ -665,6 +686,8 @@ fn build(
         &mut context,
     )?;
     context.variables.check_defined()?;
+    crate::proxy::pass::check_uri_parts(&builder.locations)?;
+    let upstreams = std::mem::take(&mut context.upstreams).finish()?;
     let mut main_core = main.core;
     main_core.merge_from(&Default::default());
     Ok(HttpConf {
@@ -679,6 +702,7 @@ fn build(
         maps: main.map.variables,
         access_log_buffers: context.access_log_slots,
         warnings: context.warnings,
+        upstreams,
     })
 }
 
@@ -753,8 +777,11 @@ impl Builder<'_> {
     ) -> (LocationTree, Vec<LocationId>) {
         let mut tree = LocationTree::default();
         let mut named = Vec::new();
+        // `proxy_pass` is a location's handler: nested locations do not inherit it.
+        let mut inherited = parent.inheritable();
+        inherited.proxy.pass = None;
         for mut location in pending {
-            location.scope.merge_from(&parent.inheritable());
+            location.scope.merge_from(&inherited);
             let children = std::mem::take(&mut location.children);
             let static_key = match &location.kind {
                 LocationKind::Exact(path) => Some((path.clone(), true)),

@@ -144,6 +144,53 @@ pub fn find(
     selected
 }
 
+/// nginx's auto redirect: a URI that is a location's name without its final `/`, where that
+/// location passes requests on (`proxy_pass`), is answered with a redirect to the name,
+/// unless another location is named exactly like the URI. Regex locations are not looked
+/// at then, as in nginx.
+pub fn auto_redirect(
+    locations: &[Location],
+    tree: &LocationTree,
+    uri: &[u8],
+) -> Option<LocationId> {
+    auto_redirect_in(locations, tree, uri, 0)
+}
+
+fn auto_redirect_in(
+    locations: &[Location],
+    tree: &LocationTree,
+    uri: &[u8],
+    depth: usize,
+) -> Option<LocationId> {
+    if depth > NESTING_MAX
+        || tree.exact.iter().any(|(path, _)| &path[..] == uri)
+        || tree.prefix.iter().any(|(path, _)| &path[..] == uri)
+    {
+        return None;
+    }
+    let redirecting = |path: &[u8], id: &LocationId| {
+        path.len() == uri.len() + 1
+            && path.starts_with(uri)
+            && path.ends_with(b"/")
+            && locations[id.0 as usize].settings.proxy.pass.is_some()
+    };
+    if let Some((_, id)) = tree
+        .exact
+        .iter()
+        .chain(tree.prefix.iter())
+        .find(|(path, id)| redirecting(path, id))
+    {
+        return Some(*id);
+    }
+    let (_, id) = tree.prefix.iter().find(|(path, _)| uri.starts_with(path))?;
+    auto_redirect_in(
+        locations,
+        &locations[id.0 as usize].children,
+        uri,
+        depth + 1,
+    )
+}
+
 /// nginx's nesting is bounded by the configuration; this guards against a cycle bug.
 const NESTING_MAX: usize = 64;
 

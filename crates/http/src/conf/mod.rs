@@ -50,6 +50,14 @@ pub enum Setter {
     Server(fn(&mut ServerScope, &Directive, &mut LoadContext<'_>) -> Result<(), ConfError>),
     /// Settings nginx keeps per location (also in `http` and `server`, inherited down).
     Location(fn(&mut LocationScope, &Directive, &mut LoadContext<'_>) -> Result<(), ConfError>),
+    /// Directives of an `upstream` block.
+    Upstream(
+        fn(
+            &mut crate::upstream::registry::UpstreamScope,
+            &Directive,
+            &mut LoadContext<'_>,
+        ) -> Result<(), ConfError>,
+    ),
     /// A block the loader opens itself.
     Block(BlockKind),
 }
@@ -60,6 +68,7 @@ impl std::fmt::Debug for Setter {
             Setter::Main(_) => "Setter::Main",
             Setter::Server(_) => "Setter::Server",
             Setter::Location(_) => "Setter::Location",
+            Setter::Upstream(_) => "Setter::Upstream",
             Setter::Block(_) => "Setter::Block",
         })
     }
@@ -75,6 +84,8 @@ pub enum BlockKind {
     If,
     /// `limit_except METHOD ... { ... }` in a location.
     LimitExcept,
+    /// `upstream NAME { ... }` in `http`.
+    Upstream,
 }
 
 /// One entry of an HTTP module's directive table.
@@ -165,6 +176,8 @@ pub struct HttpConf {
     pub access_log_buffers: usize,
     /// Warnings to log once the configuration is in use.
     pub warnings: Vec<conf::ConfError>,
+    /// Upstream groups, by [`crate::upstream::UpstreamId`].
+    pub upstreams: Vec<crate::upstream::Group>,
 }
 
 impl HttpConf {
@@ -182,7 +195,29 @@ impl HttpConf {
             maps: crate::map::Maps::default(),
             access_log_buffers: 0,
             warnings: Vec::new(),
+            upstreams: Vec::new(),
         }
+    }
+
+    /// The group a `proxy_pass` with variables names: an `upstream` block by name (no
+    /// port given), or the group another `proxy_pass` made for the same host and port.
+    pub fn find_upstream(
+        &self,
+        host: &str,
+        port: Option<u16>,
+    ) -> Option<(crate::upstream::UpstreamId, &crate::upstream::Group)> {
+        self.upstreams
+            .iter()
+            .enumerate()
+            .find(|(_, group)| {
+                group.name.eq_ignore_ascii_case(host)
+                    && if group.implicit {
+                        group.port.unwrap_or(80) == port.unwrap_or(80)
+                    } else {
+                        port.is_none()
+                    }
+            })
+            .map(|(index, group)| (crate::upstream::UpstreamId(index as u32), group))
     }
 
     pub fn location(&self, id: LocationId) -> &Location {

@@ -362,7 +362,7 @@ pub const DIRECTIVES: &[HttpDirective] = &[
 ];
 
 /// `"NAME" directive invalid value`
-fn invalid_value(directive: &Directive) -> ConfError {
+pub(crate) fn invalid_value(directive: &Directive) -> ConfError {
     ConfError::directive(&directive.name, "invalid value", &directive.span)
 }
 
@@ -371,20 +371,32 @@ fn invalid_choice(directive: &Directive, value: &str) -> ConfError {
     ConfError::message(format!("invalid value \"{value}\""), &directive.span)
 }
 
-fn size(directive: &Directive, _context: &mut LoadContext<'_>) -> Result<u64, ConfError> {
+pub(crate) fn size(
+    directive: &Directive,
+    _context: &mut LoadContext<'_>,
+) -> Result<u64, ConfError> {
     conf::value::parse_size(directive.arg(0)).ok_or_else(|| invalid_value(directive))
 }
 
-fn time(directive: &Directive, _context: &mut LoadContext<'_>) -> Result<Duration, ConfError> {
+pub(crate) fn time(
+    directive: &Directive,
+    _context: &mut LoadContext<'_>,
+) -> Result<Duration, ConfError> {
     conf::value::parse_time(directive.arg(0)).ok_or_else(|| invalid_value(directive))
 }
 
-fn number(directive: &Directive, _context: &mut LoadContext<'_>) -> Result<u64, ConfError> {
+pub(crate) fn number(
+    directive: &Directive,
+    _context: &mut LoadContext<'_>,
+) -> Result<u64, ConfError> {
     conf::value::parse_number(directive.arg(0))
         .ok_or_else(|| ConfError::directive(&directive.name, "invalid number", &directive.span))
 }
 
-fn flag(directive: &Directive, context: &mut LoadContext<'_>) -> Result<bool, ConfError> {
+pub(crate) fn flag(
+    directive: &Directive,
+    context: &mut LoadContext<'_>,
+) -> Result<bool, ConfError> {
     context.flag(directive)
 }
 

@@ -1,16 +1,404 @@
 //! The proxy module's directive table.
 
+use std::sync::Arc;
+
 use conf::{Arity, BlockKind, ConfError, Contexts, Directive};
 
+use crate::conf::regex::Regex;
 use crate::conf::{HttpDirective, LoadContext, LocationScope, Setter};
+use crate::core::directives::{flag, invalid_value, size, time};
+use crate::proxy::pass::{ProxyPass, load_target};
+use crate::proxy::{
+    Buffers, CookieRewrite, IgnoreHeaders, NextUpstream, Redirect, RedirectRule, SetHeader,
+};
 
-pub const DIRECTIVES: &[HttpDirective] = &[HttpDirective {
-    name: "proxy_temp_path",
-    contexts: Contexts::HTTP_SERVER_LOCATION,
-    arity: Arity::TAKE1234,
-    block: BlockKind::Simple,
-    set: Setter::Location(set_proxy_temp_path),
-}];
+const ANY_LEVEL: Contexts = Contexts::HTTP_SERVER_LOCATION;
+
+type LocationSetter =
+    fn(&mut LocationScope, &Directive, &mut LoadContext<'_>) -> Result<(), ConfError>;
+
+const fn entry(
+    name: &'static str,
+    contexts: Contexts,
+    arity: Arity,
+    set: LocationSetter,
+) -> HttpDirective {
+    HttpDirective {
+        name,
+        contexts,
+        arity,
+        block: BlockKind::Simple,
+        set: Setter::Location(set),
+    }
+}
+
+pub const DIRECTIVES: &[HttpDirective] = &[
+    entry(
+        "proxy_pass",
+        Contexts::LOCATION
+            .with(Contexts::LOCATION_IF)
+            .with(Contexts::LIMIT_EXCEPT),
+        Arity::TAKE1,
+        set_proxy_pass,
+    ),
+    entry(
+        "proxy_http_version",
+        ANY_LEVEL,
+        Arity::TAKE1,
+        set_http_version,
+    ),
+    entry("proxy_set_header", ANY_LEVEL, Arity::TAKE2, set_set_header),
+    entry(
+        "proxy_pass_request_headers",
+        ANY_LEVEL,
+        Arity::FLAG,
+        set_pass_request_headers,
+    ),
+    entry(
+        "proxy_pass_request_body",
+        ANY_LEVEL,
+        Arity::FLAG,
+        set_pass_request_body,
+    ),
+    entry("proxy_set_body", ANY_LEVEL, Arity::TAKE1, set_set_body),
+    entry("proxy_method", ANY_LEVEL, Arity::TAKE1, set_method),
+    entry(
+        "proxy_request_buffering",
+        ANY_LEVEL,
+        Arity::FLAG,
+        set_request_buffering,
+    ),
+    entry(
+        "proxy_connect_timeout",
+        ANY_LEVEL,
+        Arity::TAKE1,
+        set_connect_timeout,
+    ),
+    entry(
+        "proxy_send_timeout",
+        ANY_LEVEL,
+        Arity::TAKE1,
+        set_send_timeout,
+    ),
+    entry(
+        "proxy_read_timeout",
+        ANY_LEVEL,
+        Arity::TAKE1,
+        set_read_timeout,
+    ),
+    entry("proxy_bind", ANY_LEVEL, Arity::TAKE12, set_bind),
+    entry("proxy_buffering", ANY_LEVEL, Arity::FLAG, set_buffering),
+    entry("proxy_buffers", ANY_LEVEL, Arity::TAKE2, set_buffers),
+    entry(
+        "proxy_buffer_size",
+        ANY_LEVEL,
+        Arity::TAKE1,
+        set_buffer_size,
+    ),
+    entry(
+        "proxy_busy_buffers_size",
+        ANY_LEVEL,
+        Arity::TAKE1,
+        set_busy_buffers_size,
+    ),
+    entry(
+        "proxy_max_temp_file_size",
+        ANY_LEVEL,
+        Arity::TAKE1,
+        set_max_temp_file_size,
+    ),
+    entry(
+        "proxy_temp_file_write_size",
+        ANY_LEVEL,
+        Arity::TAKE1,
+        set_temp_file_write_size,
+    ),
+    entry(
+        "proxy_temp_path",
+        ANY_LEVEL,
+        Arity::TAKE1234,
+        set_proxy_temp_path,
+    ),
+    entry(
+        "proxy_hide_header",
+        ANY_LEVEL,
+        Arity::TAKE1,
+        set_hide_header,
+    ),
+    entry(
+        "proxy_pass_header",
+        ANY_LEVEL,
+        Arity::TAKE1,
+        set_pass_header,
+    ),
+    entry(
+        "proxy_ignore_headers",
+        ANY_LEVEL,
+        Arity::ONE_OR_MORE,
+        set_ignore_headers,
+    ),
+    entry("proxy_redirect", ANY_LEVEL, Arity::TAKE12, set_redirect),
+    entry(
+        "proxy_intercept_errors",
+        ANY_LEVEL,
+        Arity::FLAG,
+        set_intercept_errors,
+    ),
+    entry(
+        "proxy_cookie_domain",
+        ANY_LEVEL,
+        Arity::TAKE12,
+        set_cookie_domain,
+    ),
+    entry(
+        "proxy_cookie_path",
+        ANY_LEVEL,
+        Arity::TAKE12,
+        set_cookie_path,
+    ),
+    entry(
+        "proxy_next_upstream",
+        ANY_LEVEL,
+        Arity::ONE_OR_MORE,
+        set_next_upstream,
+    ),
+    entry(
+        "proxy_next_upstream_tries",
+        ANY_LEVEL,
+        Arity::TAKE1,
+        set_next_upstream_tries,
+    ),
+    entry(
+        "proxy_next_upstream_timeout",
+        ANY_LEVEL,
+        Arity::TAKE1,
+        set_next_upstream_timeout,
+    ),
+    entry(
+        "proxy_headers_hash_max_size",
+        ANY_LEVEL,
+        Arity::TAKE1,
+        accept_number,
+    ),
+    entry(
+        "proxy_headers_hash_bucket_size",
+        ANY_LEVEL,
+        Arity::TAKE1,
+        accept_size,
+    ),
+    entry(
+        "proxy_ignore_client_abort",
+        ANY_LEVEL,
+        Arity::FLAG,
+        accept_flag,
+    ),
+    entry(
+        "proxy_socket_keepalive",
+        ANY_LEVEL,
+        Arity::FLAG,
+        accept_flag,
+    ),
+];
+
+macro_rules! setter {
+    ($name:ident, $field:ident, $parse:expr) => {
+        fn $name(
+            scope: &mut LocationScope,
+            directive: &Directive,
+            context: &mut LoadContext<'_>,
+        ) -> Result<(), ConfError> {
+            if scope.proxy.$field.is_some() {
+                return Err(context.duplicate(directive));
+            }
+            scope.proxy.$field = Some($parse(directive, context)?);
+            Ok(())
+        }
+    };
+}
+
+setter!(set_pass_request_headers, pass_request_headers, flag);
+setter!(set_pass_request_body, pass_request_body, flag);
+setter!(set_request_buffering, request_buffering, flag);
+setter!(set_buffering, buffering, flag);
+setter!(set_intercept_errors, intercept_errors, flag);
+setter!(set_connect_timeout, connect_timeout, time);
+setter!(set_send_timeout, send_timeout, time);
+setter!(set_read_timeout, read_timeout, time);
+setter!(set_next_upstream_timeout, next_upstream_timeout, time);
+setter!(set_buffer_size, buffer_size, size);
+setter!(set_max_temp_file_size, max_temp_file_size, size);
+setter!(
+    set_next_upstream_tries,
+    next_upstream_tries,
+    crate::core::directives::number
+);
+setter!(set_busy_buffers_size, busy_buffers_size, |d, c| size(d, c)
+    .map(Some));
+setter!(set_temp_file_write_size, temp_file_write_size, |d, c| size(
+    d, c
+)
+.map(Some));
+setter!(
+    set_set_body,
+    set_body,
+    |d: &Directive, c: &mut LoadContext<'_>| c.template(d.arg(0), &d.span).map(Some)
+);
+setter!(
+    set_method,
+    method,
+    |d: &Directive, c: &mut LoadContext<'_>| c.template(d.arg(0), &d.span).map(Some)
+);
+
+fn accept_number(
+    _scope: &mut LocationScope,
+    directive: &Directive,
+    context: &mut LoadContext<'_>,
+) -> Result<(), ConfError> {
+    crate::core::directives::number(directive, context).map(|_| ())
+}
+
+fn accept_size(
+    _scope: &mut LocationScope,
+    directive: &Directive,
+    context: &mut LoadContext<'_>,
+) -> Result<(), ConfError> {
+    size(directive, context).map(|_| ())
+}
+
+fn accept_flag(
+    _scope: &mut LocationScope,
+    directive: &Directive,
+    context: &mut LoadContext<'_>,
+) -> Result<(), ConfError> {
+    flag(directive, context).map(|_| ())
+}
+
+fn set_proxy_pass(
+    scope: &mut LocationScope,
+    directive: &Directive,
+    context: &mut LoadContext<'_>,
+) -> Result<(), ConfError> {
+    if scope.proxy.pass.is_some() {
+        return Err(context.duplicate(directive));
+    }
+    let url = directive.arg(0);
+    let template = context.template(url, &directive.span)?;
+    let pass = if template.as_literal().is_some() {
+        ProxyPass::Static(load_target(url, &directive.span, &mut context.upstreams)?)
+    } else {
+        ProxyPass::Variables(template)
+    };
+    scope.proxy.pass = Some(Some(Arc::new(pass)));
+    Ok(())
+}
+
+fn set_http_version(
+    scope: &mut LocationScope,
+    directive: &Directive,
+    context: &mut LoadContext<'_>,
+) -> Result<(), ConfError> {
+    if scope.proxy.http_11.is_some() {
+        return Err(context.duplicate(directive));
+    }
+    scope.proxy.http_11 = Some(match directive.arg(0) {
+        "1.0" => false,
+        "1.1" => true,
+        other => {
+            return Err(ConfError::message(
+                format!(
+                    "invalid value \"{other}\" in \"proxy_http_version\" directive, it must be \"1.0\" or \"1.1\""
+                ),
+                &directive.span,
+            ));
+        }
+    });
+    Ok(())
+}
+
+fn set_set_header(
+    scope: &mut LocationScope,
+    directive: &Directive,
+    context: &mut LoadContext<'_>,
+) -> Result<(), ConfError> {
+    let value = context.template(directive.arg(1), &directive.span)?;
+    scope
+        .proxy
+        .set_header
+        .get_or_insert_with(Vec::new)
+        .push(SetHeader {
+            name: directive.arg(0).as_bytes().into(),
+            value,
+        });
+    Ok(())
+}
+
+fn set_bind(
+    scope: &mut LocationScope,
+    directive: &Directive,
+    context: &mut LoadContext<'_>,
+) -> Result<(), ConfError> {
+    if scope.proxy.bind.is_some() {
+        return Err(context.duplicate(directive));
+    }
+    if let Some(extra) = directive.args.get(1) {
+        return Err(ConfError::message(
+            if extra.as_str() == "transparent" {
+                "transparent proxying is not supported on this platform, ignored".to_owned()
+            } else {
+                format!("invalid parameter \"{}\"", extra.as_str())
+            },
+            &directive.span,
+        ));
+    }
+    if directive.arg(0) == "off" {
+        scope.proxy.bind = Some(None);
+        return Ok(());
+    }
+    let template = context.template(directive.arg(0), &directive.span)?;
+    if let Some(literal) = template.as_literal()
+        && parse_bind(literal).is_none()
+    {
+        return Err(ConfError::message(
+            format!("invalid address \"{}\"", directive.arg(0)),
+            &directive.span,
+        ));
+    }
+    scope.proxy.bind = Some(Some(template));
+    Ok(())
+}
+
+/// A `proxy_bind` address: an IP, with an optional port.
+pub fn parse_bind(text: &[u8]) -> Option<std::net::SocketAddr> {
+    let text = std::str::from_utf8(text).ok()?;
+    if let Ok(ip) = text.trim_start_matches('[').trim_end_matches(']').parse() {
+        return Some(std::net::SocketAddr::new(ip, 0));
+    }
+    text.parse().ok()
+}
+
+fn set_buffers(
+    scope: &mut LocationScope,
+    directive: &Directive,
+    context: &mut LoadContext<'_>,
+) -> Result<(), ConfError> {
+    if scope.proxy.buffers.is_some() {
+        return Err(context.duplicate(directive));
+    }
+    let count = conf::value::parse_number(directive.arg(0))
+        .filter(|count| *count > 0)
+        .ok_or_else(|| invalid_value(directive))?;
+    let size = conf::value::parse_size(directive.arg(1))
+        .filter(|size| *size > 0)
+        .ok_or_else(|| invalid_value(directive))?;
+    if count < 2 {
+        return Err(ConfError::message(
+            "there must be at least 2 \"proxy_buffers\"",
+            &directive.span,
+        ));
+    }
+    scope.proxy.buffers = Some(Buffers { count, size });
+    Ok(())
+}
 
 fn set_proxy_temp_path(
     scope: &mut LocationScope,
@@ -22,4 +410,193 @@ fn set_proxy_temp_path(
     }
     scope.proxy.proxy_temp_path = Some(context.temp_path(directive)?);
     Ok(())
+}
+
+fn set_hide_header(
+    scope: &mut LocationScope,
+    directive: &Directive,
+    _context: &mut LoadContext<'_>,
+) -> Result<(), ConfError> {
+    scope
+        .proxy
+        .hide_header
+        .get_or_insert_with(Vec::new)
+        .push(directive.arg(0).to_ascii_lowercase().into_bytes().into());
+    Ok(())
+}
+
+fn set_pass_header(
+    scope: &mut LocationScope,
+    directive: &Directive,
+    _context: &mut LoadContext<'_>,
+) -> Result<(), ConfError> {
+    scope
+        .proxy
+        .pass_header
+        .get_or_insert_with(Vec::new)
+        .push(directive.arg(0).to_ascii_lowercase().into_bytes().into());
+    Ok(())
+}
+
+fn set_ignore_headers(
+    scope: &mut LocationScope,
+    directive: &Directive,
+    context: &mut LoadContext<'_>,
+) -> Result<(), ConfError> {
+    if scope.proxy.ignore_headers.is_some() {
+        return Err(context.duplicate(directive));
+    }
+    let mut flags = 0;
+    for argument in &directive.args {
+        flags |= match argument.as_str().to_ascii_lowercase().as_str() {
+            "x-accel-redirect" => IgnoreHeaders::X_ACCEL_REDIRECT,
+            "x-accel-expires" => IgnoreHeaders::X_ACCEL_EXPIRES,
+            "x-accel-limit-rate" => IgnoreHeaders::X_ACCEL_LIMIT_RATE,
+            "x-accel-buffering" => IgnoreHeaders::X_ACCEL_BUFFERING,
+            "x-accel-charset" => IgnoreHeaders::X_ACCEL_CHARSET,
+            "expires" => IgnoreHeaders::EXPIRES,
+            "cache-control" => IgnoreHeaders::CACHE_CONTROL,
+            "set-cookie" => IgnoreHeaders::SET_COOKIE,
+            "vary" => IgnoreHeaders::VARY,
+            _ => {
+                return Err(ConfError::message(
+                    format!("invalid value \"{}\"", argument.as_str()),
+                    &directive.span,
+                ));
+            }
+        };
+    }
+    scope.proxy.ignore_headers = Some(IgnoreHeaders(flags));
+    Ok(())
+}
+
+fn set_next_upstream(
+    scope: &mut LocationScope,
+    directive: &Directive,
+    context: &mut LoadContext<'_>,
+) -> Result<(), ConfError> {
+    if scope.proxy.next_upstream.is_some() {
+        return Err(context.duplicate(directive));
+    }
+    let mut flags = 0;
+    for argument in &directive.args {
+        flags |= match argument.as_str() {
+            "error" => NextUpstream::ERROR,
+            "timeout" => NextUpstream::TIMEOUT,
+            "invalid_header" => NextUpstream::INVALID_HEADER,
+            "http_500" => NextUpstream::HTTP_500,
+            "http_502" => NextUpstream::HTTP_502,
+            "http_503" => NextUpstream::HTTP_503,
+            "http_504" => NextUpstream::HTTP_504,
+            "http_403" => NextUpstream::HTTP_403,
+            "http_404" => NextUpstream::HTTP_404,
+            "http_429" => NextUpstream::HTTP_429,
+            "non_idempotent" => NextUpstream::NON_IDEMPOTENT,
+            "off" => NextUpstream::OFF,
+            // Cache-only conditions: accepted, nothing to do without a cache.
+            "updating" => 0,
+            other => {
+                return Err(ConfError::message(
+                    format!("invalid value \"{other}\""),
+                    &directive.span,
+                ));
+            }
+        };
+    }
+    if flags & NextUpstream::OFF != 0 {
+        flags = NextUpstream::OFF;
+    }
+    scope.proxy.next_upstream = Some(NextUpstream(flags));
+    Ok(())
+}
+
+/// `default`, `off`, or `FROM TO` (a `~`/`~*` FROM is a regex).
+fn redirect_rules(
+    directive: &Directive,
+    context: &mut LoadContext<'_>,
+    existing: Option<&mut Vec<RedirectRule>>,
+    allow_default: bool,
+) -> Result<Option<RedirectRule>, ConfError> {
+    let _ = existing;
+    let first = directive.arg(0);
+    if directive.args.len() == 1 {
+        return match first {
+            "default" if allow_default => Ok(Some(RedirectRule::Default)),
+            "off" => Ok(None),
+            _ => Err(ConfError::message(
+                format!("invalid parameter \"{first}\""),
+                &directive.span,
+            )),
+        };
+    }
+    let to = context.template(directive.arg(1), &directive.span)?;
+    if let Some(pattern) = first.strip_prefix('~') {
+        let (pattern, caseless) = match pattern.strip_prefix('*') {
+            Some(rest) => (rest, true),
+            None => (pattern, false),
+        };
+        let regex = Regex::compile(pattern, caseless)
+            .map_err(|error| ConfError::message(error.0, &directive.span))?;
+        return Ok(Some(RedirectRule::Regex {
+            regex: Arc::new(regex),
+            to,
+        }));
+    }
+    let from = context.template(first, &directive.span)?;
+    Ok(Some(RedirectRule::Prefix { from, to }))
+}
+
+fn set_redirect(
+    scope: &mut LocationScope,
+    directive: &Directive,
+    context: &mut LoadContext<'_>,
+) -> Result<(), ConfError> {
+    let rule = redirect_rules(directive, context, None, true)?;
+    match (rule, &mut scope.proxy.redirect) {
+        (None, slot) => *slot = Some(Redirect::Off),
+        (Some(rule), Some(Redirect::Rules(rules))) => rules.push(rule),
+        (Some(rule), slot) => {
+            if matches!(rule, RedirectRule::Default)
+                && let Some(pass) = scope.proxy.pass.as_ref().and_then(|pass| pass.as_ref())
+                && matches!(**pass, ProxyPass::Variables(_))
+            {
+                return Err(ConfError::message(
+                    "\"proxy_redirect default\" cannot be used with \"proxy_pass\" directive with variables",
+                    &directive.span,
+                ));
+            }
+            *slot = Some(Redirect::Rules(vec![rule]));
+        }
+    }
+    Ok(())
+}
+
+fn set_cookie(
+    slot: &mut Option<CookieRewrite>,
+    directive: &Directive,
+    context: &mut LoadContext<'_>,
+) -> Result<(), ConfError> {
+    let rule = redirect_rules(directive, context, None, false)?;
+    match (rule, slot) {
+        (None, slot) => *slot = Some(CookieRewrite::Off),
+        (Some(rule), Some(CookieRewrite::Rules(rules))) => rules.push(rule),
+        (Some(rule), slot) => *slot = Some(CookieRewrite::Rules(vec![rule])),
+    }
+    Ok(())
+}
+
+fn set_cookie_domain(
+    scope: &mut LocationScope,
+    directive: &Directive,
+    context: &mut LoadContext<'_>,
+) -> Result<(), ConfError> {
+    set_cookie(&mut scope.proxy.cookie_domain, directive, context)
+}
+
+fn set_cookie_path(
+    scope: &mut LocationScope,
+    directive: &Directive,
+    context: &mut LoadContext<'_>,
+) -> Result<(), ConfError> {
+    set_cookie(&mut scope.proxy.cookie_path, directive, context)
 }

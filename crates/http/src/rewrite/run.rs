@@ -58,6 +58,10 @@ pub async fn run<'a>(
                 };
             }
             Op::Break => {
+                // nginx's `valid_location = 0`: the URI changed within this location.
+                if request.uri_changed {
+                    request.location_uri_changed = true;
+                }
                 request.uri_changed = false;
                 return ScriptOutcome::Break;
             }
@@ -155,7 +159,10 @@ fn set(
 ) {
     match target {
         SetTarget::Named(slot) => request.matches.get_mut().set_named(slot, Some(value)),
-        SetTarget::Args => request.args = value,
+        SetTarget::Args => {
+            request.args = value;
+            request.args_changed = true;
+        }
         SetTarget::LimitRate => match parse_size(&value) {
             Some(rate) => request.limit_rate = Some(rate),
             None => log(
@@ -397,6 +404,7 @@ fn apply_rewrite<'a>(
         }
         Flag::Break | Flag::Redirect(_) => {
             request.uri_changed = false;
+            request.location_uri_changed = true;
             Some(ScriptOutcome::Break)
         }
     }

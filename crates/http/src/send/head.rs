@@ -32,12 +32,36 @@ pub(super) fn write_head(
     let response = &request.response;
     let status = special::status_on_wire(response.status);
     let no_content = status == 204;
-    http1::response::write_status_line(out, status);
-    out.extend_from_slice(b"Server: ");
-    out.extend_from_slice(server_header(core.server_tokens));
-    out.extend_from_slice(b"\r\nDate: ");
-    worker.write_date(now_seconds, out);
-    out.extend_from_slice(b"\r\n");
+    // A proxied server's own status line is kept (its reason phrase included) while the
+    // status is still the one it sent.
+    match response
+        .status_line
+        .as_ref()
+        .filter(|line| line.get(..3) == Some(status_digits(status).as_slice()))
+    {
+        Some(line) => {
+            out.extend_from_slice(b"HTTP/1.1 ");
+            out.extend_from_slice(line);
+            out.extend_from_slice(b"\r\n");
+        }
+        None => http1::response::write_status_line(out, status),
+    }
+    match &response.server {
+        Some(server) => http1::response::write_header(out, b"Server", server),
+        None => {
+            out.extend_from_slice(b"Server: ");
+            out.extend_from_slice(server_header(core.server_tokens));
+            out.extend_from_slice(b"\r\n");
+        }
+    }
+    match &response.date {
+        Some(date) => http1::response::write_header(out, b"Date", date),
+        None => {
+            out.extend_from_slice(b"Date: ");
+            worker.write_date(now_seconds, out);
+            out.extend_from_slice(b"\r\n");
+        }
+    }
     if let Some(content_type) = response.content_type.as_ref().filter(|_| !no_content) {
         out.extend_from_slice(b"Content-Type: ");
         out.extend_from_slice(content_type.as_slice());
@@ -107,6 +131,14 @@ pub(super) fn write_head(
         out.extend_from_slice(b"Accept-Ranges: bytes\r\n");
     }
     out.extend_from_slice(b"\r\n");
+}
+
+fn status_digits(status: u16) -> [u8; 3] {
+    [
+        b'0' + (status / 100 % 10) as u8,
+        b'0' + (status / 10 % 10) as u8,
+        b'0' + (status % 10) as u8,
+    ]
 }
 
 fn location_server_name<'a>(worker: &'a HttpWorker, request: &Request<'_>) -> &'a [u8] {

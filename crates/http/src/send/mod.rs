@@ -8,6 +8,7 @@ mod filters;
 pub mod framing;
 mod head;
 pub mod rate;
+mod upstream;
 
 use std::io;
 use std::time::Instant;

@@ -177,7 +177,82 @@ impl RequestVariables<'_> {
                 }
             }
             // No handler reads a body into memory yet.
-            Variable::RequestBody => return false,
+            Variable::RequestBody => match &request.body {
+                Some(crate::body::reader::RequestBody::Memory(bytes)) => {
+                    out.extend_from_slice(bytes)
+                }
+                _ => return false,
+            },
+            Variable::ProxyHost => out.extend_from_slice(&request.upstream.proxy_host),
+            Variable::ProxyPort => out.extend_from_slice(&request.upstream.proxy_port),
+            Variable::ProxyAddXForwardedFor => {
+                let mut first = true;
+                for value in request.headers(b"x_forwarded_for") {
+                    if !first {
+                        out.extend_from_slice(b", ");
+                    }
+                    out.extend_from_slice(value);
+                    first = false;
+                }
+                if !first {
+                    out.extend_from_slice(b", ");
+                }
+                write_peer(out, &self.connection.peer);
+            }
+            Variable::UpstreamAddr => {
+                return upstream_list(request, out, |attempt, out| {
+                    out.extend_from_slice(attempt.addr.as_bytes())
+                });
+            }
+            Variable::UpstreamStatus => {
+                return upstream_list(request, out, |attempt, out| {
+                    let status = attempt.status.unwrap_or(attempt.failed_status);
+                    push_number(out, status.into(), 3)
+                });
+            }
+            Variable::UpstreamResponseTime => {
+                return upstream_list(request, out, |attempt, out| {
+                    push_optional_time(out, attempt.response_time)
+                });
+            }
+            Variable::UpstreamConnectTime => {
+                return upstream_list(request, out, |attempt, out| {
+                    push_optional_time(out, attempt.connect_time)
+                });
+            }
+            Variable::UpstreamHeaderTime => {
+                return upstream_list(request, out, |attempt, out| {
+                    push_optional_time(out, attempt.header_time)
+                });
+            }
+            Variable::UpstreamResponseLength => {
+                return upstream_list(request, out, |attempt, out| {
+                    push_number(out, attempt.response_length as i64, 1)
+                });
+            }
+            Variable::UpstreamBytesReceived => {
+                return upstream_list(request, out, |attempt, out| {
+                    push_number(out, attempt.bytes_received as i64, 1)
+                });
+            }
+            Variable::UpstreamBytesSent => {
+                return upstream_list(request, out, |attempt, out| {
+                    push_number(out, attempt.bytes_sent as i64, 1)
+                });
+            }
+            Variable::UpstreamHttp(name) => {
+                let mut found = false;
+                for (field, value) in &request.upstream.headers {
+                    if crate::request::header_name_matches(field, name) {
+                        if found {
+                            out.extend_from_slice(b", ");
+                        }
+                        out.extend_from_slice(value);
+                        found = true;
+                    }
+                }
+                return found;
+            }
             Variable::Pipe => out.push(if request.pipelined { b'p' } else { b'.' }),
             Variable::Named(slot) => {
                 if let Some(Some(value)) = request.matches.borrow().named.get(slot.0 as usize) {
@@ -458,6 +533,34 @@ fn new_request_id() -> [u8; 32] {
         }
         id
     })
+}
+
+/// A `$upstream_*` value: one entry per server tried, `, `-separated; not found when the
+/// request was not proxied.
+fn upstream_list(
+    request: &Request<'_>,
+    out: &mut Vec<u8>,
+    mut write: impl FnMut(&crate::proxy::handler::Attempt, &mut Vec<u8>),
+) -> bool {
+    let attempts = &request.upstream.attempts;
+    if attempts.is_empty() {
+        return false;
+    }
+    for (index, attempt) in attempts.iter().enumerate() {
+        if index > 0 {
+            out.extend_from_slice(b", ");
+        }
+        write(attempt, out);
+    }
+    true
+}
+
+/// Seconds with milliseconds, or `-` when there is no such time.
+fn push_optional_time(out: &mut Vec<u8>, time: Option<std::time::Duration>) {
+    match time {
+        Some(time) => push_seconds_millis(out, time),
+        None => out.push(b'-'),
+    }
 }
 
 /// The port of the request's host: an absolute URI's, else `Host`'s; `None` when absent

@@ -95,6 +95,23 @@ pub enum Variable {
     RequestBody,
     /// `$pipe`: `p` for a pipelined request, else `.`.
     Pipe,
+    /// `$proxy_host`: the `proxy_pass` URL's host (and port, unless 80).
+    ProxyHost,
+    /// `$proxy_port`.
+    ProxyPort,
+    /// `$proxy_add_x_forwarded_for`: the client's `X-Forwarded-For` plus its address.
+    ProxyAddXForwardedFor,
+    /// `$upstream_addr`: each server tried, `, `-separated.
+    UpstreamAddr,
+    UpstreamStatus,
+    UpstreamResponseTime,
+    UpstreamConnectTime,
+    UpstreamHeaderTime,
+    UpstreamResponseLength,
+    UpstreamBytesReceived,
+    UpstreamBytesSent,
+    /// `$upstream_http_NAME`: a field of the upstream's response.
+    UpstreamHttp(Box<[u8]>),
     /// A variable of the configuration: a named regex capture, a `set` variable, or a
     /// `map` or `split_clients` variable.
     Named(NamedSlot),

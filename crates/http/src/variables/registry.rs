@@ -51,6 +51,7 @@ const PREFIXED: &[(&str, FromSuffix)] = &[
     ("sent_trailer_", Variable::SentTrailer),
     ("cookie_", Variable::Cookie),
     ("arg_", Variable::Arg),
+    ("upstream_http_", Variable::UpstreamHttp),
 ];
 
 fn builtin(name: &str) -> Option<Variable> {
@@ -98,6 +99,17 @@ fn builtin(name: &str) -> Option<Variable> {
         "request_body" => Variable::RequestBody,
         "limit_rate" => Variable::LimitRate,
         "pipe" => Variable::Pipe,
+        "proxy_host" => Variable::ProxyHost,
+        "proxy_port" => Variable::ProxyPort,
+        "proxy_add_x_forwarded_for" => Variable::ProxyAddXForwardedFor,
+        "upstream_addr" => Variable::UpstreamAddr,
+        "upstream_status" => Variable::UpstreamStatus,
+        "upstream_response_time" => Variable::UpstreamResponseTime,
+        "upstream_connect_time" => Variable::UpstreamConnectTime,
+        "upstream_header_time" => Variable::UpstreamHeaderTime,
+        "upstream_response_length" => Variable::UpstreamResponseLength,
+        "upstream_bytes_received" => Variable::UpstreamBytesReceived,
+        "upstream_bytes_sent" => Variable::UpstreamBytesSent,
         _ => return None,
     })
 }

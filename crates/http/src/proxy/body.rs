@@ -1,0 +1,273 @@
+//! A proxied response's body: read from the upstream connection as its framing says
+//! (length, chunked, or until close), written to the client in the client's framing, and
+//! the connection kept for reuse when the body ended exactly where the framing said.
+
+use std::io;
+use std::time::{Duration, Instant};
+
+use http1::chunked::ChunkedDecoder;
+use logging::Level;
+use runtime::Stream;
+
+use crate::proxy::handler::read_timed;
+use crate::proxy::response::UpstreamFraming;
+use crate::request::Request;
+use crate::upstream::{Group, KeepaliveConf, Selected, UpstreamId};
+
+/// Gives the peer's connection count back when the response is done with.
+pub struct Release<'a> {
+    pub group: &'a Group,
+    pub selected: Selected,
+}
+
+/// The body of a proxied response.
+pub struct UpstreamBody<'a> {
+    /// `None` once the connection went back to the keep-alive cache.
+    stream: Option<Stream>,
+    /// Bytes read from the upstream and not yet decoded.
+    input: Vec<u8>,
+    position: usize,
+    framing: UpstreamFraming,
+    remaining: u64,
+    decoder: ChunkedDecoder,
+    read_timeout: Duration,
+    /// How much to read from the upstream at once (`proxy_buffers`).
+    read_size: usize,
+    /// Where the connection goes back when the body ends cleanly: the group, its
+    /// `keepalive` settings, when it was opened and the requests it has carried.
+    keepalive: Option<(UpstreamId, KeepaliveConf, Instant, u64)>,
+    selected: Selected,
+    release: Option<Release<'a>>,
+    /// The request's entry in `$upstream_*`.
+    attempt: usize,
+}
+
+impl std::fmt::Debug for UpstreamBody<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UpstreamBody")
+            .field("framing", &self.framing)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for UpstreamBody<'_> {
+    fn drop(&mut self) {
+        if let Some(release) = self.release.take() {
+            release
+                .group
+                .release(release.selected, false, Instant::now());
+        }
+    }
+}
+
+/// Why the body could not be passed on.
+pub enum BodyFailure {
+    /// The upstream failed: logged with this message, the client's connection closes.
+    Upstream(String),
+    /// Writing to the client failed.
+    Client(io::Error),
+}
+
+impl<'a> UpstreamBody<'a> {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        stream: Stream,
+        input: Vec<u8>,
+        framing: UpstreamFraming,
+        read_timeout: Duration,
+        read_size: u64,
+        keepalive: Option<(UpstreamId, KeepaliveConf, Instant, u64)>,
+        selected: Selected,
+        release: Option<Release<'a>>,
+        attempt: usize,
+    ) -> UpstreamBody<'a> {
+        UpstreamBody {
+            stream: Some(stream),
+            input,
+            position: 0,
+            remaining: match framing {
+                UpstreamFraming::Length(length) => length,
+                _ => 0,
+            },
+            framing,
+            decoder: ChunkedDecoder::new(),
+            read_timeout,
+            read_size: usize::try_from(read_size)
+                .unwrap_or(64 * 1024)
+                .clamp(4096, 1 << 20),
+            keepalive,
+            selected,
+            release,
+            attempt,
+        }
+    }
+
+    /// Whether the whole body has been read.
+    pub fn is_done(&self) -> bool {
+        match self.framing {
+            UpstreamFraming::None => true,
+            UpstreamFraming::Length(_) => self.remaining == 0,
+            UpstreamFraming::Chunked | UpstreamFraming::Close => false,
+        }
+    }
+
+    /// Appends the next body bytes to `out`; `Ok(false)` once the body has ended.
+    /// Decodes what was already read first, and reads from the upstream only when nothing
+    /// is left (when `may_wait` is false it returns `Ok(true)` without reading instead).
+    pub async fn next(
+        &mut self,
+        out: &mut Vec<u8>,
+        may_wait: bool,
+        request: &mut Request<'_>,
+    ) -> Result<bool, String> {
+        loop {
+            if let Some(more) = self.decode(out)? {
+                if !more {
+                    return Ok(false);
+                }
+                if !out.is_empty() {
+                    return Ok(true);
+                }
+            }
+            if !may_wait {
+                return Ok(true);
+            }
+            self.input.clear();
+            self.position = 0;
+            self.input.resize(self.read_size, 0);
+            let Some(stream) = &self.stream else {
+                return Ok(false);
+            };
+            let read = read_timed(stream, &mut self.input, self.read_timeout).await;
+            let count = match read {
+                Ok(count) => count,
+                Err(error) if error.kind() == io::ErrorKind::TimedOut => {
+                    self.input.clear();
+                    return Err(
+                        "upstream timed out (110: Connection timed out) while reading upstream"
+                            .to_owned(),
+                    );
+                }
+                Err(error) => {
+                    self.input.clear();
+                    return Err(format!(
+                        "recv() failed ({}) while reading upstream",
+                        crate::proxy::handler::errno_text(&error)
+                    ));
+                }
+            };
+            self.input.truncate(count);
+            if let Some(attempt) = request.upstream.attempts.get_mut(self.attempt) {
+                attempt.bytes_received += count as u64;
+            }
+            if count == 0 {
+                return match self.framing {
+                    UpstreamFraming::Close => Ok(false),
+                    _ => Err(
+                        "upstream prematurely closed connection while reading upstream".to_owned(),
+                    ),
+                };
+            }
+        }
+    }
+
+    /// Decodes buffered input into `out`: `Some(false)` at the body's end, `Some(true)` when
+    /// input remains or output was produced, `None` when the input is used up.
+    fn decode(&mut self, out: &mut Vec<u8>) -> Result<Option<bool>, String> {
+        let input = &self.input[self.position..];
+        match self.framing {
+            UpstreamFraming::None => Ok(Some(false)),
+            UpstreamFraming::Length(_) => {
+                if self.remaining == 0 {
+                    return Ok(Some(false));
+                }
+                if input.is_empty() {
+                    return Ok(None);
+                }
+                let take = (self.remaining).min(input.len() as u64) as usize;
+                out.extend_from_slice(&input[..take]);
+                self.position += take;
+                self.remaining -= take as u64;
+                Ok(Some(self.remaining > 0))
+            }
+            UpstreamFraming::Close => {
+                if input.is_empty() {
+                    return Ok(None);
+                }
+                out.extend_from_slice(input);
+                self.position = self.input.len();
+                Ok(Some(true))
+            }
+            UpstreamFraming::Chunked => {
+                let mut offset = 0;
+                while offset < input.len() {
+                    let decoded = self.decoder.decode(&input[offset..]).map_err(|_| {
+                        "upstream sent invalid chunked response while reading upstream".to_owned()
+                    })?;
+                    let data = decoded.data.start + offset..decoded.data.end + offset;
+                    out.extend_from_slice(&input[data]);
+                    offset += decoded.consumed;
+                    if decoded.done {
+                        self.position += offset;
+                        self.framing = UpstreamFraming::None;
+                        return Ok(Some(false));
+                    }
+                    if decoded.consumed == 0 {
+                        break;
+                    }
+                }
+                self.position += offset;
+                Ok(if out.is_empty() { None } else { Some(true) })
+            }
+        }
+    }
+
+    /// The body ended where its framing said: the connection may serve another request.
+    pub fn finish(mut self, worker: &crate::worker::HttpWorker) {
+        // Stray bytes after the body's end mean the connection cannot be trusted.
+        let ended = match self.framing {
+            UpstreamFraming::None => true,
+            UpstreamFraming::Length(_) => self.remaining == 0,
+            UpstreamFraming::Chunked | UpstreamFraming::Close => false,
+        };
+        let clean = ended && self.position == self.input.len();
+        if !clean {
+            return;
+        }
+        let Some((group, conf, opened, requests)) = self.keepalive.take() else {
+            return;
+        };
+        let Some(stream) = self.stream.take() else {
+            return;
+        };
+        worker.upstream_idle.borrow_mut().put(
+            group,
+            self.selected,
+            &conf,
+            stream,
+            opened,
+            requests,
+            Instant::now(),
+        );
+    }
+
+    pub fn attempt(&self) -> usize {
+        self.attempt
+    }
+}
+
+/// Logs a failure of the upstream while its body was being passed on.
+pub fn log_failure(
+    worker: &crate::worker::HttpWorker,
+    connection: &crate::request::ConnectionInfo,
+    request: &Request<'_>,
+    message: &str,
+) {
+    crate::phases::log(
+        worker,
+        connection,
+        request,
+        Level::Error,
+        format_args!("{message}"),
+    );
+}

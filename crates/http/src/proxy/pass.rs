@@ -1,0 +1,265 @@
+//! `proxy_pass URL`: the URL as written, or a template evaluated per request.
+
+use conf::{ConfError, Span};
+
+use crate::conf::{Location, LocationKind};
+use crate::upstream::registry::split_host_port;
+use crate::upstream::{PeerAddr, UpstreamId};
+use crate::variables::HttpTemplate;
+
+/// Where a location proxies to.
+#[derive(Debug)]
+pub enum ProxyPass {
+    Static(Target),
+    /// A URL with variables, parsed per request.
+    Variables(HttpTemplate),
+}
+
+/// A parsed `proxy_pass` URL whose group is known at load.
+#[derive(Debug)]
+pub struct Target {
+    /// The URL as written (`proxy_redirect default` replaces it).
+    pub url: Box<str>,
+    pub upstream: UpstreamId,
+    /// `$proxy_host`: the host, with the port when one other than 80 was given.
+    pub host: Box<[u8]>,
+    /// `$proxy_port`.
+    pub port: Box<[u8]>,
+    /// The URI part (from the `/` on), if any: it replaces the location's prefix.
+    pub uri: Option<Box<[u8]>>,
+    pub span: Span,
+}
+
+/// A URL split into its parts (at load or per request).
+#[derive(Debug, PartialEq, Eq)]
+pub struct Url<'u> {
+    /// The host as written (a name, an IP literal, `[v6]`, or `unix:/path`).
+    pub host: &'u str,
+    pub port: Option<u16>,
+    pub uri: Option<&'u str>,
+}
+
+/// Why a URL is refused, in nginx's words.
+#[derive(Debug, PartialEq, Eq)]
+pub enum UrlError {
+    Prefix,
+    Https,
+    Port,
+    NoHost,
+}
+
+/// Splits `http://host[:port][/uri]` or `http://unix:/path[:/uri]`.
+pub fn parse_url(url: &str) -> Result<Url<'_>, UrlError> {
+    let rest = if url.len() >= 7 && url[..7].eq_ignore_ascii_case("http://") {
+        &url[7..]
+    } else if url.len() >= 8 && url[..8].eq_ignore_ascii_case("https://") {
+        return Err(UrlError::Https);
+    } else {
+        return Err(UrlError::Prefix);
+    };
+    if rest.len() >= 5 && rest[..5].eq_ignore_ascii_case("unix:") {
+        return Ok(match rest[5..].find(':') {
+            Some(colon) => Url {
+                host: &rest[..5 + colon],
+                port: None,
+                uri: Some(&rest[5 + colon + 1..]).filter(|uri| !uri.is_empty()),
+            },
+            None => Url {
+                host: rest,
+                port: None,
+                uri: None,
+            },
+        });
+    }
+    let (authority, uri) = match rest.find(['/', '?']) {
+        Some(slash) => (&rest[..slash], Some(&rest[slash..])),
+        None => (rest, None),
+    };
+    if authority.is_empty() {
+        return Err(UrlError::NoHost);
+    }
+    let (host, port) = split_authority(authority)?;
+    Ok(Url { host, port, uri })
+}
+
+fn split_authority(authority: &str) -> Result<(&str, Option<u16>), UrlError> {
+    let (host, port) = if authority.starts_with('[') {
+        match authority.find(']') {
+            Some(close) => match authority[close + 1..].strip_prefix(':') {
+                Some(port) => (&authority[..=close], Some(port)),
+                None if close + 1 == authority.len() => (authority, None),
+                None => return Err(UrlError::Port),
+            },
+            None => return Err(UrlError::NoHost),
+        }
+    } else {
+        match authority.rsplit_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (authority, None),
+        }
+    };
+    if host.is_empty() {
+        return Err(UrlError::NoHost);
+    }
+    let port = match port {
+        None => None,
+        Some(text) => Some(
+            text.parse::<u16>()
+                .ok()
+                .filter(|port| *port != 0 && text.bytes().all(|byte| byte.is_ascii_digit()))
+                .ok_or(UrlError::Port)?,
+        ),
+    };
+    Ok((host, port))
+}
+
+impl UrlError {
+    pub fn message(&self, url: &str) -> String {
+        match self {
+            UrlError::Prefix => "invalid URL prefix".to_owned(),
+            UrlError::Https => "https protocol requires SSL support".to_owned(),
+            UrlError::Port => format!("invalid port in upstream \"{url}\""),
+            UrlError::NoHost => format!("no host in upstream \"{url}\""),
+        }
+    }
+}
+
+/// `$proxy_host` for a host and optional port: the port is shown unless it is 80.
+pub fn host_header(host: &str, port: Option<u16>) -> Box<[u8]> {
+    match port {
+        Some(port) if port != 80 => format!("{host}:{port}").into_bytes().into(),
+        _ => host.as_bytes().into(),
+    }
+}
+
+/// A literal address for a `proxy_pass` with variables that names no group.
+pub fn literal_address(host: &str, port: Option<u16>) -> Option<PeerAddr> {
+    if let Some(path) = host.strip_prefix("unix:") {
+        return Some(PeerAddr::Unix(path.into()));
+    }
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    let ip = bare.parse::<std::net::IpAddr>().ok()?;
+    Some(PeerAddr::Inet(std::net::SocketAddr::new(
+        ip,
+        port.unwrap_or(80),
+    )))
+}
+
+/// Parses a `proxy_pass` without variables and registers its group.
+pub fn load_target(
+    url: &str,
+    span: &Span,
+    upstreams: &mut crate::upstream::UpstreamRegistry,
+) -> Result<Target, ConfError> {
+    let parsed = parse_url(url).map_err(|error| ConfError::message(error.message(url), span))?;
+    if !parsed.host.starts_with("unix:") {
+        // The same checks `server` lines get.
+        split_host_port(parsed.host, span, "upstream")?;
+    }
+    let upstream = upstreams.reference(parsed.host, parsed.port, span)?;
+    Ok(Target {
+        url: url.into(),
+        upstream,
+        host: if parsed.host.starts_with("unix:") {
+            b"localhost".as_slice().into()
+        } else {
+            host_header(parsed.host, parsed.port)
+        },
+        port: parsed.port.unwrap_or(80).to_string().into_bytes().into(),
+        uri: parsed.uri.map(|uri| uri.as_bytes().into()),
+        span: span.clone(),
+    })
+}
+
+/// A `proxy_pass` URL with a URI part needs a location prefix to replace.
+pub fn check_uri_parts(locations: &[Location]) -> Result<(), ConfError> {
+    for location in locations {
+        let Some(pass) = location.settings.proxy.pass.as_deref() else {
+            continue;
+        };
+        let ProxyPass::Static(target) = pass else {
+            continue;
+        };
+        let without_prefix = matches!(
+            location.kind,
+            LocationKind::Regex(_) | LocationKind::Named(_) | LocationKind::Block { .. }
+        );
+        // An `if` or `limit_except` block inherits its location's `proxy_pass` (the same
+        // one, shared): that one was checked where it was written.
+        let is_block = |location: &Location| matches!(location.kind, LocationKind::Block { .. });
+        let own = !is_block(location)
+            || !locations.iter().any(|other| {
+                !is_block(other)
+                    && other
+                        .settings
+                        .proxy
+                        .pass
+                        .as_ref()
+                        .is_some_and(|other| std::ptr::eq(&**other, pass))
+            });
+        if target.uri.is_some() && without_prefix && own {
+            return Err(ConfError::message(
+                concat!(
+                    "\"proxy_pass\" cannot have URI part in location given by regular expression, ",
+                    "or inside named location, or inside \"if\" statement, ",
+                    "or inside \"limit_except\" block"
+                ),
+                &target.span,
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_split_like_nginx() {
+        assert_eq!(
+            parse_url("http://127.0.0.1:8081/path/").unwrap(),
+            Url {
+                host: "127.0.0.1",
+                port: Some(8081),
+                uri: Some("/path/")
+            }
+        );
+        assert_eq!(
+            parse_url("HTTP://backend").unwrap(),
+            Url {
+                host: "backend",
+                port: None,
+                uri: None
+            }
+        );
+        assert_eq!(
+            parse_url("http://[::1]:80/").unwrap(),
+            Url {
+                host: "[::1]",
+                port: Some(80),
+                uri: Some("/")
+            }
+        );
+        assert_eq!(
+            parse_url("http://unix:/tmp/sock:/uri").unwrap(),
+            Url {
+                host: "unix:/tmp/sock",
+                port: None,
+                uri: Some("/uri")
+            }
+        );
+        assert_eq!(parse_url("ftp://x"), Err(UrlError::Prefix));
+        assert_eq!(parse_url("https://x"), Err(UrlError::Https));
+        assert_eq!(parse_url("http://x:0/"), Err(UrlError::Port));
+        assert_eq!(parse_url("http://x:http/"), Err(UrlError::Port));
+        assert_eq!(parse_url("http:///"), Err(UrlError::NoHost));
+    }
+
+    #[test]
+    fn host_header_shows_ports_other_than_80() {
+        assert_eq!(&*host_header("a", Some(80)), b"a");
+        assert_eq!(&*host_header("a", None), b"a");
+        assert_eq!(&*host_header("a", Some(8080)), b"a:8080");
+    }
+}

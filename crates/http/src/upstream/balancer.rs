@@ -1,0 +1,582 @@
+//! Choosing a peer: smooth weighted round robin, `least_conn`, `ip_hash`, `hash` (plain and
+//! consistent), `random`, with nginx's failure accounting (`max_fails`, `fail_timeout`,
+//! `max_conns`, `backup`, `down`). The arithmetic is nginx's, so a configuration spreads
+//! requests the same way under Portico: the same key lands on the same server.
+
+use std::net::IpAddr;
+use std::time::Instant;
+
+use super::{Balancer, Group, GroupState, Peer, PeerState};
+
+/// A chosen peer: its index among the primary or the backup peers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Selected {
+    pub backup: bool,
+    pub index: usize,
+}
+
+/// What one request has tried so far, and its balancer's per-request state.
+#[derive(Clone, Debug, Default)]
+pub struct Tried {
+    primary: Vec<bool>,
+    backup: Vec<bool>,
+    /// The primary peers are exhausted: choose among the backups.
+    in_backup: bool,
+    /// `ip_hash`/`hash`: the running hash, rehash count and attempts (nginx gives up after
+    /// 20 and falls back to round robin).
+    hash: u64,
+    rehash: u32,
+    attempts: u32,
+    /// `hash ... consistent`: the position on the ring, once found.
+    ring_position: Option<usize>,
+}
+
+/// What the hash balancers hash.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SelectKey<'k> {
+    pub client: Option<IpAddr>,
+    /// The rendered `hash` key.
+    pub hash: &'k [u8],
+}
+
+/// nginx's limit of attempts for the hash balancers before they fall back to round robin.
+const HASH_ATTEMPTS_MAX: u32 = 20;
+
+impl Tried {
+    pub fn new(group: &Group) -> Tried {
+        Tried {
+            primary: vec![false; group.primary.len()],
+            backup: vec![false; group.backup.len()],
+            hash: if matches!(group.balancer, Balancer::IpHash) {
+                89
+            } else {
+                0
+            },
+            ..Tried::default()
+        }
+    }
+}
+
+fn available(peer: &Peer, state: &PeerState, now: Instant) -> bool {
+    if peer.down {
+        return false;
+    }
+    if peer.max_fails > 0
+        && state.fails >= peer.max_fails
+        && state
+            .checked
+            .is_some_and(|checked| now.saturating_duration_since(checked) <= peer.fail_timeout)
+    {
+        return false;
+    }
+    !(peer.max_conns > 0 && state.conns >= peer.max_conns)
+}
+
+/// Marks a chosen peer as checked now when its fail timeout has passed (nginx does this on
+/// every choice, so that a success after the timeout clears the failures).
+fn touch(peer: &Peer, state: &mut PeerState, now: Instant) {
+    if state
+        .checked
+        .is_none_or(|checked| now.saturating_duration_since(checked) > peer.fail_timeout)
+    {
+        state.checked = Some(now);
+    }
+}
+
+/// Smooth weighted round robin among the peers `eligible` accepts.
+fn weighted_pick(
+    peers: &[Peer],
+    states: &mut [PeerState],
+    tried: &[bool],
+    now: Instant,
+    eligible: impl Fn(usize) -> bool,
+) -> Option<usize> {
+    let mut best: Option<usize> = None;
+    let mut total = 0i64;
+    for index in 0..peers.len() {
+        if tried[index] || !eligible(index) || !available(&peers[index], &states[index], now) {
+            continue;
+        }
+        let state = &mut states[index];
+        state.current_weight += state.effective_weight;
+        total += state.effective_weight;
+        if state.effective_weight < i64::from(peers[index].weight) {
+            state.effective_weight += 1;
+        }
+        let current = state.current_weight;
+        if best.is_none_or(|best| current > states[best].current_weight) {
+            best = Some(index);
+        }
+    }
+    let best = best?;
+    states[best].current_weight -= total;
+    touch(&peers[best], &mut states[best], now);
+    Some(best)
+}
+
+/// `least_conn`: the fewest connections per weight; ties go round robin.
+fn least_conn_pick(
+    peers: &[Peer],
+    states: &mut [PeerState],
+    tried: &[bool],
+    now: Instant,
+) -> Option<usize> {
+    let mut best: Option<usize> = None;
+    for index in 0..peers.len() {
+        if tried[index] || !available(&peers[index], &states[index], now) {
+            continue;
+        }
+        if best.is_none_or(|best| ratio_less(peers, states, index, best)) {
+            best = Some(index);
+        }
+    }
+    let best = best?;
+    let ties: Vec<bool> = (0..peers.len())
+        .map(|index| {
+            !ratio_less(peers, states, index, best) && !ratio_less(peers, states, best, index)
+        })
+        .collect();
+    weighted_pick(peers, states, tried, now, |index| ties[index])
+}
+
+/// Whether `a` has fewer connections per weight than `b`.
+fn ratio_less(peers: &[Peer], states: &[PeerState], a: usize, b: usize) -> bool {
+    u64::from(states[a].conns) * u64::from(peers[b].weight)
+        < u64::from(states[b].conns) * u64::from(peers[a].weight)
+}
+
+/// The peer a weight offset falls on (peers laid out by weight, as nginx walks them).
+fn by_weight(peers: &[Peer], mut w: u64) -> usize {
+    for (index, peer) in peers.iter().enumerate() {
+        let weight = u64::from(peer.weight);
+        if w < weight {
+            return index;
+        }
+        w -= weight;
+    }
+    peers.len() - 1
+}
+
+fn total_weight(peers: &[Peer]) -> u64 {
+    peers
+        .iter()
+        .map(|peer| u64::from(peer.weight))
+        .sum::<u64>()
+        .max(1)
+}
+
+/// `ip_hash`: the first three bytes of an IPv4 client address (all of IPv6) pick the peer.
+fn ip_hash_pick(
+    group: &Group,
+    state: &mut GroupState,
+    tried: &mut Tried,
+    client: Option<IpAddr>,
+    now: Instant,
+) -> Option<Option<usize>> {
+    let bytes: Vec<u8> = match client {
+        Some(IpAddr::V4(ip)) => ip.octets()[..3].to_vec(),
+        Some(IpAddr::V6(ip)) => match ip.to_ipv4_mapped() {
+            Some(v4) => v4.octets()[..3].to_vec(),
+            None => ip.octets().to_vec(),
+        },
+        None => vec![0; 3],
+    };
+    let total = total_weight(&group.primary);
+    loop {
+        let mut hash = tried.hash;
+        for byte in &bytes {
+            hash = (hash * 113 + u64::from(*byte)) % 6271;
+        }
+        tried.hash = hash;
+        let index = by_weight(&group.primary, hash % total);
+        if !tried.primary[index] && available(&group.primary[index], &state.primary[index], now) {
+            touch(&group.primary[index], &mut state.primary[index], now);
+            return Some(Some(index));
+        }
+        tried.attempts += 1;
+        if tried.attempts > HASH_ATTEMPTS_MAX {
+            return None;
+        }
+    }
+}
+
+/// `hash KEY`: CRC32 of the key (with the rehash count in front after the first attempt).
+fn hash_pick(
+    group: &Group,
+    state: &mut GroupState,
+    tried: &mut Tried,
+    key: &[u8],
+    now: Instant,
+) -> Option<Option<usize>> {
+    let total = total_weight(&group.primary);
+    loop {
+        let mut crc = Crc32::new();
+        if tried.rehash > 0 {
+            crc.update(tried.rehash.to_string().as_bytes());
+        }
+        crc.update(key);
+        let hash = u64::from((crc.finish() >> 16) & 0x7fff);
+        tried.hash += hash;
+        tried.rehash += 1;
+        let index = by_weight(&group.primary, tried.hash % total);
+        if !tried.primary[index] && available(&group.primary[index], &state.primary[index], now) {
+            touch(&group.primary[index], &mut state.primary[index], now);
+            return Some(Some(index));
+        }
+        tried.attempts += 1;
+        if tried.attempts > HASH_ATTEMPTS_MAX {
+            return None;
+        }
+    }
+}
+
+/// `hash KEY consistent`: the first ring point at or after the key's CRC32; peers that
+/// share the point's server are balanced round robin.
+fn chash_pick(
+    group: &Group,
+    state: &mut GroupState,
+    tried: &mut Tried,
+    key: &[u8],
+    now: Instant,
+) -> Option<Option<usize>> {
+    if group.ring.is_empty() {
+        return None;
+    }
+    let mut position = *tried.ring_position.get_or_insert_with(|| {
+        let hash = crc32(key);
+        group.ring.partition_point(|(point, _)| *point < hash)
+    });
+    loop {
+        let (_, owner) = group.ring[position % group.ring.len()];
+        let server = &group.primary[owner].server;
+        let chosen = weighted_pick(
+            &group.primary,
+            &mut state.primary,
+            &tried.primary,
+            now,
+            |index| group.primary[index].server == *server,
+        );
+        if let Some(index) = chosen {
+            tried.ring_position = Some(position);
+            return Some(Some(index));
+        }
+        position += 1;
+        tried.ring_position = Some(position);
+        tried.attempts += 1;
+        if tried.attempts > HASH_ATTEMPTS_MAX {
+            return None;
+        }
+    }
+}
+
+/// `random [two [least_conn]]`.
+fn random_pick(
+    group: &Group,
+    state: &mut GroupState,
+    tried: &mut Tried,
+    two: bool,
+    now: Instant,
+) -> Option<Option<usize>> {
+    let total = total_weight(&group.primary);
+    let draw = |tried: &mut Tried| loop {
+        let index = by_weight(&group.primary, random_u64() % total);
+        if !tried.primary[index] && available(&group.primary[index], &state.primary[index], now) {
+            return Some(index);
+        }
+        tried.attempts += 1;
+        if tried.attempts > HASH_ATTEMPTS_MAX {
+            return None;
+        }
+    };
+    let first = draw(tried)?;
+    let chosen = if two && group.primary.len() > 1 {
+        let second = draw(tried).unwrap_or(first);
+        if ratio_less(&group.primary, &state.primary, second, first) {
+            second
+        } else {
+            first
+        }
+    } else {
+        first
+    };
+    touch(&group.primary[chosen], &mut state.primary[chosen], now);
+    Some(Some(chosen))
+}
+
+thread_local! {
+    static RANDOM: std::cell::Cell<u64> = std::cell::Cell::new(seed());
+}
+
+fn seed() -> u64 {
+    use std::hash::BuildHasher;
+    std::collections::hash_map::RandomState::new().hash_one(0x9e37_79b9_7f4a_7c15u64) | 1
+}
+
+/// xorshift64*: a per-thread generator, enough for spreading requests.
+fn random_u64() -> u64 {
+    RANDOM.with(|cell| {
+        let mut x = cell.get();
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        cell.set(x);
+        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    })
+}
+
+impl Group {
+    /// Chooses a peer for a request that has tried `tried` so far, and counts a connection
+    /// to it. `None` is nginx's "no live upstreams": every peer is down or failed (their
+    /// failure counts are then cleared, so that they are tried again soon).
+    pub fn select(&self, tried: &mut Tried, key: &SelectKey<'_>, now: Instant) -> Option<Selected> {
+        let mut guard = self
+            .state
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner());
+        let state = &mut *guard;
+        if self.is_single() {
+            let peer = &self.primary[0];
+            let peer_state = &mut state.primary[0];
+            if peer.down || (peer.max_conns > 0 && peer_state.conns >= peer.max_conns) {
+                return None;
+            }
+            peer_state.conns += 1;
+            return Some(Selected {
+                backup: false,
+                index: 0,
+            });
+        }
+        if !tried.in_backup {
+            let primary = match &self.balancer {
+                _ if self.primary.len() < 2 && !matches!(self.balancer, Balancer::LeastConn) => {
+                    weighted_pick(
+                        &self.primary,
+                        &mut state.primary,
+                        &tried.primary,
+                        now,
+                        |_| true,
+                    )
+                }
+                Balancer::RoundRobin => weighted_pick(
+                    &self.primary,
+                    &mut state.primary,
+                    &tried.primary,
+                    now,
+                    |_| true,
+                ),
+                Balancer::LeastConn => {
+                    least_conn_pick(&self.primary, &mut state.primary, &tried.primary, now)
+                }
+                Balancer::IpHash => ip_hash_pick(self, state, tried, key.client, now)
+                    .unwrap_or_else(|| {
+                        weighted_pick(
+                            &self.primary,
+                            &mut state.primary,
+                            &tried.primary,
+                            now,
+                            |_| true,
+                        )
+                    }),
+                Balancer::Hash { consistent, .. } => {
+                    let picked = if key.hash.is_empty() {
+                        None
+                    } else if *consistent {
+                        chash_pick(self, state, tried, key.hash, now)
+                    } else {
+                        hash_pick(self, state, tried, key.hash, now)
+                    };
+                    picked.unwrap_or_else(|| {
+                        weighted_pick(
+                            &self.primary,
+                            &mut state.primary,
+                            &tried.primary,
+                            now,
+                            |_| true,
+                        )
+                    })
+                }
+                Balancer::Random { two } => random_pick(self, state, tried, *two, now)
+                    .unwrap_or_else(|| {
+                        weighted_pick(
+                            &self.primary,
+                            &mut state.primary,
+                            &tried.primary,
+                            now,
+                            |_| true,
+                        )
+                    }),
+            };
+            if let Some(index) = primary {
+                tried.primary[index] = true;
+                state.primary[index].conns += 1;
+                return Some(Selected {
+                    backup: false,
+                    index,
+                });
+            }
+            tried.in_backup = true;
+        }
+        let backup = match self.balancer {
+            Balancer::LeastConn => {
+                least_conn_pick(&self.backup, &mut state.backup, &tried.backup, now)
+            }
+            _ => weighted_pick(&self.backup, &mut state.backup, &tried.backup, now, |_| {
+                true
+            }),
+        };
+        if let Some(index) = backup {
+            tried.backup[index] = true;
+            state.backup[index].conns += 1;
+            return Some(Selected {
+                backup: true,
+                index,
+            });
+        }
+        // Every peer failed: count them live again for a quick recovery, as nginx does.
+        for peer in state.primary.iter_mut().chain(state.backup.iter_mut()) {
+            peer.fails = 0;
+        }
+        None
+    }
+
+    /// Ends a request's use of a peer: counts a failure (and says whether the peer just
+    /// reached `max_fails`), or clears the failures of a peer that answered after its
+    /// fail timeout.
+    pub fn release(&self, selected: Selected, failed: bool, now: Instant) -> bool {
+        let mut guard = self
+            .state
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner());
+        let peer = self.peer(selected);
+        let states = if selected.backup {
+            &mut guard.backup
+        } else {
+            &mut guard.primary
+        };
+        let state = &mut states[selected.index];
+        state.conns = state.conns.saturating_sub(1);
+        if self.is_single() {
+            return false;
+        }
+        if failed {
+            state.fails += 1;
+            state.accessed = Some(now);
+            state.checked = Some(now);
+            let mut disabled = false;
+            if let Some(share) = peer.weight.checked_div(peer.max_fails) {
+                state.effective_weight -= i64::from(share);
+                disabled = state.fails >= peer.max_fails;
+            }
+            if state.effective_weight < 0 {
+                state.effective_weight = 0;
+            }
+            disabled
+        } else {
+            if state.accessed < state.checked {
+                state.fails = 0;
+            }
+            false
+        }
+    }
+}
+
+/// The points of a `hash ... consistent` ring: 160 per unit of weight for each primary
+/// peer, from CRC32 of the server's host, a NUL, its port, and the previous point.
+pub fn ketama_ring(peers: &[Peer]) -> Vec<(u32, usize)> {
+    let mut ring = Vec::new();
+    for (index, peer) in peers.iter().enumerate() {
+        let server = peer.server.as_bytes();
+        let (host, port): (&[u8], &[u8]) =
+            if server.len() >= 5 && server[..5].eq_ignore_ascii_case(b"unix:") {
+                (&server[5..], b"")
+            } else {
+                split_port(server)
+            };
+        let mut base = Crc32::new();
+        base.update(host);
+        base.update(b"\0");
+        base.update(port);
+        let mut previous = 0u32;
+        for _ in 0..peer.weight * 160 {
+            let mut point = base.clone();
+            point.update(&previous.to_le_bytes());
+            let hash = point.finish();
+            ring.push((hash, index));
+            previous = hash;
+        }
+    }
+    ring.sort_by_key(|(hash, _)| *hash);
+    ring.dedup_by_key(|(hash, _)| *hash);
+    ring
+}
+
+/// `host:port` split at a trailing run of digits after `:`, as nginx splits a server.
+fn split_port(server: &[u8]) -> (&[u8], &[u8]) {
+    for (j, &byte) in server.iter().rev().enumerate() {
+        if byte == b':' {
+            let colon = server.len() - j - 1;
+            return (&server[..colon], &server[colon + 1..]);
+        }
+        if !byte.is_ascii_digit() {
+            break;
+        }
+    }
+    (server, b"")
+}
+
+/// CRC-32 (IEEE 802.3, reflected), as nginx's `ngx_crc32_*`.
+#[derive(Clone, Debug)]
+pub struct Crc32(u32);
+
+const CRC_TABLE: [u32; 256] = {
+    let mut table = [0u32; 256];
+    let mut n = 0;
+    while n < 256 {
+        let mut c = n as u32;
+        let mut k = 0;
+        while k < 8 {
+            c = if c & 1 != 0 {
+                0xedb8_8320 ^ (c >> 1)
+            } else {
+                c >> 1
+            };
+            k += 1;
+        }
+        table[n] = c;
+        n += 1;
+    }
+    table
+};
+
+impl Crc32 {
+    pub fn new() -> Crc32 {
+        Crc32(0xffff_ffff)
+    }
+
+    pub fn update(&mut self, bytes: &[u8]) {
+        let mut crc = self.0;
+        for &byte in bytes {
+            crc = CRC_TABLE[((crc ^ u32::from(byte)) & 0xff) as usize] ^ (crc >> 8);
+        }
+        self.0 = crc;
+    }
+
+    pub fn finish(&self) -> u32 {
+        self.0 ^ 0xffff_ffff
+    }
+}
+
+impl Default for Crc32 {
+    fn default() -> Self {
+        Crc32::new()
+    }
+}
+
+pub fn crc32(bytes: &[u8]) -> u32 {
+    let mut crc = Crc32::new();
+    crc.update(bytes);
+    crc.finish()
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,270 @@
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::time::{Duration, Instant};
+
+use super::*;
+use crate::upstream::{Balancer, Group, Peer, PeerAddr};
+
+fn peer(port: u16, weight: u32) -> Peer {
+    let address = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port);
+    Peer {
+        name: address.to_string().into(),
+        server: address.to_string().into(),
+        address: PeerAddr::Inet(address),
+        weight,
+        max_fails: 1,
+        fail_timeout: Duration::from_secs(10),
+        max_conns: 0,
+        down: false,
+    }
+}
+
+fn group(peers: Vec<Peer>, backup: Vec<Peer>, balancer: Balancer) -> Group {
+    Group::new("g".into(), peers, backup, balancer, None, false, None)
+}
+
+/// One request: choose, then release as a success.
+fn pick(group: &Group, key: &SelectKey<'_>, now: Instant) -> Option<Selected> {
+    let mut tried = Tried::new(group);
+    let selected = group.select(&mut tried, key, now)?;
+    group.release(selected, false, now);
+    Some(selected)
+}
+
+fn ports(group: &Group, count: usize) -> Vec<u16> {
+    let now = Instant::now();
+    (0..count)
+        .map(|_| {
+            let selected = pick(group, &SelectKey::default(), now).unwrap();
+            match group.peer(selected).address {
+                PeerAddr::Inet(address) => address.port(),
+                PeerAddr::Unix(_) => 0,
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn crc32_is_ieee() {
+    assert_eq!(crc32(b"123456789"), 0xcbf4_3926);
+    assert_eq!(crc32(b""), 0);
+}
+
+#[test]
+fn smooth_weighted_round_robin_interleaves() {
+    // nginx's documented order for weights 5, 1, 1.
+    let group = group(
+        vec![peer(1, 5), peer(2, 1), peer(3, 1)],
+        vec![],
+        Balancer::RoundRobin,
+    );
+    assert_eq!(ports(&group, 7), [1, 1, 2, 1, 3, 1, 1]);
+    assert_eq!(ports(&group, 7), [1, 1, 2, 1, 3, 1, 1]);
+}
+
+#[test]
+fn a_failed_peer_rests_for_its_fail_timeout() {
+    let group = group(vec![peer(1, 1), peer(2, 1)], vec![], Balancer::RoundRobin);
+    let now = Instant::now();
+    let mut tried = Tried::new(&group);
+    let first = group
+        .select(&mut tried, &SelectKey::default(), now)
+        .unwrap();
+    assert!(
+        group.release(first, true, now),
+        "max_fails=1 disables at once"
+    );
+    for _ in 0..4 {
+        assert_ne!(pick(&group, &SelectKey::default(), now), Some(first));
+    }
+    // After fail_timeout the peer is tried again, and a success clears its failures.
+    let later = now + Duration::from_secs(11);
+    let seen: Vec<_> = (0..4)
+        .map(|_| pick(&group, &SelectKey::default(), later).unwrap())
+        .collect();
+    assert!(seen.contains(&first));
+}
+
+#[test]
+fn a_request_never_tries_the_same_peer_twice() {
+    let group = group(
+        vec![peer(1, 1), peer(2, 1), peer(3, 1)],
+        vec![],
+        Balancer::RoundRobin,
+    );
+    let now = Instant::now();
+    let mut tried = Tried::new(&group);
+    let mut seen = Vec::new();
+    while let Some(selected) = group.select(&mut tried, &SelectKey::default(), now) {
+        assert!(!seen.contains(&selected));
+        seen.push(selected);
+        // Not counted as a failure, so nothing gets disabled.
+        group.release(selected, false, now);
+    }
+    assert_eq!(seen.len(), 3);
+}
+
+#[test]
+fn backups_serve_when_primaries_fail_and_all_failed_is_no_live_upstreams() {
+    let group = group(vec![peer(1, 1)], vec![peer(9, 1)], Balancer::RoundRobin);
+    let now = Instant::now();
+    let mut tried = Tried::new(&group);
+    let primary = group
+        .select(&mut tried, &SelectKey::default(), now)
+        .unwrap();
+    assert!(!primary.backup);
+    group.release(primary, true, now);
+    let backup = group
+        .select(&mut tried, &SelectKey::default(), now)
+        .unwrap();
+    assert!(backup.backup);
+    group.release(backup, true, now);
+    assert_eq!(group.select(&mut tried, &SelectKey::default(), now), None);
+    // nginx then counts them live again for a quick recovery.
+    assert!(pick(&group, &SelectKey::default(), now).is_some());
+}
+
+#[test]
+fn down_peers_are_never_chosen() {
+    let mut down = peer(2, 1);
+    down.down = true;
+    let group = group(vec![peer(1, 1), down], vec![], Balancer::RoundRobin);
+    assert_eq!(ports(&group, 5), [1, 1, 1, 1, 1]);
+}
+
+#[test]
+fn least_conn_prefers_the_idle_peer() {
+    let group = group(vec![peer(1, 1), peer(2, 1)], vec![], Balancer::LeastConn);
+    let now = Instant::now();
+    let mut busy = Tried::new(&group);
+    let held = group.select(&mut busy, &SelectKey::default(), now).unwrap();
+    for _ in 0..5 {
+        let other = pick(&group, &SelectKey::default(), now).unwrap();
+        assert_ne!(other, held);
+    }
+    group.release(held, false, now);
+}
+
+#[test]
+fn max_conns_limits_a_peer() {
+    let mut limited = peer(1, 1);
+    limited.max_conns = 1;
+    let group = group(vec![limited, peer(2, 1)], vec![], Balancer::RoundRobin);
+    let now = Instant::now();
+    let mut held = Vec::new();
+    for _ in 0..4 {
+        let mut tried = Tried::new(&group);
+        held.push(
+            group
+                .select(&mut tried, &SelectKey::default(), now)
+                .unwrap(),
+        );
+    }
+    let first = held.iter().filter(|selected| selected.index == 0).count();
+    assert_eq!(first, 1);
+}
+
+#[test]
+fn ip_hash_keeps_a_network_on_one_peer() {
+    let group = group(
+        vec![peer(1, 1), peer(2, 1), peer(3, 1)],
+        vec![],
+        Balancer::IpHash,
+    );
+    let now = Instant::now();
+    let client = |last: u8| SelectKey {
+        client: Some(IpAddr::V4(Ipv4Addr::new(10, 1, 2, last))),
+        hash: b"",
+    };
+    let first = pick(&group, &client(1), now).unwrap();
+    for last in 2..50 {
+        assert_eq!(pick(&group, &client(last), now), Some(first));
+    }
+    // nginx's arithmetic: 89, then (h * 113 + byte) % 6271 over 10.1.2.
+    let mut hash = 89u64;
+    for byte in [10u64, 1, 2] {
+        hash = (hash * 113 + byte) % 6271;
+    }
+    assert_eq!(first.index as u64, hash % 3);
+}
+
+#[test]
+fn hash_is_stable_per_key() {
+    let key = crate::variables::HttpTemplate::from_literal(b"k");
+    let group = group(
+        vec![peer(1, 1), peer(2, 1), peer(3, 1)],
+        vec![],
+        Balancer::Hash {
+            key,
+            consistent: false,
+        },
+    );
+    let now = Instant::now();
+    for name in [&b"/a"[..], b"/b", b"/c", b"/d"] {
+        let key = SelectKey {
+            client: None,
+            hash: name,
+        };
+        let first = pick(&group, &key, now);
+        assert_eq!(pick(&group, &key, now), first);
+        // nginx: ((crc32 >> 16) & 0x7fff) % total weight.
+        let expected = ((crc32(name) >> 16) & 0x7fff) % 3;
+        assert_eq!(first.unwrap().index as u32, expected);
+    }
+}
+
+#[test]
+fn consistent_hash_moves_only_the_keys_of_a_removed_server() {
+    let key = crate::variables::HttpTemplate::from_literal(b"k");
+    let make = |ports: &[u16]| {
+        group(
+            ports.iter().map(|&port| peer(port, 1)).collect(),
+            vec![],
+            Balancer::Hash {
+                key: key.clone(),
+                consistent: true,
+            },
+        )
+    };
+    let four = make(&[1, 2, 3, 4]);
+    let three = make(&[1, 2, 3]);
+    let now = Instant::now();
+    let port = |group: &Group, name: &[u8]| {
+        let selected = pick(
+            group,
+            &SelectKey {
+                client: None,
+                hash: name,
+            },
+            now,
+        )
+        .unwrap();
+        group.peer(selected).name.to_string()
+    };
+    let mut moved = 0;
+    for n in 0..200 {
+        let name = format!("/key/{n}");
+        let before = port(&four, name.as_bytes());
+        let after = port(&three, name.as_bytes());
+        if !before.ends_with(":4") {
+            assert_eq!(before, after, "{name} moved although its server stayed");
+        } else {
+            moved += 1;
+        }
+    }
+    assert!(
+        moved > 0 && moved < 120,
+        "{moved} keys were on the removed server"
+    );
+    assert_eq!(four.ring.len(), 4 * 160);
+}
+
+#[test]
+fn random_spreads_over_every_peer() {
+    let group = group(
+        vec![peer(1, 1), peer(2, 1)],
+        vec![],
+        Balancer::Random { two: false },
+    );
+    let seen = ports(&group, 64);
+    assert!(seen.contains(&1) && seen.contains(&2));
+}

@@ -1,0 +1,363 @@
+//! Upstream groups while the configuration loads: `upstream` blocks and the addresses
+//! `proxy_pass` names, matched by name as nginx matches them, then resolved once the whole
+//! `http` block is read (an `upstream` block may come after the `proxy_pass` naming it).
+
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::time::Duration;
+
+use conf::{ConfError, Span};
+
+use super::{Balancer, Group, KeepaliveConf, Peer, PeerAddr, UpstreamId};
+
+/// One `server` line of an `upstream` block.
+#[derive(Clone, Debug)]
+pub struct ServerEntry {
+    pub address: String,
+    pub weight: u32,
+    pub max_fails: u32,
+    pub fail_timeout: Duration,
+    pub max_conns: u32,
+    pub backup: bool,
+    pub down: bool,
+    pub span: Span,
+}
+
+/// What an `upstream` block sets.
+#[derive(Debug, Default)]
+pub struct UpstreamScope {
+    pub servers: Vec<ServerEntry>,
+    pub balancer: Option<Balancer>,
+    pub keepalive: Option<usize>,
+    pub keepalive_requests: Option<u64>,
+    pub keepalive_time: Option<Duration>,
+    pub keepalive_timeout: Option<Duration>,
+    pub zone: Option<String>,
+}
+
+impl UpstreamScope {
+    /// Whether the balancer declared so far lets servers say `backup`.
+    pub fn allows_backup(&self) -> bool {
+        matches!(
+            self.balancer,
+            None | Some(Balancer::RoundRobin) | Some(Balancer::LeastConn)
+        )
+    }
+}
+
+#[derive(Debug)]
+enum Entry {
+    Block {
+        name: String,
+        scope: Option<UpstreamScope>,
+        span: Span,
+    },
+    /// An address a `proxy_pass` names (host and port).
+    Address {
+        host: String,
+        port: u16,
+        /// The `proxy_pass` gave no port (80 is used).
+        no_port: bool,
+        span: Span,
+    },
+}
+
+/// The groups of one configuration as they are declared and referenced.
+#[derive(Debug, Default)]
+pub struct UpstreamRegistry {
+    entries: Vec<Entry>,
+}
+
+impl UpstreamRegistry {
+    /// An `upstream NAME { ... }` block.
+    pub fn define(
+        &mut self,
+        name: &str,
+        scope: UpstreamScope,
+        span: &Span,
+    ) -> Result<(), ConfError> {
+        for entry in &mut self.entries {
+            match entry {
+                Entry::Block {
+                    name: existing,
+                    scope: defined,
+                    ..
+                } if existing.eq_ignore_ascii_case(name) => {
+                    if defined.is_some() {
+                        return Err(ConfError::message(
+                            format!("duplicate upstream \"{name}\""),
+                            span,
+                        ));
+                    }
+                    *defined = Some(scope);
+                    return Ok(());
+                }
+                Entry::Address {
+                    host,
+                    port,
+                    no_port: false,
+                    span: used,
+                } if host.eq_ignore_ascii_case(name) => {
+                    return Err(ConfError::message(
+                        format!("upstream \"{name}\" may not have port {port} in {used}"),
+                        span,
+                    ));
+                }
+                _ => {}
+            }
+        }
+        // An earlier `proxy_pass http://NAME` without a port meant this block.
+        let mut scope = Some(scope);
+        for entry in &mut self.entries {
+            if let Entry::Address {
+                host,
+                no_port: true,
+                span: used,
+                ..
+            } = entry
+                && host.eq_ignore_ascii_case(name)
+            {
+                *entry = Entry::Block {
+                    name: name.to_owned(),
+                    scope: scope.take(),
+                    span: used.clone(),
+                };
+                break;
+            }
+        }
+        if let Some(scope) = scope {
+            self.entries.push(Entry::Block {
+                name: name.to_owned(),
+                scope: Some(scope),
+                span: span.clone(),
+            });
+        }
+        Ok(())
+    }
+
+    /// The group a `proxy_pass` to `host[:port]` uses: an `upstream` block of that name
+    /// (then no port may be given), else a group of the address's own.
+    pub fn reference(
+        &mut self,
+        host: &str,
+        port: Option<u16>,
+        span: &Span,
+    ) -> Result<UpstreamId, ConfError> {
+        for (index, entry) in self.entries.iter().enumerate() {
+            match entry {
+                Entry::Block { name, .. } if name.eq_ignore_ascii_case(host) => {
+                    if let Some(port) = port {
+                        return Err(ConfError::message(
+                            format!("upstream \"{host}\" may not have port {port}"),
+                            span,
+                        ));
+                    }
+                    return Ok(UpstreamId(index as u32));
+                }
+                Entry::Address {
+                    host: existing,
+                    port: existing_port,
+                    no_port,
+                    ..
+                } if existing.eq_ignore_ascii_case(host)
+                    && *existing_port == port.unwrap_or(80)
+                    && *no_port == port.is_none() =>
+                {
+                    return Ok(UpstreamId(index as u32));
+                }
+                _ => {}
+            }
+        }
+        self.entries.push(Entry::Address {
+            host: host.to_owned(),
+            port: port.unwrap_or(80),
+            no_port: port.is_none(),
+            span: span.clone(),
+        });
+        Ok(UpstreamId(self.entries.len() as u32 - 1))
+    }
+
+    /// Resolves every group: addresses of `server` lines and of `proxy_pass` hosts.
+    pub fn finish(self) -> Result<Vec<Group>, ConfError> {
+        let mut groups = Vec::with_capacity(self.entries.len());
+        for entry in self.entries {
+            groups.push(match entry {
+                Entry::Block {
+                    name,
+                    scope: None,
+                    span,
+                } => {
+                    // Named by a `proxy_pass` without a port, and never defined: an address.
+                    let peers = resolve(&name, 80, &span, &name)?;
+                    Group::new(
+                        name.into(),
+                        peers,
+                        Vec::new(),
+                        Balancer::RoundRobin,
+                        None,
+                        true,
+                        None,
+                    )
+                }
+                Entry::Block {
+                    name,
+                    scope: Some(scope),
+                    span,
+                } => block_group(name, scope, &span)?,
+                Entry::Address {
+                    host, port, span, ..
+                } => {
+                    let peers = match host.strip_prefix("unix:") {
+                        Some(path) => vec![peer_at(PeerAddr::Unix(path.into()), host.clone())],
+                        None => resolve(&host, port, &span, &format!("{host}:{port}"))?,
+                    };
+                    Group::new(
+                        host.into(),
+                        peers,
+                        Vec::new(),
+                        Balancer::RoundRobin,
+                        None,
+                        true,
+                        Some(port),
+                    )
+                }
+            });
+        }
+        Ok(groups)
+    }
+}
+
+fn block_group(name: String, scope: UpstreamScope, span: &Span) -> Result<Group, ConfError> {
+    if scope.servers.is_empty() {
+        return Err(ConfError::message("no servers are inside upstream", span));
+    }
+    let mut primary = Vec::new();
+    let mut backup = Vec::new();
+    for server in &scope.servers {
+        let (host, port) = split_host_port(&server.address, &server.span, "upstream")?;
+        let mut peers = match host.strip_prefix("unix:") {
+            Some(path) => vec![peer_at(PeerAddr::Unix(path.into()), server.address.clone())],
+            None => resolve(&host, port.unwrap_or(80), &server.span, &server.address)?,
+        };
+        for peer in &mut peers {
+            peer.server = server.address.as_str().into();
+            peer.weight = server.weight;
+            peer.max_fails = server.max_fails;
+            peer.fail_timeout = server.fail_timeout;
+            peer.max_conns = server.max_conns;
+            peer.down = server.down;
+        }
+        if server.backup {
+            backup.extend(peers);
+        } else {
+            primary.extend(peers);
+        }
+    }
+    let keepalive = scope.keepalive.map(|connections| KeepaliveConf {
+        connections,
+        requests: scope.keepalive_requests.unwrap_or(1000),
+        time: scope.keepalive_time.unwrap_or(Duration::from_secs(3600)),
+        timeout: scope.keepalive_timeout.unwrap_or(Duration::from_secs(60)),
+    });
+    Ok(Group::new(
+        name.into(),
+        primary,
+        backup,
+        scope.balancer.unwrap_or_default(),
+        keepalive,
+        false,
+        None,
+    ))
+}
+
+fn peer_at(address: PeerAddr, server: String) -> Peer {
+    Peer {
+        name: address.to_string().into(),
+        address,
+        server: server.into(),
+        weight: 1,
+        max_fails: 1,
+        fail_timeout: Duration::from_secs(10),
+        max_conns: 0,
+        down: false,
+    }
+}
+
+/// The addresses of `host` (an IP literal, or a name resolved now, as nginx resolves names
+/// at load): one peer each.
+fn resolve(host: &str, port: u16, span: &Span, shown: &str) -> Result<Vec<Peer>, ConfError> {
+    let trimmed = host.trim_start_matches('[').trim_end_matches(']');
+    if let Ok(ip) = trimmed.parse::<IpAddr>() {
+        return Ok(vec![peer_at(
+            PeerAddr::Inet(SocketAddr::new(ip, port)),
+            shown.to_owned(),
+        )]);
+    }
+    let not_found = || ConfError::message(format!("host not found in upstream \"{shown}\""), span);
+    let addresses: Vec<SocketAddr> = (host, port)
+        .to_socket_addrs()
+        .map_err(|_| not_found())?
+        .collect();
+    if addresses.is_empty() {
+        return Err(not_found());
+    }
+    let mut peers: Vec<Peer> = Vec::new();
+    for address in addresses {
+        if peers
+            .iter()
+            .any(|peer| peer.address == PeerAddr::Inet(address))
+        {
+            continue;
+        }
+        peers.push(peer_at(PeerAddr::Inet(address), shown.to_owned()));
+    }
+    Ok(peers)
+}
+
+/// Splits `host:port` (`[v6]:port`, `unix:/path`); `None` when no port is given.
+pub fn split_host_port(
+    text: &str,
+    span: &Span,
+    what: &str,
+) -> Result<(String, Option<u16>), ConfError> {
+    if text.starts_with("unix:") {
+        return Ok((text.to_owned(), None));
+    }
+    let invalid_port = || ConfError::message(format!("invalid port in {what} \"{text}\""), span);
+    if let Some(rest) = text.strip_prefix('[') {
+        let Some(close) = rest.find(']') else {
+            return Err(ConfError::message(
+                format!("invalid host in {what} \"{text}\""),
+                span,
+            ));
+        };
+        let host = format!("[{}]", &rest[..close]);
+        let after = &rest[close + 1..];
+        return match after.strip_prefix(':') {
+            Some(port) => Ok((host, Some(parse_port(port).ok_or_else(invalid_port)?))),
+            None if after.is_empty() => Ok((host, None)),
+            None => Err(invalid_port()),
+        };
+    }
+    match text.rsplit_once(':') {
+        Some((host, port)) => {
+            if host.is_empty() {
+                return Err(ConfError::message(
+                    format!("no host in {what} \"{text}\""),
+                    span,
+                ));
+            }
+            Ok((
+                host.to_owned(),
+                Some(parse_port(port).ok_or_else(invalid_port)?),
+            ))
+        }
+        None => Ok((text.to_owned(), None)),
+    }
+}
+
+fn parse_port(text: &str) -> Option<u16> {
+    if text.is_empty() || !text.bytes().all(|byte| byte.is_ascii_digit()) {
+        return None;
+    }
+    text.parse::<u16>().ok().filter(|port| *port != 0)
+}
