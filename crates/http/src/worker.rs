@@ -48,8 +48,6 @@ pub struct HttpWorker {
     stopping: Arc<AtomicBool>,
     /// Idle keep-alive connections, woken by a read shutdown when the worker drains.
     idle: RefCell<IdleSet>,
-    /// Idle connections to upstream servers, kept for reuse (`keepalive` in `upstream`).
-    pub upstream_idle: RefCell<crate::upstream::keepalive::KeepaliveCache>,
 }
 
 #[derive(Default)]
@@ -132,7 +130,6 @@ impl HttpWorker {
             draining: Cell::new(false),
             idle_grace_over: Cell::new(false),
             idle: RefCell::new(IdleSet::default()),
-            upstream_idle: RefCell::default(),
             stopping,
         }
     }

@@ -12,7 +12,7 @@ use runtime::Stream;
 use crate::proxy::handler::read_timed;
 use crate::proxy::response::UpstreamFraming;
 use crate::request::Request;
-use crate::upstream::{Group, KeepaliveConf, Selected, UpstreamId};
+use crate::upstream::{Group, Selected};
 
 /// Gives the peer's connection count back when the response is done with.
 pub struct Release<'a> {
@@ -35,7 +35,7 @@ pub struct UpstreamBody<'a> {
     read_size: usize,
     /// Where the connection goes back when the body ends cleanly: the group, its
     /// `keepalive` settings, when it was opened and the requests it has carried.
-    keepalive: Option<(UpstreamId, KeepaliveConf, Instant, u64)>,
+    keepalive: Option<(&'a Group, Instant, u64)>,
     selected: Selected,
     release: Option<Release<'a>>,
     /// The request's entry in `$upstream_*`.
@@ -76,7 +76,7 @@ impl<'a> UpstreamBody<'a> {
         framing: UpstreamFraming,
         read_timeout: Duration,
         read_size: u64,
-        keepalive: Option<(UpstreamId, KeepaliveConf, Instant, u64)>,
+        keepalive: Option<(&'a Group, Instant, u64)>,
         selected: Selected,
         release: Option<Release<'a>>,
         attempt: usize,
@@ -223,7 +223,7 @@ impl<'a> UpstreamBody<'a> {
     }
 
     /// The body ended where its framing said: the connection may serve another request.
-    pub fn finish(mut self, worker: &crate::worker::HttpWorker) {
+    pub fn finish(mut self) {
         // Stray bytes after the body's end mean the connection cannot be trusted.
         let ended = match self.framing {
             UpstreamFraming::None => true,
@@ -234,21 +234,18 @@ impl<'a> UpstreamBody<'a> {
         if !clean {
             return;
         }
-        let Some((group, conf, opened, requests)) = self.keepalive.take() else {
+        let Some((group, opened, requests)) = self.keepalive.take() else {
             return;
         };
         let Some(stream) = self.stream.take() else {
             return;
         };
-        worker.upstream_idle.borrow_mut().put(
-            group,
-            self.selected,
-            &conf,
+        let idle = crate::upstream::keepalive::Idle {
             stream,
             opened,
             requests,
-            Instant::now(),
-        );
+        };
+        group.put_idle(self.selected, idle, Instant::now());
     }
 
     pub fn attempt(&self) -> usize {

@@ -23,7 +23,7 @@ use crate::proxy::{IgnoreHeaders, NextUpstream, Proxy};
 use crate::request::{ConnectionInfo, Request};
 use crate::response::Body;
 use crate::upstream::balancer::SelectKey;
-use crate::upstream::{Balancer, Group, Peer, PeerAddr, Selected, Tried, UpstreamId};
+use crate::upstream::{Balancer, Group, Peer, PeerAddr, Selected, Tried};
 use crate::variables::render;
 use crate::worker::HttpWorker;
 
@@ -86,14 +86,14 @@ pub enum ProxyOutcome<'a> {
 /// A group from the configuration, or one made for a `proxy_pass` with variables that
 /// named a literal address.
 enum GroupRef<'a> {
-    Conf(&'a Group, UpstreamId),
+    Conf(&'a Group),
     Own(Box<Group>),
 }
 
 impl GroupRef<'_> {
     fn group(&self) -> &Group {
         match self {
-            GroupRef::Conf(group, _) => group,
+            GroupRef::Conf(group) => group,
             GroupRef::Own(group) => group,
         }
     }
@@ -149,7 +149,7 @@ pub async fn proxy<'a>(
             request.upstream.proxy_host = target.host.to_vec();
             request.upstream.proxy_port = target.port.to_vec();
             (
-                GroupRef::Conf(&conf.upstreams[target.upstream.0 as usize], target.upstream),
+                GroupRef::Conf(&conf.upstreams[target.upstream.0 as usize]),
                 target.uri.as_deref().map(<[u8]>::to_vec),
                 Some(target.url.as_bytes()),
                 false,
@@ -366,16 +366,18 @@ pub async fn proxy<'a>(
                     &rewrite,
                 );
                 let framing = response::framing(&upstream_head, is_head);
-                let keepalive = match (&group, peer_group.keepalive) {
-                    (GroupRef::Conf(_, id), Some(conf))
-                        if !upstream_head.connection_close && framing != UpstreamFraming::Close =>
+                let keepalive = match &group {
+                    GroupRef::Conf(group)
+                        if group.keepalive.is_some()
+                            && !upstream_head.connection_close
+                            && framing != UpstreamFraming::Close =>
                     {
-                        Some((*id, conf, opened, requests + 1))
+                        Some((*group, opened, requests + 1))
                     }
                     _ => None,
                 };
                 let release = match &group {
-                    GroupRef::Conf(group, _) => Some(Release { group, selected }),
+                    GroupRef::Conf(group) => Some(Release { group, selected }),
                     GroupRef::Own(_) => None,
                 };
                 let body = UpstreamBody::new(
@@ -573,8 +575,8 @@ fn resolve_variable_url<'a>(
     let host = host_header(parsed.host, parsed.port).to_vec();
     let port = parsed.port.unwrap_or(80).to_string().into_bytes();
     let uri = parsed.uri.map(|uri| uri.as_bytes().to_vec());
-    if let Some((id, group)) = conf.find_upstream(parsed.host, parsed.port) {
-        return Ok((GroupRef::Conf(group, id), host, port, uri));
+    if let Some((_, group)) = conf.find_upstream(parsed.host, parsed.port) {
+        return Ok((GroupRef::Conf(group), host, port, uri));
     }
     match literal_address(parsed.host, parsed.port) {
         Some(address) => {
@@ -765,35 +767,29 @@ async fn try_peer(
 ) -> Result<TryOk, TryError> {
     let started = request.upstream.attempts[attempt].started;
     // A cached connection first; one that turns out stale is replaced by a new one.
-    if let GroupRef::Conf(_, id) = group
-        && let Some(conf) = group.group().keepalive
+    if let GroupRef::Conf(group) = group
+        && let Some(idle) = group.take_idle(selected, Instant::now())
     {
-        let cached = worker
-            .upstream_idle
-            .borrow_mut()
-            .take(*id, selected, &conf, Instant::now());
-        if let Some(idle) = cached {
-            request.upstream.attempts[attempt].connect_time = Some(Duration::ZERO);
-            match exchange(
-                &idle.stream,
-                proxy,
-                head,
-                body,
-                worker,
-                request,
-                attempt,
-                started,
-            )
-            .await
-            {
-                Ok((response, leftover)) => {
-                    return Ok((idle.stream, response, leftover, idle.opened, idle.requests));
-                }
-                // A connection the server closed while idle: a new one, when repeating
-                // the request is safe.
-                Err(error) if error.stale && idempotent => {}
-                Err(error) => return Err(error),
+        request.upstream.attempts[attempt].connect_time = Some(Duration::ZERO);
+        match exchange(
+            &idle.stream,
+            proxy,
+            head,
+            body,
+            worker,
+            request,
+            attempt,
+            started,
+        )
+        .await
+        {
+            Ok((response, leftover)) => {
+                return Ok((idle.stream, response, leftover, idle.opened, idle.requests));
             }
+            // A connection the server closed while idle: a new one, when repeating
+            // the request is safe.
+            Err(error) if error.stale && idempotent => {}
+            Err(error) => return Err(error),
         }
     }
     let stream = connect(&peer.address, bind, proxy.connect_timeout)

@@ -25,7 +25,7 @@ pub(super) async fn send_upstream(
         output.write(head).await?;
         end_attempt(request, attempt, 0);
         if body.is_done() {
-            body.finish(context.worker);
+            body.finish();
         }
         return Ok(());
     }
@@ -77,7 +77,7 @@ pub(super) async fn send_upstream(
     if !pending.is_empty() {
         output.write(&pending).await?;
     }
-    body.finish(context.worker);
+    body.finish();
     Ok(())
 }
 

@@ -1,14 +1,21 @@
-//! Idle upstream connections kept by one worker for reuse (`keepalive N` in an `upstream`
-//! block). Each group keeps at most N; the least recently used is closed to make room. A
-//! connection is put back only after a response that was read to its framed end, and it is
-//! checked for a close or stray bytes from the server before it is used again.
+//! Idle upstream connections kept for reuse (`keepalive N` in an `upstream` block).
+//!
+//! The cache belongs to the group and is shared by the generation's workers: each worker
+//! keeps at most N idle connections in it (nginx's per-worker count), closing its least
+//! recently used one to make room. A worker takes its own connections first, at no cost; a
+//! connection another worker left is moved to this worker's poller (two `epoll_ctl`
+//! calls) rather than opened anew. A connection is put back only after a response that
+//! was read to its framed end, and it is checked for a close or stray bytes from the
+//! server before it is used again.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+use std::io;
+use std::thread::ThreadId;
 use std::time::Instant;
 
 use runtime::Stream;
 
-use super::{KeepaliveConf, Selected, UpstreamId};
+use super::{KeepaliveConf, Selected};
 
 /// An idle connection to one peer.
 #[derive(Debug)]
@@ -18,78 +25,89 @@ pub struct Idle {
     pub opened: Instant,
     /// Requests it has carried (`keepalive_requests`).
     pub requests: u64,
-    /// Since when it has been idle (`keepalive_timeout`).
-    idle_since: Instant,
 }
 
-/// The idle connections of one worker, by group.
+#[derive(Debug)]
+struct Entry {
+    peer: Selected,
+    /// The worker thread whose poller the socket is registered with.
+    owner: ThreadId,
+    idle_since: Instant,
+    idle: Idle,
+}
+
+/// The idle connections of one group.
 #[derive(Debug, Default)]
 pub struct KeepaliveCache {
-    groups: HashMap<UpstreamId, VecDeque<(Selected, Idle)>>,
+    entries: VecDeque<Entry>,
 }
 
 impl KeepaliveCache {
-    /// The most recently used live idle connection to `peer`, if any.
+    /// Removes and returns an idle connection to `peer`, the calling worker's own most
+    /// recently used first. Connections idle beyond the timeout are closed.
     pub fn take(
         &mut self,
-        group: UpstreamId,
         peer: Selected,
         conf: &KeepaliveConf,
         now: Instant,
-    ) -> Option<Idle> {
-        let idle = self.groups.get_mut(&group)?;
-        // Connections idle beyond the timeout are closed, whatever their peer.
-        idle.retain(|(_, connection)| {
-            now.saturating_duration_since(connection.idle_since) <= conf.timeout
-        });
-        while let Some(position) = idle.iter().rposition(|(selected, _)| *selected == peer) {
-            let (_, connection) = idle.remove(position)?;
-            if still_open(&connection.stream) {
-                return Some(connection);
-            }
-        }
-        None
+    ) -> Option<(Idle, bool)> {
+        self.entries
+            .retain(|entry| now.saturating_duration_since(entry.idle_since) <= conf.timeout);
+        let me = std::thread::current().id();
+        let position = self
+            .entries
+            .iter()
+            .rposition(|entry| entry.peer == peer && entry.owner == me)
+            .or_else(|| self.entries.iter().rposition(|entry| entry.peer == peer))?;
+        let entry = self.entries.remove(position)?;
+        Some((entry.idle, entry.owner == me))
     }
 
     /// Keeps a connection whose response ended cleanly, unless it has carried
     /// `keepalive_requests` requests or lived `keepalive_time`.
-    #[allow(clippy::too_many_arguments)]
-    pub fn put(
-        &mut self,
-        group: UpstreamId,
-        peer: Selected,
-        conf: &KeepaliveConf,
-        stream: Stream,
-        opened: Instant,
-        requests: u64,
-        now: Instant,
-    ) {
-        if requests >= conf.requests || now.saturating_duration_since(opened) > conf.time {
+    pub fn put(&mut self, peer: Selected, conf: &KeepaliveConf, idle: Idle, now: Instant) {
+        if idle.requests >= conf.requests || now.saturating_duration_since(idle.opened) > conf.time
+        {
             return;
         }
-        let idle = self.groups.entry(group).or_default();
-        if idle.len() >= conf.connections {
-            idle.pop_front();
+        let me = std::thread::current().id();
+        let mine = self
+            .entries
+            .iter()
+            .filter(|entry| entry.owner == me)
+            .count();
+        if mine >= conf.connections
+            && let Some(oldest) = self.entries.iter().position(|entry| entry.owner == me)
+        {
+            self.entries.remove(oldest);
         }
-        idle.push_back((
+        self.entries.push_back(Entry {
             peer,
-            Idle {
-                stream,
-                opened,
-                requests,
-                idle_since: now,
-            },
-        ));
+            owner: me,
+            idle_since: now,
+            idle,
+        });
     }
 
-    /// Closes every idle connection (the worker is stopping).
-    pub fn clear(&mut self) {
-        self.groups.clear();
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
     }
 }
 
+/// Moves a socket registered with another worker's poller to the calling worker's.
+pub fn adopt(stream: Stream) -> io::Result<Stream> {
+    Ok(match stream {
+        Stream::Tcp(stream) => Stream::Tcp(tokio::net::TcpStream::from_std(stream.into_std()?)?),
+        Stream::Unix(stream) => Stream::Unix(tokio::net::UnixStream::from_std(stream.into_std()?)?),
+    })
+}
+
 /// An idle connection is usable while the server has neither closed it nor sent anything.
-fn still_open(stream: &Stream) -> bool {
+pub fn still_open(stream: &Stream) -> bool {
     let mut byte = [0u8; 1];
     matches!(
         rustix::net::recv(

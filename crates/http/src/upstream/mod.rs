@@ -123,6 +123,8 @@ pub struct Group {
     /// `hash ... consistent`: points on the ring and the primary peer each belongs to.
     pub ring: Vec<(u32, usize)>,
     pub state: Mutex<GroupState>,
+    /// Idle keep-alive connections (`keepalive`), shared by the workers.
+    pub idle: Mutex<keepalive::KeepaliveCache>,
 }
 
 impl Group {
@@ -163,6 +165,39 @@ impl Group {
             implicit,
             port,
             ring,
+            idle: Mutex::default(),
+        }
+    }
+
+    /// A live idle connection to `peer`, moved to the calling worker if another left it.
+    pub fn take_idle(&self, peer: Selected, now: Instant) -> Option<keepalive::Idle> {
+        let conf = self.keepalive.as_ref()?;
+        loop {
+            let taken = self
+                .idle
+                .lock()
+                .unwrap_or_else(|poison| poison.into_inner())
+                .take(peer, conf, now);
+            let (mut idle, own) = taken?;
+            if !own {
+                match keepalive::adopt(idle.stream) {
+                    Ok(stream) => idle.stream = stream,
+                    Err(_) => continue,
+                }
+            }
+            if keepalive::still_open(&idle.stream) {
+                return Some(idle);
+            }
+        }
+    }
+
+    /// Keeps a connection for reuse.
+    pub fn put_idle(&self, peer: Selected, idle: keepalive::Idle, now: Instant) {
+        if let Some(conf) = &self.keepalive {
+            self.idle
+                .lock()
+                .unwrap_or_else(|poison| poison.into_inner())
+                .put(peer, conf, idle, now);
         }
     }
 
@@ -174,9 +209,13 @@ impl Group {
         }
     }
 
-    /// How many peers a request may try: all of them (nginx's `tries`).
+    /// How many peers a request may try: every one not marked `down` (nginx's `tries`).
     pub fn peer_count(&self) -> usize {
-        self.primary.len() + self.backup.len()
+        self.primary
+            .iter()
+            .chain(self.backup.iter())
+            .filter(|peer| !peer.down)
+            .count()
     }
 
     /// One primary peer and no backup: nginx never marks it failed and never retries it.
