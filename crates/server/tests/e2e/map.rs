@@ -409,3 +409,25 @@ server {
     assert_eq!(body(&server, "/?h=a.before.example"), "[]");
     assert_eq!(body(&server, "/?h=a.after.example"), "[wildcard]");
 }
+
+#[test]
+fn a_cycle_in_the_server_s_script_is_logged_too() {
+    let server = Instance::http(
+        r#"
+map $uri $loop { default "$loop"; }
+server {
+    listen 127.0.0.1:8080;
+    set $copy $loop;
+    location / { return 200 "[$copy]"; }
+}
+"#,
+    );
+    assert_eq!(body(&server, "/"), "[]");
+    let log = server.error_log();
+    assert!(
+        messages_at("error", &log)
+            .iter()
+            .any(|message| message.starts_with("*1 cycle while evaluating variable \"loop\"")),
+        "{log}"
+    );
+}
