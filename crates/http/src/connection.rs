@@ -577,12 +577,13 @@ fn select_server(
     let found = address.names.find(
         &request.info.host,
         |index| &conf.server_regexes[index],
-        &mut request.matches.captures,
+        &mut request.matches.get_mut().captures,
     );
     match found {
         Some((server, regex)) => {
             if let Some(regex) = regex {
-                regex.store(&request.matches.captures, &mut request.matches.named);
+                let matches = request.matches.get_mut();
+                regex.store(&matches.captures, &mut matches.named);
             }
             server
         }

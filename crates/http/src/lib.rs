@@ -17,6 +17,7 @@ pub mod connection;
 pub mod core;
 pub mod headers;
 pub mod log;
+pub mod map;
 pub mod modules;
 pub mod not_modified;
 pub mod phases;

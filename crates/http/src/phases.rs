@@ -178,7 +178,7 @@ fn find_config<'a>(
         &server.locations,
         server.location,
         &request.uri,
-        &mut request.matches,
+        request.matches.get_mut(),
     );
     let redirect = location::auto_redirect(&conf.locations, &server.locations, &request.uri);
     let found = redirect.unwrap_or(found);

@@ -45,8 +45,10 @@ pub struct Request<'a> {
     pub args: Vec<u8>,
     pub server: Option<ServerId>,
     pub location: Option<LocationId>,
-    /// Regex captures (`$1`) and named captures of the last match.
-    pub matches: MatchState,
+    /// Regex captures (`$1`) and named variables' values. Evaluating a `map` variable
+    /// writes here through a shared reference (its regex captures and its cached value),
+    /// as nginx's lazily evaluated variables do.
+    pub matches: std::cell::RefCell<MatchState>,
     pub started: Option<Instant>,
     /// Bytes of the head plus body bytes read (`$request_length`).
     pub length: u64,
@@ -110,8 +112,9 @@ impl<'a> Request<'a> {
         self.args.clear();
         self.server = None;
         self.location = None;
-        self.matches.captures.clear();
-        self.matches.named.clear();
+        let matches = self.matches.get_mut();
+        matches.captures.clear();
+        matches.named.clear();
         self.started = None;
         self.length = 0;
         self.response.clear();

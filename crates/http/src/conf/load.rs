@@ -714,6 +714,7 @@ fn build(
         named_len: context.variables.named_len(),
         named_variables: context.variables.named_variables(),
         uses_realpath_root: context.variables.uses_realpath_root,
+        maps: main.map.variables,
         access_log_buffers: context.access_log_slots,
         warnings: context.warnings,
         upstreams,

@@ -170,6 +170,8 @@ pub struct HttpConf {
     pub named_variables: Vec<(Box<str>, bool)>,
     /// Some template uses `$realpath_root`.
     pub uses_realpath_root: bool,
+    /// The `map` and `split_clients` variables, by named slot.
+    pub maps: crate::map::Maps,
     /// How many buffered access logs a worker keeps.
     pub access_log_buffers: usize,
     /// Warnings to log once the configuration is in use.
@@ -190,6 +192,7 @@ impl HttpConf {
             named_len: 0,
             named_variables: Vec::new(),
             uses_realpath_root: false,
+            maps: crate::map::Maps::default(),
             access_log_buffers: 0,
             warnings: Vec::new(),
             upstreams: Vec::new(),

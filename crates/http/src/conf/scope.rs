@@ -17,6 +17,7 @@ use crate::static_files::{Static, StaticConf, TryFilesSetting};
 #[derive(Debug, Default)]
 pub struct MainScope {
     pub core: CoreMainConf,
+    pub map: crate::map::MapConf,
 }
 
 /// What one level sets of the per-server settings (the `http` level has one too).

@@ -86,7 +86,7 @@ impl vars::Evaluator<crate::variables::Variable> for ConditionEvaluator<'_, '_> 
     }
 
     fn capture(&mut self, index: u8, out: &mut Vec<u8>) {
-        if let Some(group) = self.0.request.matches.captures.group(index.into()) {
+        if let Some(group) = self.0.request.matches.borrow().captures.group(index.into()) {
             out.extend_from_slice(group);
         }
     }
@@ -115,7 +115,13 @@ pub fn render(
                 escape(format.escape, scratch, out);
             }
             Segment::Capture(index) => {
-                if let Some(group) = variables.request.matches.captures.group((*index).into()) {
+                if let Some(group) = variables
+                    .request
+                    .matches
+                    .borrow()
+                    .captures
+                    .group((*index).into())
+                {
                     escape(format.escape, group, out);
                 }
             }

@@ -433,9 +433,9 @@ fn apply_rule(
             if !regex.captures(subject, &mut captures) {
                 return None;
             }
-            let saved = std::mem::replace(&mut request.matches.captures, captures);
+            let saved = std::mem::replace(&mut request.matches.get_mut().captures, captures);
             let replacement = render(worker, connection, request, to);
-            request.matches.captures = saved;
+            request.matches.get_mut().captures = saved;
             (subject.len(), replacement)
         }
     };

@@ -144,7 +144,7 @@ impl vars::Evaluator<Variable> for EscapingCaptures<'_, '_> {
     }
 
     fn capture(&mut self, index: u8, out: &mut Vec<u8>) {
-        if let Some(group) = self.0.request.matches.captures.group(index.into()) {
+        if let Some(group) = self.0.request.matches.borrow().captures.group(index.into()) {
             escape_args(group, out);
         }
     }
@@ -158,7 +158,7 @@ fn set(
     value: Vec<u8>,
 ) {
     match target {
-        SetTarget::Named(slot) => request.matches.set_named(slot, Some(value)),
+        SetTarget::Named(slot) => request.matches.get_mut().set_named(slot, Some(value)),
         SetTarget::Args => {
             request.args = value;
             request.args_changed = true;
@@ -212,13 +212,12 @@ async fn test(
             negate,
         } => {
             let subject = value_of(worker, connection, request, variable);
-            let matched = regex
-                .regex
-                .captures(&subject, &mut request.matches.captures);
+            let matches = request.matches.get_mut();
+            let matched = regex.regex.captures(&subject, &mut matches.captures);
             if matched {
-                regex.store(&request.matches.captures, &mut request.matches.named);
+                regex.store(&matches.captures, &mut matches.named);
             } else {
-                request.matches.captures.clear();
+                matches.captures.clear();
             }
             if rewrite_log {
                 log_match(
@@ -328,19 +327,18 @@ fn apply_rewrite<'a>(
     let matched = rewrite
         .regex
         .regex
-        .captures(&subject, &mut request.matches.captures);
+        .captures(&subject, &mut request.matches.get_mut().captures);
     request.uri = subject;
     if rewrite_log {
         let pattern = rewrite.regex.regex.pattern();
         log_match(worker, connection, request, pattern, &request.uri, matched);
     }
     if !matched {
-        request.matches.captures.clear();
+        request.matches.get_mut().captures.clear();
         return None;
     }
-    rewrite
-        .regex
-        .store(&request.matches.captures, &mut request.matches.named);
+    let matches = request.matches.get_mut();
+    rewrite.regex.store(&matches.captures, &mut matches.named);
     request.internal = true;
     let replacement = &rewrite.replacement;
     let escape = path_was_escaped(request.request_uri());

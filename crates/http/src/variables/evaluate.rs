@@ -27,6 +27,8 @@ pub struct RequestVariables<'a> {
     /// Set while `$sent_http_NAME` evaluates `add_header` values, so that a header whose
     /// value names itself cannot recurse.
     in_added_header: Cell<bool>,
+    /// What is left for evaluating `map` variables inside one another.
+    pub(crate) computed_budget: Cell<crate::map::ComputedBudget>,
 }
 
 impl<'a> RequestVariables<'a> {
@@ -45,6 +47,7 @@ impl<'a> RequestVariables<'a> {
             now_monotonic: now.monotonic,
             hostname,
             in_added_header: Cell::new(false),
+            computed_budget: Cell::new(crate::map::ComputedBudget::FULL),
         }
     }
 }
@@ -55,7 +58,7 @@ impl Evaluator<Variable> for RequestVariables<'_> {
     }
 
     fn capture(&mut self, index: u8, out: &mut Vec<u8>) {
-        if let Some(group) = self.request.matches.captures.group(index.into()) {
+        if let Some(group) = self.request.matches.borrow().captures.group(index.into()) {
             out.extend_from_slice(group);
         }
     }
@@ -251,10 +254,16 @@ impl RequestVariables<'_> {
                 return found;
             }
             Variable::Pipe => out.push(if request.pipelined { b'p' } else { b'.' }),
-            Variable::Named(slot) => match request.matches.named.get(slot.0 as usize) {
-                Some(Some(value)) => out.extend_from_slice(value),
-                _ => return self.uninitialized(*slot),
-            },
+            Variable::Named(slot) => {
+                if let Some(Some(value)) = request.matches.borrow().named.get(slot.0 as usize) {
+                    out.extend_from_slice(value);
+                    return true;
+                }
+                if let Some(computed) = self.conf.maps.get(*slot) {
+                    return self.append_computed(*slot, computed, out);
+                }
+                return self.uninitialized(*slot);
+            }
         }
         true
     }
@@ -487,7 +496,7 @@ fn append_known(request: &Request<'_>, index: Option<usize>, out: &mut Vec<u8>) 
 }
 
 /// Lets a shared `RequestVariables` act as the `&mut` evaluator templates take.
-struct Reborrow<'b, 'a>(&'b RequestVariables<'a>);
+pub(crate) struct Reborrow<'b, 'a>(pub(crate) &'b RequestVariables<'a>);
 
 impl Evaluator<Variable> for Reborrow<'_, '_> {
     fn variable(&mut self, variable: &Variable, out: &mut Vec<u8>) {
@@ -495,7 +504,7 @@ impl Evaluator<Variable> for Reborrow<'_, '_> {
     }
 
     fn capture(&mut self, index: u8, out: &mut Vec<u8>) {
-        if let Some(group) = self.0.request.matches.captures.group(index.into()) {
+        if let Some(group) = self.0.request.matches.borrow().captures.group(index.into()) {
             out.extend_from_slice(group);
         }
     }

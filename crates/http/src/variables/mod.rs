@@ -4,6 +4,7 @@
 mod evaluate;
 mod registry;
 
+pub(crate) use evaluate::Reborrow;
 pub use evaluate::{NGINX_COMPATIBLE_VERSION, RequestVariables, escape_header_name};
 pub use registry::{NamedSlot, Settable, VariableRegistry};
 
@@ -111,7 +112,8 @@ pub enum Variable {
     UpstreamBytesSent,
     /// `$upstream_http_NAME`: a field of the upstream's response.
     UpstreamHttp(Box<[u8]>),
-    /// A named regex capture (or, later, a `set` or `map` variable).
+    /// A variable of the configuration: a named regex capture, a `set` variable, or a
+    /// `map` or `split_clients` variable.
     Named(NamedSlot),
 }
 

@@ -136,6 +136,12 @@ impl VariableRegistry {
         Variable::Named(self.slot(&lower))
     }
 
+    /// Whether `name` is a built-in variable, which `map` and `split_clients` cannot
+    /// define (nginx: `the duplicate "uri" variable`).
+    pub fn is_builtin(name: &str) -> bool {
+        builtin(&name.to_ascii_lowercase()).is_some()
+    }
+
     /// Declares that a named variable gets its value somewhere (a regex named group), and
     /// returns its slot.
     pub fn define(&mut self, name: &str) -> NamedSlot {
