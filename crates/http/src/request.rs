@@ -97,6 +97,8 @@ pub struct Request<'a> {
     pub location_uri_changed: bool,
     /// The body, once a handler has read it (`$request_body` for a body in memory).
     pub body: Option<crate::body::reader::RequestBody>,
+    /// `$request_body_file`: where the body was written, when it went to a file.
+    pub body_file: Option<std::path::PathBuf>,
     /// What the proxy did: for `$upstream_*` and the error log.
     pub upstream: crate::proxy::handler::UpstreamInfo,
 }
@@ -137,6 +139,7 @@ impl<'a> Request<'a> {
         self.args_changed = false;
         self.location_uri_changed = false;
         self.body = None;
+        self.body_file = None;
         self.upstream.clear();
     }
 

@@ -25,15 +25,34 @@ pub(super) struct TryError {
     pub(super) message: String,
     /// The request reached the server (non-idempotent requests are then not retried).
     pub(super) sent: bool,
+    /// The client failed (closed, timed out, sent a bad body), not the upstream.
+    pub(super) client: bool,
     /// The connection came from the keep-alive cache and failed before any answer.
     pub(super) stale: bool,
 }
 
 /// The request's body as it goes upstream.
+/// The client whose body an unbuffered request streams upstream.
+pub(super) struct Client<'c> {
+    pub connection: &'c mut crate::connection::Connection,
+    pub body: &'c mut crate::body::BodyState,
+    /// `client_body_timeout`.
+    pub timeout: Duration,
+    /// `client_body_buffer_size`: a body passed on unbuffered is still kept for
+    /// `$request_body` when it fits, as nginx keeps it.
+    pub keep: usize,
+}
+
 pub(super) enum OutBody {
     None,
     Memory(Vec<u8>),
     File(crate::body::reader::TempBody),
+    /// `proxy_request_buffering off`: the body is passed on as it arrives, chunked when
+    /// the client sent it chunked; `length` is its `Content-Length`, if it has one.
+    Stream {
+        chunked: bool,
+        length: Option<u64>,
+    },
 }
 
 impl OutBody {
@@ -42,6 +61,7 @@ impl OutBody {
             OutBody::None => None,
             OutBody::Memory(bytes) => Some(bytes.len() as u64),
             OutBody::File(file) => Some(file.len),
+            OutBody::Stream { length, .. } => *length,
         }
     }
 }
@@ -78,6 +98,7 @@ pub(super) async fn try_peer(
     bind: Option<SocketAddr>,
     head: &[u8],
     body: &OutBody,
+    client: &mut Client<'_>,
     idempotent: bool,
     request: &mut Request<'_>,
     attempt: usize,
@@ -93,6 +114,7 @@ pub(super) async fn try_peer(
             proxy,
             head,
             body,
+            client,
             worker,
             request,
             attempt,
@@ -131,13 +153,14 @@ pub(super) async fn try_peer(
                 },
                 sent: false,
                 stale: false,
+                client: false,
             }
         })?;
     let opened = Instant::now();
     request.upstream.attempts[attempt].connect_time =
         Some(opened.saturating_duration_since(started));
     let (response, leftover) = exchange(
-        &stream, proxy, head, body, worker, request, attempt, started,
+        &stream, proxy, head, body, client, worker, request, attempt, started,
     )
     .await
     .map_err(|mut error| {
@@ -184,6 +207,7 @@ async fn exchange(
     proxy: &Proxy,
     head: &[u8],
     body: &OutBody,
+    client: &mut Client<'_>,
     worker: &HttpWorker,
     request: &mut Request<'_>,
     attempt: usize,
@@ -209,6 +233,7 @@ async fn exchange(
             },
             sent,
             stale: !timed_out,
+            client: false,
         }
     };
     let mut sent = head.len() as u64;
@@ -253,6 +278,14 @@ async fn exchange(
                 sent += len as u64;
             }
         }
+        OutBody::Stream { chunked, .. } => {
+            sent = stream_body(stream, proxy, client, *chunked, head, request)
+                .await
+                .map_err(|mut error| {
+                    error.stale = false;
+                    error
+                })?;
+        }
     }
     request.upstream.attempts[attempt].bytes_sent = sent;
     let read_error = |error: io::Error, stale: bool| {
@@ -275,6 +308,7 @@ async fn exchange(
             },
             sent: true,
             stale: stale && !timed_out,
+            client: false,
         }
     };
     let limit = usize::try_from(proxy.buffer_size)
@@ -306,6 +340,7 @@ async fn exchange(
                     .to_owned(),
                 sent: true,
                 stale: filled == 0,
+                client: false,
             });
         }
         filled += count;
@@ -333,6 +368,7 @@ async fn exchange(
                             .to_owned(),
                     sent: true,
                     stale: false,
+                    client: false,
                 });
             }
             Ok(None) => {}
@@ -343,8 +379,114 @@ async fn exchange(
                     message: format!("{message} while reading response header from upstream"),
                     sent: true,
                     stale: false,
+                    client: false,
                 });
             }
+        }
+    }
+}
+
+/// Sends the head with what of the body has arrived, then the rest of the body as it
+/// arrives; returns the bytes written upstream.
+async fn stream_body(
+    stream: &Stream,
+    proxy: &Proxy,
+    client: &mut Client<'_>,
+    chunked: bool,
+    head: &[u8],
+    request: &mut Request<'_>,
+) -> Result<u64, TryError> {
+    let client_error = |status: u16, message: &str| TryError {
+        kind: 0,
+        status,
+        message: message.to_owned(),
+        sent: true,
+        stale: false,
+        client: true,
+    };
+    let upstream_error = |error: io::Error| TryError {
+        kind: NextUpstream::ERROR,
+        status: 502,
+        message: format!(
+            "writev() failed ({}) while sending request to upstream",
+            errno_text(&error)
+        ),
+        sent: true,
+        stale: false,
+        client: false,
+    };
+    let mut written = 0u64;
+    let mut framed = Vec::new();
+    let mut kept = Some(Vec::new());
+    let mut payload = Vec::new();
+    loop {
+        // Everything one read brought is passed on as one piece (one chunk), as nginx does.
+        payload.clear();
+        while client.connection.filled > 0 && !client.body.is_done() {
+            let piece = client
+                .body
+                .next(&client.connection.buf[..client.connection.filled])
+                .map_err(|_| client_error(400, "client sent invalid chunked body"))?;
+            payload.extend_from_slice(&client.connection.buf[piece.payload.clone()]);
+            client.connection.consume(piece.consumed);
+            if piece.consumed == 0 {
+                break;
+            }
+        }
+        framed.clear();
+        if written == 0 {
+            framed.extend_from_slice(head);
+        }
+        if !payload.is_empty() {
+            if chunked {
+                http1::response::write_chunk_header(&mut framed, payload.len());
+            }
+            framed.extend_from_slice(&payload);
+            if chunked {
+                framed.extend_from_slice(b"\r\n");
+            }
+            request.length += payload.len() as u64;
+            if let Some(bytes) = &mut kept {
+                if bytes.len() + payload.len() <= client.keep {
+                    bytes.extend_from_slice(&payload);
+                } else {
+                    kept = None;
+                }
+            }
+        }
+        let done = client.body.is_done();
+        if done && chunked {
+            framed.extend_from_slice(b"0\r\n\r\n");
+        }
+        if !framed.is_empty() {
+            write_timed(stream, &framed, proxy.send_timeout)
+                .await
+                .map_err(upstream_error)?;
+            written += framed.len() as u64;
+        }
+        if done {
+            if let Some(bytes) = kept {
+                request.body = Some(crate::body::reader::RequestBody::Memory(bytes));
+            }
+            return Ok(written);
+        }
+        let connection = &mut *client.connection;
+        match tokio::time::timeout(client.timeout, connection.stream.read(&mut connection.buf))
+            .await
+        {
+            Err(_) => {
+                return Err(client_error(
+                    408,
+                    "client timed out (110: Connection timed out) while sending request to upstream",
+                ));
+            }
+            Ok(Ok(0)) | Ok(Err(_)) => {
+                return Err(client_error(
+                    499,
+                    "client prematurely closed connection while sending request to upstream",
+                ));
+            }
+            Ok(Ok(count)) => connection.filled = count,
         }
     }
 }

@@ -15,7 +15,7 @@ use crate::connection::Connection;
 use crate::phases::log;
 use crate::proxy::accel::accel_redirect;
 use crate::proxy::body::{Release, UpstreamBody};
-use crate::proxy::exchange::{OutBody, try_peer};
+use crate::proxy::exchange::{Client, OutBody, try_peer};
 pub use crate::proxy::exchange::{errno_text, read_timed};
 use crate::proxy::pass::{ProxyPass, host_header, literal_address, parse_url};
 use crate::proxy::request::{HeadInput, is_idempotent, upstream_uri, write_head};
@@ -159,6 +159,7 @@ pub async fn proxy<'a>(
         variables,
         host: &request.upstream.proxy_host.clone(),
         body_len: out_body.len(),
+        chunked: matches!(out_body, OutBody::Stream { chunked: true, .. }),
     };
     let uri = upstream_uri(request, location, &input);
     if uri.is_empty() {
@@ -236,8 +237,25 @@ pub async fn proxy<'a>(
             .attempts
             .push(Attempt::new(&peer.name, now, 502));
         let attempt = request.upstream.attempts.len() - 1;
+        let mut client = Client {
+            connection: &mut *connection,
+            body: &mut *body_state,
+            timeout: location.settings.core.client_body_timeout,
+            keep: usize::try_from(location.settings.core.client_body_buffer_size)
+                .unwrap_or(usize::MAX),
+        };
         let result = try_peer(
-            worker, &group, selected, peer, proxy, bind, &head, &out_body, idempotent, request,
+            worker,
+            &group,
+            selected,
+            peer,
+            proxy,
+            bind,
+            &head,
+            &out_body,
+            &mut client,
+            idempotent,
+            request,
             attempt,
         )
         .await;
@@ -369,11 +387,17 @@ pub async fn proxy<'a>(
                 entry.failed_status = error.status;
                 entry.response_time = Some(started.elapsed());
                 let message = error.message.clone();
+                // The client's own failures are logged at `info` and count against no server.
+                let level = if error.client {
+                    Level::Info
+                } else {
+                    Level::Error
+                };
                 log(
                     worker,
                     &connection.info,
                     request,
-                    Level::Error,
+                    level,
                     format_args!("{message}"),
                 );
                 release(
@@ -382,10 +406,18 @@ pub async fn proxy<'a>(
                     request,
                     peer_group,
                     selected,
-                    true,
+                    !error.client,
                 );
+                if error.client {
+                    request.keepalive = false;
+                    *body_state = BodyState::Done;
+                    return ProxyOutcome::Finalize(error.status);
+                }
                 tries_left = tries_left.saturating_sub(1);
-                let next = proxy.next_upstream.has(error.kind)
+                // A body passed on as it arrived cannot be sent again.
+                let streamed = matches!(out_body, OutBody::Stream { .. }) && error.sent;
+                let next = !streamed
+                    && proxy.next_upstream.has(error.kind)
                     && !proxy.next_upstream.has(NextUpstream::OFF)
                     && tries_left > 0
                     && (!error.sent
@@ -551,6 +583,14 @@ async fn read_request_body(
             .write_all_timed(b"HTTP/1.1 100 Continue\r\n\r\n", settings.timeout)
             .await;
     }
+    let chunked = request.info.framing == http1::request::BodyFraming::Chunked;
+    if !proxy.request_buffering && (!chunked || proxy.http_11) {
+        let length = match request.info.framing {
+            http1::request::BodyFraming::Length(length) => Some(length),
+            _ => None,
+        };
+        return Ok(OutBody::Stream { chunked, length });
+    }
     let result = read_body(
         connection,
         body_state,
@@ -568,7 +608,10 @@ async fn read_request_body(
                     request.body = Some(RequestBody::Memory(bytes.clone()));
                     OutBody::Memory(bytes)
                 }
-                RequestBody::File(file) => OutBody::File(file),
+                RequestBody::File(file) => {
+                    request.body_file = Some(file.path.clone());
+                    OutBody::File(file)
+                }
             })
         }
         Err(error) => {

@@ -32,6 +32,8 @@ pub struct HeadInput<'i> {
     pub host: &'i [u8],
     /// The body's length when one is sent.
     pub body_len: Option<u64>,
+    /// The body is passed on chunked, as it arrives.
+    pub chunked: bool,
 }
 
 /// The method sent upstream: `proxy_method`, else the client's.
@@ -85,12 +87,19 @@ pub fn upstream_uri(request: &Request<'_>, location: &Location, input: &HeadInpu
     uri
 }
 
-/// Percent-escapes what may not appear in a request path as sent: space, `#`, `%`, `?`,
-/// control bytes and bytes above 0x7e.
+/// Percent-escapes what may not appear in a request path as sent (nginx's URI escaping):
+/// space, `"`, `#`, `%`, `<`, `>`, `?`, `\`, `^`, backquote, `{`, `|`, `}`, control bytes
+/// and bytes above 0x7e.
 pub fn escape_uri(bytes: &[u8], out: &mut Vec<u8>) {
     const HEX: &[u8; 16] = b"0123456789ABCDEF";
     for &byte in bytes {
-        if byte <= 0x20 || byte >= 0x7f || matches!(byte, b'#' | b'%' | b'?') {
+        let escaped = byte <= 0x20
+            || byte >= 0x7f
+            || matches!(
+                byte,
+                b'"' | b'#' | b'%' | b'<' | b'>' | b'?' | b'\\' | b'^' | b'`' | b'{' | b'|' | b'}'
+            );
+        if escaped {
             out.extend_from_slice(&[
                 b'%',
                 HEX[usize::from(byte >> 4)],
@@ -166,6 +175,9 @@ pub fn write_head(
         push_number(out, length as i64, 1);
         out.extend_from_slice(b"\r\n");
     }
+    if input.chunked && find_set(proxy, b"transfer-encoding").is_none() {
+        field(out, b"Transfer-Encoding", b"chunked");
+    }
     if proxy.pass_request_headers {
         for header in &request.head.headers {
             let (Some(name), Some(value)) = (
@@ -211,6 +223,9 @@ mod tests {
         let mut out = Vec::new();
         escape_uri(b"/a b#c?d%e\x01\xff/ok", &mut out);
         assert_eq!(out, b"/a%20b%23c%3Fd%25e%01%FF/ok");
+        out.clear();
+        escape_uri(b"/\"<>\\^`{|}~&+;=", &mut out);
+        assert_eq!(out, b"/%22%3C%3E%5C%5E%60%7B%7C%7D~&+;=");
     }
 
     #[test]

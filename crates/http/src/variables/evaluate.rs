@@ -128,9 +128,8 @@ impl RequestVariables<'_> {
             Variable::ContentLength => {
                 return append_known(request, request.info.known.content_length, out);
             }
-            Variable::ContentType => {
-                return append_known(request, request.info.known.content_type, out);
-            }
+            // Several `Content-Type` fields are joined, as `$http_content_type` joins them.
+            Variable::ContentType => return self.append_request_header(b"content_type", out),
             Variable::RemoteUser => return append_remote_user(request, out),
             Variable::SentHttp(name) => return self.append_sent_header(name, out),
             Variable::SentTrailer(name) => return self.append_sent_trailer(name, out),
@@ -182,6 +181,10 @@ impl RequestVariables<'_> {
                     out.extend_from_slice(bytes)
                 }
                 _ => return false,
+            },
+            Variable::RequestBodyFile => match &request.body_file {
+                Some(path) => out.extend_from_slice(path.as_os_str().as_encoded_bytes()),
+                None => return false,
             },
             Variable::ProxyHost => out.extend_from_slice(&request.upstream.proxy_host),
             Variable::ProxyPort => out.extend_from_slice(&request.upstream.proxy_port),
@@ -239,6 +242,23 @@ impl RequestVariables<'_> {
                 return upstream_list(request, out, |attempt, out| {
                     push_number(out, attempt.bytes_sent as i64, 1)
                 });
+            }
+            Variable::UpstreamCookie(name) => {
+                // The first `NAME=value` of each `Set-Cookie`, as nginx reads them.
+                for (field, value) in &request.upstream.headers {
+                    if !field.eq_ignore_ascii_case(b"set-cookie") {
+                        continue;
+                    }
+                    let pair = value.split(|&byte| byte == b';').next().unwrap_or_default();
+                    let Some(equals) = pair.iter().position(|&byte| byte == b'=') else {
+                        continue;
+                    };
+                    if pair[..equals].trim_ascii().eq_ignore_ascii_case(name) {
+                        out.extend_from_slice(pair[equals + 1..].trim_ascii());
+                        return true;
+                    }
+                }
+                return false;
             }
             Variable::UpstreamHttp(name) => {
                 let mut found = false;
@@ -669,7 +689,8 @@ fn append_cookie(request: &Request<'_>, name: &[u8], out: &mut Vec<u8>) -> bool 
         return false;
     }
     for header in request.headers(b"cookie") {
-        for pair in header.split(|&b| b == b';' || b == b',') {
+        // Pairs end at `;` only: a comma belongs to the value, as in current nginx.
+        for pair in header.split(|&b| b == b';') {
             let pair = pair.trim_ascii_start();
             if let Some(equals) = memchr::memchr(b'=', pair)
                 && pair[..equals].eq_ignore_ascii_case(name)

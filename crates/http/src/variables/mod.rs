@@ -95,6 +95,8 @@ pub enum Variable {
     RequestBody,
     /// `$pipe`: `p` for a pipelined request, else `.`.
     Pipe,
+    /// `$request_body_file`: the temporary file holding the body, when it went to one.
+    RequestBodyFile,
     /// `$proxy_host`: the `proxy_pass` URL's host (and port, unless 80).
     ProxyHost,
     /// `$proxy_port`.
@@ -112,6 +114,8 @@ pub enum Variable {
     UpstreamBytesSent,
     /// `$upstream_http_NAME`: a field of the upstream's response.
     UpstreamHttp(Box<[u8]>),
+    /// `$upstream_cookie_NAME`: a cookie the upstream's `Set-Cookie` fields set.
+    UpstreamCookie(Box<[u8]>),
     /// A variable of the configuration: a named regex capture, a `set` variable, or a
     /// `map` or `split_clients` variable.
     Named(NamedSlot),

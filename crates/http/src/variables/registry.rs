@@ -52,6 +52,7 @@ const PREFIXED: &[(&str, FromSuffix)] = &[
     ("cookie_", Variable::Cookie),
     ("arg_", Variable::Arg),
     ("upstream_http_", Variable::UpstreamHttp),
+    ("upstream_cookie_", Variable::UpstreamCookie),
 ];
 
 fn builtin(name: &str) -> Option<Variable> {
@@ -97,6 +98,7 @@ fn builtin(name: &str) -> Option<Variable> {
         "request_port" => Variable::RequestPort,
         "is_request_port" => Variable::IsRequestPort,
         "request_body" => Variable::RequestBody,
+        "request_body_file" => Variable::RequestBodyFile,
         "limit_rate" => Variable::LimitRate,
         "pipe" => Variable::Pipe,
         "proxy_host" => Variable::ProxyHost,
