@@ -84,6 +84,23 @@ impl Stream {
         result
     }
 
+    /// Whether the peer has closed its side, looked at without consuming anything: `Ok(true)`
+    /// at end of stream, `Ok(false)` when data is waiting, `WouldBlock` (readiness cleared)
+    /// when there is nothing to read yet.
+    pub fn peek_closed(&self) -> io::Result<bool> {
+        let fd = self.as_fd();
+        let mut byte = [0u8; 1];
+        let peek = || {
+            rustix::net::recv(fd, &mut byte, rustix::net::RecvFlags::PEEK)
+                .map(|(received, _)| received == 0)
+                .map_err(io::Error::from)
+        };
+        match self {
+            Stream::Tcp(stream) => stream.try_io(Interest::READABLE, peek),
+            Stream::Unix(stream) => stream.try_io(Interest::READABLE, peek),
+        }
+    }
+
     /// Marks the socket not readable without a system call: tokio clears readiness when
     /// an I/O closure reports `WouldBlock`.
     fn clear_read_readiness(&self) {

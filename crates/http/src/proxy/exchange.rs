@@ -317,9 +317,24 @@ async fn exchange(
     let mut buffer = vec![0u8; limit];
     let mut filled = 0;
     loop {
-        let count = read_timed(stream, &mut buffer[filled..], proxy.read_timeout)
-            .await
-            .map_err(|error| read_error(error, filled == 0))?;
+        // While waiting, a client that goes away ends the request (nginx's check for a
+        // broken connection; `proxy_ignore_client_abort` is not supported).
+        let read = tokio::select! {
+            biased;
+            read = read_timed(stream, &mut buffer[filled..], proxy.read_timeout) => read,
+            () = client_gone(&client.connection.stream) => {
+                return Err(TryError {
+                    kind: 0,
+                    status: 499,
+                    message: "client prematurely closed connection while reading response header from upstream"
+                        .to_owned(),
+                    sent: true,
+                    stale: false,
+                    client: true,
+                });
+            }
+        };
+        let count = read.map_err(|error| read_error(error, filled == 0))?;
         request.upstream.attempts[attempt].bytes_received += count as u64;
         if count == 0 {
             if filled > 0 && !buffer.starts_with(b"HTTP/") {
@@ -382,6 +397,22 @@ async fn exchange(
                     client: false,
                 });
             }
+        }
+    }
+}
+
+/// Resolves when the client closes its connection (or it fails); never when it sends more
+/// (a pipelined request), which is left for later.
+async fn client_gone(client: &Stream) {
+    loop {
+        if client.readable().await.is_err() {
+            return;
+        }
+        match client.peek_closed() {
+            Ok(true) => return,
+            Ok(false) => std::future::pending::<()>().await,
+            Err(error) if error.kind() == io::ErrorKind::WouldBlock => {}
+            Err(_) => return,
         }
     }
 }

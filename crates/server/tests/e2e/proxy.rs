@@ -255,6 +255,38 @@ fn a_stalled_upstream_times_out_with_504() {
 }
 
 #[test]
+fn a_client_leaving_while_the_upstream_thinks_ends_the_request_with_499() {
+    let closed = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let seen = std::sync::Arc::clone(&closed);
+    let mut builder = Instance::http_builder(
+        "log_format st '$status $upstream_header_time';
+         server {
+             listen 127.0.0.1:8080;
+             access_log logs/st.log st;
+             location / { proxy_pass http://127.0.0.1:8081; }
+         }",
+    );
+    let port = builder.port(8081);
+    let _upstream = MockUpstream::start(port, move |mut conn| {
+        if conn.read_request().is_some() && conn.wait_closed(Duration::from_secs(5)) {
+            seen.store(true, std::sync::atomic::Ordering::Release);
+        }
+    });
+    let server = builder.start();
+    let mut client = server.connect();
+    client.write("GET /think HTTP/1.1\r\nHost: x\r\n\r\n");
+    std::thread::sleep(Duration::from_millis(200));
+    drop(client);
+    server.wait_for_line("logs/st.log", "499 -");
+    server.wait_for_error_log(
+        "client prematurely closed connection while reading response header from upstream",
+    );
+    wait_until("the upstream connection to close", PATIENCE, || {
+        closed.load(std::sync::atomic::Ordering::Acquire)
+    });
+}
+
+#[test]
 fn a_body_cut_short_closes_the_client_connection() {
     let (server, _upstream) = proxy_with(SIMPLE, |mut conn| {
         if conn.read_request().is_some() {
