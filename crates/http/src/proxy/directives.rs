@@ -174,6 +174,13 @@ pub const DIRECTIVES: &[HttpDirective] = &[
         Arity::TAKE1,
         set_next_upstream_timeout,
     ),
+    entry("resolver", ANY_LEVEL, Arity::ONE_OR_MORE, set_resolver),
+    entry(
+        "resolver_timeout",
+        ANY_LEVEL,
+        Arity::TAKE1,
+        set_resolver_timeout,
+    ),
     entry(
         "proxy_headers_hash_max_size",
         ANY_LEVEL,
@@ -225,6 +232,14 @@ setter!(set_connect_timeout, connect_timeout, time);
 setter!(set_send_timeout, send_timeout, time);
 setter!(set_read_timeout, read_timeout, time);
 setter!(set_next_upstream_timeout, next_upstream_timeout, time);
+setter!(set_resolver_timeout, resolver_timeout, time);
+setter!(
+    set_resolver,
+    resolver,
+    |d: &Directive, _c: &mut LoadContext<'_>| {
+        crate::proxy::resolver::parse(d).map(|conf| Some(Arc::new(conf)))
+    }
+);
 setter!(set_buffer_size, buffer_size, size);
 setter!(set_max_temp_file_size, max_temp_file_size, size);
 setter!(

@@ -24,7 +24,7 @@ use crate::proxy::{IgnoreHeaders, NextUpstream, Proxy};
 use crate::request::{ConnectionInfo, Request};
 use crate::response::Body;
 use crate::upstream::balancer::SelectKey;
-use crate::upstream::{Balancer, Group, Peer, Selected, Tried};
+use crate::upstream::{Balancer, Group, Peer, PeerAddr, Selected, Tried};
 use crate::variables::render;
 use crate::worker::HttpWorker;
 
@@ -128,7 +128,7 @@ pub async fn proxy<'a>(
         }
         ProxyPass::Variables(template) => {
             let url = render(worker, &connection.info, request, template);
-            match resolve_variable_url(conf, &url) {
+            match resolve_variable_url(conf, proxy, &url).await {
                 Ok((group, host, port, uri)) => {
                     request.upstream.proxy_host = host;
                     request.upstream.proxy_port = port;
@@ -482,10 +482,12 @@ fn log_url(peer: &Peer, uri: &[u8]) -> Vec<u8> {
     url
 }
 
-/// A `proxy_pass` with variables: a group by name (and port), else a literal address.
+/// A `proxy_pass` with variables: a group by name (and port), else a literal address,
+/// else the addresses the location's `resolver` finds for the name.
 #[allow(clippy::type_complexity)]
-fn resolve_variable_url<'a>(
+async fn resolve_variable_url<'a>(
     conf: &'a HttpConf,
+    proxy: &Proxy,
     url: &[u8],
 ) -> Result<(GroupRef<'a>, Vec<u8>, Vec<u8>, Option<Vec<u8>>), (u16, String)> {
     let text = String::from_utf8_lossy(url);
@@ -499,39 +501,61 @@ fn resolve_variable_url<'a>(
     if let Some((_, group)) = conf.find_upstream(parsed.host, parsed.port) {
         return Ok((GroupRef::Conf(group), host, port, uri));
     }
-    match literal_address(parsed.host, parsed.port) {
-        Some(address) => {
-            let peer = Peer {
-                name: address.to_string().into(),
-                server: address.to_string().into(),
-                address,
-                weight: 1,
-                max_fails: 1,
-                fail_timeout: Duration::from_secs(10),
-                max_conns: 0,
-                down: false,
+    let addresses = match literal_address(parsed.host, parsed.port) {
+        Some(address) => vec![address],
+        None => {
+            let Some(resolver) = &proxy.resolver else {
+                return Err((
+                    502,
+                    format!("no resolver defined to resolve {}", parsed.host),
+                ));
             };
-            let host = if parsed.host.starts_with("unix:") {
-                b"localhost".to_vec()
-            } else {
-                host
-            };
-            let group = Group::new(
-                parsed.host.into(),
-                vec![peer],
-                Vec::new(),
-                Balancer::RoundRobin,
-                None,
-                true,
-                parsed.port,
-            );
-            Ok((GroupRef::Own(Box::new(group)), host, port, uri))
+            let found =
+                crate::proxy::resolver::resolve(resolver, proxy.resolver_timeout, parsed.host)
+                    .await
+                    .map_err(|error| {
+                        (
+                            502,
+                            format!(
+                                "{} could not be resolved ({}: {})",
+                                parsed.host, error.code, error.text
+                            ),
+                        )
+                    })?;
+            found
+                .into_iter()
+                .map(|ip| PeerAddr::Inet(std::net::SocketAddr::new(ip, parsed.port.unwrap_or(80))))
+                .collect()
         }
-        None => Err((
-            502,
-            format!("no resolver defined to resolve {}", parsed.host),
-        )),
-    }
+    };
+    let peers = addresses
+        .into_iter()
+        .map(|address| Peer {
+            name: address.to_string().into(),
+            server: address.to_string().into(),
+            address,
+            weight: 1,
+            max_fails: 1,
+            fail_timeout: Duration::from_secs(10),
+            max_conns: 0,
+            down: false,
+        })
+        .collect();
+    let host = if parsed.host.starts_with("unix:") {
+        b"localhost".to_vec()
+    } else {
+        host
+    };
+    let group = Group::new(
+        parsed.host.into(),
+        peers,
+        Vec::new(),
+        Balancer::RoundRobin,
+        None,
+        true,
+        parsed.port,
+    );
+    Ok((GroupRef::Own(Box::new(group)), host, port, uri))
 }
 
 /// Reads the client's body for the upstream (or the `proxy_set_body` text instead).

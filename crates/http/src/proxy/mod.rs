@@ -14,6 +14,7 @@ mod exchange;
 pub mod handler;
 pub mod pass;
 pub mod request;
+pub mod resolver;
 pub mod response;
 
 use std::sync::Arc;
@@ -164,6 +165,9 @@ settings! {
         next_upstream: NextUpstream = NextUpstream(NextUpstream::ERROR | NextUpstream::TIMEOUT),
         next_upstream_tries: u64 = 0,
         next_upstream_timeout: Duration = Duration::ZERO,
+        /// `resolver`: name servers for `proxy_pass` with variables.
+        resolver: Option<Arc<resolver::ResolverConf>> = None,
+        resolver_timeout: Duration = Duration::from_secs(30),
         /// `proxy_temp_path`: where buffered upstream responses spill to disk.
         proxy_temp_path: TempPath = TempPath { path: env.prefix.join("proxy_temp"), levels: Vec::new() },
     }
