@@ -156,7 +156,7 @@ async fn query(
         code: 110,
         text: "Operation timed out",
     };
-    let id = (Instant::now().elapsed().subsec_nanos() as u16) ^ (std::process::id() as u16);
+    let id = query_id();
     let question = encode(id, name, kind).ok_or(ResolveError {
         code: 3,
         text: "Host not found",
@@ -186,6 +186,19 @@ async fn query(
         }
     }
     Err(timed_out)
+}
+
+/// An unpredictable query id (answers with another id are ignored).
+fn query_id() -> u16 {
+    use std::hash::BuildHasher;
+    thread_local! {
+        static IDS: (std::collections::hash_map::RandomState, std::cell::Cell<u64>) =
+            (std::collections::hash_map::RandomState::new(), std::cell::Cell::new(0));
+    }
+    IDS.with(|(key, counter)| {
+        counter.set(counter.get().wrapping_add(1));
+        key.hash_one(counter.get()) as u16
+    })
 }
 
 /// A query for `name`, recursion desired.
