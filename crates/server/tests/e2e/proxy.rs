@@ -595,3 +595,60 @@ fn a_client_connection_stays_usable_after_a_proxied_response() {
         upstream.connections() == 1
     });
 }
+
+/// A name server answering every A question with 127.0.0.1 (twice) and every other one with
+/// no record; it counts the questions.
+fn dns_server(port: u16) -> std::sync::Arc<std::sync::atomic::AtomicUsize> {
+    let questions = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = std::sync::Arc::clone(&questions);
+    let socket = std::net::UdpSocket::bind(("127.0.0.1", port)).expect("bind the name server");
+    std::thread::spawn(move || {
+        let mut packet = [0u8; 512];
+        while let Ok((length, from)) = socket.recv_from(&mut packet) {
+            counted.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+            let question_end = length;
+            let kind = u16::from_be_bytes([packet[question_end - 4], packet[question_end - 3]]);
+            let mut answer = packet[..question_end].to_vec();
+            answer[2] = 0x81;
+            answer[3] = 0x80;
+            if kind == 1 {
+                answer[7] = 2;
+                for _ in 0..2 {
+                    answer.extend_from_slice(&[
+                        0xc0, 12, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4, 127, 0, 0, 1,
+                    ]);
+                }
+            }
+            let _ = socket.send_to(&answer, from);
+        }
+    });
+    questions
+}
+
+#[test]
+fn a_resolver_finds_names_from_variables_and_caches_them() {
+    let mut builder = Instance::http_builder(
+        "log_format up '$upstream_addr';
+         server {
+             listen 127.0.0.1:8080;
+             access_log logs/up.log up;
+             location / {
+                 resolver 127.0.0.1:8082 ipv6=off;
+                 proxy_pass http://$arg_host:%%PORT_8081%%;
+             }
+             location /none { proxy_pass http://$arg_host:%%PORT_8081%%; }
+         }",
+    );
+    let port = builder.port(8081);
+    let dns = builder.port(8082);
+    let questions = dns_server(dns);
+    let _upstream = MockUpstream::answering(port, OK);
+    let server = builder.start();
+    assert_eq!(server.get("/?host=backend.test").body_text(), "hello");
+    assert_eq!(server.get("/?host=backend.test").body_text(), "hello");
+    // One question: the second request used the cached answer (TTL 60 s).
+    assert_eq!(questions.load(std::sync::atomic::Ordering::Acquire), 1);
+    server.wait_for_line("logs/up.log", &format!("127.0.0.1:{port}"));
+    assert_eq!(server.get("/none?host=backend.test").status, 502);
+    server.wait_for_error_log("no resolver defined to resolve backend.test");
+}
