@@ -285,9 +285,12 @@ impl LogContext for RequestLogContext<'_> {
             out.extend_from_slice(line);
             out.push(b'"');
         }
-        if !request.upstream.log_url.is_empty() {
-            out.extend_from_slice(b", upstream: \"");
-            out.extend_from_slice(&request.upstream.log_url);
+        if request.upstream.trying
+            && let Some(attempt) = request.upstream.attempts.last()
+        {
+            out.extend_from_slice(b", upstream: \"http://");
+            out.extend_from_slice(attempt.addr.as_bytes());
+            out.extend_from_slice(&request.upstream.uri);
             out.push(b'"');
         }
         // The head may be incomplete or rejected: every range is checked, never trusted.

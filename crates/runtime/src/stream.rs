@@ -84,6 +84,19 @@ impl Stream {
         result
     }
 
+    /// Whether the poller has reported the socket readable since it was last drained,
+    /// known without a system call. An idle connection that is not readable has had
+    /// nothing arrive, not even a close.
+    pub fn read_ready_hint(&self) -> bool {
+        let waker = std::task::Waker::noop();
+        let mut context = std::task::Context::from_waker(waker);
+        let ready = match self {
+            Stream::Tcp(stream) => stream.poll_read_ready(&mut context),
+            Stream::Unix(stream) => stream.poll_read_ready(&mut context),
+        };
+        ready.is_ready()
+    }
+
     /// Whether the peer has closed its side, looked at without consuming anything: `Ok(true)`
     /// at end of stream, `Ok(false)` when data is waiting, `WouldBlock` (readiness cleared)
     /// when there is nothing to read yet.

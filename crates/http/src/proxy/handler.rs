@@ -58,8 +58,11 @@ pub struct UpstreamInfo {
     pub attempts: Vec<Attempt>,
     /// The last response's fields (`$upstream_http_NAME`).
     pub headers: Vec<(Vec<u8>, Vec<u8>)>,
-    /// `http://ADDR/URI` of the current try, for the error log's `upstream:`.
-    pub log_url: Vec<u8>,
+    /// The URI sent upstream; with the current try's address it makes the error log's
+    /// `upstream: "http://ADDR/URI"`.
+    pub uri: Vec<u8>,
+    /// Whether a try is under way (the error log then names it).
+    pub trying: bool,
 }
 
 impl UpstreamInfo {
@@ -68,7 +71,8 @@ impl UpstreamInfo {
         self.proxy_port.clear();
         self.attempts.clear();
         self.headers.clear();
-        self.log_url.clear();
+        self.uri.clear();
+        self.trying = false;
     }
 }
 
@@ -185,6 +189,7 @@ pub async fn proxy<'a>(
     );
     let is_head = method.eq_ignore_ascii_case(b"HEAD");
     let idempotent = is_idempotent(&method);
+    request.upstream.uri = uri;
 
     let hash_key = match &group.group().balancer {
         Balancer::Hash { key, .. } => render(worker, &connection.info, request, key),
@@ -216,7 +221,7 @@ pub async fn proxy<'a>(
     loop {
         let now = Instant::now();
         let Some(selected) = peer_group.select(&mut tried, &key, now) else {
-            request.upstream.log_url.clear();
+            request.upstream.trying = false;
             log(
                 worker,
                 &connection.info,
@@ -231,7 +236,7 @@ pub async fn proxy<'a>(
             return ProxyOutcome::Finalize(502);
         };
         let peer = peer_group.peer(selected);
-        request.upstream.log_url = log_url(peer, &uri);
+        request.upstream.trying = true;
         request
             .upstream
             .attempts
@@ -260,7 +265,7 @@ pub async fn proxy<'a>(
         )
         .await;
         match result {
-            Ok((stream, upstream_head, leftover, opened, requests)) => {
+            Ok((stream, mut upstream_head, leftover, opened, requests)) => {
                 let status = upstream_head.status;
                 request.upstream.attempts[attempt].status = Some(status);
                 // `proxy_next_upstream http_5xx`: only while another server may be tried.
@@ -281,7 +286,6 @@ pub async fn proxy<'a>(
                     tries_left -= 1;
                     continue;
                 }
-                request.upstream.headers = upstream_head.headers.clone();
                 if status >= 300
                     && proxy.intercept_errors
                     && location
@@ -311,6 +315,7 @@ pub async fn proxy<'a>(
                             }
                         }
                     }
+                    request.upstream.headers = upstream_head.headers;
                     return ProxyOutcome::Finalize(status);
                 }
                 if !proxy.ignore_headers.has(IgnoreHeaders::X_ACCEL_REDIRECT)
@@ -332,7 +337,7 @@ pub async fn proxy<'a>(
                     );
                     request.upstream.attempts[attempt].response_time = Some(started.elapsed());
                     drop(stream);
-                    return accel_redirect(
+                    let outcome = accel_redirect(
                         worker,
                         &connection.info,
                         request,
@@ -340,20 +345,26 @@ pub async fn proxy<'a>(
                         &upstream_head,
                         target,
                     );
+                    request.upstream.headers = upstream_head.headers;
+                    return outcome;
                 }
                 let rewrite = RewriteInput {
                     url: url_text,
                     url_has_uri: uri_part.is_some(),
                     location: location.prefix(),
                 };
+                // The fields move to the request (`$upstream_http_NAME`) once applied.
+                let headers = std::mem::take(&mut upstream_head.headers);
                 response::apply(
                     worker,
                     &connection.info,
                     request,
                     proxy,
                     &upstream_head,
+                    &headers,
                     &rewrite,
                 );
+                request.upstream.headers = headers;
                 let framing = response::framing(&upstream_head, is_head);
                 let keepalive = match &group {
                     GroupRef::Conf(group)
@@ -473,13 +484,6 @@ impl Attempt {
             bytes_sent: 0,
         }
     }
-}
-
-fn log_url(peer: &Peer, uri: &[u8]) -> Vec<u8> {
-    let mut url = b"http://".to_vec();
-    url.extend_from_slice(peer.name.as_bytes());
-    url.extend_from_slice(uri);
-    url
 }
 
 /// A `proxy_pass` with variables: a group by name (and port), else a literal address,

@@ -244,12 +244,24 @@ const HOP_BY_HOP: &[&[u8]] = &[
 ];
 
 fn hidden(proxy: &Proxy, name: &[u8]) -> bool {
-    let lower = name.to_ascii_lowercase();
-    if proxy.hide_header.iter().any(|hide| **hide == *lower) {
+    if proxy
+        .hide_header
+        .iter()
+        .any(|hide| hide.eq_ignore_ascii_case(name))
+    {
         return true;
     }
-    HIDDEN_BY_DEFAULT.contains(&lower.as_slice())
-        && !proxy.pass_header.iter().any(|pass| **pass == *lower)
+    HIDDEN_BY_DEFAULT
+        .iter()
+        .any(|hidden| hidden.eq_ignore_ascii_case(name))
+        && !proxy
+            .pass_header
+            .iter()
+            .any(|pass| pass.eq_ignore_ascii_case(name))
+}
+
+fn is(name: &[u8], lowercase: &[u8]) -> bool {
+    name.eq_ignore_ascii_case(lowercase)
 }
 
 /// What the response rewriting needs to know about the proxying.
@@ -261,13 +273,14 @@ pub struct RewriteInput<'r> {
     pub location: &'r [u8],
 }
 
-/// Fills the client's response from the upstream's head.
+/// Fills the client's response from the upstream's head and its fields.
 pub fn apply(
     worker: &HttpWorker,
     connection: &crate::request::ConnectionInfo,
     request: &mut crate::request::Request<'_>,
     proxy: &Proxy,
     head: &UpstreamHead,
+    fields: &[(Vec<u8>, Vec<u8>)],
     input: &RewriteInput<'_>,
 ) {
     request.response.status = head.status;
@@ -276,73 +289,64 @@ pub fn apply(
     }
     request.response.content_length = head.content_length;
     request.response.accept_ranges = false;
-    let mut headers: Vec<(Bytes<'static>, Bytes<'static>)> = Vec::with_capacity(head.headers.len());
+    let mut headers: Vec<(Bytes<'static>, Bytes<'static>)> = Vec::with_capacity(fields.len());
     let mut expires_seen = false;
-    for (name, value) in &head.headers {
-        let lower = name.to_ascii_lowercase();
-        if HOP_BY_HOP.contains(&lower.as_slice()) && !(lower == b"upgrade" && head.status == 101) {
+    for (name, value) in fields {
+        let name = name.as_slice();
+        if HOP_BY_HOP.iter().any(|hop| is(name, hop))
+            && !(is(name, b"upgrade") && head.status == 101)
+        {
             continue;
         }
-        if lower == b"content-length" {
+        if is(name, b"content-length") || hidden(proxy, name) {
             continue;
         }
-        if hidden(proxy, name) {
+        if is(name, b"content-type") {
+            request.response.content_type = Some(Bytes::Owned(value.clone()));
             continue;
         }
-        match lower.as_slice() {
-            b"content-type" => {
-                request.response.content_type = Some(Bytes::Owned(value.clone()));
-                continue;
-            }
-            b"last-modified" => {
-                if let Some(time) = http1::response::parse_http_date(value) {
-                    request.response.last_modified = Some(time);
-                    continue;
-                }
-            }
-            b"etag" => {
-                request.response.etag = Some(value.clone());
-                continue;
-            }
-            b"server" => {
-                request.response.server = Some(value.clone());
-                continue;
-            }
-            b"date" => {
-                request.response.date = Some(value.clone());
-                continue;
-            }
-            b"location" => {
-                let value = rewrite_redirect(worker, connection, request, proxy, input, value, 0);
-                request.response.location = Some(Location { value });
-                continue;
-            }
-            b"refresh" => {
-                let prefix = find_ascii_ci(value, b"url=").map_or(value.len(), |at| at + 4);
-                let value =
-                    rewrite_redirect(worker, connection, request, proxy, input, value, prefix);
-                headers.push((Bytes::Owned(name.clone()), Bytes::Owned(value)));
-                continue;
-            }
-            b"set-cookie" => {
-                let value = rewrite_cookie(worker, connection, request, proxy, value);
-                headers.push((Bytes::Owned(name.clone()), Bytes::Owned(value)));
-                continue;
-            }
+        if is(name, b"last-modified")
+            && let Some(time) = http1::response::parse_http_date(value)
+        {
+            request.response.last_modified = Some(time);
+            continue;
+        }
+        if is(name, b"etag") {
+            request.response.etag = Some(value.clone());
+            continue;
+        }
+        if is(name, b"server") {
+            request.response.server = Some(value.clone());
+            continue;
+        }
+        if is(name, b"date") {
+            request.response.date = Some(value.clone());
+            continue;
+        }
+        if is(name, b"location") {
+            let value = rewrite_redirect(worker, connection, request, proxy, input, value, 0);
+            request.response.location = Some(Location { value });
+            continue;
+        }
+        let value = if is(name, b"refresh") {
+            let prefix = find_ascii_ci(value, b"url=").map_or(value.len(), |at| at + 4);
+            rewrite_redirect(worker, connection, request, proxy, input, value, prefix)
+        } else if is(name, b"set-cookie") {
+            rewrite_cookie(worker, connection, request, proxy, value)
+        } else if is(name, b"expires") {
             // nginx keeps the first `Expires` only.
-            b"expires" => {
-                if expires_seen {
-                    continue;
-                }
-                expires_seen = true;
+            if expires_seen {
+                continue;
             }
-            _ => {}
-        }
-        headers.push((Bytes::Owned(name.clone()), Bytes::Owned(value.clone())));
+            expires_seen = true;
+            value.clone()
+        } else {
+            value.clone()
+        };
+        headers.push((Bytes::Owned(name.to_vec()), Bytes::Owned(value)));
     }
     if !proxy.ignore_headers.has(IgnoreHeaders::X_ACCEL_LIMIT_RATE)
-        && let Some((_, value)) = head
-            .headers
+        && let Some((_, value)) = fields
             .iter()
             .find(|(name, _)| name.eq_ignore_ascii_case(b"x-accel-limit-rate"))
     {

@@ -185,7 +185,9 @@ impl Group {
                     Err(_) => continue,
                 }
             }
-            if keepalive::still_open(&idle.stream) {
+            // A connection this worker's poller has seen nothing on is alive without a
+            // system call; anything else is looked at.
+            if (own && !idle.stream.read_ready_hint()) || keepalive::still_open(&idle.stream) {
                 return Some(idle);
             }
         }
