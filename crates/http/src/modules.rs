@@ -11,6 +11,7 @@ pub const TABLES: &[&[HttpDirective]] = &[
     crate::headers::directives::DIRECTIVES,
     crate::rewrite::directives::DIRECTIVES,
     crate::static_files::directives::DIRECTIVES,
+    crate::charset::directives::DIRECTIVES,
     crate::proxy::directives::DIRECTIVES,
 ];
 
@@ -28,4 +29,5 @@ pub const FAMILIES: &[&str] = &[
     "http_rewrite",
     "http_static",
     "http_index",
+    "http_charset",
 ];

@@ -665,10 +665,14 @@ fn build(
         &mut context,
     )?;
     context.variables.check_defined()?;
+    for location in &builder.locations {
+        main.charset.check_location(&location.settings.charset)?;
+    }
     let mut main_core = main.core;
     main_core.merge_from(&Default::default());
     Ok(HttpConf {
         main: main_core.resolve(env),
+        charset_maps: main.charset,
         servers,
         locations: builder.locations,
         sockets,

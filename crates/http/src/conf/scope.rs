@@ -3,6 +3,7 @@
 use conf::Span;
 
 use crate::access::{Access, AccessConf};
+use crate::charset::{Charset, CharsetConf, CharsetMaps};
 use crate::conf::MergeEnv;
 use crate::conf::listen::ListenSpec;
 use crate::conf::server_names::ServerName;
@@ -17,6 +18,8 @@ use crate::static_files::{Static, StaticConf};
 #[derive(Debug, Default)]
 pub struct MainScope {
     pub core: CoreMainConf,
+    /// `charset_map` tables.
+    pub charset: CharsetMaps,
 }
 
 /// What one level sets of the per-server settings (the `http` level has one too).
@@ -41,6 +44,7 @@ pub struct LocationScope {
     pub static_files: StaticConf,
     pub proxy: ProxyConf,
     pub rewrite: RewriteConf,
+    pub charset: CharsetConf,
     /// Not inherited: each level runs its own script.
     pub script: Script,
 }
@@ -55,6 +59,7 @@ pub struct LocationSettings {
     pub static_files: Static,
     pub proxy: Proxy,
     pub rewrite: RewriteSettings,
+    pub charset: Charset,
     pub script: Script,
 }
 
@@ -68,6 +73,7 @@ impl LocationScope {
         self.static_files.merge_from(&parent.static_files);
         self.proxy.merge_from(&parent.proxy);
         self.rewrite.merge_from(&parent.rewrite);
+        self.charset.merge_from(&parent.charset);
     }
 
     /// A copy of the inheritable settings, for a nested level to merge from. The script is
@@ -81,6 +87,7 @@ impl LocationScope {
             static_files: self.static_files.clone(),
             proxy: self.proxy.clone(),
             rewrite: self.rewrite.clone(),
+            charset: self.charset.clone(),
             script: Script::default(),
         }
     }
@@ -94,6 +101,7 @@ impl LocationScope {
             static_files: self.static_files.resolve(env),
             proxy: self.proxy.resolve(env),
             rewrite: self.rewrite.resolve(env),
+            charset: self.charset.resolve(env),
             script: self.script.clone(),
         }
     }

@@ -134,6 +134,9 @@ pub(super) async fn send(
         Body::Empty => send_bytes(context, output, request, b"", head).await,
         Body::Bytes(bytes) => send_bytes(context, output, request, bytes.as_slice(), head).await,
         Body::File(file) => send_file(context, output, request, file, head).await,
+        Body::Pieces(pieces) => {
+            super::pieces::send_pieces(context, output, request, pieces, head).await
+        }
     }
 }
 
@@ -249,7 +252,7 @@ async fn read_on_pool(
 /// The end of the body: nginx's trailers filter runs (its fields exist for
 /// `$sent_trailer_NAME` whether or not they can be sent), and a chunked response gets its
 /// last chunk with them.
-fn finish(context: &BodyContext<'_>, request: &mut Request<'_>, out: &mut Vec<u8>) {
+pub(super) fn finish(context: &BodyContext<'_>, request: &mut Request<'_>, out: &mut Vec<u8>) {
     if context.expect_trailers {
         request.response.trailers_added = true;
     }

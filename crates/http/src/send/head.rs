@@ -103,6 +103,9 @@ pub(super) fn write_head(
     }
     let added = &location.settings.headers.add_header;
     write_added_fields(worker, connection, request, added, Fields::Headers, out);
+    if let Some(content_range) = &response.content_range {
+        http1::response::write_header(out, b"Content-Range", content_range);
+    }
     if response.accept_ranges {
         out.extend_from_slice(b"Accept-Ranges: bytes\r\n");
     }

@@ -1,12 +1,15 @@
 //! Sending a response: the keep-alive decision, the header filters, the head, the body,
 //! and the access-log line at the end. `filters.rs` holds the filters that run before the
-//! head (not modified, `expires`, the rate limit), `framing.rs` the chunked decision,
+//! head (not modified, `expires`, the rate limit), `ranges.rs` the range filter (with
+//! `pieces.rs`, the body it may make), `framing.rs` the chunked decision,
 //! `head.rs` the head itself, `body.rs` the body writer and `rate.rs` `limit_rate`.
 
 mod body;
 mod filters;
 pub mod framing;
 mod head;
+pub mod pieces;
+pub mod ranges;
 pub mod rate;
 
 use std::io;
@@ -15,6 +18,7 @@ use std::time::Instant;
 use http1::Version;
 use http1::request::ConnectionOption;
 
+use crate::charset;
 use crate::conf::Location;
 use crate::connection::Connection;
 use crate::not_modified::Outcome;
@@ -87,8 +91,18 @@ pub async fn send_response<'a>(
     // One reading of the clock for `Date` and `Expires`, as nginx's cached time.
     let now = worker.clock.wall();
     filters::headers(worker, &connection.info, request, location, &now);
+    // The headers filter decides on trailers before the range filter changes the status.
     let status = special::status_on_wire(request.response.status);
     let expect_trailers = location.settings.headers.expects_trailers(status);
+    body = charset::filter(worker, &connection.info, request, location, body);
+    let range;
+    (body, range) = ranges::filter(worker, &connection.info, request, location, body);
+    if range == ranges::RangeOutcome::NotSatisfiable {
+        // The 416 page goes through the charset filter in turn, as nginx's error page does.
+        body = charset::filter(worker, &connection.info, request, location, body);
+    }
+    charset::fold_into_content_type(&mut request.response);
+    let status = special::status_on_wire(request.response.status);
     let header_only = request.is_head() || !status_has_body(request.response.status);
     if request.response.content_length.is_none() && status_has_body(request.response.status) {
         request.response.content_length = body.len();
