@@ -102,30 +102,41 @@ fn set_override_charset(
     Ok(())
 }
 
-/// `charset_types MIME ...`: lower-cased; `*` means any type.
+/// `charset_types MIME ...`: lower-cased, always with `text/html`; `*` means any type.
+/// Repeated directives add up, as nginx's types slot does.
 fn set_charset_types(
     scope: &mut LocationScope,
     directive: &Directive,
     context: &mut LoadContext<'_>,
 ) -> Result<(), ConfError> {
-    if scope.charset.charset_types.is_some() {
-        return Err(context.duplicate(directive));
-    }
-    let mut types = CharsetTypes {
-        any: false,
-        types: Vec::new(),
+    let current = scope.charset.charset_types.take();
+    let mut types = match current {
+        Some(types) if types.any => {
+            scope.charset.charset_types = Some(types);
+            return Ok(());
+        }
+        Some(types) => Arc::unwrap_or_clone(types),
+        None => CharsetTypes {
+            any: false,
+            types: vec![Box::from(&b"text/html"[..])],
+        },
     };
     for argument in &directive.args {
         let value = argument.as_str();
         if value == "*" {
-            types.any = true;
-            types.types.clear();
+            types = CharsetTypes {
+                any: true,
+                types: Vec::new(),
+            };
             break;
         }
         let lower: Box<[u8]> = value.to_ascii_lowercase().into_bytes().into();
-        if !types.types.contains(&lower) {
-            types.types.push(lower);
+        if types.types.contains(&lower) {
+            let shown = value.to_ascii_lowercase();
+            context.warn(format!("duplicate MIME type \"{shown}\""), &directive.span);
+            continue;
         }
+        types.types.push(lower);
     }
     scope.charset.charset_types = Some(Arc::new(types));
     Ok(())

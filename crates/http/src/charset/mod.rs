@@ -108,9 +108,17 @@ impl CharsetMaps {
             .any(|map| same_name(&map.from, name) || same_name(&map.to, name))
     }
 
-    /// nginx's check once the configuration is read: every location that recodes between
-    /// two named charsets needs a map between them.
-    pub fn check_location(&self, settings: &Charset) -> Result<(), conf::ConfError> {
+    /// nginx's work once the configuration is read: a charset is known by the spelling
+    /// of its first mention (the maps come first here), and every location that recodes
+    /// between two named charsets needs a map between them.
+    pub fn resolve_location(&self, settings: &mut Charset) -> Result<(), conf::ConfError> {
+        for name in [&mut settings.charset, &mut settings.source_charset] {
+            if let CharsetName::Named(text) = name
+                && let Some(spelling) = self.spelling(text)
+            {
+                *text = spelling;
+            }
+        }
         let (CharsetName::Named(to), CharsetName::Named(from)) =
             (&settings.charset, &settings.source_charset)
         else {
@@ -125,6 +133,16 @@ impl CharsetMaps {
             )),
             None,
         ))
+    }
+
+    /// The spelling the maps give a charset name.
+    fn spelling(&self, name: &str) -> Option<Arc<str>> {
+        self.maps.iter().find_map(|map| {
+            [&map.from, &map.to]
+                .into_iter()
+                .find(|spelled| same_name(spelled, name))
+                .map(|spelled| Arc::from(&**spelled))
+        })
     }
 }
 
@@ -399,11 +417,16 @@ mod tests {
     #[test]
     fn load_check_wants_a_map() {
         let maps = maps();
-        assert!(maps.check_location(&settings("A", Some("B"))).is_ok());
-        assert!(maps.check_location(&settings("A", Some("a"))).is_ok());
-        assert!(maps.check_location(&settings("A", None)).is_ok());
+        assert!(maps.resolve_location(&mut settings("A", Some("B"))).is_ok());
+        assert!(maps.resolve_location(&mut settings("A", Some("a"))).is_ok());
+        assert!(maps.resolve_location(&mut settings("A", None)).is_ok());
+        // Names take the spelling of the map.
+        let mut lower = settings("a", Some("b"));
+        maps.resolve_location(&mut lower).unwrap();
+        assert_eq!(lower.charset, CharsetName::Named("A".into()));
+        assert_eq!(lower.source_charset, CharsetName::Named("B".into()));
         let error = maps
-            .check_location(&settings("utf-8", Some("koi8-r")))
+            .resolve_location(&mut settings("utf-8", Some("koi8-r")))
             .unwrap_err();
         assert_eq!(
             error.to_string(),

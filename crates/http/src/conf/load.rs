@@ -665,8 +665,9 @@ fn build(
         &mut context,
     )?;
     context.variables.check_defined()?;
-    for location in &builder.locations {
-        main.charset.check_location(&location.settings.charset)?;
+    for location in &mut builder.locations {
+        main.charset
+            .resolve_location(&mut location.settings.charset)?;
     }
     let mut main_core = main.core;
     main_core.merge_from(&Default::default());

@@ -48,7 +48,9 @@ pub(super) fn write_head(
         push_number(out, length as i64, 1);
         out.extend_from_slice(b"\r\n");
     }
-    if let Some(modified) = response.last_modified.filter(|_| !no_content) {
+    // nginx's header filter sends `Last-Modified` only with 200, 206 and 304.
+    let dated = matches!(status, 200 | 206 | 304);
+    if let Some(modified) = response.last_modified.filter(|_| dated) {
         out.extend_from_slice(b"Last-Modified: ");
         http1::response::write_http_date(out, modified);
         out.extend_from_slice(b"\r\n");
