@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use crate::support::{Instance, Response};
 
 const RANGES: &str = "
-log_format sent '$uri $status $body_bytes_sent';
+log_format sent '$uri $status $body_bytes_sent $sent_http_content_range $sent_http_accept_ranges';
 access_log logs/sent.log sent;
 server {
     listen 127.0.0.1:8080;
@@ -97,7 +97,10 @@ fn single_ranges() {
     assert_eq!(adjusted.header("Content-Range"), Some("bytes 0-999/1000"));
     assert_eq!(adjusted.body_text(), numbered());
     let line = server.wait_for_line("logs/sent.log", "/t1.html 206 9");
-    assert_eq!(line, "/t1.html 206 9");
+    assert_eq!(line, "/t1.html 206 9 bytes 0-8/1000 -");
+    range(&server, "/t1.html", "");
+    let line = server.wait_for_line("logs/sent.log", "/t1.html 200");
+    assert_eq!(line, "/t1.html 200 1000 - bytes");
 }
 
 #[test]
@@ -401,7 +404,7 @@ fn ranges_go_at_the_rate() {
     assert!(elapsed >= Duration::from_secs(1), "{elapsed:?}");
     assert!(elapsed < Duration::from_secs(6), "{elapsed:?}");
     let line = server.wait_for_line("logs/sent.log", "/slow/big 206");
-    assert_eq!(line, format!("/slow/big 206 {}", expected.len()));
+    assert_eq!(line, format!("/slow/big 206 {} - -", expected.len()));
 }
 
 const SLOW_BYTES: usize = 10_000;
