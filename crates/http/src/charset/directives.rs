@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use conf::{Arity, BlockKind, ConfError, Contexts, Directive};
+use vars::Segment;
 
 use crate::charset::recode::{MapBuilder, MapLineError};
 use crate::charset::{CharsetName, CharsetTypes, same_name};
@@ -48,17 +49,23 @@ pub const DIRECTIVES: &[HttpDirective] = &[
     },
 ];
 
-/// A charset name; `$variable` names are not supported.
-fn charset_name(directive: &Directive) -> Result<CharsetName, ConfError> {
+/// A charset name, or `$name` for a variable's value.
+fn charset_name(
+    directive: &Directive,
+    context: &mut LoadContext<'_>,
+) -> Result<CharsetName, ConfError> {
     let name = directive.arg(0);
-    if name.starts_with('$') {
-        return Err(ConfError::directive(
-            &directive.name,
-            "with variables is not supported",
-            &directive.span,
-        ));
+    if !name.starts_with('$') {
+        return Ok(CharsetName::Named(name.into()));
     }
-    Ok(CharsetName::Named(name.into()))
+    let template = context.template(name, &directive.span)?;
+    match template.segments() {
+        [Segment::Variable(variable)] => Ok(CharsetName::Variable(variable.clone())),
+        _ => Err(ConfError::message(
+            format!("unknown \"{}\" variable", &name[1..]),
+            &directive.span,
+        )),
+    }
 }
 
 fn set_charset(
@@ -72,7 +79,7 @@ fn set_charset(
     // Only `charset` knows `off`; `source_charset off` names a charset called "off".
     let value = match directive.arg(0) {
         "off" => CharsetName::Off,
-        _ => charset_name(directive)?,
+        _ => charset_name(directive, context)?,
     };
     scope.charset.charset = Some(value);
     Ok(())
@@ -86,7 +93,7 @@ fn set_source_charset(
     if scope.charset.source_charset.is_some() {
         return Err(context.duplicate(directive));
     }
-    scope.charset.source_charset = Some(charset_name(directive)?);
+    scope.charset.source_charset = Some(charset_name(directive, context)?);
     Ok(())
 }
 
@@ -191,5 +198,7 @@ fn set_charset_map(
         }
     }
     maps.push(builder.finish(from, to));
+    scope.charset.register(from);
+    scope.charset.register(to);
     Ok(())
 }

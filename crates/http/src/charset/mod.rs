@@ -15,6 +15,7 @@ use crate::request::{ConnectionInfo, Request};
 use crate::response::{Body, Bytes, ResponseHead};
 use crate::send::pieces::Pieces;
 use crate::settings;
+use crate::variables::{RequestVariables, Variable};
 use crate::worker::HttpWorker;
 
 pub use recode::{CharsetMap, Recoder, Table};
@@ -25,6 +26,8 @@ pub enum CharsetName {
     /// `charset off` (and the default of both).
     Off,
     Named(Arc<str>),
+    /// `$name`: the variable's value for each response.
+    Variable(Variable),
 }
 
 /// `charset_types`: lower-cased MIME types, or `*` for any.
@@ -85,6 +88,10 @@ settings! {
 #[derive(Debug, Default)]
 pub struct CharsetMaps {
     pub maps: Vec<CharsetMap>,
+    /// Every charset the configuration names (maps first, then `charset` and
+    /// `source_charset`), in the spelling of its first mention: a name from a variable
+    /// that is not here is an unknown charset.
+    pub names: Vec<Arc<str>>,
 }
 
 impl CharsetMaps {
@@ -101,22 +108,30 @@ impl CharsetMaps {
         })
     }
 
-    /// Whether some map names the charset.
+    /// Whether the configuration names the charset.
     pub fn knows(&self, name: &str) -> bool {
-        self.maps
-            .iter()
-            .any(|map| same_name(&map.from, name) || same_name(&map.to, name))
+        self.names.iter().any(|known| same_name(known, name))
+    }
+
+    /// Adds a name to those known; the first spelling stays.
+    pub fn register(&mut self, name: &str) -> Arc<str> {
+        match self.names.iter().find(|known| same_name(known, name)) {
+            Some(known) => Arc::clone(known),
+            None => {
+                let name: Arc<str> = Arc::from(name);
+                self.names.push(Arc::clone(&name));
+                name
+            }
+        }
     }
 
     /// nginx's work once the configuration is read: a charset is known by the spelling
-    /// of its first mention (the maps come first here), and every location that recodes
-    /// between two named charsets needs a map between them.
-    pub fn resolve_location(&self, settings: &mut Charset) -> Result<(), conf::ConfError> {
+    /// of its first mention, and every location that recodes between two named charsets
+    /// needs a map between them.
+    pub fn resolve_location(&mut self, settings: &mut Charset) -> Result<(), conf::ConfError> {
         for name in [&mut settings.charset, &mut settings.source_charset] {
-            if let CharsetName::Named(text) = name
-                && let Some(spelling) = self.spelling(text)
-            {
-                *text = spelling;
+            if let CharsetName::Named(text) = name {
+                *text = self.register(text);
             }
         }
         let (CharsetName::Named(to), CharsetName::Named(from)) =
@@ -133,16 +148,6 @@ impl CharsetMaps {
             )),
             None,
         ))
-    }
-
-    /// The spelling the maps give a charset name.
-    fn spelling(&self, name: &str) -> Option<Arc<str>> {
-        self.maps.iter().find_map(|map| {
-            [&map.from, &map.to]
-                .into_iter()
-                .find(|spelled| same_name(spelled, name))
-                .map(|spelled| Arc::from(&**spelled))
-        })
     }
 }
 
@@ -164,54 +169,77 @@ pub enum Decision {
     NoMap { from: String, to: Arc<str> },
 }
 
+/// A variable a charset name comes from was not found: nginx ends the request without a
+/// response.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct VariableNotFound;
+
 /// The header filter's decision for a response with this content type and (when the
-/// handler knew it apart from the type) charset.
+/// handler knew it apart from the type) charset. `evaluate` gives a variable's value, or
+/// `None` when it is not found.
 pub fn decide(
     settings: &Charset,
     maps: &CharsetMaps,
     content_type: Option<&[u8]>,
     response_charset: Option<&[u8]>,
-) -> Decision {
-    if content_type.is_none_or(<[u8]>::is_empty) {
-        return Decision::Unchanged;
+    mut evaluate: impl FnMut(&Variable) -> Option<Vec<u8>>,
+) -> Result<Decision, VariableNotFound> {
+    if content_type.is_none_or(<[u8]>::is_empty) || settings.charset == CharsetName::Off {
+        return Ok(Decision::Unchanged);
     }
-    let CharsetName::Named(to) = &settings.charset else {
-        return Decision::Unchanged;
-    };
     match response_charset {
-        Some(_) if !settings.override_charset => return Decision::Unchanged,
+        Some(_) if !settings.override_charset => return Ok(Decision::Unchanged),
         Some(_) => {}
         None => {
             let content_type = content_type.unwrap_or_default();
             if !settings.charset_types.contains(content_type) {
-                return Decision::Unchanged;
+                return Ok(Decision::Unchanged);
             }
         }
     }
-    let from = match (response_charset, &settings.source_charset) {
-        (Some(charset), _) => String::from_utf8_lossy(charset).into_owned(),
-        (None, CharsetName::Named(name)) => name.to_string(),
-        (None, CharsetName::Off) => return Decision::Name(Arc::clone(to)),
+    let mut name_of = |name: &CharsetName| -> Result<Option<Arc<str>>, VariableNotFound> {
+        Ok(match name {
+            CharsetName::Off => None,
+            CharsetName::Named(name) => Some(Arc::clone(name)),
+            CharsetName::Variable(variable) => {
+                let value = evaluate(variable).ok_or(VariableNotFound)?;
+                Some(Arc::from(String::from_utf8_lossy(&value)))
+            }
+        })
     };
-    let known = maps.knows(&from)
-        || same_name(&from, to)
-        || matches!(&settings.source_charset, CharsetName::Named(name) if same_name(name, &from));
-    if !known {
-        return Decision::NoMap {
-            from,
-            to: Arc::clone(to),
-        };
-    }
-    if same_name(&from, to) {
-        return Decision::Name(Arc::clone(to));
-    }
-    match maps.table(&from, to) {
-        Some(table) => Decision::Recode(Arc::clone(to), table),
-        None => Decision::NoMap {
-            from,
-            to: Arc::clone(to),
+    let Some(to) = name_of(&settings.charset)? else {
+        return Ok(Decision::Unchanged);
+    };
+    let from: Arc<str> = match response_charset {
+        Some(charset) => Arc::from(String::from_utf8_lossy(charset)),
+        None => match name_of(&settings.source_charset)? {
+            Some(from) => from,
+            None => return Ok(Decision::Name(to)),
         },
+    };
+    let no_map = |from: Arc<str>, to: Arc<str>| Decision::NoMap {
+        from: from.to_string(),
+        to,
+    };
+    let (to_known, from_known) = (maps.knows(&to), maps.knows(&from));
+    if !to_known || !from_known {
+        // nginx compares its "unknown charset" marks, then the names over the length of
+        // the destination's.
+        let same =
+            to_known == from_known && from.len() >= to.len() && same_name(&from[..to.len()], &to);
+        return Ok(if same {
+            Decision::Name(to)
+        } else {
+            no_map(from, to)
+        });
     }
+    if same_name(&from, &to) {
+        return Ok(Decision::Name(to));
+    }
+    Ok(match maps.table(&from, &to) {
+        Some(table) => Decision::Recode(to, table),
+        None => no_map(from, to),
+    })
 }
 
 /// The charset filter: names the charset and, with a `charset_map`, recodes the body.
@@ -221,19 +249,30 @@ pub fn filter<'a>(
     request: &mut Request<'a>,
     location: &Location,
     body: Body<'a>,
-) -> Body<'a> {
+) -> Result<Body<'a>, VariableNotFound> {
     let settings = &location.settings.charset;
     if settings.charset == CharsetName::Off {
-        return body;
+        return Ok(body);
     }
     let response = &request.response;
+    let variables = RequestVariables::new(
+        request,
+        connection,
+        worker.conf(),
+        worker.clock.now(),
+        &worker.generation.hostname,
+    );
     let decision = decide(
         settings,
         &worker.conf().charset_maps,
         response.content_type.as_ref().map(Bytes::as_slice),
         response.charset.as_ref().map(Bytes::as_slice),
-    );
-    match decision {
+        |variable| {
+            let mut value = Vec::new();
+            variables.append(variable, &mut value).then_some(value)
+        },
+    )?;
+    Ok(match decision {
         Decision::Unchanged => body,
         Decision::Name(name) => {
             name_charset(&mut request.response, &name);
@@ -247,7 +286,7 @@ pub fn filter<'a>(
             log_no_map(worker, connection, request, location, &from, &to);
             body
         }
-    }
+    })
 }
 
 /// nginx names no charset on a 301 or 302 (old browsers took it for the next page's).
@@ -309,7 +348,9 @@ fn log_no_map(
     if !error_log.enabled(Level::Error) {
         return;
     }
-    let context = request.log_context(connection, worker.conf());
+    let context = request
+        .log_context(connection, worker.conf())
+        .with_action("sending response to client");
     error_log.write(
         Level::Error,
         &worker.clock.wall(),
@@ -327,9 +368,21 @@ mod tests {
     fn maps() -> CharsetMaps {
         let mut builder = MapBuilder::new(false);
         builder.line("58", "59").unwrap();
-        CharsetMaps {
-            maps: vec![builder.finish("B", "A")],
-        }
+        let mut maps = CharsetMaps::default();
+        maps.register("B");
+        maps.register("A");
+        maps.maps.push(builder.finish("B", "A"));
+        maps
+    }
+
+    fn decide(
+        settings: &Charset,
+        maps: &CharsetMaps,
+        content_type: Option<&[u8]>,
+        response_charset: Option<&[u8]>,
+    ) -> Decision {
+        super::decide(settings, maps, content_type, response_charset, |_| None)
+            .expect("no variables")
     }
 
     fn settings(charset: &str, source: Option<&str>) -> Charset {
@@ -415,8 +468,47 @@ mod tests {
     }
 
     #[test]
-    fn load_check_wants_a_map() {
+    fn names_from_variables_may_be_unknown() {
         let maps = maps();
+        let variable = |name: &str| CharsetName::Variable(Variable::Arg(name.as_bytes().into()));
+        let from_args = Charset {
+            charset: variable("c"),
+            source_charset: variable("s"),
+            ..settings("A", None)
+        };
+        let run = |c: Option<&str>, s: Option<&str>| {
+            super::decide(&from_args, &maps, Some(b"text/html"), None, |variable| {
+                let Variable::Arg(name) = variable else {
+                    return None;
+                };
+                let value = if &name[..] == b"c" { c } else { s };
+                value.map(|value| value.as_bytes().to_vec())
+            })
+        };
+        assert!(
+            matches!(run(Some("a"), Some("b")), Ok(Decision::Recode(name, _)) if &*name == "a")
+        );
+        // Two unknown names agree when the source starts with the destination.
+        assert!(matches!(run(Some("zz"), Some("zzz")), Ok(Decision::Name(name)) if &*name == "zz"));
+        assert!(matches!(
+            run(Some("zzz"), Some("zz")),
+            Ok(Decision::NoMap { .. })
+        ));
+        assert!(matches!(
+            run(Some("A"), Some("zz")),
+            Ok(Decision::NoMap { .. })
+        ));
+        assert!(matches!(
+            run(Some(""), Some("B")),
+            Ok(Decision::NoMap { .. })
+        ));
+        assert_eq!(run(Some("A"), None).err(), Some(VariableNotFound));
+        assert_eq!(run(None, Some("B")).err(), Some(VariableNotFound));
+    }
+
+    #[test]
+    fn load_check_wants_a_map() {
+        let mut maps = maps();
         assert!(maps.resolve_location(&mut settings("A", Some("B"))).is_ok());
         assert!(maps.resolve_location(&mut settings("A", Some("a"))).is_ok());
         assert!(maps.resolve_location(&mut settings("A", None)).is_ok());

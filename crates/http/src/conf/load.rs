@@ -609,7 +609,7 @@ fn check_nesting(
 
 /// Merges every level, resolves defaults and builds the lookups.
 fn build(
-    main: MainScope,
+    mut main: MainScope,
     http_server: ServerScope,
     http_location: LocationScope,
     pending_servers: Vec<PendingServer>,

@@ -94,12 +94,12 @@ pub async fn send_response<'a>(
     // The headers filter decides on trailers before the range filter changes the status.
     let status = special::status_on_wire(request.response.status);
     let expect_trailers = location.settings.headers.expects_trailers(status);
-    body = charset::filter(worker, &connection.info, request, location, body);
+    body = charset_filter(worker, connection, request, location, body)?;
     let range;
     (body, range) = ranges::filter(worker, &connection.info, request, location, body);
     if range == ranges::RangeOutcome::NotSatisfiable {
         // The 416 page goes through the charset filter in turn, as nginx's error page does.
-        body = charset::filter(worker, &connection.info, request, location, body);
+        body = charset_filter(worker, connection, request, location, body)?;
     }
     charset::fold_into_content_type(&mut request.response);
     let status = special::status_on_wire(request.response.status);
@@ -159,6 +159,19 @@ pub async fn send_response<'a>(
         request.completed = true;
     }
     result
+}
+
+/// The charset filter; a charset variable that is not found ends the request without a
+/// response, as nginx's filter error does.
+fn charset_filter<'a>(
+    worker: &'a HttpWorker,
+    connection: &Connection,
+    request: &mut Request<'a>,
+    location: &Location,
+    body: Body<'a>,
+) -> io::Result<Body<'a>> {
+    charset::filter(worker, &connection.info, request, location, body)
+        .map_err(|_| io::Error::other("charset variable not found"))
 }
 
 /// The log phase: the access-log line(s) of the request's location.

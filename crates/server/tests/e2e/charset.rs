@@ -21,13 +21,22 @@ server {
     location /from_utf8/ { charset A; source_charset utf-8; }
     location /same/ { charset a; source_charset A; }
     location /text { charset A; source_charset B; return 200 'XYZ'; }
+    location /variables/ { charset $arg_c; source_charset $arg_s; }
     location /moved { charset A; return 301 /elsewhere; }
 }";
 
 fn start() -> Instance {
     let numbered: String = (0..100).map(|index| format!("X{index:03}XXXXXX")).collect();
     let mut builder = Instance::http_builder(CHARSETS);
-    for directory in ["named", "types", "any", "recoded", "back", "same"] {
+    for directory in [
+        "named",
+        "types",
+        "any",
+        "recoded",
+        "back",
+        "same",
+        "variables",
+    ] {
         builder = builder
             .file(&format!("html/{directory}/t.html"), &numbered)
             .file(&format!("html/{directory}/t.gif"), "XX")
@@ -202,4 +211,30 @@ fn charset_map_errors() {
         "want [warn] {message:?} in:\n{}",
         output.stderr
     );
+}
+
+#[test]
+fn charset_names_from_variables() {
+    let server = start();
+    let with = |query: &str| get(&server, &format!("/variables/t.gif?{query}"), "");
+    let recoded = get(&server, "/variables/t.html?c=a&s=b", "");
+    assert_eq!(recoded.header("Content-Type"), Some("text/html; charset=a"));
+    assert!(recoded.body_text().starts_with("Y000"));
+    let named = get(&server, "/variables/t.html?c=zz&s=zzz", "");
+    assert_eq!(named.header("Content-Type"), Some("text/html; charset=zz"));
+    assert!(named.body_text().starts_with("X000"));
+    let unknown = get(&server, "/variables/t.html?c=zzz&s=zz", "");
+    assert_eq!(unknown.header("Content-Type"), Some("text/html"));
+    let line =
+        server.wait_for_error_log("no \"charset_map\" between the charsets \"zz\" and \"zzz\"");
+    assert!(
+        line.contains("[error]") && line.contains("while sending response to client"),
+        "{line}"
+    );
+    // Types not listed are not looked at, so the variables do not matter.
+    assert_eq!(with("").header("Content-Type"), Some("image/gif"));
+    // A variable that is not found ends the request without a response.
+    let mut client = server.connect();
+    client.write("GET /variables/t.html?c=A HTTP/1.1\r\nHost: localhost\r\n\r\n");
+    assert!(client.read_to_end().is_empty());
 }
