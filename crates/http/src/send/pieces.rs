@@ -16,6 +16,11 @@ use crate::worker::HttpWorker;
 /// File pieces are read from the pool in reads of at most this size.
 const READ_BYTES_MAX: usize = 256 * 1024;
 
+/// Reads of a recoded body: the size of nginx's output buffers (`output_buffers 2 32k`),
+/// which the charset filter recodes one at a time. Recoding to UTF-8 passes a buffer whose
+/// every byte maps to one byte unchanged, so the buffers must be nginx's for the same bytes.
+const RECODED_READ_BYTES_MAX: usize = 32 * 1024;
+
 /// One piece of the body.
 #[derive(Clone, Debug)]
 pub enum Piece<'a> {
@@ -123,6 +128,10 @@ pub(super) async fn send_pieces(
         pending: Vec::new(),
         recoder: body.recoder.take(),
     };
+    let read_max = match writer.recoder {
+        Some(_) => RECODED_READ_BYTES_MAX,
+        None => READ_BYTES_MAX,
+    };
     for piece in std::mem::take(&mut body.pieces) {
         match piece {
             Piece::Bytes(bytes) => writer.push(bytes.as_slice()),
@@ -134,7 +143,7 @@ pub(super) async fn send_pieces(
                 let mut at = offset;
                 while at < end {
                     writer.flush(output, head).await?;
-                    let take = (end - at).min(READ_BYTES_MAX as u64) as usize;
+                    let take = (end - at).min(read_max as u64) as usize;
                     let data = read_on_pool(context.worker, file, at, take).await?;
                     writer.push(&data);
                     at += take as u64;

@@ -46,6 +46,7 @@ fn start() -> Instance {
         .file("html/to_utf8/t.html", b"h\xe9llo w\xf6rld \x80")
         .file("html/to_utf8/ascii.html", b"h\x80llo")
         .file("html/from_utf8/t.html", "héllo wörld €!".as_bytes())
+        .file("html/to_utf8/big.html", big())
         .start()
 }
 
@@ -237,4 +238,50 @@ fn charset_names_from_variables() {
     let mut client = server.connect();
     client.write("GET /variables/t.html?c=A HTTP/1.1\r\nHost: localhost\r\n\r\n");
     assert!(client.read_to_end().is_empty());
+}
+
+/// 100000 bytes of `a` with an unmapped byte in the first 32 KiB, an unmapped and a mapped
+/// one in the second and a mapped one in the third.
+fn big() -> Vec<u8> {
+    let mut data = vec![b'a'; 100_000];
+    data[100] = 0x80;
+    data[33_000] = 0x80;
+    data[33_001] = 0xe9;
+    data[70_000] = 0xf6;
+    data
+}
+
+#[test]
+fn utf8_recoding_goes_by_nginx_buffers() {
+    let server = start();
+    let response = get(&server, "/to_utf8/big.html", "");
+    let data = big();
+    // The first buffer maps byte for byte and goes out unchanged; the others are recoded.
+    let recode = |range: std::ops::Range<usize>| -> Vec<u8> {
+        data[range]
+            .iter()
+            .flat_map(|&byte| match byte {
+                0x80 => vec![b'?'],
+                0xe9 => "é".as_bytes().to_vec(),
+                0xf6 => "ö".as_bytes().to_vec(),
+                other => vec![other],
+            })
+            .collect()
+    };
+    let buffers = [
+        data[..32_768].to_vec(),
+        recode(32_768..65_536),
+        recode(65_536..98_304),
+        recode(98_304..100_000),
+    ];
+    assert_eq!(response.body, buffers.concat());
+    // One chunk per buffer, as nginx sends them.
+    let mut chunked = Vec::new();
+    for buffer in &buffers {
+        chunked.extend_from_slice(format!("{:x}\r\n", buffer.len()).as_bytes());
+        chunked.extend_from_slice(buffer);
+        chunked.extend_from_slice(b"\r\n");
+    }
+    chunked.extend_from_slice(b"0\r\n\r\n");
+    assert!(response.raw.ends_with(&chunked));
 }
