@@ -402,6 +402,38 @@ mod tests {
         assert_eq!(decode_utf8(b"\xf4\x90\x80\x80"), (0x110000, 4));
     }
 
+    /// From valid UTF-8, where a buffer ends does not change the output: a split sequence
+    /// is joined as if it had come whole. (Broken sequences differ, as in nginx: the bytes
+    /// saved from the end of a buffer after a fault are dropped.)
+    #[test]
+    fn from_valid_utf8_does_not_depend_on_buffer_ends() {
+        let map = utf8_map();
+        let characters = ["a", "é", "ö", "€", "😀", " "];
+        let mut state = 0x1234_5678_u32;
+        for _ in 0..5_000 {
+            state ^= state << 13;
+            state ^= state >> 17;
+            state ^= state << 5;
+            let count = (state % 6) as usize;
+            let text: String = (0..count)
+                .map(|index| characters[(state as usize >> (index * 3)) % characters.len()])
+                .collect();
+            let input = text.as_bytes();
+            let whole = recode(&map.backward, &[input]);
+            for split in 0..=input.len() {
+                let (head, tail) = input.split_at(split);
+                assert_eq!(
+                    recode(&map.backward, &[head, tail]),
+                    whole,
+                    "{text:?} at {split}"
+                );
+            }
+        }
+        // A fault after a saved sequence: the saved bytes after it are dropped.
+        assert_eq!(recode(&map.backward, &[b"\xf0a\xc3", b"\x80"]), b"??");
+        assert_eq!(recode(&map.backward, &[b"\xf0a\xc3\x80"]), b"?&#192;");
+    }
+
     #[test]
     fn any_input_recodes_without_panic() {
         let map = utf8_map();
