@@ -45,58 +45,16 @@ const OFFSET_MAX: u64 = i64::MAX as u64;
 /// end is cut to the body; one starting past it is dropped. `max_ranges` is the most
 /// ranges allowed; more make the whole body the answer.
 pub fn parse(spec: &[u8], content_length: u64, max_ranges: u64) -> Parsed {
-    let at = |position: usize| spec.get(position).copied().unwrap_or(0);
-    let skip_spaces = |mut position: usize| {
-        while at(position) == b' ' {
-            position += 1;
-        }
-        position
-    };
     let content_length = content_length.min(OFFSET_MAX);
     let mut position = 0;
     let mut ranges = Vec::new();
     let mut total: u64 = 0;
     let mut allowed = max_ranges;
     loop {
-        position = skip_spaces(position);
-        let (start, end);
-        if at(position) == b'-' {
-            let Some((suffix, after)) = parse_number(spec, position + 1) else {
-                return Parsed::NotSatisfiable;
-            };
-            position = skip_spaces(after);
-            if !matches!(at(position), b',' | 0) {
-                return Parsed::NotSatisfiable;
-            }
-            start = content_length.saturating_sub(suffix);
-            end = content_length;
-        } else {
-            let Some((first, after)) = parse_number(spec, position) else {
-                return Parsed::NotSatisfiable;
-            };
-            start = first;
-            position = skip_spaces(after);
-            if at(position) != b'-' {
-                return Parsed::NotSatisfiable;
-            }
-            position = skip_spaces(position + 1);
-            if matches!(at(position), b',' | 0) {
-                end = content_length;
-            } else {
-                let Some((last, after)) = parse_number(spec, position) else {
-                    return Parsed::NotSatisfiable;
-                };
-                position = skip_spaces(after);
-                if !matches!(at(position), b',' | 0) {
-                    return Parsed::NotSatisfiable;
-                }
-                end = if last >= content_length {
-                    content_length
-                } else {
-                    last + 1
-                };
-            }
-        }
+        let Some((start, end, after)) = parse_range(spec, position, content_length) else {
+            return Parsed::NotSatisfiable;
+        };
+        position = after;
         if start < end {
             ranges.push(ByteRange { start, end });
             if total > OFFSET_MAX - (end - start) {
@@ -110,7 +68,7 @@ pub fn parse(spec: &[u8], content_length: u64, max_ranges: u64) -> Parsed {
         } else if start == 0 {
             return Parsed::Whole;
         }
-        if at(position) != b',' {
+        if byte_at(spec, position) != b',' {
             break;
         }
         position += 1;
@@ -132,6 +90,53 @@ pub fn parse(spec: &[u8], content_length: u64, max_ranges: u64) -> Parsed {
         }
     }
     Parsed::Ranges(ranges)
+}
+
+/// One range at `position`: its start, its end (exclusive, cut to the body) and the
+/// position of the `,` or end after it; `None` when it is malformed. The start may be at or
+/// past the end: the caller drops such a range.
+fn parse_range(spec: &[u8], position: usize, content_length: u64) -> Option<(u64, u64, usize)> {
+    let position = skip_spaces(spec, position);
+    if byte_at(spec, position) == b'-' {
+        let (suffix, after) = parse_number(spec, position + 1)?;
+        let after = end_of_range(spec, after)?;
+        return Some((content_length.saturating_sub(suffix), content_length, after));
+    }
+    let (start, after) = parse_number(spec, position)?;
+    let position = skip_spaces(spec, after);
+    if byte_at(spec, position) != b'-' {
+        return None;
+    }
+    let position = skip_spaces(spec, position + 1);
+    if matches!(byte_at(spec, position), b',' | 0) {
+        return Some((start, content_length, position));
+    }
+    let (last, after) = parse_number(spec, position)?;
+    let after = end_of_range(spec, after)?;
+    let end = if last >= content_length {
+        content_length
+    } else {
+        last + 1
+    };
+    Some((start, end, after))
+}
+
+/// Spaces, then the `,` or the end that must follow a range; its position.
+fn end_of_range(spec: &[u8], position: usize) -> Option<usize> {
+    let position = skip_spaces(spec, position);
+    matches!(byte_at(spec, position), b',' | 0).then_some(position)
+}
+
+/// The byte at `position`, or 0 past the end (nginx reads up to the string's NUL).
+fn byte_at(spec: &[u8], position: usize) -> u8 {
+    spec.get(position).copied().unwrap_or(0)
+}
+
+fn skip_spaces(spec: &[u8], mut position: usize) -> usize {
+    while byte_at(spec, position) == b' ' {
+        position += 1;
+    }
+    position
 }
 
 /// Decimal digits at `position`: the number and the position after it; `None` without a
