@@ -98,7 +98,9 @@ pub async fn send_response<'a>(
     let range;
     (body, range) = ranges::filter(worker, &connection.info, request, location, body);
     if range == ranges::RangeOutcome::NotSatisfiable {
-        // The 416 page goes through the charset filter in turn, as nginx's error page does.
+        // The 416 page goes through the charset filter in turn, as nginx's error page does,
+        // and is recoded as the file would have been.
+        request.response.charset = None;
         body = charset_filter(worker, connection, request, location, body)?;
     }
     charset::fold_into_content_type(&mut request.response);

@@ -9,6 +9,7 @@ use crate::support::{Instance, Response};
 const CHARSETS: &str = "
 charset_map B A { 58 59; }
 charset_map A utf-8 { E9 C3A9; F6 C3B6; }
+charset_map C D { 65 45; }
 server {
     listen 127.0.0.1:8080;
     root html;
@@ -22,6 +23,7 @@ server {
     location /same/ { charset a; source_charset A; }
     location /text { charset A; source_charset B; return 200 'XYZ'; }
     location /variables/ { charset $arg_c; source_charset $arg_s; }
+    location /pages/ { charset D; source_charset C; }
     location /moved { charset A; return 301 /elsewhere; }
 }";
 
@@ -36,6 +38,7 @@ fn start() -> Instance {
         "back",
         "same",
         "variables",
+        "pages",
     ] {
         builder = builder
             .file(&format!("html/{directory}/t.html"), &numbered)
@@ -284,4 +287,33 @@ fn utf8_recoding_goes_by_nginx_buffers() {
     }
     chunked.extend_from_slice(b"0\r\n\r\n");
     assert!(response.raw.ends_with(&chunked));
+}
+
+#[test]
+fn status_pages_are_recoded_too() {
+    let server = start();
+    // The map turns `e` into `E`: nginx recodes its status pages like any text/html.
+    let missing = get(&server, "/pages/missing.html", "");
+    assert_eq!(missing.status, 404);
+    assert_eq!(missing.header("Content-Type"), Some("text/html; charset=D"));
+    assert!(
+        missing.body_text().contains("<cEntEr>"),
+        "{}",
+        missing.body_text()
+    );
+    let unsatisfiable = get(&server, "/pages/t.html", "Range: bytes=5000-\r\n");
+    assert_eq!(unsatisfiable.status, 416);
+    assert_eq!(
+        unsatisfiable.header("Content-Type"),
+        Some("text/html; charset=D")
+    );
+    let page = unsatisfiable.body_text();
+    assert!(
+        page.contains("416 REquEstEd RangE Not SatisfiablE"),
+        "{page}"
+    );
+    // A gif is not recoded, but its 416 page is.
+    let gif = get(&server, "/pages/t.gif", "Range: bytes=5000-\r\n");
+    assert_eq!(gif.header("Content-Type"), Some("text/html; charset=D"));
+    assert!(gif.body_text().contains("REquEstEd"));
 }
