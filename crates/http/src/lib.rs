@@ -12,6 +12,7 @@
 
 pub mod access;
 pub mod body;
+pub mod charset;
 pub mod conf;
 pub mod connection;
 pub mod core;

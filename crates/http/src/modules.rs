@@ -13,6 +13,7 @@ pub const TABLES: &[&[HttpDirective]] = &[
     crate::map::directives::SPLIT_CLIENTS_DIRECTIVES,
     crate::rewrite::directives::DIRECTIVES,
     crate::static_files::directives::DIRECTIVES,
+    crate::charset::directives::DIRECTIVES,
     crate::proxy::directives::DIRECTIVES,
     crate::upstream::directives::DIRECTIVES,
 ];
@@ -40,4 +41,5 @@ pub const FAMILIES: &[&str] = &[
     "http_upstream_random",
     "http_upstream_keepalive",
     "http_upstream_zone",
+    "http_charset",
 ];

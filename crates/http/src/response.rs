@@ -37,6 +37,9 @@ pub enum Body<'a> {
     File(crate::static_files::handler::FileBody),
     /// A proxied response's body, read from the upstream as it is sent.
     Upstream(Box<crate::proxy::body::UpstreamBody<'a>>),
+    /// Pieces of memory and of a file, possibly recoded on the way: what the range filter
+    /// (`multipart/byteranges`) and the charset filter make of a body.
+    Pieces(crate::send::pieces::Pieces<'a>),
 }
 
 impl Body<'_> {
@@ -51,6 +54,7 @@ impl Body<'_> {
             Body::Bytes(bytes) => Some(bytes.len() as u64),
             Body::File(file) => Some(file.len),
             Body::Upstream(_) => None,
+            Body::Pieces(pieces) => pieces.len(),
         }
     }
 }
@@ -82,7 +86,15 @@ pub struct ResponseHead<'a> {
     /// The `add_header Last-Modified` (by index) whose value is sent instead of the
     /// response's own `Last-Modified`, and that value.
     pub last_modified_added: Option<(usize, Vec<u8>)>,
+    /// Before the range filter: the handler allows ranges (nginx's `allow_ranges`); after
+    /// it: the head carries `Accept-Ranges: bytes`.
     pub accept_ranges: bool,
+    /// The `Content-Range` of a 206, written after the `add_header` fields as nginx does.
+    pub content_range: Option<Vec<u8>>,
+    /// The charset of `content_type` when it is known apart from the type (nginx's
+    /// `headers_out.charset`); the charset filter sets it and the head writes
+    /// `TYPE; charset=NAME`.
+    pub charset: Option<Bytes<'a>>,
     /// Portico answered with its own status page (nginx's "special response"): some
     /// statuses then end keep-alive.
     pub special: bool,
@@ -107,6 +119,8 @@ impl ResponseHead<'_> {
         self.etag_added_at = None;
         self.last_modified_added = None;
         self.accept_ranges = false;
+        self.content_range = None;
+        self.charset = None;
         self.special = false;
         self.headers.clear();
         self.trailers_added = false;

@@ -27,6 +27,9 @@ pub struct Generation {
     pub file_pool: ThreadPool,
     /// Connection serial numbers, shared by every worker of every generation.
     pub connection_ids: Arc<AtomicU64>,
+    /// nginx's temporary number: the boundaries of `multipart/byteranges` responses count
+    /// up from 1 with it.
+    pub temp_numbers: AtomicU64,
     pub hostname: String,
     /// The main context's error log.
     pub error_log: Arc<ErrorLog>,

@@ -90,6 +90,7 @@ pub fn start(
         http,
         file_pool: file_pool.clone(),
         connection_ids,
+        temp_numbers: std::sync::atomic::AtomicU64::new(0),
         hostname: crate::config::hostname(),
         error_log: Arc::clone(&config.error_log),
     });

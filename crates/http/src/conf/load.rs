@@ -645,7 +645,7 @@ fn check_nesting(
 
 /// Merges every level, resolves defaults and builds the lookups.
 fn build(
-    main: MainScope,
+    mut main: MainScope,
     http_server: ServerScope,
     http_location: LocationScope,
     pending_servers: Vec<PendingServer>,
@@ -703,10 +703,15 @@ fn build(
     context.variables.check_defined()?;
     crate::proxy::pass::check_uri_parts(&builder.locations)?;
     let upstreams = std::mem::take(&mut context.upstreams).finish()?;
+    for location in &mut builder.locations {
+        main.charset
+            .resolve_location(&mut location.settings.charset)?;
+    }
     let mut main_core = main.core;
     main_core.merge_from(&Default::default());
     Ok(HttpConf {
         main: main_core.resolve(env),
+        charset_maps: main.charset,
         servers,
         locations: builder.locations,
         sockets,

@@ -159,6 +159,8 @@ pub struct AddressConf {
 #[derive(Debug)]
 pub struct HttpConf {
     pub main: crate::core::CoreMain,
+    /// The `charset_map` tables.
+    pub charset_maps: crate::charset::CharsetMaps,
     pub servers: Vec<Server>,
     pub locations: Vec<Location>,
     pub sockets: Vec<SocketConf>,
@@ -185,6 +187,7 @@ impl HttpConf {
     pub fn empty(env: &MergeEnv) -> HttpConf {
         HttpConf {
             main: crate::core::CoreMainConf::default().resolve(env),
+            charset_maps: crate::charset::CharsetMaps::default(),
             servers: Vec::new(),
             locations: Vec::new(),
             sockets: Vec::new(),

@@ -3,6 +3,7 @@
 use conf::Span;
 
 use crate::access::{Access, AccessConf};
+use crate::charset::{Charset, CharsetConf, CharsetMaps};
 use crate::conf::MergeEnv;
 use crate::conf::listen::ListenSpec;
 use crate::conf::server_names::ServerName;
@@ -18,6 +19,8 @@ use crate::static_files::{Static, StaticConf, TryFilesSetting};
 pub struct MainScope {
     pub core: CoreMainConf,
     pub map: crate::map::MapConf,
+    /// `charset_map` tables.
+    pub charset: CharsetMaps,
 }
 
 /// What one level sets of the per-server settings (the `http` level has one too).
@@ -42,6 +45,7 @@ pub struct LocationScope {
     pub static_files: StaticConf,
     pub proxy: ProxyConf,
     pub rewrite: RewriteConf,
+    pub charset: CharsetConf,
     /// Not inherited: each level runs its own script.
     pub script: Script,
     /// `try_files`: not inherited, as in nginx.
@@ -58,6 +62,7 @@ pub struct LocationSettings {
     pub static_files: Static,
     pub proxy: Proxy,
     pub rewrite: RewriteSettings,
+    pub charset: Charset,
     pub script: Script,
     pub try_files: TryFilesSetting,
 }
@@ -72,6 +77,7 @@ impl LocationScope {
         self.static_files.merge_from(&parent.static_files);
         self.proxy.merge_from(&parent.proxy);
         self.rewrite.merge_from(&parent.rewrite);
+        self.charset.merge_from(&parent.charset);
     }
 
     /// A copy of the inheritable settings, for a nested level to merge from. The script is
@@ -85,6 +91,7 @@ impl LocationScope {
             static_files: self.static_files.clone(),
             proxy: self.proxy.clone(),
             rewrite: self.rewrite.clone(),
+            charset: self.charset.clone(),
             script: Script::default(),
             try_files: None,
         }
@@ -99,6 +106,7 @@ impl LocationScope {
             static_files: self.static_files.resolve(env),
             proxy: self.proxy.resolve(env),
             rewrite: self.rewrite.resolve(env),
+            charset: self.charset.resolve(env),
             script: self.script.clone(),
             try_files: self.try_files.clone(),
         }

@@ -221,6 +221,12 @@ pub const DIRECTIVES: &[HttpDirective] = &[
         Setter::Location(set_keepalive_requests),
     ),
     entry(
+        "max_ranges",
+        ANY_LEVEL,
+        Arity::TAKE1,
+        Setter::Location(set_max_ranges),
+    ),
+    entry(
         "keepalive_time",
         ANY_LEVEL,
         Arity::TAKE1,
@@ -568,6 +574,7 @@ setter!(
     number
 );
 setter!(set_keepalive_time, Location, core.keepalive_time, time);
+setter!(set_max_ranges, Location, core.max_ranges, number);
 setter!(
     set_keepalive_disable,
     Location,

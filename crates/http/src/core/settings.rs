@@ -10,6 +10,9 @@ use crate::core::types::MimeTypes;
 use crate::settings;
 use crate::variables::HttpTemplate;
 
+/// `max_ranges`' default: nginx's `NGX_MAX_INT32_VALUE`.
+pub const MAX_RANGES_UNLIMITED: u64 = 0x7fff_ffff;
+
 /// `keepalive_timeout TIMEOUT [HEADER_TIMEOUT]`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct KeepaliveTimeout {
@@ -193,6 +196,9 @@ settings! {
         },
         /// `keepalive_requests`
         keepalive_requests: u64 = 1000,
+        /// `max_ranges`: nginx's default is its largest 32-bit number, which also turns on
+        /// the check against overlapping ranges that add up to more than the response.
+        max_ranges: u64 = MAX_RANGES_UNLIMITED,
         /// `keepalive_time`
         keepalive_time: Duration = Duration::from_secs(3600),
         /// `keepalive_disable`

@@ -138,6 +138,9 @@ pub(super) async fn send(
         Body::Bytes(bytes) => send_bytes(context, output, request, bytes.as_slice(), head).await,
         Body::File(file) => send_file(context, output, request, file, head).await,
         Body::Upstream(_) => Ok(()),
+        Body::Pieces(pieces) => {
+            super::pieces::send_pieces(context, output, request, pieces, head).await
+        }
     }
 }
 

@@ -72,7 +72,9 @@ pub(super) fn write_head(
         push_number(out, length as i64, 1);
         out.extend_from_slice(b"\r\n");
     }
-    if let Some(modified) = response.last_modified.filter(|_| !no_content) {
+    // nginx's header filter sends `Last-Modified` only with 200, 206 and 304.
+    let dated = matches!(status, 200 | 206 | 304);
+    if let Some(modified) = response.last_modified.filter(|_| dated) {
         out.extend_from_slice(b"Last-Modified: ");
         http1::response::write_http_date(out, modified);
         out.extend_from_slice(b"\r\n");
@@ -127,6 +129,9 @@ pub(super) fn write_head(
     }
     let added = &location.settings.headers.add_header;
     write_added_fields(worker, connection, request, added, Fields::Headers, out);
+    if let Some(content_range) = &response.content_range {
+        http1::response::write_header(out, b"Content-Range", content_range);
+    }
     if response.accept_ranges {
         out.extend_from_slice(b"Accept-Ranges: bytes\r\n");
     }

@@ -1,12 +1,15 @@
 //! Sending a response: the keep-alive decision, the header filters, the head, the body,
 //! and the access-log line at the end. `filters.rs` holds the filters that run before the
-//! head (not modified, `expires`, the rate limit), `framing.rs` the chunked decision,
+//! head (not modified, `expires`, the rate limit), `ranges.rs` the range filter (with
+//! `pieces.rs`, the body it may make), `framing.rs` the chunked decision,
 //! `head.rs` the head itself, `body.rs` the body writer and `rate.rs` `limit_rate`.
 
 mod body;
 mod filters;
 pub mod framing;
 mod head;
+pub mod pieces;
+pub mod ranges;
 pub mod rate;
 mod upstream;
 
@@ -16,6 +19,7 @@ use std::time::Instant;
 use http1::Version;
 use http1::request::ConnectionOption;
 
+use crate::charset;
 use crate::conf::Location;
 use crate::connection::Connection;
 use crate::not_modified::Outcome;
@@ -88,8 +92,23 @@ pub async fn send_response<'a>(
     // One reading of the clock for `Date` and `Expires`, as nginx's cached time.
     let now = worker.clock.wall();
     filters::headers(worker, &connection.info, request, location, &now);
+    // The headers filter decides on trailers before the range filter changes the status.
     let status = special::status_on_wire(request.response.status);
     let expect_trailers = location.settings.headers.expects_trailers(status);
+    // A proxied body streams through untouched: no recoding, no ranges.
+    if !matches!(body, Body::Upstream(_)) {
+        body = charset_filter(worker, connection, request, location, body)?;
+        let range;
+        (body, range) = ranges::filter(worker, &connection.info, request, location, body);
+        if range == ranges::RangeOutcome::NotSatisfiable {
+            // The 416 page goes through the charset filter in turn, as nginx's error page
+            // does, and is recoded as the file would have been.
+            request.response.charset = None;
+            body = charset_filter(worker, connection, request, location, body)?;
+        }
+    }
+    charset::fold_into_content_type(&mut request.response);
+    let status = special::status_on_wire(request.response.status);
     let header_only = request.is_head() || !status_has_body(request.response.status);
     if request.response.content_length.is_none() && status_has_body(request.response.status) {
         request.response.content_length = body.len();
@@ -146,6 +165,19 @@ pub async fn send_response<'a>(
         request.completed = true;
     }
     result
+}
+
+/// The charset filter; a charset variable that is not found ends the request without a
+/// response, as nginx's filter error does.
+fn charset_filter<'a>(
+    worker: &'a HttpWorker,
+    connection: &Connection,
+    request: &mut Request<'a>,
+    location: &Location,
+    body: Body<'a>,
+) -> io::Result<Body<'a>> {
+    charset::filter(worker, &connection.info, request, location, body)
+        .map_err(|_| io::Error::other("charset variable not found"))
 }
 
 /// The log phase: the access-log line(s) of the request's location.

@@ -65,8 +65,8 @@ pub async fn serve_static<'a>(
     response.last_modified = Some(info.modified);
     let etag = location.settings.core.etag;
     response.etag = etag.then(|| static_handler::etag(info.modified, info.len));
-    // `Accept-Ranges` comes with byte-range support in the static module.
-    response.accept_ranges = false;
+    // The range filter may answer with parts of the file.
+    response.accept_ranges = true;
     let body = Body::File(FileBody {
         file,
         offset: 0,

@@ -364,6 +364,10 @@ impl RequestVariables<'_> {
                 Some(etag) => out.extend_from_slice(etag),
                 None => return false,
             },
+            b"content_range" if response.content_range.is_some() => {
+                out.extend_from_slice(response.content_range.as_deref().unwrap_or_default());
+            }
+            b"accept_ranges" if response.accept_ranges => out.extend_from_slice(b"bytes"),
             b"connection" => out.extend_from_slice(if request.keepalive {
                 b"keep-alive"
             } else {

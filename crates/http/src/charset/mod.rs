@@ -1,0 +1,543 @@
+//! The charset module (nginx's ngx_http_charset_filter_module): `charset`, `source_charset`,
+//! `override_charset`, `charset_types` and `charset_map`. Its header filter names the
+//! charset in `Content-Type` and may recode the body with a `charset_map` table; it runs
+//! after the headers filter and before the range filter, as in nginx.
+
+pub mod directives;
+pub mod recode;
+
+use std::sync::Arc;
+
+use logging::Level;
+
+use crate::conf::Location;
+use crate::request::{ConnectionInfo, Request};
+use crate::response::{Body, Bytes, ResponseHead};
+use crate::send::pieces::Pieces;
+use crate::settings;
+use crate::variables::{RequestVariables, Variable};
+use crate::worker::HttpWorker;
+
+pub use recode::{CharsetMap, Recoder, Table};
+
+/// A `charset` or `source_charset` value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CharsetName {
+    /// `charset off` (and the default of both).
+    Off,
+    Named(Arc<str>),
+    /// `$name`: the variable's value for each response.
+    Variable(Variable),
+}
+
+/// `charset_types`: lower-cased MIME types, or `*` for any.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CharsetTypes {
+    pub any: bool,
+    pub types: Vec<Box<[u8]>>,
+}
+
+/// nginx's default `charset_types`.
+const DEFAULT_TYPES: &[&str] = &[
+    "text/html",
+    "text/xml",
+    "text/plain",
+    "text/vnd.wap.wml",
+    "application/javascript",
+    "application/rss+xml",
+];
+
+impl Default for CharsetTypes {
+    fn default() -> CharsetTypes {
+        CharsetTypes {
+            any: false,
+            types: DEFAULT_TYPES
+                .iter()
+                .map(|name| name.as_bytes().into())
+                .collect(),
+        }
+    }
+}
+
+impl CharsetTypes {
+    /// Whether a content type (compared whole and case-insensitively) is listed.
+    pub fn contains(&self, content_type: &[u8]) -> bool {
+        self.any
+            || self
+                .types
+                .iter()
+                .any(|listed| listed.eq_ignore_ascii_case(content_type))
+    }
+}
+
+settings! {
+    /// What the charset module keeps per location.
+    pub struct CharsetConf => Charset (env) {
+        /// `charset`
+        charset: CharsetName = CharsetName::Off,
+        /// `source_charset`
+        source_charset: CharsetName = CharsetName::Off,
+        /// `override_charset`
+        override_charset: bool = false,
+        /// `charset_types`
+        charset_types: Arc<CharsetTypes> = Arc::new(CharsetTypes::default()),
+    }
+}
+
+/// The `charset_map` tables of the `http` block.
+#[derive(Debug, Default)]
+pub struct CharsetMaps {
+    pub maps: Vec<CharsetMap>,
+    /// Every charset the configuration names (maps first, then `charset` and
+    /// `source_charset`), in the spelling of its first mention: a name from a variable
+    /// that is not here is an unknown charset.
+    pub names: Vec<Arc<str>>,
+}
+
+impl CharsetMaps {
+    /// The table that recodes `from` into `to`, either way round a map.
+    pub fn table(&self, from: &str, to: &str) -> Option<Arc<Table>> {
+        self.maps.iter().find_map(|map| {
+            if same_name(&map.from, from) && same_name(&map.to, to) {
+                Some(Arc::clone(&map.forward))
+            } else if same_name(&map.from, to) && same_name(&map.to, from) {
+                Some(Arc::clone(&map.backward))
+            } else {
+                None
+            }
+        })
+    }
+
+    /// Whether the configuration names the charset.
+    pub fn knows(&self, name: &str) -> bool {
+        self.names.iter().any(|known| same_name(known, name))
+    }
+
+    /// Adds a name to those known; the first spelling stays.
+    pub fn register(&mut self, name: &str) -> Arc<str> {
+        match self.names.iter().find(|known| same_name(known, name)) {
+            Some(known) => Arc::clone(known),
+            None => {
+                let name: Arc<str> = Arc::from(name);
+                self.names.push(Arc::clone(&name));
+                name
+            }
+        }
+    }
+
+    /// nginx's work once the configuration is read: a charset is known by the spelling
+    /// of its first mention, and every location that recodes between two named charsets
+    /// needs a map between them.
+    pub fn resolve_location(&mut self, settings: &mut Charset) -> Result<(), conf::ConfError> {
+        for name in [&mut settings.charset, &mut settings.source_charset] {
+            if let CharsetName::Named(text) = name {
+                *text = self.register(text);
+            }
+        }
+        let (CharsetName::Named(to), CharsetName::Named(from)) =
+            (&settings.charset, &settings.source_charset)
+        else {
+            return Ok(());
+        };
+        if same_name(to, from) || self.table(from, to).is_some() {
+            return Ok(());
+        }
+        Err(conf::ConfError::new(
+            conf::ConfErrorKind::Message(format!(
+                "no \"charset_map\" between the charsets \"{from}\" and \"{to}\""
+            )),
+            None,
+        ))
+    }
+}
+
+/// Charset names compare case-insensitively.
+pub fn same_name(a: &str, b: &str) -> bool {
+    a.eq_ignore_ascii_case(b)
+}
+
+/// What the header filter decided.
+#[derive(Debug)]
+pub enum Decision {
+    /// Nothing to do (nginx's "declined").
+    Unchanged,
+    /// Name this charset in `Content-Type`.
+    Name(Arc<str>),
+    /// Name the charset and recode the body with the table.
+    Recode(Arc<str>, Arc<Table>),
+    /// No map between the charsets: nginx logs an error and sends the response as it is.
+    NoMap { from: String, to: Arc<str> },
+}
+
+/// A variable a charset name comes from was not found: nginx ends the request without a
+/// response.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct VariableNotFound;
+
+/// The header filter's decision for a response with this content type and (when the
+/// handler knew it apart from the type) charset. `evaluate` gives a variable's value, or
+/// `None` when it is not found.
+pub fn decide(
+    settings: &Charset,
+    maps: &CharsetMaps,
+    content_type: Option<&[u8]>,
+    response_charset: Option<&[u8]>,
+    mut evaluate: impl FnMut(&Variable) -> Option<Vec<u8>>,
+) -> Result<Decision, VariableNotFound> {
+    if content_type.is_none_or(<[u8]>::is_empty) || settings.charset == CharsetName::Off {
+        return Ok(Decision::Unchanged);
+    }
+    match response_charset {
+        Some(_) if !settings.override_charset => return Ok(Decision::Unchanged),
+        Some(_) => {}
+        None => {
+            let content_type = content_type.unwrap_or_default();
+            if !settings.charset_types.contains(content_type) {
+                return Ok(Decision::Unchanged);
+            }
+        }
+    }
+    let mut name_of = |name: &CharsetName| -> Result<Option<Arc<str>>, VariableNotFound> {
+        Ok(match name {
+            CharsetName::Off => None,
+            CharsetName::Named(name) => Some(Arc::clone(name)),
+            CharsetName::Variable(variable) => {
+                let value = evaluate(variable).ok_or(VariableNotFound)?;
+                Some(Arc::from(String::from_utf8_lossy(&value)))
+            }
+        })
+    };
+    let Some(to) = name_of(&settings.charset)? else {
+        return Ok(Decision::Unchanged);
+    };
+    let from: Arc<str> = match response_charset {
+        Some(charset) => Arc::from(String::from_utf8_lossy(charset)),
+        None => match name_of(&settings.source_charset)? {
+            Some(from) => from,
+            None => return Ok(Decision::Name(to)),
+        },
+    };
+    let no_map = |from: Arc<str>, to: Arc<str>| Decision::NoMap {
+        from: from.to_string(),
+        to,
+    };
+    let (to_known, from_known) = (maps.knows(&to), maps.knows(&from));
+    if !to_known || !from_known {
+        // nginx compares its "unknown charset" marks, then the names over the length of
+        // the destination's.
+        let same =
+            to_known == from_known && from.len() >= to.len() && same_name(&from[..to.len()], &to);
+        return Ok(if same {
+            Decision::Name(to)
+        } else {
+            no_map(from, to)
+        });
+    }
+    if same_name(&from, &to) {
+        return Ok(Decision::Name(to));
+    }
+    Ok(match maps.table(&from, &to) {
+        Some(table) => Decision::Recode(to, table),
+        None => no_map(from, to),
+    })
+}
+
+/// The charset filter: names the charset and, with a `charset_map`, recodes the body.
+pub fn filter<'a>(
+    worker: &'a HttpWorker,
+    connection: &ConnectionInfo,
+    request: &mut Request<'a>,
+    location: &Location,
+    body: Body<'a>,
+) -> Result<Body<'a>, VariableNotFound> {
+    let settings = &location.settings.charset;
+    if settings.charset == CharsetName::Off {
+        return Ok(body);
+    }
+    let response = &request.response;
+    let variables = RequestVariables::new(
+        request,
+        connection,
+        worker.conf(),
+        worker.clock.now(),
+        &worker.generation.hostname,
+    );
+    let decision = decide(
+        settings,
+        &worker.conf().charset_maps,
+        response.content_type.as_ref().map(Bytes::as_slice),
+        response.charset.as_ref().map(Bytes::as_slice),
+        |variable| {
+            let mut value = Vec::new();
+            variables.append(variable, &mut value).then_some(value)
+        },
+    )?;
+    Ok(match decision {
+        Decision::Unchanged => body,
+        Decision::Name(name) => {
+            name_charset(&mut request.response, &name);
+            body
+        }
+        Decision::Recode(name, table) => {
+            name_charset(&mut request.response, &name);
+            recode_body(&mut request.response, body, table)
+        }
+        Decision::NoMap { from, to } => {
+            log_no_map(worker, connection, request, location, &from, &to);
+            body
+        }
+    })
+}
+
+/// nginx names no charset on a 301 or 302 (old browsers took it for the next page's).
+fn name_charset(response: &mut ResponseHead<'_>, name: &str) {
+    response.charset = match response.status {
+        301 | 302 => None,
+        _ => Some(Bytes::Owned(name.as_bytes().to_vec())),
+    };
+}
+
+/// The body through a recoder; a recoding that may change the length drops
+/// `Content-Length`, as nginx does (the response is then chunked or ends with the
+/// connection).
+fn recode_body<'a>(response: &mut ResponseHead<'a>, body: Body<'a>, table: Arc<Table>) -> Body<'a> {
+    let recoder = Recoder::new(table);
+    if recoder.changes_length() {
+        response.content_length = None;
+    }
+    match body {
+        Body::Empty => Body::Empty,
+        Body::Bytes(bytes) if !recoder.changes_length() => {
+            let mut recoder = recoder;
+            let mut out = Vec::with_capacity(bytes.len());
+            recoder.recode(bytes.as_slice(), &mut out);
+            Body::Bytes(Bytes::Owned(out))
+        }
+        other => {
+            let mut pieces = Pieces::from_body(other);
+            pieces.recoder = Some(recoder);
+            Body::Pieces(pieces)
+        }
+    }
+}
+
+/// Writes `TYPE; charset=NAME` into the content type before the head is written (nginx's
+/// header filter does it as it writes), so `$sent_http_content_type` sees it too.
+pub fn fold_into_content_type(response: &mut ResponseHead<'_>) {
+    let Some(charset) = response.charset.take() else {
+        return;
+    };
+    let Some(content_type) = &response.content_type else {
+        return;
+    };
+    let mut value = content_type.as_slice().to_vec();
+    value.extend_from_slice(b"; charset=");
+    value.extend_from_slice(charset.as_slice());
+    response.content_type = Some(Bytes::Owned(value));
+}
+
+fn log_no_map(
+    worker: &HttpWorker,
+    connection: &ConnectionInfo,
+    request: &Request<'_>,
+    location: &Location,
+    from: &str,
+    to: &str,
+) {
+    let error_log = &location.settings.core.error_log;
+    if !error_log.enabled(Level::Error) {
+        return;
+    }
+    let context = request
+        .log_context(connection, worker.conf())
+        .with_action("sending response to client");
+    error_log.write(
+        Level::Error,
+        &worker.clock.wall(),
+        Some(connection.id),
+        format_args!("no \"charset_map\" between the charsets \"{from}\" and \"{to}\""),
+        Some(&context),
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use recode::MapBuilder;
+
+    fn maps() -> CharsetMaps {
+        let mut builder = MapBuilder::new(false);
+        builder.line("58", "59").unwrap();
+        let mut maps = CharsetMaps::default();
+        maps.register("B");
+        maps.register("A");
+        maps.maps.push(builder.finish("B", "A"));
+        maps
+    }
+
+    fn decide(
+        settings: &Charset,
+        maps: &CharsetMaps,
+        content_type: Option<&[u8]>,
+        response_charset: Option<&[u8]>,
+    ) -> Decision {
+        super::decide(settings, maps, content_type, response_charset, |_| None)
+            .expect("no variables")
+    }
+
+    fn settings(charset: &str, source: Option<&str>) -> Charset {
+        let named = |name: &str| CharsetName::Named(name.into());
+        Charset {
+            charset: named(charset),
+            source_charset: source.map_or(CharsetName::Off, named),
+            override_charset: false,
+            charset_types: Arc::new(CharsetTypes::default()),
+        }
+    }
+
+    #[test]
+    fn names_the_charset_of_listed_types() {
+        let maps = maps();
+        let only_name = settings("utf-8", None);
+        assert!(matches!(
+            decide(&only_name, &maps, Some(b"text/html"), None),
+            Decision::Name(name) if &*name == "utf-8"
+        ));
+        assert!(matches!(
+            decide(&only_name, &maps, Some(b"TEXT/Plain"), None),
+            Decision::Name(_)
+        ));
+        for unlisted in [&b"image/png"[..], b"text/html; charset=koi8-r", b""] {
+            assert!(matches!(
+                decide(&only_name, &maps, Some(unlisted), None),
+                Decision::Unchanged
+            ));
+        }
+        assert!(matches!(
+            decide(&only_name, &maps, None, None),
+            Decision::Unchanged
+        ));
+        let off = Charset {
+            charset: CharsetName::Off,
+            ..only_name
+        };
+        assert!(matches!(
+            decide(&off, &maps, Some(b"text/html"), None),
+            Decision::Unchanged
+        ));
+    }
+
+    #[test]
+    fn recodes_with_a_map_either_way() {
+        let maps = maps();
+        assert!(matches!(
+            decide(&settings("A", Some("b")), &maps, Some(b"text/html"), None),
+            Decision::Recode(name, _) if &*name == "A"
+        ));
+        assert!(matches!(
+            decide(&settings("B", Some("A")), &maps, Some(b"text/html"), None),
+            Decision::Recode(..)
+        ));
+        assert!(matches!(
+            decide(&settings("A", Some("a")), &maps, Some(b"text/html"), None),
+            Decision::Name(_)
+        ));
+    }
+
+    #[test]
+    fn a_response_charset_is_kept_unless_overridden() {
+        let maps = maps();
+        let plain = settings("A", None);
+        assert!(matches!(
+            decide(&plain, &maps, Some(b"image/png"), Some(b"B")),
+            Decision::Unchanged
+        ));
+        let overriding = Charset {
+            override_charset: true,
+            ..settings("A", None)
+        };
+        // The type is not tested when the response has a charset.
+        assert!(matches!(
+            decide(&overriding, &maps, Some(b"image/png"), Some(b"B")),
+            Decision::Recode(..)
+        ));
+        assert!(matches!(
+            decide(&overriding, &maps, Some(b"text/html"), Some(b"koi8-r")),
+            Decision::NoMap { from, .. } if from == "koi8-r"
+        ));
+    }
+
+    #[test]
+    fn names_from_variables_may_be_unknown() {
+        let maps = maps();
+        let variable = |name: &str| CharsetName::Variable(Variable::Arg(name.as_bytes().into()));
+        let from_args = Charset {
+            charset: variable("c"),
+            source_charset: variable("s"),
+            ..settings("A", None)
+        };
+        let run = |c: Option<&str>, s: Option<&str>| {
+            super::decide(&from_args, &maps, Some(b"text/html"), None, |variable| {
+                let Variable::Arg(name) = variable else {
+                    return None;
+                };
+                let value = if &name[..] == b"c" { c } else { s };
+                value.map(|value| value.as_bytes().to_vec())
+            })
+        };
+        assert!(
+            matches!(run(Some("a"), Some("b")), Ok(Decision::Recode(name, _)) if &*name == "a")
+        );
+        // Two unknown names agree when the source starts with the destination.
+        assert!(matches!(run(Some("zz"), Some("zzz")), Ok(Decision::Name(name)) if &*name == "zz"));
+        assert!(matches!(
+            run(Some("zzz"), Some("zz")),
+            Ok(Decision::NoMap { .. })
+        ));
+        assert!(matches!(
+            run(Some("A"), Some("zz")),
+            Ok(Decision::NoMap { .. })
+        ));
+        assert!(matches!(
+            run(Some(""), Some("B")),
+            Ok(Decision::NoMap { .. })
+        ));
+        assert_eq!(run(Some("A"), None).err(), Some(VariableNotFound));
+        assert_eq!(run(None, Some("B")).err(), Some(VariableNotFound));
+    }
+
+    #[test]
+    fn load_check_wants_a_map() {
+        let mut maps = maps();
+        assert!(maps.resolve_location(&mut settings("A", Some("B"))).is_ok());
+        assert!(maps.resolve_location(&mut settings("A", Some("a"))).is_ok());
+        assert!(maps.resolve_location(&mut settings("A", None)).is_ok());
+        // Names take the spelling of the map.
+        let mut lower = settings("a", Some("b"));
+        maps.resolve_location(&mut lower).unwrap();
+        assert_eq!(lower.charset, CharsetName::Named("A".into()));
+        assert_eq!(lower.source_charset, CharsetName::Named("B".into()));
+        let error = maps
+            .resolve_location(&mut settings("utf-8", Some("koi8-r")))
+            .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "no \"charset_map\" between the charsets \"koi8-r\" and \"utf-8\""
+        );
+    }
+
+    #[test]
+    fn fold_writes_type_and_charset() {
+        let mut response = ResponseHead {
+            content_type: Some(Bytes::Borrowed(b"text/html")),
+            charset: Some(Bytes::Borrowed(b"A")),
+            ..ResponseHead::default()
+        };
+        fold_into_content_type(&mut response);
+        assert_eq!(
+            response.content_type.as_ref().map(Bytes::as_slice),
+            Some(&b"text/html; charset=A"[..])
+        );
+        assert!(response.charset.is_none());
+    }
+}
