@@ -310,7 +310,10 @@ impl LogContext for RequestLogContext<'_> {
 /// `$remote_addr`.
 pub fn write_peer(out: &mut Vec<u8>, peer: &PeerAddress) {
     match peer {
-        PeerAddress::Inet(address) => out.extend_from_slice(address.ip().to_string().as_bytes()),
+        PeerAddress::Inet(address) => {
+            use std::io::Write;
+            let _ = write!(out, "{}", address.ip());
+        }
         PeerAddress::Unix => out.extend_from_slice(b"unix:"),
     }
 }

@@ -27,18 +27,20 @@ pub(super) fn accel_redirect<'a>(
     request: &mut Request<'a>,
     proxy: &Proxy,
     head: &UpstreamHead,
+    raw: &[u8],
     target: Vec<u8>,
 ) -> ProxyOutcome<'a> {
-    for (name, value) in &head.headers {
+    for (name, value) in &head.fields {
+        let (name, value) = (&raw[name.clone()], &raw[value.clone()]);
         if name.eq_ignore_ascii_case(b"content-type") {
-            request.response.content_type = Some(crate::response::Bytes::Owned(value.clone()));
+            request.response.content_type = Some(crate::response::Bytes::Owned(value.to_vec()));
         } else if KEPT_ON_REDIRECT
             .iter()
             .any(|kept| kept.eq_ignore_ascii_case(name))
         {
             request.response.headers.push((
-                crate::response::Bytes::Owned(name.clone()),
-                crate::response::Bytes::Owned(value.clone()),
+                crate::response::Bytes::Owned(name.to_vec()),
+                crate::response::Bytes::Owned(value.to_vec()),
             ));
         } else if name.eq_ignore_ascii_case(b"x-accel-limit-rate")
             && !proxy.ignore_headers.has(IgnoreHeaders::X_ACCEL_LIMIT_RATE)

@@ -27,6 +27,8 @@ pub struct UpstreamBody<'a> {
     /// Bytes read from the upstream and not yet decoded.
     input: Vec<u8>,
     position: usize,
+    /// The end of the bytes read in `input` (beyond it, room for the next read).
+    end: usize,
     framing: UpstreamFraming,
     remaining: u64,
     decoder: ChunkedDecoder,
@@ -52,6 +54,7 @@ impl std::fmt::Debug for UpstreamBody<'_> {
 
 impl Drop for UpstreamBody<'_> {
     fn drop(&mut self) {
+        crate::proxy::exchange::give_buffer(std::mem::take(&mut self.input));
         if let Some(release) = self.release.take() {
             release
                 .group
@@ -73,6 +76,7 @@ impl<'a> UpstreamBody<'a> {
     pub fn new(
         stream: Stream,
         input: Vec<u8>,
+        position: usize,
         framing: UpstreamFraming,
         read_timeout: Duration,
         read_size: u64,
@@ -83,8 +87,9 @@ impl<'a> UpstreamBody<'a> {
     ) -> UpstreamBody<'a> {
         UpstreamBody {
             stream: Some(stream),
+            end: input.len(),
             input,
-            position: 0,
+            position,
             remaining: match framing {
                 UpstreamFraming::Length(length) => length,
                 _ => 0,
@@ -132,9 +137,13 @@ impl<'a> UpstreamBody<'a> {
             if !may_wait {
                 return Ok(true);
             }
-            self.input.clear();
+            // Everything read was decoded: the buffer starts over (growing, and zeroed,
+            // only the first time a body needs more room than the head's buffer had).
             self.position = 0;
-            self.input.resize(self.read_size, 0);
+            self.end = 0;
+            if self.input.len() < self.read_size {
+                self.input.resize(self.read_size, 0);
+            }
             let Some(stream) = &self.stream else {
                 return Ok(false);
             };
@@ -142,21 +151,19 @@ impl<'a> UpstreamBody<'a> {
             let count = match read {
                 Ok(count) => count,
                 Err(error) if error.kind() == io::ErrorKind::TimedOut => {
-                    self.input.clear();
                     return Err(
                         "upstream timed out (110: Connection timed out) while reading upstream"
                             .to_owned(),
                     );
                 }
                 Err(error) => {
-                    self.input.clear();
                     return Err(format!(
                         "recv() failed ({}) while reading upstream",
                         crate::proxy::handler::errno_text(&error)
                     ));
                 }
             };
-            self.input.truncate(count);
+            self.end = count;
             if let Some(attempt) = request.upstream.attempts.get_mut(self.attempt) {
                 attempt.bytes_received += count as u64;
             }
@@ -174,7 +181,7 @@ impl<'a> UpstreamBody<'a> {
     /// Decodes buffered input into `out`: `Some(false)` at the body's end, `Some(true)` when
     /// input remains or output was produced, `None` when the input is used up.
     fn decode(&mut self, out: &mut Vec<u8>) -> Result<Option<bool>, String> {
-        let input = &self.input[self.position..];
+        let input = &self.input[self.position..self.end];
         match self.framing {
             UpstreamFraming::None => Ok(Some(false)),
             UpstreamFraming::Length(_) => {
@@ -195,7 +202,7 @@ impl<'a> UpstreamBody<'a> {
                     return Ok(None);
                 }
                 out.extend_from_slice(input);
-                self.position = self.input.len();
+                self.position = self.end;
                 Ok(Some(true))
             }
             UpstreamFraming::Chunked => {
@@ -230,7 +237,7 @@ impl<'a> UpstreamBody<'a> {
             UpstreamFraming::Length(_) => self.remaining == 0,
             UpstreamFraming::Chunked | UpstreamFraming::Close => false,
         };
-        let clean = ended && self.position == self.input.len();
+        let clean = ended && self.position == self.end;
         if !clean {
             return;
         }

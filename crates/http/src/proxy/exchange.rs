@@ -122,8 +122,8 @@ pub(super) async fn try_peer(
         )
         .await
         {
-            Ok((response, leftover)) => {
-                return Ok((idle.stream, response, leftover, idle.opened, idle.requests));
+            Ok((response, buffer)) => {
+                return Ok((idle.stream, response, buffer, idle.opened, idle.requests));
             }
             // A connection the server closed while idle: a new one, when repeating
             // the request is safe.
@@ -159,7 +159,7 @@ pub(super) async fn try_peer(
     let opened = Instant::now();
     request.upstream.attempts[attempt].connect_time =
         Some(opened.saturating_duration_since(started));
-    let (response, leftover) = exchange(
+    let (response, buffer) = exchange(
         &stream, proxy, head, body, client, worker, request, attempt, started,
     )
     .await
@@ -167,7 +167,7 @@ pub(super) async fn try_peer(
         error.stale = false;
         error
     })?;
-    Ok((stream, response, leftover, opened, 0))
+    Ok((stream, response, buffer, opened, 0))
 }
 
 /// Opens a connection to `address` within `timeout`.
@@ -314,14 +314,14 @@ async fn exchange(
     let limit = usize::try_from(proxy.buffer_size)
         .unwrap_or(usize::MAX)
         .max(1024);
-    let mut buffer = vec![0u8; limit];
+    let mut buffer = take_buffer(limit);
     let mut filled = 0;
     loop {
         // While waiting, a client that goes away ends the request (nginx's check for a
         // broken connection; `proxy_ignore_client_abort` is not supported).
         let read = tokio::select! {
             biased;
-            read = read_timed(stream, &mut buffer[filled..], proxy.read_timeout) => read,
+            read = read_after_wait(stream, &mut buffer[filled..], proxy.read_timeout) => read,
             () = client_gone(&client.connection.stream) => {
                 return Err(TryError {
                     kind: 0,
@@ -371,8 +371,10 @@ async fn exchange(
                     continue;
                 }
                 request.upstream.attempts[attempt].header_time = Some(started.elapsed());
-                let leftover = buffer[response.len..filled].to_vec();
-                return Ok((response, leftover));
+                // The buffer goes on with the response: the body bytes read with the head
+                // are decoded from it in place.
+                buffer.truncate(filled);
+                return Ok((response, buffer));
             }
             Ok(None) if filled == buffer.len() => {
                 return Err(TryError {
@@ -522,20 +524,97 @@ async fn stream_body(
     }
 }
 
-pub async fn write_timed(stream: &Stream, bytes: &[u8], timeout: Duration) -> io::Result<()> {
-    match tokio::time::timeout(timeout, stream.write_all(bytes)).await {
-        Ok(result) => result,
-        Err(_) => Err(io::ErrorKind::TimedOut.into()),
+thread_local! {
+    /// Response buffers of finished requests, for the next ones: no allocation, and no
+    /// zeroing, per request.
+    static BUFFERS: std::cell::RefCell<Vec<Vec<u8>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Buffers kept per worker, and the largest one kept.
+const BUFFERS_KEPT: usize = 64;
+const BUFFER_KEPT_BYTES_MAX: usize = 1 << 20;
+
+/// A buffer of exactly `len` bytes (their values are whatever they were).
+pub(super) fn take_buffer(len: usize) -> Vec<u8> {
+    let mut buffer = BUFFERS
+        .with(|buffers| buffers.borrow_mut().pop())
+        .unwrap_or_default();
+    buffer.resize(len, 0);
+    buffer.truncate(len);
+    buffer
+}
+
+/// A buffer that goes back to the pool when dropped.
+pub(super) struct PooledBuffer(pub Vec<u8>);
+
+impl Drop for PooledBuffer {
+    fn drop(&mut self) {
+        give_buffer(std::mem::take(&mut self.0));
     }
 }
 
+/// Gives a buffer back for another request.
+pub(super) fn give_buffer(buffer: Vec<u8>) {
+    if buffer.capacity() == 0 || buffer.capacity() > BUFFER_KEPT_BYTES_MAX {
+        return;
+    }
+    BUFFERS.with(|buffers| {
+        let mut buffers = buffers.borrow_mut();
+        if buffers.len() < BUFFERS_KEPT {
+            buffers.push(buffer);
+        }
+    });
+}
+
+/// Writes all of `bytes`; a timer runs only while the socket is full, and each wait may
+/// last `timeout` (nginx's send timeout is between two writes).
+pub async fn write_timed(stream: &Stream, mut bytes: &[u8], timeout: Duration) -> io::Result<()> {
+    while !bytes.is_empty() {
+        match stream.try_write(bytes) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(written) => bytes = &bytes[written..],
+            Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
+                match tokio::time::timeout(timeout, stream.writable()).await {
+                    Ok(result) => result?,
+                    Err(_) => return Err(io::ErrorKind::TimedOut.into()),
+                }
+            }
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(())
+}
+
+/// Reads what is there, or waits (with a timer) for something to read.
 pub async fn read_timed(
     stream: &Stream,
     buffer: &mut [u8],
     timeout: Duration,
 ) -> io::Result<usize> {
-    match tokio::time::timeout(timeout, stream.read(buffer)).await {
-        Ok(result) => result,
-        Err(_) => Err(io::ErrorKind::TimedOut.into()),
+    match stream.try_read(buffer) {
+        Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
+            read_after_wait(stream, buffer, timeout).await
+        }
+        result => result,
+    }
+}
+
+/// Waits (with a timer) until the socket is readable, then reads: for an answer that
+/// cannot have arrived yet, so that no read is made only to learn that.
+pub async fn read_after_wait(
+    stream: &Stream,
+    buffer: &mut [u8],
+    timeout: Duration,
+) -> io::Result<usize> {
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        match tokio::time::timeout_at(deadline, stream.readable()).await {
+            Ok(result) => result?,
+            Err(_) => return Err(io::ErrorKind::TimedOut.into()),
+        }
+        match stream.try_read(buffer) {
+            Err(error) if error.kind() == io::ErrorKind::WouldBlock => continue,
+            result => return result,
+        }
     }
 }

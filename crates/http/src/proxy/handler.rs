@@ -19,7 +19,7 @@ use crate::proxy::exchange::{Client, OutBody, try_peer};
 pub use crate::proxy::exchange::{errno_text, read_timed};
 use crate::proxy::pass::{ProxyPass, host_header, literal_address, parse_url};
 use crate::proxy::request::{HeadInput, is_idempotent, upstream_uri, write_head};
-use crate::proxy::response::{self, RewriteInput, UpstreamFraming};
+use crate::proxy::response::{self, RewriteInput, UpstreamFraming, UpstreamHead};
 use crate::proxy::{IgnoreHeaders, NextUpstream, Proxy};
 use crate::request::{ConnectionInfo, Request};
 use crate::response::Body;
@@ -34,7 +34,7 @@ static TEMP_NUMBERS: AtomicU64 = AtomicU64::new(0);
 /// One try of one upstream server, for `$upstream_*`.
 #[derive(Clone, Debug)]
 pub struct Attempt {
-    pub addr: Box<str>,
+    pub addr: std::sync::Arc<str>,
     /// The response's status; `None` when none arrived (the log then shows 502 or 504).
     pub status: Option<u16>,
     pub failed_status: u16,
@@ -56,8 +56,10 @@ pub struct UpstreamInfo {
     pub proxy_host: Vec<u8>,
     pub proxy_port: Vec<u8>,
     pub attempts: Vec<Attempt>,
-    /// The last response's fields (`$upstream_http_NAME`).
-    pub headers: Vec<(Vec<u8>, Vec<u8>)>,
+    /// The last response's head as received, and its fields as ranges of it
+    /// (`$upstream_http_NAME`, `$upstream_cookie_NAME`).
+    pub head: Vec<u8>,
+    pub fields: Vec<(std::ops::Range<usize>, std::ops::Range<usize>)>,
     /// The URI sent upstream; with the current try's address it makes the error log's
     /// `upstream: "http://ADDR/URI"`.
     pub uri: Vec<u8>,
@@ -66,11 +68,28 @@ pub struct UpstreamInfo {
 }
 
 impl UpstreamInfo {
+    /// The last response's fields, names and values.
+    pub fn fields(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
+        self.fields.iter().filter_map(|(name, value)| {
+            Some((self.head.get(name.clone())?, self.head.get(value.clone())?))
+        })
+    }
+
+    /// Keeps a response's head (the buffers keep their memory for the connection's next
+    /// request).
+    fn keep_head(&mut self, raw: &[u8], head: &UpstreamHead) {
+        self.head.clear();
+        self.head.extend_from_slice(&raw[..head.len.min(raw.len())]);
+        self.fields.clear();
+        self.fields.extend_from_slice(&head.fields);
+    }
+
     pub fn clear(&mut self) {
         self.proxy_host.clear();
         self.proxy_port.clear();
         self.attempts.clear();
-        self.headers.clear();
+        self.head.clear();
+        self.fields.clear();
         self.uri.clear();
         self.trying = false;
     }
@@ -121,11 +140,14 @@ pub async fn proxy<'a>(
     // Where to: the group, `$proxy_host`, the URL's URI part.
     let (group, uri_part, url_text, variables) = match pass {
         ProxyPass::Static(target) => {
-            request.upstream.proxy_host = target.host.to_vec();
-            request.upstream.proxy_port = target.port.to_vec();
+            // The request's buffers keep their memory from the connection's last request.
+            request.upstream.proxy_host.clear();
+            request.upstream.proxy_host.extend_from_slice(&target.host);
+            request.upstream.proxy_port.clear();
+            request.upstream.proxy_port.extend_from_slice(&target.port);
             (
                 GroupRef::Conf(&conf.upstreams[target.upstream.0 as usize]),
-                target.uri.as_deref().map(<[u8]>::to_vec),
+                target.uri.as_deref().map(std::borrow::Cow::Borrowed),
                 Some(target.url.as_bytes()),
                 false,
             )
@@ -136,7 +158,7 @@ pub async fn proxy<'a>(
                 Ok((group, host, port, uri)) => {
                     request.upstream.proxy_host = host;
                     request.upstream.proxy_port = port;
-                    (group, uri, None, true)
+                    (group, uri.map(std::borrow::Cow::Owned), None, true)
                 }
                 Err((status, message)) => {
                     log(
@@ -157,16 +179,40 @@ pub async fn proxy<'a>(
         Ok(body) => body,
         Err(status) => return ProxyOutcome::Finalize(status),
     };
-    let method = crate::proxy::request::method(worker, &connection.info, request, proxy);
-    let input = HeadInput {
-        uri_part: uri_part.as_deref(),
-        variables,
-        host: &request.upstream.proxy_host.clone(),
-        body_len: out_body.len(),
-        chunked: matches!(out_body, OutBody::Stream { chunked: true, .. }),
-    };
-    let uri = upstream_uri(request, location, &input);
-    if uri.is_empty() {
+    let method = proxy
+        .method
+        .as_ref()
+        .map(|template| render(worker, &connection.info, request, template));
+    let method_bytes = method.as_deref().unwrap_or_else(|| request.method_bytes());
+    let is_head = method_bytes.eq_ignore_ascii_case(b"HEAD");
+    let idempotent = is_idempotent(method_bytes);
+    let mut uri = std::mem::take(&mut request.upstream.uri);
+    let mut head = crate::proxy::exchange::PooledBuffer(crate::proxy::exchange::take_buffer(0));
+    {
+        let input = HeadInput {
+            uri_part: uri_part.as_deref(),
+            variables,
+            host: &request.upstream.proxy_host,
+            body_len: out_body.len(),
+            chunked: matches!(out_body, OutBody::Stream { chunked: true, .. }),
+        };
+        upstream_uri(request, location, &input, &mut uri);
+        if !uri.is_empty() {
+            let method_bytes = method.as_deref().unwrap_or_else(|| request.method_bytes());
+            write_head(
+                worker,
+                &connection.info,
+                request,
+                proxy,
+                method_bytes,
+                &uri,
+                &input,
+                &mut head.0,
+            );
+        }
+    }
+    request.upstream.uri = uri;
+    if request.upstream.uri.is_empty() {
         log(
             worker,
             &connection.info,
@@ -176,20 +222,6 @@ pub async fn proxy<'a>(
         );
         return ProxyOutcome::Finalize(500);
     }
-    let mut head = Vec::with_capacity(512);
-    write_head(
-        worker,
-        &connection.info,
-        request,
-        proxy,
-        &method,
-        &uri,
-        &input,
-        &mut head,
-    );
-    let is_head = method.eq_ignore_ascii_case(b"HEAD");
-    let idempotent = is_idempotent(&method);
-    request.upstream.uri = uri;
 
     let hash_key = match &group.group().balancer {
         Balancer::Hash { key, .. } => render(worker, &connection.info, request, key),
@@ -256,7 +288,7 @@ pub async fn proxy<'a>(
             peer,
             proxy,
             bind,
-            &head,
+            &head.0,
             &out_body,
             &mut client,
             idempotent,
@@ -265,7 +297,7 @@ pub async fn proxy<'a>(
         )
         .await;
         match result {
-            Ok((stream, mut upstream_head, leftover, opened, requests)) => {
+            Ok((stream, upstream_head, buffer, opened, requests)) => {
                 let status = upstream_head.status;
                 request.upstream.attempts[attempt].status = Some(status);
                 // `proxy_next_upstream http_5xx`: only while another server may be tried.
@@ -306,26 +338,28 @@ pub async fn proxy<'a>(
                     request.upstream.attempts[attempt].response_time = Some(started.elapsed());
                     // The challenge of an intercepted 401 still reaches the client.
                     if status == 401 {
-                        for (name, value) in &upstream_head.headers {
+                        for (name, value) in &upstream_head.fields {
+                            let name = &buffer[name.clone()];
                             if name.eq_ignore_ascii_case(b"www-authenticate") {
                                 request.response.headers.push((
-                                    crate::response::Bytes::Owned(name.clone()),
-                                    crate::response::Bytes::Owned(value.clone()),
+                                    crate::response::Bytes::Owned(name.to_vec()),
+                                    crate::response::Bytes::Owned(buffer[value.clone()].to_vec()),
                                 ));
                             }
                         }
                     }
-                    request.upstream.headers = upstream_head.headers;
+                    request.upstream.keep_head(&buffer, &upstream_head);
                     return ProxyOutcome::Finalize(status);
                 }
                 if !proxy.ignore_headers.has(IgnoreHeaders::X_ACCEL_REDIRECT)
                     && let Some(target) = upstream_head
-                        .headers
+                        .fields
                         .iter()
+                        .map(|(name, value)| (&buffer[name.clone()], &buffer[value.clone()]))
                         .find(|(name, value)| {
                             name.eq_ignore_ascii_case(b"x-accel-redirect") && !value.is_empty()
                         })
-                        .map(|(_, value)| value.clone())
+                        .map(|(_, value)| value.to_vec())
                 {
                     release(
                         worker,
@@ -343,9 +377,10 @@ pub async fn proxy<'a>(
                         request,
                         proxy,
                         &upstream_head,
+                        &buffer,
                         target,
                     );
-                    request.upstream.headers = upstream_head.headers;
+                    request.upstream.keep_head(&buffer, &upstream_head);
                     return outcome;
                 }
                 let rewrite = RewriteInput {
@@ -353,18 +388,16 @@ pub async fn proxy<'a>(
                     url_has_uri: uri_part.is_some(),
                     location: location.prefix(),
                 };
-                // The fields move to the request (`$upstream_http_NAME`) once applied.
-                let headers = std::mem::take(&mut upstream_head.headers);
+                request.upstream.keep_head(&buffer, &upstream_head);
                 response::apply(
                     worker,
                     &connection.info,
                     request,
                     proxy,
                     &upstream_head,
-                    &headers,
+                    &buffer,
                     &rewrite,
                 );
-                request.upstream.headers = headers;
                 let framing = response::framing(&upstream_head, is_head);
                 let keepalive = match &group {
                     GroupRef::Conf(group)
@@ -382,7 +415,8 @@ pub async fn proxy<'a>(
                 };
                 let body = UpstreamBody::new(
                     stream,
-                    leftover,
+                    buffer,
+                    upstream_head.len,
                     framing,
                     proxy.read_timeout,
                     proxy.buffers.count * proxy.buffers.size,
@@ -470,9 +504,9 @@ fn release(
 }
 
 impl Attempt {
-    fn new(addr: &str, started: Instant, failed_status: u16) -> Attempt {
+    fn new(addr: &std::sync::Arc<str>, started: Instant, failed_status: u16) -> Attempt {
         Attempt {
-            addr: addr.into(),
+            addr: std::sync::Arc::clone(addr),
             status: None,
             failed_status,
             started,

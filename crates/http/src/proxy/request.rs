@@ -36,38 +36,32 @@ pub struct HeadInput<'i> {
     pub chunked: bool,
 }
 
-/// The method sent upstream: `proxy_method`, else the client's.
-pub fn method(
-    worker: &HttpWorker,
-    connection: &ConnectionInfo,
-    request: &Request<'_>,
-    proxy: &Proxy,
-) -> Vec<u8> {
-    match &proxy.method {
-        Some(template) => render(worker, connection, request, template),
-        None => request.method_bytes().to_vec(),
-    }
-}
-
 /// The URI sent upstream, by nginx's rules: the client's own target when the URL has no
 /// URI part and nothing changed the URI; else the URL's URI part in place of the
 /// location's prefix (or the whole changed URI), escaped when it was decoded.
-pub fn upstream_uri(request: &Request<'_>, location: &Location, input: &HeadInput<'_>) -> Vec<u8> {
+pub fn upstream_uri(
+    request: &Request<'_>,
+    location: &Location,
+    input: &HeadInput<'_>,
+    uri: &mut Vec<u8>,
+) {
+    uri.clear();
     if input.variables
-        && let Some(uri) = input.uri_part
+        && let Some(part) = input.uri_part
     {
-        return uri.to_vec();
+        uri.extend_from_slice(part);
+        return;
     }
     let unparsed_valid = !request.internal && !request.args_changed;
     if input.uri_part.is_none() && unparsed_valid && !request.request_uri().is_empty() {
-        return request.request_uri().to_vec();
+        uri.extend_from_slice(request.request_uri());
+        return;
     }
     let valid_location = !request.location_uri_changed;
     let prefix_len = match input.uri_part {
         Some(_) if valid_location => location.prefix().len().min(request.uri.len()),
         _ => 0,
     };
-    let mut uri = Vec::with_capacity(request.uri.len() + request.args.len() + 16);
     if valid_location && let Some(part) = input.uri_part {
         uri.extend_from_slice(part);
     }
@@ -76,7 +70,7 @@ pub fn upstream_uri(request: &Request<'_>, location: &Location, input: &HeadInpu
         memchr::memchr(b'?', request.request_uri()).unwrap_or(request.request_uri().len());
     let quoted = request.request_uri()[..path_end].contains(&b'%');
     if quoted || request.internal {
-        escape_uri(rest, &mut uri);
+        escape_uri(rest, uri);
     } else {
         uri.extend_from_slice(rest);
     }
@@ -84,7 +78,6 @@ pub fn upstream_uri(request: &Request<'_>, location: &Location, input: &HeadInpu
         uri.push(b'?');
         uri.extend_from_slice(&request.args);
     }
-    uri
 }
 
 /// Percent-escapes what may not appear in a request path as sent (nginx's URI escaping):
@@ -139,28 +132,34 @@ pub fn write_head(
     } else {
         b" HTTP/1.0\r\n"
     });
-    let mut value = Vec::new();
     // `Host` first: as set, or `$proxy_host` (also when set empty for HTTP/1.1).
-    let host = match find_set(proxy, b"host") {
+    match find_set(proxy, b"host") {
         Some(template) => {
             let rendered = render(worker, connection, request, template);
-            if rendered.is_empty() && proxy.http_11 {
-                input.host.to_vec()
+            let host = if rendered.is_empty() && proxy.http_11 {
+                input.host
             } else {
-                rendered
+                &rendered
+            };
+            if !host.is_empty() {
+                field(out, b"Host", host);
             }
         }
-        None => input.host.to_vec(),
-    };
-    if !host.is_empty() {
-        field(out, b"Host", &host);
+        None if !input.host.is_empty() => field(out, b"Host", input.host),
+        None => {}
     }
     for header in &proxy.set_header {
         if header.name.eq_ignore_ascii_case(b"host") {
             continue;
         }
-        value.clear();
-        value = render(worker, connection, request, &header.value);
+        // A literal value is written from the configuration, without a copy.
+        if let Some(literal) = header.value.as_literal() {
+            if !literal.is_empty() {
+                field(out, &header.name, literal);
+            }
+            continue;
+        }
+        let value = render(worker, connection, request, &header.value);
         if !value.is_empty() {
             field(out, &header.name, &value);
         }

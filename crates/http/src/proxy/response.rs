@@ -29,7 +29,8 @@ pub struct UpstreamHead {
     pub http_11: bool,
     /// An HTTP/0.9 answer: no head at all; everything is body.
     pub http_09: bool,
-    pub headers: Vec<(Vec<u8>, Vec<u8>)>,
+    /// Each field's name and value, as ranges of the buffer the head was parsed from.
+    pub fields: Vec<(std::ops::Range<usize>, std::ops::Range<usize>)>,
     pub content_length: Option<u64>,
     pub chunked: bool,
     pub connection_close: bool,
@@ -72,6 +73,12 @@ pub fn parse(buf: &[u8]) -> Result<Option<UpstreamHead>, InvalidHead> {
         Err(_) => return Err(InvalidHead("upstream sent invalid header".to_owned())),
     };
     head.len = line_end + len;
+    let base = buf.as_ptr() as usize;
+    let range = |part: &[u8]| {
+        let start = part.as_ptr() as usize - base;
+        start..start + part.len()
+    };
+    head.fields.reserve(fields.len());
     for field in fields.iter() {
         let name = field.name.as_bytes();
         let value = field.value;
@@ -117,7 +124,7 @@ pub fn parse(buf: &[u8]) -> Result<Option<UpstreamHead>, InvalidHead> {
         {
             head.connection_close = true;
         }
-        head.headers.push((name.to_vec(), value.to_vec()));
+        head.fields.push((range(name), range(value)));
     }
     if head.chunked && head.content_length.is_some() {
         return Err(InvalidHead(
@@ -260,6 +267,14 @@ fn hidden(proxy: &Proxy, name: &[u8]) -> bool {
             .any(|pass| pass.eq_ignore_ascii_case(name))
 }
 
+/// Whether `NNN Reason` is what Portico writes for the status anyway.
+fn is_portico_line(status: u16, line: &[u8]) -> bool {
+    let Some(reason) = http1::status::reason_phrase(status) else {
+        return false;
+    };
+    line.len() == 4 + reason.len() && line[4..] == *reason.as_bytes() && line[3] == b' '
+}
+
 fn is(name: &[u8], lowercase: &[u8]) -> bool {
     name.eq_ignore_ascii_case(lowercase)
 }
@@ -280,19 +295,22 @@ pub fn apply(
     request: &mut crate::request::Request<'_>,
     proxy: &Proxy,
     head: &UpstreamHead,
-    fields: &[(Vec<u8>, Vec<u8>)],
+    raw: &[u8],
     input: &RewriteInput<'_>,
 ) {
+    let mut fields = head
+        .fields
+        .iter()
+        .map(|(name, value)| (&raw[name.clone()], &raw[value.clone()]));
     request.response.status = head.status;
-    if !head.http_09 {
+    // A reason phrase other than Portico's own is kept (`299 Custom Reason`).
+    if !head.http_09 && !is_portico_line(head.status, &head.status_line) {
         request.response.status_line = Some(head.status_line.clone());
     }
     request.response.content_length = head.content_length;
     request.response.accept_ranges = false;
-    let mut headers: Vec<(Bytes<'static>, Bytes<'static>)> = Vec::with_capacity(fields.len());
     let mut expires_seen = false;
-    for (name, value) in fields {
-        let name = name.as_slice();
+    for (name, value) in fields.clone() {
         if HOP_BY_HOP.iter().any(|hop| is(name, hop))
             && !(is(name, b"upgrade") && head.status == 101)
         {
@@ -302,7 +320,7 @@ pub fn apply(
             continue;
         }
         if is(name, b"content-type") {
-            request.response.content_type = Some(Bytes::Owned(value.clone()));
+            request.response.content_type = Some(Bytes::Owned(value.to_vec()));
             continue;
         }
         if is(name, b"last-modified")
@@ -312,15 +330,15 @@ pub fn apply(
             continue;
         }
         if is(name, b"etag") {
-            request.response.etag = Some(value.clone());
+            request.response.etag = Some(value.to_vec());
             continue;
         }
         if is(name, b"server") {
-            request.response.server = Some(value.clone());
+            request.response.server = Some(value.to_vec());
             continue;
         }
         if is(name, b"date") {
-            request.response.date = Some(value.clone());
+            request.response.date = Some(value.to_vec());
             continue;
         }
         if is(name, b"location") {
@@ -339,16 +357,18 @@ pub fn apply(
                 continue;
             }
             expires_seen = true;
-            value.clone()
+            value.to_vec()
         } else {
-            value.clone()
+            value.to_vec()
         };
-        headers.push((Bytes::Owned(name.to_vec()), Bytes::Owned(value)));
+        request
+            .response
+            .headers
+            .push((Bytes::Owned(name.to_vec()), Bytes::Owned(value)));
     }
     if !proxy.ignore_headers.has(IgnoreHeaders::X_ACCEL_LIMIT_RATE)
-        && let Some((_, value)) = fields
-            .iter()
-            .find(|(name, _)| name.eq_ignore_ascii_case(b"x-accel-limit-rate"))
+        && let Some((_, value)) =
+            fields.find(|(name, _)| name.eq_ignore_ascii_case(b"x-accel-limit-rate"))
     {
         if value.eq_ignore_ascii_case(b"off") {
             request.limit_rate = Some(0);
@@ -359,7 +379,6 @@ pub fn apply(
             request.limit_rate = Some(rate);
         }
     }
-    request.response.headers.extend(headers);
 }
 
 fn find_ascii_ci(haystack: &[u8], needle: &[u8]) -> Option<usize> {

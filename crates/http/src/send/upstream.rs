@@ -30,7 +30,8 @@ pub(super) async fn send_upstream(
         return Ok(());
     }
     let chunked = context.framing == Framing::Chunked;
-    let mut pending = std::mem::take(head);
+    // The head's buffer (the connection's, kept for its next response) gathers the body.
+    let pending = head;
     let mut data = Vec::new();
     let mut received = 0u64;
     loop {
@@ -39,7 +40,7 @@ pub(super) async fn send_upstream(
         if matches!(result, Ok(true)) && data.is_empty() {
             // Nothing more without waiting for the upstream: send what is gathered first.
             if !pending.is_empty() {
-                output.write(&pending).await?;
+                output.write(pending).await?;
                 pending.clear();
             }
             result = body.next(&mut data, true, request).await;
@@ -49,7 +50,7 @@ pub(super) async fn send_upstream(
             Err(message) => {
                 end_attempt(request, attempt, received);
                 // What arrived is passed on; the client sees the body cut short.
-                let _ = output.write(&pending).await;
+                let _ = output.write(pending).await;
                 log_failure(context.worker, context.connection, request, &message);
                 return Err(io::Error::other(message));
             }
@@ -57,7 +58,7 @@ pub(super) async fn send_upstream(
         if !data.is_empty() {
             received += data.len() as u64;
             if chunked {
-                http1::response::write_chunk_header(&mut pending, data.len());
+                http1::response::write_chunk_header(pending, data.len());
                 pending.extend_from_slice(&data);
                 pending.extend_from_slice(CHUNK_END);
             } else {
@@ -68,14 +69,14 @@ pub(super) async fn send_upstream(
             break;
         }
         if pending.len() >= GATHER_BYTES_MAX {
-            output.write(&pending).await?;
+            output.write(pending).await?;
             pending.clear();
         }
     }
     end_attempt(request, attempt, received);
-    finish(context, request, &mut pending);
+    finish(context, request, pending);
     if !pending.is_empty() {
-        output.write(&pending).await?;
+        output.write(pending).await?;
     }
     body.finish();
     Ok(())

@@ -18,8 +18,8 @@ pub struct Selected {
 /// What one request has tried so far, and its balancer's per-request state.
 #[derive(Clone, Debug, Default)]
 pub struct Tried {
-    primary: Vec<bool>,
-    backup: Vec<bool>,
+    primary: Bits,
+    backup: Bits,
     /// The primary peers are exhausted: choose among the backups.
     in_backup: bool,
     /// `ip_hash`/`hash`: the running hash, rehash count and attempts (nginx gives up after
@@ -29,6 +29,45 @@ pub struct Tried {
     attempts: u32,
     /// `hash ... consistent`: the position on the ring, once found.
     ring_position: Option<usize>,
+}
+
+/// Which peers a request has tried: bits in place for up to 128 peers (no allocation per
+/// request), a vector beyond.
+#[derive(Clone, Debug, Default)]
+pub struct Bits {
+    inline: u128,
+    heap: Vec<bool>,
+}
+
+impl Bits {
+    fn new(len: usize) -> Bits {
+        Bits {
+            inline: 0,
+            heap: if len > 128 {
+                vec![false; len]
+            } else {
+                Vec::new()
+            },
+        }
+    }
+
+    fn get(&self, index: usize) -> bool {
+        if self.heap.is_empty() {
+            index < 128 && self.inline & (1 << index) != 0
+        } else {
+            self.heap.get(index).copied().unwrap_or(false)
+        }
+    }
+
+    fn set(&mut self, index: usize) {
+        if self.heap.is_empty() {
+            if index < 128 {
+                self.inline |= 1 << index;
+            }
+        } else if let Some(bit) = self.heap.get_mut(index) {
+            *bit = true;
+        }
+    }
 }
 
 /// What the hash balancers hash.
@@ -45,8 +84,8 @@ const HASH_ATTEMPTS_MAX: u32 = 20;
 impl Tried {
     pub fn new(group: &Group) -> Tried {
         Tried {
-            primary: vec![false; group.primary.len()],
-            backup: vec![false; group.backup.len()],
+            primary: Bits::new(group.primary.len()),
+            backup: Bits::new(group.backup.len()),
             hash: if matches!(group.balancer, Balancer::IpHash) {
                 89
             } else {
@@ -87,14 +126,14 @@ fn touch(peer: &Peer, state: &mut PeerState, now: Instant) {
 fn weighted_pick(
     peers: &[Peer],
     states: &mut [PeerState],
-    tried: &[bool],
+    tried: &Bits,
     now: Instant,
     eligible: impl Fn(usize) -> bool,
 ) -> Option<usize> {
     let mut best: Option<usize> = None;
     let mut total = 0i64;
     for index in 0..peers.len() {
-        if tried[index] || !eligible(index) || !available(&peers[index], &states[index], now) {
+        if tried.get(index) || !eligible(index) || !available(&peers[index], &states[index], now) {
             continue;
         }
         let state = &mut states[index];
@@ -118,12 +157,12 @@ fn weighted_pick(
 fn least_conn_pick(
     peers: &[Peer],
     states: &mut [PeerState],
-    tried: &[bool],
+    tried: &Bits,
     now: Instant,
 ) -> Option<usize> {
     let mut best: Option<usize> = None;
     for index in 0..peers.len() {
-        if tried[index] || !available(&peers[index], &states[index], now) {
+        if tried.get(index) || !available(&peers[index], &states[index], now) {
             continue;
         }
         if best.is_none_or(|best| ratio_less(peers, states, index, best)) {
@@ -189,7 +228,8 @@ fn ip_hash_pick(
         }
         tried.hash = hash;
         let index = by_weight(&group.primary, hash % total);
-        if !tried.primary[index] && available(&group.primary[index], &state.primary[index], now) {
+        if !tried.primary.get(index) && available(&group.primary[index], &state.primary[index], now)
+        {
             touch(&group.primary[index], &mut state.primary[index], now);
             return Some(Some(index));
         }
@@ -219,7 +259,8 @@ fn hash_pick(
         tried.hash += hash;
         tried.rehash += 1;
         let index = by_weight(&group.primary, tried.hash % total);
-        if !tried.primary[index] && available(&group.primary[index], &state.primary[index], now) {
+        if !tried.primary.get(index) && available(&group.primary[index], &state.primary[index], now)
+        {
             touch(&group.primary[index], &mut state.primary[index], now);
             return Some(Some(index));
         }
@@ -280,7 +321,8 @@ fn random_pick(
     let total = total_weight(&group.primary);
     let draw = |tried: &mut Tried| loop {
         let index = by_weight(&group.primary, random_u64() % total);
-        if !tried.primary[index] && available(&group.primary[index], &state.primary[index], now) {
+        if !tried.primary.get(index) && available(&group.primary[index], &state.primary[index], now)
+        {
             return Some(index);
         }
         tried.attempts += 1;
@@ -407,7 +449,7 @@ impl Group {
                     }),
             };
             if let Some(index) = primary {
-                tried.primary[index] = true;
+                tried.primary.set(index);
                 state.primary[index].conns += 1;
                 return Some(Selected {
                     backup: false,
@@ -425,7 +467,7 @@ impl Group {
             }),
         };
         if let Some(index) = backup {
-            tried.backup[index] = true;
+            tried.backup.set(index);
             state.backup[index].conns += 1;
             return Some(Selected {
                 backup: true,

@@ -45,8 +45,9 @@ impl std::fmt::Display for PeerAddr {
 #[derive(Clone, Debug)]
 pub struct Peer {
     pub address: PeerAddr,
-    /// The address as `$upstream_addr` and the error log show it (`127.0.0.1:8080`).
-    pub name: Box<str>,
+    /// The address as `$upstream_addr` and the error log show it (`127.0.0.1:8080`);
+    /// shared with each request's record of its tries.
+    pub name: std::sync::Arc<str>,
     /// The `server` parameter as written, for `hash ... consistent` points.
     pub server: Box<str>,
     pub weight: u32,
@@ -110,7 +111,7 @@ pub struct GroupState {
 /// An upstream group.
 #[derive(Debug)]
 pub struct Group {
-    pub name: Box<str>,
+    pub name: std::sync::Arc<str>,
     pub primary: Vec<Peer>,
     pub backup: Vec<Peer>,
     pub balancer: Balancer,
@@ -129,7 +130,7 @@ pub struct Group {
 
 impl Group {
     pub fn new(
-        name: Box<str>,
+        name: std::sync::Arc<str>,
         primary: Vec<Peer>,
         backup: Vec<Peer>,
         balancer: Balancer,

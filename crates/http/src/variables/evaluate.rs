@@ -99,7 +99,10 @@ impl RequestVariables<'_> {
                 PeerAddress::Unix => {}
             },
             Variable::ServerAddr => match self.connection.local {
-                Some(address) => out.extend_from_slice(address.ip().to_string().as_bytes()),
+                Some(address) => {
+                    use std::io::Write;
+                    let _ = write!(out, "{}", address.ip());
+                }
                 None => out.extend_from_slice(b"unix:"),
             },
             Variable::ServerPort => {
@@ -245,7 +248,7 @@ impl RequestVariables<'_> {
             }
             Variable::UpstreamCookie(name) => {
                 // The first `NAME=value` of each `Set-Cookie`, as nginx reads them.
-                for (field, value) in &request.upstream.headers {
+                for (field, value) in request.upstream.fields() {
                     if !field.eq_ignore_ascii_case(b"set-cookie") {
                         continue;
                     }
@@ -262,7 +265,7 @@ impl RequestVariables<'_> {
             }
             Variable::UpstreamHttp(name) => {
                 let mut found = false;
-                for (field, value) in &request.upstream.headers {
+                for (field, value) in request.upstream.fields() {
                     if crate::request::header_name_matches(field, name) {
                         if found {
                             out.extend_from_slice(b", ");
