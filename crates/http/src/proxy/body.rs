@@ -125,6 +125,29 @@ impl<'a> UpstreamBody<'a> {
         may_wait: bool,
         request: &mut Request<'_>,
     ) -> Result<bool, String> {
+        let mut received = 0;
+        let result = self.next_counted(out, may_wait, &mut received).await;
+        if let Some(attempt) = request.upstream.attempts.get_mut(self.attempt) {
+            attempt.bytes_received += received;
+        }
+        result
+    }
+
+    /// [`UpstreamBody::next`], waiting as needed, for a caller that counts the bytes
+    /// received itself: whether more follows, and the bytes read from the connection.
+    /// Dropping it while it waits loses nothing.
+    pub async fn next_detached(&mut self, out: &mut Vec<u8>) -> Result<(bool, u64), String> {
+        let mut received = 0;
+        let more = self.next_counted(out, true, &mut received).await?;
+        Ok((more, received))
+    }
+
+    async fn next_counted(
+        &mut self,
+        out: &mut Vec<u8>,
+        may_wait: bool,
+        received: &mut u64,
+    ) -> Result<bool, String> {
         loop {
             if let Some(more) = self.decode(out)? {
                 if !more {
@@ -164,9 +187,7 @@ impl<'a> UpstreamBody<'a> {
                 }
             };
             self.end = count;
-            if let Some(attempt) = request.upstream.attempts.get_mut(self.attempt) {
-                attempt.bytes_received += count as u64;
-            }
+            *received += count as u64;
             if count == 0 {
                 return match self.framing {
                     UpstreamFraming::Close => Ok(false),

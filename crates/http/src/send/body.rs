@@ -95,6 +95,66 @@ impl<'c> Output<'c> {
         Ok(())
     }
 
+    /// Writes what the socket and the rate limit take now, without waiting; returns how
+    /// many bytes went out (0 when the socket is full or the rate limit says wait).
+    pub fn try_write_now(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        let mut take = bytes.len();
+        if let Some(limiter) = &self.limit {
+            if limiter
+                .delayed_until
+                .is_some_and(|until| until > tokio::time::Instant::now())
+            {
+                return Ok(0);
+            }
+            let allowance = limiter
+                .rate
+                .allowance(self.clock.wall().unix_seconds, self.sent);
+            if allowance <= 0 {
+                return Ok(0);
+            }
+            take =
+                usize::try_from(allowance.unsigned_abs()).map_or(take, |allowed| allowed.min(take));
+        }
+        if take == 0 {
+            return Ok(0);
+        }
+        match self.connection.stream.try_write(&bytes[..take]) {
+            Ok(written) => {
+                self.record(written);
+                Ok(written)
+            }
+            Err(error) if error.kind() == io::ErrorKind::WouldBlock => Ok(0),
+            Err(error) => Err(error),
+        }
+    }
+
+    /// Waits until a write may make progress: the rate limit's pause over and the socket
+    /// writable, the latter within `send_timeout`. Dropping the wait loses nothing.
+    pub async fn ready(&mut self) -> io::Result<()> {
+        if let Some(limiter) = &mut self.limit {
+            let until = match limiter.delayed_until {
+                Some(until) => Some(until),
+                None => {
+                    let allowance = limiter
+                        .rate
+                        .allowance(self.clock.wall().unix_seconds, self.sent);
+                    (allowance <= 0)
+                        .then(|| tokio::time::Instant::now() + limiter.rate.wait(allowance))
+                }
+            };
+            if let Some(until) = until {
+                limiter.delayed_until = Some(until);
+                tokio::time::sleep_until(until).await;
+                limiter.delayed_until = None;
+                return Ok(());
+            }
+        }
+        match tokio::time::timeout(self.send_timeout, self.connection.stream.writable()).await {
+            Ok(result) => result,
+            Err(_) => Err(io::ErrorKind::TimedOut.into()),
+        }
+    }
+
     fn record(&mut self, written: usize) {
         let before = self.sent;
         self.sent += written as u64;

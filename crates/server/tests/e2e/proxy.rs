@@ -652,3 +652,50 @@ fn a_resolver_finds_names_from_variables_and_caches_them() {
     assert_eq!(server.get("/none?host=backend.test").status, 502);
     server.wait_for_error_log("no resolver defined to resolve backend.test");
 }
+
+/// With `proxy_buffering on` the proxy reads the upstream's answer ahead of a client that
+/// does not read, so the upstream is done (and its connection free) long before the
+/// client takes the body; with `off` the upstream waits for the client.
+#[test]
+fn buffering_reads_ahead_of_a_slow_client() {
+    const BODY: usize = 48 << 20;
+    for (buffering, expect_done_early) in [("on", true), ("off", false)] {
+        let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = std::sync::Arc::clone(&done);
+        let mut builder = Instance::http_builder(&format!(
+            "server {{
+                listen 127.0.0.1:8080;
+                location / {{
+                    proxy_pass http://127.0.0.1:8081;
+                    proxy_buffering {buffering};
+                    proxy_buffers 2048 32k;
+                }}
+            }}"
+        ));
+        let port = builder.port(8081);
+        let _upstream = MockUpstream::start(port, move |mut conn| {
+            if conn.read_request().is_some() {
+                conn.write(format!("HTTP/1.1 200 OK\r\nContent-Length: {BODY}\r\n\r\n"));
+                conn.write(vec![b'x'; BODY]);
+                flag.store(true, std::sync::atomic::Ordering::Release);
+                let _ = conn.wait_closed(Duration::from_secs(10));
+            }
+        });
+        let server = builder.start();
+        let mut client = server.connect();
+        client.write("GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+        // The client reads nothing for a while.
+        std::thread::sleep(Duration::from_millis(1500));
+        assert_eq!(
+            done.load(std::sync::atomic::Ordering::Acquire),
+            expect_done_early,
+            "proxy_buffering {buffering}"
+        );
+        let (_, received) = client.wait_closed();
+        assert!(
+            received.len() > BODY,
+            "the whole body arrives ({} bytes)",
+            received.len()
+        );
+    }
+}
