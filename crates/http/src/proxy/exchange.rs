@@ -323,11 +323,19 @@ async fn exchange(
             biased;
             read = read_after_wait(stream, &mut buffer[filled..], proxy.read_timeout) => read,
             () = client_gone(&client.connection.stream) => {
+                // nginx's words; its action is still "sending" until the upstream answers.
+                let action = if filled == 0 {
+                    "sending request to upstream"
+                } else {
+                    "reading response header from upstream"
+                };
                 return Err(TryError {
                     kind: 0,
                     status: 499,
-                    message: "client prematurely closed connection while reading response header from upstream"
-                        .to_owned(),
+                    message: format!(
+                        "epoll_wait() reported that client prematurely closed connection, \
+                         so upstream connection is closed too while {action}"
+                    ),
                     sent: true,
                     stale: false,
                     client: true,

@@ -498,25 +498,24 @@ fn rewrite_cookie(
             .iter()
             .position(|&byte| byte == b';')
             .map_or(value.len(), |at| start + at);
+        // A domain's leading dot is kept and the rest matched and replaced.
+        let kept_dot = caseless && value.get(start) == Some(&b'.');
+        let start = if kept_dot { start + 1 } else { start };
         let mut attribute_value = value[start..end].to_vec();
-        let mut offset = 0;
-        if caseless && attribute_value.first() == Some(&b'.') {
-            offset = 1;
-        }
         for rule in rules {
             let rule = match rule {
                 RedirectRule::Prefix { from, to } if caseless => {
-                    // A domain matches whole, with a leading dot ignored on either side.
-                    let mut pattern = render(worker, connection, request, from);
-                    if pattern.first() == Some(&b'.') {
-                        pattern.remove(0);
-                    }
-                    if !attribute_value[offset..].eq_ignore_ascii_case(&pattern) {
+                    // A domain matches whole, case-insensitively, a leading dot ignored.
+                    let pattern = render(worker, connection, request, from);
+                    let pattern = pattern.strip_prefix(b".").unwrap_or(&pattern);
+                    if !attribute_value.eq_ignore_ascii_case(pattern) {
                         continue;
                     }
                     let replacement = render(worker, connection, request, to);
-                    attribute_value = replacement;
-                    offset = 0;
+                    attribute_value = replacement
+                        .strip_prefix(b".")
+                        .unwrap_or(&replacement)
+                        .to_vec();
                     break;
                 }
                 other => other,
@@ -535,7 +534,6 @@ fn rewrite_cookie(
                 break;
             }
         }
-        let _ = offset;
         value.splice(start..end, attribute_value);
     }
     value

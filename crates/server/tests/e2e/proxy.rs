@@ -279,7 +279,7 @@ fn a_client_leaving_while_the_upstream_thinks_ends_the_request_with_499() {
     drop(client);
     server.wait_for_line("logs/st.log", "499 -");
     server.wait_for_error_log(
-        "client prematurely closed connection while reading response header from upstream",
+        "epoll_wait() reported that client prematurely closed connection, so upstream connection is closed too while sending request to upstream",
     );
     wait_until("the upstream connection to close", PATIENCE, || {
         closed.load(std::sync::atomic::Ordering::Acquire)
@@ -698,4 +698,66 @@ fn buffering_reads_ahead_of_a_slow_client() {
             received.len()
         );
     }
+}
+
+#[test]
+fn cookies_and_hidden_fields_are_rewritten_as_configured() {
+    let (server, _upstream) = proxy_with(
+        "server {
+            listen 127.0.0.1:8080;
+            location / {
+                proxy_pass http://127.0.0.1:8081;
+                proxy_cookie_domain backend.internal example.com;
+                proxy_cookie_path /app/ /;
+                proxy_hide_header X-Secret;
+                proxy_pass_header Server;
+            }
+        }",
+        |mut conn| {
+            if conn.read_request().is_some() {
+                conn.write(concat!(
+                    "HTTP/1.1 200 OK\r\nServer: app/1.0\r\nX-Secret: s\r\n",
+                    "Set-Cookie: a=1; Domain=.Backend.Internal; Path=/app/x\r\n",
+                    "Set-Cookie: b=2; path=/other\r\nContent-Length: 0\r\n\r\n"
+                ));
+            }
+        },
+    );
+    let response = server.get("/");
+    assert_eq!(response.header("Server"), Some("app/1.0"));
+    assert!(!response.has_header("X-Secret"));
+    let cookies = response.header_all("Set-Cookie");
+    assert_eq!(
+        cookies,
+        ["a=1; Domain=.example.com; Path=/x", "b=2; path=/other"]
+    );
+}
+
+#[test]
+fn method_body_and_headers_can_be_replaced() {
+    let (server, upstream) = proxy_with(
+        "server {
+            listen 127.0.0.1:8080;
+            location / {
+                proxy_pass http://127.0.0.1:8081;
+                proxy_method PUT;
+                proxy_set_body \"replaced $request_method\";
+                proxy_pass_request_headers off;
+            }
+        }",
+        |mut conn| {
+            while conn.read_request().is_some() {
+                conn.write(OK);
+            }
+        },
+    );
+    let response = server.request(
+        "POST / HTTP/1.1\r\nHost: x\r\nX-Client: yes\r\nContent-Length: 3\r\nConnection: close\r\n\r\nabc",
+    );
+    assert_eq!(response.status, 200);
+    let request = &upstream.requests()[0];
+    assert!(request.starts_with("PUT / HTTP/1.0\r\n"), "{request}");
+    assert!(!request.contains("X-Client"), "{request}");
+    assert!(request.contains("Content-Length: 13\r\n"), "{request}");
+    assert!(request.ends_with("\r\n\r\nreplaced POST"), "{request}");
 }
