@@ -279,7 +279,8 @@ fn a_client_leaving_while_the_upstream_thinks_ends_the_request_with_499() {
     drop(client);
     server.wait_for_line("logs/st.log", "499 -");
     server.wait_for_error_log(
-        "epoll_wait() reported that client prematurely closed connection, so upstream connection is closed too while sending request to upstream",
+        "epoll_wait() reported that client prematurely closed connection, \
+         so upstream connection is closed too while sending request to upstream",
     );
     wait_until("the upstream connection to close", PATIENCE, || {
         closed.load(std::sync::atomic::Ordering::Acquire)
