@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use logging::ErrorLog;
 use runtime::{Clock, Phase, Stream};
-use threadpool::ThreadPool;
+use threadpool::{ThreadPool, ThreadPools};
 use tokio::sync::watch;
 
 use crate::conf::{AddressConf, HttpConf};
@@ -23,8 +23,11 @@ pub struct Generation {
     /// Counts up with each reload; thread names and logs carry it.
     pub number: u64,
     pub http: HttpConf,
-    /// The pool that opens, stats and reads files for the static handler.
+    /// The `default` pool: request-body temp files, `if (-f ...)` and `$realpath_root`
+    /// run there.
     pub file_pool: ThreadPool,
+    /// Every pool, for `aio threads=POOL`.
+    pub pools: ThreadPools,
     /// Connection serial numbers, shared by every worker of every generation.
     pub connection_ids: Arc<AtomicU64>,
     pub hostname: String,
@@ -48,6 +51,9 @@ pub struct HttpWorker {
     stopping: Arc<AtomicBool>,
     /// Idle keep-alive connections, woken by a read shutdown when the worker drains.
     idle: RefCell<IdleSet>,
+    /// The longest blocking file operation made on this worker since the stall watcher
+    /// last looked, and what it was.
+    slowest_blocking: RefCell<Option<(Duration, String)>>,
 }
 
 #[derive(Default)]
@@ -107,6 +113,15 @@ impl Drop for IdleGuard<'_> {
 /// connections close.
 pub const IDLE_GRACE_ON_DRAIN: Duration = Duration::from_secs(1);
 
+/// How often the stall watcher's timer is due.
+pub const LOOP_STALL_TICK: Duration = Duration::from_millis(10);
+
+/// A worker loop kept from turning this long is logged at `warn`.
+pub const LOOP_STALL_WARN: Duration = Duration::from_millis(100);
+
+/// Stall warnings are written at most this often per worker.
+pub const LOOP_STALL_REPORT_INTERVAL: Duration = Duration::from_secs(1);
+
 /// How often buffered access logs are checked for their `flush=` interval.
 pub const ACCESS_LOG_FLUSH_CHECK: Duration = Duration::from_secs(1);
 
@@ -130,6 +145,7 @@ impl HttpWorker {
             draining: Cell::new(false),
             idle_grace_over: Cell::new(false),
             idle: RefCell::new(IdleSet::default()),
+            slowest_blocking: RefCell::new(None),
             stopping,
         }
     }
@@ -221,36 +237,100 @@ impl HttpWorker {
         }
     }
 
-    /// Runs `work` on the generation's file pool. A full queue or a lost task is a 500 with
-    /// the error-log line nginx writes when it cannot post a thread task.
+    /// Runs `work` on the generation's `default` pool. A full queue or a lost task is a 500
+    /// with the error-log line nginx writes when it cannot post a thread task.
     pub async fn offload<T: Send + 'static>(
         &self,
         work: impl FnOnce() -> T + Send + 'static,
     ) -> Result<T, crate::static_files::handler::FileError> {
-        let pool = &self.generation.file_pool;
-        match pool.submit(work) {
-            Ok(completion) => {
-                completion
-                    .await
-                    .map_err(|_| crate::static_files::handler::FileError {
-                        status: 500,
-                        level: logging::Level::Alert,
-                        message: format!("thread pool \"{}\" task was lost", pool.name()),
-                    })
+        offload_to(&self.generation.file_pool, work).await
+    }
+
+    /// Records a file operation that ran on this worker (`aio off`) and took `took`, for
+    /// the stall watcher's warning. `what` is formatted only for a slow one.
+    pub fn note_blocking(&self, took: Duration, what: impl FnOnce() -> String) {
+        if took < LOOP_STALL_WARN / 2 {
+            return;
+        }
+        let mut slowest = self.slowest_blocking.borrow_mut();
+        if slowest.as_ref().is_none_or(|(longest, _)| took > *longest) {
+            *slowest = Some((took, what()));
+        }
+    }
+
+    /// Measures this worker's loop: a timer due every [`LOOP_STALL_TICK`] fires late by as
+    /// long as the loop was kept from turning. A lateness of [`LOOP_STALL_WARN`] or more is
+    /// logged at `warn` (at most once a second, with the count of others), naming the
+    /// slowest blocking file operation seen meanwhile.
+    pub async fn watch_loop_stalls(self: Rc<Self>) {
+        let mut last = std::time::Instant::now();
+        let mut warned_at: Option<std::time::Instant> = None;
+        let mut unreported = 0u64;
+        let mut worst = Duration::ZERO;
+        loop {
+            tokio::time::sleep(LOOP_STALL_TICK).await;
+            let now = std::time::Instant::now();
+            let stall = now.duration_since(last).saturating_sub(LOOP_STALL_TICK);
+            last = now;
+            if stall < LOOP_STALL_WARN {
+                continue;
             }
-            Err(overflow) => Err(crate::static_files::handler::FileError {
-                status: 500,
-                level: logging::Level::Error,
-                message: format!(
-                    "thread pool \"{}\" queue overflow: {} tasks waiting",
-                    pool.name(),
-                    overflow.waiting
-                ),
-            }),
+            unreported += 1;
+            worst = worst.max(stall);
+            if warned_at.is_some_and(|at| now.duration_since(at) < LOOP_STALL_REPORT_INTERVAL) {
+                continue;
+            }
+            warned_at = Some(now);
+            let cause = match self.slowest_blocking.borrow_mut().take() {
+                Some((took, what)) => format!("{what} took {} ms", took.as_millis()),
+                None => "no blocking file operation was recorded".to_owned(),
+            };
+            let error_log = &self.generation.error_log;
+            if error_log.enabled(logging::Level::Warn) {
+                error_log.write(
+                    logging::Level::Warn,
+                    &self.clock.wall(),
+                    None,
+                    format_args!(
+                        "worker loop stalled for {} ms ({unreported} stalls of {} ms or more \
+                         since the last report); {cause}",
+                        worst.as_millis(),
+                        LOOP_STALL_WARN.as_millis()
+                    ),
+                    None,
+                );
+            }
+            unreported = 0;
+            worst = Duration::ZERO;
         }
     }
 
     pub fn flush_access_logs(&self) {
         self.access_logs.borrow_mut().flush_all();
+    }
+}
+
+/// Runs `work` on `pool` and waits for its result on this worker.
+pub async fn offload_to<T: Send + 'static>(
+    pool: &ThreadPool,
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, crate::static_files::handler::FileError> {
+    match pool.submit(work) {
+        Ok(completion) => completion
+            .await
+            .map_err(|_| crate::static_files::handler::FileError {
+                status: 500,
+                level: logging::Level::Alert,
+                message: format!("thread pool \"{}\" task was lost", pool.name()),
+            }),
+        Err(overflow) => Err(crate::static_files::handler::FileError {
+            status: 500,
+            level: logging::Level::Error,
+            message: format!(
+                "thread pool \"{}\" queue overflow: {} tasks waiting",
+                pool.name(),
+                overflow.waiting
+            ),
+        }),
     }
 }

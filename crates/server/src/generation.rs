@@ -10,7 +10,7 @@ use logging::{Level, LogFiles};
 use runtime::accept::{Accepted, WorkerListener, accept_loop};
 use runtime::worker::{self, ThreadStart, WorkerContext, WorkerHandle, WorkerSpec};
 use runtime::{AcceptSettings, ListenAddress, Phase};
-use threadpool::{PoolSettings, ThreadPool};
+use threadpool::{ThreadPool, ThreadPools};
 
 use crate::config::{Config, CpuAffinity, UserSetting};
 use crate::listeners::GenerationSockets;
@@ -73,22 +73,18 @@ pub fn start(
         ));
     };
     let on_start = config.user.clone().map(drop_privileges_hook);
-    let pool_settings = file_pool_settings(&config.thread_pools);
     let pool_hook = on_start.clone().map(|hook| -> threadpool::ThreadStart {
         Arc::new(move || {
             let _ = hook();
         })
     });
-    let file_pool = ThreadPool::start(&pool_settings, pool_hook).map_err(|error| {
-        StartError(format!(
-            "thread pool \"{}\" could not start: {error}",
-            pool_settings.name
-        ))
-    })?;
+    let pools = ThreadPools::start(&config.thread_pools, pool_hook)
+        .map_err(|error| StartError(format!("thread pool could not start: {error}")))?;
     let generation = Arc::new(Generation {
         number,
         http,
-        file_pool: file_pool.clone(),
+        file_pool: pools.default_pool().clone(),
+        pools: pools.clone(),
         connection_ids,
         hostname: crate::config::hostname(),
         error_log: Arc::clone(&config.error_log),
@@ -128,20 +124,11 @@ pub fn start(
     Ok(GenerationHandle {
         generation,
         workers,
-        pools: vec![file_pool],
+        pools: pools.iter().cloned().collect(),
         log_files: std::mem::take(&mut config.log_files),
         sockets,
         draining: false,
     })
-}
-
-/// The pool the static handler uses: `default` as declared, else nginx's default pool.
-fn file_pool_settings(declared: &[PoolSettings]) -> PoolSettings {
-    declared
-        .iter()
-        .find(|pool| pool.name == "default")
-        .cloned()
-        .unwrap_or_else(PoolSettings::default_pool)
 }
 
 /// Switches the calling thread to `user`: Linux credentials are per thread, so workers
@@ -268,8 +255,10 @@ async fn run_worker(
     drop(sockets);
     let flusher = tokio::task::spawn_local(Rc::clone(&worker).flush_access_logs_periodically());
     tokio::task::spawn_local(Rc::clone(&worker).watch_phase());
+    let stall_watcher = tokio::task::spawn_local(Rc::clone(&worker).watch_loop_stalls());
     context.until_finished(shutdown_timeout).await;
     flusher.abort();
+    stall_watcher.abort();
     worker.flush_access_logs();
 }
 

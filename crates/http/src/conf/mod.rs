@@ -163,6 +163,9 @@ pub struct HttpConf {
     pub access_log_buffers: usize,
     /// Warnings to log once the configuration is in use.
     pub warnings: Vec<conf::ConfError>,
+    /// Each pool `aio threads=NAME` names without variables, where it was named: the
+    /// server checks them against the `thread_pool` directives.
+    pub thread_pools_used: Vec<(String, conf::Span)>,
 }
 
 impl HttpConf {
@@ -179,6 +182,7 @@ impl HttpConf {
             uses_realpath_root: false,
             access_log_buffers: 0,
             warnings: Vec::new(),
+            thread_pools_used: Vec::new(),
         }
     }
 

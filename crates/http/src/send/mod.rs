@@ -1,9 +1,10 @@
 //! Sending a response: the keep-alive decision, the header filters, the head, the body,
 //! and the access-log line at the end. `filters.rs` holds the filters that run before the
 //! head (not modified, `expires`, the rate limit), `framing.rs` the chunked decision,
-//! `head.rs` the head itself, `body.rs` the body writer and `rate.rs` `limit_rate`.
+//! `head.rs` the head itself, `body.rs` the body writer, `file.rs` file bodies and `rate.rs` `limit_rate`.
 
 mod body;
+mod file;
 mod filters;
 pub mod framing;
 mod head;

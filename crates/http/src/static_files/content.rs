@@ -11,6 +11,8 @@ use crate::pool_fs::path_from_bytes;
 use crate::request::{ConnectionInfo, Request};
 use crate::response::Body;
 use crate::static_files::handler::{self as static_handler, Opened, StaticOutcome};
+use crate::static_files::io::FileIo;
+use crate::static_files::{Aio, PoolChoice};
 use crate::variables::render;
 use crate::worker::HttpWorker;
 
@@ -40,12 +42,12 @@ pub async fn serve_static<'a>(
     let path = static_handler::map_path(location, &root, &request.uri);
     request.filename = path.clone();
     let path_buf = path_from_bytes(&path);
-    let opened = worker
-        .offload({
-            let path_buf = path_buf.clone();
-            move || static_handler::open_and_stat(&path_buf)
-        })
-        .await?;
+    let io = file_io(worker, connection, request, location_id);
+    let opened = offload_file(&io, {
+        let path_buf = path_buf.clone();
+        move || static_handler::open_and_stat(&path_buf)
+    })
+    .await?;
     match opened {
         Opened::Failed(error) => Err(static_handler::open_failure(
             &error,
@@ -80,11 +82,16 @@ pub async fn serve_static<'a>(
             response.etag = etag.then(|| static_handler::etag(modified, len));
             // `Accept-Ranges` comes with byte-range support in the static module.
             response.accept_ranges = false;
+            let statics = &location.settings.static_files;
+            let direct = statics.directio.is_some_and(|size| len >= size)
+                && crate::static_files::io::enable_directio(&file);
             let body = Body::File(static_handler::FileBody {
                 file: Arc::new(file),
                 offset: 0,
                 len,
                 path: path_buf,
+                io,
+                direct,
             });
             Ok(StaticOutcome::Respond { status: 200, body })
         }
@@ -101,6 +108,7 @@ async fn serve_index<'a>(
 ) -> Result<StaticOutcome<'a>, static_handler::FileError> {
     let location = worker.conf().location(location_id);
     let directory = static_handler::map_path(location, root, &request.uri);
+    let io = file_io(worker, connection, request, location_id);
     for index in &location.settings.static_files.index {
         let name = render(worker, connection, request, index);
         // An absolute name is an internal redirect, without looking for the file.
@@ -112,9 +120,7 @@ async fn serve_index<'a>(
         let mut path = directory.clone();
         path.extend_from_slice(&name);
         let path_buf = path_from_bytes(&path);
-        let opened = worker
-            .offload(move || static_handler::open_and_stat(&path_buf))
-            .await?;
+        let opened = offload_file(&io, move || static_handler::open_and_stat(&path_buf)).await?;
         match opened {
             Opened::File { .. } | Opened::Directory | Opened::NotRegular => {
                 return Ok(StaticOutcome::Redirect(uri));
@@ -124,9 +130,7 @@ async fn serve_index<'a>(
         }
     }
     let directory_buf = path_from_bytes(&directory);
-    let exists = worker
-        .offload(move || static_handler::open_and_stat(&directory_buf))
-        .await?;
+    let exists = offload_file(&io, move || static_handler::open_and_stat(&directory_buf)).await?;
     let shown = String::from_utf8_lossy(&directory).into_owned();
     match exists {
         Opened::Directory => Err(static_handler::FileError {
@@ -157,6 +161,41 @@ async fn serve_index<'a>(
                 ),
             })
         }
+    }
+}
+
+/// Where the location's file work runs: `aio off` on the worker, `aio threads` on the
+/// named pool (a name with variables is rendered now; an unknown one fails the request
+/// when the body is sent, as nginx fails it).
+fn file_io(
+    worker: &HttpWorker,
+    connection: &ConnectionInfo,
+    request: &mut Request<'_>,
+    location_id: LocationId,
+) -> FileIo {
+    let location = worker.conf().location(location_id);
+    let name = match &location.settings.static_files.aio {
+        Aio::Off => return FileIo::Worker,
+        Aio::Threads(PoolChoice::Named(name)) => name.as_bytes().to_vec(),
+        Aio::Threads(PoolChoice::Template(template)) => {
+            render(worker, connection, request, template)
+        }
+    };
+    match worker.generation.pools.get(&name) {
+        Some(pool) => FileIo::Pool(pool.clone()),
+        None => FileIo::Missing(String::from_utf8_lossy(&name).into_owned()),
+    }
+}
+
+/// Runs `work` where the location's `aio` says: inline on the worker, or on its pool (a
+/// full queue or a lost task is a 500 with nginx's error-log line).
+async fn offload_file<T: Send + 'static>(
+    io: &FileIo,
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, static_handler::FileError> {
+    match io {
+        FileIo::Worker | FileIo::Missing(_) => Ok(work()),
+        FileIo::Pool(pool) => crate::worker::offload_to(pool, work).await,
     }
 }
 

@@ -22,6 +22,10 @@ pub struct FileBody {
     pub offset: u64,
     pub len: u64,
     pub path: PathBuf,
+    /// Where reads (and the disk side of `sendfile`) run.
+    pub io: crate::static_files::io::FileIo,
+    /// Opened with `O_DIRECT` (`directio`): read in aligned blocks, never sent by `sendfile`.
+    pub direct: bool,
 }
 
 /// What the static handler decided.
@@ -57,7 +61,7 @@ pub enum Opened {
     Failed(io::Error),
 }
 
-/// `open()` and `fstat()` of a request path; runs on a pool thread.
+/// `open()` and `fstat()` of a request path; runs on a pool thread under `aio threads`.
 pub fn open_and_stat(path: &PathBuf) -> Opened {
     // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer and hold
     // a pool thread forever. Reads of regular files ignore the flag.

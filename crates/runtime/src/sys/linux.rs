@@ -256,6 +256,59 @@ pub fn redirect_stdio_to_null(keep_stderr: bool) -> io::Result<()> {
     Ok(())
 }
 
+/// How many pages of a file range are in page cache, by `cachestat(2)` (Linux 6.5): one
+/// system call that neither maps nor copies. `Ok(None)` when the kernel lacks it (ENOSYS),
+/// so the caller can fall back to another probe.
+pub fn cached_pages(file: impl AsFd, offset: u64, len: u64) -> io::Result<Option<u64>> {
+    #[repr(C)]
+    struct CachestatRange {
+        off: u64,
+        len: u64,
+    }
+    #[repr(C)]
+    #[derive(Default)]
+    struct Cachestat {
+        nr_cache: u64,
+        nr_dirty: u64,
+        nr_writeback: u64,
+        nr_evicted: u64,
+        nr_recently_evicted: u64,
+    }
+    /// `__NR_cachestat`, the same number on every architecture that has it.
+    const SYS_CACHESTAT: libc::c_long = 451;
+    let range = CachestatRange { off: offset, len };
+    let mut stat = Cachestat::default();
+    let flags: libc::c_uint = 0;
+    // SAFETY: the fd is borrowed and open for the call; `range` and `stat` are repr(C)
+    // structs laid out as the kernel's `cachestat_range` and `cachestat`, valid for reading
+    // and writing respectively for the duration of the call.
+    let result = unsafe {
+        libc::syscall(
+            SYS_CACHESTAT,
+            file.as_fd().as_raw_fd(),
+            &range as *const CachestatRange,
+            &mut stat as *mut Cachestat,
+            flags,
+        )
+    };
+    if result == 0 {
+        return Ok(Some(stat.nr_cache));
+    }
+    let error = io::Error::last_os_error();
+    if error.raw_os_error() == Some(libc::ENOSYS) {
+        Ok(None)
+    } else {
+        Err(error)
+    }
+}
+
+/// The kernel's page size.
+pub fn page_size() -> u64 {
+    // SAFETY: sysconf has no memory-safety preconditions.
+    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    u64::try_from(size).unwrap_or(4096)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
