@@ -103,13 +103,10 @@ async fn send_with_sendfile(
                 }
             }
         }
-        let started = std::time::Instant::now();
-        let sent = sendfile_timed(output, file, offset, count as usize).await?;
-        if matches!(file.io, FileIo::Worker) {
-            context.worker.note_blocking(started.elapsed(), || {
-                format!("sendfile() of \"{}\"", file.path.display())
-            });
-        }
+        let (sent, took) = sendfile_timed(output, file, offset, count as usize).await?;
+        context.worker.note_blocking(took, || {
+            format!("sendfile() of \"{}\"", file.path.display())
+        });
         output.record(sent);
         offset += sent as u64;
     }
@@ -117,23 +114,27 @@ async fn send_with_sendfile(
 }
 
 /// One `sendfile(2)` on the non-blocking socket, waiting for it to be writable within
-/// `send_timeout`. At least one byte is sent; a file that ends early is an error.
+/// `send_timeout`. At least one byte is sent; a file that ends early is an error. Also
+/// returns how long the system calls themselves took (the worker's loop stood still).
 async fn sendfile_timed(
     output: &Output<'_>,
     file: &FileBody,
     offset: u64,
     count: usize,
-) -> io::Result<usize> {
+) -> io::Result<(usize, std::time::Duration)> {
     let stream = &output.connection.stream;
+    let mut took = std::time::Duration::ZERO;
     loop {
         let mut position = offset;
+        let started = std::time::Instant::now();
         let sent = stream.try_io_write(|| {
             rustix::fs::sendfile(stream, &*file.file, Some(&mut position), count)
                 .map_err(io::Error::from)
         });
+        took += started.elapsed();
         match sent {
             Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
-            Ok(sent) => return Ok(sent),
+            Ok(sent) => return Ok((sent, took)),
             Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
                 let wait = stream.writable();
                 match tokio::time::timeout(output.send_timeout, wait).await {

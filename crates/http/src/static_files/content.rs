@@ -43,11 +43,8 @@ pub async fn serve_static<'a>(
     request.filename = path.clone();
     let path_buf = path_from_bytes(&path);
     let io = file_io(worker, connection, request, location_id);
-    let opened = offload_file(&io, {
-        let path_buf = path_buf.clone();
-        move || static_handler::open_and_stat(&path_buf)
-    })
-    .await?;
+    let nowait = location.settings.static_files.aio_nowait;
+    let opened = open_file(&io, nowait, &path_buf).await?;
     match opened {
         Opened::Failed(error) => Err(static_handler::open_failure(
             &error,
@@ -109,6 +106,7 @@ async fn serve_index<'a>(
     let location = worker.conf().location(location_id);
     let directory = static_handler::map_path(location, root, &request.uri);
     let io = file_io(worker, connection, request, location_id);
+    let nowait = location.settings.static_files.aio_nowait;
     for index in &location.settings.static_files.index {
         let name = render(worker, connection, request, index);
         // An absolute name is an internal redirect, without looking for the file.
@@ -120,7 +118,7 @@ async fn serve_index<'a>(
         let mut path = directory.clone();
         path.extend_from_slice(&name);
         let path_buf = path_from_bytes(&path);
-        let opened = offload_file(&io, move || static_handler::open_and_stat(&path_buf)).await?;
+        let opened = open_file(&io, nowait, &path_buf).await?;
         match opened {
             Opened::File { .. } | Opened::Directory | Opened::NotRegular => {
                 return Ok(StaticOutcome::Redirect(uri));
@@ -130,7 +128,7 @@ async fn serve_index<'a>(
         }
     }
     let directory_buf = path_from_bytes(&directory);
-    let exists = offload_file(&io, move || static_handler::open_and_stat(&directory_buf)).await?;
+    let exists = open_file(&io, nowait, &directory_buf).await?;
     let shown = String::from_utf8_lossy(&directory).into_owned();
     match exists {
         Opened::Directory => Err(static_handler::FileError {
@@ -185,6 +183,22 @@ fn file_io(
         Some(pool) => FileIo::Pool(pool.clone()),
         None => FileIo::Missing(String::from_utf8_lossy(&name).into_owned()),
     }
+}
+
+/// `open()` and `fstat()` where the location's `aio` says; under `aio threads` with
+/// `aio_nowait`, first on the worker if the path resolves from cache alone.
+async fn open_file(
+    io: &FileIo,
+    nowait: bool,
+    path: &std::path::Path,
+) -> Result<Opened, static_handler::FileError> {
+    let path = path.to_path_buf();
+    if nowait && matches!(io, FileIo::Pool(_)) {
+        if let Some(opened) = static_handler::open_and_stat_cached(&path) {
+            return Ok(opened);
+        }
+    }
+    offload_file(io, move || static_handler::open_and_stat(&path)).await
 }
 
 /// Runs `work` where the location's `aio` says: inline on the worker, or on its pool (a

@@ -69,10 +69,13 @@ pub fn open_and_stat(path: &PathBuf) -> Opened {
         .read(true)
         .custom_flags(O_NONBLOCK)
         .open(path);
-    let file = match opened {
-        Ok(file) => file,
-        Err(error) => return Opened::Failed(error),
-    };
+    match opened {
+        Ok(file) => stat_opened(file),
+        Err(error) => Opened::Failed(error),
+    }
+}
+
+fn stat_opened(file: File) -> Opened {
     match file.metadata() {
         Ok(metadata) if metadata.is_dir() => Opened::Directory,
         Ok(metadata) if !metadata.is_file() => Opened::NotRegular,
@@ -82,6 +85,29 @@ pub fn open_and_stat(path: &PathBuf) -> Opened {
             file,
         },
         Err(error) => Opened::Failed(error),
+    }
+}
+
+/// `open()` and `fstat()` on the worker, but only if the path resolves from cached
+/// directory entries (`openat2(RESOLVE_CACHED)`, Linux 5.12): such an open does no disk
+/// I/O, and `fstat` of an open file reads the in-memory inode. `None` means the answer
+/// needs the disk (or the kernel cannot tell): the caller asks the pool.
+pub fn open_and_stat_cached(path: &PathBuf) -> Option<Opened> {
+    use rustix::fs::{Mode, OFlags, ResolveFlags};
+    let opened = rustix::fs::openat2(
+        rustix::fs::CWD,
+        path,
+        OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC,
+        Mode::empty(),
+        ResolveFlags::CACHED,
+    );
+    match opened {
+        Ok(fd) => Some(stat_opened(File::from(fd))),
+        Err(rustix::io::Errno::AGAIN)
+        | Err(rustix::io::Errno::NOSYS)
+        | Err(rustix::io::Errno::INVAL)
+        | Err(rustix::io::Errno::XDEV) => None,
+        Err(errno) => Some(Opened::Failed(errno.into())),
     }
 }
 
@@ -212,6 +238,29 @@ mod tests {
             open_failure(&io::Error::from_raw_os_error(5), b"/x", true).status,
             500
         );
+    }
+
+    #[test]
+    fn cached_open_answers_without_the_pool_for_a_cached_path() {
+        let path = std::env::temp_dir().join(format!("portico-cached-{}", std::process::id()));
+        std::fs::write(&path, b"cached").unwrap();
+        // Just written: its directory entry is in the dentry cache.
+        match open_and_stat_cached(&path) {
+            Some(Opened::File { len, .. }) => assert_eq!(len, 6),
+            other => panic!("expected an open file, got {other:?}"),
+        }
+        assert!(matches!(
+            open_and_stat_cached(&std::env::temp_dir()),
+            Some(Opened::Directory)
+        ));
+        std::fs::remove_file(&path).unwrap();
+        // A name the cache knows to be absent is a real answer; one it does not know is
+        // left to the pool. Either way nothing waits for the disk.
+        match open_and_stat_cached(&path) {
+            Some(Opened::Failed(error)) => assert_eq!(error.raw_os_error(), Some(2)),
+            None => {}
+            Some(other) => panic!("a removed file opened: {other:?}"),
+        }
     }
 
     #[test]
