@@ -184,9 +184,10 @@ fn directive_values_are_checked_as_nginx_checks_them() {
     );
 }
 
-/// A full queue refuses the task. Portico opens files on the pool under `aio threads`, so
-/// the refused task is the `open()` and the answer is 500; nginx opens on the worker, sends
-/// the head and then closes when the read task is refused. Both write nginx's line.
+/// A full queue refuses the task. With `aio_nowait off` every open and read is a pool
+/// task, so the refused task is the `open()` and the answer is 500; nginx opens on the
+/// worker, sends the head and then closes when the read task is refused. Both write
+/// nginx's line. (Portico's directives: not for nginx.)
 #[test]
 fn queue_overflow_fails_the_request_with_nginx_line() {
     let server = Instance::builder(
@@ -197,8 +198,10 @@ fn queue_overflow_fails_the_request_with_nginx_line() {
             server {
                 listen 127.0.0.1:8080;
                 root html;
-                location / { aio threads=one; }
-                location /worker/ { alias html/; aio off; }
+                aio threads=one;
+                location / { aio_nowait off; }
+                location /nowait/ { alias html/; }
+                location /nowait-sendfile/ { alias html/; sendfile on; }
             }
         }",
     )
@@ -211,6 +214,12 @@ fn queue_overflow_fails_the_request_with_nginx_line() {
             && line.contains("thread pool \"one\" queue overflow: 0 tasks waiting"),
         "{line}"
     );
-    // The server goes on serving.
-    assert_eq!(server.get("/worker/file.txt").body_text(), "file\n");
+    // With aio_nowait (the default) a file whose path and data are in memory (it was just
+    // written) is opened, read or sent on the worker: the pool that refuses every task is
+    // never asked.
+    assert_eq!(server.get("/nowait/file.txt").body_text(), "file\n");
+    assert_eq!(
+        server.get("/nowait-sendfile/file.txt").body_text(),
+        "file\n"
+    );
 }
