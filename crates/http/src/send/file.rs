@@ -15,6 +15,10 @@ use crate::static_files::io::{
 };
 use crate::worker::offload_to;
 
+/// How much of a file one page-cache residency test covers under `aio threads`: a hot
+/// file is tested once per response rather than once per `sendfile_max_chunk`.
+const RESIDENCY_WINDOW_BYTES: u64 = 16 * 1024 * 1024;
+
 /// Sends `file` after `head` (which goes out first, or with the first piece).
 pub(super) async fn send_file(
     context: &BodyContext<'_>,
@@ -84,6 +88,8 @@ async fn send_with_sendfile(
     };
     let mut offset = file.offset;
     let end = file.offset + file.len;
+    // Data known to be in page cache up to here: one residency test covers many pieces.
+    let mut resident_until = offset;
     while offset < end {
         let allowed = output.allowance().await;
         let count = (end - offset)
@@ -91,15 +97,20 @@ async fn send_with_sendfile(
             .min(allowed)
             .min(isize::MAX as u64);
         if let FileIo::Pool(pool) = &file.io {
-            let cached =
-                statics.aio_nowait && residency(&file.file, offset, count) == Residency::Resident;
-            if !cached {
-                let handle = Arc::clone(&file.file);
-                let available = offload_to(pool, move || warm(&handle, offset, count))
-                    .await
-                    .map_err(pool_failure)??;
-                if available < count {
-                    return Err(io::ErrorKind::UnexpectedEof.into());
+            if offset + count > resident_until {
+                let window = (end - offset).min(RESIDENCY_WINDOW_BYTES).max(count);
+                if statics.aio_nowait
+                    && residency(&file.file, offset, window) == Residency::Resident
+                {
+                    resident_until = offset + window;
+                } else {
+                    let handle = Arc::clone(&file.file);
+                    let available = offload_to(pool, move || warm(&handle, offset, count))
+                        .await
+                        .map_err(pool_failure)??;
+                    if available < count {
+                        return Err(io::ErrorKind::UnexpectedEof.into());
+                    }
                 }
             }
         }
