@@ -95,6 +95,7 @@ exec $real "\$@"
 EOF
         chmod +x "$WORK/$bin-in-cgroup"
     done
+    NGINX_BIN_REAL=$NGINX_BIN
     NGINX_BIN=$WORK/nginx-in-cgroup
     PORTICO_BIN_REAL=$PORTICO_BIN
     PORTICO_BIN=$WORK/portico-in-cgroup
@@ -171,7 +172,7 @@ sample_stacks() {
             name=$(cat "$task/comm" 2>/dev/null) || continue
             case $name in worker*) ;; *) continue ;; esac
             state=$(awk '{ print $3 }' "$task/stat" 2>/dev/null)
-            if ! grep -q ep_poll "$task/stack" 2>/dev/null; then
+            if ! grep -q epoll_wait "$task/stack" 2>/dev/null; then
                 { echo "== $name $state $(date +%T.%N)"; cat "$task/stack"; } >>"$out" 2>/dev/null
             fi
         done
@@ -242,7 +243,7 @@ section=$WORK/section.md
     echo
     echo "Command: \`bench/threadpool.sh\` (REPS=$REPS DURATION=$DURATION FILES=$FILES WORKERS=$WORKERS" \
         "RANDOM_CONNECTIONS=$RANDOM_CONNECTIONS HOT_CONNECTIONS=$HOT_CONNECTIONS READ_BPS=$READ_BPS READ_IOPS=$READ_IOPS)," \
-        "$(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, kernel $(uname -r), $("${NGINX_BIN%-in-cgroup}" -v 2>&1 | head -1 || true)" \
+        "$(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, kernel $(uname -r), $("$NGINX_BIN_REAL" -v 2>&1 | head -1 || true)" \
         "and Portico $(git -C "$REPO_DIR" rev-parse --short HEAD 2>/dev/null || echo '?')."
     echo
     echo "Data set: $FILES files of 4 MiB ($((FILES * 4)) MiB) in \`$DATA_DIR\`; emulated disk: $DISK (cgroup v1 blkio" \

@@ -73,12 +73,19 @@ pub fn start(
         ));
     };
     let on_start = config.user.clone().map(drop_privileges_hook);
-    let pool_hook = on_start.clone().map(|hook| -> threadpool::ThreadStart {
-        Arc::new(move || {
+    // A lazily started pool's threads are spawned by a worker and would inherit its
+    // `worker_cpu_affinity`; they get the master's CPUs back first.
+    let master_cpus = rustix::thread::sched_getaffinity(None).ok();
+    let privileges = on_start.clone();
+    let pool_hook: threadpool::ThreadStart = Arc::new(move || {
+        if let Some(cpus) = &master_cpus {
+            let _ = rustix::thread::sched_setaffinity(None, cpus);
+        }
+        if let Some(hook) = &privileges {
             let _ = hook();
-        })
+        }
     });
-    let pools = ThreadPools::start(&config.thread_pools, pool_hook)
+    let pools = ThreadPools::start(&config.thread_pools, Some(pool_hook))
         .map_err(|error| StartError(format!("thread pool could not start: {error}")))?;
     let generation = Arc::new(Generation {
         number,
