@@ -100,7 +100,7 @@ async fn send_with_sendfile(
             if offset + count > resident_until {
                 let window = (end - offset).min(RESIDENCY_WINDOW_BYTES).max(count);
                 if statics.aio_nowait
-                    && residency(&file.file, offset, window) == Residency::Resident
+                    && timed_residency(context, file, offset, window) == Residency::Resident
                 {
                     resident_until = offset + window;
                 } else {
@@ -122,6 +122,16 @@ async fn send_with_sendfile(
         offset += sent as u64;
     }
     Ok(())
+}
+
+/// The residency test, noted for the stall watcher (it maps and unmaps the range).
+fn timed_residency(context: &BodyContext<'_>, file: &FileBody, offset: u64, len: u64) -> Residency {
+    let started = std::time::Instant::now();
+    let answer = residency(&file.file, offset, len);
+    context.worker.note_blocking(started.elapsed(), || {
+        format!("mincore() of \"{}\"", file.path.display())
+    });
+    answer
 }
 
 /// One `sendfile(2)` on the non-blocking socket, waiting for it to be writable within

@@ -44,7 +44,7 @@ pub async fn serve_static<'a>(
     let path_buf = path_from_bytes(&path);
     let io = file_io(worker, connection, request, location_id);
     let nowait = location.settings.static_files.aio_nowait;
-    let opened = open_file(&io, nowait, &path_buf).await?;
+    let opened = open_file(worker, &io, nowait, &path_buf).await?;
     match opened {
         Opened::Failed(error) => Err(static_handler::open_failure(
             &error,
@@ -118,7 +118,7 @@ async fn serve_index<'a>(
         let mut path = directory.clone();
         path.extend_from_slice(&name);
         let path_buf = path_from_bytes(&path);
-        let opened = open_file(&io, nowait, &path_buf).await?;
+        let opened = open_file(worker, &io, nowait, &path_buf).await?;
         match opened {
             Opened::File { .. } | Opened::Directory | Opened::NotRegular => {
                 return Ok(StaticOutcome::Redirect(uri));
@@ -128,7 +128,7 @@ async fn serve_index<'a>(
         }
     }
     let directory_buf = path_from_bytes(&directory);
-    let exists = open_file(&io, nowait, &directory_buf).await?;
+    let exists = open_file(worker, &io, nowait, &directory_buf).await?;
     let shown = String::from_utf8_lossy(&directory).into_owned();
     match exists {
         Opened::Directory => Err(static_handler::FileError {
@@ -188,15 +188,23 @@ fn file_io(
 /// `open()` and `fstat()` where the location's `aio` says; under `aio threads` with
 /// `aio_nowait`, first on the worker if the path resolves from cache alone.
 async fn open_file(
+    worker: &HttpWorker,
     io: &FileIo,
     nowait: bool,
     path: &std::path::Path,
 ) -> Result<Opened, static_handler::FileError> {
     let path = path.to_path_buf();
-    if nowait && matches!(io, FileIo::Pool(_)) {
-        if let Some(opened) = static_handler::open_and_stat_cached(&path) {
-            return Ok(opened);
-        }
+    let started = std::time::Instant::now();
+    let inline = match io {
+        FileIo::Pool(_) if nowait => static_handler::open_and_stat_cached(&path),
+        FileIo::Pool(_) => None,
+        FileIo::Worker | FileIo::Missing(_) => Some(static_handler::open_and_stat(&path)),
+    };
+    if let Some(opened) = inline {
+        worker.note_blocking(started.elapsed(), || {
+            format!("open() of \"{}\"", path.display())
+        });
+        return Ok(opened);
     }
     offload_file(io, move || static_handler::open_and_stat(&path)).await
 }
