@@ -23,11 +23,9 @@ pub struct Generation {
     /// Counts up with each reload; thread names and logs carry it.
     pub number: u64,
     pub http: HttpConf,
-    /// The `default` pool: request-body temp files, `if (-f ...)` and `$realpath_root`
-    /// run there.
-    pub file_pool: ThreadPool,
-    /// Every pool, for `aio threads=POOL`.
-    pub pools: ThreadPools,
+    /// Each worker's own instance of every pool (nginx's pools are per worker process),
+    /// by worker index.
+    pub worker_pools: Vec<ThreadPools>,
     /// Connection serial numbers, shared by every worker of every generation.
     pub connection_ids: Arc<AtomicU64>,
     pub hostname: String,
@@ -38,6 +36,9 @@ pub struct Generation {
 /// Per-worker HTTP state.
 pub struct HttpWorker {
     pub generation: Arc<Generation>,
+    /// This worker's pools: `aio threads=POOL` and, for request-body temp files,
+    /// `if (-f ...)` and `$realpath_root`, the `default` pool.
+    pub pools: ThreadPools,
     pub clock: Rc<Clock>,
     pub phase: watch::Receiver<Phase>,
     pub access_logs: RefCell<AccessLogs>,
@@ -128,6 +129,7 @@ pub const ACCESS_LOG_FLUSH_CHECK: Duration = Duration::from_secs(1);
 impl HttpWorker {
     pub fn new(
         generation: Arc<Generation>,
+        pools: ThreadPools,
         clock: Rc<Clock>,
         phase: watch::Receiver<Phase>,
         stopping: Arc<AtomicBool>,
@@ -135,6 +137,7 @@ impl HttpWorker {
         let slots = generation.http.access_log_buffers;
         HttpWorker {
             generation,
+            pools,
             clock,
             phase,
             access_logs: RefCell::new(AccessLogs::new(slots)),
@@ -237,13 +240,13 @@ impl HttpWorker {
         }
     }
 
-    /// Runs `work` on the generation's `default` pool. A full queue or a lost task is a 500
+    /// Runs `work` on this worker's `default` pool. A full queue or a lost task is a 500
     /// with the error-log line nginx writes when it cannot post a thread task.
     pub async fn offload<T: Send + 'static>(
         &self,
         work: impl FnOnce() -> T + Send + 'static,
     ) -> Result<T, crate::static_files::handler::FileError> {
-        offload_to(&self.generation.file_pool, work).await
+        offload_to(self.pools.default_pool(), work).await
     }
 
     /// Records a file operation that ran on this worker (`aio off`) and took `took`, for

@@ -85,13 +85,27 @@ pub fn start(
             let _ = hook();
         }
     });
-    let pools = ThreadPools::start(&config.thread_pools, Some(pool_hook))
-        .map_err(|error| StartError(format!("thread pool could not start: {error}")))?;
+    // Each worker has its own instance of every pool, as each nginx worker process has.
+    let mut worker_pools = Vec::new();
+    for _ in 0..config.workers {
+        match ThreadPools::start(&config.thread_pools, Some(Arc::clone(&pool_hook))) {
+            Ok(pools) => worker_pools.push(pools),
+            Err(error) => {
+                for pools in &worker_pools {
+                    pools.shutdown();
+                }
+                return Err(StartError(format!("thread pool could not start: {error}")));
+            }
+        }
+    }
+    let all_pools: Vec<ThreadPool> = worker_pools
+        .iter()
+        .flat_map(|pools| pools.iter().cloned())
+        .collect();
     let generation = Arc::new(Generation {
         number,
         http,
-        file_pool: pools.default_pool().clone(),
-        pools: pools.clone(),
+        worker_pools,
         connection_ids,
         hostname: crate::config::hostname(),
         error_log: Arc::clone(&config.error_log),
@@ -131,7 +145,7 @@ pub fn start(
     Ok(GenerationHandle {
         generation,
         workers,
-        pools: pools.iter().cloned().collect(),
+        pools: all_pools,
         log_files: std::mem::take(&mut config.log_files),
         sockets,
         draining: false,
@@ -183,8 +197,14 @@ async fn run_worker(
     accept: AcceptSettings,
     shutdown_timeout: Option<Duration>,
 ) {
+    let pools = generation
+        .worker_pools
+        .get(context.index)
+        .cloned()
+        .expect("one pool set is started per worker");
     let worker = Rc::new(HttpWorker::new(
         Arc::clone(&generation),
+        pools,
         Rc::clone(&context.clock),
         context.phase.clone(),
         Arc::clone(&context.stopping),

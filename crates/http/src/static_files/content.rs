@@ -179,7 +179,7 @@ fn file_io(
             render(worker, connection, request, template)
         }
     };
-    match worker.generation.pools.get(&name) {
+    match worker.pools.get(&name) {
         Some(pool) => FileIo::Pool(pool.clone()),
         None => FileIo::Missing(String::from_utf8_lossy(&name).into_owned()),
     }
