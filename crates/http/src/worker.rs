@@ -337,3 +337,68 @@ pub async fn offload_to<T: Send + 'static>(
         }),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_held_loop_is_logged_with_the_slowest_file_operation() {
+        let dir = std::env::temp_dir().join(format!("portico-stall-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("error.log");
+        let file = Arc::new(logging::LogFile::open(&path).unwrap());
+        let error_log = Arc::new(ErrorLog::new(vec![logging::ErrorSink {
+            file,
+            level: logging::Level::Warn,
+        }]));
+        let env = crate::conf::MergeEnv {
+            prefix: dir.clone(),
+            main_error_log: Arc::clone(&error_log),
+        };
+        let generation = Arc::new(Generation {
+            number: 1,
+            http: HttpConf::empty(&env),
+            worker_pools: Vec::new(),
+            connection_ids: Arc::new(AtomicU64::new(0)),
+            hostname: "test".to_owned(),
+            error_log,
+        });
+        let (_phase_sender, phase) = watch::channel(Phase::Running);
+        let worker = Rc::new(HttpWorker::new(
+            generation,
+            ThreadPools::default(),
+            Rc::new(Clock::new()),
+            phase,
+            Arc::new(AtomicBool::new(false)),
+        ));
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        tokio::task::LocalSet::new().block_on(&runtime, async {
+            let watcher = tokio::task::spawn_local(Rc::clone(&worker).watch_loop_stalls());
+            tokio::time::sleep(Duration::from_millis(30)).await;
+            // A blocking read on the worker holds the loop for 250 ms.
+            std::thread::sleep(Duration::from_millis(250));
+            worker.note_blocking(Duration::from_millis(250), || "read() of \"/x\"".to_owned());
+            // A short operation is not a suspect.
+            worker.note_blocking(Duration::from_millis(1), || "open() of \"/y\"".to_owned());
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            watcher.abort();
+        });
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text.lines().count(), 1, "{text}");
+        assert!(text.contains("[warn]"), "{text}");
+        let stalled_ms: u64 = text
+            .split("worker loop stalled for ")
+            .nth(1)
+            .and_then(|rest| rest.split(' ').next())
+            .and_then(|number| number.parse().ok())
+            .unwrap_or_else(|| panic!("no stall length in {text}"));
+        assert!(stalled_ms >= 200, "{text}");
+        assert!(text.contains("read() of \"/x\" took 250 ms"), "{text}");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}
