@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use logging::ErrorLog;
 use runtime::{Clock, Phase, Stream};
-use threadpool::ThreadPool;
+use threadpool::{ThreadPool, ThreadPools};
 use tokio::sync::watch;
 
 use crate::conf::{AddressConf, HttpConf};
@@ -23,8 +23,9 @@ pub struct Generation {
     /// Counts up with each reload; thread names and logs carry it.
     pub number: u64,
     pub http: HttpConf,
-    /// The pool that opens, stats and reads files for the static handler.
-    pub file_pool: ThreadPool,
+    /// Each worker's own instance of every pool (nginx's pools are per worker process),
+    /// by worker index.
+    pub worker_pools: Vec<ThreadPools>,
     /// Connection serial numbers, shared by every worker of every generation.
     pub connection_ids: Arc<AtomicU64>,
     /// nginx's temporary number: the boundaries of `multipart/byteranges` responses count
@@ -38,6 +39,9 @@ pub struct Generation {
 /// Per-worker HTTP state.
 pub struct HttpWorker {
     pub generation: Arc<Generation>,
+    /// This worker's pools: `aio threads=POOL` and, for request-body temp files,
+    /// `if (-f ...)` and `$realpath_root`, the `default` pool.
+    pub pools: ThreadPools,
     pub clock: Rc<Clock>,
     pub phase: watch::Receiver<Phase>,
     pub access_logs: RefCell<AccessLogs>,
@@ -53,6 +57,9 @@ pub struct HttpWorker {
     idle: RefCell<IdleSet>,
     /// This worker's `open_file_cache`s.
     pub open_files: RefCell<crate::static_files::file_cache::OpenFileCaches>,
+    /// The longest blocking file operation made on this worker since the stall watcher
+    /// last looked, and what it was.
+    slowest_blocking: RefCell<Option<(Duration, String)>>,
 }
 
 #[derive(Default)]
@@ -112,12 +119,22 @@ impl Drop for IdleGuard<'_> {
 /// connections close.
 pub const IDLE_GRACE_ON_DRAIN: Duration = Duration::from_secs(1);
 
+/// How often the stall watcher's timer is due.
+pub const LOOP_STALL_TICK: Duration = Duration::from_millis(10);
+
+/// A worker loop kept from turning this long is logged at `warn`.
+pub const LOOP_STALL_WARN: Duration = Duration::from_millis(100);
+
+/// Stall warnings are written at most this often per worker.
+pub const LOOP_STALL_REPORT_INTERVAL: Duration = Duration::from_secs(1);
+
 /// How often buffered access logs are checked for their `flush=` interval.
 pub const ACCESS_LOG_FLUSH_CHECK: Duration = Duration::from_secs(1);
 
 impl HttpWorker {
     pub fn new(
         generation: Arc<Generation>,
+        pools: ThreadPools,
         clock: Rc<Clock>,
         phase: watch::Receiver<Phase>,
         stopping: Arc<AtomicBool>,
@@ -125,6 +142,7 @@ impl HttpWorker {
         let slots = generation.http.access_log_buffers;
         HttpWorker {
             generation,
+            pools,
             clock,
             phase,
             access_logs: RefCell::new(AccessLogs::new(slots)),
@@ -136,6 +154,7 @@ impl HttpWorker {
             idle_grace_over: Cell::new(false),
             idle: RefCell::new(IdleSet::default()),
             open_files: RefCell::default(),
+            slowest_blocking: RefCell::new(None),
             stopping,
         }
     }
@@ -227,36 +246,166 @@ impl HttpWorker {
         }
     }
 
-    /// Runs `work` on the generation's file pool. A full queue or a lost task is a 500 with
-    /// the error-log line nginx writes when it cannot post a thread task.
+    /// Runs `work` on this worker's `default` pool. A full queue or a lost task is a 500
+    /// with the error-log line nginx writes when it cannot post a thread task.
     pub async fn offload<T: Send + 'static>(
         &self,
         work: impl FnOnce() -> T + Send + 'static,
     ) -> Result<T, crate::static_files::handler::FileError> {
-        let pool = &self.generation.file_pool;
-        match pool.submit(work) {
-            Ok(completion) => {
-                completion
-                    .await
-                    .map_err(|_| crate::static_files::handler::FileError {
-                        status: 500,
-                        level: logging::Level::Alert,
-                        message: format!("thread pool \"{}\" task was lost", pool.name()),
-                    })
+        offload_to(self.pools.default_pool(), work).await
+    }
+
+    /// Records a file operation that ran on this worker (`aio off`) and took `took`, for
+    /// the stall watcher's warning. `what` is formatted only for a slow one.
+    pub fn note_blocking(&self, took: Duration, what: impl FnOnce() -> String) {
+        if took < LOOP_STALL_WARN / 2 {
+            return;
+        }
+        let mut slowest = self.slowest_blocking.borrow_mut();
+        if slowest.as_ref().is_none_or(|(longest, _)| took > *longest) {
+            *slowest = Some((took, what()));
+        }
+    }
+
+    /// Measures this worker's loop: a timer due every [`LOOP_STALL_TICK`] fires late by as
+    /// long as the loop was kept from turning. A lateness of [`LOOP_STALL_WARN`] or more is
+    /// logged at `warn` (at most once a second, with the count of others), naming the
+    /// slowest blocking file operation seen meanwhile.
+    pub async fn watch_loop_stalls(self: Rc<Self>) {
+        let mut last = std::time::Instant::now();
+        let mut warned_at: Option<std::time::Instant> = None;
+        let mut unreported = 0u64;
+        let mut worst = Duration::ZERO;
+        loop {
+            tokio::time::sleep(LOOP_STALL_TICK).await;
+            let now = std::time::Instant::now();
+            let stall = now.duration_since(last).saturating_sub(LOOP_STALL_TICK);
+            last = now;
+            if stall < LOOP_STALL_WARN {
+                continue;
             }
-            Err(overflow) => Err(crate::static_files::handler::FileError {
-                status: 500,
-                level: logging::Level::Error,
-                message: format!(
-                    "thread pool \"{}\" queue overflow: {} tasks waiting",
-                    pool.name(),
-                    overflow.waiting
-                ),
-            }),
+            unreported += 1;
+            worst = worst.max(stall);
+            if warned_at.is_some_and(|at| now.duration_since(at) < LOOP_STALL_REPORT_INTERVAL) {
+                continue;
+            }
+            warned_at = Some(now);
+            let cause = match self.slowest_blocking.borrow_mut().take() {
+                Some((took, what)) => format!("{what} took {} ms", took.as_millis()),
+                None => "no blocking file operation was recorded".to_owned(),
+            };
+            let error_log = &self.generation.error_log;
+            if error_log.enabled(logging::Level::Warn) {
+                error_log.write(
+                    logging::Level::Warn,
+                    &self.clock.wall(),
+                    None,
+                    format_args!(
+                        "worker loop stalled for {} ms ({unreported} stalls of {} ms or more \
+                         since the last report); {cause}",
+                        worst.as_millis(),
+                        LOOP_STALL_WARN.as_millis()
+                    ),
+                    None,
+                );
+            }
+            unreported = 0;
+            worst = Duration::ZERO;
         }
     }
 
     pub fn flush_access_logs(&self) {
         self.access_logs.borrow_mut().flush_all();
+    }
+}
+
+/// Runs `work` on `pool` and waits for its result on this worker.
+pub async fn offload_to<T: Send + 'static>(
+    pool: &ThreadPool,
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, crate::static_files::handler::FileError> {
+    match pool.submit(work) {
+        Ok(completion) => completion
+            .await
+            .map_err(|_| crate::static_files::handler::FileError {
+                status: 500,
+                level: logging::Level::Alert,
+                message: format!("thread pool \"{}\" task was lost", pool.name()),
+            }),
+        Err(overflow) => Err(crate::static_files::handler::FileError {
+            status: 500,
+            level: logging::Level::Error,
+            message: format!(
+                "thread pool \"{}\" queue overflow: {} tasks waiting",
+                pool.name(),
+                overflow.waiting
+            ),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_held_loop_is_logged_with_the_slowest_file_operation() {
+        let dir = std::env::temp_dir().join(format!("portico-stall-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("error.log");
+        let file = Arc::new(logging::LogFile::open(&path).unwrap());
+        let error_log = Arc::new(ErrorLog::new(vec![logging::ErrorSink {
+            file,
+            level: logging::Level::Warn,
+        }]));
+        let env = crate::conf::MergeEnv {
+            prefix: dir.clone(),
+            main_error_log: Arc::clone(&error_log),
+        };
+        let generation = Arc::new(Generation {
+            number: 1,
+            http: HttpConf::empty(&env),
+            worker_pools: Vec::new(),
+            connection_ids: Arc::new(AtomicU64::new(0)),
+            temp_numbers: AtomicU64::new(0),
+            hostname: "test".to_owned(),
+            error_log,
+        });
+        let (_phase_sender, phase) = watch::channel(Phase::Running);
+        let worker = Rc::new(HttpWorker::new(
+            generation,
+            ThreadPools::default(),
+            Rc::new(Clock::new()),
+            phase,
+            Arc::new(AtomicBool::new(false)),
+        ));
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        tokio::task::LocalSet::new().block_on(&runtime, async {
+            let watcher = tokio::task::spawn_local(Rc::clone(&worker).watch_loop_stalls());
+            tokio::time::sleep(Duration::from_millis(30)).await;
+            // A blocking read on the worker holds the loop for 250 ms.
+            std::thread::sleep(Duration::from_millis(250));
+            worker.note_blocking(Duration::from_millis(250), || "read() of \"/x\"".to_owned());
+            // A short operation is not a suspect.
+            worker.note_blocking(Duration::from_millis(1), || "open() of \"/y\"".to_owned());
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            watcher.abort();
+        });
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text.lines().count(), 1, "{text}");
+        assert!(text.contains("[warn]"), "{text}");
+        let stalled_ms: u64 = text
+            .split("worker loop stalled for ")
+            .nth(1)
+            .and_then(|rest| rest.split(' ').next())
+            .and_then(|number| number.parse().ok())
+            .unwrap_or_else(|| panic!("no stall length in {text}"));
+        assert!(stalled_ms >= 200, "{text}");
+        assert!(text.contains("read() of \"/x\" took 250 ms"), "{text}");
+        std::fs::remove_dir_all(dir).unwrap();
     }
 }

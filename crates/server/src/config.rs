@@ -212,6 +212,7 @@ pub fn load(paths: &Paths, command_line: Option<&str>) -> Result<Config, ConfErr
             };
             let mut http = http::conf::load_http(block.block.as_deref().unwrap_or_default(), env)?;
             warnings.append(&mut http.warnings);
+            check_thread_pools_used(&http, &main.thread_pools)?;
             Some(http)
         }
         None => Some(HttpConf::empty(&http::conf::MergeEnv {
@@ -269,6 +270,20 @@ fn check_main(
             _ => error,
         }
     })
+}
+
+/// Every pool `aio threads=NAME` names must be declared by `thread_pool`, except
+/// `default`, which exists anyway (nginx's `unknown thread pool` error otherwise).
+fn check_thread_pools_used(http: &HttpConf, declared: &[PoolSettings]) -> Result<(), ConfError> {
+    for (name, span) in &http.thread_pools_used {
+        if name != "default" && !declared.iter().any(|pool| &pool.name == name) {
+            return Err(ConfError::message(
+                format!("unknown thread pool \"{name}\""),
+                span,
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn read_events(main: &mut MainLoad, block: &Directive) -> Result<(), ConfError> {

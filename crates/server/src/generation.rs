@@ -10,7 +10,7 @@ use logging::{Level, LogFiles};
 use runtime::accept::{Accepted, WorkerListener, accept_loop};
 use runtime::worker::{self, ThreadStart, WorkerContext, WorkerHandle, WorkerSpec};
 use runtime::{AcceptSettings, ListenAddress, Phase};
-use threadpool::{PoolSettings, ThreadPool};
+use threadpool::{ThreadPool, ThreadPools};
 
 use crate::config::{Config, CpuAffinity, UserSetting};
 use crate::listeners::GenerationSockets;
@@ -73,22 +73,39 @@ pub fn start(
         ));
     };
     let on_start = config.user.clone().map(drop_privileges_hook);
-    let pool_settings = file_pool_settings(&config.thread_pools);
-    let pool_hook = on_start.clone().map(|hook| -> threadpool::ThreadStart {
-        Arc::new(move || {
+    // A lazily started pool's threads are spawned by a worker and would inherit its
+    // `worker_cpu_affinity`; they get the master's CPUs back first.
+    let master_cpus = rustix::thread::sched_getaffinity(None).ok();
+    let privileges = on_start.clone();
+    let pool_hook: threadpool::ThreadStart = Arc::new(move || {
+        if let Some(cpus) = &master_cpus {
+            let _ = rustix::thread::sched_setaffinity(None, cpus);
+        }
+        if let Some(hook) = &privileges {
             let _ = hook();
-        })
+        }
     });
-    let file_pool = ThreadPool::start(&pool_settings, pool_hook).map_err(|error| {
-        StartError(format!(
-            "thread pool \"{}\" could not start: {error}",
-            pool_settings.name
-        ))
-    })?;
+    // Each worker has its own instance of every pool, as each nginx worker process has.
+    let mut worker_pools = Vec::new();
+    for _ in 0..config.workers {
+        match ThreadPools::start(&config.thread_pools, Some(Arc::clone(&pool_hook))) {
+            Ok(pools) => worker_pools.push(pools),
+            Err(error) => {
+                for pools in &worker_pools {
+                    pools.shutdown();
+                }
+                return Err(StartError(format!("thread pool could not start: {error}")));
+            }
+        }
+    }
+    let all_pools: Vec<ThreadPool> = worker_pools
+        .iter()
+        .flat_map(|pools| pools.iter().cloned())
+        .collect();
     let generation = Arc::new(Generation {
         number,
         http,
-        file_pool: file_pool.clone(),
+        worker_pools,
         connection_ids,
         temp_numbers: std::sync::atomic::AtomicU64::new(0),
         hostname: crate::config::hostname(),
@@ -129,20 +146,11 @@ pub fn start(
     Ok(GenerationHandle {
         generation,
         workers,
-        pools: vec![file_pool],
+        pools: all_pools,
         log_files: std::mem::take(&mut config.log_files),
         sockets,
         draining: false,
     })
-}
-
-/// The pool the static handler uses: `default` as declared, else nginx's default pool.
-fn file_pool_settings(declared: &[PoolSettings]) -> PoolSettings {
-    declared
-        .iter()
-        .find(|pool| pool.name == "default")
-        .cloned()
-        .unwrap_or_else(PoolSettings::default_pool)
 }
 
 /// Switches the calling thread to `user`: Linux credentials are per thread, so workers
@@ -190,8 +198,14 @@ async fn run_worker(
     accept: AcceptSettings,
     shutdown_timeout: Option<Duration>,
 ) {
+    let pools = generation
+        .worker_pools
+        .get(context.index)
+        .cloned()
+        .expect("one pool set is started per worker");
     let worker = Rc::new(HttpWorker::new(
         Arc::clone(&generation),
+        pools,
         Rc::clone(&context.clock),
         context.phase.clone(),
         Arc::clone(&context.stopping),
@@ -269,8 +283,10 @@ async fn run_worker(
     drop(sockets);
     let flusher = tokio::task::spawn_local(Rc::clone(&worker).flush_access_logs_periodically());
     tokio::task::spawn_local(Rc::clone(&worker).watch_phase());
+    let stall_watcher = tokio::task::spawn_local(Rc::clone(&worker).watch_loop_stalls());
     context.until_finished(shutdown_timeout).await;
     flusher.abort();
+    stall_watcher.abort();
     worker.flush_access_logs();
 }
 

@@ -12,6 +12,8 @@
 
 mod counters;
 mod pool;
+mod set;
 
 pub use counters::{Counters, CountersSnapshot};
 pub use pool::{Completion, PoolSettings, QueueOverflow, TaskLost, ThreadPool, ThreadStart};
+pub use set::ThreadPools;

@@ -5,6 +5,7 @@ use std::fmt;
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::task::{Context, Poll};
 use std::thread::JoinHandle;
@@ -86,7 +87,15 @@ impl Shared {
 #[derive(Clone)]
 pub struct ThreadPool {
     shared: Arc<Shared>,
-    threads: Arc<Mutex<Vec<JoinHandle<()>>>>,
+    threads: Arc<Threads>,
+}
+
+/// The pool's threads, started at once or on the first submission.
+struct Threads {
+    count: usize,
+    on_start: Option<ThreadStart>,
+    started: AtomicBool,
+    handles: Mutex<Vec<JoinHandle<()>>>,
 }
 
 impl fmt::Debug for ThreadPool {
@@ -103,6 +112,14 @@ pub type ThreadStart = Arc<dyn Fn() + Send + Sync + 'static>;
 impl ThreadPool {
     /// Starts `settings.threads` threads named `pool NAME`.
     pub fn start(settings: &PoolSettings, on_start: Option<ThreadStart>) -> io::Result<ThreadPool> {
+        let pool = ThreadPool::start_lazily(settings, on_start);
+        pool.start_threads()?;
+        Ok(pool)
+    }
+
+    /// A pool whose threads start with its first task: nginx's `default` pool exists only
+    /// when something uses it, and a pool nobody submits to costs no threads.
+    pub fn start_lazily(settings: &PoolSettings, on_start: Option<ThreadStart>) -> ThreadPool {
         assert!(
             settings.threads > 0,
             "the thread_pool directive rejects threads=0"
@@ -117,15 +134,32 @@ impl ThreadPool {
             available: Condvar::new(),
             counters: Counters::default(),
         });
-        let pool = ThreadPool {
+        ThreadPool {
             shared,
-            threads: Arc::new(Mutex::new(Vec::new())),
-        };
-        for _ in 0..settings.threads {
-            let shared = Arc::clone(&pool.shared);
-            let on_start = on_start.clone();
+            threads: Arc::new(Threads {
+                count: settings.threads,
+                on_start,
+                started: AtomicBool::new(false),
+                handles: Mutex::new(Vec::new()),
+            }),
+        }
+    }
+
+    /// Whether the pool's threads have been started.
+    pub fn is_started(&self) -> bool {
+        self.threads.started.load(Ordering::Acquire)
+    }
+
+    fn start_threads(&self) -> io::Result<()> {
+        let mut handles = self.lock_threads();
+        if self.threads.started.load(Ordering::Acquire) || self.shared.lock().closed {
+            return Ok(());
+        }
+        for _ in 0..self.threads.count {
+            let shared = Arc::clone(&self.shared);
+            let on_start = self.threads.on_start.clone();
             let spawned = std::thread::Builder::new()
-                .name(format!("pool {}", settings.name))
+                .name(format!("pool {}", self.shared.name))
                 .spawn(move || {
                     if let Some(hook) = on_start {
                         hook();
@@ -133,14 +167,16 @@ impl ThreadPool {
                     run_thread(&shared);
                 });
             match spawned {
-                Ok(handle) => pool.lock_threads().push(handle),
+                Ok(handle) => handles.push(handle),
                 Err(error) => {
-                    pool.shutdown();
+                    drop(handles);
+                    self.shutdown();
                     return Err(error);
                 }
             }
         }
-        Ok(pool)
+        self.threads.started.store(true, Ordering::Release);
+        Ok(())
     }
 
     pub fn name(&self) -> &str {
@@ -154,6 +190,10 @@ impl ThreadPool {
         T: Send + 'static,
         F: FnOnce() -> T + Send + 'static,
     {
+        if !self.is_started() && self.start_threads().is_err() {
+            // No thread could start: the pool is closed and refuses the task below.
+            debug_assert!(self.shared.lock().closed, "a failed start closes the pool");
+        }
         let (sender, receiver) = oneshot::channel();
         let job: Job = Box::new(move || {
             // The receiver is gone when the client went away; the result is then dropped.
@@ -194,6 +234,7 @@ impl ThreadPool {
 
     fn lock_threads(&self) -> MutexGuard<'_, Vec<JoinHandle<()>>> {
         self.threads
+            .handles
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }

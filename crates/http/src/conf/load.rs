@@ -45,6 +45,8 @@ pub struct LoadContext<'a> {
     pub log_formats: HashMap<String, Arc<LogFormat>>,
     pub hostname: String,
     pub warnings: Vec<ConfError>,
+    /// Each pool `aio threads=NAME` names without variables, where it was named.
+    pub thread_pools_used: Vec<(String, Span)>,
     access_log_slots: usize,
     outer_directives: &'a [&'static str],
 }
@@ -161,6 +163,7 @@ pub fn test_context(log_files: &mut LogFiles) -> LoadContext<'_> {
         log_formats: HashMap::new(),
         hostname: "localhost".to_owned(),
         warnings: Vec::new(),
+        thread_pools_used: Vec::new(),
         access_log_slots: 0,
         outer_directives: &[],
     }
@@ -211,6 +214,7 @@ pub fn load_http(block: &[Directive], env: LoadEnv<'_>) -> Result<HttpConf, Conf
         log_formats: HashMap::new(),
         hostname: env.hostname,
         warnings: Vec::new(),
+        thread_pools_used: Vec::new(),
         access_log_slots: 0,
         outer_directives: env.outer_directives,
     };
@@ -723,6 +727,7 @@ fn build(
         access_log_buffers: context.access_log_slots,
         warnings: context.warnings,
         upstreams,
+        thread_pools_used: context.thread_pools_used,
     })
 }
 

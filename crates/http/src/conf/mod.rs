@@ -180,6 +180,9 @@ pub struct HttpConf {
     pub warnings: Vec<conf::ConfError>,
     /// Upstream groups, by [`crate::upstream::UpstreamId`].
     pub upstreams: Vec<crate::upstream::Group>,
+    /// Each pool `aio threads=NAME` names without variables, where it was named: the
+    /// server checks them against the `thread_pool` directives.
+    pub thread_pools_used: Vec<(String, conf::Span)>,
 }
 
 impl HttpConf {
@@ -199,6 +202,7 @@ impl HttpConf {
             access_log_buffers: 0,
             warnings: Vec::new(),
             upstreams: Vec::new(),
+            thread_pools_used: Vec::new(),
         }
     }
 

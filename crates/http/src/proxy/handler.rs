@@ -657,7 +657,7 @@ async fn read_request_body(
         connection,
         body_state,
         &settings,
-        &worker.generation.file_pool,
+        worker.pools.default_pool(),
         &TEMP_NUMBERS,
         false,
     )

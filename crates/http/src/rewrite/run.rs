@@ -236,7 +236,8 @@ async fn test(
             // As nginx's file tests: through `open_file_cache` and `disable_symlinks`.
             let location = crate::phases::current_location(worker, request);
             let check = file_cache::symlink_check(worker, connection, request, location, &path);
-            let tested = file_cache::test(worker, location, &path, check)
+            let io = file_cache::file_io(worker, connection, request, location);
+            let tested = file_cache::test(worker, location, &io, &path, check)
                 .await
                 .map_err(|error| {
                     log(

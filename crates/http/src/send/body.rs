@@ -1,9 +1,8 @@
-//! Writing a response after its head is built: the body (bytes, or a file read on the pool
-//! piece by piece), framed as chunks when the response is chunked, the trailer section, all
-//! under `send_timeout` and `limit_rate` (nginx's write filter).
+//! Writing a response after its head is built: the body (bytes, or a file: `file.rs`),
+//! framed as chunks when the response is chunked, the trailer section, all under
+//! `send_timeout` and `limit_rate` (nginx's write filter).
 
 use std::io;
-use std::sync::Arc;
 use std::time::Duration;
 
 use runtime::Clock;
@@ -12,23 +11,19 @@ use crate::conf::Location;
 use crate::connection::Connection;
 use crate::request::{ConnectionInfo, Request};
 use crate::response::Body;
-use crate::send::framing::{CHUNK_END, Framing, chunk_header_len_max};
+use crate::send::framing::{CHUNK_END, Framing};
 use crate::send::head::write_last_chunk;
 use crate::send::rate::RateLimit;
-use crate::static_files::handler::{FileBody, read_chunk_into};
 use crate::worker::HttpWorker;
 
 /// Bodies up to this size are copied behind the head and sent with it in one `write`.
 const INLINE_BODY_BYTES_MAX: usize = 16 * 1024;
 
-/// File bodies are read from the pool in pieces of at most this size.
-const FILE_CHUNK_BYTES: usize = 256 * 1024;
-
 /// Writes the bytes of one response to the client.
 pub(super) struct Output<'c> {
-    connection: &'c Connection,
+    pub connection: &'c Connection,
     clock: &'c Clock,
-    send_timeout: Duration,
+    pub send_timeout: Duration,
     limit: Option<Limiter>,
     /// Bytes written for this response: head, framing, body and trailers (nginx's
     /// `c->sent`, which `limit_rate` counts and `$bytes_sent` reports).
@@ -155,7 +150,8 @@ impl<'c> Output<'c> {
         }
     }
 
-    fn record(&mut self, written: usize) {
+    /// Counts `written` bytes as sent, for `limit_rate` and `$bytes_sent`.
+    pub fn record(&mut self, written: usize) {
         let before = self.sent;
         self.sent += written as u64;
         if let Some(limiter) = &mut self.limit {
@@ -196,7 +192,7 @@ pub(super) async fn send(
     match body {
         Body::Empty => send_bytes(context, output, request, b"", head).await,
         Body::Bytes(bytes) => send_bytes(context, output, request, bytes.as_slice(), head).await,
-        Body::File(file) => send_file(context, output, request, file, head).await,
+        Body::File(file) => super::file::send_file(context, output, request, file, head).await,
         Body::Upstream(_) => Ok(()),
         Body::Pieces(pieces) => {
             super::pieces::send_pieces(context, output, request, pieces, head).await
@@ -232,85 +228,6 @@ async fn send_bytes(
     }
     finish(context, request, head);
     output.write(head).await
-}
-
-/// A file body, read on the pool in pieces no larger than the rate limit lets go now. The
-/// head goes out with the first piece.
-async fn send_file(
-    context: &BodyContext<'_>,
-    output: &mut Output<'_>,
-    request: &mut Request<'_>,
-    file: FileBody,
-    head: &mut Vec<u8>,
-) -> io::Result<()> {
-    let chunked = context.framing == Framing::Chunked;
-    let framing_bytes = if chunked {
-        chunk_header_len_max(FILE_CHUNK_BYTES) + CHUNK_END.len()
-    } else {
-        0
-    };
-    let mut offset = file.offset;
-    let end = file.offset + file.len;
-    let mut buffer = Vec::new();
-    while offset < end {
-        let allowed = output.allowance().await;
-        let overhead = (head.len() + framing_bytes) as u64;
-        if allowed <= overhead && !head.is_empty() {
-            // Not even the head fits this second: send it on its own.
-            output.write(head).await?;
-            head.clear();
-            continue;
-        }
-        let len = (end - offset)
-            .min(FILE_CHUNK_BYTES as u64)
-            .min(allowed.saturating_sub(overhead).max(1)) as usize;
-        buffer.clear();
-        buffer.extend_from_slice(head);
-        head.clear();
-        if chunked {
-            http1::response::write_chunk_header(&mut buffer, len);
-        }
-        let data_start = buffer.len();
-        buffer.resize(data_start + len, 0);
-        buffer = read_on_pool(context.worker, &file, offset, buffer, data_start).await?;
-        if chunked {
-            buffer.extend_from_slice(CHUNK_END);
-        }
-        output.write(&buffer).await?;
-        offset += len as u64;
-    }
-    finish(context, request, head);
-    if head.is_empty() {
-        return Ok(());
-    }
-    output.write(head).await
-}
-
-/// Fills `buffer[data_start..]` from the file at `offset` on the generation's pool.
-async fn read_on_pool(
-    worker: &HttpWorker,
-    file: &FileBody,
-    offset: u64,
-    mut buffer: Vec<u8>,
-    data_start: usize,
-) -> io::Result<Vec<u8>> {
-    let handle = Arc::clone(&file.file);
-    let completion = worker
-        .generation
-        .file_pool
-        .submit(move || {
-            let read = read_chunk_into(&handle, offset, &mut buffer[data_start..]);
-            (buffer, read)
-        })
-        .map_err(|_| io::Error::other("thread pool queue overflow"))?;
-    let (buffer, read) = completion
-        .await
-        .map_err(|_| io::Error::other("thread pool task lost"))?;
-    if read? < buffer.len() - data_start {
-        // The file shrank while being sent: the promised length cannot be met.
-        return Err(io::ErrorKind::UnexpectedEof.into());
-    }
-    Ok(buffer)
 }
 
 /// The end of the body: nginx's trailers filter runs (its fields exist for

@@ -1,10 +1,12 @@
 //! Sending a response: the keep-alive decision, the header filters, the head, the body,
 //! and the access-log line at the end. `filters.rs` holds the filters that run before the
 //! head (not modified, `expires`, the rate limit), `ranges.rs` the range filter (with
-//! `pieces.rs`, the body it may make), `framing.rs` the chunked decision,
-//! `head.rs` the head itself, `body.rs` the body writer and `rate.rs` `limit_rate`.
+//! `pieces.rs`, the body it may make), `framing.rs` the chunked decision, `head.rs` the
+//! head itself, `body.rs` the body writer, `file.rs` file bodies, `upstream.rs` proxied
+//! bodies and `rate.rs` `limit_rate`.
 
 mod body;
+mod file;
 mod filters;
 pub mod framing;
 mod head;

@@ -194,7 +194,8 @@ impl PieceWriter {
     }
 }
 
-/// `len` bytes of the file at `offset`, read on the generation's pool.
+/// `len` bytes of the file at `offset`, read where the location's `aio` says: on the
+/// worker (`aio off`) or on its pool.
 async fn read_on_pool(
     worker: &HttpWorker,
     file: &FileBody,
@@ -202,9 +203,22 @@ async fn read_on_pool(
     len: usize,
 ) -> io::Result<Vec<u8>> {
     let handle = Arc::clone(&file.file);
-    let completion = worker
-        .generation
-        .file_pool
+    let pool = match &file.io {
+        crate::static_files::io::FileIo::Pool(pool) => pool,
+        _ => {
+            let started = std::time::Instant::now();
+            let mut buffer = vec![0; len];
+            let read = read_chunk_into(&handle, offset, &mut buffer);
+            worker.note_blocking(started.elapsed(), || {
+                format!("read() of \"{}\"", file.path.display())
+            });
+            if read? < len {
+                return Err(io::ErrorKind::UnexpectedEof.into());
+            }
+            return Ok(buffer);
+        }
+    };
+    let completion = pool
         .submit(move || {
             let mut buffer = vec![0; len];
             let read = read_chunk_into(&handle, offset, &mut buffer);

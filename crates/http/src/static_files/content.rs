@@ -37,7 +37,8 @@ pub async fn serve_static<'a>(
     }
     request.filename = path.clone();
     let check = symlink_check(worker, connection, request, location, &path);
-    let opened = file_cache::open(worker, location, &path, check).await?;
+    let io = file_cache::file_io(worker, connection, request, location);
+    let opened = file_cache::open(worker, location, &io, &path, check).await?;
     let (file, info) = match opened {
         Err(failure) => {
             let log_not_found = location.settings.core.log_not_found;
@@ -67,11 +68,16 @@ pub async fn serve_static<'a>(
     response.etag = etag.then(|| static_handler::etag(info.modified, info.len));
     // The range filter may answer with parts of the file.
     response.accept_ranges = true;
+    let statics = &location.settings.static_files;
+    let direct = statics.directio.is_some_and(|size| info.len >= size)
+        && crate::static_files::io::enable_directio(&file);
     let body = Body::File(FileBody {
         file,
         offset: 0,
         len: info.len,
         path: crate::pool_fs::path_from_bytes(&path),
+        io,
+        direct,
     });
     Ok(StaticOutcome::Respond { status: 200, body })
 }
@@ -120,7 +126,15 @@ async fn serve_index<'a>(
         let mut path = directory.to_vec();
         path.extend_from_slice(&name);
         let check = symlink_check(worker, connection, request, location, &path);
-        let failure = match file_cache::test(worker, location, &path, check).await? {
+        let failure = match file_cache::test(
+            worker,
+            location,
+            &file_cache::file_io(worker, connection, request, location),
+            &path,
+            check,
+        )
+        .await?
+        {
             Ok(_) => {
                 let mut uri = request.uri.clone();
                 uri.extend_from_slice(&name);
@@ -171,7 +185,15 @@ async fn test_index_directory(
         _ => directory,
     };
     let check = symlink_check(worker, connection, request, location, dir);
-    match file_cache::test(worker, location, dir, check).await? {
+    match file_cache::test(
+        worker,
+        location,
+        &file_cache::file_io(worker, connection, request, location),
+        dir,
+        check,
+    )
+    .await?
+    {
         Ok(info) if info.is_dir => Ok(()),
         Ok(_) => Err(FileError {
             status: 500,

@@ -2,8 +2,9 @@
 //! location has one: a per-worker cache of open descriptors, stat results and (with
 //! `open_file_cache_errors`) failures, as nginx's `ngx_open_cached_file` keeps them. An
 //! entry is used only while it is younger than `open_file_cache_valid`; after that the
-//! path is opened again on the pool. The cache lives on the worker's loop and is never
-//! shared with another thread; the opens themselves run on the pool.
+//! path is opened again. The cache lives on the worker's loop and is never shared with
+//! another thread; the opens themselves run where the location's `aio` says (the worker
+//! for `aio off`, a pool for `aio threads`, the worker when cached with `aio_nowait`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
@@ -12,9 +13,10 @@ use std::time::{Duration, Instant};
 
 use crate::conf::Location;
 use crate::request::{ConnectionInfo, Request};
-use crate::static_files::OpenFileCacheConf;
 use crate::static_files::handler::FileError;
+use crate::static_files::io::FileIo;
 use crate::static_files::open::{self, FileInfo, OpenFailure, SymlinkCheck};
+use crate::static_files::{Aio, OpenFileCacheConf, PoolChoice};
 use crate::variables::render;
 use crate::worker::HttpWorker;
 
@@ -40,19 +42,79 @@ pub fn symlink_check(
     SymlinkCheck::for_path(setting.mode, from.as_deref(), path)
 }
 
+/// Where the location's `aio` runs a request's file work: the worker (`aio off`) or a
+/// pool (`aio threads`, its name rendered when it has variables).
+pub fn file_io(
+    worker: &HttpWorker,
+    connection: &ConnectionInfo,
+    request: &Request<'_>,
+    location: &Location,
+) -> FileIo {
+    let name = match &location.settings.static_files.aio {
+        Aio::Off => return FileIo::Worker,
+        Aio::Threads(PoolChoice::Named(name)) => name.as_bytes().to_vec(),
+        Aio::Threads(PoolChoice::Template(template)) => {
+            render(worker, connection, request, template)
+        }
+    };
+    match worker.pools.get(&name) {
+        Some(pool) => FileIo::Pool(pool.clone()),
+        None => FileIo::Missing(String::from_utf8_lossy(&name).into_owned()),
+    }
+}
+
+/// Runs a file task where `io` says: on the worker (the time it took is noted for the
+/// stall watcher), or on the pool.
+async fn run<T: Send + 'static>(
+    worker: &HttpWorker,
+    io: &FileIo,
+    path: &[u8],
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, FileError> {
+    match io {
+        FileIo::Pool(pool) => crate::worker::offload_to(pool, work).await,
+        FileIo::Worker | FileIo::Missing(_) => {
+            let started = std::time::Instant::now();
+            let result = work();
+            worker.note_blocking(started.elapsed(), || {
+                format!("open() of \"{}\"", String::from_utf8_lossy(path))
+            });
+            Ok(result)
+        }
+    }
+}
+
+/// `open()` and `fstat()` where `io` says; under `aio threads` with `aio_nowait`, on the
+/// worker when the path resolves from cached directory entries alone.
+async fn open_where(
+    worker: &HttpWorker,
+    location: &Location,
+    io: &FileIo,
+    path: &[u8],
+    check: SymlinkCheck,
+) -> Result<Result<(Option<std::fs::File>, FileInfo), OpenFailure>, FileError> {
+    if matches!(io, FileIo::Pool(_))
+        && location.settings.static_files.aio_nowait
+        && check.mode == open::Symlinks::Off
+        && let Some(opened) = open::open_and_stat_cached(path)
+    {
+        return Ok(opened);
+    }
+    let owned = path.to_vec();
+    run(worker, io, path, move || open::open_and_stat(&owned, check)).await
+}
+
 /// Opens `path` for reading (a directory is only stat-ed).
 pub async fn open(
     worker: &HttpWorker,
     location: &Location,
+    io: &FileIo,
     path: &[u8],
     check: SymlinkCheck,
 ) -> Result<OpenResult, FileError> {
     let settings = &location.settings.static_files;
     let Some(conf) = &settings.open_file_cache else {
-        let owned = path.to_vec();
-        let result = worker
-            .offload(move || open::open_and_stat(&owned, check))
-            .await?;
+        let result = open_where(worker, location, io, path, check).await?;
         return Ok(result.map(|(file, info)| (file.map(Arc::new), info)));
     };
     let key = Arc::as_ptr(conf) as usize;
@@ -79,9 +141,7 @@ pub async fn open(
             None => 1,
         }
     };
-    let owned = path.to_vec();
-    let result: OpenResult = worker
-        .offload(move || open::open_and_stat(&owned, check))
+    let result: OpenResult = open_where(worker, location, io, path, check)
         .await?
         .map(|(file, info)| (file.map(Arc::new), info));
     let mut caches = worker.open_files.borrow_mut();
@@ -104,16 +164,17 @@ pub async fn open(
 pub async fn test(
     worker: &HttpWorker,
     location: &Location,
+    io: &FileIo,
     path: &[u8],
     check: SymlinkCheck,
 ) -> Result<Result<FileInfo, OpenFailure>, FileError> {
     if location.settings.static_files.open_file_cache.is_some() {
-        return Ok(open(worker, location, path, check)
+        return Ok(open(worker, location, io, path, check)
             .await?
             .map(|(_, info)| info));
     }
     let owned = path.to_vec();
-    worker.offload(move || open::test(&owned, check)).await
+    run(worker, io, path, move || open::test(&owned, check)).await
 }
 
 /// Every `open_file_cache` of one worker, by the address of its directive's settings.

@@ -24,6 +24,10 @@ pub struct FileBody {
     pub offset: u64,
     pub len: u64,
     pub path: PathBuf,
+    /// Where reads (and the disk side of `sendfile`) run.
+    pub io: crate::static_files::io::FileIo,
+    /// Opened with `O_DIRECT` (`directio`): read in aligned blocks, never sent by `sendfile`.
+    pub direct: bool,
 }
 
 /// What the static handler decided.
@@ -184,6 +188,32 @@ mod tests {
         assert_eq!(open_failure(&failure(2), b"/x", false).level, Level::Debug);
         assert_eq!(open_failure(&failure(13), b"/x", true).status, 403);
         assert_eq!(open_failure(&failure(5), b"/x", true).status, 500);
+    }
+
+    #[test]
+    fn cached_open_answers_without_the_pool_for_a_cached_path() {
+        let path = std::env::temp_dir().join(format!("portico-cached-{}", std::process::id()));
+        std::fs::write(&path, b"cached").unwrap();
+        let bytes = std::os::unix::ffi::OsStrExt::as_bytes(path.as_os_str()).to_vec();
+        // Just written: its directory entry is in the dentry cache.
+        match open::open_and_stat_cached(&bytes) {
+            Some(Ok((Some(_), info))) => assert_eq!(info.len, 6),
+            other => panic!("expected an open file, got {other:?}"),
+        }
+        let directory = std::env::temp_dir();
+        let directory = std::os::unix::ffi::OsStrExt::as_bytes(directory.as_os_str()).to_vec();
+        assert!(matches!(
+            open::open_and_stat_cached(&directory),
+            Some(Ok((None, info))) if info.is_dir
+        ));
+        std::fs::remove_file(&path).unwrap();
+        // A name the cache knows to be absent is a real answer; one it does not know is
+        // left to the pool. Either way nothing waits for the disk.
+        match open::open_and_stat_cached(&bytes) {
+            Some(Err(failure)) => assert_eq!(failure.errno, 2),
+            None => {}
+            Some(Ok(_)) => panic!("a removed file opened"),
+        }
     }
 
     #[test]

@@ -1,12 +1,16 @@
 //! Static files: mapping a URI to a file under `root` or `alias`, `try_files`, `index`,
-//! `autoindex`, `disable_symlinks`, `open_file_cache`, and sending the file. Opening,
-//! stat-ing, listing and reading run on a thread pool, never on the worker's loop.
+//! `autoindex`, `disable_symlinks`, `open_file_cache`, and sending the file. Under
+//! `aio threads` opening, stat-ing, listing and reading run on a thread pool, never on the
+//! worker's loop (files whose data and directory entries are cached are served from the
+//! worker without waiting, `aio_nowait`); under `aio off` they run on the worker, as nginx
+//! does them.
 
 pub mod autoindex;
 pub mod content;
 pub mod directives;
 pub mod file_cache;
 pub mod handler;
+pub mod io;
 pub mod listing;
 pub mod open;
 pub mod try_files;
@@ -43,6 +47,38 @@ pub struct OpenFileCacheConf {
     pub inactive: Duration,
 }
 
+/// `aio off | on | threads[=POOL]`.
+#[derive(Clone, Debug)]
+pub enum Aio {
+    /// File system calls and reads run on the worker.
+    Off,
+    /// `aio threads` (and `aio on`): they run on a thread pool.
+    Threads(PoolChoice),
+}
+
+/// The pool `aio threads=POOL` names.
+#[derive(Clone, Debug)]
+pub enum PoolChoice {
+    /// A name without variables, checked at load (`default` when none is given).
+    Named(String),
+    /// A name with variables, rendered per request (`aio threads=pool_$disk`).
+    Template(HttpTemplate),
+}
+
+/// `output_buffers NUMBER SIZE`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OutputBuffers {
+    pub number: u64,
+    pub size: u64,
+}
+
+impl OutputBuffers {
+    /// How many file bytes one read fills: every buffer at once.
+    pub fn read_bytes(self) -> usize {
+        usize::try_from(self.number.saturating_mul(self.size)).unwrap_or(usize::MAX)
+    }
+}
+
 settings! {
     /// Static-file settings per location.
     pub struct StaticConf => Static (env) {
@@ -66,6 +102,26 @@ settings! {
         open_file_cache_min_uses: u64 = 1,
         /// `open_file_cache_errors`
         open_file_cache_errors: bool = false,
+        /// `aio`
+        aio: Aio = Aio::Off,
+        /// `aio_write`: accepted; applies to temp-file writes (see docs/thread-pools.md).
+        aio_write: bool = false,
+        /// `aio_nowait`: try a non-blocking read of cached data before offloading.
+        aio_nowait: bool = true,
+        /// `sendfile`
+        sendfile: bool = false,
+        /// `sendfile_max_chunk`; 0 means no limit.
+        sendfile_max_chunk: u64 = 2 * 1024 * 1024,
+        /// `tcp_nopush`: the head goes out with `MSG_MORE` ahead of `sendfile` data.
+        tcp_nopush: bool = false,
+        /// `output_buffers`
+        output_buffers: OutputBuffers = OutputBuffers { number: 2, size: 32 * 1024 },
+        /// `directio`: files at least this large are read with `O_DIRECT`; `None` is off.
+        directio: Option<u64> = None,
+        /// `directio_alignment`
+        directio_alignment: u64 = 512,
+        /// `read_ahead`: accepted, no effect on Linux (as in nginx).
+        read_ahead: u64 = 0,
     }
 }
 

@@ -107,6 +107,37 @@ pub fn open_and_stat(
     Ok((Some(File::from(fd)), info))
 }
 
+/// `open()` and `fstat()` on the worker, but only when no disk access can be needed: the
+/// path resolves from cached directory entries alone (`openat2` with `RESOLVE_CACHED`,
+/// Linux 5.12), and `fstat` of an open file reads its in-memory inode. `None` means the
+/// answer needs the disk (or the kernel cannot tell): the caller asks the pool. Only for
+/// paths without a symlink check (`disable_symlinks off`).
+pub fn open_and_stat_cached(path: &[u8]) -> Option<Result<(Option<File>, FileInfo), OpenFailure>> {
+    let opened = rustix::fs::openat2(
+        rustix::fs::CWD,
+        path,
+        OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC,
+        Mode::empty(),
+        rustix::fs::ResolveFlags::CACHED,
+    );
+    let fd = match opened {
+        Ok(fd) => fd,
+        Err(Errno::AGAIN) | Err(Errno::NOSYS) | Err(Errno::INVAL) | Err(Errno::XDEV) => {
+            return None;
+        }
+        Err(errno) => return Some(Err(OpenFailure::new(errno, "open()"))),
+    };
+    let stat = match rustix::fs::fstat(&fd) {
+        Ok(stat) => stat,
+        Err(errno) => return Some(Err(OpenFailure::new(errno, "fstat()"))),
+    };
+    let info = file_info(&stat);
+    if info.is_dir {
+        return Some(Ok((None, info)));
+    }
+    Some(Ok((Some(File::from(fd)), info)))
+}
+
 /// Stats `path` without keeping it open (`try_files`, nginx's `test_only`): `stat()`
 /// when links are allowed, else an `openat()` walk and `fstat()`.
 pub fn test(path: &[u8], check: SymlinkCheck) -> Result<FileInfo, OpenFailure> {

@@ -126,7 +126,8 @@ pub async fn run<'a>(
         let mut path = root.clone();
         path.extend_from_slice(&name);
         let check = file_cache::symlink_check(worker, connection, request, location, &path);
-        let info = match file_cache::test(worker, location, &path, check).await? {
+        let io = file_cache::file_io(worker, connection, request, location);
+        let info = match file_cache::test(worker, location, &io, &path, check).await? {
             Ok(info) => info,
             Err(failure) => {
                 if !failure.is_not_found() {

@@ -256,6 +256,52 @@ pub fn redirect_stdio_to_null(keep_stderr: bool) -> io::Result<()> {
     Ok(())
 }
 
+/// Whether every page of a file range is in page cache *and up to date*, by `mmap` +
+/// `mincore(2)` + `munmap`. Unlike `cachestat(2)`, which also counts pages whose read is
+/// still in flight (readahead), `mincore` reports a page only once its data is there, so a
+/// `sendfile` of a range it approves does not wait for the disk.
+pub fn range_in_core(file: impl AsFd, offset: u64, len: u64) -> io::Result<bool> {
+    if len == 0 {
+        return Ok(true);
+    }
+    let page = page_size();
+    let start = offset - offset % page;
+    let span = usize::try_from(offset + len - start)
+        .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    let pages = span.div_ceil(page as usize);
+    let mut vector = vec![0u8; pages];
+    // SAFETY: a fresh shared read-only mapping of the borrowed fd, which stays open for the
+    // call; it is only passed to mincore (never dereferenced) and unmapped before return.
+    // `vector` holds one byte per page of the mapping, as mincore requires.
+    unsafe {
+        let address = libc::mmap(
+            std::ptr::null_mut(),
+            span,
+            libc::PROT_READ,
+            libc::MAP_SHARED,
+            file.as_fd().as_raw_fd(),
+            start as libc::off_t,
+        );
+        if address == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let result = libc::mincore(address, span, vector.as_mut_ptr());
+        let error = io::Error::last_os_error();
+        libc::munmap(address, span);
+        if result != 0 {
+            return Err(error);
+        }
+    }
+    Ok(vector.iter().all(|state| state & 1 == 1))
+}
+
+/// The kernel's page size.
+pub fn page_size() -> u64 {
+    // SAFETY: sysconf has no memory-safety preconditions.
+    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    u64::try_from(size).unwrap_or(4096)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

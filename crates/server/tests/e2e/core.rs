@@ -136,17 +136,20 @@ fn user_root_keeps_workers_as_root() {
     }
 }
 
+/// As each nginx worker process has its own pools, each worker thread has its own
+/// instance of a declared pool: `threads=3` with two workers is six pool threads.
 #[test]
 fn declared_default_pool_sets_the_file_threads() {
     let server = Instance::start(&format!(
-        "thread_pool default threads=3 max_queue=16;\nevents {{\n}}\n{HTTP}\n"
+        "worker_processes 2;\nthread_pool default threads=3 max_queue=16;\n\
+         events {{\n}}\n{HTTP}\n"
     ));
     assert_eq!(server.get("/").status, 200);
     let pool_threads = threads(server.pid())
         .into_iter()
         .filter(|(name, _)| name == "pool default")
         .count();
-    assert_eq!(pool_threads, 3);
+    assert_eq!(pool_threads, 6);
 }
 
 /// A user's uid from the passwd file.

@@ -13,6 +13,7 @@ server {
     listen 127.0.0.1:8080;
     root html;
     location /slow/ { limit_rate 4k; }
+    location /sendfile/ { limit_rate 4k; sendfile on; aio threads; }
     location /after/ { limit_rate 1k; limit_rate_after 10k; }
     location /var/ { limit_rate $arg_l; limit_rate_after $arg_a; }
     location /unlimited/ { limit_rate 4k; location /unlimited/inner/ { limit_rate 0; } }
@@ -28,6 +29,7 @@ fn start() -> Instance {
     let data = "X".repeat(FILE_BYTES);
     Instance::http_builder(&LIMITED.replace("%%TEXT%%", &text))
         .file("html/slow/data", &data)
+        .file("html/sendfile/data", &data)
         .file("html/after/data", &data)
         .file("html/var/data", &data)
         .file("html/unlimited/inner/data", &data)
@@ -53,6 +55,16 @@ fn a_file_goes_at_the_rate() {
     assert!(elapsed >= Duration::from_secs(2), "{elapsed:?}");
     let line = server.wait_for_line("logs/rate.log", "/slow/data");
     assert_eq!(line, format!("/slow/data 4096 {FILE_BYTES}"));
+}
+
+#[test]
+fn sendfile_goes_at_the_rate_too() {
+    let server = start();
+    let (len, elapsed) = timed(&server, "/sendfile/data");
+    assert_eq!(len, FILE_BYTES);
+    assert!(elapsed >= Duration::from_secs(2), "{elapsed:?}");
+    let line = server.wait_for_line("logs/rate.log", "/sendfile/data");
+    assert_eq!(line, format!("/sendfile/data 4096 {FILE_BYTES}"));
 }
 
 #[test]

@@ -7,6 +7,7 @@ mod support;
 mod access;
 mod access_log;
 mod add_header;
+mod aio;
 mod autoindex;
 mod charset;
 mod cli;

@@ -144,3 +144,55 @@ fn wait_and_run_times_accumulate() {
     pool.shutdown();
     assert!(pool.counters().run_time >= Duration::from_millis(20));
 }
+
+#[test]
+fn max_queue_zero_refuses_every_task() {
+    let pool = ThreadPool::start(&settings(2, 0), None).unwrap();
+    assert_eq!(pool.submit(|| 1).unwrap_err(), QueueOverflow { waiting: 0 });
+    assert_eq!(pool.counters().overflowed, 1);
+    pool.shutdown();
+}
+
+#[test]
+fn shutdown_with_abandoned_tasks_in_flight_drops_their_results() {
+    let pool = ThreadPool::start(&settings(1, 8), None).unwrap();
+    let releases = occupy(&pool, 1);
+    let ran = Arc::new(AtomicUsize::new(0));
+    let mut completions = Vec::new();
+    for _ in 0..3 {
+        let ran = Arc::clone(&ran);
+        completions.push(
+            pool.submit(move || {
+                ran.fetch_add(1, Ordering::SeqCst);
+            })
+            .unwrap(),
+        );
+    }
+    // The submitters go away (their clients closed), then the pool is told to stop while
+    // one task runs and three wait.
+    drop(completions);
+    let stopper = {
+        let pool = pool.clone();
+        std::thread::spawn(move || pool.shutdown())
+    };
+    drop(releases);
+    stopper.join().unwrap();
+    assert_eq!(ran.load(Ordering::SeqCst), 3);
+    let snapshot = pool.counters();
+    assert_eq!(
+        (snapshot.queued, snapshot.running, snapshot.completed),
+        (0, 0, 4)
+    );
+}
+
+#[test]
+fn wait_time_counts_time_spent_queued() {
+    let pool = ThreadPool::start(&settings(1, 4), None).unwrap();
+    let releases = occupy(&pool, 1);
+    let waiting = pool.submit(|| ()).unwrap();
+    std::thread::sleep(Duration::from_millis(30));
+    drop(releases);
+    block_on(waiting).unwrap();
+    pool.shutdown();
+    assert!(pool.counters().wait_time >= Duration::from_millis(30));
+}

@@ -1,0 +1,331 @@
+#!/usr/bin/env bash
+# Scenario "threadpool": seed 000, "Thread Pools in NGINX Boost Performance 9x!". A random
+# load over a data set of 4 MiB files that is not in page cache, read from an emulated slow
+# disk, plus a constant load on one hot file that stays in page cache. What is measured is
+# the hot file's req/s and latency: with `aio off` a worker waiting for the disk cannot serve
+# the hot file; with `aio threads` it can.
+#
+#   bench/threadpool.sh            (as root: cgroup, drop_caches)
+#
+# Environment (defaults in brackets):
+#   REPS [3]                 repetitions of each configuration (interleaved)
+#   DURATION [20]            seconds per run (each run is bounded by it)
+#   FILES [512]              data-set files of 4 MiB (512 = 2 GiB)
+#   DATA_DIR [/work/bench-data/threadpool]   where the files are made once and kept
+#   RANDOM_CONNECTIONS [50]  HOT_CONNECTIONS [20]   wrk connections of the two loads
+#   WORKERS [2]              worker_processes
+#   READ_BPS [52428800]      READ_IOPS [200]    the emulated disk: blkio throttle on reads
+#   CONFIGS [all five]       e.g. "nginx:off portico:threads"
+#   PORTICO_BIN, CARGO_TARGET_DIR, RESULTS [bench/RESULTS.md] ("-" = don't write), KEEP_TMP [0]
+#
+# The disk: the servers run in a cgroup v1 blkio group whose read_bps_device and
+# read_iops_device limit reads from the device holding DATA_DIR. Page cache is dropped before
+# every run (echo 3 > /proc/sys/vm/drop_caches), then the hot file alone is read back in.
+
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+
+REPS=${REPS:-3}
+DURATION=${DURATION:-20}
+FILES=${FILES:-512}
+DATA_DIR=${DATA_DIR:-/work/bench-data/threadpool}
+RANDOM_CONNECTIONS=${RANDOM_CONNECTIONS:-50}
+HOT_CONNECTIONS=${HOT_CONNECTIONS:-20}
+WORKERS=${WORKERS:-2}
+READ_BPS=${READ_BPS:-52428800}
+READ_IOPS=${READ_IOPS:-200}
+CONFIGS=${CONFIGS:-"nginx:off portico:off nginx:threads portico:threads portico:threads-nowait-off"}
+RESULTS=${RESULTS:-$BENCH_DIR/RESULTS.md}
+KEEP_TMP=${KEEP_TMP:-0}
+SECTION=threadpool
+FILE_BYTES=$((4 * 1024 * 1024))
+CGROUP=/sys/fs/cgroup/blkio/portico-bench-threadpool
+
+[ "$(id -u)" -eq 0 ] || die "run as root: the blkio cgroup and drop_caches need it"
+[ -d /sys/fs/cgroup/blkio ] || die "no cgroup v1 blkio hierarchy at /sys/fs/cgroup/blkio"
+ensure_tools
+ensure_portico
+
+WORK=$(mktemp -d /tmp/portico-bench-threadpool.XXXXXX)
+cleanup() {
+    stop_all_started
+    if [ -n "${HOT_PID:-}" ]; then kill "$HOT_PID" 2>/dev/null || true; fi
+    if [ -n "${RANDOM_PID:-}" ]; then kill "$RANDOM_PID" 2>/dev/null || true; fi
+    rmdir "$CGROUP" 2>/dev/null || true
+    if [ "$KEEP_TMP" = 1 ]; then note "kept $WORK"; else rm -rf "$WORK"; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# ---------------------------------------------------------------- data set ----
+make_data() {
+    mkdir -p "$DATA_DIR/data"
+    local index made=0
+    for ((index = 0; index < FILES; index++)); do
+        if [ "$(stat -c %s "$DATA_DIR/data/$index.bin" 2>/dev/null || echo 0)" != "$FILE_BYTES" ]; then
+            head -c "$FILE_BYTES" /dev/urandom >"$DATA_DIR/data/$index.bin"
+            made=$((made + 1))
+        fi
+    done
+    [ -s "$DATA_DIR/hot.bin" ] || head -c "$FILE_BYTES" /dev/urandom >"$DATA_DIR/hot.bin"
+    chmod -R a+rX "$DATA_DIR"
+    [ "$made" = 0 ] || note "made $made data files in $DATA_DIR"
+    sync
+}
+
+# ---------------------------------------------------------------- the disk ----
+setup_disk() {
+    local device major_minor
+    device=$(df --output=source "$DATA_DIR" | tail -1)
+    major_minor=$(lsblk -no MAJ:MIN "$device" 2>/dev/null | head -1 | tr -d ' ')
+    [ -n "$major_minor" ] || major_minor=$(stat -c '%d' "$DATA_DIR" | awk '{ printf "%d:%d", int($1 / 256), $1 % 256 }')
+    mkdir -p "$CGROUP"
+    echo "$major_minor $READ_BPS" >"$CGROUP/blkio.throttle.read_bps_device"
+    echo "$major_minor $READ_IOPS" >"$CGROUP/blkio.throttle.read_iops_device"
+    DISK="$device ($major_minor): reads limited to $((READ_BPS / 1048576)) MiB/s and $READ_IOPS IO/s"
+    note "emulated disk: $DISK"
+    # The servers start from a wrapper that joins the group first, so every thread and
+    # child process they make is in it.
+    for bin in nginx portico; do
+        local real
+        if [ "$bin" = nginx ]; then real=$NGINX_BIN; else real=$PORTICO_BIN; fi
+        cat >"$WORK/$bin-in-cgroup" <<EOF
+#!/bin/sh
+echo \$\$ > $CGROUP/cgroup.procs || exit 1
+exec $real "\$@"
+EOF
+        chmod +x "$WORK/$bin-in-cgroup"
+    done
+    NGINX_BIN_REAL=$NGINX_BIN
+    NGINX_BIN=$WORK/nginx-in-cgroup
+    PORTICO_BIN_REAL=$PORTICO_BIN
+    PORTICO_BIN=$WORK/portico-in-cgroup
+}
+
+# ---------------------------------------------------------------- configs ----
+# Both servers read the same file; only Portico's `aio_nowait off` run has a line nginx lacks.
+write_conf() {
+    local mode=$1 port=$2 file=$3 aio_lines
+    case $mode in
+        off) aio_lines="aio off;" ;;
+        threads) aio_lines="aio threads;" ;;
+        threads-nowait-off) aio_lines="aio threads; aio_nowait off;" ;;
+        *) die "unknown mode $mode" ;;
+    esac
+    cat >"$file" <<EOF
+user root;
+daemon off;
+worker_processes $WORKERS;
+error_log logs/error.log warn;
+events {
+    worker_connections 1024;
+    accept_mutex off;
+}
+http {
+    access_log off;
+    default_type application/octet-stream;
+    sendfile on;
+    sendfile_max_chunk 512k;
+    server {
+        listen 127.0.0.1:$port;
+        location / {
+            root $DATA_DIR;
+            $aio_lines
+        }
+    }
+}
+EOF
+}
+
+cat >"$WORK/random.lua" <<EOF
+local files = $FILES
+local counter = 0
+function setup(thread)
+    counter = counter + 1
+    thread:set("seed", counter)
+end
+function init(args)
+    math.randomseed(os.time() * 1000 + seed)
+end
+function request()
+    return wrk.format("GET", "/data/" .. math.random(0, files - 1) .. ".bin")
+end
+EOF
+
+# Bytes from wrk's "N requests in T, X.YYGB read".
+read_bytes() {
+    awk '/ requests in / { v = $5; u = v; sub(/[A-Za-z]+$/, "", v); sub(/^[0-9.]+/, "", u)
+        m = 1; if (u == "KB") m = 1024; else if (u == "MB") m = 1048576;
+        else if (u == "GB") m = 1073741824; else if (u == "TB") m = 1099511627776
+        printf "%.0f\n", v * m; exit }' "$1"
+}
+
+RUNS=$WORK/runs.tsv
+: >"$RUNS"
+
+# SAMPLE_STACKS=1: every 50 ms, the kernel stack of each server thread that is not asleep
+# in epoll or a futex (where a worker should be), to find what holds a worker's loop.
+sample_stacks() {
+    local pid=$1 out=$2 end=$((SECONDS + DURATION)) task
+    while [ $SECONDS -lt $end ]; do
+        for task in /proc/$pid/task/*; do
+            local name state
+            name=$(cat "$task/comm" 2>/dev/null) || continue
+            case $name in worker*) ;; *) continue ;; esac
+            state=$(awk '{ print $3 }' "$task/stat" 2>/dev/null)
+            if ! grep -q epoll_wait "$task/stack" 2>/dev/null; then
+                { echo "== $name $state $(date +%T.%N)"; cat "$task/stack"; } >>"$out" 2>/dev/null
+            fi
+        done
+        sleep 0.05
+    done
+}
+
+run_one() {
+    local config=$1 rep=$2 kind=${1%%:*} mode=${1#*:} port conf prefix hot_out random_out parsed
+    port=$(free_port)
+    prefix=$WORK/$kind-$mode-$rep
+    conf=$WORK/$kind-$mode.conf
+    mkdir -p "$prefix/logs"
+    write_conf "$mode" "$port" "$conf"
+    sync
+    echo 3 >/proc/sys/vm/drop_caches
+    cat "$DATA_DIR/hot.bin" >/dev/null
+    start_server "$kind" "$prefix" "$conf" "$port"
+    hot_out=$WORK/hot-$kind-$mode-$rep.txt
+    random_out=$WORK/random-$kind-$mode-$rep.txt
+    timeout $((DURATION + 30)) wrk -t2 -c"$RANDOM_CONNECTIONS" -d"${DURATION}s" --timeout 60s \
+        -s "$WORK/random.lua" "http://127.0.0.1:$port/" >"$random_out" 2>&1 &
+    RANDOM_PID=$!
+    timeout $((DURATION + 30)) wrk -t1 -c"$HOT_CONNECTIONS" -d"${DURATION}s" --timeout 60s --latency \
+        "http://127.0.0.1:$port/hot.bin" >"$hot_out" 2>&1 &
+    HOT_PID=$!
+    if [ -n "${SAMPLE_STACKS:-}" ]; then sample_stacks "$SERVER_PID" "$prefix/stacks.txt" & fi
+    wait "$HOT_PID" || die "hot wrk failed: $(cat "$hot_out")"
+    wait "$RANDOM_PID" || die "random wrk failed: $(cat "$random_out")"
+    HOT_PID="" RANDOM_PID=""
+    local stalls
+    stalls=$(grep -c 'worker loop stalled' "$prefix/logs/error.log" 2>/dev/null || true)
+    stop_server "$SERVER_PID"
+    parsed=$(parse_wrk "$hot_out") || die "could not parse: $(cat "$hot_out")"
+    # shellcheck disable=SC2086
+    set -- $parsed
+    local hot_bytes random_bytes random_requests
+    hot_bytes=$(read_bytes "$hot_out")
+    random_bytes=$(read_bytes "$random_out")
+    random_requests=$(awk '/ requests in / { print $1; exit }' "$random_out")
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$config" "$rep" "$2" "$3" "$4" "$5" \
+        "$(awk -v h="$hot_bytes" -v r="$random_bytes" -v d="$DURATION" 'BEGIN { printf "%.0f", (h + r) / d }')" \
+        "$random_requests" "$1" "${stalls:-0}" >>"$RUNS"
+    note "$config rep $rep: hot $2 req/s, avg $3 us, p99 $4 us, errors $5; random $random_requests requests; total $(tail -1 "$RUNS" | cut -f7) B/s"
+}
+
+make_data
+setup_disk
+note "configs: $CONFIGS; $REPS reps of ${DURATION}s"
+for ((rep = 1; rep <= REPS; rep++)); do
+    for config in $CONFIGS; do
+        run_one "$config" "$rep"
+    done
+done
+
+# ---------------------------------------------------------------- report ----
+col_median() {
+    local config=$1 column=$2
+    # shellcheck disable=SC2046
+    median $(awk -F'\t' -v c="$config" -v k="$column" '$1 == c { print $k }' "$RUNS")
+}
+
+SVG_NAME=threadpool-hot-latency.svg
+section=$WORK/section.md
+{
+    echo "<!-- BEGIN $SECTION -->"
+    echo "## threadpool (seed 000): random load from a slow disk plus one hot file"
+    echo
+    echo "Command: \`bench/threadpool.sh\` (REPS=$REPS DURATION=$DURATION FILES=$FILES WORKERS=$WORKERS" \
+        "RANDOM_CONNECTIONS=$RANDOM_CONNECTIONS HOT_CONNECTIONS=$HOT_CONNECTIONS READ_BPS=$READ_BPS READ_IOPS=$READ_IOPS)," \
+        "$(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, kernel $(uname -r), $("$NGINX_BIN_REAL" -v 2>&1 | head -1 || true)" \
+        "and Portico $(git -C "$REPO_DIR" rev-parse --short HEAD 2>/dev/null || echo '?')."
+    echo
+    echo "Data set: $FILES files of 4 MiB ($((FILES * 4)) MiB) in \`$DATA_DIR\`; emulated disk: $DISK (cgroup v1 blkio" \
+        "throttle on the server processes); page cache dropped before every run, then the hot file read back in." \
+        "Both servers: \`worker_processes $WORKERS; sendfile on; sendfile_max_chunk 512k;\` and the \`aio\` line of the row." \
+        "Random load: \`wrk -t2 -c$RANDOM_CONNECTIONS\` with a Lua script picking a file at random; hot load:" \
+        "\`wrk -t1 -c$HOT_CONNECTIONS --latency\` on \`/hot.bin\` (4 MiB); both for ${DURATION} s, \`--timeout 60s\`."
+    echo
+    echo "Medians of $REPS runs (each run: both loads at once):"
+    echo
+    echo "| configuration | hot req/s | hot avg latency | hot p99 latency | total bytes/s | random requests | loop-stall warnings |"
+    echo "|---|---:|---:|---:|---:|---:|---:|"
+    for config in $CONFIGS; do
+        awk -v c="$config" -v rps="$(col_median "$config" 3)" -v avg="$(col_median "$config" 4)" \
+            -v p99="$(col_median "$config" 5)" -v bytes="$(col_median "$config" 7)" \
+            -v random="$(col_median "$config" 8)" -v stalls="$(col_median "$config" 10)" 'BEGIN {
+            printf "| %s | %.1f | %.1f ms | %.1f ms | %.1f MB/s | %d | %d |\n", c, rps, avg / 1000, p99 / 1000, bytes / 1e6, random, stalls }'
+    done
+    echo
+    ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
+    echo "Ratios (medians; the targets of the task in brackets):"
+    echo
+    echo "- Portico \`aio threads\` / nginx \`aio threads\`: hot p99 $(ratio "$(col_median portico:threads 5)" "$(col_median nginx:threads 5)") (≤ 0.5)," \
+        "hot req/s $(ratio "$(col_median portico:threads 3)" "$(col_median nginx:threads 3)") (≥ 1)," \
+        "total bytes/s $(ratio "$(col_median portico:threads 7)" "$(col_median nginx:threads 7)") (≥ 1)"
+    echo "- Portico \`aio threads\` / Portico \`aio off\`: hot req/s $(ratio "$(col_median portico:threads 3)" "$(col_median portico:off 3)") (≥ 20)"
+    echo "- nginx \`aio threads\` / nginx \`aio off\`: hot req/s $(ratio "$(col_median nginx:threads 3)" "$(col_median nginx:off 3)")"
+    echo "- Portico \`aio_nowait on\` / \`off\` (both \`aio threads\`): hot req/s $(ratio "$(col_median portico:threads 3)" "$(col_median portico:threads-nowait-off 3)")," \
+        "hot p99 $(ratio "$(col_median portico:threads 5)" "$(col_median portico:threads-nowait-off 5)")"
+    echo
+    echo "Every run (hot req/s, avg and p99 in µs, socket errors + non-2xx of the hot load, total B/s, random requests, hot requests, stall warnings):"
+    echo
+    echo "| configuration | rep | hot req/s | avg µs | p99 µs | errors | total B/s | random req | hot req | stalls |"
+    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    awk -F'\t' '{ printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6, $7, $8, $9, $10 }' "$RUNS"
+    echo
+    echo "![hot-file latency per configuration]($SVG_NAME)"
+    echo
+    echo "<!-- END $SECTION -->"
+} >"$section"
+
+# The plot: hot-file average and p99 latency per configuration, log scale.
+svg=$WORK/$SVG_NAME
+{
+    for config in $CONFIGS; do
+        printf '%s %s %s\n' "$config" "$(col_median "$config" 4)" "$(col_median "$config" 5)"
+    done
+} | awk -v title="seed 000: hot 4 MiB file latency under a random load from a slow disk (medians of $REPS runs)" '
+    { name[NR] = $1; avg[NR] = $2 / 1000; p99[NR] = $3 / 1000; n = NR }
+    END {
+        width = 140 * n + 120; height = 420; top = 50; bottom = 340; left = 80
+        lo = 0; hi = 5   # log10(ms): 1 ms .. 100 s
+        printf "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" font-family=\"sans-serif\" font-size=\"12\">\n", width, height
+        printf "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
+        printf "<text x=\"%d\" y=\"24\" font-size=\"14\">%s</text>\n", left, title
+        for (e = lo; e <= hi; e++) {
+            y = bottom - (e - lo) / (hi - lo) * (bottom - top)
+            printf "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", left, width - 20, y, y
+            label = (e < 3) ? sprintf("%d ms", 10 ^ e) : sprintf("%d s", 10 ^ (e - 3))
+            printf "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n", left - 6, y + 4, label
+        }
+        for (i = 1; i <= n; i++) {
+            x = left + 20 + (i - 1) * 140
+            split("avg p99", kinds, " ")
+            for (k = 1; k <= 2; k++) {
+                v = (k == 1) ? avg[i] : p99[i]
+                lv = (v > 1) ? log(v) / log(10) : 0
+                h = (lv - lo) / (hi - lo) * (bottom - top)
+                color = (k == 1) ? "#4e79a7" : "#e15759"
+                printf "<rect x=\"%d\" y=\"%.1f\" width=\"45\" height=\"%.1f\" fill=\"%s\"/>\n", x + (k - 1) * 50, bottom - h, h, color
+                printf "<text x=\"%d\" y=\"%.1f\" text-anchor=\"middle\" font-size=\"10\">%.0f</text>\n", x + (k - 1) * 50 + 22, bottom - h - 4, v
+            }
+            printf "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">%s</text>\n", x + 47, bottom + 18, name[i]
+        }
+        printf "<rect x=\"%d\" y=\"%d\" width=\"12\" height=\"12\" fill=\"#4e79a7\"/><text x=\"%d\" y=\"%d\">average (ms)</text>\n", left, bottom + 40, left + 16, bottom + 50
+        printf "<rect x=\"%d\" y=\"%d\" width=\"12\" height=\"12\" fill=\"#e15759\"/><text x=\"%d\" y=\"%d\">p99 (ms)</text>\n", left + 130, bottom + 40, left + 146, bottom + 50
+        printf "</svg>\n"
+    }' >"$svg"
+
+cat "$section"
+if [ "$RESULTS" != - ]; then
+    splice_section "$RESULTS" "$SECTION" "$section"
+    cp "$svg" "$BENCH_DIR/$SVG_NAME"
+    note "wrote the $SECTION section of $RESULTS and $BENCH_DIR/$SVG_NAME"
+fi

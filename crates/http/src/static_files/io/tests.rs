@@ -1,0 +1,175 @@
+//! The non-blocking read path against real page-cache states. The files live in the
+//! system's temp directory, which must be a disk file system (not tmpfs) for pages to be
+//! evicted.
+
+use std::path::PathBuf;
+
+use super::*;
+
+/// Large enough that its halves fall in different page-cache folios.
+const LEN: usize = 4 * 1024 * 1024;
+
+struct TestFile {
+    path: PathBuf,
+    file: File,
+    bytes: Vec<u8>,
+}
+
+impl Drop for TestFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+fn test_file(name: &str) -> TestFile {
+    let path = std::env::temp_dir().join(format!("portico-io-{name}-{}", std::process::id()));
+    let bytes: Vec<u8> = (0..LEN).map(|index| (index * 7 % 251) as u8).collect();
+    std::fs::write(&path, &bytes).unwrap();
+    let file = File::open(&path).unwrap();
+    // Written pages are dirty; only clean pages can be dropped from the cache.
+    file.sync_all().unwrap();
+    TestFile { path, file, bytes }
+}
+
+/// Drops `[offset, end)` of the file from page cache.
+fn evict(file: &File, offset: u64) {
+    rustix::fs::fadvise(file, offset, None, rustix::fs::Advice::DontNeed).unwrap();
+    assert_eq!(
+        residency(file, offset, LEN as u64 - offset),
+        Residency::NotResident,
+        "the temp directory must be on a disk file system for this test"
+    );
+}
+
+fn cache_all(file: &File) {
+    let mut buffer = vec![0u8; LEN];
+    read_chunk(file, &mut buffer);
+    assert_eq!(residency(file, 0, LEN as u64), Residency::Resident);
+}
+
+fn read_chunk(file: &File, buffer: &mut [u8]) {
+    let mut filled = 0;
+    while filled < buffer.len() {
+        let read = file.read_at(&mut buffer[filled..], filled as u64).unwrap();
+        assert!(read > 0);
+        filled += read;
+    }
+}
+
+#[test]
+fn cached_data_is_read_whole_without_waiting() {
+    let test = test_file("cached");
+    cache_all(&test.file);
+    let mut buffer = vec![0u8; LEN];
+    let read = read_nowait(&test.file, 0, &mut buffer).unwrap();
+    assert_eq!(
+        read,
+        NowaitRead {
+            filled: LEN,
+            end: NowaitEnd::Complete
+        }
+    );
+    assert_eq!(buffer, test.bytes);
+}
+
+#[test]
+fn partly_cached_data_stops_where_the_cache_ends() {
+    let test = test_file("partly");
+    cache_all(&test.file);
+    let half = LEN as u64 / 2;
+    evict(&test.file, half);
+    let mut buffer = vec![0u8; LEN];
+    let read = read_nowait(&test.file, 0, &mut buffer).unwrap();
+    assert_eq!(read.end, NowaitEnd::WouldBlock);
+    assert_eq!(read.filled, LEN / 2, "exactly the cached half");
+    assert_eq!(buffer[..read.filled], test.bytes[..read.filled]);
+    // The rest, read on a pool thread, completes the body.
+    let rest = warm(&test.file, half, half).unwrap();
+    assert_eq!(rest, half);
+    assert_eq!(residency(&test.file, half, half), Residency::Resident);
+}
+
+#[test]
+fn uncached_data_would_block_and_reads_nothing() {
+    let test = test_file("uncached");
+    evict(&test.file, 0);
+    let mut buffer = vec![0u8; 4096];
+    let read = read_nowait(&test.file, 0, &mut buffer).unwrap();
+    assert_eq!(
+        read,
+        NowaitRead {
+            filled: 0,
+            end: NowaitEnd::WouldBlock
+        }
+    );
+}
+
+#[test]
+fn end_of_file_ends_the_read_early() {
+    let test = test_file("eof");
+    cache_all(&test.file);
+    let mut buffer = vec![0u8; 1000];
+    let read = read_nowait(&test.file, LEN as u64 - 100, &mut buffer).unwrap();
+    assert_eq!(
+        read,
+        NowaitRead {
+            filled: 100,
+            end: NowaitEnd::EndOfFile
+        }
+    );
+    let past = read_nowait(&test.file, LEN as u64 + 10, &mut buffer).unwrap();
+    assert_eq!((past.filled, past.end), (0, NowaitEnd::EndOfFile));
+}
+
+#[test]
+fn a_file_shorter_than_announced_or_truncated_reads_short() {
+    let test = test_file("truncated");
+    cache_all(&test.file);
+    let mut buffer = vec![0u8; 64 * 1024];
+    let first = read_nowait(&test.file, 0, &mut buffer).unwrap();
+    assert_eq!(first.end, NowaitEnd::Complete);
+    // Truncated while being served: the next piece finds the file ended.
+    let writer = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&test.path)
+        .unwrap();
+    writer.set_len(100 * 1024).unwrap();
+    let second = read_nowait(&test.file, 64 * 1024, &mut buffer).unwrap();
+    assert_eq!(
+        second,
+        NowaitRead {
+            filled: 36 * 1024,
+            end: NowaitEnd::EndOfFile
+        }
+    );
+    assert_eq!(warm(&test.file, 64 * 1024, 64 * 1024).unwrap(), 36 * 1024);
+}
+
+#[test]
+fn residency_counts_every_page_of_the_range() {
+    let test = test_file("residency");
+    cache_all(&test.file);
+    let half = LEN as u64 / 2;
+    evict(&test.file, half);
+    assert_eq!(residency(&test.file, 0, half), Residency::Resident);
+    assert_eq!(residency(&test.file, 0, LEN as u64), Residency::NotResident);
+    // A range that starts and ends inside pages counts both partial pages.
+    assert_eq!(residency(&test.file, 100, 5000), Residency::Resident);
+    assert_eq!(residency(&test.file, half - 10, 20), Residency::NotResident);
+    assert_eq!(residency(&test.file, half - 5000, 10), Residency::Resident);
+    assert_eq!(residency(&test.file, 0, 0), Residency::Resident);
+}
+
+#[test]
+fn direct_reads_return_the_exact_unaligned_range() {
+    let test = test_file("direct");
+    let file = File::open(&test.path).unwrap();
+    let direct = enable_directio(&file);
+    let mut buffer = vec![0u8; 10_000];
+    let read = read_direct(&file, 1234, &mut buffer, 4096).unwrap();
+    assert_eq!(read, 10_000, "O_DIRECT on: {direct}");
+    assert_eq!(buffer[..], test.bytes[1234..11_234]);
+    let tail = read_direct(&file, LEN as u64 - 10, &mut buffer, 4096).unwrap();
+    assert_eq!(tail, 10);
+    assert_eq!(buffer[..10], test.bytes[LEN - 10..]);
+}

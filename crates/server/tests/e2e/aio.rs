@@ -1,0 +1,225 @@
+//! `aio`, `sendfile` and the file-output directives: every way of sending a file gives the
+//! same bytes; `aio threads=POOL` errors as nginx's; the loop-stall warning.
+
+use crate::support::cli::{reported, run_in};
+use crate::support::{Instance, TempPrefix};
+
+/// A body larger than every piece size below, not a multiple of any, different at every
+/// offset so that a misplaced piece shows.
+fn big_body() -> Vec<u8> {
+    (0..3_000_017u32)
+        .map(|index| (index.wrapping_mul(2_654_435_761) >> 24) as u8)
+        .collect()
+}
+
+const MODES: &str = "
+thread_pool disk1 threads=2 max_queue=64;
+events {
+}
+http {
+    server {
+        listen 127.0.0.1:8080;
+        root html;
+        location /plain/ { alias html/; }
+        location /sendfile/ { alias html/; sendfile on; tcp_nopush on; }
+        location /small-chunks/ { alias html/; sendfile on; sendfile_max_chunk 100k; }
+        location /threads/ { alias html/; aio threads=disk1; }
+        location /threads-sendfile/ { alias html/; aio threads; sendfile on; }
+        location /small-buffers/ { alias html/; aio threads; output_buffers 3 10k; }
+        location /directio/ {
+            alias html/;
+            aio threads;
+            directio 1m;
+            directio_alignment 4k;
+        }
+        location /read-ahead/ { alias html/; read_ahead 512k; aio threads; aio_write on; }
+        location /by-variable/ { alias html/; aio threads=$arg_pool; sendfile on; }
+    }
+}";
+
+#[test]
+fn every_mode_sends_the_same_bytes() {
+    let body = big_body();
+    let server = Instance::builder(MODES)
+        .file("html/big.bin", &body)
+        .file("html/small.txt", "small file\n")
+        .start();
+    for mode in [
+        "plain",
+        "sendfile",
+        "small-chunks",
+        "threads",
+        "threads-sendfile",
+        "small-buffers",
+        "directio",
+        "read-ahead",
+    ] {
+        let response = server.get(&format!("/{mode}/big.bin"));
+        assert_eq!(response.status, 200, "{mode}");
+        assert_eq!(response.header("Content-Length"), Some("3000017"), "{mode}");
+        assert!(response.body == body, "{mode}: the body differs");
+        let small = server.get(&format!("/{mode}/small.txt"));
+        assert_eq!(small.body_text(), "small file\n", "{mode}");
+        let missing = server.get(&format!("/{mode}/missing.txt"));
+        assert_eq!(missing.status, 404, "{mode}");
+    }
+    let response = server.get("/by-variable/big.bin?pool=disk1");
+    assert!(response.body == body, "a pool chosen by a variable");
+}
+
+/// `aio_nowait` is Portico's: with it off, every read and every `sendfile` piece goes
+/// through the pool.
+#[test]
+fn aio_nowait_off_sends_the_same_bytes() {
+    let body = big_body();
+    let server = Instance::http_builder(
+        "server {
+            listen 127.0.0.1:8080;
+            root html;
+            aio threads;
+            aio_nowait off;
+            location /reads/ { alias html/; output_buffers 3 10k; }
+            location /sendfile/ { alias html/; sendfile on; sendfile_max_chunk 256k; }
+        }",
+    )
+    .file("html/big.bin", &body)
+    .start();
+    for mode in ["reads", "sendfile"] {
+        let response = server.get(&format!("/{mode}/big.bin"));
+        assert!(response.body == body, "{mode}: the body differs");
+    }
+}
+
+#[test]
+fn index_and_head_under_aio_threads() {
+    let server = Instance::builder(MODES)
+        .file("html/dir/index.html", "index page\n")
+        .start();
+    assert_eq!(server.get("/threads/dir/").body_text(), "index page\n");
+    let mut client = server.connect();
+    client.write("HEAD /threads/dir/index.html HTTP/1.0\r\n\r\n");
+    let head = client.read_head_response();
+    assert_eq!(head.status, 200);
+    assert_eq!(head.header("Content-Length"), Some("11"));
+}
+
+#[test]
+fn a_pool_named_by_a_variable_that_does_not_exist_fails_after_the_head() {
+    let server = Instance::builder(MODES)
+        .file("html/big.bin", big_body())
+        .start();
+    let mut client = server.connect();
+    client.write("GET /by-variable/big.bin?pool=nope HTTP/1.1\r\nHost: x\r\n\r\n");
+    let (_, received) = client.wait_closed();
+    let text = String::from_utf8_lossy(&received);
+    // nginx sends the head, then finds no pool for the body and closes the connection.
+    assert!(text.starts_with("HTTP/1.1 200 OK\r\n"), "{text}");
+    assert!(text.contains("Content-Length: 3000017\r\n"), "{text}");
+    assert!(text.ends_with("\r\n\r\n"), "no body byte follows the head");
+    let line = server.wait_for_error_log("not found");
+    assert!(
+        line.contains("[error]") && line.contains("thread pool \"nope\" not found"),
+        "{line}"
+    );
+}
+
+#[track_caller]
+fn assert_conf_error(directives: &str, message: &str, line: usize) {
+    let prefix = TempPrefix::new();
+    prefix.write("portico.conf", format!("events {{\n}}\n{directives}"));
+    let output = run_in(
+        prefix.path(),
+        &["-p", &prefix.arg(), "-c", "portico.conf", "-t"],
+    );
+    output.assert_code(1);
+    let conf = prefix.join("portico.conf");
+    let expected = format!("{message} in {}:{line}", conf.display());
+    assert!(
+        reported(&output.stderr, "emerg", &expected),
+        "expected {expected:?}, got:\n{}",
+        output.stderr
+    );
+}
+
+#[test]
+fn an_undeclared_pool_is_refused_at_load() {
+    assert_conf_error(
+        "http {\n    server {\n        aio threads=disk9;\n    }\n}\n",
+        "unknown thread pool \"disk9\"",
+        5,
+    );
+}
+
+#[test]
+fn directive_values_are_checked_as_nginx_checks_them() {
+    assert_conf_error(
+        "http {\n    aio sometimes;\n}\n",
+        "\"aio\" directive invalid value",
+        4,
+    );
+    assert_conf_error(
+        "http {\n    aio off;\n    aio threads;\n}\n",
+        "\"aio\" directive is duplicate",
+        5,
+    );
+    assert_conf_error(
+        "http {\n    output_buffers 0 32k;\n}\n",
+        "\"output_buffers\" directive invalid value",
+        4,
+    );
+    assert_conf_error(
+        "http {\n    sendfile_max_chunk 1x;\n}\n",
+        "\"sendfile_max_chunk\" directive invalid value",
+        4,
+    );
+    assert_conf_error(
+        "http {\n    directio sometimes;\n}\n",
+        "\"directio\" directive invalid value",
+        4,
+    );
+    assert_conf_error(
+        "http {\n    sendfile maybe;\n}\n",
+        "invalid value \"maybe\" in \"sendfile\" directive, it must be \"on\" or \"off\"",
+        4,
+    );
+}
+
+/// A full queue refuses the task. With `aio_nowait off` every open and read is a pool
+/// task, so the refused task is the `open()` and the answer is 500; nginx opens on the
+/// worker, sends the head and then closes when the read task is refused. Both write
+/// nginx's line. (Portico's directives: not for nginx.)
+#[test]
+fn queue_overflow_fails_the_request_with_nginx_line() {
+    let server = Instance::builder(
+        "thread_pool one threads=1 max_queue=0;
+        events {
+        }
+        http {
+            server {
+                listen 127.0.0.1:8080;
+                root html;
+                aio threads=one;
+                location / { aio_nowait off; }
+                location /nowait/ { alias html/; }
+                location /nowait-sendfile/ { alias html/; sendfile on; }
+            }
+        }",
+    )
+    .file("html/file.txt", "file\n")
+    .start();
+    assert_eq!(server.get("/file.txt").status, 500);
+    let line = server.wait_for_error_log("queue overflow");
+    assert!(
+        line.contains("[error]")
+            && line.contains("thread pool \"one\" queue overflow: 0 tasks waiting"),
+        "{line}"
+    );
+    // With aio_nowait (the default) a file whose path and data are in memory (it was just
+    // written) is opened, read or sent on the worker: the pool that refuses every task is
+    // never asked.
+    assert_eq!(server.get("/nowait/file.txt").body_text(), "file\n");
+    assert_eq!(
+        server.get("/nowait-sendfile/file.txt").body_text(),
+        "file\n"
+    );
+}
