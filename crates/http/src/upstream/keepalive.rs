@@ -51,8 +51,14 @@ impl KeepaliveCache {
         conf: &KeepaliveConf,
         now: Instant,
     ) -> Option<(Idle, bool)> {
-        self.entries
-            .retain(|entry| now.saturating_duration_since(entry.idle_since) <= conf.timeout);
+        // Entries are kept in the order they went idle: the expired ones are at the front.
+        while self
+            .entries
+            .front()
+            .is_some_and(|entry| now.saturating_duration_since(entry.idle_since) > conf.timeout)
+        {
+            self.entries.pop_front();
+        }
         let me = std::thread::current().id();
         let position = self
             .entries
