@@ -1,5 +1,6 @@
 //! A generation: the workers, thread pools and log files of one loaded configuration.
 
+use std::os::unix::fs::DirBuilderExt;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
@@ -72,6 +73,7 @@ pub fn start(
             "no \"http\" section in configuration".to_owned(),
         ));
     };
+    create_temp_paths(&http, config.user.as_ref())?;
     let on_start = config.user.clone().map(drop_privileges_hook);
     // A lazily started pool's threads are spawned by a worker and would inherit its
     // `worker_cpu_affinity`; they get the master's CPUs back first.
@@ -151,6 +153,66 @@ pub fn start(
         sockets,
         draining: false,
     })
+}
+
+/// Creates the directories of `client_body_temp_path` and `proxy_temp_path` (mode 0700)
+/// and gives them to the workers' user, as nginx's master does before it starts workers:
+/// the workers themselves may not create them inside a directory root owns.
+fn create_temp_paths(
+    http: &http::conf::HttpConf,
+    user: Option<&UserSetting>,
+) -> Result<(), StartError> {
+    let mut paths: Vec<&std::path::Path> = Vec::new();
+    for location in &http.locations {
+        for path in [
+            location.settings.core.client_body_temp_path.path.as_path(),
+            location.settings.proxy.proxy_temp_path.path.as_path(),
+        ] {
+            if !paths.contains(&path) {
+                paths.push(path);
+            }
+        }
+    }
+    for path in paths {
+        if path.is_dir() {
+            continue;
+        }
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(path)
+            .map_err(|error| {
+                StartError(format!(
+                    "mkdir() \"{}\" failed ({})",
+                    path.display(),
+                    errno_text(&error)
+                ))
+            })?;
+        if let Some(user) = user.filter(|user| user.uid != 0) {
+            let uid = rustix::process::Uid::from_raw(user.uid);
+            let gid = rustix::process::Gid::from_raw(user.gid);
+            rustix::fs::chown(path, Some(uid), Some(gid)).map_err(|errno| {
+                StartError(format!(
+                    "chown(\"{}\", {}) failed ({})",
+                    path.display(),
+                    user.uid,
+                    errno_text(&errno.into())
+                ))
+            })?;
+        }
+    }
+    Ok(())
+}
+
+/// `13: Permission denied`, as nginx writes an errno.
+fn errno_text(error: &std::io::Error) -> String {
+    let code = error.raw_os_error().unwrap_or(0);
+    let text = std::io::Error::from_raw_os_error(code).to_string();
+    let text = text
+        .rsplit_once(" (os error")
+        .map_or(text.as_str(), |(text, _)| text)
+        .to_owned();
+    format!("{code}: {text}")
 }
 
 /// Switches the calling thread to `user`: Linux credentials are per thread, so workers

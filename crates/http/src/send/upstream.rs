@@ -102,10 +102,12 @@ async fn send_streamed(
     Ok(())
 }
 
-/// `proxy_buffering on`: the upstream is read ahead of the client, up to `limit` bytes held
-/// in memory, so that a slow client does not hold the upstream connection: once the body
-/// has been read whole the connection goes back to the keep-alive cache (and the server's
-/// connection count down) while the client is still being written to.
+/// `proxy_buffering on`: the upstream is read ahead of the client, so that a slow client
+/// does not hold the upstream connection. Up to `limit` unsent bytes are held in memory;
+/// beyond that, up to `proxy_max_temp_file_size`, in a temporary file under
+/// `proxy_temp_path`, written and read back on the thread pool. Once the body has been read
+/// whole the connection goes back to the keep-alive cache (and the server's count of
+/// requests in flight down) while the client is still being written to.
 async fn send_buffered(
     context: &BodyContext<'_>,
     output: &mut Output<'_>,
@@ -117,87 +119,299 @@ async fn send_buffered(
     let attempt = body.attempt();
     let chunked = context.framing == Framing::Chunked;
     let mut body = Some(body);
-    // What is to be written: `head[sent..]`, the head first, then the body as it comes.
-    let pending = head;
-    let mut sent = 0;
+    let proxy = &context.location.settings.proxy;
+    let mut spool = Spool {
+        memory: head,
+        sent: 0,
+        limit,
+        spill: None,
+        spill_max: proxy.max_temp_file_size,
+    };
     let mut data = Vec::new();
+    let mut framed = Vec::new();
     let mut received = 0u64;
     loop {
         // Read what is already there without waiting, while there is room.
         while let Some(upstream) = body.as_mut()
-            && pending.len() - sent < limit
+            && spool.has_room()
         {
             data.clear();
-            match upstream.next(&mut data, false, request).await {
-                Ok(more) => {
-                    received += data.len() as u64;
-                    push(pending, &data, chunked);
-                    if !more {
-                        end_attempt(request, attempt, received);
-                        if let Some(done) = body.take() {
-                            done.finish();
-                        }
-                        finish(context, request, pending);
-                    } else if data.is_empty() {
-                        break;
-                    }
-                }
+            let more = match upstream.next(&mut data, false, request).await {
+                Ok(more) => more,
                 Err(message) => {
-                    end_attempt(request, attempt, received);
-                    let _ = output.write(&pending[sent..]).await;
-                    log_failure(context.worker, context.connection, request, &message);
-                    return Err(io::Error::other(message));
+                    return upstream_failed(
+                        context, output, request, &mut spool, attempt, received, &message,
+                    )
+                    .await;
                 }
-            }
-        }
-        // Write what the client takes now.
-        while sent < pending.len() {
-            let written = output.try_write_now(&pending[sent..])?;
-            if written == 0 {
+            };
+            received += data.len() as u64;
+            frame(&mut framed, &data, chunked);
+            spool.store(context, request, &framed).await?;
+            if !more {
+                end_attempt(request, attempt, received);
+                if let Some(done) = body.take() {
+                    done.finish();
+                }
+                framed.clear();
+                finish(context, request, &mut framed);
+                spool.store(context, request, &framed).await?;
+            } else if data.is_empty() {
                 break;
             }
-            sent += written;
         }
-        if sent == pending.len() {
-            pending.clear();
-            sent = 0;
+        // Write what the client takes now; refill from the file when memory is sent.
+        loop {
+            while spool.sent < spool.memory.len() {
+                let written = output.try_write_now(&spool.memory[spool.sent..])?;
+                if written == 0 {
+                    break;
+                }
+                spool.sent += written;
+            }
+            if spool.sent < spool.memory.len() || !spool.refill(context, request).await? {
+                break;
+            }
+        }
+        if spool.is_empty() {
             if body.is_none() {
                 return Ok(());
             }
-        } else if sent >= GATHER_BYTES_MAX {
-            pending.drain(..sent);
-            sent = 0;
+        } else if spool.sent >= GATHER_BYTES_MAX {
+            spool.memory.drain(..spool.sent);
+            spool.sent = 0;
         }
         // Wait for the client or for the upstream, whichever comes first.
-        let writing = sent < pending.len();
-        let reading = body.is_some() && pending.len() - sent < limit;
+        let writing = spool.sent < spool.memory.len();
+        let reading = body.is_some() && spool.has_room();
         tokio::select! {
             ready = output.ready(), if writing => ready?,
             read = next_waiting(body.as_mut(), &mut data), if reading => {
                 let (more, bytes) = match read {
                     Ok(read) => read,
                     Err(message) => {
-                        end_attempt(request, attempt, received);
-                        let _ = output.write(&pending[sent..]).await;
-                        log_failure(context.worker, context.connection, request, &message);
-                        return Err(io::Error::other(message));
+                        return upstream_failed(
+                            context, output, request, &mut spool, attempt, received, &message,
+                        )
+                        .await;
                     }
                 };
                 received += data.len() as u64;
                 if let Some(entry) = request.upstream.attempts.get_mut(attempt) {
                     entry.bytes_received += bytes;
                 }
-                push(pending, &data, chunked);
+                frame(&mut framed, &data, chunked);
+                spool.store(context, request, &framed).await?;
                 if !more {
                     end_attempt(request, attempt, received);
                     if let Some(done) = body.take() {
                         done.finish();
                     }
-                    finish(context, request, pending);
+                    framed.clear();
+                    finish(context, request, &mut framed);
+                    spool.store(context, request, &framed).await?;
                 }
             }
         }
     }
+}
+
+/// The upstream failed mid-body: what was read is passed on (the client sees the body cut
+/// short), the failure logged, and the connection ends.
+async fn upstream_failed(
+    context: &BodyContext<'_>,
+    output: &mut Output<'_>,
+    request: &mut Request<'_>,
+    spool: &mut Spool<'_>,
+    attempt: usize,
+    received: u64,
+    message: &str,
+) -> io::Result<()> {
+    end_attempt(request, attempt, received);
+    let _ = output.write(&spool.memory[spool.sent..]).await;
+    log_failure(context.worker, context.connection, request, message);
+    Err(io::Error::other(message.to_owned()))
+}
+
+/// Bytes for the client not written yet: in memory, then (once memory holds `limit`) in a
+/// temporary file.
+struct Spool<'m> {
+    /// `memory[sent..]` is to be written.
+    memory: &'m mut Vec<u8>,
+    sent: usize,
+    limit: usize,
+    spill: Option<Spill>,
+    /// `proxy_max_temp_file_size`; 0 never spills.
+    spill_max: u64,
+}
+
+/// A temporary file of response bytes: written at `written`, read back from `read`.
+struct Spill {
+    file: std::sync::Arc<std::fs::File>,
+    path: std::path::PathBuf,
+    written: u64,
+    read: u64,
+    pool: threadpool::ThreadPool,
+}
+
+impl Drop for Spill {
+    fn drop(&mut self) {
+        let path = std::mem::take(&mut self.path);
+        let _ = self.pool.submit(move || crate::body::temp::remove(&path));
+    }
+}
+
+impl Spool<'_> {
+    fn unsent_memory(&self) -> usize {
+        self.memory.len() - self.sent
+    }
+
+    fn spilled(&self) -> u64 {
+        self.spill
+            .as_ref()
+            .map_or(0, |spill| spill.written - spill.read)
+    }
+
+    fn is_empty(&self) -> bool {
+        self.unsent_memory() == 0 && self.spilled() == 0
+    }
+
+    /// Whether more may be read from the upstream now.
+    fn has_room(&self) -> bool {
+        if self.spilled() == 0 && self.unsent_memory() < self.limit {
+            return true;
+        }
+        self.spill_max > 0 && self.spill.as_ref().map_or(0, |spill| spill.written) < self.spill_max
+    }
+
+    /// Keeps `bytes` for the client: in memory while it has room and nothing waits in the
+    /// file, else at the end of the file (the order of bytes is kept).
+    async fn store(
+        &mut self,
+        context: &BodyContext<'_>,
+        request: &Request<'_>,
+        bytes: &[u8],
+    ) -> io::Result<()> {
+        if bytes.is_empty() {
+            return Ok(());
+        }
+        if (self.spilled() == 0 && self.unsent_memory() < self.limit) || self.spill_max == 0 {
+            self.memory.extend_from_slice(bytes);
+            return Ok(());
+        }
+        if self.spill.is_none() {
+            self.spill = Some(open_spill(context, request).await?);
+        }
+        let Some(spill) = self.spill.as_mut() else {
+            return Ok(());
+        };
+        let file = std::sync::Arc::clone(&spill.file);
+        let offset = spill.written;
+        let owned = bytes.to_vec();
+        run_on(&spill.pool, move || {
+            std::os::unix::fs::FileExt::write_all_at(&*file, &owned, offset)
+        })
+        .await
+        .and_then(|result| result)
+        .map_err(|error| temp_failure(context, request, "pwrite()", &spill.path, error))?;
+        spill.written += bytes.len() as u64;
+        Ok(())
+    }
+
+    /// Once memory is all written, reads the next part of the file into it; whether it did.
+    async fn refill(
+        &mut self,
+        context: &BodyContext<'_>,
+        request: &Request<'_>,
+    ) -> io::Result<bool> {
+        if self.unsent_memory() > 0 || self.spilled() == 0 {
+            return Ok(false);
+        }
+        let len = usize::try_from(self.spilled())
+            .unwrap_or(usize::MAX)
+            .min(self.limit.max(1));
+        let Some(spill) = self.spill.as_mut() else {
+            return Ok(false);
+        };
+        let file = std::sync::Arc::clone(&spill.file);
+        let offset = spill.read;
+        let bytes = run_on(&spill.pool, move || {
+            let mut buffer = vec![0u8; len];
+            std::os::unix::fs::FileExt::read_exact_at(&*file, &mut buffer, offset).map(|()| buffer)
+        })
+        .await
+        .and_then(|result| result)
+        .map_err(|error| temp_failure(context, request, "pread()", &spill.path, error))?;
+        spill.read += len as u64;
+        self.memory.clear();
+        self.memory.extend_from_slice(&bytes);
+        self.sent = 0;
+        Ok(true)
+    }
+}
+
+/// Creates the temporary file under the location's `proxy_temp_path`, on the pool.
+async fn open_spill(context: &BodyContext<'_>, request: &Request<'_>) -> io::Result<Spill> {
+    let worker = context.worker;
+    let number = worker
+        .generation
+        .temp_numbers
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        + 1;
+    let path =
+        crate::body::temp::temp_file_path(&context.location.settings.proxy.proxy_temp_path, number);
+    let pool = worker.pools.default_pool().clone();
+    let target = path.clone();
+    let file = run_on(&pool, move || crate::body::temp::create(&target))
+        .await
+        .and_then(|result| result)
+        .map_err(|error| temp_failure(context, request, "open()", &path, error))?;
+    Ok(Spill {
+        file: std::sync::Arc::new(file),
+        path,
+        written: 0,
+        read: 0,
+        pool,
+    })
+}
+
+/// Runs `work` on `pool`; a refused or lost task is an error.
+async fn run_on<T: Send + 'static>(
+    pool: &threadpool::ThreadPool,
+    work: impl FnOnce() -> T + Send + 'static,
+) -> io::Result<T> {
+    match pool.submit(work) {
+        Ok(completion) => completion.await.map_err(|_| {
+            io::Error::other(format!("thread pool \"{}\" task was lost", pool.name()))
+        }),
+        Err(overflow) => Err(io::Error::other(format!(
+            "thread pool \"{}\" queue overflow: {} tasks waiting",
+            pool.name(),
+            overflow.waiting
+        ))),
+    }
+}
+
+/// Logs a temporary-file failure as nginx does (`crit`) and ends the response.
+fn temp_failure(
+    context: &BodyContext<'_>,
+    request: &Request<'_>,
+    call: &str,
+    path: &std::path::Path,
+    error: io::Error,
+) -> io::Error {
+    crate::phases::log(
+        context.worker,
+        context.connection,
+        request,
+        logging::Level::Crit,
+        format_args!(
+            "{call} \"{}\" failed ({})",
+            path.display(),
+            crate::proxy::handler::errno_text(&error)
+        ),
+    );
+    error
 }
 
 /// The next piece of the body, waiting for the upstream as needed; whether more follows
@@ -213,17 +427,18 @@ async fn next_waiting(
     body.next_detached(data).await
 }
 
-/// Appends body bytes, framed as a chunk when the client's response is chunked.
-fn push(pending: &mut Vec<u8>, data: &[u8], chunked: bool) {
+/// `data` as the client gets it: framed as a chunk when the response is chunked.
+fn frame(framed: &mut Vec<u8>, data: &[u8], chunked: bool) {
+    framed.clear();
     if data.is_empty() {
         return;
     }
     if chunked {
-        http1::response::write_chunk_header(pending, data.len());
-        pending.extend_from_slice(data);
-        pending.extend_from_slice(CHUNK_END);
+        http1::response::write_chunk_header(framed, data.len());
+        framed.extend_from_slice(data);
+        framed.extend_from_slice(CHUNK_END);
     } else {
-        pending.extend_from_slice(data);
+        framed.extend_from_slice(data);
     }
 }
 

@@ -660,7 +660,14 @@ fn a_resolver_finds_names_from_variables_and_caches_them() {
 #[test]
 fn buffering_reads_ahead_of_a_slow_client() {
     const BODY: usize = 48 << 20;
-    for (buffering, expect_done_early) in [("on", true), ("off", false)] {
+    // Memory alone (no temporary file), a temporary file beyond small buffers, and no
+    // buffering at all.
+    for (buffering, buffers, temp, expect_done_early) in [
+        ("on", "2048 32k", "0", true),
+        ("on", "4 32k", "1024m", true),
+        ("on", "4 32k", "0", false),
+        ("off", "2048 32k", "0", false),
+    ] {
         let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let flag = std::sync::Arc::clone(&done);
         let mut builder = Instance::http_builder(&format!(
@@ -669,7 +676,8 @@ fn buffering_reads_ahead_of_a_slow_client() {
                 location / {{
                     proxy_pass http://127.0.0.1:8081;
                     proxy_buffering {buffering};
-                    proxy_buffers 2048 32k;
+                    proxy_buffers {buffers};
+                    proxy_max_temp_file_size {temp};
                 }}
             }}"
         ));
