@@ -590,8 +590,20 @@ fn set_cookie(
     slot: &mut Option<CookieRewrite>,
     directive: &Directive,
     context: &mut LoadContext<'_>,
+    domain: bool,
 ) -> Result<(), ConfError> {
-    let rule = redirect_rules(directive, context, None, false)?;
+    let mut rule = redirect_rules(directive, context, None, false)?;
+    // A domain regex is matched without regard to case, as nginx compiles it.
+    if domain
+        && let Some(RedirectRule::Regex { regex, .. }) = &mut rule
+        && let Some(pattern) = directive.arg(0).strip_prefix('~')
+    {
+        let pattern = pattern.strip_prefix('*').unwrap_or(pattern);
+        *regex = Arc::new(
+            Regex::compile(pattern, true)
+                .map_err(|error| ConfError::message(error.0, &directive.span))?,
+        );
+    }
     match (rule, slot) {
         (None, slot) => *slot = Some(CookieRewrite::Off),
         (Some(rule), Some(CookieRewrite::Rules(rules))) => rules.push(rule),
@@ -605,7 +617,7 @@ fn set_cookie_domain(
     directive: &Directive,
     context: &mut LoadContext<'_>,
 ) -> Result<(), ConfError> {
-    set_cookie(&mut scope.proxy.cookie_domain, directive, context)
+    set_cookie(&mut scope.proxy.cookie_domain, directive, context, true)
 }
 
 fn set_cookie_path(
@@ -613,5 +625,5 @@ fn set_cookie_path(
     directive: &Directive,
     context: &mut LoadContext<'_>,
 ) -> Result<(), ConfError> {
-    set_cookie(&mut scope.proxy.cookie_path, directive, context)
+    set_cookie(&mut scope.proxy.cookie_path, directive, context, false)
 }

@@ -256,9 +256,19 @@ impl RequestVariables<'_> {
                     let Some(equals) = pair.iter().position(|&byte| byte == b'=') else {
                         continue;
                     };
-                    if pair[..equals].trim_ascii().eq_ignore_ascii_case(name) {
-                        out.extend_from_slice(pair[equals + 1..].trim_ascii());
-                        return true;
+                    // Spaces (not tabs) may surround `=`, and the value ends at `;`
+                    // without its trailing spaces, as nginx reads a `Set-Cookie`.
+                    let spaces = |byte: &u8| *byte == b' ';
+                    let key = &pair[..equals];
+                    let key =
+                        &key[..key.len() - key.iter().rev().take_while(|b| spaces(b)).count()];
+                    if key.eq_ignore_ascii_case(name) {
+                        let value = &pair[equals + 1..];
+                        let value = &value[value.iter().take_while(|b| spaces(b)).count()..];
+                        let value = &value
+                            [..value.len() - value.iter().rev().take_while(|b| spaces(b)).count()];
+                        out.extend_from_slice(value);
+                        return !value.is_empty();
                     }
                 }
                 return false;
