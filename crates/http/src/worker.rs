@@ -36,6 +36,28 @@ pub struct Generation {
     pub error_log: Arc<ErrorLog>,
 }
 
+/// A stopwatch for file operations that may block the worker, for the stall watcher. It
+/// reads the coarse monotonic clock (a few milliseconds of resolution, no cycle counter to
+/// read), which is plenty against the watcher's threshold and costs less than `Instant`
+/// on the path of every static request.
+#[derive(Clone, Copy, Debug)]
+pub struct BlockingTimer(rustix::time::Timespec);
+
+impl BlockingTimer {
+    pub fn start() -> BlockingTimer {
+        BlockingTimer(rustix::time::clock_gettime(
+            rustix::time::ClockId::MonotonicCoarse,
+        ))
+    }
+
+    pub fn elapsed(self) -> Duration {
+        let now = rustix::time::clock_gettime(rustix::time::ClockId::MonotonicCoarse);
+        let nanos = (i128::from(now.tv_sec) - i128::from(self.0.tv_sec)) * 1_000_000_000
+            + (i128::from(now.tv_nsec) - i128::from(self.0.tv_nsec));
+        Duration::from_nanos(u64::try_from(nanos.max(0)).unwrap_or(u64::MAX))
+    }
+}
+
 /// Per-worker HTTP state.
 pub struct HttpWorker {
     pub generation: Arc<Generation>,

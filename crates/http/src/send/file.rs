@@ -126,7 +126,7 @@ async fn send_with_sendfile(
 
 /// The residency test, noted for the stall watcher (it maps and unmaps the range).
 fn timed_residency(context: &BodyContext<'_>, file: &FileBody, offset: u64, len: u64) -> Residency {
-    let started = std::time::Instant::now();
+    let started = crate::worker::BlockingTimer::start();
     let answer = residency(&file.file, offset, len);
     context.worker.note_blocking(started.elapsed(), || {
         format!("mincore() of \"{}\"", file.path.display())
@@ -147,7 +147,7 @@ async fn sendfile_timed(
     let mut took = std::time::Duration::ZERO;
     loop {
         let mut position = offset;
-        let started = std::time::Instant::now();
+        let started = crate::worker::BlockingTimer::start();
         let sent = stream.try_io_write(|| {
             rustix::fs::sendfile(stream, &*file.file, Some(&mut position), count)
                 .map_err(io::Error::from)
@@ -208,7 +208,7 @@ async fn send_with_reads(
         }
         let data_start = buffer.len();
         buffer.resize(data_start + len, 0);
-        let started = std::time::Instant::now();
+        let started = crate::worker::BlockingTimer::start();
         buffer = read_piece(
             file,
             statics.aio_nowait,

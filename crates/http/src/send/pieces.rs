@@ -206,7 +206,7 @@ async fn read_on_pool(
     let pool = match &file.io {
         crate::static_files::io::FileIo::Pool(pool) => pool,
         _ => {
-            let started = std::time::Instant::now();
+            let started = crate::worker::BlockingTimer::start();
             let mut buffer = vec![0; len];
             let read = read_chunk_into(&handle, offset, &mut buffer);
             worker.note_blocking(started.elapsed(), || {

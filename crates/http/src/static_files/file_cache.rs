@@ -74,7 +74,7 @@ async fn run<T: Send + 'static>(
     match io {
         FileIo::Pool(pool) => crate::worker::offload_to(pool, work).await,
         FileIo::Worker | FileIo::Missing(_) => {
-            let started = std::time::Instant::now();
+            let started = crate::worker::BlockingTimer::start();
             let result = work();
             worker.note_blocking(started.elapsed(), || {
                 format!("open() of \"{}\"", String::from_utf8_lossy(path))
