@@ -110,7 +110,23 @@ pub fn directory_location(request: &Request<'_>) -> Vec<u8> {
 
 /// The ETag nginx sends for a file: `"MTIME-SIZE"` in hex.
 pub fn etag(modified: i64, len: u64) -> Vec<u8> {
-    format!("\"{modified:x}-{len:x}\"").into_bytes()
+    let mut out = Vec::with_capacity(28);
+    out.push(b'"');
+    push_hex(&mut out, modified as u64);
+    out.push(b'-');
+    push_hex(&mut out, len);
+    out.push(b'"');
+    out
+}
+
+/// Lowercase hex without leading zeros, as `{:x}` writes it (for the per-request `ETag`,
+/// without the formatting machinery).
+fn push_hex(out: &mut Vec<u8>, value: u64) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let digits = (64 - value.leading_zeros()).div_ceil(4).max(1);
+    for shift in (0..digits).rev() {
+        out.push(HEX[((value >> (shift * 4)) & 0xf) as usize]);
+    }
 }
 
 /// The MIME type of a URI's extension, else `default_type`.
@@ -171,6 +187,12 @@ mod tests {
     #[test]
     fn etag_is_hex_mtime_and_size() {
         assert_eq!(etag(0x6b02091b, 3), b"\"6b02091b-3\"");
+        assert_eq!(etag(0, 0), b"\"0-0\"");
+        assert_eq!(
+            etag(0x10, u64::MAX as i64 as u64),
+            b"\"10-ffffffffffffffff\""
+        );
+        assert_eq!(etag(-1, 0x1000), b"\"ffffffffffffffff-1000\"");
     }
 
     #[test]
