@@ -7,12 +7,14 @@ use std::path::{Path, PathBuf};
 const LINE_CHARS_MAX: usize = 120;
 const FILE_LINES_MAX: usize = 1000;
 
-/// Calls that block a worker's loop or use tokio's hidden blocking pool.
-const BANNED_ON_LOOP: &[&str] = &[
-    "tokio::fs",
-    "spawn_blocking",
-    "block_in_place",
-    "thread::sleep",
+/// Calls that block a worker's loop or use tokio's hidden blocking pool, each written in two
+/// parts joined when checked, so that this file, which has to name them, does not itself
+/// contain what it forbids (other greps for them over the tree stay meaningful).
+const BANNED_ON_LOOP: &[(&str, &str)] = &[
+    ("tokio::", "fs"),
+    ("spawn_", "blocking"),
+    ("block_", "in_place"),
+    ("thread::", "sleep"),
 ];
 
 /// Calls that touch the file system (naming the `File` type is fine; opening one is not).
@@ -142,8 +144,9 @@ fn source_follows_the_mechanical_rules() {
                 }
             }
             if LOOP_CRATES.contains(&crate_name) {
-                for banned in BANNED_ON_LOOP {
-                    if line.contains(banned) {
+                for (head, tail) in BANNED_ON_LOOP {
+                    let banned = format!("{head}{tail}");
+                    if line.contains(&banned) {
                         problems.push(format!(
                             "{relative}:{number}: {banned} in a crate that runs on the loop"
                         ));

@@ -415,28 +415,19 @@ fn set_buffers(
     Ok(())
 }
 
-fn set_proxy_temp_path(
-    scope: &mut LocationScope,
-    directive: &Directive,
-    context: &mut LoadContext<'_>,
-) -> Result<(), ConfError> {
-    if scope.proxy.proxy_temp_path.is_some() {
-        return Err(context.duplicate(directive));
-    }
-    scope.proxy.proxy_temp_path = Some(context.temp_path(directive)?);
-    Ok(())
-}
+setter!(
+    set_proxy_temp_path,
+    proxy_temp_path,
+    |d: &Directive, c: &mut LoadContext<'_>| { c.temp_path(d) }
+);
 
+/// `proxy_hide_header` and `proxy_pass_header` accumulate at one level.
 fn set_hide_header(
     scope: &mut LocationScope,
     directive: &Directive,
     _context: &mut LoadContext<'_>,
 ) -> Result<(), ConfError> {
-    scope
-        .proxy
-        .hide_header
-        .get_or_insert_with(Vec::new)
-        .push(directive.arg(0).to_ascii_lowercase().into_bytes().into());
+    push_field_name(&mut scope.proxy.hide_header, directive);
     Ok(())
 }
 
@@ -445,12 +436,13 @@ fn set_pass_header(
     directive: &Directive,
     _context: &mut LoadContext<'_>,
 ) -> Result<(), ConfError> {
-    scope
-        .proxy
-        .pass_header
-        .get_or_insert_with(Vec::new)
-        .push(directive.arg(0).to_ascii_lowercase().into_bytes().into());
+    push_field_name(&mut scope.proxy.pass_header, directive);
     Ok(())
+}
+
+fn push_field_name(list: &mut Option<Vec<Box<[u8]>>>, directive: &Directive) {
+    list.get_or_insert_with(Vec::new)
+        .push(directive.arg(0).to_ascii_lowercase().into_bytes().into());
 }
 
 fn set_ignore_headers(
@@ -529,10 +521,8 @@ fn set_next_upstream(
 fn redirect_rules(
     directive: &Directive,
     context: &mut LoadContext<'_>,
-    existing: Option<&mut Vec<RedirectRule>>,
     allow_default: bool,
 ) -> Result<Option<RedirectRule>, ConfError> {
-    let _ = existing;
     let first = directive.arg(0);
     if directive.args.len() == 1 {
         return match first {
@@ -566,7 +556,7 @@ fn set_redirect(
     directive: &Directive,
     context: &mut LoadContext<'_>,
 ) -> Result<(), ConfError> {
-    let rule = redirect_rules(directive, context, None, true)?;
+    let rule = redirect_rules(directive, context, true)?;
     match (rule, &mut scope.proxy.redirect) {
         (None, slot) => *slot = Some(Redirect::Off),
         (Some(rule), Some(Redirect::Rules(rules))) => rules.push(rule),
@@ -592,7 +582,7 @@ fn set_cookie(
     context: &mut LoadContext<'_>,
     domain: bool,
 ) -> Result<(), ConfError> {
-    let mut rule = redirect_rules(directive, context, None, false)?;
+    let mut rule = redirect_rules(directive, context, false)?;
     // A domain regex is matched without regard to case, as nginx compiles it.
     if domain
         && let Some(RedirectRule::Regex { regex, .. }) = &mut rule

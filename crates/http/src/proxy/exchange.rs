@@ -31,6 +31,32 @@ pub(super) struct TryError {
     pub(super) stale: bool,
 }
 
+impl TryError {
+    /// A failed I/O call on the upstream connection, in nginx's words: a timeout is
+    /// `upstream timed out (110: ...) while ACTION` (504, `timeout`), anything else
+    /// `CALL failed (N: text) while ACTION` (502, `error`). A timed-out connection is never
+    /// taken for a stale one.
+    fn io(error: &io::Error, call: &str, action: &str, sent: bool, stale: bool) -> TryError {
+        let timed_out = error.kind() == io::ErrorKind::TimedOut;
+        TryError {
+            kind: if timed_out {
+                NextUpstream::TIMEOUT
+            } else {
+                NextUpstream::ERROR
+            },
+            status: if timed_out { 504 } else { 502 },
+            message: if timed_out {
+                format!("upstream timed out (110: Connection timed out) while {action}")
+            } else {
+                format!("{call} failed ({}) while {action}", errno_text(error))
+            },
+            sent,
+            stale: stale && !timed_out,
+            client: false,
+        }
+    }
+}
+
 /// The request's body as it goes upstream.
 /// The client whose body an unbuffered request streams upstream.
 pub(super) struct Client<'c> {
@@ -134,27 +160,7 @@ pub(super) async fn try_peer(
     let stream = connect(&peer.address, bind, proxy.connect_timeout)
         .await
         .map_err(|error| {
-            let timed_out = error.kind() == io::ErrorKind::TimedOut;
-            TryError {
-                kind: if timed_out {
-                    NextUpstream::TIMEOUT
-                } else {
-                    NextUpstream::ERROR
-                },
-                status: if timed_out { 504 } else { 502 },
-                message: if timed_out {
-                    "upstream timed out (110: Connection timed out) while connecting to upstream"
-                        .to_owned()
-                } else {
-                    format!(
-                        "connect() failed ({}) while connecting to upstream",
-                        errno_text(&error)
-                    )
-                },
-                sent: false,
-                stale: false,
-                client: false,
-            }
+            TryError::io(&error, "connect()", "connecting to upstream", false, false)
         })?;
     let opened = Instant::now();
     request.upstream.attempts[attempt].connect_time =
@@ -214,27 +220,13 @@ async fn exchange(
     started: Instant,
 ) -> Result<(UpstreamHead, Vec<u8>), TryError> {
     let send_error = |error: io::Error, sent: bool| {
-        let timed_out = error.kind() == io::ErrorKind::TimedOut;
-        TryError {
-            kind: if timed_out {
-                NextUpstream::TIMEOUT
-            } else {
-                NextUpstream::ERROR
-            },
-            status: if timed_out { 504 } else { 502 },
-            message: if timed_out {
-                "upstream timed out (110: Connection timed out) while sending request to upstream"
-                    .to_owned()
-            } else {
-                format!(
-                    "writev() failed ({}) while sending request to upstream",
-                    errno_text(&error)
-                )
-            },
+        TryError::io(
+            &error,
+            "writev()",
+            "sending request to upstream",
             sent,
-            stale: !timed_out,
-            client: false,
-        }
+            true,
+        )
     };
     let mut sent = head.len() as u64;
     match body {
@@ -289,27 +281,13 @@ async fn exchange(
     }
     request.upstream.attempts[attempt].bytes_sent = sent;
     let read_error = |error: io::Error, stale: bool| {
-        let timed_out = error.kind() == io::ErrorKind::TimedOut;
-        TryError {
-            kind: if timed_out {
-                NextUpstream::TIMEOUT
-            } else {
-                NextUpstream::ERROR
-            },
-            status: if timed_out { 504 } else { 502 },
-            message: if timed_out {
-                "upstream timed out (110: Connection timed out) while reading response header from upstream"
-                    .to_owned()
-            } else {
-                format!(
-                    "recv() failed ({}) while reading response header from upstream",
-                    errno_text(&error)
-                )
-            },
-            sent: true,
-            stale: stale && !timed_out,
-            client: false,
-        }
+        TryError::io(
+            &error,
+            "recv()",
+            "reading response header from upstream",
+            true,
+            stale,
+        )
     };
     let limit = usize::try_from(proxy.buffer_size)
         .unwrap_or(usize::MAX)
@@ -445,16 +423,14 @@ async fn stream_body(
         stale: false,
         client: true,
     };
-    let upstream_error = |error: io::Error| TryError {
-        kind: NextUpstream::ERROR,
-        status: 502,
-        message: format!(
-            "writev() failed ({}) while sending request to upstream",
-            errno_text(&error)
-        ),
-        sent: true,
-        stale: false,
-        client: false,
+    let upstream_error = |error: io::Error| {
+        TryError::io(
+            &error,
+            "writev()",
+            "sending request to upstream",
+            true,
+            false,
+        )
     };
     let mut written = 0u64;
     let mut framed = Vec::new();

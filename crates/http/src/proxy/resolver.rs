@@ -38,9 +38,14 @@ pub fn parse(directive: &Directive) -> Result<ResolverConf, ConfError> {
             conf.ipv6 = flag(value).ok_or_else(invalid)?;
         } else if text.starts_with("status_zone=") {
         } else {
-            conf.servers.push(server_address(text).ok_or_else(|| {
-                ConfError::message(format!("invalid address \"{text}\""), &directive.span)
-            })?);
+            let addresses = server_addresses(text);
+            if addresses.is_empty() {
+                return Err(ConfError::message(
+                    format!("host not found in resolver \"{text}\""),
+                    &directive.span,
+                ));
+            }
+            conf.servers.extend(addresses);
         }
     }
     if !conf.ipv4 && !conf.ipv6 {
@@ -66,15 +71,28 @@ fn flag(value: &str) -> Option<bool> {
     }
 }
 
-/// `ADDRESS[:PORT]` with port 53 by default.
-fn server_address(text: &str) -> Option<SocketAddr> {
+/// `ADDRESS[:PORT]` (port 53 by default); a name is resolved now, at load, as nginx
+/// resolves it.
+fn server_addresses(text: &str) -> Vec<SocketAddr> {
+    use std::net::ToSocketAddrs;
     if let Ok(address) = text.parse::<SocketAddr>() {
-        return Some(address);
+        return vec![address];
     }
     let bare = text.trim_start_matches('[').trim_end_matches(']');
-    bare.parse::<IpAddr>()
-        .ok()
-        .map(|ip| SocketAddr::new(ip, 53))
+    if let Ok(ip) = bare.parse::<IpAddr>() {
+        return vec![SocketAddr::new(ip, 53)];
+    }
+    let (host, port) = match text.rsplit_once(':') {
+        Some((host, port)) => match port.parse::<u16>() {
+            Ok(port) => (host, port),
+            Err(_) => return Vec::new(),
+        },
+        None => (text, 53),
+    };
+    (host, port)
+        .to_socket_addrs()
+        .map(|addresses| addresses.collect())
+        .unwrap_or_default()
 }
 
 thread_local! {

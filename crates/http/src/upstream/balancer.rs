@@ -204,6 +204,29 @@ fn total_weight(peers: &[Peer]) -> u64 {
         .max(1)
 }
 
+/// The hash balancers' search: `next` names a candidate (by weight) per attempt; the first
+/// one not tried and available wins. `None` after nginx's 20 attempts: round robin then.
+fn probe(
+    group: &Group,
+    state: &GroupState,
+    tried: &mut Tried,
+    now: Instant,
+    mut next: impl FnMut(&mut Tried) -> u64,
+) -> Option<usize> {
+    let total = total_weight(&group.primary);
+    loop {
+        let index = by_weight(&group.primary, next(tried) % total);
+        if !tried.primary.get(index) && available(&group.primary[index], &state.primary[index], now)
+        {
+            return Some(index);
+        }
+        tried.attempts += 1;
+        if tried.attempts > HASH_ATTEMPTS_MAX {
+            return None;
+        }
+    }
+}
+
 /// `ip_hash`: the first three bytes of an IPv4 client address (all of IPv6) pick the peer.
 fn ip_hash_pick(
     group: &Group,
@@ -211,7 +234,7 @@ fn ip_hash_pick(
     tried: &mut Tried,
     client: Option<IpAddr>,
     now: Instant,
-) -> Option<Option<usize>> {
+) -> Option<usize> {
     let bytes: Vec<u8> = match client {
         Some(IpAddr::V4(ip)) => ip.octets()[..3].to_vec(),
         Some(IpAddr::V6(ip)) => match ip.to_ipv4_mapped() {
@@ -220,24 +243,14 @@ fn ip_hash_pick(
         },
         None => vec![0; 3],
     };
-    let total = total_weight(&group.primary);
-    loop {
-        let mut hash = tried.hash;
+    let index = probe(group, state, tried, now, |tried| {
         for byte in &bytes {
-            hash = (hash * 113 + u64::from(*byte)) % 6271;
+            tried.hash = (tried.hash * 113 + u64::from(*byte)) % 6271;
         }
-        tried.hash = hash;
-        let index = by_weight(&group.primary, hash % total);
-        if !tried.primary.get(index) && available(&group.primary[index], &state.primary[index], now)
-        {
-            touch(&group.primary[index], &mut state.primary[index], now);
-            return Some(Some(index));
-        }
-        tried.attempts += 1;
-        if tried.attempts > HASH_ATTEMPTS_MAX {
-            return None;
-        }
-    }
+        tried.hash
+    })?;
+    touch(&group.primary[index], &mut state.primary[index], now);
+    Some(index)
 }
 
 /// `hash KEY`: CRC32 of the key (with the rehash count in front after the first attempt).
@@ -247,28 +260,19 @@ fn hash_pick(
     tried: &mut Tried,
     key: &[u8],
     now: Instant,
-) -> Option<Option<usize>> {
-    let total = total_weight(&group.primary);
-    loop {
+) -> Option<usize> {
+    let index = probe(group, state, tried, now, |tried| {
         let mut crc = Crc32::new();
         if tried.rehash > 0 {
             crc.update(tried.rehash.to_string().as_bytes());
         }
         crc.update(key);
-        let hash = u64::from((crc.finish() >> 16) & 0x7fff);
-        tried.hash += hash;
+        tried.hash += u64::from((crc.finish() >> 16) & 0x7fff);
         tried.rehash += 1;
-        let index = by_weight(&group.primary, tried.hash % total);
-        if !tried.primary.get(index) && available(&group.primary[index], &state.primary[index], now)
-        {
-            touch(&group.primary[index], &mut state.primary[index], now);
-            return Some(Some(index));
-        }
-        tried.attempts += 1;
-        if tried.attempts > HASH_ATTEMPTS_MAX {
-            return None;
-        }
-    }
+        tried.hash
+    })?;
+    touch(&group.primary[index], &mut state.primary[index], now);
+    Some(index)
 }
 
 /// `hash KEY consistent`: the first ring point at or after the key's CRC32; peers that
@@ -279,7 +283,7 @@ fn chash_pick(
     tried: &mut Tried,
     key: &[u8],
     now: Instant,
-) -> Option<Option<usize>> {
+) -> Option<usize> {
     if group.ring.is_empty() {
         return None;
     }
@@ -299,7 +303,7 @@ fn chash_pick(
         );
         if let Some(index) = chosen {
             tried.ring_position = Some(position);
-            return Some(Some(index));
+            return Some(index);
         }
         position += 1;
         tried.ring_position = Some(position);
@@ -317,22 +321,10 @@ fn random_pick(
     tried: &mut Tried,
     two: bool,
     now: Instant,
-) -> Option<Option<usize>> {
-    let total = total_weight(&group.primary);
-    let draw = |tried: &mut Tried| loop {
-        let index = by_weight(&group.primary, random_u64() % total);
-        if !tried.primary.get(index) && available(&group.primary[index], &state.primary[index], now)
-        {
-            return Some(index);
-        }
-        tried.attempts += 1;
-        if tried.attempts > HASH_ATTEMPTS_MAX {
-            return None;
-        }
-    };
-    let first = draw(tried)?;
+) -> Option<usize> {
+    let first = probe(group, state, tried, now, |_| random_u64())?;
     let chosen = if two && group.primary.len() > 1 {
-        let second = draw(tried).unwrap_or(first);
+        let second = probe(group, state, tried, now, |_| random_u64()).unwrap_or(first);
         if ratio_less(&group.primary, &state.primary, second, first) {
             second
         } else {
@@ -342,7 +334,7 @@ fn random_pick(
         first
     };
     touch(&group.primary[chosen], &mut state.primary[chosen], now);
-    Some(Some(chosen))
+    Some(chosen)
 }
 
 thread_local! {
@@ -389,64 +381,31 @@ impl Group {
             });
         }
         if !tried.in_backup {
-            let primary = match &self.balancer {
-                _ if self.primary.len() < 2 && !matches!(self.balancer, Balancer::LeastConn) => {
-                    weighted_pick(
-                        &self.primary,
-                        &mut state.primary,
-                        &tried.primary,
-                        now,
-                        |_| true,
-                    )
+            // The hash methods pick by key (falling back to round robin as nginx does:
+            // fewer than two servers, an empty key, or 20 unavailable picks).
+            let hashed = match &self.balancer {
+                _ if self.primary.len() < 2 => None,
+                Balancer::RoundRobin | Balancer::LeastConn => None,
+                Balancer::IpHash => ip_hash_pick(self, state, tried, key.client, now),
+                Balancer::Hash { .. } if key.hash.is_empty() => None,
+                Balancer::Hash {
+                    consistent: true, ..
+                } => chash_pick(self, state, tried, key.hash, now),
+                Balancer::Hash { .. } => hash_pick(self, state, tried, key.hash, now),
+                Balancer::Random { two } => random_pick(self, state, tried, *two, now),
+            };
+            let primary = match (hashed, &self.balancer) {
+                (Some(index), _) => Some(index),
+                (None, Balancer::LeastConn) => {
+                    least_conn_pick(&self.primary, &mut state.primary, &tried.primary, now)
                 }
-                Balancer::RoundRobin => weighted_pick(
+                (None, _) => weighted_pick(
                     &self.primary,
                     &mut state.primary,
                     &tried.primary,
                     now,
                     |_| true,
                 ),
-                Balancer::LeastConn => {
-                    least_conn_pick(&self.primary, &mut state.primary, &tried.primary, now)
-                }
-                Balancer::IpHash => ip_hash_pick(self, state, tried, key.client, now)
-                    .unwrap_or_else(|| {
-                        weighted_pick(
-                            &self.primary,
-                            &mut state.primary,
-                            &tried.primary,
-                            now,
-                            |_| true,
-                        )
-                    }),
-                Balancer::Hash { consistent, .. } => {
-                    let picked = if key.hash.is_empty() {
-                        None
-                    } else if *consistent {
-                        chash_pick(self, state, tried, key.hash, now)
-                    } else {
-                        hash_pick(self, state, tried, key.hash, now)
-                    };
-                    picked.unwrap_or_else(|| {
-                        weighted_pick(
-                            &self.primary,
-                            &mut state.primary,
-                            &tried.primary,
-                            now,
-                            |_| true,
-                        )
-                    })
-                }
-                Balancer::Random { two } => random_pick(self, state, tried, *two, now)
-                    .unwrap_or_else(|| {
-                        weighted_pick(
-                            &self.primary,
-                            &mut state.primary,
-                            &tried.primary,
-                            now,
-                            |_| true,
-                        )
-                    }),
             };
             if let Some(index) = primary {
                 tried.primary.set(index);

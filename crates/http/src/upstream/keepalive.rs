@@ -59,7 +59,7 @@ impl KeepaliveCache {
         {
             self.entries.pop_front();
         }
-        let me = std::thread::current().id();
+        let me = this_thread();
         let position = self
             .entries
             .iter()
@@ -76,7 +76,7 @@ impl KeepaliveCache {
         {
             return;
         }
-        let me = std::thread::current().id();
+        let me = this_thread();
         let mine = self
             .entries
             .iter()
@@ -102,6 +102,15 @@ impl KeepaliveCache {
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
+}
+
+/// The calling worker thread, looked up once per thread (`thread::current()` clones a
+/// handle each time).
+fn this_thread() -> ThreadId {
+    thread_local! {
+        static ME: ThreadId = std::thread::current().id();
+    }
+    ME.with(|me| *me)
 }
 
 /// Moves a socket registered with another worker's poller to the calling worker's.

@@ -770,3 +770,64 @@ fn method_body_and_headers_can_be_replaced() {
     assert!(request.contains("Content-Length: 13\r\n"), "{request}");
     assert!(request.ends_with("\r\n\r\nreplaced POST"), "{request}");
 }
+
+#[test]
+fn proxy_bind_sets_the_local_address() {
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(None));
+    let record = std::sync::Arc::clone(&seen);
+    let (server, _upstream) = proxy_with(
+        "server {
+            listen 127.0.0.1:8080;
+            location / { proxy_pass http://127.0.0.1:8081; proxy_bind 127.0.0.2; }
+        }",
+        move |mut conn| {
+            *record.lock().unwrap() = conn.peer().map(|address| address.ip());
+            if conn.read_request().is_some() {
+                conn.write(OK);
+            }
+        },
+    );
+    assert_eq!(server.get("/").status, 200);
+    let ip = *seen.lock().unwrap();
+    assert_eq!(ip, Some("127.0.0.2".parse().unwrap()));
+}
+
+#[test]
+fn proxy_ignore_headers_passes_x_accel_redirect_on() {
+    let (server, _upstream) = proxy_with(
+        "server {
+            listen 127.0.0.1:8080;
+            location / { proxy_pass http://127.0.0.1:8081; proxy_ignore_headers X-Accel-Redirect; }
+            location /target { return 200 redirected; }
+        }",
+        |mut conn| {
+            if conn.read_request().is_some() {
+                conn.write("HTTP/1.1 200 OK\r\nX-Accel-Redirect: /target\r\nContent-Length: 5\r\n\r\nfirst");
+            }
+        },
+    );
+    let response = server.get("/");
+    assert_eq!(response.body_text(), "first");
+    // The field itself stays hidden, as nginx hides it.
+    assert!(!response.has_header("X-Accel-Redirect"));
+}
+
+#[test]
+fn resolver_and_zone_settings_load_and_bad_ones_are_refused() {
+    let (_, output) = test_http_body(
+        "upstream u { zone backends 64k; server 127.0.0.1:1; }
+         server { listen 127.0.0.1:8080;
+                  location / { resolver 127.0.0.1:53 valid=30s ipv6=off; resolver_timeout 5s;
+                               proxy_pass http://$host; } }",
+    );
+    output.assert_code(0);
+    assert_http_body_fails(
+        "server { listen 127.0.0.1:8080; resolver no-such-host.invalid; }",
+        "host not found in resolver \"no-such-host.invalid\" in {conf}:4",
+    );
+    // `ipv4=` is current nginx's (1.23.1); nginx 1.22 takes it for a host name.
+    assert_http_body_fails(
+        "server { listen 127.0.0.1:8080; resolver 127.0.0.1 ipv4=off ipv6=off; }",
+        "\"ipv4\" and \"ipv6\" cannot both be \"off\" in {conf}:4",
+    );
+}

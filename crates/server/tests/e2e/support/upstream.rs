@@ -74,6 +74,11 @@ impl UpstreamConn {
         }
     }
 
+    /// The proxy's address on this connection.
+    pub fn peer(&self) -> Option<std::net::SocketAddr> {
+        self.stream.peer_addr().ok()
+    }
+
     pub fn write(&mut self, bytes: impl AsRef<[u8]>) {
         let _ = self.stream.write_all(bytes.as_ref());
         let _ = self.stream.flush();
