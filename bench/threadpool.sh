@@ -33,7 +33,7 @@ HOT_CONNECTIONS=${HOT_CONNECTIONS:-20}
 WORKERS=${WORKERS:-2}
 READ_BPS=${READ_BPS:-52428800}
 READ_IOPS=${READ_IOPS:-200}
-CONFIGS=${CONFIGS:-"nginx:off portico:off nginx:threads portico:threads portico:threads-nowait-off"}
+CONFIGS=${CONFIGS:-"nginx:off portico:off nginx:threads portico:threads portico:threads-nowait-off nginx:threads:alone portico:threads:alone"}
 RESULTS=${RESULTS:-$BENCH_DIR/RESULTS.md}
 KEEP_TMP=${KEEP_TMP:-0}
 SECTION=threadpool
@@ -181,9 +181,11 @@ sample_stacks() {
 }
 
 run_one() {
-    local config=$1 rep=$2 kind=${1%%:*} mode=${1#*:} port conf prefix hot_out random_out parsed
+    local config=$1 rep=$2 kind mode alone=0 port conf prefix hot_out random_out parsed
+    IFS=: read -r kind mode alone <<<"$config"
+    case $alone in "") alone=0 ;; alone) alone=1 ;; *) die "unknown config $config" ;; esac
     port=$(free_port)
-    prefix=$WORK/$kind-$mode-$rep
+    prefix=$WORK/${config//:/-}-$rep
     conf=$WORK/$kind-$mode.conf
     mkdir -p "$prefix/logs"
     write_conf "$mode" "$port" "$conf"
@@ -191,10 +193,15 @@ run_one() {
     echo 3 >/proc/sys/vm/drop_caches
     cat "$DATA_DIR/hot.bin" >/dev/null
     start_server "$kind" "$prefix" "$conf" "$port"
-    hot_out=$WORK/hot-$kind-$mode-$rep.txt
-    random_out=$WORK/random-$kind-$mode-$rep.txt
-    timeout $((DURATION + 30)) wrk -t2 -c"$RANDOM_CONNECTIONS" -d"${DURATION}s" --timeout 60s \
-        -s "$WORK/random.lua" "http://127.0.0.1:$port/" >"$random_out" 2>&1 &
+    hot_out=$WORK/hot-${config//:/-}-$rep.txt
+    random_out=$WORK/random-${config//:/-}-$rep.txt
+    if [ "$alone" = 1 ]; then
+        echo "0 requests in ${DURATION}s, 0B read" >"$random_out"
+        sleep 0 &
+    else
+        timeout $((DURATION + 30)) wrk -t2 -c"$RANDOM_CONNECTIONS" -d"${DURATION}s" --timeout 60s \
+            -s "$WORK/random.lua" "http://127.0.0.1:$port/" >"$random_out" 2>&1 &
+    fi
     RANDOM_PID=$!
     timeout $((DURATION + 30)) wrk -t1 -c"$HOT_CONNECTIONS" -d"${DURATION}s" --timeout 60s --latency \
         "http://127.0.0.1:$port/hot.bin" >"$hot_out" 2>&1 &
@@ -271,6 +278,11 @@ section=$WORK/section.md
         "total bytes/s $(ratio "$(col_median portico:threads 7)" "$(col_median nginx:threads 7)") (≥ 1)"
     echo "- Portico \`aio threads\` / Portico \`aio off\`: hot req/s $(ratio "$(col_median portico:threads 3)" "$(col_median portico:off 3)") (≥ 20)"
     echo "- nginx \`aio threads\` / nginx \`aio off\`: hot req/s $(ratio "$(col_median nginx:threads 3)" "$(col_median nginx:off 3)")"
+    if [[ " $CONFIGS " == *" portico:threads:alone "* ]]; then
+        echo "- The hot file under the cold load, as a share of the hot file alone (\`:alone\` rows, no random load):" \
+            "Portico \`aio threads\` $(ratio "$(col_median portico:threads 3)" "$(col_median portico:threads:alone 3)") (aim ≥ 0.9)," \
+            "nginx \`aio threads\` $(ratio "$(col_median nginx:threads 3)" "$(col_median nginx:threads:alone 3)")"
+    fi
     echo "- Portico \`aio_nowait on\` / \`off\` (both \`aio threads\`): hot req/s $(ratio "$(col_median portico:threads 3)" "$(col_median portico:threads-nowait-off 3)")," \
         "hot p99 $(ratio "$(col_median portico:threads 5)" "$(col_median portico:threads-nowait-off 5)")"
     echo

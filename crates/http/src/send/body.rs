@@ -16,8 +16,9 @@ use crate::send::head::write_last_chunk;
 use crate::send::rate::RateLimit;
 use crate::worker::HttpWorker;
 
-/// Bodies up to this size are copied behind the head and sent with it in one `write`.
-const INLINE_BODY_BYTES_MAX: usize = 16 * 1024;
+/// Bodies up to this size (in memory, or small files) are copied behind the head and sent
+/// with it in one `write`.
+pub(super) const INLINE_BODY_BYTES_MAX: usize = 16 * 1024;
 
 /// Writes the bytes of one response to the client.
 pub(super) struct Output<'c> {

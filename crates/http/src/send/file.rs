@@ -7,7 +7,7 @@ use std::io;
 use std::sync::Arc;
 
 use crate::request::Request;
-use crate::send::body::{BodyContext, Output, finish};
+use crate::send::body::{BodyContext, INLINE_BODY_BYTES_MAX, Output, finish};
 use crate::send::framing::{CHUNK_END, Framing, chunk_header_len_max};
 use crate::static_files::handler::{FileBody, FileError, read_chunk_into};
 use crate::static_files::io::{
@@ -42,7 +42,9 @@ pub(super) async fn send_file(
         );
         return Err(io::Error::other(message));
     }
-    let result = if statics.sendfile && !chunked && !file.direct && file.len > 0 {
+    let result = if file.len <= INLINE_BODY_BYTES_MAX as u64 {
+        read_behind_head(context, &file, head).await
+    } else if statics.sendfile && !chunked && !file.direct {
         let cork = statics.tcp_nopush;
         if cork {
             // nginx's tcp_nopush: the head and the first file bytes share full packets.
@@ -65,6 +67,47 @@ pub(super) async fn send_file(
         return Ok(());
     }
     output.write(head).await
+}
+
+/// A small file (up to [`INLINE_BODY_BYTES_MAX`], as for bodies in memory) is read behind
+/// the head, which then goes out with it in one write: even with `sendfile on`, one system
+/// call and one packet fewer than a `sendfile` after the head, which for small files costs
+/// more than the copy saves (measured in docs/static-files.md).
+async fn read_behind_head(
+    context: &BodyContext<'_>,
+    file: &FileBody,
+    head: &mut Vec<u8>,
+) -> io::Result<()> {
+    let statics = &context.location.settings.static_files;
+    let chunked = context.framing == Framing::Chunked;
+    let len = file.len as usize;
+    if len == 0 {
+        return Ok(());
+    }
+    if chunked {
+        http1::response::write_chunk_header(head, len);
+    }
+    let data_start = head.len();
+    head.resize(data_start + len, 0);
+    let started = crate::worker::BlockingTimer::start();
+    *head = read_piece(
+        file,
+        statics.aio_nowait,
+        statics.directio_alignment,
+        file.offset,
+        std::mem::take(head),
+        data_start,
+    )
+    .await?;
+    if matches!(file.io, FileIo::Worker) {
+        context.worker.note_blocking(started.elapsed(), || {
+            format!("read() of \"{}\"", file.path.display())
+        });
+    }
+    if chunked {
+        head.extend_from_slice(CHUNK_END);
+    }
+    Ok(())
 }
 
 /// `sendfile on`: pieces of at most `sendfile_max_chunk` go from the file to the socket

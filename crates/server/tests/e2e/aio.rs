@@ -67,6 +67,59 @@ fn every_mode_sends_the_same_bytes() {
     assert!(response.body == body, "a pool chosen by a variable");
 }
 
+/// Files up to 16 KiB are read behind the head and sent with it in one write, even with
+/// `sendfile on`; larger ones go by `sendfile`. Both sides of that line, an empty file and
+/// a range of a small file give the same bytes in every mode.
+#[test]
+fn small_files_at_the_inline_limit_send_the_same_bytes() {
+    let body = big_body();
+    let server = Instance::builder(MODES)
+        .file("html/limit.bin", &body[..16 * 1024])
+        .file("html/above.bin", &body[..16 * 1024 + 1])
+        .file("html/empty.bin", b"")
+        .start();
+    for mode in [
+        "plain",
+        "sendfile",
+        "small-chunks",
+        "threads",
+        "threads-sendfile",
+        "small-buffers",
+        "directio",
+    ] {
+        for (name, len) in [("limit", 16 * 1024), ("above", 16 * 1024 + 1)] {
+            let response = server.get(&format!("/{mode}/{name}.bin"));
+            assert_eq!(response.status, 200, "{mode} {name}");
+            assert!(
+                response.body == body[..len],
+                "{mode} {name}: the body differs"
+            );
+        }
+        let empty = server.get(&format!("/{mode}/empty.bin"));
+        assert_eq!(empty.status, 200, "{mode}");
+        assert_eq!(empty.header("Content-Length"), Some("0"), "{mode}");
+        assert!(empty.body.is_empty(), "{mode}");
+        let mut client = server.connect();
+        client.write(format!(
+            "GET /{mode}/limit.bin HTTP/1.1\r\nHost: x\r\nRange: bytes=100-199\r\n\r\n"
+        ));
+        let part = client.read_response();
+        assert_eq!(part.status, 206, "{mode}");
+        assert_eq!(
+            part.header("Content-Range"),
+            Some("bytes 100-199/16384"),
+            "{mode}"
+        );
+        assert!(part.body == body[100..200], "{mode}: the range differs");
+        // The connection stays usable after an inline body.
+        let next = client.request(crate::support::get(&format!("/{mode}/above.bin")));
+        assert!(
+            next.body == body[..16 * 1024 + 1],
+            "{mode}: the next response"
+        );
+    }
+}
+
 /// `aio_nowait` is Portico's: with it off, every read and every `sendfile` piece goes
 /// through the pool.
 #[test]
