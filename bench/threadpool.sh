@@ -13,6 +13,9 @@
 #   FILES [512]              data-set files of 4 MiB (512 = 2 GiB)
 #   DATA_DIR [/work/bench-data/threadpool]   where the files are made once and kept
 #   RANDOM_CONNECTIONS [50]  HOT_CONNECTIONS [20]   wrk connections of the two loads
+#   HOT_THREADS [2]          wrk threads of the hot load; with 1 the single wrk thread
+#                            is the ceiling of both servers on a 2-CPU machine (about 1850
+#                            req/s of 4 MiB with or without the cold load; bench/README.md)
 #   WORKERS [2]              worker_processes
 #   READ_BPS [52428800]      READ_IOPS [200]    the emulated disk: blkio throttle on reads
 #   CONFIGS [all five]       e.g. "nginx:off portico:threads"
@@ -30,6 +33,7 @@ FILES=${FILES:-512}
 DATA_DIR=${DATA_DIR:-/work/bench-data/threadpool}
 RANDOM_CONNECTIONS=${RANDOM_CONNECTIONS:-50}
 HOT_CONNECTIONS=${HOT_CONNECTIONS:-20}
+HOT_THREADS=${HOT_THREADS:-2}
 WORKERS=${WORKERS:-2}
 READ_BPS=${READ_BPS:-52428800}
 READ_IOPS=${READ_IOPS:-200}
@@ -203,7 +207,7 @@ run_one() {
             -s "$WORK/random.lua" "http://127.0.0.1:$port/" >"$random_out" 2>&1 &
     fi
     RANDOM_PID=$!
-    timeout $((DURATION + 30)) wrk -t1 -c"$HOT_CONNECTIONS" -d"${DURATION}s" --timeout 60s --latency \
+    timeout $((DURATION + 30)) wrk -t"$HOT_THREADS" -c"$HOT_CONNECTIONS" -d"${DURATION}s" --timeout 60s --latency \
         "http://127.0.0.1:$port/hot.bin" >"$hot_out" 2>&1 &
     HOT_PID=$!
     if [ -n "${SAMPLE_STACKS:-}" ]; then sample_stacks "$SERVER_PID" "$prefix/stacks.txt" & fi
@@ -249,7 +253,7 @@ section=$WORK/section.md
     echo "## threadpool (seed 000): random load from a slow disk plus one hot file"
     echo
     echo "Command: \`bench/threadpool.sh\` (REPS=$REPS DURATION=$DURATION FILES=$FILES WORKERS=$WORKERS" \
-        "RANDOM_CONNECTIONS=$RANDOM_CONNECTIONS HOT_CONNECTIONS=$HOT_CONNECTIONS READ_BPS=$READ_BPS READ_IOPS=$READ_IOPS)," \
+        "RANDOM_CONNECTIONS=$RANDOM_CONNECTIONS HOT_CONNECTIONS=$HOT_CONNECTIONS HOT_THREADS=$HOT_THREADS READ_BPS=$READ_BPS READ_IOPS=$READ_IOPS)," \
         "$(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, kernel $(uname -r), $("$NGINX_BIN_REAL" -v 2>&1 | head -1 || true)" \
         "and Portico $(git -C "$REPO_DIR" rev-parse --short HEAD 2>/dev/null || echo '?')."
     echo
@@ -257,7 +261,7 @@ section=$WORK/section.md
         "throttle on the server processes); page cache dropped before every run, then the hot file read back in." \
         "Both servers: \`worker_processes $WORKERS; sendfile on; sendfile_max_chunk 512k;\` and the \`aio\` line of the row." \
         "Random load: \`wrk -t2 -c$RANDOM_CONNECTIONS\` with a Lua script picking a file at random; hot load:" \
-        "\`wrk -t1 -c$HOT_CONNECTIONS --latency\` on \`/hot.bin\` (4 MiB); both for ${DURATION} s, \`--timeout 60s\`."
+        "\`wrk -t$HOT_THREADS -c$HOT_CONNECTIONS --latency\` on \`/hot.bin\` (4 MiB); both for ${DURATION} s, \`--timeout 60s\`."
     echo
     echo "Medians of $REPS runs (each run: both loads at once):"
     echo
