@@ -8,6 +8,8 @@ use vars::Segment;
 use crate::charset::recode::{MapBuilder, MapLineError};
 use crate::charset::{CharsetName, CharsetTypes, same_name};
 use crate::conf::{HttpDirective, LoadContext, LocationScope, MainScope, Setter};
+use crate::core::directives::flag;
+use crate::set_once;
 
 const ANY_LEVEL_AND_IF: Contexts = Contexts::HTTP_SERVER_LOCATION.with(Contexts::LOCATION_IF);
 
@@ -85,29 +87,19 @@ fn set_charset(
     Ok(())
 }
 
-fn set_source_charset(
-    scope: &mut LocationScope,
-    directive: &Directive,
-    context: &mut LoadContext<'_>,
-) -> Result<(), ConfError> {
-    if scope.charset.source_charset.is_some() {
-        return Err(context.duplicate(directive));
-    }
-    scope.charset.source_charset = Some(charset_name(directive, context)?);
-    Ok(())
-}
+set_once!(
+    set_source_charset,
+    LocationScope,
+    charset.source_charset,
+    charset_name
+);
 
-fn set_override_charset(
-    scope: &mut LocationScope,
-    directive: &Directive,
-    context: &mut LoadContext<'_>,
-) -> Result<(), ConfError> {
-    if scope.charset.override_charset.is_some() {
-        return Err(context.duplicate(directive));
-    }
-    scope.charset.override_charset = Some(context.flag(directive)?);
-    Ok(())
-}
+set_once!(
+    set_override_charset,
+    LocationScope,
+    charset.override_charset,
+    flag
+);
 
 /// `charset_types MIME ...`: lower-cased, always with `text/html`; `*` means any type.
 /// Repeated directives add up, as nginx's types slot does.

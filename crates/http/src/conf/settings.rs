@@ -73,3 +73,28 @@ macro_rules! settings {
         }
     };
 }
+
+/// Declares a directive's setter that fills one unset field of a scope, or fails with
+/// nginx's `"NAME" directive is duplicate`:
+///
+/// ```ignore
+/// set_once!(set_sendfile, LocationScope, static_files.sendfile, flag);
+/// ```
+///
+/// `$parse(directive, context)` gives the value.
+#[macro_export]
+macro_rules! set_once {
+    ($name:ident, $scope:ty, $($field:ident).+, $parse:expr) => {
+        fn $name(
+            scope: &mut $scope,
+            directive: &::conf::Directive,
+            context: &mut $crate::conf::LoadContext<'_>,
+        ) -> Result<(), ::conf::ConfError> {
+            if scope.$($field).+.is_some() {
+                return Err(context.duplicate(directive));
+            }
+            scope.$($field).+ = Some($parse(directive, context)?);
+            Ok(())
+        }
+    };
+}

@@ -14,6 +14,7 @@ use crate::core::settings::{
     AliasPart, BodyInFileOnly, DocumentRoot, IfModifiedSince, KeepaliveDisable, KeepaliveTimeout,
     LingeringClose, Satisfy, ServerTokens, SizeValue,
 };
+use crate::set_once;
 
 const HTTP_SERVER: Contexts = Contexts::HTTP.with(Contexts::SERVER);
 const ANY_LEVEL: Contexts = Contexts::HTTP_SERVER_LOCATION;
@@ -406,254 +407,226 @@ pub(crate) fn flag(
     context.flag(directive)
 }
 
-/// Generates a setter that fills one `Option` field once, with nginx's duplicate error.
-macro_rules! setter {
-    ($name:ident, Main, $module:ident . $field:ident, $parse:expr) => {
-        fn $name(
-            scope: &mut MainScope,
-            directive: &Directive,
-            context: &mut LoadContext<'_>,
-        ) -> Result<(), ConfError> {
-            if scope.$module.$field.is_some() {
-                return Err(context.duplicate(directive));
-            }
-            scope.$module.$field = Some($parse(directive, context)?);
-            Ok(())
-        }
-    };
-    ($name:ident, Server, $module:ident . $field:ident, $parse:expr) => {
-        fn $name(
-            scope: &mut ServerScope,
-            directive: &Directive,
-            context: &mut LoadContext<'_>,
-        ) -> Result<(), ConfError> {
-            if scope.$module.$field.is_some() {
-                return Err(context.duplicate(directive));
-            }
-            scope.$module.$field = Some($parse(directive, context)?);
-            Ok(())
-        }
-    };
-    ($name:ident, Location, $module:ident . $field:ident, $parse:expr) => {
-        fn $name(
-            scope: &mut LocationScope,
-            directive: &Directive,
-            context: &mut LoadContext<'_>,
-        ) -> Result<(), ConfError> {
-            if scope.$module.$field.is_some() {
-                return Err(context.duplicate(directive));
-            }
-            scope.$module.$field = Some($parse(directive, context)?);
-            Ok(())
-        }
-    };
-}
-
-setter!(
+set_once!(
     set_server_names_hash_bucket_size,
-    Main,
+    MainScope,
     core.server_names_hash_bucket_size,
     size
 );
-setter!(
+set_once!(
     set_server_names_hash_max_size,
-    Main,
+    MainScope,
     core.server_names_hash_max_size,
     number
 );
-setter!(
+set_once!(
     set_variables_hash_bucket_size,
-    Main,
+    MainScope,
     core.variables_hash_bucket_size,
     size
 );
-setter!(
+set_once!(
     set_variables_hash_max_size,
-    Main,
+    MainScope,
     core.variables_hash_max_size,
     number
 );
-setter!(
+set_once!(
     set_client_header_buffer_size,
-    Server,
+    ServerScope,
     core.client_header_buffer_size,
     nonzero_size
 );
-setter!(
+set_once!(
     set_large_client_header_buffers,
-    Server,
+    ServerScope,
     core.large_client_header_buffers,
     buffers
 );
-setter!(
+set_once!(
     set_client_header_timeout,
-    Server,
+    ServerScope,
     core.client_header_timeout,
     time
 );
-setter!(
+set_once!(
     set_ignore_invalid_headers,
-    Server,
+    ServerScope,
     core.ignore_invalid_headers,
     flag
 );
-setter!(
+set_once!(
     set_underscores_in_headers,
-    Server,
+    ServerScope,
     core.underscores_in_headers,
     flag
 );
-setter!(set_merge_slashes, Server, core.merge_slashes, flag);
-setter!(set_max_headers, Server, core.max_headers, number);
-setter!(
+set_once!(set_merge_slashes, ServerScope, core.merge_slashes, flag);
+set_once!(set_max_headers, ServerScope, core.max_headers, number);
+set_once!(
     set_connection_pool_size,
-    Server,
+    ServerScope,
     core.connection_pool_size,
     size
 );
-setter!(set_request_pool_size, Server, core.request_pool_size, size);
-setter!(
+set_once!(
+    set_request_pool_size,
+    ServerScope,
+    core.request_pool_size,
+    size
+);
+set_once!(
     set_types_hash_bucket_size,
-    Location,
+    LocationScope,
     core.types_hash_bucket_size,
     size
 );
-setter!(
+set_once!(
     set_types_hash_max_size,
-    Location,
+    LocationScope,
     core.types_hash_max_size,
     number
 );
-setter!(
+set_once!(
     set_client_max_body_size,
-    Location,
+    LocationScope,
     core.client_max_body_size,
     offset
 );
-setter!(
+set_once!(
     set_client_body_buffer_size,
-    Location,
+    LocationScope,
     core.client_body_buffer_size,
     size
 );
-setter!(
+set_once!(
     set_client_body_timeout,
-    Location,
+    LocationScope,
     core.client_body_timeout,
     time
 );
-setter!(
+set_once!(
     set_client_body_temp_path,
-    Location,
+    LocationScope,
     core.client_body_temp_path,
     temp_path
 );
-setter!(
+set_once!(
     set_client_body_in_file_only,
-    Location,
+    LocationScope,
     core.client_body_in_file_only,
     body_in_file_only
 );
-setter!(
+set_once!(
     set_client_body_in_single_buffer,
-    Location,
+    LocationScope,
     core.client_body_in_single_buffer,
     flag
 );
-setter!(set_send_timeout, Location, core.send_timeout, time);
-setter!(
+set_once!(set_send_timeout, LocationScope, core.send_timeout, time);
+set_once!(
     set_keepalive_timeout,
-    Location,
+    LocationScope,
     core.keepalive_timeout,
     keepalive_timeout
 );
-setter!(
+set_once!(
     set_keepalive_requests,
-    Location,
+    LocationScope,
     core.keepalive_requests,
     number
 );
-setter!(set_keepalive_time, Location, core.keepalive_time, time);
-setter!(set_max_ranges, Location, core.max_ranges, number);
-setter!(
+set_once!(set_keepalive_time, LocationScope, core.keepalive_time, time);
+set_once!(set_max_ranges, LocationScope, core.max_ranges, number);
+set_once!(
     set_keepalive_disable,
-    Location,
+    LocationScope,
     core.keepalive_disable,
     keepalive_disable
 );
-setter!(
+set_once!(
     set_lingering_close,
-    Location,
+    LocationScope,
     core.lingering_close,
     lingering_close
 );
-setter!(set_lingering_time, Location, core.lingering_time, time);
-setter!(
+set_once!(set_lingering_time, LocationScope, core.lingering_time, time);
+set_once!(
     set_lingering_timeout,
-    Location,
+    LocationScope,
     core.lingering_timeout,
     time
 );
-setter!(
+set_once!(
     set_reset_timedout_connection,
-    Location,
+    LocationScope,
     core.reset_timedout_connection,
     flag
 );
-setter!(set_default_type, Location, core.default_type, default_type);
-setter!(
+set_once!(
+    set_default_type,
+    LocationScope,
+    core.default_type,
+    default_type
+);
+set_once!(
     set_server_tokens,
-    Location,
+    LocationScope,
     core.server_tokens,
     server_tokens
 );
-setter!(
+set_once!(
     set_chunked_transfer_encoding,
-    Location,
+    LocationScope,
     core.chunked_transfer_encoding,
     flag
 );
-setter!(set_etag, Location, core.etag, flag);
-setter!(
+set_once!(set_etag, LocationScope, core.etag, flag);
+set_once!(
     set_if_modified_since,
-    Location,
+    LocationScope,
     core.if_modified_since,
     if_modified_since
 );
-setter!(set_limit_rate, Location, core.limit_rate, size_value);
-setter!(
+set_once!(set_limit_rate, LocationScope, core.limit_rate, size_value);
+set_once!(
     set_limit_rate_after,
-    Location,
+    LocationScope,
     core.limit_rate_after,
     size_value
 );
-setter!(set_log_not_found, Location, core.log_not_found, flag);
-setter!(
+set_once!(set_log_not_found, LocationScope, core.log_not_found, flag);
+set_once!(
     set_absolute_redirect,
-    Location,
+    LocationScope,
     core.absolute_redirect,
     flag
 );
-setter!(set_port_in_redirect, Location, core.port_in_redirect, flag);
-setter!(
+set_once!(
+    set_port_in_redirect,
+    LocationScope,
+    core.port_in_redirect,
+    flag
+);
+set_once!(
     set_server_name_in_redirect,
-    Location,
+    LocationScope,
     core.server_name_in_redirect,
     flag
 );
-setter!(set_msie_padding, Location, core.msie_padding, flag);
-setter!(set_tcp_nodelay, Location, core.tcp_nodelay, flag);
-setter!(
+set_once!(set_msie_padding, LocationScope, core.msie_padding, flag);
+set_once!(set_tcp_nodelay, LocationScope, core.tcp_nodelay, flag);
+set_once!(
     set_recursive_error_pages,
-    Location,
+    LocationScope,
     core.recursive_error_pages,
     flag
 );
-setter!(set_internal, Location, core.internal, |_, _| Ok::<
+set_once!(set_internal, LocationScope, core.internal, |_, _| Ok::<
     _,
     ConfError,
 >(true));
-setter!(set_satisfy, Location, core.satisfy, satisfy);
+set_once!(set_satisfy, LocationScope, core.satisfy, satisfy);
 
 fn nonzero_size(directive: &Directive, context: &mut LoadContext<'_>) -> Result<u64, ConfError> {
     size(directive, context).and_then(|value| {

@@ -11,6 +11,7 @@ use crate::proxy::pass::{ProxyPass, load_target};
 use crate::proxy::{
     Buffers, CookieRewrite, IgnoreHeaders, NextUpstream, Redirect, RedirectRule, SetHeader,
 };
+use crate::set_once;
 
 const ANY_LEVEL: Contexts = Contexts::HTTP_SERVER_LOCATION;
 
@@ -207,60 +208,94 @@ pub const DIRECTIVES: &[HttpDirective] = &[
     ),
 ];
 
-macro_rules! setter {
-    ($name:ident, $field:ident, $parse:expr) => {
-        fn $name(
-            scope: &mut LocationScope,
-            directive: &Directive,
-            context: &mut LoadContext<'_>,
-        ) -> Result<(), ConfError> {
-            if scope.proxy.$field.is_some() {
-                return Err(context.duplicate(directive));
-            }
-            scope.proxy.$field = Some($parse(directive, context)?);
-            Ok(())
-        }
-    };
-}
-
-setter!(set_pass_request_headers, pass_request_headers, flag);
-setter!(set_pass_request_body, pass_request_body, flag);
-setter!(set_request_buffering, request_buffering, flag);
-setter!(set_buffering, buffering, flag);
-setter!(set_intercept_errors, intercept_errors, flag);
-setter!(set_connect_timeout, connect_timeout, time);
-setter!(set_send_timeout, send_timeout, time);
-setter!(set_read_timeout, read_timeout, time);
-setter!(set_next_upstream_timeout, next_upstream_timeout, time);
-setter!(set_resolver_timeout, resolver_timeout, time);
-setter!(
+set_once!(
+    set_pass_request_headers,
+    LocationScope,
+    proxy.pass_request_headers,
+    flag
+);
+set_once!(
+    set_pass_request_body,
+    LocationScope,
+    proxy.pass_request_body,
+    flag
+);
+set_once!(
+    set_request_buffering,
+    LocationScope,
+    proxy.request_buffering,
+    flag
+);
+set_once!(set_buffering, LocationScope, proxy.buffering, flag);
+set_once!(
+    set_intercept_errors,
+    LocationScope,
+    proxy.intercept_errors,
+    flag
+);
+set_once!(
+    set_connect_timeout,
+    LocationScope,
+    proxy.connect_timeout,
+    time
+);
+set_once!(set_send_timeout, LocationScope, proxy.send_timeout, time);
+set_once!(set_read_timeout, LocationScope, proxy.read_timeout, time);
+set_once!(
+    set_next_upstream_timeout,
+    LocationScope,
+    proxy.next_upstream_timeout,
+    time
+);
+set_once!(
+    set_resolver_timeout,
+    LocationScope,
+    proxy.resolver_timeout,
+    time
+);
+set_once!(
     set_resolver,
-    resolver,
+    LocationScope,
+    proxy.resolver,
     |d: &Directive, _c: &mut LoadContext<'_>| {
         crate::proxy::resolver::parse(d).map(|conf| Some(Arc::new(conf)))
     }
 );
-setter!(set_buffer_size, buffer_size, size);
-setter!(set_max_temp_file_size, max_temp_file_size, size);
-setter!(
+set_once!(set_buffer_size, LocationScope, proxy.buffer_size, size);
+set_once!(
+    set_max_temp_file_size,
+    LocationScope,
+    proxy.max_temp_file_size,
+    size
+);
+set_once!(
     set_next_upstream_tries,
-    next_upstream_tries,
+    LocationScope,
+    proxy.next_upstream_tries,
     crate::core::directives::number
 );
-setter!(set_busy_buffers_size, busy_buffers_size, |d, c| size(d, c)
-    .map(Some));
-setter!(set_temp_file_write_size, temp_file_write_size, |d, c| size(
-    d, c
-)
-.map(Some));
-setter!(
+set_once!(
+    set_busy_buffers_size,
+    LocationScope,
+    proxy.busy_buffers_size,
+    |d, c| size(d, c).map(Some)
+);
+set_once!(
+    set_temp_file_write_size,
+    LocationScope,
+    proxy.temp_file_write_size,
+    |d, c| size(d, c).map(Some)
+);
+set_once!(
     set_set_body,
-    set_body,
+    LocationScope,
+    proxy.set_body,
     |d: &Directive, c: &mut LoadContext<'_>| c.template(d.arg(0), &d.span).map(Some)
 );
-setter!(
+set_once!(
     set_method,
-    method,
+    LocationScope,
+    proxy.method,
     |d: &Directive, c: &mut LoadContext<'_>| c.template(d.arg(0), &d.span).map(Some)
 );
 
@@ -415,9 +450,10 @@ fn set_buffers(
     Ok(())
 }
 
-setter!(
+set_once!(
     set_proxy_temp_path,
-    proxy_temp_path,
+    LocationScope,
+    proxy.proxy_temp_path,
     |d: &Directive, c: &mut LoadContext<'_>| { c.temp_path(d) }
 );
 

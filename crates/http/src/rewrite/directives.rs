@@ -5,8 +5,10 @@ use conf::{Arity, BlockKind as Shape, ConfError, Contexts, Directive};
 
 use crate::conf::regex::Regex;
 use crate::conf::{BlockKind, HttpDirective, LoadContext, LocationScope, NamedCaptures, Setter};
+use crate::core::directives::flag;
 use crate::rewrite::replacement::{self, Replacement};
 use crate::rewrite::{Flag, Op, Rewrite, SetTarget};
+use crate::set_once;
 use crate::variables::Settable;
 
 /// Where script directives may appear: `server`, `location` and `if` in either.
@@ -191,26 +193,11 @@ fn set_set(
     Ok(())
 }
 
-fn set_rewrite_log(
-    scope: &mut LocationScope,
-    directive: &Directive,
-    context: &mut LoadContext<'_>,
-) -> Result<(), ConfError> {
-    if scope.rewrite.log.is_some() {
-        return Err(context.duplicate(directive));
-    }
-    scope.rewrite.log = Some(context.flag(directive)?);
-    Ok(())
-}
+set_once!(set_rewrite_log, LocationScope, rewrite.log, flag);
 
-fn set_uninitialized_variable_warn(
-    scope: &mut LocationScope,
-    directive: &Directive,
-    context: &mut LoadContext<'_>,
-) -> Result<(), ConfError> {
-    if scope.rewrite.uninitialized_variable_warn.is_some() {
-        return Err(context.duplicate(directive));
-    }
-    scope.rewrite.uninitialized_variable_warn = Some(context.flag(directive)?);
-    Ok(())
-}
+set_once!(
+    set_uninitialized_variable_warn,
+    LocationScope,
+    rewrite.uninitialized_variable_warn,
+    flag
+);

@@ -9,6 +9,7 @@ use std::time::Duration;
 use conf::{Arity, BlockKind, ConfError, Contexts, Directive};
 
 use crate::conf::{HttpDirective, LoadContext, LocationScope, Setter};
+use crate::set_once;
 use crate::static_files::open::Symlinks;
 use crate::static_files::try_files::TryFiles;
 use crate::static_files::{
@@ -163,40 +164,59 @@ fn set_try_files(
     Ok(())
 }
 
-/// Generates a setter that fills one field once, with nginx's duplicate error.
-macro_rules! once {
-    ($name:ident, $field:ident, $parse:expr) => {
-        fn $name(
-            scope: &mut LocationScope,
-            directive: &Directive,
-            context: &mut LoadContext<'_>,
-        ) -> Result<(), ConfError> {
-            if scope.static_files.$field.is_some() {
-                return Err(context.duplicate(directive));
-            }
-            scope.static_files.$field = Some($parse(directive, context)?);
-            Ok(())
-        }
-    };
-}
-
 fn flag(directive: &Directive, context: &mut LoadContext<'_>) -> Result<bool, ConfError> {
     context.flag(directive)
 }
 
-once!(set_autoindex, autoindex, flag);
-once!(set_autoindex_exact_size, autoindex_exact_size, flag);
-once!(set_autoindex_localtime, autoindex_localtime, flag);
-once!(set_autoindex_format, autoindex_format, autoindex_format);
-once!(set_disable_symlinks, disable_symlinks, disable_symlinks);
-once!(set_open_file_cache, open_file_cache, open_file_cache);
-once!(set_open_file_cache_valid, open_file_cache_valid, seconds);
-once!(
+set_once!(set_autoindex, LocationScope, static_files.autoindex, flag);
+set_once!(
+    set_autoindex_exact_size,
+    LocationScope,
+    static_files.autoindex_exact_size,
+    flag
+);
+set_once!(
+    set_autoindex_localtime,
+    LocationScope,
+    static_files.autoindex_localtime,
+    flag
+);
+set_once!(
+    set_autoindex_format,
+    LocationScope,
+    static_files.autoindex_format,
+    autoindex_format
+);
+set_once!(
+    set_disable_symlinks,
+    LocationScope,
+    static_files.disable_symlinks,
+    disable_symlinks
+);
+set_once!(
+    set_open_file_cache,
+    LocationScope,
+    static_files.open_file_cache,
+    open_file_cache
+);
+set_once!(
+    set_open_file_cache_valid,
+    LocationScope,
+    static_files.open_file_cache_valid,
+    seconds
+);
+set_once!(
     set_open_file_cache_min_uses,
-    open_file_cache_min_uses,
+    LocationScope,
+    static_files.open_file_cache_min_uses,
     number
 );
-once!(set_open_file_cache_errors, open_file_cache_errors, flag);
+set_once!(
+    set_open_file_cache_errors,
+    LocationScope,
+    static_files.open_file_cache_errors,
+    flag
+);
 
 fn autoindex_format(
     directive: &Directive,
@@ -353,32 +373,30 @@ fn named_pool(name: &str, directive: &Directive, context: &mut LoadContext<'_>) 
     Aio::Threads(PoolChoice::Named(name.to_owned()))
 }
 
-/// Generates a setter that fills one `static_files` field once.
-macro_rules! setter {
-    ($name:ident, $field:ident, $parse:expr) => {
-        fn $name(
-            scope: &mut LocationScope,
-            directive: &Directive,
-            context: &mut LoadContext<'_>,
-        ) -> Result<(), ConfError> {
-            if scope.static_files.$field.is_some() {
-                return Err(context.duplicate(directive));
-            }
-            scope.static_files.$field = Some($parse(directive, context)?);
-            Ok(())
-        }
-    };
-}
-
-setter!(set_aio_write, aio_write, flag);
-setter!(set_aio_nowait, aio_nowait, flag);
-setter!(set_sendfile, sendfile, flag);
-setter!(set_sendfile_max_chunk, sendfile_max_chunk, size);
-setter!(set_tcp_nopush, tcp_nopush, flag);
-setter!(set_output_buffers, output_buffers, output_buffers);
-setter!(set_directio, directio, directio);
-setter!(set_directio_alignment, directio_alignment, offset);
-setter!(set_read_ahead, read_ahead, size);
+set_once!(set_aio_write, LocationScope, static_files.aio_write, flag);
+set_once!(set_aio_nowait, LocationScope, static_files.aio_nowait, flag);
+set_once!(set_sendfile, LocationScope, static_files.sendfile, flag);
+set_once!(
+    set_sendfile_max_chunk,
+    LocationScope,
+    static_files.sendfile_max_chunk,
+    size
+);
+set_once!(set_tcp_nopush, LocationScope, static_files.tcp_nopush, flag);
+set_once!(
+    set_output_buffers,
+    LocationScope,
+    static_files.output_buffers,
+    output_buffers
+);
+set_once!(set_directio, LocationScope, static_files.directio, directio);
+set_once!(
+    set_directio_alignment,
+    LocationScope,
+    static_files.directio_alignment,
+    offset
+);
+set_once!(set_read_ahead, LocationScope, static_files.read_ahead, size);
 
 fn size(directive: &Directive, _context: &mut LoadContext<'_>) -> Result<u64, ConfError> {
     conf::value::parse_size(directive.arg(0)).ok_or_else(|| invalid_value(directive))

@@ -5,6 +5,8 @@ use std::time::Duration;
 use conf::{Arity, BlockKind as Shape, ConfError, Contexts, Directive};
 
 use crate::conf::{BlockKind, HttpDirective, LoadContext, Setter};
+use crate::core::directives::{number, time};
+use crate::set_once;
 use crate::upstream::Balancer;
 use crate::upstream::registry::{ServerEntry, UpstreamScope};
 
@@ -142,41 +144,21 @@ fn set_keepalive(
     Ok(())
 }
 
-fn set_keepalive_requests(
-    scope: &mut UpstreamScope,
-    directive: &Directive,
-    context: &mut LoadContext<'_>,
-) -> Result<(), ConfError> {
-    if scope.keepalive_requests.is_some() {
-        return Err(context.duplicate(directive));
-    }
-    scope.keepalive_requests = Some(crate::core::directives::number(directive, context)?);
-    Ok(())
-}
+set_once!(
+    set_keepalive_requests,
+    UpstreamScope,
+    keepalive_requests,
+    number
+);
 
-fn set_keepalive_time(
-    scope: &mut UpstreamScope,
-    directive: &Directive,
-    context: &mut LoadContext<'_>,
-) -> Result<(), ConfError> {
-    if scope.keepalive_time.is_some() {
-        return Err(context.duplicate(directive));
-    }
-    scope.keepalive_time = Some(crate::core::directives::time(directive, context)?);
-    Ok(())
-}
+set_once!(set_keepalive_time, UpstreamScope, keepalive_time, time);
 
-fn set_keepalive_timeout(
-    scope: &mut UpstreamScope,
-    directive: &Directive,
-    context: &mut LoadContext<'_>,
-) -> Result<(), ConfError> {
-    if scope.keepalive_timeout.is_some() {
-        return Err(context.duplicate(directive));
-    }
-    scope.keepalive_timeout = Some(crate::core::directives::time(directive, context)?);
-    Ok(())
-}
+set_once!(
+    set_keepalive_timeout,
+    UpstreamScope,
+    keepalive_timeout,
+    time
+);
 
 /// A second balancing method replaces the first, with nginx's warning.
 fn set_balancer(

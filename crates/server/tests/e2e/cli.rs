@@ -245,6 +245,47 @@ fn test_duplicate_directive() {
     );
 }
 
+/// The setters every module shares (`set_once!`) give nginx's error in each context.
+#[test]
+fn test_duplicate_directive_in_every_module() {
+    for (lines, name) in [
+        (
+            "server_names_hash_max_size 512;\n    server_names_hash_max_size 1024;",
+            "server_names_hash_max_size",
+        ),
+        (
+            "server { merge_slashes on; merge_slashes off; }",
+            "merge_slashes",
+        ),
+        ("sendfile on;\n    sendfile off;", "sendfile"),
+        (
+            "open_file_cache off;\n    open_file_cache off;",
+            "open_file_cache",
+        ),
+        (
+            "proxy_connect_timeout 1s;\n    proxy_connect_timeout 2s;",
+            "proxy_connect_timeout",
+        ),
+        ("rewrite_log on;\n    rewrite_log off;", "rewrite_log"),
+        (
+            "source_charset koi8-r;\n    source_charset utf-8;",
+            "source_charset",
+        ),
+        (
+            "upstream u { server 127.0.0.1:1; keepalive_timeout 1s; keepalive_timeout 2s; }",
+            "keepalive_timeout",
+        ),
+    ] {
+        let line = 4 + lines.matches('\n').count();
+        assert_test_fails(
+            &format!("events {{\n}}\nhttp {{\n    {lines}\n}}\n"),
+            &[],
+            &[],
+            &format!("\"{name}\" directive is duplicate in {{conf}}:{line}"),
+        );
+    }
+}
+
 #[test]
 fn test_unexpected_closing_brace() {
     assert_test_fails("events {\n}\n}\n", &[], &[], "unexpected \"}\" in {conf}:3");
