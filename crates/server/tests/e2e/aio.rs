@@ -1,8 +1,8 @@
 //! `aio`, `sendfile` and the file-output directives: every way of sending a file gives the
 //! same bytes; `aio threads=POOL` errors as nginx's; the loop-stall warning.
 
-use crate::support::cli::{reported, run_in};
-use crate::support::{Instance, TempPrefix};
+use crate::support::Instance;
+use crate::support::cli::assert_fails;
 
 /// A body larger than every piece size below, not a multiple of any, different at every
 /// offset so that a misplaced piece shows.
@@ -178,19 +178,9 @@ fn a_pool_named_by_a_variable_that_does_not_exist_fails_after_the_head() {
 
 #[track_caller]
 fn assert_conf_error(directives: &str, message: &str, line: usize) {
-    let prefix = TempPrefix::new();
-    prefix.write("portico.conf", format!("events {{\n}}\n{directives}"));
-    let output = run_in(
-        prefix.path(),
-        &["-p", &prefix.arg(), "-c", "portico.conf", "-t"],
-    );
-    output.assert_code(1);
-    let conf = prefix.join("portico.conf");
-    let expected = format!("{message} in {}:{line}", conf.display());
-    assert!(
-        reported(&output.stderr, "emerg", &expected),
-        "expected {expected:?}, got:\n{}",
-        output.stderr
+    assert_fails(
+        &format!("events {{\n}}\n{directives}"),
+        &format!("{message} in {{conf}}:{line}"),
     );
 }
 

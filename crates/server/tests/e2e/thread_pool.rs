@@ -1,7 +1,7 @@
 //! `thread_pool NAME threads=N [max_queue=M]`: parsing and its errors.
 
-use crate::support::cli::run_in;
-use crate::support::{Instance, TempPrefix};
+use crate::support::Instance;
+use crate::support::cli::assert_fails;
 
 #[test]
 fn pools_are_accepted_and_files_are_served() {
@@ -23,19 +23,9 @@ fn pools_are_accepted_and_files_are_served() {
 
 #[track_caller]
 fn assert_pool_error(directives: &str, message: &str, line: usize) {
-    let prefix = TempPrefix::new();
-    prefix.write("portico.conf", format!("events {{\n}}\n{directives}"));
-    let output = run_in(
-        prefix.path(),
-        &["-p", &prefix.arg(), "-c", "portico.conf", "-t"],
-    );
-    output.assert_code(1);
-    let conf = prefix.join("portico.conf");
-    let expected = format!("portico: [emerg] {message} in {}:{line}\n", conf.display());
-    assert!(
-        output.stderr.contains(&expected),
-        "expected {expected:?}, got:\n{}",
-        output.stderr
+    assert_fails(
+        &format!("events {{\n}}\n{directives}"),
+        &format!("{message} in {{conf}}:{line}"),
     );
 }
 
