@@ -193,10 +193,20 @@ pub(super) async fn send(
     match body {
         Body::Empty => send_bytes(context, output, request, b"", head).await,
         Body::Bytes(bytes) => send_bytes(context, output, request, bytes.as_slice(), head).await,
-        Body::File(file) => super::file::send_file(context, output, request, file, head).await,
+        Body::File(file) => {
+            let sent = super::file::send_file(context, output, request, file, head).await;
+            if let Err(error) = &sent {
+                super::file::log_file_failure(context, request, error);
+            }
+            sent
+        }
         Body::Upstream(_) => Ok(()),
         Body::Pieces(pieces) => {
-            super::pieces::send_pieces(context, output, request, pieces, head).await
+            let sent = super::pieces::send_pieces(context, output, request, pieces, head).await;
+            if let Err(error) = &sent {
+                super::file::log_file_failure(context, request, error);
+            }
+            sent
         }
     }
 }

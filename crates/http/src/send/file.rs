@@ -58,9 +58,6 @@ pub(super) async fn send_file(
     } else {
         send_with_reads(context, output, &file, head).await
     };
-    if let Err(error) = &result {
-        log_pool_failure(context, request, error);
-    }
     result?;
     finish(context, request, head);
     if head.is_empty() {
@@ -78,7 +75,6 @@ async fn read_behind_head(
     file: &FileBody,
     head: &mut Vec<u8>,
 ) -> io::Result<()> {
-    let statics = &context.location.settings.static_files;
     let chunked = context.framing == Framing::Chunked;
     let len = file.len as usize;
     if len == 0 {
@@ -89,21 +85,7 @@ async fn read_behind_head(
     }
     let data_start = head.len();
     head.resize(data_start + len, 0);
-    let started = crate::worker::BlockingTimer::start();
-    *head = read_piece(
-        file,
-        statics.aio_nowait,
-        statics.directio_alignment,
-        file.offset,
-        std::mem::take(head),
-        data_start,
-    )
-    .await?;
-    if matches!(file.io, FileIo::Worker) {
-        context.worker.note_blocking(started.elapsed(), || {
-            format!("read() of \"{}\"", file.path.display())
-        });
-    }
+    *head = read_file(context, file, file.offset, std::mem::take(head), data_start).await?;
     if chunked {
         head.extend_from_slice(CHUNK_END);
     }
@@ -152,7 +134,10 @@ async fn send_with_sendfile(
                         .await
                         .map_err(pool_failure)??;
                     if available < count {
-                        return Err(io::ErrorKind::UnexpectedEof.into());
+                        return Err(truncated(format!(
+                            "read only {available} of {count} from \"{}\"",
+                            file.path.display()
+                        )));
                     }
                 }
             }
@@ -197,7 +182,12 @@ async fn sendfile_timed(
         });
         took += started.elapsed();
         match sent {
-            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+            Ok(0) => {
+                return Err(truncated(format!(
+                    "sendfile() reported that \"{}\" was truncated at {offset}",
+                    file.path.display()
+                )));
+            }
             Ok(sent) => return Ok((sent, took)),
             Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
                 let wait = stream.writable();
@@ -251,21 +241,7 @@ async fn send_with_reads(
         }
         let data_start = buffer.len();
         buffer.resize(data_start + len, 0);
-        let started = crate::worker::BlockingTimer::start();
-        buffer = read_piece(
-            file,
-            statics.aio_nowait,
-            statics.directio_alignment,
-            offset,
-            buffer,
-            data_start,
-        )
-        .await?;
-        if matches!(file.io, FileIo::Worker) {
-            context.worker.note_blocking(started.elapsed(), || {
-                format!("read() of \"{}\"", file.path.display())
-            });
-        }
+        buffer = read_file(context, file, offset, buffer, data_start).await?;
         if chunked {
             buffer.extend_from_slice(CHUNK_END);
         }
@@ -273,6 +249,35 @@ async fn send_with_reads(
         offset += len as u64;
     }
     Ok(())
+}
+
+/// Fills `buffer[data_start..]` from the file at `offset` where `aio` says ([`read_piece`]);
+/// a read on the worker is timed for the stall watcher. Used for every read of a file
+/// body: small files behind the head, `sendfile off`, and multipart or recoded pieces.
+pub(super) async fn read_file(
+    context: &BodyContext<'_>,
+    file: &FileBody,
+    offset: u64,
+    buffer: Vec<u8>,
+    data_start: usize,
+) -> io::Result<Vec<u8>> {
+    let statics = &context.location.settings.static_files;
+    let started = crate::worker::BlockingTimer::start();
+    let buffer = read_piece(
+        file,
+        statics.aio_nowait,
+        statics.directio_alignment,
+        offset,
+        buffer,
+        data_start,
+    )
+    .await?;
+    if matches!(file.io, FileIo::Worker) {
+        context.worker.note_blocking(started.elapsed(), || {
+            format!("read() of \"{}\"", file.path.display())
+        });
+    }
+    Ok(buffer)
 }
 
 /// Fills `buffer[data_start..]` from the file at `offset`: on the worker under `aio off`;
@@ -299,7 +304,7 @@ async fn read_piece(
     let pool = match &file.io {
         FileIo::Worker | FileIo::Missing(_) => {
             let filled = read(&file.file, offset, &mut buffer[data_start..])?;
-            return complete(buffer, filled, wanted);
+            return complete(file, buffer, filled, wanted);
         }
         FileIo::Pool(pool) => pool,
     };
@@ -308,7 +313,7 @@ async fn read_piece(
         let got = read_nowait(&file.file, offset, &mut buffer[data_start..])?;
         match got.end {
             NowaitEnd::Complete => return Ok(buffer),
-            NowaitEnd::EndOfFile => return Err(io::ErrorKind::UnexpectedEof.into()),
+            NowaitEnd::EndOfFile => return complete(file, buffer, got.filled, wanted),
             NowaitEnd::WouldBlock | NowaitEnd::Unsupported => done = got.filled,
         }
     }
@@ -320,14 +325,35 @@ async fn read_piece(
     })
     .await
     .map_err(pool_failure)?;
-    complete(buffer, done + filled?, wanted)
+    complete(file, buffer, done + filled?, wanted)
 }
 
-fn complete(buffer: Vec<u8>, filled: usize, wanted: usize) -> io::Result<Vec<u8>> {
+/// The buffer, or nginx's `read only N of M from "FILE"` when the file ended early.
+fn complete(file: &FileBody, buffer: Vec<u8>, filled: usize, wanted: usize) -> io::Result<Vec<u8>> {
     if filled < wanted {
-        return Err(io::ErrorKind::UnexpectedEof.into());
+        return Err(truncated(format!(
+            "read only {filled} of {wanted} from \"{}\"",
+            file.path.display()
+        )));
     }
     Ok(buffer)
+}
+
+/// A file that is shorter than its size when opened (truncated while being sent): the
+/// promised length cannot be met, the connection closes and nginx's `alert` says why.
+#[derive(Debug)]
+struct Truncated(String);
+
+impl std::fmt::Display for Truncated {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Truncated {}
+
+fn truncated(message: String) -> io::Error {
+    io::Error::new(io::ErrorKind::UnexpectedEof, Truncated(message))
 }
 
 /// A pool task refused (queue overflow) or lost while the body is being sent.
@@ -346,20 +372,29 @@ fn pool_failure(error: FileError) -> io::Error {
     io::Error::other(PoolFailure(error))
 }
 
-/// The head may be out already, so the connection just closes; the error log says why
-/// with nginx's line (`thread pool "NAME" queue overflow: N tasks waiting`).
-fn log_pool_failure(context: &BodyContext<'_>, request: &Request<'_>, error: &io::Error) {
-    let Some(failure) = error
-        .get_ref()
-        .and_then(|inner| inner.downcast_ref::<PoolFailure>())
-    else {
+/// A file body that failed part-way: the head may be out already, so the connection just
+/// closes; the error log says why with nginx's line (`thread pool "NAME" queue overflow: N
+/// tasks waiting` at the pool's level, a truncated file at `alert`).
+pub(super) fn log_file_failure(
+    context: &BodyContext<'_>,
+    request: &Request<'_>,
+    error: &io::Error,
+) {
+    let Some(inner) = error.get_ref() else {
+        return;
+    };
+    let (level, message) = if let Some(failure) = inner.downcast_ref::<PoolFailure>() {
+        (failure.0.level, failure.0.message.as_str())
+    } else if let Some(Truncated(message)) = inner.downcast_ref::<Truncated>() {
+        (logging::Level::Alert, message.as_str())
+    } else {
         return;
     };
     crate::phases::log(
         context.worker,
         context.connection,
         request,
-        failure.0.level,
-        format_args!("{}", failure.0.message),
+        level,
+        format_args!("{message}"),
     );
 }

@@ -3,15 +3,14 @@
 //! charset filter of a recoded one. Each file piece is read on the pool as it is sent.
 
 use std::io;
-use std::sync::Arc;
 
 use crate::charset::Recoder;
 use crate::request::Request;
 use crate::response::{Body, Bytes};
 use crate::send::body::{BodyContext, Output, finish};
+use crate::send::file::read_file;
 use crate::send::framing::{CHUNK_END, Framing};
-use crate::static_files::handler::{FileBody, read_chunk_into};
-use crate::worker::HttpWorker;
+use crate::static_files::handler::FileBody;
 
 /// File pieces are read from the pool in reads of at most this size.
 const READ_BYTES_MAX: usize = 256 * 1024;
@@ -146,7 +145,7 @@ pub(super) async fn send_pieces(
                 while at < end {
                     writer.flush(output, head).await?;
                     let take = (end - at).min(read_max as u64) as usize;
-                    let data = read_on_pool(context.worker, file, at, take).await?;
+                    let data = read_file(context, file, at, vec![0; take], 0).await?;
                     writer.push(&data);
                     at += take as u64;
                 }
@@ -192,47 +191,6 @@ impl PieceWriter {
         self.pending.clear();
         output.write(&buffer).await
     }
-}
-
-/// `len` bytes of the file at `offset`, read where the location's `aio` says: on the
-/// worker (`aio off`) or on its pool.
-async fn read_on_pool(
-    worker: &HttpWorker,
-    file: &FileBody,
-    offset: u64,
-    len: usize,
-) -> io::Result<Vec<u8>> {
-    let handle = Arc::clone(&file.file);
-    let pool = match &file.io {
-        crate::static_files::io::FileIo::Pool(pool) => pool,
-        _ => {
-            let started = crate::worker::BlockingTimer::start();
-            let mut buffer = vec![0; len];
-            let read = read_chunk_into(&handle, offset, &mut buffer);
-            worker.note_blocking(started.elapsed(), || {
-                format!("read() of \"{}\"", file.path.display())
-            });
-            if read? < len {
-                return Err(io::ErrorKind::UnexpectedEof.into());
-            }
-            return Ok(buffer);
-        }
-    };
-    let completion = pool
-        .submit(move || {
-            let mut buffer = vec![0; len];
-            let read = read_chunk_into(&handle, offset, &mut buffer);
-            (buffer, read)
-        })
-        .map_err(|_| io::Error::other("thread pool queue overflow"))?;
-    let (buffer, read) = completion
-        .await
-        .map_err(|_| io::Error::other("thread pool task lost"))?;
-    if read? < len {
-        // The file shrank while being sent: the promised length cannot be met.
-        return Err(io::ErrorKind::UnexpectedEof.into());
-    }
-    Ok(buffer)
 }
 
 #[cfg(test)]

@@ -120,6 +120,71 @@ fn small_files_at_the_inline_limit_send_the_same_bytes() {
     }
 }
 
+/// A file cut short while it is being sent ends the response: the connection closes
+/// before the promised length, and the error log says why at `alert`, as nginx's does
+/// (`sendfile() reported that "FILE" was truncated at N`, `read only N of M from "FILE"`).
+#[test]
+fn a_file_truncated_while_sent_closes_with_an_alert() {
+    const SIZE: usize = 1024 * 1024;
+    let server = Instance::http_builder(
+        "server {
+            listen 127.0.0.1:8080;
+            root html;
+            limit_rate 64k;
+            location /sendfile/ { sendfile on; }
+            location /reads/ { }
+            location /threads/ { aio threads; output_buffers 1 32k; }
+        }",
+    )
+    .file("html/sendfile/cut.bin", vec![b's'; SIZE])
+    .file("html/reads/cut.bin", vec![b'r'; SIZE])
+    .file("html/threads/cut.bin", vec![b't'; SIZE])
+    .expect_log("[alert]")
+    .start();
+    for (mode, expected) in [
+        ("sendfile", "was truncated at "),
+        ("reads", "read only 0 of "),
+        ("threads", "read only 0 of "),
+    ] {
+        let mut client = server
+            .connect()
+            .with_timeout(std::time::Duration::from_secs(20));
+        client.write(format!("GET /{mode}/cut.bin HTTP/1.1\r\nHost: x\r\n\r\n"));
+        let head = client.read_head_response();
+        assert_eq!(head.content_length(), Some(SIZE), "{mode}");
+        // The first second's 64 KiB is out; the rest waits for the rate limit.
+        let path = server.prefix().join(&format!("html/{mode}/cut.bin"));
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(1000)
+            .unwrap();
+        let (_, rest) = client.wait_closed();
+        assert!(rest.len() < SIZE, "{mode}: {} body bytes", rest.len());
+        let line = server.wait_for_error_log(&format!("/{mode}/cut.bin\""));
+        assert!(line.contains("[alert]"), "{mode}: {line}");
+        assert!(line.contains(expected), "{mode}: {line}");
+    }
+}
+
+/// A multipart range of a `directio` file is read in aligned blocks, like the whole file.
+#[test]
+fn multipart_ranges_of_a_directio_file() {
+    let body = big_body();
+    let server = Instance::builder(MODES).file("html/big.bin", &body).start();
+    let mut client = server.connect();
+    client.write(
+        "GET /directio/big.bin HTTP/1.1\r\nHost: x\r\nRange: bytes=1-10,2000001-2000100\r\n\r\n",
+    );
+    let response = client.read_response();
+    assert_eq!(response.status, 206);
+    let text = response.body.clone();
+    let contains = |part: &[u8]| text.windows(part.len()).any(|window| window == part);
+    assert!(contains(&body[1..11]), "the first part");
+    assert!(contains(&body[2_000_001..2_000_101]), "the second part");
+}
+
 /// `aio_nowait` is Portico's: with it off, every read and every `sendfile` piece goes
 /// through the pool.
 #[test]
