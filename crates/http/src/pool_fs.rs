@@ -14,7 +14,12 @@ pub fn realpath(path: &PathBuf) -> io::Result<PathBuf> {
 
 /// A path from bytes, as Unix allows any bytes but NUL.
 pub fn path_from_bytes(bytes: &[u8]) -> PathBuf {
-    PathBuf::from(<std::ffi::OsString as std::os::unix::ffi::OsStringExt>::from_vec(bytes.to_vec()))
+    path_from_vec(bytes.to_vec())
+}
+
+/// [`path_from_bytes`] without a copy.
+pub fn path_from_vec(bytes: Vec<u8>) -> PathBuf {
+    PathBuf::from(<std::ffi::OsString as std::os::unix::ffi::OsStringExt>::from_vec(bytes))
 }
 
 #[cfg(test)]

@@ -30,12 +30,17 @@ pub async fn serve_static<'a>(
         return Ok(respond_status(405));
     }
     let template = location.settings.core.document_root.template();
-    let root = render(worker, connection, request, template);
+    // A literal root (the usual case) is used where it lies.
+    let root = match template.as_literal() {
+        Some(literal) => std::borrow::Cow::Borrowed(literal),
+        None => std::borrow::Cow::Owned(render(worker, connection, request, template)),
+    };
     let path = static_handler::map_path(location, &root, request);
     if request.uri.ends_with(b"/") {
         return serve_directory(worker, connection, request, location, path).await;
     }
-    request.filename = path.clone();
+    request.filename.clear();
+    request.filename.extend_from_slice(&path);
     let check = symlink_check(worker, connection, request, location, &path);
     let io = file_cache::file_io(worker, connection, request, location);
     let opened = file_cache::open(worker, location, &io, &path, check).await?;
@@ -69,13 +74,18 @@ pub async fn serve_static<'a>(
     // The range filter may answer with parts of the file.
     response.accept_ranges = true;
     let statics = &location.settings.static_files;
-    let direct = statics.directio.is_some_and(|size| info.len >= size)
-        && crate::static_files::io::enable_directio(&file);
+    let direct = match statics.directio {
+        Some(size) if info.len >= size => crate::static_files::io::enable_directio(&file),
+        // A descriptor from `open_file_cache` may be shared with a location that turned
+        // `O_DIRECT` on: it is then read in aligned blocks here too.
+        _ if statics.open_file_cache.is_some() => crate::static_files::io::is_direct(&file),
+        _ => false,
+    };
     let body = Body::File(FileBody {
         file,
         offset: 0,
         len: info.len,
-        path: crate::pool_fs::path_from_bytes(&path),
+        path: crate::pool_fs::path_from_vec(path),
         io,
         direct,
     });

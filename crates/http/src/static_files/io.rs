@@ -141,7 +141,13 @@ pub fn enable_directio(file: &File) -> bool {
     let Ok(flags) = rustix::fs::fcntl_getfl(file) else {
         return false;
     };
-    rustix::fs::fcntl_setfl(file, flags | rustix::fs::OFlags::DIRECT).is_ok()
+    flags.contains(rustix::fs::OFlags::DIRECT)
+        || rustix::fs::fcntl_setfl(file, flags | rustix::fs::OFlags::DIRECT).is_ok()
+}
+
+/// Whether `O_DIRECT` is on for the descriptor.
+pub fn is_direct(file: &File) -> bool {
+    rustix::fs::fcntl_getfl(file).is_ok_and(|flags| flags.contains(rustix::fs::OFlags::DIRECT))
 }
 
 /// Fills `buf` from a file opened with `O_DIRECT`: reads whole `alignment` blocks into an

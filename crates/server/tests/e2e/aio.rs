@@ -185,6 +185,31 @@ fn multipart_ranges_of_a_directio_file() {
     assert!(contains(&body[2_000_001..2_000_101]), "the second part");
 }
 
+/// `open_file_cache` shares one descriptor between locations: one with `directio` turns
+/// `O_DIRECT` on, and the other still reads it in aligned blocks (unaligned reads of an
+/// `O_DIRECT` descriptor fail).
+#[test]
+fn a_cached_descriptor_with_o_direct_serves_every_location() {
+    let body = big_body();
+    let server = Instance::http_builder(
+        "server {
+            listen 127.0.0.1:8080;
+            root html;
+            open_file_cache max=10;
+            location /direct/ { alias html/; directio 4k; }
+            location /plain/ { alias html/; }
+            location /sendfile/ { alias html/; sendfile on; }
+        }",
+    )
+    .file("html/big.bin", &body)
+    .start();
+    for path in ["/direct/big.bin", "/plain/big.bin", "/sendfile/big.bin"] {
+        let response = server.get(path);
+        assert_eq!(response.status, 200, "{path}");
+        assert!(response.body == body, "{path}: the body differs");
+    }
+}
+
 /// `aio_nowait` is Portico's: with it off, every read and every `sendfile` piece goes
 /// through the pool.
 #[test]
