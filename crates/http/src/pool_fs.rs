@@ -1,8 +1,7 @@
 //! File-system calls the request phases make outside the static handler: the `realpath()`
 //! of `$realpath_root` (the `stat()` of `if (-f ...)` goes through
-//! `static_files::file_cache`, as nginx's file tests use `open_file_cache`). Every function
-//! here runs on the generation's file pool (through `HttpWorker::offload`), never on a
-//! worker's loop.
+//! `static_files::file_cache`, as nginx's file tests use `open_file_cache`). `realpath`
+//! runs on the worker's `default` pool (through `HttpWorker::offload`), never on its loop.
 
 use std::io;
 use std::path::PathBuf;

@@ -167,13 +167,7 @@ async fn serve_index<'a>(
             return Err(FileError {
                 status: 500,
                 level: Level::Crit,
-                message: format!(
-                    "{} \"{}\" failed ({}: {})",
-                    failure.call,
-                    shown(&path),
-                    failure.errno,
-                    runtime::sys::linux::strerror(failure.errno)
-                ),
+                message: failure.message(&path),
             });
         }
     }
@@ -215,15 +209,10 @@ async fn test_index_directory(
             ENOENT => Err(index_error(location, index_path, ENOENT)),
             // Searching the directory is allowed: the index file's error was not EACCES.
             EACCES => Ok(()),
-            errno => Err(FileError {
+            _ => Err(FileError {
                 status: 500,
                 level: Level::Crit,
-                message: format!(
-                    "{} \"{}\" failed ({errno}: {})",
-                    failure.call,
-                    shown(dir),
-                    runtime::sys::linux::strerror(errno)
-                ),
+                message: failure.message(dir),
             }),
         },
     }

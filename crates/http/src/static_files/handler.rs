@@ -1,5 +1,5 @@
-//! Serving a file: URI to path, `index`, directory redirects, and the file body. Every
-//! system call that touches the file system runs on the generation's file pool.
+//! Serving a file: URI to path, `index`, directory redirects, and the file body. The
+//! system calls that touch the file system run where `aio` says (`file_cache.rs`).
 
 use std::fs::File;
 use std::io;
@@ -145,12 +145,7 @@ pub fn content_type<'a>(location: &'a Location, uri: &[u8]) -> Bytes<'a> {
 /// The status and log line for a failed `open()`, as nginx's static module chooses them.
 pub fn open_failure(failure: &OpenFailure, path: &[u8], log_not_found: bool) -> FileError {
     let errno = failure.errno;
-    let text = runtime::sys::linux::strerror(errno);
-    let message = format!(
-        "{} \"{}\" failed ({errno}: {text})",
-        failure.call,
-        String::from_utf8_lossy(path)
-    );
+    let message = failure.message(path);
     match errno {
         _ if failure.is_not_found() => FileError {
             status: 404,

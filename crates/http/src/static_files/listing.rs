@@ -124,9 +124,4 @@ fn is_gone_or_loop(error: &io::Error) -> bool {
     matches!(error.raw_os_error(), Some(2) | Some(40))
 }
 
-fn failed(call: &str, path: &str, errno: i32) -> String {
-    format!(
-        "{call} \"{path}\" failed ({errno}: {})",
-        runtime::sys::linux::strerror(errno)
-    )
-}
+use crate::static_files::open::failed_message as failed;

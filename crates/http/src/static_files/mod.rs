@@ -104,7 +104,7 @@ settings! {
         open_file_cache_errors: bool = false,
         /// `aio`
         aio: Aio = Aio::Off,
-        /// `aio_write`: accepted; applies to temp-file writes (see docs/thread-pools.md).
+        /// `aio_write`: accepted, no effect (see docs/static-files.md).
         aio_write: bool = false,
         /// `aio_nowait`: try a non-blocking read of cached data before offloading.
         aio_nowait: bool = true,

@@ -1,6 +1,8 @@
 //! Opening and stat-ing request paths as nginx's `ngx_open_and_stat_file` does, including
 //! `disable_symlinks` (each path component opened with `openat()`, `O_NOFOLLOW` or an owner
-//! check). Every function here blocks and runs on a pool thread.
+//! check). Every function here may block: it runs where `aio` says (the worker for
+//! `aio off`, a pool thread for `aio threads`), except `open_and_stat_cached`, which never
+//! waits for a disk and runs on the worker.
 
 use std::fs::File;
 use std::os::fd::{AsFd, OwnedFd};
@@ -73,6 +75,11 @@ pub struct OpenFailure {
 }
 
 impl OpenFailure {
+    /// nginx's line for it: `CALL "PATH" failed (ERRNO: TEXT)`.
+    pub fn message(&self, path: &[u8]) -> String {
+        failed_message(self.call, &String::from_utf8_lossy(path), self.errno)
+    }
+
     fn new(errno: Errno, call: &'static str) -> OpenFailure {
         OpenFailure {
             errno: errno.raw_os_error(),
@@ -232,6 +239,14 @@ fn openat(at: Option<&OwnedFd>, name: &[u8], flags: OFlags) -> Result<OwnedFd, E
         Some(at) => rustix::fs::openat(at.as_fd(), name, flags, Mode::empty()),
         None => rustix::fs::openat(rustix::fs::CWD, name, flags, Mode::empty()),
     }
+}
+
+/// nginx's `CALL "PATH" failed (ERRNO: TEXT)`.
+pub fn failed_message(call: &str, path: &str, errno: i32) -> String {
+    format!(
+        "{call} \"{path}\" failed ({errno}: {})",
+        runtime::sys::linux::strerror(errno)
+    )
 }
 
 #[cfg(test)]

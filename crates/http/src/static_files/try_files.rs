@@ -131,18 +131,13 @@ pub async fn run<'a>(
             Ok(info) => info,
             Err(failure) => {
                 if !failure.is_not_found() {
-                    let text = runtime::sys::linux::strerror(failure.errno);
+                    let message = failure.message(&path);
                     log(
                         worker,
                         connection,
                         request,
                         Level::Crit,
-                        format_args!(
-                            "{} \"{}\" failed ({}: {text})",
-                            failure.call,
-                            String::from_utf8_lossy(&path),
-                            failure.errno
-                        ),
+                        format_args!("{message}"),
                     );
                 }
                 continue;
