@@ -1064,29 +1064,75 @@ fn dechunk(mut framed: &str) -> String {
     data
 }
 
+/// A listener on `port` whose accept queue is full: it never accepts, and one connection
+/// already waits in a queue of one, so the kernel drops further SYNs and a connect hangs.
+/// Returns the listener and the waiting connection, to be kept open.
+fn full_listener(port: u16) -> (rustix::fd::OwnedFd, std::net::TcpStream) {
+    use rustix::net::{AddressFamily, SocketType};
+    let address = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    let listener = rustix::net::socket(AddressFamily::INET, SocketType::STREAM, None)
+        .expect("a listening socket");
+    rustix::net::sockopt::set_socket_reuseaddr(&listener, true).expect("SO_REUSEADDR");
+    rustix::net::bind(&listener, &address).expect("bind the full listener");
+    rustix::net::listen(&listener, 0).expect("listen with a backlog of 0");
+    let waiting = std::net::TcpStream::connect(address).expect("the first connection is queued");
+    // The queue is full when a second connect from here gets no answer.
+    assert!(
+        std::net::TcpStream::connect_timeout(&address, Duration::from_millis(200)).is_err(),
+        "the accept queue should be full"
+    );
+    (listener, waiting)
+}
+
 #[test]
-fn proxy_connect_and_send_timeouts_are_accepted() {
-    // A connect to a port nobody listens on fails at once whatever the timeout: the
-    // settings load, and a short connect timeout leaves a live server usable.
-    let (server, _upstream) = proxy_with(
+fn proxy_connect_timeout_ends_a_hanging_connect_with_504() {
+    let mut builder = Instance::http_builder(
+        "log_format up '$upstream_addr|$upstream_status|$upstream_connect_time';
+         server {
+             listen 127.0.0.1:8080;
+             access_log logs/up.log up;
+             location / { proxy_pass http://127.0.0.1:8081; proxy_connect_timeout 300ms; }
+         }",
+    );
+    let port = builder.port(8081);
+    let _full = full_listener(port);
+    let server = builder.start();
+    let started = std::time::Instant::now();
+    assert_eq!(server.get("/").status, 504);
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    server.wait_for_error_log(&format!(
+        "upstream timed out (110: Connection timed out) while connecting to upstream, client: 127.0.0.1, \
+         server: , request: \"GET / HTTP/1.1\", upstream: \"http://127.0.0.1:{port}/\""
+    ));
+    server.wait_for_line("logs/up.log", &format!("127.0.0.1:{port}|504|-"));
+}
+
+#[test]
+fn proxy_send_timeout_ends_a_stalled_request_with_504() {
+    // The upstream reads nothing: once the socket buffers are full the body cannot be sent.
+    let (server, upstream) = proxy_with(
         "server {
             listen 127.0.0.1:8080;
-            location / {
-                proxy_pass http://127.0.0.1:8081;
-                proxy_connect_timeout 100ms;
-                proxy_send_timeout 100ms;
-            }
+            client_max_body_size 64m;
+            location / { proxy_pass http://127.0.0.1:8081; proxy_send_timeout 300ms; }
         }",
-        |mut conn| {
-            while conn.read_request().is_some() {
-                conn.write(OK);
-            }
-        },
+        |_conn| std::thread::sleep(Duration::from_secs(5)),
     );
-    assert_eq!(server.get("/").body_text(), "hello");
-    assert_http_body_fails(
-        "server { listen 127.0.0.1:8080; location / { proxy_connect_timeout soon; } }",
-        "\"proxy_connect_timeout\" directive invalid value in {conf}:4",
+    let body = vec![b'x'; 32 << 20];
+    let mut request = format!(
+        "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    request.extend_from_slice(&body);
+    assert_eq!(server.request(request).status, 504);
+    assert_eq!(upstream.connections(), 1);
+    server.wait_for_error_log(
+        "upstream timed out (110: Connection timed out) while sending request to upstream",
     );
 }
 
