@@ -41,4 +41,5 @@ mod split_clients;
 mod static_files;
 mod thread_pool;
 mod trailers;
+mod upstream;
 mod variables;
