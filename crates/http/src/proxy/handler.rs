@@ -193,7 +193,16 @@ pub async fn proxy<'a>(
             uri_part: uri_part.as_deref(),
             variables,
             host: &request.upstream.proxy_host,
-            body_len: out_body.len(),
+            body_len: match (&out_body, request.info.framing) {
+                // `proxy_pass_request_body off` keeps the body back but, as in nginx, not
+                // the client's `Content-Length`.
+                (OutBody::None, http1::request::BodyFraming::Length(length))
+                    if !location.settings.proxy.pass_request_body =>
+                {
+                    Some(length)
+                }
+                _ => out_body.len(),
+            },
             chunked: matches!(out_body, OutBody::Stream { chunked: true, .. }),
         };
         upstream_uri(request, location, &input, &mut uri);
@@ -253,7 +262,13 @@ pub async fn proxy<'a>(
     loop {
         let now = Instant::now();
         let Some(selected) = peer_group.select(&mut tried, &key, now) else {
-            request.upstream.trying = false;
+            // The group's name stands for the peer, in `$upstream_addr` and in the log
+            // line's `upstream: "http://NAME/URI"`, as in nginx.
+            request
+                .upstream
+                .attempts
+                .push(Attempt::new(&peer_group.name, now, 502));
+            request.upstream.trying = true;
             log(
                 worker,
                 &connection.info,
@@ -261,10 +276,7 @@ pub async fn proxy<'a>(
                 Level::Error,
                 format_args!("no live upstreams while connecting to upstream"),
             );
-            request
-                .upstream
-                .attempts
-                .push(Attempt::new(&peer_group.name, now, 502));
+            request.upstream.trying = false;
             return ProxyOutcome::Finalize(502);
         };
         let peer = peer_group.peer(selected);

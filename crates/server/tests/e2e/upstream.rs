@@ -152,11 +152,10 @@ fn servers_out_after_max_fails_are_logged_and_then_no_live_upstreams() {
     // With both out the next request tries none.
     assert_eq!(server.get("/second").status, 502);
     server.wait_for_line("logs/up.log", "/second dead|502");
-    // nginx also names the group here (`upstream: "http://dead/second"`), Portico does not
-    // yet, so the line is matched up to the request.
+    // The group's name stands for the peer, as in nginx.
     let line = server.wait_for_error_log(
         "no live upstreams while connecting to upstream, client: 127.0.0.1, server: , request: \"GET /second \
-         HTTP/1.1\"",
+         HTTP/1.1\", upstream: \"http://dead/second\"",
     );
     assert!(line.contains(" [error] "), "{line}");
     // Then the failures are forgotten and both servers are tried again, in either order.

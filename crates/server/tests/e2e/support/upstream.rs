@@ -23,14 +23,7 @@ impl UpstreamConn {
     /// Reads one request (head, then a `Content-Length` or chunked body); `None` when the
     /// proxy closed the connection first. The request is recorded for the test.
     pub fn read_request(&mut self) -> Option<Vec<u8>> {
-        let head_end = loop {
-            if let Some(end) = find(&self.buffer, b"\r\n\r\n") {
-                break end + 4;
-            }
-            if !self.fill() {
-                return None;
-            }
-        };
+        let head_end = self.head_end()?;
         let head = String::from_utf8_lossy(&self.buffer[..head_end]).to_ascii_lowercase();
         let mut end = head_end;
         if let Some(length) = head
@@ -55,12 +48,40 @@ impl UpstreamConn {
                 }
             }
         }
+        Some(self.take_recorded(end))
+    }
+
+    /// Reads one request head only, whatever body it announces; recorded like a request.
+    pub fn read_head(&mut self) -> Option<Vec<u8>> {
+        let end = self.head_end()?;
+        Some(self.take_recorded(end))
+    }
+
+    /// Every byte after what was read, until the proxy closes (or `limit` passes).
+    pub fn read_to_close(&mut self, limit: Duration) -> Vec<u8> {
+        let _ = self.stream.set_read_timeout(Some(limit));
+        while self.fill() {}
+        std::mem::take(&mut self.buffer)
+    }
+
+    fn head_end(&mut self) -> Option<usize> {
+        loop {
+            if let Some(end) = find(&self.buffer, b"\r\n\r\n") {
+                return Some(end + 4);
+            }
+            if !self.fill() {
+                return None;
+            }
+        }
+    }
+
+    fn take_recorded(&mut self, end: usize) -> Vec<u8> {
         let request: Vec<u8> = self.buffer.drain(..end).collect();
         self.requests
             .lock()
             .unwrap_or_else(|poison| poison.into_inner())
             .push(request.clone());
-        Some(request)
+        request
     }
 
     fn fill(&mut self) -> bool {
