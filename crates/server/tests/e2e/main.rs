@@ -33,6 +33,7 @@ mod map;
 mod not_modified;
 mod open_file_cache;
 mod proxy;
+mod proxy_directives;
 mod range;
 mod reload;
 mod r#return;
