@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use crate::proxy::{OK, proxy_with, redirect_answer};
-use crate::support::upstream::MockUpstream;
 use crate::support::Instance;
+use crate::support::upstream::MockUpstream;
 
 #[test]
 fn proxy_redirect_off_prefix_and_regex_rules() {
