@@ -153,6 +153,46 @@ impl Stream {
         }
     }
 
+    /// Whether the socket can take more bytes now, asked of the kernel (`poll(2)` with a
+    /// zero timeout) rather than of the poller's readiness flag. For use after another
+    /// thread wrote to the socket (a `sendfile` on a pool thread): the flag may still say
+    /// writable from before that write filled the buffer. `WouldBlock` clears the flag,
+    /// and tokio only clears it if no new readiness arrived since the check began, so a
+    /// wakeup that raced the check is never lost.
+    pub fn probe_writable(&self) -> io::Result<()> {
+        let fd = self.as_fd();
+        let probe = || -> io::Result<()> {
+            let mut fds = [rustix::event::PollFd::new(
+                &fd,
+                rustix::event::PollFlags::OUT,
+            )];
+            let zero = rustix::time::Timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
+            rustix::event::poll(&mut fds, Some(&zero))?;
+            let revents = fds[0].revents();
+            if revents.contains(rustix::event::PollFlags::ERR) {
+                // The pending error is reported by the next write; let it be made.
+                return Ok(());
+            }
+            if revents.intersects(rustix::event::PollFlags::OUT | rustix::event::PollFlags::HUP) {
+                Ok(())
+            } else {
+                Err(io::ErrorKind::WouldBlock.into())
+            }
+        };
+        self.try_io_write(probe)
+    }
+
+    /// A second descriptor for the same socket (`F_DUPFD_CLOEXEC`), for work that writes
+    /// to it from another thread: that thread owns and closes its copy, so the socket
+    /// stays open for it even if the connection is dropped meanwhile, and its number is
+    /// never reused under it.
+    pub fn duplicate(&self) -> io::Result<std::os::fd::OwnedFd> {
+        Ok(rustix::io::fcntl_dupfd_cloexec(self.as_fd(), 0)?)
+    }
+
     /// Reads at least one byte, waiting as needed. `Ok(0)` is end of stream.
     pub async fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
         loop {
