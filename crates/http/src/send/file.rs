@@ -1,23 +1,23 @@
 //! Sending a file body: with `sendfile(2)` from page cache to the socket, or read in pieces
 //! of `output_buffers` and written. Where the disk may be touched is decided by `aio`: on
 //! the worker (`aio off`, nginx's blocking behaviour), or on a thread pool (`aio threads`),
-//! after first taking from page cache what is already there (`aio_nowait`).
+//! after first taking from page cache what is already there (`aio_nowait`). Either way a
+//! connection gives the loop back after each piece.
 
 use std::io;
 use std::sync::Arc;
+
+use threadpool::ThreadPool;
 
 use crate::request::Request;
 use crate::send::body::{BodyContext, INLINE_BODY_BYTES_MAX, Output, finish};
 use crate::send::framing::{CHUNK_END, Framing, chunk_header_len_max};
 use crate::static_files::handler::{FileBody, FileError, read_chunk_into};
 use crate::static_files::io::{
-    FileIo, NowaitEnd, Residency, read_direct, read_nowait, residency, warm,
+    FileIo, NowaitEnd, PoolSendEnd, Residency, read_direct, read_nowait, residency,
+    residency_visible, sendfile_from_pool,
 };
 use crate::worker::offload_to;
-
-/// How much of a file one page-cache residency test covers under `aio threads`: a hot
-/// file is tested once per response rather than once per `sendfile_max_chunk`.
-const RESIDENCY_WINDOW_BYTES: u64 = 16 * 1024 * 1024;
 
 /// Sends `file` after `head` (which goes out first, or with the first piece).
 pub(super) async fn send_file(
@@ -93,9 +93,11 @@ async fn read_behind_head(
 }
 
 /// `sendfile on`: pieces of at most `sendfile_max_chunk` go from the file to the socket
-/// without a copy. Under `aio threads` a piece not wholly in page cache is first read into
-/// it on the pool (`aio_nowait off`: every piece is), so the worker's `sendfile` does not
-/// wait for the disk.
+/// without a copy. Under `aio threads` the worker sends a piece itself only when page cache
+/// holds all of it ([`Route`]); otherwise a pool thread makes the `sendfile`, so a wrong
+/// guess (pages evicted between the test and the send) costs one piece at most. After each
+/// piece the connection gives the loop back to the others, as nginx does after
+/// `sendfile_max_chunk` bytes.
 async fn send_with_sendfile(
     context: &BodyContext<'_>,
     output: &mut Output<'_>,
@@ -111,45 +113,178 @@ async fn send_with_sendfile(
         0 => u64::MAX,
         limit => limit,
     };
+    let route = Route::choose(context, file);
+    let copy_max = statics.output_buffers.read_bytes().max(1);
+    let mut copy_buffer = Vec::new();
     let mut offset = file.offset;
     let end = file.offset + file.len;
-    // Data known to be in page cache up to here: one residency test covers many pieces.
-    let mut resident_until = offset;
     while offset < end {
         let allowed = output.allowance().await;
         let count = (end - offset)
             .min(max_chunk)
             .min(allowed)
-            .min(isize::MAX as u64);
-        if let FileIo::Pool(pool) = &file.io {
-            if offset + count > resident_until {
-                let window = (end - offset).min(RESIDENCY_WINDOW_BYTES).max(count);
-                if statics.aio_nowait
-                    && timed_residency(context, file, offset, window) == Residency::Resident
+            .min(isize::MAX as u64) as usize;
+        let on_worker = match route {
+            Route::Worker => true,
+            Route::Pool => false,
+            Route::Tested => is_resident(context, file, offset, count),
+            Route::Copied => {
+                let len = count.min(copy_max);
+                if let Some(sent) = copy_cached(output, file, offset, len, &mut copy_buffer).await?
                 {
-                    resident_until = offset + window;
-                } else {
-                    let handle = Arc::clone(&file.file);
-                    let available = offload_to(pool, move || warm(&handle, offset, count))
-                        .await
-                        .map_err(pool_failure)??;
-                    if available < count {
-                        return Err(truncated(format!(
-                            "read only {available} of {count} from \"{}\"",
-                            file.path.display()
-                        )));
-                    }
+                    offset += sent as u64;
+                    give_way_before(offset, end).await;
+                    continue;
                 }
+                false
             }
-        }
-        let (sent, took) = sendfile_timed(output, file, offset, count as usize).await?;
-        context.worker.note_blocking(took, || {
-            format!("sendfile() of \"{}\"", file.path.display())
-        });
+        };
+        let sent = match &file.io {
+            FileIo::Pool(pool) if !on_worker => {
+                sendfile_on_pool(output, pool, file, offset, count).await?
+            }
+            _ => match sendfile_on_worker(context, output, file, offset, count)? {
+                Some(sent) => sent,
+                None => {
+                    // The socket is full. Page cache may lose the range while the client
+                    // reads, so residency is tested again once it can take more.
+                    wait_for_socket(output).await?;
+                    continue;
+                }
+            },
+        };
         output.record(sent);
         offset += sent as u64;
+        give_way_before(offset, end).await;
     }
     Ok(())
+}
+
+/// Who sends a piece of a file under `sendfile on`, decided once per response.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Route {
+    /// `aio off`: the worker, always, as in nginx (it may wait for the disk).
+    Worker,
+    /// `aio threads; aio_nowait off`: a pool thread, always.
+    Pool,
+    /// The worker when the residency test says page cache holds the piece, else the pool.
+    Tested,
+    /// The kernel hides the file's page-cache state from the worker (see
+    /// [`residency_visible`]): what page cache holds is read without waiting
+    /// (`RWF_NOWAIT`) and written, at most `output_buffers` at a time; a piece whose first
+    /// page is not there is sent by a pool thread.
+    Copied,
+}
+
+impl Route {
+    fn choose(context: &BodyContext<'_>, file: &FileBody) -> Route {
+        match &file.io {
+            FileIo::Pool(_) if !context.location.settings.static_files.aio_nowait => Route::Pool,
+            FileIo::Pool(_) if residency_visible(&file.file) => Route::Tested,
+            FileIo::Pool(_) => Route::Copied,
+            FileIo::Worker | FileIo::Missing(_) => Route::Worker,
+        }
+    }
+}
+
+/// Reads up to `len` bytes at `offset` from page cache without waiting and writes them:
+/// how many went out, or `None` when not even the first page is cached.
+async fn copy_cached(
+    output: &mut Output<'_>,
+    file: &FileBody,
+    offset: u64,
+    len: usize,
+    buffer: &mut Vec<u8>,
+) -> io::Result<Option<usize>> {
+    buffer.resize(len, 0);
+    let got = read_nowait(&file.file, offset, buffer)?;
+    if got.filled == 0 {
+        if got.end == NowaitEnd::EndOfFile {
+            return Err(truncated(format!(
+                "read only 0 of {len} from \"{}\"",
+                file.path.display()
+            )));
+        }
+        return Ok(None);
+    }
+    output.write(&buffer[..got.filled]).await?;
+    Ok(Some(got.filled))
+}
+
+/// [`give_way`] when more of the body is to come.
+async fn give_way_before(offset: u64, end: u64) {
+    if offset < end {
+        give_way().await;
+    }
+}
+
+/// Lets the worker's other tasks run before this connection sends its next piece: one
+/// connection with a fast client (or, under `aio off`, a slow disk) never holds the loop
+/// for more than one piece. nginx delays the write event by a 1 ms timer after
+/// `sendfile_max_chunk` bytes; a yield costs no idle time when nobody else is waiting.
+pub(super) async fn give_way() {
+    tokio::task::yield_now().await;
+}
+
+/// Whether page cache holds all of `[offset, offset + count)`, so that the worker's
+/// `sendfile` of it will not wait for the disk.
+fn is_resident(context: &BodyContext<'_>, file: &FileBody, offset: u64, count: usize) -> bool {
+    timed_residency(context, file, offset, count as u64) == Residency::Resident
+}
+
+/// One piece sent by `sendfile` on a pool thread, through a duplicate of the client's
+/// socket (non-blocking, so the thread never waits for the client). Waits first until the
+/// socket can take bytes, so that the task is not spent on a full socket. Returns how many
+/// bytes went out: at least one.
+async fn sendfile_on_pool(
+    output: &Output<'_>,
+    pool: &ThreadPool,
+    file: &FileBody,
+    offset: u64,
+    count: usize,
+) -> io::Result<usize> {
+    let stream = &output.connection.stream;
+    loop {
+        wait_writable(output).await?;
+        let socket = stream.duplicate()?;
+        let handle = Arc::clone(&file.file);
+        let result = offload_to(pool, move || {
+            sendfile_from_pool(&socket, &handle, offset, count)
+        })
+        .await
+        .map_err(pool_failure)??;
+        match result.end {
+            _ if result.sent > 0 => return Ok(result.sent),
+            PoolSendEnd::EndOfFile => {
+                return Err(truncated(format!(
+                    "sendfile() reported that \"{}\" was truncated at {offset}",
+                    file.path.display()
+                )));
+            }
+            PoolSendEnd::SocketFull | PoolSendEnd::Complete => {}
+        }
+    }
+}
+
+/// Waits, within `send_timeout`, until the kernel says the socket can take bytes (another
+/// thread may have filled it since the poller last looked).
+async fn wait_writable(output: &Output<'_>) -> io::Result<()> {
+    loop {
+        match output.connection.stream.probe_writable() {
+            Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
+                wait_for_socket(output).await?;
+            }
+            result => return result,
+        }
+    }
+}
+
+/// Waits, within `send_timeout`, for the poller to report the socket writable.
+async fn wait_for_socket(output: &Output<'_>) -> io::Result<()> {
+    match tokio::time::timeout(output.send_timeout, output.connection.stream.writable()).await {
+        Ok(result) => result,
+        Err(_) => Err(io::ErrorKind::TimedOut.into()),
+    }
 }
 
 /// The residency test, noted for the stall watcher (it maps and unmaps the range).
@@ -162,42 +297,34 @@ fn timed_residency(context: &BodyContext<'_>, file: &FileBody, offset: u64, len:
     answer
 }
 
-/// One `sendfile(2)` on the non-blocking socket, waiting for it to be writable within
-/// `send_timeout`. At least one byte is sent; a file that ends early is an error. Also
-/// returns how long the system calls themselves took (the worker's loop stood still).
-async fn sendfile_timed(
+/// One `sendfile(2)` on the worker, to the non-blocking socket: how many bytes went out
+/// (at least one), or `None` when the socket is full. A file that ends early is an error.
+/// The time the call took is noted for the stall watcher (the worker's loop stood still).
+fn sendfile_on_worker(
+    context: &BodyContext<'_>,
     output: &Output<'_>,
     file: &FileBody,
     offset: u64,
     count: usize,
-) -> io::Result<(usize, std::time::Duration)> {
+) -> io::Result<Option<usize>> {
     let stream = &output.connection.stream;
-    let mut took = std::time::Duration::ZERO;
-    loop {
-        let mut position = offset;
-        let started = crate::worker::BlockingTimer::start();
-        let sent = stream.try_io_write(|| {
-            rustix::fs::sendfile(stream, &*file.file, Some(&mut position), count)
-                .map_err(io::Error::from)
-        });
-        took += started.elapsed();
-        match sent {
-            Ok(0) => {
-                return Err(truncated(format!(
-                    "sendfile() reported that \"{}\" was truncated at {offset}",
-                    file.path.display()
-                )));
-            }
-            Ok(sent) => return Ok((sent, took)),
-            Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
-                let wait = stream.writable();
-                match tokio::time::timeout(output.send_timeout, wait).await {
-                    Ok(result) => result?,
-                    Err(_) => return Err(io::ErrorKind::TimedOut.into()),
-                }
-            }
-            Err(error) => return Err(error),
-        }
+    let mut position = offset;
+    let started = crate::worker::BlockingTimer::start();
+    let sent = stream.try_io_write(|| {
+        rustix::fs::sendfile(stream, &*file.file, Some(&mut position), count)
+            .map_err(io::Error::from)
+    });
+    context.worker.note_blocking(started.elapsed(), || {
+        format!("sendfile() of \"{}\"", file.path.display())
+    });
+    match sent {
+        Ok(0) => Err(truncated(format!(
+            "sendfile() reported that \"{}\" was truncated at {offset}",
+            file.path.display()
+        ))),
+        Ok(sent) => Ok(Some(sent)),
+        Err(error) if error.kind() == io::ErrorKind::WouldBlock => Ok(None),
+        Err(error) => Err(error),
     }
 }
 
@@ -247,6 +374,9 @@ async fn send_with_reads(
         }
         output.write(&buffer).await?;
         offset += len as u64;
+        if offset < end {
+            give_way().await;
+        }
     }
     Ok(())
 }

@@ -8,7 +8,7 @@ use crate::charset::Recoder;
 use crate::request::Request;
 use crate::response::{Body, Bytes};
 use crate::send::body::{BodyContext, Output, finish};
-use crate::send::file::read_file;
+use crate::send::file::{give_way, read_file};
 use crate::send::framing::{CHUNK_END, Framing};
 use crate::static_files::handler::FileBody;
 
@@ -148,6 +148,7 @@ pub(super) async fn send_pieces(
                     let data = read_file(context, file, at, vec![0; take], 0).await?;
                     writer.push(&data);
                     at += take as u64;
+                    give_way().await;
                 }
             }
         }

@@ -1,10 +1,10 @@
 //! Reading a file body's bytes without stalling the worker: non-blocking reads of what is
-//! in page cache, the page-cache residency test that decides where `sendfile` runs, warming
-//! a range on a pool thread, and `O_DIRECT` reads for `directio`.
+//! in page cache, the page-cache residency test that decides where `sendfile` runs,
+//! `sendfile` on a pool thread, and `O_DIRECT` reads for `directio`.
 
-use std::cell::RefCell;
 use std::fs::File;
 use std::io::{self, IoSliceMut};
+use std::os::fd::OwnedFd;
 use std::os::unix::fs::FileExt;
 
 use threadpool::ThreadPool;
@@ -98,7 +98,7 @@ pub enum Residency {
 /// 54 µs for a `preadv2(RWF_NOWAIT)` probe that copies the range; `cachestat(2)`, at 2.7 µs,
 /// also counts pages whose readahead is still in flight, and a `sendfile` of those waits
 /// for the disk: docs/static-files.md). An error answers `NotResident`, which sends the
-/// work to the pool.
+/// work to the pool. Meaningful only where [`residency_visible`] says so.
 pub fn residency(file: &File, offset: u64, len: u64) -> Residency {
     match runtime::sys::linux::range_in_core(file, offset, len) {
         Ok(true) => Residency::Resident,
@@ -106,32 +106,64 @@ pub fn residency(file: &File, offset: u64, len: u64) -> Residency {
     }
 }
 
-/// Bytes a pool thread reads at a time when warming a range.
-const WARM_BUFFER_BYTES: usize = 256 * 1024;
-
-thread_local! {
-    /// Each pool thread's discard buffer for [`warm`].
-    static WARM_BUFFER: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+/// Whether [`residency`] can answer for this file on this thread. Linux tells a thread
+/// the page-cache state of a file only if it owns the file or could write it; for others
+/// (a worker running as `user nobody` serving files owned by root, the usual case) it
+/// claims every page is resident. See `runtime::sys::linux::page_cache_visible`.
+pub fn residency_visible(file: &File) -> bool {
+    runtime::sys::linux::page_cache_visible(file)
 }
 
-/// Reads `[offset, offset + len)` into page cache and discards the bytes, so that the
-/// worker's `sendfile` of the range then finds it in memory. Runs on a pool thread; returns
-/// how many bytes the file has in the range (fewer when it ends early).
-pub fn warm(file: &File, offset: u64, len: u64) -> io::Result<u64> {
-    WARM_BUFFER.with(|buffer| {
-        let mut buffer = buffer.borrow_mut();
-        buffer.resize(WARM_BUFFER_BYTES, 0);
-        let mut done = 0;
-        while done < len {
-            let want = (len - done).min(WARM_BUFFER_BYTES as u64) as usize;
-            match file.read_at(&mut buffer[..want], offset + done) {
-                Ok(0) => break,
-                Ok(read) => done += read as u64,
-                Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
-                Err(error) => return Err(error),
+/// How a `sendfile` made on a pool thread ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PoolSendEnd {
+    /// All the bytes asked for went out.
+    Complete,
+    /// The socket's buffer filled (or the socket failed after some bytes went out: the
+    /// next write reports why); the worker waits until it can take more.
+    SocketFull,
+    /// The file ended first: it was truncated while being sent.
+    EndOfFile,
+}
+
+/// What a `sendfile` on a pool thread sent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PoolSend {
+    pub sent: usize,
+    pub end: PoolSendEnd,
+}
+
+/// `sendfile(2)` of `[offset, offset + count)` of `file` to `socket`, a duplicate of the
+/// client's non-blocking socket. Runs on a pool thread, as nginx runs its threaded
+/// `sendfile`: the thread waits for the disk, never for the client, since the socket
+/// answers `EAGAIN` when full. Reading the data into page cache on the pool and sending it
+/// from the worker afterwards is a race under memory pressure (the pages can be evicted in
+/// between, and the worker's `sendfile` then reads the disk).
+pub fn sendfile_from_pool(
+    socket: &OwnedFd,
+    file: &File,
+    offset: u64,
+    count: usize,
+) -> io::Result<PoolSend> {
+    let mut sent = 0;
+    while sent < count {
+        let mut position = offset + sent as u64;
+        let end = match rustix::fs::sendfile(socket, file, Some(&mut position), count - sent) {
+            Ok(0) => PoolSendEnd::EndOfFile,
+            Ok(more) => {
+                sent += more;
+                continue;
             }
-        }
-        Ok(done)
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(rustix::io::Errno::AGAIN) => PoolSendEnd::SocketFull,
+            Err(_) if sent > 0 => PoolSendEnd::SocketFull,
+            Err(error) => return Err(error.into()),
+        };
+        return Ok(PoolSend { sent, end });
+    }
+    Ok(PoolSend {
+        sent,
+        end: PoolSendEnd::Complete,
     })
 }
 

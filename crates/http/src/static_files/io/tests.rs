@@ -83,10 +83,56 @@ fn partly_cached_data_stops_where_the_cache_ends() {
     assert_eq!(read.end, NowaitEnd::WouldBlock);
     assert_eq!(read.filled, LEN / 2, "exactly the cached half");
     assert_eq!(buffer[..read.filled], test.bytes[..read.filled]);
-    // The rest, read on a pool thread, completes the body.
-    let rest = warm(&test.file, half, half).unwrap();
-    assert_eq!(rest, half);
-    assert_eq!(residency(&test.file, half, half), Residency::Resident);
+    // The rest, sent by a pool thread's sendfile, completes the body (to a blocking
+    // socket here, so that one call sends it all).
+    let (sender, receiver) = socket_pair();
+    rustix::io::ioctl_fionbio(&sender, false).unwrap();
+    let reader = std::thread::spawn(move || read_all(receiver));
+    let rest = sendfile_from_pool(&sender, &test.file, half, half as usize).unwrap();
+    assert_eq!(
+        rest,
+        PoolSend {
+            sent: half as usize,
+            end: PoolSendEnd::Complete
+        }
+    );
+    drop(sender);
+    assert!(reader.join().unwrap() == test.bytes[LEN / 2..]);
+}
+
+/// A connected pair of Unix sockets: the first (the sending side) non-blocking, as a
+/// client's socket is.
+fn socket_pair() -> (OwnedFd, std::os::unix::net::UnixStream) {
+    let (sender, receiver) = std::os::unix::net::UnixStream::pair().unwrap();
+    sender.set_nonblocking(true).unwrap();
+    (OwnedFd::from(sender), receiver)
+}
+
+fn read_all(mut receiver: std::os::unix::net::UnixStream) -> Vec<u8> {
+    let mut received = Vec::new();
+    std::io::Read::read_to_end(&mut receiver, &mut received).unwrap();
+    received
+}
+
+#[test]
+fn sendfile_from_pool_stops_when_the_socket_is_full() {
+    let test = test_file("socket-full");
+    let (sender, receiver) = socket_pair();
+    let result = sendfile_from_pool(&sender, &test.file, 0, LEN).unwrap();
+    assert_eq!(result.end, PoolSendEnd::SocketFull);
+    assert!(result.sent > 0 && result.sent < LEN, "{result:?}");
+    // Nothing more fits until the client reads.
+    let again = sendfile_from_pool(&sender, &test.file, result.sent as u64, LEN).unwrap();
+    assert_eq!(
+        again,
+        PoolSend {
+            sent: 0,
+            end: PoolSendEnd::SocketFull
+        }
+    );
+    drop(receiver);
+    // A socket whose client went away fails.
+    assert!(sendfile_from_pool(&sender, &test.file, 0, 4096).is_err());
 }
 
 #[test]
@@ -142,7 +188,16 @@ fn a_file_shorter_than_announced_or_truncated_reads_short() {
             end: NowaitEnd::EndOfFile
         }
     );
-    assert_eq!(warm(&test.file, 64 * 1024, 64 * 1024).unwrap(), 36 * 1024);
+    let (sender, receiver) = socket_pair();
+    assert_eq!(
+        sendfile_from_pool(&sender, &test.file, 64 * 1024, 64 * 1024).unwrap(),
+        PoolSend {
+            sent: 36 * 1024,
+            end: PoolSendEnd::EndOfFile
+        }
+    );
+    drop(sender);
+    assert!(read_all(receiver) == test.bytes[64 * 1024..100 * 1024]);
 }
 
 #[test]
