@@ -82,6 +82,27 @@ pub struct HttpWorker {
     /// The longest blocking file operation made on this worker since the stall watcher
     /// last looked, and what it was.
     slowest_blocking: RefCell<Option<(Duration, String)>>,
+    /// The loop stalls the stall watcher has measured, by length.
+    stall_counts: Cell<StallCounts>,
+}
+
+/// How many times a worker's loop was kept from turning, by length: the stall watcher's
+/// measurement, reported when the worker exits (and read by the benchmarks).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StallCounts {
+    pub at_least_10_ms: u64,
+    pub at_least_100_ms: u64,
+    pub at_least_1000_ms: u64,
+}
+
+impl StallCounts {
+    /// Counts one stall of `stall` (shorter than 10 ms counts nowhere).
+    pub fn add(&mut self, stall: Duration) {
+        let millis = stall.as_millis();
+        self.at_least_10_ms += u64::from(millis >= 10);
+        self.at_least_100_ms += u64::from(millis >= 100);
+        self.at_least_1000_ms += u64::from(millis >= 1000);
+    }
 }
 
 #[derive(Default)]
@@ -177,6 +198,7 @@ impl HttpWorker {
             idle: RefCell::new(IdleSet::default()),
             open_files: RefCell::default(),
             slowest_blocking: RefCell::new(None),
+            stall_counts: Cell::new(StallCounts::default()),
             stopping,
         }
     }
@@ -303,6 +325,9 @@ impl HttpWorker {
             let now = std::time::Instant::now();
             let stall = now.duration_since(last).saturating_sub(LOOP_STALL_TICK);
             last = now;
+            let mut counts = self.stall_counts.get();
+            counts.add(stall);
+            self.stall_counts.set(counts);
             if stall < LOOP_STALL_WARN {
                 continue;
             }
@@ -333,6 +358,31 @@ impl HttpWorker {
             }
             unreported = 0;
             worst = Duration::ZERO;
+        }
+    }
+
+    /// The loop stalls measured so far.
+    pub fn stall_counts(&self) -> StallCounts {
+        self.stall_counts.get()
+    }
+
+    /// Writes the stall counts at `notice`, when the worker exits: what a benchmark run
+    /// reads to say whether any connection held a loop.
+    pub fn report_stall_counts(&self) {
+        let counts = self.stall_counts();
+        let error_log = &self.generation.error_log;
+        if error_log.enabled(logging::Level::Notice) {
+            error_log.write(
+                logging::Level::Notice,
+                &self.clock.wall(),
+                None,
+                format_args!(
+                    "worker loop stalls: {} of 10 ms or more, {} of 100 ms or more, \
+                     {} of 1000 ms or more",
+                    counts.at_least_10_ms, counts.at_least_100_ms, counts.at_least_1000_ms
+                ),
+                None,
+            );
         }
     }
 
@@ -428,6 +478,28 @@ mod tests {
             .unwrap_or_else(|| panic!("no stall length in {text}"));
         assert!(stalled_ms >= 200, "{text}");
         assert!(text.contains("read() of \"/x\" took 250 ms"), "{text}");
+        // The 250 ms stall is counted once in the two lower classes; the ticks around it
+        // on an idle loop are not stalls of 10 ms.
+        let counts = worker.stall_counts();
+        assert_eq!(counts.at_least_100_ms, 1, "{counts:?}");
+        assert!(counts.at_least_10_ms >= 1, "{counts:?}");
+        assert_eq!(counts.at_least_1000_ms, 0, "{counts:?}");
         std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn stalls_are_counted_by_length_at_each_boundary() {
+        let mut counts = StallCounts::default();
+        for millis in [0, 9, 10, 99, 100, 999, 1000, 5000] {
+            counts.add(Duration::from_millis(millis));
+        }
+        assert_eq!(
+            counts,
+            StallCounts {
+                at_least_10_ms: 6,
+                at_least_100_ms: 4,
+                at_least_1000_ms: 2,
+            }
+        );
     }
 }

@@ -349,6 +349,7 @@ async fn run_worker(
     context.until_finished(shutdown_timeout).await;
     flusher.abort();
     stall_watcher.abort();
+    worker.report_stall_counts();
     worker.flush_access_logs();
 }
 
