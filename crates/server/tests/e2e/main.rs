@@ -8,6 +8,7 @@ mod access;
 mod access_log;
 mod add_header;
 mod aio;
+mod aio_slow_disk;
 mod autoindex;
 mod charset;
 mod cli;

@@ -10,6 +10,7 @@ pub mod log;
 pub mod ports;
 pub mod prefix;
 pub mod proc_net;
+pub mod slow_disk;
 pub mod upstream;
 pub mod wait;
 
