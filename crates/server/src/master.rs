@@ -227,6 +227,18 @@ impl Master {
                 }
             }
         }
+        if let Err(error) = sys::lock_executable() {
+            // Not fatal: without it, a worker may wait for its own code to be read back from
+            // the disk when memory is short.
+            log(
+                &error_log,
+                Level::Notice,
+                &format!(
+                    "mlock() of the executable failed ({}), its code may be paged out",
+                    sys::error_text(&error)
+                ),
+            );
+        }
         if let Err(error) = sys::block_master_signals() {
             report(
                 &error_log,
