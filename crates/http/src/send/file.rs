@@ -2,7 +2,7 @@
 //! of `output_buffers` and written. Where the disk may be touched is decided by `aio`: on
 //! the worker (`aio off`, nginx's blocking behaviour), or on a thread pool (`aio threads`),
 //! after first taking from page cache what is already there (`aio_nowait`). Either way a
-//! connection gives the loop back after each piece.
+//! connection lets the others run between pieces once its turn is over.
 
 use std::io;
 use std::sync::Arc;
@@ -12,6 +12,7 @@ use threadpool::ThreadPool;
 use crate::request::Request;
 use crate::send::body::{BodyContext, INLINE_BODY_BYTES_MAX, Output, finish};
 use crate::send::framing::{CHUNK_END, Framing, chunk_header_len_max};
+use crate::send::turn::Turn;
 use crate::static_files::handler::{FileBody, FileError, read_chunk_into};
 use crate::static_files::io::{
     FileIo, NowaitEnd, PoolSendEnd, Residency, read_direct, read_nowait, residency,
@@ -85,7 +86,16 @@ async fn read_behind_head(
     }
     let data_start = head.len();
     head.resize(data_start + len, 0);
-    *head = read_file(context, file, file.offset, std::mem::take(head), data_start).await?;
+    let mut cache_first = CacheFirst::for_body(context);
+    *head = read_file(
+        context,
+        file,
+        file.offset,
+        std::mem::take(head),
+        data_start,
+        &mut cache_first,
+    )
+    .await?;
     if chunked {
         head.extend_from_slice(CHUNK_END);
     }
@@ -95,9 +105,8 @@ async fn read_behind_head(
 /// `sendfile on`: pieces of at most `sendfile_max_chunk` go from the file to the socket
 /// without a copy. Under `aio threads` the worker sends a piece itself only when page cache
 /// holds all of it ([`Route`]); otherwise a pool thread makes the `sendfile`, so a wrong
-/// guess (pages evicted between the test and the send) costs one piece at most. After each
-/// piece the connection gives the loop back to the others, as nginx does after
-/// `sendfile_max_chunk` bytes.
+/// guess (pages evicted between the test and the send) costs one piece at most. Between
+/// pieces the connection lets the others run once its turn is over ([`Turn`]).
 async fn send_with_sendfile(
     context: &BodyContext<'_>,
     output: &mut Output<'_>,
@@ -113,9 +122,10 @@ async fn send_with_sendfile(
         0 => u64::MAX,
         limit => limit,
     };
-    let route = Route::choose(context, file);
+    let mut route = Route::choose(context, file);
     let copy_max = statics.output_buffers.read_bytes().max(1);
     let mut copy_buffer = Vec::new();
+    let mut turn = Turn::new();
     let mut offset = file.offset;
     let end = file.offset + file.len;
     while offset < end {
@@ -133,15 +143,19 @@ async fn send_with_sendfile(
                 if let Some(sent) = copy_cached(output, file, offset, len, &mut copy_buffer).await?
                 {
                     offset += sent as u64;
-                    give_way_before(offset, end).await;
+                    turn.after_piece().await;
                     continue;
                 }
+                // A miss: the file is cold, the rest goes to the pool ([`CacheFirst`]).
+                route = Route::Pool;
                 false
             }
         };
         let sent = match &file.io {
             FileIo::Pool(pool) if !on_worker => {
-                sendfile_on_pool(output, pool, file, offset, count).await?
+                let sent = sendfile_on_pool(output, pool, file, offset, count).await?;
+                turn.restart();
+                sent
             }
             _ => match sendfile_on_worker(context, output, file, offset, count)? {
                 Some(sent) => sent,
@@ -149,13 +163,14 @@ async fn send_with_sendfile(
                     // The socket is full. Page cache may lose the range while the client
                     // reads, so residency is tested again once it can take more.
                     wait_for_socket(output).await?;
+                    turn.restart();
                     continue;
                 }
             },
         };
         output.record(sent);
         offset += sent as u64;
-        give_way_before(offset, end).await;
+        turn.after_piece().await;
     }
     Ok(())
 }
@@ -209,21 +224,6 @@ async fn copy_cached(
     }
     output.write(&buffer[..got.filled]).await?;
     Ok(Some(got.filled))
-}
-
-/// [`give_way`] when more of the body is to come.
-async fn give_way_before(offset: u64, end: u64) {
-    if offset < end {
-        give_way().await;
-    }
-}
-
-/// Lets the worker's other tasks run before this connection sends its next piece: one
-/// connection with a fast client (or, under `aio off`, a slow disk) never holds the loop
-/// for more than one piece. nginx delays the write event by a 1 ms timer after
-/// `sendfile_max_chunk` bytes; a yield costs no idle time when nobody else is waiting.
-pub(super) async fn give_way() {
-    tokio::task::yield_now().await;
 }
 
 /// Whether page cache holds all of `[offset, offset + count)`, so that the worker's
@@ -348,6 +348,8 @@ async fn send_with_reads(
     let mut offset = file.offset;
     let end = file.offset + file.len;
     let mut buffer = Vec::new();
+    let mut turn = Turn::new();
+    let mut cache_first = CacheFirst::for_body(context);
     while offset < end {
         let allowed = output.allowance().await;
         let overhead = (head.len() + framing_bytes) as u64;
@@ -368,17 +370,37 @@ async fn send_with_reads(
         }
         let data_start = buffer.len();
         buffer.resize(data_start + len, 0);
-        buffer = read_file(context, file, offset, buffer, data_start).await?;
+        buffer = read_file(context, file, offset, buffer, data_start, &mut cache_first).await?;
         if chunked {
             buffer.extend_from_slice(CHUNK_END);
         }
         output.write(&buffer).await?;
         offset += len as u64;
-        if offset < end {
-            give_way().await;
-        }
+        turn.after_piece().await;
     }
     Ok(())
+}
+
+/// Whether the reads of one body still try page cache on the worker first (`aio_nowait`).
+/// Once a piece had to come from the pool, the rest of the body is read there too: its file
+/// is cold, and a non-blocking read of pages that are not cached still starts readahead on
+/// the worker, whose page allocations may reclaim memory synchronously when the memory
+/// cgroup is full (seen in `bench/threadpool.sh` as loop stalls of 100 to 180 ms, the
+/// worker in `try_to_free_mem_cgroup_pages` under `preadv2`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum CacheFirst {
+    Yes,
+    No,
+}
+
+impl CacheFirst {
+    pub(super) fn for_body(context: &BodyContext<'_>) -> CacheFirst {
+        if context.location.settings.static_files.aio_nowait {
+            CacheFirst::Yes
+        } else {
+            CacheFirst::No
+        }
+    }
 }
 
 /// Fills `buffer[data_start..]` from the file at `offset` where `aio` says ([`read_piece`]);
@@ -390,12 +412,13 @@ pub(super) async fn read_file(
     offset: u64,
     buffer: Vec<u8>,
     data_start: usize,
+    cache_first: &mut CacheFirst,
 ) -> io::Result<Vec<u8>> {
     let statics = &context.location.settings.static_files;
     let started = crate::worker::BlockingTimer::start();
     let buffer = read_piece(
         file,
-        statics.aio_nowait,
+        cache_first,
         statics.directio_alignment,
         offset,
         buffer,
@@ -412,11 +435,12 @@ pub(super) async fn read_file(
 
 /// Fills `buffer[data_start..]` from the file at `offset`: on the worker under `aio off`;
 /// under `aio threads` what page cache holds is read on the worker without waiting
-/// (`aio_nowait`), and only the rest on the pool. A file shorter than promised (truncated
-/// while being sent) is an error: the promised length cannot be met.
+/// (`aio_nowait`, until a piece needs the pool: [`CacheFirst`]), and only the rest on the
+/// pool. A file shorter than promised (truncated while being sent) is an error: the
+/// promised length cannot be met.
 async fn read_piece(
     file: &FileBody,
-    nowait: bool,
+    cache_first: &mut CacheFirst,
     alignment: u64,
     offset: u64,
     mut buffer: Vec<u8>,
@@ -439,7 +463,7 @@ async fn read_piece(
         FileIo::Pool(pool) => pool,
     };
     let mut done = 0;
-    if nowait && !direct {
+    if *cache_first == CacheFirst::Yes && !direct {
         let got = read_nowait(&file.file, offset, &mut buffer[data_start..])?;
         match got.end {
             NowaitEnd::Complete => return Ok(buffer),
@@ -447,6 +471,7 @@ async fn read_piece(
             NowaitEnd::WouldBlock | NowaitEnd::Unsupported => done = got.filled,
         }
     }
+    *cache_first = CacheFirst::No;
     let handle = Arc::clone(&file.file);
     let (buffer, filled) = offload_to(pool, move || {
         let start = data_start + done;

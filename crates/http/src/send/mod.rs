@@ -3,7 +3,7 @@
 //! head (not modified, `expires`, the rate limit), `ranges.rs` the range filter (with
 //! `pieces.rs`, the body it may make), `framing.rs` the chunked decision, `head.rs` the
 //! head itself, `body.rs` the body writer, `file.rs` file bodies, `upstream.rs` proxied
-//! bodies and `rate.rs` `limit_rate`.
+//! bodies, `rate.rs` `limit_rate` and `turn.rs` how long one body may hold the worker.
 
 mod body;
 mod file;
@@ -13,6 +13,7 @@ mod head;
 pub mod pieces;
 pub mod ranges;
 pub mod rate;
+mod turn;
 mod upstream;
 
 use std::io;

@@ -8,8 +8,9 @@ use crate::charset::Recoder;
 use crate::request::Request;
 use crate::response::{Body, Bytes};
 use crate::send::body::{BodyContext, Output, finish};
-use crate::send::file::{give_way, read_file};
+use crate::send::file::{CacheFirst, read_file};
 use crate::send::framing::{CHUNK_END, Framing};
+use crate::send::turn::Turn;
 use crate::static_files::handler::FileBody;
 
 /// File pieces are read from the pool in reads of at most this size.
@@ -133,6 +134,8 @@ pub(super) async fn send_pieces(
         Some(_) => RECODED_READ_BYTES_MAX,
         None => READ_BYTES_MAX,
     };
+    let mut turn = Turn::new();
+    let mut cache_first = CacheFirst::for_body(context);
     for piece in std::mem::take(&mut body.pieces) {
         match piece {
             Piece::Bytes(bytes) => writer.push(bytes.as_slice()),
@@ -145,10 +148,11 @@ pub(super) async fn send_pieces(
                 while at < end {
                     writer.flush(output, head).await?;
                     let take = (end - at).min(read_max as u64) as usize;
-                    let data = read_file(context, file, at, vec![0; take], 0).await?;
+                    let data =
+                        read_file(context, file, at, vec![0; take], 0, &mut cache_first).await?;
                     writer.push(&data);
                     at += take as u64;
-                    give_way().await;
+                    turn.after_piece().await;
                 }
             }
         }
