@@ -15,10 +15,11 @@ use tokio::time::{Sleep, timeout_at};
 use crate::body::BodyState;
 use crate::conf::{AddressConf, ServerId};
 use crate::core::{CoreServer, LingeringClose};
-use crate::phases::{self, Reply};
+use crate::phases;
 use crate::request::{ConnectionInfo, Request};
 use crate::response::Body;
 use crate::send;
+use crate::special::{self, Reply};
 use crate::worker::HttpWorker;
 
 /// A client connection and its buffers.
@@ -459,14 +460,14 @@ async fn handle_request<'a>(
         if let Err(error) = connection.discard_buffered(&mut body_state) {
             // A malformed body nobody reads still ends the request with nginx's answer.
             let message = error.log_message_in(&request.head_bytes);
-            phases::log(
+            crate::request::log(
                 worker,
                 &connection.info,
                 request,
                 Level::Error,
                 format_args!("{message}"),
             );
-            if let Reply::Respond(page) = phases::special_response(worker, request, error.status())
+            if let Reply::Respond(page) = special::special_response(worker, request, error.status())
             {
                 body = page;
             }
@@ -478,7 +479,7 @@ async fn handle_request<'a>(
     send::log_request(worker, connection, request);
     if let Err(error) = sent {
         if error.kind() == std::io::ErrorKind::TimedOut {
-            phases::log(
+            crate::request::log(
                 worker,
                 &connection.info,
                 request,

@@ -16,6 +16,7 @@ pub mod charset;
 pub mod conf;
 pub mod connection;
 pub mod core;
+pub mod file;
 pub mod headers;
 pub mod log;
 pub mod map;

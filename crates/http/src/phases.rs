@@ -18,29 +18,22 @@ use logging::Level;
 
 use crate::access::{self, Action};
 use crate::body::BodyState;
+use crate::conf::ServerId;
 use crate::conf::location;
-use crate::conf::{LocationId, ServerId};
 use crate::connection::Connection;
 use crate::core::error_page::ErrorPage;
+use crate::file::resolve_realpath_root;
 use crate::proxy::handler::{self as proxy_handler, ProxyOutcome};
 use crate::request::{ConnectionInfo, Request};
+use crate::request::{current_location, log};
 use crate::response::{Body, Bytes, Location};
-use crate::rewrite::{self, STATUS_CLOSE, ScriptOutcome, status_is_redirect};
-use crate::special;
+use crate::rewrite::{self, ScriptOutcome, status_is_redirect};
+use crate::special::{Reply, STATUS_CLOSE, special_response};
 use crate::static_files::content::serve_static;
 use crate::static_files::handler::{self as static_handler, StaticOutcome};
 use crate::static_files::try_files::{self, TryOutcome};
 use crate::variables::{HttpTemplate, render};
 use crate::worker::HttpWorker;
-
-/// How the request ends.
-#[derive(Debug)]
-pub enum Reply<'a> {
-    /// Send `request.response` with this body.
-    Respond(Body<'a>),
-    /// `return 444`: close without a response.
-    Close,
-}
 
 /// Where the request goes next.
 enum Step<'a> {
@@ -547,120 +540,4 @@ fn respond_return<'a>(
         request.response.content_type = Some(static_handler::content_type(location, &request.uri));
     }
     Step::Done(Reply::Respond(Body::Bytes(body)))
-}
-
-/// The request's current location: the server's own level before one is found.
-pub fn current_location<'a>(
-    worker: &'a HttpWorker,
-    request: &Request<'_>,
-) -> &'a crate::conf::Location {
-    let conf = worker.conf();
-    let id = request
-        .location
-        .or_else(|| request.server.map(|server| conf.server(server).location));
-    conf.location(id.unwrap_or(LocationId(0)))
-}
-
-/// Resolves `$realpath_root` for the request's current document root on the file pool,
-/// when the configuration uses it and it is not resolved for that root yet.
-pub async fn resolve_realpath_root(
-    worker: &HttpWorker,
-    connection: &ConnectionInfo,
-    request: &mut Request<'_>,
-) {
-    if !worker.conf().uses_realpath_root {
-        return;
-    }
-    let template = current_location(worker, request)
-        .settings
-        .core
-        .document_root
-        .template();
-    let root = render(worker, connection, request, template);
-    if matches!(&request.realpath_root, Some((resolved_for, _)) if *resolved_for == root) {
-        return;
-    }
-    let path = crate::pool_fs::path_from_bytes(&root);
-    let resolved = worker
-        .offload(move || crate::pool_fs::realpath(&path))
-        .await;
-    match resolved {
-        Ok(Ok(real)) => {
-            let real = std::os::unix::ffi::OsStrExt::as_bytes(real.as_os_str()).to_vec();
-            request.realpath_root = Some((root, real));
-        }
-        Ok(Err(error)) => {
-            let errno = error.raw_os_error().unwrap_or(0);
-            log(
-                worker,
-                connection,
-                request,
-                Level::Crit,
-                format_args!(
-                    "realpath() \"{}\" failed ({errno}: {})",
-                    String::from_utf8_lossy(&root),
-                    runtime::sys::linux::strerror(errno)
-                ),
-            );
-        }
-        Err(error) => log(
-            worker,
-            connection,
-            request,
-            error.level,
-            format_args!("{}", error.message),
-        ),
-    }
-}
-
-/// Writes an error-log line about this request to its location's error log.
-pub fn log(
-    worker: &HttpWorker,
-    connection: &ConnectionInfo,
-    request: &Request<'_>,
-    level: Level,
-    message: std::fmt::Arguments<'_>,
-) {
-    let conf = worker.conf();
-    let error_log = match request.location {
-        Some(location) => &conf.location(location).settings.core.error_log,
-        None => &worker.generation.error_log,
-    };
-    if !error_log.enabled(level) {
-        return;
-    }
-    let context = request.log_context(connection, conf);
-    error_log.write(
-        level,
-        &worker.clock.wall(),
-        Some(connection.id),
-        message,
-        Some(&context),
-    );
-}
-
-/// Portico's own page for `status` (nginx's "special response"), without `error_page`.
-pub fn special_response<'a>(
-    worker: &'a HttpWorker,
-    request: &mut Request<'a>,
-    status: u16,
-) -> Reply<'a> {
-    let location = current_location(worker, request);
-    let core = &location.settings.core;
-    request.response.status = status;
-    request.response.content_type = None;
-    request.response.content_length = None;
-    request.response.etag = None;
-    request.response.last_modified = None;
-    request.response.accept_ranges = false;
-    request.response.special = true;
-    let browser = request.info.browser;
-    let padding = core.msie_padding && (browser.msie || browser.chrome);
-    match special::page(status, core.server_tokens, padding) {
-        Some(page) => {
-            request.response.content_type = Some(Bytes::Borrowed(b"text/html"));
-            Reply::Respond(Body::Bytes(Bytes::Owned(page)))
-        }
-        None => Reply::Respond(Body::Empty),
-    }
 }

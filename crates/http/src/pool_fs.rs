@@ -1,6 +1,6 @@
 //! File-system calls the request phases make outside the static handler: the `realpath()`
 //! of `$realpath_root` (the `stat()` of `if (-f ...)` goes through
-//! `static_files::file_cache`, as nginx's file tests use `open_file_cache`). `realpath`
+//! `file::cache`, as nginx's file tests use `open_file_cache`). `realpath`
 //! runs on the worker's `default` pool (through `HttpWorker::offload`), never on its loop.
 
 use std::io;

@@ -5,12 +5,13 @@ use std::net::SocketAddr;
 use std::time::Instant;
 
 use http1::{RequestHead, RequestInfo};
-use logging::LogContext;
+use logging::{Level, LogContext};
 use runtime::PeerAddress;
 
 use crate::conf::location::MatchState;
 use crate::conf::{HttpConf, LocationId, ServerId};
 use crate::response::ResponseHead;
+use crate::worker::HttpWorker;
 
 /// What the connection knows that requests and variables need.
 #[derive(Debug)]
@@ -316,6 +317,44 @@ pub fn write_peer(out: &mut Vec<u8>, peer: &PeerAddress) {
         }
         PeerAddress::Unix => out.extend_from_slice(b"unix:"),
     }
+}
+
+/// The request's current location: the server's own level before one is found.
+pub fn current_location<'a>(
+    worker: &'a HttpWorker,
+    request: &Request<'_>,
+) -> &'a crate::conf::Location {
+    let conf = worker.conf();
+    let id = request
+        .location
+        .or_else(|| request.server.map(|server| conf.server(server).location));
+    conf.location(id.unwrap_or(LocationId(0)))
+}
+
+/// Writes an error-log line about this request to its location's error log.
+pub fn log(
+    worker: &HttpWorker,
+    connection: &ConnectionInfo,
+    request: &Request<'_>,
+    level: Level,
+    message: std::fmt::Arguments<'_>,
+) {
+    let conf = worker.conf();
+    let error_log = match request.location {
+        Some(location) => &conf.location(location).settings.core.error_log,
+        None => &worker.generation.error_log,
+    };
+    if !error_log.enabled(level) {
+        return;
+    }
+    let context = request.log_context(connection, conf);
+    error_log.write(
+        level,
+        &worker.clock.wall(),
+        Some(connection.id),
+        message,
+        Some(&context),
+    );
 }
 
 #[cfg(test)]

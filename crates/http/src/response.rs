@@ -34,7 +34,7 @@ pub enum Body<'a> {
     Empty,
     Bytes(Bytes<'a>),
     /// A file opened by the static handler, read on the thread pool as it is sent.
-    File(crate::static_files::handler::FileBody),
+    File(crate::file::FileBody),
     /// A proxied response's body, read from the upstream as it is sent.
     Upstream(Box<crate::proxy::body::UpstreamBody<'a>>),
     /// Pieces of memory and of a file, possibly recoded on the way: what the range filter

@@ -2,6 +2,12 @@
 //! nginx's shape (CRLF line ends, title, centred heading, server tokens).
 
 use crate::core::ServerTokens;
+use crate::request::{Request, current_location};
+use crate::response::{Body, Bytes};
+use crate::worker::HttpWorker;
+
+/// nginx's non-standard code: close the connection without a response.
+pub const STATUS_CLOSE: u16 = 444;
 
 /// nginx's internal code for "request header too large", sent as 400.
 pub const STATUS_HEADER_TOO_LARGE: u16 = 494;
@@ -126,6 +132,41 @@ pub fn page(status: u16, tokens: ServerTokens, msie_padding: bool) -> Option<Vec
 /// Whether nginx drops keep-alive after answering this status itself.
 pub fn status_closes_connection(status: u16) -> bool {
     matches!(status, 400 | 413 | 414 | 494..=497 | 500 | 501)
+}
+
+/// How the request ends.
+#[derive(Debug)]
+pub enum Reply<'a> {
+    /// Send `request.response` with this body.
+    Respond(Body<'a>),
+    /// `return 444`: close without a response.
+    Close,
+}
+
+/// Portico's own page for `status` (nginx's "special response"), without `error_page`.
+pub fn special_response<'a>(
+    worker: &'a HttpWorker,
+    request: &mut Request<'a>,
+    status: u16,
+) -> Reply<'a> {
+    let location = current_location(worker, request);
+    let core = &location.settings.core;
+    request.response.status = status;
+    request.response.content_type = None;
+    request.response.content_length = None;
+    request.response.etag = None;
+    request.response.last_modified = None;
+    request.response.accept_ranges = false;
+    request.response.special = true;
+    let browser = request.info.browser;
+    let padding = core.msie_padding && (browser.msie || browser.chrome);
+    match page(status, core.server_tokens, padding) {
+        Some(page) => {
+            request.response.content_type = Some(Bytes::Borrowed(b"text/html"));
+            Reply::Respond(Body::Bytes(Bytes::Owned(page)))
+        }
+        None => Reply::Respond(Body::Empty),
+    }
 }
 
 #[cfg(test)]

@@ -78,7 +78,7 @@ pub struct HttpWorker {
     /// Idle keep-alive connections, woken by a read shutdown when the worker drains.
     idle: RefCell<IdleSet>,
     /// This worker's `open_file_cache`s.
-    pub open_files: RefCell<crate::static_files::file_cache::OpenFileCaches>,
+    pub open_files: RefCell<crate::file::cache::OpenFileCaches>,
     /// The longest blocking file operation made on this worker since the stall watcher
     /// last looked, and what it was.
     slowest_blocking: RefCell<Option<(Duration, String)>>,
@@ -295,7 +295,7 @@ impl HttpWorker {
     pub async fn offload<T: Send + 'static>(
         &self,
         work: impl FnOnce() -> T + Send + 'static,
-    ) -> Result<T, crate::static_files::handler::FileError> {
+    ) -> Result<T, crate::file::FileError> {
         offload_to(self.pools.default_pool(), work).await
     }
 
@@ -395,16 +395,14 @@ impl HttpWorker {
 pub async fn offload_to<T: Send + 'static>(
     pool: &ThreadPool,
     work: impl FnOnce() -> T + Send + 'static,
-) -> Result<T, crate::static_files::handler::FileError> {
+) -> Result<T, crate::file::FileError> {
     match pool.submit(work) {
-        Ok(completion) => completion
-            .await
-            .map_err(|_| crate::static_files::handler::FileError {
-                status: 500,
-                level: logging::Level::Alert,
-                message: format!("thread pool \"{}\" task was lost", pool.name()),
-            }),
-        Err(overflow) => Err(crate::static_files::handler::FileError {
+        Ok(completion) => completion.await.map_err(|_| crate::file::FileError {
+            status: 500,
+            level: logging::Level::Alert,
+            message: format!("thread pool \"{}\" task was lost", pool.name()),
+        }),
+        Err(overflow) => Err(crate::file::FileError {
             status: 500,
             level: logging::Level::Error,
             message: format!(

@@ -1,7 +1,7 @@
 //! The typed configuration of the `http` block and how it is built from the directive tree.
 //!
 //! Config path: the `conf` crate gives a tree of directives; [`load`] walks the `http` block,
-//! checks each directive against the modules' tables ([`crate::modules`]) and lets the
+//! checks each directive against the modules' tables (the assembly's directive tables) and lets the
 //! owning module's setter fill a scope struct whose fields are all `Option`; scopes are
 //! merged from `http` to `server` to `location` and resolved with defaults; then the lookup
 //! structures (location trees, server names per address, templates) are built. The result,

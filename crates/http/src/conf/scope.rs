@@ -12,7 +12,7 @@ use crate::headers::{Headers, HeadersConf};
 use crate::log::{AccessLog, AccessLogConf};
 use crate::proxy::{Proxy, ProxyConf};
 use crate::rewrite::{RewriteConf, RewriteSettings, Script};
-use crate::static_files::{Static, StaticConf, TryFilesSetting};
+use crate::static_files::settings::{Static, StaticConf, TryFilesSetting};
 
 /// What the `http` block sets for itself.
 #[derive(Debug, Default)]

@@ -4,64 +4,8 @@
 
 pub mod access;
 pub mod directives;
+pub mod settings;
 
-use std::sync::Arc;
-use std::time::Duration;
-
-use logging::LogFile;
-
-use crate::settings;
-use crate::variables::HttpTemplate;
-
-/// `escape=` of `log_format`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Escape {
-    /// `"`, `\` and bytes outside 0x20..=0x7e as `\xHH`.
-    Default,
-    /// JSON string escaping.
-    Json,
-    None,
-}
-
-/// A compiled `log_format`.
-#[derive(Debug)]
-pub struct LogFormat {
-    pub name: String,
-    pub escape: Escape,
-    pub template: HttpTemplate,
-}
-
-/// `buffer=SIZE [flush=TIME]` of one `access_log`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Buffering {
-    pub size: usize,
-    pub flush: Option<Duration>,
-    /// Which of the worker's buffers this log uses.
-    pub slot: usize,
-}
-
-/// One `access_log PATH FORMAT ...`.
-#[derive(Clone, Debug)]
-pub struct AccessLogTarget {
-    pub file: Arc<LogFile>,
-    pub format: Arc<LogFormat>,
-    pub buffering: Option<Buffering>,
-    /// `if=CONDITION`: the line is written unless it renders empty or `0`.
-    pub condition: Option<HttpTemplate>,
-}
-
-settings! {
-    /// A level with its own `access_log` replaces the enclosing level's list; `off` is an
-    /// empty list.
-    pub struct AccessLogConf => AccessLog (env) {
-        /// `access_log`
-        access_log: Vec<AccessLogTarget> = Vec::new(),
-        /// `access_log off` appeared at the level that set the list: nginx then logs nothing
-        /// there, whatever other `access_log` lines the level has.
-        access_log_off: bool = false,
-    }
-}
-
-/// nginx's predefined format.
-pub const COMBINED: &str = "$remote_addr - $remote_user [$time_local] \"$request\" \
-                            $status $body_bytes_sent \"$http_referer\" \"$http_user_agent\"";
+pub use settings::{
+    AccessLog, AccessLogConf, AccessLogTarget, Buffering, COMBINED, Escape, LogFormat,
+};

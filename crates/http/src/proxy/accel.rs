@@ -3,10 +3,10 @@
 
 use logging::Level;
 
-use crate::phases::log;
 use crate::proxy::handler::ProxyOutcome;
 use crate::proxy::response::UpstreamHead;
 use crate::proxy::{IgnoreHeaders, Proxy};
+use crate::request::log;
 use crate::request::{ConnectionInfo, Request};
 use crate::worker::HttpWorker;
 

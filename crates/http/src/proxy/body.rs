@@ -288,7 +288,7 @@ pub fn log_failure(
     request: &Request<'_>,
     message: &str,
 ) {
-    crate::phases::log(
+    crate::request::log(
         worker,
         connection,
         request,

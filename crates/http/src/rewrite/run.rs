@@ -3,13 +3,13 @@
 use logging::Level;
 
 use crate::conf::LocationId;
-use crate::phases::log;
+use crate::file::cache;
+use crate::request::log;
 use crate::request::{ConnectionInfo, Request};
 use crate::response::Location;
 use crate::rewrite::condition::{Condition, FileKind, value_is_true};
 use crate::rewrite::replacement::{escape_args, path_was_escaped, unescape_redirect};
 use crate::rewrite::{Flag, Op, Rewrite, SetTarget};
-use crate::static_files::file_cache;
 use crate::variables::{HttpTemplate, RequestVariables, Variable};
 use crate::worker::HttpWorker;
 
@@ -45,7 +45,7 @@ pub async fn run<'a>(
     if script.is_empty() {
         return ScriptOutcome::Continue;
     }
-    crate::phases::resolve_realpath_root(worker, connection, request).await;
+    crate::file::resolve_realpath_root(worker, connection, request).await;
     let rewrite_log = location.settings.rewrite.log;
     let mut next = 0;
     while let Some(op) = script.ops.get(next) {
@@ -234,10 +234,10 @@ async fn test(
         Condition::File { path, test, negate } => {
             let path = render(worker, connection, request, path, false);
             // As nginx's file tests: through `open_file_cache` and `disable_symlinks`.
-            let location = crate::phases::current_location(worker, request);
-            let check = file_cache::symlink_check(worker, connection, request, location, &path);
-            let io = file_cache::file_io(worker, connection, request, location);
-            let tested = file_cache::test(worker, location, &io, &path, check)
+            let location = crate::request::current_location(worker, request);
+            let check = cache::symlink_check(worker, connection, request, location, &path);
+            let io = cache::file_io(worker, connection, request, location);
+            let tested = cache::test(worker, location, &io, &path, check)
                 .await
                 .map_err(|error| {
                     log(

@@ -9,15 +9,15 @@ use std::sync::Arc;
 
 use threadpool::ThreadPool;
 
+use crate::file::io::{
+    FileIo, NowaitEnd, PoolSendEnd, Residency, read_direct, read_nowait, residency,
+    residency_visible, sendfile_from_pool,
+};
+use crate::file::{FileBody, FileError, read_chunk_into};
 use crate::request::Request;
 use crate::send::body::{BodyContext, INLINE_BODY_BYTES_MAX, Output, finish};
 use crate::send::framing::{CHUNK_END, Framing, chunk_header_len_max};
 use crate::send::turn::Turn;
-use crate::static_files::handler::{FileBody, FileError, read_chunk_into};
-use crate::static_files::io::{
-    FileIo, NowaitEnd, PoolSendEnd, Residency, read_direct, read_nowait, residency,
-    residency_visible, sendfile_from_pool,
-};
 use crate::worker::offload_to;
 
 /// Sends `file` after `head` (which goes out first, or with the first piece).
@@ -34,7 +34,7 @@ pub(super) async fn send_file(
         output.write(head).await?;
         head.clear();
         let message = format!("thread pool \"{name}\" not found");
-        crate::phases::log(
+        crate::request::log(
             context.worker,
             context.connection,
             request,
@@ -545,7 +545,7 @@ pub(super) fn log_file_failure(
     } else {
         return;
     };
-    crate::phases::log(
+    crate::request::log(
         context.worker,
         context.connection,
         request,

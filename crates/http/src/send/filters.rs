@@ -10,11 +10,11 @@ use crate::core::SizeValue;
 use crate::headers::expires::{self, Expires, SendTime};
 use crate::headers::status_takes_added_headers;
 use crate::not_modified::{self, Conditions, Outcome, Validators};
-use crate::phases::{self, Reply};
 use crate::request::{ConnectionInfo, Request};
 use crate::response::Body;
+use crate::send::head::OwnField;
 use crate::send::rate::{self, RateLimit};
-use crate::special;
+use crate::special::{self, Reply};
 use crate::variables::{HttpTemplate, RequestVariables};
 use crate::worker::HttpWorker;
 
@@ -53,7 +53,7 @@ pub(super) fn not_modified<'a>(
         }
         Outcome::PreconditionFailed => {
             // nginx's filter would also try an `error_page 412` here; Portico sends its page.
-            match phases::special_response(worker, request, 412) {
+            match special::special_response(worker, request, 412) {
                 Reply::Respond(page) => page,
                 Reply::Close => Body::Empty,
             }
@@ -155,26 +155,6 @@ fn own_fields(
                 };
             }
             OwnField::None => {}
-        }
-    }
-}
-
-/// The response fields `add_header` sets rather than adds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum OwnField {
-    ETag,
-    LastModified,
-    None,
-}
-
-impl OwnField {
-    pub(super) fn of(name: &[u8]) -> OwnField {
-        if name.eq_ignore_ascii_case(b"etag") {
-            OwnField::ETag
-        } else if name.eq_ignore_ascii_case(b"last-modified") {
-            OwnField::LastModified
-        } else {
-            OwnField::None
         }
     }
 }

@@ -8,7 +8,6 @@ use crate::core::{CoreLocation, ServerTokens};
 use crate::headers::{AddHeader, status_takes_added_headers};
 use crate::request::{ConnectionInfo, Request};
 use crate::response::ResponseHead;
-use crate::send::filters::OwnField;
 use crate::send::framing::{Framing, push_last_chunk};
 use crate::special;
 use crate::variables::RequestVariables;
@@ -275,4 +274,24 @@ pub(super) fn write_last_chunk(
         &mut fields,
     );
     push_last_chunk(out, &fields);
+}
+
+/// The response fields `add_header` sets rather than adds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OwnField {
+    ETag,
+    LastModified,
+    None,
+}
+
+impl OwnField {
+    pub fn of(name: &[u8]) -> OwnField {
+        if name.eq_ignore_ascii_case(b"etag") {
+            OwnField::ETag
+        } else if name.eq_ignore_ascii_case(b"last-modified") {
+            OwnField::LastModified
+        } else {
+            OwnField::None
+        }
+    }
 }

@@ -4,14 +4,13 @@
 
 use std::io;
 
-use crate::charset::Recoder;
+use crate::file::FileBody;
 use crate::request::Request;
 use crate::response::{Body, Bytes};
 use crate::send::body::{BodyContext, Output, finish};
 use crate::send::file::{CacheFirst, read_file};
 use crate::send::framing::{CHUNK_END, Framing};
 use crate::send::turn::Turn;
-use crate::static_files::handler::FileBody;
 
 /// File pieces are read from the pool in reads of at most this size.
 const READ_BYTES_MAX: usize = 256 * 1024;
@@ -41,12 +40,21 @@ impl Piece<'_> {
     }
 }
 
+/// A recoding of a body's bytes, applied buffer by buffer as the body goes out (the
+/// charset filter's).
+pub trait Recode: std::fmt::Debug {
+    /// Whether the recoded body may differ in length from the original.
+    fn changes_length(&self) -> bool;
+    /// Appends the recoding of the body's next buffer to `out`.
+    fn recode(&mut self, input: &[u8], out: &mut Vec<u8>);
+}
+
 /// The pieces, the file they may refer to, and the recoder they go through.
 #[derive(Debug, Default)]
 pub struct Pieces<'a> {
     pub file: Option<FileBody>,
     pub pieces: Vec<Piece<'a>>,
-    pub recoder: Option<Recoder>,
+    pub recoder: Option<Box<dyn Recode>>,
 }
 
 impl<'a> Pieces<'a> {
@@ -74,7 +82,11 @@ impl<'a> Pieces<'a> {
 
     /// The length when it is known before sending: not after a recoding that may change it.
     pub fn len(&self) -> Option<u64> {
-        if self.recoder.as_ref().is_some_and(Recoder::changes_length) {
+        if self
+            .recoder
+            .as_ref()
+            .is_some_and(|recoder| recoder.changes_length())
+        {
             return None;
         }
         Some(self.pieces.iter().map(Piece::len).sum())
@@ -169,7 +181,7 @@ pub(super) async fn send_pieces(
 struct PieceWriter {
     chunked: bool,
     pending: Vec<u8>,
-    recoder: Option<Recoder>,
+    recoder: Option<Box<dyn Recode>>,
 }
 
 impl PieceWriter {

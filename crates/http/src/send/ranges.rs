@@ -10,11 +10,11 @@ use http1::Version;
 
 use crate::conf::Location;
 use crate::core::settings::MAX_RANGES_UNLIMITED;
-use crate::phases::{self, Reply};
 use crate::request::{ConnectionInfo, Request};
 use crate::response::{Body, Bytes, ResponseHead};
-use crate::send::filters::OwnField;
+use crate::send::head::OwnField;
 use crate::send::pieces::{Piece, Pieces};
+use crate::special::{self, Reply};
 use crate::variables::render;
 use crate::worker::HttpWorker;
 
@@ -374,7 +374,7 @@ fn not_satisfiable<'a>(
 ) -> Body<'a> {
     let added = added_headers_of_200(worker, connection, request, location);
     request.response.content_range = None;
-    let body = match phases::special_response(worker, request, 416) {
+    let body = match special::special_response(worker, request, 416) {
         Reply::Respond(page) => page,
         Reply::Close => Body::Empty,
     };

@@ -400,7 +400,7 @@ fn temp_failure(
     path: &std::path::Path,
     error: io::Error,
 ) -> io::Error {
-    crate::phases::log(
+    crate::request::log(
         context.worker,
         context.connection,
         request,

@@ -3,8 +3,8 @@
 
 use logging::time::Civil;
 
-use crate::static_files::AutoindexFormat;
 pub use crate::static_files::listing::{Entry, ListFailure, Listing, read_listing};
+use crate::static_files::settings::AutoindexFormat;
 
 /// The longest name shown whole in the HTML listing (nginx's `NGX_HTTP_AUTOINDEX_NAME_LEN`).
 const NAME_LEN: usize = 50;

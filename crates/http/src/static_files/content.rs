@@ -6,14 +6,16 @@
 use logging::Level;
 
 use crate::conf::{Location, LocationId};
-use crate::phases::log;
+use crate::file::FileBody;
+use crate::file::FileError;
+use crate::file::cache::{self, symlink_check};
+use crate::file::open::{ENAMETOOLONG, ENOENT, ENOTDIR};
+use crate::request::log;
 use crate::request::{ConnectionInfo, Request};
 use crate::response::{Body, Bytes};
 use crate::static_files::autoindex;
-use crate::static_files::file_cache::{self, symlink_check};
-use crate::static_files::handler::{self as static_handler, FileError, StaticOutcome};
-use crate::static_files::open::{ENAMETOOLONG, ENOENT, ENOTDIR};
-use crate::static_files::{AutoindexFormat, handler::FileBody};
+use crate::static_files::handler::{self as static_handler, StaticOutcome};
+use crate::static_files::settings::AutoindexFormat;
 use crate::variables::render;
 use crate::worker::HttpWorker;
 
@@ -35,19 +37,19 @@ pub async fn serve_static<'a>(
         Some(literal) => std::borrow::Cow::Borrowed(literal),
         None => std::borrow::Cow::Owned(render(worker, connection, request, template)),
     };
-    let path = static_handler::map_path(location, &root, request);
+    let path = crate::file::map_path(location, &root, request);
     if request.uri.ends_with(b"/") {
         return serve_directory(worker, connection, request, location, path).await;
     }
     request.filename.clear();
     request.filename.extend_from_slice(&path);
     let check = symlink_check(worker, connection, request, location, &path);
-    let io = file_cache::file_io(worker, connection, request, location);
-    let opened = file_cache::open(worker, location, &io, &path, check).await?;
+    let io = cache::file_io(worker, connection, request, location);
+    let opened = cache::open(worker, location, &io, &path, check).await?;
     let (file, info) = match opened {
         Err(failure) => {
             let log_not_found = location.settings.core.log_not_found;
-            return Err(static_handler::open_failure(&failure, &path, log_not_found));
+            return Err(crate::file::open_failure(&failure, &path, log_not_found));
         }
         Ok((_, info)) if info.is_dir => return Ok(StaticOutcome::AddSlash),
         Ok((Some(file), info)) if info.is_file => (file, info),
@@ -75,10 +77,10 @@ pub async fn serve_static<'a>(
     response.accept_ranges = true;
     let statics = &location.settings.static_files;
     let direct = match statics.directio {
-        Some(size) if info.len >= size => crate::static_files::io::enable_directio(&file),
+        Some(size) if info.len >= size => crate::file::io::enable_directio(&file),
         // A descriptor from `open_file_cache` may be shared with a location that turned
         // `O_DIRECT` on: it is then read in aligned blocks here too.
-        _ if statics.open_file_cache.is_some() => crate::static_files::io::is_direct(&file),
+        _ if statics.open_file_cache.is_some() => crate::file::io::is_direct(&file),
         _ => false,
     };
     let body = Body::File(FileBody {
@@ -136,10 +138,10 @@ async fn serve_index<'a>(
         let mut path = directory.to_vec();
         path.extend_from_slice(&name);
         let check = symlink_check(worker, connection, request, location, &path);
-        let failure = match file_cache::test(
+        let failure = match cache::test(
             worker,
             location,
-            &file_cache::file_io(worker, connection, request, location),
+            &cache::file_io(worker, connection, request, location),
             &path,
             check,
         )
@@ -189,10 +191,10 @@ async fn test_index_directory(
         _ => directory,
     };
     let check = symlink_check(worker, connection, request, location, dir);
-    match file_cache::test(
+    match cache::test(
         worker,
         location,
-        &file_cache::file_io(worker, connection, request, location),
+        &cache::file_io(worker, connection, request, location),
         dir,
         check,
     )

@@ -9,12 +9,12 @@ use std::time::Duration;
 use conf::{Arity, BlockKind, ConfError, Contexts, Directive};
 
 use crate::conf::{HttpDirective, LoadContext, LocationScope, Setter};
+use crate::file::open::Symlinks;
 use crate::set_once;
-use crate::static_files::open::Symlinks;
-use crate::static_files::try_files::TryFiles;
-use crate::static_files::{
+use crate::static_files::settings::{
     Aio, AutoindexFormat, DisableSymlinks, OpenFileCacheConf, OutputBuffers, PoolChoice,
 };
+use crate::static_files::try_files::TryFiles;
 
 const fn entry(
     name: &'static str,

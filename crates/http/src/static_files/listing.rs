@@ -124,4 +124,4 @@ fn is_gone_or_loop(error: &io::Error) -> bool {
     matches!(error.raw_os_error(), Some(2) | Some(40))
 }
 
-use crate::static_files::open::failed_message as failed;
+use crate::file::open::failed_message as failed;

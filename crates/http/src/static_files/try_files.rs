@@ -7,11 +7,11 @@ use logging::Level;
 
 use crate::conf::{LoadContext, Location};
 use crate::core::{AliasPart, DocumentRoot};
-use crate::phases::log;
+use crate::file::FileError;
+use crate::file::cache;
+use crate::request::log;
 use crate::request::{ConnectionInfo, Request};
-use crate::rewrite::STATUS_CLOSE;
-use crate::static_files::file_cache;
-use crate::static_files::handler::FileError;
+use crate::special::STATUS_CLOSE;
 use crate::variables::{HttpTemplate, render};
 use crate::worker::HttpWorker;
 
@@ -125,9 +125,9 @@ pub async fn run<'a>(
         let name = candidate_name(worker, connection, request, location, &candidate.name);
         let mut path = root.clone();
         path.extend_from_slice(&name);
-        let check = file_cache::symlink_check(worker, connection, request, location, &path);
-        let io = file_cache::file_io(worker, connection, request, location);
-        let info = match file_cache::test(worker, location, &io, &path, check).await? {
+        let check = cache::symlink_check(worker, connection, request, location, &path);
+        let io = cache::file_io(worker, connection, request, location);
+        let info = match cache::test(worker, location, &io, &path, check).await? {
             Ok(info) => info,
             Err(failure) => {
                 if !failure.is_not_found() {

@@ -513,11 +513,7 @@ impl RequestVariables<'_> {
         };
         let mut root = Vec::new();
         self.append_document_root(&mut root);
-        out.extend_from_slice(&crate::static_files::handler::map_path(
-            location,
-            &root,
-            self.request,
-        ));
+        out.extend_from_slice(&crate::file::map_path(location, &root, self.request));
         true
     }
 }

@@ -12,11 +12,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::conf::Location;
+use crate::file::FileError;
+use crate::file::io::FileIo;
+use crate::file::open::{self, FileInfo, OpenFailure, SymlinkCheck};
 use crate::request::{ConnectionInfo, Request};
-use crate::static_files::handler::FileError;
-use crate::static_files::io::FileIo;
-use crate::static_files::open::{self, FileInfo, OpenFailure, SymlinkCheck};
-use crate::static_files::{Aio, OpenFileCacheConf, PoolChoice};
+use crate::static_files::settings::{Aio, OpenFileCacheConf, PoolChoice};
 use crate::variables::render;
 use crate::worker::HttpWorker;
 

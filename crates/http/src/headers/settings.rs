@@ -1,0 +1,46 @@
+//! What the headers module's directives set: the data other modules may read.
+
+use crate::headers::expires::{Expires, ExpiresValue};
+use crate::settings;
+use crate::variables::HttpTemplate;
+
+/// One `add_header NAME VALUE [always]` or `add_trailer NAME VALUE [always]`.
+#[derive(Clone, Debug)]
+pub struct AddHeader {
+    pub name: Box<[u8]>,
+    pub value: HttpTemplate,
+    /// Without `always`, nginx adds the field only to these statuses.
+    pub always: bool,
+}
+
+settings! {
+    /// A level with its own `add_header` (or `add_trailer`) replaces the enclosing level's
+    /// list entirely, as in nginx; several at one level accumulate.
+    pub struct HeadersConf => Headers (env) {
+        /// `add_header`
+        add_header: Vec<AddHeader> = Vec::new(),
+        /// `add_trailer`
+        add_trailer: Vec<AddHeader> = Vec::new(),
+        /// `expires`
+        expires: Expires = Expires::Fixed(ExpiresValue::Off),
+    }
+}
+
+/// The statuses `add_header`, `add_trailer` and `expires` apply to (without `always`).
+pub fn status_takes_added_headers(status: u16) -> bool {
+    matches!(
+        status,
+        200 | 201 | 204 | 206 | 301 | 302 | 303 | 304 | 307 | 308
+    )
+}
+
+impl Headers {
+    /// Whether some `add_trailer` applies to a response with this status: nginx then
+    /// expects trailers and sends the response chunked when it can.
+    pub fn expects_trailers(&self, status: u16) -> bool {
+        let status_ok = status_takes_added_headers(status);
+        self.add_trailer
+            .iter()
+            .any(|trailer| trailer.always || status_ok)
+    }
+}
