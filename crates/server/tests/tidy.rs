@@ -40,7 +40,7 @@ const LOOP_CRATES: &[&str] = &["http", "http1", "vars", "runtime"];
 const FILESYSTEM_ALLOWED: &[&str] = &[
     "crates/http/src/static_files/handler.rs",
     "crates/http/src/static_files/listing.rs",
-    "crates/http/src/static_files/open.rs",
+    "crates/http/src/file/open.rs",
     "crates/http/src/body/temp.rs",
     "crates/http/src/pool_fs.rs",
     "crates/runtime/src/sys/linux.rs",

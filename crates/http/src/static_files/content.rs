@@ -1,7 +1,7 @@
 //! The static handlers as the content phase runs them, in nginx's order: `index` and
 //! `autoindex` for a URI ending in `/` (else 403), the static module for the rest (a
 //! file, a redirect for a directory without its slash, or an error). The file-system
-//! calls run on the pool (`file_cache.rs`, `open.rs`, `autoindex::read_listing`).
+//! calls run where `aio` says (the kernel's file access, and the directory listing).
 
 use logging::Level;
 

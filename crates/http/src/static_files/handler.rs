@@ -1,5 +1,5 @@
 //! Serving a file: URI to path, `index`, directory redirects, and the file body. The
-//! system calls that touch the file system run where `aio` says (`file_cache.rs`).
+//! system calls that touch the file system run where `aio` says (the kernel's file access).
 
 use http1::Method;
 
