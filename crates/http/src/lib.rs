@@ -19,6 +19,7 @@ pub mod core;
 pub mod file;
 pub mod headers;
 pub mod log;
+pub mod log_buffers;
 pub mod map;
 pub mod modules;
 pub mod not_modified;

@@ -14,7 +14,7 @@ use threadpool::{ThreadPool, ThreadPools};
 use tokio::sync::watch;
 
 use crate::conf::{AddressConf, HttpConf};
-use crate::log::access::AccessLogs;
+use crate::log_buffers::LogBuffers;
 
 /// A loaded configuration's HTTP side and the resources it owns, shared by the workers of
 /// one generation.
@@ -66,7 +66,7 @@ pub struct HttpWorker {
     pub pools: ThreadPools,
     pub clock: Rc<Clock>,
     pub phase: watch::Receiver<Phase>,
-    pub access_logs: RefCell<AccessLogs>,
+    pub log_buffers: RefCell<LogBuffers>,
     date: RefCell<DateCache>,
     /// Set once the worker stops taking requests.
     draining: Cell<bool>,
@@ -188,7 +188,7 @@ impl HttpWorker {
             pools,
             clock,
             phase,
-            access_logs: RefCell::new(AccessLogs::new(slots)),
+            log_buffers: RefCell::new(LogBuffers::new(slots)),
             date: RefCell::new(DateCache {
                 second: i64::MIN,
                 value: Vec::new(),
@@ -284,7 +284,7 @@ impl HttpWorker {
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             ticker.tick().await;
-            self.access_logs
+            self.log_buffers
                 .borrow_mut()
                 .flush_due(std::time::Instant::now());
         }
@@ -387,7 +387,7 @@ impl HttpWorker {
     }
 
     pub fn flush_access_logs(&self) {
-        self.access_logs.borrow_mut().flush_all();
+        self.log_buffers.borrow_mut().flush_all();
     }
 }
 

@@ -90,11 +90,6 @@ const KNOWN: &[(&str, &str, &str)] = &[
         "conf/load.rs",
         "the `upstream` block reads its directives through the loader's walk",
     ),
-    (
-        "worker.rs",
-        "log/access.rs",
-        "the worker keeps the access log's buffers",
-    ),
 ];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,81 +1,38 @@
-//! Writing access-log lines: rendering a format with its escaping, and the worker's buffers.
+//! Writing access-log lines: rendering a format with its escaping.
 
 use std::time::Instant;
 
-use logging::AccessLogBuffer;
 use vars::Segment;
 
 use crate::log::{AccessLogTarget, Escape, LogFormat};
+use crate::log_buffers::LogBuffers;
 use crate::variables::RequestVariables;
 
-/// The access-log buffers of one worker, one per buffered `access_log` (by slot).
-#[derive(Debug, Default)]
-pub struct AccessLogs {
-    buffers: Vec<Option<AccessLogBuffer>>,
-    line: Vec<u8>,
-    scratch: Vec<u8>,
-}
-
-impl AccessLogs {
-    pub fn new(slots: usize) -> AccessLogs {
-        AccessLogs {
-            buffers: (0..slots).map(|_| None).collect(),
-            line: Vec::new(),
-            scratch: Vec::new(),
-        }
-    }
-
-    /// Writes the request's line to every target whose condition holds.
-    pub fn log(
-        &mut self,
-        targets: &[AccessLogTarget],
-        variables: &RequestVariables<'_>,
-        now: Instant,
-    ) {
-        for target in targets {
-            if let Some(condition) = &target.condition {
-                self.scratch.clear();
-                condition.evaluate(&mut ConditionEvaluator(variables), &mut self.scratch);
-                if self.scratch.is_empty() || self.scratch == b"0" {
-                    continue;
-                }
-            }
-            self.line.clear();
-            render(&target.format, variables, &mut self.line, &mut self.scratch);
-            self.line.push(b'\n');
-            match target.buffering {
-                None => {
-                    let _ = target.file.write_all(&self.line);
-                }
-                Some(buffering) => {
-                    let Some(slot) = self.buffers.get_mut(buffering.slot) else {
-                        let _ = target.file.write_all(&self.line);
-                        continue;
-                    };
-                    let buffer = slot.get_or_insert_with(|| {
-                        AccessLogBuffer::new(target.file.clone(), buffering.size, buffering.flush)
-                    });
-                    let _ = buffer.append(&self.line, now);
-                }
+/// Writes the request's line to every target whose condition holds, through the worker's
+/// buffers.
+pub fn log(
+    buffers: &mut LogBuffers,
+    targets: &[AccessLogTarget],
+    variables: &RequestVariables<'_>,
+    now: Instant,
+) {
+    let LogBuffers { line, scratch, .. } = buffers;
+    let (mut line, mut scratch) = (std::mem::take(line), std::mem::take(scratch));
+    for target in targets {
+        if let Some(condition) = &target.condition {
+            scratch.clear();
+            condition.evaluate(&mut ConditionEvaluator(variables), &mut scratch);
+            if scratch.is_empty() || scratch == b"0" {
+                continue;
             }
         }
+        line.clear();
+        render(&target.format, variables, &mut line, &mut scratch);
+        line.push(b'\n');
+        buffers.write(&target.file, target.buffering, &line, now);
     }
-
-    /// Flushes the buffers whose `flush=` interval has passed.
-    pub fn flush_due(&mut self, now: Instant) {
-        for buffer in self.buffers.iter_mut().flatten() {
-            if buffer.flush_due(now) {
-                let _ = buffer.flush();
-            }
-        }
-    }
-
-    /// Flushes everything (the worker is exiting or the logs are being reopened).
-    pub fn flush_all(&mut self) {
-        for buffer in self.buffers.iter_mut().flatten() {
-            let _ = buffer.flush();
-        }
-    }
+    buffers.line = line;
+    buffers.scratch = scratch;
 }
 
 struct ConditionEvaluator<'a, 'b>(&'a RequestVariables<'b>);

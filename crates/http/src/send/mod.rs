@@ -199,8 +199,10 @@ pub fn log_request(worker: &HttpWorker, connection: &Connection, request: &Reque
         now,
         &worker.generation.hostname,
     );
-    worker
-        .access_logs
-        .borrow_mut()
-        .log(targets, &variables, Instant::now());
+    crate::log::access::log(
+        &mut worker.log_buffers.borrow_mut(),
+        targets,
+        &variables,
+        Instant::now(),
+    );
 }
