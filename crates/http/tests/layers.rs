@@ -85,11 +85,6 @@ const KNOWN: &[(&str, &str, &str)] = &[
         "proxy/body.rs",
         "a proxied body is a response body variant naming the proxy's type",
     ),
-    (
-        "upstream/directives.rs",
-        "conf/load.rs",
-        "the `upstream` block reads its directives through the loader's walk",
-    ),
 ];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -127,21 +122,21 @@ fn allowed(from: Layer, to: Layer) -> bool {
     }
 }
 
-/// The file a `crate::` path names: the longest prefix of its segments that is a file.
-/// An item a feature re-exports from its `settings` (`crate::headers::AddHeader`) names the
-/// settings file.
+/// The file a `crate::` path names: the longest prefix of its segments that is a file,
+/// following the re-exports of a module (`pub use`) to the file that defines the item.
 fn target_file(segments: &[&str], sources: &BTreeMap<String, String>) -> Option<String> {
     for len in (1..=segments.len()).rev() {
-        let stem = segments[..len].join("/");
-        for candidate in [format!("{stem}.rs"), format!("{stem}/mod.rs")] {
-            if !sources.contains_key(&candidate) {
+        let stem = &segments[..len];
+        let joined = stem.join("/");
+        for candidate in [format!("{joined}.rs"), format!("{joined}/mod.rs")] {
+            let Some(source) = sources.get(&candidate) else {
                 continue;
-            }
-            let settings = format!("{stem}/settings.rs");
-            if let (Some(item), Some(source)) = (segments.get(len), sources.get(&settings))
-                && defines(source, item)
+            };
+            if let Some(item) = segments.get(len)
+                && let Some(origin) = reexport(source, stem, item)
+                && origin.as_slice() != segments
             {
-                return Some(settings);
+                return target_file(&origin, sources).or(Some(candidate));
             }
             return Some(candidate);
         }
@@ -149,16 +144,25 @@ fn target_file(segments: &[&str], sources: &BTreeMap<String, String>) -> Option<
     None
 }
 
-/// Whether `source` defines a public item named `name` (the `settings!` macro's
-/// `pub struct NameConf => Name` defines two).
-fn defines(source: &str, name: &str) -> bool {
-    let kinds = ["struct", "enum", "type", "const", "fn", "trait"];
-    kinds.iter().any(|kind| {
-        source.contains(&format!("pub {kind} {name} "))
-            || source.contains(&format!("pub {kind} {name}("))
-            || source.contains(&format!("pub {kind} {name}:"))
-            || source.contains(&format!("pub {kind} {name}<"))
-    }) || source.contains(&format!("=> {name} ("))
+/// Where a module (`stem`) re-exports `item` from: the item's full path.
+fn reexport<'a>(source: &'a str, stem: &[&'a str], item: &str) -> Option<Vec<&'a str>> {
+    for statement in source.split(';') {
+        let Some(path) = statement.trim().strip_prefix("pub use ") else {
+            continue;
+        };
+        let mut members = Vec::new();
+        match path.strip_prefix("crate::") {
+            Some(rest) => expand(Vec::new(), rest, &mut members),
+            None => expand(stem.to_vec(), path, &mut members),
+        }
+        if let Some(found) = members
+            .into_iter()
+            .find(|member| member.last() == Some(&item))
+        {
+            return Some(found);
+        }
+    }
+    None
 }
 
 /// The `crate::` paths a source names, comments included (a doc link is a dependency of
@@ -223,7 +227,7 @@ fn violations(sources: &[(String, String)]) -> BTreeSet<(String, String)> {
     let mut found = BTreeSet::new();
     for (file, source) in sources {
         // A file's own tests may reach anywhere.
-        let source = match source.find("#[cfg(test)]") {
+        let source = match source.find("#[cfg(test)]\nmod ") {
             Some(at) => &source[..at],
             None => source.as_str(),
         };
@@ -321,6 +325,11 @@ fn features_read_each_others_settings_but_not_their_code() {
             "pub type Try = crate::static_files::try_files::TryFiles;\n",
         ),
         ("static_files/try_files.rs", "pub struct TryFiles;\n"),
+        (
+            "static_files/mod.rs",
+            "pub mod settings;\npub use settings::Try;\n",
+        ),
+        ("send/file.rs", "use crate::static_files::Try;\n"),
         ("rewrite/run.rs", "pub fn go() {}\n"),
         ("rewrite/mod.rs", "pub mod run;\n"),
         (
@@ -344,7 +353,7 @@ fn a_file_s_own_tests_are_not_checked() {
     let sources = fixture(&[
         (
             "request.rs",
-            "fn f() {}\n#[cfg(test)]\nmod tests { use crate::proxy::X; }\n",
+            "#[cfg(test)]\npub fn f() {}\n#[cfg(test)]\nmod tests { use crate::proxy::X; }\n",
         ),
         ("proxy/mod.rs", "pub struct X;\n"),
     ]);

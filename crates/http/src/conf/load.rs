@@ -1,12 +1,11 @@
 //! Walking the `http` block: directive dispatch, blocks, merge, and the final lookups.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use conf::{ConfError, ConfErrorKind, Context, Directive, Span};
-use logging::{ErrorLog, LogFile, LogFiles};
 
+use crate::conf::context::{LoadContext, LoadEnv};
 use crate::conf::listen::{self, ListenSpec};
 use crate::conf::location::{Location, LocationId, LocationKind, LocationTree};
 use crate::conf::regex::Regex;
@@ -17,169 +16,11 @@ use crate::conf::{
 };
 use crate::core::limit_except::Methods;
 use crate::core::types::{MimeTypes, TypesWarning};
-use crate::core::{AliasPart, DocumentRoot, TempPath};
-use crate::log::{AccessLogTarget, COMBINED, Escape, LogFormat};
+use crate::core::{AliasPart, DocumentRoot};
+use crate::log::AccessLogTarget;
 use crate::modules;
 use crate::rewrite::{If, Op};
-use crate::variables::{HttpTemplate, VariableRegistry};
-
-/// What loading the `http` block needs from the master.
-pub struct LoadEnv<'a> {
-    pub prefix: &'a Path,
-    pub main_error_log: Arc<ErrorLog>,
-    pub log_files: &'a mut LogFiles,
-    /// The machine's host name (`$hostname`, `server_name $hostname`).
-    pub hostname: String,
-    /// Directives of the main and `events` contexts: used in `http` they are "not allowed
-    /// here" rather than unknown, as nginx, which knows every directive, says.
-    pub outer_directives: &'a [&'static str],
-}
-
-/// State shared by the setters while the `http` block is read.
-pub struct LoadContext<'a> {
-    pub prefix: &'a Path,
-    /// `upstream` blocks and the groups `proxy_pass` names.
-    pub upstreams: crate::upstream::UpstreamRegistry,
-    pub variables: VariableRegistry,
-    pub log_files: &'a mut LogFiles,
-    pub log_formats: HashMap<String, Arc<LogFormat>>,
-    pub hostname: String,
-    pub warnings: Vec<ConfError>,
-    /// Each pool `aio threads=NAME` names without variables, where it was named.
-    pub thread_pools_used: Vec<(String, Span)>,
-    access_log_slots: usize,
-    outer_directives: &'a [&'static str],
-}
-
-impl LoadContext<'_> {
-    /// Compiles a directive value into a template, resolving its variables.
-    pub fn template(&mut self, text: &str, span: &Span) -> Result<HttpTemplate, ConfError> {
-        let variables = &mut self.variables;
-        HttpTemplate::compile(text, |name| Ok::<_, ConfError>(variables.resolve(name))).map_err(
-            |error| match error {
-                vars::TemplateError::Resolve(error) => error,
-                other => ConfError::message(other.to_string(), span),
-            },
-        )
-    }
-
-    /// A path relative to the prefix unless absolute, as nginx resolves file names.
-    pub fn path(&self, text: &str) -> PathBuf {
-        let path = Path::new(text);
-        if path.is_absolute() {
-            path.to_owned()
-        } else {
-            self.prefix.join(path)
-        }
-    }
-
-    /// Opens (once per configuration) the log file a directive names.
-    pub fn open_log(&mut self, text: &str, span: &Span) -> Result<Arc<LogFile>, ConfError> {
-        let path = self.path(text);
-        self.log_files
-            .open(&path)
-            .map_err(|error| open_error(&path, &error, span))
-    }
-
-    pub fn open_stderr(&mut self, span: &Span) -> Result<Arc<LogFile>, ConfError> {
-        self.log_files
-            .stderr()
-            .map_err(|error| open_error(Path::new("stderr"), &error, span))
-    }
-
-    pub fn log_format(&mut self, name: &str) -> Option<Arc<LogFormat>> {
-        if let Some(format) = self.log_formats.get(name) {
-            return Some(Arc::clone(format));
-        }
-        if name != "combined" {
-            return None;
-        }
-        let template = self.template(COMBINED, &Span::CommandLine).ok()?;
-        let format = Arc::new(LogFormat {
-            name: "combined".to_owned(),
-            escape: Escape::Default,
-            template,
-        });
-        self.log_formats
-            .insert("combined".to_owned(), Arc::clone(&format));
-        Some(format)
-    }
-
-    /// A new per-worker buffer slot for a buffered `access_log`.
-    pub fn next_access_log_slot(&mut self) -> usize {
-        self.access_log_slots += 1;
-        self.access_log_slots - 1
-    }
-
-    /// nginx's `"NAME" directive is duplicate`.
-    pub fn duplicate(&self, directive: &Directive) -> ConfError {
-        ConfError::at(
-            ConfErrorKind::Duplicate {
-                name: directive.name.clone(),
-            },
-            &directive.span,
-        )
-    }
-
-    /// `on` / `off`, with nginx's error for anything else.
-    pub fn flag(&self, directive: &Directive) -> Result<bool, ConfError> {
-        conf::value::parse_flag(directive)
-    }
-
-    /// `*_temp_path PATH [L1 [L2 [L3]]]`.
-    pub fn temp_path(&self, directive: &Directive) -> Result<TempPath, ConfError> {
-        let mut levels = Vec::new();
-        for argument in &directive.args[1..] {
-            match argument.as_str().parse::<u8>() {
-                Ok(level @ 1..=2) => levels.push(level),
-                _ => {
-                    return Err(ConfError::directive(
-                        &directive.name,
-                        "invalid value",
-                        &directive.span,
-                    ));
-                }
-            }
-        }
-        Ok(TempPath {
-            path: self.path(directive.arg(0)),
-            levels,
-        })
-    }
-
-    pub fn warn(&mut self, message: String, span: &Span) {
-        self.warnings.push(ConfError::message(message, span));
-    }
-}
-
-/// A context for unit tests of setters and parsers.
-#[cfg(test)]
-pub fn test_context(log_files: &mut LogFiles) -> LoadContext<'_> {
-    LoadContext {
-        prefix: Path::new("/tmp"),
-        upstreams: Default::default(),
-        variables: VariableRegistry::default(),
-        log_files,
-        log_formats: HashMap::new(),
-        hostname: "localhost".to_owned(),
-        warnings: Vec::new(),
-        thread_pools_used: Vec::new(),
-        access_log_slots: 0,
-        outer_directives: &[],
-    }
-}
-
-fn open_error(path: &Path, error: &std::io::Error, span: &Span) -> ConfError {
-    ConfError::at(
-        ConfErrorKind::Io {
-            call: "open",
-            path: path.to_owned(),
-            errno: error.raw_os_error().unwrap_or(0),
-            text: runtime::sys::linux::strerror(error.raw_os_error().unwrap_or(0)),
-        },
-        span,
-    )
-}
+use crate::variables::VariableRegistry;
 
 /// A location as read, before merging.
 struct PendingLocation {
@@ -217,13 +58,14 @@ pub fn load_http(block: &[Directive], env: LoadEnv<'_>) -> Result<HttpConf, Conf
         thread_pools_used: Vec::new(),
         access_log_slots: 0,
         outer_directives: env.outer_directives,
+        tables: modules::TABLES,
     };
     let mut main = MainScope::default();
     let mut http_server = ServerScope::default();
     let mut http_location = LocationScope::default();
     let mut servers = Vec::new();
     for directive in block {
-        let spec = check(directive, Context::Http, context.outer_directives)?;
+        let spec = context.check_directive(directive, Context::Http)?;
         match &spec.set {
             Setter::Main(set) => set(&mut main, directive, &mut context)?,
             Setter::Server(set) => set(&mut http_server, directive, &mut context)?,
@@ -258,30 +100,6 @@ pub fn load_http(block: &[Directive], env: LoadEnv<'_>) -> Result<HttpConf, Conf
         context,
         &merge_env,
     )
-}
-
-/// [`check`] for a module that reads a block of its own.
-pub fn check_directive(
-    directive: &Directive,
-    context: Context,
-    load: &LoadContext<'_>,
-) -> Result<&'static crate::conf::HttpDirective, ConfError> {
-    check(directive, context, load.outer_directives)
-}
-
-/// Checks a directive against every HTTP module's table; a name only the main context
-/// knows is "not allowed here".
-fn check(
-    directive: &Directive,
-    context: Context,
-    outer: &[&str],
-) -> Result<&'static crate::conf::HttpDirective, ConfError> {
-    conf::spec::check(modules::directives(), directive, context).map_err(|error| match error.kind {
-        ConfErrorKind::UnknownDirective { name } if outer.contains(&name.as_str()) => {
-            ConfError::at(ConfErrorKind::NotAllowedHere { name }, &directive.span)
-        }
-        _ => error,
-    })
 }
 
 fn default_access_log(context: &mut LoadContext<'_>) -> Result<AccessLogTarget, ConfError> {
@@ -346,7 +164,7 @@ fn read_server(
     let mut location = LocationScope::default();
     let mut locations = Vec::new();
     for inner in directive.block.as_deref().unwrap_or_default() {
-        let spec = check(inner, Context::Server, context.outer_directives)?;
+        let spec = context.check_directive(inner, Context::Server)?;
         match &spec.set {
             Setter::Main(_) => {
                 return Err(ConfError::at(
@@ -490,7 +308,7 @@ fn read_location(
         limit_except: None,
     };
     for inner in directive.block.as_deref().unwrap_or_default() {
-        let spec = check(inner, Context::Location, context.outer_directives)?;
+        let spec = context.check_directive(inner, Context::Location)?;
         if inner.name == "alias" && matches!(pending.kind, LocationKind::Named(_)) {
             return Err(ConfError::message(
                 "the \"alias\" directive cannot be used inside the named location",
@@ -594,7 +412,7 @@ fn read_block_settings(
     context: &mut LoadContext<'_>,
 ) -> Result<(), ConfError> {
     for inner in directive.block.as_deref().unwrap_or_default() {
-        let spec = check(inner, inner_context, context.outer_directives)?;
+        let spec = context.check_directive(inner, inner_context)?;
         match &spec.set {
             Setter::Location(set) => set(block, inner, context)?,
             _ => {

@@ -7,6 +7,7 @@
 //! structures (location trees, server names per address, templates) are built. The result,
 //! [`HttpConf`], is immutable and shared by every worker of one generation.
 
+pub mod context;
 pub mod listen;
 pub mod load;
 pub mod location;
@@ -22,7 +23,8 @@ use std::sync::Arc;
 use conf::{ConfError, Directive, DirectiveSpec};
 use logging::ErrorLog;
 
-pub use load::{LoadContext, LoadEnv, load_http};
+pub use context::{LoadContext, LoadEnv};
+pub use load::load_http;
 pub use location::{Location, LocationId, LocationKind, LocationTree};
 pub use scope::{LocationScope, LocationSettings, MainScope, ServerScope};
 

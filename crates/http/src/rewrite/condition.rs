@@ -167,7 +167,7 @@ pub fn parse(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::conf::load::test_context;
+    use crate::conf::context::test_context;
 
     fn args(text: &[&str]) -> Vec<Argument> {
         text.iter()

@@ -51,7 +51,7 @@ pub fn read_upstream(
     let name = directive.arg(0).to_owned();
     let mut scope = UpstreamScope::default();
     for inner in directive.block.as_deref().unwrap_or_default() {
-        let spec = crate::conf::load::check_directive(inner, conf::Context::Upstream, context)?;
+        let spec = context.check_directive(inner, conf::Context::Upstream)?;
         match &spec.set {
             Setter::Upstream(set) => set(&mut scope, inner, context)?,
             _ => {
