@@ -17,6 +17,7 @@ mod core;
 mod error_log;
 mod error_page;
 mod expires;
+mod http_absolute_redirect;
 mod http_body;
 mod http_core;
 mod http_disable_symlinks;
