@@ -16,6 +16,7 @@ mod config;
 mod core;
 mod error_log;
 mod error_page;
+mod events;
 mod expires;
 mod http_absolute_redirect;
 mod http_body;

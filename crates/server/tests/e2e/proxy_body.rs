@@ -1,6 +1,7 @@
 //! The request body sent upstream: its framing, `proxy_pass_request_body`,
 //! `proxy_request_buffering`, `proxy_set_body` (with `proxy_method` and
-//! `proxy_pass_request_headers`) and a body kept in a file (`client_body_in_file_only`).
+//! `proxy_pass_request_headers`) and a body kept in a file (`client_body_in_file_only`,
+//! `client_body_buffer_size`, `client_body_temp_path`).
 
 use std::time::Duration;
 
@@ -190,5 +191,43 @@ fn client_body_in_file_only_keeps_the_request_body_file() {
     assert_eq!(
         std::fs::read_to_string(&path).ok().as_deref(),
         Some("in the file")
+    );
+}
+
+/// A body larger than `client_body_buffer_size` goes to a temporary file under
+/// `client_body_temp_path`, which `$request_body_file` names; a smaller one stays in
+/// memory.
+#[test]
+fn client_body_buffer_size_sends_larger_bodies_to_client_body_temp_path() {
+    let (server, upstream) = proxy_with(
+        "log_format file '$uri $request_body_file';
+         server {
+             listen 127.0.0.1:8080;
+             access_log logs/file.log file;
+             client_body_buffer_size 1k;
+             client_body_temp_path bodies;
+             location / { proxy_pass http://127.0.0.1:8081; }
+         }",
+        |mut conn| {
+            while conn.read_request().is_some() {
+                conn.write(OK);
+            }
+        },
+    );
+    for (path, size) in [("/small", 1000), ("/large", 3000)] {
+        let body = "b".repeat(size);
+        let response = server.request(format!(
+            "POST {path} HTTP/1.1\r\nHost: x\r\nContent-Length: {size}\r\nConnection: close\r\n\r\n{body}"
+        ));
+        assert_eq!(response.status, 200, "{path}");
+    }
+    assert_eq!(server.wait_for_line("logs/file.log", "/small "), "/small -");
+    let large = server.wait_for_line("logs/file.log", "/large ");
+    let directory = format!("/large {}/bodies/", server.prefix().path().display());
+    assert!(large.starts_with(&directory), "{large}");
+    let requests = upstream.requests();
+    assert!(
+        requests.iter().all(|request| request.ends_with("bbbb")),
+        "{requests:?}"
     );
 }

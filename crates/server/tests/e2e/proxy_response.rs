@@ -1,6 +1,6 @@
 //! The upstream's response on its way to the client: each framing passed on, nginx's 502
-//! for every kind of malformed or missing head, a body cut short, and a client that leaves
-//! while the upstream thinks.
+//! for every kind of malformed, missing or too big head (`proxy_buffer_size`), a body cut
+//! short, and a client that leaves while the upstream thinks.
 
 use std::time::Duration;
 
@@ -163,4 +163,29 @@ fn a_client_leaving_while_the_upstream_thinks_ends_the_request_with_499() {
     wait_until("the upstream connection to close", PATIENCE, || {
         closed.load(std::sync::atomic::Ordering::Acquire)
     });
+}
+
+/// A response head that does not fit in `proxy_buffer_size` is refused with a 502.
+#[test]
+fn proxy_buffer_size_limits_the_upstream_response_head() {
+    let (server, _upstream) = proxy_with(
+        "server {
+            listen 127.0.0.1:8080;
+            location /small { proxy_pass http://127.0.0.1:8081; proxy_buffer_size 1k; }
+            location /large { proxy_pass http://127.0.0.1:8081; proxy_buffer_size 8k; }
+        }",
+        |mut conn| {
+            if conn.read_request().is_some() {
+                let padding = "p".repeat(2000);
+                conn.write(format!(
+                    "HTTP/1.1 200 OK\r\nX-Padding: {padding}\r\nContent-Length: 5\r\n\r\nhello"
+                ));
+            }
+        },
+    );
+    assert_eq!(server.get("/large").body_text(), "hello");
+    assert_eq!(server.get("/small").status, 502);
+    server.wait_for_error_log(
+        "upstream sent too big header while reading response header from upstream, client: 127.0.0.1",
+    );
 }
