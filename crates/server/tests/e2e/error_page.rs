@@ -1,7 +1,7 @@
 //! `error_page` (URI, `=code`, `=`, named locations, redirects, inheritance,
-//! `recursive_error_pages`), `internal`, named locations, `limit_except`, and the
-//! internal-redirect limit. Every expectation here was checked against nginx as well
-//! (`PORTICO_E2E_BINARY=/usr/sbin/nginx`).
+//! `recursive_error_pages`), `internal`, named locations, `limit_except`, the
+//! internal-redirect limit, and `msie_padding` of nginx's own pages. Every expectation here
+//! was checked against nginx as well (`PORTICO_E2E_BINARY=/usr/sbin/nginx`).
 
 use crate::support::cli::assert_http_body_fails;
 use crate::support::log::messages_at;
@@ -290,4 +290,33 @@ fn error_page_and_limit_except_errors_read_like_nginx() {
     ] {
         assert_http_body_fails(body, message);
     }
+}
+
+/// `msie_padding`: nginx's own error pages get a padding comment for MSIE and Chrome, so
+/// that they show the page and not their own; other browsers and `off` get none.
+#[test]
+fn msie_padding_pads_error_pages_for_msie_and_chrome() {
+    let server = Instance::http(
+        "server {
+            listen 127.0.0.1:8080;
+            location / { return 404; }
+            location /off/ { msie_padding off; return 404; }
+        }",
+    );
+    let padded = |path: &str, agent: &str| {
+        let response = server.request(format!(
+            "GET {path} HTTP/1.1\r\nHost: localhost\r\nUser-Agent: {agent}\r\nConnection: close\r\n\r\n"
+        ));
+        assert_eq!(response.status, 404);
+        response
+            .body_text()
+            .contains("<!-- a padding to disable MSIE and Chrome friendly error page -->")
+    };
+    let msie = "Mozilla/4.0 (compatible; MSIE 6.0; Windows NT 5.1)";
+    let chrome = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 Chrome/120.0 Safari/537.36";
+    let firefox = "Mozilla/5.0 (X11; Linux x86_64; rv:120.0) Gecko/20100101 Firefox/120.0";
+    assert!(padded("/", msie));
+    assert!(padded("/", chrome));
+    assert!(!padded("/", firefox));
+    assert!(!padded("/off/", msie));
 }

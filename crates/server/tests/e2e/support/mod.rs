@@ -5,11 +5,13 @@
 
 pub mod cli;
 pub mod client;
+pub mod dns;
 pub mod instance;
 pub mod log;
 pub mod ports;
 pub mod prefix;
 pub mod proc_net;
+pub mod proxy;
 pub mod slow_disk;
 pub mod upstream;
 pub mod wait;

@@ -232,3 +232,23 @@ impl Drop for MockUpstream {
         }
     }
 }
+
+/// A listener on `port` whose accept queue is full: it never accepts, and one connection
+/// already waits in a queue of one, so the kernel drops further SYNs and a connect hangs.
+/// Returns the listener and the waiting connection, to be kept open.
+pub fn full_listener(port: u16) -> (rustix::fd::OwnedFd, std::net::TcpStream) {
+    use rustix::net::{AddressFamily, SocketType};
+    let address = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    let listener = rustix::net::socket(AddressFamily::INET, SocketType::STREAM, None)
+        .expect("a listening socket");
+    rustix::net::sockopt::set_socket_reuseaddr(&listener, true).expect("SO_REUSEADDR");
+    rustix::net::bind(&listener, &address).expect("bind the full listener");
+    rustix::net::listen(&listener, 0).expect("listen with a backlog of 0");
+    let waiting = std::net::TcpStream::connect(address).expect("the first connection is queued");
+    // The queue is full when a second connect from here gets no answer.
+    assert!(
+        std::net::TcpStream::connect_timeout(&address, Duration::from_millis(200)).is_err(),
+        "the accept queue should be full"
+    );
+    (listener, waiting)
+}

@@ -1,0 +1,56 @@
+//! `resolver` and `resolver_timeout`: names in a `proxy_pass` built from variables, asked
+//! of a scripted name server and cached; and the settings refused at load.
+
+use crate::support::Instance;
+use crate::support::cli::{assert_http_body_fails, test_http_body};
+use crate::support::dns::dns_server;
+use crate::support::proxy::OK;
+use crate::support::upstream::MockUpstream;
+
+#[test]
+fn resolver_finds_names_from_variables_and_caches_them() {
+    let mut builder = Instance::http_builder(
+        "log_format up '$upstream_addr';
+         server {
+             listen 127.0.0.1:8080;
+             access_log logs/up.log up;
+             location / {
+                 resolver 127.0.0.1:8082 ipv6=off;
+                 proxy_pass http://$arg_host:%%PORT_8081%%;
+             }
+             location /none { proxy_pass http://$arg_host:%%PORT_8081%%; }
+         }",
+    );
+    let port = builder.port(8081);
+    let dns = builder.port(8082);
+    let questions = dns_server(dns);
+    let _upstream = MockUpstream::answering(port, OK);
+    let server = builder.start();
+    assert_eq!(server.get("/?host=backend.test").body_text(), "hello");
+    assert_eq!(server.get("/?host=backend.test").body_text(), "hello");
+    // One question: the second request used the cached answer (TTL 60 s).
+    assert_eq!(questions.load(std::sync::atomic::Ordering::Acquire), 1);
+    server.wait_for_line("logs/up.log", &format!("127.0.0.1:{port}"));
+    assert_eq!(server.get("/none?host=backend.test").status, 502);
+    server.wait_for_error_log("no resolver defined to resolve backend.test");
+}
+
+#[test]
+fn resolver_and_zone_settings_load_and_bad_ones_are_refused() {
+    let (_, output) = test_http_body(
+        "upstream u { zone backends 64k; server 127.0.0.1:1; }
+         server { listen 127.0.0.1:8080;
+                  location / { resolver 127.0.0.1:53 valid=30s ipv6=off; resolver_timeout 5s;
+                               proxy_pass http://$host; } }",
+    );
+    output.assert_code(0);
+    assert_http_body_fails(
+        "server { listen 127.0.0.1:8080; resolver no-such-host.invalid; }",
+        "host not found in resolver \"no-such-host.invalid\" in {conf}:4",
+    );
+    // `ipv4=` is current nginx's (1.23.1); nginx 1.22 takes it for a host name.
+    assert_http_body_fails(
+        "server { listen 127.0.0.1:8080; resolver 127.0.0.1 ipv4=off ipv6=off; }",
+        "\"ipv4\" and \"ipv6\" cannot both be \"off\" in {conf}:4",
+    );
+}
