@@ -7,7 +7,9 @@
 //!    ten times in all;
 //! 4. access: `allow` and `deny` (403 when a rule denies the client);
 //! 5. precontent: `try_files`;
-//! 6. content: the static handler (`root`/`alias`, `index`, `autoindex`);
+//! 6. content: the location's content handler, which its directives chose at load (the
+//!    proxy for `proxy_pass`, else the static handlers: `root`/`alias`, `index`,
+//!    `autoindex`);
 //! 7. log: written by the connection once the response is sent.
 //!
 //! Any phase may end the request with a status; [`Step::Finalize`] then applies
@@ -18,8 +20,9 @@ use logging::Level;
 
 use crate::access::{self, Action};
 use crate::body::BodyState;
-use crate::conf::ServerId;
 use crate::conf::location;
+use crate::conf::scope::Content;
+use crate::conf::{LocationId, ServerId};
 use crate::connection::Connection;
 use crate::core::error_page::ErrorPage;
 use crate::file::resolve_realpath_root;
@@ -310,30 +313,39 @@ async fn content<'a>(
     let Some(location_id) = request.location else {
         return Step::Finalize(500);
     };
-    if worker
-        .conf()
-        .location(location_id)
-        .settings
-        .proxy
-        .pass
-        .is_some()
-    {
-        return match proxy_handler::proxy(
-            worker,
-            client_connection,
-            body_state,
-            request,
-            location_id,
-        )
-        .await
-        {
-            ProxyOutcome::Respond(body) => Step::Done(Reply::Respond(body)),
-            ProxyOutcome::Finalize(status) => Step::Finalize(status),
-            ProxyOutcome::Redirect { uri, args } => Step::Redirect { uri, args },
-            ProxyOutcome::Named(name) => Step::Named(name),
-        };
+    match worker.conf().location(location_id).settings.content {
+        Content::Proxy => {
+            proxy_content(worker, client_connection, body_state, request, location_id).await
+        }
+        Content::Static => {
+            static_content(worker, &client_connection.info, request, location_id).await
+        }
     }
-    let connection = &client_connection.info;
+}
+
+/// The proxy's content handler.
+async fn proxy_content<'a>(
+    worker: &'a HttpWorker,
+    client_connection: &mut Connection,
+    body_state: &mut BodyState,
+    request: &mut Request<'a>,
+    location_id: LocationId,
+) -> Step<'a> {
+    match proxy_handler::proxy(worker, client_connection, body_state, request, location_id).await {
+        ProxyOutcome::Respond(body) => Step::Done(Reply::Respond(body)),
+        ProxyOutcome::Finalize(status) => Step::Finalize(status),
+        ProxyOutcome::Redirect { uri, args } => Step::Redirect { uri, args },
+        ProxyOutcome::Named(name) => Step::Named(name),
+    }
+}
+
+/// The static handlers' content phase.
+async fn static_content<'a>(
+    worker: &'a HttpWorker,
+    connection: &ConnectionInfo,
+    request: &mut Request<'a>,
+    location_id: LocationId,
+) -> Step<'a> {
     match serve_static(worker, connection, request, location_id).await {
         Ok(StaticOutcome::Respond { status, body }) => {
             if status >= 300 || matches!(body, Body::Empty) && status != 200 {

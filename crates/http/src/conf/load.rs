@@ -620,8 +620,10 @@ impl Builder<'_> {
     ) -> (LocationTree, Vec<LocationId>) {
         let mut tree = LocationTree::default();
         let mut named = Vec::new();
-        // `proxy_pass` is a location's handler: nested locations do not inherit it.
+        // A location's content handler (and `proxy_pass`, which sets it) is its own:
+        // nested locations do not inherit it.
         let mut inherited = parent.inheritable();
+        inherited.content = None;
         inherited.proxy.pass = None;
         for mut location in pending {
             location.scope.merge_from(&inherited);

@@ -50,6 +50,22 @@ pub struct LocationScope {
     pub script: Script,
     /// `try_files`: not inherited, as in nginx.
     pub try_files: TryFilesSetting,
+    /// Set by the directive that makes the location a module's own; inherited only by the
+    /// location's `if` and `limit_except` blocks.
+    pub content: Option<Content>,
+}
+
+/// The handler of a location's content phase: data set at load by the directive that makes
+/// the location a module's own (`proxy_pass`), as nginx's setters set a location's handler;
+/// the static handler otherwise. A new content module adds a variant here and its arm in
+/// the phase runner.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Content {
+    /// `root`/`alias`, `index`, `autoindex`, `try_files`.
+    #[default]
+    Static,
+    /// `proxy_pass`.
+    Proxy,
 }
 
 /// A location's settings after merge and defaults.
@@ -65,6 +81,7 @@ pub struct LocationSettings {
     pub charset: Charset,
     pub script: Script,
     pub try_files: TryFilesSetting,
+    pub content: Content,
 }
 
 impl LocationScope {
@@ -78,6 +95,9 @@ impl LocationScope {
         self.proxy.merge_from(&parent.proxy);
         self.rewrite.merge_from(&parent.rewrite);
         self.charset.merge_from(&parent.charset);
+        if self.content.is_none() {
+            self.content = parent.content;
+        }
     }
 
     /// A copy of the inheritable settings, for a nested level to merge from. The script is
@@ -94,6 +114,7 @@ impl LocationScope {
             charset: self.charset.clone(),
             script: Script::default(),
             try_files: None,
+            content: self.content,
         }
     }
 
@@ -109,6 +130,7 @@ impl LocationScope {
             charset: self.charset.resolve(env),
             script: self.script.clone(),
             try_files: self.try_files.clone(),
+            content: self.content.unwrap_or_default(),
         }
     }
 }

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use conf::{Arity, BlockKind, ConfError, Contexts, Directive};
 
 use crate::conf::regex::Regex;
+use crate::conf::scope::Content;
 use crate::conf::{HttpDirective, LoadContext, LocationScope, Setter};
 use crate::core::directives::{flag, invalid_value, size, time};
 use crate::proxy::pass::{ProxyPass, load_target};
@@ -339,6 +340,7 @@ fn set_proxy_pass(
         ProxyPass::Variables(template)
     };
     scope.proxy.pass = Some(Some(Arc::new(pass)));
+    scope.content = Some(Content::Proxy);
     Ok(())
 }
 
