@@ -13,6 +13,7 @@ use std::pin::Pin;
 use tokio::time::{Sleep, timeout_at};
 
 use crate::body::BodyState;
+use crate::client::{BodySource, ReadAhead, ResponseSink};
 use crate::conf::{AddressConf, ServerId};
 use crate::core::{CoreServer, LingeringClose};
 use crate::phases;
@@ -27,8 +28,7 @@ pub struct Connection {
     pub stream: Stream,
     pub info: ConnectionInfo,
     /// Bytes read and not yet consumed: the start of the next request, or body bytes.
-    pub(crate) buf: Vec<u8>,
-    pub(crate) filled: usize,
+    pub read_ahead: ReadAhead,
     /// The response head (and small bodies) being written.
     pub out: Vec<u8>,
     /// The one timer of the connection (see `wait_readable`).
@@ -111,7 +111,7 @@ pub async fn serve(
     let header_timeout = default_server.core.client_header_timeout;
     loop {
         request.reset();
-        request.pipelined = connection.filled > 0;
+        request.pipelined = connection.read_ahead.filled > 0;
         let head = connection
             .read_head(&worker, &limits, &mut request, idle_timeout, header_timeout)
             .await;
@@ -451,7 +451,7 @@ async fn handle_request<'a>(
     };
     request.keepalive = send::keepalive_allowed(worker, &connection.info, request);
     if !body_state.is_done() {
-        if request.info.expect_continue && connection.filled == 0 {
+        if request.info.expect_continue && connection.read_ahead.filled == 0 {
             let _ = connection
                 .stream
                 .write_all(b"HTTP/1.1 100 Continue\r\n\r\n")
@@ -506,7 +506,7 @@ async fn handle_request<'a>(
         }
     }
     if !request.keepalive {
-        return closing_mode(worker, request, connection.filled > 0);
+        return closing_mode(worker, request, connection.read_ahead.filled > 0);
     }
     After::KeepAlive
 }
@@ -604,7 +604,7 @@ impl Connection {
     ) -> HeadRead {
         // The clock is read only when the connection has to wait: a request that arrives
         // in one packet never arms its header timer.
-        let mut started = self.filled > 0;
+        let mut started = self.read_ahead.filled > 0;
         let mut timeout = if started {
             header_timeout
         } else {
@@ -619,17 +619,19 @@ impl Connection {
         // Parsing starts over from the first byte each time, so it runs only when a line
         // may have ended (or the buffer is full and a limit may be hit): a client sending
         // one byte at a time costs a scan per line, not a scan per byte.
-        let mut parse = self.filled > 0;
+        let mut parse = self.read_ahead.filled > 0;
         loop {
             if parse {
                 match http1::request::parse_head(
-                    &self.buf[..self.filled],
+                    &self.read_ahead.buf[..self.read_ahead.filled],
                     limits,
                     &mut request.head,
                 ) {
                     Ok(Progress::Complete) => {
                         let len = request.head.len;
-                        request.head_bytes.extend_from_slice(&self.buf[..len]);
+                        request
+                            .head_bytes
+                            .extend_from_slice(&self.read_ahead.buf[..len]);
                         self.consume(len);
                         return HeadRead::Ready;
                     }
@@ -637,27 +639,32 @@ impl Connection {
                     Err(error) => {
                         request
                             .head_bytes
-                            .extend_from_slice(&self.buf[..self.filled]);
+                            .extend_from_slice(&self.read_ahead.buf[..self.read_ahead.filled]);
                         return HeadRead::Invalid(error);
                     }
                 }
-                if self.filled == self.buf.len() {
+                if self.read_ahead.filled == self.read_ahead.buf.len() {
                     let max = limits.client_header_buffer_size
                         + limits.large_client_header_buffers.0
                             * limits.large_client_header_buffers.1;
-                    if self.buf.len() >= max {
+                    if self.read_ahead.buf.len() >= max {
                         request
                             .head_bytes
-                            .extend_from_slice(&self.buf[..self.filled]);
+                            .extend_from_slice(&self.read_ahead.buf[..self.read_ahead.filled]);
                         return HeadRead::Invalid(RequestError::RequestTooLarge);
                     }
-                    let grown =
-                        (self.buf.len() * 2).clamp(limits.large_client_header_buffers.1, max);
-                    self.buf.resize(grown.max(self.buf.len() + 1), 0);
+                    let grown = (self.read_ahead.buf.len() * 2)
+                        .clamp(limits.large_client_header_buffers.1, max);
+                    self.read_ahead
+                        .buf
+                        .resize(grown.max(self.read_ahead.buf.len() + 1), 0);
                 }
                 parse = false;
             }
-            let read = match self.stream.try_read(&mut self.buf[self.filled..]) {
+            let read = match self
+                .stream
+                .try_read(&mut self.read_ahead.buf[self.read_ahead.filled..])
+            {
                 Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {
                     let deadline =
                         *deadline.get_or_insert_with(|| tokio::time::Instant::now() + timeout);
@@ -669,7 +676,10 @@ impl Connection {
                         Wait::Draining => {
                             // A request may have arrived just now: serve it rather than
                             // reset it by closing with unread data.
-                            match self.stream.try_read(&mut self.buf[self.filled..]) {
+                            match self
+                                .stream
+                                .try_read(&mut self.read_ahead.buf[self.read_ahead.filled..])
+                            {
                                 Ok(count) if count > 0 => Ok(count),
                                 _ => return HeadRead::Draining,
                             }
@@ -677,7 +687,7 @@ impl Connection {
                         Wait::TimedOut => {
                             request
                                 .head_bytes
-                                .extend_from_slice(&self.buf[..self.filled]);
+                                .extend_from_slice(&self.read_ahead.buf[..self.read_ahead.filled]);
                             return HeadRead::TimedOut { partial: started };
                         }
                         Wait::Failed => return HeadRead::Failed,
@@ -698,14 +708,15 @@ impl Connection {
                     }
                     request
                         .head_bytes
-                        .extend_from_slice(&self.buf[..self.filled]);
+                        .extend_from_slice(&self.read_ahead.buf[..self.read_ahead.filled]);
                     return HeadRead::ClosedPartial;
                 }
                 Ok(count) => {
-                    let fresh = &self.buf[self.filled..self.filled + count];
+                    let fresh = &self.read_ahead.buf
+                        [self.read_ahead.filled..self.read_ahead.filled + count];
                     parse = memchr::memchr(b'\n', fresh).is_some()
-                        || self.filled + count == self.buf.len();
-                    self.filled += count;
+                        || self.read_ahead.filled + count == self.read_ahead.buf.len();
+                    self.read_ahead.filled += count;
                     if !started {
                         started = true;
                         if !first {
@@ -761,8 +772,7 @@ impl Connection {
         Connection {
             stream,
             info,
-            buf: vec![0; buffer_size.max(1)],
-            filled: 0,
+            read_ahead: ReadAhead::new(buffer_size),
             out: Vec::with_capacity(512),
             timer: Box::pin(tokio::time::sleep_until(far_future())),
         }
@@ -770,21 +780,26 @@ impl Connection {
 
     /// Puts bytes in the buffer as if they had been read (tests and pipelined input).
     pub fn preload(&mut self, bytes: &[u8]) {
-        if self.buf.len() < self.filled + bytes.len() {
-            self.buf.resize(self.filled + bytes.len(), 0);
-        }
-        self.buf[self.filled..self.filled + bytes.len()].copy_from_slice(bytes);
-        self.filled += bytes.len();
+        self.read_ahead.append(bytes);
     }
 
     pub(crate) fn consume(&mut self, len: usize) {
-        self.buf.copy_within(len..self.filled, 0);
-        self.filled -= len;
+        self.read_ahead.consume(len);
+    }
+
+    /// The request body's source: the bytes read ahead, then the socket.
+    pub fn body_source(&mut self) -> BodySource<'_> {
+        BodySource::http1(&self.stream, &mut self.read_ahead)
+    }
+
+    /// Where the response goes.
+    pub fn sink(&self) -> ResponseSink<'_> {
+        ResponseSink::http1(&self.stream)
     }
 
     /// Drops body bytes already in the buffer.
     fn discard_buffered(&mut self, body: &mut BodyState) -> Result<(), RequestError> {
-        let taken = body.discard(&self.buf[..self.filled])?;
+        let taken = body.discard(&self.read_ahead.buf[..self.read_ahead.filled])?;
         self.consume(taken);
         Ok(())
     }
@@ -805,11 +820,11 @@ impl Connection {
             if body.is_done() {
                 break;
             }
-            self.filled = 0;
+            self.read_ahead.filled = 0;
             let deadline = give_up.min(tokio::time::Instant::now() + timeout);
-            match timeout_at(deadline, self.stream.read(&mut self.buf)).await {
+            match timeout_at(deadline, self.stream.read(&mut self.read_ahead.buf)).await {
                 Ok(Ok(0)) | Ok(Err(_)) | Err(_) => return false,
-                Ok(Ok(count)) => self.filled = count,
+                Ok(Ok(count)) => self.read_ahead.filled = count,
             }
         }
         true
@@ -835,23 +850,10 @@ impl Connection {
     /// Writes all of `bytes`, each wait for the socket bounded by `send_timeout`.
     pub async fn write_all_timed(
         &self,
-        mut bytes: &[u8],
+        bytes: &[u8],
         send_timeout: Duration,
     ) -> std::io::Result<()> {
-        while !bytes.is_empty() {
-            match self.stream.try_write(bytes) {
-                Ok(written) => bytes = &bytes[written..],
-                Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {
-                    let deadline = tokio::time::Instant::now() + send_timeout;
-                    match timeout_at(deadline, self.stream.writable()).await {
-                        Ok(result) => result?,
-                        Err(_) => return Err(std::io::ErrorKind::TimedOut.into()),
-                    }
-                }
-                Err(error) => return Err(error),
-            }
-        }
-        Ok(())
+        self.sink().write_all_timed(bytes, send_timeout).await
     }
 
     pub fn is_http09(request: &Request<'_>) -> bool {

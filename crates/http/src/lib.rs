@@ -13,6 +13,7 @@
 pub mod access;
 pub mod body;
 pub mod charset;
+pub mod client;
 pub mod conf;
 pub mod connection;
 pub mod core;

@@ -46,16 +46,6 @@ const FEATURES: &[(&str, &str)] = &[
 /// fails when one is mended and still listed, so the list only shrinks.
 const KNOWN: &[(&str, &str, &str)] = &[
     (
-        "body/reader.rs",
-        "connection.rs",
-        "the request body is read from an HTTP/1 connection, not a body source",
-    ),
-    (
-        "send/body.rs",
-        "connection.rs",
-        "a response is written to an HTTP/1 connection, not a response sink",
-    ),
-    (
         "proxy/exchange.rs",
         "connection.rs",
         "the proxy reads the client's body from an HTTP/1 connection",

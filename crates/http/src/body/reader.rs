@@ -12,11 +12,10 @@ use std::time::Duration;
 
 use http1::RequestError;
 use threadpool::ThreadPool;
-use tokio::time::timeout_at;
 
 use crate::body::BodyState;
 use crate::body::temp;
-use crate::connection::Connection;
+use crate::client::{BodyRead, BodySource};
 use crate::core::{BodyInFileOnly, TempPath};
 
 /// The settings of the location that reads the body.
@@ -125,7 +124,7 @@ impl BodyError {
 /// the connection's buffer. Sends `100 Continue` first when the client asked for it and
 /// nothing of the body has arrived.
 pub async fn read_body(
-    connection: &mut Connection,
+    source: &mut BodySource<'_>,
     state: &mut BodyState,
     settings: &BodySettings,
     pool: &ThreadPool,
@@ -142,20 +141,18 @@ pub async fn read_body(
     if settings.in_file_only != BodyInFileOnly::Off {
         sink.open_file().await?;
     }
-    if expect_continue && connection.filled == 0 && !state.is_done() {
-        connection
-            .write_all_timed(b"HTTP/1.1 100 Continue\r\n\r\n", settings.timeout)
+    if expect_continue && source.buffered().is_empty() && !state.is_done() {
+        source
+            .send_continue(settings.timeout)
             .await
             .map_err(|_| BodyError::Closed)?;
     }
     loop {
-        while connection.filled > 0 && !state.is_done() {
-            let piece = state
-                .next(&connection.buf[..connection.filled])
-                .map_err(BodyError::Invalid)?;
+        while !source.buffered().is_empty() && !state.is_done() {
+            let piece = state.next(source.buffered()).map_err(BodyError::Invalid)?;
             sink.memory
-                .extend_from_slice(&connection.buf[piece.payload]);
-            connection.consume(piece.consumed);
+                .extend_from_slice(&source.buffered()[piece.payload]);
+            source.consume(piece.consumed);
             if piece.consumed == 0 {
                 break;
             }
@@ -170,11 +167,10 @@ pub async fn read_body(
         if state.is_done() {
             break;
         }
-        let deadline = tokio::time::Instant::now() + settings.timeout;
-        match timeout_at(deadline, connection.stream.read(&mut connection.buf)).await {
-            Err(_) => return Err(BodyError::TimedOut),
-            Ok(Ok(0)) | Ok(Err(_)) => return Err(BodyError::Closed),
-            Ok(Ok(count)) => connection.filled = count,
+        match source.read_more(settings.timeout).await {
+            BodyRead::More => {}
+            BodyRead::TimedOut => return Err(BodyError::TimedOut),
+            BodyRead::Closed => return Err(BodyError::Closed),
         }
     }
     sink.finish().await

@@ -439,12 +439,12 @@ async fn stream_body(
     loop {
         // Everything one read brought is passed on as one piece (one chunk), as nginx does.
         payload.clear();
-        while client.connection.filled > 0 && !client.body.is_done() {
+        while !client.connection.read_ahead.is_empty() && !client.body.is_done() {
             let piece = client
                 .body
-                .next(&client.connection.buf[..client.connection.filled])
+                .next(client.connection.read_ahead.bytes())
                 .map_err(|_| client_error(400, "client sent invalid chunked body"))?;
-            payload.extend_from_slice(&client.connection.buf[piece.payload.clone()]);
+            payload.extend_from_slice(&client.connection.read_ahead.bytes()[piece.payload.clone()]);
             client.connection.consume(piece.consumed);
             if piece.consumed == 0 {
                 break;
@@ -488,8 +488,11 @@ async fn stream_body(
             return Ok(written);
         }
         let connection = &mut *client.connection;
-        match tokio::time::timeout(client.timeout, connection.stream.read(&mut connection.buf))
-            .await
+        match tokio::time::timeout(
+            client.timeout,
+            connection.stream.read(&mut connection.read_ahead.buf),
+        )
+        .await
         {
             Err(_) => {
                 return Err(client_error(
@@ -503,7 +506,7 @@ async fn stream_body(
                     "client prematurely closed connection while sending request to upstream",
                 ));
             }
-            Ok(Ok(count)) => connection.filled = count,
+            Ok(Ok(count)) => connection.read_ahead.filled = count,
         }
     }
 }

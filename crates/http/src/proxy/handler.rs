@@ -651,7 +651,7 @@ async fn read_request_body(
     // `100 Continue` once the body is wanted, even an empty one, as nginx answers.
     if request.info.expect_continue
         && request.head.version >= http1::Version::Http11
-        && connection.filled == 0
+        && connection.read_ahead.is_empty()
     {
         let _ = connection
             .write_all_timed(b"HTTP/1.1 100 Continue\r\n\r\n", settings.timeout)
@@ -666,7 +666,7 @@ async fn read_request_body(
         return Ok(OutBody::Stream { chunked, length });
     }
     let result = read_body(
-        connection,
+        &mut connection.body_source(),
         body_state,
         &settings,
         worker.pools.default_pool(),

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use runtime::Clock;
 
+use crate::client::ResponseSink;
 use crate::conf::Location;
-use crate::connection::Connection;
 use crate::request::{ConnectionInfo, Request};
 use crate::response::Body;
 use crate::send::framing::{CHUNK_END, Framing};
@@ -22,7 +22,7 @@ pub(super) const INLINE_BODY_BYTES_MAX: usize = 16 * 1024;
 
 /// Writes the bytes of one response to the client.
 pub(super) struct Output<'c> {
-    pub connection: &'c Connection,
+    pub sink: ResponseSink<'c>,
     clock: &'c Clock,
     pub send_timeout: Duration,
     limit: Option<Limiter>,
@@ -39,13 +39,13 @@ struct Limiter {
 
 impl<'c> Output<'c> {
     pub fn new(
-        connection: &'c Connection,
+        sink: ResponseSink<'c>,
         clock: &'c Clock,
         send_timeout: Duration,
         limit: Option<RateLimit>,
     ) -> Output<'c> {
         Output {
-            connection,
+            sink,
             clock,
             send_timeout,
             limit: limit.map(|rate| Limiter {
@@ -82,7 +82,7 @@ impl<'c> Output<'c> {
             let allowed = self.allowance().await;
             let take =
                 usize::try_from(allowed).map_or(bytes.len(), |allowed| allowed.min(bytes.len()));
-            self.connection
+            self.sink
                 .write_all_timed(&bytes[..take], self.send_timeout)
                 .await?;
             self.record(take);
@@ -114,7 +114,7 @@ impl<'c> Output<'c> {
         if take == 0 {
             return Ok(0);
         }
-        match self.connection.stream.try_write(&bytes[..take]) {
+        match self.sink.try_write(&bytes[..take]) {
             Ok(written) => {
                 self.record(written);
                 Ok(written)
@@ -145,7 +145,7 @@ impl<'c> Output<'c> {
                 return Ok(());
             }
         }
-        match tokio::time::timeout(self.send_timeout, self.connection.stream.writable()).await {
+        match tokio::time::timeout(self.send_timeout, self.sink.writable()).await {
             Ok(result) => result,
             Err(_) => Err(io::ErrorKind::TimedOut.into()),
         }

@@ -49,11 +49,11 @@ pub(super) async fn send_file(
         let cork = statics.tcp_nopush;
         if cork {
             // nginx's tcp_nopush: the head and the first file bytes share full packets.
-            let _ = rustix::net::sockopt::set_tcp_cork(&output.connection.stream, true);
+            let _ = rustix::net::sockopt::set_tcp_cork(output.sink.socket(), true);
         }
         let sent = send_with_sendfile(context, output, &file, head).await;
         if cork {
-            let _ = rustix::net::sockopt::set_tcp_cork(&output.connection.stream, false);
+            let _ = rustix::net::sockopt::set_tcp_cork(output.sink.socket(), false);
         }
         sent
     } else {
@@ -243,7 +243,7 @@ async fn sendfile_on_pool(
     offset: u64,
     count: usize,
 ) -> io::Result<usize> {
-    let stream = &output.connection.stream;
+    let stream = output.sink.socket();
     loop {
         wait_writable(output).await?;
         let socket = stream.duplicate()?;
@@ -270,7 +270,7 @@ async fn sendfile_on_pool(
 /// thread may have filled it since the poller last looked).
 async fn wait_writable(output: &Output<'_>) -> io::Result<()> {
     loop {
-        match output.connection.stream.probe_writable() {
+        match output.sink.socket().probe_writable() {
             Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
                 wait_for_socket(output).await?;
             }
@@ -281,7 +281,7 @@ async fn wait_writable(output: &Output<'_>) -> io::Result<()> {
 
 /// Waits, within `send_timeout`, for the poller to report the socket writable.
 async fn wait_for_socket(output: &Output<'_>) -> io::Result<()> {
-    match tokio::time::timeout(output.send_timeout, output.connection.stream.writable()).await {
+    match tokio::time::timeout(output.send_timeout, output.sink.socket().writable()).await {
         Ok(result) => result,
         Err(_) => Err(io::ErrorKind::TimedOut.into()),
     }
@@ -307,7 +307,7 @@ fn sendfile_on_worker(
     offset: u64,
     count: usize,
 ) -> io::Result<Option<usize>> {
-    let stream = &output.connection.stream;
+    let stream = output.sink.socket();
     let mut position = offset;
     let started = crate::worker::BlockingTimer::start();
     let sent = stream.try_io_write(|| {

@@ -157,7 +157,7 @@ pub async fn send_response<'a>(
         header_only,
         expect_trailers,
     };
-    let mut output = body::Output::new(connection, &worker.clock, core.send_timeout, limit);
+    let mut output = body::Output::new(connection.sink(), &worker.clock, core.send_timeout, limit);
     let result = body::send(&context, &mut output, request, body, &mut out).await;
     request.sent.body_bytes = output.sent.saturating_sub(request.sent.header_bytes);
     // A large body may have grown the buffer; keep only a modest one for the next request.

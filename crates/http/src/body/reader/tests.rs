@@ -8,6 +8,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::UnixStream;
 
 use super::*;
+use crate::connection::Connection;
 use crate::request::ConnectionInfo;
 
 fn settings(temp_root: &Path, buffer_size: usize, in_file_only: BodyInFileOnly) -> BodySettings {
@@ -85,7 +86,7 @@ fn small_length_body_stays_in_memory_and_leaves_the_next_request() {
         let mut state = BodyState::new(BodyFraming::Length(11));
         let numbers = AtomicU64::new(1);
         let body = read_body(
-            &mut connection,
+            &mut connection.body_source(),
             &mut state,
             &settings(&root, 64, BodyInFileOnly::Off),
             &pool(),
@@ -96,7 +97,7 @@ fn small_length_body_stays_in_memory_and_leaves_the_next_request() {
         .unwrap();
         assert_eq!(memory(body), b"hello world");
         assert!(state.is_done());
-        assert_eq!(&connection.buf[..connection.filled], b"GET / HTTP/1.1\r\n");
+        assert_eq!(connection.read_ahead.bytes(), b"GET / HTTP/1.1\r\n");
         assert!(!root.exists(), "no temp file for a small body");
     });
 }
@@ -116,7 +117,7 @@ fn chunked_body_across_reads() {
         let mut state = BodyState::new(BodyFraming::Chunked);
         let numbers = AtomicU64::new(1);
         let body = read_body(
-            &mut connection,
+            &mut connection.body_source(),
             &mut state,
             &settings(&root, 64, BodyInFileOnly::Off),
             &pool(),
@@ -145,7 +146,7 @@ fn large_body_goes_to_a_temp_file_removed_after_use() {
         let pool = pool();
         let numbers = AtomicU64::new(7);
         let body = read_body(
-            &mut connection,
+            &mut connection.body_source(),
             &mut state,
             &settings(&root, 1024, BodyInFileOnly::Off),
             &pool,
@@ -183,7 +184,7 @@ fn in_file_only_on_keeps_the_file_and_clean_removes_it() {
             let pool = pool();
             let numbers = AtomicU64::new(1);
             let body = read_body(
-                &mut connection,
+                &mut connection.body_source(),
                 &mut state,
                 &settings(&root, 64, mode),
                 &pool,
@@ -216,7 +217,7 @@ fn chunked_body_over_the_limit_is_too_large() {
         limited.max_size = 5;
         let numbers = AtomicU64::new(1);
         let error = read_body(
-            &mut connection,
+            &mut connection.body_source(),
             &mut state,
             &limited,
             &pool(),
@@ -243,7 +244,7 @@ fn silent_client_times_out_and_closed_client_is_reported() {
         quick.timeout = Duration::from_millis(50);
         let numbers = AtomicU64::new(1);
         let error = read_body(
-            &mut connection,
+            &mut connection.body_source(),
             &mut state,
             &quick,
             &pool(),
@@ -256,7 +257,7 @@ fn silent_client_times_out_and_closed_client_is_reported() {
         assert_eq!(error.status(), 408);
         drop(client);
         let error = read_body(
-            &mut connection,
+            &mut connection.body_source(),
             &mut state,
             &quick,
             &pool(),
@@ -283,7 +284,7 @@ fn expect_continue_is_answered_before_reading() {
         let mut state = BodyState::new(BodyFraming::Length(3));
         let numbers = AtomicU64::new(1);
         let body = read_body(
-            &mut connection,
+            &mut connection.body_source(),
             &mut state,
             &settings(&root, 64, BodyInFileOnly::Off),
             &pool(),
@@ -309,7 +310,7 @@ fn bad_chunk_framing_is_invalid() {
         let mut state = BodyState::new(BodyFraming::Chunked);
         let numbers = AtomicU64::new(1);
         let error = read_body(
-            &mut connection,
+            &mut connection.body_source(),
             &mut state,
             &settings(&root, 64, BodyInFileOnly::Off),
             &pool(),

@@ -1,0 +1,160 @@
+//! The client as phases, handlers and filters see it, whatever the protocol: a source of
+//! the request body and a sink for the response. HTTP/1 makes both from its connection (the
+//! socket, and the bytes read past a request head); an HTTP/2 stream will make them from its
+//! frames, and the handlers, the body reader and the send path stay as they are.
+
+use std::io;
+use std::time::Duration;
+
+use runtime::Stream;
+use tokio::time::timeout_at;
+
+/// Bytes read from the client and not consumed yet: the start of the next request, or body
+/// bytes that came with the head.
+#[derive(Debug)]
+pub struct ReadAhead {
+    pub(crate) buf: Vec<u8>,
+    pub(crate) filled: usize,
+}
+
+impl ReadAhead {
+    pub fn new(size: usize) -> ReadAhead {
+        ReadAhead {
+            buf: vec![0; size.max(1)],
+            filled: 0,
+        }
+    }
+
+    pub fn bytes(&self) -> &[u8] {
+        &self.buf[..self.filled]
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.filled == 0
+    }
+
+    /// Drops the first `len` bytes.
+    pub fn consume(&mut self, len: usize) {
+        self.buf.copy_within(len..self.filled, 0);
+        self.filled -= len;
+    }
+
+    /// Appends bytes (for tests and for bytes handed back by a parser).
+    pub fn append(&mut self, bytes: &[u8]) {
+        if self.buf.len() < self.filled + bytes.len() {
+            self.buf.resize(self.filled + bytes.len(), 0);
+        }
+        self.buf[self.filled..self.filled + bytes.len()].copy_from_slice(bytes);
+        self.filled += bytes.len();
+    }
+}
+
+/// Where a request body comes from: the bytes read ahead, then the client.
+pub struct BodySource<'c> {
+    socket: &'c Stream,
+    read_ahead: &'c mut ReadAhead,
+}
+
+/// How waiting for more of the body ended.
+#[derive(Debug, PartialEq, Eq)]
+pub enum BodyRead {
+    /// More bytes are buffered.
+    More,
+    /// The client closed the connection (or it failed).
+    Closed,
+    TimedOut,
+}
+
+impl<'c> BodySource<'c> {
+    /// HTTP/1: the connection's socket and its read-ahead bytes.
+    pub fn http1(socket: &'c Stream, read_ahead: &'c mut ReadAhead) -> BodySource<'c> {
+        BodySource { socket, read_ahead }
+    }
+
+    /// The body bytes received and not consumed yet.
+    pub fn buffered(&self) -> &[u8] {
+        self.read_ahead.bytes()
+    }
+
+    pub fn consume(&mut self, len: usize) {
+        self.read_ahead.consume(len);
+    }
+
+    /// Waits (at most `timeout`) for more bytes once the buffered ones are consumed.
+    pub async fn read_more(&mut self, timeout: Duration) -> BodyRead {
+        let deadline = tokio::time::Instant::now() + timeout;
+        let ahead = &mut *self.read_ahead;
+        if ahead.filled == ahead.buf.len() {
+            let grown = ahead.buf.len() * 2;
+            ahead.buf.resize(grown, 0);
+        }
+        match timeout_at(deadline, self.socket.read(&mut ahead.buf[ahead.filled..])).await {
+            Err(_) => BodyRead::TimedOut,
+            Ok(Ok(0)) | Ok(Err(_)) => BodyRead::Closed,
+            Ok(Ok(count)) => {
+                ahead.filled += count;
+                BodyRead::More
+            }
+        }
+    }
+
+    /// Tells the client to send its body (`Expect: 100-continue`).
+    pub async fn send_continue(&self, timeout: Duration) -> io::Result<()> {
+        ResponseSink::http1(self.socket)
+            .write_all_timed(b"HTTP/1.1 100 Continue\r\n\r\n", timeout)
+            .await
+    }
+
+    /// The client's socket, to notice the client going away while the body waits.
+    pub fn socket(&self) -> &Stream {
+        self.socket
+    }
+}
+
+/// Where a response goes.
+#[derive(Clone, Copy)]
+pub struct ResponseSink<'c> {
+    socket: &'c Stream,
+}
+
+impl<'c> ResponseSink<'c> {
+    /// HTTP/1: the connection's socket.
+    pub fn http1(socket: &'c Stream) -> ResponseSink<'c> {
+        ResponseSink { socket }
+    }
+
+    /// The socket the response is written to, for `sendfile`, `TCP_CORK` and writability.
+    pub fn socket(&self) -> &'c Stream {
+        self.socket
+    }
+
+    pub fn try_write(&self, bytes: &[u8]) -> io::Result<usize> {
+        self.socket.try_write(bytes)
+    }
+
+    pub async fn writable(&self) -> io::Result<()> {
+        self.socket.writable().await
+    }
+
+    /// Writes all of `bytes`, each wait for the client bounded by `send_timeout`.
+    pub async fn write_all_timed(
+        &self,
+        mut bytes: &[u8],
+        send_timeout: Duration,
+    ) -> io::Result<()> {
+        while !bytes.is_empty() {
+            match self.socket.try_write(bytes) {
+                Ok(written) => bytes = &bytes[written..],
+                Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
+                    let deadline = tokio::time::Instant::now() + send_timeout;
+                    match timeout_at(deadline, self.socket.writable()).await {
+                        Ok(result) => result?,
+                        Err(_) => return Err(io::ErrorKind::TimedOut.into()),
+                    }
+                }
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(())
+    }
+}
