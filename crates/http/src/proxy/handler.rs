@@ -189,9 +189,11 @@ pub async fn proxy<'a>(
     let mut uri = std::mem::take(&mut request.upstream.uri);
     let mut head = crate::proxy::exchange::PooledBuffer(crate::proxy::exchange::take_buffer(0));
     {
+        let method_bytes = method.as_deref().unwrap_or_else(|| request.method_bytes());
         let input = HeadInput {
             uri_part: uri_part.as_deref(),
             variables,
+            method: method_bytes,
             host: &request.upstream.proxy_host,
             body_len: match (&out_body, request.info.framing) {
                 // `proxy_pass_request_body off` keeps the body back but, as in nginx, not
@@ -207,13 +209,11 @@ pub async fn proxy<'a>(
         };
         upstream_uri(request, location, &input, &mut uri);
         if !uri.is_empty() {
-            let method_bytes = method.as_deref().unwrap_or_else(|| request.method_bytes());
             write_head(
                 worker,
                 &connection.info,
                 request,
                 proxy,
-                method_bytes,
                 &uri,
                 &input,
                 &mut head.0,
