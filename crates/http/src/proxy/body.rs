@@ -20,6 +20,34 @@ pub struct Release<'a> {
     pub selected: Selected,
 }
 
+/// Where a connection goes back when its response's body ended cleanly.
+pub struct Keepalive<'a> {
+    /// The group, with its `keepalive` settings.
+    pub group: &'a Group,
+    /// When the connection was opened, and the requests it has carried.
+    pub opened: Instant,
+    pub requests: u64,
+}
+
+/// What a response's body starts from.
+pub struct BodyStart<'a> {
+    pub stream: Stream,
+    /// The buffer the head was read into; the body's first bytes follow the head at
+    /// `position`.
+    pub input: Vec<u8>,
+    pub position: usize,
+    pub framing: UpstreamFraming,
+    /// `proxy_read_timeout`.
+    pub read_timeout: Duration,
+    /// How much to read at once (`proxy_buffers`).
+    pub read_size: u64,
+    pub keepalive: Option<Keepalive<'a>>,
+    pub selected: Selected,
+    pub release: Option<Release<'a>>,
+    /// The request's entry in `$upstream_*`.
+    pub attempt: usize,
+}
+
 /// The body of a proxied response.
 pub struct UpstreamBody<'a> {
     /// `None` once the connection went back to the keep-alive cache.
@@ -35,9 +63,8 @@ pub struct UpstreamBody<'a> {
     read_timeout: Duration,
     /// How much to read from the upstream at once (`proxy_buffers`).
     read_size: usize,
-    /// Where the connection goes back when the body ends cleanly: the group, its
-    /// `keepalive` settings, when it was opened and the requests it has carried.
-    keepalive: Option<(&'a Group, Instant, u64)>,
+    /// Where the connection goes back when the body ends cleanly.
+    keepalive: Option<Keepalive<'a>>,
     selected: Selected,
     release: Option<Release<'a>>,
     /// The request's entry in `$upstream_*`.
@@ -63,47 +90,27 @@ impl Drop for UpstreamBody<'_> {
     }
 }
 
-/// Why the body could not be passed on.
-pub enum BodyFailure {
-    /// The upstream failed: logged with this message, the client's connection closes.
-    Upstream(String),
-    /// Writing to the client failed.
-    Client(io::Error),
-}
-
 impl<'a> UpstreamBody<'a> {
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        stream: Stream,
-        input: Vec<u8>,
-        position: usize,
-        framing: UpstreamFraming,
-        read_timeout: Duration,
-        read_size: u64,
-        keepalive: Option<(&'a Group, Instant, u64)>,
-        selected: Selected,
-        release: Option<Release<'a>>,
-        attempt: usize,
-    ) -> UpstreamBody<'a> {
+    pub fn new(start: BodyStart<'a>) -> UpstreamBody<'a> {
         UpstreamBody {
-            stream: Some(stream),
-            end: input.len(),
-            input,
-            position,
-            remaining: match framing {
+            stream: Some(start.stream),
+            end: start.input.len(),
+            input: start.input,
+            position: start.position,
+            remaining: match start.framing {
                 UpstreamFraming::Length(length) => length,
                 _ => 0,
             },
-            framing,
+            framing: start.framing,
             decoder: ChunkedDecoder::new(),
-            read_timeout,
-            read_size: usize::try_from(read_size)
+            read_timeout: start.read_timeout,
+            read_size: usize::try_from(start.read_size)
                 .unwrap_or(64 * 1024)
                 .clamp(4096, 1 << 20),
-            keepalive,
-            selected,
-            release,
-            attempt,
+            keepalive: start.keepalive,
+            selected: start.selected,
+            release: start.release,
+            attempt: start.attempt,
         }
     }
 
@@ -262,7 +269,7 @@ impl<'a> UpstreamBody<'a> {
         if !clean {
             return;
         }
-        let Some((group, opened, requests)) = self.keepalive.take() else {
+        let Some(keepalive) = self.keepalive.take() else {
             return;
         };
         let Some(stream) = self.stream.take() else {
@@ -270,10 +277,12 @@ impl<'a> UpstreamBody<'a> {
         };
         let idle = crate::upstream::keepalive::Idle {
             stream,
-            opened,
-            requests,
+            opened: keepalive.opened,
+            requests: keepalive.requests,
         };
-        group.put_idle(self.selected, idle, Instant::now());
+        keepalive
+            .group
+            .put_idle(self.selected, idle, Instant::now());
     }
 
     pub fn attempt(&self) -> usize {

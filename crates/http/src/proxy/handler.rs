@@ -14,7 +14,7 @@ use crate::conf::{HttpConf, Location, LocationId};
 use crate::connection::Connection;
 use crate::phases::log;
 use crate::proxy::accel::accel_redirect;
-use crate::proxy::body::{Release, UpstreamBody};
+use crate::proxy::body::{BodyStart, Keepalive, Release, UpstreamBody};
 use crate::proxy::exchange::{Client, OutBody, try_peer};
 pub use crate::proxy::exchange::{errno_text, read_timed};
 use crate::proxy::pass::{ProxyPass, host_header, literal_address, parse_url};
@@ -417,7 +417,11 @@ pub async fn proxy<'a>(
                             && !upstream_head.connection_close
                             && framing != UpstreamFraming::Close =>
                     {
-                        Some((*group, opened, requests + 1))
+                        Some(Keepalive {
+                            group,
+                            opened,
+                            requests: requests + 1,
+                        })
                     }
                     _ => None,
                 };
@@ -425,18 +429,18 @@ pub async fn proxy<'a>(
                     GroupRef::Conf(group) => Some(Release { group, selected }),
                     GroupRef::Own(_) => None,
                 };
-                let body = UpstreamBody::new(
+                let body = UpstreamBody::new(BodyStart {
                     stream,
-                    buffer,
-                    upstream_head.len,
+                    input: buffer,
+                    position: upstream_head.len,
                     framing,
-                    proxy.read_timeout,
-                    proxy.buffers.count * proxy.buffers.size,
+                    read_timeout: proxy.read_timeout,
+                    read_size: proxy.buffers.count * proxy.buffers.size,
                     keepalive,
                     selected,
                     release,
                     attempt,
-                );
+                });
                 return ProxyOutcome::Respond(Body::Upstream(Box::new(body)));
             }
             Err(error) => {
