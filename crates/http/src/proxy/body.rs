@@ -2,14 +2,13 @@
 //! (length, chunked, or until close), written to the client in the client's framing, and
 //! the connection kept for reuse when the body ended exactly where the framing said.
 
-use std::io;
 use std::time::{Duration, Instant};
 
 use http1::chunked::ChunkedDecoder;
-use logging::Level;
 use runtime::Stream;
 
-use crate::proxy::handler::read_timed;
+use crate::proxy::exchange::read_timed;
+use crate::proxy::failure::{Action, Failure, Fault};
 use crate::proxy::response::UpstreamFraming;
 use crate::request::Request;
 use crate::upstream::{Group, Selected};
@@ -46,6 +45,15 @@ pub struct BodyStart<'a> {
     pub release: Option<Release<'a>>,
     /// The request's entry in `$upstream_*`.
     pub attempt: usize,
+}
+
+/// A piece of the body read by [`UpstreamBody::next_detached`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BodyRead {
+    /// More of the body follows.
+    pub more: bool,
+    /// Bytes read from the connection.
+    pub received: u64,
 }
 
 /// The body of a proxied response.
@@ -131,7 +139,7 @@ impl<'a> UpstreamBody<'a> {
         out: &mut Vec<u8>,
         may_wait: bool,
         request: &mut Request<'_>,
-    ) -> Result<bool, String> {
+    ) -> Result<bool, Failure> {
         let mut received = 0;
         let result = self.next_counted(out, may_wait, &mut received).await;
         if let Some(attempt) = request.upstream.attempts.get_mut(self.attempt) {
@@ -143,10 +151,10 @@ impl<'a> UpstreamBody<'a> {
     /// [`UpstreamBody::next`], waiting as needed, for a caller that counts the bytes
     /// received itself: whether more follows, and the bytes read from the connection.
     /// Dropping it while it waits loses nothing.
-    pub async fn next_detached(&mut self, out: &mut Vec<u8>) -> Result<(bool, u64), String> {
+    pub async fn next_detached(&mut self, out: &mut Vec<u8>) -> Result<BodyRead, Failure> {
         let mut received = 0;
         let more = self.next_counted(out, true, &mut received).await?;
-        Ok((more, received))
+        Ok(BodyRead { more, received })
     }
 
     async fn next_counted(
@@ -154,7 +162,7 @@ impl<'a> UpstreamBody<'a> {
         out: &mut Vec<u8>,
         may_wait: bool,
         received: &mut u64,
-    ) -> Result<bool, String> {
+    ) -> Result<bool, Failure> {
         loop {
             if let Some(more) = self.decode(out)? {
                 if !more {
@@ -177,30 +185,15 @@ impl<'a> UpstreamBody<'a> {
             let Some(stream) = &self.stream else {
                 return Ok(false);
             };
-            let read = read_timed(stream, &mut self.input, self.read_timeout).await;
-            let count = match read {
-                Ok(count) => count,
-                Err(error) if error.kind() == io::ErrorKind::TimedOut => {
-                    return Err(
-                        "upstream timed out (110: Connection timed out) while reading upstream"
-                            .to_owned(),
-                    );
-                }
-                Err(error) => {
-                    return Err(format!(
-                        "recv() failed ({}) while reading upstream",
-                        crate::proxy::handler::errno_text(&error)
-                    ));
-                }
-            };
+            let count = read_timed(stream, &mut self.input, self.read_timeout)
+                .await
+                .map_err(|error| Failure::io(error, Action::ReadingBody, true))?;
             self.end = count;
             *received += count as u64;
             if count == 0 {
                 return match self.framing {
                     UpstreamFraming::Close => Ok(false),
-                    _ => Err(
-                        "upstream prematurely closed connection while reading upstream".to_owned(),
-                    ),
+                    _ => Err(Failure::upstream(Fault::Closed, Action::ReadingBody, true)),
                 };
             }
         }
@@ -208,7 +201,7 @@ impl<'a> UpstreamBody<'a> {
 
     /// Decodes buffered input into `out`: `Some(false)` at the body's end, `Some(true)` when
     /// input remains or output was produced, `None` when the input is used up.
-    fn decode(&mut self, out: &mut Vec<u8>) -> Result<Option<bool>, String> {
+    fn decode(&mut self, out: &mut Vec<u8>) -> Result<Option<bool>, Failure> {
         let input = &self.input[self.position..self.end];
         match self.framing {
             UpstreamFraming::None => Ok(Some(false)),
@@ -237,7 +230,7 @@ impl<'a> UpstreamBody<'a> {
                 let mut offset = 0;
                 while offset < input.len() {
                     let decoded = self.decoder.decode(&input[offset..]).map_err(|_| {
-                        "upstream sent invalid chunked response while reading upstream".to_owned()
+                        Failure::upstream(Fault::InvalidChunkedBody, Action::ReadingBody, true)
                     })?;
                     let data = decoded.data.start + offset..decoded.data.end + offset;
                     out.extend_from_slice(&input[data]);
@@ -295,13 +288,13 @@ pub fn log_failure(
     worker: &crate::worker::HttpWorker,
     connection: &crate::request::ConnectionInfo,
     request: &Request<'_>,
-    message: &str,
+    failure: &Failure,
 ) {
     crate::phases::log(
         worker,
         connection,
         request,
-        Level::Error,
-        format_args!("{message}"),
+        failure.level(),
+        format_args!("{failure}"),
     );
 }

@@ -15,8 +15,11 @@ use crate::connection::Connection;
 use crate::phases::log;
 use crate::proxy::accel::accel_redirect;
 use crate::proxy::body::{BodyStart, Keepalive, Release, UpstreamBody};
-use crate::proxy::exchange::{Client, OutBody, try_peer};
-pub use crate::proxy::exchange::{errno_text, read_timed};
+pub use crate::proxy::exchange::read_timed;
+use crate::proxy::exchange::{
+    Answer, Client, OutBody, Outgoing, PeerChoice, ReceivedHead, try_peer,
+};
+pub use crate::proxy::failure::errno_text;
 use crate::proxy::pass::{ProxyPass, host_header, literal_address, parse_url};
 use crate::proxy::request::{HeadInput, is_idempotent, upstream_uri, write_head};
 use crate::proxy::response::{self, RewriteInput, UpstreamFraming, UpstreamHead};
@@ -259,6 +262,14 @@ pub async fn proxy<'a>(
         tries_left = tries_left.min(proxy.next_upstream_tries as usize);
     }
     let mut tried = Tried::new(peer_group);
+    let outgoing = Outgoing {
+        worker,
+        proxy,
+        head: &head.0,
+        body: &out_body,
+        bind,
+        idempotent,
+    };
     loop {
         let now = Instant::now();
         let Some(selected) = peer_group.select(&mut tried, &key, now) else {
@@ -293,23 +304,23 @@ pub async fn proxy<'a>(
             keep: usize::try_from(location.settings.core.client_body_buffer_size)
                 .unwrap_or(usize::MAX),
         };
-        let result = try_peer(
-            worker,
-            &group,
+        let choice = PeerChoice {
+            group: &group,
             selected,
             peer,
-            proxy,
-            bind,
-            &head.0,
-            &out_body,
-            &mut client,
-            idempotent,
-            request,
-            attempt,
-        )
-        .await;
+        };
+        let result = try_peer(&outgoing, &choice, &mut client, request, attempt).await;
         match result {
-            Ok((stream, upstream_head, buffer, opened, requests)) => {
+            Ok(Answer {
+                stream,
+                received:
+                    ReceivedHead {
+                        head: upstream_head,
+                        buffer,
+                    },
+                opened,
+                requests,
+            }) => {
                 let status = upstream_head.status;
                 request.upstream.attempts[attempt].status = Some(status);
                 // `proxy_next_upstream http_5xx`: only while another server may be tried.
@@ -443,23 +454,16 @@ pub async fn proxy<'a>(
                 });
                 return ProxyOutcome::Respond(Body::Upstream(Box::new(body)));
             }
-            Err(error) => {
+            Err(failure) => {
                 let entry = &mut request.upstream.attempts[attempt];
-                entry.failed_status = error.status;
+                entry.failed_status = failure.status();
                 entry.response_time = Some(started.elapsed());
-                let message = error.message.clone();
-                // The client's own failures are logged at `info` and count against no server.
-                let level = if error.client {
-                    Level::Info
-                } else {
-                    Level::Error
-                };
                 log(
                     worker,
                     &connection.info,
                     request,
-                    level,
-                    format_args!("{message}"),
+                    failure.level(),
+                    format_args!("{failure}"),
                 );
                 release(
                     worker,
@@ -467,26 +471,27 @@ pub async fn proxy<'a>(
                     request,
                     peer_group,
                     selected,
-                    !error.client,
+                    failure.counts_against_peer(),
                 );
-                if error.client {
+                // The client's own failures count against no server and end the request.
+                let Some(condition) = failure.condition() else {
                     request.keepalive = false;
                     *body_state = BodyState::Done;
-                    return ProxyOutcome::Finalize(error.status);
-                }
+                    return ProxyOutcome::Finalize(failure.status());
+                };
                 tries_left = tries_left.saturating_sub(1);
                 // A body passed on as it arrived cannot be sent again.
-                let streamed = matches!(out_body, OutBody::Stream { .. }) && error.sent;
+                let streamed = matches!(out_body, OutBody::Stream { .. }) && failure.sent;
                 let next = !streamed
-                    && proxy.next_upstream.has(error.kind)
+                    && proxy.next_upstream.has(condition)
                     && !proxy.next_upstream.has(NextUpstream::OFF)
                     && tries_left > 0
-                    && (!error.sent
+                    && (!failure.sent
                         || idempotent
                         || proxy.next_upstream.has(NextUpstream::NON_IDEMPOTENT))
                     && retry_allowed(proxy, started, true);
                 if !next {
-                    return ProxyOutcome::Finalize(error.status);
+                    return ProxyOutcome::Finalize(failure.status());
                 }
             }
         }

@@ -11,6 +11,7 @@ mod accel;
 pub mod body;
 pub mod directives;
 mod exchange;
+pub mod failure;
 pub mod handler;
 pub mod pass;
 pub mod request;
