@@ -13,6 +13,7 @@ pub mod directives;
 mod exchange;
 pub mod failure;
 pub mod handler;
+mod next_upstream;
 pub mod pass;
 pub mod request;
 pub mod resolver;
