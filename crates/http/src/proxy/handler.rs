@@ -848,62 +848,84 @@ async fn read_request_body(
     )
     .await;
     match result {
-        Ok(body) => {
-            request.length += body.len();
-            Ok(match body {
-                RequestBody::Memory(bytes) => {
-                    request.body = Some(RequestBody::Memory(bytes.clone()));
-                    OutBody::Memory(bytes)
-                }
-                RequestBody::File(file) => {
-                    request.body_file = Some(file.path.clone());
-                    OutBody::File(file)
-                }
-            })
+        Ok(body) => Ok(keep_request_body(request, body)),
+        Err(error) => Err(body_failed(
+            worker,
+            &connection.info,
+            request,
+            body_state,
+            error,
+        )),
+    }
+}
+
+/// The client's body could not be read: logged, the connection closes after the
+/// response; the status to end with.
+fn body_failed(
+    worker: &HttpWorker,
+    info: &ConnectionInfo,
+    request: &mut Request<'_>,
+    body_state: &mut BodyState,
+    error: BodyError,
+) -> u16 {
+    let (level, message) = body_error_log(request, &error);
+    log(worker, info, request, level, format_args!("{message}"));
+    request.keepalive = false;
+    *body_state = BodyState::Done;
+    request.discard_body = true;
+    match error {
+        BodyError::Closed => 499,
+        other => other.status(),
+    }
+}
+
+/// A body read whole goes upstream, and stays with the request for `$request_body` and
+/// `$request_body_file`.
+fn keep_request_body(request: &mut Request<'_>, body: RequestBody) -> OutBody {
+    request.length += body.len();
+    match body {
+        RequestBody::Memory(bytes) => {
+            request.body = Some(RequestBody::Memory(bytes.clone()));
+            OutBody::Memory(bytes)
         }
-        Err(error) => {
-            let (level, message) = match &error {
-                BodyError::TooLarge { received } => (
-                    Level::Error,
-                    format!("client intended to send too large chunked body: {received} bytes"),
-                ),
-                BodyError::TimedOut => (
-                    Level::Info,
-                    "client timed out (110: Connection timed out) while reading client request body"
-                        .to_owned(),
-                ),
-                BodyError::Closed => (
-                    Level::Info,
-                    "client prematurely closed connection while reading client request body"
-                        .to_owned(),
-                ),
-                BodyError::Invalid(invalid) => (
-                    Level::Info,
-                    invalid.log_message_in(&request.head_bytes).to_string(),
-                ),
-                BodyError::File { path, call, error } => (
-                    Level::Crit,
-                    format!("{call}() \"{}\" failed ({})", path.display(), errno_text(error)),
-                ),
-                BodyError::Pool { name } => (
-                    Level::Alert,
-                    format!("thread pool \"{name}\" task was lost"),
-                ),
-            };
-            log(
-                worker,
-                &connection.info,
-                request,
-                level,
-                format_args!("{message}"),
-            );
-            request.keepalive = false;
-            *body_state = BodyState::Done;
-            request.discard_body = true;
-            Err(match error {
-                BodyError::Closed => 499,
-                other => other.status(),
-            })
+        RequestBody::File(file) => {
+            request.body_file = Some(file.path.clone());
+            OutBody::File(file)
         }
+    }
+}
+
+/// How a failure to read the client's body is logged, in nginx's words.
+fn body_error_log(request: &Request<'_>, error: &BodyError) -> (Level, String) {
+    match error {
+        BodyError::TooLarge { received } => (
+            Level::Error,
+            format!("client intended to send too large chunked body: {received} bytes"),
+        ),
+        BodyError::TimedOut => (
+            Level::Info,
+            "client timed out (110: Connection timed out) while reading client request body"
+                .to_owned(),
+        ),
+        BodyError::Closed => (
+            Level::Info,
+            "client prematurely closed connection while reading client request body".to_owned(),
+        ),
+        BodyError::Invalid(invalid) => (
+            Level::Info,
+            invalid.log_message_in(&request.head_bytes).to_string(),
+        ),
+        BodyError::File { path, call, error } => (
+            Level::Crit,
+            format!(
+                "{call}() \"{}\" failed ({})",
+                path.display(),
+                errno_text(error)
+            ),
+        ),
+        BodyError::Pool { name } => (
+            Level::Alert,
+            format!("thread pool \"{name}\" task was lost"),
+        ),
     }
 }
