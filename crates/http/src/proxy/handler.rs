@@ -201,23 +201,7 @@ pub async fn proxy<'a>(
     let bind = proxy.bind.as_ref().and_then(|template| {
         crate::proxy::directives::parse_bind(&render(worker, &connection.info, request, template))
     });
-    let group = target.group.group();
-    let group_tries = if group.is_single() {
-        1
-    } else {
-        group.peer_count()
-    };
-    let policy = Policy {
-        idempotent: head.idempotent,
-        streamed_body: matches!(out_body, OutBody::Stream { .. }),
-        ..Policy::new(
-            proxy.next_upstream,
-            group_tries,
-            proxy.next_upstream_tries,
-            proxy.next_upstream_timeout,
-            Instant::now(),
-        )
-    };
+    let policy = next_upstream_policy(proxy, target.group.group(), &head, &out_body);
     let proxying = Proxying {
         worker,
         location,
@@ -645,6 +629,31 @@ fn build_head(
         is_head,
         idempotent,
     })
+}
+
+/// `proxy_next_upstream` for this request, its clock started now.
+fn next_upstream_policy(
+    proxy: &Proxy,
+    group: &Group,
+    head: &OutgoingHead,
+    out_body: &OutBody,
+) -> Policy {
+    let group_tries = if group.is_single() {
+        1
+    } else {
+        group.peer_count()
+    };
+    Policy {
+        idempotent: head.idempotent,
+        streamed_body: matches!(out_body, OutBody::Stream { .. }),
+        ..Policy::new(
+            proxy.next_upstream,
+            group_tries,
+            proxy.next_upstream_tries,
+            proxy.next_upstream_timeout,
+            Instant::now(),
+        )
+    }
 }
 
 /// The key a `hash` balancer selects by; empty for the other balancers.
