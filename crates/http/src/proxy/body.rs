@@ -2,14 +2,13 @@
 //! (length, chunked, or until close), written to the client in the client's framing, and
 //! the connection kept for reuse when the body ended exactly where the framing said.
 
-use std::io;
 use std::time::{Duration, Instant};
 
 use http1::chunked::ChunkedDecoder;
-use logging::Level;
 use runtime::Stream;
 
-use crate::proxy::handler::read_timed;
+use crate::proxy::exchange::read_timed;
+use crate::proxy::failure::{Action, Failure, Fault};
 use crate::proxy::response::UpstreamFraming;
 use crate::request::Request;
 use crate::upstream::{Group, Selected};
@@ -18,6 +17,43 @@ use crate::upstream::{Group, Selected};
 pub struct Release<'a> {
     pub group: &'a Group,
     pub selected: Selected,
+}
+
+/// Where a connection goes back when its response's body ended cleanly.
+pub struct Keepalive<'a> {
+    /// The group, with its `keepalive` settings.
+    pub group: &'a Group,
+    /// When the connection was opened, and the requests it has carried.
+    pub opened: Instant,
+    pub requests: u64,
+}
+
+/// What a response's body starts from.
+pub struct BodyStart<'a> {
+    pub stream: Stream,
+    /// The buffer the head was read into; the body's first bytes follow the head at
+    /// `position`.
+    pub input: Vec<u8>,
+    pub position: usize,
+    pub framing: UpstreamFraming,
+    /// `proxy_read_timeout`.
+    pub read_timeout: Duration,
+    /// How much to read at once (`proxy_buffers`).
+    pub read_size: u64,
+    pub keepalive: Option<Keepalive<'a>>,
+    pub selected: Selected,
+    pub release: Option<Release<'a>>,
+    /// The request's entry in `$upstream_*`.
+    pub attempt: usize,
+}
+
+/// A piece of the body read by [`UpstreamBody::next_detached`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BodyRead {
+    /// More of the body follows.
+    pub more: bool,
+    /// Bytes read from the connection.
+    pub received: u64,
 }
 
 /// The body of a proxied response.
@@ -35,9 +71,8 @@ pub struct UpstreamBody<'a> {
     read_timeout: Duration,
     /// How much to read from the upstream at once (`proxy_buffers`).
     read_size: usize,
-    /// Where the connection goes back when the body ends cleanly: the group, its
-    /// `keepalive` settings, when it was opened and the requests it has carried.
-    keepalive: Option<(&'a Group, Instant, u64)>,
+    /// Where the connection goes back when the body ends cleanly.
+    keepalive: Option<Keepalive<'a>>,
     selected: Selected,
     release: Option<Release<'a>>,
     /// The request's entry in `$upstream_*`.
@@ -63,47 +98,27 @@ impl Drop for UpstreamBody<'_> {
     }
 }
 
-/// Why the body could not be passed on.
-pub enum BodyFailure {
-    /// The upstream failed: logged with this message, the client's connection closes.
-    Upstream(String),
-    /// Writing to the client failed.
-    Client(io::Error),
-}
-
 impl<'a> UpstreamBody<'a> {
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        stream: Stream,
-        input: Vec<u8>,
-        position: usize,
-        framing: UpstreamFraming,
-        read_timeout: Duration,
-        read_size: u64,
-        keepalive: Option<(&'a Group, Instant, u64)>,
-        selected: Selected,
-        release: Option<Release<'a>>,
-        attempt: usize,
-    ) -> UpstreamBody<'a> {
+    pub fn new(start: BodyStart<'a>) -> UpstreamBody<'a> {
         UpstreamBody {
-            stream: Some(stream),
-            end: input.len(),
-            input,
-            position,
-            remaining: match framing {
+            stream: Some(start.stream),
+            end: start.input.len(),
+            input: start.input,
+            position: start.position,
+            remaining: match start.framing {
                 UpstreamFraming::Length(length) => length,
                 _ => 0,
             },
-            framing,
+            framing: start.framing,
             decoder: ChunkedDecoder::new(),
-            read_timeout,
-            read_size: usize::try_from(read_size)
+            read_timeout: start.read_timeout,
+            read_size: usize::try_from(start.read_size)
                 .unwrap_or(64 * 1024)
                 .clamp(4096, 1 << 20),
-            keepalive,
-            selected,
-            release,
-            attempt,
+            keepalive: start.keepalive,
+            selected: start.selected,
+            release: start.release,
+            attempt: start.attempt,
         }
     }
 
@@ -124,7 +139,7 @@ impl<'a> UpstreamBody<'a> {
         out: &mut Vec<u8>,
         may_wait: bool,
         request: &mut Request<'_>,
-    ) -> Result<bool, String> {
+    ) -> Result<bool, Failure> {
         let mut received = 0;
         let result = self.next_counted(out, may_wait, &mut received).await;
         if let Some(attempt) = request.upstream.attempts.get_mut(self.attempt) {
@@ -136,10 +151,10 @@ impl<'a> UpstreamBody<'a> {
     /// [`UpstreamBody::next`], waiting as needed, for a caller that counts the bytes
     /// received itself: whether more follows, and the bytes read from the connection.
     /// Dropping it while it waits loses nothing.
-    pub async fn next_detached(&mut self, out: &mut Vec<u8>) -> Result<(bool, u64), String> {
+    pub async fn next_detached(&mut self, out: &mut Vec<u8>) -> Result<BodyRead, Failure> {
         let mut received = 0;
         let more = self.next_counted(out, true, &mut received).await?;
-        Ok((more, received))
+        Ok(BodyRead { more, received })
     }
 
     async fn next_counted(
@@ -147,7 +162,7 @@ impl<'a> UpstreamBody<'a> {
         out: &mut Vec<u8>,
         may_wait: bool,
         received: &mut u64,
-    ) -> Result<bool, String> {
+    ) -> Result<bool, Failure> {
         loop {
             if let Some(more) = self.decode(out)? {
                 if !more {
@@ -170,30 +185,15 @@ impl<'a> UpstreamBody<'a> {
             let Some(stream) = &self.stream else {
                 return Ok(false);
             };
-            let read = read_timed(stream, &mut self.input, self.read_timeout).await;
-            let count = match read {
-                Ok(count) => count,
-                Err(error) if error.kind() == io::ErrorKind::TimedOut => {
-                    return Err(
-                        "upstream timed out (110: Connection timed out) while reading upstream"
-                            .to_owned(),
-                    );
-                }
-                Err(error) => {
-                    return Err(format!(
-                        "recv() failed ({}) while reading upstream",
-                        crate::proxy::handler::errno_text(&error)
-                    ));
-                }
-            };
+            let count = read_timed(stream, &mut self.input, self.read_timeout)
+                .await
+                .map_err(|error| Failure::io(error, Action::ReadingBody, true))?;
             self.end = count;
             *received += count as u64;
             if count == 0 {
                 return match self.framing {
                     UpstreamFraming::Close => Ok(false),
-                    _ => Err(
-                        "upstream prematurely closed connection while reading upstream".to_owned(),
-                    ),
+                    _ => Err(Failure::upstream(Fault::Closed, Action::ReadingBody, true)),
                 };
             }
         }
@@ -201,7 +201,7 @@ impl<'a> UpstreamBody<'a> {
 
     /// Decodes buffered input into `out`: `Some(false)` at the body's end, `Some(true)` when
     /// input remains or output was produced, `None` when the input is used up.
-    fn decode(&mut self, out: &mut Vec<u8>) -> Result<Option<bool>, String> {
+    fn decode(&mut self, out: &mut Vec<u8>) -> Result<Option<bool>, Failure> {
         let input = &self.input[self.position..self.end];
         match self.framing {
             UpstreamFraming::None => Ok(Some(false)),
@@ -230,7 +230,7 @@ impl<'a> UpstreamBody<'a> {
                 let mut offset = 0;
                 while offset < input.len() {
                     let decoded = self.decoder.decode(&input[offset..]).map_err(|_| {
-                        "upstream sent invalid chunked response while reading upstream".to_owned()
+                        Failure::upstream(Fault::InvalidChunkedBody, Action::ReadingBody, true)
                     })?;
                     let data = decoded.data.start + offset..decoded.data.end + offset;
                     out.extend_from_slice(&input[data]);
@@ -262,7 +262,7 @@ impl<'a> UpstreamBody<'a> {
         if !clean {
             return;
         }
-        let Some((group, opened, requests)) = self.keepalive.take() else {
+        let Some(keepalive) = self.keepalive.take() else {
             return;
         };
         let Some(stream) = self.stream.take() else {
@@ -270,10 +270,12 @@ impl<'a> UpstreamBody<'a> {
         };
         let idle = crate::upstream::keepalive::Idle {
             stream,
-            opened,
-            requests,
+            opened: keepalive.opened,
+            requests: keepalive.requests,
         };
-        group.put_idle(self.selected, idle, Instant::now());
+        keepalive
+            .group
+            .put_idle(self.selected, idle, Instant::now());
     }
 
     pub fn attempt(&self) -> usize {
@@ -286,13 +288,13 @@ pub fn log_failure(
     worker: &crate::worker::HttpWorker,
     connection: &crate::request::ConnectionInfo,
     request: &Request<'_>,
-    message: &str,
+    failure: &Failure,
 ) {
     crate::request::log(
         worker,
         connection,
         request,
-        Level::Error,
-        format_args!("{message}"),
+        failure.level(),
+        format_args!("{failure}"),
     );
 }

@@ -1,7 +1,7 @@
 //! One try of one upstream server: a connection (from the keep-alive cache or new, with
 //! `proxy_connect_timeout` and `proxy_bind`), the request sent under
 //! `proxy_send_timeout`, the response head read under `proxy_read_timeout`, and each
-//! failure described as nginx logs it and as `proxy_next_upstream` classifies it.
+//! failure described as a [`Failure`].
 
 use std::io;
 use std::net::SocketAddr;
@@ -9,55 +9,14 @@ use std::time::{Duration, Instant};
 
 use runtime::Stream;
 
+use crate::proxy::Proxy;
+use crate::proxy::failure::{Action, Failure, Fault};
 use crate::proxy::handler::GroupRef;
-use crate::proxy::response::{self, InvalidHead, UpstreamHead};
-use crate::proxy::{NextUpstream, Proxy};
+use crate::proxy::response::{self, UpstreamHead};
 use crate::request::Request;
 use crate::upstream::{Peer, PeerAddr, Selected};
 use crate::worker::HttpWorker;
 
-/// Why a try failed.
-#[derive(Debug)]
-pub(super) struct TryError {
-    /// Which `proxy_next_upstream` condition it is.
-    pub(super) kind: u16,
-    pub(super) status: u16,
-    pub(super) message: String,
-    /// The request reached the server (non-idempotent requests are then not retried).
-    pub(super) sent: bool,
-    /// The client failed (closed, timed out, sent a bad body), not the upstream.
-    pub(super) client: bool,
-    /// The connection came from the keep-alive cache and failed before any answer.
-    pub(super) stale: bool,
-}
-
-impl TryError {
-    /// A failed I/O call on the upstream connection, in nginx's words: a timeout is
-    /// `upstream timed out (110: ...) while ACTION` (504, `timeout`), anything else
-    /// `CALL failed (N: text) while ACTION` (502, `error`). A timed-out connection is never
-    /// taken for a stale one.
-    fn io(error: &io::Error, call: &str, action: &str, sent: bool, stale: bool) -> TryError {
-        let timed_out = error.kind() == io::ErrorKind::TimedOut;
-        TryError {
-            kind: if timed_out {
-                NextUpstream::TIMEOUT
-            } else {
-                NextUpstream::ERROR
-            },
-            status: if timed_out { 504 } else { 502 },
-            message: if timed_out {
-                format!("upstream timed out (110: Connection timed out) while {action}")
-            } else {
-                format!("{call} failed ({}) while {action}", errno_text(error))
-            },
-            sent,
-            stale: stale && !timed_out,
-            client: false,
-        }
-    }
-}
-
-/// The request's body as it goes upstream.
 /// The client whose body an unbuffered request streams upstream.
 pub(super) struct Client<'c> {
     pub connection: &'c mut crate::connection::Connection,
@@ -69,6 +28,7 @@ pub(super) struct Client<'c> {
     pub keep: usize,
 }
 
+/// The request's body as it goes upstream.
 pub(super) enum OutBody {
     None,
     Memory(Vec<u8>),
@@ -92,88 +52,87 @@ impl OutBody {
     }
 }
 
-/// `(111: Connection refused)` from an I/O error, as nginx writes errno.
-pub fn errno_text(error: &io::Error) -> String {
-    match error.raw_os_error() {
-        Some(code) => {
-            let text = io::Error::from_raw_os_error(code).to_string();
-            let text = text
-                .rsplit_once(" (os error")
-                .map_or(text.as_str(), |(text, _)| text)
-                .to_owned();
-            format!("{code}: {text}")
-        }
-        None => match error.kind() {
-            io::ErrorKind::TimedOut => "110: Connection timed out".to_owned(),
-            io::ErrorKind::UnexpectedEof => "104: Connection reset by peer".to_owned(),
-            _ => error.to_string(),
-        },
-    }
+/// The request as every try sends it.
+pub(super) struct Outgoing<'r> {
+    pub worker: &'r HttpWorker,
+    pub proxy: &'r Proxy,
+    pub head: &'r [u8],
+    pub body: &'r OutBody,
+    /// `proxy_bind`.
+    pub bind: Option<SocketAddr>,
+    /// The method may be repeated (on a new connection after a stale cached one).
+    pub idempotent: bool,
 }
 
-pub(super) type TryOk = (Stream, UpstreamHead, Vec<u8>, Instant, u64);
+/// The server one try goes to.
+pub(super) struct PeerChoice<'g> {
+    pub group: &'g GroupRef<'g>,
+    pub selected: Selected,
+    pub peer: &'g Peer,
+}
+
+/// A response head read from the upstream.
+pub(super) struct ReceivedHead {
+    pub head: UpstreamHead,
+    /// The head's bytes, and the body bytes that arrived with it.
+    pub buffer: Vec<u8>,
+}
+
+/// A try that got a response head.
+pub(super) struct Answer {
+    pub stream: Stream,
+    pub received: ReceivedHead,
+    /// When the connection was opened, and the requests it carried before this one.
+    pub opened: Instant,
+    pub requests: u64,
+}
 
 /// One try: a connection (cached or new), the request, the response head.
-#[allow(clippy::too_many_arguments)]
 pub(super) async fn try_peer(
-    worker: &HttpWorker,
-    group: &GroupRef<'_>,
-    selected: Selected,
-    peer: &Peer,
-    proxy: &Proxy,
-    bind: Option<SocketAddr>,
-    head: &[u8],
-    body: &OutBody,
+    outgoing: &Outgoing<'_>,
+    choice: &PeerChoice<'_>,
     client: &mut Client<'_>,
-    idempotent: bool,
     request: &mut Request<'_>,
     attempt: usize,
-) -> Result<TryOk, TryError> {
-    let started = request.upstream.attempts[attempt].started;
+) -> Result<Answer, Failure> {
     // A cached connection first; one that turns out stale is replaced by a new one.
-    if let GroupRef::Conf(group) = group
-        && let Some(idle) = group.take_idle(selected, Instant::now())
+    if let GroupRef::Conf(group) = choice.group
+        && let Some(idle) = group.take_idle(choice.selected, Instant::now())
     {
         request.upstream.attempts[attempt].connect_time = Some(Duration::ZERO);
-        match exchange(
-            &idle.stream,
-            proxy,
-            head,
-            body,
-            client,
-            worker,
-            request,
-            attempt,
-            started,
-        )
-        .await
-        {
-            Ok((response, buffer)) => {
-                return Ok((idle.stream, response, buffer, idle.opened, idle.requests));
+        match exchange(&idle.stream, outgoing, client, request, attempt).await {
+            Ok(received) => {
+                return Ok(Answer {
+                    stream: idle.stream,
+                    received,
+                    opened: idle.opened,
+                    requests: idle.requests,
+                });
             }
-            // A connection the server closed while idle: a new one, when repeating
-            // the request is safe.
-            Err(error) if error.stale && idempotent => {}
-            Err(error) => return Err(error),
+            Err(mut failure) => {
+                failure.reused = true;
+                // A connection the server closed while idle: a new one, when repeating
+                // the request is safe.
+                if !(failure.is_stale() && outgoing.idempotent) {
+                    return Err(failure);
+                }
+            }
         }
     }
-    let stream = connect(&peer.address, bind, proxy.connect_timeout)
+    let proxy = outgoing.proxy;
+    let stream = connect(&choice.peer.address, outgoing.bind, proxy.connect_timeout)
         .await
-        .map_err(|error| {
-            TryError::io(&error, "connect()", "connecting to upstream", false, false)
-        })?;
+        .map_err(|error| Failure::io(error, Action::Connecting, false))?;
     let opened = Instant::now();
-    request.upstream.attempts[attempt].connect_time =
-        Some(opened.saturating_duration_since(started));
-    let (response, buffer) = exchange(
-        &stream, proxy, head, body, client, worker, request, attempt, started,
-    )
-    .await
-    .map_err(|mut error| {
-        error.stale = false;
-        error
-    })?;
-    Ok((stream, response, buffer, opened, 0))
+    let entry = &mut request.upstream.attempts[attempt];
+    entry.connect_time = Some(opened.saturating_duration_since(entry.started));
+    let received = exchange(&stream, outgoing, client, request, attempt).await?;
+    Ok(Answer {
+        stream,
+        received,
+        opened,
+        requests: 0,
+    })
 }
 
 /// Opens a connection to `address` within `timeout`.
@@ -207,186 +166,169 @@ pub async fn connect(
 }
 
 /// Sends the request and reads the response head.
-#[allow(clippy::too_many_arguments)]
 async fn exchange(
     stream: &Stream,
-    proxy: &Proxy,
-    head: &[u8],
-    body: &OutBody,
+    outgoing: &Outgoing<'_>,
     client: &mut Client<'_>,
-    worker: &HttpWorker,
     request: &mut Request<'_>,
     attempt: usize,
-    started: Instant,
-) -> Result<(UpstreamHead, Vec<u8>), TryError> {
-    let send_error = |error: io::Error, sent: bool| {
-        TryError::io(
-            &error,
-            "writev()",
-            "sending request to upstream",
-            sent,
-            true,
-        )
-    };
-    let mut sent = head.len() as u64;
-    match body {
-        OutBody::None => write_timed(stream, head, proxy.send_timeout)
-            .await
-            .map_err(|error| send_error(error, false))?,
+) -> Result<ReceivedHead, Failure> {
+    let sent = send_request(stream, outgoing, client, request).await?;
+    request.upstream.attempts[attempt].bytes_sent = sent;
+    read_head(stream, outgoing.proxy, client, request, attempt).await
+}
+
+/// Sends the head and the body; returns the bytes written.
+async fn send_request(
+    stream: &Stream,
+    outgoing: &Outgoing<'_>,
+    client: &mut Client<'_>,
+    request: &mut Request<'_>,
+) -> Result<u64, Failure> {
+    let (head, timeout) = (outgoing.head, outgoing.proxy.send_timeout);
+    let failed = |error| Failure::io(error, Action::SendingRequest, false);
+    match outgoing.body {
+        OutBody::None => {
+            write_timed(stream, head, timeout).await.map_err(failed)?;
+            Ok(head.len() as u64)
+        }
         // Head and body in one write, as one `writev` would send them.
         OutBody::Memory(bytes) => {
             let mut request_bytes = Vec::with_capacity(head.len() + bytes.len());
             request_bytes.extend_from_slice(head);
             request_bytes.extend_from_slice(bytes);
-            write_timed(stream, &request_bytes, proxy.send_timeout)
+            write_timed(stream, &request_bytes, timeout)
                 .await
-                .map_err(|error| send_error(error, false))?;
-            sent += bytes.len() as u64;
+                .map_err(failed)?;
+            Ok(request_bytes.len() as u64)
         }
         OutBody::File(file) => {
-            write_timed(stream, head, proxy.send_timeout)
-                .await
-                .map_err(|error| send_error(error, false))?;
-            let mut offset = 0;
-            while offset < file.len {
-                let len = (file.len - offset).min(64 * 1024) as usize;
-                let handle = std::sync::Arc::clone(&file.file);
-                let read = worker
-                    .offload(move || {
-                        let mut buffer = vec![0; len];
-                        std::os::unix::fs::FileExt::read_exact_at(&*handle, &mut buffer, offset)
-                            .map(|()| buffer)
-                    })
-                    .await;
-                let chunk = match read {
-                    Ok(Ok(chunk)) => chunk,
-                    Ok(Err(error)) => return Err(send_error(error, true)),
-                    Err(error) => return Err(send_error(io::Error::other(error.message), true)),
-                };
-                write_timed(stream, &chunk, proxy.send_timeout)
-                    .await
-                    .map_err(|error| send_error(error, true))?;
-                offset += len as u64;
-                sent += len as u64;
-            }
+            write_timed(stream, head, timeout).await.map_err(failed)?;
+            let body = send_file_body(stream, outgoing, file).await?;
+            Ok(head.len() as u64 + body)
         }
         OutBody::Stream { chunked, .. } => {
-            sent = stream_body(stream, proxy, client, *chunked, head, request)
-                .await
-                .map_err(|mut error| {
-                    error.stale = false;
-                    error
-                })?;
+            stream_body(stream, outgoing, client, *chunked, request).await
         }
     }
-    request.upstream.attempts[attempt].bytes_sent = sent;
-    let read_error = |error: io::Error, stale: bool| {
-        TryError::io(
-            &error,
-            "recv()",
-            "reading response header from upstream",
-            true,
-            stale,
-        )
-    };
+}
+
+/// Sends a body kept in a temporary file, read on the thread pool in 64 KiB pieces;
+/// returns the bytes written.
+async fn send_file_body(
+    stream: &Stream,
+    outgoing: &Outgoing<'_>,
+    file: &crate::body::reader::TempBody,
+) -> Result<u64, Failure> {
+    let failed = |error| Failure::io(error, Action::SendingRequest, true);
+    let mut offset = 0;
+    while offset < file.len {
+        let len = (file.len - offset).min(64 * 1024) as usize;
+        let handle = std::sync::Arc::clone(&file.file);
+        let read = outgoing
+            .worker
+            .offload(move || {
+                let mut buffer = vec![0; len];
+                std::os::unix::fs::FileExt::read_exact_at(&*handle, &mut buffer, offset)
+                    .map(|()| buffer)
+            })
+            .await;
+        let chunk = match read {
+            Ok(Ok(chunk)) => chunk,
+            Ok(Err(error)) => return Err(failed(error)),
+            Err(error) => return Err(failed(io::Error::other(error.message))),
+        };
+        write_timed(stream, &chunk, outgoing.proxy.send_timeout)
+            .await
+            .map_err(failed)?;
+        offset += len as u64;
+    }
+    Ok(offset)
+}
+
+/// Reads the response head, skipping interim 1xx answers (other than 101).
+async fn read_head(
+    stream: &Stream,
+    proxy: &Proxy,
+    client: &mut Client<'_>,
+    request: &mut Request<'_>,
+    attempt: usize,
+) -> Result<ReceivedHead, Failure> {
+    let started = request.upstream.attempts[attempt].started;
     let limit = usize::try_from(proxy.buffer_size)
         .unwrap_or(usize::MAX)
         .max(1024);
     let mut buffer = take_buffer(limit);
     let mut filled = 0;
     loop {
-        // While waiting, a client that goes away ends the request (nginx's check for a
-        // broken connection; `proxy_ignore_client_abort` is not supported).
-        let read = tokio::select! {
-            biased;
-            read = read_after_wait(stream, &mut buffer[filled..], proxy.read_timeout) => read,
-            () = client_gone(&client.connection.stream) => {
-                // nginx's words; its action is still "sending" until the upstream answers.
-                let action = if filled == 0 {
-                    "sending request to upstream"
-                } else {
-                    "reading response header from upstream"
-                };
-                return Err(TryError {
-                    kind: 0,
-                    status: 499,
-                    message: format!(
-                        "epoll_wait() reported that client prematurely closed connection, \
-                         so upstream connection is closed too while {action}"
-                    ),
-                    sent: true,
-                    stale: false,
-                    client: true,
-                });
-            }
-        };
-        let count = read.map_err(|error| read_error(error, filled == 0))?;
+        let count = read_head_bytes(stream, proxy, client, &mut buffer, filled).await?;
         request.upstream.attempts[attempt].bytes_received += count as u64;
         if count == 0 {
             if filled > 0 && !buffer.starts_with(b"HTTP/") {
                 // An HTTP/0.9 answer ends with the connection.
-                let response = UpstreamHead {
+                let head = UpstreamHead {
                     status: 200,
                     http_09: true,
                     connection_close: true,
                     ..UpstreamHead::default()
                 };
                 buffer.truncate(filled);
-                return Ok((response, buffer));
+                return Ok(ReceivedHead { head, buffer });
             }
-            return Err(TryError {
-                kind: NextUpstream::ERROR,
-                status: 502,
-                message: "upstream prematurely closed connection while reading response header from upstream"
-                    .to_owned(),
-                sent: true,
-                stale: filled == 0,
-                client: false,
+            return Err(Failure {
+                head_started: filled > 0,
+                ..Failure::upstream(Fault::Closed, Action::ReadingHead, true)
             });
         }
         filled += count;
+        let invalid = |fault| Failure::upstream(fault, Action::ReadingHead, true);
         match response::parse(&buffer[..filled]) {
-            Ok(Some(response)) => {
-                // Interim 1xx answers (other than 101) are skipped.
-                if (100..200).contains(&response.status)
-                    && response.status != 101
-                    && !response.http_09
-                {
-                    buffer.copy_within(response.len..filled, 0);
-                    filled -= response.len;
+            Ok(Some(head)) => {
+                if (100..200).contains(&head.status) && head.status != 101 && !head.http_09 {
+                    buffer.copy_within(head.len..filled, 0);
+                    filled -= head.len;
                     continue;
                 }
                 request.upstream.attempts[attempt].header_time = Some(started.elapsed());
                 // The buffer goes on with the response: the body bytes read with the head
                 // are decoded from it in place.
                 buffer.truncate(filled);
-                return Ok((response, buffer));
+                return Ok(ReceivedHead { head, buffer });
             }
-            Ok(None) if filled == buffer.len() => {
-                return Err(TryError {
-                    kind: NextUpstream::INVALID_HEADER,
-                    status: 502,
-                    message:
-                        "upstream sent too big header while reading response header from upstream"
-                            .to_owned(),
-                    sent: true,
-                    stale: false,
-                    client: false,
-                });
-            }
+            Ok(None) if filled == buffer.len() => return Err(invalid(Fault::HeadTooBig)),
             Ok(None) => {}
-            Err(InvalidHead(message)) => {
-                return Err(TryError {
-                    kind: NextUpstream::INVALID_HEADER,
-                    status: 502,
-                    message: format!("{message} while reading response header from upstream"),
-                    sent: true,
-                    stale: false,
-                    client: false,
-                });
-            }
+            Err(head) => return Err(invalid(Fault::InvalidHead(head))),
         }
     }
+}
+
+/// The next bytes of the head into `buffer[filled..]`; 0 when the upstream closed.
+async fn read_head_bytes(
+    stream: &Stream,
+    proxy: &Proxy,
+    client: &mut Client<'_>,
+    buffer: &mut [u8],
+    filled: usize,
+) -> Result<usize, Failure> {
+    // While waiting, a client that goes away ends the request (nginx's check for a
+    // broken connection; `proxy_ignore_client_abort` is not supported).
+    let read = tokio::select! {
+        biased;
+        read = read_after_wait(stream, &mut buffer[filled..], proxy.read_timeout) => read,
+        () = client_gone(&client.connection.stream) => {
+            // nginx's words; its action is still "sending" until the upstream answers.
+            let action = if filled == 0 {
+                Action::SendingRequest
+            } else {
+                Action::ReadingHead
+            };
+            return Err(Failure::client(Fault::ClientAborted, action));
+        }
+    };
+    read.map_err(|error| Failure {
+        head_started: filled > 0,
+        ..Failure::io(error, Action::ReadingHead, true)
+    })
 }
 
 /// Resolves when the client closes its connection (or it fails); never when it sends more
@@ -409,50 +351,21 @@ async fn client_gone(client: &Stream) {
 /// arrives; returns the bytes written upstream.
 async fn stream_body(
     stream: &Stream,
-    proxy: &Proxy,
+    outgoing: &Outgoing<'_>,
     client: &mut Client<'_>,
     chunked: bool,
-    head: &[u8],
     request: &mut Request<'_>,
-) -> Result<u64, TryError> {
-    let client_error = |status: u16, message: &str| TryError {
-        kind: 0,
-        status,
-        message: message.to_owned(),
-        sent: true,
-        stale: false,
-        client: true,
-    };
-    let upstream_error = |error: io::Error| {
-        TryError::io(
-            &error,
-            "writev()",
-            "sending request to upstream",
-            true,
-            false,
-        )
-    };
+) -> Result<u64, Failure> {
     let mut written = 0u64;
     let mut framed = Vec::new();
     let mut kept = Some(Vec::new());
     let mut payload = Vec::new();
     loop {
         // Everything one read brought is passed on as one piece (one chunk), as nginx does.
-        payload.clear();
-        while !client.connection.read_ahead.is_empty() && !client.body.is_done() {
-            let piece = client
-                .body
-                .next(client.connection.read_ahead.bytes())
-                .map_err(|_| client_error(400, "client sent invalid chunked body"))?;
-            payload.extend_from_slice(&client.connection.read_ahead.bytes()[piece.payload.clone()]);
-            client.connection.consume(piece.consumed);
-            if piece.consumed == 0 {
-                break;
-            }
-        }
+        take_client_payload(client, &mut payload)?;
         framed.clear();
         if written == 0 {
-            framed.extend_from_slice(head);
+            framed.extend_from_slice(outgoing.head);
         }
         if !payload.is_empty() {
             if chunked {
@@ -476,9 +389,9 @@ async fn stream_body(
             framed.extend_from_slice(b"0\r\n\r\n");
         }
         if !framed.is_empty() {
-            write_timed(stream, &framed, proxy.send_timeout)
+            write_timed(stream, &framed, outgoing.proxy.send_timeout)
                 .await
-                .map_err(upstream_error)?;
+                .map_err(|error| Failure::io(error, Action::StreamingBody, true))?;
             written += framed.len() as u64;
         }
         if done {
@@ -487,26 +400,41 @@ async fn stream_body(
             }
             return Ok(written);
         }
-        let connection = &mut *client.connection;
-        match tokio::time::timeout(
-            client.timeout,
-            connection.stream.read(&mut connection.read_ahead.buf),
-        )
-        .await
-        {
-            Err(_) => {
-                return Err(client_error(
-                    408,
-                    "client timed out (110: Connection timed out) while sending request to upstream",
-                ));
-            }
-            Ok(Ok(0)) | Ok(Err(_)) => {
-                return Err(client_error(
-                    499,
-                    "client prematurely closed connection while sending request to upstream",
-                ));
-            }
-            Ok(Ok(count)) => connection.read_ahead.filled = count,
+        read_client(client).await?;
+    }
+}
+
+/// Decodes the body bytes in the client's buffer into `payload`.
+fn take_client_payload(client: &mut Client<'_>, payload: &mut Vec<u8>) -> Result<(), Failure> {
+    payload.clear();
+    while !client.connection.read_ahead.is_empty() && !client.body.is_done() {
+        let piece = client
+            .body
+            .next(client.connection.read_ahead.bytes())
+            .map_err(|_| Failure::client(Fault::ClientInvalidBody, Action::StreamingBody))?;
+        payload.extend_from_slice(&client.connection.read_ahead.bytes()[piece.payload.clone()]);
+        client.connection.consume(piece.consumed);
+        if piece.consumed == 0 {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// Reads more of the client's body into its connection's buffer, within
+/// `client_body_timeout`.
+async fn read_client(client: &mut Client<'_>) -> Result<(), Failure> {
+    let connection = &mut *client.connection;
+    let read = connection.stream.read(&mut connection.read_ahead.buf);
+    match tokio::time::timeout(client.timeout, read).await {
+        Err(_) => Err(Failure::client(
+            Fault::ClientTimedOut,
+            Action::StreamingBody,
+        )),
+        Ok(Ok(0)) | Ok(Err(_)) => Err(Failure::client(Fault::ClientClosed, Action::StreamingBody)),
+        Ok(Ok(count)) => {
+            connection.read_ahead.filled = count;
+            Ok(())
         }
     }
 }

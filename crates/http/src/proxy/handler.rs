@@ -2,6 +2,7 @@
 //! the request, read the response head, and decide, as nginx's upstream module does,
 //! whether to pass the response on, try the next server, or end with 502/504.
 
+use std::borrow::Cow;
 use std::sync::atomic::AtomicU64;
 use std::time::{Duration, Instant};
 
@@ -13,13 +14,19 @@ use crate::body::reader::{BodyError, BodySettings, RequestBody, read_body};
 use crate::conf::{HttpConf, Location, LocationId};
 use crate::connection::Connection;
 use crate::proxy::accel::accel_redirect;
-use crate::proxy::body::{Release, UpstreamBody};
-use crate::proxy::exchange::{Client, OutBody, try_peer};
-pub use crate::proxy::exchange::{errno_text, read_timed};
+use crate::proxy::body::{BodyStart, Keepalive, Release, UpstreamBody};
+pub use crate::proxy::exchange::read_timed;
+use crate::proxy::exchange::{
+    Answer, Client, OutBody, Outgoing, PeerChoice, PooledBuffer, ReceivedHead, take_buffer,
+    try_peer,
+};
+pub use crate::proxy::failure::errno_text;
+use crate::proxy::failure::{Failure, Side};
+use crate::proxy::next_upstream::{Next, Outcome, Policy, decide, status_counts_against_peer};
 use crate::proxy::pass::{ProxyPass, host_header, literal_address, parse_url};
 use crate::proxy::request::{HeadInput, is_idempotent, upstream_uri, write_head};
 use crate::proxy::response::{self, RewriteInput, UpstreamFraming, UpstreamHead};
-use crate::proxy::{IgnoreHeaders, NextUpstream, Proxy};
+use crate::proxy::{IgnoreHeaders, Proxy};
 use crate::request::log;
 use crate::request::{ConnectionInfo, Request};
 use crate::response::Body;
@@ -123,6 +130,42 @@ impl GroupRef<'_> {
     }
 }
 
+/// Where a request goes: the group, and the parts of the `proxy_pass` URL.
+struct Target<'a> {
+    group: GroupRef<'a>,
+    /// The URL's URI part, which takes the place of the location's prefix.
+    uri_part: Option<Cow<'a, [u8]>>,
+    /// The URL as written, for `proxy_redirect default`; `None` with variables.
+    url: Option<&'a [u8]>,
+    /// `proxy_pass` has variables.
+    variables: bool,
+}
+
+/// The request head for the upstream, the same for every try.
+struct OutgoingHead {
+    bytes: PooledBuffer,
+    /// The method is HEAD: the response has no body.
+    is_head: bool,
+    idempotent: bool,
+}
+
+/// One proxied request, as every try of it sees it.
+struct Proxying<'a, 'r> {
+    worker: &'a HttpWorker,
+    location: &'a Location,
+    target: Target<'a>,
+    outgoing: Outgoing<'r>,
+    policy: Policy,
+    is_head: bool,
+}
+
+/// The server a try went to, and the try's entry in `$upstream_*`.
+#[derive(Clone, Copy)]
+struct PeerTry {
+    selected: Selected,
+    attempt: usize,
+}
+
 /// The content handler for a location with `proxy_pass`.
 pub async fn proxy<'a>(
     worker: &'a HttpWorker,
@@ -131,47 +174,11 @@ pub async fn proxy<'a>(
     request: &mut Request<'a>,
     location_id: LocationId,
 ) -> ProxyOutcome<'a> {
-    let conf: &'a HttpConf = worker.conf();
-    let location: &'a Location = conf.location(location_id);
+    let location: &'a Location = worker.conf().location(location_id);
     let proxy = &location.settings.proxy;
-    let Some(pass) = proxy.pass.as_deref() else {
-        return ProxyOutcome::Finalize(500);
-    };
-    // Where to: the group, `$proxy_host`, the URL's URI part.
-    let (group, uri_part, url_text, variables) = match pass {
-        ProxyPass::Static(target) => {
-            // The request's buffers keep their memory from the connection's last request.
-            request.upstream.proxy_host.clear();
-            request.upstream.proxy_host.extend_from_slice(&target.host);
-            request.upstream.proxy_port.clear();
-            request.upstream.proxy_port.extend_from_slice(&target.port);
-            (
-                GroupRef::Conf(&conf.upstreams[target.upstream.0 as usize]),
-                target.uri.as_deref().map(std::borrow::Cow::Borrowed),
-                Some(target.url.as_bytes()),
-                false,
-            )
-        }
-        ProxyPass::Variables(template) => {
-            let url = render(worker, &connection.info, request, template);
-            match resolve_variable_url(conf, proxy, &url).await {
-                Ok((group, host, port, uri)) => {
-                    request.upstream.proxy_host = host;
-                    request.upstream.proxy_port = port;
-                    (group, uri.map(std::borrow::Cow::Owned), None, true)
-                }
-                Err((status, message)) => {
-                    log(
-                        worker,
-                        &connection.info,
-                        request,
-                        Level::Error,
-                        format_args!("{message}"),
-                    );
-                    return ProxyOutcome::Finalize(status);
-                }
-            }
-        }
+    let target = match find_target(worker, &connection.info, request, proxy).await {
+        Ok(target) => target,
+        Err(status) => return ProxyOutcome::Finalize(status),
     };
     // The body goes upstream whole, read first (`proxy_request_buffering`).
     let out_body = match read_request_body(worker, connection, body_state, request, location).await
@@ -179,339 +186,494 @@ pub async fn proxy<'a>(
         Ok(body) => body,
         Err(status) => return ProxyOutcome::Finalize(status),
     };
+    let head = match build_head(
+        worker,
+        &connection.info,
+        request,
+        location,
+        &target,
+        &out_body,
+    ) {
+        Ok(head) => head,
+        Err(status) => return ProxyOutcome::Finalize(status),
+    };
+    let hash = balancer_hash(worker, &connection.info, request, target.group.group());
+    let bind = proxy.bind.as_ref().and_then(|template| {
+        crate::proxy::directives::parse_bind(&render(worker, &connection.info, request, template))
+    });
+    let policy = next_upstream_policy(proxy, target.group.group(), &head, &out_body);
+    let proxying = Proxying {
+        worker,
+        location,
+        outgoing: Outgoing {
+            worker,
+            proxy,
+            head: &head.bytes.0,
+            body: &out_body,
+            bind,
+            idempotent: head.idempotent,
+        },
+        target,
+        policy,
+        is_head: head.is_head,
+    };
+    let key = SelectKey {
+        client: client_address(&connection.info),
+        hash: &hash,
+    };
+    proxying.run(&key, connection, body_state, request).await
+}
+
+impl<'a> Proxying<'a, '_> {
+    /// Tries the group's servers, one after another, until one answers or
+    /// `proxy_next_upstream` says to stop.
+    async fn run(
+        &self,
+        key: &SelectKey<'_>,
+        connection: &mut Connection,
+        body_state: &mut BodyState,
+        request: &mut Request<'a>,
+    ) -> ProxyOutcome<'a> {
+        let group = self.target.group.group();
+        let mut tried = Tried::new(group);
+        let mut tries = 0;
+        loop {
+            let now = Instant::now();
+            let Some(selected) = group.select(&mut tried, key, now) else {
+                return self.no_live_upstreams(&connection.info, request, now);
+            };
+            tries += 1;
+            let peer = group.peer(selected);
+            request.upstream.trying = true;
+            request
+                .upstream
+                .attempts
+                .push(Attempt::new(&peer.name, now, 502));
+            let current = PeerTry {
+                selected,
+                attempt: request.upstream.attempts.len() - 1,
+            };
+            let choice = PeerChoice {
+                group: &self.target.group,
+                selected,
+                peer,
+            };
+            let mut client = self.client(connection, body_state);
+            let result = try_peer(
+                &self.outgoing,
+                &choice,
+                &mut client,
+                request,
+                current.attempt,
+            )
+            .await;
+            match result {
+                Ok(answer) => {
+                    let status = answer.received.head.status;
+                    request.upstream.attempts[current.attempt].status = Some(status);
+                    let outcome = Outcome::Response(status);
+                    if decide(&self.policy, outcome, tries, Instant::now()) != Next::Retry {
+                        return self.respond(&connection.info, request, answer, current);
+                    }
+                    let failed = status_counts_against_peer(status);
+                    self.release(&connection.info, request, selected, failed);
+                }
+                Err(failure) => {
+                    self.fail(&connection.info, request, current, &failure);
+                    if failure.side() == Side::Client {
+                        request.keepalive = false;
+                        *body_state = BodyState::Done;
+                    }
+                    let outcome = Outcome::Failed(&failure);
+                    if decide(&self.policy, outcome, tries, Instant::now()) != Next::Retry {
+                        return ProxyOutcome::Finalize(failure.status());
+                    }
+                }
+            }
+        }
+    }
+
+    /// The client as a try sees it: its body may be passed on as it arrives.
+    fn client<'c>(&self, connection: &'c mut Connection, body: &'c mut BodyState) -> Client<'c> {
+        let core = &self.location.settings.core;
+        Client {
+            connection,
+            body,
+            timeout: core.client_body_timeout,
+            keep: usize::try_from(core.client_body_buffer_size).unwrap_or(usize::MAX),
+        }
+    }
+
+    /// No server of the group may be tried.
+    fn no_live_upstreams(
+        &self,
+        info: &ConnectionInfo,
+        request: &mut Request<'a>,
+        now: Instant,
+    ) -> ProxyOutcome<'a> {
+        // The group's name stands for the peer, in `$upstream_addr` and in the log line's
+        // `upstream: "http://NAME/URI"`, as in nginx.
+        let group = self.target.group.group();
+        request
+            .upstream
+            .attempts
+            .push(Attempt::new(&group.name, now, 502));
+        request.upstream.trying = true;
+        log(
+            self.worker,
+            info,
+            request,
+            Level::Error,
+            format_args!("no live upstreams while connecting to upstream"),
+        );
+        request.upstream.trying = false;
+        ProxyOutcome::Finalize(502)
+    }
+
+    /// A failed try: its `$upstream_*` entry, the log line, the server's failure count.
+    fn fail(
+        &self,
+        info: &ConnectionInfo,
+        request: &mut Request<'a>,
+        current: PeerTry,
+        failure: &Failure,
+    ) {
+        let entry = &mut request.upstream.attempts[current.attempt];
+        entry.failed_status = failure.status();
+        entry.response_time = Some(self.policy.started.elapsed());
+        log(
+            self.worker,
+            info,
+            request,
+            failure.level(),
+            format_args!("{failure}"),
+        );
+        let failed = failure.counts_against_peer();
+        self.release(info, request, current.selected, failed);
+    }
+
+    /// Ends a try's hold on its server.
+    fn release(
+        &self,
+        info: &ConnectionInfo,
+        request: &Request<'_>,
+        selected: Selected,
+        failed: bool,
+    ) {
+        if self
+            .target
+            .group
+            .group()
+            .release(selected, failed, Instant::now())
+        {
+            log(
+                self.worker,
+                info,
+                request,
+                Level::Warn,
+                format_args!("upstream server temporarily disabled while connecting to upstream"),
+            );
+        }
+    }
+
+    /// A response that is not retried: an intercepted error, an `X-Accel-Redirect`, or a
+    /// response passed on with a body that streams from the upstream.
+    fn respond(
+        &self,
+        info: &ConnectionInfo,
+        request: &mut Request<'a>,
+        answer: Answer,
+        current: PeerTry,
+    ) -> ProxyOutcome<'a> {
+        let proxy = self.outgoing.proxy;
+        let ReceivedHead { head, buffer } = &answer.received;
+        if head.status >= 300
+            && proxy.intercept_errors
+            && self
+                .location
+                .settings
+                .core
+                .error_page
+                .iter()
+                .any(|page| page.status == head.status)
+        {
+            self.release(info, request, current.selected, false);
+            request.upstream.attempts[current.attempt].response_time =
+                Some(self.policy.started.elapsed());
+            return intercept(request, head, buffer);
+        }
+        if !proxy.ignore_headers.has(IgnoreHeaders::X_ACCEL_REDIRECT)
+            && let Some(target) = accel_target(head, buffer)
+        {
+            self.release(info, request, current.selected, false);
+            request.upstream.attempts[current.attempt].response_time =
+                Some(self.policy.started.elapsed());
+            let Answer {
+                stream, received, ..
+            } = answer;
+            drop(stream);
+            let outcome = accel_redirect(
+                self.worker,
+                info,
+                request,
+                proxy,
+                &received.head,
+                &received.buffer,
+                target,
+            );
+            request.upstream.keep_head(&received.buffer, &received.head);
+            return outcome;
+        }
+        self.pass_on(info, request, answer, current)
+    }
+
+    /// The response goes to the client, its body read from the upstream as the client
+    /// takes it; the connection may go back to the keep-alive cache after it.
+    fn pass_on(
+        &self,
+        info: &ConnectionInfo,
+        request: &mut Request<'a>,
+        answer: Answer,
+        current: PeerTry,
+    ) -> ProxyOutcome<'a> {
+        let proxy = self.outgoing.proxy;
+        let Answer {
+            stream,
+            received: ReceivedHead { head, buffer },
+            opened,
+            requests,
+        } = answer;
+        let rewrite = RewriteInput {
+            url: self.target.url,
+            url_has_uri: self.target.uri_part.is_some(),
+            location: self.location.prefix(),
+        };
+        request.upstream.keep_head(&buffer, &head);
+        response::apply(self.worker, info, request, proxy, &head, &buffer, &rewrite);
+        let framing = response::framing(&head, self.is_head);
+        let keepalive = match &self.target.group {
+            GroupRef::Conf(group)
+                if group.keepalive.is_some()
+                    && !head.connection_close
+                    && framing != UpstreamFraming::Close =>
+            {
+                Some(Keepalive {
+                    group,
+                    opened,
+                    requests: requests + 1,
+                })
+            }
+            _ => None,
+        };
+        let release = match &self.target.group {
+            GroupRef::Conf(group) => Some(Release {
+                group,
+                selected: current.selected,
+            }),
+            GroupRef::Own(_) => None,
+        };
+        let body = UpstreamBody::new(BodyStart {
+            stream,
+            input: buffer,
+            position: head.len,
+            framing,
+            read_timeout: proxy.read_timeout,
+            read_size: proxy.buffers.count * proxy.buffers.size,
+            keepalive,
+            selected: current.selected,
+            release,
+            attempt: current.attempt,
+        });
+        ProxyOutcome::Respond(Body::Upstream(Box::new(body)))
+    }
+}
+
+/// `proxy_intercept_errors`: the status goes to `error_page`, the response is dropped.
+fn intercept<'a>(
+    request: &mut Request<'a>,
+    head: &UpstreamHead,
+    buffer: &[u8],
+) -> ProxyOutcome<'a> {
+    // The challenge of an intercepted 401 still reaches the client.
+    if head.status == 401 {
+        for (name, value) in &head.fields {
+            let name = &buffer[name.clone()];
+            if name.eq_ignore_ascii_case(b"www-authenticate") {
+                request.response.headers.push((
+                    crate::response::Bytes::Owned(name.to_vec()),
+                    crate::response::Bytes::Owned(buffer[value.clone()].to_vec()),
+                ));
+            }
+        }
+    }
+    request.upstream.keep_head(buffer, head);
+    ProxyOutcome::Finalize(head.status)
+}
+
+/// The response's non-empty `X-Accel-Redirect`, if it has one.
+fn accel_target(head: &UpstreamHead, buffer: &[u8]) -> Option<Vec<u8>> {
+    head.fields
+        .iter()
+        .map(|(name, value)| (&buffer[name.clone()], &buffer[value.clone()]))
+        .find(|(name, value)| name.eq_ignore_ascii_case(b"x-accel-redirect") && !value.is_empty())
+        .map(|(_, value)| value.to_vec())
+}
+
+/// Where `proxy_pass` points: its group and URL parts; sets `$proxy_host` and
+/// `$proxy_port`. A failure is logged and is the status to end with.
+async fn find_target<'a>(
+    worker: &'a HttpWorker,
+    info: &ConnectionInfo,
+    request: &mut Request<'a>,
+    proxy: &'a Proxy,
+) -> Result<Target<'a>, u16> {
+    let Some(pass) = proxy.pass.as_deref() else {
+        return Err(500);
+    };
+    match pass {
+        ProxyPass::Static(target) => {
+            // The request's buffers keep their memory from the connection's last request.
+            request.upstream.proxy_host.clear();
+            request.upstream.proxy_host.extend_from_slice(&target.host);
+            request.upstream.proxy_port.clear();
+            request.upstream.proxy_port.extend_from_slice(&target.port);
+            Ok(Target {
+                group: GroupRef::Conf(&worker.conf().upstreams[target.upstream.0 as usize]),
+                uri_part: target.uri.as_deref().map(Cow::Borrowed),
+                url: Some(target.url.as_bytes()),
+                variables: false,
+            })
+        }
+        ProxyPass::Variables(template) => {
+            let url = render(worker, info, request, template);
+            match resolve_variable_url(worker.conf(), proxy, &url).await {
+                Ok(resolved) => {
+                    request.upstream.proxy_host = resolved.host;
+                    request.upstream.proxy_port = resolved.port;
+                    Ok(Target {
+                        group: resolved.group,
+                        uri_part: resolved.uri.map(Cow::Owned),
+                        url: None,
+                        variables: true,
+                    })
+                }
+                Err((status, message)) => {
+                    log(
+                        worker,
+                        info,
+                        request,
+                        Level::Error,
+                        format_args!("{message}"),
+                    );
+                    Err(status)
+                }
+            }
+        }
+    }
+}
+
+/// The request line and fields for the upstream, and the URI in `request.upstream.uri`;
+/// an empty URI is logged and ends the request with 500.
+fn build_head(
+    worker: &HttpWorker,
+    info: &ConnectionInfo,
+    request: &mut Request<'_>,
+    location: &Location,
+    target: &Target<'_>,
+    out_body: &OutBody,
+) -> Result<OutgoingHead, u16> {
+    let proxy = &location.settings.proxy;
     let method = proxy
         .method
         .as_ref()
-        .map(|template| render(worker, &connection.info, request, template));
+        .map(|template| render(worker, info, request, template));
+    let mut uri = std::mem::take(&mut request.upstream.uri);
+    let mut bytes = PooledBuffer(take_buffer(0));
     let method_bytes = method.as_deref().unwrap_or_else(|| request.method_bytes());
     let is_head = method_bytes.eq_ignore_ascii_case(b"HEAD");
     let idempotent = is_idempotent(method_bytes);
-    let mut uri = std::mem::take(&mut request.upstream.uri);
-    let mut head = crate::proxy::exchange::PooledBuffer(crate::proxy::exchange::take_buffer(0));
-    {
-        let input = HeadInput {
-            uri_part: uri_part.as_deref(),
-            variables,
-            host: &request.upstream.proxy_host,
-            body_len: match (&out_body, request.info.framing) {
-                // `proxy_pass_request_body off` keeps the body back but, as in nginx, not
-                // the client's `Content-Length`.
-                (OutBody::None, http1::request::BodyFraming::Length(length))
-                    if !location.settings.proxy.pass_request_body =>
-                {
-                    Some(length)
-                }
-                _ => out_body.len(),
-            },
-            chunked: matches!(out_body, OutBody::Stream { chunked: true, .. }),
-        };
-        upstream_uri(request, location, &input, &mut uri);
-        if !uri.is_empty() {
-            let method_bytes = method.as_deref().unwrap_or_else(|| request.method_bytes());
-            write_head(
-                worker,
-                &connection.info,
-                request,
-                proxy,
-                method_bytes,
-                &uri,
-                &input,
-                &mut head.0,
-            );
-        }
+    let input = HeadInput {
+        uri_part: target.uri_part.as_deref(),
+        variables: target.variables,
+        method: method_bytes,
+        host: &request.upstream.proxy_host,
+        body_len: match (out_body, request.info.framing) {
+            // `proxy_pass_request_body off` keeps the body back but, as in nginx, not
+            // the client's `Content-Length`.
+            (OutBody::None, http1::request::BodyFraming::Length(length))
+                if !proxy.pass_request_body =>
+            {
+                Some(length)
+            }
+            _ => out_body.len(),
+        },
+        chunked: matches!(out_body, OutBody::Stream { chunked: true, .. }),
+    };
+    upstream_uri(request, location, &input, &mut uri);
+    if !uri.is_empty() {
+        write_head(worker, info, request, proxy, &uri, &input, &mut bytes.0);
     }
     request.upstream.uri = uri;
     if request.upstream.uri.is_empty() {
         log(
             worker,
-            &connection.info,
+            info,
             request,
             Level::Error,
             format_args!("zero length URI to proxy"),
         );
-        return ProxyOutcome::Finalize(500);
+        return Err(500);
     }
+    Ok(OutgoingHead {
+        bytes,
+        is_head,
+        idempotent,
+    })
+}
 
-    let hash_key = match &group.group().balancer {
-        Balancer::Hash { key, .. } => render(worker, &connection.info, request, key),
-        _ => Vec::new(),
-    };
-    let client = match connection.info.peer {
-        PeerAddress::Inet(address) => Some(address.ip()),
-        PeerAddress::Unix => None,
-    };
-    let key = SelectKey {
-        client,
-        hash: &hash_key,
-    };
-    let bind = proxy.bind.as_ref().and_then(|template| {
-        crate::proxy::directives::parse_bind(&render(worker, &connection.info, request, template))
-    });
-    let started = Instant::now();
-    let group_ref = &group;
-    let peer_group = group_ref.group();
-    let mut tries_left = if peer_group.is_single() {
+/// `proxy_next_upstream` for this request, its clock started now.
+fn next_upstream_policy(
+    proxy: &Proxy,
+    group: &Group,
+    head: &OutgoingHead,
+    out_body: &OutBody,
+) -> Policy {
+    let group_tries = if group.is_single() {
         1
     } else {
-        peer_group.peer_count()
+        group.peer_count()
     };
-    if proxy.next_upstream_tries > 0 {
-        tries_left = tries_left.min(proxy.next_upstream_tries as usize);
-    }
-    let mut tried = Tried::new(peer_group);
-    loop {
-        let now = Instant::now();
-        let Some(selected) = peer_group.select(&mut tried, &key, now) else {
-            // The group's name stands for the peer, in `$upstream_addr` and in the log
-            // line's `upstream: "http://NAME/URI"`, as in nginx.
-            request
-                .upstream
-                .attempts
-                .push(Attempt::new(&peer_group.name, now, 502));
-            request.upstream.trying = true;
-            log(
-                worker,
-                &connection.info,
-                request,
-                Level::Error,
-                format_args!("no live upstreams while connecting to upstream"),
-            );
-            request.upstream.trying = false;
-            return ProxyOutcome::Finalize(502);
-        };
-        let peer = peer_group.peer(selected);
-        request.upstream.trying = true;
-        request
-            .upstream
-            .attempts
-            .push(Attempt::new(&peer.name, now, 502));
-        let attempt = request.upstream.attempts.len() - 1;
-        let mut client = Client {
-            connection: &mut *connection,
-            body: &mut *body_state,
-            timeout: location.settings.core.client_body_timeout,
-            keep: usize::try_from(location.settings.core.client_body_buffer_size)
-                .unwrap_or(usize::MAX),
-        };
-        let result = try_peer(
-            worker,
-            &group,
-            selected,
-            peer,
-            proxy,
-            bind,
-            &head.0,
-            &out_body,
-            &mut client,
-            idempotent,
-            request,
-            attempt,
+    Policy {
+        idempotent: head.idempotent,
+        streamed_body: matches!(out_body, OutBody::Stream { .. }),
+        ..Policy::new(
+            proxy.next_upstream,
+            group_tries,
+            proxy.next_upstream_tries,
+            proxy.next_upstream_timeout,
+            Instant::now(),
         )
-        .await;
-        match result {
-            Ok((stream, upstream_head, buffer, opened, requests)) => {
-                let status = upstream_head.status;
-                request.upstream.attempts[attempt].status = Some(status);
-                // `proxy_next_upstream http_5xx`: only while another server may be tried.
-                if let Some(flag) = NextUpstream::for_status(status)
-                    && proxy.next_upstream.has(flag)
-                    && tries_left > 1
-                    && retry_allowed(proxy, started, idempotent)
-                {
-                    let failure = matches!(status, 500 | 502 | 503 | 504 | 429);
-                    release(
-                        worker,
-                        &connection.info,
-                        request,
-                        peer_group,
-                        selected,
-                        failure,
-                    );
-                    tries_left -= 1;
-                    continue;
-                }
-                if status >= 300
-                    && proxy.intercept_errors
-                    && location
-                        .settings
-                        .core
-                        .error_page
-                        .iter()
-                        .any(|page| page.status == status)
-                {
-                    release(
-                        worker,
-                        &connection.info,
-                        request,
-                        peer_group,
-                        selected,
-                        false,
-                    );
-                    request.upstream.attempts[attempt].response_time = Some(started.elapsed());
-                    // The challenge of an intercepted 401 still reaches the client.
-                    if status == 401 {
-                        for (name, value) in &upstream_head.fields {
-                            let name = &buffer[name.clone()];
-                            if name.eq_ignore_ascii_case(b"www-authenticate") {
-                                request.response.headers.push((
-                                    crate::response::Bytes::Owned(name.to_vec()),
-                                    crate::response::Bytes::Owned(buffer[value.clone()].to_vec()),
-                                ));
-                            }
-                        }
-                    }
-                    request.upstream.keep_head(&buffer, &upstream_head);
-                    return ProxyOutcome::Finalize(status);
-                }
-                if !proxy.ignore_headers.has(IgnoreHeaders::X_ACCEL_REDIRECT)
-                    && let Some(target) = upstream_head
-                        .fields
-                        .iter()
-                        .map(|(name, value)| (&buffer[name.clone()], &buffer[value.clone()]))
-                        .find(|(name, value)| {
-                            name.eq_ignore_ascii_case(b"x-accel-redirect") && !value.is_empty()
-                        })
-                        .map(|(_, value)| value.to_vec())
-                {
-                    release(
-                        worker,
-                        &connection.info,
-                        request,
-                        peer_group,
-                        selected,
-                        false,
-                    );
-                    request.upstream.attempts[attempt].response_time = Some(started.elapsed());
-                    drop(stream);
-                    let outcome = accel_redirect(
-                        worker,
-                        &connection.info,
-                        request,
-                        proxy,
-                        &upstream_head,
-                        &buffer,
-                        target,
-                    );
-                    request.upstream.keep_head(&buffer, &upstream_head);
-                    return outcome;
-                }
-                let rewrite = RewriteInput {
-                    url: url_text,
-                    url_has_uri: uri_part.is_some(),
-                    location: location.prefix(),
-                };
-                request.upstream.keep_head(&buffer, &upstream_head);
-                response::apply(
-                    worker,
-                    &connection.info,
-                    request,
-                    proxy,
-                    &upstream_head,
-                    &buffer,
-                    &rewrite,
-                );
-                let framing = response::framing(&upstream_head, is_head);
-                let keepalive = match &group {
-                    GroupRef::Conf(group)
-                        if group.keepalive.is_some()
-                            && !upstream_head.connection_close
-                            && framing != UpstreamFraming::Close =>
-                    {
-                        Some((*group, opened, requests + 1))
-                    }
-                    _ => None,
-                };
-                let release = match &group {
-                    GroupRef::Conf(group) => Some(Release { group, selected }),
-                    GroupRef::Own(_) => None,
-                };
-                let body = UpstreamBody::new(
-                    stream,
-                    buffer,
-                    upstream_head.len,
-                    framing,
-                    proxy.read_timeout,
-                    proxy.buffers.count * proxy.buffers.size,
-                    keepalive,
-                    selected,
-                    release,
-                    attempt,
-                );
-                return ProxyOutcome::Respond(Body::Upstream(Box::new(body)));
-            }
-            Err(error) => {
-                let entry = &mut request.upstream.attempts[attempt];
-                entry.failed_status = error.status;
-                entry.response_time = Some(started.elapsed());
-                let message = error.message.clone();
-                // The client's own failures are logged at `info` and count against no server.
-                let level = if error.client {
-                    Level::Info
-                } else {
-                    Level::Error
-                };
-                log(
-                    worker,
-                    &connection.info,
-                    request,
-                    level,
-                    format_args!("{message}"),
-                );
-                release(
-                    worker,
-                    &connection.info,
-                    request,
-                    peer_group,
-                    selected,
-                    !error.client,
-                );
-                if error.client {
-                    request.keepalive = false;
-                    *body_state = BodyState::Done;
-                    return ProxyOutcome::Finalize(error.status);
-                }
-                tries_left = tries_left.saturating_sub(1);
-                // A body passed on as it arrived cannot be sent again.
-                let streamed = matches!(out_body, OutBody::Stream { .. }) && error.sent;
-                let next = !streamed
-                    && proxy.next_upstream.has(error.kind)
-                    && !proxy.next_upstream.has(NextUpstream::OFF)
-                    && tries_left > 0
-                    && (!error.sent
-                        || idempotent
-                        || proxy.next_upstream.has(NextUpstream::NON_IDEMPOTENT))
-                    && retry_allowed(proxy, started, true);
-                if !next {
-                    return ProxyOutcome::Finalize(error.status);
-                }
-            }
-        }
     }
 }
 
-fn retry_allowed(proxy: &Proxy, started: Instant, idempotent: bool) -> bool {
-    if !idempotent && !proxy.next_upstream.has(NextUpstream::NON_IDEMPOTENT) {
-        return false;
-    }
-    proxy.next_upstream_timeout.is_zero() || started.elapsed() < proxy.next_upstream_timeout
-}
-
-fn release(
+/// The key a `hash` balancer selects by; empty for the other balancers.
+fn balancer_hash(
     worker: &HttpWorker,
-    connection: &ConnectionInfo,
+    info: &ConnectionInfo,
     request: &Request<'_>,
     group: &Group,
-    selected: Selected,
-    failed: bool,
-) {
-    if group.release(selected, failed, Instant::now()) {
-        log(
-            worker,
-            connection,
-            request,
-            Level::Warn,
-            format_args!("upstream server temporarily disabled while connecting to upstream"),
-        );
+) -> Vec<u8> {
+    match &group.balancer {
+        Balancer::Hash { key, .. } => render(worker, info, request, key),
+        _ => Vec::new(),
+    }
+}
+
+/// The client's address, for `ip_hash`.
+fn client_address(info: &ConnectionInfo) -> Option<std::net::IpAddr> {
+    match info.peer {
+        PeerAddress::Inet(address) => Some(address.ip()),
+        PeerAddress::Unix => None,
     }
 }
 
@@ -532,14 +694,24 @@ impl Attempt {
     }
 }
 
+/// The target of a `proxy_pass` with variables.
+struct Resolved<'a> {
+    group: GroupRef<'a>,
+    /// `$proxy_host` and `$proxy_port`.
+    host: Vec<u8>,
+    port: Vec<u8>,
+    /// The URL's URI part.
+    uri: Option<Vec<u8>>,
+}
+
 /// A `proxy_pass` with variables: a group by name (and port), else a literal address,
-/// else the addresses the location's `resolver` finds for the name.
-#[allow(clippy::type_complexity)]
+/// else the addresses the location's `resolver` finds for the name. A failure is the
+/// status and the message to log.
 async fn resolve_variable_url<'a>(
     conf: &'a HttpConf,
     proxy: &Proxy,
     url: &[u8],
-) -> Result<(GroupRef<'a>, Vec<u8>, Vec<u8>, Option<Vec<u8>>), (u16, String)> {
+) -> Result<Resolved<'a>, (u16, String)> {
     let text = String::from_utf8_lossy(url);
     let parsed = parse_url(&text).map_err(|error| match error {
         crate::proxy::pass::UrlError::Prefix => (500, format!("invalid URL prefix in \"{text}\"")),
@@ -549,7 +721,12 @@ async fn resolve_variable_url<'a>(
     let port = parsed.port.unwrap_or(80).to_string().into_bytes();
     let uri = parsed.uri.map(|uri| uri.as_bytes().to_vec());
     if let Some((_, group)) = conf.find_upstream(parsed.host, parsed.port) {
-        return Ok((GroupRef::Conf(group), host, port, uri));
+        return Ok(Resolved {
+            group: GroupRef::Conf(group),
+            host,
+            port,
+            uri,
+        });
     }
     let addresses = match literal_address(parsed.host, parsed.port) {
         Some(address) => vec![address],
@@ -605,7 +782,12 @@ async fn resolve_variable_url<'a>(
         true,
         parsed.port,
     );
-    Ok((GroupRef::Own(Box::new(group)), host, port, uri))
+    Ok(Resolved {
+        group: GroupRef::Own(Box::new(group)),
+        host,
+        port,
+        uri,
+    })
 }
 
 /// Reads the client's body for the upstream (or the `proxy_set_body` text instead).
@@ -675,62 +857,84 @@ async fn read_request_body(
     )
     .await;
     match result {
-        Ok(body) => {
-            request.length += body.len();
-            Ok(match body {
-                RequestBody::Memory(bytes) => {
-                    request.body = Some(RequestBody::Memory(bytes.clone()));
-                    OutBody::Memory(bytes)
-                }
-                RequestBody::File(file) => {
-                    request.body_file = Some(file.path.clone());
-                    OutBody::File(file)
-                }
-            })
+        Ok(body) => Ok(keep_request_body(request, body)),
+        Err(error) => Err(body_failed(
+            worker,
+            &connection.info,
+            request,
+            body_state,
+            error,
+        )),
+    }
+}
+
+/// The client's body could not be read: logged, the connection closes after the
+/// response; the status to end with.
+fn body_failed(
+    worker: &HttpWorker,
+    info: &ConnectionInfo,
+    request: &mut Request<'_>,
+    body_state: &mut BodyState,
+    error: BodyError,
+) -> u16 {
+    let (level, message) = body_error_log(request, &error);
+    log(worker, info, request, level, format_args!("{message}"));
+    request.keepalive = false;
+    *body_state = BodyState::Done;
+    request.discard_body = true;
+    match error {
+        BodyError::Closed => 499,
+        other => other.status(),
+    }
+}
+
+/// A body read whole goes upstream, and stays with the request for `$request_body` and
+/// `$request_body_file`.
+fn keep_request_body(request: &mut Request<'_>, body: RequestBody) -> OutBody {
+    request.length += body.len();
+    match body {
+        RequestBody::Memory(bytes) => {
+            request.body = Some(RequestBody::Memory(bytes.clone()));
+            OutBody::Memory(bytes)
         }
-        Err(error) => {
-            let (level, message) = match &error {
-                BodyError::TooLarge { received } => (
-                    Level::Error,
-                    format!("client intended to send too large chunked body: {received} bytes"),
-                ),
-                BodyError::TimedOut => (
-                    Level::Info,
-                    "client timed out (110: Connection timed out) while reading client request body"
-                        .to_owned(),
-                ),
-                BodyError::Closed => (
-                    Level::Info,
-                    "client prematurely closed connection while reading client request body"
-                        .to_owned(),
-                ),
-                BodyError::Invalid(invalid) => (
-                    Level::Info,
-                    invalid.log_message_in(&request.head_bytes).to_string(),
-                ),
-                BodyError::File { path, call, error } => (
-                    Level::Crit,
-                    format!("{call}() \"{}\" failed ({})", path.display(), errno_text(error)),
-                ),
-                BodyError::Pool { name } => (
-                    Level::Alert,
-                    format!("thread pool \"{name}\" task was lost"),
-                ),
-            };
-            log(
-                worker,
-                &connection.info,
-                request,
-                level,
-                format_args!("{message}"),
-            );
-            request.keepalive = false;
-            *body_state = BodyState::Done;
-            request.discard_body = true;
-            Err(match error {
-                BodyError::Closed => 499,
-                other => other.status(),
-            })
+        RequestBody::File(file) => {
+            request.body_file = Some(file.path.clone());
+            OutBody::File(file)
         }
+    }
+}
+
+/// How a failure to read the client's body is logged, in nginx's words.
+fn body_error_log(request: &Request<'_>, error: &BodyError) -> (Level, String) {
+    match error {
+        BodyError::TooLarge { received } => (
+            Level::Error,
+            format!("client intended to send too large chunked body: {received} bytes"),
+        ),
+        BodyError::TimedOut => (
+            Level::Info,
+            "client timed out (110: Connection timed out) while reading client request body"
+                .to_owned(),
+        ),
+        BodyError::Closed => (
+            Level::Info,
+            "client prematurely closed connection while reading client request body".to_owned(),
+        ),
+        BodyError::Invalid(invalid) => (
+            Level::Info,
+            invalid.log_message_in(&request.head_bytes).to_string(),
+        ),
+        BodyError::File { path, call, error } => (
+            Level::Crit,
+            format!(
+                "{call}() \"{}\" failed ({})",
+                path.display(),
+                errno_text(error)
+            ),
+        ),
+        BodyError::Pool { name } => (
+            Level::Alert,
+            format!("thread pool \"{name}\" task was lost"),
+        ),
     }
 }

@@ -28,6 +28,8 @@ pub struct HeadInput<'i> {
     pub uri_part: Option<&'i [u8]>,
     /// The URL had variables: its URI part, if any, is the whole URI.
     pub variables: bool,
+    /// The method sent: the client's, or `proxy_method`'s.
+    pub method: &'i [u8],
     /// `$proxy_host`.
     pub host: &'i [u8],
     /// The body's length when one is sent.
@@ -113,18 +115,16 @@ fn find_set<'p>(proxy: &'p Proxy, name: &[u8]) -> Option<&'p HttpTemplate> {
 }
 
 /// Writes the request head.
-#[allow(clippy::too_many_arguments)]
 pub fn write_head(
     worker: &HttpWorker,
     connection: &ConnectionInfo,
     request: &Request<'_>,
     proxy: &Proxy,
-    method: &[u8],
     uri: &[u8],
     input: &HeadInput<'_>,
     out: &mut Vec<u8>,
 ) {
-    out.extend_from_slice(method);
+    out.extend_from_slice(input.method);
     out.push(b' ');
     out.extend_from_slice(uri);
     out.extend_from_slice(if proxy.http_11 {

@@ -402,16 +402,16 @@ fn rewrite_redirect(
         Redirect::Rules(rules) => rules,
     };
     for rule in rules {
-        if let Some(rewritten) = apply_rule(
-            worker, connection, request, input, rule, value, prefix, false,
-        ) {
+        if let Some(rewritten) = apply_rule(worker, connection, request, input, rule, value, prefix)
+        {
             return rewritten;
         }
     }
     value.to_vec()
 }
 
-#[allow(clippy::too_many_arguments)]
+/// One rule on `value[prefix..]`; the rewritten value when it matched. A prefix matches
+/// case-sensitively (a cookie's domain is matched by [`rewrite_cookie`] itself).
 fn apply_rule(
     worker: &HttpWorker,
     connection: &crate::request::ConnectionInfo,
@@ -420,7 +420,6 @@ fn apply_rule(
     rule: &RedirectRule,
     value: &[u8],
     prefix: usize,
-    caseless: bool,
 ) -> Option<Vec<u8>> {
     let subject = &value[prefix..];
     let (matched_len, replacement) = match rule {
@@ -440,13 +439,7 @@ fn apply_rule(
         }
         RedirectRule::Prefix { from, to } => {
             let pattern = render(worker, connection, request, from);
-            let matches = if caseless {
-                subject.len() >= pattern.len()
-                    && subject[..pattern.len()].eq_ignore_ascii_case(&pattern)
-            } else {
-                subject.starts_with(&pattern)
-            };
-            if !matches {
+            if !subject.starts_with(&pattern) {
                 return None;
             }
             (pattern.len(), render(worker, connection, request, to))
@@ -528,7 +521,6 @@ fn rewrite_cookie(
                 rule,
                 &attribute_value,
                 0,
-                caseless,
             ) {
                 attribute_value = rewritten;
                 break;

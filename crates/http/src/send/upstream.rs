@@ -4,7 +4,8 @@
 
 use std::io;
 
-use crate::proxy::body::{UpstreamBody, log_failure};
+use crate::proxy::body::{BodyRead, UpstreamBody, log_failure};
+use crate::proxy::failure::Failure;
 use crate::request::Request;
 use crate::send::body::{BodyContext, Output, finish};
 use crate::send::framing::{CHUNK_END, Framing};
@@ -67,12 +68,12 @@ async fn send_streamed(
         }
         let more = match result {
             Ok(more) => more,
-            Err(message) => {
+            Err(failure) => {
                 end_attempt(request, attempt, received);
                 // What arrived is passed on; the client sees the body cut short.
                 let _ = output.write(pending).await;
-                log_failure(context.worker, context.connection, request, &message);
-                return Err(io::Error::other(message));
+                log_failure(context.worker, context.connection, request, &failure);
+                return Err(io::Error::other(failure));
             }
         };
         if !data.is_empty() {
@@ -138,9 +139,9 @@ async fn send_buffered(
             data.clear();
             let more = match upstream.next(&mut data, false, request).await {
                 Ok(more) => more,
-                Err(message) => {
+                Err(failure) => {
                     return upstream_failed(
-                        context, output, request, &mut spool, attempt, received, &message,
+                        context, output, request, &mut spool, attempt, received, failure,
                     )
                     .await;
                 }
@@ -187,11 +188,11 @@ async fn send_buffered(
         tokio::select! {
             ready = output.ready(), if writing => ready?,
             read = next_waiting(body.as_mut(), &mut data), if reading => {
-                let (more, bytes) = match read {
+                let BodyRead { more, received: bytes } = match read {
                     Ok(read) => read,
-                    Err(message) => {
+                    Err(failure) => {
                         return upstream_failed(
-                            context, output, request, &mut spool, attempt, received, &message,
+                            context, output, request, &mut spool, attempt, received, failure,
                         )
                         .await;
                     }
@@ -225,12 +226,12 @@ async fn upstream_failed(
     spool: &mut Spool<'_>,
     attempt: usize,
     received: u64,
-    message: &str,
+    failure: Failure,
 ) -> io::Result<()> {
     end_attempt(request, attempt, received);
     let _ = output.write(&spool.memory[spool.sent..]).await;
-    log_failure(context.worker, context.connection, request, message);
-    Err(io::Error::other(message.to_owned()))
+    log_failure(context.worker, context.connection, request, &failure);
+    Err(io::Error::other(failure))
 }
 
 /// Bytes for the client not written yet: in memory, then (once memory holds `limit`) in a
@@ -419,7 +420,7 @@ fn temp_failure(
 async fn next_waiting(
     body: Option<&mut UpstreamBody<'_>>,
     data: &mut Vec<u8>,
-) -> Result<(bool, u64), String> {
+) -> Result<BodyRead, Failure> {
     let Some(body) = body else {
         return std::future::pending().await;
     };
