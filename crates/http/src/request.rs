@@ -101,7 +101,7 @@ pub struct Request<'a> {
     /// `$request_body_file`: where the body was written, when it went to a file.
     pub body_file: Option<std::path::PathBuf>,
     /// What the proxy did: for `$upstream_*` and the error log.
-    pub upstream: crate::proxy::handler::UpstreamInfo,
+    pub upstream: crate::upstream::info::UpstreamInfo,
 }
 
 /// nginx's limit on URI rewrites and internal redirects per request, plus one.

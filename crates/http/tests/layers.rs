@@ -56,21 +56,6 @@ const KNOWN: &[(&str, &str, &str)] = &[
         "the proxy reads the client's body from an HTTP/1 connection",
     ),
     (
-        "conf/scope.rs",
-        "proxy/mod.rs",
-        "the proxy's settings are not yet in proxy/settings.rs",
-    ),
-    (
-        "request.rs",
-        "proxy/handler.rs",
-        "UpstreamInfo and Attempt (what `$upstream_*` read) live in the proxy",
-    ),
-    (
-        "variables/evaluate.rs",
-        "proxy/handler.rs",
-        "UpstreamInfo and Attempt (what `$upstream_*` read) live in the proxy",
-    ),
-    (
         "response.rs",
         "proxy/body.rs",
         "a proxied body is a response body variant naming the proxy's type",
@@ -155,19 +140,28 @@ fn reexport<'a>(source: &'a str, stem: &[&'a str], item: &str) -> Option<Vec<&'a
     None
 }
 
-/// The `crate::` paths a source names, comments included (a doc link is a dependency of
-/// the reader too), as segment lists; a group (`crate::a::{b, c::d}`) gives one path per
+/// The paths a source names from the crate's root (`crate::`) or from its module's parent
+/// (`super::`, taken from `file`), comments included (a doc link is a dependency of the
+/// reader too), as segment lists; a group (`crate::a::{b, c::d}`) gives one path per
 /// member.
-fn crate_paths(source: &str) -> Vec<Vec<&str>> {
+fn crate_paths<'a>(file: &'a str, source: &'a str) -> Vec<Vec<&'a str>> {
+    let module: Vec<&str> = file
+        .trim_end_matches(".rs")
+        .split('/')
+        .filter(|segment| *segment != "mod")
+        .collect();
+    let parent = &module[..module.len().saturating_sub(1)];
     let mut paths = Vec::new();
-    let mut rest = source;
-    while let Some(at) = rest.find("crate::") {
-        let before = rest[..at].chars().next_back();
-        rest = &rest[at + "crate::".len()..];
-        if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
-            continue;
+    for (prefix, root) in [("crate::", &[][..]), ("super::", parent)] {
+        let mut rest = source;
+        while let Some(at) = rest.find(prefix) {
+            let before = rest[..at].chars().next_back();
+            rest = &rest[at + prefix.len()..];
+            if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
+                continue;
+            }
+            expand(root.to_vec(), rest, &mut paths);
         }
-        expand(Vec::new(), rest, &mut paths);
     }
     paths
 }
@@ -222,7 +216,7 @@ fn violations(sources: &[(String, String)]) -> BTreeSet<(String, String)> {
             None => source.as_str(),
         };
         let from = layer_of(file);
-        for segments in crate_paths(source) {
+        for segments in crate_paths(file, source) {
             let Some(target) = target_file(&segments, &files) else {
                 continue;
             };
@@ -327,6 +321,12 @@ fn features_read_each_others_settings_but_not_their_code() {
             "use crate::rewrite::run;\nuse crate::proxy::handler;\n",
         ),
         ("file/mod.rs", "// [`crate::phases`] runs it.\n"),
+        (
+            "send/body.rs",
+            "fn f() { super::ranges::filter(); super::head::write(); }\n",
+        ),
+        ("send/ranges.rs", "pub fn filter() {}\n"),
+        ("send/head.rs", "pub fn write() {}\n"),
     ]);
     let found: Vec<_> = violations(&sources).into_iter().collect();
     assert_eq!(
@@ -334,6 +334,7 @@ fn features_read_each_others_settings_but_not_their_code() {
         vec![
             ("file/mod.rs".to_string(), "phases.rs".to_string()),
             ("proxy/handler.rs".to_string(), "rewrite/run.rs".to_string()),
+            ("send/body.rs".to_string(), "send/ranges.rs".to_string()),
         ]
     );
 }

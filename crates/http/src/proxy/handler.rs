@@ -31,76 +31,13 @@ use crate::request::log;
 use crate::request::{ConnectionInfo, Request};
 use crate::response::Body;
 use crate::upstream::balancer::SelectKey;
+use crate::upstream::info::Attempt;
 use crate::upstream::{Balancer, Group, Peer, PeerAddr, Selected, Tried};
 use crate::variables::render;
 use crate::worker::HttpWorker;
 
 /// Temporary files for request bodies are numbered across the process.
 static TEMP_NUMBERS: AtomicU64 = AtomicU64::new(0);
-
-/// One try of one upstream server, for `$upstream_*`.
-#[derive(Clone, Debug)]
-pub struct Attempt {
-    pub addr: std::sync::Arc<str>,
-    /// The response's status; `None` when none arrived (the log then shows 502 or 504).
-    pub status: Option<u16>,
-    pub failed_status: u16,
-    pub started: Instant,
-    pub connect_time: Option<Duration>,
-    pub header_time: Option<Duration>,
-    pub response_time: Option<Duration>,
-    /// Body bytes received (`$upstream_response_length`).
-    pub response_length: u64,
-    /// Bytes received, head included (`$upstream_bytes_received`).
-    pub bytes_received: u64,
-    pub bytes_sent: u64,
-}
-
-/// What the proxy did for a request.
-#[derive(Debug, Default)]
-pub struct UpstreamInfo {
-    /// `$proxy_host`, `$proxy_port`.
-    pub proxy_host: Vec<u8>,
-    pub proxy_port: Vec<u8>,
-    pub attempts: Vec<Attempt>,
-    /// The last response's head as received, and its fields as ranges of it
-    /// (`$upstream_http_NAME`, `$upstream_cookie_NAME`).
-    pub head: Vec<u8>,
-    pub fields: Vec<(std::ops::Range<usize>, std::ops::Range<usize>)>,
-    /// The URI sent upstream; with the current try's address it makes the error log's
-    /// `upstream: "http://ADDR/URI"`.
-    pub uri: Vec<u8>,
-    /// Whether a try is under way (the error log then names it).
-    pub trying: bool,
-}
-
-impl UpstreamInfo {
-    /// The last response's fields, names and values.
-    pub fn fields(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
-        self.fields.iter().filter_map(|(name, value)| {
-            Some((self.head.get(name.clone())?, self.head.get(value.clone())?))
-        })
-    }
-
-    /// Keeps a response's head (the buffers keep their memory for the connection's next
-    /// request).
-    fn keep_head(&mut self, raw: &[u8], head: &UpstreamHead) {
-        self.head.clear();
-        self.head.extend_from_slice(&raw[..head.len.min(raw.len())]);
-        self.fields.clear();
-        self.fields.extend_from_slice(&head.fields);
-    }
-
-    pub fn clear(&mut self) {
-        self.proxy_host.clear();
-        self.proxy_port.clear();
-        self.attempts.clear();
-        self.head.clear();
-        self.fields.clear();
-        self.uri.clear();
-        self.trying = false;
-    }
-}
 
 /// How the proxy ends the content phase.
 pub enum ProxyOutcome<'a> {
@@ -421,7 +358,9 @@ impl<'a> Proxying<'a, '_> {
                 &received.buffer,
                 target,
             );
-            request.upstream.keep_head(&received.buffer, &received.head);
+            request
+                .upstream
+                .keep_head(&received.buffer, received.head.len, &received.head.fields);
             return outcome;
         }
         self.pass_on(info, request, answer, current)
@@ -448,7 +387,7 @@ impl<'a> Proxying<'a, '_> {
             url_has_uri: self.target.uri_part.is_some(),
             location: self.location.prefix(),
         };
-        request.upstream.keep_head(&buffer, &head);
+        request.upstream.keep_head(&buffer, head.len, &head.fields);
         response::apply(self.worker, info, request, proxy, &head, &buffer, &rewrite);
         let framing = response::framing(&head, self.is_head);
         let keepalive = match &self.target.group {
@@ -506,7 +445,7 @@ fn intercept<'a>(
             }
         }
     }
-    request.upstream.keep_head(buffer, head);
+    request.upstream.keep_head(buffer, head.len, &head.fields);
     ProxyOutcome::Finalize(head.status)
 }
 
@@ -674,23 +613,6 @@ fn client_address(info: &ConnectionInfo) -> Option<std::net::IpAddr> {
     match info.peer {
         PeerAddress::Inet(address) => Some(address.ip()),
         PeerAddress::Unix => None,
-    }
-}
-
-impl Attempt {
-    fn new(addr: &std::sync::Arc<str>, started: Instant, failed_status: u16) -> Attempt {
-        Attempt {
-            addr: std::sync::Arc::clone(addr),
-            status: None,
-            failed_status,
-            started,
-            connect_time: None,
-            header_time: None,
-            response_time: None,
-            response_length: 0,
-            bytes_received: 0,
-            bytes_sent: 0,
-        }
     }
 }
 

@@ -184,9 +184,6 @@ pub(super) async fn send(
     body: Body<'_>,
     head: &mut Vec<u8>,
 ) -> io::Result<()> {
-    if let Body::Upstream(upstream) = body {
-        return super::upstream::send_upstream(context, output, request, *upstream, head).await;
-    }
     if context.header_only {
         return output.write(head).await;
     }
@@ -200,6 +197,7 @@ pub(super) async fn send(
             }
             sent
         }
+        // The assembly sends proxied bodies itself (`send_response`).
         Body::Upstream(_) => Ok(()),
         Body::Pieces(pieces) => {
             let sent = super::pieces::send_pieces(context, output, request, pieces, head).await;

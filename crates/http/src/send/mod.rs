@@ -158,7 +158,12 @@ pub async fn send_response<'a>(
         expect_trailers,
     };
     let mut output = body::Output::new(connection.sink(), &worker.clock, core.send_timeout, limit);
-    let result = body::send(&context, &mut output, request, body, &mut out).await;
+    let result = match body {
+        Body::Upstream(upstream) => {
+            upstream::send_upstream(&context, &mut output, request, *upstream, &mut out).await
+        }
+        body => body::send(&context, &mut output, request, body, &mut out).await,
+    };
     request.sent.body_bytes = output.sent.saturating_sub(request.sent.header_bytes);
     // A large body may have grown the buffer; keep only a modest one for the next request.
     if out.capacity() <= OUT_BUFFER_KEPT_BYTES_MAX {

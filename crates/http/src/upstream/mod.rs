@@ -8,6 +8,7 @@
 
 pub mod balancer;
 pub mod directives;
+pub mod info;
 pub mod keepalive;
 pub mod registry;
 

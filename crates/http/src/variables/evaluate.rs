@@ -573,7 +573,7 @@ fn new_request_id() -> [u8; 32] {
 fn upstream_list(
     request: &Request<'_>,
     out: &mut Vec<u8>,
-    mut write: impl FnMut(&crate::proxy::handler::Attempt, &mut Vec<u8>),
+    mut write: impl FnMut(&crate::upstream::info::Attempt, &mut Vec<u8>),
 ) -> bool {
     let attempts = &request.upstream.attempts;
     if attempts.is_empty() {
