@@ -9,6 +9,17 @@ use std::time::Duration;
 use runtime::Stream;
 use tokio::time::timeout_at;
 
+use crate::body::BodyState;
+use crate::request::ConnectionInfo;
+
+/// The client of one request as its phases and handlers see it: who it is, where its body
+/// comes from, and how much of that body has been read.
+pub struct Client<'c> {
+    pub info: &'c ConnectionInfo,
+    pub source: BodySource<'c>,
+    pub body: &'c mut BodyState,
+}
+
 /// Bytes read from the client and not consumed yet: the start of the next request, or body
 /// bytes that came with the head.
 #[derive(Debug)]

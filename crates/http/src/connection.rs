@@ -13,7 +13,7 @@ use std::pin::Pin;
 use tokio::time::{Sleep, timeout_at};
 
 use crate::body::BodyState;
-use crate::client::{BodySource, ReadAhead, ResponseSink};
+use crate::client::{BodySource, Client, ReadAhead, ResponseSink};
 use crate::conf::{AddressConf, ServerId};
 use crate::core::{CoreServer, LingeringClose};
 use crate::phases;
@@ -381,8 +381,9 @@ async fn reject<'a>(
     log_connection(worker, connection, request, Level::Info, &message, action);
     // The body of a refused request is never read.
     let mut no_body = BodyState::Done;
-    let client = phases::Client {
-        connection: &mut *connection,
+    let client = Client {
+        info: &connection.info,
+        source: BodySource::http1(&connection.stream, &mut connection.read_ahead),
         body: &mut no_body,
     };
     let Reply::Respond(body) = phases::run_error(worker, client, request, error.status()).await
@@ -433,8 +434,9 @@ async fn handle_request<'a>(
         request.args.extend_from_slice(&request.head_bytes[args]);
     }
     let mut body_state = BodyState::new(request.info.framing);
-    let client = phases::Client {
-        connection: &mut *connection,
+    let client = Client {
+        info: &connection.info,
+        source: BodySource::http1(&connection.stream, &mut connection.read_ahead),
         body: &mut body_state,
     };
     let reply = phases::run(worker, client, request).await;

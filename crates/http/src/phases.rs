@@ -19,11 +19,10 @@
 use logging::Level;
 
 use crate::access::{self, Action};
-use crate::body::BodyState;
+use crate::client::Client;
 use crate::conf::location;
 use crate::conf::scope::Content;
 use crate::conf::{LocationId, ServerId};
-use crate::connection::Connection;
 use crate::core::error_page::ErrorPage;
 use crate::file::resolve_realpath_root;
 use crate::proxy::handler::{self as proxy_handler, ProxyOutcome};
@@ -60,13 +59,6 @@ enum Step<'a> {
     Done(Reply<'a>),
 }
 
-/// The client's connection and the state of its request body, for the handlers that read
-/// the body (the proxy).
-pub struct Client<'c> {
-    pub connection: &'c mut Connection,
-    pub body: &'c mut BodyState,
-}
-
 /// Runs the phases for a request whose server is chosen.
 pub async fn run<'a>(
     worker: &'a HttpWorker,
@@ -96,12 +88,9 @@ async fn run_from<'a>(
     let Some(server) = request.server else {
         return special_response(worker, request, 500);
     };
-    let Client {
-        connection: client_connection,
-        body: body_state,
-    } = client;
+    let mut client = client;
     loop {
-        let connection = &client_connection.info;
+        let connection = client.info;
         step = match step {
             Step::ServerRewrite => server_rewrite(worker, connection, request, server).await,
             Step::FindConfig => find_config(worker, connection, request, server),
@@ -109,7 +98,7 @@ async fn run_from<'a>(
             Step::PostRewrite => post_rewrite(worker, connection, request),
             Step::Access => check_access(worker, connection, request),
             Step::PreContent => precontent(worker, connection, request).await,
-            Step::Content => content(worker, client_connection, body_state, request).await,
+            Step::Content => content(worker, &mut client, request).await,
             Step::Finalize(status) => finalize(worker, connection, request, status),
             Step::Redirect { uri, args } => {
                 internal_redirect(worker, connection, request, server, uri, args)
@@ -306,32 +295,26 @@ async fn precontent<'a>(
 /// Phase 6: the proxy or the static handler.
 async fn content<'a>(
     worker: &'a HttpWorker,
-    client_connection: &mut Connection,
-    body_state: &mut BodyState,
+    client: &mut Client<'_>,
     request: &mut Request<'a>,
 ) -> Step<'a> {
     let Some(location_id) = request.location else {
         return Step::Finalize(500);
     };
     match worker.conf().location(location_id).settings.content {
-        Content::Proxy => {
-            proxy_content(worker, client_connection, body_state, request, location_id).await
-        }
-        Content::Static => {
-            static_content(worker, &client_connection.info, request, location_id).await
-        }
+        Content::Proxy => proxy_content(worker, client, request, location_id).await,
+        Content::Static => static_content(worker, client.info, request, location_id).await,
     }
 }
 
 /// The proxy's content handler.
 async fn proxy_content<'a>(
     worker: &'a HttpWorker,
-    client_connection: &mut Connection,
-    body_state: &mut BodyState,
+    client: &mut Client<'_>,
     request: &mut Request<'a>,
     location_id: LocationId,
 ) -> Step<'a> {
-    match proxy_handler::proxy(worker, client_connection, body_state, request, location_id).await {
+    match proxy_handler::proxy(worker, client, request, location_id).await {
         ProxyOutcome::Respond(body) => Step::Done(Reply::Respond(body)),
         ProxyOutcome::Finalize(status) => Step::Finalize(status),
         ProxyOutcome::Redirect { uri, args } => Step::Redirect { uri, args },

@@ -46,16 +46,6 @@ const FEATURES: &[(&str, &str)] = &[
 /// fails when one is mended and still listed, so the list only shrinks.
 const KNOWN: &[(&str, &str, &str)] = &[
     (
-        "proxy/exchange.rs",
-        "connection.rs",
-        "the proxy reads the client's body from an HTTP/1 connection",
-    ),
-    (
-        "proxy/handler.rs",
-        "connection.rs",
-        "the proxy reads the client's body from an HTTP/1 connection",
-    ),
-    (
         "response.rs",
         "proxy/body.rs",
         "a proxied body is a response body variant naming the proxy's type",

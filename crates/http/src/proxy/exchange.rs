@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use runtime::Stream;
 
+use crate::client::{BodyRead, BodySource};
 use crate::proxy::Proxy;
 use crate::proxy::failure::{Action, Failure, Fault};
 use crate::proxy::handler::GroupRef;
@@ -18,8 +19,8 @@ use crate::upstream::{Peer, PeerAddr, Selected};
 use crate::worker::HttpWorker;
 
 /// The client whose body an unbuffered request streams upstream.
-pub(super) struct Client<'c> {
-    pub connection: &'c mut crate::connection::Connection,
+pub(super) struct Client<'c, 's> {
+    pub source: &'c mut BodySource<'s>,
     pub body: &'c mut crate::body::BodyState,
     /// `client_body_timeout`.
     pub timeout: Duration,
@@ -91,7 +92,7 @@ pub(super) struct Answer {
 pub(super) async fn try_peer(
     outgoing: &Outgoing<'_>,
     choice: &PeerChoice<'_>,
-    client: &mut Client<'_>,
+    client: &mut Client<'_, '_>,
     request: &mut Request<'_>,
     attempt: usize,
 ) -> Result<Answer, Failure> {
@@ -169,7 +170,7 @@ pub async fn connect(
 async fn exchange(
     stream: &Stream,
     outgoing: &Outgoing<'_>,
-    client: &mut Client<'_>,
+    client: &mut Client<'_, '_>,
     request: &mut Request<'_>,
     attempt: usize,
 ) -> Result<ReceivedHead, Failure> {
@@ -182,7 +183,7 @@ async fn exchange(
 async fn send_request(
     stream: &Stream,
     outgoing: &Outgoing<'_>,
-    client: &mut Client<'_>,
+    client: &mut Client<'_, '_>,
     request: &mut Request<'_>,
 ) -> Result<u64, Failure> {
     let (head, timeout) = (outgoing.head, outgoing.proxy.send_timeout);
@@ -250,7 +251,7 @@ async fn send_file_body(
 async fn read_head(
     stream: &Stream,
     proxy: &Proxy,
-    client: &mut Client<'_>,
+    client: &mut Client<'_, '_>,
     request: &mut Request<'_>,
     attempt: usize,
 ) -> Result<ReceivedHead, Failure> {
@@ -306,7 +307,7 @@ async fn read_head(
 async fn read_head_bytes(
     stream: &Stream,
     proxy: &Proxy,
-    client: &mut Client<'_>,
+    client: &mut Client<'_, '_>,
     buffer: &mut [u8],
     filled: usize,
 ) -> Result<usize, Failure> {
@@ -315,7 +316,7 @@ async fn read_head_bytes(
     let read = tokio::select! {
         biased;
         read = read_after_wait(stream, &mut buffer[filled..], proxy.read_timeout) => read,
-        () = client_gone(&client.connection.stream) => {
+        () = client_gone(client.source.socket()) => {
             // nginx's words; its action is still "sending" until the upstream answers.
             let action = if filled == 0 {
                 Action::SendingRequest
@@ -352,7 +353,7 @@ async fn client_gone(client: &Stream) {
 async fn stream_body(
     stream: &Stream,
     outgoing: &Outgoing<'_>,
-    client: &mut Client<'_>,
+    client: &mut Client<'_, '_>,
     chunked: bool,
     request: &mut Request<'_>,
 ) -> Result<u64, Failure> {
@@ -405,15 +406,15 @@ async fn stream_body(
 }
 
 /// Decodes the body bytes in the client's buffer into `payload`.
-fn take_client_payload(client: &mut Client<'_>, payload: &mut Vec<u8>) -> Result<(), Failure> {
+fn take_client_payload(client: &mut Client<'_, '_>, payload: &mut Vec<u8>) -> Result<(), Failure> {
     payload.clear();
-    while !client.connection.read_ahead.is_empty() && !client.body.is_done() {
+    while !client.source.buffered().is_empty() && !client.body.is_done() {
         let piece = client
             .body
-            .next(client.connection.read_ahead.bytes())
+            .next(client.source.buffered())
             .map_err(|_| Failure::client(Fault::ClientInvalidBody, Action::StreamingBody))?;
-        payload.extend_from_slice(&client.connection.read_ahead.bytes()[piece.payload.clone()]);
-        client.connection.consume(piece.consumed);
+        payload.extend_from_slice(&client.source.buffered()[piece.payload.clone()]);
+        client.source.consume(piece.consumed);
         if piece.consumed == 0 {
             break;
         }
@@ -423,19 +424,14 @@ fn take_client_payload(client: &mut Client<'_>, payload: &mut Vec<u8>) -> Result
 
 /// Reads more of the client's body into its connection's buffer, within
 /// `client_body_timeout`.
-async fn read_client(client: &mut Client<'_>) -> Result<(), Failure> {
-    let connection = &mut *client.connection;
-    let read = connection.stream.read(&mut connection.read_ahead.buf);
-    match tokio::time::timeout(client.timeout, read).await {
-        Err(_) => Err(Failure::client(
+async fn read_client(client: &mut Client<'_, '_>) -> Result<(), Failure> {
+    match client.source.read_more(client.timeout).await {
+        BodyRead::More => Ok(()),
+        BodyRead::TimedOut => Err(Failure::client(
             Fault::ClientTimedOut,
             Action::StreamingBody,
         )),
-        Ok(Ok(0)) | Ok(Err(_)) => Err(Failure::client(Fault::ClientClosed, Action::StreamingBody)),
-        Ok(Ok(count)) => {
-            connection.read_ahead.filled = count;
-            Ok(())
-        }
+        BodyRead::Closed => Err(Failure::client(Fault::ClientClosed, Action::StreamingBody)),
     }
 }
 

@@ -11,8 +11,8 @@ use runtime::PeerAddress;
 
 use crate::body::BodyState;
 use crate::body::reader::{BodyError, BodySettings, RequestBody, read_body};
+use crate::client::Client as RequestClient;
 use crate::conf::{HttpConf, Location, LocationId};
-use crate::connection::Connection;
 use crate::proxy::accel::accel_redirect;
 use crate::proxy::body::{BodyStart, Keepalive, Release, UpstreamBody};
 pub use crate::proxy::exchange::read_timed;
@@ -106,37 +106,28 @@ struct PeerTry {
 /// The content handler for a location with `proxy_pass`.
 pub async fn proxy<'a>(
     worker: &'a HttpWorker,
-    connection: &mut Connection,
-    body_state: &mut BodyState,
+    client: &mut RequestClient<'_>,
     request: &mut Request<'a>,
     location_id: LocationId,
 ) -> ProxyOutcome<'a> {
     let location: &'a Location = worker.conf().location(location_id);
     let proxy = &location.settings.proxy;
-    let target = match find_target(worker, &connection.info, request, proxy).await {
+    let target = match find_target(worker, client.info, request, proxy).await {
         Ok(target) => target,
         Err(status) => return ProxyOutcome::Finalize(status),
     };
     // The body goes upstream whole, read first (`proxy_request_buffering`).
-    let out_body = match read_request_body(worker, connection, body_state, request, location).await
-    {
+    let out_body = match read_request_body(worker, client, request, location).await {
         Ok(body) => body,
         Err(status) => return ProxyOutcome::Finalize(status),
     };
-    let head = match build_head(
-        worker,
-        &connection.info,
-        request,
-        location,
-        &target,
-        &out_body,
-    ) {
+    let head = match build_head(worker, client.info, request, location, &target, &out_body) {
         Ok(head) => head,
         Err(status) => return ProxyOutcome::Finalize(status),
     };
-    let hash = balancer_hash(worker, &connection.info, request, target.group.group());
+    let hash = balancer_hash(worker, client.info, request, target.group.group());
     let bind = proxy.bind.as_ref().and_then(|template| {
-        crate::proxy::directives::parse_bind(&render(worker, &connection.info, request, template))
+        crate::proxy::directives::parse_bind(&render(worker, client.info, request, template))
     });
     let policy = next_upstream_policy(proxy, target.group.group(), &head, &out_body);
     let proxying = Proxying {
@@ -155,10 +146,10 @@ pub async fn proxy<'a>(
         is_head: head.is_head,
     };
     let key = SelectKey {
-        client: client_address(&connection.info),
+        client: client_address(client.info),
         hash: &hash,
     };
-    proxying.run(&key, connection, body_state, request).await
+    proxying.run(&key, client, request).await
 }
 
 impl<'a> Proxying<'a, '_> {
@@ -167,8 +158,7 @@ impl<'a> Proxying<'a, '_> {
     async fn run(
         &self,
         key: &SelectKey<'_>,
-        connection: &mut Connection,
-        body_state: &mut BodyState,
+        client: &mut RequestClient<'_>,
         request: &mut Request<'a>,
     ) -> ProxyOutcome<'a> {
         let group = self.target.group.group();
@@ -177,7 +167,7 @@ impl<'a> Proxying<'a, '_> {
         loop {
             let now = Instant::now();
             let Some(selected) = group.select(&mut tried, key, now) else {
-                return self.no_live_upstreams(&connection.info, request, now);
+                return self.no_live_upstreams(client.info, request, now);
             };
             tries += 1;
             let peer = group.peer(selected);
@@ -195,11 +185,11 @@ impl<'a> Proxying<'a, '_> {
                 selected,
                 peer,
             };
-            let mut client = self.client(connection, body_state);
+            let mut streaming = self.client(client);
             let result = try_peer(
                 &self.outgoing,
                 &choice,
-                &mut client,
+                &mut streaming,
                 request,
                 current.attempt,
             )
@@ -210,16 +200,16 @@ impl<'a> Proxying<'a, '_> {
                     request.upstream.attempts[current.attempt].status = Some(status);
                     let outcome = Outcome::Response(status);
                     if decide(&self.policy, outcome, tries, Instant::now()) != Next::Retry {
-                        return self.respond(&connection.info, request, answer, current);
+                        return self.respond(client.info, request, answer, current);
                     }
                     let failed = status_counts_against_peer(status);
-                    self.release(&connection.info, request, selected, failed);
+                    self.release(client.info, request, selected, failed);
                 }
                 Err(failure) => {
-                    self.fail(&connection.info, request, current, &failure);
+                    self.fail(client.info, request, current, &failure);
                     if failure.side() == Side::Client {
                         request.keepalive = false;
-                        *body_state = BodyState::Done;
+                        *client.body = BodyState::Done;
                     }
                     let outcome = Outcome::Failed(&failure);
                     if decide(&self.policy, outcome, tries, Instant::now()) != Next::Retry {
@@ -231,11 +221,11 @@ impl<'a> Proxying<'a, '_> {
     }
 
     /// The client as a try sees it: its body may be passed on as it arrives.
-    fn client<'c>(&self, connection: &'c mut Connection, body: &'c mut BodyState) -> Client<'c> {
+    fn client<'c, 's>(&self, client: &'c mut RequestClient<'s>) -> Client<'c, 's> {
         let core = &self.location.settings.core;
         Client {
-            connection,
-            body,
+            source: &mut client.source,
+            body: &mut *client.body,
             timeout: core.client_body_timeout,
             keep: usize::try_from(core.client_body_buffer_size).unwrap_or(usize::MAX),
         }
@@ -715,8 +705,7 @@ async fn resolve_variable_url<'a>(
 /// Reads the client's body for the upstream (or the `proxy_set_body` text instead).
 async fn read_request_body(
     worker: &HttpWorker,
-    connection: &mut Connection,
-    body_state: &mut BodyState,
+    client: &mut RequestClient<'_>,
     request: &mut Request<'_>,
     location: &Location,
 ) -> Result<OutBody, u16> {
@@ -724,7 +713,7 @@ async fn read_request_body(
     if let Some(template) = &proxy.set_body {
         return Ok(OutBody::Memory(render(
             worker,
-            &connection.info,
+            client.info,
             request,
             template,
         )));
@@ -733,7 +722,7 @@ async fn read_request_body(
         return Ok(OutBody::None);
     }
     let has_body =
-        !body_state.is_done() || request.info.framing != http1::request::BodyFraming::None;
+        !client.body.is_done() || request.info.framing != http1::request::BodyFraming::None;
     if !has_body {
         return Ok(OutBody::None);
     }
@@ -744,7 +733,7 @@ async fn read_request_body(
     {
         log(
             worker,
-            &connection.info,
+            client.info,
             request,
             Level::Error,
             format_args!("client intended to send too large body: {length} bytes"),
@@ -755,11 +744,9 @@ async fn read_request_body(
     // `100 Continue` once the body is wanted, even an empty one, as nginx answers.
     if request.info.expect_continue
         && request.head.version >= http1::Version::Http11
-        && connection.read_ahead.is_empty()
+        && client.source.buffered().is_empty()
     {
-        let _ = connection
-            .write_all_timed(b"HTTP/1.1 100 Continue\r\n\r\n", settings.timeout)
-            .await;
+        let _ = client.source.send_continue(settings.timeout).await;
     }
     let chunked = request.info.framing == http1::request::BodyFraming::Chunked;
     if !proxy.request_buffering && (!chunked || proxy.http_11) {
@@ -770,8 +757,8 @@ async fn read_request_body(
         return Ok(OutBody::Stream { chunked, length });
     }
     let result = read_body(
-        &mut connection.body_source(),
-        body_state,
+        &mut client.source,
+        client.body,
         &settings,
         worker.pools.default_pool(),
         &TEMP_NUMBERS,
@@ -782,9 +769,9 @@ async fn read_request_body(
         Ok(body) => Ok(keep_request_body(request, body)),
         Err(error) => Err(body_failed(
             worker,
-            &connection.info,
+            client.info,
             request,
-            body_state,
+            client.body,
             error,
         )),
     }
@@ -799,8 +786,9 @@ fn body_failed(
     body_state: &mut BodyState,
     error: BodyError,
 ) -> u16 {
-    let (level, message) = body_error_log(request, &error);
-    log(worker, info, request, level, format_args!("{message}"));
+    if let Some((level, message)) = body_error_log(request, &error) {
+        log(worker, info, request, level, format_args!("{message}"));
+    }
     request.keepalive = false;
     *body_state = BodyState::Done;
     request.discard_body = true;
@@ -826,18 +814,16 @@ fn keep_request_body(request: &mut Request<'_>, body: RequestBody) -> OutBody {
     }
 }
 
-/// How a failure to read the client's body is logged, in nginx's words.
-fn body_error_log(request: &Request<'_>, error: &BodyError) -> (Level, String) {
-    match error {
+/// How a failure to read the client's body is logged, in nginx's words; `None` where
+/// nginx logs nothing.
+fn body_error_log(request: &Request<'_>, error: &BodyError) -> Option<(Level, String)> {
+    Some(match error {
         BodyError::TooLarge { received } => (
             Level::Error,
             format!("client intended to send too large chunked body: {received} bytes"),
         ),
-        BodyError::TimedOut => (
-            Level::Info,
-            "client timed out (110: Connection timed out) while reading client request body"
-                .to_owned(),
-        ),
+        // nginx ends the request with 408 and logs nothing.
+        BodyError::TimedOut => return None,
         BodyError::Closed => (
             Level::Info,
             "client prematurely closed connection while reading client request body".to_owned(),
@@ -858,5 +844,5 @@ fn body_error_log(request: &Request<'_>, error: &BodyError) -> (Level, String) {
             Level::Alert,
             format!("thread pool \"{name}\" task was lost"),
         ),
-    }
+    })
 }

@@ -155,7 +155,6 @@ fn client_body_timeout_ends_the_request_with_408() {
 /// nginx ends the request with 408 from the body reader's timeout handler, which logs
 /// nothing (unlike `client_header_timeout`'s "client timed out" at `info`).
 #[test]
-#[ignore = "Portico logs \"client timed out ... while reading client request body\" at info; nginx 1.22 logs nothing"]
 fn client_body_timeout_writes_no_error_log_line() {
     let mut builder = Instance::http_builder(BODY_TIMEOUT);
     let _upstream = MockUpstream::answering(builder.port(8081), OK);
