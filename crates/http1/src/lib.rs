@@ -12,6 +12,9 @@
 //! segments, `merge_slashes`); [`chunked::ChunkedDecoder`] decodes a chunked body;
 //! [`response`] writes status lines, header lines and chunk framing.
 //!
+//! In the client role (the proxy talking to an upstream), [`response_head::parse`] reads a
+//! response head and [`response_head::framing`] says how its body is delimited.
+//!
 //! Errors are typed ([`error::RequestError`]) and say which nginx status and log message
 //! they map to; the caller decides what to log and what to answer.
 
@@ -21,6 +24,7 @@ pub mod host;
 pub mod method;
 pub mod request;
 pub mod response;
+pub mod response_head;
 pub mod status;
 pub mod uri;
 
