@@ -10,7 +10,8 @@
 //! `Expect`, `Connection`);
 //! [`uri::normalize`] turns the request target into nginx's `$uri` (percent-decoding, dot
 //! segments, `merge_slashes`); [`chunked::ChunkedDecoder`] decodes a chunked body;
-//! [`response`] writes status lines, header lines and chunk framing.
+//! [`response`] writes status lines, header lines and chunk framing; [`conditional`] reads
+//! the fields of conditional requests.
 //!
 //! In the client role (the proxy talking to an upstream), [`response_head::parse`] reads a
 //! response head and [`response_head::framing`] says how its body is delimited.
@@ -19,6 +20,7 @@
 //! they map to; the caller decides what to log and what to answer.
 
 pub mod chunked;
+pub mod conditional;
 pub mod error;
 pub mod host;
 pub mod method;
