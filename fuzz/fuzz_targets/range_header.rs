@@ -4,8 +4,9 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use portico_http::core::settings::MAX_RANGES_UNLIMITED;
-use portico_http::send::ranges::{Decision, Parsed, RangeInput, decide, parse};
+use portico_http1::range::{
+    Decision, MAX_RANGES_UNLIMITED, Parsed, RangeInput, decide, parse,
+};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&selector, value)) = data.split_first() else { return };
