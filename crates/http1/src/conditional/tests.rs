@@ -33,6 +33,10 @@ fn lists_star_and_weak_tags() {
     // A comma inside a tag: scanning goes on after the tag, as nginx's does.
     assert!(weak(b"\"a,b\"x, \"a,b\"", b"\"a,b\""));
     assert!(weak(b"\"a\", \"a,b\" ", b"\"a,b\""));
+    // ... and can hide a tag that holds a comma from the weak comparison (found by fuzzing).
+    let hidden = b"W/\"other\", W/";
+    assert!(strong(b"\"other\", W/\"other\", W/", hidden));
+    assert!(!weak(b"\"other\", W/\"other\", W/", hidden));
     assert!(weak(b"\"abc\"", b"W/\"abc\""));
     assert!(weak(b"W/\"abc\"", b"W/\"abc\""));
     // Without an ETag only `*` matches.
