@@ -260,7 +260,7 @@ pub fn load_http(block: &[Directive], env: LoadEnv<'_>) -> Result<HttpConf, Conf
     )
 }
 
-/// [`check`] for a module that reads a block of its own.
+/// `check` for a module that reads a block of its own.
 pub fn check_directive(
     directive: &Directive,
     context: Context,
