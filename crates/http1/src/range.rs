@@ -148,7 +148,8 @@ fn parse_number(spec: &[u8], mut position: usize) -> Option<(u64, usize)> {
     Some((value, position))
 }
 
-/// What the filter looks at besides the request's version and the response's status.
+/// What the decision looks at; the caller has already checked the request's version and
+/// that the response is a 200 whose handler allows ranges.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct RangeInput<'a> {
     pub range: Option<&'a [u8]>,
@@ -159,7 +160,7 @@ pub struct RangeInput<'a> {
     pub max_ranges: u64,
 }
 
-/// What the filter does.
+/// What the range filter does with the response.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Decision {
     /// Nothing, and no `Accept-Ranges` (`max_ranges 0`).
