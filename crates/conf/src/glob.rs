@@ -221,12 +221,13 @@ fn bracket_matches(pattern: &[u8], open: usize, byte: u8) -> Option<(bool, usize
             return Some((matched != negated, index + 1 - open));
         }
         first = false;
-        if current == b'[' && pattern.get(index + 1) == Some(&b':') {
-            if let Some((class_matched, width)) = class_matches(&pattern[index..], byte) {
-                matched |= class_matched;
-                index += width;
-                continue;
-            }
+        if current == b'['
+            && pattern.get(index + 1) == Some(&b':')
+            && let Some((class_matched, width)) = class_matches(&pattern[index..], byte)
+        {
+            matched |= class_matched;
+            index += width;
+            continue;
         }
         let (low, width) = bracket_character(pattern, index)?;
         index += width;

@@ -12,7 +12,7 @@
 //!    `autoindex`);
 //! 7. log: written by the connection once the response is sent.
 //!
-//! Any phase may end the request with a status; [`Step::Finalize`] then applies
+//! Any phase may end the request with a status; the finalize step then applies
 //! `error_page`, which restarts the phases at 1 for a URI (an internal redirect, as `index`
 //! makes too) or at 3 for a named location.
 

@@ -10,17 +10,24 @@
 //! `Expect`, `Connection`);
 //! [`uri::normalize`] turns the request target into nginx's `$uri` (percent-decoding, dot
 //! segments, `merge_slashes`); [`chunked::ChunkedDecoder`] decodes a chunked body;
-//! [`response`] writes status lines, header lines and chunk framing.
+//! [`response`] writes status lines, header lines and chunk framing; [`range`] reads what a
+//! `Range` field asks of a body and [`conditional`] the fields of conditional requests.
+//!
+//! In the client role (the proxy talking to an upstream), [`response_head::parse`] reads a
+//! response head and [`response_head::framing`] says how its body is delimited.
 //!
 //! Errors are typed ([`error::RequestError`]) and say which nginx status and log message
 //! they map to; the caller decides what to log and what to answer.
 
 pub mod chunked;
+pub mod conditional;
 pub mod error;
 pub mod host;
 pub mod method;
+pub mod range;
 pub mod request;
 pub mod response;
+pub mod response_head;
 pub mod status;
 pub mod uri;
 

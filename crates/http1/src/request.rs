@@ -326,10 +326,10 @@ fn accept_request_line(
     } else {
         head.uri.extend_from_slice(path);
     }
-    if let Some(authority) = &line.authority {
-        if crate::host::host_len(&buf[authority.clone()]).is_none() {
-            return Err(RequestError::InvalidHostInRequestLine);
-        }
+    if let Some(authority) = &line.authority
+        && crate::host::host_len(&buf[authority.clone()]).is_none()
+    {
+        return Err(RequestError::InvalidHostInRequestLine);
     }
     Ok(())
 }
@@ -462,10 +462,10 @@ impl HeaderReader<'_> {
             head.ignored_headers.push(line.start..line.value.end);
             return Ok(());
         }
-        if let Some(limit) = self.limits.max_headers {
-            if head.headers.len() >= limit {
-                return Err(RequestError::TooManyHeaders { limit });
-            }
+        if let Some(limit) = self.limits.max_headers
+            && head.headers.len() >= limit
+        {
+            return Err(RequestError::TooManyHeaders { limit });
         }
         let field = HeaderField {
             name: line.name,

@@ -145,7 +145,7 @@ fn hex_byte(text: &str) -> Option<u8> {
 
 /// The bytes of a UTF-8 mapping: pairs of hexadecimal digits, at most three bytes.
 fn utf8_bytes(text: &str) -> Option<Vec<u8>> {
-    if text.is_empty() || text.len() % 2 != 0 || text.len() / 2 > UTF8_BYTES_MAX {
+    if text.is_empty() || !text.len().is_multiple_of(2) || text.len() / 2 > UTF8_BYTES_MAX {
         return None;
     }
     text.as_bytes()

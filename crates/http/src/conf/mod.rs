@@ -166,7 +166,7 @@ pub struct HttpConf {
     pub servers: Vec<Server>,
     pub locations: Vec<Location>,
     pub sockets: Vec<SocketConf>,
-    /// Regex server names, by index (see [`AddressConf::name_regexes`]).
+    /// Regex server names, by index (see [`AddressConf::names`]).
     pub server_regexes: Vec<NamedCaptures>,
     /// How many named variable slots a request may need.
     pub named_len: usize,

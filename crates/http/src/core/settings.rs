@@ -11,7 +11,7 @@ use crate::settings;
 use crate::variables::HttpTemplate;
 
 /// `max_ranges`' default: nginx's `NGX_MAX_INT32_VALUE`.
-pub const MAX_RANGES_UNLIMITED: u64 = 0x7fff_ffff;
+pub const MAX_RANGES_UNLIMITED: u64 = http1::range::MAX_RANGES_UNLIMITED;
 
 /// `keepalive_timeout TIMEOUT [HEADER_TIMEOUT]`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -44,13 +44,11 @@ pub(super) fn accel_redirect<'a>(
             ));
         } else if name.eq_ignore_ascii_case(b"x-accel-limit-rate")
             && !proxy.ignore_headers.has(IgnoreHeaders::X_ACCEL_LIMIT_RATE)
-        {
-            if let Some(rate) = std::str::from_utf8(value)
+            && let Some(rate) = std::str::from_utf8(value)
                 .ok()
                 .and_then(|text| text.parse().ok())
-            {
-                request.limit_rate = Some(rate);
-            }
+        {
+            request.limit_rate = Some(rate);
         }
     }
     if target.starts_with(b"@") {

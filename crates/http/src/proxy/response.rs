@@ -1,7 +1,5 @@
-//! The upstream's response head: the status line and fields read, checked for framing
-//! nginx refuses (duplicate or invalid `Content-Length`, both `Content-Length` and
-//! `Transfer-Encoding`, an unknown transfer coding), then turned into the client's
-//! response: hidden fields dropped, `Location` and `Refresh` rewritten by
+//! The upstream's response head, as the codec's client role parsed and checked it, turned
+//! into the client's response: hidden fields dropped, `Location` and `Refresh` rewritten by
 //! `proxy_redirect`, `Set-Cookie` by `proxy_cookie_domain`/`proxy_cookie_path`.
 
 use crate::proxy::{CookieRewrite, IgnoreHeaders, Proxy, Redirect, RedirectRule};
@@ -9,34 +7,10 @@ use crate::response::{Bytes, Location};
 use crate::variables::render;
 use crate::worker::HttpWorker;
 
-/// How the upstream frames its body.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum UpstreamFraming {
-    /// No body (HEAD, 204, 304).
-    None,
-    Length(u64),
-    Chunked,
-    /// Until the upstream closes the connection.
-    Close,
-}
-
-/// A parsed response head.
-#[derive(Debug, Default)]
-pub struct UpstreamHead {
-    pub status: u16,
-    /// `NNN Reason` as the upstream wrote it.
-    pub status_line: Vec<u8>,
-    pub http_11: bool,
-    /// An HTTP/0.9 answer: no head at all; everything is body.
-    pub http_09: bool,
-    /// Each field's name and value, as ranges of the buffer the head was parsed from.
-    pub fields: Vec<(std::ops::Range<usize>, std::ops::Range<usize>)>,
-    pub content_length: Option<u64>,
-    pub chunked: bool,
-    pub connection_close: bool,
-    /// Bytes of the head, final empty line included.
-    pub len: usize,
-}
+// The head is parsed by the codec's client role; the proxy keeps its own names for it.
+pub use http1::response_head::{
+    ResponseFraming as UpstreamFraming, ResponseHead as UpstreamHead, framing,
+};
 
 /// Why a head was refused: the error-log message; all of these are nginx's
 /// `invalid_header` (502, and a reason to try the next server).
@@ -45,189 +19,7 @@ pub struct InvalidHead(pub String);
 
 /// Parses the head at the start of `buf`; `Ok(None)` when more bytes are needed.
 pub fn parse(buf: &[u8]) -> Result<Option<UpstreamHead>, InvalidHead> {
-    let mut head = UpstreamHead::default();
-    let Some(line_end) = (match status_line(buf, &mut head) {
-        StatusLine::Partial => return Ok(None),
-        StatusLine::Invalid => {
-            head.http_09 = true;
-            head.status = 200;
-            head.connection_close = true;
-            return Ok(Some(head));
-        }
-        StatusLine::Complete(end) => Some(end),
-    }) else {
-        return Ok(None);
-    };
-    let mut fields = [httparse::EMPTY_HEADER; 128];
-    let mut storage;
-    let parsed = match httparse::parse_headers(&buf[line_end..], &mut fields) {
-        Err(httparse::Error::TooManyHeaders) => {
-            storage = vec![httparse::EMPTY_HEADER; 4096];
-            httparse::parse_headers(&buf[line_end..], &mut storage)
-        }
-        other => other,
-    };
-    let (len, fields) = match parsed {
-        Ok(httparse::Status::Complete(done)) => done,
-        Ok(httparse::Status::Partial) => return Ok(None),
-        Err(_) => return Err(InvalidHead("upstream sent invalid header".to_owned())),
-    };
-    head.len = line_end + len;
-    let base = buf.as_ptr() as usize;
-    let range = |part: &[u8]| {
-        let start = part.as_ptr() as usize - base;
-        start..start + part.len()
-    };
-    head.fields.reserve(fields.len());
-    for field in fields.iter() {
-        let name = field.name.as_bytes();
-        let value = field.value;
-        if name.eq_ignore_ascii_case(b"content-length") {
-            if let Some(previous) = head.content_length {
-                return Err(duplicate(
-                    name,
-                    value,
-                    b"Content-Length",
-                    previous.to_string().as_bytes(),
-                ));
-            }
-            let parsed = std::str::from_utf8(value)
-                .ok()
-                .filter(|text| !text.is_empty() && text.bytes().all(|byte| byte.is_ascii_digit()))
-                .and_then(|text| text.parse::<u64>().ok())
-                .filter(|length| *length <= i64::MAX as u64);
-            match parsed {
-                Some(length) => head.content_length = Some(length),
-                None => {
-                    return Err(InvalidHead(format!(
-                        "upstream sent invalid \"Content-Length\" header: \"{}: {}\"",
-                        String::from_utf8_lossy(name),
-                        String::from_utf8_lossy(value)
-                    )));
-                }
-            }
-        } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
-            if head.chunked {
-                return Err(duplicate(name, value, b"Transfer-Encoding", b"chunked"));
-            }
-            if !value.eq_ignore_ascii_case(b"chunked") {
-                return Err(InvalidHead(format!(
-                    "upstream sent unknown \"Transfer-Encoding\": \"{}\"",
-                    String::from_utf8_lossy(value)
-                )));
-            }
-            head.chunked = true;
-        } else if name.eq_ignore_ascii_case(b"connection")
-            && value
-                .split(|&byte| byte == b',')
-                .any(|token| token.trim_ascii().eq_ignore_ascii_case(b"close"))
-        {
-            head.connection_close = true;
-        }
-        head.fields.push((range(name), range(value)));
-    }
-    if head.chunked && head.content_length.is_some() {
-        return Err(InvalidHead(
-            "upstream sent \"Content-Length\" and \"Transfer-Encoding\" headers at the same time"
-                .to_owned(),
-        ));
-    }
-    if head.chunked && !head.http_11 {
-        return Err(InvalidHead(
-            "upstream sent HTTP/1.0 response with \"Transfer-Encoding\" header".to_owned(),
-        ));
-    }
-    if !head.http_11 {
-        head.connection_close = true;
-    }
-    Ok(Some(head))
-}
-
-fn duplicate(name: &[u8], value: &[u8], first_name: &[u8], first: &[u8]) -> InvalidHead {
-    InvalidHead(format!(
-        "upstream sent duplicate header line: \"{}: {}\", previous value: \"{}: {}\"",
-        String::from_utf8_lossy(name),
-        String::from_utf8_lossy(value),
-        String::from_utf8_lossy(first_name),
-        String::from_utf8_lossy(first)
-    ))
-}
-
-enum StatusLine {
-    Partial,
-    Invalid,
-    /// The offset after the line's LF.
-    Complete(usize),
-}
-
-/// `HTTP/D.D NNN [reason]` then CRLF or LF, as nginx's status-line parser accepts it.
-fn status_line(buf: &[u8], head: &mut UpstreamHead) -> StatusLine {
-    const PREFIX: &[u8] = b"HTTP/";
-    let prefix_len = buf.len().min(PREFIX.len());
-    if buf[..prefix_len] != PREFIX[..prefix_len] {
-        return StatusLine::Invalid;
-    }
-    let Some(line_len) = memchr::memchr(b'\n', buf) else {
-        // A status line without its end is waited for only while it could still be one.
-        return if buf.len() > 4096 {
-            StatusLine::Invalid
-        } else {
-            StatusLine::Partial
-        };
-    };
-    let line = &buf[..line_len];
-    let line = line.strip_suffix(b"\r").unwrap_or(line);
-    let rest = &line[PREFIX.len().min(line.len())..];
-    let Some(space) = memchr::memchr(b' ', rest) else {
-        return StatusLine::Invalid;
-    };
-    let version = &rest[..space];
-    let Some(dot) = memchr::memchr(b'.', version) else {
-        return StatusLine::Invalid;
-    };
-    let (major, minor) = (&version[..dot], &version[dot + 1..]);
-    let number = |digits: &[u8]| -> Option<u32> {
-        (!digits.is_empty() && digits.len() <= 3 && digits.iter().all(u8::is_ascii_digit))
-            .then(|| std::str::from_utf8(digits).ok()?.parse().ok())
-            .flatten()
-    };
-    let (Some(major), Some(minor)) = (number(major), number(minor)) else {
-        return StatusLine::Invalid;
-    };
-    let status_text = &rest[space + 1..];
-    if status_text.len() < 3 || !status_text[..3].iter().all(u8::is_ascii_digit) {
-        return StatusLine::Invalid;
-    }
-    if status_text.len() > 3 && status_text[3] != b' ' {
-        return StatusLine::Invalid;
-    }
-    let code = u16::from(status_text[0] - b'0') * 100
-        + u16::from(status_text[1] - b'0') * 10
-        + u16::from(status_text[2] - b'0');
-    if code < 100 {
-        return StatusLine::Invalid;
-    }
-    head.status = code;
-    head.status_line = status_text.to_vec();
-    head.http_11 = major > 1 || (major == 1 && minor >= 1);
-    StatusLine::Complete(line_len + 1)
-}
-
-/// How the body of a response to `method_head` with this head is framed.
-pub fn framing(head: &UpstreamHead, method_head: bool) -> UpstreamFraming {
-    if head.http_09 {
-        return UpstreamFraming::Close;
-    }
-    if method_head || head.status == 204 || head.status == 304 || head.status < 200 {
-        return UpstreamFraming::None;
-    }
-    if head.chunked {
-        return UpstreamFraming::Chunked;
-    }
-    match head.content_length {
-        Some(length) => UpstreamFraming::Length(length),
-        None => UpstreamFraming::Close,
-    }
+    http1::response_head::parse(buf).map_err(|invalid| InvalidHead(invalid.to_string()))
 }
 
 /// Fields nginx hides from the client unless `proxy_pass_header` names them.

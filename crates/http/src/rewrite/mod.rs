@@ -1,5 +1,5 @@
 //! The rewrite module: `rewrite`, `return`, `set`, `break` and `if`, compiled at config
-//! load into a [`Script`] per level and run per request by [`run`].
+//! load into a [`Script`] per level and run per request by [`run()`].
 //!
 //! A level's directives become one flat list of [`Op`]s in configuration order. An `if`
 //! block's own rewrite directives are placed inline after its [`If`] op, which jumps past

@@ -154,18 +154,18 @@ impl Browser {
     /// Updates the flags from one `User-Agent` value as nginx's
     /// `ngx_http_process_user_agent` does; several headers accumulate.
     pub(super) fn detect(&mut self, user_agent: &[u8]) {
-        if let Some(at) = find(user_agent, b"MSIE ") {
-            if at + 7 < user_agent.len() {
-                self.msie = true;
-                if user_agent[at + 6] == b'.' {
-                    match user_agent[at + 5] {
-                        b'4' | b'5' => self.msie6 = true,
-                        // MSIE 6 with SP2 ("SV1") handles gzip and keepalive.
-                        b'6' if find(&user_agent[at + 8..], b"SV1").is_none() => {
-                            self.msie6 = true;
-                        }
-                        _ => {}
+        if let Some(at) = find(user_agent, b"MSIE ")
+            && at + 7 < user_agent.len()
+        {
+            self.msie = true;
+            if user_agent[at + 6] == b'.' {
+                match user_agent[at + 5] {
+                    b'4' | b'5' => self.msie6 = true,
+                    // MSIE 6 with SP2 ("SV1") handles gzip and keepalive.
+                    b'6' if find(&user_agent[at + 8..], b"SV1").is_none() => {
+                        self.msie6 = true;
                     }
+                    _ => {}
                 }
             }
         }

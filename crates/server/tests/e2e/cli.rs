@@ -490,10 +490,10 @@ impl Daemon {
 
 impl Drop for Daemon {
     fn drop(&mut self) {
-        if let Some(pid) = self.0 {
-            if self.is_alive() {
-                let _ = rustix::process::kill_process(pid, Signal::KILL);
-            }
+        if let Some(pid) = self.0
+            && self.is_alive()
+        {
+            let _ = rustix::process::kill_process(pid, Signal::KILL);
         }
     }
 }
