@@ -128,7 +128,8 @@ fn conflicting_framing_is_refused() {
         refused(
             b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n"
         ),
-        "upstream sent duplicate header line: \"Transfer-Encoding: chunked\", previous value: \"Transfer-Encoding: chunked\""
+        "upstream sent duplicate header line: \"Transfer-Encoding: chunked\", \
+         previous value: \"Transfer-Encoding: chunked\""
     );
     assert_eq!(
         refused(b"HTTP/1.0 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"),
