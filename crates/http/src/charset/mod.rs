@@ -248,6 +248,17 @@ fn log_no_map(
     );
 }
 
+/// The charset filter's recoder, as the send path applies it to a body's buffers.
+impl crate::send::pieces::Recode for Recoder {
+    fn changes_length(&self) -> bool {
+        Recoder::changes_length(self)
+    }
+
+    fn recode(&mut self, input: &[u8], out: &mut Vec<u8>) {
+        Recoder::recode(self, input, out);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,8 +4,6 @@
 
 use std::sync::Arc;
 
-use crate::send::pieces::Recode;
-
 /// The most bytes a character of a one-byte charset may take in UTF-8 (nginx's limit).
 const UTF8_BYTES_MAX: usize = 3;
 
@@ -278,16 +276,6 @@ impl Recoder {
                 push_character(pages, code, out);
             }
         }
-    }
-}
-
-impl Recode for Recoder {
-    fn changes_length(&self) -> bool {
-        Recoder::changes_length(self)
-    }
-
-    fn recode(&mut self, input: &[u8], out: &mut Vec<u8>) {
-        Recoder::recode(self, input, out);
     }
 }
 

@@ -10,7 +10,7 @@ use logging::{ErrorLog, LogFile, LogFiles};
 
 use crate::conf::HttpDirective;
 use crate::core::TempPath;
-use crate::log::{COMBINED, Escape, LogFormat};
+use crate::log::settings::{COMBINED, Escape, LogFormat};
 use crate::variables::{HttpTemplate, VariableRegistry};
 
 /// What loading the `http` block needs from the master.

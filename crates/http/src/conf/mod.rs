@@ -162,7 +162,7 @@ pub struct AddressConf {
 pub struct HttpConf {
     pub main: crate::core::CoreMain,
     /// The `charset_map` tables.
-    pub charset_maps: crate::charset::CharsetMaps,
+    pub charset_maps: crate::charset::settings::CharsetMaps,
     pub servers: Vec<Server>,
     pub locations: Vec<Location>,
     pub sockets: Vec<SocketConf>,
@@ -192,7 +192,7 @@ impl HttpConf {
     pub fn empty(env: &MergeEnv) -> HttpConf {
         HttpConf {
             main: crate::core::CoreMainConf::default().resolve(env),
-            charset_maps: crate::charset::CharsetMaps::default(),
+            charset_maps: crate::charset::settings::CharsetMaps::default(),
             servers: Vec::new(),
             locations: Vec::new(),
             sockets: Vec::new(),

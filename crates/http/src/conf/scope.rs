@@ -2,16 +2,16 @@
 
 use conf::Span;
 
-use crate::access::{Access, AccessConf};
-use crate::charset::{Charset, CharsetConf, CharsetMaps};
+use crate::access::settings::{Access, AccessConf};
+use crate::charset::settings::{Charset, CharsetConf, CharsetMaps};
 use crate::conf::MergeEnv;
 use crate::conf::listen::ListenSpec;
 use crate::conf::server_names::ServerName;
 use crate::core::{CoreLocation, CoreLocationConf, CoreMainConf, CoreServerConf};
-use crate::headers::{Headers, HeadersConf};
-use crate::log::{AccessLog, AccessLogConf};
-use crate::proxy::{Proxy, ProxyConf};
-use crate::rewrite::{RewriteConf, RewriteSettings, Script};
+use crate::headers::settings::{Headers, HeadersConf};
+use crate::log::settings::{AccessLog, AccessLogConf};
+use crate::proxy::settings::{Proxy, ProxyConf};
+use crate::rewrite::settings::{RewriteConf, RewriteSettings, Script};
 use crate::static_files::settings::{Static, StaticConf, TryFilesSetting};
 
 /// What the `http` block sets for itself.

@@ -5,7 +5,7 @@ use logging::time::push_number;
 
 use crate::conf::Location;
 use crate::core::{CoreLocation, ServerTokens};
-use crate::headers::{AddHeader, status_takes_added_headers};
+use crate::headers::settings::{AddHeader, status_takes_added_headers};
 use crate::request::{ConnectionInfo, Request};
 use crate::response::ResponseHead;
 use crate::send::framing::{Framing, push_last_chunk};

@@ -9,7 +9,7 @@ use runtime::PeerAddress;
 use vars::Evaluator;
 
 use crate::conf::HttpConf;
-use crate::headers::AddHeader;
+use crate::headers::settings::AddHeader;
 use crate::request::{ConnectionInfo, Request, write_peer};
 use crate::variables::Variable;
 
@@ -452,7 +452,7 @@ impl RequestVariables<'_> {
             return false;
         }
         let status = crate::special::status_on_wire(self.request.response.status);
-        let status_ok = crate::headers::status_takes_added_headers(status);
+        let status_ok = crate::headers::settings::status_takes_added_headers(status);
         let mut found = false;
         let mut value = Vec::new();
         for field in fields {
