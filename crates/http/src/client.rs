@@ -45,7 +45,7 @@ impl ReadAhead {
     }
 
     /// Drops the first `len` bytes.
-    pub fn consume(&mut self, len: usize) {
+    pub(crate) fn consume(&mut self, len: usize) {
         self.buf.copy_within(len..self.filled, 0);
         self.filled -= len;
     }
@@ -68,7 +68,7 @@ pub struct BodySource<'c> {
 
 /// How waiting for more of the body ended.
 #[derive(Debug, PartialEq, Eq)]
-pub enum BodyRead {
+pub(crate) enum BodyRead {
     /// More bytes are buffered.
     More,
     /// The client closed the connection (or it failed).
@@ -87,12 +87,12 @@ impl<'c> BodySource<'c> {
         self.read_ahead.bytes()
     }
 
-    pub fn consume(&mut self, len: usize) {
+    pub(crate) fn consume(&mut self, len: usize) {
         self.read_ahead.consume(len);
     }
 
     /// Waits (at most `timeout`) for more bytes once the buffered ones are consumed.
-    pub async fn read_more(&mut self, timeout: Duration) -> BodyRead {
+    pub(crate) async fn read_more(&mut self, timeout: Duration) -> BodyRead {
         let deadline = tokio::time::Instant::now() + timeout;
         let ahead = &mut *self.read_ahead;
         if ahead.filled == ahead.buf.len() {
@@ -110,7 +110,7 @@ impl<'c> BodySource<'c> {
     }
 
     /// Tells the client to send its body (`Expect: 100-continue`).
-    pub async fn send_continue(&self, timeout: Duration) -> io::Result<()> {
+    pub(crate) async fn send_continue(&self, timeout: Duration) -> io::Result<()> {
         ResponseSink::http1(self.socket)
             .write_all_timed(b"HTTP/1.1 100 Continue\r\n\r\n", timeout)
             .await
@@ -143,7 +143,7 @@ impl<'c> ResponseSink<'c> {
         self.socket.try_write(bytes)
     }
 
-    pub async fn writable(&self) -> io::Result<()> {
+    pub(crate) async fn writable(&self) -> io::Result<()> {
         self.socket.writable().await
     }
 

@@ -51,7 +51,7 @@ impl LogBuffers {
     }
 
     /// Flushes the buffers whose `flush=` interval has passed.
-    pub fn flush_due(&mut self, now: Instant) {
+    pub(crate) fn flush_due(&mut self, now: Instant) {
         for buffer in self.buffers.iter_mut().flatten() {
             if buffer.flush_due(now) {
                 let _ = buffer.flush();
@@ -60,7 +60,7 @@ impl LogBuffers {
     }
 
     /// Flushes everything (the worker is exiting or the logs are being reopened).
-    pub fn flush_all(&mut self) {
+    pub(crate) fn flush_all(&mut self) {
         for buffer in self.buffers.iter_mut().flatten() {
             let _ = buffer.flush();
         }

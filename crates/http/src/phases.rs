@@ -70,7 +70,7 @@ pub async fn run<'a>(
 
 /// Ends a request whose head was refused with `status`, through `error_page` as nginx
 /// does (the default server's pages apply before a location is known).
-pub async fn run_error<'a>(
+pub(crate) async fn run_error<'a>(
     worker: &'a HttpWorker,
     client: Client<'_>,
     request: &mut Request<'a>,

@@ -7,17 +7,17 @@ use std::io;
 use std::path::PathBuf;
 
 /// `realpath()` of a document root.
-pub fn realpath(path: &PathBuf) -> io::Result<PathBuf> {
+pub(crate) fn realpath(path: &PathBuf) -> io::Result<PathBuf> {
     std::fs::canonicalize(path)
 }
 
 /// A path from bytes, as Unix allows any bytes but NUL.
-pub fn path_from_bytes(bytes: &[u8]) -> PathBuf {
+pub(crate) fn path_from_bytes(bytes: &[u8]) -> PathBuf {
     path_from_vec(bytes.to_vec())
 }
 
 /// [`path_from_bytes`] without a copy.
-pub fn path_from_vec(bytes: Vec<u8>) -> PathBuf {
+pub(crate) fn path_from_vec(bytes: Vec<u8>) -> PathBuf {
     PathBuf::from(<std::ffi::OsString as std::os::unix::ffi::OsStringExt>::from_vec(bytes))
 }
 

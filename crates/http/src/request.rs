@@ -105,7 +105,7 @@ pub struct Request<'a> {
 }
 
 /// nginx's limit on URI rewrites and internal redirects per request, plus one.
-pub const URI_CHANGES: u8 = 11;
+pub(crate) const URI_CHANGES: u8 = 11;
 
 impl<'a> Request<'a> {
     /// Clears everything for the next request on the connection.
@@ -159,7 +159,7 @@ impl<'a> Request<'a> {
     }
 
     /// `$request`: the request line.
-    pub fn request_line(&self) -> &[u8] {
+    pub(crate) fn request_line(&self) -> &[u8] {
         self.head_bytes
             .get(self.head.request_line.clone())
             .unwrap_or_default()
@@ -167,7 +167,7 @@ impl<'a> Request<'a> {
 
     /// The request line for error-log context: the parsed one, or for a head rejected in
     /// its first line, that line as far as it was received, as nginx quotes it.
-    pub fn request_line_for_log(&self) -> &[u8] {
+    pub(crate) fn request_line_for_log(&self) -> &[u8] {
         let parsed = self.request_line();
         if !parsed.is_empty() {
             return parsed;
@@ -188,7 +188,7 @@ impl<'a> Request<'a> {
     }
 
     /// The value of a well-known header by its index, if the index is valid for this head.
-    pub fn known_header(&self, index: Option<usize>) -> Option<&[u8]> {
+    pub(crate) fn known_header(&self, index: Option<usize>) -> Option<&[u8]> {
         let field = self.head.headers.get(index?)?;
         self.head_bytes.get(field.value.clone())
     }
@@ -200,7 +200,7 @@ impl<'a> Request<'a> {
             .unwrap_or_default()
     }
 
-    pub fn method_bytes(&self) -> &[u8] {
+    pub(crate) fn method_bytes(&self) -> &[u8] {
         if self.method_is_get {
             return b"GET";
         }
@@ -209,18 +209,18 @@ impl<'a> Request<'a> {
             .unwrap_or_default()
     }
 
-    pub fn protocol(&self) -> &[u8] {
+    pub(crate) fn protocol(&self) -> &[u8] {
         self.head_bytes
             .get(self.head.protocol.clone())
             .unwrap_or_default()
     }
 
-    pub fn is_head(&self) -> bool {
+    pub(crate) fn is_head(&self) -> bool {
         self.head.method == http1::Method::Head
     }
 
     /// The error-log context of this request on `connection`.
-    pub fn log_context<'b>(
+    pub(crate) fn log_context<'b>(
         &'b self,
         connection: &'b ConnectionInfo,
         conf: &'b HttpConf,
@@ -235,7 +235,7 @@ impl<'a> Request<'a> {
 }
 
 /// `$http_x_foo` matches `X-Foo`: case-insensitive, and `_` in the wanted name matches `-`.
-pub fn header_name_matches(name: &[u8], wanted: &[u8]) -> bool {
+pub(crate) fn header_name_matches(name: &[u8], wanted: &[u8]) -> bool {
     name.len() == wanted.len()
         && name.iter().zip(wanted).all(|(&have, &want)| {
             let have = have.to_ascii_lowercase();
@@ -245,7 +245,7 @@ pub fn header_name_matches(name: &[u8], wanted: &[u8]) -> bool {
 
 /// What follows an error-log message about a connection or request, as nginx writes it:
 /// ` while ACTION, client: ADDR, server: NAME, request: "LINE", host: "HOST"`.
-pub struct RequestLogContext<'a> {
+pub(crate) struct RequestLogContext<'a> {
     pub request: Option<&'a Request<'a>>,
     pub connection: &'a ConnectionInfo,
     pub conf: &'a HttpConf,
@@ -254,7 +254,7 @@ pub struct RequestLogContext<'a> {
 }
 
 impl RequestLogContext<'_> {
-    pub fn with_action(mut self, action: &'static str) -> Self {
+    pub(crate) fn with_action(mut self, action: &'static str) -> Self {
         self.action = Some(action);
         self
     }
@@ -309,7 +309,7 @@ impl LogContext for RequestLogContext<'_> {
 }
 
 /// `$remote_addr`.
-pub fn write_peer(out: &mut Vec<u8>, peer: &PeerAddress) {
+pub(crate) fn write_peer(out: &mut Vec<u8>, peer: &PeerAddress) {
     match peer {
         PeerAddress::Inet(address) => {
             use std::io::Write;
@@ -320,7 +320,7 @@ pub fn write_peer(out: &mut Vec<u8>, peer: &PeerAddress) {
 }
 
 /// The request's current location: the server's own level before one is found.
-pub fn current_location<'a>(
+pub(crate) fn current_location<'a>(
     worker: &'a HttpWorker,
     request: &Request<'_>,
 ) -> &'a crate::conf::Location {

@@ -137,6 +137,6 @@ impl ResponseHead<'_> {
 }
 
 /// Whether a response with this status and method carries a body.
-pub fn status_has_body(status: u16) -> bool {
+pub(crate) fn status_has_body(status: u16) -> bool {
     !(status == 204 || status == 304 || (100..200).contains(&status))
 }

@@ -7,13 +7,13 @@ use crate::response::{Body, Bytes};
 use crate::worker::HttpWorker;
 
 /// nginx's non-standard code: close the connection without a response.
-pub const STATUS_CLOSE: u16 = 444;
+pub(crate) const STATUS_CLOSE: u16 = 444;
 
 /// nginx's internal code for "request header too large", sent as 400.
 pub const STATUS_HEADER_TOO_LARGE: u16 = 494;
 
 /// The status the client sees for nginx's internal codes.
-pub fn status_on_wire(status: u16) -> u16 {
+pub(crate) fn status_on_wire(status: u16) -> u16 {
     match status {
         494..=497 => 400,
         499 => 499,
@@ -72,7 +72,7 @@ fn page_text(status: u16) -> Option<(&'static str, Option<&'static str>)> {
 }
 
 /// The `<hr><center>...</center>` signature under every page.
-pub fn server_signature(tokens: ServerTokens) -> &'static str {
+pub(crate) fn server_signature(tokens: ServerTokens) -> &'static str {
     match tokens {
         ServerTokens::On => concat!("portico/", env!("CARGO_PKG_VERSION")),
         ServerTokens::Off => "portico",
@@ -82,7 +82,7 @@ pub fn server_signature(tokens: ServerTokens) -> &'static str {
 
 /// The name `PORTICO_BUILD` gave at build time, shown by `server_tokens build` as nginx
 /// shows its `--build` name.
-pub const BUILD_NAME: Option<&str> = option_env!("PORTICO_BUILD");
+pub(crate) const BUILD_NAME: Option<&str> = option_env!("PORTICO_BUILD");
 
 /// `portico/VERSION (BUILD)`, or `portico/VERSION` when the build has no name.
 fn build_signature() -> &'static str {
@@ -130,7 +130,7 @@ pub fn page(status: u16, tokens: ServerTokens, msie_padding: bool) -> Option<Vec
 }
 
 /// Whether nginx drops keep-alive after answering this status itself.
-pub fn status_closes_connection(status: u16) -> bool {
+pub(crate) fn status_closes_connection(status: u16) -> bool {
     matches!(status, 400 | 413 | 414 | 494..=497 | 500 | 501)
 }
 
@@ -144,7 +144,7 @@ pub enum Reply<'a> {
 }
 
 /// Portico's own page for `status` (nginx's "special response"), without `error_page`.
-pub fn special_response<'a>(
+pub(crate) fn special_response<'a>(
     worker: &'a HttpWorker,
     request: &mut Request<'a>,
     status: u16,

@@ -41,7 +41,7 @@ pub struct Generation {
 /// read), which is plenty against the watcher's threshold and costs less than `Instant`
 /// on the path of every static request.
 #[derive(Clone, Copy, Debug)]
-pub struct BlockingTimer(rustix::time::Timespec);
+pub(crate) struct BlockingTimer(rustix::time::Timespec);
 
 impl BlockingTimer {
     pub fn start() -> BlockingTimer {
@@ -89,7 +89,7 @@ pub struct HttpWorker {
 /// How many times a worker's loop was kept from turning, by length: the stall watcher's
 /// measurement, reported when the worker exits (and read by the benchmarks).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct StallCounts {
+pub(crate) struct StallCounts {
     pub at_least_10_ms: u64,
     pub at_least_100_ms: u64,
     pub at_least_1000_ms: u64,
@@ -144,7 +144,7 @@ impl IdleSet {
 }
 
 /// Keeps a connection in the idle set; dropped before the connection's socket closes.
-pub struct IdleGuard<'a> {
+pub(crate) struct IdleGuard<'a> {
     worker: &'a HttpWorker,
     slot: usize,
 }
@@ -160,7 +160,7 @@ impl Drop for IdleGuard<'_> {
 /// client's next request is then never lost to a close that raced it (nginx closes idle
 /// keep-alive connections at once, and such a request fails). After the grace, idle
 /// connections close.
-pub const IDLE_GRACE_ON_DRAIN: Duration = Duration::from_secs(1);
+pub(crate) const IDLE_GRACE_ON_DRAIN: Duration = Duration::from_secs(1);
 
 /// How often the stall watcher's timer is due.
 pub const LOOP_STALL_TICK: Duration = Duration::from_millis(10);
@@ -169,10 +169,10 @@ pub const LOOP_STALL_TICK: Duration = Duration::from_millis(10);
 pub const LOOP_STALL_WARN: Duration = Duration::from_millis(100);
 
 /// Stall warnings are written at most this often per worker.
-pub const LOOP_STALL_REPORT_INTERVAL: Duration = Duration::from_secs(1);
+pub(crate) const LOOP_STALL_REPORT_INTERVAL: Duration = Duration::from_secs(1);
 
 /// How often buffered access logs are checked for their `flush=` interval.
-pub const ACCESS_LOG_FLUSH_CHECK: Duration = Duration::from_secs(1);
+pub(crate) const ACCESS_LOG_FLUSH_CHECK: Duration = Duration::from_secs(1);
 
 impl HttpWorker {
     pub fn new(
@@ -207,7 +207,7 @@ impl HttpWorker {
         &self.generation.http
     }
 
-    pub fn next_connection_id(&self) -> u64 {
+    pub(crate) fn next_connection_id(&self) -> u64 {
         self.generation
             .connection_ids
             .fetch_add(1, Ordering::Relaxed)
@@ -223,13 +223,13 @@ impl HttpWorker {
     }
 
     /// Whether an idle keep-alive connection must close now (see [`IDLE_GRACE_ON_DRAIN`]).
-    pub fn idle_grace_over(&self) -> bool {
+    pub(crate) fn idle_grace_over(&self) -> bool {
         self.idle_grace_over.get()
     }
 
     /// Registers an idle keep-alive connection until the guard drops, so that draining
     /// can wake it. Costs a slot in a vector: no waker, no lock.
-    pub fn register_idle(&self, fd: RawFd) -> IdleGuard<'_> {
+    pub(crate) fn register_idle(&self, fd: RawFd) -> IdleGuard<'_> {
         let slot = self.idle.borrow_mut().insert(fd);
         IdleGuard { worker: self, slot }
     }
@@ -253,7 +253,7 @@ impl HttpWorker {
     }
 
     /// Appends the `Date` header value for `unix_seconds`, formatted once per second.
-    pub fn write_date(&self, unix_seconds: i64, out: &mut Vec<u8>) {
+    pub(crate) fn write_date(&self, unix_seconds: i64, out: &mut Vec<u8>) {
         let mut cache = self.date.borrow_mut();
         if cache.second != unix_seconds {
             cache.value.clear();
@@ -265,7 +265,7 @@ impl HttpWorker {
 
     /// The servers of the address a connection arrived on: for a wildcard socket with
     /// specific addresses behind it, chosen by the connection's local address.
-    pub fn address_conf(&self, socket: usize, stream: &Stream) -> Option<&AddressConf> {
+    pub(crate) fn address_conf(&self, socket: usize, stream: &Stream) -> Option<&AddressConf> {
         let socket = self.conf().sockets.get(socket)?;
         if socket.addresses.len() == 1 {
             return socket.addresses.first();
@@ -292,7 +292,7 @@ impl HttpWorker {
 
     /// Runs `work` on this worker's `default` pool. A full queue or a lost task is a 500
     /// with the error-log line nginx writes when it cannot post a thread task.
-    pub async fn offload<T: Send + 'static>(
+    pub(crate) async fn offload<T: Send + 'static>(
         &self,
         work: impl FnOnce() -> T + Send + 'static,
     ) -> Result<T, crate::file::FileError> {
@@ -301,7 +301,7 @@ impl HttpWorker {
 
     /// Records a file operation that ran on this worker (`aio off`) and took `took`, for
     /// the stall watcher's warning. `what` is formatted only for a slow one.
-    pub fn note_blocking(&self, took: Duration, what: impl FnOnce() -> String) {
+    pub(crate) fn note_blocking(&self, took: Duration, what: impl FnOnce() -> String) {
         if took < LOOP_STALL_WARN / 2 {
             return;
         }
@@ -362,7 +362,7 @@ impl HttpWorker {
     }
 
     /// The loop stalls measured so far.
-    pub fn stall_counts(&self) -> StallCounts {
+    pub(crate) fn stall_counts(&self) -> StallCounts {
         self.stall_counts.get()
     }
 
@@ -392,7 +392,7 @@ impl HttpWorker {
 }
 
 /// Runs `work` on `pool` and waits for its result on this worker.
-pub async fn offload_to<T: Send + 'static>(
+pub(crate) async fn offload_to<T: Send + 'static>(
     pool: &ThreadPool,
     work: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, crate::file::FileError> {

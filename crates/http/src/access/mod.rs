@@ -25,7 +25,7 @@ pub fn check(access: &Access, peer: &PeerAddress) -> Option<Action> {
 
 /// Parses the argument of `allow`/`deny`: `all`, `unix:`, an address or `address/bits`.
 /// Addresses are read as nginx reads them, quirks included (see `parse_inet`).
-pub fn parse_target(text: &str) -> Option<ParsedTarget> {
+pub(crate) fn parse_target(text: &str) -> Option<ParsedTarget> {
     let exact = |target| ParsedTarget {
         target,
         host_bits_cleared: false,

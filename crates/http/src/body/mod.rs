@@ -77,7 +77,7 @@ impl BodyState {
 
     /// Consumes body bytes from the front of `data` and drops them. Returns how many bytes
     /// belonged to the body; bytes after the body's end are left for the next request.
-    pub fn discard(&mut self, data: &[u8]) -> Result<usize, RequestError> {
+    pub(crate) fn discard(&mut self, data: &[u8]) -> Result<usize, RequestError> {
         match self {
             BodyState::Done => Ok(0),
             BodyState::Length { remaining } => {

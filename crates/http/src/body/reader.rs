@@ -20,7 +20,7 @@ use crate::core::{BodyInFileOnly, TempPath};
 
 /// The settings of the location that reads the body.
 #[derive(Clone, Debug)]
-pub struct BodySettings {
+pub(crate) struct BodySettings {
     /// `client_body_buffer_size`: larger bodies go to a temp file.
     pub buffer_size: usize,
     /// `client_max_body_size`; 0 is no limit.
@@ -88,7 +88,7 @@ impl Drop for TempBody {
 
 /// Why a body could not be read; each maps to nginx's answer.
 #[derive(Debug)]
-pub enum BodyError {
+pub(crate) enum BodyError {
     /// More than `client_max_body_size` arrived (chunked bodies are checked as they come).
     TooLarge { received: u64 },
     /// `client_body_timeout` passed between two reads.
@@ -123,7 +123,7 @@ impl BodyError {
 /// Reads the rest of the body described by `state`, starting with the bytes already in
 /// the connection's buffer. Sends `100 Continue` first when the client asked for it and
 /// nothing of the body has arrived.
-pub async fn read_body(
+pub(crate) async fn read_body(
     source: &mut BodySource<'_>,
     state: &mut BodyState,
     settings: &BodySettings,

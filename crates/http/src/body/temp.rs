@@ -13,7 +13,7 @@ const NAME_DIGITS: usize = 10;
 
 /// The path of temp file `number` under `temp`: levels `1 2` put `0000000123` in `3/12/`
 /// (the last digits of the name, from the end), as nginx's `*_temp_path` levels do.
-pub fn temp_file_path(temp: &TempPath, number: u64) -> PathBuf {
+pub(crate) fn temp_file_path(temp: &TempPath, number: u64) -> PathBuf {
     let name = format!(
         "{:0width$}",
         number % 10u64.pow(NAME_DIGITS as u32),

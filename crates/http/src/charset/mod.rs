@@ -211,7 +211,7 @@ fn recode_body<'a>(response: &mut ResponseHead<'a>, body: Body<'a>, table: Arc<T
 
 /// Writes `TYPE; charset=NAME` into the content type before the head is written (nginx's
 /// header filter does it as it writes), so `$sent_http_content_type` sees it too.
-pub fn fold_into_content_type(response: &mut ResponseHead<'_>) {
+pub(crate) fn fold_into_content_type(response: &mut ResponseHead<'_>) {
     let Some(charset) = response.charset.take() else {
         return;
     };

@@ -30,7 +30,7 @@ pub enum Table {
 
 impl Table {
     /// Whether recoding may change the body's length (nginx then drops `Content-Length`).
-    pub fn changes_length(&self) -> bool {
+    pub(crate) fn changes_length(&self) -> bool {
         !matches!(self, Table::Byte(_))
     }
 }
@@ -46,7 +46,7 @@ pub struct CharsetMap {
 
 /// What a line of a `charset_map` block was wrong about.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum MapLineError {
+pub(crate) enum MapLineError {
     /// nginx's "invalid parameters number".
     ParameterCount,
     /// nginx's `invalid value "X"`, naming the value.
@@ -55,7 +55,7 @@ pub enum MapLineError {
 
 /// Builds a map's tables as it reads its lines (`XX YY;`, hexadecimal).
 #[derive(Debug)]
-pub struct MapBuilder {
+pub(crate) struct MapBuilder {
     forward: Table,
     backward: Table,
 }
@@ -197,7 +197,7 @@ impl Recoder {
         }
     }
 
-    pub fn changes_length(&self) -> bool {
+    pub(crate) fn changes_length(&self) -> bool {
         self.table.changes_length()
     }
 

@@ -79,7 +79,7 @@ impl CharsetMaps {
     }
 
     /// Adds a name to those known; the first spelling stays.
-    pub fn register(&mut self, name: &str) -> Arc<str> {
+    pub(crate) fn register(&mut self, name: &str) -> Arc<str> {
         match self.names.iter().find(|known| same_name(known, name)) {
             Some(known) => Arc::clone(known),
             None => {
@@ -93,7 +93,10 @@ impl CharsetMaps {
     /// nginx's work once the configuration is read: a charset is known by the spelling
     /// of its first mention, and every location that recodes between two named charsets
     /// needs a map between them.
-    pub fn resolve_location(&mut self, settings: &mut Charset) -> Result<(), conf::ConfError> {
+    pub(crate) fn resolve_location(
+        &mut self,
+        settings: &mut Charset,
+    ) -> Result<(), conf::ConfError> {
         for name in [&mut settings.charset, &mut settings.source_charset] {
             if let CharsetName::Named(text) = name {
                 *text = self.register(text);

@@ -66,14 +66,14 @@ impl LoadContext<'_> {
     }
 
     /// Opens (once per configuration) the log file a directive names.
-    pub fn open_log(&mut self, text: &str, span: &Span) -> Result<Arc<LogFile>, ConfError> {
+    pub(crate) fn open_log(&mut self, text: &str, span: &Span) -> Result<Arc<LogFile>, ConfError> {
         let path = self.path(text);
         self.log_files
             .open(&path)
             .map_err(|error| open_error(&path, &error, span))
     }
 
-    pub fn open_stderr(&mut self, span: &Span) -> Result<Arc<LogFile>, ConfError> {
+    pub(crate) fn open_stderr(&mut self, span: &Span) -> Result<Arc<LogFile>, ConfError> {
         self.log_files
             .stderr()
             .map_err(|error| open_error(Path::new("stderr"), &error, span))
@@ -98,7 +98,7 @@ impl LoadContext<'_> {
     }
 
     /// A new per-worker buffer slot for a buffered `access_log`.
-    pub fn next_access_log_slot(&mut self) -> usize {
+    pub(crate) fn next_access_log_slot(&mut self) -> usize {
         self.access_log_slots += 1;
         self.access_log_slots - 1
     }
@@ -119,7 +119,7 @@ impl LoadContext<'_> {
     }
 
     /// `*_temp_path PATH [L1 [L2 [L3]]]`.
-    pub fn temp_path(&self, directive: &Directive) -> Result<TempPath, ConfError> {
+    pub(crate) fn temp_path(&self, directive: &Directive) -> Result<TempPath, ConfError> {
         let mut levels = Vec::new();
         for argument in &directive.args[1..] {
             match argument.as_str().parse::<u8>() {
@@ -146,7 +146,7 @@ impl LoadContext<'_> {
     /// Checks a directive against every HTTP module's table (for the `http` block and the
     /// blocks modules read themselves); a name only the main context knows is "not allowed
     /// here".
-    pub fn check_directive(
+    pub(crate) fn check_directive(
         &self,
         directive: &Directive,
         context: Context,
@@ -165,7 +165,7 @@ impl LoadContext<'_> {
 
 /// A context for unit tests of setters and parsers.
 #[cfg(test)]
-pub fn test_context(log_files: &mut LogFiles) -> LoadContext<'_> {
+pub(crate) fn test_context(log_files: &mut LogFiles) -> LoadContext<'_> {
     LoadContext {
         prefix: Path::new("/tmp"),
         upstreams: Default::default(),

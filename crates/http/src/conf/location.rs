@@ -86,11 +86,11 @@ enum Outcome {
 }
 
 impl LocationTree {
-    pub fn add_exact(&mut self, path: Box<[u8]>, id: LocationId) {
+    pub(crate) fn add_exact(&mut self, path: Box<[u8]>, id: LocationId) {
         self.exact.push((path, id));
     }
 
-    pub fn add_prefix(&mut self, path: Box<[u8]>, id: LocationId) {
+    pub(crate) fn add_prefix(&mut self, path: Box<[u8]>, id: LocationId) {
         self.prefix.push((path, id));
         self.prefix
             .sort_by_key(|(path, _)| std::cmp::Reverse(path.len()));
@@ -121,7 +121,7 @@ pub struct MatchState {
 }
 
 impl MatchState {
-    pub fn set_named(&mut self, slot: crate::variables::NamedSlot, value: Option<Vec<u8>>) {
+    pub(crate) fn set_named(&mut self, slot: crate::variables::NamedSlot, value: Option<Vec<u8>>) {
         let index = slot.0 as usize;
         if self.named.len() <= index {
             self.named.resize(index + 1, None);
@@ -148,7 +148,7 @@ pub fn find(
 /// location passes requests on (`proxy_pass`), is answered with a redirect to the name,
 /// unless another location is named exactly like the URI. Regex locations are not looked
 /// at then, as in nginx.
-pub fn auto_redirect(
+pub(crate) fn auto_redirect(
     locations: &[Location],
     tree: &LocationTree,
     uri: &[u8],

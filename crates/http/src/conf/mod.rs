@@ -210,7 +210,7 @@ impl HttpConf {
 
     /// The group a `proxy_pass` with variables names: an `upstream` block by name (no
     /// port given), or the group another `proxy_pass` made for the same host and port.
-    pub fn find_upstream(
+    pub(crate) fn find_upstream(
         &self,
         host: &str,
         port: Option<u16>,

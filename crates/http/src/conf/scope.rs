@@ -86,7 +86,7 @@ pub struct LocationSettings {
 
 impl LocationScope {
     /// Fills what this level left unset from the enclosing level, module by module.
-    pub fn merge_from(&mut self, parent: &LocationScope) {
+    pub(crate) fn merge_from(&mut self, parent: &LocationScope) {
         self.core.merge_from(&parent.core);
         self.access.merge_from(&parent.access);
         self.headers.merge_from(&parent.headers);
@@ -102,7 +102,7 @@ impl LocationScope {
 
     /// A copy of the inheritable settings, for a nested level to merge from. The script is
     /// not inherited.
-    pub fn inheritable(&self) -> LocationScope {
+    pub(crate) fn inheritable(&self) -> LocationScope {
         LocationScope {
             core: self.core.clone(),
             access: self.access.clone(),

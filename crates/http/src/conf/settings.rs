@@ -50,7 +50,7 @@ macro_rules! settings {
 
         impl $conf {
             /// Fills every unset field from the enclosing scope's settings.
-            pub fn merge_from(&mut self, parent: &$conf) {
+            pub(crate) fn merge_from(&mut self, parent: &$conf) {
                 $(
                     if self.$field.is_none() {
                         self.$field = parent.$field.clone();

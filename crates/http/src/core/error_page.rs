@@ -25,7 +25,7 @@ fn reported_as_bad_request(status: u16) -> bool {
 
 /// Several `error_page` directives at one level add up; a level with any replaces the
 /// enclosing level's list.
-pub fn set_error_page(
+pub(crate) fn set_error_page(
     scope: &mut LocationScope,
     directive: &Directive,
     context: &mut LoadContext<'_>,

@@ -23,14 +23,14 @@ pub struct Redefined {
 
 /// A warning to log at config load (nginx logs these at `warn` and goes on).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TypesWarning {
+pub(crate) struct TypesWarning {
     pub message: String,
     pub span: conf::Span,
 }
 
 impl MimeTypes {
     /// The types nginx knows when a configuration has no `types` block.
-    pub fn builtin() -> MimeTypes {
+    pub(crate) fn builtin() -> MimeTypes {
         let mut types = MimeTypes::default();
         for (mime, extension) in [
             ("text/html", "html"),
@@ -43,7 +43,7 @@ impl MimeTypes {
     }
 
     /// Fills a map from the directives inside `types { ... }`: each is `MIME EXT...;`.
-    pub fn from_block(
+    pub(crate) fn from_block(
         block: &[Directive],
         warnings: &mut Vec<TypesWarning>,
     ) -> Result<MimeTypes, ConfError> {
@@ -128,7 +128,7 @@ impl MimeTypes {
 
 /// The extension of the last path segment (`/a.b/c.TXT` gives `TXT`), as nginx computes
 /// `r->exten`.
-pub fn extension_of(path: &[u8]) -> &[u8] {
+pub(crate) fn extension_of(path: &[u8]) -> &[u8] {
     let segment_start = memchr::memrchr(b'/', path).map_or(0, |slash| slash + 1);
     let segment = &path[segment_start..];
     match memchr::memrchr(b'.', segment) {

@@ -21,13 +21,13 @@ use crate::variables::render;
 use crate::worker::HttpWorker;
 
 /// An open file (none for a directory) and what `fstat()` said, or why opening failed.
-pub type OpenResult = Result<(Option<Arc<File>>, FileInfo), OpenFailure>;
+pub(crate) type OpenResult = Result<(Option<Arc<File>>, FileInfo), OpenFailure>;
 
 /// How many inactive entries a lookup removes at most, as nginx does (it removes two).
 const EXPIRE_PER_LOOKUP: usize = 2;
 
 /// The symlink check for `path` in `location` (`disable_symlinks`, its `from=` evaluated).
-pub fn symlink_check(
+pub(crate) fn symlink_check(
     worker: &HttpWorker,
     connection: &ConnectionInfo,
     request: &Request<'_>,
@@ -44,7 +44,7 @@ pub fn symlink_check(
 
 /// Where the location's `aio` runs a request's file work: the worker (`aio off`) or a
 /// pool (`aio threads`, its name rendered when it has variables).
-pub fn file_io(
+pub(crate) fn file_io(
     worker: &HttpWorker,
     connection: &ConnectionInfo,
     request: &Request<'_>,

@@ -24,7 +24,7 @@ pub enum FileIo {
 
 /// What a non-blocking read got.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct NowaitRead {
+pub(crate) struct NowaitRead {
     /// Bytes read into the start of the buffer.
     pub filled: usize,
     pub end: NowaitEnd,
@@ -32,7 +32,7 @@ pub struct NowaitRead {
 
 /// Why a non-blocking read stopped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum NowaitEnd {
+pub(crate) enum NowaitEnd {
     /// The buffer is full.
     Complete,
     /// The file ended first.
@@ -45,7 +45,7 @@ pub enum NowaitEnd {
 
 /// Fills `buf` from `offset` with `preadv2(RWF_NOWAIT)`: only what page cache holds is
 /// read, and the read never waits for the disk. Runs on the worker.
-pub fn read_nowait(file: &File, offset: u64, buf: &mut [u8]) -> io::Result<NowaitRead> {
+pub(crate) fn read_nowait(file: &File, offset: u64, buf: &mut [u8]) -> io::Result<NowaitRead> {
     let mut filled = 0;
     while filled < buf.len() {
         let mut slices = [IoSliceMut::new(&mut buf[filled..])];
@@ -88,7 +88,7 @@ pub fn read_nowait(file: &File, offset: u64, buf: &mut [u8]) -> io::Result<Nowai
 /// Whether a file range is in page cache, so that `sendfile` of it will not wait for the
 /// disk.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Residency {
+pub(crate) enum Residency {
     Resident,
     NotResident,
 }
@@ -99,7 +99,7 @@ pub enum Residency {
 /// also counts pages whose readahead is still in flight, and a `sendfile` of those waits
 /// for the disk: docs/static-files.md). An error answers `NotResident`, which sends the
 /// work to the pool. Meaningful only where [`residency_visible`] says so.
-pub fn residency(file: &File, offset: u64, len: u64) -> Residency {
+pub(crate) fn residency(file: &File, offset: u64, len: u64) -> Residency {
     match runtime::sys::linux::range_in_core(file, offset, len) {
         Ok(true) => Residency::Resident,
         _ => Residency::NotResident,
@@ -110,13 +110,13 @@ pub fn residency(file: &File, offset: u64, len: u64) -> Residency {
 /// the page-cache state of a file only if it owns the file or could write it; for others
 /// (a worker running as `user nobody` serving files owned by root, the usual case) it
 /// claims every page is resident. See `runtime::sys::linux::page_cache_visible`.
-pub fn residency_visible(file: &File) -> bool {
+pub(crate) fn residency_visible(file: &File) -> bool {
     runtime::sys::linux::page_cache_visible(file)
 }
 
 /// How a `sendfile` made on a pool thread ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PoolSendEnd {
+pub(crate) enum PoolSendEnd {
     /// All the bytes asked for went out.
     Complete,
     /// The socket's buffer filled (or the socket failed after some bytes went out: the
@@ -128,7 +128,7 @@ pub enum PoolSendEnd {
 
 /// What a `sendfile` on a pool thread sent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PoolSend {
+pub(crate) struct PoolSend {
     pub sent: usize,
     pub end: PoolSendEnd,
 }
@@ -139,7 +139,7 @@ pub struct PoolSend {
 /// answers `EAGAIN` when full. Reading the data into page cache on the pool and sending it
 /// from the worker afterwards is a race under memory pressure (the pages can be evicted in
 /// between, and the worker's `sendfile` then reads the disk).
-pub fn sendfile_from_pool(
+pub(crate) fn sendfile_from_pool(
     socket: &OwnedFd,
     file: &File,
     offset: u64,
@@ -169,7 +169,7 @@ pub fn sendfile_from_pool(
 
 /// Turns on `O_DIRECT` for a file of at least `directio` bytes, as nginx does after
 /// opening it. Whether it took effect (some file systems, tmpfs among them, refuse it).
-pub fn enable_directio(file: &File) -> bool {
+pub(crate) fn enable_directio(file: &File) -> bool {
     let Ok(flags) = rustix::fs::fcntl_getfl(file) else {
         return false;
     };
@@ -178,13 +178,18 @@ pub fn enable_directio(file: &File) -> bool {
 }
 
 /// Whether `O_DIRECT` is on for the descriptor.
-pub fn is_direct(file: &File) -> bool {
+pub(crate) fn is_direct(file: &File) -> bool {
     rustix::fs::fcntl_getfl(file).is_ok_and(|flags| flags.contains(rustix::fs::OFlags::DIRECT))
 }
 
 /// Fills `buf` from a file opened with `O_DIRECT`: reads whole `alignment` blocks into an
 /// aligned scratch buffer and copies the wanted bytes. Fewer bytes only at end of file.
-pub fn read_direct(file: &File, offset: u64, buf: &mut [u8], alignment: u64) -> io::Result<usize> {
+pub(crate) fn read_direct(
+    file: &File,
+    offset: u64,
+    buf: &mut [u8],
+    alignment: u64,
+) -> io::Result<usize> {
     let alignment = alignment.max(1);
     let start = offset - offset % alignment;
     let end = (offset + buf.len() as u64).div_ceil(alignment) * alignment;

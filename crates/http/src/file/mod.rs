@@ -44,7 +44,7 @@ pub struct FileError {
 
 /// Fills `buf` from the file at `offset`; fewer bytes only at the end of the file. Runs on
 /// a pool thread.
-pub fn read_chunk_into(file: &File, offset: u64, buf: &mut [u8]) -> std::io::Result<usize> {
+pub(crate) fn read_chunk_into(file: &File, offset: u64, buf: &mut [u8]) -> std::io::Result<usize> {
     let mut filled = 0;
     while filled < buf.len() {
         match file.read_at(&mut buf[filled..], offset + filled as u64) {
@@ -59,12 +59,17 @@ pub fn read_chunk_into(file: &File, offset: u64, buf: &mut [u8]) -> std::io::Res
 
 /// Maps the request's URI to a file path under the location's `root` or `alias`
 /// (`root` already evaluated), as nginx's `ngx_http_map_uri_to_path` does.
-pub fn map_path(location: &Location, root: &[u8], request: &Request<'_>) -> Vec<u8> {
+pub(crate) fn map_path(location: &Location, root: &[u8], request: &Request<'_>) -> Vec<u8> {
     map_uri(location, root, &request.uri, request.add_uri_to_alias)
 }
 
 /// [`map_path`] for a URI that is not (yet) the request's.
-pub fn map_uri(location: &Location, root: &[u8], uri: &[u8], add_uri_to_alias: bool) -> Vec<u8> {
+pub(crate) fn map_uri(
+    location: &Location,
+    root: &[u8],
+    uri: &[u8],
+    add_uri_to_alias: bool,
+) -> Vec<u8> {
     let mut path = Vec::with_capacity(root.len() + uri.len());
     path.extend_from_slice(root);
     match &location.settings.core.document_root {
@@ -83,7 +88,7 @@ pub fn map_uri(location: &Location, root: &[u8], uri: &[u8], add_uri_to_alias: b
 }
 
 /// The status and log line for a failed `open()`, as nginx's static module chooses them.
-pub fn open_failure(failure: &OpenFailure, path: &[u8], log_not_found: bool) -> FileError {
+pub(crate) fn open_failure(failure: &OpenFailure, path: &[u8], log_not_found: bool) -> FileError {
     let errno = failure.errno;
     let message = failure.message(path);
     match errno {
@@ -116,7 +121,7 @@ const ELOOP: i32 = 40;
 
 /// Resolves `$realpath_root` for the request's current document root on the file pool,
 /// when the configuration uses it and it is not resolved for that root yet.
-pub async fn resolve_realpath_root(
+pub(crate) async fn resolve_realpath_root(
     worker: &HttpWorker,
     connection: &ConnectionInfo,
     request: &mut Request<'_>,

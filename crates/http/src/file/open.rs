@@ -35,7 +35,7 @@ impl SymlinkCheck {
     /// The check for `path` given `disable_symlinks` and its evaluated `from=` value, as
     /// nginx's `ngx_http_set_disable_symlinks` decides it: a `from` that is not a
     /// directory prefix of the path is ignored, and one equal to the path turns checks off.
-    pub fn for_path(mode: Symlinks, from: Option<&[u8]>, path: &[u8]) -> SymlinkCheck {
+    pub(crate) fn for_path(mode: Symlinks, from: Option<&[u8]>, path: &[u8]) -> SymlinkCheck {
         let mut check = SymlinkCheck { mode, from: 0 };
         let Some(from) = from else {
             return check;
@@ -88,18 +88,18 @@ impl OpenFailure {
     }
 
     /// Whether the error means that the path does not exist (nginx's 404 errors).
-    pub fn is_not_found(&self) -> bool {
+    pub(crate) fn is_not_found(&self) -> bool {
         matches!(self.errno, ENOENT | ENOTDIR | ENAMETOOLONG)
     }
 }
 
-pub const ENOENT: i32 = 2;
-pub const ENOTDIR: i32 = 20;
-pub const ENAMETOOLONG: i32 = 36;
+pub(crate) const ENOENT: i32 = 2;
+pub(crate) const ENOTDIR: i32 = 20;
+pub(crate) const ENAMETOOLONG: i32 = 36;
 const ELOOP: i32 = 40;
 
 /// Opens `path` for reading and stats it. A directory is not kept open.
-pub fn open_and_stat(
+pub(crate) fn open_and_stat(
     path: &[u8],
     check: SymlinkCheck,
 ) -> Result<(Option<File>, FileInfo), OpenFailure> {
@@ -119,7 +119,9 @@ pub fn open_and_stat(
 /// Linux 5.12), and `fstat` of an open file reads its in-memory inode. `None` means the
 /// answer needs the disk (or the kernel cannot tell): the caller asks the pool. Only for
 /// paths without a symlink check (`disable_symlinks off`).
-pub fn open_and_stat_cached(path: &[u8]) -> Option<Result<(Option<File>, FileInfo), OpenFailure>> {
+pub(crate) fn open_and_stat_cached(
+    path: &[u8],
+) -> Option<Result<(Option<File>, FileInfo), OpenFailure>> {
     let opened = rustix::fs::openat2(
         rustix::fs::CWD,
         path,
@@ -242,7 +244,7 @@ fn openat(at: Option<&OwnedFd>, name: &[u8], flags: OFlags) -> Result<OwnedFd, E
 }
 
 /// nginx's `CALL "PATH" failed (ERRNO: TEXT)`.
-pub fn failed_message(call: &str, path: &str, errno: i32) -> String {
+pub(crate) fn failed_message(call: &str, path: &str, errno: i32) -> String {
     format!(
         "{call} \"{path}\" failed ({errno}: {})",
         runtime::sys::linux::strerror(errno)

@@ -182,7 +182,7 @@ fn next_daily(now: SendTime, time: i64) -> i64 {
 /// Puts the headers on the response as nginx does: an `Expires` already there gets the new
 /// value; the first `Cache-Control` gets the new value and any others are dropped;
 /// missing ones are added, `Expires` first.
-pub fn apply_expires(response: &mut ResponseHead<'_>, headers: ExpiresHeaders) {
+pub(crate) fn apply_expires(response: &mut ResponseHead<'_>, headers: ExpiresHeaders) {
     let ExpiresHeaders {
         expires,
         cache_control,

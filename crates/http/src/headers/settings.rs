@@ -37,7 +37,7 @@ pub fn status_takes_added_headers(status: u16) -> bool {
 impl Headers {
     /// Whether some `add_trailer` applies to a response with this status: nginx then
     /// expects trailers and sends the response chunked when it can.
-    pub fn expects_trailers(&self, status: u16) -> bool {
+    pub(crate) fn expects_trailers(&self, status: u16) -> bool {
         let status_ok = status_takes_added_headers(status);
         self.add_trailer
             .iter()

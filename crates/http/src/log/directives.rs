@@ -186,7 +186,7 @@ fn set_error_log(
 }
 
 /// Parses `error_log FILE [LEVEL]` (shared with the main context's directive).
-pub fn parse_error_log(
+pub(crate) fn parse_error_log(
     directive: &Directive,
     context: &mut LoadContext<'_>,
 ) -> Result<ErrorSink, ConfError> {

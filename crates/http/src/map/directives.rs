@@ -42,7 +42,7 @@ pub const DIRECTIVES: &[HttpDirective] = &[
 ];
 
 /// The split_clients module's directive.
-pub const SPLIT_CLIENTS_DIRECTIVES: &[HttpDirective] = &[entry(
+pub(crate) const SPLIT_CLIENTS_DIRECTIVES: &[HttpDirective] = &[entry(
     "split_clients",
     Shape::Block,
     Arity::TAKE2,

@@ -16,7 +16,7 @@ use crate::variables::{HttpTemplate, NamedSlot};
 
 /// The limits on evaluating computed variables inside one another.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ComputedBudget {
+pub(crate) struct ComputedBudget {
     /// How deep one may still nest before `cycle while evaluating variable`.
     pub depth_left: u8,
     /// How many more may be computed in one template evaluation. nginx has no such limit,
@@ -28,7 +28,7 @@ pub struct ComputedBudget {
 
 impl ComputedBudget {
     /// nginx's depth of 100; far more evaluations than any configuration needs.
-    pub const FULL: ComputedBudget = ComputedBudget {
+    pub(crate) const FULL: ComputedBudget = ComputedBudget {
         depth_left: 100,
         evaluations_left: 10_000,
         cycle_logged: false,

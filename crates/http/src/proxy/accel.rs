@@ -76,7 +76,7 @@ pub(super) fn accel_redirect<'a>(
 
 /// A URI from a header, as nginx checks one: arguments split off at `?`, `%XX` decoded, and
 /// refused when a segment is `.` or `..` or it holds a NUL.
-pub fn safe_uri(value: &[u8]) -> Option<(Vec<u8>, Vec<u8>)> {
+pub(crate) fn safe_uri(value: &[u8]) -> Option<(Vec<u8>, Vec<u8>)> {
     let (path, args) = match memchr::memchr(b'?', value) {
         Some(question) => (&value[..question], value[question + 1..].to_vec()),
         None => (value, Vec::new()),

@@ -49,7 +49,7 @@ pub struct BodyStart<'a> {
 
 /// A piece of the body read by [`UpstreamBody::next_detached`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct BodyRead {
+pub(crate) struct BodyRead {
     /// More of the body follows.
     pub more: bool,
     /// Bytes read from the connection.
@@ -151,7 +151,7 @@ impl<'a> UpstreamBody<'a> {
     /// [`UpstreamBody::next`], waiting as needed, for a caller that counts the bytes
     /// received itself: whether more follows, and the bytes read from the connection.
     /// Dropping it while it waits loses nothing.
-    pub async fn next_detached(&mut self, out: &mut Vec<u8>) -> Result<BodyRead, Failure> {
+    pub(crate) async fn next_detached(&mut self, out: &mut Vec<u8>) -> Result<BodyRead, Failure> {
         let mut received = 0;
         let more = self.next_counted(out, true, &mut received).await?;
         Ok(BodyRead { more, received })
@@ -278,13 +278,13 @@ impl<'a> UpstreamBody<'a> {
             .put_idle(self.selected, idle, Instant::now());
     }
 
-    pub fn attempt(&self) -> usize {
+    pub(crate) fn attempt(&self) -> usize {
         self.attempt
     }
 }
 
 /// Logs a failure of the upstream while its body was being passed on.
-pub fn log_failure(
+pub(crate) fn log_failure(
     worker: &crate::worker::HttpWorker,
     connection: &crate::request::ConnectionInfo,
     request: &Request<'_>,

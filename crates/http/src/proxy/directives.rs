@@ -420,7 +420,7 @@ fn set_bind(
 }
 
 /// A `proxy_bind` address: an IP, with an optional port.
-pub fn parse_bind(text: &[u8]) -> Option<std::net::SocketAddr> {
+pub(crate) fn parse_bind(text: &[u8]) -> Option<std::net::SocketAddr> {
     let text = std::str::from_utf8(text).ok()?;
     if let Ok(ip) = text.trim_start_matches('[').trim_end_matches(']').parse() {
         return Some(std::net::SocketAddr::new(ip, 0));

@@ -479,7 +479,11 @@ pub(super) fn give_buffer(buffer: Vec<u8>) {
 
 /// Writes all of `bytes`; a timer runs only while the socket is full, and each wait may
 /// last `timeout` (nginx's send timeout is between two writes).
-pub async fn write_timed(stream: &Stream, mut bytes: &[u8], timeout: Duration) -> io::Result<()> {
+pub(crate) async fn write_timed(
+    stream: &Stream,
+    mut bytes: &[u8],
+    timeout: Duration,
+) -> io::Result<()> {
     while !bytes.is_empty() {
         match stream.try_write(bytes) {
             Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
@@ -512,7 +516,7 @@ pub async fn read_timed(
 
 /// Waits (with a timer) until the socket is readable, then reads: for an answer that
 /// cannot have arrived yet, so that no read is made only to learn that.
-pub async fn read_after_wait(
+pub(crate) async fn read_after_wait(
     stream: &Stream,
     buffer: &mut [u8],
     timeout: Duration,

@@ -165,14 +165,14 @@ impl Failure {
     }
 
     /// Whether the peer is blamed for it (its `max_fails` count).
-    pub fn counts_against_peer(&self) -> bool {
+    pub(crate) fn counts_against_peer(&self) -> bool {
         self.side() == Side::Upstream
     }
 
     /// A cached connection the server closed while it was idle: it failed on the first
     /// write or before any answer, and the request may go again on a new connection. A
     /// timeout is never taken for one, nor is a failure while a body was streamed.
-    pub fn is_stale(&self) -> bool {
+    pub(crate) fn is_stale(&self) -> bool {
         let before_answer = match self.action {
             Action::SendingRequest => true,
             Action::ReadingHead => !self.head_started,

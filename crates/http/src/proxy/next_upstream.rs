@@ -9,7 +9,7 @@ use crate::proxy::failure::Failure;
 
 /// What the decision depends on, fixed for the request before its first try.
 #[derive(Clone, Copy, Debug)]
-pub struct Policy {
+pub(crate) struct Policy {
     /// `proxy_next_upstream`.
     pub conditions: NextUpstream,
     /// How many tries the request may make: the group's servers, at most
@@ -60,7 +60,7 @@ pub enum Outcome<'f> {
 
 /// What to do after a try.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Next {
+pub(crate) enum Next {
     /// Pass the response on.
     Respond,
     /// Try the next server.
@@ -108,7 +108,7 @@ pub fn decide(policy: &Policy, outcome: Outcome<'_>, tries: usize, now: Instant)
 
 /// Whether a response that is not passed on counts against its server (`max_fails`):
 /// server errors and 429 do, 403 and 404 do not.
-pub fn status_counts_against_peer(status: u16) -> bool {
+pub(crate) fn status_counts_against_peer(status: u16) -> bool {
     matches!(status, 500 | 502 | 503 | 504 | 429)
 }
 

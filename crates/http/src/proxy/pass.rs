@@ -32,7 +32,7 @@ pub struct Target {
 
 /// A URL split into its parts (at load or per request).
 #[derive(Debug, PartialEq, Eq)]
-pub struct Url<'u> {
+pub(crate) struct Url<'u> {
     /// The host as written (a name, an IP literal, `[v6]`, or `unix:/path`).
     pub host: &'u str,
     pub port: Option<u16>,
@@ -41,7 +41,7 @@ pub struct Url<'u> {
 
 /// Why a URL is refused, in nginx's words.
 #[derive(Debug, PartialEq, Eq)]
-pub enum UrlError {
+pub(crate) enum UrlError {
     Prefix,
     Https,
     Port,
@@ -49,7 +49,7 @@ pub enum UrlError {
 }
 
 /// Splits `http://host[:port][/uri]` or `http://unix:/path[:/uri]`.
-pub fn parse_url(url: &str) -> Result<Url<'_>, UrlError> {
+pub(crate) fn parse_url(url: &str) -> Result<Url<'_>, UrlError> {
     let rest = if url.len() >= 7 && url[..7].eq_ignore_ascii_case("http://") {
         &url[7..]
     } else if url.len() >= 8 && url[..8].eq_ignore_ascii_case("https://") {
@@ -125,7 +125,7 @@ impl UrlError {
 }
 
 /// `$proxy_host` for a host and optional port: the port is shown unless it is 80.
-pub fn host_header(host: &str, port: Option<u16>) -> Box<[u8]> {
+pub(crate) fn host_header(host: &str, port: Option<u16>) -> Box<[u8]> {
     match port {
         Some(port) if port != 80 => format!("{host}:{port}").into_bytes().into(),
         _ => host.as_bytes().into(),
@@ -133,7 +133,7 @@ pub fn host_header(host: &str, port: Option<u16>) -> Box<[u8]> {
 }
 
 /// A literal address for a `proxy_pass` with variables that names no group.
-pub fn literal_address(host: &str, port: Option<u16>) -> Option<PeerAddr> {
+pub(crate) fn literal_address(host: &str, port: Option<u16>) -> Option<PeerAddr> {
     if let Some(path) = host.strip_prefix("unix:") {
         return Some(PeerAddr::Unix(path.into()));
     }
@@ -146,7 +146,7 @@ pub fn literal_address(host: &str, port: Option<u16>) -> Option<PeerAddr> {
 }
 
 /// Parses a `proxy_pass` without variables and registers its group.
-pub fn load_target(
+pub(crate) fn load_target(
     url: &str,
     span: &Span,
     upstreams: &mut crate::upstream::UpstreamRegistry,
@@ -172,7 +172,7 @@ pub fn load_target(
 }
 
 /// A `proxy_pass` URL with a URI part needs a location prefix to replace.
-pub fn check_uri_parts(locations: &[Location]) -> Result<(), ConfError> {
+pub(crate) fn check_uri_parts(locations: &[Location]) -> Result<(), ConfError> {
     for location in locations {
         let Some(pass) = location.settings.proxy.pass.as_deref() else {
             continue;

@@ -23,7 +23,7 @@ const DEFAULT_FIELDS: &[&[u8]] = &[
 ];
 
 /// What the request head depends on besides the request.
-pub struct HeadInput<'i> {
+pub(crate) struct HeadInput<'i> {
     /// The URI part of the `proxy_pass` URL, if it has one.
     pub uri_part: Option<&'i [u8]>,
     /// The URL had variables: its URI part, if any, is the whole URI.
@@ -41,7 +41,7 @@ pub struct HeadInput<'i> {
 /// The URI sent upstream, by nginx's rules: the client's own target when the URL has no
 /// URI part and nothing changed the URI; else the URL's URI part in place of the
 /// location's prefix (or the whole changed URI), escaped when it was decoded.
-pub fn upstream_uri(
+pub(crate) fn upstream_uri(
     request: &Request<'_>,
     location: &Location,
     input: &HeadInput<'_>,
@@ -115,7 +115,7 @@ fn find_set<'p>(proxy: &'p Proxy, name: &[u8]) -> Option<&'p HttpTemplate> {
 }
 
 /// Writes the request head.
-pub fn write_head(
+pub(crate) fn write_head(
     worker: &HttpWorker,
     connection: &ConnectionInfo,
     request: &Request<'_>,
@@ -209,7 +209,7 @@ fn field(out: &mut Vec<u8>, name: &[u8], value: &[u8]) {
 
 /// Whether a method may be retried on another server after the request was sent
 /// (`non_idempotent` lifts this).
-pub fn is_idempotent(method: &[u8]) -> bool {
+pub(crate) fn is_idempotent(method: &[u8]) -> bool {
     !matches!(method, b"POST" | b"LOCK" | b"PATCH")
 }
 

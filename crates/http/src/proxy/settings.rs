@@ -51,17 +51,17 @@ pub enum CookieRewrite {
 pub struct NextUpstream(pub u16);
 
 impl NextUpstream {
-    pub const ERROR: u16 = 1 << 0;
-    pub const TIMEOUT: u16 = 1 << 1;
-    pub const INVALID_HEADER: u16 = 1 << 2;
-    pub const HTTP_500: u16 = 1 << 3;
-    pub const HTTP_502: u16 = 1 << 4;
-    pub const HTTP_503: u16 = 1 << 5;
-    pub const HTTP_504: u16 = 1 << 6;
-    pub const HTTP_403: u16 = 1 << 7;
-    pub const HTTP_404: u16 = 1 << 8;
-    pub const HTTP_429: u16 = 1 << 9;
-    pub const NON_IDEMPOTENT: u16 = 1 << 10;
+    pub(crate) const ERROR: u16 = 1 << 0;
+    pub(crate) const TIMEOUT: u16 = 1 << 1;
+    pub(crate) const INVALID_HEADER: u16 = 1 << 2;
+    pub(crate) const HTTP_500: u16 = 1 << 3;
+    pub(crate) const HTTP_502: u16 = 1 << 4;
+    pub(crate) const HTTP_503: u16 = 1 << 5;
+    pub(crate) const HTTP_504: u16 = 1 << 6;
+    pub(crate) const HTTP_403: u16 = 1 << 7;
+    pub(crate) const HTTP_404: u16 = 1 << 8;
+    pub(crate) const HTTP_429: u16 = 1 << 9;
+    pub(crate) const NON_IDEMPOTENT: u16 = 1 << 10;
     pub const OFF: u16 = 1 << 11;
 
     pub fn has(self, flag: u16) -> bool {
@@ -69,7 +69,7 @@ impl NextUpstream {
     }
 
     /// The flag a response status selects, if any.
-    pub fn for_status(status: u16) -> Option<u16> {
+    pub(crate) fn for_status(status: u16) -> Option<u16> {
         Some(match status {
             500 => Self::HTTP_500,
             502 => Self::HTTP_502,
@@ -88,15 +88,15 @@ impl NextUpstream {
 pub struct IgnoreHeaders(pub u16);
 
 impl IgnoreHeaders {
-    pub const X_ACCEL_REDIRECT: u16 = 1 << 0;
-    pub const X_ACCEL_EXPIRES: u16 = 1 << 1;
-    pub const X_ACCEL_LIMIT_RATE: u16 = 1 << 2;
-    pub const X_ACCEL_BUFFERING: u16 = 1 << 3;
-    pub const X_ACCEL_CHARSET: u16 = 1 << 4;
+    pub(crate) const X_ACCEL_REDIRECT: u16 = 1 << 0;
+    pub(crate) const X_ACCEL_EXPIRES: u16 = 1 << 1;
+    pub(crate) const X_ACCEL_LIMIT_RATE: u16 = 1 << 2;
+    pub(crate) const X_ACCEL_BUFFERING: u16 = 1 << 3;
+    pub(crate) const X_ACCEL_CHARSET: u16 = 1 << 4;
     pub const EXPIRES: u16 = 1 << 5;
-    pub const CACHE_CONTROL: u16 = 1 << 6;
-    pub const SET_COOKIE: u16 = 1 << 7;
-    pub const VARY: u16 = 1 << 8;
+    pub(crate) const CACHE_CONTROL: u16 = 1 << 6;
+    pub(crate) const SET_COOKIE: u16 = 1 << 7;
+    pub(crate) const VARY: u16 = 1 << 8;
 
     pub fn has(self, flag: u16) -> bool {
         self.0 & flag != 0

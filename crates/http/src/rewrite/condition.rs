@@ -67,7 +67,7 @@ impl FileTest {
 }
 
 /// `if ($var)` and the value tests: empty and `0` are false.
-pub fn value_is_true(value: &[u8]) -> bool {
+pub(crate) fn value_is_true(value: &[u8]) -> bool {
     !value.is_empty() && value != b"0"
 }
 

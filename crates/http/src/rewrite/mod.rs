@@ -21,6 +21,6 @@ pub use replacement::Replacement;
 pub use run::{ScriptOutcome, run};
 
 /// Whether `return`'s text for `status` is a URL for the Location header.
-pub fn status_is_redirect(status: u16) -> bool {
+pub(crate) fn status_is_redirect(status: u16) -> bool {
     matches!(status, 301 | 302 | 303 | 307 | 308)
 }

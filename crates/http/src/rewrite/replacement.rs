@@ -49,7 +49,7 @@ pub fn split(text: &str, redirect: bool) -> Split<'_> {
 }
 
 /// Whether a replacement is a redirect by its text alone.
-pub fn is_redirect_text(text: &str) -> bool {
+pub(crate) fn is_redirect_text(text: &str) -> bool {
     text.starts_with("http://") || text.starts_with("https://") || text.starts_with("$scheme")
 }
 
@@ -80,7 +80,7 @@ fn needs_escape_in_args(byte: u8) -> bool {
 const HEX_UPPER: &[u8; 16] = b"0123456789ABCDEF";
 
 /// Appends `bytes` percent-escaped for use in arguments.
-pub fn escape_args(bytes: &[u8], out: &mut Vec<u8>) {
+pub(crate) fn escape_args(bytes: &[u8], out: &mut Vec<u8>) {
     for &byte in bytes {
         if needs_escape_in_args(byte) {
             out.extend_from_slice(&[
@@ -108,7 +108,7 @@ fn hex_value(byte: u8) -> Option<u8> {
 /// the first `?`, written or escaped as `%3F`, ends the unescaping and everything after it
 /// is kept as it is. A `%` not followed by a hex digit is dropped; a `%` and one hex digit
 /// followed by anything else are dropped with that byte.
-pub fn unescape_redirect(input: &[u8]) -> Vec<u8> {
+pub(crate) fn unescape_redirect(input: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(input.len());
     let mut at = 0;
     while at < input.len() {
@@ -155,7 +155,7 @@ pub fn unescape_redirect(input: &[u8]) -> Vec<u8> {
 
 /// Whether the request's own path was written with `%` escapes or `+`: nginx then escapes
 /// captures copied into arguments or a redirect, as they were decoded from `$uri`.
-pub fn path_was_escaped(request_uri: &[u8]) -> bool {
+pub(crate) fn path_was_escaped(request_uri: &[u8]) -> bool {
     let path_end = memchr::memchr(b'?', request_uri).unwrap_or(request_uri.len());
     request_uri[..path_end]
         .iter()

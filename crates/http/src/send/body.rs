@@ -58,7 +58,7 @@ impl<'c> Output<'c> {
 
     /// How many bytes may be written now; with a rate limit this first waits (on tokio
     /// timers) until at least one may.
-    pub async fn allowance(&mut self) -> u64 {
+    pub(crate) async fn allowance(&mut self) -> u64 {
         let Some(limiter) = &mut self.limit else {
             return u64::MAX;
         };
@@ -93,7 +93,7 @@ impl<'c> Output<'c> {
 
     /// Writes what the socket and the rate limit take now, without waiting; returns how
     /// many bytes went out (0 when the socket is full or the rate limit says wait).
-    pub fn try_write_now(&mut self, bytes: &[u8]) -> io::Result<usize> {
+    pub(crate) fn try_write_now(&mut self, bytes: &[u8]) -> io::Result<usize> {
         let mut take = bytes.len();
         if let Some(limiter) = &self.limit {
             if limiter

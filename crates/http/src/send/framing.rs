@@ -5,7 +5,7 @@ use http1::Version;
 
 /// How the body of a response is delimited.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Framing {
+pub(crate) enum Framing {
     /// By `Content-Length`, or the response has no body.
     Length,
     /// `Transfer-Encoding: chunked`: chunks, then the last chunk with the trailer section.
@@ -16,7 +16,7 @@ pub enum Framing {
 
 /// What the decision looks at.
 #[derive(Clone, Copy, Debug)]
-pub struct FramingInput {
+pub(crate) struct FramingInput {
     pub version: Version,
     pub method: http1::Method,
     pub status: u16,
@@ -32,7 +32,7 @@ pub struct FramingInput {
 /// trailers, is chunked on HTTP/1.1 with `chunked_transfer_encoding on` (and loses its
 /// `Content-Length`); otherwise an unknown length ends keep-alive and the close ends the
 /// body. Responses without a body (HEAD, 1xx, 204, 304) keep their headers as they are.
-pub fn response_framing(input: &FramingInput) -> Framing {
+pub(crate) fn response_framing(input: &FramingInput) -> Framing {
     let bodyless = matches!(input.status, 204 | 304)
         || input.status < 200
         || input.method == http1::Method::Head;
@@ -52,10 +52,10 @@ pub fn response_framing(input: &FramingInput) -> Framing {
 }
 
 /// Ends a chunk's data.
-pub const CHUNK_END: &[u8] = b"\r\n";
+pub(crate) const CHUNK_END: &[u8] = b"\r\n";
 
 /// The longest chunk-size line for a chunk of at most `len` bytes, to size buffers.
-pub fn chunk_header_len_max(len: usize) -> usize {
+pub(crate) fn chunk_header_len_max(len: usize) -> usize {
     let mut digits = 1;
     let mut rest = len >> 4;
     while rest > 0 {
@@ -67,7 +67,7 @@ pub fn chunk_header_len_max(len: usize) -> usize {
 
 /// Appends the last chunk with its trailer section: `0\r\n`, the field lines (each ending
 /// in CRLF, as header lines are written), then `\r\n`.
-pub fn push_last_chunk(out: &mut Vec<u8>, field_lines: &[u8]) {
+pub(crate) fn push_last_chunk(out: &mut Vec<u8>, field_lines: &[u8]) {
     out.extend_from_slice(b"0\r\n");
     out.extend_from_slice(field_lines);
     out.extend_from_slice(b"\r\n");

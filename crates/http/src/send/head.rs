@@ -278,7 +278,7 @@ pub(super) fn write_last_chunk(
 
 /// The response fields `add_header` sets rather than adds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum OwnField {
+pub(crate) enum OwnField {
     ETag,
     LastModified,
     None,

@@ -46,7 +46,7 @@ fn location<'a>(worker: &'a HttpWorker, request: &Request<'_>) -> &'a Location {
 }
 
 /// Whether the connection may serve another request after this one, as nginx decides.
-pub fn keepalive_allowed(
+pub(crate) fn keepalive_allowed(
     worker: &HttpWorker,
     connection: &ConnectionInfo,
     request: &Request<'_>,
@@ -80,7 +80,7 @@ pub fn keepalive_allowed(
 
 /// Sends the response: the header filters in nginx's order (not modified, headers,
 /// chunked), the head, then the body. `Err` means the connection is broken or timed out.
-pub async fn send_response<'a>(
+pub(crate) async fn send_response<'a>(
     worker: &'a HttpWorker,
     connection: &mut Connection,
     request: &mut Request<'a>,
@@ -189,7 +189,7 @@ fn charset_filter<'a>(
 }
 
 /// The log phase: the access-log line(s) of the request's location.
-pub fn log_request(worker: &HttpWorker, connection: &Connection, request: &Request<'_>) {
+pub(crate) fn log_request(worker: &HttpWorker, connection: &Connection, request: &Request<'_>) {
     let location = location(worker, request);
     let settings = &location.settings.access_log;
     let targets = &settings.access_log;

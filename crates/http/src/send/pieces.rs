@@ -59,7 +59,7 @@ pub struct Pieces<'a> {
 
 impl<'a> Pieces<'a> {
     /// Any body as pieces.
-    pub fn from_body(body: Body<'a>) -> Pieces<'a> {
+    pub(crate) fn from_body(body: Body<'a>) -> Pieces<'a> {
         match body {
             Body::Empty => Pieces::default(),
             Body::Bytes(bytes) => Pieces {

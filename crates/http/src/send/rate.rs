@@ -11,7 +11,7 @@ use std::time::Duration;
 
 /// The limit of one response.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RateLimit {
+pub(crate) struct RateLimit {
     /// Bytes per second; never 0 (0 means no limit and no `RateLimit`).
     pub rate: u64,
     /// `limit_rate_after`: bytes that do not count against the rate.
@@ -23,7 +23,7 @@ pub struct RateLimit {
 impl RateLimit {
     /// How many bytes may be written now, after `sent` bytes of the response; zero or less
     /// means none until [`RateLimit::wait`] has passed.
-    pub fn allowance(&self, now_second: i64, sent: u64) -> i64 {
+    pub(crate) fn allowance(&self, now_second: i64, sent: u64) -> i64 {
         debug_assert!(self.rate > 0, "a rate limit of 0 is no limit");
         let seconds = i128::from(now_second.saturating_sub(self.start_second)) + 1;
         let budget = i128::from(self.rate) * seconds;
@@ -42,7 +42,7 @@ impl RateLimit {
     /// The pause after a write took the response from `sent_before` to `sent_after` bytes:
     /// the time its bytes beyond `limit_rate_after` take at the rate (whole milliseconds,
     /// rounded down).
-    pub fn pause_after(&self, sent_before: u64, sent_after: u64) -> Duration {
+    pub(crate) fn pause_after(&self, sent_before: u64, sent_after: u64) -> Duration {
         let counted_before = sent_before.saturating_sub(self.after);
         let counted_after = sent_after.saturating_sub(self.after);
         let bytes = u128::from(counted_after.saturating_sub(counted_before));
@@ -52,7 +52,7 @@ impl RateLimit {
 
 /// The wall-clock second a request started in, from the time now and how long ago it
 /// started (the request keeps a monotonic start).
-pub fn start_second(now_unix_millis: i64, elapsed: Duration) -> i64 {
+pub(crate) fn start_second(now_unix_millis: i64, elapsed: Duration) -> i64 {
     let elapsed_millis = i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX);
     now_unix_millis
         .saturating_sub(elapsed_millis)

@@ -10,11 +10,11 @@ use std::time::{Duration, Instant};
 /// every other connection wait longer for its next turn: with 1 ms, 35 busy connections on
 /// a worker kept its loop from its timers for 10 ms or more hundreds of times a run.
 /// nginx delays the write event by 1 ms after every `sendfile_max_chunk` bytes instead.
-pub const TURN_MAX: Duration = Duration::from_micros(250);
+pub(crate) const TURN_MAX: Duration = Duration::from_micros(250);
 
 /// The current turn of one connection's body.
 #[derive(Debug)]
-pub struct Turn {
+pub(crate) struct Turn {
     started: Instant,
     length: Duration,
 }
@@ -33,13 +33,13 @@ impl Turn {
 
     /// Starts a new turn: the connection just waited (for the socket, or for the pool),
     /// so the others ran meanwhile.
-    pub fn restart(&mut self) {
+    pub(crate) fn restart(&mut self) {
         self.started = Instant::now();
     }
 
     /// After a piece: yields to the worker's other tasks if the turn is over. A yield
     /// costs no idle time when nobody else is waiting.
-    pub async fn after_piece(&mut self) {
+    pub(crate) async fn after_piece(&mut self) {
         if self.started.elapsed() >= self.length {
             tokio::task::yield_now().await;
             self.restart();

@@ -187,7 +187,7 @@ fn kind(entry: &Entry) -> &'static [u8] {
 /// The JSONP callback from the `callback` argument: `Ok(None)` without one (or an empty
 /// one: the listing is then plain JSON), `Err` with the
 /// log line for an invalid one (nginx answers 400).
-pub fn jsonp_callback(args: &[u8]) -> Result<Option<&[u8]>, String> {
+pub(crate) fn jsonp_callback(args: &[u8]) -> Result<Option<&[u8]>, String> {
     let Some(callback) = argument(args, b"callback").filter(|value| !value.is_empty()) else {
         return Ok(None);
     };
@@ -253,7 +253,7 @@ const HEX_UPPER: &[u8; 16] = b"0123456789ABCDEF";
 
 /// Percent-escapes all but ALPHA, DIGIT, `-`, `.`, `_` and `~` (nginx's
 /// `NGX_ESCAPE_URI_COMPONENT`).
-pub fn escape_uri_component(bytes: &[u8], out: &mut Vec<u8>) {
+pub(crate) fn escape_uri_component(bytes: &[u8], out: &mut Vec<u8>) {
     escape_with(bytes, out, |byte| {
         !(byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~'))
     });

@@ -20,7 +20,7 @@ use crate::variables::render;
 use crate::worker::HttpWorker;
 
 /// The content phase's static handler.
-pub async fn serve_static<'a>(
+pub(crate) async fn serve_static<'a>(
     worker: &'a HttpWorker,
     connection: &ConnectionInfo,
     request: &mut Request<'a>,

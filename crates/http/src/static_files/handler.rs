@@ -10,7 +10,7 @@ use crate::response::{Body, Bytes};
 
 /// What the static handler decided.
 #[derive(Debug)]
-pub enum StaticOutcome<'a> {
+pub(crate) enum StaticOutcome<'a> {
     /// Respond with this status; for 200 the head is set and the body given.
     Respond { status: u16, body: Body<'a> },
     /// `index` found a file: continue with this URI as a new internal request.
@@ -21,13 +21,13 @@ pub enum StaticOutcome<'a> {
 
 /// The methods the static handler serves; anything else is 405 (nginx lets POST reach the
 /// handler so that a missing file is still 404).
-pub fn method_allowed(method: Method) -> bool {
+pub(crate) fn method_allowed(method: Method) -> bool {
     matches!(method, Method::Get | Method::Head | Method::Post)
 }
 
 /// The `Location` of the redirect for a directory without its slash: `$uri/`, escaped as
 /// nginx escapes a URI, with `?$args` when there are arguments.
-pub fn directory_location(request: &Request<'_>) -> Vec<u8> {
+pub(crate) fn directory_location(request: &Request<'_>) -> Vec<u8> {
     let mut value = Vec::with_capacity(request.uri.len() + request.args.len() + 2);
     crate::static_files::autoindex::escape_uri(&request.uri, &mut value);
     value.push(b'/');

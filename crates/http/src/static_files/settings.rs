@@ -59,7 +59,7 @@ pub struct OutputBuffers {
 
 impl OutputBuffers {
     /// How many file bytes one read fills: every buffer at once.
-    pub fn read_bytes(self) -> usize {
+    pub(crate) fn read_bytes(self) -> usize {
         usize::try_from(self.number.saturating_mul(self.size)).unwrap_or(usize::MAX)
     }
 }
@@ -111,4 +111,4 @@ settings! {
 }
 
 /// `try_files` of one level: not inherited by nested locations, as in nginx.
-pub type TryFilesSetting = Option<Arc<crate::static_files::try_files::TryFiles>>;
+pub(crate) type TryFilesSetting = Option<Arc<crate::static_files::try_files::TryFiles>>;

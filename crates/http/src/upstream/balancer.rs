@@ -34,7 +34,7 @@ pub struct Tried {
 /// Which peers a request has tried: bits in place for up to 128 peers (no allocation per
 /// request), a vector beyond.
 #[derive(Clone, Debug, Default)]
-pub struct Bits {
+pub(crate) struct Bits {
     inline: u128,
     heap: Vec<bool>,
 }
@@ -443,7 +443,7 @@ impl Group {
     /// Ends a request's use of a peer: counts a failure (and says whether the peer just
     /// reached `max_fails`), or clears the failures of a peer that answered after its
     /// fail timeout.
-    pub fn release(&self, selected: Selected, failed: bool, now: Instant) -> bool {
+    pub(crate) fn release(&self, selected: Selected, failed: bool, now: Instant) -> bool {
         let mut guard = self
             .state
             .lock()
@@ -483,7 +483,7 @@ impl Group {
 
 /// The points of a `hash ... consistent` ring: 160 per unit of weight for each primary
 /// peer, from CRC32 of the server's host, a NUL, its port, and the previous point.
-pub fn ketama_ring(peers: &[Peer]) -> Vec<(u32, usize)> {
+pub(crate) fn ketama_ring(peers: &[Peer]) -> Vec<(u32, usize)> {
     let mut ring = Vec::new();
     for (index, peer) in peers.iter().enumerate() {
         let server = peer.server.as_bytes();
@@ -527,7 +527,7 @@ fn split_port(server: &[u8]) -> (&[u8], &[u8]) {
 
 /// CRC-32 (IEEE 802.3, reflected), as nginx's `ngx_crc32_*`.
 #[derive(Clone, Debug)]
-pub struct Crc32(u32);
+pub(crate) struct Crc32(u32);
 
 const CRC_TABLE: [u32; 256] = {
     let mut table = [0u32; 256];
@@ -554,7 +554,7 @@ impl Crc32 {
         Crc32(0xffff_ffff)
     }
 
-    pub fn update(&mut self, bytes: &[u8]) {
+    pub(crate) fn update(&mut self, bytes: &[u8]) {
         let mut crc = self.0;
         for &byte in bytes {
             crc = CRC_TABLE[((crc ^ u32::from(byte)) & 0xff) as usize] ^ (crc >> 8);
@@ -573,7 +573,7 @@ impl Default for Crc32 {
     }
 }
 
-pub fn crc32(bytes: &[u8]) -> u32 {
+pub(crate) fn crc32(bytes: &[u8]) -> u32 {
     let mut crc = Crc32::new();
     crc.update(bytes);
     crc.finish()

@@ -44,7 +44,7 @@ pub const DIRECTIVES: &[HttpDirective] = &[
 ];
 
 /// Reads an `upstream NAME { ... }` block into the registry.
-pub fn read_upstream(
+pub(crate) fn read_upstream(
     directive: &Directive,
     context: &mut LoadContext<'_>,
 ) -> Result<(), ConfError> {

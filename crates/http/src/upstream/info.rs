@@ -51,7 +51,12 @@ impl UpstreamInfo {
 
     /// Keeps a response's head, its first `len` bytes of `raw` with its fields as ranges
     /// of it (the buffers keep their memory for the connection's next request).
-    pub fn keep_head(&mut self, raw: &[u8], len: usize, fields: &[(Range<usize>, Range<usize>)]) {
+    pub(crate) fn keep_head(
+        &mut self,
+        raw: &[u8],
+        len: usize,
+        fields: &[(Range<usize>, Range<usize>)],
+    ) {
         self.head.clear();
         self.head.extend_from_slice(&raw[..len.min(raw.len())]);
         self.fields.clear();

@@ -172,7 +172,7 @@ impl Group {
     }
 
     /// A live idle connection to `peer`, moved to the calling worker if another left it.
-    pub fn take_idle(&self, peer: Selected, now: Instant) -> Option<keepalive::Idle> {
+    pub(crate) fn take_idle(&self, peer: Selected, now: Instant) -> Option<keepalive::Idle> {
         let conf = self.keepalive.as_ref()?;
         loop {
             let taken = self
@@ -196,7 +196,7 @@ impl Group {
     }
 
     /// Keeps a connection for reuse.
-    pub fn put_idle(&self, peer: Selected, idle: keepalive::Idle, now: Instant) {
+    pub(crate) fn put_idle(&self, peer: Selected, idle: keepalive::Idle, now: Instant) {
         if let Some(conf) = &self.keepalive {
             self.idle
                 .lock()
@@ -214,7 +214,7 @@ impl Group {
     }
 
     /// How many peers a request may try: every one not marked `down` (nginx's `tries`).
-    pub fn peer_count(&self) -> usize {
+    pub(crate) fn peer_count(&self) -> usize {
         self.primary
             .iter()
             .chain(self.backup.iter())
@@ -223,7 +223,7 @@ impl Group {
     }
 
     /// One primary peer and no backup: nginx never marks it failed and never retries it.
-    pub fn is_single(&self) -> bool {
+    pub(crate) fn is_single(&self) -> bool {
         self.primary.len() == 1 && self.backup.is_empty()
     }
 }

@@ -36,7 +36,7 @@ pub struct UpstreamScope {
 
 impl UpstreamScope {
     /// Whether the balancer declared so far lets servers say `backup`.
-    pub fn allows_backup(&self) -> bool {
+    pub(crate) fn allows_backup(&self) -> bool {
         matches!(
             self.balancer,
             None | Some(Balancer::RoundRobin) | Some(Balancer::LeastConn)
@@ -69,7 +69,7 @@ pub struct UpstreamRegistry {
 
 impl UpstreamRegistry {
     /// An `upstream NAME { ... }` block.
-    pub fn define(
+    pub(crate) fn define(
         &mut self,
         name: &str,
         scope: UpstreamScope,
@@ -322,7 +322,7 @@ fn resolve(host: &str, port: u16, span: &Span, shown: &str) -> Result<Vec<Peer>,
 }
 
 /// Splits `host:port` (`[v6]:port`, `unix:/path`); `None` when no port is given.
-pub fn split_host_port(
+pub(crate) fn split_host_port(
     text: &str,
     span: &Span,
     what: &str,

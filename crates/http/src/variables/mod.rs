@@ -11,7 +11,7 @@ pub use registry::{NamedSlot, Settable, VariableRegistry};
 use vars::Template;
 
 /// A template whose variables are ours.
-pub type HttpTemplate = Template<Variable>;
+pub(crate) type HttpTemplate = Template<Variable>;
 
 /// Every variable Portico knows. Names in comments are nginx's.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -140,13 +140,13 @@ impl VariableRegistry {
 
     /// Whether `name` is a built-in variable, which `map` and `split_clients` cannot
     /// define (nginx: `the duplicate "uri" variable`).
-    pub fn is_builtin(name: &str) -> bool {
+    pub(crate) fn is_builtin(name: &str) -> bool {
         builtin(&name.to_ascii_lowercase()).is_some()
     }
 
     /// Declares that a named variable gets its value somewhere (a regex named group), and
     /// returns its slot.
-    pub fn define(&mut self, name: &str) -> NamedSlot {
+    pub(crate) fn define(&mut self, name: &str) -> NamedSlot {
         let slot = self.slot(&name.to_ascii_lowercase());
         self.named[slot.0 as usize].defined = true;
         slot
@@ -154,7 +154,7 @@ impl VariableRegistry {
 
     /// The variable `set $name` writes. A name that is not built in becomes a variable of
     /// the configuration, even one with a prefix such as `http_`, as in nginx.
-    pub fn resolve_settable(&mut self, name: &str) -> Settable {
+    pub(crate) fn resolve_settable(&mut self, name: &str) -> Settable {
         let lower = name.to_ascii_lowercase();
         match lower.as_str() {
             "args" => return Settable::Args,
@@ -170,7 +170,7 @@ impl VariableRegistry {
     }
 
     /// The names of the named variables by slot, and whether `set` declares each.
-    pub fn named_variables(&self) -> Vec<(Box<str>, bool)> {
+    pub(crate) fn named_variables(&self) -> Vec<(Box<str>, bool)> {
         self.named
             .iter()
             .map(|entry| (entry.name.as_str().into(), entry.set))
@@ -198,7 +198,7 @@ impl VariableRegistry {
 
     /// Fails with nginx's `unknown "name" variable` for the first name used but never
     /// defined. nginx reports this without a file and line; so do we.
-    pub fn check_defined(&self) -> Result<(), ConfError> {
+    pub(crate) fn check_defined(&self) -> Result<(), ConfError> {
         match self.named.iter().find(|entry| !entry.defined) {
             Some(entry) => Err(ConfError::new(
                 ConfErrorKind::Message(format!("unknown \"{}\" variable", entry.name)),
