@@ -3,7 +3,7 @@
 //! Config path: [`directives`] reads each block into a [`ComputedVariable`] for the
 //! variable's named slot (`crate::variables::NamedSlot`); the keys are compiled once
 //! ([`keys`], [`split_clients`]). Request path: a named variable with no value yet is
-//! computed on first use (`evaluate.rs`), and its value is kept in the request's named
+//! computed on first use, and its value is kept in the request's named
 //! values for the rest of the request, unless the map is `volatile`.
 
 pub mod directives;

@@ -1,5 +1,5 @@
 //! The rewrite module's directive table. `if` is a block the loader opens itself
-//! (`conf/load.rs`); its condition is parsed by [`super::condition::parse`].
+//! (the `http` block walk); its condition is parsed by [`super::condition::parse`].
 
 use conf::{Arity, BlockKind as Shape, ConfError, Contexts, Directive};
 

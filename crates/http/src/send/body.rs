@@ -1,4 +1,4 @@
-//! Writing a response after its head is built: the body (bytes, or a file: `file.rs`),
+//! Writing a response after its head is built: the body (bytes, a file, or pieces),
 //! framed as chunks when the response is chunked, the trailer section, all under
 //! `send_timeout` and `limit_rate` (nginx's write filter).
 

@@ -1,6 +1,6 @@
 //! The steps between a handler's response and its head on the wire, in nginx's filter
 //! order: the not-modified filter, the headers filter (`expires`; `add_header` is written
-//! by `head.rs`), and the rate limit the response starts with.
+//! with the head), and the rate limit the response starts with.
 
 use logging::Level;
 use logging::time::Timestamp;

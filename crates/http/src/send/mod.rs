@@ -1,9 +1,7 @@
-//! Sending a response: the keep-alive decision, the header filters, the head, the body,
-//! and the access-log line at the end. `filters.rs` holds the filters that run before the
-//! head (not modified, `expires`, the rate limit), `ranges.rs` the range filter (with
-//! `pieces.rs`, the body it may make), `framing.rs` the chunked decision, `head.rs` the
-//! head itself, `body.rs` the body writer, `file.rs` file bodies, `upstream.rs` proxied
-//! bodies, `rate.rs` `limit_rate` and `turn.rs` how long one body may hold the worker.
+//! Sending a response: the keep-alive decision, the filters in nginx's order (not
+//! modified, headers, charset, range, chunked), the head, the body (memory, a file, pieces,
+//! or a proxied body), and the access-log line at the end. This is the assembly's one place
+//! that lists the filters; a new filter is one call here at its place in that order.
 
 mod body;
 mod file;

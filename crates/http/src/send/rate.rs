@@ -1,5 +1,5 @@
 //! `limit_rate` arithmetic, as nginx's write filter does it. Pure: times and byte counts are
-//! parameters; the writer in `body.rs` reads the clock and waits on tokio timers.
+//! parameters; the body writer reads the clock and waits on tokio timers.
 //!
 //! nginx counts every byte written for the response (head, chunk framing and body) and
 //! whole wall-clock seconds since the request started. Before a write it allows
