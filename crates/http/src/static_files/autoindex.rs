@@ -1,5 +1,5 @@
 //! `autoindex`: a directory listing in nginx's four formats, byte for byte as nginx 1.22
-//! writes them. The directory is read where `aio` says (the listing); rendering is pure.
+//! writes them. The directory is read on a pool (the listing); rendering is pure.
 
 use logging::time::Civil;
 
