@@ -37,8 +37,8 @@ const FEATURES: &[(&str, &str)] = &[
     ("send/ranges.rs", "range"),
     ("send/upstream.rs", "proxy"),
     ("static_files/", "static_files"),
-    // The `upstream` block's directives; its groups, balancers and keep-alive cache are
-    // kernel machinery.
+    // The `upstream` block's directives; the groups (the `upstream` crate's, as the kernel
+    // uses them) and `$upstream_*` data are kernel.
     ("upstream/directives.rs", "upstream"),
 ];
 

@@ -55,7 +55,7 @@ pub enum Setter {
     /// Directives of an `upstream` block.
     Upstream(
         fn(
-            &mut crate::upstream::registry::UpstreamScope,
+            &mut crate::upstream::UpstreamScope,
             &Directive,
             &mut LoadContext<'_>,
         ) -> Result<(), ConfError>,

@@ -8,7 +8,8 @@ use crate::conf::{BlockKind, HttpDirective, LoadContext, Setter};
 use crate::core::directives::{number, time};
 use crate::set_once;
 use crate::upstream::Balancer;
-use crate::upstream::registry::{ServerEntry, UpstreamScope};
+use crate::upstream::UpstreamScope;
+use crate::upstream::registry::ServerEntry;
 
 const fn entry(name: &'static str, arity: Arity, set: UpstreamSetter) -> HttpDirective {
     HttpDirective {

@@ -23,10 +23,10 @@ pub struct ServerEntry {
 }
 
 /// What an `upstream` block sets.
-#[derive(Debug, Default)]
-pub struct UpstreamScope {
+#[derive(Debug)]
+pub struct UpstreamScope<K> {
     pub servers: Vec<ServerEntry>,
-    pub balancer: Option<Balancer>,
+    pub balancer: Option<Balancer<K>>,
     pub keepalive: Option<usize>,
     pub keepalive_requests: Option<u64>,
     pub keepalive_time: Option<Duration>,
@@ -34,9 +34,23 @@ pub struct UpstreamScope {
     pub zone: Option<String>,
 }
 
-impl UpstreamScope {
+impl<K> Default for UpstreamScope<K> {
+    fn default() -> UpstreamScope<K> {
+        UpstreamScope {
+            servers: Vec::new(),
+            balancer: None,
+            keepalive: None,
+            keepalive_requests: None,
+            keepalive_time: None,
+            keepalive_timeout: None,
+            zone: None,
+        }
+    }
+}
+
+impl<K> UpstreamScope<K> {
     /// Whether the balancer declared so far lets servers say `backup`.
-    pub(crate) fn allows_backup(&self) -> bool {
+    pub fn allows_backup(&self) -> bool {
         matches!(
             self.balancer,
             None | Some(Balancer::RoundRobin) | Some(Balancer::LeastConn)
@@ -45,10 +59,10 @@ impl UpstreamScope {
 }
 
 #[derive(Debug)]
-enum Entry {
+enum Entry<K> {
     Block {
         name: String,
-        scope: Option<UpstreamScope>,
+        scope: Option<UpstreamScope<K>>,
         span: Span,
     },
     /// An address a `proxy_pass` names (host and port).
@@ -62,17 +76,25 @@ enum Entry {
 }
 
 /// The groups of one configuration as they are declared and referenced.
-#[derive(Debug, Default)]
-pub struct UpstreamRegistry {
-    entries: Vec<Entry>,
+#[derive(Debug)]
+pub struct UpstreamRegistry<K> {
+    entries: Vec<Entry<K>>,
 }
 
-impl UpstreamRegistry {
+impl<K> Default for UpstreamRegistry<K> {
+    fn default() -> UpstreamRegistry<K> {
+        UpstreamRegistry {
+            entries: Vec::new(),
+        }
+    }
+}
+
+impl<K> UpstreamRegistry<K> {
     /// An `upstream NAME { ... }` block.
-    pub(crate) fn define(
+    pub fn define(
         &mut self,
         name: &str,
-        scope: UpstreamScope,
+        scope: UpstreamScope<K>,
         span: &Span,
     ) -> Result<(), ConfError> {
         for entry in &mut self.entries {
@@ -177,7 +199,7 @@ impl UpstreamRegistry {
     }
 
     /// Resolves every group: addresses of `server` lines and of `proxy_pass` hosts.
-    pub fn finish(self) -> Result<Vec<Group>, ConfError> {
+    pub fn finish(self) -> Result<Vec<Group<K>>, ConfError> {
         let mut groups = Vec::with_capacity(self.entries.len());
         for entry in self.entries {
             groups.push(match entry {
@@ -234,7 +256,11 @@ impl UpstreamRegistry {
     }
 }
 
-fn block_group(name: String, scope: UpstreamScope, span: &Span) -> Result<Group, ConfError> {
+fn block_group<K>(
+    name: String,
+    scope: UpstreamScope<K>,
+    span: &Span,
+) -> Result<Group<K>, ConfError> {
     if scope.servers.is_empty() {
         return Err(ConfError::message("no servers are inside upstream", span));
     }
@@ -322,7 +348,7 @@ fn resolve(host: &str, port: u16, span: &Span, shown: &str) -> Result<Vec<Peer>,
 }
 
 /// Splits `host:port` (`[v6]:port`, `unix:/path`); `None` when no port is given.
-pub(crate) fn split_host_port(
+pub fn split_host_port(
     text: &str,
     span: &Span,
     what: &str,

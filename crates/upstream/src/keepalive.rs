@@ -71,7 +71,7 @@ impl KeepaliveCache {
 
     /// Keeps a connection whose response ended cleanly, unless it has carried
     /// `keepalive_requests` requests or lived `keepalive_time`.
-    pub(crate) fn put(&mut self, peer: Selected, conf: &KeepaliveConf, idle: Idle, now: Instant) {
+    pub fn put(&mut self, peer: Selected, conf: &KeepaliveConf, idle: Idle, now: Instant) {
         if idle.requests >= conf.requests || now.saturating_duration_since(idle.opened) > conf.time
         {
             return;
@@ -114,7 +114,7 @@ fn this_thread() -> ThreadId {
 }
 
 /// Moves a socket registered with another worker's poller to the calling worker's.
-pub(crate) fn adopt(stream: Stream) -> io::Result<Stream> {
+pub fn adopt(stream: Stream) -> io::Result<Stream> {
     Ok(match stream {
         Stream::Tcp(stream) => Stream::Tcp(tokio::net::TcpStream::from_std(stream.into_std()?)?),
         Stream::Unix(stream) => Stream::Unix(tokio::net::UnixStream::from_std(stream.into_std()?)?),
@@ -122,7 +122,7 @@ pub(crate) fn adopt(stream: Stream) -> io::Result<Stream> {
 }
 
 /// An idle connection is usable while the server has neither closed it nor sent anything.
-pub(crate) fn still_open(stream: &Stream) -> bool {
+pub fn still_open(stream: &Stream) -> bool {
     let mut byte = [0u8; 1];
     matches!(
         rustix::net::recv(

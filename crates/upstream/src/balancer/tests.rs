@@ -2,7 +2,11 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
 use super::*;
-use crate::upstream::{Balancer, Group, Peer, PeerAddr};
+use crate::{Peer, PeerAddr};
+
+/// Groups whose `hash` key is a plain string.
+type Group = crate::Group<&'static str>;
+type Balancer = crate::Balancer<&'static str>;
 
 fn peer(port: u16, weight: u32) -> Peer {
     let address = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port);
@@ -189,7 +193,7 @@ fn ip_hash_keeps_a_network_on_one_peer() {
 
 #[test]
 fn hash_is_stable_per_key() {
-    let key = crate::variables::HttpTemplate::from_literal(b"k");
+    let key = "k";
     let group = group(
         vec![peer(1, 1), peer(2, 1), peer(3, 1)],
         vec![],
@@ -214,13 +218,13 @@ fn hash_is_stable_per_key() {
 
 #[test]
 fn consistent_hash_moves_only_the_keys_of_a_removed_server() {
-    let key = crate::variables::HttpTemplate::from_literal(b"k");
+    let key = "k";
     let make = |ports: &[u16]| {
         group(
             ports.iter().map(|&port| peer(port, 1)).collect(),
             vec![],
             Balancer::Hash {
-                key: key.clone(),
+                key,
                 consistent: true,
             },
         )

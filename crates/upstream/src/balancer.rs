@@ -34,7 +34,7 @@ pub struct Tried {
 /// Which peers a request has tried: bits in place for up to 128 peers (no allocation per
 /// request), a vector beyond.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct Bits {
+pub struct Bits {
     inline: u128,
     heap: Vec<bool>,
 }
@@ -82,7 +82,7 @@ pub struct SelectKey<'k> {
 const HASH_ATTEMPTS_MAX: u32 = 20;
 
 impl Tried {
-    pub fn new(group: &Group) -> Tried {
+    pub fn new<K>(group: &Group<K>) -> Tried {
         Tried {
             primary: Bits::new(group.primary.len()),
             backup: Bits::new(group.backup.len()),
@@ -206,8 +206,8 @@ fn total_weight(peers: &[Peer]) -> u64 {
 
 /// The hash balancers' search: `next` names a candidate (by weight) per attempt; the first
 /// one not tried and available wins. `None` after nginx's 20 attempts: round robin then.
-fn probe(
-    group: &Group,
+fn probe<K>(
+    group: &Group<K>,
     state: &GroupState,
     tried: &mut Tried,
     now: Instant,
@@ -228,8 +228,8 @@ fn probe(
 }
 
 /// `ip_hash`: the first three bytes of an IPv4 client address (all of IPv6) pick the peer.
-fn ip_hash_pick(
-    group: &Group,
+fn ip_hash_pick<K>(
+    group: &Group<K>,
     state: &mut GroupState,
     tried: &mut Tried,
     client: Option<IpAddr>,
@@ -254,8 +254,8 @@ fn ip_hash_pick(
 }
 
 /// `hash KEY`: CRC32 of the key (with the rehash count in front after the first attempt).
-fn hash_pick(
-    group: &Group,
+fn hash_pick<K>(
+    group: &Group<K>,
     state: &mut GroupState,
     tried: &mut Tried,
     key: &[u8],
@@ -277,8 +277,8 @@ fn hash_pick(
 
 /// `hash KEY consistent`: the first ring point at or after the key's CRC32; peers that
 /// share the point's server are balanced round robin.
-fn chash_pick(
-    group: &Group,
+fn chash_pick<K>(
+    group: &Group<K>,
     state: &mut GroupState,
     tried: &mut Tried,
     key: &[u8],
@@ -315,8 +315,8 @@ fn chash_pick(
 }
 
 /// `random [two [least_conn]]`.
-fn random_pick(
-    group: &Group,
+fn random_pick<K>(
+    group: &Group<K>,
     state: &mut GroupState,
     tried: &mut Tried,
     two: bool,
@@ -358,7 +358,7 @@ fn random_u64() -> u64 {
     })
 }
 
-impl Group {
+impl<K> Group<K> {
     /// Chooses a peer for a request that has tried `tried` so far, and counts a connection
     /// to it. `None` is nginx's "no live upstreams": every peer is down or failed (their
     /// failure counts are then cleared, so that they are tried again soon).
@@ -443,7 +443,7 @@ impl Group {
     /// Ends a request's use of a peer: counts a failure (and says whether the peer just
     /// reached `max_fails`), or clears the failures of a peer that answered after its
     /// fail timeout.
-    pub(crate) fn release(&self, selected: Selected, failed: bool, now: Instant) -> bool {
+    pub fn release(&self, selected: Selected, failed: bool, now: Instant) -> bool {
         let mut guard = self
             .state
             .lock()
@@ -483,7 +483,7 @@ impl Group {
 
 /// The points of a `hash ... consistent` ring: 160 per unit of weight for each primary
 /// peer, from CRC32 of the server's host, a NUL, its port, and the previous point.
-pub(crate) fn ketama_ring(peers: &[Peer]) -> Vec<(u32, usize)> {
+pub fn ketama_ring(peers: &[Peer]) -> Vec<(u32, usize)> {
     let mut ring = Vec::new();
     for (index, peer) in peers.iter().enumerate() {
         let server = peer.server.as_bytes();
@@ -527,7 +527,7 @@ fn split_port(server: &[u8]) -> (&[u8], &[u8]) {
 
 /// CRC-32 (IEEE 802.3, reflected), as nginx's `ngx_crc32_*`.
 #[derive(Clone, Debug)]
-pub(crate) struct Crc32(u32);
+pub struct Crc32(u32);
 
 const CRC_TABLE: [u32; 256] = {
     let mut table = [0u32; 256];
@@ -554,7 +554,7 @@ impl Crc32 {
         Crc32(0xffff_ffff)
     }
 
-    pub(crate) fn update(&mut self, bytes: &[u8]) {
+    pub fn update(&mut self, bytes: &[u8]) {
         let mut crc = self.0;
         for &byte in bytes {
             crc = CRC_TABLE[((crc ^ u32::from(byte)) & 0xff) as usize] ^ (crc >> 8);
@@ -573,7 +573,7 @@ impl Default for Crc32 {
     }
 }
 
-pub(crate) fn crc32(bytes: &[u8]) -> u32 {
+pub fn crc32(bytes: &[u8]) -> u32 {
     let mut crc = Crc32::new();
     crc.update(bytes);
     crc.finish()

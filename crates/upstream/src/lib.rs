@@ -1,0 +1,225 @@
+//! Upstream groups: the servers a proxied request may go to, how one is chosen, how
+//! failures are counted, and the idle connections kept for reuse.
+//!
+//! A group is built at config load, from an `upstream NAME { ... }` block or implicitly from
+//! the address a `proxy_pass` names. Its peers' failure counters and balancer state live
+//! behind one mutex shared by every worker of the generation (so `zone` is implied); idle
+//! keep-alive connections are kept per worker ([`keepalive`]).
+
+pub mod balancer;
+pub mod keepalive;
+pub mod registry;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+pub use balancer::{Selected, Tried};
+pub use registry::UpstreamRegistry;
+
+/// A group's index in the configuration's list of groups.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct UpstreamId(pub u32);
+
+/// Where a peer listens.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum PeerAddr {
+    Inet(SocketAddr),
+    Unix(PathBuf),
+}
+
+impl std::fmt::Display for PeerAddr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PeerAddr::Inet(address) => write!(f, "{address}"),
+            PeerAddr::Unix(path) => write!(f, "unix:{}", path.display()),
+        }
+    }
+}
+
+/// One `server` of a group (a name that resolves to several addresses gives several).
+#[derive(Clone, Debug)]
+pub struct Peer {
+    pub address: PeerAddr,
+    /// The address as `$upstream_addr` and the error log show it (`127.0.0.1:8080`);
+    /// shared with each request's record of its tries.
+    pub name: std::sync::Arc<str>,
+    /// The `server` parameter as written, for `hash ... consistent` points.
+    pub server: Box<str>,
+    pub weight: u32,
+    pub max_fails: u32,
+    pub fail_timeout: Duration,
+    /// 0 is no limit.
+    pub max_conns: u32,
+    pub down: bool,
+}
+
+/// How a group chooses a peer.
+#[derive(Clone, Debug, Default)]
+pub enum Balancer<K> {
+    /// Smooth weighted round robin.
+    #[default]
+    RoundRobin,
+    LeastConn,
+    IpHash,
+    /// `hash KEY [consistent]`.
+    Hash {
+        key: K,
+        consistent: bool,
+    },
+    /// `random [two [least_conn]]`.
+    Random {
+        two: bool,
+    },
+}
+
+/// `keepalive` and its companions in an `upstream` block.
+#[derive(Clone, Copy, Debug)]
+pub struct KeepaliveConf {
+    /// Idle connections each worker keeps for the group.
+    pub connections: usize,
+    pub requests: u64,
+    pub time: Duration,
+    pub timeout: Duration,
+}
+
+/// Per-peer state shared by every worker.
+#[derive(Clone, Debug, Default)]
+pub struct PeerState {
+    pub current_weight: i64,
+    pub effective_weight: i64,
+    pub fails: u32,
+    /// When the last failure happened.
+    pub accessed: Option<Instant>,
+    /// When the peer was last chosen or found failed (nginx's `checked`).
+    pub checked: Option<Instant>,
+    /// Requests in flight to this peer.
+    pub conns: u32,
+}
+
+/// The mutable side of a group.
+#[derive(Debug, Default)]
+pub struct GroupState {
+    pub primary: Vec<PeerState>,
+    pub backup: Vec<PeerState>,
+}
+
+/// An upstream group.
+#[derive(Debug)]
+pub struct Group<K> {
+    pub name: std::sync::Arc<str>,
+    pub primary: Vec<Peer>,
+    pub backup: Vec<Peer>,
+    pub balancer: Balancer<K>,
+    pub keepalive: Option<KeepaliveConf>,
+    /// Made from a `proxy_pass` address rather than an `upstream` block.
+    pub implicit: bool,
+    /// The port an implicit group was made for (a `proxy_pass` with variables finds it by
+    /// name and port).
+    pub port: Option<u16>,
+    /// `hash ... consistent`: points on the ring and the primary peer each belongs to.
+    pub ring: Vec<(u32, usize)>,
+    pub state: Mutex<GroupState>,
+    /// Idle keep-alive connections (`keepalive`), shared by the workers.
+    pub idle: Mutex<keepalive::KeepaliveCache>,
+}
+
+impl<K> Group<K> {
+    pub fn new(
+        name: std::sync::Arc<str>,
+        primary: Vec<Peer>,
+        backup: Vec<Peer>,
+        balancer: Balancer<K>,
+        keepalive: Option<KeepaliveConf>,
+        implicit: bool,
+        port: Option<u16>,
+    ) -> Group<K> {
+        let initial = |peers: &[Peer]| {
+            peers
+                .iter()
+                .map(|peer| PeerState {
+                    effective_weight: peer.weight.into(),
+                    ..PeerState::default()
+                })
+                .collect()
+        };
+        let ring = match &balancer {
+            Balancer::Hash {
+                consistent: true, ..
+            } => balancer::ketama_ring(&primary),
+            _ => Vec::new(),
+        };
+        Group {
+            state: Mutex::new(GroupState {
+                primary: initial(&primary),
+                backup: initial(&backup),
+            }),
+            name,
+            primary,
+            backup,
+            balancer,
+            keepalive,
+            implicit,
+            port,
+            ring,
+            idle: Mutex::default(),
+        }
+    }
+
+    /// A live idle connection to `peer`, moved to the calling worker if another left it.
+    pub fn take_idle(&self, peer: Selected, now: Instant) -> Option<keepalive::Idle> {
+        let conf = self.keepalive.as_ref()?;
+        loop {
+            let taken = self
+                .idle
+                .lock()
+                .unwrap_or_else(|poison| poison.into_inner())
+                .take(peer, conf, now);
+            let (mut idle, own) = taken?;
+            if !own {
+                match keepalive::adopt(idle.stream) {
+                    Ok(stream) => idle.stream = stream,
+                    Err(_) => continue,
+                }
+            }
+            // A connection this worker's poller has seen nothing on is alive without a
+            // system call; anything else is looked at.
+            if (own && !idle.stream.read_ready_hint()) || keepalive::still_open(&idle.stream) {
+                return Some(idle);
+            }
+        }
+    }
+
+    /// Keeps a connection for reuse.
+    pub fn put_idle(&self, peer: Selected, idle: keepalive::Idle, now: Instant) {
+        if let Some(conf) = &self.keepalive {
+            self.idle
+                .lock()
+                .unwrap_or_else(|poison| poison.into_inner())
+                .put(peer, conf, idle, now);
+        }
+    }
+
+    pub fn peer(&self, selected: Selected) -> &Peer {
+        if selected.backup {
+            &self.backup[selected.index]
+        } else {
+            &self.primary[selected.index]
+        }
+    }
+
+    /// How many peers a request may try: every one not marked `down` (nginx's `tries`).
+    pub fn peer_count(&self) -> usize {
+        self.primary
+            .iter()
+            .chain(self.backup.iter())
+            .filter(|peer| !peer.down)
+            .count()
+    }
+
+    /// One primary peer and no backup: nginx never marks it failed and never retries it.
+    pub fn is_single(&self) -> bool {
+        self.primary.len() == 1 && self.backup.is_empty()
+    }
+}
