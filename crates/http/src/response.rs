@@ -36,7 +36,7 @@ pub enum Body<'a> {
     /// A file opened by the static handler, read on the thread pool as it is sent.
     File(crate::file::FileBody),
     /// A proxied response's body, read from the upstream as it is sent.
-    Upstream(Box<crate::proxy::body::UpstreamBody<'a>>),
+    Upstream(Box<dyn crate::send::StreamedBody<'a> + 'a>),
     /// Pieces of memory and of a file, possibly recoded on the way: what the range filter
     /// (`multipart/byteranges`) and the charset filter make of a body.
     Pieces(crate::send::pieces::Pieces<'a>),

@@ -2,7 +2,9 @@
 //! framed as chunks when the response is chunked, the trailer section, all under
 //! `send_timeout` and `limit_rate` (nginx's write filter).
 
+use std::future::Future;
 use std::io;
+use std::pin::Pin;
 use std::time::Duration;
 
 use runtime::Clock;
@@ -21,7 +23,7 @@ use crate::worker::HttpWorker;
 pub(super) const INLINE_BODY_BYTES_MAX: usize = 16 * 1024;
 
 /// Writes the bytes of one response to the client.
-pub(super) struct Output<'c> {
+pub struct Output<'c> {
     pub sink: ResponseSink<'c>,
     clock: &'c Clock,
     pub send_timeout: Duration,
@@ -165,7 +167,7 @@ impl<'c> Output<'c> {
 }
 
 /// What the body writer needs to know about the response besides its body.
-pub(super) struct BodyContext<'r> {
+pub struct BodyContext<'r> {
     pub worker: &'r HttpWorker,
     pub connection: &'r ConnectionInfo,
     pub location: &'r Location,
@@ -174,6 +176,21 @@ pub(super) struct BodyContext<'r> {
     pub header_only: bool,
     /// Whether `add_trailer` applies to the response.
     pub expect_trailers: bool,
+}
+
+/// A body its module streams itself (the proxy's, read from the upstream as it is sent):
+/// the send path hands it the response's context, the writer and the head to send first.
+pub trait StreamedBody<'a>: std::fmt::Debug {
+    fn send<'s, 'o>(
+        self: Box<Self>,
+        context: &'s BodyContext<'s>,
+        output: &'s mut Output<'o>,
+        request: &'s mut Request<'a>,
+        head: &'s mut Vec<u8>,
+    ) -> Pin<Box<dyn Future<Output = io::Result<()>> + 's>>
+    where
+        'a: 's,
+        'o: 's;
 }
 
 /// Writes `head` (the response head, possibly empty for HTTP/0.9) and the body.

@@ -5,7 +5,7 @@ use http1::Version;
 
 /// How the body of a response is delimited.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Framing {
+pub enum Framing {
     /// By `Content-Length`, or the response has no body.
     Length,
     /// `Transfer-Encoding: chunked`: chunks, then the last chunk with the trailer section.

@@ -4,6 +4,7 @@
 //! that lists the filters; a new filter is one call here at its place in that order.
 
 mod body;
+pub use body::{BodyContext, Output, StreamedBody};
 mod file;
 mod filters;
 pub mod framing;
@@ -157,8 +158,10 @@ pub(crate) async fn send_response<'a>(
     };
     let mut output = body::Output::new(connection.sink(), &worker.clock, core.send_timeout, limit);
     let result = match body {
-        Body::Upstream(upstream) => {
-            upstream::send_upstream(&context, &mut output, request, *upstream, &mut out).await
+        Body::Upstream(streamed) => {
+            streamed
+                .send(&context, &mut output, request, &mut out)
+                .await
         }
         body => body::send(&context, &mut output, request, body, &mut out).await,
     };

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 /// The limit of one response.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct RateLimit {
+pub struct RateLimit {
     /// Bytes per second; never 0 (0 means no limit and no `RateLimit`).
     pub rate: u64,
     /// `limit_rate_after`: bytes that do not count against the rate.

@@ -2,19 +2,37 @@
 //! client (chunked or as is), coalesced with the head while the upstream's bytes are
 //! already there, and written as soon as the next read from the upstream would wait.
 
+use std::future::Future;
 use std::io;
+use std::pin::Pin;
 
 use crate::proxy::body::{BodyRead, UpstreamBody, log_failure};
 use crate::proxy::failure::Failure;
 use crate::request::Request;
-use crate::send::body::{BodyContext, Output, finish};
+use crate::send::body::{BodyContext, Output, StreamedBody, finish};
 use crate::send::framing::{CHUNK_END, Framing};
 
 /// Writes are gathered up to this size while the upstream's bytes keep coming without a
 /// wait.
 const GATHER_BYTES_MAX: usize = 64 * 1024;
 
-pub(super) async fn send_upstream(
+impl<'a> StreamedBody<'a> for UpstreamBody<'a> {
+    fn send<'s, 'o>(
+        self: Box<Self>,
+        context: &'s BodyContext<'s>,
+        output: &'s mut Output<'o>,
+        request: &'s mut Request<'a>,
+        head: &'s mut Vec<u8>,
+    ) -> Pin<Box<dyn Future<Output = io::Result<()>> + 's>>
+    where
+        'a: 's,
+        'o: 's,
+    {
+        Box::pin(send_upstream(context, output, request, *self, head))
+    }
+}
+
+async fn send_upstream(
     context: &BodyContext<'_>,
     output: &mut Output<'_>,
     request: &mut Request<'_>,
