@@ -148,24 +148,7 @@ impl<'c> ResponseSink<'c> {
     }
 
     /// Writes all of `bytes`, each wait for the client bounded by `send_timeout`.
-    pub async fn write_all_timed(
-        &self,
-        mut bytes: &[u8],
-        send_timeout: Duration,
-    ) -> io::Result<()> {
-        while !bytes.is_empty() {
-            match self.socket.try_write(bytes) {
-                Ok(written) => bytes = &bytes[written..],
-                Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
-                    let deadline = tokio::time::Instant::now() + send_timeout;
-                    match timeout_at(deadline, self.socket.writable()).await {
-                        Ok(result) => result?,
-                        Err(_) => return Err(io::ErrorKind::TimedOut.into()),
-                    }
-                }
-                Err(error) => return Err(error),
-            }
-        }
-        Ok(())
+    pub async fn write_all_timed(&self, bytes: &[u8], send_timeout: Duration) -> io::Result<()> {
+        self.socket.write_all_timed(bytes, send_timeout).await
     }
 }

@@ -18,7 +18,6 @@ use crate::conf::{AddressConf, ServerId};
 use crate::core::{CoreServer, LingeringClose};
 use crate::phases;
 use crate::request::{ConnectionInfo, Request};
-use crate::response::Body;
 use crate::send;
 use crate::special::{self, Reply};
 use crate::worker::HttpWorker;
@@ -849,19 +848,7 @@ impl Connection {
         }
     }
 
-    /// Writes all of `bytes`, each wait for the socket bounded by `send_timeout`.
-    pub async fn write_all_timed(
-        &self,
-        bytes: &[u8],
-        send_timeout: Duration,
-    ) -> std::io::Result<()> {
-        self.sink().write_all_timed(bytes, send_timeout).await
-    }
-
     pub fn is_http09(request: &Request<'_>) -> bool {
         request.head.version == Version::Http09
     }
 }
-
-/// Keeps `Body` used in signatures of this module's callers.
-pub type ResponseBody<'a> = Body<'a>;

@@ -216,6 +216,29 @@ impl Stream {
         Ok(())
     }
 
+    /// Writes all of `buf`; a timer runs only while the socket is full, and each wait may
+    /// last `timeout` (nginx's `send_timeout` is between two successive writes).
+    pub async fn write_all_timed(
+        &self,
+        mut buf: &[u8],
+        timeout: std::time::Duration,
+    ) -> io::Result<()> {
+        while !buf.is_empty() {
+            match self.try_write(buf) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(written) => buf = &buf[written..],
+                Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
+                    match tokio::time::timeout(timeout, self.writable()).await {
+                        Ok(result) => result?,
+                        Err(_) => return Err(io::ErrorKind::TimedOut.into()),
+                    }
+                }
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(())
+    }
+
     /// `shutdown(SHUT_WR)`: tells the client we are done sending (lingering close).
     pub fn shutdown_write(&self) -> io::Result<()> {
         socket2::SockRef::from(self).shutdown(Shutdown::Write)

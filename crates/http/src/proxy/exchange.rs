@@ -190,7 +190,10 @@ async fn send_request(
     let failed = |error| Failure::io(error, Action::SendingRequest, false);
     match outgoing.body {
         OutBody::None => {
-            write_timed(stream, head, timeout).await.map_err(failed)?;
+            stream
+                .write_all_timed(head, timeout)
+                .await
+                .map_err(failed)?;
             Ok(head.len() as u64)
         }
         // Head and body in one write, as one `writev` would send them.
@@ -198,13 +201,17 @@ async fn send_request(
             let mut request_bytes = Vec::with_capacity(head.len() + bytes.len());
             request_bytes.extend_from_slice(head);
             request_bytes.extend_from_slice(bytes);
-            write_timed(stream, &request_bytes, timeout)
+            stream
+                .write_all_timed(&request_bytes, timeout)
                 .await
                 .map_err(failed)?;
             Ok(request_bytes.len() as u64)
         }
         OutBody::File(file) => {
-            write_timed(stream, head, timeout).await.map_err(failed)?;
+            stream
+                .write_all_timed(head, timeout)
+                .await
+                .map_err(failed)?;
             let body = send_file_body(stream, outgoing, file).await?;
             Ok(head.len() as u64 + body)
         }
@@ -239,7 +246,8 @@ async fn send_file_body(
             Ok(Err(error)) => return Err(failed(error)),
             Err(error) => return Err(failed(io::Error::other(error.message))),
         };
-        write_timed(stream, &chunk, outgoing.proxy.send_timeout)
+        stream
+            .write_all_timed(&chunk, outgoing.proxy.send_timeout)
             .await
             .map_err(failed)?;
         offset += len as u64;
@@ -390,7 +398,8 @@ async fn stream_body(
             framed.extend_from_slice(b"0\r\n\r\n");
         }
         if !framed.is_empty() {
-            write_timed(stream, &framed, outgoing.proxy.send_timeout)
+            stream
+                .write_all_timed(&framed, outgoing.proxy.send_timeout)
                 .await
                 .map_err(|error| Failure::io(error, Action::StreamingBody, true))?;
             written += framed.len() as u64;
@@ -475,29 +484,6 @@ pub(super) fn give_buffer(buffer: Vec<u8>) {
             buffers.push(buffer);
         }
     });
-}
-
-/// Writes all of `bytes`; a timer runs only while the socket is full, and each wait may
-/// last `timeout` (nginx's send timeout is between two writes).
-pub(crate) async fn write_timed(
-    stream: &Stream,
-    mut bytes: &[u8],
-    timeout: Duration,
-) -> io::Result<()> {
-    while !bytes.is_empty() {
-        match stream.try_write(bytes) {
-            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-            Ok(written) => bytes = &bytes[written..],
-            Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
-                match tokio::time::timeout(timeout, stream.writable()).await {
-                    Ok(result) => result?,
-                    Err(_) => return Err(io::ErrorKind::TimedOut.into()),
-                }
-            }
-            Err(error) => return Err(error),
-        }
-    }
-    Ok(())
 }
 
 /// Reads what is there, or waits (with a timer) for something to read.
