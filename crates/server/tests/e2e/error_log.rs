@@ -130,3 +130,45 @@ fn error_log_in_http_server_and_location() {
         server.error_log()
     );
 }
+
+/// Each worker writes its counts of loop stalls by length at `notice` when it exits, in
+/// the form bench/threadpool.sh reads.
+#[test]
+fn each_worker_writes_its_loop_stall_counts_when_it_exits() {
+    let mut server = Instance::builder(
+        "worker_processes 2;
+        error_log logs/notice.error.log notice;
+        events {
+        }
+        http {
+            server { listen 127.0.0.1:8080; location / { return 200 ok; } }
+        }",
+    )
+    .start();
+    assert_eq!(server.get("/").body_text(), "ok");
+    assert!(server.stop().success());
+    let log = server.read("logs/notice.error.log");
+    let counts: Vec<&str> = log
+        .lines()
+        .filter_map(|line| {
+            line.split_once("worker loop stalls: ")
+                .map(|(_, rest)| rest)
+        })
+        .collect();
+    assert_eq!(counts.len(), 2, "one line per worker:\n{log}");
+    for line in log
+        .lines()
+        .filter(|line| line.contains("worker loop stalls: "))
+    {
+        assert!(line.contains("[notice]"), "{line}");
+    }
+    for rest in counts {
+        let parts: Vec<&str> = rest.split(", ").collect();
+        assert_eq!(parts.len(), 3, "{rest}");
+        for (part, threshold) in parts.iter().zip(["10", "100", "1000"]) {
+            let (count, unit) = part.split_once(" of ").expect("N of T ms or more");
+            assert!(count.parse::<u64>().is_ok(), "{rest}");
+            assert_eq!(unit, format!("{threshold} ms or more"), "{rest}");
+        }
+    }
+}
