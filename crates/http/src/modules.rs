@@ -15,6 +15,7 @@ pub const TABLES: &[&[HttpDirective]] = &[
     crate::static_files::directives::DIRECTIVES,
     crate::charset::directives::DIRECTIVES,
     crate::proxy::directives::DIRECTIVES,
+    crate::proxy::cache::directives::DIRECTIVES,
     crate::upstream::directives::DIRECTIVES,
 ];
 

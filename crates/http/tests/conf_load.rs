@@ -657,3 +657,143 @@ fn expires_trailers_and_rates_inherit() {
     assert!(matches!(c.core.limit_rate_after, SizeValue::Fixed(1024)));
     assert!(matches!(a.core.limit_rate_after, SizeValue::Fixed(0)));
 }
+
+/// The cache directives' errors, in nginx's words.
+#[test]
+fn cache_directive_errors() {
+    let cases = [
+        (
+            "http { proxy_cache_path /c levels=1:3 keys_zone=z:1m; }",
+            "invalid \"levels\" \"levels=1:3\" in /test/portico.conf:1",
+        ),
+        (
+            "http { proxy_cache_path /c keys_zone=z:1m use_temp_path=yes; }",
+            "invalid use_temp_path value \"use_temp_path=yes\", it must be \"on\" or \"off\" in /test/portico.conf:1",
+        ),
+        (
+            "http { proxy_cache_path /c keys_zone=z; }",
+            "invalid keys zone size \"keys_zone=z\" in /test/portico.conf:1",
+        ),
+        (
+            "http { proxy_cache_path /c keys_zone=z:4k; }",
+            "keys zone \"keys_zone=z:4k\" is too small in /test/portico.conf:1",
+        ),
+        (
+            "http { proxy_cache_path /c levels=1; }",
+            "\"proxy_cache_path\" must have \"keys_zone\" parameter in /test/portico.conf:1",
+        ),
+        (
+            "http { proxy_cache_path /c keys_zone=z:1m inactive=x; }",
+            "invalid inactive value \"inactive=x\" in /test/portico.conf:1",
+        ),
+        (
+            "http { proxy_cache_path /c keys_zone=z:1m max_size=1t; }",
+            "invalid max_size value \"max_size=1t\" in /test/portico.conf:1",
+        ),
+        (
+            "http { proxy_cache_path /c keys_zone=z:1m bogus=1; }",
+            "invalid parameter \"bogus=1\" in /test/portico.conf:1",
+        ),
+        (
+            "http { proxy_cache_path /c keys_zone=z:1m; proxy_cache_path /d keys_zone=z:1m; }",
+            "duplicate zone \"z\" in /test/portico.conf:1",
+        ),
+        (
+            "http { proxy_cache_path /c keys_zone=a:1m;\nproxy_cache_path /c/ keys_zone=b:1m; }",
+            "the same path name \"/c\" used in /test/portico.conf:1 and in /test/portico.conf:2",
+        ),
+        (
+            "http { proxy_cache_path /c levels=1 keys_zone=a:1m;\nproxy_cache_path /c keys_zone=b:1m; }",
+            "the same path name \"/c\" in /test/portico.conf:1 has the different levels than in /test/portico.conf:2",
+        ),
+        (
+            "http { server { location / { proxy_cache nope; } } }",
+            "\"proxy_cache\" zone \"nope\" is unknown in /test/portico.conf:1",
+        ),
+        (
+            "http { proxy_cache_path /c keys_zone=z:1m; server { location / { proxy_cache z; proxy_cache z; } } }",
+            "\"proxy_cache\" directive is duplicate in /test/portico.conf:1",
+        ),
+        (
+            "http { proxy_cache_path /c keys_zone=z:1m; server { location / { proxy_store on; proxy_cache z; } } }",
+            "\"proxy_cache\" directive is incompatible with \"proxy_store\" in /test/portico.conf:1",
+        ),
+        (
+            "http { server { location / { proxy_cache_valid 99 1m; } } }",
+            "invalid status \"99\" in /test/portico.conf:1",
+        ),
+        (
+            "http { server { location / { proxy_cache_valid 200 never; } } }",
+            "invalid time value \"never\" in /test/portico.conf:1",
+        ),
+        (
+            "http { server { location / { proxy_cache_use_stale error sometimes; } } }",
+            "invalid value \"sometimes\" in /test/portico.conf:1",
+        ),
+        (
+            "http { server { location / { proxy_cache_methods GET PUT; } } }",
+            "invalid value \"PUT\" in /test/portico.conf:1",
+        ),
+        (
+            "http { server { location / { proxy_store_access user:rwx; } } }",
+            "invalid value \"user:rwx\" in /test/portico.conf:1",
+        ),
+        (
+            "http { server { location / { proxy_cache_min_uses x; } } }",
+            "\"proxy_cache_min_uses\" directive invalid number in /test/portico.conf:1",
+        ),
+    ];
+    for (text, expected) in cases {
+        assert_eq!(error(text), expected, "for {text}");
+    }
+}
+
+/// Literal zones resolve to their index; a variable zone waits for the request; the
+/// defaults are nginx's.
+#[test]
+fn cache_settings_resolve() {
+    use portico_http::proxy::cache::settings::{CacheUse, CacheZoneId};
+    let loaded = load(
+        "http {
+            proxy_cache_path /c levels=1:2 keys_zone=one:1m inactive=1h max_size=1g use_temp_path=off;
+            proxy_cache_path /d keys_zone=two:16k manager_sleep=5 manager_files=2;
+            proxy_cache_valid 10m;
+            server {
+                location /a { proxy_cache two; proxy_cache_valid 404 1m; }
+                location /b { proxy_cache $arg_c; }
+                location /c { }
+            }
+        }",
+    )
+    .unwrap();
+    let conf = &loaded.conf;
+    let one = &conf.cache_paths[0];
+    assert_eq!(
+        (one.name.as_str(), one.levels.as_slice()),
+        ("one", &[1u8, 2][..])
+    );
+    assert_eq!(one.inactive, std::time::Duration::from_secs(3600));
+    assert_eq!(one.max_size, Some(1 << 30));
+    assert!(!one.use_temp_path);
+    let two = &conf.cache_paths[1];
+    assert_eq!(two.manager_sleep, std::time::Duration::from_secs(5));
+    assert_eq!((two.manager_files, two.keys_zone_size), (2, 16 * 1024));
+    let settings = |uri: &str| {
+        let name = select(conf, uri);
+        let location = conf.locations.iter().find(|l| l.name == name).unwrap();
+        location.settings.proxy_cache.clone()
+    };
+    let a = settings("/a");
+    assert!(matches!(a.cache, CacheUse::Zone(CacheZoneId(1))));
+    assert_eq!(
+        a.valid.len(),
+        1,
+        "a level with proxy_cache_valid replaces the parent's"
+    );
+    assert!(matches!(settings("/b").cache, CacheUse::Variable(_)));
+    let c = settings("/c");
+    assert!(matches!(c.cache, CacheUse::Off));
+    assert_eq!(c.valid.len(), 3, "a time alone covers 200, 301 and 302");
+    assert_eq!((c.min_uses, c.lock, c.convert_head), (1, false, true));
+    assert_eq!(c.lock_timeout, std::time::Duration::from_secs(5));
+}

@@ -528,6 +528,7 @@ fn build(
     for location in &mut builder.locations {
         main.charset
             .resolve_location(&mut location.settings.charset)?;
+        crate::proxy::cache::resolve_zone(&mut location.settings.proxy_cache, &main.cache_paths)?;
     }
     let mut main_core = main.core;
     main_core.merge_from(&Default::default());
@@ -546,6 +547,7 @@ fn build(
         warnings: context.warnings,
         upstreams,
         thread_pools_used: context.thread_pools_used,
+        cache_paths: main.cache_paths,
     })
 }
 

@@ -185,6 +185,8 @@ pub struct HttpConf {
     /// Each pool `aio threads=NAME` names without variables, where it was named: the
     /// server checks them against the `thread_pool` directives.
     pub thread_pools_used: Vec<(String, conf::Span)>,
+    /// `proxy_cache_path` caches, by [`crate::proxy::cache::settings::CacheZoneId`].
+    pub cache_paths: Vec<crate::proxy::cache::settings::CachePath>,
 }
 
 impl HttpConf {
@@ -205,6 +207,7 @@ impl HttpConf {
             warnings: Vec::new(),
             upstreams: Vec::new(),
             thread_pools_used: Vec::new(),
+            cache_paths: Vec::new(),
         }
     }
 

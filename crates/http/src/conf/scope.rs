@@ -10,6 +10,7 @@ use crate::conf::server_names::ServerName;
 use crate::core::{CoreLocation, CoreLocationConf, CoreMainConf, CoreServerConf};
 use crate::headers::settings::{Headers, HeadersConf};
 use crate::log::settings::{AccessLog, AccessLogConf};
+use crate::proxy::cache::settings::{CachePath, ProxyCache, ProxyCacheConf};
 use crate::proxy::settings::{Proxy, ProxyConf};
 use crate::rewrite::settings::{RewriteConf, RewriteSettings, Script};
 use crate::static_files::settings::{Static, StaticConf, TryFilesSetting};
@@ -21,6 +22,8 @@ pub struct MainScope {
     pub map: crate::map::MapConf,
     /// `charset_map` tables.
     pub charset: CharsetMaps,
+    /// `proxy_cache_path`, in order.
+    pub cache_paths: Vec<CachePath>,
 }
 
 /// What one level sets of the per-server settings (the `http` level has one too).
@@ -44,6 +47,7 @@ pub struct LocationScope {
     pub access_log: AccessLogConf,
     pub static_files: StaticConf,
     pub proxy: ProxyConf,
+    pub proxy_cache: ProxyCacheConf,
     pub rewrite: RewriteConf,
     pub charset: CharsetConf,
     /// Not inherited: each level runs its own script.
@@ -77,6 +81,7 @@ pub struct LocationSettings {
     pub access_log: AccessLog,
     pub static_files: Static,
     pub proxy: Proxy,
+    pub proxy_cache: ProxyCache,
     pub rewrite: RewriteSettings,
     pub charset: Charset,
     pub script: Script,
@@ -93,6 +98,7 @@ impl LocationScope {
         self.access_log.merge_from(&parent.access_log);
         self.static_files.merge_from(&parent.static_files);
         self.proxy.merge_from(&parent.proxy);
+        self.proxy_cache.merge_from(&parent.proxy_cache);
         self.rewrite.merge_from(&parent.rewrite);
         self.charset.merge_from(&parent.charset);
         if self.content.is_none() {
@@ -110,6 +116,7 @@ impl LocationScope {
             access_log: self.access_log.clone(),
             static_files: self.static_files.clone(),
             proxy: self.proxy.clone(),
+            proxy_cache: self.proxy_cache.clone(),
             rewrite: self.rewrite.clone(),
             charset: self.charset.clone(),
             script: Script::default(),
@@ -126,6 +133,7 @@ impl LocationScope {
             access_log: self.access_log.resolve(env),
             static_files: self.static_files.resolve(env),
             proxy: self.proxy.resolve(env),
+            proxy_cache: self.proxy_cache.resolve(env),
             rewrite: self.rewrite.resolve(env),
             charset: self.charset.resolve(env),
             script: self.script.clone(),

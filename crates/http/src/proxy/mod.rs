@@ -9,6 +9,7 @@
 
 mod accel;
 pub mod body;
+pub mod cache;
 pub mod directives;
 mod exchange;
 pub mod failure;
