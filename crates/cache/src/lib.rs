@@ -1,11 +1,18 @@
 //! The proxy cache's core, with no HTTP in it: cache keys and file paths ([`key`]), nginx's
-//! version-5 entry format ([`format`]).
+//! version-5 entry format ([`format`]), the in-memory index of a zone ([`index`]) and the
+//! coordination of fills, updates and size reservations ([`fill`]).
 //!
 //! The `http` crate's cache module decides what is cached and serves it; this crate knows
 //! where entries live and how their files look.
 
+pub mod fill;
 pub mod format;
+pub mod index;
 pub mod key;
 
+pub use fill::{Fill, FillGuard, FillState, Reservation, UpdateGuard};
 pub use format::{EntryHeader, FormatError, ReadError};
+pub use index::{
+    CommitInfo, Expired, FileInfo, FillStart, Snapshot, Unlink, Zone, ZoneFull, ZoneParams,
+};
 pub use key::{Key, Layout, Levels};
