@@ -1,6 +1,7 @@
 //! The proxy cache's core, with no HTTP in it: cache keys and file paths ([`key`]), nginx's
 //! version-5 entry format ([`format`]), the in-memory index of a zone ([`index`]) and the
-//! coordination of fills, updates and size reservations ([`fill`]).
+//! coordination of fills, updates and size reservations ([`fill`]), and the blocking file
+//! operations a pool thread runs for them ([`store`]).
 //!
 //! The `http` crate's cache module decides what is cached and serves it; this crate knows
 //! where entries live and how their files look.
@@ -8,7 +9,11 @@
 pub mod fill;
 pub mod format;
 pub mod index;
+pub mod store;
+
 pub mod key;
+#[cfg(test)]
+mod test_dir;
 
 pub use fill::{Fill, FillGuard, FillState, Reservation, UpdateGuard};
 pub use format::{EntryHeader, FormatError, ReadError};

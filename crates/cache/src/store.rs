@@ -1,0 +1,196 @@
+//! The blocking file operations of the cache: temp files, commits by rename, opening and
+//! reading entries, rewriting a header in place, unlinking.
+//!
+//! Each function makes system calls and may block on the disk, so the caller runs it on a
+//! pool thread (or the manager or loader thread); none touches the index. Level
+//! directories are created on demand with mode 0700, entry and temp files with 0600.
+
+use std::fs::{DirBuilder, File, Metadata, OpenOptions};
+use std::io::{self, ErrorKind};
+use std::os::unix::fs::{DirBuilderExt, FileExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use crate::format::HEADER_SIZE;
+use crate::index::FileInfo;
+
+/// How many names [`create_temp`] tries before giving up.
+const TEMP_TRIES: u32 = 1000;
+/// Digits of a temp file's number.
+const TEMP_DIGITS: usize = 10;
+
+/// Creates a temp file at `path` (`O_CREAT | O_EXCL`, 0600, close-on-exec), creating
+/// missing directories; if the name is taken and ends in `.NNNNNNNNNN`, the next numbers
+/// are tried. Returns the file and the name it got.
+pub fn create_temp(path: &Path) -> io::Result<(File, PathBuf)> {
+    let mut path = path.to_path_buf();
+    let mut created_dirs = false;
+    for _ in 0..TEMP_TRIES {
+        match OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)
+        {
+            Ok(file) => return Ok((file, path)),
+            Err(error) if error.kind() == ErrorKind::NotFound && !created_dirs => {
+                create_parent(&path)?;
+                created_dirs = true;
+            }
+            Err(error) if error.kind() == ErrorKind::AlreadyExists => {
+                path = next_temp_name(&path).ok_or(error)?;
+            }
+            Err(error) => return Err(error),
+        }
+    }
+    Err(io::Error::new(
+        ErrorKind::AlreadyExists,
+        "no free temp file name",
+    ))
+}
+
+/// Moves the finished temp file (`file`, named `temp`) to `final_path`: its inode and disk
+/// size go into the index. Creates missing level directories; across file systems the
+/// data is copied to a temp file beside `final_path`, renamed, and `temp` unlinked.
+pub fn commit(
+    file: &File,
+    temp: &Path,
+    final_path: &Path,
+    block_size: u64,
+) -> io::Result<FileInfo> {
+    let info = file_info(&file.metadata()?, block_size);
+    match rename_creating_dirs(temp, final_path) {
+        Ok(()) => Ok(info),
+        Err(error) if error.raw_os_error() == Some(libc_exdev()) => {
+            copy_across(temp, final_path, block_size)
+        }
+        Err(error) => Err(error),
+    }
+}
+
+/// The inode and the bytes a file takes on disk: `max(size, blocks × 512)` rounded up to
+/// the block size.
+pub fn file_info(metadata: &Metadata, block_size: u64) -> FileInfo {
+    let bytes = metadata.size().max(metadata.blocks().saturating_mul(512));
+    FileInfo {
+        uniq: metadata.ino(),
+        fs_size: bytes.div_ceil(block_size) * block_size,
+    }
+}
+
+/// Opens an entry for reading and stats it.
+pub fn open_entry(path: &Path) -> io::Result<(File, Metadata)> {
+    let file = File::open(path)?;
+    let metadata = file.metadata()?;
+    Ok((file, metadata))
+}
+
+/// Reads up to `max` bytes from the start of `file` (fewer at its end).
+pub fn read_head(file: &File, max: usize) -> io::Result<Vec<u8>> {
+    let mut buf = vec![0u8; max];
+    let mut filled = 0;
+    while filled < max {
+        match file.read_at(&mut buf[filled..], filled as u64) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(error) if error.kind() == ErrorKind::Interrupted => {}
+            Err(error) => return Err(error),
+        }
+    }
+    buf.truncate(filled);
+    Ok(buf)
+}
+
+/// Writes a new fixed header over an entry's first 336 bytes (after a 304), if the file
+/// is still inode `expected_uniq` of `expected_len` bytes. Returns whether it was
+/// rewritten.
+pub fn rewrite_header(
+    path: &Path,
+    expected_uniq: u64,
+    expected_len: u64,
+    header: &[u8; HEADER_SIZE],
+) -> io::Result<bool> {
+    let file = OpenOptions::new().read(true).write(true).open(path)?;
+    let metadata = file.metadata()?;
+    if metadata.ino() != expected_uniq || metadata.len() != expected_len {
+        return Ok(false);
+    }
+    file.write_all_at(header, 0)?;
+    Ok(true)
+}
+
+/// Removes a file.
+pub fn unlink(path: &Path) -> io::Result<()> {
+    std::fs::remove_file(path)
+}
+
+fn rename_creating_dirs(from: &Path, to: &Path) -> io::Result<()> {
+    match std::fs::rename(from, to) {
+        Err(error) if error.kind() == ErrorKind::NotFound => {
+            create_parent(to)?;
+            std::fs::rename(from, to)
+        }
+        other => other,
+    }
+}
+
+/// The cross-file-system commit: copy (the kernel's `copy_file_range` where it can) to a
+/// temp file in the destination directory, rename that, unlink the source.
+fn copy_across(temp: &Path, final_path: &Path, block_size: u64) -> io::Result<FileInfo> {
+    let (mut copy, copy_path) = create_temp(&first_temp_name(final_path))?;
+    let result = copy_into(temp, &mut copy)
+        .and_then(|()| copy.metadata())
+        .and_then(|metadata| {
+            std::fs::rename(&copy_path, final_path)?;
+            Ok(file_info(&metadata, block_size))
+        });
+    match result {
+        Ok(info) => {
+            unlink(temp)?;
+            Ok(info)
+        }
+        Err(error) => {
+            let _ = unlink(&copy_path);
+            Err(error)
+        }
+    }
+}
+
+/// Copies the temp file's data; it is opened again because temp files are write-only.
+fn copy_into(source: &Path, destination: &mut File) -> io::Result<()> {
+    let mut reader = File::open(source)?;
+    io::copy(&mut reader, destination)?;
+    Ok(())
+}
+
+fn create_parent(path: &Path) -> io::Result<()> {
+    match path.parent() {
+        Some(parent) => DirBuilder::new().recursive(true).mode(0o700).create(parent),
+        None => Ok(()),
+    }
+}
+
+/// `<path>.0000000001`.
+fn first_temp_name(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(format!(".{:0TEMP_DIGITS$}", 1));
+    PathBuf::from(name)
+}
+
+/// The same name with the temp number increased, or `None` if it has none.
+fn next_temp_name(path: &Path) -> Option<PathBuf> {
+    let name = path.file_name()?.to_str()?;
+    if !crate::key::is_temp_name(std::ffi::OsStr::new(name)) {
+        return None;
+    }
+    let (stem, digits) = name.split_at(name.len() - TEMP_DIGITS);
+    let number: u64 = digits.parse().ok()?;
+    let next = (number + 1) % 10u64.pow(TEMP_DIGITS as u32);
+    Some(path.with_file_name(format!("{stem}{next:0TEMP_DIGITS$}")))
+}
+
+fn libc_exdev() -> i32 {
+    rustix::io::Errno::XDEV.raw_os_error()
+}
+
+#[cfg(test)]
+mod tests;
