@@ -89,6 +89,9 @@ pub struct ResponseHead<'a> {
     /// Before the range filter: the handler allows ranges (nginx's `allow_ranges`); after
     /// it: the head carries `Accept-Ranges: bytes`.
     pub accept_ranges: bool,
+    /// A proxied response that is not stored: the not-modified filter lets it through
+    /// as the upstream sent it (nginx's `disable_not_modified`).
+    pub disable_not_modified: bool,
     /// The `Content-Range` of a 206, written after the `add_header` fields as nginx does.
     pub content_range: Option<Vec<u8>>,
     /// The charset of `content_type` when it is known apart from the type (nginx's
@@ -119,6 +122,7 @@ impl ResponseHead<'_> {
         self.etag_added_at = None;
         self.last_modified_added = None;
         self.accept_ranges = false;
+        self.disable_not_modified = false;
         self.content_range = None;
         self.charset = None;
         self.special = false;

@@ -34,6 +34,9 @@ pub struct Generation {
     pub hostname: String,
     /// The main context's error log.
     pub error_log: Arc<ErrorLog>,
+    /// The `proxy_cache_path` zones, by `CacheZoneId`: shared with the generations before
+    /// and after this one that declare the same zone.
+    pub cache_zones: Vec<Arc<cache::Zone>>,
 }
 
 /// A stopwatch for file operations that may block the worker, for the stall watcher. It
@@ -441,6 +444,7 @@ mod tests {
             temp_numbers: AtomicU64::new(0),
             hostname: "test".to_owned(),
             error_log,
+            cache_zones: Vec::new(),
         });
         let (_phase_sender, phase) = watch::channel(Phase::Running);
         let worker = Rc::new(HttpWorker::new(

@@ -67,6 +67,7 @@ pub fn start(
     mut config: Config,
     sockets: GenerationSockets,
     connection_ids: Arc<AtomicU64>,
+    cache_zones: &mut crate::cache_zones::ZoneRegistry,
 ) -> Result<GenerationHandle, StartError> {
     let Some(http) = config.http.take() else {
         return Err(StartError(
@@ -74,6 +75,9 @@ pub fn start(
         ));
     };
     create_temp_paths(&http, config.user.as_ref())?;
+    let cache_zones = cache_zones
+        .zones_for(&http.cache_paths, config.user.as_ref())
+        .map_err(StartError)?;
     let on_start = config.user.clone().map(drop_privileges_hook);
     // A lazily started pool's threads are spawned by a worker and would inherit its
     // `worker_cpu_affinity`; they get the master's CPUs back first.
@@ -112,6 +116,7 @@ pub fn start(
         temp_numbers: std::sync::atomic::AtomicU64::new(0),
         hostname: crate::config::hostname(),
         error_log: Arc::clone(&config.error_log),
+        cache_zones,
     });
     let mut workers = Vec::new();
     for index in 0..config.workers {
@@ -205,7 +210,7 @@ fn create_temp_paths(
 }
 
 /// `13: Permission denied`, as nginx writes an errno.
-fn errno_text(error: &std::io::Error) -> String {
+pub(crate) fn errno_text(error: &std::io::Error) -> String {
     let code = error.raw_os_error().unwrap_or(0);
     let text = std::io::Error::from_raw_os_error(code).to_string();
     let text = text

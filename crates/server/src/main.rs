@@ -1,5 +1,6 @@
 //! The `portico` binary: nginx's command line in front of the master.
 
+mod cache_zones;
 mod cli;
 mod config;
 mod directives;

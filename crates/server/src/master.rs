@@ -12,6 +12,7 @@ use logging::{ErrorLog, Level, LogFile};
 use runtime::Phase;
 use runtime::sys::linux as sys;
 
+use crate::cache_zones::ZoneRegistry;
 use crate::cli::{self, Options};
 use crate::config::{self, Config, Paths};
 use crate::generation::{self, GenerationHandle};
@@ -186,6 +187,8 @@ struct Master {
     pid: u32,
     connection_ids: Arc<AtomicU64>,
     number: u64,
+    /// The proxy cache zones, kept across reloads.
+    cache_zones: ZoneRegistry,
 }
 
 impl Master {
@@ -249,7 +252,14 @@ impl Master {
         }
         let pid_path = config.pid.clone();
         let connection_ids = Arc::new(AtomicU64::new(1));
-        let handle = match generation::start(1, config, sockets, Arc::clone(&connection_ids)) {
+        let mut cache_zones = ZoneRegistry::default();
+        let handle = match generation::start(
+            1,
+            config,
+            sockets,
+            Arc::clone(&connection_ids),
+            &mut cache_zones,
+        ) {
             Ok(handle) => handle,
             Err(error) => {
                 report(&error_log, Level::Emerg, &error.0);
@@ -284,6 +294,7 @@ impl Master {
             pid,
             connection_ids,
             number: 1,
+            cache_zones,
         };
         master.run()
     }
@@ -369,6 +380,7 @@ impl Master {
             config,
             sockets,
             Arc::clone(&self.connection_ids),
+            &mut self.cache_zones,
         ) {
             Ok(handle) => handle,
             Err(error) => {

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use http1::chunked::ChunkedDecoder;
 use runtime::Stream;
 
+use crate::proxy::cache::store::CacheWriter;
 use crate::proxy::exchange::read_timed;
 use crate::proxy::failure::{Action, Failure, Fault};
 use crate::proxy::response::UpstreamFraming;
@@ -45,6 +46,8 @@ pub struct BodyStart<'a> {
     pub release: Option<Release<'a>>,
     /// The request's entry in `$upstream_*`.
     pub attempt: usize,
+    /// Where the body is stored as it passes, when the cache keeps it.
+    pub(crate) cache: Option<Box<CacheWriter>>,
 }
 
 /// A piece of the body read by [`UpstreamBody::next_detached`].
@@ -77,6 +80,7 @@ pub struct UpstreamBody<'a> {
     release: Option<Release<'a>>,
     /// The request's entry in `$upstream_*`.
     attempt: usize,
+    cache: Option<Box<CacheWriter>>,
 }
 
 impl std::fmt::Debug for UpstreamBody<'_> {
@@ -119,6 +123,7 @@ impl<'a> UpstreamBody<'a> {
             selected: start.selected,
             release: start.release,
             attempt: start.attempt,
+            cache: start.cache,
         }
     }
 
@@ -276,6 +281,11 @@ impl<'a> UpstreamBody<'a> {
         keepalive
             .group
             .put_idle(self.selected, idle, Instant::now());
+    }
+
+    /// The cache's writer, for the code that passes the body on.
+    pub(crate) fn take_cache_writer(&mut self) -> Option<Box<CacheWriter>> {
+        self.cache.take()
     }
 
     pub(crate) fn attempt(&self) -> usize {

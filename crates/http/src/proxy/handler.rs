@@ -24,7 +24,12 @@ pub use crate::proxy::failure::errno_text;
 use crate::proxy::failure::{Failure, Side};
 use crate::proxy::next_upstream::{Next, Outcome, Policy, decide, status_counts_against_peer};
 use crate::proxy::pass::{ProxyPass, host_header, literal_address, parse_url};
-use crate::proxy::request::{HeadInput, is_idempotent, upstream_uri, write_head};
+use crate::proxy::cache::lookup::{CacheRequest, Entry, Lookup, lookup, status as cache_status};
+use crate::proxy::cache::serve;
+use crate::proxy::cache::settings::UseStale;
+use crate::proxy::cache::store::CacheWriter;
+use crate::proxy::request::{CacheFields, HeadInput, is_idempotent, upstream_uri, write_head};
+use crate::proxy::settings::NextUpstream as NextUpstreamFlags;
 use crate::proxy::response::{self, RewriteInput, UpstreamFraming, UpstreamHead};
 use crate::proxy::{IgnoreHeaders, Proxy};
 use crate::request::log;
@@ -94,6 +99,8 @@ struct Proxying<'a, 'r> {
     outgoing: Outgoing<'r>,
     policy: Policy,
     is_head: bool,
+    /// The cache's part in this request, while it goes upstream.
+    cache: std::cell::RefCell<Option<CacheRequest>>,
 }
 
 /// The server a try went to, and the try's entry in `$upstream_*`.
@@ -121,7 +128,30 @@ pub async fn proxy<'a>(
         Ok(body) => body,
         Err(status) => return ProxyOutcome::Finalize(status),
     };
-    let head = match build_head(worker, client.info, request, location, &target, &out_body) {
+    let key_uri = key_uri(request, location, &target);
+    let cache = match lookup(worker, client.info, request, location, &key_uri).await {
+        Lookup::Off => None,
+        Lookup::Fail(status) | Lookup::Error(status) => return ProxyOutcome::Finalize(status),
+        Lookup::Serve(entry) => {
+            let rewrite = rewrite_input(location, &target);
+            let io = crate::file::cache::file_io(worker, client.info, request, location);
+            let settings = &location.settings.proxy_cache;
+            let body =
+                serve::respond_from(worker, client.info, request, proxy, settings, entry, &rewrite, io);
+            return ProxyOutcome::Respond(body);
+        }
+        Lookup::Upstream(cache) => Some(cache),
+    };
+    let storing = cache.as_ref().filter(|cache| cache.store);
+    let head = match build_head(
+        worker,
+        client.info,
+        request,
+        location,
+        &target,
+        &out_body,
+        storing,
+    ) {
         Ok(head) => head,
         Err(status) => return ProxyOutcome::Finalize(status),
     };
@@ -144,6 +174,7 @@ pub async fn proxy<'a>(
         target,
         policy,
         is_head: head.is_head,
+        cache: std::cell::RefCell::new(cache),
     };
     let key = SelectKey {
         client: client_address(client.info),
@@ -213,6 +244,10 @@ impl<'a> Proxying<'a, '_> {
                     }
                     let outcome = Outcome::Failed(&failure);
                     if decide(&self.policy, outcome, tries, Instant::now()) != Next::Retry {
+                        let condition = stale_condition(&failure);
+                        if let Some(outcome) = self.stale_answer(client.info, request, condition) {
+                            return outcome;
+                        }
                         return ProxyOutcome::Finalize(failure.status());
                     }
                 }
@@ -254,7 +289,90 @@ impl<'a> Proxying<'a, '_> {
             format_args!("no live upstreams while connecting to upstream"),
         );
         request.upstream.trying = false;
+        if let Some(outcome) = self.stale_answer(info, request, UseStale::ERROR) {
+            return outcome;
+        }
         ProxyOutcome::Finalize(502)
+    }
+
+    /// The stale entry answers for a failed refresh when `proxy_cache_use_stale` (or its
+    /// `stale-if-error`) allows it for `condition`.
+    fn stale_answer(
+        &self,
+        info: &ConnectionInfo,
+        request: &mut Request<'a>,
+        condition: u16,
+    ) -> Option<ProxyOutcome<'a>> {
+        let settings = &self.location.settings.proxy_cache;
+        let now = self.worker.clock.wall().unix_seconds;
+        let mut slot = self.cache.borrow_mut();
+        if !slot
+            .as_ref()
+            .is_some_and(|cache| cache.stale_allowed(settings, condition, now))
+        {
+            return None;
+        }
+        let mut cache = slot.take()?;
+        let entry = cache.stale.take()?;
+        request.upstream.cache_status = Some(cache_status::STALE);
+        Some(self.from_entry(info, request, entry, &cache.io))
+    }
+
+    /// A response from a stored entry.
+    fn from_entry(
+        &self,
+        info: &ConnectionInfo,
+        request: &mut Request<'a>,
+        entry: Entry,
+        io: &crate::file::io::FileIo,
+    ) -> ProxyOutcome<'a> {
+        let rewrite = rewrite_input(self.location, &self.target);
+        let settings = &self.location.settings.proxy_cache;
+        let body = serve::respond_from(
+            self.worker,
+            info,
+            request,
+            self.outgoing.proxy,
+            settings,
+            entry,
+            &rewrite,
+            io.clone(),
+        );
+        ProxyOutcome::Respond(body)
+    }
+
+    /// What the cache makes of a response head: a 304 to a revalidation (REVALIDATED), a
+    /// status the stale entry may stand in for (STALE); `None` to go on with it.
+    fn cache_answer(
+        &self,
+        info: &ConnectionInfo,
+        request: &mut Request<'a>,
+        head: &UpstreamHead,
+        buffer: &[u8],
+    ) -> Option<ProxyOutcome<'a>> {
+        let settings = &self.location.settings.proxy_cache;
+        let now = self.worker.clock.wall().unix_seconds;
+        let revalidated = {
+            let slot = self.cache.borrow();
+            let cache = slot.as_ref()?;
+            cache.revalidate && cache.stale.is_some() && head.status == 304
+        };
+        if revalidated {
+            let mut cache = self.cache.borrow_mut().take()?;
+            let mut entry = cache.stale.take()?;
+            let fields = head
+                .fields
+                .iter()
+                .map(|(name, value)| (&buffer[name.clone()], &buffer[value.clone()]));
+            crate::proxy::cache::revalidated(&mut cache, &mut entry, settings, self.outgoing.proxy, fields, now);
+            request.upstream.cache_status = Some(cache_status::REVALIDATED);
+            return Some(self.from_entry(info, request, entry, &cache.io));
+        }
+        let condition = UseStale::for_status(head.status)?;
+        if !settings.use_stale.has(condition) {
+            return None;
+        }
+        self.stale_answer(info, request, condition)
     }
 
     /// A failed try: its `$upstream_*` entry, the log line, the server's failure count.
@@ -314,6 +432,12 @@ impl<'a> Proxying<'a, '_> {
     ) -> ProxyOutcome<'a> {
         let proxy = self.outgoing.proxy;
         let ReceivedHead { head, buffer } = &answer.received;
+        if let Some(outcome) = self.cache_answer(info, request, head, buffer) {
+            self.release(info, request, current.selected, false);
+            request.upstream.attempts[current.attempt].response_time =
+                Some(self.policy.started.elapsed());
+            return outcome;
+        }
         if head.status >= 300
             && proxy.intercept_errors
             && self
@@ -401,6 +525,7 @@ impl<'a> Proxying<'a, '_> {
             }),
             GroupRef::Own(_) => None,
         };
+        let writer = self.cache_writer(info, request, &head, &buffer, framing);
         let body = UpstreamBody::new(BodyStart {
             stream,
             input: buffer,
@@ -412,9 +537,115 @@ impl<'a> Proxying<'a, '_> {
             selected: current.selected,
             release,
             attempt: current.attempt,
+            cache: writer,
         });
         ProxyOutcome::Respond(Body::Upstream(Box::new(body)))
     }
+
+    /// Whether the response is stored, and its writer if it is: nginx's cacheability (the
+    /// fields, `proxy_cache_valid`, `proxy_no_cache`, buffering), then room in the cache.
+    fn cache_writer(
+        &self,
+        info: &ConnectionInfo,
+        request: &mut Request<'a>,
+        head: &UpstreamHead,
+        buffer: &[u8],
+        framing: UpstreamFraming,
+    ) -> Option<Box<CacheWriter>> {
+        let mut cache = self.cache.borrow_mut().take()?;
+        let proxy = self.outgoing.proxy;
+        let settings = &self.location.settings.proxy_cache;
+        if !cache.store {
+            request.response.disable_not_modified = true;
+            return None;
+        }
+        let now = self.worker.clock.wall().unix_seconds;
+        let fields = || {
+            head.fields
+                .iter()
+                .map(|(name, value)| (&buffer[name.clone()], &buffer[value.clone()]))
+        };
+        let verdict = crate::proxy::cache::judge_response(
+            self.worker,
+            info,
+            request,
+            proxy,
+            settings,
+            head.status,
+            fields(),
+            now,
+        );
+        let fresh = match verdict {
+            Some(fresh) => fresh,
+            None => {
+                if let Some(fill) = cache.fill.take() {
+                    fill.not_cacheable();
+                }
+                request.response.disable_not_modified = true;
+                return None;
+            }
+        };
+        let buffering_off = !proxy.ignore_headers.has(IgnoreHeaders::X_ACCEL_BUFFERING)
+            && fields().any(|(name, value)| {
+                name.eq_ignore_ascii_case(b"x-accel-buffering") && value.eq_ignore_ascii_case(b"no")
+            });
+        if !proxy.buffering || buffering_off || head.status == 101 {
+            if let Some(fill) = cache.fill.take() {
+                fill.not_cacheable();
+            }
+            request.response.disable_not_modified = true;
+            return None;
+        }
+        let content_length = match framing {
+            UpstreamFraming::Length(length) => Some(length),
+            UpstreamFraming::None => Some(0),
+            _ => None,
+        };
+        let raw_head = &buffer[..head.len];
+        match crate::proxy::cache::start_writer(
+            self.worker, request, self.location, &mut cache, fresh, raw_head, content_length, now,
+        ) {
+            Ok(writer) => Some(Box::new(writer)),
+            Err(failure) => {
+                log(self.worker, info, request, failure.level, format_args!("{}", failure.message));
+                None
+            }
+        }
+    }
+}
+
+/// The `proxy_cache_use_stale` condition of a failed try.
+fn stale_condition(failure: &Failure) -> u16 {
+    match failure.condition() {
+        Some(NextUpstreamFlags::TIMEOUT) => UseStale::TIMEOUT,
+        Some(NextUpstreamFlags::INVALID_HEADER) => UseStale::INVALID_HEADER,
+        _ => UseStale::ERROR,
+    }
+}
+
+/// What `proxy_redirect default` and the other head rewrites need of the target.
+fn rewrite_input<'t>(location: &'t Location, target: &'t Target<'_>) -> RewriteInput<'t> {
+    RewriteInput {
+        url: target.url,
+        url_has_uri: target.uri_part.is_some(),
+        location: location.prefix(),
+    }
+}
+
+/// The URI the request would go upstream with: the default cache key's second part.
+fn key_uri(request: &Request<'_>, location: &Location, target: &Target<'_>) -> Vec<u8> {
+    let input = HeadInput {
+        uri_part: target.uri_part.as_deref(),
+        variables: target.variables,
+        method: b"GET",
+        host: b"",
+        body_len: None,
+        chunked: false,
+        cache: None,
+    };
+    let mut uri = Vec::new();
+    upstream_uri(request, location, &input, &mut uri);
+    uri
 }
 
 /// `proxy_intercept_errors`: the status goes to `error_page`, the response is dropped.
@@ -510,15 +741,25 @@ fn build_head(
     location: &Location,
     target: &Target<'_>,
     out_body: &OutBody,
+    cache: Option<&CacheRequest>,
 ) -> Result<OutgoingHead, u16> {
     let proxy = &location.settings.proxy;
+    // A HEAD that may be stored goes upstream as GET (`proxy_cache_convert_head`).
+    let convert_head = cache.is_some()
+        && location.settings.proxy_cache.convert_head
+        && proxy.method.is_none()
+        && request.is_head();
     let method = proxy
         .method
         .as_ref()
         .map(|template| render(worker, info, request, template));
     let mut uri = std::mem::take(&mut request.upstream.uri);
     let mut bytes = PooledBuffer(take_buffer(0));
-    let method_bytes = method.as_deref().unwrap_or_else(|| request.method_bytes());
+    let method_bytes = match (&method, convert_head) {
+        (Some(method), _) => method.as_slice(),
+        (None, true) => b"GET".as_slice(),
+        (None, false) => request.method_bytes(),
+    };
     let is_head = method_bytes.eq_ignore_ascii_case(b"HEAD");
     let idempotent = is_idempotent(method_bytes);
     let input = HeadInput {
@@ -537,6 +778,13 @@ fn build_head(
             _ => out_body.len(),
         },
         chunked: matches!(out_body, OutBody::Stream { chunked: true, .. }),
+        cache: cache.map(|cache| {
+            let (last_modified, etag) = cache.validators();
+            CacheFields {
+                if_modified_since: last_modified,
+                if_none_match: etag.map(<[u8]>::to_vec),
+            }
+        }),
     };
     upstream_uri(request, location, &input, &mut uri);
     if !uri.is_empty() {

@@ -36,7 +36,27 @@ pub(crate) struct HeadInput<'i> {
     pub body_len: Option<u64>,
     /// The body is passed on chunked, as it arrives.
     pub chunked: bool,
+    /// The response may be stored: the client's conditions and ranges stay back, and a
+    /// revalidation sends the stored entry's validators instead.
+    pub cache: Option<CacheFields>,
 }
+
+/// The fields a request that may fill the cache sends in place of the client's
+/// conditional and range fields (nginx's cache headers).
+pub(crate) struct CacheFields {
+    pub if_modified_since: Option<i64>,
+    pub if_none_match: Option<Vec<u8>>,
+}
+
+/// The client's fields a cacheable request does not pass on.
+const CACHE_CLEARED_FIELDS: &[&[u8]] = &[
+    b"if-modified-since",
+    b"if-unmodified-since",
+    b"if-none-match",
+    b"if-match",
+    b"range",
+    b"if-range",
+];
 
 /// The URI sent upstream, by nginx's rules: the client's own target when the URL has no
 /// URI part and nothing changed the URI; else the URL's URI part in place of the
@@ -177,6 +197,20 @@ pub(crate) fn write_head(
     if input.chunked && find_set(proxy, b"transfer-encoding").is_none() {
         field(out, b"Transfer-Encoding", b"chunked");
     }
+    if let Some(cache) = &input.cache {
+        if let Some(time) = cache.if_modified_since
+            && find_set(proxy, b"if-modified-since").is_none()
+        {
+            let mut value = Vec::new();
+            http1::response::write_http_date(&mut value, time);
+            field(out, b"If-Modified-Since", &value);
+        }
+        if let Some(etag) = &cache.if_none_match
+            && find_set(proxy, b"if-none-match").is_none()
+        {
+            field(out, b"If-None-Match", etag);
+        }
+    }
     if proxy.pass_request_headers {
         for header in &request.head.headers {
             let (Some(name), Some(value)) = (
@@ -188,6 +222,10 @@ pub(crate) fn write_head(
             let overridden = DEFAULT_FIELDS
                 .iter()
                 .any(|default| default.eq_ignore_ascii_case(name))
+                || (input.cache.is_some()
+                    && CACHE_CLEARED_FIELDS
+                        .iter()
+                        .any(|cleared| cleared.eq_ignore_ascii_case(name)))
                 || proxy
                     .set_header
                     .iter()

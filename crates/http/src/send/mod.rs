@@ -88,7 +88,7 @@ pub(crate) async fn send_response<'a>(
     let location = location(worker, request);
     let core = &location.settings.core;
     let mut outcome = Outcome::Unchanged;
-    if request.response.status == 200 {
+    if request.response.status == 200 && !request.response.disable_not_modified {
         (body, outcome) = filters::not_modified(worker, request, location, body);
     }
     // One reading of the clock for `Date` and `Expires`, as nginx's cached time.

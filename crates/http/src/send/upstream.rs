@@ -7,6 +7,7 @@ use std::io;
 use std::pin::Pin;
 
 use crate::proxy::body::{BodyRead, UpstreamBody, log_failure};
+use crate::proxy::cache::store::{CacheWriter, StoreFailure};
 use crate::proxy::failure::Failure;
 use crate::request::Request;
 use crate::send::body::{BodyContext, Output, StreamedBody, finish};
@@ -36,27 +37,126 @@ async fn send_upstream(
     context: &BodyContext<'_>,
     output: &mut Output<'_>,
     request: &mut Request<'_>,
-    body: UpstreamBody<'_>,
+    mut body: UpstreamBody<'_>,
     head: &mut Vec<u8>,
 ) -> io::Result<()> {
     let attempt = body.attempt();
+    let mut store = Store(body.take_cache_writer());
+    let mut slot = Some(body);
     if context.header_only {
-        output.write(head).await?;
-        end_attempt(request, attempt, 0);
-        if body.is_done() {
-            body.finish();
+        let written = output.write(head).await;
+        if store.0.is_some() {
+            // A HEAD turned into GET for the cache: the body is read into the cache.
+            drain(context, request, &mut slot, &mut store).await;
+        } else {
+            end_attempt(request, attempt, 0);
+            if let Some(body) = slot.take()
+                && body.is_done()
+            {
+                body.finish();
+            }
         }
-        return Ok(());
+        return written;
     }
     let proxy = &context.location.settings.proxy;
-    if proxy.buffering {
+    let result = if proxy.buffering {
         let limit = proxy.buffers.count.saturating_mul(proxy.buffers.size);
         let limit = usize::try_from(limit)
             .unwrap_or(usize::MAX)
             .max(GATHER_BYTES_MAX);
-        return send_buffered(context, output, request, body, head, limit).await;
+        send_buffered(context, output, request, &mut slot, head, limit, &mut store).await
+    } else {
+        send_streamed(context, output, request, &mut slot, head, &mut store).await
+    };
+    if result.is_err() && store.0.is_some() && slot.is_some() {
+        // The client went away; the response goes on into the cache.
+        drain(context, request, &mut slot, &mut store).await;
     }
-    send_streamed(context, output, request, body, head).await
+    result
+}
+
+/// The cache's copy of the body, when the response is stored: failures are logged and
+/// end the copy only.
+struct Store(Option<Box<CacheWriter>>);
+
+impl Store {
+    async fn push(&mut self, context: &BodyContext<'_>, request: &Request<'_>, data: &[u8]) {
+        let Some(writer) = self.0.as_mut() else {
+            return;
+        };
+        if data.is_empty() {
+            return;
+        }
+        if let Err(failure) = writer.push(data).await {
+            self.0 = None;
+            store_failed(context, request, &failure);
+        }
+    }
+
+    async fn finish(&mut self, context: &BodyContext<'_>, request: &Request<'_>) {
+        let Some(writer) = self.0.take() else {
+            return;
+        };
+        if let Err(failure) = writer.finish().await {
+            store_failed(context, request, &failure);
+        }
+    }
+
+    /// The upstream failed: nothing is stored.
+    fn abort(&mut self) {
+        self.0 = None;
+    }
+}
+
+fn store_failed(context: &BodyContext<'_>, request: &Request<'_>, failure: &StoreFailure) {
+    crate::request::log(
+        context.worker,
+        context.connection,
+        request,
+        failure.level,
+        format_args!("{}", failure.message),
+    );
+}
+
+/// Reads the rest of the body into the cache alone.
+async fn drain(
+    context: &BodyContext<'_>,
+    request: &mut Request<'_>,
+    slot: &mut Option<UpstreamBody<'_>>,
+    store: &mut Store,
+) {
+    let Some(body) = slot.as_mut() else {
+        return;
+    };
+    let attempt = body.attempt();
+    let mut data = Vec::new();
+    let mut received = 0u64;
+    loop {
+        data.clear();
+        match body.next(&mut data, true, request).await {
+            Ok(more) => {
+                received += data.len() as u64;
+                store.push(context, request, &data).await;
+                if !more {
+                    end_attempt(request, attempt, received);
+                    store.finish(context, request).await;
+                    if let Some(done) = slot.take() {
+                        done.finish();
+                    }
+                    return;
+                }
+                if store.0.is_none() {
+                    return;
+                }
+            }
+            Err(failure) => {
+                end_attempt(request, attempt, received);
+                store.abort();
+                log_failure(context.worker, context.connection, request, &failure);
+                return;
+            }
+        }
+    }
 }
 
 /// `proxy_buffering off`: each piece the upstream sends is written before the next is read.
@@ -64,9 +164,13 @@ async fn send_streamed(
     context: &BodyContext<'_>,
     output: &mut Output<'_>,
     request: &mut Request<'_>,
-    mut body: UpstreamBody<'_>,
+    slot: &mut Option<UpstreamBody<'_>>,
     head: &mut Vec<u8>,
+    store: &mut Store,
 ) -> io::Result<()> {
+    let Some(body) = slot.as_mut() else {
+        return Ok(());
+    };
     let attempt = body.attempt();
     let chunked = context.framing == Framing::Chunked;
     // The head's buffer (the connection's, kept for its next response) gathers the body.
@@ -88,6 +192,7 @@ async fn send_streamed(
             Ok(more) => more,
             Err(failure) => {
                 end_attempt(request, attempt, received);
+                store.abort();
                 // What arrived is passed on; the client sees the body cut short.
                 let _ = output.write(pending).await;
                 log_failure(context.worker, context.connection, request, &failure);
@@ -96,6 +201,7 @@ async fn send_streamed(
         };
         if !data.is_empty() {
             received += data.len() as u64;
+            store.push(context, request, &data).await;
             if chunked {
                 http1::response::write_chunk_header(pending, data.len());
                 pending.extend_from_slice(&data);
@@ -113,11 +219,14 @@ async fn send_streamed(
         }
     }
     end_attempt(request, attempt, received);
+    store.finish(context, request).await;
+    if let Some(done) = slot.take() {
+        done.finish();
+    }
     finish(context, request, pending);
     if !pending.is_empty() {
         output.write(pending).await?;
     }
-    body.finish();
     Ok(())
 }
 
@@ -131,13 +240,15 @@ async fn send_buffered(
     context: &BodyContext<'_>,
     output: &mut Output<'_>,
     request: &mut Request<'_>,
-    body: UpstreamBody<'_>,
+    body: &mut Option<UpstreamBody<'_>>,
     head: &mut Vec<u8>,
     limit: usize,
+    store: &mut Store,
 ) -> io::Result<()> {
-    let attempt = body.attempt();
+    let Some(attempt) = body.as_ref().map(UpstreamBody::attempt) else {
+        return Ok(());
+    };
     let chunked = context.framing == Framing::Chunked;
-    let mut body = Some(body);
     let proxy = &context.location.settings.proxy;
     let mut spool = Spool {
         memory: head,
@@ -158,6 +269,7 @@ async fn send_buffered(
             let more = match upstream.next(&mut data, false, request).await {
                 Ok(more) => more,
                 Err(failure) => {
+                    store.abort();
                     return upstream_failed(
                         context, output, request, &mut spool, attempt, received, failure,
                     )
@@ -165,10 +277,12 @@ async fn send_buffered(
                 }
             };
             received += data.len() as u64;
+            store.push(context, request, &data).await;
             frame(&mut framed, &data, chunked);
             spool.store(context, request, &framed).await?;
             if !more {
                 end_attempt(request, attempt, received);
+                store.finish(context, request).await;
                 if let Some(done) = body.take() {
                     done.finish();
                 }
@@ -209,6 +323,7 @@ async fn send_buffered(
                 let BodyRead { more, received: bytes } = match read {
                     Ok(read) => read,
                     Err(failure) => {
+                        store.abort();
                         return upstream_failed(
                             context, output, request, &mut spool, attempt, received, failure,
                         )
@@ -216,6 +331,7 @@ async fn send_buffered(
                     }
                 };
                 received += data.len() as u64;
+                store.push(context, request, &data).await;
                 if let Some(entry) = request.upstream.attempts.get_mut(attempt) {
                     entry.bytes_received += bytes;
                 }
@@ -223,6 +339,7 @@ async fn send_buffered(
                 spool.store(context, request, &framed).await?;
                 if !more {
                     end_attempt(request, attempt, received);
+                    store.finish(context, request).await;
                     if let Some(done) = body.take() {
                         done.finish();
                     }

@@ -39,6 +39,8 @@ pub struct UpstreamInfo {
     pub uri: Vec<u8>,
     /// Whether a try is under way (the error log then names it).
     pub trying: bool,
+    /// `$upstream_cache_status`: `HIT`, `MISS`, ..., when a cache was involved.
+    pub cache_status: Option<&'static str>,
 }
 
 impl UpstreamInfo {
@@ -71,6 +73,7 @@ impl UpstreamInfo {
         self.fields.clear();
         self.uri.clear();
         self.trying = false;
+        self.cache_status = None;
     }
 }
 

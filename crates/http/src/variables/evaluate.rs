@@ -210,6 +210,12 @@ impl RequestVariables<'_> {
                     out.extend_from_slice(attempt.addr.as_bytes())
                 });
             }
+            Variable::UpstreamCacheStatus => {
+                let Some(status) = request.upstream.cache_status else {
+                    return false;
+                };
+                out.extend_from_slice(status.as_bytes());
+            }
             Variable::UpstreamStatus => {
                 return upstream_list(request, out, |attempt, out| {
                     let status = attempt.status.unwrap_or(attempt.failed_status);

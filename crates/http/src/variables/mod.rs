@@ -112,6 +112,9 @@ pub enum Variable {
     UpstreamResponseLength,
     UpstreamBytesReceived,
     UpstreamBytesSent,
+    /// `$upstream_cache_status`: how the cache answered (HIT, MISS, ...), not found when
+    /// no cache was involved.
+    UpstreamCacheStatus,
     /// `$upstream_http_NAME`: a field of the upstream's response.
     UpstreamHttp(Box<[u8]>),
     /// `$upstream_cookie_NAME`: a cookie the upstream's `Set-Cookie` fields set.

@@ -112,6 +112,7 @@ fn builtin(name: &str) -> Option<Variable> {
         "upstream_response_length" => Variable::UpstreamResponseLength,
         "upstream_bytes_received" => Variable::UpstreamBytesReceived,
         "upstream_bytes_sent" => Variable::UpstreamBytesSent,
+        "upstream_cache_status" => Variable::UpstreamCacheStatus,
         _ => return None,
     })
 }

@@ -4,6 +4,9 @@
 
 pub mod directives;
 pub mod freshness;
+pub(crate) mod lookup;
+pub(crate) mod serve;
+pub(crate) mod store;
 pub mod settings;
 
 use conf::ConfError;
@@ -33,4 +36,190 @@ pub fn zone_id(paths: &[CachePath], name: &[u8]) -> Option<CacheZoneId> {
         .iter()
         .position(|path| path.name.as_bytes() == name)
         .map(|index| CacheZoneId(index as u32))
+}
+
+/// Runs a cache read where the location's `aio` says: on the worker for `aio off` (timed
+/// for the stall watcher), else on the pool (the `default` one when `aio threads=NAME`
+/// names none).
+pub(crate) async fn run_read<T: Send + 'static>(
+    worker: &crate::worker::HttpWorker,
+    io: &crate::file::io::FileIo,
+    path: &std::path::Path,
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, crate::file::FileError> {
+    use crate::file::io::FileIo;
+    match io {
+        FileIo::Pool(pool) => crate::worker::offload_to(pool, work).await,
+        FileIo::Missing(_) => worker.offload(work).await,
+        FileIo::Worker => {
+            let started = crate::worker::BlockingTimer::start();
+            let result = work();
+            worker.note_blocking(started.elapsed(), || {
+                format!("read of cache file \"{}\"", path.display())
+            });
+            Ok(result)
+        }
+    }
+}
+
+/// Whether a response may be stored and how fresh it is: the fields' rules, then
+/// `proxy_no_cache`, then a request with `Authorization`, whose response is kept only
+/// when Cache-Control allows a shared cache to (RFC 9111 section 3.5).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn judge_response<'f>(
+    worker: &crate::worker::HttpWorker,
+    info: &crate::request::ConnectionInfo,
+    request: &crate::request::Request<'_>,
+    proxy: &crate::proxy::Proxy,
+    settings: &ProxyCache,
+    status: u16,
+    fields: impl Iterator<Item = (&'f [u8], &'f [u8])>,
+    now: i64,
+) -> Option<freshness::Freshness> {
+    let input = freshness::Input {
+        status,
+        ignore: proxy.ignore_headers,
+        valid: &settings.valid,
+        now,
+    };
+    let fresh = freshness::judge(&input, fields).ok()?;
+    if lookup::any_true(worker, info, request, &settings.no_cache) {
+        return None;
+    }
+    if request.header(b"authorization").is_some() && !fresh.shared_ok {
+        return None;
+    }
+    Some(fresh)
+}
+
+/// The freshness the fields alone give, without `proxy_cache_valid`.
+fn judge_times<'f>(
+    status: u16,
+    proxy: &crate::proxy::Proxy,
+    fields: impl Iterator<Item = (&'f [u8], &'f [u8])>,
+    now: i64,
+) -> Option<freshness::Freshness> {
+    let input = freshness::Input {
+        status,
+        ignore: proxy.ignore_headers,
+        valid: &[],
+        now,
+    };
+    freshness::judge(&input, fields).ok()
+}
+
+/// The writer of a response the cache keeps.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn start_writer(
+    worker: &crate::worker::HttpWorker,
+    request: &crate::request::Request<'_>,
+    location: &crate::conf::Location,
+    cache: &mut lookup::CacheRequest,
+    fresh: freshness::Freshness,
+    raw_head: &[u8],
+    content_length: Option<u64>,
+    now: i64,
+) -> Result<store::CacheWriter, store::StoreFailure> {
+    let variant = if fresh.vary.is_empty() {
+        [0; 16]
+    } else {
+        variant_of(request, &cache.key, &fresh.vary)
+    };
+    let number = worker
+        .generation
+        .temp_numbers
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        + 1;
+    let temp = if cache.zone.params().use_temp_path {
+        crate::body::temp::temp_file_path(&location.settings.proxy.proxy_temp_path, number)
+    } else {
+        cache
+            .zone
+            .params()
+            .layout
+            .temp_path(&cache.key, (number % 10_000_000_000) as u32)
+    };
+    store::CacheWriter::start(store::StoreStart {
+        zone: std::sync::Arc::clone(&cache.zone),
+        key: cache.key,
+        key_text: &cache.key_text,
+        fill: cache.fill.take(),
+        fresh,
+        raw_head,
+        variant,
+        now,
+        io: &cache.io,
+        default_pool: worker.pools.default_pool(),
+        temp,
+        content_length,
+    })
+}
+
+/// The variant of this request for a response that varies by `vary`.
+pub(crate) fn variant_of(
+    request: &crate::request::Request<'_>,
+    key: &cache::Key,
+    vary: &[u8],
+) -> [u8; 16] {
+    cache::format::variant(&key.md5, vary, |name| {
+        request
+            .head
+            .headers
+            .iter()
+            .filter_map(|field| {
+                let field_name = request.head_bytes.get(field.name.clone())?;
+                let value = request.head_bytes.get(field.value.clone())?;
+                field_name.eq_ignore_ascii_case(name).then_some(value)
+            })
+            .collect()
+    })
+}
+
+/// A 304 to a revalidation: the entry is fresh again for as long as the 304 says, else
+/// as its stored head says, else as `proxy_cache_valid` says for its status; its header
+/// is rewritten in place on the pool. Without any time, nothing changes.
+pub(crate) fn revalidated<'f>(
+    cache: &mut lookup::CacheRequest,
+    entry: &mut lookup::Entry,
+    settings: &ProxyCache,
+    proxy: &crate::proxy::Proxy,
+    fields: impl Iterator<Item = (&'f [u8], &'f [u8])>,
+    now: i64,
+) {
+    let stored = crate::proxy::response::parse(&entry.head).ok().flatten();
+    let stored_status = stored.as_ref().map_or(200, |head| head.status);
+    let fresh = judge_times(304, proxy, fields, now).or_else(|| {
+        let head = stored.as_ref()?;
+        let stored_fields = head
+            .fields
+            .iter()
+            .map(|(name, value)| (&entry.head[name.clone()], &entry.head[value.clone()]));
+        judge_times(stored_status, proxy, stored_fields, now)
+    });
+    let valid_sec = match fresh {
+        Some(fresh) => fresh.valid_sec,
+        None => match freshness::valid_for(&settings.valid, stored_status) {
+            Some(time) => now.saturating_add(time.as_secs() as i64),
+            None => return,
+        },
+    };
+    entry.header.valid_sec = valid_sec;
+    entry.header.date = now;
+    cache.zone.set_valid(&cache.key.md5, valid_sec);
+    let fixed = cache::format::encode_fixed(&entry.header);
+    let path = entry.path.clone();
+    let (uniq, size) = (entry.uniq, entry.size);
+    let pool = match &cache.io {
+        crate::file::io::FileIo::Pool(pool) => Some(pool.clone()),
+        _ => None,
+    };
+    let work = move || {
+        let _ = cache::store::rewrite_header(&path, uniq, size, &fixed);
+    };
+    match pool {
+        Some(pool) => {
+            let _ = pool.submit(work);
+        }
+        None => work(),
+    }
 }

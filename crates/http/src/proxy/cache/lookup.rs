@@ -1,0 +1,507 @@
+//! Before a proxied request goes upstream: which zone and key, and what the cache holds
+//! for it (nginx's `ngx_http_upstream_cache` and `ngx_http_file_cache_open`). The answer
+//! is a response from the cache (HIT, a cached error status, a stale entry while another
+//! request updates it), or a request that goes upstream knowing what it may store.
+
+use std::fs::File;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use cache::format::{self, EntryHeader};
+use cache::{FillStart, FillState, Key, Zone};
+use logging::Level;
+
+use crate::conf::Location;
+use crate::file::io::FileIo;
+use crate::proxy::cache::settings::{CacheUse, ProxyCache, UseStale};
+use crate::proxy::cache::zone_id;
+use crate::request::{ConnectionInfo, Request, log};
+use crate::rewrite::condition::value_is_true;
+use crate::variables::{HttpTemplate, render};
+use crate::worker::HttpWorker;
+
+/// `$upstream_cache_status` values.
+pub(crate) mod status {
+    pub const MISS: &str = "MISS";
+    pub const BYPASS: &str = "BYPASS";
+    pub const EXPIRED: &str = "EXPIRED";
+    pub const STALE: &str = "STALE";
+    pub const UPDATING: &str = "UPDATING";
+    pub const REVALIDATED: &str = "REVALIDATED";
+    pub const HIT: &str = "HIT";
+}
+
+/// A stored entry, opened and checked: what a HIT sends and a stale answer falls back to.
+pub(crate) struct Entry {
+    pub file: Arc<File>,
+    pub path: PathBuf,
+    pub header: EntryHeader,
+    /// The stored response head, as the upstream sent it.
+    pub head: Vec<u8>,
+    pub size: u64,
+    pub uniq: u64,
+}
+
+impl Entry {
+    pub fn body_len(&self) -> u64 {
+        self.size.saturating_sub(u64::from(self.header.body_start))
+    }
+
+    /// The stored head is a 200 or 206 with a validator: it can be revalidated.
+    fn revalidatable(&self) -> bool {
+        let status = self.head.get(9..12).unwrap_or_default();
+        matches!(status, b"200" | b"206")
+            && (self.header.last_modified != -1 || !self.header.etag.is_empty())
+    }
+}
+
+/// What the cache says about a request.
+pub(crate) enum Lookup {
+    /// No cache for this request: `$upstream_cache_status` stays not found.
+    Off,
+    /// The zone named by a variable does not exist: 500, logged.
+    Fail(u16),
+    /// A status cached as an error entry (`error_page` takes it from there).
+    Error(u16),
+    /// Answer from this entry (HIT, UPDATING).
+    Serve(Entry),
+    /// Go upstream.
+    Upstream(CacheRequest),
+}
+
+/// A request that goes upstream with the cache involved.
+pub(crate) struct CacheRequest {
+    pub zone: Arc<Zone>,
+    pub key: Key,
+    pub key_text: Vec<u8>,
+    /// The response may be stored (not below `proxy_cache_min_uses`, not after a lock
+    /// timeout, not with a full zone).
+    pub store: bool,
+    /// Held while this request fills the entry; released on every path.
+    pub fill: Option<cache::FillGuard>,
+    /// Held while this request refreshes an expired entry.
+    pub update: Option<cache::UpdateGuard>,
+    /// The expired entry: served when the refresh fails (`proxy_cache_use_stale`) or
+    /// answers 304.
+    pub stale: Option<Entry>,
+    /// Send the stale entry's validators upstream (`proxy_cache_revalidate`).
+    pub revalidate: bool,
+    /// Where the cache's file work runs.
+    pub io: FileIo,
+}
+
+impl CacheRequest {
+    /// The conditional fields of a revalidation: `If-Modified-Since` and `If-None-Match`.
+    pub fn validators(&self) -> (Option<i64>, Option<&[u8]>) {
+        match (&self.stale, self.revalidate) {
+            (Some(entry), true) => (
+                (entry.header.last_modified != -1).then_some(entry.header.last_modified),
+                (!entry.header.etag.is_empty()).then_some(entry.header.etag.as_slice()),
+            ),
+            _ => (None, None),
+        }
+    }
+
+    /// Whether `proxy_cache_use_stale` (or the entry's `stale-if-error`) lets the stale
+    /// entry answer for an upstream `condition` (a `UseStale` flag; `http_*` ones only
+    /// through the directive).
+    pub fn stale_allowed(&self, settings: &ProxyCache, condition: u16, now: i64) -> bool {
+        let Some(entry) = &self.stale else {
+            return false;
+        };
+        if settings.use_stale.has(condition) {
+            return true;
+        }
+        let is_error = matches!(condition, UseStale::ERROR | UseStale::TIMEOUT);
+        is_error && now < entry.header.valid_sec.saturating_add(entry.header.error_sec)
+    }
+}
+
+/// The zone a location's `proxy_cache` names for this request, if any; an unknown name
+/// from a variable is logged and answered with 500, as nginx does.
+fn zone_for(
+    worker: &HttpWorker,
+    info: &ConnectionInfo,
+    request: &Request<'_>,
+    settings: &ProxyCache,
+) -> Result<Option<usize>, u16> {
+    match &settings.cache {
+        CacheUse::Off | CacheUse::Named { .. } => Ok(None),
+        CacheUse::Zone(id) => Ok(Some(id.0 as usize)),
+        CacheUse::Variable(template) => {
+            let name = render(worker, info, request, template);
+            if name.is_empty() || name == b"off" {
+                return Ok(None);
+            }
+            match zone_id(&worker.conf().cache_paths, &name) {
+                Some(id) => Ok(Some(id.0 as usize)),
+                None => {
+                    log(
+                        worker,
+                        info,
+                        request,
+                        Level::Error,
+                        format_args!("cache \"{}\" not found", String::from_utf8_lossy(&name)),
+                    );
+                    Err(500)
+                }
+            }
+        }
+    }
+}
+
+/// Whether any of the predicates (`proxy_cache_bypass`, `proxy_no_cache`) is true: a value
+/// neither empty nor "0".
+pub(crate) fn any_true(
+    worker: &HttpWorker,
+    info: &ConnectionInfo,
+    request: &Request<'_>,
+    predicates: &[HttpTemplate],
+) -> bool {
+    predicates
+        .iter()
+        .any(|template| value_is_true(&render(worker, info, request, template)))
+}
+
+/// The cache's answer for a request about to be proxied. `key_uri` is the URI it would
+/// be sent upstream with (the default key's second part).
+pub(crate) async fn lookup(
+    worker: &HttpWorker,
+    info: &ConnectionInfo,
+    request: &mut Request<'_>,
+    location: &Location,
+    key_uri: &[u8],
+) -> Lookup {
+    let settings = &location.settings.proxy_cache;
+    if !settings.methods.allows(request.method_bytes()) {
+        return Lookup::Off;
+    }
+    let zone_index = match zone_for(worker, info, request, settings) {
+        Ok(Some(index)) => index,
+        Ok(None) => return Lookup::Off,
+        Err(status) => return Lookup::Fail(status),
+    };
+    let Some(zone) = worker.generation.cache_zones.get(zone_index).cloned() else {
+        return Lookup::Off;
+    };
+    let key_text = match &settings.key {
+        Some(template) => render(worker, info, request, template),
+        None => {
+            let mut text = b"http://".to_vec();
+            text.extend_from_slice(&request.upstream.proxy_host);
+            text.extend_from_slice(key_uri);
+            text
+        }
+    };
+    let key = Key::new(&[&key_text]);
+    let io = crate::file::cache::file_io(worker, info, request, location);
+    let mut cache = CacheRequest {
+        zone,
+        key,
+        key_text,
+        store: true,
+        fill: None,
+        update: None,
+        stale: None,
+        revalidate: false,
+        io,
+    };
+    if any_true(worker, info, request, &settings.bypass) {
+        request.upstream.cache_status = Some(status::BYPASS);
+        cache.fill = start_filling(&cache.zone, &cache.key);
+        return Lookup::Upstream(cache);
+    }
+    // A waiter whose filler finished looks again, once: the entry is there now, or the
+    // waiter fills it itself.
+    for _ in 0..3 {
+        match look(worker, info, request, settings, &mut cache).await {
+            Look::Done(lookup) => return lookup,
+            Look::Again => {}
+        }
+    }
+    request.upstream.cache_status = Some(status::MISS);
+    cache.store = false;
+    Lookup::Upstream(cache)
+}
+
+enum Look {
+    Done(Lookup),
+    Again,
+}
+
+async fn look(
+    worker: &HttpWorker,
+    info: &ConnectionInfo,
+    request: &mut Request<'_>,
+    settings: &ProxyCache,
+    cache: &mut CacheRequest,
+) -> Look {
+    let now = worker.clock.wall().unix_seconds;
+    let zone = Arc::clone(&cache.zone);
+    let snapshot = match zone.touch(&cache.key.md5, Instant::now()) {
+        Ok(snapshot) => snapshot,
+        Err(_) => {
+            log(
+                worker,
+                info,
+                request,
+                Level::Warn,
+                format_args!(
+                    "cache \"{}\" keys zone is full, response not cached",
+                    zone.params().name
+                ),
+            );
+            request.upstream.cache_status = Some(status::MISS);
+            cache.store = false;
+            return Look::Done(Lookup::Upstream(take(cache)));
+        }
+    };
+    if snapshot.error != 0 && snapshot.valid_sec > now {
+        request.upstream.cache_status = Some(status::HIT);
+        return Look::Done(Lookup::Error(snapshot.error));
+    }
+    let may_exist = snapshot.exists || zone.cold();
+    if may_exist || u64::from(snapshot.uses) >= settings.min_uses {
+        if may_exist {
+            match open_entry(worker, info, request, cache).await {
+                Some(entry) => return found(worker, request, settings, cache, entry, now),
+                None => {}
+            }
+        }
+    } else {
+        // Not requested often enough yet: an ordinary upstream request, nothing stored.
+        request.upstream.cache_status = Some(status::MISS);
+        cache.store = false;
+        return Look::Done(Lookup::Upstream(take(cache)));
+    }
+    // A miss that may be stored: one request fills, others wait for it with the lock.
+    let lock_age = settings.lock.then_some(settings.lock_age);
+    match zone.start_fill(&cache.key.md5, lock_age, Instant::now()) {
+        Err(_) => {
+            request.upstream.cache_status = Some(status::MISS);
+            cache.store = false;
+            Look::Done(Lookup::Upstream(take(cache)))
+        }
+        Ok(FillStart::Filler(guard)) => {
+            cache.fill = Some(guard);
+            request.upstream.cache_status = Some(status::MISS);
+            Look::Done(Lookup::Upstream(take(cache)))
+        }
+        Ok(FillStart::Wait(fill)) => match wait_for(&fill, settings.lock_timeout).await {
+            Some(_) => Look::Again,
+            None => {
+                log(
+                    worker,
+                    info,
+                    request,
+                    Level::Info,
+                    format_args!("cache lock timeout"),
+                );
+                request.upstream.cache_status = Some(status::MISS);
+                cache.store = false;
+                Look::Done(Lookup::Upstream(take(cache)))
+            }
+        },
+    }
+}
+
+/// An entry was found on disk: fresh (HIT), or expired (this request refreshes it, or
+/// another one is and the stale entry may answer).
+fn found(
+    worker: &HttpWorker,
+    request: &mut Request<'_>,
+    settings: &ProxyCache,
+    cache: &mut CacheRequest,
+    entry: Entry,
+    now: i64,
+) -> Look {
+    let _ = worker;
+    if entry.header.valid_sec > now {
+        request.upstream.cache_status = Some(status::HIT);
+        return Look::Done(Lookup::Serve(entry));
+    }
+    let backstop = settings.lock_age.max(Duration::from_secs(60));
+    match cache
+        .zone
+        .try_update(&cache.key.md5, Instant::now(), backstop)
+    {
+        Some(update) => {
+            cache.update = Some(update);
+            cache.revalidate = settings.revalidate && entry.revalidatable();
+            cache.stale = Some(entry);
+            cache.fill = start_filling(&cache.zone, &cache.key);
+            request.upstream.cache_status = Some(status::EXPIRED);
+            Look::Done(Lookup::Upstream(take(cache)))
+        }
+        None => {
+            let within_swr =
+                now < entry.header.valid_sec.saturating_add(entry.header.updating_sec);
+            if settings.use_stale.has(UseStale::UPDATING) || within_swr {
+                request.upstream.cache_status = Some(status::UPDATING);
+                return Look::Done(Lookup::Serve(entry));
+            }
+            cache.stale = Some(entry);
+            cache.fill = start_filling(&cache.zone, &cache.key);
+            request.upstream.cache_status = Some(status::EXPIRED);
+            Look::Done(Lookup::Upstream(take(cache)))
+        }
+    }
+}
+
+/// A fill without the lock: every such request stores, the last to finish wins.
+fn start_filling(zone: &Arc<Zone>, key: &Key) -> Option<cache::FillGuard> {
+    match zone.start_fill(&key.md5, None, Instant::now()) {
+        Ok(FillStart::Filler(guard)) => Some(guard),
+        Ok(FillStart::Wait(_)) | Err(_) => None,
+    }
+}
+
+/// Moves the request's cache state out, leaving an inert one behind.
+fn take(cache: &mut CacheRequest) -> CacheRequest {
+    CacheRequest {
+        zone: Arc::clone(&cache.zone),
+        key: cache.key,
+        key_text: std::mem::take(&mut cache.key_text),
+        store: cache.store,
+        fill: cache.fill.take(),
+        update: cache.update.take(),
+        stale: cache.stale.take(),
+        revalidate: cache.revalidate,
+        io: cache.io.clone(),
+    }
+}
+
+/// Waits until a fill ends, at most `timeout`: `None` on timeout.
+async fn wait_for(fill: &cache::Fill, timeout: Duration) -> Option<FillState> {
+    let mut states = fill.subscribe();
+    let wait = async {
+        loop {
+            let state = states.borrow_and_update().clone();
+            if !matches!(state, FillState::Pending | FillState::Streaming { .. }) {
+                return state;
+            }
+            if states.changed().await.is_err() {
+                return FillState::Failed;
+            }
+        }
+    };
+    tokio::time::timeout(timeout, wait).await.ok()
+}
+
+/// Opens and checks the entry file of the request's key where the cache's file work
+/// runs; a missing file is `None`, a damaged one is logged, removed and `None`.
+async fn open_entry(
+    worker: &HttpWorker,
+    info: &ConnectionInfo,
+    request: &Request<'_>,
+    cache: &CacheRequest,
+) -> Option<Entry> {
+    let path = cache.zone.params().layout.entry_path(&cache.key);
+    let key = cache.key;
+    let key_text = cache.key_text.clone();
+    let owned = path.clone();
+    let opened = super::run_read(worker, &cache.io, &path, move || read_entry(&owned, &key, &key_text))
+        .await;
+    match opened {
+        Ok(Ok(entry)) => Some(entry),
+        Ok(Err(EntryError::Missing)) => None,
+        Ok(Err(EntryError::Io(error))) => {
+            log(
+                worker,
+                info,
+                request,
+                Level::Crit,
+                format_args!(
+                    "open() \"{}\" failed ({})",
+                    path.display(),
+                    crate::proxy::handler::errno_text(&error)
+                ),
+            );
+            None
+        }
+        Ok(Err(EntryError::Damaged(error, uniq))) => {
+            let level = if error.is_crit() { Level::Crit } else { Level::Info };
+            log(
+                worker,
+                info,
+                request,
+                level,
+                format_args!("cache file \"{}\" {error}", path.display()),
+            );
+            cache.zone.remove(&cache.key.md5, uniq);
+            None
+        }
+        Ok(Err(EntryError::InvalidHead(uniq))) => {
+            log(
+                worker,
+                info,
+                request,
+                Level::Crit,
+                format_args!("cache file \"{}\" contains invalid header", path.display()),
+            );
+            cache.zone.remove(&cache.key.md5, uniq);
+            None
+        }
+        Err(error) => {
+            log(worker, info, request, error.level, format_args!("{}", error.message));
+            None
+        }
+    }
+}
+
+enum EntryError {
+    Missing,
+    Io(std::io::Error),
+    Damaged(format::ReadError, u64),
+    InvalidHead(u64),
+}
+
+/// The blocking part of opening an entry: open, fstat, read the header, key and head.
+fn read_entry(path: &std::path::Path, key: &Key, key_text: &[u8]) -> Result<Entry, EntryError> {
+    use std::os::unix::fs::{FileExt, MetadataExt};
+    let file = match File::open(path) {
+        Ok(file) => file,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            return Err(EntryError::Missing);
+        }
+        Err(error) => return Err(EntryError::Io(error)),
+    };
+    let metadata = file.metadata().map_err(EntryError::Io)?;
+    let size = metadata.len();
+    let uniq = metadata.ino();
+    let want = usize::try_from(size.min(16 * 1024)).unwrap_or(16 * 1024);
+    let mut buffer = vec![0u8; want];
+    let mut filled = 0;
+    while filled < want {
+        match file.read_at(&mut buffer[filled..], filled as u64) {
+            Ok(0) => break,
+            Ok(read) => filled += read,
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(error) => return Err(EntryError::Io(error)),
+        }
+    }
+    buffer.truncate(filled);
+    let header = format::check(&buffer, key, key_text, size)
+        .map_err(|error| EntryError::Damaged(error, uniq))?;
+    let head_start = usize::from(header.header_start);
+    let body_start = usize::from(header.body_start);
+    if body_start > buffer.len() {
+        let mut rest = vec![0u8; body_start - buffer.len()];
+        file.read_exact_at(&mut rest, buffer.len() as u64)
+            .map_err(EntryError::Io)?;
+        buffer.extend_from_slice(&rest);
+    }
+    let head = buffer[head_start..body_start].to_vec();
+    if !matches!(crate::proxy::response::parse(&head), Ok(Some(_))) {
+        return Err(EntryError::InvalidHead(uniq));
+    }
+    Ok(Entry {
+        file: Arc::new(file),
+        path: path.to_owned(),
+        header,
+        head,
+        size,
+        uniq,
+    })
+}

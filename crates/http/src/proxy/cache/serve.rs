@@ -1,0 +1,62 @@
+//! Answering from a stored entry: its head replayed through the serving location's
+//! upstream-head rules (hidden fields, redirects, cookies), with `Content-Length` and
+//! `Age`, and its body sent from the file by the static send path.
+
+use crate::file::FileBody;
+use crate::file::io::FileIo;
+use crate::proxy::Proxy;
+use crate::proxy::cache::lookup::Entry;
+use crate::proxy::cache::settings::ProxyCache;
+use crate::proxy::response::{self, RewriteInput};
+use crate::request::{ConnectionInfo, Request};
+use crate::response::{Body, Bytes};
+use crate::worker::HttpWorker;
+
+/// Sets the response from `entry` and gives its body. The entry's head was parsed when it
+/// was opened, so it parses again here.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn respond_from<'a>(
+    worker: &HttpWorker,
+    info: &ConnectionInfo,
+    request: &mut Request<'a>,
+    proxy: &Proxy,
+    settings: &ProxyCache,
+    entry: Entry,
+    rewrite: &RewriteInput<'_>,
+    io: FileIo,
+) -> Body<'a> {
+    let Ok(Some(head)) = response::parse(&entry.head) else {
+        return Body::Empty;
+    };
+    request.upstream.keep_head(&entry.head, head.len, &head.fields);
+    response::apply(worker, info, request, proxy, &head, &entry.head, rewrite);
+    let len = entry.body_len();
+    request.response.content_length = Some(len);
+    request.response.accept_ranges = settings.force_ranges
+        || head
+            .fields
+            .iter()
+            .any(|(name, _)| entry.head[name.clone()].eq_ignore_ascii_case(b"accept-ranges"));
+    // The response's age (RFC 9111 section 5.1): how long ago it was stored or revalidated.
+    let now = worker.clock.wall().unix_seconds;
+    let age = now.saturating_sub(entry.header.date).max(0);
+    request
+        .response
+        .headers
+        .retain(|(name, _)| !name.as_slice().eq_ignore_ascii_case(b"age"));
+    request.response.headers.push((
+        Bytes::Borrowed(b"Age"),
+        Bytes::Owned(age.to_string().into_bytes()),
+    ));
+    if len == 0 {
+        return Body::Empty;
+    }
+    Body::File(FileBody {
+        file: entry.file,
+        offset: u64::from(entry.header.body_start),
+        len,
+        path: entry.path,
+        io,
+        direct: false,
+    })
+}

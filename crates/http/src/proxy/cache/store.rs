@@ -1,0 +1,270 @@
+//! Storing a response while it streams to the client: nginx's entry header, the key line
+//! and the upstream's head as received go first, then the body as decoded, into a
+//! temporary file written on the cache's pool; when the body ended where its framing
+//! said, the file is renamed into place and the index learns of it. Anything else (an
+//! upstream cut short, a write error, a full disk) discards the file: the client's
+//! response goes on from memory, only the entry is lost.
+
+use std::fs::File;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use cache::format::{self, EntryHeader};
+use cache::{FillGuard, Key, Zone};
+use logging::Level;
+use threadpool::ThreadPool;
+
+use crate::file::io::FileIo;
+use crate::proxy::cache::freshness::Freshness;
+
+/// Bytes gathered before one write on the pool.
+const WRITE_BATCH_BYTES: usize = 64 * 1024;
+
+/// A failure to store, to be logged by the caller, which knows the request.
+pub(crate) struct StoreFailure {
+    pub level: Level,
+    pub message: String,
+}
+
+/// A response being stored.
+pub(crate) struct CacheWriter {
+    zone: Arc<Zone>,
+    key: Key,
+    temp: PathBuf,
+    file: Option<Arc<File>>,
+    pool: ThreadPool,
+    pending: Vec<u8>,
+    written: u64,
+    /// `None` once committed.
+    fill: Option<FillGuard>,
+    valid_sec: i64,
+    body_start: u16,
+    /// The body's length from its framing, when it had one.
+    expected: Option<u64>,
+    body_bytes: u64,
+    /// Bytes reserved against the cache's ceiling.
+    reserved: u64,
+}
+
+/// What a writer is made from.
+pub(crate) struct StoreStart<'a> {
+    pub zone: Arc<Zone>,
+    pub key: Key,
+    pub key_text: &'a [u8],
+    pub fill: Option<FillGuard>,
+    pub fresh: Freshness,
+    /// The upstream's head as received.
+    pub raw_head: &'a [u8],
+    pub variant: [u8; 16],
+    pub now: i64,
+    pub io: &'a FileIo,
+    pub default_pool: &'a ThreadPool,
+    /// Where the temporary file goes.
+    pub temp: PathBuf,
+    pub content_length: Option<u64>,
+}
+
+impl CacheWriter {
+    /// A writer, or `None` when the entry cannot be stored (a head too long for the
+    /// format, no room under the cache's size limits).
+    pub fn start(start: StoreStart<'_>) -> Result<CacheWriter, StoreFailure> {
+        let header_start = format::header_start_for(start.key_text.len());
+        let body_start = u16::try_from(header_start + start.raw_head.len()).map_err(|_| {
+            StoreFailure {
+                level: Level::Error,
+                message: "cache entry head is too long".to_owned(),
+            }
+        })?;
+        let header = EntryHeader {
+            valid_sec: start.fresh.valid_sec,
+            updating_sec: start.fresh.updating_sec,
+            error_sec: start.fresh.error_sec,
+            last_modified: start.fresh.last_modified,
+            date: start.now,
+            crc32: start.key.crc32,
+            valid_msec: 0,
+            header_start: header_start as u16,
+            body_start,
+            etag: start.fresh.etag.clone(),
+            vary: start.fresh.vary.clone(),
+            variant: start.variant,
+        };
+        let Some(mut fill) = start.fill else {
+            return Err(StoreFailure {
+                level: Level::Debug,
+                message: "another request fills the entry".to_owned(),
+            });
+        };
+        let expected_size = start
+            .content_length
+            .map_or(1 << 20, |length| length + u64::from(body_start));
+        if !fill.reserve(expected_size) {
+            return Err(StoreFailure {
+                level: Level::Warn,
+                message: format!(
+                    "cache \"{}\" is full, response not cached",
+                    start.zone.params().name
+                ),
+            });
+        }
+        let mut pending = Vec::with_capacity(WRITE_BATCH_BYTES);
+        format::encode(&header, start.key_text, &mut pending);
+        pending.extend_from_slice(start.raw_head);
+        let pool = match start.io {
+            FileIo::Pool(pool) => pool.clone(),
+            FileIo::Worker | FileIo::Missing(_) => start.default_pool.clone(),
+        };
+        if let Some(length) = start.content_length {
+            fill.publish_head(length);
+        }
+        Ok(CacheWriter {
+            zone: start.zone,
+            key: start.key,
+            temp: start.temp,
+            file: None,
+            pool,
+            pending,
+            written: 0,
+            fill: Some(fill),
+            valid_sec: header.valid_sec,
+            body_start,
+            expected: start.content_length,
+            body_bytes: 0,
+            reserved: expected_size,
+        })
+    }
+
+    /// Adds body bytes; writes on the pool once a batch is gathered.
+    pub async fn push(&mut self, data: &[u8]) -> Result<(), StoreFailure> {
+        self.pending.extend_from_slice(data);
+        self.body_bytes += data.len() as u64;
+        if self.pending.len() >= WRITE_BATCH_BYTES {
+            self.flush().await?;
+        }
+        Ok(())
+    }
+
+    async fn flush(&mut self) -> Result<(), StoreFailure> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let file = match &self.file {
+            Some(file) => Arc::clone(file),
+            None => {
+                let path = self.temp.clone();
+                let (file, path) = self
+                    .run("open()", move || cache::store::create_temp(&path))
+                    .await?;
+                self.temp = path;
+                let file = Arc::new(file);
+                self.file = Some(Arc::clone(&file));
+                file
+            }
+        };
+        let bytes = std::mem::take(&mut self.pending);
+        let offset = self.written;
+        let len = bytes.len() as u64;
+        let returned = self
+            .run("pwrite()", move || {
+                std::os::unix::fs::FileExt::write_all_at(&*file, &bytes, offset).map(|()| bytes)
+            })
+            .await?;
+        self.pending = returned;
+        self.pending.clear();
+        self.written += len;
+        let Some(fill) = self.fill.as_mut() else {
+            return Ok(());
+        };
+        fill.progress(self.written);
+        let grown = self.written.saturating_sub(self.reserved);
+        if grown > 0 {
+            // A body without a length reserves as it grows, a mebibyte at a time.
+            let step = grown.max(1 << 20);
+            if !fill.reserve(step) {
+                return Err(StoreFailure {
+                    level: Level::Warn,
+                    message: format!(
+                        "cache \"{}\" is full, response not cached",
+                        self.zone.params().name
+                    ),
+                });
+            }
+            self.reserved += step;
+        }
+        Ok(())
+    }
+
+    /// The body ended where its framing said: the entry goes into place.
+    pub async fn finish(mut self) -> Result<(), StoreFailure> {
+        if self.expected.is_some_and(|expected| expected != self.body_bytes) {
+            return Err(StoreFailure {
+                level: Level::Info,
+                message: "cache entry not stored: body length mismatch".to_owned(),
+            });
+        }
+        self.flush().await?;
+        let Some(file) = self.file.clone() else {
+            return Ok(());
+        };
+        let temp = self.temp.clone();
+        let target = self.zone.params().layout.entry_path(&self.key);
+        let block_size = self.zone.block_size();
+        if let Some(fill) = self.fill.as_mut() {
+            fill.begin_rename().await;
+        }
+        let committed = self
+            .run("rename()", move || {
+                cache::store::commit(&file, &temp, &target, block_size)
+            })
+            .await?;
+        self.temp = PathBuf::new();
+        if let Some(fill) = self.fill.take() {
+            fill.commit(cache::CommitInfo {
+                file: committed,
+                valid_sec: self.valid_sec,
+                body_start: self.body_start,
+            });
+        }
+        Ok(())
+    }
+
+    /// Runs a file task on the writer's pool; its failure names the call and the file.
+    async fn run<T: Send + 'static>(
+        &self,
+        call: &str,
+        work: impl FnOnce() -> std::io::Result<T> + Send + 'static,
+    ) -> Result<T, StoreFailure> {
+        let result = match self.pool.submit(work) {
+            Ok(completion) => completion
+                .await
+                .map_err(|_| std::io::Error::other("thread pool task was lost"))
+                .and_then(|result| result),
+            Err(overflow) => Err(std::io::Error::other(format!(
+                "thread pool \"{}\" queue overflow: {} tasks waiting",
+                self.pool.name(),
+                overflow.waiting
+            ))),
+        };
+        result.map_err(|error| StoreFailure {
+            level: Level::Crit,
+            message: format!(
+                "{call} \"{}\" failed ({})",
+                self.temp.display(),
+                crate::proxy::handler::errno_text(&error)
+            ),
+        })
+    }
+}
+
+impl Drop for CacheWriter {
+    fn drop(&mut self) {
+        // A writer dropped before its commit leaves a temporary file to remove (the fill
+        // guard, dropped with it, tells waiters the fill failed).
+        if self.file.is_some() && !self.temp.as_os_str().is_empty() {
+            let path = std::mem::take(&mut self.temp);
+            let _ = self.pool.submit(move || {
+                let _ = std::fs::remove_file(&path);
+            });
+        }
+    }
+}

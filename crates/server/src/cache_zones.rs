@@ -1,0 +1,115 @@
+//! The proxy cache zones of every generation: a zone declared again by a reloaded
+//! configuration (same name, same path and levels) is the same zone, index and fills
+//! included, as nginx keeps its shared zones across reloads.
+
+use std::collections::HashMap;
+use std::os::unix::fs::DirBuilderExt;
+use std::sync::Arc;
+
+use cache::{Layout, Levels, Zone, ZoneParams};
+use http::proxy::cache::settings::CachePath;
+
+use crate::config::UserSetting;
+
+/// The zones the master has started, by name.
+#[derive(Default)]
+pub struct ZoneRegistry {
+    zones: HashMap<String, Arc<Zone>>,
+}
+
+impl ZoneRegistry {
+    /// The zones of a configuration's cache paths, in their order: existing ones kept
+    /// (their limits updated), new ones created with their directories. A zone whose
+    /// path or levels changed fails the load with nginx's words.
+    pub fn zones_for(
+        &mut self,
+        paths: &[CachePath],
+        user: Option<&UserSetting>,
+    ) -> Result<Vec<Arc<Zone>>, String> {
+        let mut zones = Vec::with_capacity(paths.len());
+        for path in paths {
+            let params = params_of(path);
+            if let Some(zone) = self.zones.get(&path.name) {
+                let old = &zone.params().layout;
+                if old.root != params.layout.root {
+                    return Err(format!(
+                        "cache \"{}\" uses the \"{}\" cache path while previously it used the \"{}\" cache path",
+                        path.name,
+                        params.layout.root.display(),
+                        old.root.display()
+                    ));
+                }
+                if old.levels != params.layout.levels {
+                    return Err(format!(
+                        "cache \"{}\" had previously different levels",
+                        path.name
+                    ));
+                }
+                zones.push(Arc::clone(zone));
+                continue;
+            }
+            create_directory(path, user)?;
+            let zone = Zone::new(params);
+            self.zones.insert(path.name.clone(), Arc::clone(&zone));
+            zones.push(zone);
+        }
+        Ok(zones)
+    }
+}
+
+/// The `cache` crate's parameters of a `proxy_cache_path`.
+fn params_of(path: &CachePath) -> ZoneParams {
+    let levels_text = path
+        .levels
+        .iter()
+        .map(u8::to_string)
+        .collect::<Vec<_>>()
+        .join(":");
+    let levels = Levels::parse(&levels_text).unwrap_or(Levels::NONE);
+    let layout = Layout {
+        root: path.path.clone(),
+        levels,
+    };
+    let mut params = ZoneParams::new(&path.name, layout, path.keys_zone_size);
+    params.inactive = path.inactive;
+    params.max_size = path.max_size;
+    params.max_size_slack = path.max_size_slack;
+    params.min_free = path.min_free;
+    params.manager_files = usize::try_from(path.manager_files).unwrap_or(usize::MAX);
+    params.manager_sleep = path.manager_sleep;
+    params.manager_threshold = path.manager_threshold;
+    params.loader_files = usize::try_from(path.loader_files).unwrap_or(usize::MAX);
+    params.loader_sleep = path.loader_sleep;
+    params.loader_threshold = path.loader_threshold;
+    params.use_temp_path = path.use_temp_path;
+    params
+}
+
+/// The cache directory, 0700 and owned by `user`, as nginx creates it.
+fn create_directory(path: &CachePath, user: Option<&UserSetting>) -> Result<(), String> {
+    let dir = &path.path;
+    if dir.is_dir() {
+        return Ok(());
+    }
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|error| {
+            format!(
+                "mkdir() \"{}\" failed ({})",
+                dir.display(),
+                crate::generation::errno_text(&error)
+            )
+        })?;
+    if let Some(user) = user.filter(|user| user.uid != 0) {
+        std::os::unix::fs::chown(dir, Some(user.uid), Some(user.gid)).map_err(|error| {
+            format!(
+                "chown() \"{}\" failed ({})",
+                dir.display(),
+                crate::generation::errno_text(&error)
+            )
+        })?;
+    }
+    Ok(())
+}
