@@ -92,6 +92,9 @@ pub struct ResponseHead<'a> {
     /// A proxied response that is not stored: the not-modified filter lets it through
     /// as the upstream sent it (nginx's `disable_not_modified`).
     pub disable_not_modified: bool,
+    /// The part of a streamed body the client gets (a single range of a proxied
+    /// response), as offsets into the whole body.
+    pub body_window: Option<(u64, u64)>,
     /// The `Content-Range` of a 206, written after the `add_header` fields as nginx does.
     pub content_range: Option<Vec<u8>>,
     /// The charset of `content_type` when it is known apart from the type (nginx's
@@ -123,6 +126,7 @@ impl ResponseHead<'_> {
         self.last_modified_added = None;
         self.accept_ranges = false;
         self.disable_not_modified = false;
+        self.body_window = None;
         self.content_range = None;
         self.charset = None;
         self.special = false;

@@ -488,10 +488,9 @@ fn set_ignore_headers(
     directive: &Directive,
     context: &mut LoadContext<'_>,
 ) -> Result<(), ConfError> {
-    if scope.proxy.ignore_headers.is_some() {
-        return Err(context.duplicate(directive));
-    }
-    let mut flags = 0;
+    // A bitmask: lines at one level add up, as nginx's bitmask slots do.
+    let _ = context;
+    let mut flags = scope.proxy.ignore_headers.map_or(0, |flags| flags.0);
     for argument in &directive.args {
         flags |= match argument.as_str().to_ascii_lowercase().as_str() {
             "x-accel-redirect" => IgnoreHeaders::X_ACCEL_REDIRECT,

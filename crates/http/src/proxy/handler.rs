@@ -248,6 +248,7 @@ impl<'a> Proxying<'a, '_> {
                         if let Some(outcome) = self.stale_answer(client.info, request, condition) {
                             return outcome;
                         }
+                        self.cache_error(client.info, request, failure.status(), None);
                         return ProxyOutcome::Finalize(failure.status());
                     }
                 }
@@ -339,6 +340,44 @@ impl<'a> Proxying<'a, '_> {
             io.clone(),
         );
         ProxyOutcome::Respond(body)
+    }
+
+    /// An error status the cache keeps in its index alone (no file), as nginx does for an
+    /// intercepted error or a 502/504 it made, when the fields or `proxy_cache_valid` give
+    /// it a time.
+    fn cache_error(
+        &self,
+        info: &ConnectionInfo,
+        request: &Request<'a>,
+        status: u16,
+        head: Option<(&UpstreamHead, &[u8])>,
+    ) {
+        let Some(cache) = self.cache.borrow_mut().take() else {
+            return;
+        };
+        if !cache.store {
+            return;
+        }
+        let settings = &self.location.settings.proxy_cache;
+        let now = self.worker.clock.wall().unix_seconds;
+        let fields = head.into_iter().flat_map(|(head, buffer)| {
+            head.fields
+                .iter()
+                .map(move |(name, value)| (&buffer[name.clone()], &buffer[value.clone()]))
+        });
+        let fresh = crate::proxy::cache::judge_response(
+            self.worker,
+            info,
+            request,
+            self.outgoing.proxy,
+            settings,
+            status,
+            fields,
+            now,
+        );
+        if let Some(fresh) = fresh {
+            cache.zone.set_error(&cache.key.md5, status, fresh.valid_sec);
+        }
     }
 
     /// What the cache makes of a response head: a 304 to a revalidation (REVALIDATED), a
@@ -451,6 +490,7 @@ impl<'a> Proxying<'a, '_> {
             self.release(info, request, current.selected, false);
             request.upstream.attempts[current.attempt].response_time =
                 Some(self.policy.started.elapsed());
+            self.cache_error(info, request, head.status, Some((head, buffer)));
             return intercept(request, head, buffer);
         }
         if !proxy.ignore_headers.has(IgnoreHeaders::X_ACCEL_REDIRECT)
@@ -526,6 +566,15 @@ impl<'a> Proxying<'a, '_> {
             GroupRef::Own(_) => None,
         };
         let writer = self.cache_writer(info, request, &head, &buffer, framing);
+        // Ranges of a proxied response: when it is stored and says `Accept-Ranges`, or
+        // with `proxy_force_ranges` (nginx's `copy_allow_ranges`).
+        let accepts = head
+            .fields
+            .iter()
+            .any(|(name, _)| buffer[name.clone()].eq_ignore_ascii_case(b"accept-ranges"));
+        if self.location.settings.proxy_cache.force_ranges || (writer.is_some() && accepts) {
+            crate::proxy::cache::allow_ranges(request);
+        }
         let body = UpstreamBody::new(BodyStart {
             stream,
             input: buffer,
@@ -552,11 +601,13 @@ impl<'a> Proxying<'a, '_> {
         buffer: &[u8],
         framing: UpstreamFraming,
     ) -> Option<Box<CacheWriter>> {
+        // Unless it is stored, the response passes through the not-modified filter as the
+        // upstream sent it.
+        request.response.disable_not_modified = true;
         let mut cache = self.cache.borrow_mut().take()?;
         let proxy = self.outgoing.proxy;
         let settings = &self.location.settings.proxy_cache;
         if !cache.store {
-            request.response.disable_not_modified = true;
             return None;
         }
         let now = self.worker.clock.wall().unix_seconds;
@@ -581,7 +632,6 @@ impl<'a> Proxying<'a, '_> {
                 if let Some(fill) = cache.fill.take() {
                     fill.not_cacheable();
                 }
-                request.response.disable_not_modified = true;
                 return None;
             }
         };
@@ -593,7 +643,6 @@ impl<'a> Proxying<'a, '_> {
             if let Some(fill) = cache.fill.take() {
                 fill.not_cacheable();
             }
-            request.response.disable_not_modified = true;
             return None;
         }
         let content_length = match framing {
@@ -605,7 +654,10 @@ impl<'a> Proxying<'a, '_> {
         match crate::proxy::cache::start_writer(
             self.worker, request, self.location, &mut cache, fresh, raw_head, content_length, now,
         ) {
-            Ok(writer) => Some(Box::new(writer)),
+            Ok(writer) => {
+                request.response.disable_not_modified = false;
+                Some(Box::new(writer))
+            }
             Err(failure) => {
                 log(self.worker, info, request, failure.level, format_args!("{}", failure.message));
                 None

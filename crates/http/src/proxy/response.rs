@@ -101,6 +101,15 @@ pub fn apply(
     }
     request.response.content_length = head.content_length;
     request.response.accept_ranges = false;
+    // Passed fields the upstream did not send are not made up either.
+    for (name, slot) in [
+        (&b"date"[..], &mut request.response.date),
+        (&b"server"[..], &mut request.response.server),
+    ] {
+        if proxy.pass_header.iter().any(|pass| pass.eq_ignore_ascii_case(name)) {
+            *slot = Some(Vec::new());
+        }
+    }
     let mut expires_seen = false;
     for (name, value) in fields.clone() {
         if HOP_BY_HOP.iter().any(|hop| is(name, hop))
@@ -119,6 +128,10 @@ pub fn apply(
             && let Some(time) = http1::response::parse_http_date(value)
         {
             request.response.last_modified = Some(time);
+            continue;
+        }
+        if is(name, b"content-range") {
+            request.response.content_range = Some(value.to_vec());
             continue;
         }
         if is(name, b"etag") {

@@ -45,7 +45,10 @@ pub(super) fn write_head(
         }
         None => http1::response::write_status_line(out, status),
     }
+    // An empty value is a proxied response's own absence of the field, passed on
+    // (`proxy_pass_header Server` with no `Server` from the upstream).
     match &response.server {
+        Some(server) if server.is_empty() => {}
         Some(server) => http1::response::write_header(out, b"Server", server),
         None => {
             out.extend_from_slice(b"Server: ");
@@ -54,6 +57,7 @@ pub(super) fn write_head(
         }
     }
     match &response.date {
+        Some(date) if date.is_empty() => {}
         Some(date) => http1::response::write_header(out, b"Date", date),
         None => {
             out.extend_from_slice(b"Date: ");

@@ -97,8 +97,13 @@ pub(crate) async fn send_response<'a>(
     // The headers filter decides on trailers before the range filter changes the status.
     let status = special::status_on_wire(request.response.status);
     let expect_trailers = location.settings.headers.expects_trailers(status);
-    // A proxied body streams through untouched: no recoding, no ranges.
-    if !matches!(body, Body::Upstream(_)) {
+    // A proxied body streams through without recoding; a single range of it is cut out
+    // as it passes when the proxy allows ranges (a stored or `proxy_force_ranges` one).
+    if matches!(body, Body::Upstream(_)) {
+        if request.response.accept_ranges {
+            (body, _) = ranges::filter(worker, &connection.info, request, location, body);
+        }
+    } else {
         body = charset_filter(worker, connection, request, location, body)?;
         let range;
         (body, range) = ranges::filter(worker, &connection.info, request, location, body);

@@ -63,6 +63,10 @@ pub fn filter<'a>(
             request.response.accept_ranges = true;
             (body, RangeOutcome::Unchanged)
         }
+        // A streamed body gives one range at most; for several, the whole of it.
+        Decision::Ranges(ranges) if ranges.len() > 1 && matches!(body, Body::Upstream(_)) => {
+            (body, RangeOutcome::Unchanged)
+        }
         Decision::Ranges(ranges) if ranges.len() == 1 => {
             let body = single_range(&mut request.response, body, ranges[0], content_length);
             (body, RangeOutcome::Partial)
@@ -101,6 +105,10 @@ fn single_range<'a>(
         Some(format!("bytes {}-{}/{content_length}", range.start, range.end - 1).into_bytes());
     response.content_length = Some(range.end - range.start);
     match body {
+        Body::Upstream(streamed) => {
+            response.body_window = Some((range.start, range.end));
+            Body::Upstream(streamed)
+        }
         Body::File(mut file) => {
             file.offset += range.start;
             file.len = range.end - range.start;

@@ -173,6 +173,7 @@ async fn send_streamed(
     };
     let attempt = body.attempt();
     let chunked = context.framing == Framing::Chunked;
+    let mut window = Window::of(request);
     // The head's buffer (the connection's, kept for its next response) gathers the body.
     let pending = head;
     let mut data = Vec::new();
@@ -202,12 +203,14 @@ async fn send_streamed(
         if !data.is_empty() {
             received += data.len() as u64;
             store.push(context, request, &data).await;
-            if chunked {
+            let data = window.clip(&data);
+            if data.is_empty() {
+            } else if chunked {
                 http1::response::write_chunk_header(pending, data.len());
-                pending.extend_from_slice(&data);
+                pending.extend_from_slice(data);
                 pending.extend_from_slice(CHUNK_END);
             } else {
-                pending.extend_from_slice(&data);
+                pending.extend_from_slice(data);
             }
         }
         if !more {
@@ -249,6 +252,7 @@ async fn send_buffered(
         return Ok(());
     };
     let chunked = context.framing == Framing::Chunked;
+    let mut window = Window::of(request);
     let proxy = &context.location.settings.proxy;
     let mut spool = Spool {
         memory: head,
@@ -278,7 +282,7 @@ async fn send_buffered(
             };
             received += data.len() as u64;
             store.push(context, request, &data).await;
-            frame(&mut framed, &data, chunked);
+            frame(&mut framed, window.clip(&data), chunked);
             spool.store(context, request, &framed).await?;
             if !more {
                 end_attempt(request, attempt, received);
@@ -335,7 +339,7 @@ async fn send_buffered(
                 if let Some(entry) = request.upstream.attempts.get_mut(attempt) {
                     entry.bytes_received += bytes;
                 }
-                frame(&mut framed, &data, chunked);
+                frame(&mut framed, window.clip(&data), chunked);
                 spool.store(context, request, &framed).await?;
                 if !more {
                     end_attempt(request, attempt, received);
@@ -561,6 +565,34 @@ async fn next_waiting(
     };
     data.clear();
     body.next_detached(data).await
+}
+
+/// The part of the body the client gets: all of it, or the single range the range
+/// filter chose.
+struct Window {
+    start: u64,
+    end: u64,
+    /// Offset in the whole body of the next byte read.
+    offset: u64,
+}
+
+impl Window {
+    fn of(request: &Request<'_>) -> Window {
+        let (start, end) = request.response.body_window.unwrap_or((0, u64::MAX));
+        Window {
+            start,
+            end,
+            offset: 0,
+        }
+    }
+
+    fn clip<'d>(&mut self, data: &'d [u8]) -> &'d [u8] {
+        let begin = self.offset;
+        self.offset += data.len() as u64;
+        let from = self.start.saturating_sub(begin).min(data.len() as u64) as usize;
+        let to = self.end.saturating_sub(begin).min(data.len() as u64) as usize;
+        &data[from..to.max(from)]
+    }
 }
 
 /// `data` as the client gets it: framed as a chunk when the response is chunked.

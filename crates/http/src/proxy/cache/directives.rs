@@ -527,10 +527,9 @@ fn set_use_stale(
     directive: &Directive,
     context: &mut LoadContext<'_>,
 ) -> Result<(), ConfError> {
-    if scope.proxy_cache.use_stale.is_some() {
-        return Err(context.duplicate(directive));
-    }
-    let mut mask = 0;
+    // A bitmask: lines at one level add up, as nginx's bitmask slots do.
+    let _ = context;
+    let mut mask = scope.proxy_cache.use_stale.map_or(0, |mask| mask.0);
     for argument in &directive.args {
         let argument = argument.as_str();
         let (_, flag) = UseStale::NAMES
@@ -550,10 +549,11 @@ fn set_methods(
     directive: &Directive,
     context: &mut LoadContext<'_>,
 ) -> Result<(), ConfError> {
-    if scope.proxy_cache.methods.is_some() {
-        return Err(context.duplicate(directive));
-    }
-    let mut mask = CacheMethods::GET | CacheMethods::HEAD;
+    let _ = context;
+    let mut mask = scope
+        .proxy_cache
+        .methods
+        .map_or(CacheMethods::GET | CacheMethods::HEAD, |mask| mask.0);
     for argument in &directive.args {
         let argument = argument.as_str();
         mask |= match argument {

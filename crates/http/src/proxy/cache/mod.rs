@@ -223,3 +223,13 @@ pub(crate) fn revalidated<'f>(
         None => work(),
     }
 }
+
+/// The range filter may cut the response; it writes `Accept-Ranges` itself, so the
+/// upstream's is dropped.
+pub(crate) fn allow_ranges(request: &mut crate::request::Request<'_>) {
+    request.response.accept_ranges = true;
+    request
+        .response
+        .headers
+        .retain(|(name, _)| !name.as_slice().eq_ignore_ascii_case(b"accept-ranges"));
+}

@@ -32,11 +32,14 @@ pub(crate) fn respond_from<'a>(
     response::apply(worker, info, request, proxy, &head, &entry.head, rewrite);
     let len = entry.body_len();
     request.response.content_length = Some(len);
-    request.response.accept_ranges = settings.force_ranges
+    if settings.force_ranges
         || head
             .fields
             .iter()
-            .any(|(name, _)| entry.head[name.clone()].eq_ignore_ascii_case(b"accept-ranges"));
+            .any(|(name, _)| entry.head[name.clone()].eq_ignore_ascii_case(b"accept-ranges"))
+    {
+        super::allow_ranges(request);
+    }
     // The response's age (RFC 9111 section 5.1): how long ago it was stored or revalidated.
     let now = worker.clock.wall().unix_seconds;
     let age = now.saturating_sub(entry.header.date).max(0);
