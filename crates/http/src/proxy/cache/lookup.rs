@@ -89,6 +89,8 @@ pub(crate) struct CacheRequest {
     pub revalidate: bool,
     /// Where the cache's file work runs.
     pub io: FileIo,
+    /// When waiting for another request's fill ends (`proxy_cache_lock_timeout`).
+    lock_deadline: Option<Instant>,
 }
 
 impl CacheRequest {
@@ -151,6 +153,27 @@ fn zone_for(
     }
 }
 
+/// `proxy_cache_max_range_offset`: a range that starts at or beyond `offset` (a suffix
+/// range always does; any range with 0) goes upstream uncached. Only the first range of a
+/// list is looked at, as nginx does.
+fn range_beyond(range: &[u8], offset: u64) -> bool {
+    if offset == 0 {
+        return true;
+    }
+    let Some(spec) = range.strip_prefix(b"bytes=") else {
+        return false;
+    };
+    let spec = spec.trim_ascii_start();
+    if spec.starts_with(b"-") {
+        return true;
+    }
+    let digits = spec.iter().take_while(|b| b.is_ascii_digit()).count();
+    std::str::from_utf8(&spec[..digits])
+        .ok()
+        .and_then(|text| text.parse::<u64>().ok())
+        .is_some_and(|start| start >= offset)
+}
+
 /// Whether any of the predicates (`proxy_cache_bypass`, `proxy_no_cache`) is true: a value
 /// neither empty nor "0".
 pub(crate) fn any_true(
@@ -175,6 +198,13 @@ pub(crate) async fn lookup(
 ) -> Lookup {
     let settings = &location.settings.proxy_cache;
     if !settings.methods.allows(request.method_bytes()) {
+        return Lookup::Off;
+    }
+    if let Some(offset) = settings.max_range_offset
+        && request
+            .header(b"range")
+            .is_some_and(|range| range_beyond(range, offset))
+    {
         return Lookup::Off;
     }
     let zone_index = match zone_for(worker, info, request, settings) {
@@ -206,15 +236,16 @@ pub(crate) async fn lookup(
         stale: None,
         revalidate: false,
         io,
+        lock_deadline: None,
     };
     if any_true(worker, info, request, &settings.bypass) {
         request.upstream.cache_status = Some(status::BYPASS);
         cache.fill = start_filling(&cache.zone, &cache.key);
         return Lookup::Upstream(cache);
     }
-    // A waiter whose filler finished looks again, once: the entry is there now, or the
-    // waiter fills it itself.
-    for _ in 0..3 {
+    // A waiter whose filler finished, or aged past `proxy_cache_lock_age`, looks again:
+    // the entry is there now, or the waiter fills it itself.
+    for _ in 0..8 {
         match look(worker, info, request, settings, &mut cache).await {
             Look::Done(lookup) => return lookup,
             Look::Again => {}
@@ -261,15 +292,14 @@ async fn look(
         request.upstream.cache_status = Some(status::HIT);
         return Look::Done(Lookup::Error(snapshot.error));
     }
-    let may_exist = snapshot.exists || zone.cold();
-    if may_exist || u64::from(snapshot.uses) >= settings.min_uses {
-        if may_exist {
-            match open_entry(worker, info, request, cache).await {
-                Some(entry) => return found(worker, request, settings, cache, entry, now),
-                None => {}
-            }
-        }
-    } else {
+    // While the zone is cold (its directory not yet read), a key the index does not
+    // know may still be on disk.
+    if (snapshot.exists || zone.cold())
+        && let Some(entry) = open_entry(worker, info, request, cache).await
+    {
+        return found(worker, request, settings, cache, entry, now);
+    }
+    if u64::from(snapshot.uses) < settings.min_uses {
         // Not requested often enough yet: an ordinary upstream request, nothing stored.
         request.upstream.cache_status = Some(status::MISS);
         cache.store = false;
@@ -288,8 +318,10 @@ async fn look(
             request.upstream.cache_status = Some(status::MISS);
             Look::Done(Lookup::Upstream(take(cache)))
         }
-        Ok(FillStart::Wait(fill)) => match wait_for(&fill, settings.lock_timeout).await {
+        Ok(FillStart::Wait(fill)) => match wait_for(&fill, lock_wait_left(settings, cache)).await {
             Some(_) => Look::Again,
+            // The fill grew older than `proxy_cache_lock_age`: this request may take over.
+            None if Instant::now() < lock_deadline(settings, cache) => Look::Again,
             None => {
                 log(
                     worker,
@@ -369,7 +401,28 @@ fn take(cache: &mut CacheRequest) -> CacheRequest {
         stale: cache.stale.take(),
         revalidate: cache.revalidate,
         io: cache.io.clone(),
+        lock_deadline: cache.lock_deadline,
     }
+}
+
+/// When this request stops waiting for other fills (`proxy_cache_lock_timeout`).
+fn lock_deadline(settings: &ProxyCache, cache: &mut CacheRequest) -> Instant {
+    *cache
+        .lock_deadline
+        .get_or_insert_with(|| Instant::now() + settings.lock_timeout)
+}
+
+/// How long to wait for the running fill: until it ages past `proxy_cache_lock_age` or
+/// the lock times out, whichever comes first.
+fn lock_wait_left(settings: &ProxyCache, cache: &mut CacheRequest) -> Duration {
+    let deadline = lock_deadline(settings, cache);
+    let now = Instant::now();
+    let aged = cache
+        .zone
+        .peek(&cache.key.md5)
+        .and_then(|snapshot| snapshot.fill)
+        .map_or(now, |fill| fill.started() + settings.lock_age);
+    deadline.min(aged.max(now)).saturating_duration_since(now)
 }
 
 /// Waits until a fill ends, at most `timeout`: `None` on timeout.
