@@ -36,7 +36,7 @@ use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use tokio::sync::Notify;
 
@@ -170,8 +170,10 @@ pub enum Expired {
     Evicted(Option<Unlink>),
     /// The oldest entry expires after this long.
     NotYet(Duration),
-    /// No entry can be evicted.
+    /// The index has no entry.
     Nothing,
+    /// Every candidate is being filled or updated (they went to the LRU head).
+    Busy,
 }
 
 /// One key zone: the index, its counters and the unlink queue.
@@ -190,6 +192,7 @@ pub struct Zone {
     stamp: AtomicU64,
     next_id: AtomicU64,
     cold: AtomicBool,
+    created: SystemTime,
     unlinked: Notify,
     signal: Mutex<Signal>,
     wake: Condvar,
@@ -199,6 +202,7 @@ pub struct Zone {
 #[derive(Debug, Default)]
 pub(crate) struct Signal {
     pub(crate) unlinks: VecDeque<Unlink>,
+    pub(crate) stop: bool,
 }
 
 impl Zone {
@@ -227,6 +231,7 @@ impl Zone {
             stamp: AtomicU64::new(0),
             next_id: AtomicU64::new(1),
             cold: AtomicBool::new(true),
+            created: SystemTime::now(),
             unlinked: Notify::new(),
             signal: Mutex::new(Signal::default()),
             wake: Condvar::new(),
@@ -269,6 +274,11 @@ impl Zone {
     /// have a file on disk.
     pub fn cold(&self) -> bool {
         self.cold.load(Ordering::Relaxed)
+    }
+
+    /// When the zone was made: temp files older than this are left from an earlier run.
+    pub fn created(&self) -> SystemTime {
+        self.created
     }
 
     pub fn set_cold(&self, cold: bool) {
@@ -536,6 +546,24 @@ impl Zone {
         self.evict_oldest(None)
     }
 
+    /// Waits up to `timeout` for an unlink to be queued or a stop; true when stopping.
+    pub(crate) fn wait_for_work(&self, timeout: Duration) -> bool {
+        let signal = self.lock_signal();
+        if signal.stop || !signal.unlinks.is_empty() {
+            return signal.stop;
+        }
+        let (signal, _) = self
+            .wake
+            .wait_timeout(signal, timeout)
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        signal.stop
+    }
+
+    pub(crate) fn request_stop(&self, stop: bool) {
+        self.lock_signal().stop = stop;
+        self.wake.notify_all();
+    }
+
     /// The entry's state, without counting a use or moving it in the LRU.
     pub fn peek(&self, md5: &[u8; 16]) -> Option<Snapshot> {
         let shard = self.shard(md5);
@@ -651,7 +679,7 @@ impl Zone {
             }
             match self.evict_oldest(None) {
                 Expired::Evicted(unlink) => self.queue_unlink(unlink),
-                Expired::NotYet(_) | Expired::Nothing => return false,
+                Expired::NotYet(_) | Expired::Nothing | Expired::Busy => return false,
             }
         }
     }
@@ -719,7 +747,7 @@ impl Zone {
             self.set_watermark();
             match self.evict_oldest(None) {
                 Expired::Evicted(unlink) => self.queue_unlink(unlink),
-                Expired::NotYet(_) | Expired::Nothing => return Err(ZoneFull),
+                Expired::NotYet(_) | Expired::Nothing | Expired::Busy => return Err(ZoneFull),
             }
         }
         Err(ZoneFull)
@@ -770,7 +798,7 @@ impl Zone {
             shard.free_if_unused(slot);
             return Expired::Evicted(unlink);
         }
-        Expired::Nothing
+        Expired::Busy
     }
 
     /// Turns an existing entry's file into a tombstone; the unlink to queue, if any.
