@@ -16,6 +16,7 @@
 use std::fs::{DirEntry, Metadata};
 use std::io;
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::mpsc::{self, RecvTimeoutError};
@@ -249,9 +250,18 @@ fn visit(
     match zone.add_loaded(&md5, file, None, None, Instant::now()) {
         Ok(true) => report.added += 1,
         Ok(false) => report.known += 1,
-        Err(_) => delete(&path, log, report),
+        // A worker may have committed a new file under the name since the stat: only
+        // the file seen is deleted (a rename in the instant between the two calls is
+        // the one case left, as in nginx).
+        Err(_) if same_file(&path, &metadata) => delete(&path, log, report),
+        Err(_) => report.known += 1,
     }
     true
+}
+
+fn same_file(path: &Path, seen: &Metadata) -> bool {
+    std::fs::symlink_metadata(path)
+        .is_ok_and(|now| now.ino() == seen.ino() && now.dev() == seen.dev())
 }
 
 fn is_stale_temp(zone: &Zone, metadata: &Metadata) -> bool {

@@ -83,9 +83,9 @@ fn run(zone: &Zone, log: &dyn Fn(Level, String)) {
     let mut next_run = Instant::now();
     loop {
         drain_unlinks(zone, log);
-        let now = Instant::now();
-        if now >= next_run {
-            next_run = now + run_once(zone, log, &Instant::now);
+        if Instant::now() >= next_run {
+            let delay = run_once(zone, log, &Instant::now);
+            next_run = Instant::now() + delay;
         }
         let wait = next_run.saturating_duration_since(Instant::now());
         if zone.wait_for_work(wait) {
