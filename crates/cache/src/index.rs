@@ -177,7 +177,6 @@ pub enum Expired {
 }
 
 /// One key zone: the index, its counters and the unlink queue.
-#[derive(Debug)]
 pub struct Zone {
     params: ZoneParams,
     capacity: usize,
@@ -196,6 +195,19 @@ pub struct Zone {
     unlinked: Notify,
     signal: Mutex<Signal>,
     wake: Condvar,
+}
+
+impl std::fmt::Debug for Zone {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Zone")
+            .field("name", &self.params.name)
+            .field("root", &self.params.layout.root)
+            .field("count", &self.count())
+            .field("capacity", &self.capacity)
+            .field("size", &self.size())
+            .field("reserved", &self.reserved())
+            .finish_non_exhaustive()
+    }
 }
 
 /// What wakes the manager thread.
@@ -312,6 +324,9 @@ impl Zone {
                 node.uses = 0;
                 node.valid_sec = 0;
                 node.error = 0;
+                node.uniq = 0;
+                node.fs_size = 0;
+                node.body_start = 0;
                 shard.push_head(slot);
                 slot
             }

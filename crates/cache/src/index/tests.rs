@@ -655,3 +655,15 @@ fn threads_share_a_zone() {
     assert_eq!(tombstones, 0);
     zone.assert_consistent();
 }
+
+#[test]
+fn a_reused_tombstone_shows_no_old_file() {
+    let zone = zone_of(1);
+    let t0 = Instant::now();
+    store(&zone, 1, 100, 4096, t0);
+    zone.touch(&md5(2), t0).expect("room");
+    let snapshot = zone.touch(&md5(1), t0).expect("room");
+    assert!(!snapshot.exists);
+    assert_eq!((snapshot.uniq, snapshot.fs_size, snapshot.uses), (0, 0, 1));
+    assert!(format!("{zone:?}").contains("capacity: 1"));
+}
