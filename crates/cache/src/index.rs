@@ -477,6 +477,54 @@ impl Zone {
         Ok(true)
     }
 
+    /// Every live entry, oldest first, with the time left before it expires at `now`
+    /// (for the snapshot written at a graceful stop).
+    pub fn export(&self, now: Instant) -> Vec<SavedEntry> {
+        let mut entries = Vec::with_capacity(self.count());
+        for index in 0..SHARDS {
+            let shard = self.lock_shard(index);
+            let mut slot = shard.tail;
+            while slot != NIL {
+                let node = &shard.nodes[slot as usize];
+                entries.push((node.stamp, SavedEntry::of(node, now)));
+                slot = node.prev;
+            }
+        }
+        entries.sort_by_key(|(stamp, _)| *stamp);
+        entries.into_iter().map(|(_, entry)| entry).collect()
+    }
+
+    /// Puts back an entry of a snapshot (call in the snapshot's order, oldest first),
+    /// unless the key is already indexed. `Err` when the zone is full.
+    pub fn restore(&self, saved: &SavedEntry, now: Instant) -> Result<bool, ZoneFull> {
+        if self.shard(&saved.md5).find(&saved.md5).is_some() {
+            return Ok(false);
+        }
+        if !self.try_claim_slot() {
+            self.set_watermark();
+            return Err(ZoneFull);
+        }
+        let mut shard = self.shard(&saved.md5);
+        if shard.find(&saved.md5).is_some() {
+            self.count.fetch_sub(1, Ordering::Relaxed);
+            return Ok(false);
+        }
+        let mut node = Node::new(saved.md5, now + saved.expires_in);
+        node.exists = saved.exists;
+        node.uses = saved.uses;
+        node.valid_sec = saved.valid_sec;
+        node.error = saved.error;
+        node.body_start = saved.body_start;
+        if saved.exists {
+            node.uniq = saved.uniq;
+            node.fs_size = saved.fs_size;
+            self.size_bytes.fetch_add(saved.fs_size, Ordering::Relaxed);
+        }
+        node.stamp = self.next_stamp();
+        shard.insert(node);
+        Ok(true)
+    }
+
     /// Reserves `bytes` against the ceiling (`max_size + slack`), evicting LRU entries when
     /// it would be crossed; `None` when it still would (store nothing).
     pub fn reserve(self: &Arc<Self>, bytes: u64) -> Option<Reservation> {
@@ -898,6 +946,37 @@ pub struct CommitInfo {
     pub file: FileInfo,
     pub valid_sec: i64,
     pub body_start: u16,
+}
+
+/// One entry as a snapshot keeps it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SavedEntry {
+    pub md5: [u8; 16],
+    pub exists: bool,
+    pub uniq: u64,
+    pub fs_size: u64,
+    pub valid_sec: i64,
+    pub body_start: u16,
+    pub uses: u32,
+    pub error: u16,
+    /// Time left before `inactive` removes it.
+    pub expires_in: Duration,
+}
+
+impl SavedEntry {
+    fn of(node: &Node, now: Instant) -> SavedEntry {
+        SavedEntry {
+            md5: node.md5,
+            exists: node.exists,
+            uniq: if node.exists { node.uniq } else { 0 },
+            fs_size: if node.exists { node.fs_size } else { 0 },
+            valid_sec: node.valid_sec,
+            body_start: node.body_start,
+            uses: node.uses,
+            error: node.error,
+            expires_in: node.expire.saturating_duration_since(now),
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug)]

@@ -2,7 +2,8 @@
 //! version-5 entry format ([`format`]), the in-memory index of a zone ([`index`]) and the
 //! coordination of fills, updates and size reservations ([`fill`]), and the blocking file
 //! operations a pool thread runs for them ([`store`]), and the housekeeping threads of a
-//! cache path: the manager ([`manager`]) and the loader ([`loader`]).
+//! cache path: the manager ([`manager`]) and the loader ([`loader`]), which restores the
+//! index snapshot a clean stop wrote ([`persist`]).
 //!
 //! The `http` crate's cache module decides what is cached and serves it; this crate knows
 //! where entries live and how their files look.
@@ -12,6 +13,7 @@ pub mod format;
 pub mod index;
 pub mod loader;
 pub mod manager;
+pub mod persist;
 pub mod store;
 
 pub mod key;
@@ -21,7 +23,8 @@ mod test_dir;
 pub use fill::{Fill, FillGuard, FillState, Reservation, UpdateGuard};
 pub use format::{EntryHeader, FormatError, ReadError};
 pub use index::{
-    CommitInfo, Expired, FileInfo, FillStart, Snapshot, Unlink, Zone, ZoneFull, ZoneParams,
+    CommitInfo, Expired, FileInfo, FillStart, SavedEntry, Snapshot, Unlink, Zone, ZoneFull,
+    ZoneParams,
 };
 pub use key::{Key, Layout, Levels};
 pub use loader::{Loader, LoaderHandle};

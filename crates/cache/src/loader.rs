@@ -11,7 +11,9 @@
 //!
 //! Portico's differences: the walk starts at once rather than a minute after the start;
 //! dot-names are skipped (Portico's sidecar index lives in `PATH/.portico/`); temp files
-//! (`*.NNNNNNNNNN`) older than the zone are deleted, where nginx leaves them forever.
+//! (`*.NNNNNNNNNN`) older than the zone are deleted, where nginx leaves them forever; and
+//! when a clean stop left an index snapshot ([`crate::persist`]), it is used instead of the
+//! walk.
 
 use std::fs::{DirEntry, Metadata};
 use std::io;
@@ -29,6 +31,7 @@ use crate::format::HEADER_SIZE;
 use crate::index::Zone;
 use crate::key::{is_temp_name, parse_entry_name};
 use crate::manager::errno_text;
+use crate::persist::{self, SnapshotError};
 use crate::store;
 
 /// Starts loaders.
@@ -48,7 +51,7 @@ impl Loader {
                 Err(RecvTimeoutError::Timeout) => true,
                 Ok(()) | Err(RecvTimeoutError::Disconnected) => false,
             });
-            load(&zone, &log, &mut pace)
+            load_or_walk(&zone, &log, &mut pace)
         })?;
         Ok(LoaderHandle {
             stop: Some(stop),
@@ -107,6 +110,8 @@ pub struct LoadReport {
     pub sleeps: usize,
     /// The walk ran to its end (not stopped).
     pub complete: bool,
+    /// The index came from the snapshot of a clean stop; there was no walk.
+    pub from_snapshot: bool,
 }
 
 /// The loader's batch limits; `sleep` returns false when the walk must stop.
@@ -151,6 +156,41 @@ impl<'a> Pace<'a> {
         self.batch_start = Instant::now();
         go_on
     }
+}
+
+/// Restores the snapshot a clean stop left ([`persist`]), else walks the cache path.
+pub fn load_or_walk(zone: &Zone, log: &dyn Fn(Level, String), pace: &mut Pace<'_>) -> LoadReport {
+    let path = persist::snapshot_path(&zone.params().layout);
+    match persist::take_snapshot(zone, Instant::now()) {
+        Ok(restored) => {
+            zone.set_cold(false);
+            log(
+                Level::Notice,
+                format!(
+                    "cache \"{}\": {restored} entries from \"{}\"",
+                    zone.params().name,
+                    path.display()
+                ),
+            );
+            let root = &zone.params().layout.root;
+            log(Level::Notice, summary(root, zone.size(), zone.block_size()));
+            return LoadReport {
+                added: restored,
+                complete: true,
+                from_snapshot: true,
+                ..LoadReport::default()
+            };
+        }
+        Err(SnapshotError::Missing) => {}
+        Err(error) => log(
+            Level::Warn,
+            format!(
+                "cache index snapshot \"{}\" not used: {error}",
+                path.display()
+            ),
+        ),
+    }
+    load(zone, log, pace)
 }
 
 /// Walks the zone's cache path (see the module doc).

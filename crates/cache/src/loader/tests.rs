@@ -96,7 +96,8 @@ fn loads_nginx_files_and_deletes_junk() {
             known: 0,
             deleted: 3,
             sleeps: 0,
-            complete: true
+            complete: true,
+            from_snapshot: false,
         }
     );
     assert!(!zone.cold());
@@ -229,4 +230,77 @@ fn summary_prints_mebibytes_with_three_decimals() {
         summary(Path::new("/c"), 12_940_000, 512),
         "http file cache: /c 12.341M, bsize: 512"
     );
+}
+
+#[test]
+fn a_clean_snapshot_replaces_the_walk() {
+    let dir = TestDir::new("loader-snapshot");
+    copy_golden(dir.path());
+    let zone = Zone::with_block_size(params(&dir, 1 << 20), 4096);
+    let report = load(&zone, &|_, _| {}, &mut Pace::new(&zone, never_sleeps));
+    assert_eq!(report.added, 2);
+    crate::persist::write_snapshot(&zone, Instant::now()).expect("written");
+    drop(zone);
+    // A file the walk would delete shows that no walk ran.
+    let junk = put(dir.path(), "junk.txt", b"x");
+
+    let zone = Zone::with_block_size(params(&dir, 1 << 20), 4096);
+    let lines = Lines::default();
+    let report = load_or_walk(&zone, &lines.log(), &mut Pace::new(&zone, never_sleeps));
+    assert!(report.from_snapshot);
+    assert_eq!(report.added, 2);
+    assert!(!zone.cold());
+    assert!(junk.exists());
+    let snapshot = crate::persist::snapshot_path(&zone.params().layout);
+    assert_eq!(
+        lines.taken(),
+        vec![
+            (
+                Level::Notice,
+                format!("cache \"load\": 2 entries from \"{}\"", snapshot.display())
+            ),
+            (
+                Level::Notice,
+                format!(
+                    "http file cache: {} 0.008M, bsize: 4096",
+                    dir.path().display()
+                )
+            ),
+        ]
+    );
+
+    // Next start: the snapshot was used up, so the tree is walked.
+    let zone = Zone::with_block_size(params(&dir, 1 << 20), 4096);
+    let report = load_or_walk(&zone, &|_, _| {}, &mut Pace::new(&zone, never_sleeps));
+    assert!(!report.from_snapshot);
+    assert_eq!((report.added, report.deleted), (2, 1));
+}
+
+#[test]
+fn a_damaged_snapshot_is_reported_and_walked_past() {
+    let dir = TestDir::new("loader-bad-snapshot");
+    copy_golden(dir.path());
+    let zone = Zone::with_block_size(params(&dir, 1 << 20), 4096);
+    let snapshot = crate::persist::snapshot_path(&zone.params().layout);
+    put(
+        dir.path(),
+        ".portico/index.snap",
+        b"garbage, not a snapshot",
+    );
+    let lines = Lines::default();
+    let report = load_or_walk(&zone, &lines.log(), &mut Pace::new(&zone, never_sleeps));
+    assert!(!report.from_snapshot);
+    assert_eq!(report.added, 2);
+    let lines = lines.taken();
+    assert_eq!(
+        lines[0],
+        (
+            Level::Warn,
+            format!(
+                "cache index snapshot \"{}\" not used: too short",
+                snapshot.display()
+            )
+        )
+    );
+    assert!(!snapshot.exists());
 }
