@@ -36,7 +36,7 @@ use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use tokio::sync::Notify;
 
@@ -170,12 +170,13 @@ pub enum Expired {
     Evicted(Option<Unlink>),
     /// The oldest entry expires after this long.
     NotYet(Duration),
-    /// No entry can be evicted.
+    /// The index has no entry.
     Nothing,
+    /// Every candidate is being filled or updated (they went to the LRU head).
+    Busy,
 }
 
 /// One key zone: the index, its counters and the unlink queue.
-#[derive(Debug)]
 pub struct Zone {
     params: ZoneParams,
     capacity: usize,
@@ -190,15 +191,30 @@ pub struct Zone {
     stamp: AtomicU64,
     next_id: AtomicU64,
     cold: AtomicBool,
+    created: SystemTime,
     unlinked: Notify,
     signal: Mutex<Signal>,
     wake: Condvar,
+}
+
+impl std::fmt::Debug for Zone {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Zone")
+            .field("name", &self.params.name)
+            .field("root", &self.params.layout.root)
+            .field("count", &self.count())
+            .field("capacity", &self.capacity)
+            .field("size", &self.size())
+            .field("reserved", &self.reserved())
+            .finish_non_exhaustive()
+    }
 }
 
 /// What wakes the manager thread.
 #[derive(Debug, Default)]
 pub(crate) struct Signal {
     pub(crate) unlinks: VecDeque<Unlink>,
+    pub(crate) stop: bool,
 }
 
 impl Zone {
@@ -227,6 +243,7 @@ impl Zone {
             stamp: AtomicU64::new(0),
             next_id: AtomicU64::new(1),
             cold: AtomicBool::new(true),
+            created: SystemTime::now(),
             unlinked: Notify::new(),
             signal: Mutex::new(Signal::default()),
             wake: Condvar::new(),
@@ -271,6 +288,11 @@ impl Zone {
         self.cold.load(Ordering::Relaxed)
     }
 
+    /// When the zone was made: temp files older than this are left from an earlier run.
+    pub fn created(&self) -> SystemTime {
+        self.created
+    }
+
     pub fn set_cold(&self, cold: bool) {
         self.cold.store(cold, Ordering::Relaxed);
     }
@@ -302,6 +324,9 @@ impl Zone {
                 node.uses = 0;
                 node.valid_sec = 0;
                 node.error = 0;
+                node.uniq = 0;
+                node.fs_size = 0;
+                node.body_start = 0;
                 shard.push_head(slot);
                 slot
             }
@@ -452,6 +477,54 @@ impl Zone {
         Ok(true)
     }
 
+    /// Every live entry, oldest first, with the time left before it expires at `now`
+    /// (for the snapshot written at a graceful stop).
+    pub fn export(&self, now: Instant) -> Vec<SavedEntry> {
+        let mut entries = Vec::with_capacity(self.count());
+        for index in 0..SHARDS {
+            let shard = self.lock_shard(index);
+            let mut slot = shard.tail;
+            while slot != NIL {
+                let node = &shard.nodes[slot as usize];
+                entries.push((node.stamp, SavedEntry::of(node, now)));
+                slot = node.prev;
+            }
+        }
+        entries.sort_by_key(|(stamp, _)| *stamp);
+        entries.into_iter().map(|(_, entry)| entry).collect()
+    }
+
+    /// Puts back an entry of a snapshot (call in the snapshot's order, oldest first),
+    /// unless the key is already indexed. `Err` when the zone is full.
+    pub fn restore(&self, saved: &SavedEntry, now: Instant) -> Result<bool, ZoneFull> {
+        if self.shard(&saved.md5).find(&saved.md5).is_some() {
+            return Ok(false);
+        }
+        if !self.try_claim_slot() {
+            self.set_watermark();
+            return Err(ZoneFull);
+        }
+        let mut shard = self.shard(&saved.md5);
+        if shard.find(&saved.md5).is_some() {
+            self.count.fetch_sub(1, Ordering::Relaxed);
+            return Ok(false);
+        }
+        let mut node = Node::new(saved.md5, now + saved.expires_in);
+        node.exists = saved.exists;
+        node.uses = saved.uses;
+        node.valid_sec = saved.valid_sec;
+        node.error = saved.error;
+        node.body_start = saved.body_start;
+        if saved.exists {
+            node.uniq = saved.uniq;
+            node.fs_size = saved.fs_size;
+            self.size_bytes.fetch_add(saved.fs_size, Ordering::Relaxed);
+        }
+        node.stamp = self.next_stamp();
+        shard.insert(node);
+        Ok(true)
+    }
+
     /// Reserves `bytes` against the ceiling (`max_size + slack`), evicting LRU entries when
     /// it would be crossed; `None` when it still would (store nothing).
     pub fn reserve(self: &Arc<Self>, bytes: u64) -> Option<Reservation> {
@@ -534,6 +607,24 @@ impl Zone {
     /// that can go, whatever its expiry.
     pub fn forced_expire_step(&self) -> Expired {
         self.evict_oldest(None)
+    }
+
+    /// Waits up to `timeout` for an unlink to be queued or a stop; true when stopping.
+    pub(crate) fn wait_for_work(&self, timeout: Duration) -> bool {
+        let signal = self.lock_signal();
+        if signal.stop || !signal.unlinks.is_empty() {
+            return signal.stop;
+        }
+        let (signal, _) = self
+            .wake
+            .wait_timeout(signal, timeout)
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        signal.stop
+    }
+
+    pub(crate) fn request_stop(&self, stop: bool) {
+        self.lock_signal().stop = stop;
+        self.wake.notify_all();
     }
 
     /// The entry's state, without counting a use or moving it in the LRU.
@@ -651,7 +742,7 @@ impl Zone {
             }
             match self.evict_oldest(None) {
                 Expired::Evicted(unlink) => self.queue_unlink(unlink),
-                Expired::NotYet(_) | Expired::Nothing => return false,
+                Expired::NotYet(_) | Expired::Nothing | Expired::Busy => return false,
             }
         }
     }
@@ -719,7 +810,7 @@ impl Zone {
             self.set_watermark();
             match self.evict_oldest(None) {
                 Expired::Evicted(unlink) => self.queue_unlink(unlink),
-                Expired::NotYet(_) | Expired::Nothing => return Err(ZoneFull),
+                Expired::NotYet(_) | Expired::Nothing | Expired::Busy => return Err(ZoneFull),
             }
         }
         Err(ZoneFull)
@@ -770,7 +861,7 @@ impl Zone {
             shard.free_if_unused(slot);
             return Expired::Evicted(unlink);
         }
-        Expired::Nothing
+        Expired::Busy
     }
 
     /// Turns an existing entry's file into a tombstone; the unlink to queue, if any.
@@ -855,6 +946,37 @@ pub struct CommitInfo {
     pub file: FileInfo,
     pub valid_sec: i64,
     pub body_start: u16,
+}
+
+/// One entry as a snapshot keeps it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SavedEntry {
+    pub md5: [u8; 16],
+    pub exists: bool,
+    pub uniq: u64,
+    pub fs_size: u64,
+    pub valid_sec: i64,
+    pub body_start: u16,
+    pub uses: u32,
+    pub error: u16,
+    /// Time left before `inactive` removes it.
+    pub expires_in: Duration,
+}
+
+impl SavedEntry {
+    fn of(node: &Node, now: Instant) -> SavedEntry {
+        SavedEntry {
+            md5: node.md5,
+            exists: node.exists,
+            uniq: if node.exists { node.uniq } else { 0 },
+            fs_size: if node.exists { node.fs_size } else { 0 },
+            valid_sec: node.valid_sec,
+            body_start: node.body_start,
+            uses: node.uses,
+            error: node.error,
+            expires_in: node.expire.saturating_duration_since(now),
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug)]

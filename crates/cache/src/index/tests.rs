@@ -445,6 +445,7 @@ fn cold_until_told() {
 }
 
 /// The invariant of the module doc: an unlink queued for version N never removes N+1.
+/// Here the filler of N+1 claims the name before the manager looks at the unlink.
 #[test]
 fn an_unlink_of_version_n_never_removes_version_n_plus_1() {
     let zone = zone_of(1);
@@ -461,14 +462,29 @@ fn an_unlink_of_version_n_never_removes_version_n_plus_1() {
         }
     );
 
-    // Case 1: the new version claims the name first; the unlink is deferred, then stale.
-    store(&zone, 1, 101, 4096, t0);
+    zone.touch(&md5(1), t0).expect("room");
     let mut guard = filler(zone.start_fill(&md5(1), None, t0));
     assert!(guard.try_begin_rename());
-    assert_eq!(zone.begin_unlink(&old), None, "a stale unlink");
-    guard.commit(info(102, 4096));
-    assert_eq!(zone.begin_unlink(&old), None);
-    assert!(zone.peek(&md5(1)).expect("kept").exists);
+    assert_eq!(zone.begin_unlink(&old), None, "deferred while renaming");
+    guard.commit(info(101, 4096));
+    assert_eq!(
+        zone.begin_unlink(&old),
+        None,
+        "the rename replaced version 100"
+    );
+    assert_eq!(zone.next_unlink(), None, "nothing queued again");
+    let snapshot = zone.peek(&md5(1)).expect("kept");
+    assert!(snapshot.exists);
+    assert_eq!(snapshot.uniq, 101);
+
+    // Version 101 evicted in its turn: only an unlink of 101 may proceed.
+    zone.touch(&md5(3), t0).expect("room");
+    let newer = zone.next_unlink().expect("queued");
+    assert_eq!(newer.uniq, 101);
+    assert_eq!(zone.begin_unlink(&old), None, "stale");
+    assert!(zone.begin_unlink(&newer).is_some());
+    zone.end_unlink(&newer);
+    assert_eq!(zone.size(), 0);
     zone.assert_consistent();
 }
 
@@ -638,4 +654,16 @@ fn threads_share_a_zone() {
     let (_, _, tombstones) = zone.audit();
     assert_eq!(tombstones, 0);
     zone.assert_consistent();
+}
+
+#[test]
+fn a_reused_tombstone_shows_no_old_file() {
+    let zone = zone_of(1);
+    let t0 = Instant::now();
+    store(&zone, 1, 100, 4096, t0);
+    zone.touch(&md5(2), t0).expect("room");
+    let snapshot = zone.touch(&md5(1), t0).expect("room");
+    assert!(!snapshot.exists);
+    assert_eq!((snapshot.uniq, snapshot.fs_size, snapshot.uses), (0, 0, 1));
+    assert!(format!("{zone:?}").contains("capacity: 1"));
 }

@@ -1,0 +1,215 @@
+//! The cache manager thread of one cache path (`cache manager NAME`): it unlinks the files
+//! of evicted entries as soon as they are queued, and runs nginx's manager schedule.
+//!
+//! One run ([`run_once`]) does what nginx's cache manager does for a path:
+//! 1. the `inactive` walk: entries at the LRU tail whose expiry has passed are evicted and
+//!    their files unlinked, at most `manager_files` per run or until `manager_threshold`
+//!    has elapsed; it yields the time until the next expiry, capped at 10 s;
+//! 2. then, while the size is at least `max_size`, or the count at least the watermark, or
+//!    the free space at most `min_free`, one LRU entry is evicted at a time, stopping after
+//!    `manager_files` evictions (both steps count) or `manager_threshold` (next run after
+//!    `manager_sleep`), or when nothing can be evicted (next run after 10 s);
+//! 3. otherwise the next run is at the next expiry (at most 10 s away).
+//!
+//! The first run is at start. Between runs the thread sleeps on the zone's condition
+//! variable, so a queued unlink is handled at once.
+
+use std::io;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use logging::Level;
+
+use crate::index::{Expired, Unlink, Zone};
+use crate::store;
+
+/// The longest sleep between runs.
+const MAX_WAIT: Duration = Duration::from_secs(10);
+/// The wait after an `inactive` walk that found only busy entries.
+const BUSY_WAIT: Duration = Duration::from_secs(1);
+
+/// Starts managers.
+#[derive(Debug)]
+pub struct Manager;
+
+impl Manager {
+    /// Starts the manager thread of `zone`; `log` receives its error-log lines.
+    pub fn spawn(
+        zone: Arc<Zone>,
+        log: impl Fn(Level, String) + Send + 'static,
+    ) -> io::Result<ManagerHandle> {
+        zone.request_stop(false);
+        let thread_zone = Arc::clone(&zone);
+        let thread = std::thread::Builder::new()
+            .name(format!("cache manager {}", zone.params().name))
+            .spawn(move || run(&thread_zone, &log))?;
+        Ok(ManagerHandle {
+            zone,
+            thread: Some(thread),
+        })
+    }
+}
+
+/// The running manager; [`ManagerHandle::stop`] ends it.
+#[derive(Debug)]
+pub struct ManagerHandle {
+    zone: Arc<Zone>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl ManagerHandle {
+    /// Stops the thread after the unlinks already queued and waits for it.
+    pub fn stop(mut self) {
+        self.stop_and_join();
+    }
+
+    fn stop_and_join(&mut self) {
+        if let Some(thread) = self.thread.take() {
+            self.zone.request_stop(true);
+            // A panic in the manager was already reported by the panic hook.
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for ManagerHandle {
+    fn drop(&mut self) {
+        self.stop_and_join();
+    }
+}
+
+fn run(zone: &Zone, log: &dyn Fn(Level, String)) {
+    let mut next_run = Instant::now();
+    loop {
+        drain_unlinks(zone, log);
+        if Instant::now() >= next_run {
+            let delay = run_once(zone, log, &Instant::now);
+            next_run = Instant::now() + delay;
+        }
+        let wait = next_run.saturating_duration_since(Instant::now());
+        if zone.wait_for_work(wait) {
+            drain_unlinks(zone, log);
+            return;
+        }
+    }
+}
+
+/// Unlinks every queued file.
+pub fn drain_unlinks(zone: &Zone, log: &dyn Fn(Level, String)) {
+    while let Some(unlink) = zone.next_unlink() {
+        unlink_now(zone, &unlink, log);
+    }
+}
+
+/// One run of the schedule (see the module doc), timed by `clock`; returns the delay to
+/// the next run.
+pub fn run_once(zone: &Zone, log: &dyn Fn(Level, String), clock: &dyn Fn() -> Instant) -> Duration {
+    let params = zone.params();
+    let start = clock();
+    let mut files = 0;
+    let next = expire(zone, log, clock, start, &mut files);
+    if next.is_zero() {
+        return params.manager_sleep;
+    }
+    while over_limits(zone) {
+        match zone.forced_expire_step() {
+            Expired::Evicted(unlink) => {
+                if let Some(unlink) = unlink {
+                    unlink_now(zone, &unlink, log);
+                }
+            }
+            Expired::NotYet(_) | Expired::Nothing | Expired::Busy => return MAX_WAIT,
+        }
+        files += 1;
+        if files >= params.manager_files
+            || clock().saturating_duration_since(start) >= params.manager_threshold
+        {
+            return params.manager_sleep;
+        }
+    }
+    next
+}
+
+/// The `inactive` walk; zero when a batch limit stopped it.
+fn expire(
+    zone: &Zone,
+    log: &dyn Fn(Level, String),
+    clock: &dyn Fn() -> Instant,
+    start: Instant,
+    files: &mut usize,
+) -> Duration {
+    let params = zone.params();
+    loop {
+        match zone.expire_step(clock()) {
+            Expired::Evicted(unlink) => {
+                if let Some(unlink) = unlink {
+                    unlink_now(zone, &unlink, log);
+                }
+            }
+            Expired::NotYet(wait) => return wait.clamp(Duration::from_millis(1), MAX_WAIT),
+            Expired::Nothing => return MAX_WAIT,
+            Expired::Busy => return BUSY_WAIT,
+        }
+        *files += 1;
+        if *files >= params.manager_files
+            || clock().saturating_duration_since(start) >= params.manager_threshold
+        {
+            return Duration::ZERO;
+        }
+    }
+}
+
+fn over_limits(zone: &Zone) -> bool {
+    let params = zone.params();
+    if zone.size() >= params.max_size.unwrap_or(u64::MAX) || zone.count() >= zone.watermark() {
+        return true;
+    }
+    params
+        .min_free
+        .is_some_and(|min_free| free_space(zone).is_some_and(|free| free <= min_free))
+}
+
+/// Bytes available to unprivileged users on the cache path's file system.
+fn free_space(zone: &Zone) -> Option<u64> {
+    let stat = rustix::fs::statvfs(&zone.params().layout.root).ok()?;
+    let block = if stat.f_frsize > 0 {
+        stat.f_frsize
+    } else {
+        stat.f_bsize
+    };
+    Some(stat.f_bavail.saturating_mul(block))
+}
+
+/// Unlinks a file the zone says is due, then tells the zone.
+fn unlink_now(zone: &Zone, unlink: &Unlink, log: &dyn Fn(Level, String)) {
+    let Some(path) = zone.begin_unlink(unlink) else {
+        return;
+    };
+    if let Err(error) = store::unlink(&path)
+        && error.kind() != io::ErrorKind::NotFound
+    {
+        log(
+            Level::Crit,
+            format!(
+                "unlink() \"{}\" failed ({})",
+                path.display(),
+                errno_text(&error)
+            ),
+        );
+    }
+    zone.end_unlink(unlink);
+}
+
+/// `13: Permission denied`, as nginx prints a system error.
+pub(crate) fn errno_text(error: &io::Error) -> String {
+    let text = error.to_string();
+    let message = text.split(" (os error").next().unwrap_or(&text);
+    match error.raw_os_error() {
+        Some(errno) => format!("{errno}: {message}"),
+        None => message.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests;

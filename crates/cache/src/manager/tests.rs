@@ -1,0 +1,296 @@
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use super::*;
+use crate::index::ZoneParams;
+use crate::key::{Layout, Levels};
+use crate::test_dir::TestDir;
+
+const SECOND: Duration = Duration::from_secs(1);
+
+fn params(dir: &TestDir) -> ZoneParams {
+    let layout = Layout {
+        root: dir.path().to_path_buf(),
+        levels: Levels::parse("1:2").expect("levels"),
+    };
+    ZoneParams::new("one", layout, 16 * 1024)
+}
+
+fn md5(n: u32) -> [u8; 16] {
+    let mut md5 = [0u8; 16];
+    md5[..4].copy_from_slice(&n.to_le_bytes());
+    md5[8] = n as u8;
+    md5
+}
+
+/// Writes a file for `key` and indexes it as the loader would.
+fn add_file(zone: &Zone, key: u32, now: Instant) -> PathBuf {
+    let path = zone.params().layout.entry_path_of(&md5(key));
+    std::fs::create_dir_all(path.parent().expect("dir")).expect("mkdir");
+    std::fs::write(&path, [b'x'; 400]).expect("write");
+    let metadata = std::fs::metadata(&path).expect("stat");
+    let file = store::file_info(&metadata, zone.block_size());
+    assert_eq!(zone.add_loaded(&md5(key), file, None, None, now), Ok(true));
+    path
+}
+
+fn files_under(root: &Path) -> usize {
+    let mut count = 0;
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).expect("list") {
+            let entry = entry.expect("entry");
+            if entry.file_type().expect("type").is_dir() {
+                dirs.push(entry.path());
+            } else {
+                count += 1;
+            }
+        }
+    }
+    count
+}
+
+#[derive(Default)]
+struct Lines(Mutex<Vec<(Level, String)>>);
+
+impl Lines {
+    fn log(&self) -> impl Fn(Level, String) + '_ {
+        |level, line| self.0.lock().expect("lines").push((level, line))
+    }
+
+    fn taken(&self) -> Vec<(Level, String)> {
+        std::mem::take(&mut *self.0.lock().expect("lines"))
+    }
+}
+
+/// nginx's proxy_cache_manager.t: `max_size=0 manager_files=2 manager_sleep=5`, five
+/// entries added at 1 s: 3 left after the run at 10 s, 1 after the run at 15 s.
+#[test]
+fn the_worked_example_of_the_schedule() {
+    let dir = TestDir::new("manager-example");
+    let mut p = params(&dir);
+    p.max_size = Some(0);
+    p.manager_files = 2;
+    p.manager_sleep = 5 * SECOND;
+    let zone = Zone::with_block_size(p, 4096);
+    let lines = Lines::default();
+    let t0 = Instant::now();
+
+    assert_eq!(run_once(&zone, &lines.log(), &|| t0), 10 * SECOND, "empty");
+    for key in 0..5 {
+        add_file(&zone, key, t0 + SECOND);
+    }
+    assert_eq!(zone.size(), 5 * 4096);
+
+    let next = run_once(&zone, &lines.log(), &|| t0 + 10 * SECOND);
+    assert_eq!(next, 5 * SECOND);
+    assert_eq!(zone.count(), 3);
+    assert_eq!(files_under(dir.path()), 3);
+
+    let next = run_once(&zone, &lines.log(), &|| t0 + 15 * SECOND);
+    assert_eq!(next, 5 * SECOND);
+    assert_eq!(zone.count(), 1);
+    assert_eq!(files_under(dir.path()), 1);
+    assert_eq!(zone.size(), 4096);
+
+    // The oldest went first: key 4 is the one left.
+    assert!(zone.peek(&md5(4)).is_some_and(|s| s.exists));
+    assert_eq!(
+        run_once(&zone, &lines.log(), &|| t0 + 20 * SECOND),
+        10 * SECOND
+    );
+    assert_eq!(zone.count(), 0);
+    assert_eq!(files_under(dir.path()), 0);
+    assert!(lines.taken().is_empty());
+}
+
+#[test]
+fn inactive_entries_expire_in_batches() {
+    let dir = TestDir::new("manager-inactive");
+    let mut p = params(&dir);
+    p.inactive = 10 * SECOND;
+    p.manager_files = 2;
+    p.manager_sleep = Duration::from_millis(50);
+    let zone = Zone::with_block_size(p, 4096);
+    let lines = Lines::default();
+    let t0 = Instant::now();
+    for key in 0..3 {
+        add_file(&zone, key, t0);
+    }
+    add_file(&zone, 3, t0 + 4 * SECOND);
+
+    // Nothing expired: the next expiry is 10 s away (capped).
+    assert_eq!(run_once(&zone, &lines.log(), &|| t0 + SECOND), 9 * SECOND);
+    assert_eq!(zone.count(), 4);
+    // Two expired per batch, then the manager sleeps.
+    let next = run_once(&zone, &lines.log(), &|| t0 + 11 * SECOND);
+    assert_eq!(next, Duration::from_millis(50));
+    assert_eq!(zone.count(), 2);
+    let next = run_once(&zone, &lines.log(), &|| t0 + 11 * SECOND);
+    assert_eq!(next, 3 * SECOND, "the last one expires at 14 s");
+    assert_eq!(zone.count(), 1);
+    assert_eq!(files_under(dir.path()), 1);
+}
+
+#[test]
+fn the_count_is_trimmed_to_the_watermark() {
+    let dir = TestDir::new("manager-watermark");
+    let zone = Zone::with_block_size(params(&dir), 4096);
+    let lines = Lines::default();
+    let t0 = Instant::now();
+    for key in 0..65 {
+        zone.touch(&md5(key), t0).expect("room");
+    }
+    assert_eq!(zone.watermark(), 56);
+    assert_eq!(zone.count(), 64);
+    run_once(&zone, &lines.log(), &|| t0);
+    assert_eq!(zone.count(), 55);
+}
+
+#[test]
+fn min_free_evicts_while_space_is_short() {
+    let dir = TestDir::new("manager-min-free");
+    let mut p = params(&dir);
+    p.min_free = Some(u64::MAX);
+    let zone = Zone::with_block_size(p, 4096);
+    let lines = Lines::default();
+    let t0 = Instant::now();
+    for key in 0..3 {
+        add_file(&zone, key, t0);
+    }
+    assert_eq!(run_once(&zone, &lines.log(), &|| t0), 10 * SECOND);
+    assert_eq!(zone.count(), 0);
+    assert_eq!(files_under(dir.path()), 0);
+}
+
+#[test]
+fn a_failed_unlink_is_logged_at_crit() {
+    let dir = TestDir::new("manager-unlink");
+    let zone = Zone::with_block_size(params(&dir), 4096);
+    let lines = Lines::default();
+    let t0 = Instant::now();
+    let path = add_file(&zone, 1, t0);
+    // A directory under the entry's name cannot be unlinked.
+    std::fs::remove_file(&path).expect("rm");
+    std::fs::create_dir(&path).expect("mkdir");
+    assert!(zone.remove(&md5(1), zone.peek(&md5(1)).expect("indexed").uniq));
+    drain_unlinks(&zone, &lines.log());
+    let lines = lines.taken();
+    assert_eq!(lines.len(), 1);
+    assert_eq!(lines[0].0, Level::Crit);
+    assert_eq!(
+        lines[0].1,
+        format!(
+            "unlink() \"{}\" failed (21: Is a directory)",
+            path.display()
+        )
+    );
+    assert_eq!(zone.size(), 0, "the tombstone is gone either way");
+
+    // A file already gone is not an error.
+    let path = add_file(&zone, 2, t0);
+    std::fs::remove_file(&path).expect("rm");
+    let quiet = Lines::default();
+    assert!(zone.remove(&md5(2), zone.peek(&md5(2)).expect("indexed").uniq));
+    drain_unlinks(&zone, &quiet.log());
+    assert!(quiet.taken().is_empty());
+}
+
+/// Polls `done` for up to ten seconds.
+fn eventually(done: impl Fn() -> bool) -> bool {
+    for _ in 0..1000 {
+        if done() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    done()
+}
+
+#[test]
+fn the_thread_unlinks_promptly_and_stops() {
+    let dir = TestDir::new("manager-thread");
+    let zone = Zone::with_block_size(params(&dir), 4096);
+    let t0 = Instant::now();
+    let path = add_file(&zone, 1, t0);
+    let handle = Manager::spawn(Arc::clone(&zone), |_, _| {}).expect("spawn");
+    assert!(zone.remove(&md5(1), zone.peek(&md5(1)).expect("indexed").uniq));
+    assert!(eventually(|| !path.exists()), "unlinked by the manager");
+    assert!(eventually(|| zone.size() == 0));
+    handle.stop();
+    assert_eq!(Arc::strong_count(&zone), 1, "the thread let go of the zone");
+}
+
+#[test]
+fn the_thread_runs_the_schedule_from_the_start() {
+    let dir = TestDir::new("manager-thread-schedule");
+    let mut p = params(&dir);
+    p.max_size = Some(0);
+    p.manager_files = 2;
+    p.manager_sleep = Duration::from_millis(20);
+    let zone = Zone::with_block_size(p, 4096);
+    for key in 0..5 {
+        add_file(&zone, key, Instant::now());
+    }
+    let handle = Manager::spawn(Arc::clone(&zone), |_, _| {}).expect("spawn");
+    assert!(eventually(|| zone.count() == 0));
+    assert_eq!(files_under(dir.path()), 0);
+    handle.stop();
+}
+
+#[test]
+fn errno_text_is_nginx_shaped() {
+    let error = io::Error::from_raw_os_error(13);
+    assert_eq!(errno_text(&error), "13: Permission denied");
+}
+
+/// The unlink invariant with real files: whatever the order, version N+1 stays on disk.
+#[test]
+fn a_queued_unlink_never_removes_a_newer_file() {
+    use crate::index::{CommitInfo, FillStart};
+    use std::io::Write;
+
+    let dir = TestDir::new("manager-invariant");
+    let mut p = params(&dir);
+    p.keys_zone_size = 8192 + 128;
+    let zone = Zone::with_block_size(p, 4096);
+    let lines = Lines::default();
+    let t0 = Instant::now();
+    let key = md5(1);
+    let path = zone.params().layout.entry_path_of(&key);
+
+    let fill = |content: &[u8], drain_before_commit: bool| {
+        zone.touch(&key, t0).expect("room");
+        let Ok(FillStart::Filler(mut guard)) = zone.start_fill(&key, None, t0) else {
+            panic!("expected a filler");
+        };
+        let temp_name = format!("{}.0000000001", path.display());
+        let (mut file, temp) = store::create_temp(Path::new(&temp_name)).expect("temp");
+        file.write_all(content).expect("write");
+        assert!(guard.try_begin_rename());
+        if drain_before_commit {
+            // The manager runs between the claim and the rename.
+            drain_unlinks(&zone, &lines.log());
+        }
+        let file = store::commit(&file, &temp, &path, 4096).expect("commit");
+        guard.commit(CommitInfo {
+            file,
+            valid_sec: 0,
+            body_start: 0,
+        });
+    };
+
+    fill(b"version 1", false);
+    zone.touch(&md5(2), t0).expect("room"); // evicts version 1: unlink queued
+    fill(b"version 2", true);
+    drain_unlinks(&zone, &lines.log());
+    assert_eq!(std::fs::read(&path).expect("kept"), b"version 2");
+
+    zone.touch(&md5(3), t0).expect("room"); // evicts version 2
+    fill(b"version 3", false);
+    drain_unlinks(&zone, &lines.log());
+    assert_eq!(std::fs::read(&path).expect("kept"), b"version 3");
+    assert!(zone.peek(&key).expect("indexed").exists);
+    assert_eq!(zone.size(), 4096);
+    assert!(lines.taken().is_empty());
+}

@@ -1,0 +1,180 @@
+use super::*;
+use crate::index::{CommitInfo, Expired, FileInfo, FillStart, ZoneParams};
+use crate::test_dir::TestDir;
+
+const SECOND: Duration = Duration::from_secs(1);
+
+fn zone_in(dir: &TestDir) -> std::sync::Arc<Zone> {
+    let layout = Layout {
+        root: dir.path().to_path_buf(),
+        levels: Levels::parse("1:2").expect("levels"),
+    };
+    Zone::with_block_size(ZoneParams::new("snap", layout, 1 << 20), 4096)
+}
+
+fn md5(n: u8) -> [u8; 16] {
+    let mut md5 = [0u8; 16];
+    md5[0] = n;
+    md5[8] = n;
+    md5
+}
+
+fn entry(n: u8) -> SavedEntry {
+    SavedEntry {
+        md5: md5(n),
+        exists: n & 1 == 0,
+        uniq: u64::from(n) * 1000,
+        fs_size: 4096 * u64::from(n),
+        valid_sec: -5 + i64::from(n),
+        body_start: 400,
+        uses: 3,
+        error: if n & 1 == 0 { 0 } else { 502 },
+        expires_in: Duration::from_millis(1234 * u64::from(n)),
+    }
+}
+
+fn levels() -> Levels {
+    Levels::parse("1:2").expect("levels")
+}
+
+#[test]
+fn round_trip() {
+    let entries: Vec<SavedEntry> = (1..=5).map(entry).collect();
+    let bytes = encode(levels(), 4096, &entries);
+    assert_eq!(bytes.len(), HEADER_LEN + 5 * RECORD_LEN + CRC_LEN);
+    assert_eq!(decode(&bytes, levels(), 4096).expect("decoded"), entries);
+    assert_eq!(
+        decode(&encode(levels(), 512, &[]), levels(), 512).expect("empty"),
+        vec![]
+    );
+}
+
+fn unusable(result: Result<Vec<SavedEntry>, SnapshotError>) -> &'static str {
+    match result {
+        Err(SnapshotError::Unusable(why)) => why,
+        other => panic!("expected unusable, got {other:?}"),
+    }
+}
+
+/// Flips a byte and fixes the CRC, to reach the checks behind it.
+fn with_byte(bytes: &[u8], offset: usize, value: u8) -> Vec<u8> {
+    let mut bytes = bytes[..bytes.len() - CRC_LEN].to_vec();
+    bytes[offset] = value;
+    let crc = crc32fast::hash(&bytes);
+    bytes.extend_from_slice(&crc.to_le_bytes());
+    bytes
+}
+
+#[test]
+fn damaged_or_foreign_snapshots_are_not_used() {
+    let bytes = encode(levels(), 4096, &[entry(1), entry(2)]);
+    assert_eq!(unusable(decode(&bytes[..20], levels(), 4096)), "too short");
+    let mut flipped = bytes.clone();
+    flipped[HEADER_LEN + 3] ^= 1;
+    assert_eq!(
+        unusable(decode(&flipped, levels(), 4096)),
+        "checksum mismatch"
+    );
+    assert_eq!(
+        unusable(decode(&with_byte(&bytes, 0, b'X'), levels(), 4096)),
+        "not a version 1 snapshot"
+    );
+    assert_eq!(
+        unusable(decode(&with_byte(&bytes, 12, 0), levels(), 4096)),
+        "not written at a clean stop"
+    );
+    let other_levels = Levels::parse("2").expect("levels");
+    assert_eq!(
+        unusable(decode(&bytes, other_levels, 4096)),
+        "written for other levels"
+    );
+    assert_eq!(
+        unusable(decode(&bytes, levels(), 512)),
+        "written for another block size"
+    );
+    assert_eq!(
+        unusable(decode(&with_byte(&bytes, 32, 3), levels(), 4096)),
+        "entry count mismatch"
+    );
+}
+
+#[test]
+fn a_snapshot_brings_the_index_back_once() {
+    let dir = TestDir::new("snapshot");
+    let zone = zone_in(&dir);
+    let t0 = Instant::now();
+    for n in 1..=3 {
+        zone.touch(&md5(n), t0 + u32::from(n) * SECOND)
+            .expect("room");
+        let Ok(FillStart::Filler(mut guard)) = zone.start_fill(&md5(n), None, t0) else {
+            panic!("expected a filler");
+        };
+        assert!(guard.try_begin_rename());
+        guard.commit(CommitInfo {
+            file: FileInfo {
+                uniq: u64::from(n),
+                fs_size: 4096,
+            },
+            valid_sec: 77,
+            body_start: 300,
+        });
+    }
+    zone.touch(&md5(1), t0 + 4 * SECOND).expect("room");
+    zone.touch(&md5(9), t0 + 5 * SECOND).expect("room");
+    zone.set_error(&md5(9), 504, 99);
+    assert_eq!(write_snapshot(&zone, t0 + 10 * SECOND).expect("written"), 4);
+    let path = snapshot_path(&zone.params().layout);
+    assert!(path.exists());
+    drop(zone);
+
+    let later = t0 + 100 * SECOND;
+    let zone = zone_in(&dir);
+    assert_eq!(take_snapshot(&zone, later).expect("restored"), 4);
+    assert!(!path.exists(), "a snapshot is used once");
+    assert!(matches!(
+        take_snapshot(&zone, later),
+        Err(SnapshotError::Missing)
+    ));
+    assert_eq!(zone.count(), 4);
+    assert_eq!(zone.size(), 3 * 4096);
+    let first = zone.peek(&md5(1)).expect("restored");
+    assert!(first.exists);
+    assert_eq!(
+        (first.uniq, first.valid_sec, first.body_start, first.uses),
+        (1, 77, 300, 2)
+    );
+    let error = zone.peek(&md5(9)).expect("restored");
+    assert_eq!(
+        (error.error, error.valid_sec, error.exists),
+        (504, 99, false)
+    );
+
+    // Expiry: key 2 was last touched at 2 s, 8 s before the snapshot: 592 s remain.
+    assert_eq!(
+        zone.expire_step(later + 591 * SECOND),
+        Expired::NotYet(SECOND)
+    );
+    // The LRU order is kept: 2, 3, 1, 9.
+    let order: Vec<u64> = (0..3)
+        .map(|_| match zone.forced_expire_step() {
+            Expired::Evicted(Some(unlink)) => unlink.uniq,
+            other => panic!("expected an eviction, got {other:?}"),
+        })
+        .collect();
+    assert_eq!(order, vec![2, 3, 1]);
+    assert_eq!(zone.forced_expire_step(), Expired::Evicted(None));
+}
+
+#[test]
+fn workers_come_before_the_snapshot() {
+    let dir = TestDir::new("snapshot-workers");
+    let zone = zone_in(&dir);
+    let t0 = Instant::now();
+    zone.touch(&md5(1), t0).expect("room");
+    zone.set_error(&md5(1), 502, 1);
+    write_snapshot(&zone, t0).expect("written");
+    let zone = zone_in(&dir);
+    zone.touch(&md5(1), t0).expect("room");
+    assert_eq!(take_snapshot(&zone, t0).expect("read"), 0);
+    assert_eq!(zone.peek(&md5(1)).expect("indexed").error, 0);
+}
