@@ -6,15 +6,24 @@ use std::collections::HashMap;
 use std::os::unix::fs::DirBuilderExt;
 use std::sync::Arc;
 
+use cache::loader::{Loader, LoaderHandle};
+use cache::manager::{Manager, ManagerHandle};
 use cache::{Layout, Levels, Zone, ZoneParams};
 use http::proxy::cache::settings::CachePath;
+use logging::{ErrorLog, Level};
 
 use crate::config::UserSetting;
 
-/// The zones the master has started, by name.
+/// The zones the master has started, by name, with their manager and loader threads.
 #[derive(Default)]
 pub struct ZoneRegistry {
-    zones: HashMap<String, Arc<Zone>>,
+    zones: HashMap<String, Running>,
+}
+
+struct Running {
+    zone: Arc<Zone>,
+    manager: Option<ManagerHandle>,
+    loader: Option<LoaderHandle>,
 }
 
 impl ZoneRegistry {
@@ -25,11 +34,13 @@ impl ZoneRegistry {
         &mut self,
         paths: &[CachePath],
         user: Option<&UserSetting>,
+        error_log: &Arc<ErrorLog>,
     ) -> Result<Vec<Arc<Zone>>, String> {
         let mut zones = Vec::with_capacity(paths.len());
         for path in paths {
             let params = params_of(path);
-            if let Some(zone) = self.zones.get(&path.name) {
+            if let Some(running) = self.zones.get(&path.name) {
+                let zone = &running.zone;
                 let old = &zone.params().layout;
                 if old.root != params.layout.root {
                     return Err(format!(
@@ -50,10 +61,63 @@ impl ZoneRegistry {
             }
             create_directory(path, user)?;
             let zone = Zone::new(params);
-            self.zones.insert(path.name.clone(), Arc::clone(&zone));
+            let manager = Manager::spawn(Arc::clone(&zone), logger(error_log))
+                .map_err(|error| format!("cache manager could not start: {error}"))?;
+            let loader = Loader::spawn(Arc::clone(&zone), logger(error_log))
+                .map_err(|error| format!("cache loader could not start: {error}"))?;
+            self.zones.insert(
+                path.name.clone(),
+                Running {
+                    zone: Arc::clone(&zone),
+                    manager: Some(manager),
+                    loader: Some(loader),
+                },
+            );
             zones.push(zone);
         }
         Ok(zones)
+    }
+
+    /// At a stop: the threads end, and each zone's index is saved for the next start.
+    pub fn shutdown(&mut self, error_log: &ErrorLog) {
+        for (_, mut running) in self.zones.drain() {
+            if let Some(loader) = running.loader.take() {
+                loader.stop();
+            }
+            if let Some(manager) = running.manager.take() {
+                manager.stop();
+            }
+            if let Err(error) =
+                cache::persist::write_snapshot(&running.zone, std::time::Instant::now())
+            {
+                write_log(
+                    error_log,
+                    Level::Crit,
+                    &format!(
+                        "cache \"{}\" index could not be saved: {error}",
+                        running.zone.params().name
+                    ),
+                );
+            }
+        }
+    }
+}
+
+/// The error-log sink of a zone's threads.
+fn logger(error_log: &Arc<ErrorLog>) -> impl Fn(Level, String) + Send + 'static {
+    let error_log = Arc::clone(error_log);
+    move |level, text| write_log(&error_log, level, &text)
+}
+
+fn write_log(error_log: &ErrorLog, level: Level, text: &str) {
+    if error_log.enabled(level) {
+        error_log.write(
+            level,
+            &runtime::clock::wall_now(),
+            None,
+            format_args!("{text}"),
+            None,
+        );
     }
 }
 

@@ -76,7 +76,7 @@ pub fn start(
     };
     create_temp_paths(&http, config.user.as_ref())?;
     let cache_zones = cache_zones
-        .zones_for(&http.cache_paths, config.user.as_ref())
+        .zones_for(&http.cache_paths, config.user.as_ref(), &config.error_log)
         .map_err(StartError)?;
     let on_start = config.user.clone().map(drop_privileges_hook);
     // A lazily started pool's threads are spawned by a worker and would inherit its

@@ -475,6 +475,7 @@ impl Master {
             }
         }
         self.listeners.close_all();
+        self.cache_zones.shutdown(&self.error_log);
         pid_file::remove(&self.pid_path, self.pid);
         log(&self.error_log, Level::Notice, "exit");
         ExitCode::SUCCESS

@@ -15,6 +15,10 @@ use crate::client::Client as RequestClient;
 use crate::conf::{HttpConf, Location, LocationId};
 use crate::proxy::accel::accel_redirect;
 use crate::proxy::body::{BodyStart, Keepalive, Release, UpstreamBody};
+use crate::proxy::cache::lookup::{CacheRequest, Entry, Lookup, lookup, status as cache_status};
+use crate::proxy::cache::serve;
+use crate::proxy::cache::settings::UseStale;
+use crate::proxy::cache::store::CacheWriter;
 pub use crate::proxy::exchange::read_timed;
 use crate::proxy::exchange::{
     Answer, Client, OutBody, Outgoing, PeerChoice, PooledBuffer, ReceivedHead, take_buffer,
@@ -24,13 +28,9 @@ pub use crate::proxy::failure::errno_text;
 use crate::proxy::failure::{Failure, Side};
 use crate::proxy::next_upstream::{Next, Outcome, Policy, decide, status_counts_against_peer};
 use crate::proxy::pass::{ProxyPass, host_header, literal_address, parse_url};
-use crate::proxy::cache::lookup::{CacheRequest, Entry, Lookup, lookup, status as cache_status};
-use crate::proxy::cache::serve;
-use crate::proxy::cache::settings::UseStale;
-use crate::proxy::cache::store::CacheWriter;
 use crate::proxy::request::{CacheFields, HeadInput, is_idempotent, upstream_uri, write_head};
-use crate::proxy::settings::NextUpstream as NextUpstreamFlags;
 use crate::proxy::response::{self, RewriteInput, UpstreamFraming, UpstreamHead};
+use crate::proxy::settings::NextUpstream as NextUpstreamFlags;
 use crate::proxy::{IgnoreHeaders, Proxy};
 use crate::request::log;
 use crate::request::{ConnectionInfo, Request};
@@ -136,8 +136,16 @@ pub async fn proxy<'a>(
             let rewrite = rewrite_input(location, &target);
             let io = crate::file::cache::file_io(worker, client.info, request, location);
             let settings = &location.settings.proxy_cache;
-            let body =
-                serve::respond_from(worker, client.info, request, proxy, settings, entry, &rewrite, io);
+            let body = serve::respond_from(
+                worker,
+                client.info,
+                request,
+                proxy,
+                settings,
+                entry,
+                &rewrite,
+                io,
+            );
             return ProxyOutcome::Respond(body);
         }
         Lookup::Upstream(cache) => Some(cache),
@@ -376,7 +384,9 @@ impl<'a> Proxying<'a, '_> {
             now,
         );
         if let Some(fresh) = fresh {
-            cache.zone.set_error(&cache.key.md5, status, fresh.valid_sec);
+            cache
+                .zone
+                .set_error(&cache.key.md5, status, fresh.valid_sec);
         }
     }
 
@@ -403,7 +413,14 @@ impl<'a> Proxying<'a, '_> {
                 .fields
                 .iter()
                 .map(|(name, value)| (&buffer[name.clone()], &buffer[value.clone()]));
-            crate::proxy::cache::revalidated(&mut cache, &mut entry, settings, self.outgoing.proxy, fields, now);
+            crate::proxy::cache::revalidated(
+                &mut cache,
+                &mut entry,
+                settings,
+                self.outgoing.proxy,
+                fields,
+                now,
+            );
             request.upstream.cache_status = Some(cache_status::REVALIDATED);
             return Some(self.from_entry(info, request, entry, &cache.io));
         }
@@ -652,14 +669,27 @@ impl<'a> Proxying<'a, '_> {
         };
         let raw_head = &buffer[..head.len];
         match crate::proxy::cache::start_writer(
-            self.worker, request, self.location, &mut cache, fresh, raw_head, content_length, now,
+            self.worker,
+            request,
+            self.location,
+            &mut cache,
+            fresh,
+            raw_head,
+            content_length,
+            now,
         ) {
             Ok(writer) => {
                 request.response.disable_not_modified = false;
                 Some(Box::new(writer))
             }
             Err(failure) => {
-                log(self.worker, info, request, failure.level, format_args!("{}", failure.message));
+                log(
+                    self.worker,
+                    info,
+                    request,
+                    failure.level,
+                    format_args!("{}", failure.message),
+                );
                 None
             }
         }

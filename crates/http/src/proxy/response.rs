@@ -106,7 +106,11 @@ pub fn apply(
         (&b"date"[..], &mut request.response.date),
         (&b"server"[..], &mut request.response.server),
     ] {
-        if proxy.pass_header.iter().any(|pass| pass.eq_ignore_ascii_case(name)) {
+        if proxy
+            .pass_header
+            .iter()
+            .any(|pass| pass.eq_ignore_ascii_case(name))
+        {
             *slot = Some(Vec::new());
         }
     }

@@ -116,7 +116,12 @@ impl CacheRequest {
             return true;
         }
         let is_error = matches!(condition, UseStale::ERROR | UseStale::TIMEOUT);
-        is_error && now < entry.header.valid_sec.saturating_add(entry.header.error_sec)
+        is_error
+            && now
+                < entry
+                    .header
+                    .valid_sec
+                    .saturating_add(entry.header.error_sec)
     }
 }
 
@@ -367,8 +372,11 @@ fn found(
             Look::Done(Lookup::Upstream(take(cache)))
         }
         None => {
-            let within_swr =
-                now < entry.header.valid_sec.saturating_add(entry.header.updating_sec);
+            let within_swr = now
+                < entry
+                    .header
+                    .valid_sec
+                    .saturating_add(entry.header.updating_sec);
             if settings.use_stale.has(UseStale::UPDATING) || within_swr {
                 request.upstream.cache_status = Some(status::UPDATING);
                 return Look::Done(Lookup::Serve(entry));
@@ -454,8 +462,10 @@ async fn open_entry(
     let key = cache.key;
     let key_text = cache.key_text.clone();
     let owned = path.clone();
-    let opened = super::run_read(worker, &cache.io, &path, move || read_entry(&owned, &key, &key_text))
-        .await;
+    let opened = super::run_read(worker, &cache.io, &path, move || {
+        read_entry(&owned, &key, &key_text)
+    })
+    .await;
     match opened {
         Ok(Ok(entry)) => Some(entry),
         Ok(Err(EntryError::Missing)) => None,
@@ -474,7 +484,11 @@ async fn open_entry(
             None
         }
         Ok(Err(EntryError::Damaged(error, uniq))) => {
-            let level = if error.is_crit() { Level::Crit } else { Level::Info };
+            let level = if error.is_crit() {
+                Level::Crit
+            } else {
+                Level::Info
+            };
             log(
                 worker,
                 info,
@@ -497,7 +511,13 @@ async fn open_entry(
             None
         }
         Err(error) => {
-            log(worker, info, request, error.level, format_args!("{}", error.message));
+            log(
+                worker,
+                info,
+                request,
+                error.level,
+                format_args!("{}", error.message),
+            );
             None
         }
     }

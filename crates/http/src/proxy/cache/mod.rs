@@ -6,8 +6,8 @@ pub mod directives;
 pub mod freshness;
 pub(crate) mod lookup;
 pub(crate) mod serve;
-pub(crate) mod store;
 pub mod settings;
+pub(crate) mod store;
 
 use conf::ConfError;
 

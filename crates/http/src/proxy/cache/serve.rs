@@ -28,7 +28,9 @@ pub(crate) fn respond_from<'a>(
     let Ok(Some(head)) = response::parse(&entry.head) else {
         return Body::Empty;
     };
-    request.upstream.keep_head(&entry.head, head.len, &head.fields);
+    request
+        .upstream
+        .keep_head(&entry.head, head.len, &head.fields);
     response::apply(worker, info, request, proxy, &head, &entry.head, rewrite);
     let len = entry.body_len();
     request.response.content_length = Some(len);

@@ -69,12 +69,11 @@ impl CacheWriter {
     /// format, no room under the cache's size limits).
     pub fn start(start: StoreStart<'_>) -> Result<CacheWriter, StoreFailure> {
         let header_start = format::header_start_for(start.key_text.len());
-        let body_start = u16::try_from(header_start + start.raw_head.len()).map_err(|_| {
-            StoreFailure {
+        let body_start =
+            u16::try_from(header_start + start.raw_head.len()).map_err(|_| StoreFailure {
                 level: Level::Error,
                 message: "cache entry head is too long".to_owned(),
-            }
-        })?;
+            })?;
         let header = EntryHeader {
             valid_sec: start.fresh.valid_sec,
             updating_sec: start.fresh.updating_sec,
@@ -196,7 +195,10 @@ impl CacheWriter {
 
     /// The body ended where its framing said: the entry goes into place.
     pub async fn finish(mut self) -> Result<(), StoreFailure> {
-        if self.expected.is_some_and(|expected| expected != self.body_bytes) {
+        if self
+            .expected
+            .is_some_and(|expected| expected != self.body_bytes)
+        {
             return Err(StoreFailure {
                 level: Level::Info,
                 message: "cache entry not stored: body length mismatch".to_owned(),
