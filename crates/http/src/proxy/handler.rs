@@ -15,10 +15,13 @@ use crate::client::Client as RequestClient;
 use crate::conf::{HttpConf, Location, LocationId};
 use crate::proxy::accel::accel_redirect;
 use crate::proxy::body::{BodyStart, Keepalive, Release, UpstreamBody};
-use crate::proxy::cache::lookup::{CacheRequest, Entry, Lookup, lookup, status as cache_status};
+use crate::proxy::cache::lookup::{CacheRequest, Lookup, lookup};
 use crate::proxy::cache::serve;
 use crate::proxy::cache::settings::UseStale;
-use crate::proxy::cache::store::CacheWriter;
+mod caching;
+
+use caching::stale_condition;
+
 pub use crate::proxy::exchange::read_timed;
 use crate::proxy::exchange::{
     Answer, Client, OutBody, Outgoing, PeerChoice, PooledBuffer, ReceivedHead, take_buffer,
@@ -30,7 +33,6 @@ use crate::proxy::next_upstream::{Next, Outcome, Policy, decide, status_counts_a
 use crate::proxy::pass::{ProxyPass, host_header, literal_address, parse_url};
 use crate::proxy::request::{CacheFields, HeadInput, is_idempotent, upstream_uri, write_head};
 use crate::proxy::response::{self, RewriteInput, UpstreamFraming, UpstreamHead};
-use crate::proxy::settings::NextUpstream as NextUpstreamFlags;
 use crate::proxy::{IgnoreHeaders, Proxy};
 use crate::request::log;
 use crate::request::{ConnectionInfo, Request};
@@ -304,133 +306,6 @@ impl<'a> Proxying<'a, '_> {
         ProxyOutcome::Finalize(502)
     }
 
-    /// The stale entry answers for a failed refresh when `proxy_cache_use_stale` (or its
-    /// `stale-if-error`) allows it for `condition`.
-    fn stale_answer(
-        &self,
-        info: &ConnectionInfo,
-        request: &mut Request<'a>,
-        condition: u16,
-    ) -> Option<ProxyOutcome<'a>> {
-        let settings = &self.location.settings.proxy_cache;
-        let now = self.worker.clock.wall().unix_seconds;
-        let mut slot = self.cache.borrow_mut();
-        if !slot
-            .as_ref()
-            .is_some_and(|cache| cache.stale_allowed(settings, condition, now))
-        {
-            return None;
-        }
-        let mut cache = slot.take()?;
-        let entry = cache.stale.take()?;
-        request.upstream.cache_status = Some(cache_status::STALE);
-        Some(self.from_entry(info, request, entry, &cache.io))
-    }
-
-    /// A response from a stored entry.
-    fn from_entry(
-        &self,
-        info: &ConnectionInfo,
-        request: &mut Request<'a>,
-        entry: Entry,
-        io: &crate::file::io::FileIo,
-    ) -> ProxyOutcome<'a> {
-        let rewrite = rewrite_input(self.location, &self.target);
-        let settings = &self.location.settings.proxy_cache;
-        let body = serve::respond_from(
-            self.worker,
-            info,
-            request,
-            self.outgoing.proxy,
-            settings,
-            entry,
-            &rewrite,
-            io.clone(),
-        );
-        ProxyOutcome::Respond(body)
-    }
-
-    /// An error status the cache keeps in its index alone (no file), as nginx does for an
-    /// intercepted error or a 502/504 it made, when the fields or `proxy_cache_valid` give
-    /// it a time.
-    fn cache_error(
-        &self,
-        info: &ConnectionInfo,
-        request: &Request<'a>,
-        status: u16,
-        head: Option<(&UpstreamHead, &[u8])>,
-    ) {
-        let Some(cache) = self.cache.borrow_mut().take() else {
-            return;
-        };
-        if !cache.store {
-            return;
-        }
-        let settings = &self.location.settings.proxy_cache;
-        let now = self.worker.clock.wall().unix_seconds;
-        let fields = head.into_iter().flat_map(|(head, buffer)| {
-            head.fields
-                .iter()
-                .map(move |(name, value)| (&buffer[name.clone()], &buffer[value.clone()]))
-        });
-        let fresh = crate::proxy::cache::judge_response(
-            self.worker,
-            info,
-            request,
-            self.outgoing.proxy,
-            settings,
-            status,
-            fields,
-            now,
-        );
-        if let Some(fresh) = fresh {
-            cache
-                .zone
-                .set_error(&cache.key.md5, status, fresh.valid_sec);
-        }
-    }
-
-    /// What the cache makes of a response head: a 304 to a revalidation (REVALIDATED), a
-    /// status the stale entry may stand in for (STALE); `None` to go on with it.
-    fn cache_answer(
-        &self,
-        info: &ConnectionInfo,
-        request: &mut Request<'a>,
-        head: &UpstreamHead,
-        buffer: &[u8],
-    ) -> Option<ProxyOutcome<'a>> {
-        let settings = &self.location.settings.proxy_cache;
-        let now = self.worker.clock.wall().unix_seconds;
-        let revalidated = {
-            let slot = self.cache.borrow();
-            let cache = slot.as_ref()?;
-            cache.revalidate && cache.stale.is_some() && head.status == 304
-        };
-        if revalidated {
-            let mut cache = self.cache.borrow_mut().take()?;
-            let mut entry = cache.stale.take()?;
-            let fields = head
-                .fields
-                .iter()
-                .map(|(name, value)| (&buffer[name.clone()], &buffer[value.clone()]));
-            crate::proxy::cache::revalidated(
-                &mut cache,
-                &mut entry,
-                settings,
-                self.outgoing.proxy,
-                fields,
-                now,
-            );
-            request.upstream.cache_status = Some(cache_status::REVALIDATED);
-            return Some(self.from_entry(info, request, entry, &cache.io));
-        }
-        let condition = UseStale::for_status(head.status)?;
-        if !settings.use_stale.has(condition) {
-            return None;
-        }
-        self.stale_answer(info, request, condition)
-    }
-
     /// A failed try: its `$upstream_*` entry, the log line, the server's failure count.
     fn fail(
         &self,
@@ -606,102 +481,6 @@ impl<'a> Proxying<'a, '_> {
             cache: writer,
         });
         ProxyOutcome::Respond(Body::Upstream(Box::new(body)))
-    }
-
-    /// Whether the response is stored, and its writer if it is: nginx's cacheability (the
-    /// fields, `proxy_cache_valid`, `proxy_no_cache`, buffering), then room in the cache.
-    fn cache_writer(
-        &self,
-        info: &ConnectionInfo,
-        request: &mut Request<'a>,
-        head: &UpstreamHead,
-        buffer: &[u8],
-        framing: UpstreamFraming,
-    ) -> Option<Box<CacheWriter>> {
-        // Unless it is stored, the response passes through the not-modified filter as the
-        // upstream sent it.
-        request.response.disable_not_modified = true;
-        let mut cache = self.cache.borrow_mut().take()?;
-        let proxy = self.outgoing.proxy;
-        let settings = &self.location.settings.proxy_cache;
-        if !cache.store {
-            return None;
-        }
-        let now = self.worker.clock.wall().unix_seconds;
-        let fields = || {
-            head.fields
-                .iter()
-                .map(|(name, value)| (&buffer[name.clone()], &buffer[value.clone()]))
-        };
-        let verdict = crate::proxy::cache::judge_response(
-            self.worker,
-            info,
-            request,
-            proxy,
-            settings,
-            head.status,
-            fields(),
-            now,
-        );
-        let fresh = match verdict {
-            Some(fresh) => fresh,
-            None => {
-                if let Some(fill) = cache.fill.take() {
-                    fill.not_cacheable();
-                }
-                return None;
-            }
-        };
-        let buffering_off = !proxy.ignore_headers.has(IgnoreHeaders::X_ACCEL_BUFFERING)
-            && fields().any(|(name, value)| {
-                name.eq_ignore_ascii_case(b"x-accel-buffering") && value.eq_ignore_ascii_case(b"no")
-            });
-        if !proxy.buffering || buffering_off || head.status == 101 {
-            if let Some(fill) = cache.fill.take() {
-                fill.not_cacheable();
-            }
-            return None;
-        }
-        let content_length = match framing {
-            UpstreamFraming::Length(length) => Some(length),
-            UpstreamFraming::None => Some(0),
-            _ => None,
-        };
-        let raw_head = &buffer[..head.len];
-        match crate::proxy::cache::start_writer(
-            self.worker,
-            request,
-            self.location,
-            &mut cache,
-            fresh,
-            raw_head,
-            content_length,
-            now,
-        ) {
-            Ok(writer) => {
-                request.response.disable_not_modified = false;
-                Some(Box::new(writer))
-            }
-            Err(failure) => {
-                log(
-                    self.worker,
-                    info,
-                    request,
-                    failure.level,
-                    format_args!("{}", failure.message),
-                );
-                None
-            }
-        }
-    }
-}
-
-/// The `proxy_cache_use_stale` condition of a failed try.
-fn stale_condition(failure: &Failure) -> u16 {
-    match failure.condition() {
-        Some(NextUpstreamFlags::TIMEOUT) => UseStale::TIMEOUT,
-        Some(NextUpstreamFlags::INVALID_HEADER) => UseStale::INVALID_HEADER,
-        _ => UseStale::ERROR,
     }
 }
 

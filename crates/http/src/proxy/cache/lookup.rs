@@ -252,7 +252,7 @@ pub(crate) async fn lookup(
     // the entry is there now, or the waiter fills it itself.
     for _ in 0..8 {
         match look(worker, info, request, settings, &mut cache).await {
-            Look::Done(lookup) => return lookup,
+            Look::Done(lookup) => return *lookup,
             Look::Again => {}
         }
     }
@@ -262,7 +262,7 @@ pub(crate) async fn lookup(
 }
 
 enum Look {
-    Done(Lookup),
+    Done(Box<Lookup>),
     Again,
 }
 
@@ -290,12 +290,12 @@ async fn look(
             );
             request.upstream.cache_status = Some(status::MISS);
             cache.store = false;
-            return Look::Done(Lookup::Upstream(take(cache)));
+            return Look::Done(Box::new(Lookup::Upstream(take(cache))));
         }
     };
     if snapshot.error != 0 && snapshot.valid_sec > now {
         request.upstream.cache_status = Some(status::HIT);
-        return Look::Done(Lookup::Error(snapshot.error));
+        return Look::Done(Box::new(Lookup::Error(snapshot.error)));
     }
     // While the zone is cold (its directory not yet read), a key the index does not
     // know may still be on disk.
@@ -308,7 +308,7 @@ async fn look(
         // Not requested often enough yet: an ordinary upstream request, nothing stored.
         request.upstream.cache_status = Some(status::MISS);
         cache.store = false;
-        return Look::Done(Lookup::Upstream(take(cache)));
+        return Look::Done(Box::new(Lookup::Upstream(take(cache))));
     }
     // A miss that may be stored: one request fills, others wait for it with the lock.
     let lock_age = settings.lock.then_some(settings.lock_age);
@@ -316,12 +316,12 @@ async fn look(
         Err(_) => {
             request.upstream.cache_status = Some(status::MISS);
             cache.store = false;
-            Look::Done(Lookup::Upstream(take(cache)))
+            Look::Done(Box::new(Lookup::Upstream(take(cache))))
         }
         Ok(FillStart::Filler(guard)) => {
             cache.fill = Some(guard);
             request.upstream.cache_status = Some(status::MISS);
-            Look::Done(Lookup::Upstream(take(cache)))
+            Look::Done(Box::new(Lookup::Upstream(take(cache))))
         }
         Ok(FillStart::Wait(fill)) => match wait_for(&fill, lock_wait_left(settings, cache)).await {
             Some(_) => Look::Again,
@@ -337,7 +337,7 @@ async fn look(
                 );
                 request.upstream.cache_status = Some(status::MISS);
                 cache.store = false;
-                Look::Done(Lookup::Upstream(take(cache)))
+                Look::Done(Box::new(Lookup::Upstream(take(cache))))
             }
         },
     }
@@ -356,7 +356,7 @@ fn found(
     let _ = worker;
     if entry.header.valid_sec > now {
         request.upstream.cache_status = Some(status::HIT);
-        return Look::Done(Lookup::Serve(entry));
+        return Look::Done(Box::new(Lookup::Serve(entry)));
     }
     let backstop = settings.lock_age.max(Duration::from_secs(60));
     match cache
@@ -369,7 +369,7 @@ fn found(
             cache.stale = Some(entry);
             cache.fill = start_filling(&cache.zone, &cache.key);
             request.upstream.cache_status = Some(status::EXPIRED);
-            Look::Done(Lookup::Upstream(take(cache)))
+            Look::Done(Box::new(Lookup::Upstream(take(cache))))
         }
         None => {
             let within_swr = now
@@ -379,12 +379,12 @@ fn found(
                     .saturating_add(entry.header.updating_sec);
             if settings.use_stale.has(UseStale::UPDATING) || within_swr {
                 request.upstream.cache_status = Some(status::UPDATING);
-                return Look::Done(Lookup::Serve(entry));
+                return Look::Done(Box::new(Lookup::Serve(entry)));
             }
             cache.stale = Some(entry);
             cache.fill = start_filling(&cache.zone, &cache.key);
             request.upstream.cache_status = Some(status::EXPIRED);
-            Look::Done(Lookup::Upstream(take(cache)))
+            Look::Done(Box::new(Lookup::Upstream(take(cache))))
         }
     }
 }
@@ -438,7 +438,7 @@ async fn wait_for(fill: &cache::Fill, timeout: Duration) -> Option<FillState> {
     let mut states = fill.subscribe();
     let wait = async {
         loop {
-            let state = states.borrow_and_update().clone();
+            let state = *states.borrow_and_update();
             if !matches!(state, FillState::Pending | FillState::Streaming { .. }) {
                 return state;
             }
@@ -533,28 +533,17 @@ enum EntryError {
 /// The blocking part of opening an entry: open, fstat, read the header, key and head.
 fn read_entry(path: &std::path::Path, key: &Key, key_text: &[u8]) -> Result<Entry, EntryError> {
     use std::os::unix::fs::{FileExt, MetadataExt};
-    let file = match File::open(path) {
-        Ok(file) => file,
+    let (file, metadata) = match cache::store::open_entry(path) {
+        Ok(opened) => opened,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
             return Err(EntryError::Missing);
         }
         Err(error) => return Err(EntryError::Io(error)),
     };
-    let metadata = file.metadata().map_err(EntryError::Io)?;
     let size = metadata.len();
     let uniq = metadata.ino();
     let want = usize::try_from(size.min(16 * 1024)).unwrap_or(16 * 1024);
-    let mut buffer = vec![0u8; want];
-    let mut filled = 0;
-    while filled < want {
-        match file.read_at(&mut buffer[filled..], filled as u64) {
-            Ok(0) => break,
-            Ok(read) => filled += read,
-            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(error) => return Err(EntryError::Io(error)),
-        }
-    }
-    buffer.truncate(filled);
+    let mut buffer = cache::store::read_head(&file, want).map_err(EntryError::Io)?;
     let header = format::check(&buffer, key, key_text, size)
         .map_err(|error| EntryError::Damaged(error, uniq))?;
     let head_start = usize::from(header.header_start);

@@ -265,7 +265,7 @@ impl Drop for CacheWriter {
         if self.file.is_some() && !self.temp.as_os_str().is_empty() {
             let path = std::mem::take(&mut self.temp);
             let _ = self.pool.submit(move || {
-                let _ = std::fs::remove_file(&path);
+                let _ = cache::store::unlink(&path);
             });
         }
     }
