@@ -53,6 +53,9 @@ const ZONE_OVERHEAD: u64 = 8192;
 const BYTES_PER_KEY: u64 = 128;
 const DEFAULT_BLOCK_SIZE: u64 = 4096;
 const MIN_SLACK: u64 = 64 * 1024 * 1024;
+/// The free space a store must leave when `min_free` is not set.
+const DEFAULT_FREE_FLOOR: u64 = 16 * 1024 * 1024;
+const UNKNOWN_FREE: u64 = u64::MAX;
 
 /// A cache path's parameters (`proxy_cache_path`), already parsed and defaulted.
 #[derive(Clone, Debug)]
@@ -188,6 +191,8 @@ pub struct Zone {
     size_bytes: AtomicU64,
     tombstone_bytes: AtomicU64,
     reserved_bytes: AtomicU64,
+    /// Free space of the cache path's file system, as the manager last saw it.
+    free_bytes: AtomicU64,
     stamp: AtomicU64,
     next_id: AtomicU64,
     cold: AtomicBool,
@@ -240,6 +245,7 @@ impl Zone {
             size_bytes: AtomicU64::new(0),
             tombstone_bytes: AtomicU64::new(0),
             reserved_bytes: AtomicU64::new(0),
+            free_bytes: AtomicU64::new(UNKNOWN_FREE),
             stamp: AtomicU64::new(0),
             next_id: AtomicU64::new(1),
             cold: AtomicBool::new(true),
@@ -275,6 +281,18 @@ impl Zone {
     /// Bytes reserved by running fills.
     pub fn reserved(&self) -> u64 {
         self.reserved_bytes.load(Ordering::Relaxed)
+    }
+
+    /// Bytes free on the cache path's file system when the manager last looked.
+    pub fn free_space(&self) -> Option<u64> {
+        let free = self.free_bytes.load(Ordering::Relaxed);
+        (free != UNKNOWN_FREE).then_some(free)
+    }
+
+    /// Records the free space (the manager calls this at least once a second).
+    pub fn set_free_space(&self, bytes: u64) {
+        self.free_bytes
+            .store(bytes.min(UNKNOWN_FREE - 1), Ordering::Relaxed);
     }
 
     /// `usize::MAX` until the zone was once full.
@@ -526,7 +544,9 @@ impl Zone {
     }
 
     /// Reserves `bytes` against the ceiling (`max_size + slack`), evicting LRU entries when
-    /// it would be crossed; `None` when it still would (store nothing).
+    /// it would be crossed; `None` when it still would, or when the reserved bytes would
+    /// leave less than `min_free / 2` (16 MiB without `min_free`) free on the file system:
+    /// store nothing.
     pub fn reserve(self: &Arc<Self>, bytes: u64) -> Option<Reservation> {
         if !self.reserve_bytes(bytes) {
             return None;
@@ -716,24 +736,20 @@ impl Zone {
     }
 
     pub(crate) fn reserve_bytes(&self, bytes: u64) -> bool {
-        let Some(ceiling) = self.ceiling else {
-            self.reserved_bytes.fetch_add(bytes, Ordering::Relaxed);
-            return true;
-        };
+        let ceiling = self.ceiling.unwrap_or(u64::MAX);
         loop {
             let used = self
                 .size()
                 .saturating_sub(self.tombstone_bytes.load(Ordering::Relaxed));
             let reserved = self.reserved_bytes.load(Ordering::Relaxed);
-            if used.saturating_add(reserved).saturating_add(bytes) <= ceiling {
+            let wanted = reserved.saturating_add(bytes);
+            if !self.leaves_free_space(wanted) {
+                return false;
+            }
+            if used.saturating_add(wanted) <= ceiling {
                 if self
                     .reserved_bytes
-                    .compare_exchange(
-                        reserved,
-                        reserved + bytes,
-                        Ordering::Relaxed,
-                        Ordering::Relaxed,
-                    )
+                    .compare_exchange(reserved, wanted, Ordering::Relaxed, Ordering::Relaxed)
                     .is_ok()
                 {
                     return true;
@@ -745,6 +761,20 @@ impl Zone {
                 Expired::NotYet(_) | Expired::Nothing | Expired::Busy => return false,
             }
         }
+    }
+
+    /// Whether writing `reserved` bytes (every running fill's) leaves the floor free:
+    /// `min_free / 2`, or 16 MiB without `min_free`. True while the free space is unknown.
+    fn leaves_free_space(&self, reserved: u64) -> bool {
+        let free = self.free_bytes.load(Ordering::Relaxed);
+        if free == UNKNOWN_FREE {
+            return true;
+        }
+        let floor = self
+            .params
+            .min_free
+            .map_or(DEFAULT_FREE_FLOOR, |min_free| min_free / 2);
+        free.saturating_sub(reserved) >= floor
     }
 
     pub(crate) fn release_bytes(&self, bytes: u64) {

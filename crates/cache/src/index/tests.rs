@@ -667,3 +667,28 @@ fn a_reused_tombstone_shows_no_old_file() {
     assert_eq!((snapshot.uniq, snapshot.fs_size, snapshot.uses), (0, 0, 1));
     assert!(format!("{zone:?}").contains("capacity: 1"));
 }
+
+#[test]
+fn reservations_keep_free_space() {
+    const MIB: u64 = 1024 * 1024;
+    let zone = zone_of(10);
+    assert_eq!(zone.free_space(), None);
+    let unknown = zone.reserve(1 << 40).expect("free space unknown: no floor");
+    drop(unknown);
+    zone.set_free_space(20 * MIB);
+    assert_eq!(zone.free_space(), Some(20 * MIB));
+    let first = zone.reserve(3 * MIB).expect("17 MiB left");
+    assert!(
+        zone.reserve(2 * MIB).is_none(),
+        "15 MiB would be left, under 16"
+    );
+    drop(first);
+    assert!(zone.reserve(2 * MIB).is_some());
+
+    let mut p = params(8192 + 10 * 128);
+    p.min_free = Some(100 * MIB);
+    let zone = Zone::with_block_size(p, 4096);
+    zone.set_free_space(60 * MIB);
+    let mut reservation = zone.reserve(10 * MIB).expect("50 MiB left");
+    assert!(!reservation.grow(1), "under min_free / 2");
+}

@@ -352,3 +352,13 @@ fn busy_entries_are_passed_over() {
     run_once(&zone, &lines.log(), &|| t0 + 5 * SECOND);
     assert_eq!(zone.count(), 0);
 }
+
+#[test]
+fn the_thread_records_free_space() {
+    let dir = TestDir::new("manager-free");
+    let zone = Zone::with_block_size(params(&dir), 4096);
+    assert_eq!(zone.free_space(), None);
+    let handle = Manager::spawn(Arc::clone(&zone), |_, _| {}).expect("spawn");
+    assert!(eventually(|| zone.free_space().is_some()));
+    handle.stop();
+}
