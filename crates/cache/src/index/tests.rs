@@ -692,3 +692,30 @@ fn reservations_keep_free_space() {
     let mut reservation = zone.reserve(10 * MIB).expect("50 MiB left");
     assert!(!reservation.grow(1), "under min_free / 2");
 }
+
+#[test]
+fn waiters_can_read_the_shared_temp_file() {
+    use std::io::Write;
+    use std::os::unix::fs::FileExt;
+
+    let dir = crate::test_dir::TestDir::new("fill-temp");
+    let zone = zone_of(10);
+    let t0 = Instant::now();
+    let guard = filler(zone.start_fill(&md5(1), Some(5 * SECOND), t0));
+    let (mut file, temp) =
+        crate::store::create_temp(&dir.path().join("e.0000000001")).expect("temp");
+    guard.share_temp(Arc::new(std::fs::File::open(&temp).expect("reopen")));
+    guard.publish_head(5);
+    file.write_all(b"hello").expect("write");
+    guard.progress(5);
+    let fill = waiter(zone.start_fill(&md5(1), Some(5 * SECOND), t0));
+    let FillState::Streaming { written, .. } = fill.state() else {
+        panic!("streaming");
+    };
+    let mut buf = vec![0u8; written as usize];
+    fill.temp()
+        .expect("shared")
+        .read_exact_at(&mut buf, 0)
+        .expect("read");
+    assert_eq!(buf, b"hello");
+}
