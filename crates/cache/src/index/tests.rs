@@ -2,7 +2,7 @@ use std::path::PathBuf;
 
 use super::*;
 use crate::fill::FillState;
-use crate::key::Levels;
+use crate::key::{Layout, Levels};
 
 const SECOND: Duration = Duration::from_secs(1);
 
