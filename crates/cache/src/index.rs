@@ -15,6 +15,14 @@
 //! updated is evicted; if 20 candidates cannot go, [`ZoneFull`] tells the caller to serve
 //! the request uncached.
 //!
+//! # Size
+//! `size` counts the disk blocks of committed files, tombstones included until their
+//! unlink. A fill reserves its bytes first ([`Zone::reserve`]): against the hard ceiling
+//! `max_size + slack` (tombstones not counted: their unlinks are already queued), evicting
+//! LRU entries to make room, and against a floor of free space (`min_free / 2`, 16 MiB
+//! without `min_free`) measured by the manager thread; a fill that cannot reserve stores
+//! nothing. The soft limit, `max_size` itself, is the manager's, on nginx's schedule.
+//!
 //! # Unlinking safely
 //! Evicting an entry whose file exists leaves a *tombstone* in its node (the inode and size
 //! of the old file) and queues an [`Unlink`] for the manager thread. The manager re-checks
