@@ -12,7 +12,8 @@
 //! dropping it clears the mark. A [`Reservation`] holds bytes against the zone's ceiling
 //! until dropped.
 
-use std::sync::Arc;
+use std::fs::File;
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use tokio::sync::watch;
@@ -49,6 +50,7 @@ impl FillState {
 pub struct Fill {
     started: Instant,
     state: watch::Sender<FillState>,
+    temp: OnceLock<Arc<File>>,
 }
 
 impl Fill {
@@ -56,6 +58,7 @@ impl Fill {
         Fill {
             started,
             state: watch::Sender::new(FillState::Pending),
+            temp: OnceLock::new(),
         }
     }
 
@@ -72,6 +75,12 @@ impl Fill {
     /// A receiver that sees every later state (`changed().await`).
     pub fn subscribe(&self) -> watch::Receiver<FillState> {
         self.state.subscribe()
+    }
+
+    /// A readable handle on the temp file, if the filler shared one: waiters that attach
+    /// to a `Streaming` fill read from it up to `written`.
+    pub fn temp(&self) -> Option<Arc<File>> {
+        self.temp.get().cloned()
     }
 
     fn set(&self, state: FillState) {
@@ -116,6 +125,12 @@ impl FillGuard {
             content_length,
             written: 0,
         });
+    }
+
+    /// Shares a readable handle on the temp file with waiters (once; later calls are
+    /// ignored). Temp files are created write-only: open the path again for this.
+    pub fn share_temp(&self, file: Arc<File>) {
+        let _ = self.fill.temp.set(file);
     }
 
     /// `written` bytes of the file are in the temp file.

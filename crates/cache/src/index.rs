@@ -15,6 +15,14 @@
 //! updated is evicted; if 20 candidates cannot go, [`ZoneFull`] tells the caller to serve
 //! the request uncached.
 //!
+//! # Size
+//! `size` counts the disk blocks of committed files, tombstones included until their
+//! unlink. A fill reserves its bytes first ([`Zone::reserve`]): against the hard ceiling
+//! `max_size + slack` (tombstones not counted: their unlinks are already queued), evicting
+//! LRU entries to make room, and against a floor of free space (`min_free / 2`, 16 MiB
+//! without `min_free`) measured by the manager thread; a fill that cannot reserve stores
+//! nothing. The soft limit, `max_size` itself, is the manager's, on nginx's schedule.
+//!
 //! # Unlinking safely
 //! Evicting an entry whose file exists leaves a *tombstone* in its node (the inode and size
 //! of the old file) and queues an [`Unlink`] for the manager thread. The manager re-checks
@@ -31,88 +39,29 @@
 //! Readers do not pin entries: a request serving an entry holds its open file, which stays
 //! readable after an unlink.
 
-use std::collections::{HashMap, VecDeque};
-use std::hash::{BuildHasherDefault, Hash, Hasher};
-use std::path::PathBuf;
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime};
 
 use tokio::sync::Notify;
 
-use crate::fill::{Fill, FillGuard, FillState, Reservation, UpdateGuard};
-use crate::key::Layout;
+use crate::fill::{Fill, FillGuard, Reservation, UpdateGuard};
+
+mod housekeeping;
+mod params;
+mod shard;
+
+pub use params::ZoneParams;
+use shard::{NIL, Node, Shard, Tombstone, UpdateMark};
 
 const SHARDS: usize = 64;
-const NIL: u32 = u32::MAX;
 /// How many LRU tails a new key may try to evict before the zone counts as full.
 const EVICT_TRIES: usize = 20;
-/// Bytes nginx's shared zone keeps for itself before its slab pages.
-const ZONE_OVERHEAD: u64 = 8192;
-/// Bytes per key in nginx's slab (its node is 120 bytes, slab class 128).
-const BYTES_PER_KEY: u64 = 128;
 const DEFAULT_BLOCK_SIZE: u64 = 4096;
-const MIN_SLACK: u64 = 64 * 1024 * 1024;
-
-/// A cache path's parameters (`proxy_cache_path`), already parsed and defaulted.
-#[derive(Clone, Debug)]
-pub struct ZoneParams {
-    pub name: String,
-    pub layout: Layout,
-    pub keys_zone_size: u64,
-    pub inactive: Duration,
-    /// Bytes; `None` is unlimited.
-    pub max_size: Option<u64>,
-    /// Portico's `max_size_slack=`; `None` is max(1% of `max_size`, 64 MiB).
-    pub max_size_slack: Option<u64>,
-    /// Bytes of free space the manager keeps; `None` when not set.
-    pub min_free: Option<u64>,
-    pub manager_files: usize,
-    pub manager_sleep: Duration,
-    pub manager_threshold: Duration,
-    pub loader_files: usize,
-    pub loader_sleep: Duration,
-    pub loader_threshold: Duration,
-    pub use_temp_path: bool,
-}
-
-impl ZoneParams {
-    /// nginx's defaults: `inactive=10m`, no size limits, batches of 100 files,
-    /// 50 ms sleeps, 200 ms thresholds, `use_temp_path=on`.
-    pub fn new(name: &str, layout: Layout, keys_zone_size: u64) -> ZoneParams {
-        ZoneParams {
-            name: name.to_owned(),
-            layout,
-            keys_zone_size,
-            inactive: Duration::from_secs(600),
-            max_size: None,
-            max_size_slack: None,
-            min_free: None,
-            manager_files: 100,
-            manager_sleep: Duration::from_millis(50),
-            manager_threshold: Duration::from_millis(200),
-            loader_files: 100,
-            loader_sleep: Duration::from_millis(50),
-            loader_threshold: Duration::from_millis(200),
-            use_temp_path: true,
-        }
-    }
-
-    /// How many keys the zone holds.
-    pub fn capacity(&self) -> usize {
-        let keys = self.keys_zone_size.saturating_sub(ZONE_OVERHEAD) / BYTES_PER_KEY;
-        usize::try_from(keys.max(1)).unwrap_or(usize::MAX)
-    }
-
-    /// The hard ceiling on committed and reserved bytes: `max_size + slack`.
-    pub fn ceiling(&self) -> Option<u64> {
-        let max_size = self.max_size?;
-        let slack = self
-            .max_size_slack
-            .unwrap_or_else(|| (max_size / 100).max(MIN_SLACK));
-        Some(max_size.saturating_add(slack))
-    }
-}
+/// The free space a store must leave when `min_free` is not set.
+const DEFAULT_FREE_FLOOR: u64 = 16 * 1024 * 1024;
+const UNKNOWN_FREE: u64 = u64::MAX;
 
 /// The zone has no room for another key and none could be evicted: serve uncached.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -188,6 +137,8 @@ pub struct Zone {
     size_bytes: AtomicU64,
     tombstone_bytes: AtomicU64,
     reserved_bytes: AtomicU64,
+    /// Free space of the cache path's file system, as the manager last saw it.
+    free_bytes: AtomicU64,
     stamp: AtomicU64,
     next_id: AtomicU64,
     cold: AtomicBool,
@@ -240,6 +191,7 @@ impl Zone {
             size_bytes: AtomicU64::new(0),
             tombstone_bytes: AtomicU64::new(0),
             reserved_bytes: AtomicU64::new(0),
+            free_bytes: AtomicU64::new(UNKNOWN_FREE),
             stamp: AtomicU64::new(0),
             next_id: AtomicU64::new(1),
             cold: AtomicBool::new(true),
@@ -275,6 +227,18 @@ impl Zone {
     /// Bytes reserved by running fills.
     pub fn reserved(&self) -> u64 {
         self.reserved_bytes.load(Ordering::Relaxed)
+    }
+
+    /// Bytes free on the cache path's file system when the manager last looked.
+    pub fn free_space(&self) -> Option<u64> {
+        let free = self.free_bytes.load(Ordering::Relaxed);
+        (free != UNKNOWN_FREE).then_some(free)
+    }
+
+    /// Records the free space (the manager calls this at least once a second).
+    pub fn set_free_space(&self, bytes: u64) {
+        self.free_bytes
+            .store(bytes.min(UNKNOWN_FREE - 1), Ordering::Relaxed);
     }
 
     /// `usize::MAX` until the zone was once full.
@@ -441,92 +405,10 @@ impl Zone {
         true
     }
 
-    /// Adds a file found by the loader (uses = 1, expiry `now + inactive`), unless the key
-    /// is already indexed (a worker got there first). `Ok(false)` when it was; `Err` when
-    /// the zone is full: the loader then deletes the file, as nginx's does.
-    pub fn add_loaded(
-        &self,
-        md5: &[u8; 16],
-        file: FileInfo,
-        valid_sec: Option<i64>,
-        body_start: Option<u16>,
-        now: Instant,
-    ) -> Result<bool, ZoneFull> {
-        if self.shard(md5).find(md5).is_some() {
-            return Ok(false);
-        }
-        if !self.try_claim_slot() {
-            self.set_watermark();
-            return Err(ZoneFull);
-        }
-        let mut shard = self.shard(md5);
-        if shard.find(md5).is_some() {
-            self.count.fetch_sub(1, Ordering::Relaxed);
-            return Ok(false);
-        }
-        let mut node = Node::new(*md5, now + self.params.inactive);
-        node.exists = true;
-        node.uses = 1;
-        node.uniq = file.uniq;
-        node.fs_size = file.fs_size;
-        node.valid_sec = valid_sec.unwrap_or(0);
-        node.body_start = body_start.unwrap_or(0);
-        node.stamp = self.next_stamp();
-        self.size_bytes.fetch_add(file.fs_size, Ordering::Relaxed);
-        shard.insert(node);
-        Ok(true)
-    }
-
-    /// Every live entry, oldest first, with the time left before it expires at `now`
-    /// (for the snapshot written at a graceful stop).
-    pub fn export(&self, now: Instant) -> Vec<SavedEntry> {
-        let mut entries = Vec::with_capacity(self.count());
-        for index in 0..SHARDS {
-            let shard = self.lock_shard(index);
-            let mut slot = shard.tail;
-            while slot != NIL {
-                let node = &shard.nodes[slot as usize];
-                entries.push((node.stamp, SavedEntry::of(node, now)));
-                slot = node.prev;
-            }
-        }
-        entries.sort_by_key(|(stamp, _)| *stamp);
-        entries.into_iter().map(|(_, entry)| entry).collect()
-    }
-
-    /// Puts back an entry of a snapshot (call in the snapshot's order, oldest first),
-    /// unless the key is already indexed. `Err` when the zone is full.
-    pub fn restore(&self, saved: &SavedEntry, now: Instant) -> Result<bool, ZoneFull> {
-        if self.shard(&saved.md5).find(&saved.md5).is_some() {
-            return Ok(false);
-        }
-        if !self.try_claim_slot() {
-            self.set_watermark();
-            return Err(ZoneFull);
-        }
-        let mut shard = self.shard(&saved.md5);
-        if shard.find(&saved.md5).is_some() {
-            self.count.fetch_sub(1, Ordering::Relaxed);
-            return Ok(false);
-        }
-        let mut node = Node::new(saved.md5, now + saved.expires_in);
-        node.exists = saved.exists;
-        node.uses = saved.uses;
-        node.valid_sec = saved.valid_sec;
-        node.error = saved.error;
-        node.body_start = saved.body_start;
-        if saved.exists {
-            node.uniq = saved.uniq;
-            node.fs_size = saved.fs_size;
-            self.size_bytes.fetch_add(saved.fs_size, Ordering::Relaxed);
-        }
-        node.stamp = self.next_stamp();
-        shard.insert(node);
-        Ok(true)
-    }
-
     /// Reserves `bytes` against the ceiling (`max_size + slack`), evicting LRU entries when
-    /// it would be crossed; `None` when it still would (store nothing).
+    /// it would be crossed; `None` when it still would, or when the reserved bytes would
+    /// leave less than `min_free / 2` (16 MiB without `min_free`) free on the file system:
+    /// store nothing.
     pub fn reserve(self: &Arc<Self>, bytes: u64) -> Option<Reservation> {
         if !self.reserve_bytes(bytes) {
             return None;
@@ -546,85 +428,6 @@ impl Zone {
             }
             notified.await;
         }
-    }
-
-    /// The next queued unlink, if any.
-    pub fn next_unlink(&self) -> Option<Unlink> {
-        self.lock_signal().unlinks.pop_front()
-    }
-
-    /// Queued unlinks.
-    pub fn unlinks_queued(&self) -> usize {
-        self.lock_signal().unlinks.len()
-    }
-
-    /// Re-checks a queued unlink under the shard lock. `Some(path)` when the file must be
-    /// unlinked now; the node is then `unlinking` until [`Zone::end_unlink`]. `None` when
-    /// the unlink is stale (a newer version was committed, or it was already done) or
-    /// deferred (a filler is renaming over the name; the unlink is queued again if its
-    /// rename fails).
-    pub fn begin_unlink(&self, unlink: &Unlink) -> Option<PathBuf> {
-        let mut shard = self.shard(&unlink.md5);
-        let slot = shard.find(&unlink.md5)?;
-        let node = &mut shard.nodes[slot];
-        let tombstone = node.tombstone.as_mut()?;
-        if tombstone.uniq != unlink.uniq || node.unlinking {
-            return None;
-        }
-        if node.renaming > 0 {
-            tombstone.queued = false;
-            return None;
-        }
-        node.unlinking = true;
-        Some(self.params.layout.entry_path_of(&unlink.md5))
-    }
-
-    /// Ends an unlink [`Zone::begin_unlink`] started (whether or not the system call
-    /// succeeded): the tombstone and its bytes go, and refused fillers are woken.
-    pub fn end_unlink(&self, unlink: &Unlink) {
-        {
-            let mut shard = self.shard(&unlink.md5);
-            if let Some(slot) = shard.find(&unlink.md5) {
-                let node = &mut shard.nodes[slot];
-                assert!(node.unlinking, "end_unlink without begin_unlink");
-                node.unlinking = false;
-                if let Some(tombstone) = node.tombstone.take() {
-                    self.drop_bytes(tombstone.fs_size, true);
-                }
-                shard.free_if_unused(slot);
-            }
-        }
-        self.unlinked.notify_waiters();
-    }
-
-    /// One step of the manager's `inactive` walk: evicts the oldest entry if its expiry
-    /// has passed at `now`.
-    pub fn expire_step(&self, now: Instant) -> Expired {
-        self.evict_oldest(Some(now))
-    }
-
-    /// One step of the manager's size/count/free-space trimming: evicts the oldest entry
-    /// that can go, whatever its expiry.
-    pub fn forced_expire_step(&self) -> Expired {
-        self.evict_oldest(None)
-    }
-
-    /// Waits up to `timeout` for an unlink to be queued or a stop; true when stopping.
-    pub(crate) fn wait_for_work(&self, timeout: Duration) -> bool {
-        let signal = self.lock_signal();
-        if signal.stop || !signal.unlinks.is_empty() {
-            return signal.stop;
-        }
-        let (signal, _) = self
-            .wake
-            .wait_timeout(signal, timeout)
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        signal.stop
-    }
-
-    pub(crate) fn request_stop(&self, stop: bool) {
-        self.lock_signal().stop = stop;
-        self.wake.notify_all();
     }
 
     /// The entry's state, without counting a use or moving it in the LRU.
@@ -716,24 +519,20 @@ impl Zone {
     }
 
     pub(crate) fn reserve_bytes(&self, bytes: u64) -> bool {
-        let Some(ceiling) = self.ceiling else {
-            self.reserved_bytes.fetch_add(bytes, Ordering::Relaxed);
-            return true;
-        };
+        let ceiling = self.ceiling.unwrap_or(u64::MAX);
         loop {
             let used = self
                 .size()
                 .saturating_sub(self.tombstone_bytes.load(Ordering::Relaxed));
             let reserved = self.reserved_bytes.load(Ordering::Relaxed);
-            if used.saturating_add(reserved).saturating_add(bytes) <= ceiling {
+            let wanted = reserved.saturating_add(bytes);
+            if !self.leaves_free_space(wanted) {
+                return false;
+            }
+            if used.saturating_add(wanted) <= ceiling {
                 if self
                     .reserved_bytes
-                    .compare_exchange(
-                        reserved,
-                        reserved + bytes,
-                        Ordering::Relaxed,
-                        Ordering::Relaxed,
-                    )
+                    .compare_exchange(reserved, wanted, Ordering::Relaxed, Ordering::Relaxed)
                     .is_ok()
                 {
                     return true;
@@ -745,6 +544,20 @@ impl Zone {
                 Expired::NotYet(_) | Expired::Nothing | Expired::Busy => return false,
             }
         }
+    }
+
+    /// Whether writing `reserved` bytes (every running fill's) leaves the floor free:
+    /// `min_free / 2`, or 16 MiB without `min_free`. True while the free space is unknown.
+    fn leaves_free_space(&self, reserved: u64) -> bool {
+        let free = self.free_bytes.load(Ordering::Relaxed);
+        if free == UNKNOWN_FREE {
+            return true;
+        }
+        let floor = self
+            .params
+            .min_free
+            .map_or(DEFAULT_FREE_FLOOR, |min_free| min_free / 2);
+        free.saturating_sub(reserved) >= floor
     }
 
     pub(crate) fn release_bytes(&self, bytes: u64) {
@@ -975,219 +788,6 @@ impl SavedEntry {
             uses: node.uses,
             error: node.error,
             expires_in: node.expire.saturating_duration_since(now),
-        }
-    }
-}
-
-#[derive(Clone, Copy, Debug)]
-struct UpdateMark {
-    id: u64,
-    started: Instant,
-}
-
-#[derive(Clone, Copy, Debug)]
-struct Tombstone {
-    uniq: u64,
-    fs_size: u64,
-    /// An [`Unlink`] for it is in the queue.
-    queued: bool,
-}
-
-#[derive(Debug)]
-struct Node {
-    md5: [u8; 16],
-    /// Counted in `count` and linked in the LRU.
-    live: bool,
-    exists: bool,
-    uses: u32,
-    valid_sec: i64,
-    error: u16,
-    uniq: u64,
-    body_start: u16,
-    fs_size: u64,
-    expire: Instant,
-    /// LRU age across shards: larger is more recent.
-    stamp: u64,
-    updating: Option<UpdateMark>,
-    fill: Option<Arc<Fill>>,
-    fills_active: u16,
-    renaming: u16,
-    tombstone: Option<Tombstone>,
-    unlinking: bool,
-    prev: u32,
-    next: u32,
-}
-
-impl Node {
-    fn new(md5: [u8; 16], expire: Instant) -> Node {
-        Node {
-            md5,
-            live: true,
-            exists: false,
-            uses: 0,
-            valid_sec: 0,
-            error: 0,
-            uniq: 0,
-            body_start: 0,
-            fs_size: 0,
-            expire,
-            stamp: 0,
-            updating: None,
-            fill: None,
-            fills_active: 0,
-            renaming: 0,
-            tombstone: None,
-            unlinking: false,
-            prev: NIL,
-            next: NIL,
-        }
-    }
-
-    fn snapshot(&self) -> Snapshot {
-        Snapshot {
-            exists: self.exists,
-            uses: self.uses,
-            valid_sec: self.valid_sec,
-            error: self.error,
-            uniq: self.uniq,
-            body_start: self.body_start,
-            fs_size: self.fs_size,
-            updating: self.updating.is_some(),
-            fill: self
-                .fill
-                .as_ref()
-                .filter(|fill| !matches!(fill.state(), FillState::Failed))
-                .cloned(),
-        }
-    }
-
-    fn unused(&self) -> bool {
-        !self.live
-            && self.tombstone.is_none()
-            && self.fills_active == 0
-            && self.renaming == 0
-            && self.updating.is_none()
-            && !self.unlinking
-    }
-}
-
-/// A map key hashed by its first eight bytes (it is already an MD5).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Md5Key([u8; 16]);
-
-impl Hash for Md5Key {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        let mut first = [0u8; 8];
-        first.copy_from_slice(&self.0[..8]);
-        state.write_u64(u64::from_le_bytes(first));
-    }
-}
-
-#[derive(Debug, Default)]
-struct IdentityHasher(u64);
-
-impl Hasher for IdentityHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &byte in bytes {
-            self.0 = self.0.rotate_left(8) ^ u64::from(byte);
-        }
-    }
-
-    fn write_u64(&mut self, value: u64) {
-        self.0 = value;
-    }
-}
-
-/// One shard: map, slab and LRU list.
-#[derive(Debug)]
-struct Shard {
-    map: HashMap<Md5Key, u32, BuildHasherDefault<IdentityHasher>>,
-    nodes: Vec<Node>,
-    free: Vec<u32>,
-    head: u32,
-    tail: u32,
-}
-
-impl Default for Shard {
-    fn default() -> Shard {
-        Shard {
-            map: HashMap::default(),
-            nodes: Vec::new(),
-            free: Vec::new(),
-            head: NIL,
-            tail: NIL,
-        }
-    }
-}
-
-impl Shard {
-    fn find(&self, md5: &[u8; 16]) -> Option<usize> {
-        self.map.get(&Md5Key(*md5)).map(|&slot| slot as usize)
-    }
-
-    /// Stores a live node at the LRU head.
-    fn insert(&mut self, node: Node) -> usize {
-        let md5 = node.md5;
-        let slot = match self.free.pop() {
-            Some(slot) => {
-                self.nodes[slot as usize] = node;
-                slot as usize
-            }
-            None => {
-                self.nodes.push(node);
-                self.nodes.len() - 1
-            }
-        };
-        let index = u32::try_from(slot).expect("more than 2^32 entries in a shard");
-        self.map.insert(Md5Key(md5), index);
-        self.push_head(slot);
-        slot
-    }
-
-    fn free_if_unused(&mut self, slot: usize) {
-        if self.nodes[slot].unused() {
-            self.map.remove(&Md5Key(self.nodes[slot].md5));
-            self.nodes[slot].fill = None;
-            self.free.push(slot as u32);
-        }
-    }
-
-    fn push_head(&mut self, slot: usize) {
-        let index = slot as u32;
-        self.nodes[slot].prev = NIL;
-        self.nodes[slot].next = self.head;
-        if self.head != NIL {
-            self.nodes[self.head as usize].prev = index;
-        } else {
-            self.tail = index;
-        }
-        self.head = index;
-    }
-
-    fn unlink_lru(&mut self, slot: usize) {
-        let (prev, next) = (self.nodes[slot].prev, self.nodes[slot].next);
-        if prev != NIL {
-            self.nodes[prev as usize].next = next;
-        } else {
-            self.head = next;
-        }
-        if next != NIL {
-            self.nodes[next as usize].prev = prev;
-        } else {
-            self.tail = prev;
-        }
-        self.nodes[slot].prev = NIL;
-        self.nodes[slot].next = NIL;
-    }
-
-    fn move_to_head(&mut self, slot: usize) {
-        if self.head != slot as u32 {
-            self.unlink_lru(slot);
-            self.push_head(slot);
         }
     }
 }

@@ -12,7 +12,8 @@
 //! 3. otherwise the next run is at the next expiry (at most 10 s away).
 //!
 //! The first run is at start. Between runs the thread sleeps on the zone's condition
-//! variable, so a queued unlink is handled at once.
+//! variable, so a queued unlink is handled at once; it also wakes every second to record
+//! the file system's free space in the zone (reservations keep a floor of it free).
 
 use std::io;
 use std::sync::Arc;
@@ -26,6 +27,8 @@ use crate::store;
 
 /// The longest sleep between runs.
 const MAX_WAIT: Duration = Duration::from_secs(10);
+/// How old the zone's free-space figure may get.
+const FREE_SPACE_AGE: Duration = Duration::from_secs(1);
 /// The wait after an `inactive` walk that found only busy entries.
 const BUSY_WAIT: Duration = Duration::from_secs(1);
 
@@ -81,14 +84,21 @@ impl Drop for ManagerHandle {
 
 fn run(zone: &Zone, log: &dyn Fn(Level, String)) {
     let mut next_run = Instant::now();
+    let mut next_statvfs = Instant::now();
     loop {
         drain_unlinks(zone, log);
+        if Instant::now() >= next_statvfs {
+            if let Some(free) = free_space(zone) {
+                zone.set_free_space(free);
+            }
+            next_statvfs = Instant::now() + FREE_SPACE_AGE;
+        }
         if Instant::now() >= next_run {
             let delay = run_once(zone, log, &Instant::now);
             next_run = Instant::now() + delay;
         }
-        let wait = next_run.saturating_duration_since(Instant::now());
-        if zone.wait_for_work(wait) {
+        let wake = next_run.min(next_statvfs);
+        if zone.wait_for_work(wake.saturating_duration_since(Instant::now())) {
             drain_unlinks(zone, log);
             return;
         }
@@ -165,9 +175,14 @@ fn over_limits(zone: &Zone) -> bool {
     if zone.size() >= params.max_size.unwrap_or(u64::MAX) || zone.count() >= zone.watermark() {
         return true;
     }
-    params
-        .min_free
-        .is_some_and(|min_free| free_space(zone).is_some_and(|free| free <= min_free))
+    let Some(min_free) = params.min_free else {
+        return false;
+    };
+    let Some(free) = free_space(zone) else {
+        return false;
+    };
+    zone.set_free_space(free);
+    free <= min_free
 }
 
 /// Bytes available to unprivileged users on the cache path's file system.

@@ -3,7 +3,8 @@
 //! once instead of after a paced walk of the whole cache path.
 //!
 //! The file is `PATH/.portico/index.snap` (a dot-name: the loader and nginx-tests' file
-//! counts pass it by). It is written to a temp name, synced, renamed and the directory
+//! counts pass it by). A zone whose loader did not finish is not saved: its index lacks
+//! files the walk had not reached. It is written to a temp name, synced, renamed and the directory
 //! synced. At start the loader reads it and **removes it before using it**, so a crash
 //! later in that run can never bring back an index older than the files: the next start
 //! then finds no snapshot and walks the tree, as nginx does.
@@ -63,9 +64,22 @@ impl fmt::Display for SnapshotError {
 
 impl std::error::Error for SnapshotError {}
 
-/// Writes the zone's snapshot (after the manager has stopped and no fill runs). Returns
-/// the number of entries written.
-pub fn write_snapshot(zone: &Zone, now: Instant) -> io::Result<usize> {
+/// What [`write_snapshot`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Saved {
+    /// The snapshot holds this many entries.
+    Entries(usize),
+    /// Nothing was written: the zone is still cold (its loader did not finish), so its
+    /// index misses files; the next start walks the tree instead.
+    Incomplete,
+}
+
+/// Writes the zone's snapshot (after the manager and the loader have stopped and no fill
+/// runs), unless the zone is still cold.
+pub fn write_snapshot(zone: &Zone, now: Instant) -> io::Result<Saved> {
+    if zone.cold() {
+        return Ok(Saved::Incomplete);
+    }
     let entries = zone.export(now);
     let bytes = encode(zone.params().layout.levels, zone.block_size(), &entries);
     let path = snapshot_path(&zone.params().layout);
@@ -85,7 +99,7 @@ pub fn write_snapshot(zone: &Zone, now: Instant) -> io::Result<usize> {
     file.sync_all()?;
     std::fs::rename(&temp, &path)?;
     File::open(&dir)?.sync_all()?;
-    Ok(entries.len())
+    Ok(Saved::Entries(entries.len()))
 }
 
 /// Reads, removes and applies the zone's snapshot. Returns the number of entries restored

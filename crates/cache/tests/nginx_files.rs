@@ -95,3 +95,63 @@ fn a_wrong_key_is_a_collision() {
         Err(cache::ReadError::Md5Collision)
     );
 }
+
+#[test]
+fn a_secondary_variant_file_is_named_by_our_variant_hash() {
+    let key = Key::new(&[VARY_KEY]);
+    let german = |name: &[u8]| -> Vec<&[u8]> {
+        if name == b"accept-language" {
+            vec![b"de"]
+        } else {
+            Vec::new()
+        }
+    };
+    let variant = format::variant(&key.md5, b"Accept-Language", german);
+    let secondary = Key {
+        md5: variant,
+        crc32: key.crc32,
+    };
+    let path = layout().entry_path(&secondary);
+    assert!(path.ends_with("c/e8/0a7d8f6d24ae7e9c2c0b203309e89e8c"));
+    let file = std::fs::read(&path).expect("secondary file");
+    // The secondary file carries the main key's text and CRC, and its own variant.
+    let header = format::check(&file, &secondary, VARY_KEY, file.len() as u64).expect("valid");
+    assert_eq!(header.variant, variant);
+    assert_eq!(header.vary, b"Accept-Language");
+    assert_eq!(&file[usize::from(header.body_start)..], b"hello vary\n");
+    assert_eq!(reencoded(&header, VARY_KEY, &file), file);
+}
+
+/// Several lines of one header, joined by `,` with their spaces kept, except for the
+/// `Accept-*` headers whose tokens are joined without spaces.
+#[test]
+fn variants_of_repeated_headers_match_nginx() {
+    const XVARY_KEY: &[u8] = b"http://127.0.0.1:42679/xvary";
+    let (key, path, file) = read(XVARY_KEY);
+    assert!(path.ends_with("d/2b/ea6a3546bb58bc91616c8cecaff862bd"));
+    let header = format::check(&file, &key, XVARY_KEY, file.len() as u64).expect("valid entry");
+    assert_eq!(header.vary, b"X-Test, Accept-Encoding");
+    let request = |name: &[u8]| -> Vec<&[u8]> {
+        match name {
+            b"x-test" => vec![b"a, b", b"c"],
+            b"accept-encoding" => vec![b"gzip,  br", b"zstd"],
+            _ => Vec::new(),
+        }
+    };
+    assert_eq!(
+        format::variant(&key.md5, &header.vary, request),
+        header.variant
+    );
+    let spaced = |name: &[u8]| -> Vec<&[u8]> {
+        match name {
+            b"x-test" => vec![b"a,b", b"c"],
+            b"accept-encoding" => vec![b"gzip,br,zstd"],
+            _ => Vec::new(),
+        }
+    };
+    assert_ne!(
+        format::variant(&key.md5, &header.vary, spaced),
+        header.variant
+    );
+    assert_eq!(reencoded(&header, XVARY_KEY, &file), file);
+}

@@ -2,7 +2,7 @@ use std::path::PathBuf;
 
 use super::*;
 use crate::fill::FillState;
-use crate::key::Levels;
+use crate::key::{Layout, Levels};
 
 const SECOND: Duration = Duration::from_secs(1);
 
@@ -666,4 +666,56 @@ fn a_reused_tombstone_shows_no_old_file() {
     assert!(!snapshot.exists);
     assert_eq!((snapshot.uniq, snapshot.fs_size, snapshot.uses), (0, 0, 1));
     assert!(format!("{zone:?}").contains("capacity: 1"));
+}
+
+#[test]
+fn reservations_keep_free_space() {
+    const MIB: u64 = 1024 * 1024;
+    let zone = zone_of(10);
+    assert_eq!(zone.free_space(), None);
+    let unknown = zone.reserve(1 << 40).expect("free space unknown: no floor");
+    drop(unknown);
+    zone.set_free_space(20 * MIB);
+    assert_eq!(zone.free_space(), Some(20 * MIB));
+    let first = zone.reserve(3 * MIB).expect("17 MiB left");
+    assert!(
+        zone.reserve(2 * MIB).is_none(),
+        "15 MiB would be left, under 16"
+    );
+    drop(first);
+    assert!(zone.reserve(2 * MIB).is_some());
+
+    let mut p = params(8192 + 10 * 128);
+    p.min_free = Some(100 * MIB);
+    let zone = Zone::with_block_size(p, 4096);
+    zone.set_free_space(60 * MIB);
+    let mut reservation = zone.reserve(10 * MIB).expect("50 MiB left");
+    assert!(!reservation.grow(1), "under min_free / 2");
+}
+
+#[test]
+fn waiters_can_read_the_shared_temp_file() {
+    use std::io::Write;
+    use std::os::unix::fs::FileExt;
+
+    let dir = crate::test_dir::TestDir::new("fill-temp");
+    let zone = zone_of(10);
+    let t0 = Instant::now();
+    let guard = filler(zone.start_fill(&md5(1), Some(5 * SECOND), t0));
+    let (mut file, temp) =
+        crate::store::create_temp(&dir.path().join("e.0000000001")).expect("temp");
+    guard.share_temp(Arc::new(std::fs::File::open(&temp).expect("reopen")));
+    guard.publish_head(5);
+    file.write_all(b"hello").expect("write");
+    guard.progress(5);
+    let fill = waiter(zone.start_fill(&md5(1), Some(5 * SECOND), t0));
+    let FillState::Streaming { written, .. } = fill.state() else {
+        panic!("streaming");
+    };
+    let mut buf = vec![0u8; written as usize];
+    fill.temp()
+        .expect("shared")
+        .read_exact_at(&mut buf, 0)
+        .expect("read");
+    assert_eq!(buf, b"hello");
 }

@@ -183,6 +183,12 @@ fn a_stopped_walk_leaves_the_zone_cold() {
     assert!(!report.complete);
     assert_eq!(report.added, 1);
     assert!(zone.cold());
+    // A partial index is not saved as if it were whole.
+    assert_eq!(
+        crate::persist::write_snapshot(&zone, Instant::now()).expect("io"),
+        crate::persist::Saved::Incomplete
+    );
+    assert!(!crate::persist::snapshot_path(&zone.params().layout).exists());
 }
 
 #[test]

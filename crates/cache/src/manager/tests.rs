@@ -294,3 +294,71 @@ fn a_queued_unlink_never_removes_a_newer_file() {
     assert_eq!(zone.size(), 4096);
     assert!(lines.taken().is_empty());
 }
+
+/// A clock that moves `step` forward at every reading.
+fn ticking(start: Instant, step: Duration) -> impl Fn() -> Instant {
+    let readings = std::cell::Cell::new(0u32);
+    move || {
+        let n = readings.get();
+        readings.set(n + 1);
+        start + step * n
+    }
+}
+
+#[test]
+fn manager_threshold_ends_a_run() {
+    let dir = TestDir::new("manager-threshold");
+    let mut p = params(&dir);
+    p.max_size = Some(0);
+    p.manager_threshold = Duration::from_millis(200);
+    p.manager_sleep = Duration::from_millis(50);
+    let zone = Zone::with_block_size(p, 4096);
+    let lines = Lines::default();
+    let t0 = Instant::now();
+    for key in 0..10 {
+        add_file(&zone, key, t0);
+    }
+    // Each reading of the clock is 60 ms later. Readings: the start (0), the expiry walk
+    // (60), then one after each eviction: 120, 180, 240 (past 200 ms): three evictions.
+    let clock = ticking(t0, Duration::from_millis(60));
+    let next = run_once(&zone, &lines.log(), &clock);
+    assert_eq!(next, Duration::from_millis(50));
+    assert_eq!(zone.count(), 7);
+}
+
+#[test]
+fn busy_entries_are_passed_over() {
+    use crate::index::FillStart;
+
+    let dir = TestDir::new("manager-busy");
+    let mut p = params(&dir);
+    p.inactive = SECOND;
+    p.max_size = Some(0);
+    let zone = Zone::with_block_size(p, 4096);
+    let lines = Lines::default();
+    let t0 = Instant::now();
+    zone.touch(&md5(1), t0).expect("room");
+    let Ok(FillStart::Filler(guard)) = zone.start_fill(&md5(1), None, t0) else {
+        panic!("expected a filler");
+    };
+    // Expired, but being filled: the walk and the trimming leave it alone.
+    assert_eq!(
+        run_once(&zone, &lines.log(), &|| t0 + 5 * SECOND),
+        10 * SECOND
+    );
+    assert_eq!(zone.count(), 1);
+    assert_eq!(zone.expire_step(t0 + 5 * SECOND), Expired::Busy);
+    drop(guard);
+    run_once(&zone, &lines.log(), &|| t0 + 5 * SECOND);
+    assert_eq!(zone.count(), 0);
+}
+
+#[test]
+fn the_thread_records_free_space() {
+    let dir = TestDir::new("manager-free");
+    let zone = Zone::with_block_size(params(&dir), 4096);
+    assert_eq!(zone.free_space(), None);
+    let handle = Manager::spawn(Arc::clone(&zone), |_, _| {}).expect("spawn");
+    assert!(eventually(|| zone.free_space().is_some()));
+    handle.stop();
+}

@@ -122,8 +122,18 @@ fn a_snapshot_brings_the_index_back_once() {
     zone.touch(&md5(1), t0 + 4 * SECOND).expect("room");
     zone.touch(&md5(9), t0 + 5 * SECOND).expect("room");
     zone.set_error(&md5(9), 504, 99);
-    assert_eq!(write_snapshot(&zone, t0 + 10 * SECOND).expect("written"), 4);
+    assert_eq!(
+        write_snapshot(&zone, t0 + 10 * SECOND).expect("io"),
+        Saved::Incomplete,
+        "cold: the loader has not finished"
+    );
     let path = snapshot_path(&zone.params().layout);
+    assert!(!path.exists());
+    zone.set_cold(false);
+    assert_eq!(
+        write_snapshot(&zone, t0 + 10 * SECOND).expect("written"),
+        Saved::Entries(4)
+    );
     assert!(path.exists());
     drop(zone);
 
@@ -172,6 +182,7 @@ fn workers_come_before_the_snapshot() {
     let t0 = Instant::now();
     zone.touch(&md5(1), t0).expect("room");
     zone.set_error(&md5(1), 502, 1);
+    zone.set_cold(false);
     write_snapshot(&zone, t0).expect("written");
     let zone = zone_in(&dir);
     zone.touch(&md5(1), t0).expect("room");

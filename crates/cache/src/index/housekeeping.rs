@@ -1,0 +1,174 @@
+//! The zone's side for its housekeeping threads: the unlink queue and its re-checks, the
+//! LRU-tail steps of the manager, loading and snapshots.
+
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use super::shard::{NIL, Node};
+use super::{Expired, FileInfo, SHARDS, SavedEntry, Unlink, Zone, ZoneFull};
+
+impl Zone {
+    /// Adds a file found by the loader (uses = 1, expiry `now + inactive`), unless the key
+    /// is already indexed (a worker got there first). `Ok(false)` when it was; `Err` when
+    /// the zone is full: the loader then deletes the file, as nginx's does.
+    pub fn add_loaded(
+        &self,
+        md5: &[u8; 16],
+        file: FileInfo,
+        valid_sec: Option<i64>,
+        body_start: Option<u16>,
+        now: Instant,
+    ) -> Result<bool, ZoneFull> {
+        if self.shard(md5).find(md5).is_some() {
+            return Ok(false);
+        }
+        if !self.try_claim_slot() {
+            self.set_watermark();
+            return Err(ZoneFull);
+        }
+        let mut shard = self.shard(md5);
+        if shard.find(md5).is_some() {
+            self.count.fetch_sub(1, Ordering::Relaxed);
+            return Ok(false);
+        }
+        let mut node = Node::new(*md5, now + self.params.inactive);
+        node.exists = true;
+        node.uses = 1;
+        node.uniq = file.uniq;
+        node.fs_size = file.fs_size;
+        node.valid_sec = valid_sec.unwrap_or(0);
+        node.body_start = body_start.unwrap_or(0);
+        node.stamp = self.next_stamp();
+        self.size_bytes.fetch_add(file.fs_size, Ordering::Relaxed);
+        shard.insert(node);
+        Ok(true)
+    }
+
+    /// Every live entry, oldest first, with the time left before it expires at `now`
+    /// (for the snapshot written at a graceful stop).
+    pub fn export(&self, now: Instant) -> Vec<SavedEntry> {
+        let mut entries = Vec::with_capacity(self.count());
+        for index in 0..SHARDS {
+            let shard = self.lock_shard(index);
+            let mut slot = shard.tail;
+            while slot != NIL {
+                let node = &shard.nodes[slot as usize];
+                entries.push((node.stamp, SavedEntry::of(node, now)));
+                slot = node.prev;
+            }
+        }
+        entries.sort_by_key(|(stamp, _)| *stamp);
+        entries.into_iter().map(|(_, entry)| entry).collect()
+    }
+
+    /// Puts back an entry of a snapshot (call in the snapshot's order, oldest first),
+    /// unless the key is already indexed. `Err` when the zone is full.
+    pub fn restore(&self, saved: &SavedEntry, now: Instant) -> Result<bool, ZoneFull> {
+        if self.shard(&saved.md5).find(&saved.md5).is_some() {
+            return Ok(false);
+        }
+        if !self.try_claim_slot() {
+            self.set_watermark();
+            return Err(ZoneFull);
+        }
+        let mut shard = self.shard(&saved.md5);
+        if shard.find(&saved.md5).is_some() {
+            self.count.fetch_sub(1, Ordering::Relaxed);
+            return Ok(false);
+        }
+        let mut node = Node::new(saved.md5, now + saved.expires_in);
+        node.exists = saved.exists;
+        node.uses = saved.uses;
+        node.valid_sec = saved.valid_sec;
+        node.error = saved.error;
+        node.body_start = saved.body_start;
+        if saved.exists {
+            node.uniq = saved.uniq;
+            node.fs_size = saved.fs_size;
+            self.size_bytes.fetch_add(saved.fs_size, Ordering::Relaxed);
+        }
+        node.stamp = self.next_stamp();
+        shard.insert(node);
+        Ok(true)
+    }
+
+    /// The next queued unlink, if any.
+    pub fn next_unlink(&self) -> Option<Unlink> {
+        self.lock_signal().unlinks.pop_front()
+    }
+
+    /// Queued unlinks.
+    pub fn unlinks_queued(&self) -> usize {
+        self.lock_signal().unlinks.len()
+    }
+
+    /// Re-checks a queued unlink under the shard lock. `Some(path)` when the file must be
+    /// unlinked now; the node is then `unlinking` until [`Zone::end_unlink`]. `None` when
+    /// the unlink is stale (a newer version was committed, or it was already done) or
+    /// deferred (a filler is renaming over the name; the unlink is queued again if its
+    /// rename fails).
+    pub fn begin_unlink(&self, unlink: &Unlink) -> Option<PathBuf> {
+        let mut shard = self.shard(&unlink.md5);
+        let slot = shard.find(&unlink.md5)?;
+        let node = &mut shard.nodes[slot];
+        let tombstone = node.tombstone.as_mut()?;
+        if tombstone.uniq != unlink.uniq || node.unlinking {
+            return None;
+        }
+        if node.renaming > 0 {
+            tombstone.queued = false;
+            return None;
+        }
+        node.unlinking = true;
+        Some(self.params.layout.entry_path_of(&unlink.md5))
+    }
+
+    /// Ends an unlink [`Zone::begin_unlink`] started (whether or not the system call
+    /// succeeded): the tombstone and its bytes go, and refused fillers are woken.
+    pub fn end_unlink(&self, unlink: &Unlink) {
+        {
+            let mut shard = self.shard(&unlink.md5);
+            if let Some(slot) = shard.find(&unlink.md5) {
+                let node = &mut shard.nodes[slot];
+                assert!(node.unlinking, "end_unlink without begin_unlink");
+                node.unlinking = false;
+                if let Some(tombstone) = node.tombstone.take() {
+                    self.drop_bytes(tombstone.fs_size, true);
+                }
+                shard.free_if_unused(slot);
+            }
+        }
+        self.unlinked.notify_waiters();
+    }
+
+    /// One step of the manager's `inactive` walk: evicts the oldest entry if its expiry
+    /// has passed at `now`.
+    pub fn expire_step(&self, now: Instant) -> Expired {
+        self.evict_oldest(Some(now))
+    }
+
+    /// One step of the manager's size/count/free-space trimming: evicts the oldest entry
+    /// that can go, whatever its expiry.
+    pub fn forced_expire_step(&self) -> Expired {
+        self.evict_oldest(None)
+    }
+
+    /// Waits up to `timeout` for an unlink to be queued or a stop; true when stopping.
+    pub(crate) fn wait_for_work(&self, timeout: Duration) -> bool {
+        let signal = self.lock_signal();
+        if signal.stop || !signal.unlinks.is_empty() {
+            return signal.stop;
+        }
+        let (signal, _) = self
+            .wake
+            .wait_timeout(signal, timeout)
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        signal.stop
+    }
+
+    pub(crate) fn request_stop(&self, stop: bool) {
+        self.lock_signal().stop = stop;
+        self.wake.notify_all();
+    }
+}
