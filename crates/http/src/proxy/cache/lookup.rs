@@ -73,7 +73,10 @@ pub(crate) enum Lookup {
 /// A request that goes upstream with the cache involved.
 pub(crate) struct CacheRequest {
     pub zone: Arc<Zone>,
+    /// The key's hash names the main file; after a Vary lookup, the variant's file.
     pub key: Key,
+    /// The hash of the key text: the main file, and the seed of variant hashes.
+    pub main_md5: [u8; 16],
     pub key_text: Vec<u8>,
     /// The response may be stored (not below `proxy_cache_min_uses`, not after a lock
     /// timeout, not with a full zone).
@@ -234,6 +237,7 @@ pub(crate) async fn lookup(
     let mut cache = CacheRequest {
         zone,
         key,
+        main_md5: key.md5,
         key_text,
         store: true,
         fill: None,
@@ -302,7 +306,7 @@ async fn look(
     if (snapshot.exists || zone.cold())
         && let Some(entry) = open_entry(worker, info, request, cache).await
     {
-        return found(worker, request, settings, cache, entry, now);
+        return found(worker, info, request, settings, cache, entry, now);
     }
     if u64::from(snapshot.uses) < settings.min_uses {
         // Not requested often enough yet: an ordinary upstream request, nothing stored.
@@ -347,13 +351,35 @@ async fn look(
 /// another one is and the stale entry may answer).
 fn found(
     worker: &HttpWorker,
+    info: &ConnectionInfo,
     request: &mut Request<'_>,
     settings: &ProxyCache,
     cache: &mut CacheRequest,
     entry: Entry,
     now: i64,
 ) -> Look {
-    let _ = worker;
+    // A response that varies: this request's variant is another file, named by the
+    // variant's hash (nginx's secondary key).
+    if !entry.header.vary.is_empty() {
+        let variant = super::variant_of(request, &cache.main_md5, &entry.header.vary);
+        if variant != entry.header.variant {
+            if cache.key.md5 == cache.main_md5 {
+                cache.key.md5 = variant;
+                return Look::Again;
+            }
+            log(
+                worker,
+                info,
+                request,
+                Level::Crit,
+                format_args!(
+                    "cache file \"{}\" has incorrect vary hash",
+                    entry.path.display()
+                ),
+            );
+            return miss_to_fill(request, cache);
+        }
+    }
     if entry.header.valid_sec > now {
         request.upstream.cache_status = Some(status::HIT);
         return Look::Done(Box::new(Lookup::Serve(entry)));
@@ -389,6 +415,13 @@ fn found(
     }
 }
 
+/// A variant file that does not match: fetch and store it again.
+fn miss_to_fill(request: &mut Request<'_>, cache: &mut CacheRequest) -> Look {
+    cache.fill = start_filling(&cache.zone, &cache.key);
+    request.upstream.cache_status = Some(status::MISS);
+    Look::Done(Box::new(Lookup::Upstream(take(cache))))
+}
+
 /// A fill without the lock: every such request stores, the last to finish wins.
 fn start_filling(zone: &Arc<Zone>, key: &Key) -> Option<cache::FillGuard> {
     match zone.start_fill(&key.md5, None, Instant::now()) {
@@ -402,6 +435,7 @@ fn take(cache: &mut CacheRequest) -> CacheRequest {
     CacheRequest {
         zone: Arc::clone(&cache.zone),
         key: cache.key,
+        main_md5: cache.main_md5,
         key_text: std::mem::take(&mut cache.key_text),
         store: cache.store,
         fill: cache.fill.take(),

@@ -123,8 +123,17 @@ pub(crate) fn start_writer(
     let variant = if fresh.vary.is_empty() {
         [0; 16]
     } else {
-        variant_of(request, &cache.key, &fresh.vary)
+        variant_of(request, &cache.main_md5, &fresh.vary)
     };
+    // After a Vary lookup the fill is the variant's file: a response that no longer
+    // varies the same way belongs elsewhere, and is not stored by this request.
+    let secondary = cache.key.md5 != cache.main_md5;
+    if secondary && variant != cache.key.md5 {
+        return Err(store::StoreFailure {
+            level: logging::Level::Info,
+            message: "cache variant changed, response not cached".to_owned(),
+        });
+    }
     let number = worker
         .generation
         .temp_numbers
@@ -158,10 +167,10 @@ pub(crate) fn start_writer(
 /// The variant of this request for a response that varies by `vary`.
 pub(crate) fn variant_of(
     request: &crate::request::Request<'_>,
-    key: &cache::Key,
+    main_md5: &[u8; 16],
     vary: &[u8],
 ) -> [u8; 16] {
-    cache::format::variant(&key.md5, vary, |name| {
+    cache::format::variant(main_md5, vary, |name| {
         request
             .head
             .headers
