@@ -36,6 +36,7 @@ const FEATURES: &[(&str, &str)] = &[
     ("rewrite/", "rewrite"),
     ("send/ranges.rs", "range"),
     ("send/upstream.rs", "proxy"),
+    ("send/attach.rs", "proxy"),
     ("static_files/", "static_files"),
     // The `upstream` block's directives; the groups (the `upstream` crate's, as the kernel
     // uses them) and `$upstream_*` data are kernel.

@@ -150,6 +150,23 @@ pub async fn proxy<'a>(
             );
             return ProxyOutcome::Respond(body);
         }
+        Lookup::Attach(entry, fill) => {
+            let rewrite = rewrite_input(location, &target);
+            let io = crate::file::cache::file_io(worker, client.info, request, location);
+            let settings = &location.settings.proxy_cache;
+            let body = serve::respond_attached(
+                worker,
+                client.info,
+                request,
+                proxy,
+                settings,
+                entry,
+                fill,
+                &rewrite,
+                io,
+            );
+            return ProxyOutcome::Respond(body);
+        }
         Lookup::Upstream(cache) => Some(cache),
     };
     let storing = cache.as_ref().filter(|cache| cache.store);

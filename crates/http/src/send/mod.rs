@@ -3,6 +3,7 @@
 //! or a proxied body), and the access-log line at the end. This is the assembly's one place
 //! that lists the filters; a new filter is one call here at its place in that order.
 
+pub(crate) mod attach;
 mod body;
 pub use body::{BodyContext, Output, StreamedBody};
 mod file;

@@ -66,6 +66,8 @@ pub(crate) enum Lookup {
     Error(u16),
     /// Answer from this entry (HIT, UPDATING).
     Serve(Entry),
+    /// Answer from an entry another request is still writing (its fill).
+    Attach(Entry, Arc<cache::Fill>),
     /// Go upstream.
     Upstream(CacheRequest),
 }
@@ -327,23 +329,44 @@ async fn look(
             request.upstream.cache_status = Some(status::MISS);
             Look::Done(Box::new(Lookup::Upstream(take(cache))))
         }
-        Ok(FillStart::Wait(fill)) => match wait_for(&fill, lock_wait_left(settings, cache)).await {
-            Some(_) => Look::Again,
-            // The fill grew older than `proxy_cache_lock_age`: this request may take over.
-            None if Instant::now() < lock_deadline(settings, cache) => Look::Again,
-            None => {
-                log(
-                    worker,
-                    info,
-                    request,
-                    Level::Info,
-                    format_args!("cache lock timeout"),
-                );
-                request.upstream.cache_status = Some(status::MISS);
-                cache.store = false;
-                Look::Done(Box::new(Lookup::Upstream(take(cache))))
+        Ok(FillStart::Wait(fill)) => {
+            let left = lock_wait_left(settings, cache);
+            if settings.lock_stream
+                && let Some(entry) = attach(worker, request, cache, &fill, left).await
+            {
+                request.upstream.cache_status = Some(status::HIT);
+                return Look::Done(Box::new(Lookup::Attach(entry, fill)));
             }
-        },
+            wait_outcome(worker, info, request, settings, cache, &fill).await
+        }
+    }
+}
+
+/// The lock's wait for another request's fill, and what follows it.
+async fn wait_outcome(
+    worker: &HttpWorker,
+    info: &ConnectionInfo,
+    request: &mut Request<'_>,
+    settings: &ProxyCache,
+    cache: &mut CacheRequest,
+    fill: &cache::Fill,
+) -> Look {
+    match wait_for(fill, lock_wait_left(settings, cache)).await {
+        Some(_) => Look::Again,
+        // The fill grew older than `proxy_cache_lock_age`: this request may take over.
+        None if Instant::now() < lock_deadline(settings, cache) => Look::Again,
+        None => {
+            log(
+                worker,
+                info,
+                request,
+                Level::Info,
+                format_args!("cache lock timeout"),
+            );
+            request.upstream.cache_status = Some(status::MISS);
+            cache.store = false;
+            Look::Done(Box::new(Lookup::Upstream(take(cache))))
+        }
     }
 }
 
@@ -465,6 +488,65 @@ fn lock_wait_left(settings: &ProxyCache, cache: &mut CacheRequest) -> Duration {
         .and_then(|snapshot| snapshot.fill)
         .map_or(now, |fill| fill.started() + settings.lock_age);
     deadline.min(aged.max(now)).saturating_duration_since(now)
+}
+
+/// Waits, at most `timeout`, for a fill with a known length to have its head in its
+/// temporary file, and reads the head: the waiter then reads the body as it is written.
+/// `None` when the fill ends first, has no length, or the head cannot be read.
+async fn attach(
+    worker: &HttpWorker,
+    request: &Request<'_>,
+    cache: &CacheRequest,
+    fill: &Arc<cache::Fill>,
+    timeout: Duration,
+) -> Option<Entry> {
+    let _ = request;
+    let mut states = fill.subscribe();
+    let streaming = async {
+        loop {
+            match *states.borrow_and_update() {
+                FillState::Streaming {
+                    content_length,
+                    written,
+                } if written > 0 => return Some((content_length, written)),
+                state if state.is_final() => return None,
+                _ => {}
+            }
+            if states.changed().await.is_err() {
+                return None;
+            }
+        }
+    };
+    let (content_length, written) = tokio::time::timeout(timeout, streaming).await.ok()??;
+    let file = fill.temp()?;
+    let key = cache.key;
+    let key_text = cache.key_text.clone();
+    let reader = Arc::clone(&file);
+    let path = std::path::Path::new("cache fill");
+    let read = move || -> Option<(EntryHeader, Vec<u8>)> {
+        let want = usize::try_from(written.min(16 * 1024)).ok()?;
+        let buffer = cache::store::read_head(&reader, want).ok()?;
+        let header = format::check(&buffer, &key, &key_text, written).ok()?;
+        let head = buffer
+            .get(usize::from(header.header_start)..usize::from(header.body_start))?
+            .to_vec();
+        Some((header, head))
+    };
+    let (header, head) = super::run_read(worker, &cache.io, path, read)
+        .await
+        .ok()??;
+    if !matches!(crate::proxy::response::parse(&head), Ok(Some(_))) {
+        return None;
+    }
+    let size = u64::from(header.body_start) + content_length;
+    Some(Entry {
+        file,
+        path: PathBuf::new(),
+        header,
+        head,
+        size,
+        uniq: 0,
+    })
 }
 
 /// Waits until a fill ends, at most `timeout`: `None` on timeout.

@@ -25,8 +25,64 @@ pub(crate) fn respond_from<'a>(
     rewrite: &RewriteInput<'_>,
     io: FileIo,
 ) -> Body<'a> {
-    let Ok(Some(head)) = response::parse(&entry.head) else {
+    if !set_head(worker, info, request, proxy, settings, &entry, rewrite) {
         return Body::Empty;
+    }
+    let len = entry.body_len();
+    if len == 0 {
+        return Body::Empty;
+    }
+    Body::File(FileBody {
+        file: entry.file,
+        offset: u64::from(entry.header.body_start),
+        len,
+        path: entry.path,
+        io,
+        direct: false,
+    })
+}
+
+/// Sets the response from an entry that another request is still writing; its body is
+/// read from the fill's temporary file as it grows.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn respond_attached<'a>(
+    worker: &HttpWorker,
+    info: &ConnectionInfo,
+    request: &mut Request<'a>,
+    proxy: &Proxy,
+    settings: &ProxyCache,
+    entry: Entry,
+    fill: std::sync::Arc<cache::Fill>,
+    rewrite: &RewriteInput<'_>,
+    io: FileIo,
+) -> Body<'a> {
+    if !set_head(worker, info, request, proxy, settings, &entry, rewrite) {
+        return Body::Empty;
+    }
+    // The body streams: no ranges of it.
+    request.response.accept_ranges = false;
+    Body::Upstream(Box::new(crate::send::attach::AttachedBody {
+        fill,
+        start: u64::from(entry.header.body_start),
+        end: entry.size,
+        file: entry.file,
+        io,
+        stall_timeout: proxy.read_timeout,
+    }))
+}
+
+/// The response head from an entry's stored head; false if it does not parse.
+fn set_head(
+    worker: &HttpWorker,
+    info: &ConnectionInfo,
+    request: &mut Request<'_>,
+    proxy: &Proxy,
+    settings: &ProxyCache,
+    entry: &Entry,
+    rewrite: &RewriteInput<'_>,
+) -> bool {
+    let Ok(Some(head)) = response::parse(&entry.head) else {
+        return false;
     };
     request
         .upstream
@@ -53,15 +109,5 @@ pub(crate) fn respond_from<'a>(
         Bytes::Borrowed(b"Age"),
         Bytes::Owned(age.to_string().into_bytes()),
     ));
-    if len == 0 {
-        return Body::Empty;
-    }
-    Body::File(FileBody {
-        file: entry.file,
-        offset: u64::from(entry.header.body_start),
-        len,
-        path: entry.path,
-        io,
-        direct: false,
-    })
+    true
 }

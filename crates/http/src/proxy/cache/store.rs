@@ -137,7 +137,9 @@ impl CacheWriter {
     pub async fn push(&mut self, data: &[u8]) -> Result<(), StoreFailure> {
         self.pending.extend_from_slice(data);
         self.body_bytes += data.len() as u64;
-        if self.pending.len() >= WRITE_BATCH_BYTES {
+        // The first write goes at once: requests waiting for this fill read the head and
+        // the start of the body from the file.
+        if self.pending.len() >= WRITE_BATCH_BYTES || self.file.is_none() {
             self.flush().await?;
         }
         Ok(())
@@ -151,10 +153,21 @@ impl CacheWriter {
             Some(file) => Arc::clone(file),
             None => {
                 let path = self.temp.clone();
-                let (file, path) = self
-                    .run("open()", move || cache::store::create_temp(&path))
+                // Waiters read the file through a handle of their own (the temporary file
+                // is opened for writing only).
+                let (file, reader, path) = self
+                    .run("open()", move || {
+                        let (file, path) = cache::store::create_temp(&path)?;
+                        let reader = cache::store::open_entry(&path)
+                            .ok()
+                            .map(|(reader, _)| reader);
+                        Ok((file, reader, path))
+                    })
                     .await?;
                 self.temp = path;
+                if let (Some(fill), Some(reader)) = (&self.fill, reader) {
+                    fill.share_temp(Arc::new(reader));
+                }
                 let file = Arc::new(file);
                 self.file = Some(Arc::clone(&file));
                 file

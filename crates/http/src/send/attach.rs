@@ -1,0 +1,152 @@
+//! A response read from a cache entry while another request still writes it (streaming
+//! waiters, `proxy_cache_lock` with a `Content-Length`): the body is read from the fill's
+//! temporary file as far as it is written, on the cache's pool, and the reader waits for
+//! the fill's next progress in between, without polling.
+
+use std::fs::File;
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use cache::{Fill, FillState};
+
+use crate::file::io::FileIo;
+use crate::request::Request;
+use crate::send::body::{BodyContext, Output, StreamedBody, finish};
+use crate::send::framing::{CHUNK_END, Framing};
+
+/// Bytes read from the temporary file at once.
+const READ_BYTES_MAX: u64 = 256 * 1024;
+
+/// The body of a response attached to a running fill.
+pub struct AttachedBody {
+    pub fill: Arc<Fill>,
+    /// A readable handle on the fill's temporary file (the file stays readable after its
+    /// rename into place).
+    pub file: Arc<File>,
+    /// Where the body starts and ends in the file.
+    pub start: u64,
+    pub end: u64,
+    pub io: FileIo,
+    /// How long the fill may make no progress (`proxy_read_timeout`).
+    pub stall_timeout: Duration,
+}
+
+impl std::fmt::Debug for AttachedBody {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AttachedBody")
+            .field("start", &self.start)
+            .field("end", &self.end)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> StreamedBody<'a> for AttachedBody {
+    fn send<'s, 'o>(
+        self: Box<Self>,
+        context: &'s BodyContext<'s>,
+        output: &'s mut Output<'o>,
+        request: &'s mut Request<'a>,
+        head: &'s mut Vec<u8>,
+    ) -> Pin<Box<dyn Future<Output = io::Result<()>> + 's>>
+    where
+        'a: 's,
+        'o: 's,
+    {
+        Box::pin(send_attached(context, output, request, *self, head))
+    }
+}
+
+async fn send_attached(
+    context: &BodyContext<'_>,
+    output: &mut Output<'_>,
+    request: &mut Request<'_>,
+    body: AttachedBody,
+    head: &mut Vec<u8>,
+) -> io::Result<()> {
+    output.write(head).await?;
+    head.clear();
+    if context.header_only {
+        return Ok(());
+    }
+    let chunked = context.framing == Framing::Chunked;
+    let mut states = body.fill.subscribe();
+    let mut offset = body.start;
+    while offset < body.end {
+        let state = *states.borrow_and_update();
+        let available = match state {
+            FillState::Streaming { written, .. } => written.min(body.end),
+            FillState::Committed { .. } => body.end,
+            FillState::Pending => offset,
+            FillState::Failed | FillState::NotCacheable => {
+                return Err(io::Error::other("the cache fill this response read ended"));
+            }
+        };
+        if available > offset {
+            let len = (available - offset).min(READ_BYTES_MAX);
+            let data = read(context, &body, offset, len).await?;
+            if data.is_empty() {
+                return Err(io::Error::other(
+                    "the cache fill's file is shorter than written",
+                ));
+            }
+            offset += data.len() as u64;
+            if chunked {
+                http1::response::write_chunk_header(head, data.len());
+                head.extend_from_slice(&data);
+                head.extend_from_slice(CHUNK_END);
+                output.write(head).await?;
+                head.clear();
+            } else {
+                output.write(&data).await?;
+            }
+            continue;
+        }
+        match tokio::time::timeout(body.stall_timeout, states.changed()).await {
+            Ok(Ok(())) => {}
+            // The fill is gone: its last state says whether everything was written.
+            Ok(Err(_)) if matches!(*states.borrow(), FillState::Committed { .. }) => {}
+            Ok(Err(_)) => return Err(io::Error::other("the cache fill this response read ended")),
+            Err(_) => return Err(io::ErrorKind::TimedOut.into()),
+        }
+    }
+    finish(context, request, head);
+    if !head.is_empty() {
+        output.write(head).await?;
+    }
+    Ok(())
+}
+
+/// Reads `len` bytes at `offset` where the cache's reads run.
+async fn read(
+    context: &BodyContext<'_>,
+    body: &AttachedBody,
+    offset: u64,
+    len: u64,
+) -> io::Result<Vec<u8>> {
+    let file = Arc::clone(&body.file);
+    let path = std::path::Path::new("cache fill");
+    let work = move || {
+        let mut buffer = vec![0u8; len as usize];
+        let mut filled = 0;
+        while filled < buffer.len() {
+            match std::os::unix::fs::FileExt::read_at(
+                &*file,
+                &mut buffer[filled..],
+                offset + filled as u64,
+            ) {
+                Ok(0) => break,
+                Ok(read) => filled += read,
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+                Err(error) => return Err(error),
+            }
+        }
+        buffer.truncate(filled);
+        Ok(buffer)
+    };
+    crate::proxy::cache::run_read(context.worker, &body.io, path, work)
+        .await
+        .map_err(|error| io::Error::other(error.message))?
+}
