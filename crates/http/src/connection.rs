@@ -478,6 +478,18 @@ async fn handle_request<'a>(
     }
     let sent = send::send_response(worker, connection, request, body).await;
     send::log_request(worker, connection, request);
+    if request.upstream.refresh.is_some() {
+        // The stale entry is out: the connection waits while it is refreshed, as
+        // nginx's background subrequest holds it.
+        let mut done = BodyState::Done;
+        let client = Client {
+            info: &connection.info,
+            source: BodySource::http1(&connection.stream, &mut connection.read_ahead),
+            body: &mut done,
+        };
+        phases::background_update(worker, client, request).await;
+        request.upstream.refresh = None;
+    }
     if let Err(error) = sent {
         if error.kind() == std::io::ErrorKind::TimedOut {
             crate::request::log(

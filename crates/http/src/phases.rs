@@ -319,6 +319,25 @@ async fn proxy_content<'a>(
         ProxyOutcome::Finalize(status) => Step::Finalize(status),
         ProxyOutcome::Redirect { uri, args } => Step::Redirect { uri, args },
         ProxyOutcome::Named(name) => Step::Named(name),
+        // Only a background refresh asks for this, and it does not run the phases.
+        ProxyOutcome::Drain(_) => Step::Finalize(500),
+    }
+}
+
+/// After a stale response went out (`proxy_cache_background_update`): the request goes
+/// upstream again from its location, and the answer is read into the cache, not sent.
+pub(crate) async fn background_update<'a>(
+    worker: &'a HttpWorker,
+    mut client: Client<'_>,
+    request: &mut Request<'a>,
+) {
+    let Some(location_id) = request.location else {
+        return;
+    };
+    if let ProxyOutcome::Drain(body) =
+        proxy_handler::proxy(worker, &mut client, request, location_id).await
+    {
+        crate::send::drain_into_cache(worker, client.info, request, location_id, *body).await;
     }
 }
 

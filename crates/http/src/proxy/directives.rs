@@ -199,7 +199,7 @@ pub const DIRECTIVES: &[HttpDirective] = &[
         "proxy_ignore_client_abort",
         ANY_LEVEL,
         Arity::FLAG,
-        accept_flag,
+        set_ignore_client_abort,
     ),
     entry(
         "proxy_socket_keepalive",
@@ -228,6 +228,12 @@ set_once!(
     flag
 );
 set_once!(set_buffering, LocationScope, proxy.buffering, flag);
+set_once!(
+    set_ignore_client_abort,
+    LocationScope,
+    proxy.ignore_client_abort,
+    flag
+);
 set_once!(
     set_intercept_errors,
     LocationScope,

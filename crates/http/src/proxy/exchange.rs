@@ -27,6 +27,10 @@ pub(super) struct Client<'c, 's> {
     /// `client_body_buffer_size`: a body passed on unbuffered is still kept for
     /// `$request_body` when it fits, as nginx keeps it.
     pub keep: usize,
+    /// A client that closes while the head is awaited ends the try (nginx's check for a
+    /// broken connection); off with `proxy_ignore_client_abort on` and for a background
+    /// refresh, whose client has its answer already.
+    pub watch_abort: bool,
 }
 
 /// The request's body as it goes upstream.
@@ -320,11 +324,11 @@ async fn read_head_bytes(
     filled: usize,
 ) -> Result<usize, Failure> {
     // While waiting, a client that goes away ends the request (nginx's check for a
-    // broken connection; `proxy_ignore_client_abort` is not supported).
+    // broken connection), unless `proxy_ignore_client_abort` or a refresh says not to.
     let read = tokio::select! {
         biased;
         read = read_after_wait(stream, &mut buffer[filled..], proxy.read_timeout) => read,
-        () = client_gone(client.source.socket()) => {
+        () = client_gone(client.source.socket()), if client.watch_abort => {
             // nginx's words; its action is still "sending" until the upstream answers.
             let action = if filled == 0 {
                 Action::SendingRequest

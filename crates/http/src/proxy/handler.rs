@@ -56,6 +56,8 @@ pub enum ProxyOutcome<'a> {
         args: Vec<u8>,
     },
     Named(Vec<u8>),
+    /// A background refresh's response: read into the cache, not sent.
+    Drain(Box<UpstreamBody<'a>>),
 }
 
 /// A group from the configuration, or one made for a `proxy_pass` with variables that
@@ -291,6 +293,12 @@ impl<'a> Proxying<'a, '_> {
             body: &mut *client.body,
             timeout: core.client_body_timeout,
             keep: usize::try_from(core.client_body_buffer_size).unwrap_or(usize::MAX),
+            watch_abort: !self.outgoing.proxy.ignore_client_abort
+                && !self
+                    .cache
+                    .borrow()
+                    .as_ref()
+                    .is_some_and(|cache| cache.background),
         }
     }
 
@@ -474,6 +482,11 @@ impl<'a> Proxying<'a, '_> {
             }),
             GroupRef::Own(_) => None,
         };
+        let background = self
+            .cache
+            .borrow()
+            .as_ref()
+            .is_some_and(|cache| cache.background);
         let writer = self.cache_writer(info, request, &head, &buffer, framing);
         // Ranges of a proxied response: when it is stored and says `Accept-Ranges`, or
         // with `proxy_force_ranges` (nginx's `copy_allow_ranges`).
@@ -497,6 +510,9 @@ impl<'a> Proxying<'a, '_> {
             attempt: current.attempt,
             cache: writer,
         });
+        if background {
+            return ProxyOutcome::Drain(Box::new(body));
+        }
         ProxyOutcome::Respond(Body::Upstream(Box::new(body)))
     }
 }

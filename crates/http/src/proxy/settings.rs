@@ -144,6 +144,8 @@ settings! {
         intercept_errors: bool = false,
         cookie_domain: CookieRewrite = CookieRewrite::Off,
         cookie_path: CookieRewrite = CookieRewrite::Off,
+        /// `proxy_ignore_client_abort`: a client that closes does not end the try.
+        ignore_client_abort: bool = false,
         next_upstream: NextUpstream = NextUpstream(NextUpstream::ERROR | NextUpstream::TIMEOUT),
         next_upstream_tries: u64 = 0,
         next_upstream_timeout: Duration = Duration::ZERO,

@@ -182,6 +182,25 @@ pub(crate) async fn send_response<'a>(
     result
 }
 
+/// A background refresh's proxied body, read into the cache and not sent.
+pub(crate) async fn drain_into_cache<'a>(
+    worker: &'a HttpWorker,
+    connection: &ConnectionInfo,
+    request: &mut Request<'a>,
+    location_id: crate::conf::LocationId,
+    body: crate::proxy::body::UpstreamBody<'a>,
+) {
+    let context = body::BodyContext {
+        worker,
+        connection,
+        location: worker.conf().location(location_id),
+        framing: Framing::Length,
+        header_only: false,
+        expect_trailers: false,
+    };
+    upstream::drain_detached(&context, request, body).await;
+}
+
 /// The charset filter; a charset variable that is not found ends the request without a
 /// response, as nginx's filter error does.
 fn charset_filter<'a>(

@@ -118,6 +118,20 @@ fn store_failed(context: &BodyContext<'_>, request: &Request<'_>, failure: &Stor
     );
 }
 
+/// A body nobody receives (a background refresh): read into the cache if it is kept.
+pub(super) async fn drain_detached(
+    context: &BodyContext<'_>,
+    request: &mut Request<'_>,
+    mut body: UpstreamBody<'_>,
+) {
+    let mut store = Store(body.take_cache_writer());
+    if store.0.is_none() {
+        return;
+    }
+    let mut slot = Some(body);
+    drain(context, request, &mut slot, &mut store).await;
+}
+
 /// Reads the rest of the body into the cache alone.
 async fn drain(
     context: &BodyContext<'_>,

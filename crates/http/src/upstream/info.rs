@@ -41,6 +41,9 @@ pub struct UpstreamInfo {
     pub trying: bool,
     /// `$upstream_cache_status`: `HIT`, `MISS`, ..., when a cache was involved.
     pub cache_status: Option<&'static str>,
+    /// A stale entry was sent and its refresh is due once the response is out
+    /// (`proxy_cache_background_update`): the mark that this request updates it.
+    pub refresh: Option<cache::UpdateGuard>,
 }
 
 impl UpstreamInfo {
@@ -74,6 +77,7 @@ impl UpstreamInfo {
         self.uri.clear();
         self.trying = false;
         self.cache_status = None;
+        self.refresh = None;
     }
 }
 

@@ -96,6 +96,8 @@ pub(crate) struct CacheRequest {
     pub io: FileIo,
     /// When waiting for another request's fill ends (`proxy_cache_lock_timeout`).
     lock_deadline: Option<Instant>,
+    /// A background refresh: the response goes into the cache only.
+    pub background: bool,
 }
 
 impl CacheRequest {
@@ -248,7 +250,16 @@ pub(crate) async fn lookup(
         revalidate: false,
         io,
         lock_deadline: None,
+        background: false,
     };
+    // The refresh a stale answer left for after its response: it updates the entry.
+    if let Some(update) = request.upstream.refresh.take() {
+        cache.update = Some(update);
+        cache.background = true;
+        cache.fill = start_filling(&cache.zone, &cache.key);
+        request.upstream.cache_status = Some(status::EXPIRED);
+        return Lookup::Upstream(cache);
+    }
     if any_true(worker, info, request, &settings.bypass) {
         request.upstream.cache_status = Some(status::BYPASS);
         cache.fill = start_filling(&cache.zone, &cache.key);
@@ -413,6 +424,19 @@ fn found(
         .try_update(&cache.key.md5, Instant::now(), backstop)
     {
         Some(update) => {
+            let within_swr = now
+                < entry
+                    .header
+                    .valid_sec
+                    .saturating_add(entry.header.updating_sec);
+            if settings.background_update
+                && (settings.use_stale.has(UseStale::UPDATING) || within_swr)
+            {
+                // The stale entry answers now; the refresh runs after the response.
+                request.upstream.refresh = Some(update);
+                request.upstream.cache_status = Some(status::STALE);
+                return Look::Done(Box::new(Lookup::Serve(entry)));
+            }
             cache.update = Some(update);
             cache.revalidate = settings.revalidate && entry.revalidatable();
             cache.stale = Some(entry);
@@ -467,6 +491,7 @@ fn take(cache: &mut CacheRequest) -> CacheRequest {
         revalidate: cache.revalidate,
         io: cache.io.clone(),
         lock_deadline: cache.lock_deadline,
+        background: cache.background,
     }
 }
 
