@@ -48,6 +48,22 @@ impl Entry {
         self.size.saturating_sub(u64::from(self.header.body_start))
     }
 
+    /// `must-revalidate` or `proxy-revalidate` in the stored Cache-Control: never served
+    /// stale (RFC 9111 section 5.2.2.2).
+    pub fn must_revalidate(&self) -> bool {
+        let Ok(Some(head)) = crate::proxy::response::parse(&self.head) else {
+            return false;
+        };
+        head.fields.iter().any(|(name, value)| {
+            self.head[name.clone()].eq_ignore_ascii_case(b"cache-control")
+                && self.head[value.clone()].split(|b| *b == b',').any(|token| {
+                    let token = token.trim_ascii();
+                    token.eq_ignore_ascii_case(b"must-revalidate")
+                        || token.eq_ignore_ascii_case(b"proxy-revalidate")
+                })
+        })
+    }
+
     /// The stored head is a 200 or 206 with a validator: it can be revalidated.
     fn revalidatable(&self) -> bool {
         let status = self.head.get(9..12).unwrap_or_default();
@@ -119,6 +135,9 @@ impl CacheRequest {
         let Some(entry) = &self.stale else {
             return false;
         };
+        if entry.must_revalidate() {
+            return false;
+        }
         if settings.use_stale.has(condition) {
             return true;
         }
@@ -430,6 +449,7 @@ fn found(
                     .valid_sec
                     .saturating_add(entry.header.updating_sec);
             if settings.background_update
+                && !entry.must_revalidate()
                 && (settings.use_stale.has(UseStale::UPDATING) || within_swr)
             {
                 // The stale entry answers now; the refresh runs after the response.
@@ -450,7 +470,9 @@ fn found(
                     .header
                     .valid_sec
                     .saturating_add(entry.header.updating_sec);
-            if settings.use_stale.has(UseStale::UPDATING) || within_swr {
+            if (settings.use_stale.has(UseStale::UPDATING) || within_swr)
+                && !entry.must_revalidate()
+            {
                 request.upstream.cache_status = Some(status::UPDATING);
                 return Look::Done(Box::new(Lookup::Serve(entry)));
             }
@@ -640,6 +662,24 @@ async fn open_entry(
             cache.zone.remove(&cache.key.md5, uniq);
             None
         }
+        Ok(Err(EntryError::WrongLength {
+            uniq,
+            stored,
+            found,
+        })) => {
+            log(
+                worker,
+                info,
+                request,
+                Level::Crit,
+                format_args!(
+                    "cache file \"{}\" has a body of {found} bytes, its Content-Length is {stored}",
+                    path.display()
+                ),
+            );
+            cache.zone.remove(&cache.key.md5, uniq);
+            None
+        }
         Ok(Err(EntryError::InvalidHead(uniq))) => {
             log(
                 worker,
@@ -666,6 +706,11 @@ async fn open_entry(
 
 enum EntryError {
     Missing,
+    WrongLength {
+        uniq: u64,
+        stored: u64,
+        found: u64,
+    },
     Io(std::io::Error),
     Damaged(format::ReadError, u64),
     InvalidHead(u64),
@@ -696,8 +741,22 @@ fn read_entry(path: &std::path::Path, key: &Key, key_text: &[u8]) -> Result<Entr
         buffer.extend_from_slice(&rest);
     }
     let head = buffer[head_start..body_start].to_vec();
-    if !matches!(crate::proxy::response::parse(&head), Ok(Some(_))) {
+    let Ok(Some(parsed)) = crate::proxy::response::parse(&head) else {
         return Err(EntryError::InvalidHead(uniq));
+    };
+    // A body shorter or longer than its stored Content-Length was damaged on disk. An
+    // empty body is a stored answer to HEAD (`proxy_cache_convert_head off`), which keeps
+    // the length of the body it did not send.
+    let body_len = size.saturating_sub(body_start as u64);
+    if let Some(length) = parsed.content_length
+        && length != body_len
+        && body_len != 0
+    {
+        return Err(EntryError::WrongLength {
+            uniq,
+            stored: length,
+            found: body_len,
+        });
     }
     Ok(Entry {
         file: Arc::new(file),
