@@ -11,6 +11,38 @@ pub(crate) fn realpath(path: &PathBuf) -> io::Result<PathBuf> {
     std::fs::canonicalize(path)
 }
 
+/// `proxy_store`: puts a finished temporary file in place as `target`, with the mode
+/// `proxy_store_access` gives and the upstream's `Last-Modified` as its time; missing
+/// directories are made with that mode plus search rights where it reads. Runs on a pool.
+pub(crate) fn store_file(
+    file: &std::fs::File,
+    temp: &std::path::Path,
+    target: &std::path::Path,
+    access: u32,
+    modified: Option<i64>,
+) -> io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    file.set_permissions(std::fs::Permissions::from_mode(access))?;
+    if let Some(seconds) = modified.and_then(|seconds| u64::try_from(seconds).ok()) {
+        let time = std::time::UNIX_EPOCH + std::time::Duration::from_secs(seconds);
+        file.set_modified(time)?;
+    }
+    match std::fs::rename(temp, target) {
+        Err(error) if error.kind() == io::ErrorKind::NotFound => {
+            // A directory is searchable wherever the file is readable.
+            let search = (access & 0o444) >> 2;
+            if let Some(parent) = target.parent() {
+                std::fs::DirBuilder::new()
+                    .recursive(true)
+                    .mode(access | search)
+                    .create(parent)?;
+            }
+            std::fs::rename(temp, target)
+        }
+        other => other,
+    }
+}
+
 /// A path from bytes, as Unix allows any bytes but NUL.
 pub(crate) fn path_from_bytes(bytes: &[u8]) -> PathBuf {
     path_from_vec(bytes.to_vec())

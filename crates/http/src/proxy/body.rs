@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use http1::chunked::ChunkedDecoder;
 use runtime::Stream;
 
-use crate::proxy::cache::store::CacheWriter;
+use crate::proxy::cache::store::Keeper;
 use crate::proxy::exchange::read_timed;
 use crate::proxy::failure::{Action, Failure, Fault};
 use crate::proxy::response::UpstreamFraming;
@@ -47,7 +47,7 @@ pub struct BodyStart<'a> {
     /// The request's entry in `$upstream_*`.
     pub attempt: usize,
     /// Where the body is stored as it passes, when the cache keeps it.
-    pub(crate) cache: Option<Box<CacheWriter>>,
+    pub(crate) cache: Option<Box<Keeper>>,
 }
 
 /// A piece of the body read by [`UpstreamBody::next_detached`].
@@ -80,7 +80,7 @@ pub struct UpstreamBody<'a> {
     release: Option<Release<'a>>,
     /// The request's entry in `$upstream_*`.
     attempt: usize,
-    cache: Option<Box<CacheWriter>>,
+    cache: Option<Box<Keeper>>,
 }
 
 impl std::fmt::Debug for UpstreamBody<'_> {
@@ -284,7 +284,7 @@ impl<'a> UpstreamBody<'a> {
     }
 
     /// The cache's writer, for the code that passes the body on.
-    pub(crate) fn take_cache_writer(&mut self) -> Option<Box<CacheWriter>> {
+    pub(crate) fn take_cache_writer(&mut self) -> Option<Box<Keeper>> {
         self.cache.take()
     }
 

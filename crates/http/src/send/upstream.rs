@@ -7,7 +7,7 @@ use std::io;
 use std::pin::Pin;
 
 use crate::proxy::body::{BodyRead, UpstreamBody, log_failure};
-use crate::proxy::cache::store::{CacheWriter, StoreFailure};
+use crate::proxy::cache::store::{Keeper, StoreFailure};
 use crate::proxy::failure::Failure;
 use crate::request::Request;
 use crate::send::body::{BodyContext, Output, StreamedBody, finish};
@@ -77,7 +77,7 @@ async fn send_upstream(
 
 /// The cache's copy of the body, when the response is stored: failures are logged and
 /// end the copy only.
-struct Store(Option<Box<CacheWriter>>);
+struct Store(Option<Box<Keeper>>);
 
 impl Store {
     async fn push(&mut self, context: &BodyContext<'_>, request: &Request<'_>, data: &[u8]) {

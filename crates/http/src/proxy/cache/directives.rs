@@ -376,7 +376,7 @@ fn set_cache(
         scope.proxy_cache.cache = Some(CacheUse::Off);
         return Ok(());
     }
-    if matches!(scope.proxy_cache.store, Some(Store::On | Store::Path(_))) {
+    if matches!(scope.proxy_cache.store, Some(Store::Path(_))) {
         return Err(ConfError::directive(
             &directive.name,
             "is incompatible with \"proxy_store\"",
@@ -419,7 +419,8 @@ fn set_store(
         ));
     }
     scope.proxy_cache.store = Some(match value {
-        "on" => Store::On,
+        // `root` or `alias` plus the URI: nginx's `$request_filename`.
+        "on" => Store::Path(context.template("$request_filename", &directive.span)?),
         "" => {
             return Err(ConfError::directive(
                 &directive.name,

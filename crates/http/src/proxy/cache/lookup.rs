@@ -706,11 +706,7 @@ async fn open_entry(
 
 enum EntryError {
     Missing,
-    WrongLength {
-        uniq: u64,
-        stored: u64,
-        found: u64,
-    },
+    WrongLength { uniq: u64, stored: u64, found: u64 },
     Io(std::io::Error),
     Damaged(format::ReadError, u64),
     InvalidHead(u64),

@@ -144,9 +144,8 @@ impl CacheMethods {
 pub enum Store {
     #[default]
     Off,
-    /// `on`: the file is `root`/`alias` plus the URI.
-    On,
-    /// A path template.
+    /// The file's path: `$request_filename` for `on` (`root` or `alias` plus the URI),
+    /// else the template given.
     Path(HttpTemplate),
 }
 

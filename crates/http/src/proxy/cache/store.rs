@@ -283,3 +283,137 @@ impl Drop for CacheWriter {
         }
     }
 }
+
+/// What keeps a proxied body as it passes: the cache, or `proxy_store`.
+pub(crate) enum Keeper {
+    Cache(CacheWriter),
+    File(FileStore),
+}
+
+impl Keeper {
+    pub async fn push(&mut self, data: &[u8]) -> Result<(), StoreFailure> {
+        match self {
+            Keeper::Cache(writer) => writer.push(data).await,
+            Keeper::File(store) => store.push(data).await,
+        }
+    }
+
+    pub async fn finish(self) -> Result<(), StoreFailure> {
+        match self {
+            Keeper::Cache(writer) => writer.finish().await,
+            Keeper::File(store) => store.finish().await,
+        }
+    }
+}
+
+/// `proxy_store`: a 200 response's body written to a temporary file under
+/// `proxy_temp_path` on the pool, and renamed to its path when it ended where its framing
+/// said; removed otherwise.
+pub(crate) struct FileStore {
+    pub temp: PathBuf,
+    pub target: PathBuf,
+    pub file: Option<Arc<File>>,
+    pub pool: ThreadPool,
+    pub pending: Vec<u8>,
+    pub written: u64,
+    /// `proxy_store_access`.
+    pub access: u32,
+    /// The upstream's `Last-Modified`, the file's time.
+    pub modified: Option<i64>,
+    pub expected: Option<u64>,
+    pub committed: bool,
+}
+
+impl FileStore {
+    async fn push(&mut self, data: &[u8]) -> Result<(), StoreFailure> {
+        self.pending.extend_from_slice(data);
+        if self.pending.len() >= WRITE_BATCH_BYTES {
+            self.flush().await?;
+        }
+        Ok(())
+    }
+
+    async fn flush(&mut self) -> Result<(), StoreFailure> {
+        let file = match &self.file {
+            Some(file) => Arc::clone(file),
+            None => {
+                let path = self.temp.clone();
+                let file = Arc::new(
+                    self.run("open()", move || crate::body::temp::create(&path))
+                        .await?,
+                );
+                self.file = Some(Arc::clone(&file));
+                file
+            }
+        };
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let bytes = std::mem::take(&mut self.pending);
+        let offset = self.written;
+        self.written += bytes.len() as u64;
+        self.run("pwrite()", move || {
+            std::os::unix::fs::FileExt::write_all_at(&*file, &bytes, offset)
+        })
+        .await
+    }
+
+    async fn finish(mut self) -> Result<(), StoreFailure> {
+        self.flush().await?;
+        if self
+            .expected
+            .is_some_and(|expected| expected != self.written)
+        {
+            return Err(StoreFailure {
+                level: Level::Info,
+                message: "response not stored: body length mismatch".to_owned(),
+            });
+        }
+        let Some(file) = self.file.clone() else {
+            return Ok(());
+        };
+        let (temp, target) = (self.temp.clone(), self.target.clone());
+        let (access, modified) = (self.access, self.modified);
+        self.run("rename()", move || {
+            crate::pool_fs::store_file(&file, &temp, &target, access, modified)
+        })
+        .await?;
+        self.committed = true;
+        Ok(())
+    }
+
+    async fn run<T: Send + 'static>(
+        &self,
+        call: &str,
+        work: impl FnOnce() -> std::io::Result<T> + Send + 'static,
+    ) -> Result<T, StoreFailure> {
+        let result = match self.pool.submit(work) {
+            Ok(completion) => completion
+                .await
+                .map_err(|_| std::io::Error::other("thread pool task was lost"))
+                .and_then(|result| result),
+            Err(overflow) => Err(std::io::Error::other(format!(
+                "thread pool \"{}\" queue overflow: {} tasks waiting",
+                self.pool.name(),
+                overflow.waiting
+            ))),
+        };
+        result.map_err(|error| StoreFailure {
+            level: Level::Crit,
+            message: format!(
+                "{call} \"{}\" failed ({})",
+                self.temp.display(),
+                crate::proxy::handler::errno_text(&error)
+            ),
+        })
+    }
+}
+
+impl Drop for FileStore {
+    fn drop(&mut self) {
+        if self.file.is_some() && !self.committed {
+            let path = std::mem::take(&mut self.temp);
+            let _ = self.pool.submit(move || crate::body::temp::remove(&path));
+        }
+    }
+}

@@ -6,8 +6,9 @@ use super::{Proxying, UpstreamFraming, UpstreamHead, rewrite_input};
 use crate::proxy::IgnoreHeaders;
 use crate::proxy::cache::lookup::{Entry, status as cache_status};
 use crate::proxy::cache::serve;
+use crate::proxy::cache::settings::Store;
 use crate::proxy::cache::settings::UseStale;
-use crate::proxy::cache::store::CacheWriter;
+use crate::proxy::cache::store::{FileStore, Keeper};
 use crate::proxy::failure::Failure;
 use crate::proxy::handler::ProxyOutcome;
 use crate::proxy::settings::NextUpstream as NextUpstreamFlags;
@@ -150,10 +151,13 @@ impl<'a> Proxying<'a, '_> {
         head: &UpstreamHead,
         buffer: &[u8],
         framing: UpstreamFraming,
-    ) -> Option<Box<CacheWriter>> {
+    ) -> Option<Box<Keeper>> {
         // Unless it is stored, the response passes through the not-modified filter as the
         // upstream sent it.
         request.response.disable_not_modified = true;
+        if let Store::Path(template) = &self.location.settings.proxy_cache.store {
+            return self.file_store(info, request, head, buffer, framing, template);
+        }
         let mut cache = self.cache.borrow_mut().take()?;
         let proxy = self.outgoing.proxy;
         let settings = &self.location.settings.proxy_cache;
@@ -213,7 +217,7 @@ impl<'a> Proxying<'a, '_> {
         ) {
             Ok(writer) => {
                 request.response.disable_not_modified = false;
-                Some(Box::new(writer))
+                Some(Box::new(Keeper::Cache(writer)))
             }
             Err(failure) => {
                 log(
@@ -226,6 +230,62 @@ impl<'a> Proxying<'a, '_> {
                 None
             }
         }
+    }
+}
+
+impl<'a> Proxying<'a, '_> {
+    /// `proxy_store`: a 200 to a request that was not HEAD is written to its file as it
+    /// passes.
+    fn file_store(
+        &self,
+        info: &ConnectionInfo,
+        request: &Request<'a>,
+        head: &UpstreamHead,
+        buffer: &[u8],
+        framing: UpstreamFraming,
+        template: &crate::variables::HttpTemplate,
+    ) -> Option<Box<Keeper>> {
+        if head.status != 200 || self.is_head {
+            return None;
+        }
+        let worker = self.worker;
+        let target = crate::variables::render(worker, info, request, template);
+        if target.is_empty() {
+            return None;
+        }
+        let number = worker
+            .generation
+            .temp_numbers
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            + 1;
+        let temp = crate::body::temp::temp_file_path(
+            &self.location.settings.proxy.proxy_temp_path,
+            number,
+        );
+        let modified = head
+            .fields
+            .iter()
+            .find(|(name, _)| buffer[name.clone()].eq_ignore_ascii_case(b"last-modified"))
+            .and_then(|(_, value)| http1::response::parse_http_date(&buffer[value.clone()]));
+        let pool = match crate::file::cache::file_io(worker, info, request, self.location) {
+            crate::file::io::FileIo::Pool(pool) => pool,
+            _ => worker.pools.default_pool().clone(),
+        };
+        Some(Box::new(Keeper::File(FileStore {
+            temp,
+            target: crate::pool_fs::path_from_vec(target),
+            file: None,
+            pool,
+            pending: Vec::new(),
+            written: 0,
+            access: self.location.settings.proxy_cache.store_access,
+            modified,
+            expected: match framing {
+                UpstreamFraming::Length(length) => Some(length),
+                _ => None,
+            },
+            committed: false,
+        })))
     }
 }
 
