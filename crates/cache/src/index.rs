@@ -146,6 +146,7 @@ pub struct Zone {
     unlinked: Notify,
     signal: Mutex<Signal>,
     wake: Condvar,
+    purges: crate::purge::PurgeRules,
 }
 
 impl std::fmt::Debug for Zone {
@@ -199,11 +200,17 @@ impl Zone {
             unlinked: Notify::new(),
             signal: Mutex::new(Signal::default()),
             wake: Condvar::new(),
+            purges: crate::purge::PurgeRules::default(),
         })
     }
 
     pub fn params(&self) -> &ZoneParams {
         &self.params
+    }
+
+    /// The zone's purge rules (`proxy_cache_purge`).
+    pub fn purges(&self) -> &crate::purge::PurgeRules {
+        &self.purges
     }
 
     pub fn capacity(&self) -> usize {

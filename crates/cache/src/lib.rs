@@ -27,6 +27,7 @@ pub mod index;
 pub mod loader;
 pub mod manager;
 pub mod persist;
+pub mod purge;
 pub mod store;
 
 pub mod key;

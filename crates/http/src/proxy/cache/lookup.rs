@@ -228,7 +228,8 @@ pub(crate) async fn lookup(
     key_uri: &[u8],
 ) -> Lookup {
     let settings = &location.settings.proxy_cache;
-    if !settings.methods.allows(request.method_bytes()) {
+    let purging = any_true(worker, info, request, &settings.purge);
+    if !purging && !settings.methods.allows(request.method_bytes()) {
         return Lookup::Off;
     }
     if let Some(offset) = settings.max_range_offset
@@ -278,6 +279,9 @@ pub(crate) async fn lookup(
         cache.fill = start_filling(&cache.zone, &cache.key);
         request.upstream.cache_status = Some(status::EXPIRED);
         return Lookup::Upstream(cache);
+    }
+    if purging {
+        return Lookup::Fail(purge(worker, &cache));
     }
     if any_true(worker, info, request, &settings.bypass) {
         request.upstream.cache_status = Some(status::BYPASS);
@@ -411,6 +415,15 @@ fn found(
     entry: Entry,
     now: i64,
 ) -> Look {
+    // Purged since it was stored: gone.
+    if cache
+        .zone
+        .purges()
+        .covers(&cache.key_text, entry.header.date)
+    {
+        cache.zone.remove(&cache.key.md5, entry.uniq);
+        return miss_to_fill(request, cache);
+    }
     // A response that varies: this request's variant is another file, named by the
     // variant's hash (nginx's secondary key).
     if !entry.header.vary.is_empty() {
@@ -481,6 +494,27 @@ fn found(
             request.upstream.cache_status = Some(status::EXPIRED);
             Look::Done(Box::new(Lookup::Upstream(take(cache))))
         }
+    }
+}
+
+/// `proxy_cache_purge`: the key (and its variants), or every key starting with the text
+/// before a final `*`, answers no more for what was stored until now. 204, or 404 when
+/// the zone knows it had no entry for the exact key.
+fn purge(worker: &HttpWorker, cache: &CacheRequest) -> u16 {
+    let now = worker.clock.wall().unix_seconds;
+    let purges = cache.zone.purges();
+    if let Some(prefix) = cache.key_text.strip_suffix(b"*") {
+        purges.add(prefix, true, now);
+        return 204;
+    }
+    purges.add(&cache.key_text, false, now);
+    match cache.zone.peek(&cache.key.md5) {
+        Some(snapshot) if snapshot.exists => {
+            cache.zone.remove(&cache.key.md5, snapshot.uniq);
+            204
+        }
+        _ if cache.zone.cold() => 204,
+        _ => 404,
     }
 }
 

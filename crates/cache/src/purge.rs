@@ -1,0 +1,75 @@
+//! Purge rules (`proxy_cache_purge`): a purged key, or every key starting with a prefix,
+//! no longer answers for entries stored before the purge. Rules are checked when an entry
+//! is read (lazily, as NGINX Plus applies them with its purger off), so a purge costs no
+//! walk of the cache; the entries themselves go when they are next read or by
+//! inactivity.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// One purge: a key (or a key prefix) and when it was purged (epoch seconds).
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Rule {
+    key: Vec<u8>,
+    prefix: bool,
+    at: i64,
+}
+
+/// A zone's purge rules.
+#[derive(Debug, Default)]
+pub struct PurgeRules {
+    any: AtomicBool,
+    rules: Mutex<Vec<Rule>>,
+}
+
+impl PurgeRules {
+    /// Purges `key` (a prefix when `prefix`) as of `now`: entries stored at or before
+    /// it are gone. A later purge of the same key replaces the earlier one.
+    pub fn add(&self, key: &[u8], prefix: bool, now: i64) {
+        let mut rules = self.rules.lock().unwrap_or_else(|e| e.into_inner());
+        rules.retain(|rule| !(rule.key == key && rule.prefix == prefix));
+        rules.push(Rule {
+            key: key.to_vec(),
+            prefix,
+            at: now,
+        });
+        self.any.store(true, Ordering::Release);
+    }
+
+    /// Whether an entry of `key` stored at `stored` (epoch seconds) was purged since.
+    pub fn covers(&self, key: &[u8], stored: i64) -> bool {
+        if !self.any.load(Ordering::Acquire) {
+            return false;
+        }
+        let rules = self.rules.lock().unwrap_or_else(|e| e.into_inner());
+        rules.iter().any(|rule| {
+            stored <= rule.at
+                && if rule.prefix {
+                    key.starts_with(&rule.key)
+                } else {
+                    key == rule.key.as_slice()
+                }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PurgeRules;
+
+    #[test]
+    fn exact_and_prefix_rules_cover_older_entries_only() {
+        let rules = PurgeRules::default();
+        assert!(!rules.covers(b"http://a/x", 10));
+        rules.add(b"http://a/x", false, 100);
+        assert!(rules.covers(b"http://a/x", 100));
+        assert!(!rules.covers(b"http://a/x", 101), "stored after the purge");
+        assert!(
+            !rules.covers(b"http://a/xy", 50),
+            "an exact rule is no prefix"
+        );
+        rules.add(b"http://a/img/", true, 200);
+        assert!(rules.covers(b"http://a/img/1.png", 150));
+        assert!(!rules.covers(b"http://a/css/1.css", 150));
+    }
+}
