@@ -95,6 +95,9 @@ pub struct ResponseHead<'a> {
     /// The part of a streamed body the client gets (a single range of a proxied
     /// response), as offsets into the whole body.
     pub body_window: Option<(u64, u64)>,
+    /// `X-Accel-Charset` of a proxied response: the charset to recode it to, from the
+    /// one its `Content-Type` names (nginx's `override_charset` of the headers).
+    pub override_charset: Option<Vec<u8>>,
     /// The `Content-Range` of a 206, written after the `add_header` fields as nginx does.
     pub content_range: Option<Vec<u8>>,
     /// The charset of `content_type` when it is known apart from the type (nginx's
@@ -127,6 +130,7 @@ impl ResponseHead<'_> {
         self.accept_ranges = false;
         self.disable_not_modified = false;
         self.body_window = None;
+        self.override_charset = None;
         self.content_range = None;
         self.charset = None;
         self.special = false;

@@ -138,6 +138,11 @@ pub fn filter<'a>(
     location: &Location,
     body: Body<'a>,
 ) -> Result<Body<'a>, VariableNotFound> {
+    if let Some(target) = request.response.override_charset.take() {
+        return Ok(override_filter(
+            worker, connection, request, location, body, &target,
+        ));
+    }
     let settings = &location.settings.charset;
     if settings.charset == CharsetName::Off {
         return Ok(body);
@@ -175,6 +180,53 @@ pub fn filter<'a>(
             body
         }
     })
+}
+
+/// A proxied response's `X-Accel-Charset`: recoded from the charset its `Content-Type`
+/// names to the one given, whatever the location's `charset` says, as nginx does.
+fn override_filter<'a>(
+    worker: &'a HttpWorker,
+    connection: &ConnectionInfo,
+    request: &mut Request<'a>,
+    location: &Location,
+    body: Body<'a>,
+    target: &[u8],
+) -> Body<'a> {
+    let Some(content_type) = request.response.content_type.as_ref().map(Bytes::as_slice) else {
+        return body;
+    };
+    let Some((base, source)) = split_charset(content_type) else {
+        return body;
+    };
+    let (base, source) = (base.to_vec(), String::from_utf8_lossy(source).into_owned());
+    let to: Arc<str> = Arc::from(String::from_utf8_lossy(target));
+    if same_name(&source, &to) {
+        return body;
+    }
+    let maps = &worker.conf().charset_maps;
+    let Some(table) = maps.table(&source, &to) else {
+        log_no_map(worker, connection, request, location, &source, &to);
+        return body;
+    };
+    request.response.content_type = Some(Bytes::Owned(base));
+    name_charset(&mut request.response, &to);
+    recode_body(&mut request.response, body, table)
+}
+
+/// `text/html; charset=B` as `text/html` and `B` (unquoted); `None` without a charset.
+fn split_charset(content_type: &[u8]) -> Option<(&[u8], &[u8])> {
+    let lower = content_type.to_ascii_lowercase();
+    let at = lower.windows(8).position(|window| window == b"charset=")?;
+    let before = &content_type[..at];
+    let semicolon = before.iter().rposition(|b| *b == b';')?;
+    let value = &content_type[at + 8..];
+    let end = value.iter().position(|b| *b == b';').unwrap_or(value.len());
+    let value = value[..end].trim_ascii();
+    let value = value
+        .strip_prefix(b"\"")
+        .and_then(|value| value.strip_suffix(b"\""))
+        .unwrap_or(value);
+    Some((content_type[..semicolon].trim_ascii_end(), value))
 }
 
 /// nginx names no charset on a 301 or 302 (old browsers took it for the next page's).

@@ -175,6 +175,14 @@ pub fn apply(
             .headers
             .push((Bytes::Owned(name.to_vec()), Bytes::Owned(value)));
     }
+    if !proxy.ignore_headers.has(IgnoreHeaders::X_ACCEL_CHARSET)
+        && let Some((_, value)) = fields
+            .clone()
+            .find(|(name, _)| name.eq_ignore_ascii_case(b"x-accel-charset"))
+        && !value.is_empty()
+    {
+        request.response.override_charset = Some(value.to_vec());
+    }
     if !proxy.ignore_headers.has(IgnoreHeaders::X_ACCEL_LIMIT_RATE)
         && let Some((_, value)) =
             fields.find(|(name, _)| name.eq_ignore_ascii_case(b"x-accel-limit-rate"))
