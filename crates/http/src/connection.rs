@@ -81,6 +81,7 @@ pub async fn serve(
     guard: ConnectionGuard,
 ) {
     let _guard = guard;
+    let mut state = crate::connection_state::ConnectionState::open(&worker.stats);
     let Some(address) = worker.address_conf(socket, &stream) else {
         return;
     };
@@ -112,10 +113,20 @@ pub async fn serve(
         request.reset();
         request.pipelined = connection.read_ahead.filled > 0;
         let head = connection
-            .read_head(&worker, &limits, &mut request, idle_timeout, header_timeout)
+            .read_head(
+                &worker,
+                &limits,
+                &mut request,
+                &mut state,
+                idle_timeout,
+                header_timeout,
+            )
             .await;
         let outcome = match head {
-            HeadRead::Ready => None,
+            HeadRead::Ready => {
+                state.writing();
+                None
+            }
             HeadRead::Closed => {
                 log_idle_end(
                     &worker,
@@ -164,6 +175,7 @@ pub async fn serve(
             .map(|id| &worker.conf().location(id).settings.core);
         match after {
             After::KeepAlive => {
+                state.waiting();
                 idle_timeout = core.map_or(Duration::from_secs(75), |core| {
                     core.keepalive_timeout.timeout
                 });
@@ -612,12 +624,16 @@ impl Connection {
         worker: &HttpWorker,
         limits: &HeadLimits,
         request: &mut Request<'_>,
+        state: &mut crate::connection_state::ConnectionState<'_>,
         idle_timeout: Duration,
         header_timeout: Duration,
     ) -> HeadRead {
         // The clock is read only when the connection has to wait: a request that arrives
         // in one packet never arms its header timer.
         let mut started = self.read_ahead.filled > 0;
+        if started {
+            state.reading();
+        }
         let mut timeout = if started {
             header_timeout
         } else {
@@ -732,6 +748,7 @@ impl Connection {
                     self.read_ahead.filled += count;
                     if !started {
                         started = true;
+                        state.reading();
                         if !first {
                             timeout = header_timeout;
                             deadline = None;

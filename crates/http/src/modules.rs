@@ -17,6 +17,7 @@ pub const TABLES: &[&[HttpDirective]] = &[
     crate::proxy::directives::DIRECTIVES,
     crate::proxy::cache::directives::DIRECTIVES,
     crate::upstream::directives::DIRECTIVES,
+    crate::stub_status::directives::DIRECTIVES,
 ];
 
 /// All directives of all modules, for [`conf::spec::check`].
@@ -43,4 +44,5 @@ pub const FAMILIES: &[&str] = &[
     "http_upstream_keepalive",
     "http_upstream_zone",
     "http_charset",
+    "http_stub_status",
 ];

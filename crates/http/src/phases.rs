@@ -304,6 +304,10 @@ async fn content<'a>(
     match worker.conf().location(location_id).settings.content {
         Content::Proxy => proxy_content(worker, client, request, location_id).await,
         Content::Static => static_content(worker, client.info, request, location_id).await,
+        Content::StubStatus => match crate::stub_status::respond(request) {
+            Ok(body) => Step::Done(Reply::Respond(body)),
+            Err(status) => Step::Finalize(status),
+        },
     }
 }
 

@@ -87,6 +87,14 @@ pub struct HttpWorker {
     slowest_blocking: RefCell<Option<(Duration, String)>>,
     /// The loop stalls the stall watcher has measured, by length.
     stall_counts: Cell<StallCounts>,
+    /// This worker's counters (`stub_status`, metrics); it is their only writer.
+    pub stats: Arc<metrics::WorkerStats>,
+}
+
+impl Drop for HttpWorker {
+    fn drop(&mut self) {
+        metrics::GLOBAL.retire(&self.stats);
+    }
 }
 
 /// How many times a worker's loop was kept from turning, by length: the stall watcher's
@@ -184,6 +192,7 @@ impl HttpWorker {
         clock: Rc<Clock>,
         phase: watch::Receiver<Phase>,
         stopping: Arc<AtomicBool>,
+        index: usize,
     ) -> HttpWorker {
         let slots = generation.http.access_log_buffers;
         HttpWorker {
@@ -203,6 +212,7 @@ impl HttpWorker {
             slowest_blocking: RefCell::new(None),
             stall_counts: Cell::new(StallCounts::default()),
             stopping,
+            stats: metrics::GLOBAL.register(index),
         }
     }
 
@@ -305,6 +315,10 @@ impl HttpWorker {
     /// Records a file operation that ran on this worker (`aio off`) and took `took`, for
     /// the stall watcher's warning. `what` is formatted only for a slow one.
     pub(crate) fn note_blocking(&self, took: Duration, what: impl FnOnce() -> String) {
+        self.stats.blocking_calls.add(1);
+        self.stats
+            .blocking_microseconds
+            .add(u64::try_from(took.as_micros()).unwrap_or(u64::MAX));
         if took < LOOP_STALL_WARN / 2 {
             return;
         }
@@ -328,6 +342,8 @@ impl HttpWorker {
             let now = std::time::Instant::now();
             let stall = now.duration_since(last).saturating_sub(LOOP_STALL_TICK);
             last = now;
+            self.stats
+                .record_lag(u64::try_from(stall.as_micros()).unwrap_or(u64::MAX));
             let mut counts = self.stall_counts.get();
             counts.add(stall);
             self.stall_counts.set(counts);
@@ -453,6 +469,7 @@ mod tests {
             Rc::new(Clock::new()),
             phase,
             Arc::new(AtomicBool::new(false)),
+            0,
         ));
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_time()

@@ -276,6 +276,7 @@ async fn run_worker(
         Rc::clone(&context.clock),
         context.phase.clone(),
         Arc::clone(&context.stopping),
+        context.index,
     ));
     for (socket_index, listeners) in sockets.iter().enumerate() {
         let Some(listener) = listeners.get(context.index % listeners.len().max(1)) else {
@@ -316,6 +317,8 @@ async fn run_worker(
                         peer,
                         guard,
                     } => {
+                        handler.stats.accepted.add(1);
+                        handler.stats.handled.add(1);
                         tokio::task::spawn_local(http::connection::serve(
                             Rc::clone(&handler),
                             socket_index,
@@ -325,6 +328,8 @@ async fn run_worker(
                         ));
                     }
                     Accepted::LimitReached { .. } => {
+                        // nginx counts it accepted, not handled.
+                        handler.stats.accepted.add(1);
                         let configured = accept.worker_connections;
                         log(
                             &handler,

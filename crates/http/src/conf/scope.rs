@@ -70,6 +70,8 @@ pub enum Content {
     Static,
     /// `proxy_pass`.
     Proxy,
+    /// `stub_status`.
+    StubStatus,
 }
 
 /// A location's settings after merge and defaults.

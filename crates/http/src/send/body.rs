@@ -39,6 +39,32 @@ struct Limiter {
     delayed_until: Option<tokio::time::Instant>,
 }
 
+/// Sleeps until `until`, unless the client closes its connection first: a response held
+/// back by `limit_rate` ends when nobody waits for it, as nginx's read-side check ends it
+/// (the connection then leaves `stub_status`'s writing figure at once).
+async fn pause_until(socket: &runtime::Stream, until: tokio::time::Instant) -> io::Result<()> {
+    tokio::select! {
+        () = tokio::time::sleep_until(until) => Ok(()),
+        () = client_closed(socket) => Err(io::ErrorKind::ConnectionReset.into()),
+    }
+}
+
+/// Resolves when the client has closed its side (or the socket failed); never while it
+/// only sent more (a pipelined request), which stays for later.
+async fn client_closed(socket: &runtime::Stream) {
+    loop {
+        if socket.readable().await.is_err() {
+            return;
+        }
+        match socket.peek_closed() {
+            Ok(true) => return,
+            Ok(false) => std::future::pending::<()>().await,
+            Err(error) if error.kind() == io::ErrorKind::WouldBlock => {}
+            Err(_) => return,
+        }
+    }
+}
+
 impl<'c> Output<'c> {
     pub fn new(
         sink: ResponseSink<'c>,
@@ -59,19 +85,19 @@ impl<'c> Output<'c> {
     }
 
     /// How many bytes may be written now; with a rate limit this first waits (on tokio
-    /// timers) until at least one may.
-    pub(crate) async fn allowance(&mut self) -> u64 {
+    /// timers) until at least one may, or fails when the client closes meanwhile.
+    pub(crate) async fn allowance(&mut self) -> io::Result<u64> {
         let Some(limiter) = &mut self.limit else {
-            return u64::MAX;
+            return Ok(u64::MAX);
         };
         loop {
             if let Some(until) = limiter.delayed_until.take() {
-                tokio::time::sleep_until(until).await;
+                pause_until(self.sink.socket(), until).await?;
             }
             let now_second = self.clock.wall().unix_seconds;
             let allowance = limiter.rate.allowance(now_second, self.sent);
             if allowance > 0 {
-                return allowance.unsigned_abs();
+                return Ok(allowance.unsigned_abs());
             }
             let wait = limiter.rate.wait(allowance);
             limiter.delayed_until = Some(tokio::time::Instant::now() + wait);
@@ -81,7 +107,7 @@ impl<'c> Output<'c> {
     /// Writes all of `bytes`, in as many pieces as the rate limit needs.
     pub async fn write(&mut self, mut bytes: &[u8]) -> io::Result<()> {
         while !bytes.is_empty() {
-            let allowed = self.allowance().await;
+            let allowed = self.allowance().await?;
             let take =
                 usize::try_from(allowed).map_or(bytes.len(), |allowed| allowed.min(bytes.len()));
             self.sink
@@ -142,7 +168,7 @@ impl<'c> Output<'c> {
             };
             if let Some(until) = until {
                 limiter.delayed_until = Some(until);
-                tokio::time::sleep_until(until).await;
+                pause_until(self.sink.socket(), until).await?;
                 limiter.delayed_until = None;
                 return Ok(());
             }

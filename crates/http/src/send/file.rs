@@ -129,7 +129,7 @@ async fn send_with_sendfile(
     let mut offset = file.offset;
     let end = file.offset + file.len;
     while offset < end {
-        let allowed = output.allowance().await;
+        let allowed = output.allowance().await?;
         let count = (end - offset)
             .min(max_chunk)
             .min(allowed)
@@ -351,7 +351,7 @@ async fn send_with_reads(
     let mut turn = Turn::new();
     let mut cache_first = CacheFirst::for_body(context);
     while offset < end {
-        let allowed = output.allowance().await;
+        let allowed = output.allowance().await?;
         let overhead = (head.len() + framing_bytes) as u64;
         if allowed <= overhead && !head.is_empty() {
             // Not even the head fits this second: send it on its own.

@@ -156,6 +156,10 @@ impl RequestVariables<'_> {
                 push_seconds_millis(out, self.now_monotonic.saturating_duration_since(started));
             }
             Variable::Msec => self.now.write_msec(out),
+            Variable::ConnectionsActive => push_number(out, connections().active as i64, 1),
+            Variable::ConnectionsReading => push_number(out, connections().reading as i64, 1),
+            Variable::ConnectionsWriting => push_number(out, connections().writing as i64, 1),
+            Variable::ConnectionsWaiting => push_number(out, connections().waiting as i64, 1),
             Variable::TimeLocal => self.now.write_time_local(out),
             Variable::TimeIso8601 => self.now.write_iso8601(out),
             Variable::Pid => push_number(out, std::process::id().into(), 1),
@@ -723,6 +727,11 @@ fn append_cookie(request: &Request<'_>, name: &[u8], out: &mut Vec<u8>) -> bool 
 }
 
 /// `1.234`: seconds with milliseconds, as `$request_time`.
+/// The connection counts of every worker, summed (`$connections_*`).
+fn connections() -> metrics::WorkerSnapshot {
+    metrics::GLOBAL.totals()
+}
+
 fn push_seconds_millis(out: &mut Vec<u8>, elapsed: std::time::Duration) {
     push_number(out, elapsed.as_secs() as i64, 1);
     out.push(b'.');

@@ -119,6 +119,12 @@ pub enum Variable {
     UpstreamHttp(Box<[u8]>),
     /// `$upstream_cookie_NAME`: a cookie the upstream's `Set-Cookie` fields set.
     UpstreamCookie(Box<[u8]>),
+    /// `$connections_active`, `$connections_reading`, `$connections_writing`,
+    /// `$connections_waiting`: the `stub_status` figures, summed over the workers.
+    ConnectionsActive,
+    ConnectionsReading,
+    ConnectionsWriting,
+    ConnectionsWaiting,
     /// A variable of the configuration: a named regex capture, a `set` variable, or a
     /// `map` or `split_clients` variable.
     Named(NamedSlot),

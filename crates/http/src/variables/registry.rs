@@ -113,6 +113,10 @@ fn builtin(name: &str) -> Option<Variable> {
         "upstream_bytes_received" => Variable::UpstreamBytesReceived,
         "upstream_bytes_sent" => Variable::UpstreamBytesSent,
         "upstream_cache_status" => Variable::UpstreamCacheStatus,
+        "connections_active" => Variable::ConnectionsActive,
+        "connections_reading" => Variable::ConnectionsReading,
+        "connections_writing" => Variable::ConnectionsWriting,
+        "connections_waiting" => Variable::ConnectionsWaiting,
         _ => return None,
     })
 }

@@ -54,6 +54,7 @@ mod r#return;
 mod rewrite;
 mod split_clients;
 mod static_files;
+mod stub_status;
 mod thread_pool;
 mod trailers;
 mod upstream_hash;
