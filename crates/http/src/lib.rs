@@ -25,6 +25,7 @@ pub mod log_buffers;
 pub mod map;
 pub mod modules;
 pub mod not_modified;
+pub mod observe;
 pub mod phases;
 pub mod pool_fs;
 pub mod proxy;

@@ -18,6 +18,7 @@ pub const TABLES: &[&[HttpDirective]] = &[
     crate::proxy::cache::directives::DIRECTIVES,
     crate::upstream::directives::DIRECTIVES,
     crate::stub_status::directives::DIRECTIVES,
+    crate::observe::directives::DIRECTIVES,
 ];
 
 /// All directives of all modules, for [`conf::spec::check`].

@@ -25,6 +25,7 @@ use crate::conf::scope::Content;
 use crate::conf::{LocationId, ServerId};
 use crate::core::error_page::ErrorPage;
 use crate::file::resolve_realpath_root;
+use crate::observe::{self, Endpoint};
 use crate::proxy::handler::{self as proxy_handler, ProxyOutcome};
 use crate::request::{ConnectionInfo, Request};
 use crate::request::{current_location, log};
@@ -308,6 +309,31 @@ async fn content<'a>(
             Ok(body) => Step::Done(Reply::Respond(body)),
             Err(status) => Step::Finalize(status),
         },
+        Content::Metrics => observe_content(worker, client.info, request, Endpoint::Metrics).await,
+        Content::Api => observe_content(worker, client.info, request, Endpoint::Api).await,
+    }
+}
+
+/// The metrics endpoint's and the API's content handler.
+async fn observe_content<'a>(
+    worker: &'a HttpWorker,
+    connection: &ConnectionInfo,
+    request: &mut Request<'a>,
+    endpoint: Endpoint,
+) -> Step<'a> {
+    match observe::respond(worker, request, endpoint).await {
+        observe::Outcome::Respond(body) => Step::Done(Reply::Respond(body)),
+        observe::Outcome::Status(status) => Step::Finalize(status),
+        observe::Outcome::Failed(error) => {
+            log(
+                worker,
+                connection,
+                request,
+                error.level,
+                format_args!("{}", error.message),
+            );
+            Step::Finalize(error.status)
+        }
     }
 }
 

@@ -32,6 +32,7 @@ const FEATURES: &[(&str, &str)] = &[
     ("headers/", "headers"),
     ("log/", "log"),
     ("not_modified.rs", "not_modified"),
+    ("observe/", "observe"),
     ("proxy/", "proxy"),
     ("rewrite/", "rewrite"),
     ("send/ranges.rs", "range"),

@@ -185,6 +185,8 @@ pub struct Registry {
     /// Configuration reloads that started a new generation, and those that failed.
     pub reloads: AtomicU64,
     pub reloads_failed: AtomicU64,
+    /// When the running configuration was loaded (Unix seconds).
+    pub loaded_unix_seconds: AtomicU64,
 }
 
 /// The process's registry.
@@ -203,6 +205,7 @@ impl Registry {
             retired: Mutex::new(Vec::new()),
             reloads: AtomicU64::new(0),
             reloads_failed: AtomicU64::new(0),
+            loaded_unix_seconds: AtomicU64::new(0),
         }
     }
 

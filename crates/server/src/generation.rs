@@ -150,6 +150,12 @@ pub fn start(
             }
         }
     }
+    let loaded = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| since.as_secs());
+    metrics::GLOBAL
+        .loaded_unix_seconds
+        .store(loaded, std::sync::atomic::Ordering::Relaxed);
     Ok(GenerationHandle {
         generation,
         workers,

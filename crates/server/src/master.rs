@@ -340,7 +340,18 @@ impl Master {
 
     /// HUP: load the configuration again; on success start a new generation on the same
     /// sockets and let the old one drain; on failure keep serving the old one.
+    /// HUP: a new generation from the configuration, counted for the metrics.
     fn reload(&mut self) {
+        let counter = if self.start_new_generation() {
+            &metrics::GLOBAL.reloads
+        } else {
+            &metrics::GLOBAL.reloads_failed
+        };
+        counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether the configuration loaded and its generation started.
+    fn start_new_generation(&mut self) -> bool {
         log(
             &self.error_log,
             Level::Notice,
@@ -350,7 +361,7 @@ impl Master {
             Ok(config) => config,
             Err(error) => {
                 self.log_conf_error(&error);
-                return;
+                return false;
             }
         };
         for warning in &config.warnings {
@@ -369,7 +380,7 @@ impl Master {
             Ok(sockets) => sockets,
             Err(error) => {
                 log(&self.error_log, Level::Emerg, &error.to_string());
-                return;
+                return false;
             }
         };
         let new_log = Arc::clone(&config.error_log);
@@ -386,7 +397,7 @@ impl Master {
             Err(error) => {
                 log(&self.error_log, Level::Alert, &error.0);
                 self.listeners.prune();
-                return;
+                return false;
             }
         };
         for old in &mut self.generations {
@@ -405,6 +416,7 @@ impl Master {
             Level::Notice,
             "reconfigured, old workers are shutting down gracefully",
         );
+        true
     }
 
     fn log_conf_error(&self, error: &ConfError) {

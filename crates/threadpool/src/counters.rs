@@ -8,6 +8,7 @@ use std::time::Duration;
 #[derive(Debug, Default)]
 pub struct Counters {
     queued: AtomicU64,
+    queued_max: AtomicU64,
     running: AtomicU64,
     completed: AtomicU64,
     overflowed: AtomicU64,
@@ -20,6 +21,8 @@ pub struct Counters {
 pub struct CountersSnapshot {
     /// Tasks in the queue now.
     pub queued: u64,
+    /// The most tasks the queue has held at once.
+    pub queued_max: u64,
     /// Tasks running on a pool thread now.
     pub running: u64,
     /// Tasks that finished since the pool started.
@@ -34,7 +37,8 @@ pub struct CountersSnapshot {
 
 impl Counters {
     pub(crate) fn task_queued(&self) {
-        self.queued.fetch_add(1, Ordering::Relaxed);
+        let queued = self.queued.fetch_add(1, Ordering::Relaxed) + 1;
+        self.queued_max.fetch_max(queued, Ordering::Relaxed);
     }
 
     pub(crate) fn task_overflowed(&self) {
@@ -58,6 +62,7 @@ impl Counters {
     pub fn snapshot(&self) -> CountersSnapshot {
         CountersSnapshot {
             queued: self.queued.load(Ordering::Relaxed),
+            queued_max: self.queued_max.load(Ordering::Relaxed),
             running: self.running.load(Ordering::Relaxed),
             completed: self.completed.load(Ordering::Relaxed),
             overflowed: self.overflowed.load(Ordering::Relaxed),

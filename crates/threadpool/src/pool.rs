@@ -217,6 +217,16 @@ impl ThreadPool {
         Ok(Completion { receiver })
     }
 
+    /// `threads=`: the pool's size (its threads run once it is started).
+    pub fn threads(&self) -> usize {
+        self.threads.count
+    }
+
+    /// `max_queue=`.
+    pub fn max_queue(&self) -> usize {
+        self.shared.max_queue
+    }
+
     pub fn counters(&self) -> CountersSnapshot {
         self.shared.counters.snapshot()
     }

@@ -375,6 +375,7 @@ impl<K> Group<K> {
                 return None;
             }
             peer_state.conns += 1;
+            peer_state.selected += 1;
             return Some(Selected {
                 backup: false,
                 index: 0,
@@ -410,6 +411,7 @@ impl<K> Group<K> {
             if let Some(index) = primary {
                 tried.primary.set(index);
                 state.primary[index].conns += 1;
+                state.primary[index].selected += 1;
                 return Some(Selected {
                     backup: false,
                     index,
@@ -428,6 +430,7 @@ impl<K> Group<K> {
         if let Some(index) = backup {
             tried.backup.set(index);
             state.backup[index].conns += 1;
+            state.backup[index].selected += 1;
             return Some(Selected {
                 backup: true,
                 index,
@@ -456,6 +459,7 @@ impl<K> Group<K> {
         };
         let state = &mut states[selected.index];
         state.conns = state.conns.saturating_sub(1);
+        state.failures += u64::from(failed);
         if self.is_single() {
             return false;
         }

@@ -96,6 +96,9 @@ pub struct PeerState {
     pub checked: Option<Instant>,
     /// Requests in flight to this peer.
     pub conns: u32,
+    /// Times the peer was chosen for a try, and tries that failed (for the metrics).
+    pub selected: u64,
+    pub failures: u64,
 }
 
 /// The mutable side of a group.

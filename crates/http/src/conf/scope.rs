@@ -72,6 +72,10 @@ pub enum Content {
     Proxy,
     /// `stub_status`.
     StubStatus,
+    /// `portico_metrics`.
+    Metrics,
+    /// `api`.
+    Api,
 }
 
 /// A location's settings after merge and defaults.

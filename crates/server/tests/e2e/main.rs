@@ -35,6 +35,7 @@ mod limit_rate;
 mod map;
 mod not_modified;
 mod open_file_cache;
+mod portico_metrics;
 mod proxy_bind;
 mod proxy_body;
 mod proxy_buffering;

@@ -1,0 +1,242 @@
+//! The read-only NGINX Plus API, version 9: the paths and field names NGINX Plus uses, so
+//! that tools written for it (nginx-prometheus-exporter in Plus mode, dashboards) read
+//! Portico unchanged. Sections Portico has no data for answer `{}`.
+
+use std::fmt::Write as _;
+
+use crate::worker::Generation;
+
+/// The API versions listed at the root; only the newest is served.
+const VERSIONS: &str = "[1,2,3,4,5,6,7,8,9]";
+const VERSION: &str = "9";
+
+/// The path's segments after the location's own: the request's URI split at `/`, from the
+/// version segment on (`/api/9/http/upstreams` gives `["9", "http", "upstreams"]`; the
+/// location's prefix gives nothing).
+pub fn path_of(uri: &[u8]) -> Vec<String> {
+    let segments: Vec<String> = uri
+        .split(|byte| *byte == b'/')
+        .filter(|segment| !segment.is_empty())
+        .map(|segment| String::from_utf8_lossy(segment).into_owned())
+        .collect();
+    match segments
+        .iter()
+        .position(|segment| segment.bytes().all(|byte| byte.is_ascii_digit()))
+    {
+        Some(version) => segments[version..].to_vec(),
+        None => Vec::new(),
+    }
+}
+
+/// The JSON for `path`, or the status when there is none (404).
+pub fn render(
+    generation: &Generation,
+    path: &[String],
+    now_unix_seconds: i64,
+) -> Result<String, u16> {
+    let Some((version, rest)) = path.split_first() else {
+        return Ok(VERSIONS.to_owned());
+    };
+    if version != VERSION {
+        return Err(404);
+    }
+    let rest: Vec<&str> = rest.iter().map(String::as_str).collect();
+    let totals = metrics::GLOBAL.totals();
+    let json = match rest.as_slice() {
+        [] => json_list(&[
+            "nginx",
+            "processes",
+            "connections",
+            "slabs",
+            "http",
+            "stream",
+            "resolvers",
+            "ssl",
+            "workers",
+        ]),
+        ["nginx"] => nginx(generation, now_unix_seconds),
+        ["processes"] => "{\"respawned\":0}".to_owned(),
+        ["connections"] => connections(&totals),
+        ["http"] => json_list(&[
+            "requests",
+            "server_zones",
+            "location_zones",
+            "caches",
+            "limit_conns",
+            "limit_reqs",
+            "keyvals",
+            "upstreams",
+        ]),
+        ["http", "requests"] => requests(&totals),
+        ["http", "upstreams"] => upstreams(generation),
+        [
+            "http",
+            "server_zones" | "location_zones" | "caches" | "limit_conns" | "limit_reqs" | "keyvals",
+        ]
+        | ["ssl" | "slabs" | "resolvers"]
+        | ["stream"]
+        | [
+            "stream",
+            "server_zones" | "upstreams" | "limit_conns" | "keyvals" | "zone_sync",
+        ] => "{}".to_owned(),
+        ["workers"] => workers(),
+        _ => return Err(404),
+    };
+    Ok(json)
+}
+
+fn json_list(names: &[&str]) -> String {
+    let quoted: Vec<String> = names.iter().map(|name| format!("\"{name}\"")).collect();
+    format!("[{}]", quoted.join(","))
+}
+
+fn nginx(generation: &Generation, now_unix_seconds: i64) -> String {
+    let loaded = metrics::GLOBAL
+        .loaded_unix_seconds
+        .load(std::sync::atomic::Ordering::Relaxed);
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        "{{\"version\":\"{}\",\"build\":\"portico-{}\",\"address\":\"127.0.0.1\",\
+         \"generation\":{},\"load_timestamp\":\"{}\",\"timestamp\":\"{}\",\"pid\":{},\"ppid\":{}}}",
+        crate::variables::NGINX_COMPATIBLE_VERSION,
+        env!("CARGO_PKG_VERSION"),
+        generation.number,
+        iso8601(i64::try_from(loaded).unwrap_or(0)),
+        iso8601(now_unix_seconds),
+        std::process::id(),
+        rustix::process::getppid().map_or(0, |pid| pid.as_raw_nonzero().get()),
+    );
+    out
+}
+
+/// NGINX Plus's `connections`: `idle` are the waiting ones, `active` the others.
+fn connections(totals: &metrics::WorkerSnapshot) -> String {
+    format!(
+        "{{\"accepted\":{},\"dropped\":{},\"active\":{},\"idle\":{}}}",
+        totals.accepted,
+        totals.accepted.saturating_sub(totals.handled),
+        totals.active.saturating_sub(totals.waiting),
+        totals.waiting
+    )
+}
+
+fn requests(totals: &metrics::WorkerSnapshot) -> String {
+    format!(
+        "{{\"total\":{},\"current\":{}}}",
+        totals.requests,
+        totals.reading + totals.writing
+    )
+}
+
+fn workers() -> String {
+    let pid = std::process::id();
+    let entries: Vec<String> = metrics::GLOBAL
+        .by_index()
+        .iter()
+        .enumerate()
+        .map(|(index, worker)| {
+            format!(
+                "{{\"id\":{index},\"pid\":{pid},\"connections\":{},\"http\":{{\"requests\":{}}}}}",
+                connections(worker),
+                requests(worker)
+            )
+        })
+        .collect();
+    format!("[{}]", entries.join(","))
+}
+
+fn upstreams(generation: &Generation) -> String {
+    let rows = super::prometheus::peer_rows(generation);
+    let mut groups: Vec<(&str, Vec<String>)> = Vec::new();
+    for row in &rows {
+        let id = groups
+            .iter()
+            .position(|(name, _)| *name == row.upstream)
+            .unwrap_or_else(|| {
+                groups.push((&row.upstream, Vec::new()));
+                groups.len() - 1
+            });
+        let peers = &mut groups[id].1;
+        let mut peer = String::new();
+        let _ = write!(
+            peer,
+            "{{\"id\":{},\"server\":{},\"name\":{},\"backup\":{},\"weight\":{},\"state\":\"{}\",\
+             \"active\":{},\"requests\":{},\"fails\":{},\"unavail\":0,\"max_fails\":{},\
+             \"fail_timeout\":\"{}s\",\"responses\":{{\"total\":0}},\"sent\":0,\"received\":0,\
+             \"health_checks\":{{\"checks\":0,\"fails\":0,\"unhealthy\":0}},\"downtime\":0}}",
+            peers.len(),
+            quote(&row.peer),
+            quote(&row.peer),
+            row.backup,
+            row.weight,
+            row.state,
+            row.active,
+            row.selected,
+            row.fails,
+            row.max_fails,
+            row.fail_timeout_seconds,
+        );
+        peers.push(peer);
+    }
+    let entries: Vec<String> = groups
+        .iter()
+        .map(|(name, peers)| {
+            format!(
+                "{}:{{\"peers\":[{}],\"keepalive\":0,\"zombies\":0,\"zone\":{}}}",
+                quote(name),
+                peers.join(","),
+                quote(name)
+            )
+        })
+        .collect();
+    format!("{{{}}}", entries.join(","))
+}
+
+/// A JSON string.
+fn quote(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('"');
+    for character in text.chars() {
+        match character {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            control if u32::from(control) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", u32::from(control));
+            }
+            other => out.push(other),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// `2026-11-25T20:00:00.000Z`.
+fn iso8601(unix_seconds: i64) -> String {
+    let civil = logging::time::Civil::from_unix(unix_seconds);
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.000Z",
+        civil.year, civil.month, civil.day, civil.hour, civil.minute, civil.second
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_path_starts_at_the_version() {
+        assert_eq!(
+            path_of(b"/api/9/http/upstreams"),
+            ["9", "http", "upstreams"]
+        );
+        assert!(path_of(b"/api/").is_empty());
+        assert_eq!(path_of(b"/status/api/9"), ["9"]);
+    }
+
+    #[test]
+    fn strings_and_times_are_json() {
+        assert_eq!(quote("a\"b\\\n"), "\"a\\\"b\\\\\\u000a\"");
+        assert_eq!(iso8601(0), "1970-01-01T00:00:00.000Z");
+    }
+}

@@ -1,0 +1,72 @@
+//! What Portico shows about itself beyond `stub_status`: the Prometheus endpoint
+//! (`portico_metrics`) and the read-only NGINX Plus API (`api`). Both are rendered on the
+//! worker's `default` pool from the process's counters ([`metrics::GLOBAL`]) and the
+//! serving generation's pools and upstream groups, so a scrape never holds a worker's loop.
+
+pub mod api;
+pub mod directives;
+pub mod prometheus;
+
+use std::sync::Arc;
+
+use crate::file::FileError;
+use crate::request::Request;
+use crate::response::{Body, Bytes};
+use crate::worker::HttpWorker;
+
+/// Which endpoint a location serves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Endpoint {
+    Metrics,
+    Api,
+}
+
+/// How an endpoint answered.
+pub(crate) enum Outcome<'a> {
+    Respond(Body<'a>),
+    /// End with this status (405 for a method the endpoint does not take, 404).
+    Status(u16),
+    /// The rendering could not run (the pool's queue was full): logged, then the status.
+    Failed(FileError),
+}
+
+/// The content handler of a `portico_metrics` or `api` location.
+pub(crate) async fn respond<'a>(
+    worker: &'a HttpWorker,
+    request: &mut Request<'a>,
+    endpoint: Endpoint,
+) -> Outcome<'a> {
+    let method = request.head.method;
+    if !matches!(method, http1::Method::Get | http1::Method::Head) {
+        return Outcome::Status(405);
+    }
+    request.discard_body = true;
+    let generation = Arc::clone(&worker.generation);
+    let rendered = match endpoint {
+        Endpoint::Metrics => {
+            let accept = request.headers(b"accept").next().unwrap_or_default();
+            let format = metrics::exposition::Format::from_accept(accept);
+            let text = worker
+                .offload(move || prometheus::render(&generation, format))
+                .await;
+            text.map(|text| Ok((format.content_type().as_bytes(), text.into_bytes())))
+        }
+        Endpoint::Api => {
+            let path = api::path_of(&request.uri);
+            let now = worker.clock.wall();
+            let json = worker
+                .offload(move || api::render(&generation, &path, now.unix_seconds))
+                .await;
+            json.map(|json| json.map(|json| (&b"application/json"[..], json.into_bytes())))
+        }
+    };
+    match rendered {
+        Ok(Ok((content_type, body))) => {
+            request.response.status = 200;
+            request.response.content_type = Some(Bytes::Borrowed(content_type));
+            Outcome::Respond(Body::Bytes(Bytes::Owned(body)))
+        }
+        Ok(Err(status)) => Outcome::Status(status),
+        Err(error) => Outcome::Failed(error),
+    }
+}

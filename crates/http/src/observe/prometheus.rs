@@ -1,0 +1,359 @@
+//! The Prometheus exposition: every family Portico exports, in base units, rendered on a
+//! pool thread. docs/observability.md lists them with their meanings.
+
+use metrics::exposition::{Exposition, Format, Kind};
+
+use crate::worker::Generation;
+
+/// The whole exposition for a scrape.
+pub fn render(generation: &Generation, format: Format) -> String {
+    let mut out = Exposition::new(format);
+    build_and_reloads(&mut out);
+    connections(&mut out);
+    workers(&mut out);
+    thread_pools(&mut out, generation);
+    upstreams(&mut out, generation);
+    out.finish()
+}
+
+fn build_and_reloads(out: &mut Exposition) {
+    use std::sync::atomic::Ordering::Relaxed;
+    out.family(
+        "portico_build",
+        Kind::Info,
+        "Portico's version and the nginx version it follows.",
+    );
+    out.info(&[
+        ("version", env!("CARGO_PKG_VERSION")),
+        ("nginx_version", crate::variables::NGINX_COMPATIBLE_VERSION),
+    ]);
+    out.family(
+        "portico_config_reloads",
+        Kind::Counter,
+        "Configuration reloads (HUP) by result: a new generation started, or the old one kept.",
+    );
+    let reloads = metrics::GLOBAL.reloads.load(Relaxed) as f64;
+    let failed = metrics::GLOBAL.reloads_failed.load(Relaxed) as f64;
+    out.counter(&[("result", "success")], reloads);
+    out.counter(&[("result", "failure")], failed);
+}
+
+fn connections(out: &mut Exposition) {
+    let totals = metrics::GLOBAL.totals();
+    out.family(
+        "portico_connections_accepted",
+        Kind::Counter,
+        "Client connections accepted (stub_status accepts).",
+    );
+    out.counter(&[], totals.accepted as f64);
+    out.family(
+        "portico_connections_handled",
+        Kind::Counter,
+        "Accepted client connections that got a worker_connections slot (stub_status handled).",
+    );
+    out.counter(&[], totals.handled as f64);
+    out.family(
+        "portico_connections",
+        Kind::Gauge,
+        "Open client connections by state: reading a request head, writing (processing and \
+         answering a request), waiting for a request.",
+    );
+    out.gauge(&[("state", "reading")], totals.reading as f64);
+    out.gauge(&[("state", "writing")], totals.writing as f64);
+    out.gauge(&[("state", "waiting")], totals.waiting as f64);
+    out.family(
+        "portico_connections_active",
+        Kind::Gauge,
+        "Open client connections (stub_status Active connections).",
+    );
+    out.gauge(&[], totals.active as f64);
+    out.family(
+        "portico_http_requests",
+        Kind::Counter,
+        "Client requests, counted when their first byte arrives (stub_status requests).",
+    );
+    out.counter(&[], totals.requests as f64);
+}
+
+fn workers(out: &mut Exposition) {
+    let workers = metrics::GLOBAL.by_index();
+    let names: Vec<String> = (0..workers.len()).map(|index| index.to_string()).collect();
+    out.family(
+        "portico_worker_connections",
+        Kind::Gauge,
+        "Open client connections on each worker.",
+    );
+    for (worker, name) in workers.iter().zip(&names) {
+        out.gauge(&[("worker", name)], worker.active as f64);
+    }
+    out.family(
+        "portico_worker_loop_lag_seconds",
+        Kind::Histogram,
+        "How late each worker's 10 ms watch timer fired: the time its loop was kept from \
+         turning.",
+    );
+    let bounds: Vec<f64> = metrics::LAG_BUCKETS_MICROSECONDS
+        .iter()
+        .map(|micros| *micros as f64 / 1e6)
+        .collect();
+    for (worker, name) in workers.iter().zip(&names) {
+        let sum = worker.lag_microseconds as f64 / 1e6;
+        out.histogram(&[("worker", name)], &bounds, &worker.lag_buckets, sum);
+    }
+    out.family(
+        "portico_worker_loop_stalls",
+        Kind::Counter,
+        "Worker loop stalls of at least min_seconds (the stall watcher's counts; 0.1 s and \
+         more are also logged at warn).",
+    );
+    for (worker, name) in workers.iter().zip(&names) {
+        for (min, count) in [
+            ("0.01", worker.stalls_10ms),
+            ("0.1", worker.stalls_100ms),
+            ("1", worker.stalls_1000ms),
+        ] {
+            out.counter(&[("worker", name), ("min_seconds", min)], count as f64);
+        }
+    }
+    out.family(
+        "portico_worker_blocking_file_calls",
+        Kind::Counter,
+        "File calls made on the worker's own thread that may block it (aio off).",
+    );
+    for (worker, name) in workers.iter().zip(&names) {
+        out.counter(&[("worker", name)], worker.blocking_calls as f64);
+    }
+    out.family(
+        "portico_worker_blocking_file_seconds",
+        Kind::Counter,
+        "Time spent in those calls (coarse clock: a few milliseconds of resolution).",
+    );
+    for (worker, name) in workers.iter().zip(&names) {
+        out.counter(
+            &[("worker", name)],
+            worker.blocking_microseconds as f64 / 1e6,
+        );
+    }
+}
+
+/// One row per pool instance: each worker has its own instance of every pool.
+struct PoolRow {
+    pool: String,
+    worker: String,
+    threads: usize,
+    capacity: usize,
+    started: bool,
+    counters: threadpool::CountersSnapshot,
+}
+
+fn thread_pools(out: &mut Exposition, generation: &Generation) {
+    let mut rows = Vec::new();
+    for (index, pools) in generation.worker_pools.iter().enumerate() {
+        for pool in pools.iter() {
+            rows.push(PoolRow {
+                pool: pool.name().to_owned(),
+                worker: index.to_string(),
+                threads: pool.threads(),
+                capacity: pool.max_queue(),
+                started: pool.is_started(),
+                counters: pool.counters(),
+            });
+        }
+    }
+    type Field = fn(&PoolRow) -> f64;
+    let gauges: [(&str, &str, Field); 6] = [
+        (
+            "portico_thread_pool_threads",
+            "Threads the pool runs (threads=; 0 until a lazily started pool gets its first task).",
+            |row| {
+                if row.started { row.threads as f64 } else { 0.0 }
+            },
+        ),
+        (
+            "portico_thread_pool_queue_capacity",
+            "Tasks the queue holds before it overflows (max_queue=).",
+            |row| row.capacity as f64,
+        ),
+        (
+            "portico_thread_pool_queued_tasks",
+            "Tasks waiting in the queue now.",
+            |row| row.counters.queued as f64,
+        ),
+        (
+            "portico_thread_pool_queued_tasks_max",
+            "The most tasks the queue has held at once.",
+            |row| row.counters.queued_max as f64,
+        ),
+        (
+            "portico_thread_pool_running_tasks",
+            "Tasks running on a pool thread now.",
+            |row| row.counters.running as f64,
+        ),
+        (
+            "portico_thread_pool_idle_threads",
+            "Started threads with no task.",
+            |row| {
+                if row.started {
+                    (row.threads as f64 - row.counters.running as f64).max(0.0)
+                } else {
+                    0.0
+                }
+            },
+        ),
+    ];
+    for (name, help, field) in gauges {
+        out.family(name, Kind::Gauge, help);
+        for row in &rows {
+            out.gauge(&[("pool", &row.pool), ("worker", &row.worker)], field(row));
+        }
+    }
+    let counters: [(&str, &str, Field); 4] = [
+        (
+            "portico_thread_pool_tasks",
+            "Tasks that ran to their end.",
+            |row| row.counters.completed as f64,
+        ),
+        (
+            "portico_thread_pool_overflows",
+            "Tasks refused because the queue was full (logged as queue overflow; the request fails with 500).",
+            |row| row.counters.overflowed as f64,
+        ),
+        (
+            "portico_thread_pool_wait_seconds",
+            "Time finished tasks spent in the queue.",
+            |row| row.counters.wait_time.as_secs_f64(),
+        ),
+        (
+            "portico_thread_pool_run_seconds",
+            "Time finished tasks spent running.",
+            |row| row.counters.run_time.as_secs_f64(),
+        ),
+    ];
+    for (name, help, field) in counters {
+        out.family(name, Kind::Counter, help);
+        for row in &rows {
+            out.counter(&[("pool", &row.pool), ("worker", &row.worker)], field(row));
+        }
+    }
+}
+
+/// One row per peer of an `upstream` block.
+pub(crate) struct PeerRow {
+    pub upstream: String,
+    pub peer: String,
+    pub backup: bool,
+    pub weight: u32,
+    pub state: &'static str,
+    pub active: u32,
+    pub selected: u64,
+    pub fails: u64,
+    pub max_fails: u32,
+    pub fail_timeout_seconds: u64,
+}
+
+/// The peers of every `upstream` block (groups `proxy_pass` made from an address are left
+/// out, as NGINX Plus shows only groups with a zone).
+pub(crate) fn peer_rows(generation: &Generation) -> Vec<PeerRow> {
+    let now = std::time::Instant::now();
+    let mut rows = Vec::new();
+    for group in generation
+        .http
+        .upstreams
+        .iter()
+        .filter(|group| !group.implicit)
+    {
+        let state = group
+            .state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let peers = group
+            .primary
+            .iter()
+            .zip(&state.primary)
+            .map(|pair| (false, pair));
+        let backups = group
+            .backup
+            .iter()
+            .zip(&state.backup)
+            .map(|pair| (true, pair));
+        for (backup, (peer, peer_state)) in peers.chain(backups) {
+            let failed = peer.max_fails > 0
+                && peer_state.fails >= peer.max_fails
+                && peer_state
+                    .checked
+                    .is_some_and(|checked| now.duration_since(checked) <= peer.fail_timeout);
+            let state = if peer.down {
+                "down"
+            } else if failed {
+                "unavail"
+            } else {
+                "up"
+            };
+            rows.push(PeerRow {
+                upstream: group.name.to_string(),
+                peer: peer.name.to_string(),
+                backup,
+                weight: peer.weight,
+                state,
+                active: peer_state.conns,
+                selected: peer_state.selected,
+                fails: peer_state.failures,
+                max_fails: peer.max_fails,
+                fail_timeout_seconds: peer.fail_timeout.as_secs(),
+            });
+        }
+    }
+    rows
+}
+
+fn upstreams(out: &mut Exposition, generation: &Generation) {
+    let rows = peer_rows(generation);
+    out.family(
+        "portico_upstream_peer_state",
+        Kind::Gauge,
+        "1 for the state each peer of an upstream block is in (up, down, unavail).",
+    );
+    for row in &rows {
+        for state in ["up", "down", "unavail"] {
+            let labels = [
+                ("upstream", row.upstream.as_str()),
+                ("peer", &row.peer),
+                ("state", state),
+            ];
+            out.gauge(&labels, f64::from(u8::from(row.state == state)));
+        }
+    }
+    out.family(
+        "portico_upstream_peer_active_requests",
+        Kind::Gauge,
+        "Requests in flight to each peer.",
+    );
+    for row in &rows {
+        out.gauge(
+            &[("upstream", &row.upstream), ("peer", &row.peer)],
+            f64::from(row.active),
+        );
+    }
+    out.family(
+        "portico_upstream_peer_selected",
+        Kind::Counter,
+        "Times each peer was chosen for a try.",
+    );
+    for row in &rows {
+        out.counter(
+            &[("upstream", &row.upstream), ("peer", &row.peer)],
+            row.selected as f64,
+        );
+    }
+    out.family(
+        "portico_upstream_peer_fails",
+        Kind::Counter,
+        "Tries of each peer that failed (as proxy_next_upstream counts failures).",
+    );
+    for row in &rows {
+        out.counter(
+            &[("upstream", &row.upstream), ("peer", &row.peer)],
+            row.fails as f64,
+        );
+    }
+}

@@ -1,0 +1,236 @@
+//! `portico_metrics`: the Prometheus exposition. Counters move as requests are made, the
+//! format follows `Accept`, `promtool` finds nothing to say about it, a pool's overflow
+//! shows, and a worker held by a slow disk read (`aio off`) shows in its loop figures.
+
+use std::io::Write as _;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use crate::support::slow_disk::{Evictor, SlowDisk};
+use crate::support::{Client, Instance, get};
+
+const CONF: &str = "
+upstream backend {
+    server 127.0.0.1:8081;
+}
+server {
+    listen 127.0.0.1:8080;
+    root html;
+    location = /metrics { portico_metrics; }
+    location /proxied { proxy_pass http://backend; }
+}
+server {
+    listen 127.0.0.1:8081;
+    return 200 'upstream';
+}";
+
+fn scrape(server: &Instance) -> String {
+    let response = server.get("/metrics");
+    assert_eq!(response.status, 200);
+    response.body_text()
+}
+
+/// The value of the sample written exactly as `series` (name and labels).
+fn value(text: &str, series: &str) -> f64 {
+    text.lines()
+        .find_map(|line| line.strip_prefix(series)?.strip_prefix(' '))
+        .unwrap_or_else(|| panic!("no sample {series} in:\n{text}"))
+        .parse()
+        .expect("a sample's value is a number")
+}
+
+#[test]
+fn counters_move_as_requests_are_made() {
+    let server = Instance::http_builder(CONF)
+        .file("html/index.html", "index")
+        .start();
+    let before = scrape(&server);
+    for _ in 0..3 {
+        assert_eq!(server.get("/").status, 200);
+    }
+    assert_eq!(server.get("/proxied").body_text(), "upstream");
+    let after = scrape(&server);
+    let requests = "portico_http_requests_total";
+    let accepted = "portico_connections_accepted_total";
+    // Three requests, the proxied one and its upstream request (to this server too), and
+    // the scrape itself.
+    assert_eq!(value(&after, requests) - value(&before, requests), 6.0);
+    assert_eq!(value(&after, accepted) - value(&before, accepted), 6.0);
+    assert_eq!(value(&after, "portico_connections_active"), 1.0);
+    assert_eq!(value(&after, "portico_connections{state=\"writing\"}"), 1.0);
+    let peer = "{upstream=\"backend\",peer=\"127.0.0.1:%%PORT_8081%%\"}"
+        .replace("%%PORT_8081%%", &server.port_of(8081).to_string());
+    assert_eq!(
+        value(
+            &after,
+            &format!("portico_upstream_peer_selected_total{peer}")
+        ),
+        1.0
+    );
+    let up = peer.replace('}', ",state=\"up\"}");
+    assert_eq!(
+        value(&after, &format!("portico_upstream_peer_state{up}")),
+        1.0
+    );
+    assert_eq!(
+        value(&after, "portico_config_reloads_total{result=\"success\"}"),
+        0.0
+    );
+    assert!(after.contains("portico_build_info{version=\""), "{after}");
+}
+
+#[test]
+fn accept_chooses_openmetrics() {
+    let server = Instance::http(CONF);
+    let classic = server.get("/metrics");
+    assert_eq!(
+        classic.header("Content-Type"),
+        Some("text/plain; version=0.0.4; charset=utf-8")
+    );
+    assert!(
+        classic
+            .body_text()
+            .contains("# TYPE portico_http_requests_total counter\n")
+    );
+    let open = server.request(
+        "GET /metrics HTTP/1.0\r\nAccept: application/openmetrics-text;version=1.0.0\r\n\r\n",
+    );
+    assert_eq!(
+        open.header("Content-Type"),
+        Some("application/openmetrics-text; version=1.0.0; charset=utf-8")
+    );
+    let text = open.body_text();
+    assert!(
+        text.contains("# TYPE portico_http_requests counter\n"),
+        "{text}"
+    );
+    assert!(text.contains("\nportico_http_requests_total "), "{text}");
+    assert!(text.ends_with("\n# EOF\n"), "{text}");
+    let post = server.request("POST /metrics HTTP/1.0\r\nContent-Length: 0\r\n\r\n");
+    assert_eq!(post.status, 405);
+}
+
+#[test]
+#[allow(clippy::print_stderr, reason = "a skipped test says so")]
+fn promtool_finds_nothing_to_say() {
+    if Command::new("promtool").arg("--version").output().is_err() {
+        eprintln!("skipped: promtool is missing (Debian package prometheus)");
+        return;
+    }
+    let server = Instance::http_builder(CONF).start();
+    assert_eq!(server.get("/proxied").status, 200);
+    let text = scrape(&server);
+    let mut child = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("promtool runs");
+    child
+        .stdin
+        .take()
+        .expect("a piped stdin")
+        .write_all(text.as_bytes())
+        .expect("promtool reads the exposition");
+    let output = child.wait_with_output().expect("promtool ends");
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(output.status.success(), "promtool: {said}\n{text}");
+    assert!(said.trim().is_empty(), "promtool: {said}");
+}
+
+#[test]
+fn a_pool_overflow_is_counted() {
+    let server = Instance::builder(
+        "thread_pool one threads=1 max_queue=0;
+        worker_processes 1;
+        events {
+        }
+        http {
+            server {
+                listen 127.0.0.1:8080;
+                root html;
+                location / { aio threads=one; aio_nowait off; }
+                location = /metrics { portico_metrics; }
+            }
+        }",
+    )
+    .file("html/file.txt", "file\n")
+    .start();
+    assert_eq!(server.get("/file.txt").status, 500);
+    assert_eq!(server.get("/file.txt").status, 500);
+    let text = scrape(&server);
+    let pool = "{pool=\"one\",worker=\"0\"}";
+    assert_eq!(
+        value(&text, &format!("portico_thread_pool_overflows_total{pool}")),
+        2.0
+    );
+    assert_eq!(
+        value(&text, &format!("portico_thread_pool_queue_capacity{pool}")),
+        0.0
+    );
+    assert_eq!(
+        value(&text, &format!("portico_thread_pool_threads{pool}")),
+        1.0
+    );
+    server.wait_for_error_log("queue overflow");
+}
+
+#[test]
+#[allow(clippy::print_stderr, reason = "a skipped test says so")]
+fn a_worker_held_by_a_slow_read_shows_in_its_loop_figures() {
+    const FILE_BYTES: usize = 8 * 1024 * 1024;
+    let body: Vec<u8> = (0..FILE_BYTES as u32)
+        .map(|index| (index.wrapping_mul(2_654_435_761) >> 24) as u8)
+        .collect();
+    let server = Instance::http_builder(
+        "server {
+            listen 127.0.0.1:8080;
+            location /files/ { root html; aio off; sendfile off; output_buffers 1 1m; }
+            location = /metrics { portico_metrics; }
+        }",
+    )
+    .file("html/files/big.bin", &body)
+    .start();
+    let path = server.prefix().join("html/files/big.bin");
+    let _disk = match SlowDisk::throttle(server.pid(), &path, 4 * 1024 * 1024) {
+        Ok(disk) => disk,
+        Err(reason) => {
+            eprintln!("skipped: {reason}");
+            return;
+        }
+    };
+    let _evictor = match Evictor::start(&path, Duration::from_millis(20)) {
+        Ok(evictor) => evictor,
+        Err(reason) => {
+            eprintln!("skipped: {reason}");
+            return;
+        }
+    };
+    let response = Client::connect(server.port())
+        .with_timeout(Duration::from_secs(60))
+        .request(get("/files/big.bin"));
+    assert_eq!(response.body.len(), FILE_BYTES);
+    let text = scrape(&server);
+    let worker = "{worker=\"0\"}";
+    let stalls = "portico_worker_loop_stalls_total{worker=\"0\",min_seconds=\"0.1\"}";
+    assert!(value(&text, stalls) >= 1.0, "{text}");
+    let fast = value(
+        &text,
+        "portico_worker_loop_lag_seconds_bucket{worker=\"0\",le=\"0.1\"}",
+    );
+    let all = value(
+        &text,
+        &format!("portico_worker_loop_lag_seconds_count{worker}"),
+    );
+    assert!(all > fast, "no tick later than 0.1 s: {text}");
+    let blocked = value(
+        &text,
+        &format!("portico_worker_blocking_file_seconds_total{worker}"),
+    );
+    assert!(blocked >= 0.1, "{text}");
+}
