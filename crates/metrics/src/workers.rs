@@ -77,8 +77,9 @@ pub struct WorkerStats {
     pub lag_buckets: [Counter; 10],
     pub lag_count: Counter,
     pub lag_microseconds: Counter,
-    /// File calls made on the worker's own thread that may block (`aio off`, or what
-    /// `aio_nowait` answers inline), and the time they took.
+    /// File calls made on the worker's own thread that may block it (what the stall
+    /// watcher is told of: opens and reads under `aio off`, residency tests, `sendfile`
+    /// pieces sent inline), and the time they took.
     pub blocking_calls: Counter,
     pub blocking_microseconds: Counter,
 }
