@@ -69,9 +69,10 @@ pub fn render(
         ]),
         ["http", "requests"] => requests(&totals),
         ["http", "upstreams"] => upstreams(generation),
+        ["http", "caches"] => caches(generation),
         [
             "http",
-            "server_zones" | "location_zones" | "caches" | "limit_conns" | "limit_reqs" | "keyvals",
+            "server_zones" | "location_zones" | "limit_conns" | "limit_reqs" | "keyvals",
         ]
         | ["ssl" | "slabs" | "resolvers"]
         | ["stream"]
@@ -188,6 +189,24 @@ fn upstreams(generation: &Generation) -> String {
                 peers.join(","),
                 quote(name)
             )
+        })
+        .collect();
+    format!("{{{}}}", entries.join(","))
+}
+
+/// Each `proxy_cache_path` zone by name: its size and state. The request-side counts
+/// (`hit`, `miss`, `stale`, ...) are not counted yet (see `prometheus::caches`).
+fn caches(generation: &Generation) -> String {
+    let entries: Vec<String> = generation
+        .cache_zones
+        .iter()
+        .map(|zone| {
+            let mut entry = format!("{}:{{\"size\":{}", quote(&zone.params().name), zone.size());
+            if let Some(max_size) = zone.params().max_size {
+                let _ = write!(entry, ",\"max_size\":{max_size}");
+            }
+            let _ = write!(entry, ",\"cold\":{}}}", zone.cold());
+            entry
         })
         .collect();
     format!("{{{}}}", entries.join(","))

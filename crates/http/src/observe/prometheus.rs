@@ -13,6 +13,7 @@ pub fn render(generation: &Generation, format: Format) -> String {
     workers(&mut out);
     thread_pools(&mut out, generation);
     upstreams(&mut out, generation);
+    caches(&mut out, generation);
     out.finish()
 }
 
@@ -356,5 +357,47 @@ fn upstreams(out: &mut Exposition, generation: &Generation) {
             &[("upstream", &row.upstream), ("peer", &row.peer)],
             row.fails as f64,
         );
+    }
+}
+
+/// The `proxy_cache_path` zones' sizes. The request-side counts (hits, misses, stale,
+/// updating, revalidated, bypass and their bytes) are the hook left for the cache: counters
+/// on `cache::Zone`, counted where `$upstream_cache_status` is decided, then one family
+/// each here and in `api::caches`.
+fn caches(out: &mut Exposition, generation: &Generation) {
+    let zones = &generation.cache_zones;
+    type Field = fn(&cache::Zone) -> f64;
+    let gauges: [(&str, &str, Field); 5] = [
+        (
+            "portico_cache_size_bytes",
+            "Bytes of the zone's cached files on disk.",
+            |zone| zone.size() as f64,
+        ),
+        (
+            "portico_cache_max_size_bytes",
+            "max_size= (0 when not set).",
+            |zone| zone.params().max_size.unwrap_or(0) as f64,
+        ),
+        (
+            "portico_cache_entries",
+            "Entries in the zone's index (a fill in progress counts).",
+            |zone| zone.count() as f64,
+        ),
+        (
+            "portico_cache_entries_max",
+            "Entries the keys zone holds (from its size).",
+            |zone| zone.capacity() as f64,
+        ),
+        (
+            "portico_cache_cold",
+            "1 until the cache loader has walked the whole cache path.",
+            |zone| f64::from(u8::from(zone.cold())),
+        ),
+    ];
+    for (name, help, field) in gauges {
+        out.family(name, Kind::Gauge, help);
+        for zone in zones {
+            out.gauge(&[("zone", &zone.params().name)], field(zone));
+        }
     }
 }

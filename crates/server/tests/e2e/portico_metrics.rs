@@ -234,3 +234,37 @@ fn a_worker_held_by_a_slow_read_shows_in_its_loop_figures() {
     );
     assert!(blocked >= 0.1, "{text}");
 }
+
+#[test]
+fn cache_zones_show_their_size() {
+    let server = Instance::http_builder(
+        "proxy_cache_path cache/one keys_zone=one:1m max_size=10m;
+        server {
+            listen 127.0.0.1:8080;
+            location = /metrics { portico_metrics; }
+            location = /api/9/http/caches { api; }
+            location /cached { proxy_pass http://127.0.0.1:8081; proxy_cache one; }
+        }",
+    )
+    .start();
+    let zone = "{zone=\"one\"}";
+    let text = scrape(&server);
+    assert_eq!(
+        value(&text, &format!("portico_cache_max_size_bytes{zone}")),
+        10_485_760.0
+    );
+    assert_eq!(value(&text, &format!("portico_cache_entries{zone}")), 0.0);
+    assert_eq!(
+        value(&text, &format!("portico_cache_size_bytes{zone}")),
+        0.0
+    );
+    assert!(
+        value(&text, &format!("portico_cache_entries_max{zone}")) > 1000.0,
+        "{text}"
+    );
+    let api = server.get("/api/9/http/caches").body_text();
+    assert!(
+        api.starts_with("{\"one\":{\"size\":0,\"max_size\":10485760,"),
+        "{api}"
+    );
+}
