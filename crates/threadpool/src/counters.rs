@@ -3,6 +3,15 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+/// Upper bounds of the wait and run histograms' buckets, in microseconds (the last
+/// bucket, beyond them, is implied).
+pub const TASK_BUCKETS_MICROSECONDS: [u64; 10] = [
+    100, 500, 1_000, 5_000, 10_000, 50_000, 100_000, 500_000, 1_000_000, 5_000_000,
+];
+
+/// Counts by bucket of [`TASK_BUCKETS_MICROSECONDS`] (not cumulative), then beyond.
+pub type TaskBuckets = [u64; 11];
+
 /// Counters updated by submitters and pool threads. Relaxed atomics: they are statistics,
 /// read for status pages, never used to make decisions.
 #[derive(Debug, Default)]
@@ -14,6 +23,8 @@ pub struct Counters {
     overflowed: AtomicU64,
     wait_microseconds: AtomicU64,
     run_microseconds: AtomicU64,
+    wait_buckets: [AtomicU64; 11],
+    run_buckets: [AtomicU64; 11],
 }
 
 /// A point-in-time copy of [`Counters`].
@@ -33,6 +44,9 @@ pub struct CountersSnapshot {
     pub wait_time: Duration,
     /// Total time finished tasks spent running.
     pub run_time: Duration,
+    /// Started tasks by time spent in the queue, and finished ones by time spent running.
+    pub wait_buckets: TaskBuckets,
+    pub run_buckets: TaskBuckets,
 }
 
 impl Counters {
@@ -50,6 +64,7 @@ impl Counters {
         self.running.fetch_add(1, Ordering::Relaxed);
         self.wait_microseconds
             .fetch_add(micros(waited), Ordering::Relaxed);
+        self.wait_buckets[bucket(micros(waited))].fetch_add(1, Ordering::Relaxed);
     }
 
     pub(crate) fn task_finished(&self, ran: Duration) {
@@ -57,6 +72,7 @@ impl Counters {
         self.completed.fetch_add(1, Ordering::Relaxed);
         self.run_microseconds
             .fetch_add(micros(ran), Ordering::Relaxed);
+        self.run_buckets[bucket(micros(ran))].fetch_add(1, Ordering::Relaxed);
     }
 
     pub fn snapshot(&self) -> CountersSnapshot {
@@ -68,8 +84,21 @@ impl Counters {
             overflowed: self.overflowed.load(Ordering::Relaxed),
             wait_time: Duration::from_micros(self.wait_microseconds.load(Ordering::Relaxed)),
             run_time: Duration::from_micros(self.run_microseconds.load(Ordering::Relaxed)),
+            wait_buckets: std::array::from_fn(|index| {
+                self.wait_buckets[index].load(Ordering::Relaxed)
+            }),
+            run_buckets: std::array::from_fn(|index| {
+                self.run_buckets[index].load(Ordering::Relaxed)
+            }),
         }
     }
+}
+
+fn bucket(microseconds: u64) -> usize {
+    TASK_BUCKETS_MICROSECONDS
+        .iter()
+        .position(|bound| microseconds <= *bound)
+        .unwrap_or(TASK_BUCKETS_MICROSECONDS.len())
 }
 
 fn micros(duration: Duration) -> u64 {

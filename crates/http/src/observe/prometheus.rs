@@ -209,7 +209,7 @@ fn thread_pools(out: &mut Exposition, generation: &Generation) {
             out.gauge(&[("pool", &row.pool), ("worker", &row.worker)], field(row));
         }
     }
-    let counters: [(&str, &str, Field); 4] = [
+    let counters: [(&str, &str, Field); 2] = [
         (
             "portico_thread_pool_tasks",
             "Tasks that ran to their end.",
@@ -220,22 +220,36 @@ fn thread_pools(out: &mut Exposition, generation: &Generation) {
             "Tasks refused because the queue was full (logged as queue overflow; the request fails with 500).",
             |row| row.counters.overflowed as f64,
         ),
-        (
-            "portico_thread_pool_wait_seconds",
-            "Time finished tasks spent in the queue.",
-            |row| row.counters.wait_time.as_secs_f64(),
-        ),
-        (
-            "portico_thread_pool_run_seconds",
-            "Time finished tasks spent running.",
-            |row| row.counters.run_time.as_secs_f64(),
-        ),
     ];
     for (name, help, field) in counters {
         out.family(name, Kind::Counter, help);
         for row in &rows {
             out.counter(&[("pool", &row.pool), ("worker", &row.worker)], field(row));
         }
+    }
+    let bounds: Vec<f64> = threadpool::TASK_BUCKETS_MICROSECONDS
+        .iter()
+        .map(|micros| *micros as f64 / 1e6)
+        .collect();
+    out.family(
+        "portico_thread_pool_task_wait_seconds",
+        Kind::Histogram,
+        "Time tasks spent in the queue before a thread took them.",
+    );
+    for row in &rows {
+        let labels = [("pool", row.pool.as_str()), ("worker", &row.worker)];
+        let sum = row.counters.wait_time.as_secs_f64();
+        out.histogram(&labels, &bounds, &row.counters.wait_buckets, sum);
+    }
+    out.family(
+        "portico_thread_pool_task_run_seconds",
+        Kind::Histogram,
+        "Time finished tasks spent running on a pool thread.",
+    );
+    for row in &rows {
+        let labels = [("pool", row.pool.as_str()), ("worker", &row.worker)];
+        let sum = row.counters.run_time.as_secs_f64();
+        out.histogram(&labels, &bounds, &row.counters.run_buckets, sum);
     }
 }
 

@@ -77,6 +77,18 @@ fn counters_move_as_requests_are_made() {
         0.0
     );
     assert!(after.contains("portico_build_info{version=\""), "{after}");
+    // The first scrape was rendered on the default pool: a task that waited and ran; this
+    // one is running (its wait is counted, its run not yet).
+    let pool = "{pool=\"default\",worker=\"0\"}";
+    let runs = value(
+        &after,
+        &format!("portico_thread_pool_task_run_seconds_count{pool}"),
+    );
+    let waits = value(
+        &after,
+        &format!("portico_thread_pool_task_wait_seconds_count{pool}"),
+    );
+    assert!(runs >= 1.0 && waits == runs + 1.0, "{after}");
 }
 
 #[test]
