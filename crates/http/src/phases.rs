@@ -311,6 +311,9 @@ async fn content<'a>(
         },
         Content::Metrics => observe_content(worker, client.info, request, Endpoint::Metrics).await,
         Content::Api => observe_content(worker, client.info, request, Endpoint::Api).await,
+        Content::StatusPage => {
+            observe_content(worker, client.info, request, Endpoint::StatusPage).await
+        }
     }
 }
 

@@ -76,6 +76,8 @@ pub enum Content {
     Metrics,
     /// `api`.
     Api,
+    /// `portico_status_page`.
+    StatusPage,
 }
 
 /// A location's settings after merge and defaults.

@@ -15,6 +15,13 @@ pub const DIRECTIVES: &[HttpDirective] = &[
         set: Setter::Location(set_metrics),
     },
     HttpDirective {
+        name: "portico_status_page",
+        contexts: Contexts::LOCATION,
+        arity: Arity::NONE,
+        block: BlockKind::Simple,
+        set: Setter::Location(set_status_page),
+    },
+    HttpDirective {
         name: "api",
         contexts: Contexts::LOCATION,
         // `write=on|off` is accepted; Portico's API is read-only either way (writes
@@ -31,6 +38,15 @@ fn set_metrics(
     _context: &mut LoadContext<'_>,
 ) -> Result<(), ConfError> {
     scope.content = Some(Content::Metrics);
+    Ok(())
+}
+
+fn set_status_page(
+    scope: &mut LocationScope,
+    _directive: &Directive,
+    _context: &mut LoadContext<'_>,
+) -> Result<(), ConfError> {
+    scope.content = Some(Content::StatusPage);
     Ok(())
 }
 

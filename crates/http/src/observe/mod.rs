@@ -1,5 +1,7 @@
 //! What Portico shows about itself beyond `stub_status`: the Prometheus endpoint
-//! (`portico_metrics`) and the read-only NGINX Plus API (`api`). Both are rendered on the
+//! (`portico_metrics`), the read-only NGINX Plus API (`api`) and the live status page
+//! (`portico_status_page`: one HTML file compiled in, which reads the exposition from its
+//! own location with `?metrics`). Both are rendered on the
 //! worker's `default` pool from the process's counters ([`metrics::GLOBAL`]) and the
 //! serving generation's pools and upstream groups, so a scrape never holds a worker's loop.
 
@@ -19,7 +21,11 @@ use crate::worker::HttpWorker;
 pub enum Endpoint {
     Metrics,
     Api,
+    StatusPage,
 }
+
+/// The status page: self-contained (no external resource), it polls `?metrics` each second.
+const STATUS_PAGE: &[u8] = include_bytes!("status_page.html");
 
 /// How an endpoint answered.
 pub(crate) enum Outcome<'a> {
@@ -42,8 +48,17 @@ pub(crate) async fn respond<'a>(
     }
     request.discard_body = true;
     let generation = Arc::clone(&worker.generation);
+    let endpoint = match endpoint {
+        Endpoint::StatusPage if request.args.as_slice() != b"metrics" => {
+            request.response.status = 200;
+            request.response.content_type = Some(Bytes::Borrowed(b"text/html; charset=utf-8"));
+            return Outcome::Respond(Body::Bytes(Bytes::Borrowed(STATUS_PAGE)));
+        }
+        Endpoint::StatusPage => Endpoint::Metrics,
+        other => other,
+    };
     let rendered = match endpoint {
-        Endpoint::Metrics => {
+        Endpoint::Metrics | Endpoint::StatusPage => {
             let accept = request.headers(b"accept").next().unwrap_or_default();
             let format = metrics::exposition::Format::from_accept(accept);
             let text = worker

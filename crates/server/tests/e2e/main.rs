@@ -37,6 +37,7 @@ mod map;
 mod not_modified;
 mod open_file_cache;
 mod portico_metrics;
+mod portico_status_page;
 mod proxy_bind;
 mod proxy_body;
 mod proxy_buffering;
