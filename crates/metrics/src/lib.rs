@@ -11,6 +11,7 @@
 
 pub mod exposition;
 mod workers;
+pub mod zones;
 
 pub use workers::{
     Counter, GLOBAL, Gauge, LAG_BUCKETS_MICROSECONDS, Registry, WorkerSnapshot, WorkerStats,

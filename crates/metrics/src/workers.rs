@@ -3,6 +3,8 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use crate::zones::{MAX_STATUS_ZONES, ZoneSnapshot, ZoneStats};
+
 /// A count that only goes up, written by one thread (its worker), read by any.
 #[derive(Debug, Default)]
 pub struct Counter(AtomicU64);
@@ -82,6 +84,9 @@ pub struct WorkerStats {
     /// pieces sent inline), and the time they took.
     pub blocking_calls: Counter,
     pub blocking_microseconds: Counter,
+    /// `status_zone` counters by zone number ([`Registry::zone`]); empty in a slot made
+    /// outside a registry.
+    pub zones: Vec<crate::zones::ZoneStats>,
 }
 
 impl WorkerStats {
@@ -183,6 +188,9 @@ impl WorkerSnapshot {
 pub struct Registry {
     live: Mutex<Vec<Arc<WorkerStats>>>,
     retired: Mutex<Vec<WorkerSnapshot>>,
+    /// `status_zone` names by number, and what retired workers counted in each.
+    zone_names: Mutex<Vec<String>>,
+    retired_zones: Mutex<Vec<ZoneSnapshot>>,
     /// Configuration reloads that started a new generation, and those that failed.
     pub reloads: AtomicU64,
     pub reloads_failed: AtomicU64,
@@ -204,6 +212,8 @@ impl Registry {
         Registry {
             live: Mutex::new(Vec::new()),
             retired: Mutex::new(Vec::new()),
+            zone_names: Mutex::new(Vec::new()),
+            retired_zones: Mutex::new(Vec::new()),
             reloads: AtomicU64::new(0),
             reloads_failed: AtomicU64::new(0),
             loaded_unix_seconds: AtomicU64::new(0),
@@ -214,6 +224,9 @@ impl Registry {
     pub fn register(&self, index: usize) -> Arc<WorkerStats> {
         let slot = Arc::new(WorkerStats {
             index,
+            zones: (0..MAX_STATUS_ZONES)
+                .map(|_| ZoneStats::default())
+                .collect(),
             ..WorkerStats::default()
         });
         lock(&self.live).push(Arc::clone(&slot));
@@ -232,6 +245,38 @@ impl Registry {
             retired.resize(slot.index + 1, WorkerSnapshot::default());
         }
         retired[slot.index].add(&slot.snapshot().cumulative());
+        let mut zones = lock(&self.retired_zones);
+        zones.resize(MAX_STATUS_ZONES, ZoneSnapshot::default());
+        for (sum, zone) in zones.iter_mut().zip(&slot.zones) {
+            sum.add(&zone.snapshot());
+        }
+    }
+
+    /// The number of the zone called `name`, given at its first mention; `None` once
+    /// [`MAX_STATUS_ZONES`] names are taken.
+    pub fn zone(&self, name: &str) -> Option<usize> {
+        let mut names = lock(&self.zone_names);
+        if let Some(number) = names.iter().position(|known| known == name) {
+            return Some(number);
+        }
+        if names.len() >= MAX_STATUS_ZONES {
+            return None;
+        }
+        names.push(name.to_owned());
+        Some(names.len() - 1)
+    }
+
+    /// Every zone named so far with its counts over all workers, live and retired.
+    pub fn zones(&self) -> Vec<(String, ZoneSnapshot)> {
+        let names = lock(&self.zone_names).clone();
+        let mut sums = lock(&self.retired_zones).clone();
+        sums.resize(names.len().max(sums.len()), ZoneSnapshot::default());
+        for slot in lock(&self.live).iter() {
+            for (sum, zone) in sums.iter_mut().zip(&slot.zones) {
+                sum.add(&zone.snapshot());
+            }
+        }
+        names.into_iter().zip(sums).collect()
     }
 
     /// Every worker's counts summed, live and retired.
@@ -289,6 +334,32 @@ mod tests {
         assert_eq!(by_index[1].accepted, 3);
         assert_eq!(registry.totals().accepted, 6);
         assert_eq!(registry.totals().active, 0);
+    }
+
+    #[test]
+    fn zones_keep_their_number_and_counts() {
+        let registry = Registry::new();
+        assert_eq!(registry.zone("a"), Some(0));
+        assert_eq!(registry.zone("b"), Some(1));
+        assert_eq!(registry.zone("a"), Some(0));
+        let slot = registry.register(0);
+        let finished = crate::zones::Finished {
+            status: 200,
+            received_bytes: 1,
+            sent_bytes: 2,
+            duration_microseconds: 3,
+        };
+        slot.zones[1].record(&finished);
+        registry.retire(&slot);
+        registry.register(0).zones[1].record(&finished);
+        let zones = registry.zones();
+        assert_eq!(zones[1].0, "b");
+        assert_eq!(zones[1].1.requests, 2);
+        assert_eq!(zones[0].1.requests, 0);
+        for number in 2..MAX_STATUS_ZONES {
+            assert!(registry.zone(&number.to_string()).is_some());
+        }
+        assert_eq!(registry.zone("one too many"), None);
     }
 
     #[test]

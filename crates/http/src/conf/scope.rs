@@ -10,6 +10,7 @@ use crate::conf::server_names::ServerName;
 use crate::core::{CoreLocation, CoreLocationConf, CoreMainConf, CoreServerConf};
 use crate::headers::settings::{Headers, HeadersConf};
 use crate::log::settings::{AccessLog, AccessLogConf};
+use crate::observe::settings::{StatusZone, StatusZoneConf};
 use crate::proxy::cache::settings::{CachePath, ProxyCache, ProxyCacheConf};
 use crate::proxy::settings::{Proxy, ProxyConf};
 use crate::rewrite::settings::{RewriteConf, RewriteSettings, Script};
@@ -50,6 +51,7 @@ pub struct LocationScope {
     pub proxy_cache: ProxyCacheConf,
     pub rewrite: RewriteConf,
     pub charset: CharsetConf,
+    pub status_zone: StatusZoneConf,
     /// Not inherited: each level runs its own script.
     pub script: Script,
     /// `try_files`: not inherited, as in nginx.
@@ -92,6 +94,7 @@ pub struct LocationSettings {
     pub proxy_cache: ProxyCache,
     pub rewrite: RewriteSettings,
     pub charset: Charset,
+    pub status_zone: StatusZone,
     pub script: Script,
     pub try_files: TryFilesSetting,
     pub content: Content,
@@ -109,6 +112,7 @@ impl LocationScope {
         self.proxy_cache.merge_from(&parent.proxy_cache);
         self.rewrite.merge_from(&parent.rewrite);
         self.charset.merge_from(&parent.charset);
+        self.status_zone.merge_from(&parent.status_zone);
         if self.content.is_none() {
             self.content = parent.content;
         }
@@ -127,6 +131,7 @@ impl LocationScope {
             proxy_cache: self.proxy_cache.clone(),
             rewrite: self.rewrite.clone(),
             charset: self.charset.clone(),
+            status_zone: self.status_zone.clone(),
             script: Script::default(),
             try_files: None,
             content: self.content,
@@ -144,6 +149,7 @@ impl LocationScope {
             proxy_cache: self.proxy_cache.resolve(env),
             rewrite: self.rewrite.resolve(env),
             charset: self.charset.resolve(env),
+            status_zone: self.status_zone.resolve(env),
             script: self.script.clone(),
             try_files: self.try_files.clone(),
             content: self.content.unwrap_or_default(),

@@ -70,9 +70,10 @@ pub fn render(
         ["http", "requests"] => requests(&totals),
         ["http", "upstreams"] => upstreams(generation),
         ["http", "caches"] => caches(generation),
+        ["http", "server_zones"] => server_zones(),
         [
             "http",
-            "server_zones" | "location_zones" | "limit_conns" | "limit_reqs" | "keyvals",
+            "location_zones" | "limit_conns" | "limit_reqs" | "keyvals",
         ]
         | ["ssl" | "slabs" | "resolvers"]
         | ["stream"]
@@ -207,6 +208,29 @@ fn caches(generation: &Generation) -> String {
             }
             let _ = write!(entry, ",\"cold\":{}}}", zone.cold());
             entry
+        })
+        .collect();
+    format!("{{{}}}", entries.join(","))
+}
+
+/// Every `status_zone`, with NGINX Plus's server-zone fields. A request counts in one zone
+/// (its location's, else its server's), so `location_zones` stays empty.
+fn server_zones() -> String {
+    let entries: Vec<String> = metrics::GLOBAL
+        .zones()
+        .iter()
+        .map(|(name, zone)| {
+            let [r1, r2, r3, r4, r5] = zone.responses;
+            format!(
+                "{}:{{\"processing\":0,\"requests\":{},\"responses\":{{\"1xx\":{r1},\
+                 \"2xx\":{r2},\"3xx\":{r3},\"4xx\":{r4},\"5xx\":{r5},\"codes\":{{}},\
+                 \"total\":{}}},\"discarded\":0,\"received\":{},\"sent\":{}}}",
+                quote(name),
+                zone.requests,
+                r1 + r2 + r3 + r4 + r5,
+                zone.received_bytes,
+                zone.sent_bytes
+            )
         })
         .collect();
     format!("{{{}}}", entries.join(","))

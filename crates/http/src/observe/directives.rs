@@ -22,6 +22,15 @@ pub const DIRECTIVES: &[HttpDirective] = &[
         set: Setter::Location(set_status_page),
     },
     HttpDirective {
+        name: "status_zone",
+        contexts: Contexts::SERVER
+            .with(Contexts::LOCATION)
+            .with(Contexts::LOCATION_IF),
+        arity: Arity::TAKE1,
+        block: BlockKind::Simple,
+        set: Setter::Location(set_status_zone),
+    },
+    HttpDirective {
         name: "api",
         contexts: Contexts::LOCATION,
         // `write=on|off` is accepted; Portico's API is read-only either way (writes
@@ -38,6 +47,27 @@ fn set_metrics(
     _context: &mut LoadContext<'_>,
 ) -> Result<(), ConfError> {
     scope.content = Some(Content::Metrics);
+    Ok(())
+}
+
+fn set_status_zone(
+    scope: &mut LocationScope,
+    directive: &Directive,
+    context: &mut LoadContext<'_>,
+) -> Result<(), ConfError> {
+    if scope.status_zone.zone.is_some() {
+        return Err(context.duplicate(directive));
+    }
+    let Some(zone) = metrics::GLOBAL.zone(directive.arg(0)) else {
+        return Err(ConfError::message(
+            format!(
+                "too many status zones: at most {} names",
+                metrics::zones::MAX_STATUS_ZONES
+            ),
+            &directive.span,
+        ));
+    };
+    scope.status_zone.zone = Some(Some(zone));
     Ok(())
 }
 

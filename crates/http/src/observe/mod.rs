@@ -8,6 +8,8 @@
 pub mod api;
 pub mod directives;
 pub mod prometheus;
+pub mod settings;
+pub(crate) mod zones;
 
 use std::sync::Arc;
 

@@ -10,6 +10,7 @@ pub fn render(generation: &Generation, format: Format) -> String {
     let mut out = Exposition::new(format);
     build_and_reloads(&mut out);
     connections(&mut out);
+    zones(&mut out);
     workers(&mut out);
     thread_pools(&mut out, generation);
     upstreams(&mut out, generation);
@@ -74,6 +75,61 @@ fn connections(out: &mut Exposition) {
         "Client requests, counted when their first byte arrives (stub_status requests).",
     );
     out.counter(&[], totals.requests as f64);
+}
+
+/// The `status_zone` families: every zone named since the process started.
+fn zones(out: &mut Exposition) {
+    let zones = metrics::GLOBAL.zones();
+    out.family(
+        "portico_zone_requests",
+        Kind::Counter,
+        "Requests finished in each status_zone.",
+    );
+    for (name, zone) in &zones {
+        out.counter(&[("zone", name)], zone.requests as f64);
+    }
+    out.family(
+        "portico_zone_responses",
+        Kind::Counter,
+        "Responses of each status_zone by status class.",
+    );
+    for (name, zone) in &zones {
+        for (class, count) in ["1xx", "2xx", "3xx", "4xx", "5xx"]
+            .iter()
+            .zip(zone.responses)
+        {
+            out.counter(&[("zone", name), ("code", class)], count as f64);
+        }
+    }
+    out.family(
+        "portico_zone_received_bytes",
+        Kind::Counter,
+        "Bytes read from clients (heads and bodies) by each status_zone's requests.",
+    );
+    for (name, zone) in &zones {
+        out.counter(&[("zone", name)], zone.received_bytes as f64);
+    }
+    out.family(
+        "portico_zone_sent_bytes",
+        Kind::Counter,
+        "Bytes sent to clients by each status_zone's responses.",
+    );
+    for (name, zone) in &zones {
+        out.counter(&[("zone", name)], zone.sent_bytes as f64);
+    }
+    out.family(
+        "portico_zone_request_duration_seconds",
+        Kind::Histogram,
+        "Time from a request's first byte to its access-log line, by status_zone.",
+    );
+    let bounds: Vec<f64> = metrics::zones::DURATION_BUCKETS_MICROSECONDS
+        .iter()
+        .map(|micros| *micros as f64 / 1e6)
+        .collect();
+    for (name, zone) in &zones {
+        let sum = zone.duration_microseconds as f64 / 1e6;
+        out.histogram(&[("zone", name)], &bounds, &zone.duration_buckets, sum);
+    }
 }
 
 fn workers(out: &mut Exposition) {

@@ -217,6 +217,7 @@ fn charset_filter<'a>(
 /// The log phase: the access-log line(s) of the request's location.
 pub(crate) fn log_request(worker: &HttpWorker, connection: &Connection, request: &Request<'_>) {
     let location = location(worker, request);
+    crate::observe::zones::record(worker, &location.settings.status_zone, request);
     let settings = &location.settings.access_log;
     let targets = &settings.access_log;
     if targets.is_empty() || settings.access_log_off {

@@ -280,3 +280,64 @@ fn cache_zones_show_their_size() {
         "{api}"
     );
 }
+
+#[test]
+fn status_zones_count_requests_by_class_and_duration() {
+    let server = Instance::http_builder(
+        "server {
+            listen 127.0.0.1:8080;
+            root html;
+            status_zone site;
+            location / { }
+            location /other { status_zone other; return 503; }
+        }
+        server {
+            listen 127.0.0.1:8081;
+            location = /metrics { portico_metrics; }
+            location /api { api; }
+        }",
+    )
+    .file("html/index.html", "index")
+    .start();
+    assert_eq!(server.get("/").status, 200);
+    assert_eq!(server.get("/missing").status, 404);
+    assert_eq!(server.get("/other").status, 503);
+    let response = server.request_to(8081, "GET /metrics HTTP/1.0\r\n\r\n");
+    let text = response.body_text();
+    assert_eq!(
+        value(&text, "portico_zone_requests_total{zone=\"site\"}"),
+        2.0
+    );
+    let site =
+        |code: &str| format!("portico_zone_responses_total{{zone=\"site\",code=\"{code}\"}}");
+    assert_eq!(value(&text, &site("2xx")), 1.0);
+    assert_eq!(value(&text, &site("4xx")), 1.0);
+    assert_eq!(value(&text, &site("5xx")), 0.0);
+    let other = "portico_zone_responses_total{zone=\"other\",code=\"5xx\"}";
+    assert_eq!(value(&text, other), 1.0);
+    let count = "portico_zone_request_duration_seconds_count{zone=\"site\"}";
+    assert_eq!(value(&text, count), 2.0);
+    assert!(value(&text, "portico_zone_sent_bytes_total{zone=\"site\"}") > 100.0);
+    assert!(value(&text, "portico_zone_received_bytes_total{zone=\"site\"}") > 10.0);
+    let api = server
+        .request_to(8081, "GET /api/9/http/server_zones HTTP/1.0\r\n\r\n")
+        .body_text();
+    assert!(
+        api.starts_with(
+            "{\"site\":{\"processing\":0,\"requests\":2,\"responses\":{\"1xx\":0,\"2xx\":1,"
+        ),
+        "{api}"
+    );
+    assert!(
+        api.contains("\"other\":{\"processing\":0,\"requests\":1,"),
+        "{api}"
+    );
+}
+
+#[test]
+fn a_second_status_zone_at_one_level_is_refused() {
+    crate::support::cli::assert_http_body_fails(
+        "server { status_zone a; status_zone b; }",
+        "\"status_zone\" directive is duplicate in {conf}:4",
+    );
+}
