@@ -7,6 +7,9 @@
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+/// Rules a zone keeps at most.
+const RULES_MAX: usize = 4096;
+
 /// One purge: a key (or a key prefix) and when it was purged (epoch seconds).
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Rule {
@@ -28,6 +31,11 @@ impl PurgeRules {
     pub fn add(&self, key: &[u8], prefix: bool, now: i64) {
         let mut rules = self.rules.lock().unwrap_or_else(|e| e.into_inner());
         rules.retain(|rule| !(rule.key == key && rule.prefix == prefix));
+        // Invalidations add a rule per key changed; the oldest go first past the limit
+        // (their main entries are removed at once anyway).
+        if rules.len() >= RULES_MAX {
+            rules.remove(0);
+        }
         rules.push(Rule {
             key: key.to_vec(),
             prefix,

@@ -44,6 +44,9 @@ pub struct UpstreamInfo {
     /// A stale entry was sent and its refresh is due once the response is out
     /// (`proxy_cache_background_update`): the mark that this request updates it.
     pub refresh: Option<cache::UpdateGuard>,
+    /// An unsafe request through a cached location: the zone and key whose entries its
+    /// success invalidates.
+    pub invalidate: Option<(std::sync::Arc<cache::Zone>, cache::Key, Vec<u8>)>,
 }
 
 impl UpstreamInfo {
@@ -78,6 +81,7 @@ impl UpstreamInfo {
         self.trying = false;
         self.cache_status = None;
         self.refresh = None;
+        self.invalidate = None;
     }
 }
 

@@ -229,7 +229,11 @@ pub(crate) async fn lookup(
 ) -> Lookup {
     let settings = &location.settings.proxy_cache;
     let purging = any_true(worker, info, request, &settings.purge);
-    if !purging && !settings.methods.allows(request.method_bytes()) {
+    let looked_up = settings.methods.allows(request.method_bytes());
+    // An unsafe method's success invalidates what is stored for its key (RFC 9111
+    // section 4.4): the key is worked out, and acted on once the answer is known.
+    let invalidates = !looked_up && !purging && !is_safe(request.method_bytes());
+    if !purging && !looked_up && !invalidates {
         return Lookup::Off;
     }
     if let Some(offset) = settings.max_range_offset
@@ -282,6 +286,10 @@ pub(crate) async fn lookup(
     }
     if purging {
         return Lookup::Fail(purge(worker, &cache));
+    }
+    if invalidates {
+        request.upstream.invalidate = Some((Arc::clone(&cache.zone), cache.key, cache.key_text));
+        return Lookup::Off;
     }
     if any_true(worker, info, request, &settings.bypass) {
         request.upstream.cache_status = Some(status::BYPASS);
@@ -494,6 +502,23 @@ fn found(
             request.upstream.cache_status = Some(status::EXPIRED);
             Look::Done(Box::new(Lookup::Upstream(take(cache))))
         }
+    }
+}
+
+/// GET, HEAD, OPTIONS and TRACE change nothing on the origin (RFC 9110 section 9.2.1).
+fn is_safe(method: &[u8]) -> bool {
+    matches!(method, b"GET" | b"HEAD" | b"OPTIONS" | b"TRACE")
+}
+
+/// After a successful unsafe request: what is stored for its key, variants included,
+/// answers no more, as a purge of the key would.
+pub(crate) fn invalidate(worker: &HttpWorker, zone: &Zone, key: &Key, key_text: &[u8]) {
+    let now = worker.clock.wall().unix_seconds;
+    zone.purges().add(key_text, false, now);
+    if let Some(snapshot) = zone.peek(&key.md5)
+        && snapshot.exists
+    {
+        zone.remove(&key.md5, snapshot.uniq);
     }
 }
 

@@ -242,3 +242,45 @@ pub(crate) fn allow_ranges(request: &mut crate::request::Request<'_>) {
         .headers
         .retain(|(name, _)| !name.as_slice().eq_ignore_ascii_case(b"accept-ranges"));
 }
+
+/// The head an entry keeps: the upstream's as received, less the fields its `Connection`
+/// names (RFC 9111 section 3.1: they were meant for this hop only). `None` when nothing
+/// is left out, so the head is stored byte for byte.
+pub(crate) fn head_to_store(
+    head: &crate::proxy::response::UpstreamHead,
+    buffer: &[u8],
+) -> Option<Vec<u8>> {
+    let field = |range: &std::ops::Range<usize>| &buffer[range.clone()];
+    let mut listed: Vec<Vec<u8>> = Vec::new();
+    for (name, value) in &head.fields {
+        if field(name).eq_ignore_ascii_case(b"connection") {
+            for token in field(value).split(|b| *b == b',') {
+                let token = token.trim_ascii().to_ascii_lowercase();
+                if !token.is_empty() && token != b"close" && token != b"keep-alive" {
+                    listed.push(token);
+                }
+            }
+        }
+    }
+    let dropped = |name: &[u8]| {
+        listed
+            .iter()
+            .any(|listed| name.eq_ignore_ascii_case(listed))
+    };
+    if listed.is_empty() || !head.fields.iter().any(|(name, _)| dropped(field(name))) {
+        return None;
+    }
+    let status_end = memchr::memmem::find(buffer, b"\r\n").map_or(0, |end| end + 2);
+    let mut out = buffer[..status_end].to_vec();
+    for (name, value) in &head.fields {
+        if dropped(field(name)) {
+            continue;
+        }
+        out.extend_from_slice(field(name));
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(field(value));
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(b"\r\n");
+    Some(out)
+}

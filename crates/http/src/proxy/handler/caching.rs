@@ -155,6 +155,11 @@ impl<'a> Proxying<'a, '_> {
         // Unless it is stored, the response passes through the not-modified filter as the
         // upstream sent it.
         request.response.disable_not_modified = true;
+        if let Some((zone, key, key_text)) = request.upstream.invalidate.take()
+            && head.status < 400
+        {
+            crate::proxy::cache::lookup::invalidate(self.worker, &zone, &key, &key_text);
+        }
         if let Store::Path(template) = &self.location.settings.proxy_cache.store {
             return self.file_store(info, request, head, buffer, framing, template);
         }
@@ -204,7 +209,8 @@ impl<'a> Proxying<'a, '_> {
             UpstreamFraming::None => Some(0),
             _ => None,
         };
-        let raw_head = &buffer[..head.len];
+        let stored_head = crate::proxy::cache::head_to_store(head, buffer);
+        let raw_head = stored_head.as_deref().unwrap_or(&buffer[..head.len]);
         match crate::proxy::cache::start_writer(
             self.worker,
             request,
