@@ -141,7 +141,6 @@ pub const DIRECTIVES: &[HttpDirective] = &[
         Arity::ONE_OR_MORE,
         set_purge,
     ),
-    entry("slice", ANY_LEVEL, Arity::TAKE1, set_slice),
     // nginx's postpone filter holds small outputs back; Portico writes as soon as a write
     // is due, so the size is checked and has no other effect.
     entry("postpone_output", ANY_LEVEL, Arity::TAKE1, accept_size),
@@ -194,7 +193,6 @@ set_once!(
     proxy_cache.force_ranges,
     flag
 );
-set_once!(set_slice, LocationScope, proxy_cache.slice, size);
 set_once!(
     set_max_range_offset,
     LocationScope,
