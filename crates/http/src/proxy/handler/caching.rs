@@ -132,6 +132,7 @@ impl<'a> Proxying<'a, '_> {
                 fields,
                 now,
             );
+            self.merge_304(&cache, &mut entry, head, buffer);
             request.upstream.cache_status = Some(cache_status::REVALIDATED);
             return Some(self.answer_from(info, request, entry, &cache.io));
         }
@@ -140,6 +141,53 @@ impl<'a> Proxying<'a, '_> {
             return None;
         }
         self.stale_answer(info, request, condition)
+    }
+
+    /// The 304's fields go into the stored head (RFC 9111 section 4.3.4): this answer uses
+    /// the merged head, and the entry is written again with it.
+    fn merge_304(
+        &self,
+        cache: &crate::proxy::cache::lookup::CacheRequest,
+        entry: &mut Entry,
+        head: &UpstreamHead,
+        buffer: &[u8],
+    ) {
+        let update: Vec<(Vec<u8>, Vec<u8>)> = head
+            .fields
+            .iter()
+            .map(|(name, value)| {
+                (
+                    buffer[name.clone()].to_vec(),
+                    buffer[value.clone()].to_vec(),
+                )
+            })
+            .collect();
+        let Some(merged) = crate::proxy::cache::merge::merged_head(&entry.head, &update) else {
+            return;
+        };
+        let number = self
+            .worker
+            .generation
+            .temp_numbers
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            + 1;
+        let pool = match &cache.io {
+            crate::file::io::FileIo::Pool(pool) => pool.clone(),
+            _ => self.worker.pools.default_pool().clone(),
+        };
+        crate::proxy::cache::merge::persist(crate::proxy::cache::merge::Rewrite {
+            zone: std::sync::Arc::clone(&cache.zone),
+            key: cache.key,
+            key_text: cache.key_text.clone(),
+            header: entry.header.clone(),
+            head: merged.clone(),
+            old: std::sync::Arc::clone(&entry.file),
+            old_body_start: u64::from(entry.header.body_start),
+            body_len: entry.body_len(),
+            pool,
+            temp_number: (number % 10_000_000_000) as u32,
+        });
+        entry.head = merged;
     }
 
     /// Whether the response is stored, and its writer if it is: nginx's cacheability (the
