@@ -195,6 +195,7 @@ pub(crate) fn revalidated<'f>(
     proxy: &crate::proxy::Proxy,
     fields: impl Iterator<Item = (&'f [u8], &'f [u8])>,
     now: i64,
+    default_pool: &threadpool::ThreadPool,
 ) {
     let stored = crate::proxy::response::parse(&entry.head).ok().flatten();
     let stored_status = stored.as_ref().map_or(200, |head| head.status);
@@ -219,19 +220,14 @@ pub(crate) fn revalidated<'f>(
     let fixed = cache::format::encode_fixed(&entry.header);
     let path = entry.path.clone();
     let (uniq, size) = (entry.uniq, entry.size);
+    // Under `aio off` too, cache writes go to the default pool.
     let pool = match &cache.io {
-        crate::file::io::FileIo::Pool(pool) => Some(pool.clone()),
-        _ => None,
+        crate::file::io::FileIo::Pool(pool) => pool,
+        _ => default_pool,
     };
-    let work = move || {
+    let _ = pool.submit(move || {
         let _ = cache::store::rewrite_header(&path, uniq, size, &fixed);
-    };
-    match pool {
-        Some(pool) => {
-            let _ = pool.submit(work);
-        }
-        None => work(),
-    }
+    });
 }
 
 /// The range filter may cut the response; it writes `Accept-Ranges` itself, so the

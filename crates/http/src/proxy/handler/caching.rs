@@ -131,6 +131,7 @@ impl<'a> Proxying<'a, '_> {
                 self.outgoing.proxy,
                 fields,
                 now,
+                self.worker.pools.default_pool(),
             );
             self.merge_304(&cache, &mut entry, head, buffer);
             request.upstream.cache_status = Some(cache_status::REVALIDATED);
