@@ -41,6 +41,8 @@ pub(crate) struct Entry {
     pub head: Vec<u8>,
     pub size: u64,
     pub uniq: u64,
+    /// When the file was last written (nanoseconds since the epoch): purges compare it.
+    pub written: u64,
 }
 
 impl Entry {
@@ -285,7 +287,7 @@ pub(crate) async fn lookup(
         return Lookup::Upstream(cache);
     }
     if purging {
-        return Lookup::Fail(purge(worker, &cache));
+        return Lookup::Fail(purge(&cache));
     }
     if invalidates {
         request.upstream.invalidate = Some((Arc::clone(&cache.zone), cache.key, cache.key_text));
@@ -424,11 +426,7 @@ fn found(
     now: i64,
 ) -> Look {
     // Purged since it was stored: gone.
-    if cache
-        .zone
-        .purges()
-        .covers(&cache.key_text, entry.header.date)
-    {
+    if cache.zone.purges().covers(&cache.key_text, entry.written) {
         cache.zone.remove(&cache.key.md5, entry.uniq);
         return miss_to_fill(request, cache);
     }
@@ -505,6 +503,15 @@ fn found(
     }
 }
 
+/// The time a purge is taken at, in the unit of file modification times.
+fn now_nanos() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| {
+            u64::try_from(since.as_nanos()).unwrap_or(u64::MAX)
+        })
+}
+
 /// GET, HEAD, OPTIONS and TRACE change nothing on the origin (RFC 9110 section 9.2.1).
 fn is_safe(method: &[u8]) -> bool {
     matches!(method, b"GET" | b"HEAD" | b"OPTIONS" | b"TRACE")
@@ -512,9 +519,8 @@ fn is_safe(method: &[u8]) -> bool {
 
 /// After a successful unsafe request: what is stored for its key, variants included,
 /// answers no more, as a purge of the key would.
-pub(crate) fn invalidate(worker: &HttpWorker, zone: &Zone, key: &Key, key_text: &[u8]) {
-    let now = worker.clock.wall().unix_seconds;
-    zone.purges().add(key_text, false, now);
+pub(crate) fn invalidate(zone: &Zone, key: &Key, key_text: &[u8]) {
+    zone.purges().add(key_text, false, now_nanos());
     if let Some(snapshot) = zone.peek(&key.md5)
         && snapshot.exists
     {
@@ -525,8 +531,8 @@ pub(crate) fn invalidate(worker: &HttpWorker, zone: &Zone, key: &Key, key_text: 
 /// `proxy_cache_purge`: the key (and its variants), or every key starting with the text
 /// before a final `*`, answers no more for what was stored until now. 204, or 404 when
 /// the zone knows it had no entry for the exact key.
-fn purge(worker: &HttpWorker, cache: &CacheRequest) -> u16 {
-    let now = worker.clock.wall().unix_seconds;
+fn purge(cache: &CacheRequest) -> u16 {
+    let now = now_nanos();
     let purges = cache.zone.purges();
     if let Some(prefix) = cache.key_text.strip_suffix(b"*") {
         purges.add(prefix, true, now);
@@ -652,6 +658,7 @@ async fn attach(
         head,
         size,
         uniq: 0,
+        written: 0,
     })
 }
 
@@ -783,6 +790,13 @@ fn read_entry(path: &std::path::Path, key: &Key, key_text: &[u8]) -> Result<Entr
     };
     let size = metadata.len();
     let uniq = metadata.ino();
+    let written = metadata
+        .modified()
+        .ok()
+        .and_then(|time| time.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |since| {
+            u64::try_from(since.as_nanos()).unwrap_or(u64::MAX)
+        });
     let want = usize::try_from(size.min(16 * 1024)).unwrap_or(16 * 1024);
     let mut buffer = cache::store::read_head(&file, want).map_err(EntryError::Io)?;
     let header = format::check(&buffer, key, key_text, size)
@@ -820,5 +834,6 @@ fn read_entry(path: &std::path::Path, key: &Key, key_text: &[u8]) -> Result<Entr
         head,
         size,
         uniq,
+        written,
     })
 }

@@ -207,7 +207,7 @@ impl<'a> Proxying<'a, '_> {
         if let Some((zone, key, key_text)) = request.upstream.invalidate.take()
             && head.status < 400
         {
-            crate::proxy::cache::lookup::invalidate(self.worker, &zone, &key, &key_text);
+            crate::proxy::cache::lookup::invalidate(&zone, &key, &key_text);
         }
         if let Store::Path(template) = &self.location.settings.proxy_cache.store {
             return self.file_store(info, request, head, buffer, framing, template);
