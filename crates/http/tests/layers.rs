@@ -37,6 +37,7 @@ const FEATURES: &[(&str, &str)] = &[
     ("send/ranges.rs", "range"),
     ("send/upstream.rs", "proxy"),
     ("send/attach.rs", "proxy"),
+    ("send/slice.rs", "proxy"),
     ("static_files/", "static_files"),
     // The `upstream` block's directives; the groups (the `upstream` crate's, as the kernel
     // uses them) and `$upstream_*` data are kernel.

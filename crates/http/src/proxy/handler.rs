@@ -121,6 +121,32 @@ pub async fn proxy<'a>(
     request: &mut Request<'a>,
     location_id: LocationId,
 ) -> ProxyOutcome<'a> {
+    // A background refresh asks for the one slice it refreshes (nginx refetches the whole
+    // response there).
+    if let Some((_, slice)) = &request.upstream.refresh {
+        request.upstream.slice = *slice;
+        return proxy_one(worker, client, request, location_id).await;
+    }
+    let slice = worker
+        .conf()
+        .location(location_id)
+        .settings
+        .proxy_cache
+        .slice;
+    if slice > 0 && matches!(request.method_bytes(), b"GET" | b"HEAD") {
+        return crate::proxy::slice::proxy_sliced(worker, client, request, location_id, slice)
+            .await;
+    }
+    proxy_one(worker, client, request, location_id).await
+}
+
+/// One proxied request (or one slice of one).
+pub(crate) async fn proxy_one<'a>(
+    worker: &'a HttpWorker,
+    client: &mut RequestClient<'_>,
+    request: &mut Request<'a>,
+    location_id: LocationId,
+) -> ProxyOutcome<'a> {
     let location: &'a Location = worker.conf().location(location_id);
     let proxy = &location.settings.proxy;
     let target = match find_target(worker, client.info, request, proxy).await {

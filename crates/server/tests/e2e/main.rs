@@ -53,6 +53,7 @@ mod reload;
 mod resolver;
 mod r#return;
 mod rewrite;
+mod slice;
 mod split_clients;
 mod static_files;
 mod thread_pool;

@@ -143,6 +143,7 @@ pub const DIRECTIVES: &[HttpDirective] = &[
     ),
     // nginx's postpone filter holds small outputs back; Portico writes as soon as a write
     // is due, so the size is checked and has no other effect.
+    entry("slice", ANY_LEVEL, Arity::TAKE1, set_slice),
     entry("postpone_output", ANY_LEVEL, Arity::TAKE1, accept_size),
 ];
 
@@ -193,6 +194,7 @@ set_once!(
     proxy_cache.force_ranges,
     flag
 );
+set_once!(set_slice, LocationScope, proxy_cache.slice, size);
 set_once!(
     set_max_range_offset,
     LocationScope,

@@ -279,7 +279,7 @@ pub(crate) async fn lookup(
         background: false,
     };
     // The refresh a stale answer left for after its response: it updates the entry.
-    if let Some(update) = request.upstream.refresh.take() {
+    if let Some((update, _)) = request.upstream.refresh.take() {
         cache.update = Some(update);
         cache.background = true;
         cache.fill = start_filling(&cache.zone, &cache.key);
@@ -472,7 +472,7 @@ fn found(
                 && (settings.use_stale.has(UseStale::UPDATING) || within_swr)
             {
                 // The stale entry answers now; the refresh runs after the response.
-                request.upstream.refresh = Some(update);
+                request.upstream.refresh = Some((update, request.upstream.slice));
                 request.upstream.cache_status = Some(status::STALE);
                 return Look::Done(Box::new(Lookup::Serve(entry)));
             }
