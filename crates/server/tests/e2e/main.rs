@@ -38,6 +38,7 @@ mod open_file_cache;
 mod proxy_bind;
 mod proxy_body;
 mod proxy_buffering;
+mod proxy_cache;
 mod proxy_cache_purge;
 mod proxy_headers;
 mod proxy_keepalive;
