@@ -236,7 +236,10 @@ fn proxy_cache_valid_times_each_status() {
     assert_eq!((first.status, x_cache(&first)), (404, "MISS"));
     wait_stored(&cache, "/404");
     let hit = server.get("/404");
-    assert_eq!((hit.status, x_cache(&hit), hit.body_text().as_str()), (404, "HIT", "#1"));
+    assert_eq!(
+        (hit.status, x_cache(&hit), hit.body_text().as_str()),
+        (404, "HIT", "#1")
+    );
     std::thread::sleep(Duration::from_millis(2100));
     let expired = server.get("/404");
     assert_eq!(x_cache(&expired), "EXPIRED");
@@ -263,12 +266,18 @@ fn proxy_cache_valid_times_each_status() {
 /// third is stored, the fourth is a HIT.
 #[test]
 fn proxy_cache_min_uses_stores_at_the_nth_request() {
-    let config = BASIC.replace("proxy_cache_valid", "proxy_cache_min_uses 3;\n proxy_cache_valid");
+    let config = BASIC.replace(
+        "proxy_cache_valid",
+        "proxy_cache_min_uses 3;\n proxy_cache_valid",
+    );
     let (server, upstream) = cached_proxy(&config, |_, number| ok(&format!("#{number}"), ""));
     let cache = server.prefix().join("cache");
     for expected in ["#1", "#2"] {
         let response = server.get("/m");
-        assert_eq!((x_cache(&response), response.body_text().as_str()), ("MISS", expected));
+        assert_eq!(
+            (x_cache(&response), response.body_text().as_str()),
+            ("MISS", expected)
+        );
         std::thread::sleep(Duration::from_millis(100));
         assert!(
             !entry_path(&cache, "/m").exists(),
@@ -304,12 +313,18 @@ fn proxy_cache_bypass_goes_upstream_and_stores() {
     let (server, upstream) = cached_proxy(PREDICATES, |_, number| ok(&format!("#{number}"), ""));
     let cache = server.prefix().join("cache");
     let bypass = server.get("/b?bypass=1");
-    assert_eq!((x_cache(&bypass), bypass.body_text().as_str()), ("BYPASS", "#1"));
+    assert_eq!(
+        (x_cache(&bypass), bypass.body_text().as_str()),
+        ("BYPASS", "#1")
+    );
     let path = wait_stored(&cache, "/b");
     let hit = server.get("/b?bypass=0");
     assert_eq!((x_cache(&hit), hit.body_text().as_str()), ("HIT", "#1"));
     let again = server.request(request("GET", "/b", "X-Bypass: yes\r\n"));
-    assert_eq!((x_cache(&again), again.body_text().as_str()), ("BYPASS", "#2"));
+    assert_eq!(
+        (x_cache(&again), again.body_text().as_str()),
+        ("BYPASS", "#2")
+    );
     wait_until("the bypass response to replace the entry", PATIENCE, || {
         std::fs::read(&path).is_ok_and(|bytes| bytes.ends_with(b"#2"))
     });
@@ -325,11 +340,17 @@ fn proxy_no_cache_does_not_store() {
     let (server, upstream) = cached_proxy(PREDICATES, |_, number| ok(&format!("#{number}"), ""));
     let cache = server.prefix().join("cache");
     let first = server.get("/n?nostore=1");
-    assert_eq!((x_cache(&first), first.body_text().as_str()), ("MISS", "#1"));
+    assert_eq!(
+        (x_cache(&first), first.body_text().as_str()),
+        ("MISS", "#1")
+    );
     std::thread::sleep(Duration::from_millis(200));
     assert!(!entry_path(&cache, "/n").exists(), "nothing stored");
     let second = server.get("/n");
-    assert_eq!((x_cache(&second), second.body_text().as_str()), ("MISS", "#2"));
+    assert_eq!(
+        (x_cache(&second), second.body_text().as_str()),
+        ("MISS", "#2")
+    );
     wait_stored(&cache, "/n");
     let third = server.get("/n?nostore=1");
     assert_eq!((x_cache(&third), third.body_text().as_str()), ("HIT", "#2"));
@@ -381,16 +402,26 @@ fn proxy_cache_methods_lists_post() {
     let (server, upstream) = cached_proxy(METHODS, method_answer);
     let cache = server.prefix().join("cache");
     let first = server.request(post("/post/p"));
-    assert_eq!((x_cache(&first), first.body_text().as_str()), ("MISS", "POST #1"));
+    assert_eq!(
+        (x_cache(&first), first.body_text().as_str()),
+        ("MISS", "POST #1")
+    );
     wait_stored(&cache, "POST/post/p");
     let second = server.request(post("/post/p"));
-    assert_eq!((x_cache(&second), second.body_text().as_str()), ("HIT", "POST #1"));
+    assert_eq!(
+        (x_cache(&second), second.body_text().as_str()),
+        ("HIT", "POST #1")
+    );
     // Not listed: both POSTs go upstream and the cache stays out of it.
     let third = server.request(post("/p"));
     let fourth = server.request(post("/p"));
     assert_eq!(third.body_text(), "POST #2");
     assert_eq!(fourth.body_text(), "POST #3");
-    assert_eq!(x_cache(&fourth), "", "no cache status for an uncached method");
+    assert_eq!(
+        x_cache(&fourth),
+        "",
+        "no cache status for an uncached method"
+    );
     assert!(!entry_path(&cache, "POST/p").exists());
     assert_eq!(asked(&upstream), 3);
 }
