@@ -40,6 +40,7 @@ mod proxy_body;
 mod proxy_buffering;
 mod proxy_cache;
 mod proxy_cache_control;
+mod proxy_cache_lock;
 mod proxy_cache_purge;
 mod proxy_headers;
 mod proxy_keepalive;

@@ -1,0 +1,185 @@
+//! `proxy_cache_lock`, `proxy_cache_lock_timeout` and `proxy_cache_lock_age`: concurrent
+//! misses of one key coalesced into one upstream request, a waiter that gives up after the
+//! timeout (goes upstream itself, stores nothing), and one that takes over an old fill.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use crate::proxy_cache::{asked, cached_proxy, ok, wait_stored, x_cache};
+use crate::support::{Client, PATIENCE, get, wait_until};
+
+fn config(lock_lines: &str) -> String {
+    format!(
+        "
+proxy_cache_path %%PREFIX%%/cache levels=1:2 keys_zone=one:1m;
+server {{
+    listen 127.0.0.1:8080;
+    location / {{
+        proxy_pass http://127.0.0.1:8081;
+        proxy_cache one;
+        proxy_cache_key $uri;
+        proxy_cache_valid 200 1m;
+        proxy_read_timeout 30s;
+        {lock_lines}
+        add_header X-Cache $upstream_cache_status always;
+    }}
+}}"
+    )
+}
+
+/// Starts `count` clients on `GET PATH` at once; their (status, X-Cache, body) in order.
+fn concurrent(
+    port: u16,
+    path: &str,
+    count: usize,
+) -> Vec<std::thread::JoinHandle<(u16, String, Vec<u8>)>> {
+    (0..count)
+        .map(|_| {
+            let path = path.to_owned();
+            std::thread::spawn(move || {
+                let response = Client::connect(port).request(get(&path));
+                (
+                    response.status,
+                    x_cache(&response).to_owned(),
+                    response.body,
+                )
+            })
+        })
+        .collect()
+}
+
+/// 40 concurrent misses of one key with the lock on, against an upstream that thinks for
+/// a second: one upstream request, and 40 identical 200s (one MISS, the others HITs).
+#[test]
+fn proxy_cache_lock_coalesces_concurrent_misses() {
+    let body: String = (0..20_000)
+        .map(|index| char::from(b'a' + (index % 26) as u8))
+        .collect();
+    let answer_body = body.clone();
+    let (server, upstream) = cached_proxy(&config("proxy_cache_lock on;"), move |_, number| {
+        std::thread::sleep(Duration::from_secs(1));
+        ok(&format!("{number}:{answer_body}"), "")
+    });
+    let clients = concurrent(server.port(), "/hot", 40);
+    let results: Vec<_> = clients
+        .into_iter()
+        .map(|client| client.join().expect("a client thread"))
+        .collect();
+    let want = format!("1:{body}");
+    for (status, _, received) in &results {
+        assert_eq!(*status, 200);
+        assert!(
+            received == want.as_bytes(),
+            "every client gets the one response's body"
+        );
+    }
+    let misses = results
+        .iter()
+        .filter(|(_, cache, _)| cache == "MISS")
+        .count();
+    assert_eq!(
+        misses,
+        1,
+        "one filler: {:?}",
+        results.iter().map(|r| &r.1).collect::<Vec<_>>()
+    );
+    assert!(
+        results
+            .iter()
+            .all(|(_, cache, _)| cache == "MISS" || cache == "HIT")
+    );
+    assert_eq!(asked(&upstream), 1, "exactly one upstream request");
+}
+
+/// Without the lock, the same concurrent misses each go upstream (what the lock saves).
+#[test]
+fn without_proxy_cache_lock_every_miss_goes_upstream() {
+    let (server, upstream) = cached_proxy(&config("proxy_cache_lock off;"), |_, number| {
+        std::thread::sleep(Duration::from_millis(500));
+        ok(&format!("#{number}"), "")
+    });
+    let clients = concurrent(server.port(), "/cold", 5);
+    for client in clients {
+        let (status, cache, _) = client.join().expect("a client thread");
+        assert_eq!((status, cache.as_str()), (200, "MISS"));
+    }
+    assert_eq!(asked(&upstream), 5);
+}
+
+/// `proxy_cache_lock_timeout 1s`: a waiter whose filler is still busy after a second goes
+/// upstream itself, logs `cache lock timeout` at info, and its response is not stored (the
+/// entry is the filler's, although the waiter's response came last).
+#[test]
+fn proxy_cache_lock_timeout_goes_upstream_uncached() {
+    let (server, upstream) = cached_proxy(
+        &config("proxy_cache_lock on; proxy_cache_lock_timeout 1s; proxy_cache_lock_age 30s;"),
+        |_, number| {
+            std::thread::sleep(Duration::from_secs(3));
+            ok(&format!("#{number}"), "")
+        },
+    );
+    let port = server.port();
+    let filler = concurrent(port, "/slow", 1).pop().expect("one client");
+    wait_until("the filler's request upstream", PATIENCE, || {
+        asked(&upstream) == 1
+    });
+    let waiter = concurrent(port, "/slow", 1).pop().expect("one client");
+    let (status, cache, body) = filler.join().expect("the filler");
+    assert_eq!(
+        (status, cache.as_str(), body.as_slice()),
+        (200, "MISS", &b"#1"[..])
+    );
+    let (status, cache, body) = waiter.join().expect("the waiter");
+    assert_eq!(
+        (status, cache.as_str(), body.as_slice()),
+        (200, "MISS", &b"#2"[..])
+    );
+    let line = server.wait_for_error_log("cache lock timeout");
+    assert!(line.contains("[info]"), "{line}");
+    let path = wait_stored(&server.prefix().join("cache"), "/slow");
+    std::thread::sleep(Duration::from_millis(300));
+    let stored = std::fs::read(&path).expect("the entry");
+    assert!(stored.ends_with(b"#1"), "the entry is the filler's");
+    let hit = server.get("/slow");
+    assert_eq!((x_cache(&hit), hit.body_text().as_str()), ("HIT", "#1"));
+    assert_eq!(asked(&upstream), 2);
+}
+
+/// `proxy_cache_lock_age 1s`: a fill older than a second lets a waiter send its own
+/// request upstream (before the first one answered), well inside the lock timeout.
+#[test]
+fn proxy_cache_lock_age_lets_a_waiter_take_over() {
+    let first_done = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&first_done);
+    let (server, upstream) = cached_proxy(
+        &config("proxy_cache_lock on; proxy_cache_lock_age 1s; proxy_cache_lock_timeout 20s;"),
+        move |_, number| {
+            if number == 1 {
+                std::thread::sleep(Duration::from_secs(4));
+                flag.store(true, Ordering::Release);
+            }
+            ok(&format!("#{number}"), "")
+        },
+    );
+    let port = server.port();
+    let filler = concurrent(port, "/aged", 1).pop().expect("one client");
+    wait_until("the filler's request upstream", PATIENCE, || {
+        asked(&upstream) == 1
+    });
+    let waiter = concurrent(port, "/aged", 1).pop().expect("one client");
+    wait_until("the waiter's own upstream request", PATIENCE, || {
+        asked(&upstream) == 2
+    });
+    assert!(
+        !first_done.load(Ordering::Acquire),
+        "the waiter went upstream before the first fill ended"
+    );
+    let (status, _, body) = waiter.join().expect("the waiter");
+    assert_eq!((status, body.as_slice()), (200, &b"#2"[..]));
+    let (status, _, body) = filler.join().expect("the filler");
+    assert_eq!((status, body.as_slice()), (200, &b"#1"[..]));
+    wait_stored(&server.prefix().join("cache"), "/aged");
+    assert_eq!(x_cache(&server.get("/aged")), "HIT");
+    assert_eq!(asked(&upstream), 2);
+}
