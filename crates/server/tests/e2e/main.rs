@@ -39,6 +39,7 @@ mod proxy_bind;
 mod proxy_body;
 mod proxy_buffering;
 mod proxy_cache;
+mod proxy_cache_accepted;
 mod proxy_cache_control;
 mod proxy_cache_faults;
 mod proxy_cache_lock;

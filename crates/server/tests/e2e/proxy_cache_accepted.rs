@@ -1,0 +1,133 @@
+//! Cache directives that are accepted for nginx's configs while their behaviour is not
+//! built yet (`proxy_cache_background_update`, `proxy_cache_lock_stream`,
+//! `proxy_cache_purge`, `slice`, `postpone_output`, `proxy_store`, `proxy_store_access`,
+//! the `purger` parameters): a config using them passes `-t`, starts, and the cache works
+//! beside them. Only what is built is asserted. Also the load errors of the cache's
+//! directives that such configs can run into.
+
+use crate::proxy_cache::{asked, cached_proxy, ok, wait_stored, x_cache};
+use crate::support::cli::{assert_http_body_fails, test_http_body};
+
+const ACCEPTED: &str = "
+proxy_cache_path %%PREFIX%%/cache levels=1:2 keys_zone=one:1m purger=on purger_files=10
+                 purger_sleep=50ms purger_threshold=100ms;
+postpone_output 1460;
+map $request_method $purge_method {
+    PURGE 1;
+    default 0;
+}
+server {
+    listen 127.0.0.1:8080;
+    location / {
+        proxy_pass http://127.0.0.1:8081;
+        proxy_cache one;
+        proxy_cache_key $uri;
+        proxy_cache_valid 200 1m;
+        proxy_cache_lock on;
+        proxy_cache_lock_stream off;
+        proxy_cache_background_update on;
+        proxy_cache_use_stale updating;
+        proxy_cache_purge $purge_method;
+        postpone_output 0;
+        add_header X-Cache $upstream_cache_status always;
+    }
+    location /sliced/ {
+        slice 1m;
+        proxy_pass http://127.0.0.1:8081;
+        proxy_cache one;
+        proxy_cache_key $uri;
+        proxy_cache_valid 200 206 1m;
+        add_header X-Cache $upstream_cache_status always;
+    }
+    location /store/ {
+        root %%PREFIX%%/html;
+        proxy_pass http://127.0.0.1:8081;
+        proxy_store on;
+        proxy_store_access user:rw group:rw all:r;
+    }
+    location /store-path/ {
+        proxy_pass http://127.0.0.1:8081;
+        proxy_store %%PREFIX%%/html/stored$uri;
+        proxy_store_access group:r;
+    }
+}";
+
+/// `portico -t` accepts every one of these directives and parameters.
+#[test]
+fn accepted_cache_directives_pass_the_config_test() {
+    let config = ACCEPTED.replace("%%PREFIX%%/", "");
+    let config = config.replace("127.0.0.1:8081", "127.0.0.1:9");
+    let config = config.replace("listen 127.0.0.1:8080", "listen 127.0.0.1:80");
+    let (_, output) = test_http_body(&config);
+    output.assert_code(0);
+    assert!(
+        output.stderr.contains("test is successful"),
+        "{}",
+        output.stderr
+    );
+}
+
+/// With them in the config, the cache still stores a MISS and answers a HIT, and the
+/// `proxy_store` locations still proxy.
+#[test]
+fn the_cache_works_beside_the_accepted_directives() {
+    let (server, upstream) = cached_proxy(ACCEPTED, |request, number| {
+        let path = request.split_whitespace().nth(1).unwrap_or("").to_owned();
+        ok(&format!("{path} #{number}"), "")
+    });
+    assert_eq!(x_cache(&server.get("/page")), "MISS");
+    wait_stored(&server.prefix().join("cache"), "/page");
+    let hit = server.get("/page");
+    assert_eq!(
+        (x_cache(&hit), hit.body_text().as_str()),
+        ("HIT", "/page #1")
+    );
+    for path in ["/store/file", "/store-path/file"] {
+        let response = server.get(path);
+        assert_eq!(response.status, 200, "{path}");
+        assert!(response.body_text().starts_with(path), "{path}");
+        assert_eq!(x_cache(&response), "", "proxy_store is not the cache");
+    }
+    assert_eq!(asked(&upstream), 3);
+}
+
+/// The load errors of a cache config: a literal zone that no `proxy_cache_path` declares,
+/// `proxy_cache` and `proxy_store` in one location, and a keys zone too small or named twice.
+#[test]
+fn cache_config_errors_are_nginx_s() {
+    assert_http_body_fails(
+        "server {\nlocation / { proxy_pass http://127.0.0.1:9; proxy_cache nope; }\n}",
+        "\"proxy_cache\" zone \"nope\" is unknown in {conf}:5",
+    );
+    assert_http_body_fails(
+        "proxy_cache_path /tmp/portico-x keys_zone=one:1m;\nserver {\n\
+         location / { proxy_store on;\nproxy_cache one; }\n}",
+        "\"proxy_cache\" directive is incompatible with \"proxy_store\" in {conf}:7",
+    );
+    assert_http_body_fails(
+        "proxy_cache_path /tmp/portico-x keys_zone=one:1k;",
+        "keys zone \"keys_zone=one:1k\" is too small in {conf}:4",
+    );
+    assert_http_body_fails(
+        "proxy_cache_path /tmp/portico-x keys_zone=one:1m;\nproxy_cache_path /tmp/portico-y keys_zone=one:1m;",
+        "duplicate zone \"one\" in {conf}:5",
+    );
+    assert_http_body_fails(
+        "proxy_cache_path /tmp/portico-x levels=1:2;",
+        "\"proxy_cache_path\" must have \"keys_zone\" parameter in {conf}:4",
+    );
+}
+
+/// nginx's own slice example names `$slice_range` in the key and the upstream's `Range`;
+/// the config must load even before slicing is built.
+#[test]
+#[ignore = "bug: `slice` is accepted but `$slice_range` is an unknown variable"]
+fn the_slice_range_variable_is_known() {
+    let (_, output) = test_http_body(
+        "proxy_cache_path cache keys_zone=one:1m;\nserver {\nlocation / {\nslice 1m;\n\
+         proxy_cache one;\nproxy_cache_key $uri$is_args$args$slice_range;\n\
+         proxy_set_header Range $slice_range;\nproxy_cache_valid 200 206 1h;\n\
+         proxy_pass http://127.0.0.1:9;\n}\n}",
+    );
+    output.assert_code(0);
+}
