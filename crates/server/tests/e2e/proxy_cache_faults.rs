@@ -247,3 +247,63 @@ fn a_cache_directory_that_cannot_be_written_still_serves() {
     );
     assert!(!entry_path(&cache, "/w1").exists());
 }
+
+const UPDATING: &str = "
+proxy_cache_path %%PREFIX%%/cache levels=1:2 keys_zone=one:1m;
+server {
+    listen 127.0.0.1:8080;
+    location / {
+        proxy_pass http://127.0.0.1:8081;
+        proxy_cache one;
+        proxy_cache_key $uri;
+        proxy_cache_valid 200 1s;
+        proxy_cache_use_stale updating;
+        add_header X-Cache $upstream_cache_status always;
+    }
+}";
+
+/// The request refreshing an expired entry holds its UPDATING mark; when its upstream dies
+/// mid-body the mark is released, so the next request refreshes again (EXPIRED) instead
+/// of getting the old entry as UPDATING for ever.
+#[test]
+fn a_failed_refresh_does_not_leave_the_entry_updating() {
+    let mut builder = Instance::http_builder(UPDATING);
+    let count = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let upstream =
+        crate::support::upstream::MockUpstream::start(builder.port(8081), move |mut conn| {
+            if conn.read_request().is_none() {
+                return;
+            }
+            let number = count.fetch_add(1, std::sync::atomic::Ordering::AcqRel) + 1;
+            if number == 2 {
+                conn.write(format!(
+                    "HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n{}",
+                    "x".repeat(100)
+                ));
+            } else {
+                conn.write(ok(&format!("#{number}"), ""));
+            }
+            conn.close();
+        });
+    let server = builder.start();
+    assert_eq!(x_cache(&server.get("/f")), "MISS");
+    let path = wait_stored(&server.prefix().join("cache"), "/f");
+    std::thread::sleep(Duration::from_millis(2100));
+    let mut client = server.connect();
+    client.write(crate::support::get("/f"));
+    assert!(
+        client.try_read_response().is_err(),
+        "the failed refresh is cut for its client"
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    let next = server.get("/f");
+    assert_eq!(
+        (x_cache(&next), next.body_text().as_str()),
+        ("EXPIRED", "#3")
+    );
+    wait_until("the refreshed entry", PATIENCE, || {
+        std::fs::read(&path).is_ok_and(|bytes| bytes.ends_with(b"#3"))
+    });
+    assert_eq!(x_cache(&server.get("/f")), "HIT");
+    assert_eq!(asked(&upstream), 3);
+}

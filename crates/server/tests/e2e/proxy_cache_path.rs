@@ -211,7 +211,7 @@ impl SharedCache {
 
     fn config(&self) -> String {
         config(&format!(
-            "{} levels=1:2 keys_zone=one:1m",
+            "{} levels=1:2 keys_zone=one:1m use_temp_path=off",
             self.dir().display()
         ))
     }
@@ -297,5 +297,43 @@ fn entries_survive_kill_9_and_temp_files_are_removed() {
     assert_eq!(
         (x_cache(&miss), miss.body_text().as_str()),
         ("MISS", "#1 from second")
+    );
+}
+
+/// `kill -9` in the middle of a fill (the temporary file half written next to where the
+/// entry would be): the next instance does not serve anything of it (a MISS with the whole
+/// new body) and removes the temporary file.
+#[test]
+fn kill_9_during_a_fill_leaves_no_entry_and_no_temp_file() {
+    let shared = SharedCache::new();
+    let release = Arc::new(AtomicBool::new(false));
+    let mut builder = Instance::http_builder(&shared.config());
+    let _held = held_upstream(builder.port(8081), Arc::clone(&release));
+    let mut first = builder.start();
+    let mut client = std::net::TcpStream::connect(("127.0.0.1", first.port())).expect("connect");
+    client
+        .write_all(b"GET /half HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .expect("send the request");
+    let temp = poll(PATIENCE, || {
+        files_under(&shared.dir())
+            .into_iter()
+            .find(|path| is_temp_name(path))
+    })
+    .expect("the fill's temp file");
+    first.stop_with(Signal::KILL);
+    release.store(true, Ordering::Release);
+    assert!(
+        !entry_path(&shared.dir(), "/half").exists(),
+        "no entry before the restart"
+    );
+    let (second, upstream) = shared.start("second");
+    let response = second.get("/half");
+    assert_eq!((response.status, x_cache(&response)), (200, "MISS"));
+    assert_eq!(response.body_text(), "#1 from second");
+    assert_eq!(asked(&upstream), 1);
+    wait_until(
+        "the loader to remove the killed fill's temp file",
+        PATIENCE,
+        || !temp.exists(),
     );
 }
