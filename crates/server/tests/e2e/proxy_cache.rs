@@ -491,3 +491,80 @@ fn proxy_cache_with_a_variable_zone() {
     assert!(line.contains("[error]"), "{line}");
     assert_eq!(asked(&upstream), 3);
 }
+
+const LEVELS: &str = "
+proxy_cache_path %%PREFIX%%/cache levels=1:2 keys_zone=one:1m;
+server {
+    listen 127.0.0.1:8080;
+    proxy_cache one;
+    proxy_cache_key $uri;
+    add_header X-Cache $upstream_cache_status always;
+    location / {
+        proxy_pass http://127.0.0.1:8081;
+        proxy_cache_valid 5m;
+    }
+    location /off/ {
+        proxy_pass http://127.0.0.1:8081;
+        proxy_cache off;
+    }
+    location /down/ {
+        proxy_pass http://127.0.0.1:%%PORT_8082%%;
+        proxy_cache_valid 502 1m;
+    }
+}";
+
+fn redirect_or_not(request: &str, number: usize) -> String {
+    if request.contains("/moved") {
+        format!("HTTP/1.1 301 Moved\r\nLocation: /new\r\nContent-Length: 2\r\n\r\n{number:0>2}")
+    } else if request.contains("/missing") {
+        format!("HTTP/1.1 404 Not Found\r\nContent-Length: 2\r\n\r\n{number:0>2}")
+    } else {
+        ok(&format!("#{number}"), "")
+    }
+}
+
+/// `proxy_cache_valid 5m` (a time alone) covers 200, 301 and 302 and not 404; a HEAD is
+/// answered from a GET's entry; `proxy_cache off` in a location turns off the server's
+/// cache there.
+#[test]
+fn proxy_cache_valid_alone_and_proxy_cache_off() {
+    let (server, upstream) = cached_proxy(LEVELS, redirect_or_not);
+    let cache = server.prefix().join("cache");
+    assert_eq!(x_cache(&server.get("/moved")), "MISS");
+    wait_stored(&cache, "/moved");
+    let hit = server.get("/moved");
+    assert_eq!((hit.status, x_cache(&hit)), (301, "HIT"));
+    assert_eq!(x_cache(&server.get("/missing")), "MISS");
+    assert_eq!(x_cache(&server.get("/missing")), "MISS");
+    assert_eq!(x_cache(&server.get("/page")), "MISS");
+    wait_stored(&cache, "/page");
+    let mut client = server.connect();
+    client.write(request("HEAD", "/page", ""));
+    let head = client.read_head_response();
+    assert_eq!((head.status, x_cache(&head)), (200, "HIT"));
+    assert_eq!(head.content_length(), Some(2));
+    for _ in 0..2 {
+        let uncached = server.get("/off/page");
+        assert_eq!((uncached.status, x_cache(&uncached)), (200, ""));
+    }
+    assert_eq!(asked(&upstream), 6);
+}
+
+/// A 502 the proxy makes itself (the upstream is down) is kept as an error entry when
+/// `proxy_cache_valid` covers 502: the next request is a HIT 502 without a connect.
+#[test]
+fn a_502_made_by_the_proxy_is_cached_when_valid_covers_it() {
+    let (server, _upstream) = cached_proxy(LEVELS, redirect_or_not);
+    let first = server.get("/down/x");
+    assert_eq!((first.status, x_cache(&first)), (502, "MISS"));
+    let connects = server.error_log().matches("connect() failed").count();
+    assert_eq!(connects, 1, "{}", server.error_log());
+    let second = server.get("/down/x");
+    assert_eq!((second.status, x_cache(&second)), (502, "HIT"));
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(
+        server.error_log().matches("connect() failed").count(),
+        1,
+        "no second connect"
+    );
+}

@@ -494,3 +494,40 @@ fn a_range_on_a_miss_is_cut_from_the_stored_response() {
     );
     assert_eq!(asked(&upstream), 1);
 }
+
+const IGNORED: &str = "
+proxy_cache_path %%PREFIX%%/cache levels=1:2 keys_zone=one:1m;
+server {
+    listen 127.0.0.1:8080;
+    location / {
+        proxy_pass http://127.0.0.1:8081;
+        proxy_cache one;
+        proxy_cache_key $uri;
+        proxy_cache_valid 200 1m;
+        proxy_ignore_headers Cache-Control Expires X-Accel-Expires Set-Cookie;
+        add_header X-Cache $upstream_cache_status always;
+    }
+}";
+
+/// `proxy_ignore_headers`: fields it names no longer decide; `proxy_cache_valid` does, so
+/// responses that say `no-store`, expire in the past, `X-Accel-Expires: 0` or set a cookie
+/// are stored.
+#[test]
+fn proxy_ignore_headers_leaves_it_to_proxy_cache_valid() {
+    let (server, upstream) = cached_proxy(IGNORED, |request, number| {
+        let path = request.split_whitespace().nth(1).unwrap_or("");
+        let fields = match path {
+            "/cc" => "Cache-Control: no-store\r\n".to_owned(),
+            "/expires" => format!("Expires: {}\r\n", http_date(-3600)),
+            "/xae" => "X-Accel-Expires: 0\r\n".to_owned(),
+            _ => "Set-Cookie: a=b\r\n".to_owned(),
+        };
+        ok(&format!("#{number}"), &fields)
+    });
+    for path in ["/cc", "/expires", "/xae", "/cookie"] {
+        assert_eq!(x_cache(&server.get(path)), "MISS", "{path}");
+        wait_stored(&server.prefix().join("cache"), path);
+        assert_eq!(x_cache(&server.get(path)), "HIT", "{path}");
+    }
+    assert_eq!(asked(&upstream), 4);
+}

@@ -183,3 +183,63 @@ fn proxy_cache_lock_age_lets_a_waiter_take_over() {
     assert_eq!(x_cache(&server.get("/aged")), "HIT");
     assert_eq!(asked(&upstream), 2);
 }
+
+/// Waiters of a fill with a `Content-Length` read the entry while it is written (Portico's
+/// streaming waiters, on by default): with the upstream holding the second half back, a
+/// waiter already has the first half; both get the whole body once it is released.
+#[test]
+#[ignore = "not built: a waiter waits for the whole fill, then goes upstream at lock_timeout"]
+fn lock_waiters_read_a_fill_while_it_is_written() {
+    const HALF: usize = 256 * 1024;
+    let release = Arc::new(AtomicBool::new(false));
+    let held = Arc::clone(&release);
+    let mut builder = crate::support::Instance::http_builder(&config("proxy_cache_lock on;"));
+    let upstream =
+        crate::support::upstream::MockUpstream::start(builder.port(8081), move |mut conn| {
+            if conn.read_request().is_some() {
+                conn.write(format!(
+                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n",
+                    2 * HALF
+                ));
+                conn.write(vec![b'1'; HALF]);
+                wait_until("the test to release the body", PATIENCE, || {
+                    held.load(Ordering::Acquire)
+                });
+                conn.write(vec![b'2'; HALF]);
+            }
+        });
+    let server = builder.start();
+    let read_half = |port: u16| {
+        let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        std::io::Write::write_all(
+            &mut stream,
+            b"GET /streamed HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        )
+        .expect("send the request");
+        stream
+            .set_read_timeout(Some(PATIENCE))
+            .expect("a read timeout");
+        let mut received = Vec::new();
+        let mut chunk = [0u8; 65536];
+        while received.iter().filter(|byte| **byte == b'1').count() < HALF {
+            let count =
+                std::io::Read::read(&mut stream, &mut chunk).expect("bytes before the release");
+            assert!(count > 0, "the connection ended early");
+            received.extend_from_slice(&chunk[..count]);
+        }
+        (stream, received)
+    };
+    let (mut filler, mut filler_bytes) = read_half(server.port());
+    let (mut waiter, mut waiter_bytes) = read_half(server.port());
+    assert_eq!(asked(&upstream), 1, "the waiter did not go upstream");
+    assert!(!release.load(Ordering::Acquire));
+    release.store(true, Ordering::Release);
+    std::io::Read::read_to_end(&mut filler, &mut filler_bytes).expect("the filler's rest");
+    std::io::Read::read_to_end(&mut waiter, &mut waiter_bytes).expect("the waiter's rest");
+    for received in [&filler_bytes, &waiter_bytes] {
+        let body_start = crate::support::client::find(received, b"\r\n\r\n").expect("a head") + 4;
+        assert_eq!(received.len() - body_start, 2 * HALF);
+        assert!(received.ends_with(&[b'2'; 1024]));
+    }
+    assert_eq!(asked(&upstream), 1);
+}
