@@ -211,7 +211,8 @@ impl SharedCache {
 
     fn config(&self) -> String {
         config(&format!(
-            "{} levels=1:2 keys_zone=one:1m use_temp_path=off",
+            "{} levels=1:2 keys_zone=one:1m use_temp_path=off loader_files=10 loader_sleep=10ms \
+             loader_threshold=50ms",
             self.dir().display()
         ))
     }
@@ -336,4 +337,38 @@ fn kill_9_during_a_fill_leaves_no_entry_and_no_temp_file() {
         PATIENCE,
         || !temp.exists(),
     );
+}
+
+/// Portico's hard ceiling: a store that would take the cache past `max_size` plus
+/// `max_size_slack` first evicts the least recently used entries, without waiting for the
+/// manager (asleep for a minute here), so the cache never holds more; every response is
+/// a 200 and the newest entry is kept.
+#[test]
+fn max_size_slack_is_a_hard_ceiling() {
+    let (server, upstream) = cached_proxy(
+        &config(
+            "%%PREFIX%%/cache levels=1:2 keys_zone=one:1m max_size=32k max_size_slack=8k \
+             min_free=1m manager_sleep=1m manager_threshold=1s",
+        ),
+        |_, number| ok(&format!("{number:0>3000}"), ""),
+    );
+    let cache = server.prefix().join("cache");
+    for index in 0..20 {
+        let response = server.get(&format!("/c{index}"));
+        assert_eq!(response.status, 200);
+        assert_eq!(response.body.len(), 3000);
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let files = files_under(&cache).len();
+        assert!(
+            files <= 10,
+            "{files} entries of a 4 KiB block each past a 40 KiB ceiling"
+        );
+    }
+    wait_stored(&cache, "/c19");
+    assert_eq!(x_cache(&server.get("/c19")), "HIT");
+    assert!(
+        !entry_path(&cache, "/c0").exists(),
+        "the oldest was evicted"
+    );
+    assert_eq!(asked(&upstream), 20);
 }
