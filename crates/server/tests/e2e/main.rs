@@ -46,6 +46,7 @@ mod proxy_cache_lock;
 mod proxy_cache_path;
 mod proxy_cache_purge;
 mod proxy_cache_rfc;
+mod proxy_cache_seed;
 mod proxy_headers;
 mod proxy_keepalive;
 mod proxy_next_upstream;
