@@ -53,6 +53,7 @@ mod proxy_next_upstream;
 mod proxy_pass;
 mod proxy_redirect;
 mod proxy_response;
+mod proxy_store;
 mod proxy_timeouts;
 mod proxy_variables;
 mod proxy_x_accel;

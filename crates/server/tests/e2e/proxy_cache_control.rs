@@ -531,3 +531,61 @@ fn proxy_ignore_headers_leaves_it_to_proxy_cache_valid() {
     }
     assert_eq!(asked(&upstream), 4);
 }
+
+const BACKGROUND: &str = "
+proxy_cache_path %%PREFIX%%/cache levels=1:2 keys_zone=one:1m;
+server {
+    listen 127.0.0.1:8080;
+    location / {
+        proxy_pass http://127.0.0.1:8081;
+        proxy_cache one;
+        proxy_cache_key $uri;
+        proxy_cache_valid 200 1s;
+        proxy_cache_use_stale updating;
+        proxy_cache_background_update on;
+        add_header X-Cache $upstream_cache_status always;
+    }
+}";
+
+/// `proxy_cache_background_update on` with `use_stale updating`: the request that finds
+/// the entry expired gets it at once as STALE while the refresh runs behind it (the slow
+/// upstream has not answered yet), and the refreshed entry HITs afterwards.
+#[test]
+fn proxy_cache_background_update_refreshes_after_a_stale_answer() {
+    let answered = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = std::sync::Arc::clone(&answered);
+    let (server, upstream) = cached_proxy(BACKGROUND, move |_, number| {
+        if number == 2 {
+            std::thread::sleep(Duration::from_secs(2));
+            flag.store(true, std::sync::atomic::Ordering::Release);
+        }
+        ok(&format!("#{number}"), "")
+    });
+    let path = wait_stored_after_miss(&server, "/bg");
+    std::thread::sleep(Duration::from_millis(2100));
+    let stale = server.get("/bg");
+    assert_eq!(
+        (x_cache(&stale), stale.body_text().as_str()),
+        ("STALE", "#1")
+    );
+    assert!(
+        !answered.load(std::sync::atomic::Ordering::Acquire),
+        "the stale answer did not wait for the refresh"
+    );
+    wait_until(
+        "the background refresh to reach the upstream",
+        PATIENCE,
+        || asked(&upstream) == 2,
+    );
+    wait_until("the refreshed entry", PATIENCE, || {
+        std::fs::read(&path).is_ok_and(|bytes| bytes.ends_with(b"#2"))
+    });
+    let hit = server.get("/bg");
+    assert_eq!((x_cache(&hit), hit.body_text().as_str()), ("HIT", "#2"));
+    assert_eq!(asked(&upstream), 2);
+}
+
+fn wait_stored_after_miss(server: &Instance, path: &str) -> std::path::PathBuf {
+    assert_eq!(x_cache(&server.get(path)), "MISS");
+    wait_stored(&server.prefix().join("cache"), path)
+}

@@ -186,9 +186,8 @@ fn proxy_cache_lock_age_lets_a_waiter_take_over() {
 
 /// Waiters of a fill with a `Content-Length` read the entry while it is written (Portico's
 /// streaming waiters, on by default): with the upstream holding the second half back, a
-/// waiter already has the first half; both get the whole body once it is released.
+/// waiter already has most of the first half; both get the whole body once it is released.
 #[test]
-#[ignore = "not built: a waiter waits for the whole fill, then goes upstream at lock_timeout"]
 fn lock_waiters_read_a_fill_while_it_is_written() {
     const HALF: usize = 256 * 1024;
     let release = Arc::new(AtomicBool::new(false));
@@ -209,7 +208,7 @@ fn lock_waiters_read_a_fill_while_it_is_written() {
             }
         });
     let server = builder.start();
-    let read_half = |port: u16| {
+    let read_ones = |port: u16, at_least: usize| {
         let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
         std::io::Write::write_all(
             &mut stream,
@@ -221,7 +220,7 @@ fn lock_waiters_read_a_fill_while_it_is_written() {
             .expect("a read timeout");
         let mut received = Vec::new();
         let mut chunk = [0u8; 65536];
-        while received.iter().filter(|byte| **byte == b'1').count() < HALF {
+        while received.iter().filter(|byte| **byte == b'1').count() < at_least {
             let count =
                 std::io::Read::read(&mut stream, &mut chunk).expect("bytes before the release");
             assert!(count > 0, "the connection ended early");
@@ -229,8 +228,9 @@ fn lock_waiters_read_a_fill_while_it_is_written() {
         }
         (stream, received)
     };
-    let (mut filler, mut filler_bytes) = read_half(server.port());
-    let (mut waiter, mut waiter_bytes) = read_half(server.port());
+    let (mut filler, mut filler_bytes) = read_ones(server.port(), HALF);
+    // The filler writes its entry in batches: the waiter sees all but the last one.
+    let (mut waiter, mut waiter_bytes) = read_ones(server.port(), HALF / 2);
     assert_eq!(asked(&upstream), 1, "the waiter did not go upstream");
     assert!(!release.load(Ordering::Acquire));
     release.store(true, Ordering::Release);
@@ -241,5 +241,53 @@ fn lock_waiters_read_a_fill_while_it_is_written() {
         assert_eq!(received.len() - body_start, 2 * HALF);
         assert!(received.ends_with(&[b'2'; 1024]));
     }
+    assert_eq!(asked(&upstream), 1);
+}
+
+/// `proxy_cache_lock_stream off`: nginx's lock; a waiter gets nothing while the fill is
+/// still being written, then the whole body from the entry once it is stored.
+#[test]
+fn proxy_cache_lock_stream_off_waits_for_the_whole_fill() {
+    const HALF: usize = 256 * 1024;
+    let release = Arc::new(AtomicBool::new(false));
+    let held = Arc::clone(&release);
+    let lines = "proxy_cache_lock on; proxy_cache_lock_stream off; proxy_cache_lock_timeout 30s;";
+    let mut builder = crate::support::Instance::http_builder(&config(lines));
+    let upstream =
+        crate::support::upstream::MockUpstream::start(builder.port(8081), move |mut conn| {
+            if conn.read_request().is_some() {
+                conn.write(format!(
+                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n",
+                    2 * HALF
+                ));
+                conn.write(vec![b'1'; HALF]);
+                wait_until("the test to release the body", PATIENCE, || {
+                    held.load(Ordering::Acquire)
+                });
+                conn.write(vec![b'2'; HALF]);
+            }
+        });
+    let server = builder.start();
+    let filler = concurrent(server.port(), "/whole", 1)
+        .pop()
+        .expect("one client");
+    wait_until("the fill to start", PATIENCE, || asked(&upstream) == 1);
+    let mut waiter = Client::connect(server.port()).with_timeout(Duration::from_secs(1));
+    waiter.write(get("/whole"));
+    assert!(
+        waiter.stays_open_and_silent(Duration::from_secs(1)),
+        "nothing for the waiter before the fill ends: {} bytes",
+        waiter.pending().len()
+    );
+    release.store(true, Ordering::Release);
+    waiter.timeout = PATIENCE;
+    let response = waiter.read_response();
+    assert_eq!((response.status, response.body.len()), (200, 2 * HALF));
+    assert_eq!(x_cache(&response), "HIT");
+    let (status, cache, body) = filler.join().expect("the filler");
+    assert_eq!(
+        (status, cache.as_str(), body.len()),
+        (200, "MISS", 2 * HALF)
+    );
     assert_eq!(asked(&upstream), 1);
 }
