@@ -219,12 +219,78 @@ impl SharedCache {
 
     /// An instance on this cache with a fresh upstream answering `#N from BATCH`.
     fn start(&self, batch: &'static str) -> (Instance, crate::support::upstream::MockUpstream) {
+        self.start_with(move |_, number| ok(&format!("#{number} from {batch}"), ""))
+    }
+
+    /// An instance on this cache with a fresh upstream answering with `answer`.
+    fn start_with(
+        &self,
+        answer: impl Fn(&str, usize) -> String + Send + Sync + 'static,
+    ) -> (Instance, crate::support::upstream::MockUpstream) {
         let mut builder = Instance::http_builder(&self.config());
-        let upstream = origin(builder.port(8081), move |_, number| {
-            ok(&format!("#{number} from {batch}"), "")
-        });
+        let upstream = origin(builder.port(8081), answer);
         (builder.start(), upstream)
     }
+}
+
+/// Answers with the request's `Accept-Language` and `Vary: Accept-Language`.
+fn by_language(batch: &'static str) -> impl Fn(&str, usize) -> String + Send + Sync + 'static {
+    move |request, number| {
+        let language = request
+            .lines()
+            .find_map(|line| line.strip_prefix("Accept-Language: "))
+            .unwrap_or("none")
+            .to_owned();
+        ok(
+            &format!("{language} #{number} from {batch}"),
+            "Vary: Accept-Language\r\n",
+        )
+    }
+}
+
+/// Variants survive a restart, clean (QUIT) or not (`kill -9`): right after the start, the
+/// main key's variant and a secondary one both HIT with their own bodies.
+#[test]
+fn vary_variants_survive_a_restart() {
+    for signal in [Signal::QUIT, Signal::KILL] {
+        variants_across(signal);
+    }
+}
+
+fn variants_across(signal: Signal) {
+    let shared = SharedCache::new();
+    let (mut first, _upstream) = shared.start_with(by_language("first"));
+    let ask = |server: &Instance, language: &str| {
+        server.request(crate::proxy_cache::request(
+            "GET",
+            "/v",
+            &format!("Accept-Language: {language}\r\n"),
+        ))
+    };
+    assert_eq!(ask(&first, "en").body_text(), "en #1 from first");
+    wait_stored(&shared.dir(), "/v");
+    assert_eq!(ask(&first, "de").body_text(), "de #2 from first");
+    wait_until("the secondary variant's file", PATIENCE, || {
+        files_under(&shared.dir()).len() == 2
+    });
+    first.stop_with(signal);
+    let (second, upstream) = shared.start_with(by_language("second"));
+    let english = ask(&second, "en");
+    assert_eq!(
+        (x_cache(&english), english.body_text().as_str()),
+        ("HIT", "en #1 from first")
+    );
+    let german = ask(&second, "de");
+    assert_eq!(
+        (x_cache(&german), german.body_text().as_str()),
+        ("HIT", "de #2 from first")
+    );
+    let french = ask(&second, "fr");
+    assert_eq!(
+        (x_cache(&french), french.body_text().as_str()),
+        ("MISS", "fr #1 from second")
+    );
+    assert_eq!(asked(&upstream), 1);
 }
 
 /// A clean stop (QUIT) writes the index snapshot under `PATH/.portico/`; the next instance
