@@ -195,7 +195,7 @@ server {
     location / {
         proxy_pass http://127.0.0.1:8081;
         proxy_cache_valid 200 1m;
-        proxy_cache_valid 404 1s;
+        proxy_cache_valid 404 3s;
     }
     location /any/ {
         proxy_pass http://127.0.0.1:8081;
@@ -231,7 +231,7 @@ fn status_answer(request: &str, number: usize) -> String {
 fn proxy_cache_valid_times_each_status() {
     let (server, upstream) = cached_proxy(VALID, status_answer);
     let cache = server.prefix().join("cache");
-    // 404 for one second: a HIT, then gone upstream again once it expired.
+    // 404 for three seconds: a HIT, then gone upstream again once it expired.
     let first = server.get("/404");
     assert_eq!((first.status, x_cache(&first)), (404, "MISS"));
     wait_stored(&cache, "/404");
@@ -240,7 +240,7 @@ fn proxy_cache_valid_times_each_status() {
         (hit.status, x_cache(&hit), hit.body_text().as_str()),
         (404, "HIT", "#1")
     );
-    std::thread::sleep(Duration::from_millis(2100));
+    std::thread::sleep(Duration::from_millis(4100));
     let expired = server.get("/404");
     assert_eq!(x_cache(&expired), "EXPIRED");
     assert_eq!(expired.body_text(), "#2");

@@ -280,7 +280,14 @@ fn a_failed_refresh_does_not_leave_the_entry_updating() {
                     "x".repeat(100)
                 ));
             } else {
-                conn.write(ok(&format!("#{number}"), ""));
+                conn.write(ok(
+                    &format!("#{number}"),
+                    if number > 1 {
+                        "Cache-Control: max-age=60\r\n"
+                    } else {
+                        ""
+                    },
+                ));
             }
             conn.close();
         });
