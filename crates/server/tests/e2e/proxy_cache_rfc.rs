@@ -1,7 +1,8 @@
 //! Where Portico's cache follows RFC 9111 rather than nginx, and the `Vary` variants both
 //! keep: `Age` and `Content-Length` on a HIT, variants by `Accept-Language`, `Vary` with
-//! `*` in a list, `Authorization` with `s-maxage` or `must-revalidate`, and
-//! `must-revalidate` forbidding a stale answer.
+//! `*` in a list, `Authorization` with `s-maxage` or `must-revalidate`, `must-revalidate`
+//! forbidding a stale answer, and `Connection`-listed fields not stored. (Invalidation
+//! and the 304 head update are in `proxy_cache_purge.rs`.)
 
 use std::time::Duration;
 
@@ -182,4 +183,24 @@ fn must_revalidate_forbids_a_stale_answer() {
     );
     assert_ne!(x_cache(&strict), "STALE");
     assert_eq!(asked(&upstream), 4);
+}
+
+/// Fields the response's `Connection` names are hop-by-hop: not stored, so a HIT does not
+/// carry them; the other fields are kept.
+#[test]
+fn connection_listed_fields_are_not_stored() {
+    let (server, _upstream) = cached_proxy(BASIC, |_, number| {
+        ok(
+            &format!("#{number}"),
+            "Connection: X-Hop\r\nX-Hop: secret\r\nX-Kept: yes\r\n",
+        )
+    });
+    assert_eq!(x_cache(&server.get("/hop")), "MISS");
+    let path = wait_stored(&server.prefix().join("cache"), "/hop");
+    let stored = String::from_utf8_lossy(&std::fs::read(path).expect("the entry")).into_owned();
+    assert!(!stored.contains("X-Hop: secret"), "{stored}");
+    let hit = server.get("/hop");
+    assert_eq!(x_cache(&hit), "HIT");
+    assert_eq!(hit.header("X-Kept"), Some("yes"));
+    assert!(!hit.has_header("X-Hop"), "{}", hit.head_text());
 }
