@@ -17,7 +17,6 @@ use crate::file::io::FileIo;
 use crate::proxy::cache::settings::{CacheUse, ProxyCache, UseStale};
 use crate::proxy::cache::zone_id;
 use crate::request::{ConnectionInfo, Request, log};
-use crate::rewrite::condition::value_is_true;
 use crate::variables::{HttpTemplate, render};
 use crate::worker::HttpWorker;
 
@@ -205,6 +204,11 @@ fn range_beyond(range: &[u8], offset: u64) -> bool {
         .ok()
         .and_then(|text| text.parse::<u64>().ok())
         .is_some_and(|start| start >= offset)
+}
+
+/// nginx's predicate: a value neither empty nor `0`.
+fn value_is_true(value: &[u8]) -> bool {
+    !value.is_empty() && value != b"0"
 }
 
 /// Whether any of the predicates (`proxy_cache_bypass`, `proxy_no_cache`) is true: a value

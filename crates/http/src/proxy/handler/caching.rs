@@ -344,6 +344,40 @@ impl<'a> Proxying<'a, '_> {
     }
 }
 
+/// What a lookup means for the request: an answer from the cache (`Err`, the outcome to
+/// end with), or the request goes upstream with the cache's part (`Ok`).
+pub(super) fn answer<'a>(
+    worker: &'a crate::worker::HttpWorker,
+    info: &ConnectionInfo,
+    request: &mut Request<'a>,
+    location: &'a crate::conf::Location,
+    target: &super::Target<'_>,
+    looked_up: crate::proxy::cache::lookup::Lookup,
+) -> Result<Option<crate::proxy::cache::lookup::CacheRequest>, ProxyOutcome<'a>> {
+    use crate::proxy::cache::lookup::Lookup;
+    let proxy = &location.settings.proxy;
+    let settings = &location.settings.proxy_cache;
+    let rewrite = rewrite_input(location, target);
+    let body = match looked_up {
+        Lookup::Off => return Ok(None),
+        Lookup::Upstream(cache) => return Ok(Some(cache)),
+        Lookup::Fail(status) | Lookup::Error(status) => {
+            return Err(ProxyOutcome::Finalize(status));
+        }
+        Lookup::Serve(entry) => {
+            let io = crate::file::cache::file_io(worker, info, request, location);
+            serve::respond_from(worker, info, request, proxy, settings, entry, &rewrite, io)
+        }
+        Lookup::Attach(entry, fill) => {
+            let io = crate::file::cache::file_io(worker, info, request, location);
+            serve::respond_attached(
+                worker, info, request, proxy, settings, entry, fill, &rewrite, io,
+            )
+        }
+    };
+    Err(ProxyOutcome::Respond(body))
+}
+
 /// The `proxy_cache_use_stale` condition of a failed try.
 pub(super) fn stale_condition(failure: &Failure) -> u16 {
     match failure.condition() {
