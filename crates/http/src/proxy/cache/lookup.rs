@@ -32,6 +32,7 @@ pub(crate) mod status {
 }
 
 /// A stored entry, opened and checked: what a HIT sends and a stale answer falls back to.
+#[derive(Clone)]
 pub(crate) struct Entry {
     pub file: Arc<File>,
     pub path: PathBuf,
@@ -353,9 +354,19 @@ async fn look(
     }
     // While the zone is cold (its directory not yet read), a key the index does not
     // know may still be on disk.
+    if snapshot.exists
+        && let Some(mut entry) = super::hot::get(&zone, &cache.key.md5, snapshot.uniq)
+    {
+        // The index knows of freshness a revalidation rewrote into the file since.
+        entry.header.valid_sec = entry.header.valid_sec.max(snapshot.valid_sec);
+        return found(worker, info, request, settings, cache, entry, now);
+    }
     if (snapshot.exists || zone.cold())
         && let Some(entry) = open_entry(worker, info, request, cache).await
     {
+        if snapshot.exists && entry.uniq == snapshot.uniq {
+            super::hot::put(&zone, &cache.key.md5, &entry);
+        }
         return found(worker, info, request, settings, cache, entry, now);
     }
     if u64::from(snapshot.uses) < settings.min_uses {
@@ -432,6 +443,7 @@ fn found(
     // Purged since it was stored: gone.
     if cache.zone.purges().covers(&cache.key_text, entry.written) {
         cache.zone.remove(&cache.key.md5, entry.uniq);
+        super::hot::forget(&cache.zone, &cache.key.md5);
         return miss_to_fill(request, cache);
     }
     // A response that varies: this request's variant is another file, named by the

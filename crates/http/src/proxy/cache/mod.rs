@@ -4,6 +4,7 @@
 
 pub mod directives;
 pub mod freshness;
+pub(crate) mod hot;
 pub(crate) mod lookup;
 pub(crate) mod merge;
 pub(crate) mod serve;
