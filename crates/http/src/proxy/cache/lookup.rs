@@ -361,13 +361,20 @@ async fn look(
         entry.header.valid_sec = entry.header.valid_sec.max(snapshot.valid_sec);
         return found(worker, info, request, settings, cache, entry, now);
     }
-    if (snapshot.exists || zone.cold())
-        && let Some(entry) = open_entry(worker, info, request, cache).await
-    {
-        if snapshot.exists && entry.uniq == snapshot.uniq {
-            super::hot::put(&zone, &cache.key.md5, &entry);
+    if snapshot.exists || zone.cold() {
+        match open_entry(worker, info, request, cache).await {
+            Some(entry) => {
+                if snapshot.exists && entry.uniq == snapshot.uniq {
+                    super::hot::put(&zone, &cache.key.md5, &entry);
+                }
+                return found(worker, info, request, settings, cache, entry, now);
+            }
+            // The index (a checkpoint after a crash, say) named a file that is gone.
+            None if snapshot.exists => {
+                zone.remove(&cache.key.md5, snapshot.uniq);
+            }
+            None => {}
         }
-        return found(worker, info, request, settings, cache, entry, now);
     }
     if u64::from(snapshot.uses) < settings.min_uses {
         // Not requested often enough yet: an ordinary upstream request, nothing stored.
