@@ -190,6 +190,26 @@ pub fn load_or_walk(zone: &Zone, log: &dyn Fn(Level, String), pace: &mut Pace<'_
             ),
         ),
     }
+    // No clean stop: the last checkpoint first (recent order and timers), then the walk,
+    // which adds what it did not know. The zone stays cold meanwhile.
+    match persist::take_checkpoint(zone, Instant::now()) {
+        Ok(restored) => log(
+            Level::Notice,
+            format!(
+                "cache \"{}\": {restored} entries from \"{}\", checking the files",
+                zone.params().name,
+                persist::checkpoint_path(&zone.params().layout).display()
+            ),
+        ),
+        Err(SnapshotError::Missing) => {}
+        Err(error) => log(
+            Level::Warn,
+            format!(
+                "cache index checkpoint \"{}\" not used: {error}",
+                persist::checkpoint_path(&zone.params().layout).display()
+            ),
+        ),
+    }
     load(zone, log, pace)
 }
 

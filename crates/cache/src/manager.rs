@@ -85,8 +85,21 @@ impl Drop for ManagerHandle {
 fn run(zone: &Zone, log: &dyn Fn(Level, String)) {
     let mut next_run = Instant::now();
     let mut next_statvfs = Instant::now();
+    let mut next_checkpoint = Instant::now() + crate::persist::CHECKPOINT_EVERY;
     loop {
         drain_unlinks(zone, log);
+        if Instant::now() >= next_checkpoint {
+            if let Err(error) = crate::persist::write_checkpoint(zone, Instant::now()) {
+                log(
+                    Level::Crit,
+                    format!(
+                        "cache \"{}\" checkpoint not written: {error}",
+                        zone.params().name
+                    ),
+                );
+            }
+            next_checkpoint = Instant::now() + crate::persist::CHECKPOINT_EVERY;
+        }
         if Instant::now() >= next_statvfs {
             if let Some(free) = free_space(zone) {
                 zone.set_free_space(free);
@@ -97,7 +110,7 @@ fn run(zone: &Zone, log: &dyn Fn(Level, String)) {
             let delay = run_once(zone, log, &Instant::now);
             next_run = Instant::now() + delay;
         }
-        let wake = next_run.min(next_statvfs);
+        let wake = next_run.min(next_statvfs).min(next_checkpoint);
         if zone.wait_for_work(wake.saturating_duration_since(Instant::now())) {
             drain_unlinks(zone, log);
             return;

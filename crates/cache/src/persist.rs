@@ -14,8 +14,12 @@
 //! order (oldest first), then a CRC-32 of everything before it. A snapshot that does not
 //! match the zone (levels, block size), is not clean, or fails its CRC is not used.
 //!
-//! Not built yet: the journal of changes between snapshots, periodic snapshots, and the
-//! verifier that reconciles a crash-time index with the files (spec 5.9).
+//! Between stops the manager writes a **checkpoint** (`PATH/.portico/index.ckpt`, the
+//! same format) every [`CHECKPOINT_EVERY`]. A start without a clean snapshot (after a
+//! crash or `kill -9`) restores the last checkpoint, so recently used entries keep their
+//! order and timers, then walks the tree as nginx's loader does: files the checkpoint did
+//! not know are added, and an entry whose file is gone is dropped when a request finds it
+//! missing. The journal of every change between checkpoints (spec 5.9) is not built.
 
 use std::fmt;
 use std::fs::{DirBuilder, File, OpenOptions};
@@ -36,6 +40,9 @@ const CRC_LEN: usize = 4;
 /// The directory, under the cache path, of Portico's own files.
 pub const SIDECAR_DIR: &str = ".portico";
 const SNAPSHOT_NAME: &str = "index.snap";
+const CHECKPOINT_NAME: &str = "index.ckpt";
+/// How often the manager writes a checkpoint of a warm zone.
+pub const CHECKPOINT_EVERY: Duration = Duration::from_secs(60);
 
 /// Where a zone's snapshot lives.
 pub fn snapshot_path(layout: &Layout) -> PathBuf {
@@ -75,20 +82,60 @@ pub enum Saved {
 }
 
 /// Writes the zone's snapshot (after the manager and the loader have stopped and no fill
-/// runs), unless the zone is still cold.
+/// runs), unless the zone is still cold. The checkpoint is removed: the snapshot is newer.
 pub fn write_snapshot(zone: &Zone, now: Instant) -> io::Result<Saved> {
+    let saved = write_index(zone, now, &snapshot_path(&zone.params().layout))?;
+    if saved != Saved::Incomplete {
+        let _ = std::fs::remove_file(checkpoint_path(&zone.params().layout));
+    }
+    Ok(saved)
+}
+
+/// Where a zone's checkpoint lives.
+pub fn checkpoint_path(layout: &Layout) -> PathBuf {
+    layout.root.join(SIDECAR_DIR).join(CHECKPOINT_NAME)
+}
+
+/// Writes a checkpoint of a warm zone while it serves (the manager's duty).
+pub fn write_checkpoint(zone: &Zone, now: Instant) -> io::Result<Saved> {
+    write_index(zone, now, &checkpoint_path(&zone.params().layout))
+}
+
+/// Reads and applies the zone's checkpoint (kept: the next one replaces it). Returns the
+/// number of entries restored.
+pub fn take_checkpoint(zone: &Zone, now: Instant) -> Result<usize, SnapshotError> {
+    let bytes = match std::fs::read(checkpoint_path(&zone.params().layout)) {
+        Ok(bytes) => bytes,
+        Err(error) if error.kind() == io::ErrorKind::NotFound => {
+            return Err(SnapshotError::Missing);
+        }
+        Err(error) => return Err(SnapshotError::Io(error)),
+    };
+    let entries = decode(&bytes, zone.params().layout.levels, zone.block_size())?;
+    Ok(entries
+        .iter()
+        .filter(|entry| zone.restore(entry, now) == Ok(true))
+        .count())
+}
+
+/// The index of a warm zone written to `path` (synced, renamed into place).
+fn write_index(zone: &Zone, now: Instant, path: &std::path::Path) -> io::Result<Saved> {
     if zone.cold() {
         return Ok(Saved::Incomplete);
     }
     let entries = zone.export(now);
     let bytes = encode(zone.params().layout.levels, zone.block_size(), &entries);
-    let path = snapshot_path(&zone.params().layout);
+    let path = path.to_path_buf();
+    let name = path
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_else(|| SNAPSHOT_NAME.to_owned());
     let dir = path
         .parent()
         .unwrap_or(&zone.params().layout.root)
         .to_path_buf();
     DirBuilder::new().recursive(true).mode(0o700).create(&dir)?;
-    let temp = dir.join(format!("{SNAPSHOT_NAME}.tmp"));
+    let temp = dir.join(format!("{name}.tmp"));
     let mut file = OpenOptions::new()
         .write(true)
         .create(true)

@@ -7,12 +7,16 @@
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-/// One purge: a key (or a key prefix) and when it was purged (epoch seconds).
+/// Rules a zone keeps at most.
+const RULES_MAX: usize = 4096;
+
+/// One purge: a key (or a key prefix) and when it was purged (nanoseconds since the
+/// epoch, compared with the entry file's modification time).
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Rule {
     key: Vec<u8>,
     prefix: bool,
-    at: i64,
+    at: u64,
 }
 
 /// A zone's purge rules.
@@ -23,11 +27,17 @@ pub struct PurgeRules {
 }
 
 impl PurgeRules {
-    /// Purges `key` (a prefix when `prefix`) as of `now`: entries stored at or before
-    /// it are gone. A later purge of the same key replaces the earlier one.
-    pub fn add(&self, key: &[u8], prefix: bool, now: i64) {
+    /// Purges `key` (a prefix when `prefix`) as of `now` (nanoseconds since the epoch):
+    /// entries written before it are gone. A later purge of the same key replaces the
+    /// earlier one.
+    pub fn add(&self, key: &[u8], prefix: bool, now: u64) {
         let mut rules = self.rules.lock().unwrap_or_else(|e| e.into_inner());
         rules.retain(|rule| !(rule.key == key && rule.prefix == prefix));
+        // Invalidations add a rule per key changed; the oldest go first past the limit
+        // (their main entries are removed at once anyway).
+        if rules.len() >= RULES_MAX {
+            rules.remove(0);
+        }
         rules.push(Rule {
             key: key.to_vec(),
             prefix,
@@ -36,14 +46,15 @@ impl PurgeRules {
         self.any.store(true, Ordering::Release);
     }
 
-    /// Whether an entry of `key` stored at `stored` (epoch seconds) was purged since.
-    pub fn covers(&self, key: &[u8], stored: i64) -> bool {
+    /// Whether an entry of `key` written at `stored` (nanoseconds since the epoch) was
+    /// purged since.
+    pub fn covers(&self, key: &[u8], stored: u64) -> bool {
         if !self.any.load(Ordering::Acquire) {
             return false;
         }
         let rules = self.rules.lock().unwrap_or_else(|e| e.into_inner());
         rules.iter().any(|rule| {
-            stored <= rule.at
+            stored < rule.at
                 && if rule.prefix {
                     key.starts_with(&rule.key)
                 } else {
@@ -62,8 +73,8 @@ mod tests {
         let rules = PurgeRules::default();
         assert!(!rules.covers(b"http://a/x", 10));
         rules.add(b"http://a/x", false, 100);
-        assert!(rules.covers(b"http://a/x", 100));
-        assert!(!rules.covers(b"http://a/x", 101), "stored after the purge");
+        assert!(rules.covers(b"http://a/x", 99));
+        assert!(!rules.covers(b"http://a/x", 100), "stored after the purge");
         assert!(
             !rules.covers(b"http://a/xy", 50),
             "an exact rule is no prefix"

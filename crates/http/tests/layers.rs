@@ -38,6 +38,7 @@ const FEATURES: &[(&str, &str)] = &[
     ("send/ranges.rs", "range"),
     ("send/upstream.rs", "proxy"),
     ("send/attach.rs", "proxy"),
+    ("send/slice.rs", "proxy"),
     ("static_files/", "static_files"),
     ("stub_status/", "stub_status"),
     // The `upstream` block's directives; the groups (the `upstream` crate's, as the kernel

@@ -189,3 +189,46 @@ fn workers_come_before_the_snapshot() {
     assert_eq!(take_snapshot(&zone, t0).expect("read"), 0);
     assert_eq!(zone.peek(&md5(1)).expect("indexed").error, 0);
 }
+
+/// A checkpoint of a warm zone is restored by the next start without a clean snapshot,
+/// and kept (the next checkpoint replaces it); a clean stop's snapshot removes it.
+#[test]
+fn checkpoints_restore_after_a_crash_and_go_at_a_clean_stop() {
+    let dir = TestDir::new("checkpoint");
+    let zone = zone_in(&dir);
+    let now = Instant::now();
+    for n in 1..=4 {
+        assert_eq!(zone.restore(&entry(n), now), Ok(true));
+    }
+    assert!(
+        matches!(
+            write_checkpoint(&zone, now).expect("written"),
+            Saved::Incomplete
+        ),
+        "a cold zone is not checkpointed"
+    );
+    zone.set_cold(false);
+    assert_eq!(
+        write_checkpoint(&zone, now).expect("written"),
+        Saved::Entries(4)
+    );
+    let after_crash = zone_in(&dir);
+    assert_eq!(take_checkpoint(&after_crash, now).expect("restored"), 4);
+    assert_eq!(after_crash.count(), 4);
+    assert!(
+        checkpoint_path(&after_crash.params().layout).exists(),
+        "kept"
+    );
+    assert_eq!(
+        write_snapshot(&zone, now).expect("written"),
+        Saved::Entries(4)
+    );
+    assert!(
+        !checkpoint_path(&zone.params().layout).exists(),
+        "a snapshot replaces it"
+    );
+    assert!(matches!(
+        take_checkpoint(&zone_in(&dir), now),
+        Err(SnapshotError::Missing)
+    ));
+}

@@ -15,8 +15,7 @@ use crate::client::Client as RequestClient;
 use crate::conf::{HttpConf, Location, LocationId};
 use crate::proxy::accel::accel_redirect;
 use crate::proxy::body::{BodyStart, Keepalive, Release, UpstreamBody};
-use crate::proxy::cache::lookup::{CacheRequest, Lookup, lookup};
-use crate::proxy::cache::serve;
+use crate::proxy::cache::lookup::{CacheRequest, lookup};
 use crate::proxy::cache::settings::UseStale;
 mod caching;
 
@@ -121,6 +120,32 @@ pub async fn proxy<'a>(
     request: &mut Request<'a>,
     location_id: LocationId,
 ) -> ProxyOutcome<'a> {
+    // A background refresh asks for the one slice it refreshes (nginx refetches the whole
+    // response there).
+    if let Some((_, slice)) = &request.upstream.refresh {
+        request.upstream.slice = *slice;
+        return proxy_one(worker, client, request, location_id).await;
+    }
+    let slice = worker
+        .conf()
+        .location(location_id)
+        .settings
+        .proxy_cache
+        .slice;
+    if slice > 0 && matches!(request.method_bytes(), b"GET" | b"HEAD") {
+        return crate::proxy::slice::proxy_sliced(worker, client, request, location_id, slice)
+            .await;
+    }
+    proxy_one(worker, client, request, location_id).await
+}
+
+/// One proxied request (or one slice of one).
+pub(crate) async fn proxy_one<'a>(
+    worker: &'a HttpWorker,
+    client: &mut RequestClient<'_>,
+    request: &mut Request<'a>,
+    location_id: LocationId,
+) -> ProxyOutcome<'a> {
     let location: &'a Location = worker.conf().location(location_id);
     let proxy = &location.settings.proxy;
     let target = match find_target(worker, client.info, request, proxy).await {
@@ -133,43 +158,10 @@ pub async fn proxy<'a>(
         Err(status) => return ProxyOutcome::Finalize(status),
     };
     let key_uri = key_uri(request, location, &target);
-    let cache = match lookup(worker, client.info, request, location, &key_uri).await {
-        Lookup::Off => None,
-        Lookup::Fail(status) | Lookup::Error(status) => return ProxyOutcome::Finalize(status),
-        Lookup::Serve(entry) => {
-            let rewrite = rewrite_input(location, &target);
-            let io = crate::file::cache::file_io(worker, client.info, request, location);
-            let settings = &location.settings.proxy_cache;
-            let body = serve::respond_from(
-                worker,
-                client.info,
-                request,
-                proxy,
-                settings,
-                entry,
-                &rewrite,
-                io,
-            );
-            return ProxyOutcome::Respond(body);
-        }
-        Lookup::Attach(entry, fill) => {
-            let rewrite = rewrite_input(location, &target);
-            let io = crate::file::cache::file_io(worker, client.info, request, location);
-            let settings = &location.settings.proxy_cache;
-            let body = serve::respond_attached(
-                worker,
-                client.info,
-                request,
-                proxy,
-                settings,
-                entry,
-                fill,
-                &rewrite,
-                io,
-            );
-            return ProxyOutcome::Respond(body);
-        }
-        Lookup::Upstream(cache) => Some(cache),
+    let looked_up = lookup(worker, client.info, request, location, &key_uri).await;
+    let cache = match caching::answer(worker, client.info, request, location, &target, looked_up) {
+        Ok(cache) => cache,
+        Err(outcome) => return outcome,
     };
     let storing = cache.as_ref().filter(|cache| cache.store);
     let head = match build_head(

@@ -20,6 +20,7 @@ pub mod request;
 pub mod resolver;
 pub mod response;
 pub mod settings;
+pub(crate) mod slice;
 
 pub use settings::{
     Buffers, CookieRewrite, IgnoreHeaders, NextUpstream, Proxy, ProxyConf, Redirect, RedirectRule,

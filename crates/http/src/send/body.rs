@@ -220,7 +220,7 @@ pub trait StreamedBody<'a>: std::fmt::Debug {
 }
 
 /// Writes `head` (the response head, possibly empty for HTTP/0.9) and the body.
-pub(super) async fn send(
+pub(crate) async fn send(
     context: &BodyContext<'_>,
     output: &mut Output<'_>,
     request: &mut Request<'_>,

@@ -49,7 +49,12 @@ pub(super) fn not_modified<'a>(
             response.content_type = None;
             response.content_length = None;
             response.accept_ranges = false;
-            Body::Empty
+            // A proxied body being stored is read on into the cache (a 304 has a head
+            // only, so nothing of it reaches the client).
+            match body {
+                Body::Upstream(_) => body,
+                _ => Body::Empty,
+            }
         }
         Outcome::PreconditionFailed => {
             // nginx's filter would also try an `error_page 412` here; Portico sends its page.

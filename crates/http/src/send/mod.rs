@@ -5,6 +5,7 @@
 
 pub(crate) mod attach;
 mod body;
+pub(crate) mod slice;
 pub use body::{BodyContext, Output, StreamedBody};
 mod file;
 mod filters;

@@ -109,6 +109,15 @@ impl Store {
 }
 
 fn store_failed(context: &BodyContext<'_>, request: &Request<'_>, failure: &StoreFailure) {
+    // A full or failing disk fails every store: its `crit` is written once a second.
+    static LAST_CRIT_SECOND: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
+    if failure.level == logging::Level::Crit {
+        let now = context.worker.clock.wall().unix_seconds;
+        let last = LAST_CRIT_SECOND.swap(now, std::sync::atomic::Ordering::Relaxed);
+        if last == now {
+            return;
+        }
+    }
     crate::request::log(
         context.worker,
         context.connection,

@@ -43,7 +43,13 @@ pub struct UpstreamInfo {
     pub cache_status: Option<&'static str>,
     /// A stale entry was sent and its refresh is due once the response is out
     /// (`proxy_cache_background_update`): the mark that this request updates it.
-    pub refresh: Option<cache::UpdateGuard>,
+    /// With the slice it was for, whose range the refresh asks again.
+    pub refresh: Option<(cache::UpdateGuard, Option<(u64, u64)>)>,
+    /// An unsafe request through a cached location: the zone and key whose entries its
+    /// success invalidates.
+    pub invalidate: Option<(std::sync::Arc<cache::Zone>, cache::Key, Vec<u8>)>,
+    /// The slice being fetched (`slice`): its first and last byte, `$slice_range`.
+    pub slice: Option<(u64, u64)>,
 }
 
 impl UpstreamInfo {
@@ -78,6 +84,8 @@ impl UpstreamInfo {
         self.trying = false;
         self.cache_status = None;
         self.refresh = None;
+        self.invalidate = None;
+        self.slice = None;
     }
 }
 

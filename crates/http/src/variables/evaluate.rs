@@ -214,6 +214,11 @@ impl RequestVariables<'_> {
                     out.extend_from_slice(attempt.addr.as_bytes())
                 });
             }
+            Variable::SliceRange => {
+                if let Some((first, last)) = request.upstream.slice {
+                    out.extend_from_slice(format!("bytes={first}-{last}").as_bytes());
+                }
+            }
             Variable::UpstreamCacheStatus => {
                 let Some(status) = request.upstream.cache_status else {
                     return false;

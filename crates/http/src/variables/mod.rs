@@ -115,6 +115,8 @@ pub enum Variable {
     /// `$upstream_cache_status`: how the cache answered (HIT, MISS, ...), not found when
     /// no cache was involved.
     UpstreamCacheStatus,
+    /// `$slice_range`: `bytes=S-E` of the slice being fetched, empty otherwise.
+    SliceRange,
     /// `$upstream_http_NAME`: a field of the upstream's response.
     UpstreamHttp(Box<[u8]>),
     /// `$upstream_cookie_NAME`: a cookie the upstream's `Set-Cookie` fields set.

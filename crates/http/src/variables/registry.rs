@@ -113,6 +113,7 @@ fn builtin(name: &str) -> Option<Variable> {
         "upstream_bytes_received" => Variable::UpstreamBytesReceived,
         "upstream_bytes_sent" => Variable::UpstreamBytesSent,
         "upstream_cache_status" => Variable::UpstreamCacheStatus,
+        "slice_range" => Variable::SliceRange,
         "connections_active" => Variable::ConnectionsActive,
         "connections_reading" => Variable::ConnectionsReading,
         "connections_writing" => Variable::ConnectionsWriting,

@@ -141,9 +141,9 @@ pub const DIRECTIVES: &[HttpDirective] = &[
         Arity::ONE_OR_MORE,
         set_purge,
     ),
-    entry("slice", ANY_LEVEL, Arity::TAKE1, set_slice),
     // nginx's postpone filter holds small outputs back; Portico writes as soon as a write
     // is due, so the size is checked and has no other effect.
+    entry("slice", ANY_LEVEL, Arity::TAKE1, set_slice),
     entry("postpone_output", ANY_LEVEL, Arity::TAKE1, accept_size),
 ];
 

@@ -17,7 +17,6 @@ use crate::file::io::FileIo;
 use crate::proxy::cache::settings::{CacheUse, ProxyCache, UseStale};
 use crate::proxy::cache::zone_id;
 use crate::request::{ConnectionInfo, Request, log};
-use crate::rewrite::condition::value_is_true;
 use crate::variables::{HttpTemplate, render};
 use crate::worker::HttpWorker;
 
@@ -33,6 +32,7 @@ pub(crate) mod status {
 }
 
 /// A stored entry, opened and checked: what a HIT sends and a stale answer falls back to.
+#[derive(Clone)]
 pub(crate) struct Entry {
     pub file: Arc<File>,
     pub path: PathBuf,
@@ -41,6 +41,8 @@ pub(crate) struct Entry {
     pub head: Vec<u8>,
     pub size: u64,
     pub uniq: u64,
+    /// When the file was last written (nanoseconds since the epoch): purges compare it.
+    pub written: u64,
 }
 
 impl Entry {
@@ -205,6 +207,11 @@ fn range_beyond(range: &[u8], offset: u64) -> bool {
         .is_some_and(|start| start >= offset)
 }
 
+/// nginx's predicate: a value neither empty nor `0`.
+fn value_is_true(value: &[u8]) -> bool {
+    !value.is_empty() && value != b"0"
+}
+
 /// Whether any of the predicates (`proxy_cache_bypass`, `proxy_no_cache`) is true: a value
 /// neither empty nor "0".
 pub(crate) fn any_true(
@@ -229,7 +236,11 @@ pub(crate) async fn lookup(
 ) -> Lookup {
     let settings = &location.settings.proxy_cache;
     let purging = any_true(worker, info, request, &settings.purge);
-    if !purging && !settings.methods.allows(request.method_bytes()) {
+    let looked_up = settings.methods.allows(request.method_bytes());
+    // An unsafe method's success invalidates what is stored for its key (RFC 9111
+    // section 4.4): the key is worked out, and acted on once the answer is known.
+    let invalidates = !looked_up && !purging && !is_safe(request.method_bytes());
+    if !purging && !looked_up && !invalidates {
         return Lookup::Off;
     }
     if let Some(offset) = settings.max_range_offset
@@ -273,7 +284,7 @@ pub(crate) async fn lookup(
         background: false,
     };
     // The refresh a stale answer left for after its response: it updates the entry.
-    if let Some(update) = request.upstream.refresh.take() {
+    if let Some((update, _)) = request.upstream.refresh.take() {
         cache.update = Some(update);
         cache.background = true;
         cache.fill = start_filling(&cache.zone, &cache.key);
@@ -281,7 +292,11 @@ pub(crate) async fn lookup(
         return Lookup::Upstream(cache);
     }
     if purging {
-        return Lookup::Fail(purge(worker, &cache));
+        return Lookup::Fail(purge(&cache));
+    }
+    if invalidates {
+        request.upstream.invalidate = Some((Arc::clone(&cache.zone), cache.key, cache.key_text));
+        return Lookup::Off;
     }
     if any_true(worker, info, request, &settings.bypass) {
         request.upstream.cache_status = Some(status::BYPASS);
@@ -339,10 +354,27 @@ async fn look(
     }
     // While the zone is cold (its directory not yet read), a key the index does not
     // know may still be on disk.
-    if (snapshot.exists || zone.cold())
-        && let Some(entry) = open_entry(worker, info, request, cache).await
+    if snapshot.exists
+        && let Some(mut entry) = super::hot::get(&zone, &cache.key.md5, snapshot.uniq)
     {
+        // The index knows of freshness a revalidation rewrote into the file since.
+        entry.header.valid_sec = entry.header.valid_sec.max(snapshot.valid_sec);
         return found(worker, info, request, settings, cache, entry, now);
+    }
+    if snapshot.exists || zone.cold() {
+        match open_entry(worker, info, request, cache).await {
+            Some(entry) => {
+                if snapshot.exists && entry.uniq == snapshot.uniq {
+                    super::hot::put(&zone, &cache.key.md5, &entry);
+                }
+                return found(worker, info, request, settings, cache, entry, now);
+            }
+            // The index (a checkpoint after a crash, say) named a file that is gone.
+            None if snapshot.exists => {
+                zone.remove(&cache.key.md5, snapshot.uniq);
+            }
+            None => {}
+        }
     }
     if u64::from(snapshot.uses) < settings.min_uses {
         // Not requested often enough yet: an ordinary upstream request, nothing stored.
@@ -416,12 +448,9 @@ fn found(
     now: i64,
 ) -> Look {
     // Purged since it was stored: gone.
-    if cache
-        .zone
-        .purges()
-        .covers(&cache.key_text, entry.header.date)
-    {
+    if cache.zone.purges().covers(&cache.key_text, entry.written) {
         cache.zone.remove(&cache.key.md5, entry.uniq);
+        super::hot::forget(&cache.zone, &cache.key.md5);
         return miss_to_fill(request, cache);
     }
     // A response that varies: this request's variant is another file, named by the
@@ -466,7 +495,7 @@ fn found(
                 && (settings.use_stale.has(UseStale::UPDATING) || within_swr)
             {
                 // The stale entry answers now; the refresh runs after the response.
-                request.upstream.refresh = Some(update);
+                request.upstream.refresh = Some((update, request.upstream.slice));
                 request.upstream.cache_status = Some(status::STALE);
                 return Look::Done(Box::new(Lookup::Serve(entry)));
             }
@@ -497,11 +526,36 @@ fn found(
     }
 }
 
+/// The time a purge is taken at, in the unit of file modification times.
+fn now_nanos() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| {
+            u64::try_from(since.as_nanos()).unwrap_or(u64::MAX)
+        })
+}
+
+/// GET, HEAD, OPTIONS and TRACE change nothing on the origin (RFC 9110 section 9.2.1).
+fn is_safe(method: &[u8]) -> bool {
+    matches!(method, b"GET" | b"HEAD" | b"OPTIONS" | b"TRACE")
+}
+
+/// After a successful unsafe request: what is stored for its key, variants included,
+/// answers no more, as a purge of the key would.
+pub(crate) fn invalidate(zone: &Zone, key: &Key, key_text: &[u8]) {
+    zone.purges().add(key_text, false, now_nanos());
+    if let Some(snapshot) = zone.peek(&key.md5)
+        && snapshot.exists
+    {
+        zone.remove(&key.md5, snapshot.uniq);
+    }
+}
+
 /// `proxy_cache_purge`: the key (and its variants), or every key starting with the text
 /// before a final `*`, answers no more for what was stored until now. 204, or 404 when
 /// the zone knows it had no entry for the exact key.
-fn purge(worker: &HttpWorker, cache: &CacheRequest) -> u16 {
-    let now = worker.clock.wall().unix_seconds;
+fn purge(cache: &CacheRequest) -> u16 {
+    let now = now_nanos();
     let purges = cache.zone.purges();
     if let Some(prefix) = cache.key_text.strip_suffix(b"*") {
         purges.add(prefix, true, now);
@@ -627,6 +681,7 @@ async fn attach(
         head,
         size,
         uniq: 0,
+        written: 0,
     })
 }
 
@@ -758,6 +813,13 @@ fn read_entry(path: &std::path::Path, key: &Key, key_text: &[u8]) -> Result<Entr
     };
     let size = metadata.len();
     let uniq = metadata.ino();
+    let written = metadata
+        .modified()
+        .ok()
+        .and_then(|time| time.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |since| {
+            u64::try_from(since.as_nanos()).unwrap_or(u64::MAX)
+        });
     let want = usize::try_from(size.min(16 * 1024)).unwrap_or(16 * 1024);
     let mut buffer = cache::store::read_head(&file, want).map_err(EntryError::Io)?;
     let header = format::check(&buffer, key, key_text, size)
@@ -795,5 +857,6 @@ fn read_entry(path: &std::path::Path, key: &Key, key_text: &[u8]) -> Result<Entr
         head,
         size,
         uniq,
+        written,
     })
 }

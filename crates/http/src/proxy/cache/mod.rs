@@ -4,7 +4,9 @@
 
 pub mod directives;
 pub mod freshness;
+pub(crate) mod hot;
 pub(crate) mod lookup;
+pub(crate) mod merge;
 pub(crate) mod serve;
 pub mod settings;
 pub(crate) mod store;
@@ -194,6 +196,7 @@ pub(crate) fn revalidated<'f>(
     proxy: &crate::proxy::Proxy,
     fields: impl Iterator<Item = (&'f [u8], &'f [u8])>,
     now: i64,
+    default_pool: &threadpool::ThreadPool,
 ) {
     let stored = crate::proxy::response::parse(&entry.head).ok().flatten();
     let stored_status = stored.as_ref().map_or(200, |head| head.status);
@@ -218,19 +221,14 @@ pub(crate) fn revalidated<'f>(
     let fixed = cache::format::encode_fixed(&entry.header);
     let path = entry.path.clone();
     let (uniq, size) = (entry.uniq, entry.size);
+    // Under `aio off` too, cache writes go to the default pool.
     let pool = match &cache.io {
-        crate::file::io::FileIo::Pool(pool) => Some(pool.clone()),
-        _ => None,
+        crate::file::io::FileIo::Pool(pool) => pool,
+        _ => default_pool,
     };
-    let work = move || {
+    let _ = pool.submit(move || {
         let _ = cache::store::rewrite_header(&path, uniq, size, &fixed);
-    };
-    match pool {
-        Some(pool) => {
-            let _ = pool.submit(work);
-        }
-        None => work(),
-    }
+    });
 }
 
 /// The range filter may cut the response; it writes `Accept-Ranges` itself, so the
@@ -241,4 +239,46 @@ pub(crate) fn allow_ranges(request: &mut crate::request::Request<'_>) {
         .response
         .headers
         .retain(|(name, _)| !name.as_slice().eq_ignore_ascii_case(b"accept-ranges"));
+}
+
+/// The head an entry keeps: the upstream's as received, less the fields its `Connection`
+/// names (RFC 9111 section 3.1: they were meant for this hop only). `None` when nothing
+/// is left out, so the head is stored byte for byte.
+pub(crate) fn head_to_store(
+    head: &crate::proxy::response::UpstreamHead,
+    buffer: &[u8],
+) -> Option<Vec<u8>> {
+    let field = |range: &std::ops::Range<usize>| &buffer[range.clone()];
+    let mut listed: Vec<Vec<u8>> = Vec::new();
+    for (name, value) in &head.fields {
+        if field(name).eq_ignore_ascii_case(b"connection") {
+            for token in field(value).split(|b| *b == b',') {
+                let token = token.trim_ascii().to_ascii_lowercase();
+                if !token.is_empty() && token != b"close" && token != b"keep-alive" {
+                    listed.push(token);
+                }
+            }
+        }
+    }
+    let dropped = |name: &[u8]| {
+        listed
+            .iter()
+            .any(|listed| name.eq_ignore_ascii_case(listed))
+    };
+    if listed.is_empty() || !head.fields.iter().any(|(name, _)| dropped(field(name))) {
+        return None;
+    }
+    let status_end = memchr::memmem::find(buffer, b"\r\n").map_or(0, |end| end + 2);
+    let mut out = buffer[..status_end].to_vec();
+    for (name, value) in &head.fields {
+        if dropped(field(name)) {
+            continue;
+        }
+        out.extend_from_slice(field(name));
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(field(value));
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(b"\r\n");
+    Some(out)
 }

@@ -181,7 +181,7 @@ settings! {
         store_access: u32 = 0o600,
         /// `proxy_cache_purge` predicates (NGINX Plus syntax).
         purge: Vec<HttpTemplate> = Vec::new(),
-        /// `slice`: 0 is off.
+        /// `slice`: the size of the ranges a response is fetched in; 0 is off.
         slice: u64 = 0,
     }
 }

@@ -227,8 +227,13 @@ impl CacheWriter {
         if let Some(fill) = self.fill.as_mut() {
             fill.begin_rename().await;
         }
+        let call = format!(
+            "rename() \"{}\" to \"{}\"",
+            self.temp.display(),
+            target.display()
+        );
         let committed = self
-            .run("rename()", move || {
+            .run(&call, move || {
                 cache::store::commit(&file, &temp, &target, block_size)
             })
             .await?;
@@ -262,12 +267,19 @@ impl CacheWriter {
         };
         result.map_err(|error| StoreFailure {
             level: Level::Crit,
-            message: format!(
-                "{call} \"{}\" failed ({})",
-                self.temp.display(),
-                crate::proxy::handler::errno_text(&error)
-            ),
+            message: failure_text(call, &self.temp, &error),
         })
+    }
+}
+
+/// nginx's `CALL "FILE" failed (ERRNO: TEXT)`; a call that names its files itself
+/// (`rename() "A" to "B"`) is written as it is.
+fn failure_text(call: &str, file: &std::path::Path, error: &std::io::Error) -> String {
+    let errno = crate::proxy::handler::errno_text(error);
+    if call.contains('"') {
+        format!("{call} failed ({errno})")
+    } else {
+        format!("{call} \"{}\" failed ({errno})", file.display())
     }
 }
 
@@ -374,7 +386,12 @@ impl FileStore {
         };
         let (temp, target) = (self.temp.clone(), self.target.clone());
         let (access, modified) = (self.access, self.modified);
-        self.run("rename()", move || {
+        let call = format!(
+            "rename() \"{}\" to \"{}\"",
+            temp.display(),
+            target.display()
+        );
+        self.run(&call, move || {
             crate::pool_fs::store_file(&file, &temp, &target, access, modified)
         })
         .await?;
@@ -400,11 +417,7 @@ impl FileStore {
         };
         result.map_err(|error| StoreFailure {
             level: Level::Crit,
-            message: format!(
-                "{call} \"{}\" failed ({})",
-                self.temp.display(),
-                crate::proxy::handler::errno_text(&error)
-            ),
+            message: failure_text(call, &self.temp, &error),
         })
     }
 }

@@ -131,7 +131,9 @@ impl<'a> Proxying<'a, '_> {
                 self.outgoing.proxy,
                 fields,
                 now,
+                self.worker.pools.default_pool(),
             );
+            self.merge_304(&cache, &mut entry, head, buffer);
             request.upstream.cache_status = Some(cache_status::REVALIDATED);
             return Some(self.answer_from(info, request, entry, &cache.io));
         }
@@ -140,6 +142,53 @@ impl<'a> Proxying<'a, '_> {
             return None;
         }
         self.stale_answer(info, request, condition)
+    }
+
+    /// The 304's fields go into the stored head (RFC 9111 section 4.3.4): this answer uses
+    /// the merged head, and the entry is written again with it.
+    fn merge_304(
+        &self,
+        cache: &crate::proxy::cache::lookup::CacheRequest,
+        entry: &mut Entry,
+        head: &UpstreamHead,
+        buffer: &[u8],
+    ) {
+        let update: Vec<(Vec<u8>, Vec<u8>)> = head
+            .fields
+            .iter()
+            .map(|(name, value)| {
+                (
+                    buffer[name.clone()].to_vec(),
+                    buffer[value.clone()].to_vec(),
+                )
+            })
+            .collect();
+        let Some(merged) = crate::proxy::cache::merge::merged_head(&entry.head, &update) else {
+            return;
+        };
+        let number = self
+            .worker
+            .generation
+            .temp_numbers
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            + 1;
+        let pool = match &cache.io {
+            crate::file::io::FileIo::Pool(pool) => pool.clone(),
+            _ => self.worker.pools.default_pool().clone(),
+        };
+        crate::proxy::cache::merge::persist(crate::proxy::cache::merge::Rewrite {
+            zone: std::sync::Arc::clone(&cache.zone),
+            key: cache.key,
+            key_text: cache.key_text.clone(),
+            header: entry.header.clone(),
+            head: merged.clone(),
+            old: std::sync::Arc::clone(&entry.file),
+            old_body_start: u64::from(entry.header.body_start),
+            body_len: entry.body_len(),
+            pool,
+            temp_number: (number % 10_000_000_000) as u32,
+        });
+        entry.head = merged;
     }
 
     /// Whether the response is stored, and its writer if it is: nginx's cacheability (the
@@ -155,6 +204,11 @@ impl<'a> Proxying<'a, '_> {
         // Unless it is stored, the response passes through the not-modified filter as the
         // upstream sent it.
         request.response.disable_not_modified = true;
+        if let Some((zone, key, key_text)) = request.upstream.invalidate.take()
+            && head.status < 400
+        {
+            crate::proxy::cache::lookup::invalidate(&zone, &key, &key_text);
+        }
         if let Store::Path(template) = &self.location.settings.proxy_cache.store {
             return self.file_store(info, request, head, buffer, framing, template);
         }
@@ -204,7 +258,8 @@ impl<'a> Proxying<'a, '_> {
             UpstreamFraming::None => Some(0),
             _ => None,
         };
-        let raw_head = &buffer[..head.len];
+        let stored_head = crate::proxy::cache::head_to_store(head, buffer);
+        let raw_head = stored_head.as_deref().unwrap_or(&buffer[..head.len]);
         match crate::proxy::cache::start_writer(
             self.worker,
             request,
@@ -287,6 +342,40 @@ impl<'a> Proxying<'a, '_> {
             committed: false,
         })))
     }
+}
+
+/// What a lookup means for the request: an answer from the cache (`Err`, the outcome to
+/// end with), or the request goes upstream with the cache's part (`Ok`).
+pub(super) fn answer<'a>(
+    worker: &'a crate::worker::HttpWorker,
+    info: &ConnectionInfo,
+    request: &mut Request<'a>,
+    location: &'a crate::conf::Location,
+    target: &super::Target<'_>,
+    looked_up: crate::proxy::cache::lookup::Lookup,
+) -> Result<Option<crate::proxy::cache::lookup::CacheRequest>, ProxyOutcome<'a>> {
+    use crate::proxy::cache::lookup::Lookup;
+    let proxy = &location.settings.proxy;
+    let settings = &location.settings.proxy_cache;
+    let rewrite = rewrite_input(location, target);
+    let body = match looked_up {
+        Lookup::Off => return Ok(None),
+        Lookup::Upstream(cache) => return Ok(Some(cache)),
+        Lookup::Fail(status) | Lookup::Error(status) => {
+            return Err(ProxyOutcome::Finalize(status));
+        }
+        Lookup::Serve(entry) => {
+            let io = crate::file::cache::file_io(worker, info, request, location);
+            serve::respond_from(worker, info, request, proxy, settings, entry, &rewrite, io)
+        }
+        Lookup::Attach(entry, fill) => {
+            let io = crate::file::cache::file_io(worker, info, request, location);
+            serve::respond_attached(
+                worker, info, request, proxy, settings, entry, fill, &rewrite, io,
+            )
+        }
+    };
+    Err(ProxyOutcome::Respond(body))
 }
 
 /// The `proxy_cache_use_stale` condition of a failed try.
