@@ -341,3 +341,61 @@ fn a_second_status_zone_at_one_level_is_refused() {
         "\"status_zone\" directive is duplicate in {conf}:4",
     );
 }
+
+#[test]
+fn counters_go_on_across_reloads() {
+    let config = |answer: &str| {
+        format!(
+            "server {{
+                listen 127.0.0.1:8080;
+                status_zone site;
+                location = /metrics {{ portico_metrics; }}
+                location / {{ return 200 '{answer}'; }}
+            }}"
+        )
+    };
+    let mut server = Instance::http(&config("old"));
+    for _ in 0..5 {
+        assert_eq!(server.get("/").body_text(), "old");
+    }
+    let before = scrape(&server);
+    server.reload(&config("new"), |server| {
+        server.get("/").body_text() == "new"
+    });
+    // The old generation's worker ("worker 1.0") exits once its connections are gone;
+    // what it counted stays, in the registry's retired sums.
+    let threads = format!("/proc/{}/task", server.pid());
+    let old_worker_gone = crate::support::poll(crate::support::PATIENCE, || {
+        let names: Vec<String> = std::fs::read_dir(&threads)
+            .ok()?
+            .flatten()
+            .filter_map(|task| std::fs::read_to_string(task.path().join("comm")).ok())
+            .collect();
+        (!names.iter().any(|name| name.trim() == "worker 1.0")).then_some(())
+    });
+    assert!(old_worker_gone.is_some(), "the old worker never exited");
+    let old_gone = scrape(&server);
+    assert_eq!(
+        value(
+            &old_gone,
+            "portico_config_reloads_total{result=\"success\"}"
+        ),
+        1.0
+    );
+    for series in [
+        "portico_http_requests_total",
+        "portico_connections_accepted_total",
+        "portico_zone_requests_total{zone=\"site\"}",
+    ] {
+        assert!(
+            value(&old_gone, series) > value(&before, series),
+            "{series}: {old_gone}"
+        );
+    }
+    server.reload_expect_failure("server { listen 127.0.0.1:8080; bad_directive; }");
+    let failed = crate::support::poll(crate::support::PATIENCE, || {
+        let text = scrape(&server);
+        (value(&text, "portico_config_reloads_total{result=\"failure\"}") == 1.0).then_some(())
+    });
+    assert!(failed.is_some(), "the failed reload is counted");
+}
