@@ -84,6 +84,12 @@ pub struct WorkerStats {
     /// pieces sent inline), and the time they took.
     pub blocking_calls: Counter,
     pub blocking_microseconds: Counter,
+    /// File body bytes by who moved them (read or `sendfile`): the worker from page cache
+    /// under `aio threads` (`aio_nowait`, residency-tested `sendfile`), a pool thread, or
+    /// the worker under `aio off` (where a read may wait for the disk).
+    pub file_bytes_cached_on_worker: Counter,
+    pub file_bytes_on_pool: Counter,
+    pub file_bytes_aio_off: Counter,
     /// `status_zone` counters by zone number ([`Registry::zone`]); empty in a slot made
     /// outside a registry.
     pub zones: Vec<crate::zones::ZoneStats>,
@@ -124,6 +130,9 @@ impl WorkerStats {
             lag_microseconds: self.lag_microseconds.get(),
             blocking_calls: self.blocking_calls.get(),
             blocking_microseconds: self.blocking_microseconds.get(),
+            file_bytes_cached_on_worker: self.file_bytes_cached_on_worker.get(),
+            file_bytes_on_pool: self.file_bytes_on_pool.get(),
+            file_bytes_aio_off: self.file_bytes_aio_off.get(),
         }
     }
 }
@@ -146,6 +155,9 @@ pub struct WorkerSnapshot {
     pub lag_microseconds: u64,
     pub blocking_calls: u64,
     pub blocking_microseconds: u64,
+    pub file_bytes_cached_on_worker: u64,
+    pub file_bytes_on_pool: u64,
+    pub file_bytes_aio_off: u64,
 }
 
 impl WorkerSnapshot {
@@ -168,6 +180,9 @@ impl WorkerSnapshot {
         self.lag_microseconds += other.lag_microseconds;
         self.blocking_calls += other.blocking_calls;
         self.blocking_microseconds += other.blocking_microseconds;
+        self.file_bytes_cached_on_worker += other.file_bytes_cached_on_worker;
+        self.file_bytes_on_pool += other.file_bytes_on_pool;
+        self.file_bytes_aio_off += other.file_bytes_aio_off;
     }
 
     /// The counts that only go up: what a retired worker leaves behind. Its levels

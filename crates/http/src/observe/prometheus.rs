@@ -173,6 +173,22 @@ fn workers(out: &mut Exposition) {
         }
     }
     out.family(
+        "portico_worker_file_body_bytes",
+        Kind::Counter,
+        "File body bytes read or sent, by route: by the worker from page cache (aio threads \
+         with aio_nowait or a resident sendfile), by a pool thread, or by the worker under aio \
+         off.",
+    );
+    for (worker, name) in workers.iter().zip(&names) {
+        for (route, bytes) in [
+            ("cached_on_worker", worker.file_bytes_cached_on_worker),
+            ("pool", worker.file_bytes_on_pool),
+            ("aio_off", worker.file_bytes_aio_off),
+        ] {
+            out.counter(&[("worker", name), ("route", route)], bytes as f64);
+        }
+    }
+    out.family(
         "portico_worker_blocking_file_calls",
         Kind::Counter,
         "File calls made on the worker's own thread that may block it (opens and reads under \

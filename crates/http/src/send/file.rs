@@ -142,6 +142,11 @@ async fn send_with_sendfile(
                 let len = count.min(copy_max);
                 if let Some(sent) = copy_cached(output, file, offset, len, &mut copy_buffer).await?
                 {
+                    context
+                        .worker
+                        .stats
+                        .file_bytes_cached_on_worker
+                        .add(sent as u64);
                     offset += sent as u64;
                     turn.after_piece().await;
                     continue;
@@ -154,11 +159,19 @@ async fn send_with_sendfile(
         let sent = match &file.io {
             FileIo::Pool(pool) if !on_worker => {
                 let sent = sendfile_on_pool(output, pool, file, offset, count).await?;
+                context.worker.stats.file_bytes_on_pool.add(sent as u64);
                 turn.restart();
                 sent
             }
             _ => match sendfile_on_worker(context, output, file, offset, count)? {
-                Some(sent) => sent,
+                Some(sent) => {
+                    let stats = &context.worker.stats;
+                    match file.io {
+                        FileIo::Pool(_) => stats.file_bytes_cached_on_worker.add(sent as u64),
+                        _ => stats.file_bytes_aio_off.add(sent as u64),
+                    }
+                    sent
+                }
                 None => {
                     // The socket is full. Page cache may lose the range while the client
                     // reads, so residency is tested again once it can take more.
@@ -416,7 +429,7 @@ pub(super) async fn read_file(
 ) -> io::Result<Vec<u8>> {
     let statics = &context.location.settings.static_files;
     let started = crate::worker::BlockingTimer::start();
-    let buffer = read_piece(
+    let (buffer, on_pool) = read_piece(
         file,
         cache_first,
         statics.directio_alignment,
@@ -430,6 +443,17 @@ pub(super) async fn read_file(
             format!("read() of \"{}\"", file.path.display())
         });
     }
+    let stats = &context.worker.stats;
+    let read = (buffer.len() - data_start) as u64;
+    match file.io {
+        FileIo::Pool(_) => {
+            stats.file_bytes_on_pool.add(on_pool as u64);
+            stats
+                .file_bytes_cached_on_worker
+                .add(read.saturating_sub(on_pool as u64));
+        }
+        _ => stats.file_bytes_aio_off.add(read),
+    }
     Ok(buffer)
 }
 
@@ -437,7 +461,7 @@ pub(super) async fn read_file(
 /// under `aio threads` what page cache holds is read on the worker without waiting
 /// (`aio_nowait`, until a piece needs the pool: [`CacheFirst`]), and only the rest on the
 /// pool. A file shorter than promised (truncated while being sent) is an error: the
-/// promised length cannot be met.
+/// promised length cannot be met. With the buffer comes how many bytes the pool read.
 async fn read_piece(
     file: &FileBody,
     cache_first: &mut CacheFirst,
@@ -445,7 +469,7 @@ async fn read_piece(
     offset: u64,
     mut buffer: Vec<u8>,
     data_start: usize,
-) -> io::Result<Vec<u8>> {
+) -> io::Result<(Vec<u8>, usize)> {
     let wanted = buffer.len() - data_start;
     let direct = file.direct;
     let read = move |file: &std::fs::File, at: u64, into: &mut [u8]| {
@@ -458,7 +482,7 @@ async fn read_piece(
     let pool = match &file.io {
         FileIo::Worker | FileIo::Missing(_) => {
             let filled = read(&file.file, offset, &mut buffer[data_start..])?;
-            return complete(file, buffer, filled, wanted);
+            return complete(file, buffer, filled, wanted).map(|buffer| (buffer, 0));
         }
         FileIo::Pool(pool) => pool,
     };
@@ -466,8 +490,10 @@ async fn read_piece(
     if *cache_first == CacheFirst::Yes && !direct {
         let got = read_nowait(&file.file, offset, &mut buffer[data_start..])?;
         match got.end {
-            NowaitEnd::Complete => return Ok(buffer),
-            NowaitEnd::EndOfFile => return complete(file, buffer, got.filled, wanted),
+            NowaitEnd::Complete => return Ok((buffer, 0)),
+            NowaitEnd::EndOfFile => {
+                return complete(file, buffer, got.filled, wanted).map(|buffer| (buffer, 0));
+            }
             NowaitEnd::WouldBlock | NowaitEnd::Unsupported => done = got.filled,
         }
     }
@@ -480,7 +506,8 @@ async fn read_piece(
     })
     .await
     .map_err(pool_failure)?;
-    complete(file, buffer, done + filled?, wanted)
+    let filled = filled?;
+    complete(file, buffer, done + filled, wanted).map(|buffer| (buffer, filled))
 }
 
 /// The buffer, or nginx's `read only N of M from "FILE"` when the file ended early.

@@ -399,3 +399,31 @@ fn counters_go_on_across_reloads() {
     });
     assert!(failed.is_some(), "the failed reload is counted");
 }
+
+#[test]
+fn file_bytes_are_counted_by_who_moved_them() {
+    let server = Instance::http_builder(
+        "server {
+            listen 127.0.0.1:8080;
+            root html;
+            location /threads/ { alias html/; aio threads; }
+            location /nowait-off/ { alias html/; aio threads; aio_nowait off; }
+            location /off/ { alias html/; aio off; }
+            location = /metrics { portico_metrics; }
+        }",
+    )
+    .file("html/data.bin", vec![7u8; 100_000])
+    .start();
+    let route = |route: &str| {
+        format!("portico_worker_file_body_bytes_total{{worker=\"0\",route=\"{route}\"}}")
+    };
+    let moved = |path: &str, which: &str| {
+        let before = value(&scrape(&server), &route(which));
+        assert_eq!(server.get(path).body.len(), 100_000, "{path}");
+        value(&scrape(&server), &route(which)) - before
+    };
+    // Just written, so in page cache: the worker reads it without waiting.
+    assert_eq!(moved("/threads/data.bin", "cached_on_worker"), 100_000.0);
+    assert_eq!(moved("/nowait-off/data.bin", "pool"), 100_000.0);
+    assert_eq!(moved("/off/data.bin", "aio_off"), 100_000.0);
+}
