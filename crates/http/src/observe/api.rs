@@ -1,6 +1,7 @@
 //! The read-only NGINX Plus API, version 9: the paths and field names NGINX Plus uses, so
 //! that tools written for it (nginx-prometheus-exporter in Plus mode, dashboards) read
-//! Portico unchanged. Sections Portico has no data for answer `{}`.
+//! Portico unchanged. Sections Portico has no data for answer `{}`; `stream` is not listed
+//! and answers 404, as NGINX Plus does without a `stream` block (Portico has none).
 
 use std::fmt::Write as _;
 
@@ -49,7 +50,6 @@ pub fn render(
             "connections",
             "slabs",
             "http",
-            "stream",
             "resolvers",
             "ssl",
             "workers",
@@ -75,12 +75,7 @@ pub fn render(
             "http",
             "location_zones" | "limit_conns" | "limit_reqs" | "keyvals",
         ]
-        | ["ssl" | "slabs" | "resolvers"]
-        | ["stream"]
-        | [
-            "stream",
-            "server_zones" | "upstreams" | "limit_conns" | "keyvals" | "zone_sync",
-        ] => "{}".to_owned(),
+        | ["ssl" | "slabs" | "resolvers"] => "{}".to_owned(),
         ["workers"] => workers(),
         _ => return Err(404),
     };
