@@ -53,6 +53,7 @@ pub fn render(
             "resolvers",
             "ssl",
             "workers",
+            "portico",
         ]),
         ["nginx"] => nginx(generation, now_unix_seconds),
         ["processes"] => "{\"respawned\":0}".to_owned(),
@@ -77,6 +78,9 @@ pub fn render(
         ]
         | ["ssl" | "slabs" | "resolvers"] => "{}".to_owned(),
         ["workers"] => workers(),
+        ["portico"] => json_list(&["thread_pools", "workers"]),
+        ["portico", "thread_pools"] => thread_pools(generation),
+        ["portico", "workers"] => loops(),
         _ => return Err(404),
     };
     Ok(json)
@@ -229,6 +233,62 @@ fn server_zones() -> String {
         })
         .collect();
     format!("{{{}}}", entries.join(","))
+}
+
+/// Portico's own section: each pool by name, one entry per worker's instance.
+fn thread_pools(generation: &Generation) -> String {
+    let rows = super::prometheus::pool_rows(generation);
+    let mut pools: Vec<(&str, Vec<String>)> = Vec::new();
+    for row in &rows {
+        let entry = format!(
+            "{{\"worker\":{},\"threads\":{},\"queue_capacity\":{},\"queued\":{},\
+             \"queued_max\":{},\"running\":{},\"tasks\":{},\"overflows\":{},\
+             \"wait_seconds\":{:.6},\"run_seconds\":{:.6}}}",
+            row.worker,
+            if row.started { row.threads } else { 0 },
+            row.capacity,
+            row.counters.queued,
+            row.counters.queued_max,
+            row.counters.running,
+            row.counters.completed,
+            row.counters.overflowed,
+            row.counters.wait_time.as_secs_f64(),
+            row.counters.run_time.as_secs_f64(),
+        );
+        match pools.iter_mut().find(|(name, _)| *name == row.pool) {
+            Some((_, entries)) => entries.push(entry),
+            None => pools.push((&row.pool, vec![entry])),
+        }
+    }
+    let entries: Vec<String> = pools
+        .iter()
+        .map(|(name, entries)| format!("{}:[{}]", quote(name), entries.join(",")))
+        .collect();
+    format!("{{{}}}", entries.join(","))
+}
+
+/// Portico's own section: each worker index's loop figures.
+fn loops() -> String {
+    let entries: Vec<String> = metrics::GLOBAL
+        .by_index()
+        .iter()
+        .enumerate()
+        .map(|(index, worker)| {
+            format!(
+                "{{\"id\":{index},\"loop_stalls\":{{\"10ms\":{},\"100ms\":{},\"1000ms\":{}}},\
+                 \"loop_lag_seconds\":{:.6},\"loop_ticks\":{},\"blocking_file_calls\":{},\
+                 \"blocking_file_seconds\":{:.6}}}",
+                worker.stalls_10ms,
+                worker.stalls_100ms,
+                worker.stalls_1000ms,
+                worker.lag_microseconds as f64 / 1e6,
+                worker.lag_count,
+                worker.blocking_calls,
+                worker.blocking_microseconds as f64 / 1e6,
+            )
+        })
+        .collect();
+    format!("[{}]", entries.join(","))
 }
 
 /// A JSON string.

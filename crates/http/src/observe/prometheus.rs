@@ -211,16 +211,17 @@ fn workers(out: &mut Exposition) {
 }
 
 /// One row per pool instance: each worker has its own instance of every pool.
-struct PoolRow {
-    pool: String,
-    worker: String,
-    threads: usize,
-    capacity: usize,
-    started: bool,
-    counters: threadpool::CountersSnapshot,
+pub(crate) struct PoolRow {
+    pub pool: String,
+    pub worker: String,
+    pub threads: usize,
+    pub capacity: usize,
+    pub started: bool,
+    pub counters: threadpool::CountersSnapshot,
 }
 
-fn thread_pools(out: &mut Exposition, generation: &Generation) {
+/// The serving generation's pools, per worker.
+pub(crate) fn pool_rows(generation: &Generation) -> Vec<PoolRow> {
     let mut rows = Vec::new();
     for (index, pools) in generation.worker_pools.iter().enumerate() {
         for pool in pools.iter() {
@@ -234,6 +235,11 @@ fn thread_pools(out: &mut Exposition, generation: &Generation) {
             });
         }
     }
+    rows
+}
+
+fn thread_pools(out: &mut Exposition, generation: &Generation) {
+    let rows = pool_rows(generation);
     type Field = fn(&PoolRow) -> f64;
     let gauges: [(&str, &str, Field); 6] = [
         (

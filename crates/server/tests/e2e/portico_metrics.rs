@@ -168,6 +168,7 @@ fn a_pool_overflow_is_counted() {
                 root html;
                 location / { aio threads=one; aio_nowait off; }
                 location = /metrics { portico_metrics; }
+                location /api { api; }
             }
         }",
     )
@@ -188,6 +189,18 @@ fn a_pool_overflow_is_counted() {
     assert_eq!(
         value(&text, &format!("portico_thread_pool_threads{pool}")),
         1.0
+    );
+    // Portico's own section of the API says the same.
+    let api = server.get("/api/9/portico/thread_pools").body_text();
+    assert!(
+        api.contains("\"one\":[{\"worker\":0,\"threads\":1,\"queue_capacity\":0,\"queued\":0,"),
+        "{api}"
+    );
+    assert!(api.contains("\"tasks\":0,\"overflows\":2,"), "{api}");
+    let loops = server.get("/api/9/portico/workers").body_text();
+    assert!(
+        loops.starts_with("[{\"id\":0,\"loop_stalls\":{\"10ms\":"),
+        "{loops}"
     );
     server.wait_for_error_log("queue overflow");
 }
