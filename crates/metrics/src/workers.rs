@@ -59,7 +59,11 @@ pub const LAG_BUCKETS_MICROSECONDS: [u64; 9] = [
 /// counts requests whose first byte arrived; `active` connections are `reading` a request
 /// head, `writing` (from the end of the head to the end of the response) or `waiting` for
 /// a request, plus those closing.
+///
+/// Aligned to two cache lines, so that no other worker's slot (and no reference count)
+/// shares a line with it: a worker's updates never invalidate another core's cache.
 #[derive(Debug, Default)]
+#[repr(align(128))]
 pub struct WorkerStats {
     /// The worker's index in its generation (`worker_processes`), the metrics' label.
     pub index: usize,
