@@ -324,7 +324,7 @@ async fn observe_content<'a>(
     request: &mut Request<'a>,
     endpoint: Endpoint,
 ) -> Step<'a> {
-    match observe::respond(worker, request, endpoint).await {
+    match observe::respond(worker, connection, request, endpoint).await {
         observe::Outcome::Respond(body) => Step::Done(Reply::Respond(body)),
         observe::Outcome::Status(status) => Step::Finalize(status),
         observe::Outcome::Failed(error) => {

@@ -29,12 +29,16 @@ pub fn path_of(uri: &[u8]) -> Vec<String> {
     }
 }
 
+/// When and where a request for the API was made.
+#[derive(Clone, Debug)]
+pub struct At {
+    pub unix_seconds: i64,
+    /// The address the request arrived at (NGINX Plus's `address`).
+    pub address: String,
+}
+
 /// The JSON for `path`, or the status when there is none (404).
-pub fn render(
-    generation: &Generation,
-    path: &[String],
-    now_unix_seconds: i64,
-) -> Result<String, u16> {
+pub fn render(generation: &Generation, path: &[String], at: &At) -> Result<String, u16> {
     let Some((version, rest)) = path.split_first() else {
         return Ok(VERSIONS.to_owned());
     };
@@ -55,7 +59,7 @@ pub fn render(
             "workers",
             "portico",
         ]),
-        ["nginx"] => nginx(generation, now_unix_seconds),
+        ["nginx"] => nginx(generation, at),
         ["processes"] => "{\"respawned\":0}".to_owned(),
         ["connections"] => connections(&totals),
         ["http"] => json_list(&[
@@ -91,20 +95,21 @@ fn json_list(names: &[&str]) -> String {
     format!("[{}]", quoted.join(","))
 }
 
-fn nginx(generation: &Generation, now_unix_seconds: i64) -> String {
+fn nginx(generation: &Generation, at: &At) -> String {
     let loaded = metrics::GLOBAL
         .loaded_unix_seconds
         .load(std::sync::atomic::Ordering::Relaxed);
     let mut out = String::new();
     let _ = write!(
         out,
-        "{{\"version\":\"{}\",\"build\":\"portico-{}\",\"address\":\"127.0.0.1\",\
+        "{{\"version\":\"{}\",\"build\":\"portico-{}\",\"address\":{},\
          \"generation\":{},\"load_timestamp\":\"{}\",\"timestamp\":\"{}\",\"pid\":{},\"ppid\":{}}}",
         crate::variables::NGINX_COMPATIBLE_VERSION,
         env!("CARGO_PKG_VERSION"),
+        quote(&at.address),
         generation.number,
         iso8601(i64::try_from(loaded).unwrap_or(0)),
-        iso8601(now_unix_seconds),
+        iso8601(at.unix_seconds),
         std::process::id(),
         rustix::process::getppid().map_or(0, |pid| pid.as_raw_nonzero().get()),
     );

@@ -14,7 +14,7 @@ pub(crate) mod zones;
 use std::sync::Arc;
 
 use crate::file::FileError;
-use crate::request::Request;
+use crate::request::{ConnectionInfo, Request};
 use crate::response::{Body, Bytes};
 use crate::worker::HttpWorker;
 
@@ -41,6 +41,7 @@ pub(crate) enum Outcome<'a> {
 /// The content handler of a `portico_metrics` or `api` location.
 pub(crate) async fn respond<'a>(
     worker: &'a HttpWorker,
+    connection: &ConnectionInfo,
     request: &mut Request<'a>,
     endpoint: Endpoint,
 ) -> Outcome<'a> {
@@ -70,9 +71,14 @@ pub(crate) async fn respond<'a>(
         }
         Endpoint::Api => {
             let path = api::path_of(&request.uri);
-            let now = worker.clock.wall();
+            let at = api::At {
+                unix_seconds: worker.clock.wall().unix_seconds,
+                address: connection
+                    .local
+                    .map_or_else(|| "unix:".to_owned(), |local| local.ip().to_string()),
+            };
             let json = worker
-                .offload(move || api::render(&generation, &path, now.unix_seconds))
+                .offload(move || api::render(&generation, &path, &at))
                 .await;
             json.map(|json| json.map(|json| (&b"application/json"[..], json.into_bytes())))
         }

@@ -51,6 +51,7 @@ fn the_root_lists_versions_and_sections() {
     }
     let nginx = json(&server, "/api/9/nginx");
     assert!(nginx.starts_with("{\"version\":\"1."), "{nginx}");
+    assert!(nginx.contains("\"address\":\"127.0.0.1\","), "{nginx}");
     assert_eq!(field(&nginx, "generation"), 1);
     assert_eq!(u64::from(server.pid()), field(&nginx, "pid"));
     for empty in [
