@@ -185,11 +185,16 @@ fn upstreams(generation: &Generation) -> String {
         );
         peers.push(peer);
     }
+    let idle = super::prometheus::keepalive_idle(generation);
     let entries: Vec<String> = groups
         .iter()
         .map(|(name, peers)| {
+            let keepalive = idle
+                .iter()
+                .find(|(group, _)| group == name)
+                .map_or(0, |(_, idle)| *idle);
             format!(
-                "{}:{{\"peers\":[{}],\"keepalive\":0,\"zombies\":0,\"zone\":{}}}",
+                "{}:{{\"peers\":[{}],\"keepalive\":{keepalive},\"zombies\":0,\"zone\":{}}}",
                 quote(name),
                 peers.join(","),
                 quote(name)

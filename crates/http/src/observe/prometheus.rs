@@ -400,7 +400,33 @@ pub(crate) fn peer_rows(generation: &Generation) -> Vec<PeerRow> {
     rows
 }
 
+/// Idle keep-alive connections each `upstream` block keeps now (`keepalive`).
+pub(crate) fn keepalive_idle(generation: &Generation) -> Vec<(String, usize)> {
+    generation
+        .http
+        .upstreams
+        .iter()
+        .filter(|group| !group.implicit)
+        .map(|group| {
+            let idle = group
+                .idle
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .len();
+            (group.name.to_string(), idle)
+        })
+        .collect()
+}
+
 fn upstreams(out: &mut Exposition, generation: &Generation) {
+    out.family(
+        "portico_upstream_keepalive_connections",
+        Kind::Gauge,
+        "Idle keep-alive connections each upstream block keeps for reuse.",
+    );
+    for (name, idle) in keepalive_idle(generation) {
+        out.gauge(&[("upstream", &name)], idle as f64);
+    }
     let rows = peer_rows(generation);
     out.family(
         "portico_upstream_peer_state",

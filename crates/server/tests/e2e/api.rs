@@ -117,3 +117,31 @@ fn a_bad_parameter_is_refused() {
         "invalid parameter \"write=maybe\" in {conf}:4",
     );
 }
+
+#[test]
+fn idle_keepalive_connections_are_shown() {
+    let server = Instance::http(
+        "upstream kept {
+            server 127.0.0.1:8081;
+            keepalive 4;
+        }
+        server {
+            listen 127.0.0.1:8080;
+            location /api { api; }
+            location = /metrics { portico_metrics; }
+            location /kept { proxy_pass http://kept; proxy_http_version 1.1; proxy_set_header Connection ''; }
+        }
+        server {
+            listen 127.0.0.1:8081;
+            return 200 'upstream';
+        }",
+    );
+    assert_eq!(server.get("/kept").body_text(), "upstream");
+    let upstreams = json(&server, "/api/9/http/upstreams");
+    assert!(upstreams.contains("\"keepalive\":1,"), "{upstreams}");
+    let metrics = server.get("/metrics").body_text();
+    assert!(
+        metrics.contains("\nportico_upstream_keepalive_connections{upstream=\"kept\"} 1\n"),
+        "{metrics}"
+    );
+}
