@@ -101,6 +101,17 @@ pub struct PeerState {
     pub failures: u64,
 }
 
+/// What the metrics count of a peer's answers, outside the group's lock: relaxed atomics
+/// each worker adds to once per response.
+#[derive(Debug, Default)]
+pub struct PeerCounters {
+    /// Responses by status class, 1xx to 5xx.
+    pub responses: [std::sync::atomic::AtomicU64; 5],
+    /// Responses whose head took a measured time, and the sum of those times.
+    pub header_times: std::sync::atomic::AtomicU64,
+    pub header_microseconds: std::sync::atomic::AtomicU64,
+}
+
 /// The mutable side of a group.
 #[derive(Debug, Default)]
 pub struct GroupState {
@@ -126,6 +137,8 @@ pub struct Group<K> {
     pub state: Mutex<GroupState>,
     /// Idle keep-alive connections (`keepalive`), shared by the workers.
     pub idle: Mutex<keepalive::KeepaliveCache>,
+    /// Per peer, primary then backup: answers counted for the metrics.
+    pub counters: Vec<PeerCounters>,
 }
 
 impl<K> Group<K> {
@@ -147,6 +160,7 @@ impl<K> Group<K> {
                 })
                 .collect()
         };
+        let (primary_count, backup_count) = (primary.len(), backup.len());
         let ring = match &balancer {
             Balancer::Hash {
                 consistent: true, ..
@@ -167,6 +181,9 @@ impl<K> Group<K> {
             port,
             ring,
             idle: Mutex::default(),
+            counters: (0..primary_count + backup_count)
+                .map(|_| PeerCounters::default())
+                .collect(),
         }
     }
 
@@ -201,6 +218,34 @@ impl<K> Group<K> {
                 .lock()
                 .unwrap_or_else(|poison| poison.into_inner())
                 .put(peer, conf, idle, now);
+        }
+    }
+
+    /// The metrics' counters of a peer.
+    pub fn counters(&self, selected: Selected) -> Option<&PeerCounters> {
+        let index = if selected.backup {
+            self.primary.len() + selected.index
+        } else {
+            selected.index
+        };
+        self.counters.get(index)
+    }
+
+    /// Counts a peer's response with `status`, whose head took `header_time`.
+    pub fn note_response(&self, selected: Selected, status: u16, header_time: Option<Duration>) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let Some(counters) = self.counters(selected) else {
+            return;
+        };
+        if let Some(class) = (status / 100).checked_sub(1)
+            && let Some(counter) = counters.responses.get(usize::from(class))
+        {
+            counter.fetch_add(1, Relaxed);
+        }
+        if let Some(took) = header_time {
+            counters.header_times.fetch_add(1, Relaxed);
+            let micros = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
+            counters.header_microseconds.fetch_add(micros, Relaxed);
         }
     }
 

@@ -169,7 +169,8 @@ fn upstreams(generation: &Generation) -> String {
             peer,
             "{{\"id\":{},\"server\":{},\"name\":{},\"backup\":{},\"weight\":{},\"state\":\"{}\",\
              \"active\":{},\"requests\":{},\"fails\":{},\"unavail\":0,\"max_fails\":{},\
-             \"fail_timeout\":\"{}s\",\"responses\":{{\"total\":0}},\"sent\":0,\"received\":0,\
+             \"fail_timeout\":\"{}s\",\"responses\":{{\"1xx\":{},\"2xx\":{},\"3xx\":{},\"4xx\":{},\
+             \"5xx\":{},\"codes\":{{}},\"total\":{}}},\"header_time\":{},\"sent\":0,\"received\":0,\
              \"health_checks\":{{\"checks\":0,\"fails\":0,\"unhealthy\":0}},\"downtime\":0}}",
             peers.len(),
             quote(&row.peer),
@@ -182,6 +183,16 @@ fn upstreams(generation: &Generation) -> String {
             row.fails,
             row.max_fails,
             row.fail_timeout_seconds,
+            row.responses[0],
+            row.responses[1],
+            row.responses[2],
+            row.responses[3],
+            row.responses[4],
+            row.responses.iter().sum::<u64>(),
+            row.header_microseconds
+                .checked_div(row.header_times)
+                .unwrap_or(0)
+                / 1000,
         );
         peers.push(peer);
     }

@@ -343,6 +343,10 @@ pub(crate) struct PeerRow {
     pub fails: u64,
     pub max_fails: u32,
     pub fail_timeout_seconds: u64,
+    /// Responses by class 1xx to 5xx; heads timed and their total time.
+    pub responses: [u64; 5],
+    pub header_times: u64,
+    pub header_microseconds: u64,
 }
 
 /// The peers of every `upstream` block (groups `proxy_pass` made from an address are left
@@ -370,7 +374,15 @@ pub(crate) fn peer_rows(generation: &Generation) -> Vec<PeerRow> {
             .iter()
             .zip(&state.backup)
             .map(|pair| (true, pair));
-        for (backup, (peer, peer_state)) in peers.chain(backups) {
+        for (index, (backup, (peer, peer_state))) in peers.chain(backups).enumerate() {
+            use std::sync::atomic::Ordering::Relaxed;
+            let counters = group.counters.get(index);
+            let responses = std::array::from_fn(|class| {
+                counters.map_or(0, |counters| counters.responses[class].load(Relaxed))
+            });
+            let header_times = counters.map_or(0, |counters| counters.header_times.load(Relaxed));
+            let header_microseconds =
+                counters.map_or(0, |counters| counters.header_microseconds.load(Relaxed));
             let failed = peer.max_fails > 0
                 && peer_state.fails >= peer.max_fails
                 && peer_state
@@ -394,6 +406,9 @@ pub(crate) fn peer_rows(generation: &Generation) -> Vec<PeerRow> {
                 fails: peer_state.failures,
                 max_fails: peer.max_fails,
                 fail_timeout_seconds: peer.fail_timeout.as_secs(),
+                responses,
+                header_times,
+                header_microseconds,
             });
         }
     }
@@ -464,6 +479,43 @@ fn upstreams(out: &mut Exposition, generation: &Generation) {
             &[("upstream", &row.upstream), ("peer", &row.peer)],
             row.selected as f64,
         );
+    }
+    out.family(
+        "portico_upstream_peer_responses",
+        Kind::Counter,
+        "Responses each peer sent, by status class.",
+    );
+    for row in &rows {
+        for (class, count) in ["1xx", "2xx", "3xx", "4xx", "5xx"]
+            .iter()
+            .zip(row.responses)
+        {
+            let labels = [
+                ("upstream", row.upstream.as_str()),
+                ("peer", &row.peer),
+                ("code", class),
+            ];
+            out.counter(&labels, count as f64);
+        }
+    }
+    out.family(
+        "portico_upstream_peer_header_seconds",
+        Kind::Counter,
+        "Time from the start of a try to the end of the peer's response head, summed over \
+         responses (divide by portico_upstream_peer_headers_total for the mean).",
+    );
+    for row in &rows {
+        let labels = [("upstream", row.upstream.as_str()), ("peer", &row.peer)];
+        out.counter(&labels, row.header_microseconds as f64 / 1e6);
+    }
+    out.family(
+        "portico_upstream_peer_headers",
+        Kind::Counter,
+        "Response heads timed for portico_upstream_peer_header_seconds_total.",
+    );
+    for row in &rows {
+        let labels = [("upstream", row.upstream.as_str()), ("peer", &row.peer)];
+        out.counter(&labels, row.header_times as f64);
     }
     out.family(
         "portico_upstream_peer_fails",

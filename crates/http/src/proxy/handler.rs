@@ -249,7 +249,9 @@ impl<'a> Proxying<'a, '_> {
             match result {
                 Ok(answer) => {
                     let status = answer.received.head.status;
-                    request.upstream.attempts[current.attempt].status = Some(status);
+                    let attempt = &mut request.upstream.attempts[current.attempt];
+                    attempt.status = Some(status);
+                    group.note_response(selected, status, attempt.header_time);
                     let outcome = Outcome::Response(status);
                     if decide(&self.policy, outcome, tries, Instant::now()) != Next::Retry {
                         return self.respond(client.info, request, answer, current);

@@ -90,6 +90,10 @@ fn figures_move_as_requests_are_made() {
         "{upstreams}"
     );
     assert!(upstreams.contains("\"backup\":true"), "{upstreams}");
+    assert!(
+        upstreams.contains("\"responses\":{\"1xx\":0,\"2xx\":1,"),
+        "{upstreams}"
+    );
     // An idle connection is NGINX Plus's `idle`.
     let _idle = server.connect();
     let seen = poll(PATIENCE, || {

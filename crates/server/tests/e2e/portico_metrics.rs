@@ -67,6 +67,21 @@ fn counters_move_as_requests_are_made() {
         ),
         1.0
     );
+    let ok = peer.replace('}', ",code=\"2xx\"}");
+    assert_eq!(
+        value(
+            &after,
+            &format!("portico_upstream_peer_responses_total{ok}")
+        ),
+        1.0
+    );
+    assert_eq!(
+        value(
+            &after,
+            &format!("portico_upstream_peer_headers_total{peer}")
+        ),
+        1.0
+    );
     let up = peer.replace('}', ",state=\"up\"}");
     assert_eq!(
         value(&after, &format!("portico_upstream_peer_state{up}")),
