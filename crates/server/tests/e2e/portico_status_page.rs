@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use crate::support::Instance;
+use crate::support::{Instance, get};
 
 const CONF: &str = "
 server {
@@ -88,9 +88,9 @@ fn headless_chromium_sees_the_figures_move() {
     let load = std::thread::spawn({
         let loading = Arc::clone(&loading);
         move || {
-            let mut client = crate::support::Client::connect(port);
+            // One connection per request: a keep-alive one would reach keepalive_requests.
             while loading.load(Ordering::Relaxed) {
-                let response = client.request(crate::support::get_keepalive("/"));
+                let response = crate::support::Client::connect(port).request(get("/"));
                 assert_eq!(response.status, 200);
                 std::thread::sleep(Duration::from_millis(2));
             }
@@ -107,7 +107,7 @@ fn headless_chromium_sees_the_figures_move() {
         let rps: f64 = text_of(dom, "rps").parse().expect("requests per second");
         assert!(rps > 0.0, "{dom}");
     }
-    // The keep-alive client holds a connection; the requests served grow between renders.
+    // The page's own request for the metrics is open while they are rendered.
     assert!(text_of(&first, "active").parse::<u64>().expect("a count") >= 1);
     assert_ne!(text_of(&first, "updated"), "");
     assert_ne!(first, second, "nothing changed between two renderings");
