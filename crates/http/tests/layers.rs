@@ -38,6 +38,7 @@ const FEATURES: &[(&str, &str)] = &[
     ("send/upstream.rs", "proxy"),
     ("send/attach.rs", "proxy"),
     ("send/slice.rs", "proxy"),
+    ("send/tunnel.rs", "proxy"),
     ("static_files/", "static_files"),
     // The `upstream` block's directives; the groups (the `upstream` crate's, as the kernel
     // uses them) and `$upstream_*` data are kernel.

@@ -252,6 +252,13 @@ impl<'a> Proxying<'a, '_> {
                     request.upstream.attempts[current.attempt].status = Some(status);
                     let outcome = Outcome::Response(status);
                     if decide(&self.policy, outcome, tries, Instant::now()) != Next::Retry {
+                        if status == 101 {
+                            // Bytes the client sent after its upgrade request go through
+                            // the tunnel first.
+                            let early = client.source.buffered().to_vec();
+                            client.source.consume(early.len());
+                            request.upstream.client_early = early;
+                        }
                         return self.respond(client.info, request, answer, current);
                     }
                     let failed = status_counts_against_peer(status);
@@ -452,6 +459,19 @@ impl<'a> Proxying<'a, '_> {
         };
         request.upstream.keep_head(&buffer, head.len, &head.fields);
         response::apply(self.worker, info, request, proxy, &head, &buffer, &rewrite);
+        if head.status == 101 {
+            // An upgrade (WebSocket): the connection becomes a tunnel to the upstream.
+            self.release(info, request, current.selected, false);
+            request.upstream.attempts[current.attempt].response_time =
+                Some(self.policy.started.elapsed());
+            return ProxyOutcome::Respond(Body::Upstream(Box::new(crate::send::tunnel::Tunnel {
+                upstream: stream,
+                upstream_early: buffer[head.len..].to_vec(),
+                client_early: std::mem::take(&mut request.upstream.client_early),
+                read_timeout: proxy.read_timeout,
+                upstream_send_timeout: proxy.send_timeout,
+            })));
+        }
         let framing = response::framing(&head, self.is_head);
         let keepalive = match &self.target.group {
             GroupRef::Conf(group)

@@ -55,6 +55,7 @@ mod proxy_redirect;
 mod proxy_response;
 mod proxy_store;
 mod proxy_timeouts;
+mod proxy_upgrade;
 mod proxy_variables;
 mod proxy_x_accel;
 mod range;
