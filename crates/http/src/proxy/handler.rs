@@ -521,6 +521,7 @@ impl<'a> Proxying<'a, '_> {
             release,
             attempt: current.attempt,
             cache: writer,
+            limit_rate: proxy.limit_rate,
         });
         if background {
             return ProxyOutcome::Drain(Box::new(body));

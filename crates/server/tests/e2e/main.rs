@@ -47,6 +47,7 @@ mod proxy_cache_path;
 mod proxy_cache_purge;
 mod proxy_cache_rfc;
 mod proxy_cache_seed;
+mod proxy_cookie_flags;
 mod proxy_headers;
 mod proxy_keepalive;
 mod proxy_next_upstream;
