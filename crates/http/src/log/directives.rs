@@ -32,7 +32,59 @@ pub const DIRECTIVES: &[HttpDirective] = &[
         block: BlockKind::Simple,
         set: Setter::Location(set_error_log),
     },
+    HttpDirective {
+        name: "open_log_file_cache",
+        contexts: Contexts::HTTP_SERVER_LOCATION,
+        arity: Arity::TAKE1234,
+        block: BlockKind::Simple,
+        set: Setter::Location(check_open_log_file_cache),
+    },
 ];
+
+/// `open_log_file_cache off | max=N [inactive=time] [min_uses=N] [valid=time]`: checked
+/// with nginx's errors, and without effect: Portico opens each log file once per loaded
+/// configuration, which is what the cache saves nginx from redoing per request.
+fn check_open_log_file_cache(
+    _scope: &mut LocationScope,
+    directive: &Directive,
+    _context: &mut LoadContext<'_>,
+) -> Result<(), ConfError> {
+    let span = &directive.span;
+    if directive.arg(0) == "off" && directive.args.len() == 1 {
+        return Ok(());
+    }
+    let mut has_max = false;
+    for argument in &directive.args {
+        let text = argument.as_str();
+        let (name, value) = text.split_once('=').unwrap_or((text, ""));
+        let valid = match name {
+            "max" | "min_uses" => {
+                conf::value::parse_number(value).is_some_and(|n| n > 0 || name == "min_uses")
+            }
+            "inactive" | "valid" => conf::value::parse_time_seconds(value).is_some(),
+            _ => {
+                return Err(ConfError::message(
+                    format!("invalid \"open_log_file_cache\" parameter \"{text}\""),
+                    span,
+                ));
+            }
+        };
+        if !valid {
+            return Err(ConfError::message(
+                format!("invalid {name} value \"{value}\""),
+                span,
+            ));
+        }
+        has_max |= name == "max";
+    }
+    if !has_max {
+        return Err(ConfError::message(
+            "\"open_log_file_cache\" must have \"max\" parameter",
+            span,
+        ));
+    }
+    Ok(())
+}
 
 fn set_log_format(
     _scope: &mut MainScope,

@@ -19,7 +19,7 @@ use crate::proxy::cache::lookup::{CacheRequest, lookup};
 use crate::proxy::cache::settings::UseStale;
 mod caching;
 
-use caching::stale_condition;
+use caching::{key_uri, stale_condition};
 
 pub use crate::proxy::exchange::read_timed;
 use crate::proxy::exchange::{
@@ -537,22 +537,6 @@ fn rewrite_input<'t>(location: &'t Location, target: &'t Target<'_>) -> RewriteI
         url_has_uri: target.uri_part.is_some(),
         location: location.prefix(),
     }
-}
-
-/// The URI the request would go upstream with: the default cache key's second part.
-fn key_uri(request: &Request<'_>, location: &Location, target: &Target<'_>) -> Vec<u8> {
-    let input = HeadInput {
-        uri_part: target.uri_part.as_deref(),
-        variables: target.variables,
-        method: b"GET",
-        host: b"",
-        body_len: None,
-        chunked: false,
-        cache: None,
-    };
-    let mut uri = Vec::new();
-    upstream_uri(request, location, &input, &mut uri);
-    uri
 }
 
 /// `proxy_intercept_errors`: the status goes to `error_page`, the response is dropped.

@@ -32,6 +32,7 @@ mod http_timeouts;
 mod http_try_files;
 mod http_uri;
 mod limit_rate;
+mod load_module;
 mod map;
 mod not_modified;
 mod open_file_cache;
