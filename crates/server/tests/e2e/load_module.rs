@@ -35,3 +35,27 @@ fn open_log_file_cache_is_checked() {
         "invalid \"open_log_file_cache\" parameter \"bogus=1\" in {conf}:4",
     );
 }
+
+/// `-t` reports a configuration's own errors although the default error log cannot be
+/// opened (no `logs/` under the prefix): the log failure is an [alert], not the end.
+#[test]
+fn a_missing_default_error_log_does_not_hide_the_configs_errors() {
+    let prefix = crate::support::TempPrefix::new();
+    prefix.write("portico.conf", "events {}\nhttp { bogus_directive on; }\n");
+    let _ = std::fs::remove_dir_all(prefix.join("logs"));
+    let arguments = ["-p", &prefix.arg(), "-c", "portico.conf", "-t"];
+    let output = crate::support::cli::run_in(prefix.path(), &arguments);
+    output.assert_code(1);
+    assert!(
+        output.stderr.contains("could not open error log file"),
+        "{}",
+        output.stderr
+    );
+    assert!(
+        output
+            .stderr
+            .contains("unknown directive \"bogus_directive\""),
+        "{}",
+        output.stderr
+    );
+}
