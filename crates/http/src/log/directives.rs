@@ -174,6 +174,7 @@ fn set_access_log(
         .ok_or_else(|| ConfError::message(format!("unknown log format \"{format_name}\""), span))?;
     let mut buffer_size = None;
     let mut flush = None;
+    let mut gzip = None;
     let mut condition = None;
     for argument in directive.args.iter().skip(2) {
         let text = argument.as_str();
@@ -190,8 +191,13 @@ fn set_access_log(
             })?);
         } else if let Some(value) = text.strip_prefix("if=") {
             condition = Some(context.template(value, span)?);
-        } else if text == "gzip" || text.starts_with("gzip=") {
-            return Err(ConfError::message("access_log gzip is not supported", span));
+        } else if text == "gzip" {
+            gzip = Some(1);
+        } else if let Some(value) = text.strip_prefix("gzip=") {
+            let level = conf::value::parse_number(value).filter(|level| (1..=9).contains(level));
+            gzip = Some(level.ok_or_else(|| {
+                ConfError::message(format!("invalid compression level \"{value}\""), span)
+            })? as u32);
         } else {
             return Err(ConfError::message(
                 format!("invalid parameter \"{text}\""),
@@ -199,13 +205,14 @@ fn set_access_log(
             ));
         }
     }
-    if flush.is_some() && buffer_size.is_none() {
+    if (flush.is_some() || gzip.is_some()) && buffer_size.is_none() {
         buffer_size = Some(64 * 1024);
     }
     let buffering = buffer_size.map(|size| Buffering {
         size,
         flush,
         slot: context.next_access_log_slot(),
+        gzip,
     });
     let file = context.open_log(path_text, span)?;
     let targets = scope.access_log.access_log.get_or_insert_with(Vec::new);
