@@ -9,6 +9,7 @@ mod access_log;
 mod add_header;
 mod aio;
 mod aio_slow_disk;
+mod auth_basic;
 mod autoindex;
 mod charset;
 mod cli;
