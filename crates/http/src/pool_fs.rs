@@ -44,7 +44,7 @@ pub(crate) fn store_file(
 }
 
 /// A whole (small) file: an `auth_basic_user_file`. Runs on a pool.
-pub(crate) fn read_file(path: &std::path::Path) -> io::Result<Vec<u8>> {
+pub(crate) fn whole_file(path: &std::path::Path) -> io::Result<Vec<u8>> {
     std::fs::read(path)
 }
 

@@ -59,7 +59,7 @@ pub async fn check(
     };
     let (file_path, wanted) = (path.clone(), user.clone());
     let outcome = crate::worker::offload_to(&pool, move || {
-        let contents = crate::pool_fs::read_file(&file_path)?;
+        let contents = crate::pool_fs::whole_file(&file_path)?;
         Ok::<_, std::io::Error>(
             find_user(&contents, &wanted).map(|hash| password::verify(&password, &hash)),
         )

@@ -3,7 +3,12 @@
 
 use crate::support::Instance;
 
-const USERS: &str = "# users\nplain:{PLAIN}one\napr:$apr1$abcdefgh$h9FWgUz3n9YxylKLlR5SQ/\nmd5:$1$xyz$Qia9Wq6FxQkYcwNWMk/RM0\n";
+const USERS: &str = concat!(
+    "# users\n",
+    "plain:{PLAIN}one\n",
+    "apr:$apr1$abcdefgh$h9FWgUz3n9YxylKLlR5SQ/\n",
+    "md5:$1$xyz$Qia9Wq6FxQkYcwNWMk/RM0\n",
+);
 
 fn with_credentials(path: &str, user_password: &str) -> String {
     let encoded = base64(user_password.as_bytes());
