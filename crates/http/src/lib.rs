@@ -11,6 +11,7 @@
 //! thread pool.
 
 pub mod access;
+pub mod auth_basic;
 pub mod body;
 pub mod charset;
 pub mod client;

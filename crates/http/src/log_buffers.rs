@@ -43,7 +43,12 @@ impl LogBuffers {
             }
             Some((buffering, slot)) => {
                 let buffer = slot.get_or_insert_with(|| {
-                    AccessLogBuffer::new(Arc::clone(file), buffering.size, buffering.flush)
+                    let buffer =
+                        AccessLogBuffer::new(Arc::clone(file), buffering.size, buffering.flush);
+                    match buffering.gzip {
+                        Some(level) => buffer.compressed(level),
+                        None => buffer,
+                    }
                 });
                 let _ = buffer.append(line, now);
             }

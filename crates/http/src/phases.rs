@@ -19,6 +19,7 @@
 use logging::Level;
 
 use crate::access::{self, Action};
+use crate::auth_basic;
 use crate::client::Client;
 use crate::conf::location;
 use crate::conf::scope::Content;
@@ -97,7 +98,7 @@ async fn run_from<'a>(
             Step::FindConfig => find_config(worker, connection, request, server),
             Step::Rewrite => location_rewrite(worker, connection, request, server).await,
             Step::PostRewrite => post_rewrite(worker, connection, request),
-            Step::Access => check_access(worker, connection, request),
+            Step::Access => check_access(worker, connection, request).await,
             Step::PreContent => precontent(worker, connection, request).await,
             Step::Content => content(worker, &mut client, request).await,
             Step::Finalize(status) => finalize(worker, connection, request, status),
@@ -249,13 +250,19 @@ fn post_rewrite<'a>(
 }
 
 /// Phase 4.
-fn check_access<'a>(
+async fn check_access<'a>(
     worker: &'a HttpWorker,
     connection: &ConnectionInfo,
     request: &mut Request<'a>,
 ) -> Step<'a> {
     let location = current_location(worker, request);
-    if access::check(&location.settings.access, &connection.peer) == Some(Action::Deny) {
+    let rule = access::check(&location.settings.access, &connection.peer);
+    let any = location.settings.core.satisfy == crate::core::settings::Satisfy::Any;
+    // `satisfy any`: an address `allow` names is enough, the password is not asked.
+    if any && rule == Some(Action::Allow) {
+        return Step::PreContent;
+    }
+    if !any && rule == Some(Action::Deny) {
         log(
             worker,
             connection,
@@ -265,7 +272,31 @@ fn check_access<'a>(
         );
         return Step::Finalize(403);
     }
-    Step::PreContent
+    match auth_basic::check(worker, connection, request, location).await {
+        auth_basic::Verdict::Passed => Step::PreContent,
+        auth_basic::Verdict::NotInvolved if any && rule == Some(Action::Deny) => {
+            log(
+                worker,
+                connection,
+                request,
+                Level::Error,
+                format_args!("access forbidden by rule"),
+            );
+            Step::Finalize(403)
+        }
+        auth_basic::Verdict::NotInvolved => Step::PreContent,
+        auth_basic::Verdict::Challenge(realm) => {
+            let mut value = b"Basic realm=\"".to_vec();
+            value.extend_from_slice(&realm);
+            value.push(b'"');
+            request.response.headers.push((
+                crate::response::Bytes::Borrowed(b"WWW-Authenticate"),
+                crate::response::Bytes::Owned(value),
+            ));
+            Step::Finalize(401)
+        }
+        auth_basic::Verdict::Status(status) => Step::Finalize(status),
+    }
 }
 
 /// Phase 5: `try_files`.

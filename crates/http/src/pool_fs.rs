@@ -43,6 +43,11 @@ pub(crate) fn store_file(
     }
 }
 
+/// A whole (small) file: an `auth_basic_user_file`. Runs on a pool.
+pub(crate) fn whole_file(path: &std::path::Path) -> io::Result<Vec<u8>> {
+    std::fs::read(path)
+}
+
 /// A path from bytes, as Unix allows any bytes but NUL.
 pub(crate) fn path_from_bytes(bytes: &[u8]) -> PathBuf {
     path_from_vec(bytes.to_vec())

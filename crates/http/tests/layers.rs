@@ -28,6 +28,7 @@ const ASSEMBLY: &[&str] = &[
 /// Features by file prefix (a directory with `/`, or one file); every other file is kernel.
 const FEATURES: &[(&str, &str)] = &[
     ("access/", "access"),
+    ("auth_basic/", "auth_basic"),
     ("charset/", "charset"),
     ("headers/", "headers"),
     ("log/", "log"),
@@ -39,6 +40,7 @@ const FEATURES: &[(&str, &str)] = &[
     ("send/upstream.rs", "proxy"),
     ("send/attach.rs", "proxy"),
     ("send/slice.rs", "proxy"),
+    ("send/tunnel.rs", "proxy"),
     ("static_files/", "static_files"),
     ("stub_status/", "stub_status"),
     // The `upstream` block's directives; the groups (the `upstream` crate's, as the kernel

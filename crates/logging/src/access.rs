@@ -18,6 +18,9 @@ pub struct AccessLogBuffer {
     flush_interval: Option<Duration>,
     /// When the oldest line still in the buffer was appended.
     oldest: Option<Instant>,
+    /// `gzip=LEVEL`: each flush is written as one gzip member (concatenated members are
+    /// one valid gzip file, which `zcat` reads whole).
+    gzip: Option<u32>,
 }
 
 impl AccessLogBuffer {
@@ -28,7 +31,14 @@ impl AccessLogBuffer {
             capacity,
             flush_interval,
             oldest: None,
+            gzip: None,
         }
+    }
+
+    /// The same buffer, each flush compressed at `level` (1 to 9).
+    pub fn compressed(mut self, level: u32) -> Self {
+        self.gzip = Some(level.clamp(1, 9));
+        self
     }
 
     pub fn file(&self) -> &Arc<LogFile> {
@@ -71,7 +81,18 @@ impl AccessLogBuffer {
         if self.buf.is_empty() {
             return Ok(());
         }
-        let result = self.file.write_all(&self.buf);
+        let result = match self.gzip {
+            Some(level) => {
+                let mut encoder = flate2::write::GzEncoder::new(
+                    Vec::with_capacity(self.buf.len() / 4),
+                    flate2::Compression::new(level),
+                );
+                std::io::Write::write_all(&mut encoder, &self.buf)
+                    .and_then(|()| encoder.finish())
+                    .and_then(|member| self.file.write_all(&member))
+            }
+            None => self.file.write_all(&self.buf),
+        };
         self.buf.clear();
         result
     }

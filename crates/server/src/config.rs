@@ -343,11 +343,14 @@ fn open_error_logs(
         sinks.push(ErrorSink { file, level });
     }
     if sinks.is_empty() {
-        let file = match &paths.error_log {
-            Some(path) => log_files
-                .open(path)
-                .map_err(|error| open_error(path, &error, None))?,
-            None => log_files
+        // The default log (no `error_log` in the main context) that cannot be opened was
+        // already reported with an [alert] when the command line was read; as nginx does,
+        // the load goes on (the configuration's own errors still get reported), logging to
+        // stderr.
+        let opened = paths.error_log.as_ref().map(|path| log_files.open(path));
+        let file = match opened {
+            Some(Ok(file)) => file,
+            Some(Err(_)) | None => log_files
                 .stderr()
                 .map_err(|error| open_error(Path::new("stderr"), &error, None))?,
         };

@@ -129,7 +129,27 @@ pub const DIRECTIVES: &[MainDirective] = &[
         set_accept_mutex_delay,
     ),
     simple("use", Contexts::EVENTS, Arity::TAKE1, set_use),
+    simple("load_module", Contexts::MAIN, Arity::TAKE1, set_load_module),
 ];
+
+/// `load_module FILE`: Portico has no dynamic modules. A module Portico has built in is
+/// accepted (distribution configs name them in `modules-enabled/`); any other fails with a
+/// message naming it.
+fn set_load_module(_main: &mut MainLoad, directive: &Directive) -> Result<(), ConfError> {
+    let file = directive.arg(0);
+    let base = file.rsplit('/').next().unwrap_or(file);
+    let family = base
+        .strip_prefix("ngx_")
+        .and_then(|name| name.strip_suffix("_module.so"))
+        .unwrap_or(base);
+    if http::modules::FAMILIES.contains(&family) {
+        return Ok(());
+    }
+    Err(ConfError::message(
+        format!("load_module \"{file}\": Portico has no \"{family}\" module"),
+        &directive.span,
+    ))
+}
 
 fn duplicate(directive: &Directive) -> ConfError {
     ConfError::at(

@@ -3,6 +3,7 @@
 use conf::Span;
 
 use crate::access::settings::{Access, AccessConf};
+use crate::auth_basic::settings::{AuthBasic, AuthBasicConf};
 use crate::charset::settings::{Charset, CharsetConf, CharsetMaps};
 use crate::conf::MergeEnv;
 use crate::conf::listen::ListenSpec;
@@ -44,6 +45,7 @@ pub struct ServerScope {
 pub struct LocationScope {
     pub core: CoreLocationConf,
     pub access: AccessConf,
+    pub auth_basic: AuthBasicConf,
     pub headers: HeadersConf,
     pub access_log: AccessLogConf,
     pub static_files: StaticConf,
@@ -87,6 +89,7 @@ pub enum Content {
 pub struct LocationSettings {
     pub core: CoreLocation,
     pub access: Access,
+    pub auth_basic: AuthBasic,
     pub headers: Headers,
     pub access_log: AccessLog,
     pub static_files: Static,
@@ -105,6 +108,7 @@ impl LocationScope {
     pub(crate) fn merge_from(&mut self, parent: &LocationScope) {
         self.core.merge_from(&parent.core);
         self.access.merge_from(&parent.access);
+        self.auth_basic.merge_from(&parent.auth_basic);
         self.headers.merge_from(&parent.headers);
         self.access_log.merge_from(&parent.access_log);
         self.static_files.merge_from(&parent.static_files);
@@ -124,6 +128,7 @@ impl LocationScope {
         LocationScope {
             core: self.core.clone(),
             access: self.access.clone(),
+            auth_basic: self.auth_basic.clone(),
             headers: self.headers.clone(),
             access_log: self.access_log.clone(),
             static_files: self.static_files.clone(),
@@ -142,6 +147,7 @@ impl LocationScope {
         LocationSettings {
             core: self.core.resolve(env),
             access: self.access.resolve(env),
+            auth_basic: self.auth_basic.resolve(env),
             headers: self.headers.resolve(env),
             access_log: self.access_log.resolve(env),
             static_files: self.static_files.resolve(env),

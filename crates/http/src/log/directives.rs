@@ -32,7 +32,59 @@ pub const DIRECTIVES: &[HttpDirective] = &[
         block: BlockKind::Simple,
         set: Setter::Location(set_error_log),
     },
+    HttpDirective {
+        name: "open_log_file_cache",
+        contexts: Contexts::HTTP_SERVER_LOCATION,
+        arity: Arity::TAKE1234,
+        block: BlockKind::Simple,
+        set: Setter::Location(check_open_log_file_cache),
+    },
 ];
+
+/// `open_log_file_cache off | max=N [inactive=time] [min_uses=N] [valid=time]`: checked
+/// with nginx's errors, and without effect: Portico opens each log file once per loaded
+/// configuration, which is what the cache saves nginx from redoing per request.
+fn check_open_log_file_cache(
+    _scope: &mut LocationScope,
+    directive: &Directive,
+    _context: &mut LoadContext<'_>,
+) -> Result<(), ConfError> {
+    let span = &directive.span;
+    if directive.arg(0) == "off" && directive.args.len() == 1 {
+        return Ok(());
+    }
+    let mut has_max = false;
+    for argument in &directive.args {
+        let text = argument.as_str();
+        let (name, value) = text.split_once('=').unwrap_or((text, ""));
+        let valid = match name {
+            "max" | "min_uses" => {
+                conf::value::parse_number(value).is_some_and(|n| n > 0 || name == "min_uses")
+            }
+            "inactive" | "valid" => conf::value::parse_time_seconds(value).is_some(),
+            _ => {
+                return Err(ConfError::message(
+                    format!("invalid \"open_log_file_cache\" parameter \"{text}\""),
+                    span,
+                ));
+            }
+        };
+        if !valid {
+            return Err(ConfError::message(
+                format!("invalid {name} value \"{value}\""),
+                span,
+            ));
+        }
+        has_max |= name == "max";
+    }
+    if !has_max {
+        return Err(ConfError::message(
+            "\"open_log_file_cache\" must have \"max\" parameter",
+            span,
+        ));
+    }
+    Ok(())
+}
 
 fn set_log_format(
     _scope: &mut MainScope,
@@ -122,6 +174,7 @@ fn set_access_log(
         .ok_or_else(|| ConfError::message(format!("unknown log format \"{format_name}\""), span))?;
     let mut buffer_size = None;
     let mut flush = None;
+    let mut gzip = None;
     let mut condition = None;
     for argument in directive.args.iter().skip(2) {
         let text = argument.as_str();
@@ -138,8 +191,13 @@ fn set_access_log(
             })?);
         } else if let Some(value) = text.strip_prefix("if=") {
             condition = Some(context.template(value, span)?);
-        } else if text == "gzip" || text.starts_with("gzip=") {
-            return Err(ConfError::message("access_log gzip is not supported", span));
+        } else if text == "gzip" {
+            gzip = Some(1);
+        } else if let Some(value) = text.strip_prefix("gzip=") {
+            let level = conf::value::parse_number(value).filter(|level| (1..=9).contains(level));
+            gzip = Some(level.ok_or_else(|| {
+                ConfError::message(format!("invalid compression level \"{value}\""), span)
+            })? as u32);
         } else {
             return Err(ConfError::message(
                 format!("invalid parameter \"{text}\""),
@@ -147,13 +205,14 @@ fn set_access_log(
             ));
         }
     }
-    if flush.is_some() && buffer_size.is_none() {
+    if (flush.is_some() || gzip.is_some()) && buffer_size.is_none() {
         buffer_size = Some(64 * 1024);
     }
     let buffering = buffer_size.map(|size| Buffering {
         size,
         flush,
         slot: context.next_access_log_slot(),
+        gzip,
     });
     let file = context.open_log(path_text, span)?;
     let targets = scope.access_log.access_log.get_or_insert_with(Vec::new);

@@ -33,6 +33,8 @@ pub struct Buffering {
     pub flush: Option<Duration>,
     /// Which of the worker's buffers this log uses.
     pub slot: usize,
+    /// `gzip[=LEVEL]`: the buffer is written compressed.
+    pub gzip: Option<u32>,
 }
 
 /// One `access_log PATH FORMAT ...`.

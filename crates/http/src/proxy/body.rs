@@ -48,6 +48,8 @@ pub struct BodyStart<'a> {
     pub attempt: usize,
     /// Where the body is stored as it passes, when the cache keeps it.
     pub(crate) cache: Option<Box<Keeper>>,
+    /// `proxy_limit_rate`: bytes per second read from the upstream; 0 is no limit.
+    pub limit_rate: u64,
 }
 
 /// A piece of the body read by [`UpstreamBody::next_detached`].
@@ -81,6 +83,9 @@ pub struct UpstreamBody<'a> {
     /// The request's entry in `$upstream_*`.
     attempt: usize,
     cache: Option<Box<Keeper>>,
+    limit_rate: u64,
+    /// When the first body read waited, and the bytes read since (for the rate).
+    read_since: Option<(Instant, u64)>,
 }
 
 impl std::fmt::Debug for UpstreamBody<'_> {
@@ -124,6 +129,8 @@ impl<'a> UpstreamBody<'a> {
             release: start.release,
             attempt: start.attempt,
             cache: start.cache,
+            limit_rate: start.limit_rate,
+            read_since: None,
         }
     }
 
@@ -187,14 +194,21 @@ impl<'a> UpstreamBody<'a> {
             if self.input.len() < self.read_size {
                 self.input.resize(self.read_size, 0);
             }
+            if self.stream.is_none() {
+                return Ok(false);
+            }
+            let allowed = self.pace().await.min(self.input.len());
             let Some(stream) = &self.stream else {
                 return Ok(false);
             };
-            let count = read_timed(stream, &mut self.input, self.read_timeout)
+            let count = read_timed(stream, &mut self.input[..allowed], self.read_timeout)
                 .await
                 .map_err(|error| Failure::io(error, Action::ReadingBody, true))?;
             self.end = count;
             *received += count as u64;
+            if let Some((_, read)) = &mut self.read_since {
+                *read += count as u64;
+            }
             if count == 0 {
                 return match self.framing {
                     UpstreamFraming::Close => Ok(false),
@@ -253,6 +267,25 @@ impl<'a> UpstreamBody<'a> {
                 Ok(if out.is_empty() { None } else { Some(true) })
             }
         }
+    }
+
+    /// `proxy_limit_rate`: how many bytes the next read may take, after waiting (on a timer)
+    /// until there is at least one: the rate allows `rate` bytes a second since the first
+    /// read, one second's worth ahead, as nginx counts. `usize::MAX` without a limit.
+    async fn pace(&mut self) -> usize {
+        if self.limit_rate == 0 {
+            return usize::MAX;
+        }
+        let rate = self.limit_rate as f64;
+        let (since, read) = *self.read_since.get_or_insert((Instant::now(), 0));
+        let allowed = |elapsed: f64| rate * (elapsed + 1.0) - read as f64;
+        let mut left = allowed(since.elapsed().as_secs_f64());
+        if left < 1.0 {
+            let due = since + Duration::from_secs_f64((read as f64 + 1.0) / rate - 1.0);
+            tokio::time::sleep_until(due.into()).await;
+            left = allowed(since.elapsed().as_secs_f64()).max(1.0);
+        }
+        left as usize
     }
 
     /// The body ended where its framing said: the connection may serve another request.

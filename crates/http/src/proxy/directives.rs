@@ -159,6 +159,13 @@ pub const DIRECTIVES: &[HttpDirective] = &[
         set_cookie_path,
     ),
     entry(
+        "proxy_cookie_flags",
+        ANY_LEVEL,
+        Arity::TAKE1234,
+        set_cookie_flags,
+    ),
+    entry("proxy_limit_rate", ANY_LEVEL, Arity::TAKE1, set_limit_rate),
+    entry(
         "proxy_next_upstream",
         ANY_LEVEL,
         Arity::ONE_OR_MORE,
@@ -228,6 +235,52 @@ set_once!(
     flag
 );
 set_once!(set_buffering, LocationScope, proxy.buffering, flag);
+set_once!(set_limit_rate, LocationScope, proxy.limit_rate, size);
+
+/// `proxy_cookie_flags off | COOKIE [FLAG ...]`: rules accumulate at one level.
+fn set_cookie_flags(
+    scope: &mut LocationScope,
+    directive: &Directive,
+    context: &mut LoadContext<'_>,
+) -> Result<(), ConfError> {
+    use crate::proxy::settings::{CookieFlagRule, CookieFlags, CookieName};
+    let first = directive.arg(0);
+    if first == "off" && directive.args.len() == 1 {
+        if scope.proxy.cookie_flags.is_some() {
+            return Err(context.duplicate(directive));
+        }
+        scope.proxy.cookie_flags = Some(CookieFlags::Off);
+        return Ok(());
+    }
+    let name = match first.strip_prefix('~') {
+        Some(pattern) => {
+            let pattern = pattern.strip_prefix('*').unwrap_or(pattern);
+            let regex = Regex::compile(pattern, true)
+                .map_err(|error| ConfError::message(error.0, &directive.span))?;
+            CookieName::Regex(Arc::new(regex))
+        }
+        None => CookieName::Name(context.template(first, &directive.span)?),
+    };
+    let mut flags = Vec::new();
+    for argument in &directive.args[1..] {
+        let text = argument.as_str();
+        let template = context.template(text, &directive.span)?;
+        if template.as_literal().is_some() && !crate::proxy::cookie_flags::is_flag(text) {
+            return Err(ConfError::message(
+                format!("invalid parameter \"{text}\""),
+                &directive.span,
+            ));
+        }
+        flags.push(template);
+    }
+    let rule = CookieFlagRule { name, flags };
+    match &mut scope.proxy.cookie_flags {
+        Some(CookieFlags::Rules(rules)) => rules.push(rule),
+        Some(CookieFlags::Off) => return Err(context.duplicate(directive)),
+        slot => *slot = Some(CookieFlags::Rules(vec![rule])),
+    }
+    Ok(())
+}
 set_once!(
     set_ignore_client_abort,
     LocationScope,

@@ -19,7 +19,7 @@ use crate::proxy::cache::lookup::{CacheRequest, lookup};
 use crate::proxy::cache::settings::UseStale;
 mod caching;
 
-use caching::stale_condition;
+use caching::{key_uri, stale_condition};
 
 pub use crate::proxy::exchange::read_timed;
 use crate::proxy::exchange::{
@@ -254,6 +254,13 @@ impl<'a> Proxying<'a, '_> {
                     group.note_response(selected, status, attempt.header_time);
                     let outcome = Outcome::Response(status);
                     if decide(&self.policy, outcome, tries, Instant::now()) != Next::Retry {
+                        if status == 101 {
+                            // Bytes the client sent after its upgrade request go through
+                            // the tunnel first.
+                            let early = client.source.buffered().to_vec();
+                            client.source.consume(early.len());
+                            request.upstream.client_early = early;
+                        }
                         return self.respond(client.info, request, answer, current);
                     }
                     let failed = status_counts_against_peer(status);
@@ -454,6 +461,19 @@ impl<'a> Proxying<'a, '_> {
         };
         request.upstream.keep_head(&buffer, head.len, &head.fields);
         response::apply(self.worker, info, request, proxy, &head, &buffer, &rewrite);
+        if head.status == 101 {
+            // An upgrade (WebSocket): the connection becomes a tunnel to the upstream.
+            self.release(info, request, current.selected, false);
+            request.upstream.attempts[current.attempt].response_time =
+                Some(self.policy.started.elapsed());
+            return ProxyOutcome::Respond(Body::Upstream(Box::new(crate::send::tunnel::Tunnel {
+                upstream: stream,
+                upstream_early: buffer[head.len..].to_vec(),
+                client_early: std::mem::take(&mut request.upstream.client_early),
+                read_timeout: proxy.read_timeout,
+                upstream_send_timeout: proxy.send_timeout,
+            })));
+        }
         let framing = response::framing(&head, self.is_head);
         let keepalive = match &self.target.group {
             GroupRef::Conf(group)
@@ -503,6 +523,7 @@ impl<'a> Proxying<'a, '_> {
             release,
             attempt: current.attempt,
             cache: writer,
+            limit_rate: proxy.limit_rate,
         });
         if background {
             return ProxyOutcome::Drain(Box::new(body));
@@ -518,22 +539,6 @@ fn rewrite_input<'t>(location: &'t Location, target: &'t Target<'_>) -> RewriteI
         url_has_uri: target.uri_part.is_some(),
         location: location.prefix(),
     }
-}
-
-/// The URI the request would go upstream with: the default cache key's second part.
-fn key_uri(request: &Request<'_>, location: &Location, target: &Target<'_>) -> Vec<u8> {
-    let input = HeadInput {
-        uri_part: target.uri_part.as_deref(),
-        variables: target.variables,
-        method: b"GET",
-        host: b"",
-        body_len: None,
-        chunked: false,
-        cache: None,
-    };
-    let mut uri = Vec::new();
-    upstream_uri(request, location, &input, &mut uri);
-    uri
 }
 
 /// `proxy_intercept_errors`: the status goes to `error_page`, the response is dropped.

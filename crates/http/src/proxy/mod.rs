@@ -10,6 +10,7 @@
 mod accel;
 pub mod body;
 pub mod cache;
+mod cookie_flags;
 pub mod directives;
 mod exchange;
 pub mod failure;

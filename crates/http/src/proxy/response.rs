@@ -159,7 +159,13 @@ pub fn apply(
             let prefix = find_ascii_ci(value, b"url=").map_or(value.len(), |at| at + 4);
             rewrite_redirect(worker, connection, request, proxy, input, value, prefix)
         } else if is(name, b"set-cookie") {
-            rewrite_cookie(worker, connection, request, proxy, value)
+            let value = rewrite_cookie(worker, connection, request, proxy, value);
+            match &proxy.cookie_flags {
+                crate::proxy::settings::CookieFlags::Rules(rules) => {
+                    crate::proxy::cookie_flags::apply(worker, connection, request, rules, value)
+                }
+                crate::proxy::settings::CookieFlags::Off => value,
+            }
         } else if is(name, b"expires") {
             // nginx keeps the first `Expires` only.
             if expires_seen {

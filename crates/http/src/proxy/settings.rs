@@ -46,6 +46,28 @@ pub enum CookieRewrite {
     Rules(Vec<RedirectRule>),
 }
 
+/// `proxy_cookie_flags`: rules in order, the first whose name matches applies.
+#[derive(Clone, Debug)]
+pub enum CookieFlags {
+    Off,
+    Rules(Vec<CookieFlagRule>),
+}
+
+#[derive(Clone, Debug)]
+pub struct CookieFlagRule {
+    pub name: CookieName,
+    /// `secure`, `httponly`, `samesite[=...]` and their `no` forms, possibly variables.
+    pub flags: Vec<HttpTemplate>,
+}
+
+#[derive(Clone, Debug)]
+pub enum CookieName {
+    /// A name, possibly with variables (an empty value matches nothing).
+    Name(HttpTemplate),
+    /// `~regex`, matched without regard to case.
+    Regex(Arc<crate::conf::regex::Regex>),
+}
+
 /// Conditions under which the next upstream server is tried (`proxy_next_upstream`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct NextUpstream(pub u16);
@@ -144,6 +166,9 @@ settings! {
         intercept_errors: bool = false,
         cookie_domain: CookieRewrite = CookieRewrite::Off,
         cookie_path: CookieRewrite = CookieRewrite::Off,
+        cookie_flags: CookieFlags = CookieFlags::Off,
+        /// `proxy_limit_rate`: bytes per second read from the upstream; 0 is no limit.
+        limit_rate: u64 = 0,
         /// `proxy_ignore_client_abort`: a client that closes does not end the try.
         ignore_client_abort: bool = false,
         next_upstream: NextUpstream = NextUpstream(NextUpstream::ERROR | NextUpstream::TIMEOUT),

@@ -101,7 +101,9 @@ pub(super) fn write_head(
     if framing == Framing::Chunked {
         out.extend_from_slice(b"Transfer-Encoding: chunked\r\n");
     }
-    out.extend_from_slice(if request.keepalive {
+    out.extend_from_slice(if request.response.status == 101 {
+        b"Connection: upgrade\r\n"
+    } else if request.keepalive {
         b"Connection: keep-alive\r\n"
     } else {
         b"Connection: close\r\n"

@@ -6,6 +6,7 @@
 pub(crate) mod attach;
 mod body;
 pub(crate) mod slice;
+pub(crate) mod tunnel;
 pub use body::{BodyContext, Output, StreamedBody};
 mod file;
 mod filters;
@@ -52,6 +53,10 @@ pub(crate) fn keepalive_allowed(
     connection: &ConnectionInfo,
     request: &Request<'_>,
 ) -> bool {
+    // An upgraded connection is the tunnel's until it ends.
+    if request.response.status == 101 {
+        return false;
+    }
     let wanted = match request.info.connection {
         ConnectionOption::Close => false,
         ConnectionOption::KeepAlive => request.head.version >= Version::Http10,

@@ -50,6 +50,8 @@ pub struct UpstreamInfo {
     pub invalidate: Option<(std::sync::Arc<cache::Zone>, cache::Key, Vec<u8>)>,
     /// The slice being fetched (`slice`): its first and last byte, `$slice_range`.
     pub slice: Option<(u64, u64)>,
+    /// An upgraded connection: what the client sent after its request, for the tunnel.
+    pub client_early: Vec<u8>,
 }
 
 impl UpstreamInfo {
@@ -86,6 +88,7 @@ impl UpstreamInfo {
         self.refresh = None;
         self.invalidate = None;
         self.slice = None;
+        self.client_early.clear();
     }
 }
 

@@ -662,7 +662,7 @@ fn append_remote_user(request: &Request<'_>, out: &mut Vec<u8>) -> bool {
 
 /// Base64 as nginx decodes it: the standard alphabet, up to the first `=`; any other byte,
 /// or a length that leaves a single character, is an error.
-fn decode_base64(input: &[u8]) -> Option<Vec<u8>> {
+pub(crate) fn decode_base64(input: &[u8]) -> Option<Vec<u8>> {
     fn value(byte: u8) -> Option<u32> {
         Some(u32::from(match byte {
             b'A'..=b'Z' => byte - b'A',

@@ -1,7 +1,7 @@
 //! Variables: every `$name` a template may use, resolved to a [`Variable`] at config load
 //! and evaluated against a request by matching on it, never by looking a name up.
 
-mod evaluate;
+pub(crate) mod evaluate;
 mod registry;
 
 pub(crate) use evaluate::Reborrow;

@@ -453,3 +453,41 @@ mod tests {
         assert!(set_tcp_defer_accept(&not_a_socket, Duration::from_secs(1)).is_err());
     }
 }
+
+/// The size of libxcrypt's `struct crypt_data`, the work area of `crypt_rn`.
+const CRYPT_DATA_SIZE: usize = 32768;
+
+#[link(name = "crypt")]
+unsafe extern "C" {
+    fn crypt_rn(
+        phrase: *const libc::c_char,
+        setting: *const libc::c_char,
+        data: *mut libc::c_void,
+        size: libc::c_int,
+    ) -> *mut libc::c_char;
+}
+
+/// The system's `crypt` of `phrase` with `setting` (a stored hash: DES, `$1$`, `$5$`,
+/// `$6$`, `$y$` ... whatever the C library knows), thread-safe; `None` when the setting is
+/// not one it knows. Slow by design: run it on a pool.
+pub fn crypt(phrase: &[u8], setting: &[u8]) -> Option<Vec<u8>> {
+    let phrase = std::ffi::CString::new(phrase).ok()?;
+    let setting = std::ffi::CString::new(setting).ok()?;
+    let mut data = vec![0u8; CRYPT_DATA_SIZE];
+    // SAFETY: both strings are NUL-terminated; `data` is a zeroed area of the size
+    // libxcrypt's `struct crypt_data` has, passed with that size, and outlives the call.
+    let result = unsafe {
+        crypt_rn(
+            phrase.as_ptr(),
+            setting.as_ptr(),
+            data.as_mut_ptr().cast(),
+            CRYPT_DATA_SIZE as libc::c_int,
+        )
+    };
+    if result.is_null() {
+        return None;
+    }
+    // SAFETY: on success crypt_rn returns a NUL-terminated string inside `data`.
+    let hashed = unsafe { CStr::from_ptr(result) };
+    Some(hashed.to_bytes().to_vec())
+}

@@ -161,3 +161,39 @@ fn usr1_reopens_logs() {
         "/before\n/still-old\n"
     );
 }
+
+/// `access_log ... gzip=N`: the buffer is written compressed, each flush a gzip member, so
+/// the file reads back whole with `gzip -dc`.
+#[test]
+fn gzip_logs_read_back_with_gzip() {
+    let mut server = Instance::http(
+        "log_format uri '$uri';
+        server {
+            listen 127.0.0.1:8080;
+            access_log logs/zipped.log.gz uri gzip=5 flush=100ms;
+            location / { return 200 ok; }
+        }",
+    );
+    for n in 0..5 {
+        server.get(&format!("/line{n}"));
+    }
+    // The flush timer writes the first member; stopping writes the rest.
+    let path = server.prefix().join("logs/zipped.log.gz");
+    wait_until("the first flush", PATIENCE, || {
+        std::fs::metadata(&path).is_ok_and(|meta| meta.len() > 0)
+    });
+    server.get("/after");
+    server.stop();
+    let bytes = std::fs::read(&path).expect("the log");
+    assert_eq!(&bytes[..2], b"\x1f\x8b", "gzip's magic number");
+    let output = std::process::Command::new("gzip")
+        .arg("-dc")
+        .arg(&path)
+        .output()
+        .expect("run gzip");
+    assert!(output.status.success(), "{:?}", output);
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        "/line0\n/line1\n/line2\n/line3\n/line4\n/after\n"
+    );
+}

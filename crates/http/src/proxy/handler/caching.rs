@@ -386,3 +386,23 @@ pub(super) fn stale_condition(failure: &Failure) -> u16 {
         _ => UseStale::ERROR,
     }
 }
+
+/// The URI the request would go upstream with: the default cache key's second part.
+pub(super) fn key_uri(
+    request: &Request<'_>,
+    location: &crate::conf::Location,
+    target: &super::Target<'_>,
+) -> Vec<u8> {
+    let input = crate::proxy::request::HeadInput {
+        uri_part: target.uri_part.as_deref(),
+        variables: target.variables,
+        method: b"GET",
+        host: b"",
+        body_len: None,
+        chunked: false,
+        cache: None,
+    };
+    let mut uri = Vec::new();
+    crate::proxy::request::upstream_uri(request, location, &input, &mut uri);
+    uri
+}

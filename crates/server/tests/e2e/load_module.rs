@@ -1,0 +1,61 @@
+//! Directives distribution configs carry that have nothing to do in Portico:
+//! `load_module` for a module Portico has built in, and `open_log_file_cache` (Portico
+//! opens each log file once per configuration).
+
+use crate::support::cli::{assert_fails, assert_http_body_fails, test_config};
+
+#[test]
+fn load_module_accepts_built_in_modules_only() {
+    let (_, output) = test_config(concat!(
+        "load_module modules/ngx_http_map_module.so;\n",
+        "load_module /usr/lib/nginx/modules/ngx_http_proxy_module.so;\n",
+        "events {}\nhttp {}\n",
+    ));
+    output.assert_code(0);
+    assert_fails(
+        "load_module modules/ngx_http_geoip_module.so;\nevents {}\nhttp {}\n",
+        "load_module \"modules/ngx_http_geoip_module.so\": Portico has no \"http_geoip\" module in {conf}:1",
+    );
+}
+
+#[test]
+fn open_log_file_cache_is_checked() {
+    let (_, output) = test_config(concat!(
+        "events {}\nhttp {\n",
+        "open_log_file_cache max=1000 inactive=20s valid=1m min_uses=2;\n",
+        "server { open_log_file_cache off; }\n}\n",
+    ));
+    output.assert_code(0);
+    assert_http_body_fails(
+        "open_log_file_cache inactive=20s;",
+        "\"open_log_file_cache\" must have \"max\" parameter in {conf}:4",
+    );
+    assert_http_body_fails(
+        "open_log_file_cache max=10 bogus=1;",
+        "invalid \"open_log_file_cache\" parameter \"bogus=1\" in {conf}:4",
+    );
+}
+
+/// `-t` reports a configuration's own errors although the default error log cannot be
+/// opened (no `logs/` under the prefix): the log failure is an [alert], not the end.
+#[test]
+fn a_missing_default_error_log_does_not_hide_the_configs_errors() {
+    let prefix = crate::support::TempPrefix::new();
+    prefix.write("portico.conf", "events {}\nhttp { bogus_directive on; }\n");
+    let _ = std::fs::remove_dir_all(prefix.join("logs"));
+    let arguments = ["-p", &prefix.arg(), "-c", "portico.conf", "-t"];
+    let output = crate::support::cli::run_in(prefix.path(), &arguments);
+    output.assert_code(1);
+    assert!(
+        output.stderr.contains("could not open error log file"),
+        "{}",
+        output.stderr
+    );
+    assert!(
+        output
+            .stderr
+            .contains("unknown directive \"bogus_directive\""),
+        "{}",
+        output.stderr
+    );
+}
