@@ -147,6 +147,7 @@ pub struct Zone {
     signal: Mutex<Signal>,
     wake: Condvar,
     purges: crate::purge::PurgeRules,
+    stats: crate::stats::CacheStats,
 }
 
 impl std::fmt::Debug for Zone {
@@ -201,11 +202,17 @@ impl Zone {
             signal: Mutex::new(Signal::default()),
             wake: Condvar::new(),
             purges: crate::purge::PurgeRules::default(),
+            stats: crate::stats::CacheStats::default(),
         })
     }
 
     pub fn params(&self) -> &ZoneParams {
         &self.params
+    }
+
+    /// What the zone answered, by cache status.
+    pub fn stats(&self) -> &crate::stats::CacheStats {
+        &self.stats
     }
 
     /// The zone's purge rules (`proxy_cache_purge`).

@@ -28,6 +28,7 @@ pub mod loader;
 pub mod manager;
 pub mod persist;
 pub mod purge;
+pub mod stats;
 pub mod store;
 
 pub mod key;

@@ -155,8 +155,23 @@ fn create_directory(path: &CachePath, user: Option<&UserSetting>) -> Result<(), 
     if dir.is_dir() {
         return Ok(());
     }
+    // Missing parents are made searchable (0755), the cache directory itself private.
+    if let Some(parent) = dir.parent()
+        && !parent.is_dir()
+    {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o755)
+            .create(parent)
+            .map_err(|error| {
+                format!(
+                    "mkdir() \"{}\" failed ({})",
+                    parent.display(),
+                    crate::generation::errno_text(&error)
+                )
+            })?;
+    }
     std::fs::DirBuilder::new()
-        .recursive(true)
         .mode(0o700)
         .create(dir)
         .map_err(|error| {

@@ -226,7 +226,16 @@ fn caches(generation: &Generation) -> String {
             if let Some(max_size) = zone.params().max_size {
                 let _ = write!(entry, ",\"max_size\":{max_size}");
             }
-            let _ = write!(entry, ",\"cold\":{}}}", zone.cold());
+            let _ = write!(entry, ",\"cold\":{}", zone.cold());
+            for status in cache::stats::STATUSES {
+                let (responses, bytes) = zone.stats().of(status);
+                let _ = write!(
+                    entry,
+                    ",\"{}\":{{\"responses\":{responses},\"bytes\":{bytes}}}",
+                    status.to_ascii_lowercase()
+                );
+            }
+            entry.push('}');
             entry
         })
         .collect();

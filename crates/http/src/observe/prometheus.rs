@@ -530,10 +530,8 @@ fn upstreams(out: &mut Exposition, generation: &Generation) {
     }
 }
 
-/// The `proxy_cache_path` zones' sizes. The request-side counts (hits, misses, stale,
-/// updating, revalidated, bypass and their bytes) are the hook left for the cache: counters
-/// on `cache::Zone`, counted where `$upstream_cache_status` is decided, then one family
-/// each here and in `api::caches`.
+/// The `proxy_cache_path` zones: their sizes, and their responses and body bytes by
+/// `$upstream_cache_status` (counted by `send::log_request` into `cache::Zone::stats`).
 fn caches(out: &mut Exposition, generation: &Generation) {
     let zones = &generation.cache_zones;
     type Field = fn(&cache::Zone) -> f64;
@@ -568,6 +566,31 @@ fn caches(out: &mut Exposition, generation: &Generation) {
         out.family(name, Kind::Gauge, help);
         for zone in zones {
             out.gauge(&[("zone", &zone.params().name)], field(zone));
+        }
+    }
+    for (family, help, bytes) in [
+        (
+            "portico_cache_responses",
+            "Responses by $upstream_cache_status.",
+            false,
+        ),
+        (
+            "portico_cache_response_bytes",
+            "Body bytes sent by $upstream_cache_status.",
+            true,
+        ),
+    ] {
+        out.family(family, Kind::Counter, help);
+        for zone in zones {
+            for status in cache::stats::STATUSES {
+                let (responses, sent) = zone.stats().of(status);
+                let value = if bytes { sent } else { responses };
+                let status = status.to_ascii_lowercase();
+                out.counter(
+                    &[("zone", &zone.params().name), ("status", &status)],
+                    value as f64,
+                );
+            }
         }
     }
 }

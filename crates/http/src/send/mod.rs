@@ -224,6 +224,11 @@ fn charset_filter<'a>(
 pub(crate) fn log_request(worker: &HttpWorker, connection: &Connection, request: &Request<'_>) {
     let location = location(worker, request);
     crate::observe::zones::record(worker, &location.settings.status_zone, request);
+    if let (Some(zone), Some(status)) =
+        (&request.upstream.cache_zone, request.upstream.cache_status)
+    {
+        zone.stats().record(status, request.sent.body_bytes);
+    }
     let settings = &location.settings.access_log;
     let targets = &settings.access_log;
     if targets.is_empty() || settings.access_log_off {

@@ -41,6 +41,8 @@ pub struct UpstreamInfo {
     pub trying: bool,
     /// `$upstream_cache_status`: `HIT`, `MISS`, ..., when a cache was involved.
     pub cache_status: Option<&'static str>,
+    /// The zone that answered, for its statistics.
+    pub cache_zone: Option<std::sync::Arc<cache::Zone>>,
     /// A stale entry was sent and its refresh is due once the response is out
     /// (`proxy_cache_background_update`): the mark that this request updates it.
     /// With the slice it was for, whose range the refresh asks again.
@@ -85,6 +87,7 @@ impl UpstreamInfo {
         self.uri.clear();
         self.trying = false;
         self.cache_status = None;
+        self.cache_zone = None;
         self.refresh = None;
         self.invalidate = None;
         self.slice = None;

@@ -455,3 +455,64 @@ fn file_bytes_are_counted_by_who_moved_them() {
     assert_eq!(moved("/nowait-off/data.bin", "pool"), 100_000.0);
     assert_eq!(moved("/off/data.bin", "aio_off"), 100_000.0);
 }
+
+/// A cache zone's responses by `$upstream_cache_status`, in the metrics and the API.
+#[test]
+fn cache_zones_count_responses_by_status() {
+    let mut builder = Instance::http_builder(
+        "proxy_cache_path cache/one keys_zone=one:1m;
+        server {
+            listen 127.0.0.1:8080;
+            location = /metrics { portico_metrics; }
+            location = /api/9/http/caches { api; }
+            location / {
+                proxy_pass http://127.0.0.1:8081;
+                proxy_cache one;
+                proxy_cache_valid 1m;
+            }
+        }",
+    );
+    let _upstream =
+        crate::support::upstream::MockUpstream::start(builder.port(8081), |mut conn| {
+            while conn.read_request().is_some() {
+                conn.write("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello");
+            }
+        });
+    let server = builder.start();
+    for _ in 0..3 {
+        assert_eq!(server.get("/page").body, b"hello");
+    }
+    let counted = |text: &str, status: &str| {
+        value(
+            text,
+            &format!("portico_cache_responses_total{{zone=\"one\",status=\"{status}\"}}"),
+        )
+    };
+    let mut text = scrape(&server);
+    // The third response is logged just after it is sent.
+    for _ in 0..50 {
+        if counted(&text, "hit") == 2.0 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        text = scrape(&server);
+    }
+    assert_eq!(counted(&text, "miss"), 1.0, "{text}");
+    assert_eq!(counted(&text, "hit"), 2.0, "{text}");
+    assert_eq!(
+        value(
+            &text,
+            "portico_cache_response_bytes_total{zone=\"one\",status=\"hit\"}"
+        ),
+        10.0
+    );
+    let api = server.get("/api/9/http/caches").body_text();
+    assert!(
+        api.contains("\"hit\":{\"responses\":2,\"bytes\":10}"),
+        "{api}"
+    );
+    assert!(
+        api.contains("\"miss\":{\"responses\":1,\"bytes\":5}"),
+        "{api}"
+    );
+}

@@ -268,6 +268,7 @@ pub(crate) async fn lookup(
         }
     };
     let key = Key::new(&[&key_text]);
+    request.upstream.cache_zone = Some(Arc::clone(&zone));
     let io = crate::file::cache::file_io(worker, info, request, location);
     let mut cache = CacheRequest {
         zone,
