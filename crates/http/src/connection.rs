@@ -490,6 +490,15 @@ async fn handle_request<'a>(
     }
     let sent = send::send_response(worker, connection, request, body).await;
     send::log_request(worker, connection, request);
+    if let Some(uri) = current_core(worker, request).post_action.clone() {
+        let mut done = BodyState::Done;
+        let client = Client {
+            info: &connection.info,
+            source: BodySource::http1(&connection.stream, &mut connection.read_ahead),
+            body: &mut done,
+        };
+        phases::post_action(worker, client, request, uri.into_vec()).await;
+    }
     if request.upstream.refresh.is_some() {
         // The stale entry is out: the connection waits while it is refreshed, as
         // nginx's background subrequest holds it.

@@ -388,6 +388,23 @@ async fn proxy_content<'a>(
     }
 }
 
+/// `post_action`: once the response is out, the request goes on to the URI as an internal
+/// redirect, through every phase; what it answers is discarded.
+pub(crate) async fn post_action<'a>(
+    worker: &'a HttpWorker,
+    client: Client<'_>,
+    request: &mut Request<'a>,
+    uri: Vec<u8>,
+) {
+    let (uri, args) = match memchr::memchr(b'?', &uri) {
+        Some(at) => (uri[..at].to_vec(), uri[at + 1..].to_vec()),
+        None => (uri, Vec::new()),
+    };
+    request.response.clear();
+    let reply = run_from(worker, client, request, Step::Redirect { uri, args }).await;
+    drop(reply);
+}
+
 /// After a stale response went out (`proxy_cache_background_update`): the request goes
 /// upstream again from its location, and the answer is read into the cache, not sent.
 pub(crate) async fn background_update<'a>(

@@ -366,6 +366,12 @@ pub const DIRECTIVES: &[HttpDirective] = &[
         Arity::TAKE1,
         Setter::Location(set_satisfy),
     ),
+    entry(
+        "post_action",
+        ANY_LEVEL,
+        Arity::TAKE1,
+        Setter::Location(set_post_action),
+    ),
 ];
 
 /// `"NAME" directive invalid value`
@@ -627,6 +633,17 @@ set_once!(set_internal, LocationScope, core.internal, |_, _| Ok::<
     ConfError,
 >(true));
 set_once!(set_satisfy, LocationScope, core.satisfy, satisfy);
+set_once!(
+    set_post_action,
+    LocationScope,
+    core.post_action,
+    |d: &Directive, _c: &mut LoadContext<'_>| -> Result<_, ConfError> {
+        Ok(match d.arg(0) {
+            "off" => None,
+            uri => Some(uri.as_bytes().into()),
+        })
+    }
+);
 
 fn nonzero_size(directive: &Directive, context: &mut LoadContext<'_>) -> Result<u64, ConfError> {
     size(directive, context).and_then(|value| {

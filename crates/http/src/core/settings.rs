@@ -249,5 +249,7 @@ settings! {
         internal: bool = false,
         /// `satisfy`
         satisfy: Satisfy = Satisfy::All,
+        /// `post_action URI`: a request to it once the response is out; `None` is `off`.
+        post_action: Option<Box<[u8]>> = None,
     }
 }

@@ -40,6 +40,7 @@ mod not_modified;
 mod open_file_cache;
 mod portico_metrics;
 mod portico_status_page;
+mod post_action;
 mod proxy_bind;
 mod proxy_body;
 mod proxy_buffering;
