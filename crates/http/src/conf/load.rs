@@ -529,6 +529,7 @@ fn build(
         main.charset
             .resolve_location(&mut location.settings.charset)?;
         crate::proxy::cache::resolve_zone(&mut location.settings.proxy_cache, &main.cache_paths)?;
+        crate::limit::resolve_zones(&mut location.settings.limit, &main.limit)?;
     }
     let mut main_core = main.core;
     main_core.merge_from(&Default::default());
@@ -548,6 +549,7 @@ fn build(
         upstreams,
         thread_pools_used: context.thread_pools_used,
         cache_paths: main.cache_paths,
+        limit_zones: main.limit,
     })
 }
 
