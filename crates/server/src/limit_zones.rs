@@ -64,13 +64,19 @@ pub fn adopt(zones: &mut LimitZones) -> Result<(), String> {
     });
     for used in &zones.req {
         let known = registry.req.entry(used.zone.name.clone()).or_default();
-        if !known.iter().any(|zone| zone.ptr_eq(&Arc::downgrade(&used.zone))) {
+        if !known
+            .iter()
+            .any(|zone| zone.ptr_eq(&Arc::downgrade(&used.zone)))
+        {
             known.push(Arc::downgrade(&used.zone));
         }
     }
     for used in &zones.conn {
         let known = registry.conn.entry(used.zone.name.clone()).or_default();
-        if !known.iter().any(|zone| zone.ptr_eq(&Arc::downgrade(&used.zone))) {
+        if !known
+            .iter()
+            .any(|zone| zone.ptr_eq(&Arc::downgrade(&used.zone)))
+        {
             known.push(Arc::downgrade(&used.zone));
         }
     }

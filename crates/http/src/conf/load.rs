@@ -531,6 +531,8 @@ fn build(
         crate::proxy::cache::resolve_zone(&mut location.settings.proxy_cache, &main.cache_paths)?;
         crate::limit::resolve_zones(&mut location.settings.limit, &main.limit)?;
     }
+    // Zones named only where no server inherits them fail too, as in nginx.
+    crate::limit::resolve_zones(&mut http_location.limit.resolve(env), &main.limit)?;
     let mut main_core = main.core;
     main_core.merge_from(&Default::default());
     Ok(HttpConf {

@@ -49,7 +49,11 @@ pub const CONN_DIRECTIVES: &[HttpDirective] = &[
         set: Setter::Main(set_limit_conn_zone),
     },
     location("limit_conn", Arity::TAKE2, set_limit_conn),
-    location("limit_conn_log_level", Arity::TAKE1, set_limit_conn_log_level),
+    location(
+        "limit_conn_log_level",
+        Arity::TAKE1,
+        set_limit_conn_log_level,
+    ),
     location("limit_conn_status", Arity::TAKE1, set_limit_conn_status),
     location("limit_conn_dry_run", Arity::TAKE1, set_limit_conn_dry_run),
 ];
@@ -250,13 +254,12 @@ fn set_limit_req(
     };
     let limits = scope.limit.limit_req.get_or_insert_with(Vec::new);
     if limits.iter().any(|limit| limit.zone_name == zone_name) {
-        return Err(ConfError::message("\"limit_req\" directive is duplicate", span));
+        return Err(ConfError::message(
+            "\"limit_req\" directive is duplicate",
+            span,
+        ));
     }
-    let delay = if nodelay {
-        u64::MAX / 1000
-    } else {
-        delay
-    };
+    let delay = if nodelay { u64::MAX / 1000 } else { delay };
     limits.push(ReqLimit {
         zone_name: zone_name.to_owned(),
         zone: 0,
@@ -290,7 +293,10 @@ fn set_limit_conn(
     }
     let limits = scope.limit.limit_conn.get_or_insert_with(Vec::new);
     if limits.iter().any(|limit| limit.zone_name == zone_name) {
-        return Err(ConfError::message("\"limit_conn\" directive is duplicate", span));
+        return Err(ConfError::message(
+            "\"limit_conn\" directive is duplicate",
+            span,
+        ));
     }
     limits.push(ConnLimit {
         zone_name: zone_name.to_owned(),

@@ -144,7 +144,13 @@ async fn limit_req<'a>(
                 zone.zone.key_text,
                 key.len()
             );
-            log(worker, connection, request, Level::Error, format_args!("{message}"));
+            log(
+                worker,
+                connection,
+                request,
+                Level::Error,
+                format_args!("{message}"),
+            );
             continue;
         }
         let now = zone.zone.now_ms();
@@ -167,8 +173,10 @@ async fn limit_req<'a>(
     let (mut excess, mut chosen) = match ended {
         Some((Lookup::Busy { excess }, used)) => {
             let name = &zones[used.zone].zone.name;
-            let message =
-                format!("limiting requests{dry}, excess: {} by zone \"{name}\"", Excess(excess));
+            let message = format!(
+                "limiting requests{dry}, excess: {} by zone \"{name}\"",
+                Excess(excess)
+            );
             log(
                 worker,
                 connection,
@@ -181,7 +189,13 @@ async fn limit_req<'a>(
         Some((Lookup::Full, used)) => {
             let name = &zones[used.zone].zone.name;
             let message = format!("could not allocate node in limit_req zone \"{name}\"");
-            log(worker, connection, request, Level::Alert, format_args!("{message}"));
+            log(
+                worker,
+                connection,
+                request,
+                Level::Alert,
+                format_args!("{message}"),
+            );
             return refuse(zones, held, request, limit);
         }
         Some((Lookup::Accounted { excess }, used)) => (excess, Some(used)),
@@ -211,7 +225,10 @@ async fn limit_req<'a>(
         return None;
     };
     let name = &zones[chosen.zone].zone.name;
-    let message = format!("delaying request{dry}, excess: {}, by zone \"{name}\"", Excess(excess));
+    let message = format!(
+        "delaying request{dry}, excess: {}, by zone \"{name}\"",
+        Excess(excess)
+    );
     log(
         worker,
         connection,
@@ -275,7 +292,13 @@ fn limit_conn<'a>(
                 zone.zone.key_text,
                 key.len()
             );
-            log(worker, connection, request, Level::Error, format_args!("{message}"));
+            log(
+                worker,
+                connection,
+                request,
+                Level::Error,
+                format_args!("{message}"),
+            );
             continue;
         }
         request.limit_conn_status = Some(PASSED);
@@ -302,7 +325,13 @@ fn limit_conn<'a>(
                         format!("ngx_slab_alloc() failed: no memory in limit_conn_zone \"{name}\""),
                     )
                 };
-                log(worker, connection, request, level, format_args!("{message}"));
+                log(
+                    worker,
+                    connection,
+                    request,
+                    level,
+                    format_args!("{message}"),
+                );
                 // The counts taken for earlier limits go back, as nginx's cleanups run.
                 drop(slots);
                 if limit.limit_conn_dry_run {
@@ -314,9 +343,10 @@ fn limit_conn<'a>(
             }
         }
     }
-    request
-        .cleanups
-        .0
-        .extend(slots.into_iter().map(|slot| Box::new(slot) as Box<dyn std::any::Any>));
+    request.cleanups.0.extend(
+        slots
+            .into_iter()
+            .map(|slot| Box::new(slot) as Box<dyn std::any::Any>),
+    );
     None
 }

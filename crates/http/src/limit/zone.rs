@@ -61,7 +61,10 @@ impl Capacity {
         };
         let root = capacity.allocate(root_size);
         let log_context = capacity.allocate(log_context_len);
-        debug_assert!(root && log_context, "a zone of eight pages holds its own data");
+        debug_assert!(
+            root && log_context,
+            "a zone of eight pages holds its own data"
+        );
         capacity
     }
 
@@ -198,7 +201,9 @@ impl ReqZone {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, ReqState> {
-        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// nginx's lookup: the key's excess after the time since its last request drained it
@@ -370,7 +375,9 @@ impl ConnZone {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, ConnState> {
-        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Counts one more request for `key` if it has fewer than `limit`.
