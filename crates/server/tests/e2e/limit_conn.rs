@@ -42,9 +42,11 @@ struct Gate(Arc<(Mutex<bool>, Condvar)>);
 impl Gate {
     fn wait(&self) {
         let (open, changed) = &*self.0;
-        let mut open = open.lock().unwrap();
+        let mut open = open.lock().expect("the gate's lock");
         while !*open {
-            let (guard, timeout) = changed.wait_timeout(open, Duration::from_secs(20)).unwrap();
+            let (guard, timeout) = changed
+                .wait_timeout(open, Duration::from_secs(20))
+                .expect("the gate's lock");
             open = guard;
             if timeout.timed_out() {
                 return;
@@ -54,7 +56,7 @@ impl Gate {
 
     fn open(&self) {
         let (open, changed) = &*self.0;
-        *open.lock().unwrap() = true;
+        *open.lock().expect("the gate's lock") = true;
         changed.notify_all();
     }
 }

@@ -44,7 +44,7 @@ fn logged_excess(line: &str, prefix: &str) -> u64 {
         .collect();
     let (whole, fraction) = number.split_once('.').expect("three decimals");
     assert_eq!(fraction.len(), 3, "{line}");
-    whole.parse::<u64>().unwrap() * 1000 + fraction.parse::<u64>().unwrap()
+    whole.parse::<u64>().expect("digits") * 1000 + fraction.parse::<u64>().expect("digits")
 }
 
 #[test]
