@@ -98,7 +98,8 @@ fn a_dry_run_serves_what_it_would_refuse_and_says_so() {
     assert_eq!(response.header("X-Limit"), Some("REJECTED_DRY_RUN"));
     let line = server.wait_for_error_log("limiting requests, dry run, excess: ");
     assert!(line.contains("by zone \"one\""), "{line}");
-    // The dry run accounted nothing: the key's bucket still holds one request.
+    // What a dry run would refuse is not accounted: the bucket holds the first request
+    // only, so a burst of 2 takes one more.
     assert_eq!(server.get("/burst/?k=d").status, 200);
 }
 
