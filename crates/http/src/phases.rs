@@ -101,7 +101,7 @@ async fn run_from<'a>(
             Step::FindConfig => find_config(worker, connection, request, server),
             Step::Rewrite => location_rewrite(worker, connection, request, server).await,
             Step::PostRewrite => post_rewrite(worker, connection, request),
-            Step::PreAccess => preaccess(worker, connection, request).await,
+            Step::PreAccess => preaccess(worker, &client, request).await,
             Step::Access => check_access(worker, connection, request).await,
             Step::PreContent => precontent(worker, connection, request).await,
             Step::Content => content(worker, &mut client, request).await,
@@ -256,10 +256,10 @@ fn post_rewrite<'a>(
 /// Phase 4: `limit_req`, then `limit_conn`.
 async fn preaccess<'a>(
     worker: &'a HttpWorker,
-    connection: &ConnectionInfo,
+    client: &Client<'_>,
     request: &mut Request<'a>,
 ) -> Step<'a> {
-    match limit::preaccess(worker, connection, request).await {
+    match limit::preaccess(worker, client.info, client.source.socket(), request).await {
         None => Step::Access,
         Some(status) => Step::Finalize(status),
     }

@@ -21,6 +21,7 @@ use std::time::Duration;
 
 use conf::ConfError;
 use logging::Level;
+use runtime::Stream;
 
 use crate::limit::settings::{Limit, LimitZones, ReqLimit};
 use crate::limit::zone::{ConnZone, Lookup, Take};
@@ -90,13 +91,14 @@ impl Drop for ConnSlot {
 pub async fn preaccess<'a>(
     worker: &'a HttpWorker,
     connection: &ConnectionInfo,
+    client: &Stream,
     request: &mut Request<'a>,
 ) -> Option<u16> {
     let location = current_location(worker, request);
     let limit = &location.settings.limit;
     if !limit.limit_req.is_empty()
         && request.limit_req_status.is_none()
-        && let Some(status) = limit_req(worker, connection, request, limit).await
+        && let Some(status) = limit_req(worker, connection, client, request, limit).await
     {
         return Some(status);
     }
@@ -124,6 +126,7 @@ impl std::fmt::Display for Excess {
 async fn limit_req<'a>(
     worker: &'a HttpWorker,
     connection: &ConnectionInfo,
+    client: &Stream,
     request: &mut Request<'a>,
     limit: &Limit,
 ) -> Option<u16> {
@@ -241,8 +244,38 @@ async fn limit_req<'a>(
         return None;
     }
     request.limit_req_status = Some(DELAYED);
-    tokio::time::sleep(Duration::from_millis(max_delay)).await;
-    None
+    // A client that goes away while its request waits ends the request at once, with
+    // nginx's `info` line and 499.
+    tokio::select! {
+        biased;
+        () = client_gone(client) => {
+            log(
+                worker,
+                connection,
+                request,
+                Level::Info,
+                format_args!("client prematurely closed connection"),
+            );
+            Some(499)
+        }
+        () = tokio::time::sleep(Duration::from_millis(max_delay)) => None,
+    }
+}
+
+/// Resolves when the client closes its connection (or it fails); never when it sends more
+/// (a request body, a pipelined request), which is left for later.
+async fn client_gone(client: &Stream) {
+    loop {
+        if client.readable().await.is_err() {
+            return;
+        }
+        match client.peek_closed() {
+            Ok(true) => return,
+            Ok(false) => std::future::pending::<()>().await,
+            Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(_) => return,
+        }
+    }
 }
 
 /// A refused request: the zones that held it let go, and the status says how it ends.

@@ -28,6 +28,10 @@ const RBTREE_NODE_HEAD: u64 = 32;
 pub const REQ_NODE_HEAD: u64 = RBTREE_NODE_HEAD + 48;
 /// A `limit_conn` node up to its key: color, key length, the count.
 pub const CONN_NODE_HEAD: u64 = RBTREE_NODE_HEAD + 4;
+/// Where a zone's clock starts. nginx's millisecond clock is far from zero, and an entry
+/// held for a later zone's verdict is stamped 0, so that its first accounting finds it
+/// fully drained; a zone's clock starting here keeps that true.
+const CLOCK_START_MS: u64 = 1 << 40;
 /// nginx does not look further back than a minute when it frees idle entries.
 const IDLE_MS: u64 = 60_000;
 
@@ -188,7 +192,7 @@ impl ReqZone {
 
     /// Milliseconds since the zone was made: nginx's `ngx_current_msec` for this zone.
     pub fn now_ms(&self) -> u64 {
-        self.epoch.elapsed().as_millis() as u64
+        CLOCK_START_MS + self.epoch.elapsed().as_millis() as u64
     }
 
     /// How many keys the zone holds.
@@ -464,6 +468,25 @@ mod tests {
             zone.lookup(b"a", 2000, 1000, true, 9000),
             Lookup::Accounted { excess: 0 }
         );
+    }
+
+    #[test]
+    fn a_full_zone_whose_oldest_entry_is_held_refuses() {
+        // Seven pages: the zone's name, the tree, and five keys of a page each.
+        let zone = ReqZone::new("small", MIN_ZONE_SIZE, "$k");
+        let key = |name: u8| vec![name; 2100];
+        assert_eq!(zone.lookup(&key(b'a'), 1000, 0, false, 0), Lookup::Held);
+        for name in b'b'..=b'e' {
+            let found = zone.lookup(&key(name), 1000, 0, true, 0);
+            assert_eq!(found, Lookup::Accounted { excess: 0 });
+        }
+        // `a` is the oldest and a request holds it: nothing can be freed.
+        assert_eq!(zone.lookup(&key(b'f'), 1000, 0, true, 0), Lookup::Full);
+        // Once let go, the oldest entry makes room.
+        zone.release(&key(b'a'));
+        let found = zone.lookup(&key(b'f'), 1000, 0, true, 0);
+        assert_eq!(found, Lookup::Accounted { excess: 0 });
+        assert_eq!(zone.len(), 5);
     }
 
     #[test]

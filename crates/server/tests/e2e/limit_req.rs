@@ -200,6 +200,57 @@ fn a_dry_run_does_not_delay() {
 }
 
 #[test]
+fn a_client_that_leaves_during_a_delay_ends_its_request() {
+    let server = start_paced();
+    assert_eq!(server.get("/delay/?k=gone").status, 200);
+    let mut client = server.connect();
+    client.write("GET /delay/?k=gone HTTP/1.1\r\nHost: localhost\r\n\r\n");
+    server.wait_read_by_server(&client);
+    drop(client);
+    let started = Instant::now();
+    let line = server.wait_for_error_log("client prematurely closed connection");
+    assert!(line.contains("[info] "), "{line}");
+    // At once, not when the half-second delay is over.
+    assert!(started.elapsed() < Duration::from_millis(450));
+    let logged = server.wait_for_line("logs/access.log", " 499 ");
+    assert!(logged.contains("GET /delay/?k=gone"), "{logged}");
+}
+
+#[test]
+fn with_several_zones_the_last_decides_and_a_refusal_counts_in_none() {
+    let server = Instance::http_builder(
+        r#"
+limit_req_zone $arg_a zone=a:32k rate=1r/m;
+limit_req_zone $arg_b zone=b:32k rate=1r/m;
+server {
+    listen 127.0.0.1:8080;
+    root html;
+    location / {
+        limit_req zone=a burst=3 nodelay;
+        limit_req zone=b nodelay;
+    }
+}
+"#,
+    )
+    .file("html/index.html", "both")
+    .start();
+    assert_eq!(server.get("/?a=x&b=1").status, 200);
+    // `b` refuses its key's second request; `a` does not count it.
+    assert_eq!(server.get("/?a=x&b=1").status, 503);
+    server.wait_for_error_log("limiting requests, excess: 1.000 by zone \"b\"");
+    // So `a` has three requests of burst left for `x`, then refuses.
+    for key in 2..5 {
+        assert_eq!(server.get(&format!("/?a=x&b={key}")).status, 200, "b={key}");
+    }
+    assert_eq!(server.get("/?a=x&b=9").status, 503);
+    let line = server.wait_for_error_log("by zone \"a\"");
+    let excess = logged_excess(&line, "limiting requests, excess: ");
+    assert!((3_990..=4_000).contains(&excess), "{line}");
+    // `b` was not asked about 9: its first request passes.
+    assert_eq!(server.get("/?b=9").status, 200);
+}
+
+#[test]
 fn a_full_zone_forgets_its_oldest_key() {
     // A 32k zone has 7 pages: one holds the zone's name, one the tree's root, and a
     // key of 2100 bytes takes a page of its own, so five such keys fill it.
