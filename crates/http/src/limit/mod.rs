@@ -63,9 +63,10 @@ fn find_zone(
     let conn = zones.conn.iter().position(|used| used.zone.name == name);
     match (is_req, req, conn) {
         (true, Some(index), _) | (false, _, Some(index)) => Ok(index),
-        (_, None, None) => Err(ConfError::message(
-            format!("zero size shared memory zone \"{name}\""),
-            span,
+        // nginx finds this when it creates the zones, past the configuration's lines.
+        (_, None, None) => Err(ConfError::new(
+            conf::ConfErrorKind::Message(format!("zero size shared memory zone \"{name}\"")),
+            None,
         )),
         _ => Err(ConfError::message(
             format!("the shared memory zone \"{name}\" is already declared for a different use"),

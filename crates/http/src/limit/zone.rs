@@ -220,9 +220,11 @@ impl ReqZone {
         let stamp = state.next_stamp;
         state.next_stamp += 1;
         if let Some(entry) = state.entries.get_mut(key) {
-            state.order.remove(&entry.stamp);
+            let stored = state.order.remove(&entry.stamp);
             entry.stamp = stamp;
-            state.order.insert(stamp, key.into());
+            state
+                .order
+                .insert(stamp, stored.unwrap_or_else(|| key.into()));
             let elapsed = now.saturating_sub(entry.last);
             let excess = with_request(entry.excess, rate, elapsed);
             if excess > burst {
