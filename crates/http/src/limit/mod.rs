@@ -109,10 +109,17 @@ pub async fn preaccess<'a>(
     None
 }
 
-/// A zone of a held or refused lookup.
+/// A zone that holds the request's entry until the last zone's verdict.
 struct Held<'l> {
     limit: &'l ReqLimit,
     key: Vec<u8>,
+}
+
+/// The lookups of one request in its `limit_req` zones, in order.
+struct Lookups<'l> {
+    held: Vec<Held<'l>>,
+    /// The lookup that ended the walk (the last zone's, or a refusal), with its limit.
+    ended: Option<(Lookup, &'l ReqLimit)>,
 }
 
 /// The excess in nginx's log format: requests with three decimals.
@@ -132,10 +139,98 @@ async fn limit_req<'a>(
     limit: &Limit,
 ) -> Option<u16> {
     let zones = &worker.conf().limit_zones.req;
+    let Lookups { held, ended } = look_up(worker, connection, request, limit);
+    if ended.is_none() && held.is_empty() {
+        return None;
+    }
+    let dry = if limit.limit_req_dry_run {
+        ", dry run"
+    } else {
+        ""
+    };
+    let (excess, chosen) = match ended {
+        Some((Lookup::Busy { excess }, used)) => {
+            let name = &zones[used.zone].zone.name;
+            let message = format!(
+                "limiting requests{dry}, excess: {} by zone \"{name}\"",
+                Excess(excess)
+            );
+            let level = limit.limit_req_log_level;
+            log(
+                worker,
+                connection,
+                request,
+                level,
+                format_args!("{message}"),
+            );
+            return refuse(zones, held, request, limit);
+        }
+        Some((Lookup::Full, used)) => {
+            let name = &zones[used.zone].zone.name;
+            let message = format!("could not allocate node in limit_req zone \"{name}\"");
+            log(
+                worker,
+                connection,
+                request,
+                Level::Alert,
+                format_args!("{message}"),
+            );
+            return refuse(zones, held, request, limit);
+        }
+        Some((Lookup::Accounted { excess }, used)) => (excess, Some(used)),
+        Some((Lookup::Held, _)) | None => (0, None),
+    };
+    let Some((delay, excess, chosen)) = account_held(zones, &held, excess, chosen) else {
+        request.limit_req_status = Some(PASSED);
+        return None;
+    };
+    let name = &zones[chosen.zone].zone.name;
+    let message = format!(
+        "delaying request{dry}, excess: {}, by zone \"{name}\"",
+        Excess(excess)
+    );
+    let level = delay_level(limit.limit_req_log_level);
+    log(
+        worker,
+        connection,
+        request,
+        level,
+        format_args!("{message}"),
+    );
+    if limit.limit_req_dry_run {
+        request.limit_req_status = Some(DELAYED_DRY_RUN);
+        return None;
+    }
+    request.limit_req_status = Some(DELAYED);
+    // A client that goes away while its request waits ends the request at once, with
+    // nginx's `info` line and 499.
+    tokio::select! {
+        biased;
+        () = client_gone(client) => {
+            log(
+                worker,
+                connection,
+                request,
+                Level::Info,
+                format_args!("client prematurely closed connection"),
+            );
+            Some(499)
+        }
+        () = tokio::time::sleep(Duration::from_millis(delay)) => None,
+    }
+}
+
+/// Looks the request up in each zone with a non-empty key: every zone but the last holds
+/// its entry, the last accounts the request; a refusal stops the walk.
+fn look_up<'l>(
+    worker: &HttpWorker,
+    connection: &ConnectionInfo,
+    request: &Request<'_>,
+    limit: &'l Limit,
+) -> Lookups<'l> {
+    let zones = &worker.conf().limit_zones.req;
     let last = limit.limit_req.len() - 1;
-    let mut held: Vec<Held<'_>> = Vec::new();
-    // The last lookup that was not held, and its limit.
-    let mut ended: Option<(Lookup, &ReqLimit)> = None;
+    let mut held = Vec::new();
     for (index, used) in limit.limit_req.iter().enumerate() {
         let zone = &zones[used.zone];
         let key = render(worker, connection, request, &zone.key);
@@ -164,47 +259,25 @@ async fn limit_req<'a>(
         {
             Lookup::Held => held.push(Held { limit: used, key }),
             other => {
-                ended = Some((other, used));
-                break;
+                return Lookups {
+                    held,
+                    ended: Some((other, used)),
+                };
             }
         }
     }
-    if ended.is_none() && held.is_empty() {
-        return None;
-    }
-    let dry_run = limit.limit_req_dry_run;
-    let dry = if dry_run { ", dry run" } else { "" };
-    let (mut excess, mut chosen) = match ended {
-        Some((Lookup::Busy { excess }, used)) => {
-            let name = &zones[used.zone].zone.name;
-            let message = format!(
-                "limiting requests{dry}, excess: {} by zone \"{name}\"",
-                Excess(excess)
-            );
-            log(
-                worker,
-                connection,
-                request,
-                limit.limit_req_log_level,
-                format_args!("{message}"),
-            );
-            return refuse(zones, held, request, limit);
-        }
-        Some((Lookup::Full, used)) => {
-            let name = &zones[used.zone].zone.name;
-            let message = format!("could not allocate node in limit_req zone \"{name}\"");
-            log(
-                worker,
-                connection,
-                request,
-                Level::Alert,
-                format_args!("{message}"),
-            );
-            return refuse(zones, held, request, limit);
-        }
-        Some((Lookup::Accounted { excess }, used)) => (excess, Some(used)),
-        Some((Lookup::Held, _)) | None => (0, None),
-    };
+    Lookups { held, ended: None }
+}
+
+/// Accounts the request in the zones that held it, last first, and returns the longest
+/// delay any zone asks for (milliseconds), with that zone's excess and limit; `None` when
+/// the request need not wait. `excess` and `chosen` are the last zone's.
+fn account_held<'l>(
+    zones: &[settings::ReqZoneUse],
+    held: &[Held<'l>],
+    mut excess: u64,
+    mut chosen: Option<&'l ReqLimit>,
+) -> Option<(u64, u64, &'l ReqLimit)> {
     let mut max_delay = match chosen {
         Some(used) if excess > used.delay => {
             (excess - used.delay) * 1000 / zones[used.zone].rate.max(1)
@@ -213,54 +286,20 @@ async fn limit_req<'a>(
     };
     for entry in held.iter().rev() {
         let zone = &zones[entry.limit.zone];
-        let account_excess = zone.zone.account(&entry.key, zone.rate, zone.zone.now_ms());
-        if account_excess <= entry.limit.delay {
+        let accounted = zone.zone.account(&entry.key, zone.rate, zone.zone.now_ms());
+        if accounted <= entry.limit.delay {
             continue;
         }
-        let delay = (account_excess - entry.limit.delay) * 1000 / zone.rate.max(1);
+        let delay = (accounted - entry.limit.delay) * 1000 / zone.rate.max(1);
         if delay > max_delay {
             max_delay = delay;
-            excess = account_excess;
+            excess = accounted;
             chosen = Some(entry.limit);
         }
     }
-    let Some(chosen) = chosen.filter(|_| max_delay > 0) else {
-        request.limit_req_status = Some(PASSED);
-        return None;
-    };
-    let name = &zones[chosen.zone].zone.name;
-    let message = format!(
-        "delaying request{dry}, excess: {}, by zone \"{name}\"",
-        Excess(excess)
-    );
-    log(
-        worker,
-        connection,
-        request,
-        delay_level(limit.limit_req_log_level),
-        format_args!("{message}"),
-    );
-    if dry_run {
-        request.limit_req_status = Some(DELAYED_DRY_RUN);
-        return None;
-    }
-    request.limit_req_status = Some(DELAYED);
-    // A client that goes away while its request waits ends the request at once, with
-    // nginx's `info` line and 499.
-    tokio::select! {
-        biased;
-        () = client_gone(client) => {
-            log(
-                worker,
-                connection,
-                request,
-                Level::Info,
-                format_args!("client prematurely closed connection"),
-            );
-            Some(499)
-        }
-        () = tokio::time::sleep(Duration::from_millis(max_delay)) => None,
-    }
+    chosen
+        .filter(|_| max_delay > 0)
+        .map(|chosen| (max_delay, excess, chosen))
 }
 
 /// Resolves when the client closes its connection (or it fails); never when it sends more
