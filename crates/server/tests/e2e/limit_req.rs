@@ -1,6 +1,7 @@
 //! `limit_req_zone`, `limit_req` (burst, nodelay, delay), `limit_req_log_level`,
 //! `limit_req_status`, `limit_req_dry_run` and `$limit_req_status`: refusals past the
-//! burst with nginx's log line, delays measured as time, a zone too small for its keys,
+//! burst with nginx's log line, delays measured as time, one zone for every worker, a zone
+//! too small for its keys,
 //! zones kept across a reload, and configuration errors in nginx's words.
 
 use std::time::{Duration, Instant};
@@ -248,6 +249,47 @@ server {
     assert!((3_990..=4_000).contains(&excess), "{line}");
     // `b` was not asked about 9: its first request passes.
     assert_eq!(server.get("/?b=9").status, 200);
+}
+
+#[test]
+fn every_worker_shares_the_zone() {
+    let server = Instance::builder(
+        r#"
+worker_processes 4;
+events {
+}
+http {
+    limit_req_zone $arg_k zone=shared:32k rate=1r/m;
+    server {
+        listen 127.0.0.1:8080;
+        root html;
+        location / { limit_req zone=shared; }
+    }
+}
+"#,
+    )
+    .file("html/index.html", "shared")
+    .start();
+    // Each request on a new connection, so that the workers take turns accepting: one
+    // request of the key passes in all, whichever worker serves it.
+    let statuses: Vec<u16> = (0..20)
+        .map(|_| {
+            let mut client = server.connect();
+            let response = client
+                .request("GET /?k=s HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+            response.status
+        })
+        .collect();
+    assert_eq!(
+        statuses.iter().filter(|status| **status == 200).count(),
+        1,
+        "{statuses:?}"
+    );
+    assert_eq!(
+        statuses.iter().filter(|status| **status == 503).count(),
+        19,
+        "{statuses:?}"
+    );
 }
 
 #[test]
