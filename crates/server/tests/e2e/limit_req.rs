@@ -1,8 +1,8 @@
 //! `limit_req_zone`, `limit_req` (burst, nodelay, delay), `limit_req_log_level`,
 //! `limit_req_status`, `limit_req_dry_run` and `$limit_req_status`: refusals past the
 //! burst with nginx's log line, delays measured as time, one zone for every worker, a zone
-//! too small for its keys,
-//! zones kept across a reload, and configuration errors in nginx's words.
+//! too small for its keys, zones kept across a reload, and configuration errors in nginx's
+//! words.
 
 use std::time::{Duration, Instant};
 
