@@ -170,6 +170,8 @@ pub async fn serve(
             return;
         }
         let after = handle_request(&worker, &mut connection, address, &mut request).await;
+        // What the request held (a `limit_conn` count) is not held while idle.
+        request.cleanups.0.clear();
         let core = request
             .location
             .map(|id| &worker.conf().location(id).settings.core);

@@ -5,12 +5,13 @@
 //!    `client_max_body_size` are checked here;
 //! 3. rewrite: the location's script; a URI it changed is searched for again (2), at most
 //!    ten times in all;
-//! 4. access: `allow` and `deny` (403 when a rule denies the client);
-//! 5. precontent: `try_files`;
-//! 6. content: the location's content handler, which its directives chose at load (the
+//! 4. preaccess: `limit_req` (a delay, or 503 past the burst) and `limit_conn`;
+//! 5. access: `allow` and `deny` (403 when a rule denies the client);
+//! 6. precontent: `try_files`;
+//! 7. content: the location's content handler, which its directives chose at load (the
 //!    proxy for `proxy_pass`, else the static handlers: `root`/`alias`, `index`,
 //!    `autoindex`);
-//! 7. log: written by the connection once the response is sent.
+//! 8. log: written by the connection once the response is sent.
 //!
 //! Any phase may end the request with a status; the finalize step then applies
 //! `error_page`, which restarts the phases at 1 for a URI (an internal redirect, as `index`
@@ -26,6 +27,7 @@ use crate::conf::scope::Content;
 use crate::conf::{LocationId, ServerId};
 use crate::core::error_page::ErrorPage;
 use crate::file::resolve_realpath_root;
+use crate::limit;
 use crate::observe::{self, Endpoint};
 use crate::proxy::handler::{self as proxy_handler, ProxyOutcome};
 use crate::request::{ConnectionInfo, Request};
@@ -46,6 +48,7 @@ enum Step<'a> {
     Rewrite,
     /// The URI changed in the rewrite phase: count the change, then find config again.
     PostRewrite,
+    PreAccess,
     Access,
     PreContent,
     Content,
@@ -98,6 +101,7 @@ async fn run_from<'a>(
             Step::FindConfig => find_config(worker, connection, request, server),
             Step::Rewrite => location_rewrite(worker, connection, request, server).await,
             Step::PostRewrite => post_rewrite(worker, connection, request),
+            Step::PreAccess => preaccess(worker, &client, request).await,
             Step::Access => check_access(worker, connection, request).await,
             Step::PreContent => precontent(worker, connection, request).await,
             Step::Content => content(worker, &mut client, request).await,
@@ -145,7 +149,7 @@ fn script_end<'a>(
             respond_return(worker, connection, request, status, text)
         }
         ScriptOutcome::Redirect(status) | ScriptOutcome::Status(status) => Step::Finalize(status),
-        ScriptOutcome::Continue | ScriptOutcome::Last | ScriptOutcome::Break => Step::Access,
+        ScriptOutcome::Continue | ScriptOutcome::Last | ScriptOutcome::Break => Step::PreAccess,
     }
 }
 
@@ -217,10 +221,10 @@ async fn location_rewrite<'a>(
 ) -> Step<'a> {
     let conf = worker.conf();
     let Some(current) = request.location else {
-        return Step::Access;
+        return Step::PreAccess;
     };
     if current == conf.server(server).location {
-        return Step::Access;
+        return Step::PreAccess;
     }
     match rewrite::run(worker, connection, request, current).await {
         ScriptOutcome::Continue | ScriptOutcome::Last if request.uri_changed => Step::PostRewrite,
@@ -249,7 +253,19 @@ fn post_rewrite<'a>(
     Step::FindConfig
 }
 
-/// Phase 4.
+/// Phase 4: `limit_req`, then `limit_conn`.
+async fn preaccess<'a>(
+    worker: &'a HttpWorker,
+    client: &Client<'_>,
+    request: &mut Request<'a>,
+) -> Step<'a> {
+    match limit::preaccess(worker, client.info, client.source.socket(), request).await {
+        None => Step::Access,
+        Some(status) => Step::Finalize(status),
+    }
+}
+
+/// Phase 5.
 async fn check_access<'a>(
     worker: &'a HttpWorker,
     connection: &ConnectionInfo,
@@ -299,7 +315,7 @@ async fn check_access<'a>(
     }
 }
 
-/// Phase 5: `try_files`.
+/// Phase 6: `try_files`.
 async fn precontent<'a>(
     worker: &'a HttpWorker,
     connection: &ConnectionInfo,
@@ -324,7 +340,7 @@ async fn precontent<'a>(
     }
 }
 
-/// Phase 6: the proxy or the static handler.
+/// Phase 7: the proxy or the static handler.
 async fn content<'a>(
     worker: &'a HttpWorker,
     client: &mut Client<'_>,

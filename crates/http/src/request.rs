@@ -102,6 +102,23 @@ pub struct Request<'a> {
     pub body_file: Option<std::path::PathBuf>,
     /// What the proxy did: for `$upstream_*` and the error log.
     pub upstream: crate::upstream::info::UpstreamInfo,
+    /// `$limit_req_status`: set once limit_req has judged the request, which it then does
+    /// not do again after an internal redirect.
+    pub limit_req_status: Option<&'static str>,
+    /// `$limit_conn_status`, likewise.
+    pub limit_conn_status: Option<&'static str>,
+    pub cleanups: Cleanups,
+}
+
+/// Values a module holds for as long as the request runs (nginx's request-pool cleanups,
+/// such as a `limit_conn` count): dropped when the request ends, on every path.
+#[derive(Default)]
+pub struct Cleanups(pub Vec<Box<dyn std::any::Any>>);
+
+impl std::fmt::Debug for Cleanups {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Cleanups({})", self.0.len())
+    }
 }
 
 /// nginx's limit on URI rewrites and internal redirects per request, plus one.
@@ -142,6 +159,9 @@ impl<'a> Request<'a> {
         self.body = None;
         self.body_file = None;
         self.upstream.clear();
+        self.limit_req_status = None;
+        self.limit_conn_status = None;
+        self.cleanups.0.clear();
     }
 
     /// A request header's value, by lowercase name with `_` matching `-` (as `$http_*`).

@@ -31,6 +31,7 @@ const FEATURES: &[(&str, &str)] = &[
     ("auth_basic/", "auth_basic"),
     ("charset/", "charset"),
     ("headers/", "headers"),
+    ("limit/", "limit"),
     ("log/", "log"),
     ("not_modified.rs", "not_modified"),
     ("observe/", "observe"),

@@ -69,12 +69,13 @@ pub fn start(
     connection_ids: Arc<AtomicU64>,
     cache_zones: &mut crate::cache_zones::ZoneRegistry,
 ) -> Result<GenerationHandle, StartError> {
-    let Some(http) = config.http.take() else {
+    let Some(mut http) = config.http.take() else {
         return Err(StartError(
             "no \"http\" section in configuration".to_owned(),
         ));
     };
     create_temp_paths(&http, config.user.as_ref())?;
+    crate::limit_zones::adopt(&mut http.limit_zones).map_err(StartError)?;
     let cache_zones = cache_zones
         .zones_for(&http.cache_paths, config.user.as_ref(), &config.error_log)
         .map_err(StartError)?;

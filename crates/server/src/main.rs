@@ -5,6 +5,7 @@ mod cli;
 mod config;
 mod directives;
 mod generation;
+mod limit_zones;
 mod listeners;
 mod master;
 mod pid_file;

@@ -529,7 +529,10 @@ fn build(
         main.charset
             .resolve_location(&mut location.settings.charset)?;
         crate::proxy::cache::resolve_zone(&mut location.settings.proxy_cache, &main.cache_paths)?;
+        crate::limit::resolve_zones(&mut location.settings.limit, &main.limit)?;
     }
+    // Zones named only where no server inherits them fail too, as in nginx.
+    crate::limit::resolve_zones(&mut http_location.limit.resolve(env), &main.limit)?;
     let mut main_core = main.core;
     main_core.merge_from(&Default::default());
     Ok(HttpConf {
@@ -548,6 +551,7 @@ fn build(
         upstreams,
         thread_pools_used: context.thread_pools_used,
         cache_paths: main.cache_paths,
+        limit_zones: main.limit,
     })
 }
 

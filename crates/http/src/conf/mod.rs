@@ -187,6 +187,8 @@ pub struct HttpConf {
     pub thread_pools_used: Vec<(String, conf::Span)>,
     /// `proxy_cache_path` caches, by [`crate::proxy::cache::settings::CacheZoneId`].
     pub cache_paths: Vec<crate::proxy::cache::settings::CachePath>,
+    /// The `limit_req_zone` and `limit_conn_zone` zones, by index.
+    pub limit_zones: crate::limit::settings::LimitZones,
 }
 
 impl HttpConf {
@@ -208,6 +210,7 @@ impl HttpConf {
             upstreams: Vec::new(),
             thread_pools_used: Vec::new(),
             cache_paths: Vec::new(),
+            limit_zones: crate::limit::settings::LimitZones::default(),
         }
     }
 

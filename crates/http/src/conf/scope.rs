@@ -10,6 +10,7 @@ use crate::conf::listen::ListenSpec;
 use crate::conf::server_names::ServerName;
 use crate::core::{CoreLocation, CoreLocationConf, CoreMainConf, CoreServerConf};
 use crate::headers::settings::{Headers, HeadersConf};
+use crate::limit::settings::{Limit, LimitConf, LimitZones};
 use crate::log::settings::{AccessLog, AccessLogConf};
 use crate::observe::settings::{StatusZone, StatusZoneConf};
 use crate::proxy::cache::settings::{CachePath, ProxyCache, ProxyCacheConf};
@@ -26,6 +27,8 @@ pub struct MainScope {
     pub charset: CharsetMaps,
     /// `proxy_cache_path`, in order.
     pub cache_paths: Vec<CachePath>,
+    /// `limit_req_zone` and `limit_conn_zone`.
+    pub limit: LimitZones,
 }
 
 /// What one level sets of the per-server settings (the `http` level has one too).
@@ -54,6 +57,7 @@ pub struct LocationScope {
     pub rewrite: RewriteConf,
     pub charset: CharsetConf,
     pub status_zone: StatusZoneConf,
+    pub limit: LimitConf,
     /// Not inherited: each level runs its own script.
     pub script: Script,
     /// `try_files`: not inherited, as in nginx.
@@ -98,6 +102,7 @@ pub struct LocationSettings {
     pub rewrite: RewriteSettings,
     pub charset: Charset,
     pub status_zone: StatusZone,
+    pub limit: Limit,
     pub script: Script,
     pub try_files: TryFilesSetting,
     pub content: Content,
@@ -117,6 +122,7 @@ impl LocationScope {
         self.rewrite.merge_from(&parent.rewrite);
         self.charset.merge_from(&parent.charset);
         self.status_zone.merge_from(&parent.status_zone);
+        self.limit.merge_from(&parent.limit);
         if self.content.is_none() {
             self.content = parent.content;
         }
@@ -137,6 +143,7 @@ impl LocationScope {
             rewrite: self.rewrite.clone(),
             charset: self.charset.clone(),
             status_zone: self.status_zone.clone(),
+            limit: self.limit.clone(),
             script: Script::default(),
             try_files: None,
             content: self.content,
@@ -156,6 +163,7 @@ impl LocationScope {
             rewrite: self.rewrite.resolve(env),
             charset: self.charset.resolve(env),
             status_zone: self.status_zone.resolve(env),
+            limit: self.limit.resolve(env),
             script: self.script.clone(),
             try_files: self.try_files.clone(),
             content: self.content.unwrap_or_default(),

@@ -225,6 +225,18 @@ impl RequestVariables<'_> {
                 };
                 out.extend_from_slice(status.as_bytes());
             }
+            Variable::LimitReqStatus => {
+                let Some(status) = request.limit_req_status else {
+                    return false;
+                };
+                out.extend_from_slice(status.as_bytes());
+            }
+            Variable::LimitConnStatus => {
+                let Some(status) = request.limit_conn_status else {
+                    return false;
+                };
+                out.extend_from_slice(status.as_bytes());
+            }
             Variable::UpstreamStatus => {
                 return upstream_list(request, out, |attempt, out| {
                     let status = attempt.status.unwrap_or(attempt.failed_status);

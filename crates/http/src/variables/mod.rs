@@ -115,6 +115,10 @@ pub enum Variable {
     /// `$upstream_cache_status`: how the cache answered (HIT, MISS, ...), not found when
     /// no cache was involved.
     UpstreamCacheStatus,
+    /// `$limit_req_status`, `$limit_conn_status`: not found until the module judged the
+    /// request.
+    LimitReqStatus,
+    LimitConnStatus,
     /// `$slice_range`: `bytes=S-E` of the slice being fetched, empty otherwise.
     SliceRange,
     /// `$upstream_http_NAME`: a field of the upstream's response.

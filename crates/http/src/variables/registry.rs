@@ -113,6 +113,8 @@ fn builtin(name: &str) -> Option<Variable> {
         "upstream_bytes_received" => Variable::UpstreamBytesReceived,
         "upstream_bytes_sent" => Variable::UpstreamBytesSent,
         "upstream_cache_status" => Variable::UpstreamCacheStatus,
+        "limit_req_status" => Variable::LimitReqStatus,
+        "limit_conn_status" => Variable::LimitConnStatus,
         "slice_range" => Variable::SliceRange,
         "connections_active" => Variable::ConnectionsActive,
         "connections_reading" => Variable::ConnectionsReading,

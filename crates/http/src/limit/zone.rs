@@ -1,0 +1,503 @@
+//! The state a `limit_req_zone` or `limit_conn_zone` keeps: one entry per key, shared by
+//! every worker of every generation that declares the zone, behind one lock as nginx's
+//! shared zones are.
+//!
+//! A zone holds as many entries as nginx's would: [`Capacity`] counts pages and slots as
+//! nginx's slab allocator hands them out for entries of nginx's size (the red-black tree
+//! node, the module's node header and the key), so a zone of the same size fills at the
+//! same number of keys.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Mutex;
+use std::time::Instant;
+
+/// The page size nginx's slab allocator works with on Linux.
+const PAGE_SIZE: u64 = 4096;
+/// The allocator's smallest slot is 8 bytes (shift 3); slots up to half a page.
+const MIN_SHIFT: u32 = 3;
+const PAGE_SHIFT: u32 = 12;
+/// What the slab pool keeps before its pages: the pool header, one slot list head per slot
+/// size and one statistics record per slot size (on 64-bit Linux).
+const POOL_OVERHEAD: u64 = 200 + 9 * 24 + 9 * 32;
+/// Each page's descriptor.
+const PAGE_DESCRIPTOR: u64 = 24;
+/// nginx's red-black tree node up to its `color` byte, where a module's node begins.
+const RBTREE_NODE_HEAD: u64 = 32;
+/// A `limit_req` node up to its key: color, a spare byte, the key length, the LRU links,
+/// the time of the last request, the excess and the count of requests holding it.
+pub const REQ_NODE_HEAD: u64 = RBTREE_NODE_HEAD + 48;
+/// A `limit_conn` node up to its key: color, key length, the count.
+pub const CONN_NODE_HEAD: u64 = RBTREE_NODE_HEAD + 4;
+/// Where a zone's clock starts. nginx's millisecond clock is far from zero, and an entry
+/// held for a later zone's verdict is stamped 0, so that its first accounting finds it
+/// fully drained; a zone's clock starting here keeps that true.
+const CLOCK_START_MS: u64 = 1 << 40;
+/// nginx does not look further back than a minute when it frees idle entries.
+const IDLE_MS: u64 = 60_000;
+
+/// nginx's smallest shared zone for these modules: eight pages.
+pub const MIN_ZONE_SIZE: u64 = 8 * PAGE_SIZE;
+
+/// The pages of a zone and the slots taken in them, as nginx's slab allocator counts them.
+#[derive(Debug)]
+pub struct Capacity {
+    pages_total: u64,
+    /// Whole pages given to slot sizes and to large allocations.
+    pages_used: u64,
+    /// Slots taken, by slot shift (index `shift - MIN_SHIFT`).
+    slots_used: [u64; (PAGE_SHIFT - MIN_SHIFT) as usize],
+}
+
+impl Capacity {
+    /// A zone of `size` bytes, with nginx's own allocations in it: the tree root and the
+    /// `log_ctx` text (` in limit_req zone "NAME"`).
+    pub fn new(size: u64, root_size: u64, log_context_len: u64) -> Capacity {
+        let usable = size.saturating_sub(POOL_OVERHEAD);
+        let mut pages = usable / (PAGE_SIZE + PAGE_DESCRIPTOR);
+        // The pages start at the first page boundary after their descriptors.
+        let descriptors_end = POOL_OVERHEAD + pages * PAGE_DESCRIPTOR;
+        let start = descriptors_end.div_ceil(PAGE_SIZE) * PAGE_SIZE;
+        pages = pages.min(size.saturating_sub(start) / PAGE_SIZE);
+        let mut capacity = Capacity {
+            pages_total: pages,
+            pages_used: 0,
+            slots_used: [0; (PAGE_SHIFT - MIN_SHIFT) as usize],
+        };
+        let root = capacity.allocate(root_size);
+        let log_context = capacity.allocate(log_context_len);
+        debug_assert!(
+            root && log_context,
+            "a zone of eight pages holds its own data"
+        );
+        capacity
+    }
+
+    /// Takes room for `size` bytes; false when nginx's allocator would fail.
+    pub fn allocate(&mut self, size: u64) -> bool {
+        match slot_shift(size) {
+            None => {
+                let pages = size.div_ceil(PAGE_SIZE);
+                if self.pages_used + pages > self.pages_total {
+                    return false;
+                }
+                self.pages_used += pages;
+                true
+            }
+            Some(shift) => {
+                let index = (shift - MIN_SHIFT) as usize;
+                let per_page = PAGE_SIZE >> shift;
+                let used = self.slots_used[index];
+                if used.is_multiple_of(per_page) {
+                    if self.pages_used == self.pages_total {
+                        return false;
+                    }
+                    self.pages_used += 1;
+                }
+                self.slots_used[index] = used + 1;
+                true
+            }
+        }
+    }
+
+    /// Gives back room taken for `size` bytes; a page whose slots are all free goes back
+    /// to the zone (entries are assumed packed, the best case of nginx's allocator).
+    pub fn free(&mut self, size: u64) {
+        match slot_shift(size) {
+            None => self.pages_used -= size.div_ceil(PAGE_SIZE),
+            Some(shift) => {
+                let index = (shift - MIN_SHIFT) as usize;
+                let per_page = PAGE_SIZE >> shift;
+                assert!(self.slots_used[index] > 0, "a slot freed twice");
+                self.slots_used[index] -= 1;
+                if self.slots_used[index].is_multiple_of(per_page) {
+                    self.pages_used -= 1;
+                }
+            }
+        }
+    }
+}
+
+/// The slot size (as a shift) of an allocation, or `None` for one of whole pages.
+fn slot_shift(size: u64) -> Option<u32> {
+    if size > PAGE_SIZE / 2 {
+        return None;
+    }
+    let shift = size.max(1).next_power_of_two().trailing_zeros();
+    Some(shift.max(MIN_SHIFT))
+}
+
+/// One key's bucket.
+#[derive(Debug)]
+struct ReqEntry {
+    /// Milliseconds on the zone's clock of the last accounted request.
+    last: u64,
+    /// Requests above the rate, in thousandths.
+    excess: u64,
+    /// Requests between their lookup in this zone and their accounting in the last zone.
+    count: u32,
+    /// Its place in the zone's LRU order.
+    stamp: u64,
+}
+
+/// What a lookup in one zone found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lookup {
+    /// Accounted (the last zone of the list): the request's excess.
+    Accounted { excess: u64 },
+    /// Over the burst: the excess it would have had.
+    Busy { excess: u64 },
+    /// Held for accounting once the last zone agreed.
+    Held,
+    /// The zone is full even after freeing its oldest entry.
+    Full,
+}
+
+/// The buckets of one `limit_req_zone`.
+#[derive(Debug)]
+pub struct ReqZone {
+    pub name: String,
+    pub size: u64,
+    /// The key as written, to compare with a reloaded configuration's.
+    pub key_text: String,
+    epoch: Instant,
+    state: Mutex<ReqState>,
+}
+
+#[derive(Debug)]
+struct ReqState {
+    entries: HashMap<Box<[u8]>, ReqEntry>,
+    /// Keys by stamp, oldest first.
+    order: BTreeMap<u64, Box<[u8]>>,
+    next_stamp: u64,
+    capacity: Capacity,
+}
+
+impl ReqZone {
+    pub fn new(name: &str, size: u64, key_text: &str) -> ReqZone {
+        let log_context = format!(" in limit_req zone \"{name}\"").len() as u64 + 1;
+        ReqZone {
+            name: name.to_owned(),
+            size,
+            key_text: key_text.to_owned(),
+            epoch: Instant::now(),
+            state: Mutex::new(ReqState {
+                entries: HashMap::new(),
+                order: BTreeMap::new(),
+                next_stamp: 0,
+                // The tree, its sentinel and the LRU queue head.
+                capacity: Capacity::new(size, 80, log_context),
+            }),
+        }
+    }
+
+    /// Milliseconds since the zone was made: nginx's `ngx_current_msec` for this zone.
+    pub fn now_ms(&self) -> u64 {
+        CLOCK_START_MS + self.epoch.elapsed().as_millis() as u64
+    }
+
+    /// How many keys the zone holds.
+    pub fn len(&self) -> usize {
+        self.lock().entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, ReqState> {
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// nginx's lookup: the key's excess after the time since its last request drained it
+    /// at `rate` (thousandths of a request per second), plus this request. Past `burst`
+    /// (thousandths) the request is busy; otherwise the last zone of a list accounts it
+    /// (`account`), earlier zones hold the entry until [`ReqZone::account`].
+    pub fn lookup(&self, key: &[u8], rate: u64, burst: u64, account: bool, now: u64) -> Lookup {
+        let mut state = self.lock();
+        let state = &mut *state;
+        let stamp = state.next_stamp;
+        state.next_stamp += 1;
+        if let Some(entry) = state.entries.get_mut(key) {
+            let stored = state.order.remove(&entry.stamp);
+            entry.stamp = stamp;
+            state
+                .order
+                .insert(stamp, stored.unwrap_or_else(|| key.into()));
+            let elapsed = now.saturating_sub(entry.last);
+            let excess = with_request(entry.excess, rate, elapsed);
+            if excess > burst {
+                return Lookup::Busy { excess };
+            }
+            if account {
+                entry.excess = excess;
+                if elapsed > 0 {
+                    entry.last = now;
+                }
+                return Lookup::Accounted { excess };
+            }
+            entry.count += 1;
+            return Lookup::Held;
+        }
+        let size = REQ_NODE_HEAD + key.len() as u64;
+        state.expire(1, rate, now);
+        if !state.capacity.allocate(size) {
+            state.expire(0, rate, now);
+            if !state.capacity.allocate(size) {
+                return Lookup::Full;
+            }
+        }
+        let (last, count) = if account { (now, 0) } else { (0, 1) };
+        state.entries.insert(
+            key.into(),
+            ReqEntry {
+                last,
+                excess: 0,
+                count,
+                stamp,
+            },
+        );
+        state.order.insert(stamp, key.into());
+        if account {
+            Lookup::Accounted { excess: 0 }
+        } else {
+            Lookup::Held
+        }
+    }
+
+    /// Accounts a request held by [`ReqZone::lookup`] once the last zone agreed, and
+    /// returns the key's new excess.
+    pub fn account(&self, key: &[u8], rate: u64, now: u64) -> u64 {
+        let mut state = self.lock();
+        let Some(entry) = state.entries.get_mut(key) else {
+            return 0;
+        };
+        let elapsed = now.saturating_sub(entry.last);
+        let excess = with_request(entry.excess, rate, elapsed);
+        if elapsed > 0 {
+            entry.last = now;
+        }
+        entry.excess = excess;
+        entry.count = entry.count.saturating_sub(1);
+        excess
+    }
+
+    /// Lets go of a held entry without accounting (a later zone refused the request).
+    pub fn release(&self, key: &[u8]) {
+        let mut state = self.lock();
+        if let Some(entry) = state.entries.get_mut(key) {
+            entry.count = entry.count.saturating_sub(1);
+        }
+    }
+}
+
+impl ReqState {
+    /// nginx's expiry: from the oldest entry, stopping at one a request holds. With
+    /// `forced == 0` the oldest goes whatever its state; then (and with `forced == 1`
+    /// from the start) up to two more go if they were idle a minute and have drained.
+    fn expire(&mut self, forced: u32, rate: u64, now: u64) {
+        let mut round = forced;
+        while round < 3 {
+            let Some((&stamp, key)) = self.order.first_key_value() else {
+                return;
+            };
+            let Some(entry) = self.entries.get(key) else {
+                return;
+            };
+            if entry.count > 0 {
+                return;
+            }
+            if round != 0 {
+                let elapsed = now.abs_diff(entry.last);
+                if elapsed < IDLE_MS {
+                    return;
+                }
+                if drained(entry.excess, rate, elapsed) > 0 {
+                    return;
+                }
+            }
+            round += 1;
+            let key = self.order.remove(&stamp).expect("the key just seen");
+            self.entries.remove(&key);
+            self.capacity.free(REQ_NODE_HEAD + key.len() as u64);
+        }
+    }
+}
+
+/// A key's excess with one more request, `elapsed` milliseconds after the last one:
+/// drained at `rate`, the request's 1000 added, and only then floored at zero, as nginx
+/// computes it (so a long pause leaves 0, not 1000).
+fn with_request(excess: u64, rate: u64, elapsed: u64) -> u64 {
+    let drain = i128::from(rate) * i128::from(elapsed) / 1000;
+    let value = i128::from(excess) - drain + 1000;
+    u64::try_from(value.max(0)).unwrap_or(u64::MAX)
+}
+
+/// An excess after `elapsed` milliseconds at `rate`, never below zero.
+fn drained(excess: u64, rate: u64, elapsed: u64) -> u64 {
+    let drain = u128::from(rate) * u128::from(elapsed) / 1000;
+    u64::try_from(u128::from(excess).saturating_sub(drain)).unwrap_or(0)
+}
+
+/// The counts of one `limit_conn_zone`.
+#[derive(Debug)]
+pub struct ConnZone {
+    pub name: String,
+    pub size: u64,
+    pub key_text: String,
+    state: Mutex<ConnState>,
+}
+
+#[derive(Debug)]
+struct ConnState {
+    counts: HashMap<Box<[u8]>, u32>,
+    capacity: Capacity,
+}
+
+/// What taking a connection slot found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Take {
+    Taken,
+    /// The key has `limit` requests already.
+    Limited,
+    /// No room for a new key.
+    Full,
+}
+
+impl ConnZone {
+    pub fn new(name: &str, size: u64, key_text: &str) -> ConnZone {
+        let log_context = format!(" in limit_conn_zone \"{name}\"").len() as u64 + 1;
+        ConnZone {
+            name: name.to_owned(),
+            size,
+            key_text: key_text.to_owned(),
+            state: Mutex::new(ConnState {
+                counts: HashMap::new(),
+                // The tree and its sentinel.
+                capacity: Capacity::new(size, 64, log_context),
+            }),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, ConnState> {
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Counts one more request for `key` if it has fewer than `limit`.
+    pub fn take(&self, key: &[u8], limit: u32) -> Take {
+        let mut state = self.lock();
+        if let Some(count) = state.counts.get_mut(key) {
+            if *count >= limit {
+                return Take::Limited;
+            }
+            *count += 1;
+            return Take::Taken;
+        }
+        if !state.capacity.allocate(CONN_NODE_HEAD + key.len() as u64) {
+            return Take::Full;
+        }
+        state.counts.insert(key.into(), 1);
+        Take::Taken
+    }
+
+    /// One request for `key` ended; a key with none left is forgotten.
+    pub fn give_back(&self, key: &[u8]) {
+        let mut state = self.lock();
+        let Some(count) = state.counts.get_mut(key) else {
+            return;
+        };
+        *count -= 1;
+        if *count == 0 {
+            state.counts.remove(key);
+            state.capacity.free(CONN_NODE_HEAD + key.len() as u64);
+        }
+    }
+
+    /// The requests counted for `key`.
+    pub fn count(&self, key: &[u8]) -> u32 {
+        self.lock().counts.get(key).copied().unwrap_or(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_megabyte_holds_about_eight_thousand_address_states() {
+        let zone = ReqZone::new("one", 1024 * 1024, "$binary_remote_addr");
+        // Once the zone is full, each new key frees the oldest: the count stops growing.
+        let mut held = 0;
+        for index in 0u32..20_000 {
+            let found = zone.lookup(&index.to_be_bytes(), 1000, 0, true, 0);
+            assert_eq!(found, Lookup::Accounted { excess: 0 });
+            if zone.len() == held {
+                break;
+            }
+            held = zone.len();
+        }
+        // 254 pages; one for the zone's name, 32 slots of 128 bytes in each other, one
+        // slot for the tree.
+        assert_eq!(held, 253 * 32 - 1);
+    }
+
+    #[test]
+    fn leaky_bucket_drains_at_the_rate() {
+        let zone = ReqZone::new("one", MIN_ZONE_SIZE, "$k");
+        // 2 r/s, burst 1.
+        assert_eq!(
+            zone.lookup(b"a", 2000, 1000, true, 1000),
+            Lookup::Accounted { excess: 0 }
+        );
+        assert_eq!(
+            zone.lookup(b"a", 2000, 1000, true, 1100),
+            Lookup::Accounted { excess: 800 }
+        );
+        assert_eq!(
+            zone.lookup(b"a", 2000, 1000, true, 1200),
+            Lookup::Busy { excess: 1600 }
+        );
+        // The busy request was not counted: 800 drained by 400 ms at 2 r/s, plus one.
+        assert_eq!(
+            zone.lookup(b"a", 2000, 1000, true, 1500),
+            Lookup::Accounted { excess: 1000 }
+        );
+        // A long pause drains everything, this request included.
+        assert_eq!(
+            zone.lookup(b"a", 2000, 1000, true, 9000),
+            Lookup::Accounted { excess: 0 }
+        );
+    }
+
+    #[test]
+    fn a_full_zone_whose_oldest_entry_is_held_refuses() {
+        // Seven pages: the zone's name, the tree, and five keys of a page each.
+        let zone = ReqZone::new("small", MIN_ZONE_SIZE, "$k");
+        let key = |name: u8| vec![name; 2100];
+        assert_eq!(zone.lookup(&key(b'a'), 1000, 0, false, 0), Lookup::Held);
+        for name in b'b'..=b'e' {
+            let found = zone.lookup(&key(name), 1000, 0, true, 0);
+            assert_eq!(found, Lookup::Accounted { excess: 0 });
+        }
+        // `a` is the oldest and a request holds it: nothing can be freed.
+        assert_eq!(zone.lookup(&key(b'f'), 1000, 0, true, 0), Lookup::Full);
+        // Once let go, the oldest entry makes room.
+        zone.release(&key(b'a'));
+        let found = zone.lookup(&key(b'f'), 1000, 0, true, 0);
+        assert_eq!(found, Lookup::Accounted { excess: 0 });
+        assert_eq!(zone.len(), 5);
+    }
+
+    #[test]
+    fn a_connection_count_is_given_back() {
+        let zone = ConnZone::new("c", MIN_ZONE_SIZE, "$k");
+        assert_eq!(zone.take(b"a", 1), Take::Taken);
+        assert_eq!(zone.take(b"a", 1), Take::Limited);
+        zone.give_back(b"a");
+        assert_eq!(zone.count(b"a"), 0);
+        assert_eq!(zone.take(b"a", 1), Take::Taken);
+    }
+}
