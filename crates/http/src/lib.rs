@@ -20,6 +20,7 @@ pub mod connection;
 mod connection_state;
 pub mod core;
 pub mod file;
+pub mod gzip;
 pub mod headers;
 pub mod limit;
 pub mod log;

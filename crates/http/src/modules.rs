@@ -17,6 +17,7 @@ pub const TABLES: &[&[HttpDirective]] = &[
     crate::rewrite::directives::DIRECTIVES,
     crate::static_files::directives::DIRECTIVES,
     crate::charset::directives::DIRECTIVES,
+    crate::gzip::directives::DIRECTIVES,
     crate::proxy::directives::DIRECTIVES,
     crate::proxy::cache::directives::DIRECTIVES,
     crate::upstream::directives::DIRECTIVES,
@@ -51,5 +52,6 @@ pub const FAMILIES: &[&str] = &[
     "http_upstream_keepalive",
     "http_upstream_zone",
     "http_charset",
+    "http_gzip",
     "http_stub_status",
 ];

@@ -9,6 +9,7 @@ use crate::conf::MergeEnv;
 use crate::conf::listen::ListenSpec;
 use crate::conf::server_names::ServerName;
 use crate::core::{CoreLocation, CoreLocationConf, CoreMainConf, CoreServerConf};
+use crate::gzip::settings::{Gzip, GzipConf};
 use crate::headers::settings::{Headers, HeadersConf};
 use crate::limit::settings::{Limit, LimitConf, LimitZones};
 use crate::log::settings::{AccessLog, AccessLogConf};
@@ -56,6 +57,7 @@ pub struct LocationScope {
     pub proxy_cache: ProxyCacheConf,
     pub rewrite: RewriteConf,
     pub charset: CharsetConf,
+    pub gzip: GzipConf,
     pub status_zone: StatusZoneConf,
     pub limit: LimitConf,
     /// Not inherited: each level runs its own script.
@@ -101,6 +103,7 @@ pub struct LocationSettings {
     pub proxy_cache: ProxyCache,
     pub rewrite: RewriteSettings,
     pub charset: Charset,
+    pub gzip: Gzip,
     pub status_zone: StatusZone,
     pub limit: Limit,
     pub script: Script,
@@ -121,6 +124,7 @@ impl LocationScope {
         self.proxy_cache.merge_from(&parent.proxy_cache);
         self.rewrite.merge_from(&parent.rewrite);
         self.charset.merge_from(&parent.charset);
+        self.gzip.merge_from(&parent.gzip);
         self.status_zone.merge_from(&parent.status_zone);
         self.limit.merge_from(&parent.limit);
         if self.content.is_none() {
@@ -142,6 +146,7 @@ impl LocationScope {
             proxy_cache: self.proxy_cache.clone(),
             rewrite: self.rewrite.clone(),
             charset: self.charset.clone(),
+            gzip: self.gzip.clone(),
             status_zone: self.status_zone.clone(),
             limit: self.limit.clone(),
             script: Script::default(),
@@ -162,6 +167,7 @@ impl LocationScope {
             proxy_cache: self.proxy_cache.resolve(env),
             rewrite: self.rewrite.resolve(env),
             charset: self.charset.resolve(env),
+            gzip: self.gzip.resolve(env),
             status_zone: self.status_zone.resolve(env),
             limit: self.limit.resolve(env),
             script: self.script.clone(),

@@ -202,6 +202,8 @@ pub struct BodyContext<'r> {
     pub header_only: bool,
     /// Whether `add_trailer` applies to the response.
     pub expect_trailers: bool,
+    /// A streamed (proxied) body is compressed at this level on the way (`gzip`).
+    pub compress: Option<u32>,
 }
 
 /// A body its module streams itself (the proxy's, read from the upstream as it is sent):

@@ -5,6 +5,7 @@
 
 pub(crate) mod attach;
 mod body;
+pub(crate) mod compress;
 pub(crate) mod slice;
 pub(crate) mod tunnel;
 pub use body::{BodyContext, Output, StreamedBody};
@@ -106,12 +107,32 @@ pub(crate) async fn send_response<'a>(
     let expect_trailers = location.settings.headers.expects_trailers(status);
     // A proxied body streams through without recoding; a single range of it is cut out
     // as it passes when the proxy allows ranges (a stored or `proxy_force_ranges` one).
+    // gzip comes after charset and before ranges, as in nginx (it rules ranges out).
+    let mut compress = None;
     if matches!(body, Body::Upstream(_)) {
+        compress = crate::gzip::filter(request, location, None).level;
         if request.response.accept_ranges {
             (body, _) = ranges::filter(worker, &connection.info, request, location, body);
         }
     } else {
         body = charset_filter(worker, connection, request, location, body)?;
+        // A recoded body (pieces) is sent as it is.
+        if !matches!(body, Body::Pieces(_))
+            && let Some(level) = crate::gzip::filter(request, location, body.len()).level
+        {
+            body = match body {
+                Body::Empty => Body::Upstream(Box::new(compress::CompressedBytes {
+                    data: compress::compress_all(b"", level),
+                })),
+                Body::Bytes(bytes) => Body::Upstream(Box::new(compress::CompressedBytes {
+                    data: compress::compress_all(bytes.as_slice(), level),
+                })),
+                Body::File(file) => {
+                    Body::Upstream(Box::new(compress::CompressedFile { file, level }))
+                }
+                other => other,
+            };
+        }
         let range;
         (body, range) = ranges::filter(worker, &connection.info, request, location, body);
         if range == ranges::RangeOutcome::NotSatisfiable {
@@ -167,6 +188,7 @@ pub(crate) async fn send_response<'a>(
         framing,
         header_only,
         expect_trailers,
+        compress,
     };
     let mut output = body::Output::new(connection.sink(), &worker.clock, core.send_timeout, limit);
     let result = match body {
@@ -203,6 +225,7 @@ pub(crate) async fn drain_into_cache<'a>(
         framing: Framing::Length,
         header_only: false,
         expect_trailers: false,
+        compress: None,
     };
     upstream::drain_detached(&context, request, body).await;
 }

@@ -11,7 +11,8 @@ use crate::proxy::cache::store::{Keeper, StoreFailure};
 use crate::proxy::failure::Failure;
 use crate::request::Request;
 use crate::send::body::{BodyContext, Output, StreamedBody, finish};
-use crate::send::framing::{CHUNK_END, Framing};
+use crate::send::compress::{Compressor, framed, framed as framed_into};
+use crate::send::framing::Framing;
 
 /// Writes are gathered up to this size while the upstream's bytes keep coming without a
 /// wait.
@@ -197,6 +198,7 @@ async fn send_streamed(
     let attempt = body.attempt();
     let chunked = context.framing == Framing::Chunked;
     let mut window = Window::of(request);
+    let mut gzip = context.compress.map(Compressor::new);
     // The head's buffer (the connection's, kept for its next response) gathers the body.
     let pending = head;
     let mut data = Vec::new();
@@ -227,13 +229,9 @@ async fn send_streamed(
             received += data.len() as u64;
             store.push(context, request, &data).await;
             let data = window.clip(&data);
-            if data.is_empty() {
-            } else if chunked {
-                http1::response::write_chunk_header(pending, data.len());
-                pending.extend_from_slice(data);
-                pending.extend_from_slice(CHUNK_END);
-            } else {
-                pending.extend_from_slice(data);
+            match &mut gzip {
+                Some(gzip) => framed(&gzip.compress(data), chunked, pending),
+                None => framed(data, chunked, pending),
             }
         }
         if !more {
@@ -248,6 +246,9 @@ async fn send_streamed(
     store.finish(context, request).await;
     if let Some(done) = slot.take() {
         done.finish();
+    }
+    if let Some(gzip) = gzip.take() {
+        framed(&gzip.finish(), chunked, pending);
     }
     finish(context, request, pending);
     if !pending.is_empty() {
@@ -276,6 +277,7 @@ async fn send_buffered(
     };
     let chunked = context.framing == Framing::Chunked;
     let mut window = Window::of(request);
+    let mut gzip = context.compress.map(Compressor::new);
     let proxy = &context.location.settings.proxy;
     let mut spool = Spool {
         memory: head,
@@ -305,7 +307,7 @@ async fn send_buffered(
             };
             received += data.len() as u64;
             store.push(context, request, &data).await;
-            frame(&mut framed, window.clip(&data), chunked);
+            frame(&mut framed, window.clip(&data), chunked, &mut gzip);
             spool.store(context, request, &framed).await?;
             if !more {
                 end_attempt(request, attempt, received);
@@ -314,6 +316,9 @@ async fn send_buffered(
                     done.finish();
                 }
                 framed.clear();
+                if let Some(gzip) = gzip.take() {
+                    framed_into(&gzip.finish(), chunked, &mut framed);
+                }
                 finish(context, request, &mut framed);
                 spool.store(context, request, &framed).await?;
             } else if data.is_empty() {
@@ -362,7 +367,7 @@ async fn send_buffered(
                 if let Some(entry) = request.upstream.attempts.get_mut(attempt) {
                     entry.bytes_received += bytes;
                 }
-                frame(&mut framed, window.clip(&data), chunked);
+                frame(&mut framed, window.clip(&data), chunked, &mut gzip);
                 spool.store(context, request, &framed).await?;
                 if !more {
                     end_attempt(request, attempt, received);
@@ -371,6 +376,9 @@ async fn send_buffered(
                         done.finish();
                     }
                     framed.clear();
+                    if let Some(gzip) = gzip.take() {
+                        framed_into(&gzip.finish(), chunked, &mut framed);
+                    }
                     finish(context, request, &mut framed);
                     spool.store(context, request, &framed).await?;
                 }
@@ -619,17 +627,11 @@ impl Window {
 }
 
 /// `data` as the client gets it: framed as a chunk when the response is chunked.
-fn frame(framed: &mut Vec<u8>, data: &[u8], chunked: bool) {
+fn frame(framed: &mut Vec<u8>, data: &[u8], chunked: bool, gzip: &mut Option<Compressor>) {
     framed.clear();
-    if data.is_empty() {
-        return;
-    }
-    if chunked {
-        http1::response::write_chunk_header(framed, data.len());
-        framed.extend_from_slice(data);
-        framed.extend_from_slice(CHUNK_END);
-    } else {
-        framed.extend_from_slice(data);
+    match gzip {
+        Some(gzip) => framed_into(&gzip.compress(data), chunked, framed),
+        None => framed_into(data, chunked, framed),
     }
 }
 

@@ -127,14 +127,20 @@ pub(crate) fn start_writer(
     } else {
         variant_of(request, &cache.main_md5, &fresh.vary)
     };
-    // After a Vary lookup the fill is the variant's file: a response that no longer
-    // varies the same way belongs elsewhere, and is not stored by this request.
+    // After a Vary lookup the fill is the variant's file; a response that no longer varies
+    // the same way (another Vary, or none) replaces the main key's file instead, as
+    // nginx's update of the variant does.
     let secondary = cache.key.md5 != cache.main_md5;
     if secondary && variant != cache.key.md5 {
-        return Err(store::StoreFailure {
-            level: logging::Level::Info,
-            message: "cache variant changed, response not cached".to_owned(),
-        });
+        cache.fill = None;
+        cache.key.md5 = cache.main_md5;
+        cache.fill = match cache
+            .zone
+            .start_fill(&cache.key.md5, None, std::time::Instant::now())
+        {
+            Ok(cache::FillStart::Filler(guard)) => Some(guard),
+            _ => None,
+        };
     }
     let number = worker
         .generation

@@ -1,0 +1,147 @@
+//! The gzip module's directives, with nginx's errors.
+
+use std::sync::Arc;
+
+use conf::{Arity, BlockKind, ConfError, Contexts, Directive};
+
+use crate::conf::regex::Regex;
+use crate::conf::{HttpDirective, LoadContext, LocationScope, Setter};
+use crate::core::directives::{flag, size};
+use crate::gzip::settings::Proxied;
+use crate::set_once;
+
+const ANY_LEVEL: Contexts = Contexts::HTTP_SERVER_LOCATION.with(Contexts::LOCATION_IF);
+
+type LocationSetter =
+    fn(&mut LocationScope, &Directive, &mut LoadContext<'_>) -> Result<(), ConfError>;
+
+const fn entry(name: &'static str, arity: Arity, set: LocationSetter) -> HttpDirective {
+    HttpDirective {
+        name,
+        contexts: ANY_LEVEL,
+        arity,
+        block: BlockKind::Simple,
+        set: Setter::Location(set),
+    }
+}
+
+pub const DIRECTIVES: &[HttpDirective] = &[
+    entry("gzip", Arity::FLAG, set_gzip),
+    entry("gzip_buffers", Arity::TAKE2, set_buffers),
+    entry("gzip_comp_level", Arity::TAKE1, set_comp_level),
+    entry("gzip_min_length", Arity::TAKE1, set_min_length),
+    entry("gzip_types", Arity::ONE_OR_MORE, set_types),
+    entry("gzip_http_version", Arity::TAKE1, set_http_version),
+    entry("gzip_proxied", Arity::ONE_OR_MORE, set_proxied),
+    entry("gzip_disable", Arity::ONE_OR_MORE, set_disable),
+    entry("gzip_vary", Arity::FLAG, set_vary),
+];
+
+set_once!(set_gzip, LocationScope, gzip.gzip, flag);
+set_once!(set_vary, LocationScope, gzip.vary, flag);
+set_once!(set_min_length, LocationScope, gzip.min_length, size);
+set_once!(
+    set_comp_level,
+    LocationScope,
+    gzip.comp_level,
+    |d: &Directive, _c: &mut LoadContext<'_>| -> Result<u32, ConfError> {
+        conf::value::parse_number(d.arg(0))
+            .filter(|level| (1..=9).contains(level))
+            .map(|level| level as u32)
+            .ok_or_else(|| {
+                ConfError::message("the compression level must be between 1 and 9", &d.span)
+            })
+    }
+);
+set_once!(
+    set_http_version,
+    LocationScope,
+    gzip.http_11,
+    |d: &Directive, _c: &mut LoadContext<'_>| -> Result<bool, ConfError> {
+        match d.arg(0) {
+            "1.1" => Ok(true),
+            "1.0" => Ok(false),
+            other => Err(ConfError::message(
+                format!("invalid value \"{other}\""),
+                &d.span,
+            )),
+        }
+    }
+);
+
+/// `gzip_buffers NUMBER SIZE`: checked; Portico compresses piece by piece.
+fn set_buffers(
+    _scope: &mut LocationScope,
+    directive: &Directive,
+    context: &mut LoadContext<'_>,
+) -> Result<(), ConfError> {
+    crate::core::directives::number(directive, context)?;
+    conf::value::parse_size(directive.arg(1))
+        .map(|_| ())
+        .ok_or_else(|| crate::core::directives::invalid_value(directive))
+}
+
+fn set_types(
+    scope: &mut LocationScope,
+    directive: &Directive,
+    _context: &mut LoadContext<'_>,
+) -> Result<(), ConfError> {
+    let mut types = scope
+        .gzip
+        .types
+        .take()
+        .map(Arc::unwrap_or_clone)
+        .unwrap_or_default();
+    for argument in &directive.args {
+        match argument.as_str() {
+            "*" => types.any = true,
+            value => types
+                .types
+                .push(value.to_ascii_lowercase().into_bytes().into()),
+        }
+    }
+    scope.gzip.types = Some(Arc::new(types));
+    Ok(())
+}
+
+fn set_proxied(
+    scope: &mut LocationScope,
+    directive: &Directive,
+    context: &mut LoadContext<'_>,
+) -> Result<(), ConfError> {
+    if scope.gzip.proxied.is_some() {
+        return Err(context.duplicate(directive));
+    }
+    let mut mask = 0;
+    for argument in &directive.args {
+        let value = argument.as_str();
+        let (_, flag) = Proxied::NAMES
+            .iter()
+            .find(|(name, _)| *name == value)
+            .ok_or_else(|| {
+                ConfError::message(format!("invalid value \"{value}\""), &directive.span)
+            })?;
+        mask |= flag;
+    }
+    scope.gzip.proxied = Some(Proxied(mask));
+    Ok(())
+}
+
+fn set_disable(
+    scope: &mut LocationScope,
+    directive: &Directive,
+    _context: &mut LoadContext<'_>,
+) -> Result<(), ConfError> {
+    let list = scope.gzip.disable.get_or_insert_with(Vec::new);
+    for argument in &directive.args {
+        let value = argument.as_str();
+        if value == "msie6" {
+            scope.gzip.disable_msie6 = Some(true);
+            continue;
+        }
+        let regex = Regex::compile(value, true)
+            .map_err(|error| ConfError::message(error.0, &directive.span))?;
+        list.push(Arc::new(regex));
+    }
+    Ok(())
+}

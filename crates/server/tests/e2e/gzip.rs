@@ -1,0 +1,132 @@
+//! `gzip` and its companions: which responses are compressed, what the head says, and
+//! that the body reads back (with the system's `gzip -d`).
+
+use std::io::Write;
+
+use crate::support::Instance;
+use crate::support::upstream::MockUpstream;
+
+fn request(path: &str, extra: &str) -> String {
+    format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n{extra}\r\n")
+}
+
+fn gunzip(bytes: &[u8]) -> Vec<u8> {
+    let mut child = std::process::Command::new("gzip")
+        .arg("-dc")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("run gzip");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(bytes)
+        .expect("write to gzip");
+    let output = child.wait_with_output().expect("gzip's output");
+    assert!(output.status.success(), "not gzip data");
+    output.stdout
+}
+
+const GZIP: &str = "
+server {
+    listen 127.0.0.1:8080;
+    root site;
+    types { text/plain txt; image/png png; }
+    gzip on;
+    gzip_comp_level 6;
+    gzip_min_length 100;
+    gzip_types text/plain application/json;
+    gzip_http_version 1.0;
+    gzip_vary on;
+    gzip_buffers 16 8k;
+    gzip_disable \"^Old\";
+    gzip_proxied expired no-cache;
+    location /proxied/ { proxy_pass http://127.0.0.1:8081/; }
+    location = /page { return 200 $args; }
+}";
+
+#[test]
+fn gzip_compresses_what_qualifies() {
+    let mut builder = Instance::http_builder(GZIP);
+    let text = "hello gzip ".repeat(200);
+    let served = text.clone();
+    let _upstream = MockUpstream::start(builder.port(8081), move |mut conn| {
+        while conn.read_request().is_some() {
+            conn.write(format!(
+                concat!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n",
+                    "Accept-Ranges: bytes\r\nContent-Length: {}\r\n\r\n{}"
+                ),
+                served.len(),
+                served
+            ));
+        }
+    });
+    let server = builder
+        .file("site/big.txt", &text)
+        .file("site/small.txt", "tiny")
+        .file("site/data.png", &text)
+        .start();
+    let accept = "Accept-Encoding: gzip, deflate\r\n";
+    let file = server.request(request("/big.txt", accept));
+    assert_eq!(file.header("Content-Encoding"), Some("gzip"));
+    assert_eq!(
+        file.header("Content-Length"),
+        None,
+        "chunked, as nginx sends it"
+    );
+    assert_eq!(file.header("Accept-Ranges"), None);
+    assert_eq!(file.header("Vary"), Some("Accept-Encoding"));
+    assert!(
+        file.header("ETag")
+            .is_some_and(|etag| etag.starts_with("W/"))
+    );
+    assert_eq!(gunzip(&file.body), text.as_bytes());
+    assert!(file.body.len() < text.len() / 10);
+    let proxied = server.request(request("/proxied/x", accept));
+    assert_eq!(proxied.header("Content-Encoding"), Some("gzip"));
+    assert_eq!(proxied.header("Accept-Ranges"), None);
+    assert_eq!(gunzip(&proxied.body), text.as_bytes());
+    // Too short, another type, no Accept-Encoding, a disabled agent, a proxied client.
+    assert_eq!(
+        server
+            .request(request("/small.txt", accept))
+            .header("Content-Encoding"),
+        None
+    );
+    assert_eq!(
+        server
+            .request(request("/data.png", accept))
+            .header("Content-Encoding"),
+        None
+    );
+    let plain = server.get("/big.txt");
+    assert_eq!(
+        (plain.header("Content-Encoding"), plain.body.len()),
+        (None, text.len())
+    );
+    assert_eq!(
+        plain.header("Vary"),
+        Some("Accept-Encoding"),
+        "gzip_vary: also when not compressed"
+    );
+    let old = server.request(request(
+        "/big.txt",
+        "Accept-Encoding: gzip\r\nUser-Agent: OldBrowser\r\n",
+    ));
+    assert_eq!(old.header("Content-Encoding"), None);
+    let via = server.request(request(
+        "/big.txt",
+        "Accept-Encoding: gzip\r\nVia: 1.1 proxy\r\n",
+    ));
+    assert_eq!(
+        via.header("Content-Encoding"),
+        None,
+        "gzip_proxied: no Expires, no no-cache"
+    );
+    let head = server.request(format!(
+        "HEAD /big.txt HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n{accept}\r\n"
+    ));
+    assert_eq!(head.header("Content-Encoding"), Some("gzip"));
+}
