@@ -21,6 +21,7 @@ mod connection_state;
 pub mod core;
 pub mod file;
 pub mod gzip;
+pub mod gzip_ok;
 pub mod headers;
 pub mod limit;
 pub mod log;

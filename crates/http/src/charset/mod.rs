@@ -171,6 +171,11 @@ pub fn filter<'a>(
             name_charset(&mut request.response, &name);
             body
         }
+        // An encoded body (gzip) is not recoded, nor named as recoded; a streamed
+        // (proxied) body is not recoded by Portico.
+        Decision::Recode(..) if encoded(&request.response) || matches!(body, Body::Upstream(_)) => {
+            body
+        }
         Decision::Recode(name, table) => {
             name_charset(&mut request.response, &name);
             recode_body(&mut request.response, body, table)
@@ -180,6 +185,14 @@ pub fn filter<'a>(
             body
         }
     })
+}
+
+/// The response already has a `Content-Encoding`.
+fn encoded(response: &ResponseHead<'_>) -> bool {
+    response
+        .headers
+        .iter()
+        .any(|(name, _)| name.as_slice().eq_ignore_ascii_case(b"content-encoding"))
 }
 
 /// A proxied response's `X-Accel-Charset`: recoded from the charset its `Content-Type`
@@ -192,6 +205,10 @@ fn override_filter<'a>(
     body: Body<'a>,
     target: &[u8],
 ) -> Body<'a> {
+    // A streamed (proxied) body is not recoded by Portico; a stored one is.
+    if matches!(body, Body::Upstream(_)) {
+        return body;
+    }
     let Some(content_type) = request.response.content_type.as_ref().map(Bytes::as_slice) else {
         return body;
     };

@@ -7,7 +7,7 @@ use conf::{Arity, BlockKind, ConfError, Contexts, Directive};
 use crate::conf::regex::Regex;
 use crate::conf::{HttpDirective, LoadContext, LocationScope, Setter};
 use crate::core::directives::{flag, size};
-use crate::gzip::settings::Proxied;
+use crate::gzip::settings::{GzipStatic, Proxied};
 use crate::set_once;
 
 const ANY_LEVEL: Contexts = Contexts::HTTP_SERVER_LOCATION.with(Contexts::LOCATION_IF);
@@ -35,7 +35,25 @@ pub const DIRECTIVES: &[HttpDirective] = &[
     entry("gzip_proxied", Arity::ONE_OR_MORE, set_proxied),
     entry("gzip_disable", Arity::ONE_OR_MORE, set_disable),
     entry("gzip_vary", Arity::FLAG, set_vary),
+    entry("gzip_static", Arity::TAKE1, set_static),
 ];
+
+set_once!(
+    set_static,
+    LocationScope,
+    gzip.static_files,
+    |d: &Directive, _c: &mut LoadContext<'_>| -> Result<GzipStatic, ConfError> {
+        match d.arg(0) {
+            "on" => Ok(GzipStatic::On),
+            "off" => Ok(GzipStatic::Off),
+            "always" => Ok(GzipStatic::Always),
+            other => Err(ConfError::message(
+                format!("invalid value \"{other}\""),
+                &d.span,
+            )),
+        }
+    }
+);
 
 set_once!(set_gzip, LocationScope, gzip.gzip, flag);
 set_once!(set_vary, LocationScope, gzip.vary, flag);

@@ -54,6 +54,17 @@ impl Proxied {
     }
 }
 
+/// `gzip_static`: serve `FILE.gz` in place of `FILE`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum GzipStatic {
+    #[default]
+    Off,
+    /// When the client takes gzip.
+    On,
+    /// Always (for clients `gunzip` serves, or that all take gzip).
+    Always,
+}
+
 settings! {
     /// The gzip filter's settings per location.
     pub struct GzipConf => Gzip (env) {
@@ -69,5 +80,7 @@ settings! {
         /// `gzip_disable msie6`.
         disable_msie6: bool = false,
         vary: bool = false,
+        /// `gzip_static`.
+        static_files: GzipStatic = GzipStatic::Off,
     }
 }

@@ -110,6 +110,8 @@ pub(crate) async fn send_response<'a>(
     // gzip comes after charset and before ranges, as in nginx (it rules ranges out).
     let mut compress = None;
     if matches!(body, Body::Upstream(_)) {
+        // A streamed body's charset is named (never recoded here).
+        body = charset_filter(worker, connection, request, location, body)?;
         compress = crate::gzip::filter(request, location, None).level;
         if request.response.accept_ranges {
             (body, _) = ranges::filter(worker, &connection.info, request, location, body);

@@ -45,6 +45,9 @@ pub(crate) async fn serve_static<'a>(
     request.filename.extend_from_slice(&path);
     let check = symlink_check(worker, connection, request, location, &path);
     let io = cache::file_io(worker, connection, request, location);
+    if let Some(outcome) = gzip_static(worker, connection, request, location, &path, &io).await? {
+        return Ok(outcome);
+    }
     let opened = cache::open(worker, location, &io, &path, check).await?;
     let (file, info) = match opened {
         Err(failure) => {
@@ -346,3 +349,71 @@ fn shown(path: &[u8]) -> std::borrow::Cow<'_, str> {
 const EACCES: i32 = 13;
 const EMLINK: i32 = 31;
 const ELOOP: i32 = 40;
+
+/// `gzip_static`: `FILE.gz` in place of `FILE` for a client that takes gzip (`on`), or for
+/// every client (`always`), opened where `aio` says; `None` to serve `FILE` itself.
+async fn gzip_static<'a>(
+    worker: &'a HttpWorker,
+    connection: &ConnectionInfo,
+    request: &mut Request<'a>,
+    location: &'a Location,
+    path: &[u8],
+    io: &crate::file::io::FileIo,
+) -> Result<Option<StaticOutcome<'a>>, FileError> {
+    use crate::gzip::settings::GzipStatic;
+    let settings = &location.settings.gzip;
+    let wanted = match settings.static_files {
+        GzipStatic::Off => return Ok(None),
+        GzipStatic::Always => true,
+        GzipStatic::On => {
+            let ok = crate::gzip_ok::gzip_ok(request, location);
+            if settings.vary {
+                request.response.headers.push((
+                    crate::response::Bytes::Borrowed(b"Vary"),
+                    crate::response::Bytes::Borrowed(b"Accept-Encoding"),
+                ));
+            }
+            ok
+        }
+    };
+    if !wanted
+        || !matches!(
+            request.head.method,
+            http1::Method::Get | http1::Method::Head
+        )
+    {
+        return Ok(None);
+    }
+    let mut gz = path.to_vec();
+    gz.extend_from_slice(b".gz");
+    let check = symlink_check(worker, connection, request, location, &gz);
+    let (file, info) = match cache::open(worker, location, io, &gz, check).await? {
+        Ok((Some(file), info)) if info.is_file => (file, info),
+        _ => return Ok(None),
+    };
+    let response = &mut request.response;
+    if response.content_type.is_none() {
+        response.content_type = Some(static_handler::content_type(location, &request.uri));
+    }
+    response.headers.push((
+        crate::response::Bytes::Borrowed(b"Content-Encoding"),
+        crate::response::Bytes::Borrowed(b"gzip"),
+    ));
+    response.content_length = Some(info.len);
+    response.last_modified = Some(info.modified);
+    response.etag = location
+        .settings
+        .core
+        .etag
+        .then(|| static_handler::etag(info.modified, info.len));
+    response.accept_ranges = true;
+    let body = Body::File(FileBody {
+        file,
+        offset: 0,
+        len: info.len,
+        path: crate::pool_fs::path_from_vec(gz),
+        io: io.clone(),
+        direct: false,
+    });
+    Ok(Some(StaticOutcome::Respond { status: 200, body }))
+}

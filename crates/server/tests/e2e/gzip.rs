@@ -130,3 +130,40 @@ fn gzip_compresses_what_qualifies() {
     ));
     assert_eq!(head.header("Content-Encoding"), Some("gzip"));
 }
+
+/// `gzip_static`: `FILE.gz` for a client that takes gzip (`on`), or for all (`always`),
+/// with the original's type and `Content-Encoding: gzip`; `FILE` otherwise.
+#[test]
+fn gzip_static_serves_the_precompressed_file() {
+    let server = Instance::http_builder(
+        "server {
+            listen 127.0.0.1:8080;
+            root site;
+            types { text/plain txt; }
+            location /on/ { gzip_static on; gzip_vary on; }
+            location /always/ { gzip_static always; }
+        }",
+    )
+    .file("site/on/a.txt", "plain text")
+    .file("site/on/a.txt.gz", "pretend gzip")
+    .file("site/on/b.txt", "no gz beside it")
+    .file("site/always/a.txt", "plain text")
+    .file("site/always/a.txt.gz", "pretend gzip")
+    .start();
+    let accept = "Accept-Encoding: gzip\r\n";
+    let gz = server.request(request("/on/a.txt", accept));
+    assert_eq!(gz.body, b"pretend gzip");
+    assert_eq!(gz.header("Content-Encoding"), Some("gzip"));
+    assert_eq!(gz.header("Content-Type"), Some("text/plain"));
+    assert_eq!(gz.header("Vary"), Some("Accept-Encoding"));
+    let plain = server.get("/on/a.txt");
+    assert_eq!(
+        (plain.body.as_slice(), plain.header("Content-Encoding")),
+        (&b"plain text"[..], None)
+    );
+    assert_eq!(
+        server.request(request("/on/b.txt", accept)).body,
+        b"no gz beside it"
+    );
+    assert_eq!(server.get("/always/a.txt").body, b"pretend gzip");
+}
