@@ -1,0 +1,307 @@
+//! Client certificates (`ssl_verify_client`): the handshake asks for one and checks only
+//! its signature; the chain is verified after the handshake, so that a bad certificate
+//! gets nginx's HTTP 400 page instead of a TLS alert. Also the facts the `$ssl_client_*`
+//! variables show.
+
+use std::sync::Arc;
+
+use rustls::client::danger::HandshakeSignatureValid;
+use rustls::pki_types::{CertificateDer, CertificateRevocationListDer, UnixTime};
+use rustls::server::WebPkiClientVerifier;
+use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
+use rustls::{CertificateError, DigitallySignedStruct, DistinguishedName, RootCertStore};
+use rustls::{Error, SignatureScheme};
+
+use crate::keys::{PemSource, load_crls};
+use crate::{TlsError, base_provider};
+
+/// How a server checks client certificates.
+#[derive(Debug)]
+pub struct ClientVerify {
+    /// `on`: a client without a certificate is refused (by the HTTP layer).
+    pub required: bool,
+    /// `optional_no_ca`: any certificate is accepted, its chain is not verified.
+    pub verify_chain: bool,
+    pub depth: usize,
+    roots: Arc<RootCertStore>,
+    /// Subjects of `ssl_client_certificate`, sent to the client as acceptable issuers.
+    hints: Vec<DistinguishedName>,
+    crls: Vec<CertificateRevocationListDer<'static>>,
+}
+
+impl ClientVerify {
+    /// `sent` are the certificates of `ssl_client_certificate` (announced to clients),
+    /// `trusted` those of `ssl_trusted_certificate` (trusted, not announced).
+    pub fn new(
+        required: bool,
+        verify_chain: bool,
+        depth: usize,
+        sent: &[CertificateDer<'static>],
+        trusted: &[CertificateDer<'static>],
+        crl: Option<&PemSource>,
+    ) -> Result<ClientVerify, TlsError> {
+        let mut roots = RootCertStore::empty();
+        let mut hints = Vec::new();
+        for certificate in sent {
+            let before = roots.roots.len();
+            roots
+                .add(certificate.clone())
+                .map_err(|error| TlsError(format!("X509_STORE_add_cert() failed ({error})")))?;
+            if let Some(anchor) = roots.roots.get(before) {
+                hints.push(DistinguishedName::from(anchor.subject.to_vec()));
+            }
+        }
+        for certificate in trusted {
+            roots
+                .add(certificate.clone())
+                .map_err(|error| TlsError(format!("X509_STORE_add_cert() failed ({error})")))?;
+        }
+        let crls = match crl {
+            Some(source) => load_crls(source)?,
+            None => Vec::new(),
+        };
+        Ok(ClientVerify {
+            required,
+            verify_chain,
+            depth,
+            roots: Arc::new(roots),
+            hints,
+            crls,
+        })
+    }
+
+    pub(crate) fn hints(&self) -> Vec<DistinguishedName> {
+        self.hints.clone()
+    }
+
+    /// Verifies a presented chain: `Ok` or OpenSSL's reason for the failure.
+    pub(crate) fn check(&self, chain: &[CertificateDer<'static>]) -> Result<(), &'static str> {
+        let Some((leaf, intermediates)) = chain.split_first() else {
+            return Err("no certificate");
+        };
+        if !self.verify_chain {
+            return Ok(());
+        }
+        if self.roots.is_empty() {
+            return Err("unable to get local issuer certificate");
+        }
+        let verifier = WebPkiClientVerifier::builder_with_provider(
+            self.roots.clone(),
+            Arc::new(base_provider()),
+        )
+        .with_crls(self.crls.clone())
+        .build()
+        .map_err(|_| "certificate verify failed")?;
+        verifier
+            .verify_client_cert(leaf, intermediates, UnixTime::now())
+            .map_err(reason)?;
+        if intermediates.len() + 1 > self.depth.max(1) {
+            return Err("certificate chain too long");
+        }
+        Ok(())
+    }
+}
+
+/// OpenSSL's text for a verification failure (`$ssl_client_verify` is `FAILED:` this).
+fn reason(error: Error) -> &'static str {
+    match error {
+        Error::InvalidCertificate(kind) => match kind {
+            CertificateError::Expired | CertificateError::ExpiredContext { .. } => {
+                "certificate has expired"
+            }
+            CertificateError::NotValidYet | CertificateError::NotValidYetContext { .. } => {
+                "certificate is not yet valid"
+            }
+            CertificateError::Revoked => "certificate revoked",
+            CertificateError::UnknownIssuer => "unable to get local issuer certificate",
+            CertificateError::UnknownRevocationStatus => "unable to get certificate CRL",
+            CertificateError::BadSignature => "certificate signature failure",
+            _ => "unsupported certificate purpose",
+        },
+        _ => "certificate verify failed",
+    }
+}
+
+/// Asks for a client certificate and accepts any whose handshake signature is good.
+#[derive(Debug)]
+pub(crate) struct AnyClientCertificate {
+    pub(crate) hints: Vec<DistinguishedName>,
+    pub(crate) mandatory: bool,
+}
+
+impl ClientCertVerifier for AnyClientCertificate {
+    fn client_auth_mandatory(&self) -> bool {
+        self.mandatory
+    }
+
+    fn root_hint_subjects(&self) -> &[DistinguishedName] {
+        &self.hints
+    }
+
+    fn verify_client_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _now: UnixTime,
+    ) -> Result<ClientCertVerified, Error> {
+        Ok(ClientCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, Error> {
+        let algorithms = base_provider().signature_verification_algorithms;
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &algorithms)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, Error> {
+        let algorithms = base_provider().signature_verification_algorithms;
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &algorithms)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        base_provider()
+            .signature_verification_algorithms
+            .supported_schemes()
+    }
+}
+
+/// A client's certificate as the `$ssl_client_*` variables show it.
+#[derive(Clone, Debug, Default)]
+pub struct ClientCertificate {
+    /// `SUCCESS`, `FAILED:reason` or `NONE` (`$ssl_client_verify`).
+    pub verify: String,
+    pub subject: String,
+    pub issuer: String,
+    /// Upper-case hex.
+    pub serial: String,
+    /// SHA-1 of the DER, lower-case hex.
+    pub fingerprint: String,
+    /// PEM of the leaf.
+    pub pem: String,
+    /// `Nov 25 19:00:00 2026 GMT`
+    pub not_before: String,
+    pub not_after: String,
+    /// Seconds since the epoch, for `$ssl_client_v_remain`.
+    pub not_after_unix: i64,
+}
+
+impl ClientCertificate {
+    pub(crate) fn describe(chain: &[CertificateDer<'static>], verify: String) -> ClientCertificate {
+        let Some(leaf) = chain.first() else {
+            return ClientCertificate {
+                verify,
+                ..ClientCertificate::default()
+            };
+        };
+        let mut described = ClientCertificate {
+            verify,
+            pem: pem_of(leaf.as_ref()),
+            fingerprint: hex_lower(
+                aws_lc_rs::digest::digest(
+                    &aws_lc_rs::digest::SHA1_FOR_LEGACY_USE_ONLY,
+                    leaf.as_ref(),
+                )
+                .as_ref(),
+            ),
+            ..ClientCertificate::default()
+        };
+        if let Ok((_, parsed)) = x509_parser::parse_x509_certificate(leaf.as_ref()) {
+            described.subject = rfc2253(parsed.subject());
+            described.issuer = rfc2253(parsed.issuer());
+            described.serial = hex_upper(parsed.raw_serial());
+            described.not_before = openssl_time(parsed.validity().not_before);
+            described.not_after = openssl_time(parsed.validity().not_after);
+            described.not_after_unix = parsed.validity().not_after.timestamp();
+        }
+        described
+    }
+}
+
+/// The name as OpenSSL prints it with `XN_FLAG_RFC2253`: the last attribute first.
+fn rfc2253(name: &x509_parser::x509::X509Name<'_>) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for rdn in name.iter() {
+        for attribute in rdn.iter() {
+            let oid = attribute.attr_type();
+            let key = x509_parser::objects::oid2abbrev(oid, x509_parser::objects::oid_registry())
+                .map(str::to_owned)
+                .unwrap_or_else(|_| oid.to_id_string());
+            let value = attribute.as_str().unwrap_or("").replace(',', "\\,");
+            parts.push(format!("{key}={value}"));
+        }
+    }
+    parts.reverse();
+    parts.join(",")
+}
+
+fn openssl_time(time: x509_parser::time::ASN1Time) -> String {
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let moment = time.to_datetime();
+    format!(
+        "{} {:2} {:02}:{:02}:{:02} {} GMT",
+        MONTHS[usize::from(u8::from(moment.month())) - 1],
+        moment.day(),
+        moment.hour(),
+        moment.minute(),
+        moment.second(),
+        moment.year()
+    )
+}
+
+fn pem_of(der: &[u8]) -> String {
+    let encoded = base64(der);
+    let mut pem = String::from("-----BEGIN CERTIFICATE-----\n");
+    for line in encoded.as_bytes().chunks(64) {
+        pem.push_str(std::str::from_utf8(line).unwrap_or(""));
+        pem.push('\n');
+    }
+    pem.push_str("-----END CERTIFICATE-----\n");
+    pem
+}
+
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let word = (u32::from(chunk[0]) << 16)
+            | (u32::from(*chunk.get(1).unwrap_or(&0)) << 8)
+            | u32::from(*chunk.get(2).unwrap_or(&0));
+        for index in 0..4 {
+            if index <= chunk.len() {
+                out.push(ALPHABET[(word >> (18 - 6 * index) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+fn hex_lower(bytes: &[u8]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+fn hex_upper(bytes: &[u8]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02X}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn base64_pads_as_pem_does() {
+        assert_eq!(super::base64(b"ab"), "YWI=");
+        assert_eq!(super::base64(b"abc"), "YWJj");
+        assert_eq!(super::base64(b"a"), "YQ==");
+    }
+}
