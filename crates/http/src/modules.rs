@@ -16,6 +16,7 @@ pub const TABLES: &[&[HttpDirective]] = &[
     crate::charset::directives::DIRECTIVES,
     crate::proxy::directives::DIRECTIVES,
     crate::upstream::directives::DIRECTIVES,
+    crate::ssl::directives::DIRECTIVES,
 ];
 
 /// All directives of all modules, for [`conf::spec::check`].
@@ -42,4 +43,5 @@ pub const FAMILIES: &[&str] = &[
     "http_upstream_keepalive",
     "http_upstream_zone",
     "http_charset",
+    "http_ssl",
 ];

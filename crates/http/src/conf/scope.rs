@@ -27,6 +27,7 @@ pub struct MainScope {
 #[derive(Debug, Default)]
 pub struct ServerScope {
     pub core: CoreServerConf,
+    pub ssl: crate::ssl::settings::SslServerConf,
     pub listens: Vec<ListenSpec>,
     /// Each name with the text it was written as (`$server_name` is the first one).
     pub names: Vec<(ServerName, String)>,

@@ -112,7 +112,7 @@ fn builtin(name: &str) -> Option<Variable> {
         "upstream_response_length" => Variable::UpstreamResponseLength,
         "upstream_bytes_received" => Variable::UpstreamBytesReceived,
         "upstream_bytes_sent" => Variable::UpstreamBytesSent,
-        _ => return None,
+        _ => return crate::ssl::variables::builtin(name).map(Variable::Ssl),
     })
 }
 
