@@ -171,7 +171,7 @@ pub fn load_pair(
             ))
         })?;
     let certified = CertifiedKey::new(chain, signing_key);
-    if certified.keys_match().is_err() {
+    if !keys_match(&certified) {
         return Err(TlsError(format!(
             "SSL_CTX_use_PrivateKey(\"{}\") failed (SSL: error:05800074:x509 certificate \
              routines::key values mismatch)",
@@ -204,4 +204,20 @@ pub(crate) fn load_crls(
         )));
     }
     Ok(crls)
+}
+
+/// Whether the key's public half is the leaf certificate's. Compared here rather than by
+/// rustls, whose check parses the certificate with webpki, which refuses X.509 v1
+/// certificates (`openssl req -x509` without extensions makes them) that OpenSSL serves.
+fn keys_match(certified: &CertifiedKey) -> bool {
+    let Some(key_spki) = certified.key.public_key() else {
+        return true;
+    };
+    let Some(leaf) = certified.cert.first() else {
+        return false;
+    };
+    match x509_parser::parse_x509_certificate(leaf.as_ref()) {
+        Ok((_, parsed)) => parsed.tbs_certificate.subject_pki.raw == key_spki.as_ref(),
+        Err(_) => false,
+    }
 }

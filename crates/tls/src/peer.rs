@@ -181,6 +181,9 @@ pub struct ClientCertificate {
     pub verify: String,
     pub subject: String,
     pub issuer: String,
+    /// The names in OpenSSL's old one-line form, `/CN=a/O=b`.
+    pub subject_legacy: String,
+    pub issuer_legacy: String,
     /// Upper-case hex.
     pub serial: String,
     /// SHA-1 of the DER, lower-case hex.
@@ -217,6 +220,8 @@ impl ClientCertificate {
         if let Ok((_, parsed)) = x509_parser::parse_x509_certificate(leaf.as_ref()) {
             described.subject = rfc2253(parsed.subject());
             described.issuer = rfc2253(parsed.issuer());
+            described.subject_legacy = one_line(parsed.subject());
+            described.issuer_legacy = one_line(parsed.issuer());
             described.serial = hex_upper(parsed.raw_serial());
             described.not_before = openssl_time(parsed.validity().not_before);
             described.not_after = openssl_time(parsed.validity().not_after);
@@ -228,6 +233,23 @@ impl ClientCertificate {
 
 /// The name as OpenSSL prints it with `XN_FLAG_RFC2253`: the last attribute first.
 fn rfc2253(name: &x509_parser::x509::X509Name<'_>) -> String {
+    let mut parts = attributes(name, |value| value.replace(',', "\\,"));
+    parts.reverse();
+    parts.join(",")
+}
+
+/// The name in OpenSSL's `X509_NAME_oneline` form.
+fn one_line(name: &x509_parser::x509::X509Name<'_>) -> String {
+    attributes(name, str::to_owned)
+        .iter()
+        .map(|part| format!("/{part}"))
+        .collect()
+}
+
+fn attributes(
+    name: &x509_parser::x509::X509Name<'_>,
+    escape: impl Fn(&str) -> String,
+) -> Vec<String> {
     let mut parts: Vec<String> = Vec::new();
     for rdn in name.iter() {
         for attribute in rdn.iter() {
@@ -235,12 +257,10 @@ fn rfc2253(name: &x509_parser::x509::X509Name<'_>) -> String {
             let key = x509_parser::objects::oid2abbrev(oid, x509_parser::objects::oid_registry())
                 .map(str::to_owned)
                 .unwrap_or_else(|_| oid.to_id_string());
-            let value = attribute.as_str().unwrap_or("").replace(',', "\\,");
-            parts.push(format!("{key}={value}"));
+            parts.push(format!("{key}={}", escape(attribute.as_str().unwrap_or(""))));
         }
     }
-    parts.reverse();
-    parts.join(",")
+    parts
 }
 
 fn openssl_time(time: x509_parser::time::ASN1Time) -> String {
