@@ -139,8 +139,7 @@ impl ServerCertVerifier for AnyServerCertificate {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, Error> {
-        let algorithms = base_provider().signature_verification_algorithms;
-        rustls::crypto::verify_tls12_signature(message, cert, dss, &algorithms)
+        crate::signature::verify(message, cert, dss, false)
     }
 
     fn verify_tls13_signature(
@@ -149,8 +148,7 @@ impl ServerCertVerifier for AnyServerCertificate {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, Error> {
-        let algorithms = base_provider().signature_verification_algorithms;
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &algorithms)
+        crate::signature::verify(message, cert, dss, true)
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {

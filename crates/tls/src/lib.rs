@@ -16,6 +16,7 @@ mod keys;
 mod peer;
 mod server;
 mod session;
+mod signature;
 mod tickets;
 
 pub use accept::{AcceptError, Acceptor, Hello, REJECT_ALERT};

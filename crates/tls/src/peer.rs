@@ -20,13 +20,15 @@ use crate::{TlsError, base_provider};
 pub struct ClientVerify {
     /// `on`: a client without a certificate is refused (by the HTTP layer).
     pub required: bool,
-    /// `optional_no_ca`: any certificate is accepted, its chain is not verified.
+    /// Not `optional_no_ca`, where any certificate is accepted (the verdict is still given).
     pub verify_chain: bool,
     pub depth: usize,
     roots: Arc<RootCertStore>,
     /// Subjects of `ssl_client_certificate`, sent to the client as acceptable issuers.
     hints: Vec<DistinguishedName>,
     crls: Vec<CertificateRevocationListDer<'static>>,
+    /// Every trusted certificate as given, for those webpki cannot parse (X.509 v1).
+    trusted: Vec<CertificateDer<'static>>,
 }
 
 impl ClientVerify {
@@ -48,7 +50,10 @@ impl ClientVerify {
                 .add(certificate.clone())
                 .map_err(|error| TlsError(format!("X509_STORE_add_cert() failed ({error})")))?;
             if let Some(anchor) = roots.roots.get(before) {
-                hints.push(DistinguishedName::from(anchor.subject.to_vec()));
+                let hint = DistinguishedName::in_sequence(&anchor.subject);
+                if !hints.iter().any(|known: &DistinguishedName| known.as_ref() == hint.as_ref()) {
+                    hints.push(hint);
+                }
             }
         }
         for certificate in trusted {
@@ -67,6 +72,7 @@ impl ClientVerify {
             roots: Arc::new(roots),
             hints,
             crls,
+            trusted: sent.iter().chain(trusted).cloned().collect(),
         })
     }
 
@@ -79,9 +85,6 @@ impl ClientVerify {
         let Some((leaf, intermediates)) = chain.split_first() else {
             return Err("no certificate");
         };
-        if !self.verify_chain {
-            return Ok(());
-        }
         if self.roots.is_empty() {
             return Err("unable to get local issuer certificate");
         }
@@ -92,11 +95,36 @@ impl ClientVerify {
         .with_crls(self.crls.clone())
         .build()
         .map_err(|_| "certificate verify failed")?;
-        verifier
-            .verify_client_cert(leaf, intermediates, UnixTime::now())
-            .map_err(reason)?;
+        match verifier.verify_client_cert(leaf, intermediates, UnixTime::now()) {
+            Ok(_) => {}
+            Err(Error::InvalidCertificate(
+                CertificateError::BadEncoding | CertificateError::Other(_),
+            )) => return self.check_directly_trusted(leaf),
+            Err(error) => return Err(reason(error)),
+        }
         if intermediates.len() + 1 > self.depth.max(1) {
             return Err("certificate chain too long");
+        }
+        Ok(())
+    }
+}
+
+impl ClientVerify {
+    /// A certificate webpki cannot parse is accepted when it is itself trusted and within
+    /// its validity period (OpenSSL accepts a self-signed certificate found in the store).
+    fn check_directly_trusted(&self, leaf: &CertificateDer<'static>) -> Result<(), &'static str> {
+        if !self.trusted.iter().any(|trusted| trusted == leaf) {
+            return Err("unable to get local issuer certificate");
+        }
+        let Ok((_, parsed)) = x509_parser::parse_x509_certificate(leaf.as_ref()) else {
+            return Err("unable to decode issuer public key");
+        };
+        let now = x509_parser::time::ASN1Time::now();
+        if now < parsed.validity().not_before {
+            return Err("certificate is not yet valid");
+        }
+        if now > parsed.validity().not_after {
+            return Err("certificate has expired");
         }
         Ok(())
     }
@@ -153,8 +181,7 @@ impl ClientCertVerifier for AnyClientCertificate {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, Error> {
-        let algorithms = base_provider().signature_verification_algorithms;
-        rustls::crypto::verify_tls12_signature(message, cert, dss, &algorithms)
+        crate::signature::verify(message, cert, dss, false)
     }
 
     fn verify_tls13_signature(
@@ -163,8 +190,7 @@ impl ClientCertVerifier for AnyClientCertificate {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, Error> {
-        let algorithms = base_provider().signature_verification_algorithms;
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &algorithms)
+        crate::signature::verify(message, cert, dss, true)
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {

@@ -6,19 +6,25 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use aws_lc_rs::aead::{AES_256_GCM, Aad, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
+use aws_lc_rs::cipher::{
+    AES_128, AES_256, Algorithm, DecryptionContext, PaddedBlockDecryptingKey,
+    PaddedBlockEncryptingKey, UnboundCipherKey,
+};
 use aws_lc_rs::hmac;
+use aws_lc_rs::iv::FixedLength;
 use aws_lc_rs::rand::{SecureRandom, SystemRandom};
 use rustls::server::{ProducesTickets, StoresServerSessions};
 
 use crate::TlsError;
 
-/// A bounded store of sessions, oldest evicted first, each valid for `timeout`.
+/// A bounded store of sessions, oldest evicted first, each valid for `timeout`. Servers
+/// naming the same shared cache hold views of one store, each with its own timeout
+/// ([`SessionCache::with_timeout`]), as nginx's timeout belongs to the server.
 #[derive(Debug)]
 pub struct SessionCache {
     capacity: usize,
     timeout: Duration,
-    state: Mutex<CacheState>,
+    state: std::sync::Arc<Mutex<CacheState>>,
 }
 
 #[derive(Debug, Default)]
@@ -34,7 +40,16 @@ impl SessionCache {
         SessionCache {
             capacity: capacity.max(1),
             timeout,
-            state: Mutex::new(CacheState::default()),
+            state: std::sync::Arc::new(Mutex::new(CacheState::default())),
+        }
+    }
+
+    /// The same store, its sessions valid for `timeout`.
+    pub fn with_timeout(&self, timeout: Duration) -> SessionCache {
+        SessionCache {
+            capacity: self.capacity,
+            timeout,
+            state: self.state.clone(),
         }
     }
 
@@ -88,26 +103,36 @@ impl StoresServerSessions for SessionCache {
 }
 
 const NAME_LEN: usize = 16;
+const IV_LEN: usize = 16;
+const MAC_LEN: usize = 32;
 
-/// One ticket key: its 16-byte name and the AEAD key derived from its secret parts.
+/// One ticket key, as nginx splits a key file: a 16-byte name, an HMAC-SHA256 secret and an
+/// AES key (128 bits from a 48-byte file, 256 from an 80-byte one). A ticket is laid out
+/// as nginx's: name, IV, the AES-CBC-encrypted session, and the HMAC of all that.
 struct TicketKey {
     name: [u8; NAME_LEN],
-    key: LessSafeKey,
+    hmac: hmac::Key,
+    aes: Vec<u8>,
+    algorithm: &'static Algorithm,
 }
 
 /// The keys that seal session tickets: the first seals new tickets, all open them, as with
 /// several `ssl_session_ticket_key` files (the first is the current key, the others
 /// previous ones still accepted while clients hold tickets made with them).
+///
+/// Random keys (no key files) made for a shared session cache rotate, as nginx's do: a new
+/// current key every `lifetime`, the previous one still accepted.
 pub struct TicketKeys {
-    keys: Vec<TicketKey>,
+    keys: std::sync::Arc<std::sync::RwLock<Vec<TicketKey>>>,
     lifetime: u32,
-    random: SystemRandom,
+    /// When the current key was made, for keys that rotate.
+    rotation: Option<std::sync::Arc<Mutex<Instant>>>,
 }
 
 impl std::fmt::Debug for TicketKeys {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TicketKeys")
-            .field("keys", &self.keys.len())
+            .field("keys", &self.keys.read().map_or(0, |keys| keys.len()))
             .field("lifetime", &self.lifetime)
             .finish()
     }
@@ -132,40 +157,118 @@ impl TicketKeys {
             keys.push(ticket_key(bytes, secret_len)?);
         }
         Ok(TicketKeys {
-            keys,
+            keys: std::sync::Arc::new(std::sync::RwLock::new(keys)),
             lifetime: lifetime.as_secs().min(u64::from(u32::MAX)) as u32,
-            random: SystemRandom::new(),
+            rotation: None,
         })
     }
 
-    /// One random key, made when the configuration loads: tickets survive until a reload.
-    pub fn random(lifetime: Duration) -> Result<TicketKeys, TlsError> {
-        let mut bytes = [0u8; 80];
-        SystemRandom::new()
-            .fill(&mut bytes)
-            .map_err(|_| TlsError("RAND_bytes() failed".to_owned()))?;
-        TicketKeys::from_files(&[("random".to_owned(), bytes.to_vec())], lifetime)
+    /// A random key, made when the configuration loads; with `rotate`, replaced by a new
+    /// one every `lifetime`.
+    pub fn random(lifetime: Duration, rotate: bool) -> Result<TicketKeys, TlsError> {
+        let mut keys = TicketKeys::from_files(&[random_key_file()?], lifetime)?;
+        if rotate {
+            keys.rotation = Some(std::sync::Arc::new(Mutex::new(Instant::now())));
+        }
+        Ok(keys)
     }
+
+    /// The same keys (rotating together), tickets valid for `lifetime`.
+    pub fn with_lifetime(&self, lifetime: Duration) -> TicketKeys {
+        TicketKeys {
+            keys: self.keys.clone(),
+            lifetime: lifetime.as_secs().min(u64::from(u32::MAX)) as u32,
+            rotation: self.rotation.clone(),
+        }
+    }
+
+    /// Makes a new current key when the current one is older than the lifetime.
+    fn rotate(&self) {
+        let Some(rotation) = &self.rotation else {
+            return;
+        };
+        let Ok(mut made) = rotation.lock() else {
+            return;
+        };
+        if made.elapsed() < Duration::from_secs(u64::from(self.lifetime).max(1)) {
+            return;
+        }
+        let Ok((_, bytes)) = random_key_file() else {
+            return;
+        };
+        let Ok(key) = ticket_key(&bytes, 32) else {
+            return;
+        };
+        if let Ok(mut keys) = self.keys.write() {
+            keys.insert(0, key);
+            keys.truncate(2);
+        }
+        *made = Instant::now();
+    }
+}
+
+fn random_key_file() -> Result<(String, Vec<u8>), TlsError> {
+    let mut bytes = [0u8; 80];
+    SystemRandom::new()
+        .fill(&mut bytes)
+        .map_err(|_| TlsError("RAND_bytes() failed".to_owned()))?;
+    Ok(("random".to_owned(), bytes.to_vec()))
+}
+
+/// Seconds since the epoch, as sealed into tickets.
+fn now_seconds() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_secs())
 }
 
 fn ticket_key(bytes: &[u8], secret_len: usize) -> Result<TicketKey, TlsError> {
     let mut name = [0u8; NAME_LEN];
     name.copy_from_slice(&bytes[..NAME_LEN]);
     let hmac_secret = &bytes[NAME_LEN..NAME_LEN + secret_len];
-    let aes_secret = &bytes[NAME_LEN + secret_len..];
-    // The AEAD key is derived from both secret parts, so a file's every byte matters.
-    let derived = hmac::sign(&hmac::Key::new(hmac::HMAC_SHA256, hmac_secret), aes_secret);
-    let unbound = UnboundKey::new(&AES_256_GCM, derived.as_ref())
-        .map_err(|_| TlsError("cannot make a ticket key".to_owned()))?;
     Ok(TicketKey {
         name,
-        key: LessSafeKey::new(unbound),
+        hmac: hmac::Key::new(hmac::HMAC_SHA256, hmac_secret),
+        aes: bytes[NAME_LEN + secret_len..].to_vec(),
+        algorithm: if secret_len == 16 { &AES_128 } else { &AES_256 },
     })
+}
+
+impl TicketKey {
+    fn seal(&self, plain: &[u8]) -> Option<Vec<u8>> {
+        let key = UnboundCipherKey::new(self.algorithm, &self.aes).ok()?;
+        let encrypting = PaddedBlockEncryptingKey::cbc_pkcs7(key).ok()?;
+        let mut sealed = plain.to_vec();
+        let DecryptionContext::Iv128(iv) = encrypting.encrypt(&mut sealed).ok()? else {
+            return None;
+        };
+        let mut ticket = Vec::with_capacity(NAME_LEN + IV_LEN + sealed.len() + MAC_LEN);
+        ticket.extend_from_slice(&self.name);
+        ticket.extend_from_slice(iv.as_ref());
+        ticket.extend_from_slice(&sealed);
+        let mac = hmac::sign(&self.hmac, &ticket);
+        ticket.extend_from_slice(mac.as_ref());
+        Some(ticket)
+    }
+
+    fn open(&self, ticket: &[u8]) -> Option<Vec<u8>> {
+        let (signed, mac) = ticket.split_at_checked(ticket.len().checked_sub(MAC_LEN)?)?;
+        hmac::verify(&self.hmac, signed, mac).ok()?;
+        let iv: [u8; IV_LEN] = signed.get(NAME_LEN..NAME_LEN + IV_LEN)?.try_into().ok()?;
+        let mut sealed = signed.get(NAME_LEN + IV_LEN..)?.to_vec();
+        let key = UnboundCipherKey::new(self.algorithm, &self.aes).ok()?;
+        let decrypting = PaddedBlockDecryptingKey::cbc_pkcs7(key).ok()?;
+        let context = DecryptionContext::Iv128(FixedLength::from(iv));
+        decrypting
+            .decrypt(&mut sealed, context)
+            .ok()
+            .map(|plain| plain.to_vec())
+    }
 }
 
 impl ProducesTickets for TicketKeys {
     fn enabled(&self) -> bool {
-        !self.keys.is_empty()
+        self.keys.read().is_ok_and(|keys| !keys.is_empty())
     }
 
     fn lifetime(&self) -> u32 {
@@ -173,36 +276,26 @@ impl ProducesTickets for TicketKeys {
     }
 
     fn encrypt(&self, plain: &[u8]) -> Option<Vec<u8>> {
-        let current = self.keys.first()?;
-        let mut nonce = [0u8; NONCE_LEN];
-        self.random.fill(&mut nonce).ok()?;
-        let mut sealed = plain.to_vec();
-        current
-            .key
-            .seal_in_place_append_tag(
-                Nonce::assume_unique_for_key(nonce),
-                Aad::from(current.name),
-                &mut sealed,
-            )
-            .ok()?;
-        let mut ticket = Vec::with_capacity(NAME_LEN + NONCE_LEN + sealed.len());
-        ticket.extend_from_slice(&current.name);
-        ticket.extend_from_slice(&nonce);
-        ticket.extend_from_slice(&sealed);
-        Some(ticket)
+        self.rotate();
+        let keys = self.keys.read().ok()?;
+        let current = keys.first()?;
+        // The ticket carries when it was made: it is refused after `lifetime`.
+        let mut state = now_seconds().to_be_bytes().to_vec();
+        state.extend_from_slice(plain);
+        current.seal(&state)
     }
 
     fn decrypt(&self, cipher: &[u8]) -> Option<Vec<u8>> {
         let name = cipher.get(..NAME_LEN)?;
-        let nonce = cipher.get(NAME_LEN..NAME_LEN + NONCE_LEN)?;
-        let key = self.keys.iter().find(|key| key.name == name)?;
-        let nonce = Nonce::try_assume_unique_for_key(nonce).ok()?;
-        let mut sealed = cipher.get(NAME_LEN + NONCE_LEN..)?.to_vec();
-        let plain = key
-            .key
-            .open_in_place(nonce, Aad::from(key.name), &mut sealed)
-            .ok()?;
-        Some(plain.to_vec())
+        let keys = self.keys.read().ok()?;
+        let key = keys.iter().find(|key| key.name == name)?;
+        let plain = key.open(cipher)?;
+        let (made, session) = plain.split_at_checked(8)?;
+        let made = u64::from_be_bytes(made.try_into().ok()?);
+        if now_seconds().saturating_sub(made) >= u64::from(self.lifetime) {
+            return None;
+        }
+        Some(session.to_vec())
     }
 }
 
@@ -220,6 +313,16 @@ mod tests {
     #[test]
     fn the_first_key_seals_and_every_key_opens() {
         let hour = Duration::from_secs(3600);
+        assert_eq!(
+            TicketKeys::from_files(&[file(1, 48)], Duration::ZERO)
+                .expect("valid")
+                .encrypt(b"s")
+                .and_then(|ticket| TicketKeys::from_files(&[file(1, 48)], Duration::ZERO)
+                    .expect("valid")
+                    .decrypt(&ticket)),
+            None,
+            "an expired ticket is refused"
+        );
         let old = TicketKeys::from_files(&[file(1, 48)], hour).expect("valid");
         let rotated = TicketKeys::from_files(&[file(2, 80), file(1, 48)], hour).expect("valid");
         let ticket = old.encrypt(b"session").expect("sealed");

@@ -483,6 +483,7 @@ fn build(
     let mut server_regexes = Vec::new();
     let mut server_names: Vec<(ServerId, Vec<(ServerName, String)>)> = Vec::new();
     let mut tls_build = crate::ssl::TlsBuild::default();
+    let mut ssl_listens = Vec::new();
     for (index, pending) in pending_servers.into_iter().enumerate() {
         let id = ServerId(index as u32);
         let mut server_scope = pending.server;
@@ -504,8 +505,9 @@ fn build(
             std::mem::take(&mut server_scope.listens)
         };
         let ssl = server_scope.ssl.resolve(env);
-        let ssl_listen = specs.iter().find(|spec| spec.ssl).map(|spec| &spec.span);
-        let tls = crate::ssl::server_tls(&ssl, ssl_listen, &mut tls_build, &env.prefix)?;
+        let ssl_listen = specs.iter().find(|spec| spec.ssl).map(|spec| spec.span.clone());
+        let tls = crate::ssl::server_tls(&ssl, &mut tls_build, &env.prefix)?;
+        ssl_listens.push(ssl_listen);
         listens.extend(specs.into_iter().map(|spec| (spec, id)));
         let mut names = std::mem::take(&mut server_scope.names);
         if !server_scope.has_server_name {
@@ -529,6 +531,7 @@ fn build(
         &mut server_regexes,
         &mut context,
     )?;
+    crate::ssl::check_defaults(&servers, &sockets, &ssl_listens)?;
     context.variables.check_defined()?;
     crate::proxy::pass::check_uri_parts(&builder.locations)?;
     let upstreams = std::mem::take(&mut context.upstreams).finish()?;

@@ -23,6 +23,7 @@ pub(crate) fn refusal(
     worker: &crate::worker::HttpWorker,
     connection: &crate::connection::Connection,
     server: crate::conf::ServerId,
+    host: &[u8],
 ) -> Option<(u16, String)> {
     if connection.plain_on_tls_port {
         return Some((
@@ -32,6 +33,19 @@ pub(crate) fn refusal(
     }
     let handshake = connection.info.tls.as_deref()?;
     let mode = worker.conf().server(server).ssl.verify_client;
+    // A server that checks client certificates serves only the name they were sent for.
+    if let Some(name) = &handshake.server_name
+        && !host.is_empty()
+        && !name.as_bytes().eq_ignore_ascii_case(host)
+        && mode != VerifyClient::Off
+    {
+        return Some((
+            421,
+            "client attempted to request the server name different from the one that was \
+             negotiated"
+                .to_owned(),
+        ));
+    }
     if mode == VerifyClient::Off || mode == VerifyClient::OptionalNoCa {
         return None;
     }
@@ -122,6 +136,7 @@ pub(crate) fn parse_protocols(
 #[derive(Debug, Default)]
 pub(crate) struct TlsBuild {
     caches: HashMap<String, Arc<tls::SessionCache>>,
+    tickets: HashMap<String, Arc<tls::TicketKeys>>,
 }
 
 fn load_error(error: tls::TlsError) -> ConfError {
@@ -142,23 +157,40 @@ fn source(prefix: &Path, value: &str, what: &str) -> Result<tls::PemSource, Conf
     tls::PemSource::read(value, &path, what).map_err(load_error)
 }
 
-/// The TLS configuration of one virtual server, or `None` when it has no certificate.
-/// A server that listens with `ssl` needs one (unless it rejects handshakes).
-pub(crate) fn server_tls(
-    settings: &SslServer,
-    ssl_listen: Option<&Span>,
-    build: &mut TlsBuild,
-    prefix: &Path,
-) -> Result<Option<Arc<tls::ServerTls>>, ConfError> {
-    if settings.certificates.is_empty() {
-        if let Some(span) = ssl_listen
-            && !settings.reject_handshake
-        {
+/// nginx's check once the servers are known: the default server of every `ssl` address
+/// needs a certificate, unless it rejects handshakes. `ssl_listens` holds each server's
+/// first `listen ... ssl`, by server index.
+pub(crate) fn check_defaults(
+    servers: &[crate::conf::Server],
+    sockets: &[crate::conf::SocketConf],
+    ssl_listens: &[Option<Span>],
+) -> Result<(), ConfError> {
+    for address in sockets.iter().flat_map(|socket| &socket.addresses) {
+        if !address.ssl {
+            continue;
+        }
+        let index = address.default_server.0 as usize;
+        let server = &servers[index];
+        if server.tls.is_some() || server.ssl.reject_handshake {
+            continue;
+        }
+        if let Some(Some(span)) = ssl_listens.get(index) {
             return Err(ConfError::message(
                 "no \"ssl_certificate\" is defined for the \"listen ... ssl\" directive",
                 span,
             ));
         }
+    }
+    Ok(())
+}
+
+/// The TLS configuration of one virtual server, or `None` when it has no certificate.
+pub(crate) fn server_tls(
+    settings: &SslServer,
+    build: &mut TlsBuild,
+    prefix: &Path,
+) -> Result<Option<Arc<tls::ServerTls>>, ConfError> {
+    if settings.certificates.is_empty() {
         return Ok(None);
     }
     let mut pairs = Vec::new();
@@ -188,22 +220,39 @@ pub(crate) fn server_tls(
         SessionCacheSetting::Cache {
             name: Some(name),
             sessions,
-        } => Some(
+        } => Some(Arc::new(
             build
                 .caches
                 .entry(name.clone())
                 .or_insert_with(|| {
                     Arc::new(tls::SessionCache::new(*sessions, settings.session_timeout))
                 })
-                .clone(),
-        ),
+                .with_timeout(settings.session_timeout),
+        )),
     };
     let tickets = if !settings.session_tickets {
         None
     } else if settings.session_ticket_keys.is_empty() {
-        Some(Arc::new(
-            tls::TicketKeys::random(settings.session_timeout).map_err(load_error)?,
-        ))
+        // Servers sharing a named cache share its rotating keys, as nginx keeps them in
+        // the cache's shared zone.
+        match &settings.session_cache {
+            SessionCacheSetting::Cache {
+                name: Some(name), ..
+            } => {
+                if !build.tickets.contains_key(name) {
+                    let keys = tls::TicketKeys::random(settings.session_timeout, true)
+                        .map_err(load_error)?;
+                    build.tickets.insert(name.clone(), Arc::new(keys));
+                }
+                build
+                    .tickets
+                    .get(name)
+                    .map(|keys| Arc::new(keys.with_lifetime(settings.session_timeout)))
+            }
+            _ => Some(Arc::new(
+                tls::TicketKeys::random(settings.session_timeout, false).map_err(load_error)?,
+            )),
+        }
     } else {
         let mut files = Vec::new();
         for name in &settings.session_ticket_keys {
