@@ -15,6 +15,9 @@ pub struct Session {
     /// The client's offered suites and groups, kept from its hello (server side).
     offered: Option<Offered>,
     verify: Option<Arc<ClientVerify>>,
+    /// The id given to a new session, sealed into its tickets and cache entries (rustls's
+    /// resumption data), so a resumed session shows its original id (`$ssl_session_id`).
+    session_id: [u8; 32],
     /// Decrypted bytes not read yet, as the last processing left them.
     plaintext: usize,
     peer_closed: bool,
@@ -48,6 +51,8 @@ pub struct HandshakeInfo {
     /// The client's groups joined by `:` (`$ssl_curves`).
     pub curves: String,
     pub server_name: Option<String>,
+    /// Lower-case hex of the session's id (`$ssl_session_id`).
+    pub session_id: String,
     pub alpn: Option<Vec<u8>>,
     pub resumed: bool,
     /// The client's certificate, when one was asked for.
@@ -56,11 +61,15 @@ pub struct HandshakeInfo {
 
 impl Session {
     pub(crate) fn server(
-        connection: rustls::ServerConnection,
+        mut connection: rustls::ServerConnection,
         offered: Offered,
         verify: Option<Arc<ClientVerify>>,
     ) -> Session {
+        let mut session_id = [0u8; 32];
+        let _ = aws_lc_rs::rand::fill(&mut session_id);
+        connection.set_resumption_data(&session_id);
         Session {
+            session_id,
             connection: connection.into(),
             offered: Some(offered),
             verify,
@@ -71,6 +80,7 @@ impl Session {
 
     pub(crate) fn client(connection: rustls::ClientConnection) -> Session {
         Session {
+            session_id: [0; 32],
             connection: connection.into(),
             offered: None,
             verify: None,
@@ -147,12 +157,18 @@ impl Session {
             Some(rustls::ProtocolVersion::TLSv1_2) => "TLSv1.2",
             _ => "",
         };
-        let (server_name, client_certificate) = match connection {
+        let (server_name, client_certificate, session_id) = match connection {
             rustls::Connection::Server(server) => (
                 server.server_name().map(str::to_owned),
                 self.client_certificate(server.peer_certificates()),
+                server
+                    .received_resumption_data()
+                    .unwrap_or(&self.session_id)
+                    .iter()
+                    .map(|byte| format!("{byte:02x}"))
+                    .collect(),
             ),
-            rustls::Connection::Client(_) => (None, None),
+            rustls::Connection::Client(_) => (None, None, String::new()),
         };
         let offered = self.offered.clone().unwrap_or_default();
         HandshakeInfo {
@@ -166,6 +182,7 @@ impl Session {
                 .map_or("", |group| group_name(group.name())),
             curves: offered.curves,
             server_name,
+            session_id,
             alpn: connection.alpn_protocol().map(<[u8]>::to_vec),
             resumed: matches!(
                 connection.handshake_kind(),

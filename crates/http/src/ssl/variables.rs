@@ -73,8 +73,7 @@ pub fn append(variable: SslVariable, info: Option<&HandshakeInfo>, out: &mut Vec
         V::Ciphers => info.ciphers.as_bytes(),
         V::Curve => info.curve.as_bytes(),
         V::Curves => info.curves.as_bytes(),
-        // rustls does not expose a session id; nginx's is empty for TLS 1.3 tickets too.
-        V::SessionId => b"",
+        V::SessionId => info.session_id.as_bytes(),
         V::SessionReused => {
             if info.resumed {
                 b"r"
