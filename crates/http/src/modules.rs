@@ -17,6 +17,7 @@ pub const TABLES: &[&[HttpDirective]] = &[
     crate::proxy::directives::DIRECTIVES,
     crate::upstream::directives::DIRECTIVES,
     crate::ssl::directives::DIRECTIVES,
+    crate::proxy::ssl::DIRECTIVES,
 ];
 
 /// All directives of all modules, for [`conf::spec::check`].

@@ -51,7 +51,10 @@ impl ClientVerify {
                 .map_err(|error| TlsError(format!("X509_STORE_add_cert() failed ({error})")))?;
             if let Some(anchor) = roots.roots.get(before) {
                 let hint = DistinguishedName::in_sequence(&anchor.subject);
-                if !hints.iter().any(|known: &DistinguishedName| known.as_ref() == hint.as_ref()) {
+                if !hints
+                    .iter()
+                    .any(|known: &DistinguishedName| known.as_ref() == hint.as_ref())
+                {
                     hints.push(hint);
                 }
             }
@@ -283,7 +286,10 @@ fn attributes(
             let key = x509_parser::objects::oid2abbrev(oid, x509_parser::objects::oid_registry())
                 .map(str::to_owned)
                 .unwrap_or_else(|_| oid.to_id_string());
-            parts.push(format!("{key}={}", escape(attribute.as_str().unwrap_or(""))));
+            parts.push(format!(
+                "{key}={}",
+                escape(attribute.as_str().unwrap_or(""))
+            ));
         }
     }
     parts

@@ -317,9 +317,11 @@ mod tests {
             TicketKeys::from_files(&[file(1, 48)], Duration::ZERO)
                 .expect("valid")
                 .encrypt(b"s")
-                .and_then(|ticket| TicketKeys::from_files(&[file(1, 48)], Duration::ZERO)
-                    .expect("valid")
-                    .decrypt(&ticket)),
+                .and_then(
+                    |ticket| TicketKeys::from_files(&[file(1, 48)], Duration::ZERO)
+                        .expect("valid")
+                        .decrypt(&ticket)
+                ),
             None,
             "an expired ticket is refused"
         );

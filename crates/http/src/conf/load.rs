@@ -505,7 +505,10 @@ fn build(
             std::mem::take(&mut server_scope.listens)
         };
         let ssl = server_scope.ssl.resolve(env);
-        let ssl_listen = specs.iter().find(|spec| spec.ssl).map(|spec| spec.span.clone());
+        let ssl_listen = specs
+            .iter()
+            .find(|spec| spec.ssl)
+            .map(|spec| spec.span.clone());
         let tls = crate::ssl::server_tls(&ssl, &mut tls_build, &env.prefix)?;
         ssl_listens.push(ssl_listen);
         listens.extend(specs.into_iter().map(|spec| (spec, id)));
@@ -534,6 +537,7 @@ fn build(
     crate::ssl::check_defaults(&servers, &sockets, &ssl_listens)?;
     context.variables.check_defined()?;
     crate::proxy::pass::check_uri_parts(&builder.locations)?;
+    crate::proxy::ssl::finish(&mut builder.locations, &env.prefix)?;
     let upstreams = std::mem::take(&mut context.upstreams).finish()?;
     for location in &mut builder.locations {
         main.charset

@@ -219,6 +219,7 @@ impl HttpConf {
         &self,
         host: &str,
         port: Option<u16>,
+        default_port: u16,
     ) -> Option<(crate::upstream::UpstreamId, &crate::upstream::Group)> {
         self.upstreams
             .iter()
@@ -226,7 +227,7 @@ impl HttpConf {
             .find(|(_, group)| {
                 group.name.eq_ignore_ascii_case(host)
                     && if group.implicit {
-                        group.port.unwrap_or(80) == port.unwrap_or(80)
+                        group.port.unwrap_or(80) == port.unwrap_or(default_port)
                     } else {
                         port.is_none()
                     }

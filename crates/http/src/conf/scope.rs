@@ -45,6 +45,7 @@ pub struct LocationScope {
     pub access_log: AccessLogConf,
     pub static_files: StaticConf,
     pub proxy: ProxyConf,
+    pub proxy_ssl: crate::proxy::ssl::ProxySslConf,
     pub rewrite: RewriteConf,
     pub charset: CharsetConf,
     /// Not inherited: each level runs its own script.
@@ -78,6 +79,7 @@ pub struct LocationSettings {
     pub access_log: AccessLog,
     pub static_files: Static,
     pub proxy: Proxy,
+    pub proxy_ssl: crate::proxy::ssl::ProxySsl,
     pub rewrite: RewriteSettings,
     pub charset: Charset,
     pub script: Script,
@@ -94,6 +96,7 @@ impl LocationScope {
         self.access_log.merge_from(&parent.access_log);
         self.static_files.merge_from(&parent.static_files);
         self.proxy.merge_from(&parent.proxy);
+        self.proxy_ssl.merge_from(&parent.proxy_ssl);
         self.rewrite.merge_from(&parent.rewrite);
         self.charset.merge_from(&parent.charset);
         if self.content.is_none() {
@@ -111,6 +114,7 @@ impl LocationScope {
             access_log: self.access_log.clone(),
             static_files: self.static_files.clone(),
             proxy: self.proxy.clone(),
+            proxy_ssl: self.proxy_ssl.clone(),
             rewrite: self.rewrite.clone(),
             charset: self.charset.clone(),
             script: Script::default(),
@@ -127,6 +131,7 @@ impl LocationScope {
             access_log: self.access_log.resolve(env),
             static_files: self.static_files.resolve(env),
             proxy: self.proxy.resolve(env),
+            proxy_ssl: self.proxy_ssl.resolve(env),
             rewrite: self.rewrite.resolve(env),
             charset: self.charset.resolve(env),
             script: self.script.clone(),

@@ -10,7 +10,7 @@
 mod accel;
 pub mod body;
 pub mod directives;
-mod exchange;
+pub(crate) mod exchange;
 pub mod failure;
 pub mod handler;
 mod next_upstream;
@@ -19,6 +19,7 @@ pub mod request;
 pub mod resolver;
 pub mod response;
 pub mod settings;
+pub mod ssl;
 
 pub use settings::{
     Buffers, CookieRewrite, IgnoreHeaders, NextUpstream, Proxy, ProxyConf, Redirect, RedirectRule,
