@@ -62,11 +62,15 @@ impl ClientTls {
                         TlsError(format!("X509_STORE_add_cert() failed ({error})"))
                     })?;
                 }
-                WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider)
+                let inner = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider)
                     .build()
                     .map_err(|error| {
                         TlsError(format!("SSL_CTX_load_verify_locations() ({error})"))
-                    })?
+                    })?;
+                Arc::new(CommonNameToo {
+                    inner,
+                    trusted: trusted.clone(),
+                })
             }
             None => Arc::new(AnyServerCertificate),
         };
@@ -97,6 +101,100 @@ impl ClientTls {
             .map_err(|error| TlsError(error.to_string()))?;
         Ok(Session::client(connection))
     }
+}
+
+/// webpki's verification, and OpenSSL's fallback for a certificate without a subject
+/// alternative name: the name is then compared with the subject's common name.
+#[derive(Debug)]
+struct CommonNameToo {
+    inner: Arc<WebPkiServerVerifier>,
+    /// The trusted certificates as given: one webpki cannot parse (X.509 v1) is accepted
+    /// when the server presents exactly it, as OpenSSL accepts a trusted self-signed one.
+    trusted: Vec<CertificateDer<'static>>,
+}
+
+impl ServerCertVerifier for CommonNameToo {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, Error> {
+        let verified = self.inner.verify_server_cert(
+            end_entity,
+            intermediates,
+            server_name,
+            ocsp_response,
+            now,
+        );
+        match verified {
+            Err(Error::InvalidCertificate(
+                rustls::CertificateError::NotValidForName
+                | rustls::CertificateError::NotValidForNameContext { .. },
+            )) if common_name_matches(end_entity, server_name) => {
+                Ok(ServerCertVerified::assertion())
+            }
+            Err(Error::InvalidCertificate(
+                rustls::CertificateError::BadEncoding | rustls::CertificateError::Other(_),
+            )) if self
+                .trusted
+                .iter()
+                .any(|trusted| trusted.as_ref() == end_entity.as_ref())
+                && within_validity(end_entity)
+                && common_name_matches(end_entity, server_name) =>
+            {
+                Ok(ServerCertVerified::assertion())
+            }
+            other => other,
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, Error> {
+        crate::signature::verify(message, cert, dss, false)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, Error> {
+        crate::signature::verify(message, cert, dss, true)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.inner.supported_verify_schemes()
+    }
+}
+
+fn within_validity(cert: &CertificateDer<'_>) -> bool {
+    x509_parser::parse_x509_certificate(cert.as_ref())
+        .is_ok_and(|(_, parsed)| parsed.validity().is_valid())
+}
+
+/// A certificate with no subject alternative names whose common name is `name`.
+fn common_name_matches(cert: &CertificateDer<'_>, name: &ServerName<'_>) -> bool {
+    let ServerName::DnsName(name) = name else {
+        return false;
+    };
+    let Ok((_, parsed)) = x509_parser::parse_x509_certificate(cert.as_ref()) else {
+        return false;
+    };
+    if parsed.subject_alternative_name().ok().flatten().is_some() {
+        return false;
+    }
+    parsed
+        .subject()
+        .iter_common_name()
+        .filter_map(|common_name| common_name.as_str().ok())
+        .any(|common_name| common_name.eq_ignore_ascii_case(name.as_ref()))
 }
 
 /// Sends the one configured client certificate whatever the server asks.
