@@ -105,7 +105,7 @@ impl ClientVerify {
             )) => return self.check_directly_trusted(leaf),
             Err(error) => return Err(reason(error)),
         }
-        if intermediates.len() + 1 > self.depth.max(1) {
+        if intermediates.len() + 1 > self.depth {
             return Err("certificate chain too long");
         }
         Ok(())
