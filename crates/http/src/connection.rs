@@ -486,9 +486,12 @@ async fn handle_request<'a>(
     }
     let server = select_server(worker, address, request);
     request.server = Some(server);
-    if let Some((status, message)) =
-        crate::ssl::refusal(worker, connection, server, &request.info.host)
-    {
+    if let Some((status, message)) = crate::ssl::refusal(
+        worker,
+        (&connection.info, connection.plain_on_tls_port),
+        server,
+        &request.info.host,
+    ) {
         refuse(worker, connection, request, server, status, &message).await;
         return After::Close;
     }

@@ -164,9 +164,9 @@ impl ServerTls {
         } else {
             config.send_tls13_tickets = 0;
         }
-        if settings.early_data {
-            config.max_early_data_size = 16384;
-        }
+        // `ssl_early_data` is accepted, but 0-RTT data is not taken: rustls hands it to
+        // the application apart from the stream, and replay protection would be needed.
+        let _ = settings.early_data;
         Ok(ServerTls {
             config: Arc::new(config),
             verify: settings.verify,

@@ -45,7 +45,7 @@ pub struct LocationScope {
     pub access_log: AccessLogConf,
     pub static_files: StaticConf,
     pub proxy: ProxyConf,
-    pub proxy_ssl: crate::proxy::ssl::ProxySslConf,
+    pub proxy_ssl: crate::proxy::ssl::settings::ProxySslConf,
     pub rewrite: RewriteConf,
     pub charset: CharsetConf,
     /// Not inherited: each level runs its own script.
@@ -79,7 +79,7 @@ pub struct LocationSettings {
     pub access_log: AccessLog,
     pub static_files: Static,
     pub proxy: Proxy,
-    pub proxy_ssl: crate::proxy::ssl::ProxySsl,
+    pub proxy_ssl: crate::proxy::ssl::settings::ProxySsl,
     pub rewrite: RewriteSettings,
     pub charset: Charset,
     pub script: Script,

@@ -21,17 +21,18 @@ use settings::{SessionCacheSetting, SslServer, VerifyClient};
 /// `ssl_verify_client on` (496); with the `info` line's reason.
 pub(crate) fn refusal(
     worker: &crate::worker::HttpWorker,
-    connection: &crate::connection::Connection,
+    connection: (&crate::request::ConnectionInfo, bool),
     server: crate::conf::ServerId,
     host: &[u8],
 ) -> Option<(u16, String)> {
-    if connection.plain_on_tls_port {
+    let (info, plain_on_tls_port) = connection;
+    if plain_on_tls_port {
         return Some((
             497,
             "client sent plain HTTP request to HTTPS port".to_owned(),
         ));
     }
-    let handshake = connection.info.tls.as_deref()?;
+    let handshake = info.tls.as_deref()?;
     let mode = worker.conf().server(server).ssl.verify_client;
     // A server that checks client certificates serves only the name they were sent for.
     if let Some(name) = &handshake.server_name
@@ -194,6 +195,16 @@ pub(crate) fn server_tls(
         return Ok(None);
     }
     let mut pairs = Vec::new();
+    if let Some(name) = settings
+        .certificates
+        .iter()
+        .chain(&settings.certificate_keys)
+        .find(|name| name.contains('$') && !name.starts_with("data:"))
+    {
+        return Err(load_error(tls::TlsError(format!(
+            "variables in certificate names (\"{name}\") are not supported by Portico yet"
+        ))));
+    }
     for (index, certificate) in settings.certificates.iter().enumerate() {
         let Some(key) = settings.certificate_keys.get(index) else {
             return Err(load_error(tls::TlsError(format!(

@@ -130,7 +130,7 @@ fn expired_revoked_and_unknown_certificates_get_the_495_page() {
             response.body_text().contains("The SSL certificate error"),
             "{name}"
         );
-        server.wait_for_error_log(&format!("client SSL certificate verify error: ("));
+        server.wait_for_error_log("client SSL certificate verify error: (");
         server.wait_for_error_log(reason);
     }
 }
