@@ -10,10 +10,12 @@
 //! post-quantum key exchange (`X25519MLKEM768`).
 
 mod accept;
+mod chain;
 mod ciphers;
 mod client;
 mod keys;
 mod peer;
+mod revocation;
 mod server;
 mod session;
 mod signature;

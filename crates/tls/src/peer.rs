@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use rustls::client::danger::HandshakeSignatureValid;
-use rustls::pki_types::{CertificateDer, CertificateRevocationListDer, UnixTime};
+use rustls::pki_types::{CertificateDer, UnixTime};
 use rustls::server::WebPkiClientVerifier;
 use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
 use rustls::{CertificateError, DigitallySignedStruct, DistinguishedName, RootCertStore};
@@ -26,7 +26,7 @@ pub struct ClientVerify {
     roots: Arc<RootCertStore>,
     /// Subjects of `ssl_client_certificate`, sent to the client as acceptable issuers.
     hints: Vec<DistinguishedName>,
-    crls: Vec<CertificateRevocationListDer<'static>>,
+    revocation: crate::revocation::Revocation,
     /// Every trusted certificate as given, for those webpki cannot parse (X.509 v1).
     trusted: Vec<CertificateDer<'static>>,
 }
@@ -64,9 +64,9 @@ impl ClientVerify {
                 .add(certificate.clone())
                 .map_err(|error| TlsError(format!("X509_STORE_add_cert() failed ({error})")))?;
         }
-        let crls = match crl {
-            Some(source) => load_crls(source)?,
-            None => Vec::new(),
+        let revocation = match crl {
+            Some(source) => crate::revocation::Revocation::new(&load_crls(source)?, &source.name)?,
+            None => crate::revocation::Revocation::default(),
         };
         Ok(ClientVerify {
             required,
@@ -74,7 +74,7 @@ impl ClientVerify {
             depth,
             roots: Arc::new(roots),
             hints,
-            crls,
+            revocation,
             trusted: sent.iter().chain(trusted).cloned().collect(),
         })
     }
@@ -95,18 +95,27 @@ impl ClientVerify {
             self.roots.clone(),
             Arc::new(base_provider()),
         )
-        .with_crls(self.crls.clone())
         .build()
         .map_err(|_| "certificate verify failed")?;
+        let path = crate::chain::path(leaf, intermediates, &self.trusted);
         match verifier.verify_client_cert(leaf, intermediates, UnixTime::now()) {
             Ok(_) => {}
             Err(Error::InvalidCertificate(
                 CertificateError::BadEncoding | CertificateError::Other(_),
-            )) => return self.check_directly_trusted(leaf),
-            Err(error) => return Err(reason(error)),
+            )) if path.len() == 1 => return self.check_directly_trusted(leaf),
+            // What webpki refuses and OpenSSL accepts (a CA certificate as the client's, a
+            // v1 issuer) gets OpenSSL's checks; a genuine failure fails them too.
+            Err(error) => {
+                if crate::chain::verify(&path, &self.trusted).is_err() {
+                    return Err(reason(error));
+                }
+            }
         }
-        if intermediates.len() + 1 > self.depth {
+        if path.len().max(2) - 1 > self.depth {
             return Err("certificate chain too long");
+        }
+        if !self.revocation.is_empty() {
+            self.revocation.check(&path)?;
         }
         Ok(())
     }
