@@ -422,6 +422,10 @@ async fn reject<'a>(
     };
     request.keepalive = false;
     let sent = send::send_response(worker, connection, request, body).await;
+    let _ = connection
+        .stream
+        .flush_timed(send_timeout_of(worker, server))
+        .await;
     send::log_request(worker, connection, request);
     let core = &worker
         .conf()
@@ -465,7 +469,17 @@ async fn refuse<'a>(
     };
     request.keepalive = false;
     let _ = send::send_response(worker, connection, request, body).await;
+    connection.close_tls(send_timeout_of(worker, server)).await;
     send::log_request(worker, connection, request);
+}
+
+/// The server level's `send_timeout`, for the last bytes of a refused request's answer.
+fn send_timeout_of(worker: &HttpWorker, server: ServerId) -> Duration {
+    let conf = worker.conf();
+    conf.location(conf.server(server).location)
+        .settings
+        .core
+        .send_timeout
 }
 
 /// Runs one request whose head was read: server choice, phases, response, log.
