@@ -44,6 +44,20 @@ impl Read for SocketIo<'_> {
     }
 }
 
+/// A reader that also tells whether its last `recv` was short (the queue was emptied).
+struct Receiver<'a> {
+    socket: SocketIo<'a>,
+    short: bool,
+}
+
+impl Read for Receiver<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let received = self.socket.read(buf)?;
+        self.short = received > 0 && received < buf.len();
+        Ok(received)
+    }
+}
+
 impl Write for SocketIo<'_> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         rustix::net::send(self.0, buf, rustix::net::SendFlags::NOSIGNAL).map_err(io::Error::from)
@@ -113,13 +127,24 @@ impl TlsStream {
 
     /// Reads one batch of records and processes them; `Ok(0)` at end of stream. A protocol
     /// error sends its alert before returning.
+    ///
+    /// A short read clears the socket's readiness, as for plain connections
+    /// (`Stream::try_read`): the next wait goes to the poller, so a client that keeps
+    /// sending cannot keep the worker from its other connections.
     fn receive(&self, session: &mut tls::Session) -> io::Result<usize> {
-        let fd = self.tcp.as_fd();
+        let mut receiver = Receiver {
+            socket: SocketIo(self.tcp.as_fd()),
+            short: false,
+        };
         let received = self
             .tcp
-            .try_io(Interest::READABLE, || session.read_tls(&mut SocketIo(fd)))?;
+            .try_io(Interest::READABLE, || session.read_tls(&mut receiver))?;
         if received == 0 {
             return Ok(0);
+        }
+        if receiver.short {
+            let drained = || -> io::Result<()> { Err(io::ErrorKind::WouldBlock.into()) };
+            let _ = self.tcp.try_io(Interest::READABLE, drained);
         }
         let processed = session.process();
         let _ = self.flush_pending(session);
