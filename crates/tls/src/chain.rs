@@ -8,15 +8,13 @@
 use rustls::pki_types::{CertificateDer, SubjectPublicKeyInfoDer};
 use x509_parser::certificate::X509Certificate;
 
-use crate::base_provider;
-
 /// Whether `issuer`'s key made `signature` over `signed`.
 pub(crate) fn signed(signed: &[u8], signature: &[u8], issuer: &X509Certificate<'_>) -> bool {
     let spki = SubjectPublicKeyInfoDer::from(issuer.tbs_certificate.subject_pki.raw);
     let Ok(key) = webpki::RawPublicKeyEntity::try_from(&spki) else {
         return false;
     };
-    base_provider()
+    crate::shared_provider()
         .signature_verification_algorithms
         .all
         .iter()

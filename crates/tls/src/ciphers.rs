@@ -177,7 +177,7 @@ pub(crate) fn openssl_name(negotiated: SupportedCipherSuite) -> &'static str {
 
 /// The OpenSSL name of a suite a client offered (`$ssl_ciphers`); unknown ones as hex.
 pub(crate) fn offered_name(id: rustls::CipherSuite) -> String {
-    let provider = crate::base_provider();
+    let provider = crate::shared_provider();
     if let Some(found) = provider
         .cipher_suites
         .iter()

@@ -250,7 +250,7 @@ impl ServerCertVerifier for AnyServerCertificate {
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        base_provider()
+        crate::shared_provider()
             .signature_verification_algorithms
             .supported_schemes()
     }

@@ -42,7 +42,15 @@ impl std::fmt::Display for TlsError {
 
 impl std::error::Error for TlsError {}
 
-/// The crypto provider every configuration starts from.
+/// The crypto provider every configuration starts from (a copy, to be changed).
 fn base_provider() -> rustls::crypto::CryptoProvider {
     rustls::crypto::aws_lc_rs::default_provider()
+}
+
+/// The same provider, made once: for what runs per handshake (names of the suites a client
+/// offers, signature checks), which must not build a provider each time.
+fn shared_provider() -> &'static rustls::crypto::CryptoProvider {
+    static PROVIDER: std::sync::LazyLock<rustls::crypto::CryptoProvider> =
+        std::sync::LazyLock::new(base_provider);
+    &PROVIDER
 }

@@ -206,7 +206,7 @@ impl ClientCertVerifier for AnyClientCertificate {
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        base_provider()
+        crate::shared_provider()
             .signature_verification_algorithms
             .supported_schemes()
     }

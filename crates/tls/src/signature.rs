@@ -7,8 +7,6 @@ use rustls::client::danger::HandshakeSignatureValid;
 use rustls::pki_types::{CertificateDer, SubjectPublicKeyInfoDer};
 use rustls::{DigitallySignedStruct, Error, PeerMisbehaved};
 
-use crate::base_provider;
-
 /// The certificate's public key, as DER, parsed leniently.
 fn public_key(cert: &CertificateDer<'_>) -> Option<Vec<u8>> {
     let (_, parsed) = x509_parser::parse_x509_certificate(cert.as_ref()).ok()?;
@@ -21,7 +19,7 @@ pub(crate) fn verify(
     dss: &DigitallySignedStruct,
     tls13: bool,
 ) -> Result<HandshakeSignatureValid, Error> {
-    let algorithms = base_provider().signature_verification_algorithms;
+    let algorithms = crate::shared_provider().signature_verification_algorithms;
     let checked = if tls13 {
         rustls::crypto::verify_tls13_signature(message, cert, dss, &algorithms)
     } else {
