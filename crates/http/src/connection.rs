@@ -20,6 +20,7 @@ use crate::phases;
 use crate::request::{ConnectionInfo, Request};
 use crate::send;
 use crate::special::{self, Reply};
+use crate::ssl::handshake::Start;
 use crate::worker::HttpWorker;
 
 /// A client connection and its buffers.
@@ -32,6 +33,8 @@ pub struct Connection {
     pub out: Vec<u8>,
     /// The one timer of the connection (see `wait_readable`).
     timer: Pin<Box<Sleep>>,
+    /// Plain HTTP arrived on an `ssl` address: the request gets nginx's 497 page.
+    pub plain_on_tls_port: bool,
 }
 
 /// How reading a request head ended.
@@ -93,18 +96,36 @@ pub async fn serve(
         .settings
         .core;
     let _ = stream.set_nodelay(server_settings.tcp_nodelay);
-    let info = ConnectionInfo {
+    let mut info = ConnectionInfo {
         id: worker.next_connection_id(),
         peer,
         local,
         accepted: Instant::now(),
         requests: 0,
+        tls: None,
+    };
+    let mut plain_on_tls_port = false;
+    let stream = if address.ssl {
+        match crate::ssl::handshake::start(&worker, address, stream, &info).await {
+            Start::Tls(stream, handshake) => {
+                info.tls = Some(handshake);
+                stream
+            }
+            Start::Plain(stream) => {
+                plain_on_tls_port = true;
+                stream
+            }
+            Start::End => return,
+        }
+    } else {
+        stream
     };
     let mut connection = Connection::new(
         stream,
         info,
         default_server.core.client_header_buffer_size as usize,
     );
+    connection.plain_on_tls_port = plain_on_tls_port;
     let mut request = Request::default();
     let mut idle_timeout = default_server.core.client_header_timeout;
     let limits = head_limits(&default_server.core);
@@ -172,6 +193,13 @@ pub async fn serve(
         let after = handle_request(&worker, &mut connection, address, &mut request).await;
         // What the request held (a `limit_conn` count) is not held while idle.
         request.cleanups.0.clear();
+        // What a TLS session still holds of the response goes out before the next wait.
+        let send_timeout = request.location.map_or(Duration::from_secs(60), |id| {
+            worker.conf().location(id).settings.core.send_timeout
+        });
+        if connection.stream.flush_timed(send_timeout).await.is_err() {
+            return;
+        }
         let core = request
             .location
             .map(|id| &worker.conf().location(id).settings.core);
@@ -182,7 +210,10 @@ pub async fn serve(
                     core.keepalive_timeout.timeout
                 });
             }
-            After::Close => return,
+            After::Close => {
+                connection.close_tls(send_timeout).await;
+                return;
+            }
             After::Linger => {
                 let core = core.unwrap_or(server_settings);
                 connection
@@ -405,6 +436,10 @@ async fn reject<'a>(
     };
     request.keepalive = false;
     let sent = send::send_response(worker, connection, request, body).await;
+    let _ = connection
+        .stream
+        .flush_timed(send_timeout_of(worker, server))
+        .await;
     send::log_request(worker, connection, request);
     let core = &worker
         .conf()
@@ -416,6 +451,49 @@ async fn reject<'a>(
             .linger(core.lingering_time, core.lingering_timeout)
             .await;
     }
+}
+
+/// A request nginx answers with one of its TLS codes (495, 496, 497) once the head is
+/// read: logged at `info` with the reason, answered through `error_page` or the 400 page.
+async fn refuse<'a>(
+    worker: &'a HttpWorker,
+    connection: &mut Connection,
+    request: &mut Request<'a>,
+    server: ServerId,
+    status: u16,
+    message: &str,
+) {
+    request.location = Some(worker.conf().server(server).location);
+    log_connection(
+        worker,
+        connection,
+        request,
+        Level::Info,
+        message,
+        "reading client request headers",
+    );
+    let mut no_body = BodyState::Done;
+    let client = Client {
+        info: &connection.info,
+        source: BodySource::http1(&connection.stream, &mut connection.read_ahead),
+        body: &mut no_body,
+    };
+    let Reply::Respond(body) = phases::run_error(worker, client, request, status).await else {
+        return;
+    };
+    request.keepalive = false;
+    let _ = send::send_response(worker, connection, request, body).await;
+    connection.close_tls(send_timeout_of(worker, server)).await;
+    send::log_request(worker, connection, request);
+}
+
+/// The server level's `send_timeout`, for the last bytes of a refused request's answer.
+fn send_timeout_of(worker: &HttpWorker, server: ServerId) -> Duration {
+    let conf = worker.conf();
+    conf.location(conf.server(server).location)
+        .settings
+        .core
+        .send_timeout
 }
 
 /// Runs one request whose head was read: server choice, phases, response, log.
@@ -436,6 +514,15 @@ async fn handle_request<'a>(
     }
     let server = select_server(worker, address, request);
     request.server = Some(server);
+    if let Some((status, message)) = crate::ssl::refusal(
+        worker,
+        (&connection.info, connection.plain_on_tls_port),
+        server,
+        &request.info.host,
+    ) {
+        refuse(worker, connection, request, server, status, &message).await;
+        return After::Close;
+    }
     if let Err(error) = reread_with_server_rules(worker, address.default_server, server, request) {
         log_ignored_headers(worker, connection, request, server);
         reject(worker, connection, request, server, &error).await;
@@ -816,6 +903,15 @@ impl Connection {
             read_ahead: ReadAhead::new(buffer_size),
             out: Vec::with_capacity(512),
             timer: Box::pin(tokio::time::sleep_until(far_future())),
+            plain_on_tls_port: false,
+        }
+    }
+
+    /// Ends a TLS session as nginx does: a `close_notify`, sent within `timeout`.
+    async fn close_tls(&mut self, timeout: Duration) {
+        if self.stream.is_tls() {
+            let _ = self.stream.shutdown_write();
+            let _ = self.stream.flush_timed(timeout).await;
         }
     }
 

@@ -38,6 +38,7 @@ pub mod response;
 pub mod rewrite;
 pub mod send;
 pub mod special;
+pub mod ssl;
 pub mod static_files;
 pub mod stub_status;
 pub mod upstream;

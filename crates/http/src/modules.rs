@@ -23,6 +23,8 @@ pub const TABLES: &[&[HttpDirective]] = &[
     crate::upstream::directives::DIRECTIVES,
     crate::stub_status::directives::DIRECTIVES,
     crate::observe::directives::DIRECTIVES,
+    crate::ssl::directives::DIRECTIVES,
+    crate::proxy::ssl::DIRECTIVES,
 ];
 
 /// All directives of all modules, for [`conf::spec::check`].
@@ -54,4 +56,5 @@ pub const FAMILIES: &[&str] = &[
     "http_charset",
     "http_gzip",
     "http_stub_status",
+    "http_ssl",
 ];

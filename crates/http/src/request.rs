@@ -24,6 +24,8 @@ pub struct ConnectionInfo {
     pub accepted: Instant,
     /// Requests started on this connection, this one included (`$connection_requests`).
     pub requests: u64,
+    /// The TLS handshake's facts, on an HTTPS connection (`$https`, `$ssl_*`).
+    pub tls: Option<std::rc::Rc<tls::HandshakeInfo>>,
 }
 
 /// Byte counts for the log.

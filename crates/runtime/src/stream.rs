@@ -23,6 +23,8 @@ pub enum PeerAddress {
 pub enum Stream {
     Tcp(TcpStream),
     Unix(UnixStream),
+    /// TLS over TCP: reads and writes go through the session (`crate::tls`).
+    Tls(Box<crate::tls::TlsStream>),
 }
 
 impl Stream {
@@ -36,6 +38,7 @@ impl Stream {
         std::future::poll_fn(|context| match self {
             Stream::Tcp(stream) => stream.poll_read_ready(context),
             Stream::Unix(stream) => stream.poll_read_ready(context),
+            Stream::Tls(stream) => stream.poll_readable(context),
         })
         .await
     }
@@ -45,6 +48,7 @@ impl Stream {
         std::future::poll_fn(|context| match self {
             Stream::Tcp(stream) => stream.poll_write_ready(context),
             Stream::Unix(stream) => stream.poll_write_ready(context),
+            Stream::Tls(stream) => stream.tcp.poll_write_ready(context),
         })
         .await
     }
@@ -74,6 +78,7 @@ impl Stream {
         let result = match self {
             Stream::Tcp(stream) => stream.try_io(Interest::READABLE, read),
             Stream::Unix(stream) => stream.try_io(Interest::READABLE, read),
+            Stream::Tls(stream) => return stream.try_read(buf),
         };
         if let Ok(received) = result
             && received > 0
@@ -93,6 +98,12 @@ impl Stream {
         let ready = match self {
             Stream::Tcp(stream) => stream.poll_read_ready(&mut context),
             Stream::Unix(stream) => stream.poll_read_ready(&mut context),
+            Stream::Tls(stream) => {
+                if stream.plaintext_ready() {
+                    return true;
+                }
+                stream.tcp.poll_read_ready(&mut context)
+            }
         };
         ready.is_ready()
     }
@@ -111,6 +122,8 @@ impl Stream {
         match self {
             Stream::Tcp(stream) => stream.try_io(Interest::READABLE, peek),
             Stream::Unix(stream) => stream.try_io(Interest::READABLE, peek),
+            Stream::Tls(stream) if stream.plaintext_ready() => Ok(false),
+            Stream::Tls(stream) => stream.tcp.try_io(Interest::READABLE, peek),
         }
     }
 
@@ -121,6 +134,7 @@ impl Stream {
         let _ = match self {
             Stream::Tcp(stream) => stream.try_io(Interest::READABLE, drained),
             Stream::Unix(stream) => stream.try_io(Interest::READABLE, drained),
+            Stream::Tls(stream) => stream.tcp.try_io(Interest::READABLE, drained),
         };
     }
 
@@ -133,6 +147,7 @@ impl Stream {
         match self {
             Stream::Tcp(stream) => stream.try_io(Interest::WRITABLE, write),
             Stream::Unix(stream) => stream.try_io(Interest::WRITABLE, write),
+            Stream::Tls(stream) => stream.try_write(buf),
         }
     }
 
@@ -141,15 +156,51 @@ impl Stream {
         match self {
             Stream::Tcp(stream) => stream.try_write_vectored(bufs),
             Stream::Unix(stream) => stream.try_write_vectored(bufs),
+            Stream::Tls(stream) => stream.try_write_vectored(bufs),
         }
     }
 
     /// Runs a raw non-blocking I/O operation (e.g. `sendfile(2)`) when the socket is
-    /// writable, retrying after `WouldBlock` clears the readiness.
+    /// writable, retrying after `WouldBlock` clears the readiness. Refused on a TLS
+    /// connection, whose bytes must go through its session.
     pub fn try_io_write<R>(&self, operation: impl FnOnce() -> io::Result<R>) -> io::Result<R> {
         match self {
             Stream::Tcp(stream) => stream.try_io(Interest::WRITABLE, operation),
             Stream::Unix(stream) => stream.try_io(Interest::WRITABLE, operation),
+            Stream::Tls(_) => Err(io::ErrorKind::Unsupported.into()),
+        }
+    }
+
+    /// Whether the connection carries TLS (no `sendfile`, no raw writes from a pool).
+    pub fn is_tls(&self) -> bool {
+        matches!(self, Stream::Tls(_))
+    }
+
+    /// The facts of the TLS handshake, for a TLS connection.
+    pub fn tls_info(&self) -> Option<&tls::HandshakeInfo> {
+        match self {
+            Stream::Tls(stream) => Some(stream.info()),
+            _ => None,
+        }
+    }
+
+    /// Sends what a TLS session still holds, waiting for the socket as needed; nothing to
+    /// do on a plain connection.
+    pub async fn flush(&self) -> io::Result<()> {
+        match self {
+            Stream::Tls(stream) => stream.flush().await,
+            _ => Ok(()),
+        }
+    }
+
+    /// Sends what a TLS session holds, waiting at most `timeout` for the socket.
+    pub async fn flush_timed(&self, timeout: std::time::Duration) -> io::Result<()> {
+        match self {
+            Stream::Tls(stream) => match tokio::time::timeout(timeout, stream.flush()).await {
+                Ok(result) => result,
+                Err(_) => Err(io::ErrorKind::TimedOut.into()),
+            },
+            _ => Ok(()),
         }
     }
 
@@ -190,6 +241,9 @@ impl Stream {
     /// stays open for it even if the connection is dropped meanwhile, and its number is
     /// never reused under it.
     pub fn duplicate(&self) -> io::Result<std::os::fd::OwnedFd> {
+        if self.is_tls() {
+            return Err(io::ErrorKind::Unsupported.into());
+        }
         Ok(rustix::io::fcntl_dupfd_cloexec(self.as_fd(), 0)?)
     }
 
@@ -213,7 +267,7 @@ impl Stream {
                 Err(error) => return Err(error),
             }
         }
-        Ok(())
+        self.flush().await
     }
 
     /// Writes all of `buf`; a timer runs only while the socket is full, and each wait may
@@ -236,11 +290,14 @@ impl Stream {
                 Err(error) => return Err(error),
             }
         }
-        Ok(())
+        self.flush_timed(timeout).await
     }
 
     /// `shutdown(SHUT_WR)`: tells the client we are done sending (lingering close).
     pub fn shutdown_write(&self) -> io::Result<()> {
+        if let Stream::Tls(stream) = self {
+            stream.close_notify();
+        }
         socket2::SockRef::from(self).shutdown(Shutdown::Write)
     }
 
@@ -254,6 +311,7 @@ impl Stream {
         match self {
             Stream::Tcp(stream) => stream.set_nodelay(on),
             Stream::Unix(_) => Ok(()),
+            Stream::Tls(stream) => stream.tcp.set_nodelay(on),
         }
     }
 
@@ -262,6 +320,7 @@ impl Stream {
         match self {
             Stream::Tcp(stream) => stream.local_addr().ok(),
             Stream::Unix(_) => None,
+            Stream::Tls(stream) => stream.tcp.local_addr().ok(),
         }
     }
 
@@ -275,6 +334,7 @@ impl AsFd for Stream {
         match self {
             Stream::Tcp(stream) => stream.as_fd(),
             Stream::Unix(stream) => stream.as_fd(),
+            Stream::Tls(stream) => stream.tcp.as_fd(),
         }
     }
 }

@@ -45,6 +45,7 @@ const FILESYSTEM_ALLOWED: &[&str] = &[
     "crates/http/src/file/open.rs",
     "crates/http/src/body/temp.rs",
     "crates/http/src/pool_fs.rs",
+    "crates/http/src/ssl/mod.rs",
     "crates/runtime/src/sys/linux.rs",
 ];
 

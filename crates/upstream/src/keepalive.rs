@@ -118,11 +118,16 @@ pub fn adopt(stream: Stream) -> io::Result<Stream> {
     Ok(match stream {
         Stream::Tcp(stream) => Stream::Tcp(tokio::net::TcpStream::from_std(stream.into_std()?)?),
         Stream::Unix(stream) => Stream::Unix(tokio::net::UnixStream::from_std(stream.into_std()?)?),
+        Stream::Tls(stream) => Stream::Tls(stream.adopt()?),
     })
 }
 
 /// An idle connection is usable while the server has neither closed it nor sent anything.
 pub fn still_open(stream: &Stream) -> bool {
+    if let Stream::Tls(stream) = stream {
+        // Records that carry no data (a TLS 1.3 server's session tickets) are read here.
+        return stream.idle_usable();
+    }
     let mut byte = [0u8; 1];
     matches!(
         rustix::net::recv(

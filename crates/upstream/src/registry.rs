@@ -162,6 +162,7 @@ impl<K> UpstreamRegistry<K> {
         &mut self,
         host: &str,
         port: Option<u16>,
+        default_port: u16,
         span: &Span,
     ) -> Result<UpstreamId, ConfError> {
         for (index, entry) in self.entries.iter().enumerate() {
@@ -181,7 +182,7 @@ impl<K> UpstreamRegistry<K> {
                     no_port,
                     ..
                 } if existing.eq_ignore_ascii_case(host)
-                    && *existing_port == port.unwrap_or(80)
+                    && *existing_port == port.unwrap_or(default_port)
                     && *no_port == port.is_none() =>
                 {
                     return Ok(UpstreamId(index as u32));
@@ -191,7 +192,7 @@ impl<K> UpstreamRegistry<K> {
         }
         self.entries.push(Entry::Address {
             host: host.to_owned(),
-            port: port.unwrap_or(80),
+            port: port.unwrap_or(default_port),
             no_port: port.is_none(),
             span: span.clone(),
         });

@@ -15,6 +15,8 @@ pub struct ListenSpec {
     pub default_server: bool,
     /// `bind`: a socket of its own even when a wildcard on the same port exists.
     pub bind: bool,
+    /// `ssl`: the address speaks TLS.
+    pub ssl: bool,
     pub options: ListenOptions,
     /// Whether any socket option was given (nginx allows them once per address).
     pub has_socket_options: bool,
@@ -32,6 +34,7 @@ pub(crate) fn default_listen(span: &Span) -> ListenSpec {
         address: ListenAddress::Inet(SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), port)),
         default_server: false,
         bind: false,
+        ssl: false,
         options: ListenOptions::default(),
         has_socket_options: false,
         span: span.clone(),
@@ -96,6 +99,7 @@ fn parse_one(directive: &Directive, address: ListenAddress) -> Result<ListenSpec
         address,
         default_server: false,
         bind: false,
+        ssl: false,
         options: ListenOptions::default(),
         has_socket_options: false,
         span: span.clone(),
@@ -121,6 +125,7 @@ fn parse_parameter(spec: &mut ListenSpec, parameter: &str, span: &Span) -> Resul
     match (name, value) {
         ("default_server" | "default", None) => spec.default_server = true,
         ("bind", None) => spec.bind = true,
+        ("ssl", None) => spec.ssl = true,
         ("reuseport", None) => {
             spec.options.reuseport = true;
             spec.bind = true;

@@ -482,10 +482,13 @@ fn build(
     let mut listens: Vec<(ListenSpec, ServerId)> = Vec::new();
     let mut server_regexes = Vec::new();
     let mut server_names: Vec<(ServerId, Vec<(ServerName, String)>)> = Vec::new();
+    let mut tls_build = crate::ssl::TlsBuild::default();
+    let mut ssl_listens = Vec::new();
     for (index, pending) in pending_servers.into_iter().enumerate() {
         let id = ServerId(index as u32);
         let mut server_scope = pending.server;
         server_scope.core.merge_from(&http_server.core);
+        server_scope.ssl.merge_from(&http_server.ssl);
         let mut location_scope = pending.location;
         location_scope.merge_from(&http_location);
         let server_location = builder.add(id, LocationKind::Server, String::new(), &location_scope);
@@ -501,6 +504,13 @@ fn build(
         } else {
             std::mem::take(&mut server_scope.listens)
         };
+        let ssl = server_scope.ssl.resolve(env);
+        let ssl_listen = specs
+            .iter()
+            .find(|spec| spec.ssl)
+            .map(|spec| spec.span.clone());
+        let tls = crate::ssl::server_tls(&ssl, &mut tls_build, &env.prefix)?;
+        ssl_listens.push(ssl_listen);
         listens.extend(specs.into_iter().map(|spec| (spec, id)));
         let mut names = std::mem::take(&mut server_scope.names);
         if !server_scope.has_server_name {
@@ -511,6 +521,8 @@ fn build(
             id,
             name,
             core: server_scope.core.resolve(env),
+            ssl,
+            tls,
             location: server_location,
             locations: locations.0,
             named_locations,
@@ -522,8 +534,10 @@ fn build(
         &mut server_regexes,
         &mut context,
     )?;
+    crate::ssl::check_defaults(&servers, &sockets, &ssl_listens)?;
     context.variables.check_defined()?;
     crate::proxy::pass::check_uri_parts(&builder.locations)?;
+    crate::proxy::ssl::finish(&mut builder.locations, &env.prefix)?;
     let upstreams = std::mem::take(&mut context.upstreams).finish()?;
     for location in &mut builder.locations {
         main.charset
@@ -812,6 +826,7 @@ fn address_conf(
     AddressConf {
         ip: None,
         default_server,
+        ssl: group.iter().any(|(spec, _)| spec.ssl),
         names,
     }
 }

@@ -130,6 +130,9 @@ pub struct Server {
     /// The first name of `server_name` (`$server_name`), or empty.
     pub name: Box<[u8]>,
     pub core: crate::core::CoreServer,
+    pub ssl: crate::ssl::settings::SslServer,
+    /// The TLS configuration, when the server has a certificate.
+    pub tls: Option<Arc<tls::ServerTls>>,
     /// The settings of the server level itself, used when no location matches and for
     /// the server rewrite phase.
     pub location: LocationId,
@@ -153,6 +156,8 @@ pub struct AddressConf {
     /// `None` for the wildcard (or the only) address of the socket.
     pub ip: Option<std::net::IpAddr>,
     pub default_server: ServerId,
+    /// `listen ... ssl`: connections start with a TLS handshake.
+    pub ssl: bool,
     /// Regex names refer to [`HttpConf::server_regexes`] by index.
     pub names: server_names::ServerNames,
 }
@@ -220,6 +225,7 @@ impl HttpConf {
         &self,
         host: &str,
         port: Option<u16>,
+        default_port: u16,
     ) -> Option<(crate::upstream::UpstreamId, &crate::upstream::Group)> {
         self.upstreams
             .iter()
@@ -227,7 +233,7 @@ impl HttpConf {
             .find(|(_, group)| {
                 group.name.eq_ignore_ascii_case(host)
                     && if group.implicit {
-                        group.port.unwrap_or(80) == port.unwrap_or(80)
+                        group.port.unwrap_or(80) == port.unwrap_or(default_port)
                     } else {
                         port.is_none()
                     }

@@ -36,6 +36,7 @@ pub struct MainScope {
 #[derive(Debug, Default)]
 pub struct ServerScope {
     pub core: CoreServerConf,
+    pub ssl: crate::ssl::settings::SslServerConf,
     pub listens: Vec<ListenSpec>,
     /// Each name with the text it was written as (`$server_name` is the first one).
     pub names: Vec<(ServerName, String)>,
@@ -55,6 +56,7 @@ pub struct LocationScope {
     pub static_files: StaticConf,
     pub proxy: ProxyConf,
     pub proxy_cache: ProxyCacheConf,
+    pub proxy_ssl: crate::proxy::ssl::settings::ProxySslConf,
     pub rewrite: RewriteConf,
     pub charset: CharsetConf,
     pub gzip: GzipConf,
@@ -101,6 +103,7 @@ pub struct LocationSettings {
     pub static_files: Static,
     pub proxy: Proxy,
     pub proxy_cache: ProxyCache,
+    pub proxy_ssl: crate::proxy::ssl::settings::ProxySsl,
     pub rewrite: RewriteSettings,
     pub charset: Charset,
     pub gzip: Gzip,
@@ -122,6 +125,7 @@ impl LocationScope {
         self.static_files.merge_from(&parent.static_files);
         self.proxy.merge_from(&parent.proxy);
         self.proxy_cache.merge_from(&parent.proxy_cache);
+        self.proxy_ssl.merge_from(&parent.proxy_ssl);
         self.rewrite.merge_from(&parent.rewrite);
         self.charset.merge_from(&parent.charset);
         self.gzip.merge_from(&parent.gzip);
@@ -144,6 +148,7 @@ impl LocationScope {
             static_files: self.static_files.clone(),
             proxy: self.proxy.clone(),
             proxy_cache: self.proxy_cache.clone(),
+            proxy_ssl: self.proxy_ssl.clone(),
             rewrite: self.rewrite.clone(),
             charset: self.charset.clone(),
             gzip: self.gzip.clone(),
@@ -165,6 +170,7 @@ impl LocationScope {
             static_files: self.static_files.resolve(env),
             proxy: self.proxy.resolve(env),
             proxy_cache: self.proxy_cache.resolve(env),
+            proxy_ssl: self.proxy_ssl.resolve(env),
             rewrite: self.rewrite.resolve(env),
             charset: self.charset.resolve(env),
             gzip: self.gzip.resolve(env),

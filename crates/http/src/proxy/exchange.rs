@@ -67,6 +67,15 @@ pub(super) struct Outgoing<'r> {
     pub bind: Option<SocketAddr>,
     /// The method may be repeated (on a new connection after a stale cached one).
     pub idempotent: bool,
+    /// `https://`: each new connection starts with a TLS handshake.
+    pub tls: Option<UpstreamTls<'r>>,
+}
+
+/// How a connection to an `https` upstream is secured.
+pub(crate) struct UpstreamTls<'r> {
+    pub client: &'r tls::ClientTls,
+    /// The name sent (`proxy_ssl_server_name`) and verified (`proxy_ssl_verify`).
+    pub name: String,
 }
 
 /// The server one try goes to.
@@ -125,9 +134,14 @@ pub(super) async fn try_peer(
         }
     }
     let proxy = outgoing.proxy;
-    let stream = connect(&choice.peer.address, outgoing.bind, proxy.connect_timeout)
+    let mut stream = connect(&choice.peer.address, outgoing.bind, proxy.connect_timeout)
         .await
         .map_err(|error| Failure::io(error, Action::Connecting, false))?;
+    if let Some(upstream_tls) = &outgoing.tls {
+        stream = secure(stream, upstream_tls, proxy.connect_timeout)
+            .await
+            .map_err(|error| Failure::io(error, Action::Connecting, false))?;
+    }
     let opened = Instant::now();
     let entry = &mut request.upstream.attempts[attempt];
     entry.connect_time = Some(opened.saturating_duration_since(entry.started));
@@ -165,6 +179,25 @@ pub async fn connect(
         }
     };
     match tokio::time::timeout(timeout, connecting).await {
+        Ok(result) => result,
+        Err(_) => Err(io::ErrorKind::TimedOut.into()),
+    }
+}
+
+/// Runs the TLS handshake of a new upstream connection within `timeout`.
+async fn secure(
+    stream: Stream,
+    upstream: &UpstreamTls<'_>,
+    timeout: Duration,
+) -> io::Result<Stream> {
+    let Stream::Tcp(tcp) = stream else {
+        return Ok(stream);
+    };
+    let session = upstream
+        .client
+        .connect(&upstream.name)
+        .map_err(|error| io::Error::other(error.0))?;
+    match tokio::time::timeout(timeout, runtime::tls::connect(tcp, session)).await {
         Ok(result) => result,
         Err(_) => Err(io::ErrorKind::TimedOut.into()),
     }

@@ -84,6 +84,8 @@ struct Target<'a> {
     url: Option<&'a [u8]>,
     /// `proxy_pass` has variables.
     variables: bool,
+    /// `https://`: the upstream speaks TLS.
+    tls: bool,
 }
 
 /// The request head for the upstream, the same for every try.
@@ -181,6 +183,7 @@ pub(crate) async fn proxy_one<'a>(
         crate::proxy::directives::parse_bind(&render(worker, client.info, request, template))
     });
     let policy = next_upstream_policy(proxy, target.group.group(), &head, &out_body);
+    let tls = upstream_tls(worker, client.info, request, location, target.tls);
     let proxying = Proxying {
         worker,
         location,
@@ -191,6 +194,7 @@ pub(crate) async fn proxy_one<'a>(
             body: &out_body,
             bind,
             idempotent: head.idempotent,
+            tls,
         },
         target,
         policy,
@@ -572,6 +576,43 @@ fn accel_target(head: &UpstreamHead, buffer: &[u8]) -> Option<Vec<u8>> {
         .map(|(_, value)| value.to_vec())
 }
 
+/// The TLS configuration and the name (`proxy_ssl_name`, else `$proxy_host` without its
+/// port) for an `https` upstream.
+fn upstream_tls<'a>(
+    worker: &HttpWorker,
+    info: &ConnectionInfo,
+    request: &Request<'_>,
+    location: &'a Location,
+    tls: bool,
+) -> Option<crate::proxy::exchange::UpstreamTls<'a>> {
+    if !tls {
+        return None;
+    }
+    let settings = &location.settings.proxy_ssl;
+    let client = settings.client.as_deref()?;
+    let name = match &settings.name {
+        Some(template) => render(worker, info, request, template),
+        None => {
+            let host = &request.upstream.proxy_host;
+            let end = if host.starts_with(b"[") {
+                host.iter()
+                    .position(|byte| *byte == b']')
+                    .map_or(host.len(), |at| at + 1)
+            } else {
+                host.iter()
+                    .position(|byte| *byte == b':')
+                    .unwrap_or(host.len())
+            };
+            host[..end].to_vec()
+        }
+    };
+    let name = String::from_utf8_lossy(&name)
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_owned();
+    Some(crate::proxy::exchange::UpstreamTls { client, name })
+}
+
 /// Where `proxy_pass` points: its group and URL parts; sets `$proxy_host` and
 /// `$proxy_port`. A failure is logged and is the status to end with.
 async fn find_target<'a>(
@@ -595,6 +636,7 @@ async fn find_target<'a>(
                 uri_part: target.uri.as_deref().map(Cow::Borrowed),
                 url: Some(target.url.as_bytes()),
                 variables: false,
+                tls: target.tls,
             })
         }
         ProxyPass::Variables(template) => {
@@ -608,6 +650,7 @@ async fn find_target<'a>(
                         uri_part: resolved.uri.map(Cow::Owned),
                         url: None,
                         variables: true,
+                        tls: resolved.tls,
                     })
                 }
                 Err((status, message)) => {
@@ -755,6 +798,8 @@ struct Resolved<'a> {
     port: Vec<u8>,
     /// The URL's URI part.
     uri: Option<Vec<u8>>,
+    /// `https://`
+    tls: bool,
 }
 
 /// A `proxy_pass` with variables: a group by name (and port), else a literal address,
@@ -770,18 +815,20 @@ async fn resolve_variable_url<'a>(
         crate::proxy::pass::UrlError::Prefix => (500, format!("invalid URL prefix in \"{text}\"")),
         other => (500, other.message(&text)),
     })?;
-    let host = host_header(parsed.host, parsed.port).to_vec();
-    let port = parsed.port.unwrap_or(80).to_string().into_bytes();
+    let host = host_header(parsed.host, parsed.port, parsed.tls).to_vec();
+    let port = parsed.port_or_default().to_string().into_bytes();
     let uri = parsed.uri.map(|uri| uri.as_bytes().to_vec());
-    if let Some((_, group)) = conf.find_upstream(parsed.host, parsed.port) {
+    if let Some((_, group)) = conf.find_upstream(parsed.host, parsed.port, parsed.port_or_default())
+    {
         return Ok(Resolved {
             group: GroupRef::Conf(group),
             host,
             port,
             uri,
+            tls: parsed.tls,
         });
     }
-    let addresses = match literal_address(parsed.host, parsed.port) {
+    let addresses = match literal_address(parsed.host, parsed.port_or_default()) {
         Some(address) => vec![address],
         None => {
             let Some(resolver) = &proxy.resolver else {
@@ -804,7 +851,7 @@ async fn resolve_variable_url<'a>(
                     })?;
             found
                 .into_iter()
-                .map(|ip| PeerAddr::Inet(std::net::SocketAddr::new(ip, parsed.port.unwrap_or(80))))
+                .map(|ip| PeerAddr::Inet(std::net::SocketAddr::new(ip, parsed.port_or_default())))
                 .collect()
         }
     };
@@ -840,6 +887,7 @@ async fn resolve_variable_url<'a>(
         host,
         port,
         uri,
+        tls: parsed.tls,
     })
 }
 

@@ -12,7 +12,7 @@ pub mod body;
 pub mod cache;
 mod cookie_flags;
 pub mod directives;
-mod exchange;
+pub(crate) mod exchange;
 pub mod failure;
 pub mod handler;
 mod next_upstream;
@@ -22,6 +22,7 @@ pub mod resolver;
 pub mod response;
 pub mod settings;
 pub(crate) mod slice;
+pub mod ssl;
 
 pub use settings::{
     Buffers, CookieRewrite, IgnoreHeaders, NextUpstream, Proxy, ProxyConf, Redirect, RedirectRule,

@@ -27,6 +27,8 @@ pub struct Target {
     pub port: Box<[u8]>,
     /// The URI part (from the `/` on), if any: it replaces the location's prefix.
     pub uri: Option<Box<[u8]>>,
+    /// `https://`: the upstream speaks TLS.
+    pub tls: bool,
     pub span: Span,
 }
 
@@ -37,23 +39,31 @@ pub(crate) struct Url<'u> {
     pub host: &'u str,
     pub port: Option<u16>,
     pub uri: Option<&'u str>,
+    /// `https://`
+    pub tls: bool,
+}
+
+impl Url<'_> {
+    /// The port, or the scheme's default.
+    pub fn port_or_default(&self) -> u16 {
+        self.port.unwrap_or(if self.tls { 443 } else { 80 })
+    }
 }
 
 /// Why a URL is refused, in nginx's words.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum UrlError {
     Prefix,
-    Https,
     Port,
     NoHost,
 }
 
 /// Splits `http://host[:port][/uri]` or `http://unix:/path[:/uri]`.
 pub(crate) fn parse_url(url: &str) -> Result<Url<'_>, UrlError> {
-    let rest = if url.len() >= 7 && url[..7].eq_ignore_ascii_case("http://") {
-        &url[7..]
+    let (rest, tls) = if url.len() >= 7 && url[..7].eq_ignore_ascii_case("http://") {
+        (&url[7..], false)
     } else if url.len() >= 8 && url[..8].eq_ignore_ascii_case("https://") {
-        return Err(UrlError::Https);
+        (&url[8..], true)
     } else {
         return Err(UrlError::Prefix);
     };
@@ -63,11 +73,13 @@ pub(crate) fn parse_url(url: &str) -> Result<Url<'_>, UrlError> {
                 host: &rest[..5 + colon],
                 port: None,
                 uri: Some(&rest[5 + colon + 1..]).filter(|uri| !uri.is_empty()),
+                tls,
             },
             None => Url {
                 host: rest,
                 port: None,
                 uri: None,
+                tls,
             },
         });
     }
@@ -79,7 +91,12 @@ pub(crate) fn parse_url(url: &str) -> Result<Url<'_>, UrlError> {
         return Err(UrlError::NoHost);
     }
     let (host, port) = split_authority(authority)?;
-    Ok(Url { host, port, uri })
+    Ok(Url {
+        host,
+        port,
+        uri,
+        tls,
+    })
 }
 
 fn split_authority(authority: &str) -> Result<(&str, Option<u16>), UrlError> {
@@ -117,32 +134,30 @@ impl UrlError {
     pub fn message(&self, url: &str) -> String {
         match self {
             UrlError::Prefix => "invalid URL prefix".to_owned(),
-            UrlError::Https => "https protocol requires SSL support".to_owned(),
             UrlError::Port => format!("invalid port in upstream \"{url}\""),
             UrlError::NoHost => format!("no host in upstream \"{url}\""),
         }
     }
 }
 
-/// `$proxy_host` for a host and optional port: the port is shown unless it is 80.
-pub(crate) fn host_header(host: &str, port: Option<u16>) -> Box<[u8]> {
+/// `$proxy_host` for a host and optional port: the port is shown unless it is the
+/// scheme's default (80, or 443 for `https`).
+pub(crate) fn host_header(host: &str, port: Option<u16>, tls: bool) -> Box<[u8]> {
+    let default = if tls { 443 } else { 80 };
     match port {
-        Some(port) if port != 80 => format!("{host}:{port}").into_bytes().into(),
+        Some(port) if port != default => format!("{host}:{port}").into_bytes().into(),
         _ => host.as_bytes().into(),
     }
 }
 
 /// A literal address for a `proxy_pass` with variables that names no group.
-pub(crate) fn literal_address(host: &str, port: Option<u16>) -> Option<PeerAddr> {
+pub(crate) fn literal_address(host: &str, port: u16) -> Option<PeerAddr> {
     if let Some(path) = host.strip_prefix("unix:") {
         return Some(PeerAddr::Unix(path.into()));
     }
     let bare = host.trim_start_matches('[').trim_end_matches(']');
     let ip = bare.parse::<std::net::IpAddr>().ok()?;
-    Some(PeerAddr::Inet(std::net::SocketAddr::new(
-        ip,
-        port.unwrap_or(80),
-    )))
+    Some(PeerAddr::Inet(std::net::SocketAddr::new(ip, port)))
 }
 
 /// Parses a `proxy_pass` without variables and registers its group.
@@ -156,17 +171,18 @@ pub(crate) fn load_target(
         // The same checks `server` lines get.
         split_host_port(parsed.host, span, "upstream")?;
     }
-    let upstream = upstreams.reference(parsed.host, parsed.port, span)?;
+    let upstream = upstreams.reference(parsed.host, parsed.port, parsed.port_or_default(), span)?;
     Ok(Target {
         url: url.into(),
         upstream,
         host: if parsed.host.starts_with("unix:") {
             b"localhost".as_slice().into()
         } else {
-            host_header(parsed.host, parsed.port)
+            host_header(parsed.host, parsed.port, parsed.tls)
         },
-        port: parsed.port.unwrap_or(80).to_string().into_bytes().into(),
+        port: parsed.port_or_default().to_string().into_bytes().into(),
         uri: parsed.uri.map(|uri| uri.as_bytes().into()),
+        tls: parsed.tls,
         span: span.clone(),
     })
 }
@@ -222,7 +238,8 @@ mod tests {
             Url {
                 host: "127.0.0.1",
                 port: Some(8081),
-                uri: Some("/path/")
+                uri: Some("/path/"),
+                tls: false
             }
         );
         assert_eq!(
@@ -230,7 +247,8 @@ mod tests {
             Url {
                 host: "backend",
                 port: None,
-                uri: None
+                uri: None,
+                tls: false
             }
         );
         assert_eq!(
@@ -238,7 +256,8 @@ mod tests {
             Url {
                 host: "[::1]",
                 port: Some(80),
-                uri: Some("/")
+                uri: Some("/"),
+                tls: false
             }
         );
         assert_eq!(
@@ -246,11 +265,15 @@ mod tests {
             Url {
                 host: "unix:/tmp/sock",
                 port: None,
-                uri: Some("/uri")
+                uri: Some("/uri"),
+                tls: false
             }
         );
         assert_eq!(parse_url("ftp://x"), Err(UrlError::Prefix));
-        assert_eq!(parse_url("https://x"), Err(UrlError::Https));
+        assert_eq!(
+            parse_url("https://x").map(|url| (url.tls, url.port_or_default())),
+            Ok((true, 443))
+        );
         assert_eq!(parse_url("http://x:0/"), Err(UrlError::Port));
         assert_eq!(parse_url("http://x:http/"), Err(UrlError::Port));
         assert_eq!(parse_url("http:///"), Err(UrlError::NoHost));
@@ -258,8 +281,10 @@ mod tests {
 
     #[test]
     fn host_header_shows_ports_other_than_80() {
-        assert_eq!(&*host_header("a", Some(80)), b"a");
-        assert_eq!(&*host_header("a", None), b"a");
-        assert_eq!(&*host_header("a", Some(8080)), b"a:8080");
+        assert_eq!(&*host_header("a", Some(80), false), b"a");
+        assert_eq!(&*host_header("a", None, false), b"a");
+        assert_eq!(&*host_header("a", Some(8080), false), b"a:8080");
+        assert_eq!(&*host_header("a", Some(443), true), b"a");
+        assert_eq!(&*host_header("a", Some(80), true), b"a:80");
     }
 }

@@ -83,8 +83,22 @@ impl RequestVariables<'_> {
             Variable::Request => out.extend_from_slice(request.request_line_for_log()),
             Variable::RequestMethod => out.extend_from_slice(request.method_bytes()),
             Variable::ServerProtocol => out.extend_from_slice(request.protocol()),
-            Variable::Scheme => out.extend_from_slice(b"http"),
-            Variable::Https => {}
+            Variable::Scheme => match self.connection.tls {
+                Some(_) => out.extend_from_slice(b"https"),
+                None => out.extend_from_slice(b"http"),
+            },
+            Variable::Https => {
+                if self.connection.tls.is_some() {
+                    out.extend_from_slice(b"on");
+                }
+            }
+            Variable::Ssl(variable) => {
+                return crate::ssl::variables::append(
+                    *variable,
+                    self.connection.tls.as_deref(),
+                    out,
+                );
+            }
             Variable::RequestLength => push_number(out, request.length as i64, 1),
             Variable::RemoteAddr => write_peer(out, &self.connection.peer),
             Variable::BinaryRemoteAddr => match self.connection.peer {

@@ -34,6 +34,8 @@ pub enum Variable {
     Scheme,
     /// `$https`: `on` or empty.
     Https,
+    /// `$ssl_*`
+    Ssl(crate::ssl::variables::SslVariable),
     /// `$request_length`: bytes of the request head and body read so far.
     RequestLength,
     RemoteAddr,

@@ -120,7 +120,7 @@ fn builtin(name: &str) -> Option<Variable> {
         "connections_reading" => Variable::ConnectionsReading,
         "connections_writing" => Variable::ConnectionsWriting,
         "connections_waiting" => Variable::ConnectionsWaiting,
-        _ => return None,
+        _ => return crate::ssl::variables::builtin(name).map(Variable::Ssl),
     })
 }
 

@@ -49,6 +49,7 @@ fn connection(stream: UnixStream, buffer_size: usize) -> Connection {
         local: None,
         accepted: Instant::now(),
         requests: 1,
+        tls: None,
     };
     Connection::new(Stream::Unix(stream), info, buffer_size)
 }

@@ -8,11 +8,12 @@ use std::time::{Duration, Instant};
 
 use super::wait::PATIENCE;
 
-/// One connection to the server, over TCP or a Unix socket.
+/// One connection to the server, over TCP, a Unix socket, or TLS over TCP.
 #[derive(Debug)]
-enum Stream {
+pub(crate) enum Stream {
     Tcp(TcpStream),
     Unix(UnixStream),
+    Tls(Box<super::tls::TlsStream>),
 }
 
 impl Stream {
@@ -20,6 +21,7 @@ impl Stream {
         match self {
             Stream::Tcp(stream) => stream.set_read_timeout(Some(timeout)),
             Stream::Unix(stream) => stream.set_read_timeout(Some(timeout)),
+            Stream::Tls(stream) => stream.sock.set_read_timeout(Some(timeout)),
         }
     }
 
@@ -27,6 +29,11 @@ impl Stream {
         match self {
             Stream::Tcp(stream) => stream.read(buf),
             Stream::Unix(stream) => stream.read(buf),
+            Stream::Tls(stream) => match stream.read(buf) {
+                // A close without close_notify is an end of stream here too.
+                Err(error) if error.kind() == ErrorKind::UnexpectedEof => Ok(0),
+                result => result,
+            },
         }
     }
 
@@ -34,6 +41,7 @@ impl Stream {
         match self {
             Stream::Tcp(stream) => stream.write_all(bytes),
             Stream::Unix(stream) => stream.write_all(bytes),
+            Stream::Tls(stream) => stream.write_all(bytes).and_then(|()| stream.flush()),
         }
     }
 
@@ -41,6 +49,7 @@ impl Stream {
         match self {
             Stream::Tcp(stream) => stream.shutdown(Shutdown::Write),
             Stream::Unix(stream) => stream.shutdown(Shutdown::Write),
+            Stream::Tls(stream) => stream.sock.shutdown(Shutdown::Write),
         }
     }
 }
@@ -113,6 +122,24 @@ impl Client {
         TcpStream::connect_timeout(&address, timeout).map(Client::from_tcp)
     }
 
+    /// A client over an established TLS connection.
+    pub(crate) fn from_tls(stream: super::tls::TlsStream) -> Client {
+        Client {
+            stream: Stream::Tls(Box::new(stream)),
+            received: Vec::new(),
+            timeout: PATIENCE,
+            eof: None,
+        }
+    }
+
+    /// The TLS connection, for a client made by [`super::tls::connect`].
+    pub(crate) fn tls(&self) -> Option<&super::tls::TlsStream> {
+        match &self.stream {
+            Stream::Tls(stream) => Some(stream),
+            _ => None,
+        }
+    }
+
     pub fn from_tcp(stream: TcpStream) -> Client {
         stream.set_nodelay(true).expect("set TCP_NODELAY");
         Client {
@@ -143,6 +170,7 @@ impl Client {
                 .expect("a connected socket has an address")
                 .port(),
             Stream::Unix(_) => panic!("a Unix socket has no port"),
+            Stream::Tls(_) => panic!("ask the TLS connection's socket"),
         }
     }
 
@@ -154,6 +182,7 @@ impl Client {
                 .expect("a connected socket has a peer")
                 .port(),
             Stream::Unix(_) => panic!("a Unix socket has no port"),
+            Stream::Tls(_) => panic!("ask the TLS connection's socket"),
         }
     }
 

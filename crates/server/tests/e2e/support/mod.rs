@@ -13,6 +13,7 @@ pub mod prefix;
 pub mod proc_net;
 pub mod proxy;
 pub mod slow_disk;
+pub mod tls;
 pub mod upstream;
 pub mod wait;
 

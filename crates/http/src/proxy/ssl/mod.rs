@@ -1,0 +1,267 @@
+//! TLS to upstreams: `proxy_pass https://...` and the `proxy_ssl_*` directives. The
+//! configuration is built per location when the configuration loads; each new upstream
+//! connection runs its handshake on the worker, under `proxy_connect_timeout`.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use conf::{Arity, BlockKind, ConfError, ConfErrorKind, Contexts, Directive};
+
+use crate::conf::{HttpDirective, LoadContext, Location, LocationScope, Setter};
+use crate::set_once;
+use crate::variables::HttpTemplate;
+
+pub mod settings;
+
+pub use settings::{ProxySsl, ProxySslConf};
+
+const CONTEXTS: Contexts = Contexts::HTTP_SERVER_LOCATION;
+
+const fn entry(name: &'static str, arity: Arity, set: Setter) -> HttpDirective {
+    HttpDirective {
+        name,
+        contexts: CONTEXTS,
+        arity,
+        block: BlockKind::Simple,
+        set,
+    }
+}
+
+pub const DIRECTIVES: &[HttpDirective] = &[
+    entry(
+        "proxy_ssl_server_name",
+        Arity::FLAG,
+        Setter::Location(set_server_name),
+    ),
+    entry("proxy_ssl_name", Arity::TAKE1, Setter::Location(set_name)),
+    entry(
+        "proxy_ssl_verify",
+        Arity::FLAG,
+        Setter::Location(set_verify),
+    ),
+    entry(
+        "proxy_ssl_trusted_certificate",
+        Arity::TAKE1,
+        Setter::Location(set_trusted),
+    ),
+    entry(
+        "proxy_ssl_verify_depth",
+        Arity::TAKE1,
+        Setter::Location(set_verify_depth),
+    ),
+    entry(
+        "proxy_ssl_certificate",
+        Arity::TAKE1,
+        Setter::Location(set_certificate),
+    ),
+    entry(
+        "proxy_ssl_certificate_key",
+        Arity::TAKE1,
+        Setter::Location(set_certificate_key),
+    ),
+    entry(
+        "proxy_ssl_password_file",
+        Arity::TAKE1,
+        Setter::Location(set_password_file),
+    ),
+    entry(
+        "proxy_ssl_protocols",
+        Arity::ONE_OR_MORE,
+        Setter::Location(set_protocols),
+    ),
+    entry(
+        "proxy_ssl_ciphers",
+        Arity::TAKE1,
+        Setter::Location(set_ciphers),
+    ),
+    entry(
+        "proxy_ssl_session_reuse",
+        Arity::FLAG,
+        Setter::Location(set_session_reuse),
+    ),
+    entry(
+        "proxy_ssl_conf_command",
+        Arity::TAKE2,
+        Setter::Location(accept_conf_command),
+    ),
+];
+
+fn flag(directive: &Directive, context: &mut LoadContext<'_>) -> Result<bool, ConfError> {
+    context.flag(directive)
+}
+
+set_once!(set_server_name, LocationScope, proxy_ssl.server_name, flag);
+set_once!(set_verify, LocationScope, proxy_ssl.verify, flag);
+set_once!(
+    set_session_reuse,
+    LocationScope,
+    proxy_ssl.session_reuse,
+    flag
+);
+
+fn name(
+    directive: &Directive,
+    context: &mut LoadContext<'_>,
+) -> Result<Option<HttpTemplate>, ConfError> {
+    Ok(Some(context.template(directive.arg(0), &directive.span)?))
+}
+
+set_once!(set_name, LocationScope, proxy_ssl.name, name);
+
+fn text(
+    directive: &Directive,
+    _context: &mut LoadContext<'_>,
+) -> Result<Option<String>, ConfError> {
+    Ok(Some(directive.arg(0).to_owned()))
+}
+
+set_once!(
+    set_trusted,
+    LocationScope,
+    proxy_ssl.trusted_certificate,
+    text
+);
+set_once!(set_certificate, LocationScope, proxy_ssl.certificate, text);
+set_once!(
+    set_certificate_key,
+    LocationScope,
+    proxy_ssl.certificate_key,
+    text
+);
+
+fn number(directive: &Directive, _context: &mut LoadContext<'_>) -> Result<u64, ConfError> {
+    conf::value::parse_number(directive.arg(0))
+        .ok_or_else(|| ConfError::directive(&directive.name, "invalid number", &directive.span))
+}
+
+set_once!(
+    set_verify_depth,
+    LocationScope,
+    proxy_ssl.verify_depth,
+    number
+);
+
+fn passwords(
+    directive: &Directive,
+    context: &mut LoadContext<'_>,
+) -> Result<Vec<Vec<u8>>, ConfError> {
+    let path = context.path(directive.arg(0));
+    crate::ssl::read_passwords(&path)
+        .map_err(|message| ConfError::message(message, &directive.span))
+}
+
+set_once!(
+    set_password_file,
+    LocationScope,
+    proxy_ssl.passwords,
+    passwords
+);
+
+fn protocols(
+    directive: &Directive,
+    context: &mut LoadContext<'_>,
+) -> Result<tls::Protocols, ConfError> {
+    crate::ssl::parse_protocols(directive, context)
+}
+
+set_once!(set_protocols, LocationScope, proxy_ssl.protocols, protocols);
+
+fn ciphers(directive: &Directive, context: &mut LoadContext<'_>) -> Result<String, ConfError> {
+    let text = directive.arg(0);
+    let list = tls::parse_cipher_list(text)
+        .map_err(|message| ConfError::message(message, &directive.span))?;
+    for word in &list.unsupported {
+        context.warn(
+            format!("cipher \"{word}\" is not supported by Portico's TLS, ignored"),
+            &directive.span,
+        );
+    }
+    Ok(text.to_owned())
+}
+
+set_once!(set_ciphers, LocationScope, proxy_ssl.ciphers, ciphers);
+
+fn accept_conf_command(
+    _scope: &mut LocationScope,
+    directive: &Directive,
+    context: &mut LoadContext<'_>,
+) -> Result<(), ConfError> {
+    context.warn(
+        format!(
+            "\"proxy_ssl_conf_command {} {}\" has no effect in Portico",
+            directive.arg(0),
+            directive.arg(1)
+        ),
+        &directive.span,
+    );
+    Ok(())
+}
+
+fn load_error(error: tls::TlsError) -> ConfError {
+    ConfError::new(ConfErrorKind::Message(error.0), None)
+}
+
+fn source(prefix: &Path, value: &str, what: &str) -> Result<tls::PemSource, ConfError> {
+    let path = if value.starts_with("data:") || Path::new(value).is_absolute() {
+        Path::new(value).to_owned()
+    } else {
+        prefix.join(value)
+    };
+    tls::PemSource::read(value, &path, what).map_err(load_error)
+}
+
+/// Builds the upstream TLS configuration of every location whose `proxy_pass` may use
+/// `https` (one written so, or one with variables).
+pub(crate) fn finish(locations: &mut [Location], prefix: &Path) -> Result<(), ConfError> {
+    for location in locations {
+        let may_use_tls = match location.settings.proxy.pass.as_deref() {
+            Some(crate::proxy::ProxyPass::Static(target)) => target.tls,
+            Some(crate::proxy::ProxyPass::Variables(_)) => true,
+            None => false,
+        };
+        if !may_use_tls {
+            continue;
+        }
+        let settings = &location.settings.proxy_ssl;
+        let pair = match (&settings.certificate, &settings.certificate_key) {
+            (Some(certificate), Some(key)) => Some(
+                tls::load_pair(
+                    &source(prefix, certificate, "certificate")?,
+                    &source(prefix, key, "certificate key")?,
+                    &settings.passwords,
+                )
+                .map_err(load_error)?,
+            ),
+            (Some(certificate), None) => {
+                return Err(load_error(tls::TlsError(format!(
+                    "no \"proxy_ssl_certificate_key\" is defined for certificate \"{certificate}\""
+                ))));
+            }
+            _ => None,
+        };
+        let verify = if settings.verify {
+            let Some(trusted) = &settings.trusted_certificate else {
+                return Err(load_error(tls::TlsError(
+                    "no proxy_ssl_trusted_certificate for proxy_ssl_verify".to_owned(),
+                )));
+            };
+            Some(tls::load_trusted(&source(prefix, trusted, "certificate")?).map_err(load_error)?)
+        } else {
+            None
+        };
+        let ciphers = tls::parse_cipher_list(&settings.ciphers)
+            .map_err(|message| ConfError::new(ConfErrorKind::Message(message), None))?;
+        let client = tls::ClientTls::new(tls::ClientSettings {
+            verify,
+            verify_depth: settings.verify_depth as usize,
+            pair,
+            protocols: settings.protocols,
+            ciphers: Some(ciphers),
+            server_name: settings.server_name,
+            session_reuse: settings.session_reuse,
+        })
+        .map_err(load_error)?;
+        location.settings.proxy_ssl.client = Some(Arc::new(client));
+    }
+    Ok(())
+}

@@ -1,0 +1,36 @@
+//! What the `proxy_ssl_*` directives set, per location.
+
+use std::sync::Arc;
+
+use crate::settings;
+use crate::variables::HttpTemplate;
+
+settings! {
+    /// What the `proxy_ssl_*` directives set, per location.
+    pub struct ProxySslConf => ProxySsl (env) {
+        /// `proxy_ssl_server_name`: send SNI.
+        server_name: bool = false,
+        /// `proxy_ssl_name`; `None` is `$proxy_host` without its port.
+        name: Option<HttpTemplate> = None,
+        /// `proxy_ssl_verify`
+        verify: bool = false,
+        /// `proxy_ssl_trusted_certificate`
+        trusted_certificate: Option<String> = None,
+        /// `proxy_ssl_verify_depth`
+        verify_depth: u64 = 1,
+        /// `proxy_ssl_certificate`
+        certificate: Option<String> = None,
+        /// `proxy_ssl_certificate_key`
+        certificate_key: Option<String> = None,
+        /// `proxy_ssl_password_file`
+        passwords: Vec<Vec<u8>> = Vec::new(),
+        /// `proxy_ssl_protocols`
+        protocols: tls::Protocols = tls::Protocols::default(),
+        /// `proxy_ssl_ciphers`
+        ciphers: String = "DEFAULT".to_owned(),
+        /// `proxy_ssl_session_reuse`
+        session_reuse: bool = true,
+        /// The configuration built from the above when the location proxies over TLS.
+        client: Option<Arc<tls::ClientTls>> = None,
+    }
+}

@@ -1,0 +1,431 @@
+//! The SSL module's directive table (nginx's `ngx_http_ssl_module`).
+//!
+//! `ssl on` is gone, as in nginx since 1.25.1: the `ssl` parameter of `listen` says which
+//! addresses speak TLS, and the directive is unknown.
+
+use conf::{Arity, ConfError, Contexts, Directive};
+
+use crate::conf::{HttpDirective, LoadContext, ServerScope, Setter};
+use crate::set_once;
+use crate::ssl::settings::{SessionCacheSetting, VerifyClient};
+
+const HTTP_SERVER: Contexts = Contexts::HTTP.with(Contexts::SERVER);
+
+const fn entry(name: &'static str, arity: Arity, set: Setter) -> HttpDirective {
+    HttpDirective {
+        name,
+        contexts: HTTP_SERVER,
+        arity,
+        block: conf::BlockKind::Simple,
+        set,
+    }
+}
+
+pub const DIRECTIVES: &[HttpDirective] = &[
+    entry(
+        "ssl_certificate",
+        Arity::TAKE1,
+        Setter::Server(add_certificate),
+    ),
+    entry(
+        "ssl_certificate_key",
+        Arity::TAKE1,
+        Setter::Server(add_certificate_key),
+    ),
+    entry(
+        "ssl_password_file",
+        Arity::TAKE1,
+        Setter::Server(set_password_file),
+    ),
+    entry(
+        "ssl_protocols",
+        Arity::ONE_OR_MORE,
+        Setter::Server(set_protocols),
+    ),
+    entry("ssl_ciphers", Arity::TAKE1, Setter::Server(set_ciphers)),
+    entry(
+        "ssl_prefer_server_ciphers",
+        Arity::FLAG,
+        Setter::Server(set_prefer_server_ciphers),
+    ),
+    entry(
+        "ssl_ecdh_curve",
+        Arity::TAKE1,
+        Setter::Server(set_ecdh_curve),
+    ),
+    entry(
+        "ssl_conf_command",
+        Arity::TAKE2,
+        Setter::Server(accept_conf_command),
+    ),
+    entry(
+        "ssl_session_cache",
+        Arity::TAKE12,
+        Setter::Server(set_session_cache),
+    ),
+    entry(
+        "ssl_session_timeout",
+        Arity::TAKE1,
+        Setter::Server(set_session_timeout),
+    ),
+    entry(
+        "ssl_session_tickets",
+        Arity::FLAG,
+        Setter::Server(set_session_tickets),
+    ),
+    entry(
+        "ssl_session_ticket_key",
+        Arity::TAKE1,
+        Setter::Server(add_session_ticket_key),
+    ),
+    entry(
+        "ssl_buffer_size",
+        Arity::TAKE1,
+        Setter::Server(set_buffer_size),
+    ),
+    entry(
+        "ssl_handshake_timeout",
+        Arity::TAKE1,
+        Setter::Server(set_handshake_timeout),
+    ),
+    entry("ssl_dhparam", Arity::TAKE1, Setter::Server(accept_dhparam)),
+    entry(
+        "ssl_reject_handshake",
+        Arity::FLAG,
+        Setter::Server(set_reject_handshake),
+    ),
+    entry(
+        "ssl_early_data",
+        Arity::FLAG,
+        Setter::Server(set_early_data),
+    ),
+    entry(
+        "ssl_verify_client",
+        Arity::TAKE1,
+        Setter::Server(set_verify_client),
+    ),
+    entry(
+        "ssl_verify_depth",
+        Arity::TAKE1,
+        Setter::Server(set_verify_depth),
+    ),
+    entry(
+        "ssl_client_certificate",
+        Arity::TAKE1,
+        Setter::Server(set_client_certificate),
+    ),
+    entry(
+        "ssl_trusted_certificate",
+        Arity::TAKE1,
+        Setter::Server(set_trusted_certificate),
+    ),
+    entry("ssl_crl", Arity::TAKE1, Setter::Server(set_crl)),
+    entry("ssl_stapling", Arity::FLAG, Setter::Server(accept_stapling)),
+    entry(
+        "ssl_stapling_file",
+        Arity::TAKE1,
+        Setter::Server(accept_stapling_option),
+    ),
+    entry(
+        "ssl_stapling_responder",
+        Arity::TAKE1,
+        Setter::Server(accept_stapling_option),
+    ),
+    entry(
+        "ssl_stapling_verify",
+        Arity::FLAG,
+        Setter::Server(accept_stapling_option),
+    ),
+];
+
+fn add_certificate(
+    scope: &mut ServerScope,
+    directive: &Directive,
+    _context: &mut LoadContext<'_>,
+) -> Result<(), ConfError> {
+    let list = scope.ssl.certificates.get_or_insert_with(Vec::new);
+    list.push(directive.arg(0).to_owned());
+    Ok(())
+}
+
+fn add_certificate_key(
+    scope: &mut ServerScope,
+    directive: &Directive,
+    _context: &mut LoadContext<'_>,
+) -> Result<(), ConfError> {
+    let list = scope.ssl.certificate_keys.get_or_insert_with(Vec::new);
+    list.push(directive.arg(0).to_owned());
+    Ok(())
+}
+
+/// Reads the passwords now, as nginx does: one per line, tried in order.
+fn set_password_file(
+    scope: &mut ServerScope,
+    directive: &Directive,
+    context: &mut LoadContext<'_>,
+) -> Result<(), ConfError> {
+    if scope.ssl.passwords.is_some() {
+        return Err(context.duplicate(directive));
+    }
+    let path = context.path(directive.arg(0));
+    let passwords = super::read_passwords(&path)
+        .map_err(|message| ConfError::message(message, &directive.span))?;
+    scope.ssl.passwords = Some(passwords);
+    Ok(())
+}
+
+fn set_protocols(
+    scope: &mut ServerScope,
+    directive: &Directive,
+    context: &mut LoadContext<'_>,
+) -> Result<(), ConfError> {
+    if scope.ssl.protocols.is_some() {
+        return Err(context.duplicate(directive));
+    }
+    scope.ssl.protocols = Some(super::parse_protocols(directive, context)?);
+    Ok(())
+}
+
+fn ciphers(directive: &Directive, context: &mut LoadContext<'_>) -> Result<String, ConfError> {
+    let text = directive.arg(0);
+    let list = tls::parse_cipher_list(text)
+        .map_err(|message| ConfError::message(message, &directive.span))?;
+    for word in &list.unsupported {
+        context.warn(
+            format!("cipher \"{word}\" is not supported by Portico's TLS, ignored"),
+            &directive.span,
+        );
+    }
+    Ok(text.to_owned())
+}
+
+set_once!(set_ciphers, ServerScope, ssl.ciphers, ciphers);
+
+fn flag(directive: &Directive, context: &mut LoadContext<'_>) -> Result<bool, ConfError> {
+    context.flag(directive)
+}
+
+set_once!(
+    set_prefer_server_ciphers,
+    ServerScope,
+    ssl.prefer_server_ciphers,
+    flag
+);
+
+fn curves(directive: &Directive, context: &mut LoadContext<'_>) -> Result<String, ConfError> {
+    let text = directive.arg(0);
+    let (_, unknown) =
+        tls::parse_curves(text).map_err(|message| ConfError::message(message, &directive.span))?;
+    for name in unknown {
+        context.warn(
+            format!("curve \"{name}\" is not supported by Portico's TLS, ignored"),
+            &directive.span,
+        );
+    }
+    Ok(text.to_owned())
+}
+
+set_once!(set_ecdh_curve, ServerScope, ssl.ecdh_curve, curves);
+
+/// `ssl_conf_command NAME VALUE`: OpenSSL's configuration commands; accepted so configs
+/// load, and meaningless to rustls (see docs/tls.md).
+fn accept_conf_command(
+    _scope: &mut ServerScope,
+    directive: &Directive,
+    context: &mut LoadContext<'_>,
+) -> Result<(), ConfError> {
+    context.warn(
+        format!(
+            "\"ssl_conf_command {} {}\" has no effect in Portico",
+            directive.arg(0),
+            directive.arg(1)
+        ),
+        &directive.span,
+    );
+    Ok(())
+}
+
+fn session_cache(
+    directive: &Directive,
+    _context: &mut LoadContext<'_>,
+) -> Result<SessionCacheSetting, ConfError> {
+    let mut setting = None;
+    for argument in &directive.args {
+        let text = argument.as_str();
+        let invalid =
+            || ConfError::message(format!("invalid session cache \"{text}\""), &directive.span);
+        setting = Some(match text {
+            "off" => SessionCacheSetting::Off,
+            "none" => SessionCacheSetting::None,
+            "builtin" => SessionCacheSetting::Cache {
+                name: None,
+                sessions: 20480,
+            },
+            _ => {
+                if let Some(count) = text.strip_prefix("builtin:") {
+                    let sessions = count.parse().ok().filter(|n| *n > 0).ok_or_else(invalid)?;
+                    let name = match setting {
+                        Some(SessionCacheSetting::Cache { name, .. }) => name,
+                        _ => None,
+                    };
+                    SessionCacheSetting::Cache { name, sessions }
+                } else if let Some(rest) = text.strip_prefix("shared:") {
+                    let (name, size) = rest.rsplit_once(':').ok_or_else(invalid)?;
+                    let bytes = conf::value::parse_size(size).ok_or_else(invalid)?;
+                    if name.is_empty() || bytes < 8 * 4096 {
+                        return Err(invalid());
+                    }
+                    SessionCacheSetting::Cache {
+                        name: Some(name.to_owned()),
+                        sessions: (bytes / 256) as usize,
+                    }
+                } else {
+                    return Err(invalid());
+                }
+            }
+        });
+    }
+    setting.ok_or_else(|| ConfError::message("invalid session cache", &directive.span))
+}
+
+set_once!(
+    set_session_cache,
+    ServerScope,
+    ssl.session_cache,
+    session_cache
+);
+
+fn time(
+    directive: &Directive,
+    _context: &mut LoadContext<'_>,
+) -> Result<std::time::Duration, ConfError> {
+    conf::value::parse_time(directive.arg(0))
+        .ok_or_else(|| ConfError::directive(&directive.name, "invalid value", &directive.span))
+}
+
+set_once!(set_session_timeout, ServerScope, ssl.session_timeout, time);
+set_once!(set_session_tickets, ServerScope, ssl.session_tickets, flag);
+
+fn add_session_ticket_key(
+    scope: &mut ServerScope,
+    directive: &Directive,
+    _context: &mut LoadContext<'_>,
+) -> Result<(), ConfError> {
+    let list = scope.ssl.session_ticket_keys.get_or_insert_with(Vec::new);
+    list.push(directive.arg(0).to_owned());
+    Ok(())
+}
+
+fn size(directive: &Directive, _context: &mut LoadContext<'_>) -> Result<u64, ConfError> {
+    conf::value::parse_size(directive.arg(0))
+        .ok_or_else(|| ConfError::directive(&directive.name, "invalid value", &directive.span))
+}
+
+set_once!(set_buffer_size, ServerScope, ssl.buffer_size, size);
+set_once!(
+    set_handshake_timeout,
+    ServerScope,
+    ssl.handshake_timeout,
+    time
+);
+
+/// `ssl_dhparam`: rustls has no finite-field Diffie-Hellman suites, so the file is unused.
+fn accept_dhparam(
+    _scope: &mut ServerScope,
+    directive: &Directive,
+    context: &mut LoadContext<'_>,
+) -> Result<(), ConfError> {
+    context.warn(
+        "\"ssl_dhparam\" is ignored: Portico's TLS has no DHE cipher suites".to_owned(),
+        &directive.span,
+    );
+    Ok(())
+}
+
+set_once!(
+    set_reject_handshake,
+    ServerScope,
+    ssl.reject_handshake,
+    flag
+);
+set_once!(set_early_data, ServerScope, ssl.early_data, flag);
+
+fn verify_client(
+    directive: &Directive,
+    _context: &mut LoadContext<'_>,
+) -> Result<VerifyClient, ConfError> {
+    Ok(match directive.arg(0) {
+        "off" => VerifyClient::Off,
+        "on" => VerifyClient::On,
+        "optional" => VerifyClient::Optional,
+        "optional_no_ca" => VerifyClient::OptionalNoCa,
+        other => {
+            return Err(ConfError::message(
+                format!(
+                    "invalid value \"{other}\" in \"ssl_verify_client\" directive, it must be \
+                     \"on\", \"off\", \"optional\" or \"optional_no_ca\""
+                ),
+                &directive.span,
+            ));
+        }
+    })
+}
+
+set_once!(
+    set_verify_client,
+    ServerScope,
+    ssl.verify_client,
+    verify_client
+);
+
+fn number(directive: &Directive, _context: &mut LoadContext<'_>) -> Result<u64, ConfError> {
+    conf::value::parse_number(directive.arg(0))
+        .ok_or_else(|| ConfError::directive(&directive.name, "invalid number", &directive.span))
+}
+
+set_once!(set_verify_depth, ServerScope, ssl.verify_depth, number);
+
+fn name(
+    directive: &Directive,
+    _context: &mut LoadContext<'_>,
+) -> Result<Option<String>, ConfError> {
+    Ok(Some(directive.arg(0).to_owned()))
+}
+
+set_once!(
+    set_client_certificate,
+    ServerScope,
+    ssl.client_certificate,
+    name
+);
+set_once!(
+    set_trusted_certificate,
+    ServerScope,
+    ssl.trusted_certificate,
+    name
+);
+set_once!(set_crl, ServerScope, ssl.crl, name);
+
+/// `ssl_stapling on`: no OCSP response is fetched; nginx too staples nothing until it has
+/// one, so the directive is accepted with a warning.
+fn accept_stapling(
+    _scope: &mut ServerScope,
+    directive: &Directive,
+    context: &mut LoadContext<'_>,
+) -> Result<(), ConfError> {
+    if context.flag(directive)? {
+        context.warn(
+            "\"ssl_stapling\" is ignored: Portico does not staple OCSP responses yet".to_owned(),
+            &directive.span,
+        );
+    }
+    Ok(())
+}
+
+fn accept_stapling_option(
+    _scope: &mut ServerScope,
+    _directive: &Directive,
+    _context: &mut LoadContext<'_>,
+) -> Result<(), ConfError> {
+    Ok(())
+}

@@ -1,0 +1,281 @@
+//! HTTPS: `listen ... ssl`, `ssl_certificate`, `ssl_protocols`, `ssl_ciphers`,
+//! `ssl_prefer_server_ciphers`, `ssl_ecdh_curve`, `ssl_buffer_size`,
+//! `ssl_handshake_timeout`, the `$ssl_*` variables, plain HTTP on an HTTPS port, and the
+//! directives accepted for nginx's configs.
+
+use std::time::Duration;
+
+use crate::support::cli::{assert_http_body_fails, test_http_body};
+use crate::support::tls::{self, Options, have_openssl};
+use crate::support::{Client, get};
+
+const CERTIFICATE: &str = "ssl_certificate localhost.crt; ssl_certificate_key localhost.key;";
+
+#[test]
+fn https_serves_and_sets_the_tls_variables() {
+    if !have_openssl() {
+        return;
+    }
+    let server = tls::start(&format!(
+        "server {{ listen 127.0.0.1:8443 ssl; server_name localhost; {CERTIFICATE}
+            location / {{ return 200 \"$scheme|$https|$ssl_protocol|$ssl_cipher|\
+$ssl_server_name|$ssl_alpn_protocol|$ssl_session_reused|$ssl_curve\"; }} }}"
+    ));
+    let options = Options {
+        alpn: vec![b"http/1.1".to_vec()],
+        ..Options::sni("localhost")
+    };
+    let response = tls::get(server.port_of(8443), &options, "/");
+    assert_eq!(response.status, 200);
+    assert_eq!(
+        response.body_text(),
+        "https|on|TLSv1.3|TLS_AES_256_GCM_SHA384|localhost|http/1.1|.|X25519"
+    );
+}
+
+#[test]
+fn plain_connections_have_no_tls_variables() {
+    let server = crate::support::Instance::http(
+        "server { listen 127.0.0.1:8080; location / { return 200 \"$scheme|$https|$ssl_protocol\"; } }",
+    );
+    assert_eq!(server.get("/").body_text(), "http||");
+}
+
+#[test]
+fn plain_http_on_an_https_port_gets_nginx_400() {
+    if !have_openssl() {
+        return;
+    }
+    let server = tls::start(&format!(
+        "server {{ listen 127.0.0.1:8443 ssl; {CERTIFICATE} location / {{ return 200 ok; }} }}"
+    ));
+    let response = Client::connect(server.port_of(8443)).request(get("/"));
+    assert_eq!(response.status, 400);
+    assert!(
+        response
+            .body_text()
+            .contains("<center>The plain HTTP request was sent to HTTPS port</center>"),
+        "{}",
+        response.body_text()
+    );
+    server.wait_for_error_log("client sent plain HTTP request to HTTPS port");
+}
+
+#[test]
+fn listen_ssl_without_a_certificate_fails() {
+    assert_http_body_fails(
+        "server { listen 127.0.0.1:8443 ssl; }",
+        "no \"ssl_certificate\" is defined for the \"listen ... ssl\" directive in {conf}:4",
+    );
+}
+
+#[test]
+fn ssl_on_is_gone_as_in_nginx_1_25() {
+    assert_http_body_fails(
+        "server { listen 127.0.0.1:8443; ssl on; }",
+        "unknown directive \"ssl\" in {conf}:4",
+    );
+}
+
+#[test]
+fn old_protocols_and_openssl_only_settings_load_with_warnings() {
+    if !have_openssl() {
+        return;
+    }
+    let scratch = crate::support::TempPrefix::new();
+    tls::self_signed(scratch.path(), "localhost", tls::Key::Rsa);
+    let directory = scratch.path().display();
+    let (_, output) = test_http_body(&format!(
+        "ssl_protocols TLSv1 TLSv1.1 TLSv1.2;
+        ssl_ciphers 'ECDHE-RSA-AES128-GCM-SHA256:AES128-SHA';
+        ssl_dhparam dh.pem;
+        ssl_conf_command Options KTLS;
+        ssl_stapling on; ssl_stapling_verify on; ssl_stapling_file ocsp.der;
+        ssl_stapling_responder http://127.0.0.1:1/;
+        server {{ listen 127.0.0.1:8443 ssl;
+            ssl_certificate {directory}/localhost.crt;
+            ssl_certificate_key {directory}/localhost.key; }}"
+    ));
+    output.assert_code(0);
+    for message in [
+        "the \"TLSv1\" protocol is not supported by Portico, ignored",
+        "the \"TLSv1.1\" protocol is not supported by Portico, ignored",
+        "cipher \"AES128-SHA\" is not supported by Portico's TLS, ignored",
+        "\"ssl_dhparam\" is ignored: Portico's TLS has no DHE cipher suites",
+        "\"ssl_conf_command Options KTLS\" has no effect in Portico",
+        "\"ssl_stapling\" is ignored: Portico does not staple OCSP responses yet",
+    ] {
+        assert!(
+            output
+                .stderr
+                .lines()
+                .any(|line| line.contains("[warn]") && line.contains(message)),
+            "want [warn] {message:?} in:\n{}",
+            output.stderr
+        );
+    }
+}
+
+#[test]
+fn bad_protocol_and_cipher_lists_fail() {
+    assert_http_body_fails(
+        "ssl_protocols TLSv1.4;",
+        "invalid value \"TLSv1.4\" in {conf}:4",
+    );
+    assert_http_body_fails(
+        "ssl_ciphers RC4-MD5;",
+        "SSL_CTX_set_cipher_list(\"RC4-MD5\") failed (SSL: error:0A0000B9:SSL routines::no cipher \
+         match) in {conf}:4",
+    );
+}
+
+#[test]
+fn ssl_protocols_and_ssl_ciphers_choose_what_is_negotiated() {
+    if !have_openssl() {
+        return;
+    }
+    let server = tls::start(&format!(
+        "server {{ listen 127.0.0.1:8443 ssl; {CERTIFICATE}
+            ssl_protocols TLSv1.2; ssl_ciphers ECDHE-RSA-AES128-GCM-SHA256;
+            location / {{ return 200 \"$ssl_protocol $ssl_cipher\"; }} }}
+         server {{ listen 127.0.0.1:8444 ssl; {CERTIFICATE}
+            ssl_protocols TLSv1.3;
+            location / {{ return 200 \"$ssl_protocol\"; }} }}"
+    ));
+    let response = tls::get(server.port_of(8443), &Options::default(), "/");
+    assert_eq!(response.body_text(), "TLSv1.2 ECDHE-RSA-AES128-GCM-SHA256");
+    let tls12 = Options {
+        tls12_only: true,
+        ..Options::default()
+    };
+    let refused = tls::connect(server.port_of(8444), &tls12);
+    assert!(
+        refused.is_err(),
+        "a TLS 1.2 client was served by a TLS 1.3 server"
+    );
+    server.wait_for_error_log("SSL_do_handshake() failed");
+}
+
+#[test]
+fn ssl_prefer_server_ciphers_uses_the_server_order() {
+    if !have_openssl() {
+        return;
+    }
+    let ciphers = "ECDHE-RSA-CHACHA20-POLY1305:ECDHE-RSA-AES128-GCM-SHA256";
+    let server = tls::start(&format!(
+        "ssl_protocols TLSv1.2; ssl_ciphers {ciphers};
+         server {{ listen 127.0.0.1:8443 ssl; {CERTIFICATE} ssl_prefer_server_ciphers on;
+            location / {{ return 200 \"$ssl_cipher\"; }} }}
+         server {{ listen 127.0.0.1:8444 ssl; {CERTIFICATE} ssl_prefer_server_ciphers off;
+            location / {{ return 200 \"$ssl_cipher\"; }} }}"
+    ));
+    // rustls clients put AES-GCM before ChaCha20.
+    let server_order = tls::get(server.port_of(8443), &Options::default(), "/");
+    assert_eq!(server_order.body_text(), "ECDHE-RSA-CHACHA20-POLY1305");
+    let client_order = tls::get(server.port_of(8444), &Options::default(), "/");
+    assert_eq!(client_order.body_text(), "ECDHE-RSA-AES128-GCM-SHA256");
+}
+
+#[test]
+fn ssl_ecdh_curve_limits_the_key_exchange_groups() {
+    if !have_openssl() {
+        return;
+    }
+    let server = tls::start(&format!(
+        "server {{ listen 127.0.0.1:8443 ssl; {CERTIFICATE} ssl_ecdh_curve prime256v1:secp384r1;
+            location / {{ return 200 \"$ssl_curve\"; }} }}"
+    ));
+    let response = tls::get(server.port_of(8443), &Options::default(), "/");
+    assert_eq!(response.body_text(), "prime256v1");
+}
+
+#[test]
+fn bad_ecdh_curve_fails() {
+    assert_http_body_fails(
+        "ssl_ecdh_curve nosuchcurve;",
+        "SSL_CTX_set1_curves_list(\"nosuchcurve\") failed (SSL: error:0A080106:SSL routines::passed \
+         invalid argument) in {conf}:4",
+    );
+}
+
+#[test]
+fn large_files_and_small_records_arrive_whole_with_sendfile_on() {
+    if !have_openssl() {
+        return;
+    }
+    let data: Vec<u8> = (0..3 * 1024 * 1024u32)
+        .map(|i| (i * 7 % 251) as u8)
+        .collect();
+    let server = tls::with_files(
+        crate::support::Instance::http_builder(&format!(
+            "sendfile on; ssl_buffer_size 4k;
+             server {{ listen 127.0.0.1:8443 ssl; {CERTIFICATE} root %%PREFIX%%/html; }}"
+        )),
+        |directory| tls::self_signed(directory, "localhost", tls::Key::Rsa),
+    )
+    .file("html/big.bin", &data)
+    .start();
+    let response = tls::get(server.port_of(8443), &Options::default(), "/big.bin");
+    assert_eq!(response.status, 200);
+    assert_eq!(response.body.len(), data.len());
+    assert!(response.body == data, "the body differs from the file");
+}
+
+#[test]
+fn keepalive_requests_share_one_tls_connection() {
+    if !have_openssl() {
+        return;
+    }
+    let server = tls::start(&format!(
+        "server {{ listen 127.0.0.1:8443 ssl; {CERTIFICATE}
+            location / {{ return 200 \"$connection:$connection_requests\"; }} }}"
+    ));
+    let mut client = tls::connect(server.port_of(8443), &Options::default()).expect("handshake");
+    let first = client.request(crate::support::get_keepalive("/"));
+    let second = client.request(crate::support::get_keepalive("/"));
+    let (first, second) = (first.body_text(), second.body_text());
+    assert!(first.ends_with(":1"), "{first}");
+    assert_eq!(second, first.replace(":1", ":2"));
+}
+
+#[test]
+fn ssl_handshake_timeout_closes_a_silent_client() {
+    if !have_openssl() {
+        return;
+    }
+    let server = tls::start(&format!(
+        "server {{ listen 127.0.0.1:8443 ssl; {CERTIFICATE} ssl_handshake_timeout 300ms; }}"
+    ));
+    let mut client = Client::connect(server.port_of(8443)).with_timeout(Duration::from_secs(5));
+    // Half a ClientHello record header, then nothing.
+    client.write([0x16, 0x03, 0x01]);
+    let started = std::time::Instant::now();
+    let (_, bytes) = client.wait_closed();
+    assert!(bytes.is_empty());
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "closed after {:?}",
+        started.elapsed()
+    );
+    server.wait_for_error_log("client timed out (110: Connection timed out) while SSL handshaking");
+}
+
+#[test]
+fn garbage_after_a_tls_record_header_fails_the_handshake_and_the_server_lives() {
+    if !have_openssl() {
+        return;
+    }
+    let server = tls::start(&format!(
+        "server {{ listen 127.0.0.1:8443 ssl; {CERTIFICATE} location / {{ return 200 ok; }} }}"
+    ));
+    let mut client = Client::connect(server.port_of(8443));
+    let mut flood = vec![0x16, 0x03, 0x01, 0x40, 0x00];
+    flood.extend(std::iter::repeat_n(0xAB, 0x4000));
+    let _ = client.try_write(&flood);
+    let (_, reply) = client.wait_closed();
+    // A fatal alert record, or nothing; never an HTTP answer.
+    assert!(reply.is_empty() || reply[0] == 0x15, "{reply:?}");
+    server.wait_for_error_log("SSL_do_handshake() failed");
+    let response = tls::get(server.port_of(8443), &Options::default(), "/");
+    assert_eq!(response.body_text(), "ok");
+}

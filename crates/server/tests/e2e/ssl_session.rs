@@ -1,0 +1,184 @@
+//! Session resumption: `ssl_session_cache`, `ssl_session_timeout`, `ssl_session_tickets`
+//! and `ssl_session_ticket_key` (nginx's 48 and 80-byte key files), `$ssl_session_id`.
+
+use std::time::Duration;
+
+use crate::support::Instance;
+use crate::support::cli::assert_http_body_fails;
+use crate::support::tls::{self, Key, Options, have_openssl, session_store};
+
+fn resumes(port: u16, tls12: bool) -> (bool, String, String) {
+    let options = Options {
+        sessions: Some(session_store()),
+        tls12_only: tls12,
+        ..Options::default()
+    };
+    let mut first = tls::connect(port, &options).expect("handshake");
+    let first_id = first.request(crate::support::get("/")).body_text();
+    let mut second = tls::connect(port, &options).expect("handshake");
+    let second_id = second.request(crate::support::get("/")).body_text();
+    (tls::resumed(&second), first_id, second_id)
+}
+
+fn start(body: &str) -> Instance {
+    tls::with_files(Instance::http_builder(body), |directory| {
+        tls::self_signed(directory, "localhost", Key::Rsa);
+    })
+    .file("48.key", [7u8; 48])
+    .file("80.key", [9u8; 80])
+    .file("47.key", [1u8; 47])
+    .start()
+}
+
+const PAIR: &str = "ssl_certificate localhost.crt; ssl_certificate_key localhost.key;
+    location / { return 200 \"$ssl_session_reused $ssl_session_id\"; }";
+
+#[test]
+fn tickets_resume_sessions_and_keep_the_session_id() {
+    if !have_openssl() {
+        return;
+    }
+    let server = start(&format!("server {{ listen 127.0.0.1:8443 ssl; {PAIR} }}"));
+    for tls12 in [false, true] {
+        let (resumed, first, second) = resumes(server.port_of(8443), tls12);
+        assert!(resumed, "TLS 1.2 only: {tls12}");
+        assert!(first.starts_with(". ") && first.len() == 66, "{first}");
+        assert!(second.starts_with("r ") && second.len() == 66, "{second}");
+        if !tls12 {
+            // A TLS 1.3 ticket carries the id of the session it resumes.
+            assert_eq!(second, first.replacen('.', "r", 1));
+        }
+    }
+}
+
+#[test]
+fn a_shared_cache_resumes_without_tickets() {
+    if !have_openssl() {
+        return;
+    }
+    let server = start(&format!(
+        "server {{ listen 127.0.0.1:8443 ssl; ssl_session_tickets off;
+            ssl_session_cache shared:SSL:1m; {PAIR} }}
+         server {{ listen 127.0.0.1:8444 ssl; ssl_session_tickets off;
+            ssl_session_cache off; {PAIR} }}"
+    ));
+    for tls12 in [false, true] {
+        assert!(
+            resumes(server.port_of(8443), tls12).0,
+            "cached, TLS 1.2 only: {tls12}"
+        );
+        assert!(
+            !resumes(server.port_of(8444), tls12).0,
+            "no cache, TLS 1.2 only: {tls12}"
+        );
+    }
+}
+
+#[test]
+fn ssl_session_timeout_ends_resumption() {
+    if !have_openssl() {
+        return;
+    }
+    let server = start(&format!(
+        "server {{ listen 127.0.0.1:8443 ssl; ssl_session_timeout 1s; {PAIR} }}"
+    ));
+    let options = Options {
+        sessions: Some(session_store()),
+        ..Options::default()
+    };
+    let mut first = tls::connect(server.port_of(8443), &options).expect("handshake");
+    first.request(crate::support::get("/"));
+    std::thread::sleep(Duration::from_millis(2100));
+    let late = tls::connect(server.port_of(8443), &options).expect("handshake");
+    assert!(!tls::resumed(&late));
+}
+
+#[test]
+fn ticket_key_files_let_servers_share_tickets_and_rotate() {
+    if !have_openssl() {
+        return;
+    }
+    // 8443 and 8444 share the current key; 8445 has a new current key and still takes
+    // tickets made with the old one; 8446 knows only a different key.
+    let server = start(&format!(
+        "server {{ listen 127.0.0.1:8443 ssl; ssl_session_ticket_key 48.key; {PAIR} }}
+         server {{ listen 127.0.0.1:8444 ssl; ssl_session_ticket_key 48.key; {PAIR} }}
+         server {{ listen 127.0.0.1:8445 ssl; ssl_session_ticket_key 80.key;
+            ssl_session_ticket_key 48.key; {PAIR} }}
+         server {{ listen 127.0.0.1:8446 ssl; ssl_session_ticket_key 80.key; {PAIR} }}"
+    ));
+    let options = Options {
+        sessions: Some(session_store()),
+        tls12_only: true,
+        ..Options::default()
+    };
+    let mut first = tls::connect(server.port_of(8443), &options).expect("handshake");
+    first.request(crate::support::get("/"));
+    let shared = tls::connect(server.port_of(8444), &options).expect("handshake");
+    assert!(tls::resumed(&shared), "the same key file opens the ticket");
+    let rotated = tls::connect(server.port_of(8445), &options).expect("handshake");
+    assert!(
+        tls::resumed(&rotated),
+        "an older key still opens the ticket"
+    );
+    let fresh = Options {
+        sessions: Some(session_store()),
+        tls12_only: true,
+        ..Options::default()
+    };
+    let mut other = tls::connect(server.port_of(8446), &fresh).expect("handshake");
+    other.request(crate::support::get("/"));
+    let back = tls::connect(server.port_of(8443), &fresh).expect("handshake");
+    assert!(
+        !tls::resumed(&back),
+        "a ticket made with another key is refused"
+    );
+}
+
+#[test]
+fn a_ticket_key_file_of_the_wrong_size_fails() {
+    if !have_openssl() {
+        return;
+    }
+    let scratch = crate::support::TempPrefix::new();
+    tls::self_signed(scratch.path(), "localhost", Key::Rsa);
+    scratch.write("47.key", [1u8; 47]);
+    let directory = scratch.path().display();
+    let (_, output) = crate::support::cli::test_http_body(&format!(
+        "server {{ listen 127.0.0.1:8443 ssl; ssl_session_ticket_key {directory}/47.key;
+            ssl_certificate {directory}/localhost.crt;
+            ssl_certificate_key {directory}/localhost.key; }}"
+    ));
+    output.assert_code(1);
+    assert!(
+        output
+            .stderr
+            .contains(&format!("\"{directory}/47.key\" must be 48 or 80 bytes")),
+        "{}",
+        output.stderr
+    );
+}
+
+#[test]
+fn a_bad_session_cache_fails() {
+    assert_http_body_fails(
+        "ssl_session_cache shared:SSL;",
+        "invalid session cache \"shared:SSL\" in {conf}:4",
+    );
+}
+
+#[test]
+fn early_data_is_accepted() {
+    if !have_openssl() {
+        return;
+    }
+    let server = start(&format!(
+        "server {{ listen 127.0.0.1:8443 ssl; ssl_early_data on; {PAIR} }}"
+    ));
+    let response = tls::get(server.port_of(8443), &Options::default(), "/");
+    assert!(
+        response.body_text().starts_with(". "),
+        "{}",
+        response.body_text()
+    );
+}

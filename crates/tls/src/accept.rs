@@ -1,0 +1,96 @@
+//! The start of a server handshake: read the client's hello, let the caller choose the
+//! virtual server by its SNI name, then go on with that server's configuration.
+
+use std::io::{self, Read};
+
+use crate::server::ServerTls;
+use crate::session::{Offered, Session, offered_ciphers, offered_curves};
+
+/// A fatal `unrecognized_name` alert, as a TLS 1.2 record: what nginx sends for
+/// `ssl_reject_handshake on`.
+pub const REJECT_ALERT: &[u8] = &[0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x70];
+
+/// Reads a ClientHello.
+#[derive(Default)]
+pub struct Acceptor {
+    inner: rustls::server::Acceptor,
+}
+
+impl std::fmt::Debug for Acceptor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Acceptor")
+    }
+}
+
+/// A handshake that failed before a session existed: the reason, and an alert to send.
+#[derive(Debug)]
+pub struct AcceptError {
+    pub message: String,
+    pub alert: Vec<u8>,
+}
+
+/// A client's hello, read in full.
+pub struct Hello {
+    accepted: rustls::server::Accepted,
+}
+
+impl std::fmt::Debug for Hello {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hello")
+            .field("server_name", &self.server_name())
+            .finish()
+    }
+}
+
+impl Acceptor {
+    /// Reads bytes of the hello from `socket` (one read); `Ok(0)` at end of stream.
+    pub fn read_tls(&mut self, socket: &mut dyn Read) -> io::Result<usize> {
+        self.inner.read_tls(socket)
+    }
+
+    /// The hello, once complete (`Ok(None)`: more bytes are needed).
+    pub fn accept(&mut self) -> Result<Option<Hello>, AcceptError> {
+        match self.inner.accept() {
+            Ok(Some(accepted)) => Ok(Some(Hello { accepted })),
+            Ok(None) => Ok(None),
+            Err((error, mut alert)) => {
+                let mut bytes = Vec::new();
+                let _ = alert.write_all(&mut bytes);
+                Err(AcceptError {
+                    message: error.to_string(),
+                    alert: bytes,
+                })
+            }
+        }
+    }
+}
+
+impl Hello {
+    /// The SNI name, as the client sent it.
+    pub fn server_name(&self) -> Option<String> {
+        self.accepted
+            .client_hello()
+            .server_name()
+            .map(str::to_owned)
+    }
+
+    /// Goes on with the chosen server's configuration.
+    pub fn into_session(self, tls: &ServerTls) -> Result<Session, AcceptError> {
+        let hello = self.accepted.client_hello();
+        let offered = Offered {
+            ciphers: offered_ciphers(hello.cipher_suites()),
+            curves: offered_curves(hello.named_groups()),
+        };
+        match self.accepted.into_connection(tls.config.clone()) {
+            Ok(connection) => Ok(Session::server(connection, offered, tls.verify.clone())),
+            Err((error, mut alert)) => {
+                let mut bytes = Vec::new();
+                let _ = alert.write_all(&mut bytes);
+                Err(AcceptError {
+                    message: error.to_string(),
+                    alert: bytes,
+                })
+            }
+        }
+    }
+}

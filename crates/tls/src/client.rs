@@ -1,0 +1,257 @@
+//! TLS to upstreams (`proxy_pass https://...` and the `proxy_ssl_*` directives).
+
+use std::sync::Arc;
+
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::{Resumption, WebPkiServerVerifier};
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{ClientConfig, DigitallySignedStruct, Error, RootCertStore, SignatureScheme};
+
+use crate::ciphers::CipherList;
+use crate::keys::CertificatePair;
+use crate::server::Protocols;
+use crate::session::Session;
+use crate::{TlsError, base_provider};
+
+/// What a location's `proxy_ssl_*` directives say, loaded.
+#[derive(Debug, Default)]
+pub struct ClientSettings {
+    /// `proxy_ssl_verify on`, with the trusted certificates.
+    pub verify: Option<Vec<CertificateDer<'static>>>,
+    pub verify_depth: usize,
+    /// `proxy_ssl_certificate` with its key.
+    pub pair: Option<CertificatePair>,
+    pub protocols: Protocols,
+    pub ciphers: Option<CipherList>,
+    /// `proxy_ssl_server_name`: send SNI.
+    pub server_name: bool,
+    /// `proxy_ssl_session_reuse`.
+    pub session_reuse: bool,
+}
+
+/// A location's TLS configuration for connections to its upstreams.
+#[derive(Debug)]
+pub struct ClientTls {
+    config: Arc<ClientConfig>,
+}
+
+impl ClientTls {
+    pub fn new(settings: ClientSettings) -> Result<ClientTls, TlsError> {
+        let mut provider = base_provider();
+        if let Some(list) = &settings.ciphers {
+            provider.cipher_suites.retain(|suite| {
+                suite.version() == &rustls::version::TLS13 || list.suites.contains(suite)
+            });
+        }
+        let mut versions = Vec::new();
+        if settings.protocols.tls13 {
+            versions.push(&rustls::version::TLS13);
+        }
+        if settings.protocols.tls12 {
+            versions.push(&rustls::version::TLS12);
+        }
+        let provider = Arc::new(provider);
+        let builder = ClientConfig::builder_with_provider(provider.clone())
+            .with_protocol_versions(&versions)
+            .map_err(|error| TlsError(format!("SSL_CTX_new() failed ({error})")))?;
+        let verifier: Arc<dyn ServerCertVerifier> = match &settings.verify {
+            Some(trusted) => {
+                let mut roots = RootCertStore::empty();
+                for certificate in trusted {
+                    roots.add(certificate.clone()).map_err(|error| {
+                        TlsError(format!("X509_STORE_add_cert() failed ({error})"))
+                    })?;
+                }
+                let inner = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider)
+                    .build()
+                    .map_err(|error| {
+                        TlsError(format!("SSL_CTX_load_verify_locations() ({error})"))
+                    })?;
+                Arc::new(CommonNameToo {
+                    inner,
+                    trusted: trusted.clone(),
+                })
+            }
+            None => Arc::new(AnyServerCertificate),
+        };
+        let builder = builder
+            .dangerous()
+            .with_custom_certificate_verifier(verifier);
+        let mut config = match &settings.pair {
+            Some(pair) => builder.with_client_cert_resolver(Arc::new(OnePair(pair.key.clone()))),
+            None => builder.with_no_client_auth(),
+        };
+        config.enable_sni = settings.server_name;
+        config.resumption = if settings.session_reuse {
+            Resumption::in_memory_sessions(256)
+        } else {
+            Resumption::disabled()
+        };
+        config.alpn_protocols = Vec::new();
+        Ok(ClientTls {
+            config: Arc::new(config),
+        })
+    }
+
+    /// A new session towards `name` (an address gives no SNI, as in nginx).
+    pub fn connect(&self, name: &str) -> Result<Session, TlsError> {
+        let server_name = ServerName::try_from(name.to_owned())
+            .map_err(|_| TlsError(format!("invalid server name \"{name}\"")))?;
+        let connection = rustls::ClientConnection::new(self.config.clone(), server_name)
+            .map_err(|error| TlsError(error.to_string()))?;
+        Ok(Session::client(connection))
+    }
+}
+
+/// webpki's verification, and OpenSSL's fallback for a certificate without a subject
+/// alternative name: the name is then compared with the subject's common name.
+#[derive(Debug)]
+struct CommonNameToo {
+    inner: Arc<WebPkiServerVerifier>,
+    /// The trusted certificates as given: one webpki cannot parse (X.509 v1) is accepted
+    /// when the server presents exactly it, as OpenSSL accepts a trusted self-signed one.
+    trusted: Vec<CertificateDer<'static>>,
+}
+
+impl ServerCertVerifier for CommonNameToo {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, Error> {
+        let verified = self.inner.verify_server_cert(
+            end_entity,
+            intermediates,
+            server_name,
+            ocsp_response,
+            now,
+        );
+        match verified {
+            Err(Error::InvalidCertificate(
+                rustls::CertificateError::NotValidForName
+                | rustls::CertificateError::NotValidForNameContext { .. },
+            )) if common_name_matches(end_entity, server_name) => {
+                Ok(ServerCertVerified::assertion())
+            }
+            Err(Error::InvalidCertificate(
+                rustls::CertificateError::BadEncoding | rustls::CertificateError::Other(_),
+            )) if self
+                .trusted
+                .iter()
+                .any(|trusted| trusted.as_ref() == end_entity.as_ref())
+                && within_validity(end_entity)
+                && common_name_matches(end_entity, server_name) =>
+            {
+                Ok(ServerCertVerified::assertion())
+            }
+            other => other,
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, Error> {
+        crate::signature::verify(message, cert, dss, false)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, Error> {
+        crate::signature::verify(message, cert, dss, true)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.inner.supported_verify_schemes()
+    }
+}
+
+fn within_validity(cert: &CertificateDer<'_>) -> bool {
+    x509_parser::parse_x509_certificate(cert.as_ref())
+        .is_ok_and(|(_, parsed)| parsed.validity().is_valid())
+}
+
+/// A certificate with no subject alternative names whose common name is `name`.
+fn common_name_matches(cert: &CertificateDer<'_>, name: &ServerName<'_>) -> bool {
+    let ServerName::DnsName(name) = name else {
+        return false;
+    };
+    let Ok((_, parsed)) = x509_parser::parse_x509_certificate(cert.as_ref()) else {
+        return false;
+    };
+    if parsed.subject_alternative_name().ok().flatten().is_some() {
+        return false;
+    }
+    parsed
+        .subject()
+        .iter_common_name()
+        .filter_map(|common_name| common_name.as_str().ok())
+        .any(|common_name| common_name.eq_ignore_ascii_case(name.as_ref()))
+}
+
+/// Sends the one configured client certificate whatever the server asks.
+#[derive(Debug)]
+struct OnePair(Arc<rustls::sign::CertifiedKey>);
+
+impl rustls::client::ResolvesClientCert for OnePair {
+    fn resolve(
+        &self,
+        _root_hint_subjects: &[&[u8]],
+        _sigschemes: &[SignatureScheme],
+    ) -> Option<Arc<rustls::sign::CertifiedKey>> {
+        Some(self.0.clone())
+    }
+
+    fn has_certs(&self) -> bool {
+        true
+    }
+}
+
+/// `proxy_ssl_verify off`: any certificate, its handshake signature still checked.
+#[derive(Debug)]
+struct AnyServerCertificate;
+
+impl ServerCertVerifier for AnyServerCertificate {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, Error> {
+        crate::signature::verify(message, cert, dss, false)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, Error> {
+        crate::signature::verify(message, cert, dss, true)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        crate::shared_provider()
+            .signature_verification_algorithms
+            .supported_schemes()
+    }
+}

@@ -1,0 +1,223 @@
+//! Certificates and private keys from PEM: files or `data:` values, chains, keys encrypted
+//! with a password (PKCS#8, as `openssl genrsa -aes128` writes them), and the check that a
+//! key belongs to its certificate. Runs when a configuration loads, never on a worker.
+
+use std::sync::Arc;
+
+use rustls::pki_types::pem::{PemObject, SectionKind};
+use rustls::pki_types::{CertificateDer, CertificateRevocationListDer, PrivateKeyDer};
+use rustls::sign::CertifiedKey;
+
+use crate::TlsError;
+
+/// PEM text and the name it is known by in messages (a path, or `data:...`).
+#[derive(Clone, Debug)]
+pub struct PemSource {
+    pub name: String,
+    pub bytes: Vec<u8>,
+}
+
+impl PemSource {
+    /// Reads `value`: the text after `data:`, or the file at `path` (the value resolved
+    /// against the prefix by the caller). A file that cannot be read fails as nginx does.
+    pub fn read(value: &str, path: &std::path::Path, what: &str) -> Result<PemSource, TlsError> {
+        if let Some(data) = value.strip_prefix("data:") {
+            return Ok(PemSource {
+                name: value.to_owned(),
+                bytes: data.as_bytes().to_vec(),
+            });
+        }
+        match std::fs::read(path) {
+            Ok(bytes) => Ok(PemSource {
+                name: path.display().to_string(),
+                bytes,
+            }),
+            Err(error) => Err(TlsError(format!(
+                "cannot load {what} \"{}\": BIO_new_file() failed (SSL: error:80000002:system \
+                 library::{}:calling fopen({}, r))",
+                path.display(),
+                io_reason(&error),
+                path.display()
+            ))),
+        }
+    }
+}
+
+fn io_reason(error: &std::io::Error) -> &'static str {
+    match error.kind() {
+        std::io::ErrorKind::NotFound => "No such file or directory",
+        std::io::ErrorKind::PermissionDenied => "Permission denied",
+        _ => "Input/output error",
+    }
+}
+
+/// A certificate chain with its key, checked to belong together.
+#[derive(Clone, Debug)]
+pub struct CertificatePair {
+    pub(crate) key: Arc<CertifiedKey>,
+}
+
+impl CertificatePair {
+    /// The leaf certificate, DER.
+    pub fn leaf(&self) -> &[u8] {
+        self.key
+            .cert
+            .first()
+            .map(|cert| cert.as_ref())
+            .unwrap_or(&[])
+    }
+}
+
+/// Every certificate in `source`, leaf first.
+pub fn load_chain(source: &PemSource) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&source.bytes)
+        .collect::<Result<_, _>>()
+        .map_err(|_| no_start_line(source, "certificate", "PEM_read_bio_X509_AUX"))?;
+    if chain.is_empty() {
+        return Err(no_start_line(
+            source,
+            "certificate",
+            "PEM_read_bio_X509_AUX",
+        ));
+    }
+    Ok(chain)
+}
+
+fn no_start_line(source: &PemSource, what: &str, call: &str) -> TlsError {
+    TlsError(format!(
+        "cannot load {what} \"{}\": {call}() failed (SSL: error:0480006C:PEM routines::no \
+         start line)",
+        source.name
+    ))
+}
+
+/// The private key in `source`; an encrypted one is tried with each password in turn.
+pub fn load_key(
+    source: &PemSource,
+    passwords: &[Vec<u8>],
+) -> Result<PrivateKeyDer<'static>, TlsError> {
+    if let Some(der) = encrypted_section(&source.bytes) {
+        return decrypt_key(source, &der, passwords);
+    }
+    let mut sections = <(SectionKind, Vec<u8>)>::pem_slice_iter(&source.bytes);
+    for section in sections.by_ref() {
+        let Ok((kind, der)) = section else { break };
+        let key = match kind {
+            SectionKind::PrivateKey => PrivateKeyDer::Pkcs8(der.into()),
+            SectionKind::RsaPrivateKey => PrivateKeyDer::Pkcs1(der.into()),
+            SectionKind::EcPrivateKey => PrivateKeyDer::Sec1(der.into()),
+            _ => continue,
+        };
+        return Ok(key);
+    }
+    Err(no_start_line(
+        source,
+        "certificate key",
+        "PEM_read_bio_PrivateKey",
+    ))
+}
+
+/// The DER of a `BEGIN ENCRYPTED PRIVATE KEY` section, if there is one.
+fn encrypted_section(bytes: &[u8]) -> Option<Vec<u8>> {
+    const BEGIN: &str = "-----BEGIN ENCRYPTED PRIVATE KEY-----";
+    const END: &str = "-----END ENCRYPTED PRIVATE KEY-----";
+    let text = std::str::from_utf8(bytes).ok()?;
+    let start = text.find(BEGIN)?;
+    let end = text[start..].find(END)? + start + END.len();
+    let (_, der) = pkcs8::der::pem::decode_vec(&text.as_bytes()[start..end]).ok()?;
+    Some(der)
+}
+
+fn decrypt_key(
+    source: &PemSource,
+    der: &[u8],
+    passwords: &[Vec<u8>],
+) -> Result<PrivateKeyDer<'static>, TlsError> {
+    let info = pkcs8::EncryptedPrivateKeyInfo::try_from(der)
+        .map_err(|_| no_start_line(source, "certificate key", "PEM_read_bio_PrivateKey"))?;
+    for password in passwords {
+        if let Ok(document) = info.decrypt(password) {
+            return Ok(PrivateKeyDer::Pkcs8(document.as_bytes().to_vec().into()));
+        }
+    }
+    let reason = if passwords.is_empty() {
+        "error:1400006B:UI routines::processing error:while reading strings"
+    } else {
+        "error:1C800064:Provider routines::bad decrypt"
+    };
+    Err(TlsError(format!(
+        "cannot load certificate key \"{}\": PEM_read_bio_PrivateKey() failed (SSL: {reason})",
+        source.name
+    )))
+}
+
+/// Loads a certificate chain and its key, and checks that the key is the certificate's.
+pub fn load_pair(
+    certificate: &PemSource,
+    key: &PemSource,
+    passwords: &[Vec<u8>],
+) -> Result<CertificatePair, TlsError> {
+    let chain = load_chain(certificate)?;
+    let key_der = load_key(key, passwords)?;
+    let provider = crate::base_provider();
+    let signing_key = provider
+        .key_provider
+        .load_private_key(key_der)
+        .map_err(|_| {
+            TlsError(format!(
+                "cannot load certificate key \"{}\": PEM_read_bio_PrivateKey() failed (SSL: \
+                 error:1E08010C:DECODER routines::unsupported)",
+                key.name
+            ))
+        })?;
+    let certified = CertifiedKey::new(chain, signing_key);
+    if !keys_match(&certified) {
+        return Err(TlsError(format!(
+            "SSL_CTX_use_PrivateKey(\"{}\") failed (SSL: error:05800074:x509 certificate \
+             routines::key values mismatch)",
+            key.name
+        )));
+    }
+    Ok(CertificatePair {
+        key: Arc::new(certified),
+    })
+}
+
+/// Trusted certificates (`ssl_client_certificate`, `ssl_trusted_certificate`,
+/// `proxy_ssl_trusted_certificate`) and revocation lists (`ssl_crl`).
+pub fn load_trusted(source: &PemSource) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+    load_chain(source)
+}
+
+/// The revocation lists in `source`.
+pub(crate) fn load_crls(
+    source: &PemSource,
+) -> Result<Vec<CertificateRevocationListDer<'static>>, TlsError> {
+    let crls: Vec<_> = CertificateRevocationListDer::pem_slice_iter(&source.bytes)
+        .collect::<Result<_, _>>()
+        .map_err(|_| no_start_line(source, "CRL", "X509_load_crl_file"))?;
+    if crls.is_empty() {
+        return Err(TlsError(format!(
+            "X509_LOOKUP_load_file(\"{}\") failed (SSL: error:0480006C:PEM routines::no start \
+             line)",
+            source.name
+        )));
+    }
+    Ok(crls)
+}
+
+/// Whether the key's public half is the leaf certificate's. Compared here rather than by
+/// rustls, whose check parses the certificate with webpki, which refuses X.509 v1
+/// certificates (`openssl req -x509` without extensions makes them) that OpenSSL serves.
+fn keys_match(certified: &CertifiedKey) -> bool {
+    let Some(key_spki) = certified.key.public_key() else {
+        return true;
+    };
+    let Some(leaf) = certified.cert.first() else {
+        return false;
+    };
+    match x509_parser::parse_x509_certificate(leaf.as_ref()) {
+        Ok((_, parsed)) => parsed.tbs_certificate.subject_pki.raw == key_spki.as_ref(),
+        Err(_) => false,
+    }
+}

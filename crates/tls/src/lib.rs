@@ -1,0 +1,56 @@
+//! TLS for Portico: certificates and keys, server and client configurations, the session
+//! cache and tickets, and a sans-I/O session that the runtime drives over its sockets.
+//!
+//! Every rustls call of the project is in this crate, so a change of rustls's API touches
+//! one crate. It knows nothing of HTTP: the HTTP layer gives it plain settings (loaded
+//! PEM bytes, protocol flags, cipher lists) and gets back configurations to hand to new
+//! connections, and facts about a finished handshake to turn into variables.
+//!
+//! The crypto provider is aws-lc-rs: the fastest of rustls's providers and the one with
+//! post-quantum key exchange (`X25519MLKEM768`).
+
+mod accept;
+mod chain;
+mod ciphers;
+mod client;
+mod keys;
+mod peer;
+mod revocation;
+mod server;
+mod session;
+mod signature;
+mod tickets;
+
+pub use accept::{AcceptError, Acceptor, Hello, REJECT_ALERT};
+pub use ciphers::{CipherList, parse_cipher_list};
+pub use client::{ClientSettings, ClientTls};
+pub use keys::{CertificatePair, PemSource, load_pair, load_trusted};
+pub use peer::{ClientCertificate, ClientVerify};
+pub use server::{Curves, Protocols, ServerSettings, ServerTls, parse_curves};
+pub use session::{HandshakeInfo, Session};
+pub use tickets::{SessionCache, TicketKeys};
+
+/// A TLS failure, with its message in nginx's wording where nginx has one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TlsError(pub String);
+
+impl std::fmt::Display for TlsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for TlsError {}
+
+/// The crypto provider every configuration starts from (a copy, to be changed).
+fn base_provider() -> rustls::crypto::CryptoProvider {
+    rustls::crypto::aws_lc_rs::default_provider()
+}
+
+/// The same provider, made once: for what runs per handshake (names of the suites a client
+/// offers, signature checks), which must not build a provider each time.
+fn shared_provider() -> &'static rustls::crypto::CryptoProvider {
+    static PROVIDER: std::sync::LazyLock<rustls::crypto::CryptoProvider> =
+        std::sync::LazyLock::new(base_provider);
+    &PROVIDER
+}

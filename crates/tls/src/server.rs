@@ -1,0 +1,199 @@
+//! A virtual server's TLS configuration: its certificate pairs, protocols, suites, groups,
+//! session resumption and client verification, built once per configuration load and
+//! shared by every worker thread.
+
+use std::sync::Arc;
+
+use rustls::crypto::SupportedKxGroup;
+use rustls::crypto::aws_lc_rs::kx_group;
+use rustls::server::{ClientHello, NoServerSessionStorage, ResolvesServerCert, ServerConfig};
+use rustls::sign::CertifiedKey;
+
+use crate::ciphers::CipherList;
+use crate::keys::CertificatePair;
+use crate::peer::{AnyClientCertificate, ClientVerify};
+use crate::tickets::{SessionCache, TicketKeys};
+use crate::{TlsError, base_provider};
+
+/// Which protocol versions are enabled (`ssl_protocols`); rustls has no TLS 1.0 or 1.1.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Protocols {
+    pub tls12: bool,
+    pub tls13: bool,
+}
+
+impl Default for Protocols {
+    fn default() -> Protocols {
+        Protocols {
+            tls12: true,
+            tls13: true,
+        }
+    }
+}
+
+impl Protocols {
+    fn versions(self) -> Vec<&'static rustls::SupportedProtocolVersion> {
+        let mut versions = Vec::new();
+        if self.tls13 {
+            versions.push(&rustls::version::TLS13);
+        }
+        if self.tls12 {
+            versions.push(&rustls::version::TLS12);
+        }
+        versions
+    }
+}
+
+/// Key exchange groups in order (`ssl_ecdh_curve`); `None` is `auto`.
+#[derive(Clone, Debug, Default)]
+pub struct Curves(Option<Vec<&'static dyn SupportedKxGroup>>);
+
+/// Parses `ssl_ecdh_curve`: `auto`, or names joined by `:` (OpenSSL's and the IANA names).
+/// Names rustls lacks are returned for a warning; a list of only those fails.
+pub fn parse_curves(text: &str) -> Result<(Curves, Vec<String>), String> {
+    if text == "auto" {
+        return Ok((Curves(None), Vec::new()));
+    }
+    let mut groups: Vec<&'static dyn SupportedKxGroup> = Vec::new();
+    let mut unknown = Vec::new();
+    for name in text.split(':').filter(|name| !name.is_empty()) {
+        let group: &'static dyn SupportedKxGroup = match name {
+            "X25519" | "x25519" => kx_group::X25519,
+            "prime256v1" | "P-256" | "secp256r1" => kx_group::SECP256R1,
+            "secp384r1" | "P-384" => kx_group::SECP384R1,
+            "X25519MLKEM768" => kx_group::X25519MLKEM768,
+            "SecP256r1MLKEM768" => kx_group::SECP256R1MLKEM768,
+            _ => {
+                unknown.push(name.to_owned());
+                continue;
+            }
+        };
+        groups.push(group);
+    }
+    if groups.is_empty() {
+        return Err(format!(
+            "SSL_CTX_set1_curves_list(\"{text}\") failed (SSL: error:0A080106:SSL routines::passed \
+             invalid argument)"
+        ));
+    }
+    Ok((Curves(Some(groups)), unknown))
+}
+
+/// What a virtual server's `ssl_*` directives say, loaded and checked.
+#[derive(Debug)]
+pub struct ServerSettings {
+    pub pairs: Vec<CertificatePair>,
+    pub protocols: Protocols,
+    /// `None`: rustls's TLS 1.2 suites in its order.
+    pub ciphers: Option<CipherList>,
+    pub prefer_server_ciphers: bool,
+    pub curves: Curves,
+    /// `None`: `off` or `none`.
+    pub session_cache: Option<Arc<SessionCache>>,
+    /// `None`: `ssl_session_tickets off`.
+    pub tickets: Option<Arc<TicketKeys>>,
+    pub alpn: Vec<Vec<u8>>,
+    pub verify: Option<Arc<ClientVerify>>,
+    pub early_data: bool,
+}
+
+/// A virtual server's TLS configuration, ready for handshakes.
+#[derive(Debug)]
+pub struct ServerTls {
+    pub(crate) config: Arc<ServerConfig>,
+    pub(crate) verify: Option<Arc<ClientVerify>>,
+}
+
+impl ServerTls {
+    pub fn new(settings: ServerSettings) -> Result<ServerTls, TlsError> {
+        let mut provider = base_provider();
+        if let Some(list) = &settings.ciphers {
+            provider.cipher_suites.retain(|suite| {
+                suite.version() == &rustls::version::TLS13 || list.suites.contains(suite)
+            });
+            let tls12: Vec<_> = list.suites.clone();
+            // The list's order, after the TLS 1.3 suites.
+            provider.cipher_suites.sort_by_key(|suite| {
+                tls12
+                    .iter()
+                    .position(|wanted| wanted == suite)
+                    .map_or(0, |position| position + 1)
+            });
+        }
+        if let Curves(Some(groups)) = &settings.curves {
+            provider.kx_groups = groups.clone();
+        }
+        let mut protocols = settings.protocols;
+        if !provider
+            .cipher_suites
+            .iter()
+            .any(|suite| suite.version() == &rustls::version::TLS12)
+        {
+            protocols.tls12 = false;
+        }
+        let versions = protocols.versions();
+        if versions.is_empty() {
+            return Err(TlsError(
+                "no protocols left to enable (ssl_protocols and ssl_ciphers)".to_owned(),
+            ));
+        }
+        let builder = ServerConfig::builder_with_provider(Arc::new(provider))
+            .with_protocol_versions(&versions)
+            .map_err(|error| TlsError(format!("SSL_CTX_new() failed ({error})")))?;
+        let builder = match &settings.verify {
+            Some(verify) => builder.with_client_cert_verifier(Arc::new(AnyClientCertificate {
+                hints: verify.hints(),
+                mandatory: false,
+            })),
+            None => builder.with_no_client_auth(),
+        };
+        let resolver = PairResolver {
+            pairs: settings.pairs.iter().map(|pair| pair.key.clone()).collect(),
+        };
+        let mut config = builder.with_cert_resolver(Arc::new(resolver));
+        config.ignore_client_order = settings.prefer_server_ciphers;
+        config.alpn_protocols = settings.alpn;
+        config.session_storage = match settings.session_cache {
+            Some(cache) => cache,
+            None => Arc::new(NoServerSessionStorage {}),
+        };
+        if let Some(tickets) = settings.tickets {
+            config.ticketer = tickets;
+        } else if config.session_storage.can_cache() {
+            config.send_tls13_tickets = 1;
+        } else {
+            config.send_tls13_tickets = 0;
+        }
+        // `ssl_early_data` is accepted, but 0-RTT data is not taken: rustls hands it to
+        // the application apart from the stream, and replay protection would be needed.
+        let _ = settings.early_data;
+        Ok(ServerTls {
+            config: Arc::new(config),
+            verify: settings.verify,
+        })
+    }
+}
+
+/// Chooses among a server's certificate pairs the first whose key can sign with a scheme
+/// the client offers: an ECDSA certificate for a client that takes ECDSA, else RSA.
+#[derive(Debug)]
+struct PairResolver {
+    pairs: Vec<Arc<CertifiedKey>>,
+}
+
+impl ResolvesServerCert for PairResolver {
+    fn resolve(&self, client_hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        // The client's most preferred scheme that some pair can sign with decides.
+        for scheme in client_hello.signature_schemes() {
+            let wanted = std::slice::from_ref(scheme);
+            if let Some(pair) = self
+                .pairs
+                .iter()
+                .find(|pair| pair.key.choose_scheme(wanted).is_some())
+            {
+                return Some(pair.clone());
+            }
+        }
+        self.pairs.first().cloned()
+    }
+}

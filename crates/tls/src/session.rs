@@ -1,0 +1,249 @@
+//! One TLS connection, sans I/O: the runtime hands it bytes read from the socket and
+//! writes out what it has to send. Client and server sessions look the same from outside.
+
+use std::io::{self, Read, Write};
+use std::sync::Arc;
+
+use rustls::pki_types::CertificateDer;
+
+use crate::ciphers::{offered_name, openssl_name};
+use crate::peer::{ClientCertificate, ClientVerify};
+
+/// A TLS connection in progress or established.
+pub struct Session {
+    connection: rustls::Connection,
+    /// The client's offered suites and groups, kept from its hello (server side).
+    offered: Option<Offered>,
+    verify: Option<Arc<ClientVerify>>,
+    /// The id given to a new session, sealed into its tickets and cache entries (rustls's
+    /// resumption data), so a resumed session shows its original id (`$ssl_session_id`).
+    session_id: [u8; 32],
+    /// Decrypted bytes not read yet, as the last processing left them.
+    plaintext: usize,
+    peer_closed: bool,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("handshaking", &self.connection.is_handshaking())
+            .finish()
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Offered {
+    pub(crate) ciphers: String,
+    pub(crate) curves: String,
+}
+
+/// What a finished handshake agreed on, for `$ssl_*` variables and logs.
+#[derive(Clone, Debug, Default)]
+pub struct HandshakeInfo {
+    /// `TLSv1.2`, `TLSv1.3`
+    pub protocol: &'static str,
+    /// OpenSSL's name of the suite.
+    pub cipher: &'static str,
+    /// The client's suites, OpenSSL names joined by `:` (`$ssl_ciphers`).
+    pub ciphers: String,
+    /// The group of the key exchange (`X25519`, `prime256v1`...).
+    pub curve: &'static str,
+    /// The client's groups joined by `:` (`$ssl_curves`).
+    pub curves: String,
+    pub server_name: Option<String>,
+    /// Lower-case hex of the session's id (`$ssl_session_id`).
+    pub session_id: String,
+    pub alpn: Option<Vec<u8>>,
+    pub resumed: bool,
+    /// The client's certificate, when one was asked for.
+    pub client_certificate: Option<ClientCertificate>,
+}
+
+impl Session {
+    pub(crate) fn server(
+        mut connection: rustls::ServerConnection,
+        offered: Offered,
+        verify: Option<Arc<ClientVerify>>,
+    ) -> Session {
+        let mut session_id = [0u8; 32];
+        let _ = aws_lc_rs::rand::fill(&mut session_id);
+        connection.set_resumption_data(&session_id);
+        Session {
+            session_id,
+            connection: connection.into(),
+            offered: Some(offered),
+            verify,
+            plaintext: 0,
+            peer_closed: false,
+        }
+    }
+
+    pub(crate) fn client(connection: rustls::ClientConnection) -> Session {
+        Session {
+            session_id: [0; 32],
+            connection: connection.into(),
+            offered: None,
+            verify: None,
+            plaintext: 0,
+            peer_closed: false,
+        }
+    }
+
+    /// Reads TLS records from `socket` (one read); `Ok(0)` is the end of the stream.
+    pub fn read_tls(&mut self, socket: &mut dyn Read) -> io::Result<usize> {
+        self.connection.read_tls(socket)
+    }
+
+    /// Processes the records read so far. A protocol error leaves an alert to send.
+    pub fn process(&mut self) -> io::Result<()> {
+        match self.connection.process_new_packets() {
+            Ok(state) => {
+                self.plaintext = state.plaintext_bytes_to_read();
+                self.peer_closed = state.peer_has_closed();
+                Ok(())
+            }
+            Err(error) => Err(io::Error::new(io::ErrorKind::InvalidData, error)),
+        }
+    }
+
+    /// Decrypted bytes: `WouldBlock` when none are there yet, `Ok(0)` after the peer's
+    /// `close_notify`.
+    pub fn read_plaintext(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let read = self.connection.reader().read(buf)?;
+        self.plaintext = self.plaintext.saturating_sub(read);
+        Ok(read)
+    }
+
+    /// Whether decrypted bytes wait to be read, or the peer closed cleanly.
+    pub fn plaintext_ready(&self) -> bool {
+        self.plaintext > 0 || self.peer_closed
+    }
+
+    /// Encrypts `buf` for sending; returns how much was taken.
+    pub fn write_plaintext(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.connection.writer().write(buf)
+    }
+
+    /// Whether records wait to be written to the socket.
+    pub fn wants_write(&self) -> bool {
+        self.connection.wants_write()
+    }
+
+    /// Writes pending records to `socket` (one write).
+    pub fn write_tls(&mut self, socket: &mut dyn Write) -> io::Result<usize> {
+        self.connection.write_tls(socket)
+    }
+
+    pub fn is_handshaking(&self) -> bool {
+        self.connection.is_handshaking()
+    }
+
+    /// Queues a `close_notify` alert.
+    pub fn send_close_notify(&mut self) {
+        self.connection.send_close_notify();
+    }
+
+    /// Bounds how much plaintext is buffered before records are written
+    /// (`ssl_buffer_size` sets the record size nginx writes).
+    pub fn set_buffer_limit(&mut self, limit: usize) {
+        self.connection.set_buffer_limit(Some(limit));
+    }
+
+    /// The facts of the finished handshake.
+    pub fn info(&self) -> HandshakeInfo {
+        let connection = &self.connection;
+        let protocol = match connection.protocol_version() {
+            Some(rustls::ProtocolVersion::TLSv1_3) => "TLSv1.3",
+            Some(rustls::ProtocolVersion::TLSv1_2) => "TLSv1.2",
+            _ => "",
+        };
+        let (server_name, client_certificate, session_id) = match connection {
+            rustls::Connection::Server(server) => (
+                server.server_name().map(str::to_owned),
+                self.client_certificate(server.peer_certificates()),
+                server
+                    .received_resumption_data()
+                    .unwrap_or(&self.session_id)
+                    .iter()
+                    .map(|byte| format!("{byte:02x}"))
+                    .collect(),
+            ),
+            rustls::Connection::Client(_) => (None, None, String::new()),
+        };
+        let offered = self.offered.clone().unwrap_or_default();
+        HandshakeInfo {
+            protocol,
+            cipher: connection
+                .negotiated_cipher_suite()
+                .map_or("", openssl_name),
+            ciphers: offered.ciphers,
+            curve: connection
+                .negotiated_key_exchange_group()
+                .map_or("", |group| group_name(group.name())),
+            curves: offered.curves,
+            server_name,
+            session_id,
+            alpn: connection.alpn_protocol().map(<[u8]>::to_vec),
+            resumed: matches!(
+                connection.handshake_kind(),
+                Some(rustls::HandshakeKind::Resumed)
+            ),
+            client_certificate,
+        }
+    }
+
+    fn client_certificate(
+        &self,
+        chain: Option<&[CertificateDer<'static>]>,
+    ) -> Option<ClientCertificate> {
+        let verify = self.verify.as_ref()?;
+        let Some(chain) = chain.filter(|chain| !chain.is_empty()) else {
+            return Some(ClientCertificate {
+                verify: "NONE".to_owned(),
+                ..ClientCertificate::default()
+            });
+        };
+        let verdict = match verify.check(chain) {
+            Ok(()) => "SUCCESS".to_owned(),
+            Err(reason) => format!("FAILED:{reason}"),
+        };
+        Some(ClientCertificate::describe(chain, verdict))
+    }
+}
+
+/// OpenSSL's name of a key exchange group.
+pub(crate) fn group_name(group: rustls::NamedGroup) -> &'static str {
+    use rustls::NamedGroup as Group;
+    match group {
+        Group::X25519 => "X25519",
+        Group::secp256r1 => "prime256v1",
+        Group::secp384r1 => "secp384r1",
+        Group::secp521r1 => "secp521r1",
+        Group::X448 => "X448",
+        Group::X25519MLKEM768 => "X25519MLKEM768",
+        Group::secp256r1MLKEM768 => "SecP256r1MLKEM768",
+        Group::MLKEM768 => "MLKEM768",
+        _ => "",
+    }
+}
+
+pub(crate) fn offered_ciphers(suites: &[rustls::CipherSuite]) -> String {
+    suites
+        .iter()
+        .filter(|suite| u16::from(**suite) != 0x00ff)
+        .map(|suite| offered_name(*suite))
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
+pub(crate) fn offered_curves(groups: Option<&[rustls::NamedGroup]>) -> String {
+    groups
+        .unwrap_or_default()
+        .iter()
+        .map(|group| match group_name(*group) {
+            "" => format!("0x{:04x}", u16::from(*group)),
+            name => name.to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join(":")
+}
