@@ -13,7 +13,8 @@ of KEY=VALUE pairs that summarise them:
     clients ok statuses filler_ttfb filler_ttlb waiters ttfb_p50 ttfb_p99 ttfb_max ttlb_p50 ttlb_p99
 
 "ok" counts clients with status 200 and the expected body. The filler is the client whose
-response says MISS (the first one if several do; none if none); waiters are all the others.
+response says MISS (the earliest first byte if several do, as when waiters time out on the
+lock and go to the origin themselves; none if none); waiters are all the others.
 Percentiles are nearest-rank. Only the standard library is used.
 """
 
@@ -112,8 +113,8 @@ async def main():
     for r in results:
         key = f"{r['status']}:{r['cache']}"
         statuses[key] = statuses.get(key, 0) + 1
-    fillers = [r for r in results if r["cache"] == "MISS"]
-    filler = fillers[0] if fillers else None
+    fillers = [r for r in results if r["cache"] == "MISS" and not math.isnan(r["ttfb"])]
+    filler = min(fillers, key=lambda r: r["ttfb"]) if fillers else None
     waiters = [r for r in results if r is not filler]
     ttfb = [r["ttfb"] for r in waiters if not math.isnan(r["ttfb"])]
     ttlb = [r["ttlb"] for r in waiters if not math.isnan(r["ttlb"])]
