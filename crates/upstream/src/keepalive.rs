@@ -25,6 +25,10 @@ pub struct Idle {
     pub opened: Instant,
     /// Requests it has carried (`keepalive_requests`).
     pub requests: u64,
+    /// What it was opened for: 0 for plain HTTP, else an identity of the TLS settings and
+    /// the server name it was secured with. A connection is reused only for the same, so an
+    /// `https` location never gets a plain connection, nor a plain one a TLS session.
+    pub purpose: u64,
 }
 
 #[derive(Debug)]
@@ -36,6 +40,12 @@ struct Entry {
     idle: Idle,
 }
 
+impl Entry {
+    fn fits(&self, peer: Selected, purpose: u64) -> bool {
+        self.peer == peer && self.idle.purpose == purpose
+    }
+}
+
 /// The idle connections of one group.
 #[derive(Debug, Default)]
 pub struct KeepaliveCache {
@@ -43,11 +53,12 @@ pub struct KeepaliveCache {
 }
 
 impl KeepaliveCache {
-    /// Removes and returns an idle connection to `peer`, the calling worker's own most
-    /// recently used first. Connections idle beyond the timeout are closed.
+    /// Removes and returns an idle connection to `peer` opened for `purpose`, the calling
+    /// worker's own most recently used first. Connections idle beyond the timeout are closed.
     pub fn take(
         &mut self,
         peer: Selected,
+        purpose: u64,
         conf: &KeepaliveConf,
         now: Instant,
     ) -> Option<(Idle, bool)> {
@@ -63,8 +74,12 @@ impl KeepaliveCache {
         let position = self
             .entries
             .iter()
-            .rposition(|entry| entry.peer == peer && entry.owner == me)
-            .or_else(|| self.entries.iter().rposition(|entry| entry.peer == peer))?;
+            .rposition(|entry| entry.fits(peer, purpose) && entry.owner == me)
+            .or_else(|| {
+                self.entries
+                    .iter()
+                    .rposition(|entry| entry.fits(peer, purpose))
+            })?;
         let entry = self.entries.remove(position)?;
         Some((entry.idle, entry.owner == me))
     }
@@ -137,4 +152,62 @@ pub fn still_open(stream: &Stream) -> bool {
         ),
         Err(rustix::io::Errno::AGAIN)
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    fn conf() -> KeepaliveConf {
+        KeepaliveConf {
+            connections: 8,
+            requests: 1000,
+            time: Duration::from_secs(3600),
+            timeout: Duration::from_secs(60),
+        }
+    }
+
+    fn idle(purpose: u64) -> Idle {
+        let (one, _other) = std::os::unix::net::UnixStream::pair().unwrap();
+        one.set_nonblocking(true).unwrap();
+        Idle {
+            stream: Stream::Unix(tokio::net::UnixStream::from_std(one).unwrap()),
+            opened: Instant::now(),
+            requests: 0,
+            purpose,
+        }
+    }
+
+    #[test]
+    fn a_connection_is_reused_only_for_the_purpose_it_was_opened_for() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .build()
+            .unwrap();
+        let _entered = runtime.enter();
+        let peer = Selected {
+            backup: false,
+            index: 0,
+        };
+        let other_peer = Selected {
+            backup: false,
+            index: 1,
+        };
+        let now = Instant::now();
+        let mut cache = KeepaliveCache::default();
+        cache.put(peer, &conf(), idle(0), now);
+        cache.put(peer, &conf(), idle(7), now);
+        // Neither another TLS identity, nor another peer, gets either connection.
+        assert!(cache.take(peer, 9, &conf(), now).is_none());
+        assert!(cache.take(other_peer, 0, &conf(), now).is_none());
+        assert_eq!(cache.len(), 2);
+        let (tls, own) = cache.take(peer, 7, &conf(), now).unwrap();
+        assert_eq!(tls.purpose, 7);
+        assert!(own);
+        let (plain, _) = cache.take(peer, 0, &conf(), now).unwrap();
+        assert_eq!(plain.purpose, 0);
+        assert!(cache.is_empty());
+    }
 }

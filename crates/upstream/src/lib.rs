@@ -187,15 +187,16 @@ impl<K> Group<K> {
         }
     }
 
-    /// A live idle connection to `peer`, moved to the calling worker if another left it.
-    pub fn take_idle(&self, peer: Selected, now: Instant) -> Option<keepalive::Idle> {
+    /// A live idle connection to `peer` opened for `purpose` (see [`keepalive::Idle`]),
+    /// moved to the calling worker if another left it.
+    pub fn take_idle(&self, peer: Selected, purpose: u64, now: Instant) -> Option<keepalive::Idle> {
         let conf = self.keepalive.as_ref()?;
         loop {
             let taken = self
                 .idle
                 .lock()
                 .unwrap_or_else(|poison| poison.into_inner())
-                .take(peer, conf, now);
+                .take(peer, purpose, conf, now);
             let (mut idle, own) = taken?;
             if !own {
                 match keepalive::adopt(idle.stream) {

@@ -27,6 +27,8 @@ pub struct Keepalive<'a> {
     /// When the connection was opened, and the requests it has carried.
     pub opened: Instant,
     pub requests: u64,
+    /// What the connection was opened for (`keepalive::Idle::purpose`).
+    pub purpose: u64,
 }
 
 /// What a response's body starts from.
@@ -310,6 +312,7 @@ impl<'a> UpstreamBody<'a> {
             stream,
             opened: keepalive.opened,
             requests: keepalive.requests,
+            purpose: keepalive.purpose,
         };
         keepalive
             .group

@@ -78,6 +78,18 @@ pub(crate) struct UpstreamTls<'r> {
     pub name: String,
 }
 
+impl UpstreamTls<'_> {
+    /// The keep-alive purpose of connections secured this way: the client settings (one
+    /// per location, alive as long as the configuration) and the name.
+    fn purpose(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        std::ptr::from_ref(self.client).addr().hash(&mut hasher);
+        self.name.hash(&mut hasher);
+        hasher.finish() | 1
+    }
+}
+
 /// The server one try goes to.
 pub(super) struct PeerChoice<'g> {
     pub group: &'g GroupRef<'g>,
@@ -99,6 +111,8 @@ pub(super) struct Answer {
     /// When the connection was opened, and the requests it carried before this one.
     pub opened: Instant,
     pub requests: u64,
+    /// What the connection was opened for (`keepalive::Idle::purpose`).
+    pub purpose: u64,
 }
 
 /// One try: a connection (cached or new), the request, the response head.
@@ -110,8 +124,9 @@ pub(super) async fn try_peer(
     attempt: usize,
 ) -> Result<Answer, Failure> {
     // A cached connection first; one that turns out stale is replaced by a new one.
+    let purpose = outgoing.tls.as_ref().map_or(0, UpstreamTls::purpose);
     if let GroupRef::Conf(group) = choice.group
-        && let Some(idle) = group.take_idle(choice.selected, Instant::now())
+        && let Some(idle) = group.take_idle(choice.selected, purpose, Instant::now())
     {
         request.upstream.attempts[attempt].connect_time = Some(Duration::ZERO);
         match exchange(&idle.stream, outgoing, client, request, attempt).await {
@@ -121,6 +136,7 @@ pub(super) async fn try_peer(
                     received,
                     opened: idle.opened,
                     requests: idle.requests,
+                    purpose,
                 });
             }
             Err(mut failure) => {
@@ -151,6 +167,7 @@ pub(super) async fn try_peer(
         received,
         opened,
         requests: 0,
+        purpose,
     })
 }
 

@@ -454,6 +454,7 @@ impl<'a> Proxying<'a, '_> {
             received: ReceivedHead { head, buffer },
             opened,
             requests,
+            purpose,
         } = answer;
         let rewrite = RewriteInput {
             url: self.target.url,
@@ -486,6 +487,7 @@ impl<'a> Proxying<'a, '_> {
                     group,
                     opened,
                     requests: requests + 1,
+                    purpose,
                 })
             }
             _ => None,
