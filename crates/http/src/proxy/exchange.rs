@@ -156,7 +156,7 @@ pub(super) async fn try_peer(
     if let Some(upstream_tls) = &outgoing.tls {
         stream = secure(stream, upstream_tls, proxy.connect_timeout)
             .await
-            .map_err(|error| Failure::io(error, Action::Connecting, false))?;
+            .map_err(|error| Failure::io(error, Action::SslHandshaking, false))?;
     }
     let opened = Instant::now();
     let entry = &mut request.upstream.attempts[attempt];

@@ -24,6 +24,8 @@ pub enum Side {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Action {
     Connecting,
+    /// The TLS handshake of a new connection to an `https` upstream.
+    SslHandshaking,
     /// Sending the head and a body read before the first try.
     SendingRequest,
     /// Passing the client's body on as it arrives (`proxy_request_buffering off`); such a
@@ -37,6 +39,7 @@ impl Action {
     fn text(self) -> &'static str {
         match self {
             Action::Connecting => "connecting to upstream",
+            Action::SslHandshaking => "SSL handshaking to upstream",
             Action::SendingRequest | Action::StreamingBody => "sending request to upstream",
             Action::ReadingHead => "reading response header from upstream",
             Action::ReadingBody => "reading upstream",
@@ -47,6 +50,7 @@ impl Action {
     fn call(self) -> &'static str {
         match self {
             Action::Connecting => "connect()",
+            Action::SslHandshaking => "SSL_do_handshake()",
             Action::SendingRequest | Action::StreamingBody => "writev()",
             Action::ReadingHead | Action::ReadingBody => "recv()",
         }
@@ -176,7 +180,10 @@ impl Failure {
         let before_answer = match self.action {
             Action::SendingRequest => true,
             Action::ReadingHead => !self.head_started,
-            Action::Connecting | Action::StreamingBody | Action::ReadingBody => false,
+            Action::Connecting
+            | Action::SslHandshaking
+            | Action::StreamingBody
+            | Action::ReadingBody => false,
         };
         self.reused && before_answer && matches!(self.fault, Fault::Io(_) | Fault::Closed)
     }
@@ -252,6 +259,14 @@ mod tests {
     #[test]
     fn messages_are_nginx_words() {
         let cases = [
+            (
+                Failure::io(
+                    io::ErrorKind::TimedOut.into(),
+                    Action::SslHandshaking,
+                    false,
+                ),
+                "upstream timed out (110: Connection timed out) while SSL handshaking to upstream",
+            ),
             (
                 Failure::io(refused(), Action::Connecting, false),
                 "connect() failed (111: Connection refused) while connecting to upstream",

@@ -80,6 +80,13 @@ fn proxy_ssl_verify_checks_the_chain_and_the_name() {
     assert_eq!(server.get("/good").status, 200);
     assert_eq!(server.get("/badname").status, 502);
     assert_eq!(server.get("/badca").status, 502);
+    assert!(
+        server
+            .error_log()
+            .contains(" while SSL handshaking to upstream"),
+        "{}",
+        server.error_log()
+    );
 }
 
 #[test]
@@ -142,6 +149,27 @@ fn upstream_keepalive_works_over_tls() {
         first[5], second[5],
         "the second request reused the connection"
     );
+}
+
+#[test]
+fn a_kept_tls_connection_serves_only_its_own_server_name() {
+    if !have_openssl() {
+        return;
+    }
+    let server = start(
+        "proxy_http_version 1.1; proxy_ssl_server_name on;
+         location /a { proxy_pass https://kept; proxy_ssl_name a.test;
+            proxy_set_header Connection \"\"; proxy_set_header Host a.test; }
+         location /b { proxy_pass https://kept; proxy_ssl_name b.test;
+            proxy_set_header Connection \"\"; proxy_set_header Host b.test; }",
+    );
+    let (_, first_a) = fields(&server, "/a");
+    let (_, first_b) = fields(&server, "/b");
+    let (_, second_a) = fields(&server, "/a");
+    assert_eq!(first_a[0], "a.test");
+    assert_eq!(first_b[0], "b.test", "the b location got a's connection");
+    assert_eq!(second_a[0], "a.test");
+    assert_eq!(first_a[5], second_a[5], "a's connection was kept for a");
 }
 
 #[test]
