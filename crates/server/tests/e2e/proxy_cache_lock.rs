@@ -49,8 +49,8 @@ fn concurrent(
         .collect()
 }
 
-/// 40 concurrent misses of one key with the lock on, against an upstream that thinks for
-/// a second: one upstream request, and 40 identical 200s (one MISS, the others HITs).
+/// 100 concurrent misses of one key with the lock on, against an upstream that thinks for
+/// a second: one upstream request, and 100 identical 200s (one MISS, the others HITs).
 #[test]
 fn proxy_cache_lock_coalesces_concurrent_misses() {
     let body: String = (0..20_000)
@@ -61,11 +61,12 @@ fn proxy_cache_lock_coalesces_concurrent_misses() {
         std::thread::sleep(Duration::from_secs(1));
         ok(&format!("{number}:{answer_body}"), "")
     });
-    let clients = concurrent(server.port(), "/hot", 40);
+    let clients = concurrent(server.port(), "/hot", 100);
     let results: Vec<_> = clients
         .into_iter()
         .map(|client| client.join().expect("a client thread"))
         .collect();
+    assert_eq!(results.len(), 100);
     let want = format!("1:{body}");
     for (status, _, received) in &results {
         assert_eq!(*status, 200);
