@@ -595,6 +595,18 @@ impl Zone {
         node.error = 0;
         self.size_bytes
             .fetch_add(info.file.fs_size, Ordering::Relaxed);
+        self.spend_free_space(info.file.fs_size);
+    }
+
+    /// A committed file's bytes come off the free space last measured, so that stores
+    /// between two measurements (the manager's, once a second) cannot together go below
+    /// the floor. Files removed meanwhile are counted at the next measurement.
+    fn spend_free_space(&self, bytes: u64) {
+        let _ = self
+            .free_bytes
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |free| {
+                (free != UNKNOWN_FREE).then(|| free.saturating_sub(bytes))
+            });
     }
 
     fn drop_bytes(&self, bytes: u64, tombstone: bool) {

@@ -313,3 +313,95 @@ fn a_failed_refresh_does_not_leave_the_entry_updating() {
     assert_eq!(x_cache(&server.get("/f")), "HIT");
     assert_eq!(asked(&upstream), 3);
 }
+
+/// An 8 MiB tmpfs mounted for one test, unmounted when dropped.
+struct SmallTmpfs {
+    path: std::path::PathBuf,
+}
+
+impl SmallTmpfs {
+    /// `None` (the test says why) when not root or when `mount` fails.
+    fn mount(path: std::path::PathBuf) -> Option<SmallTmpfs> {
+        #[allow(clippy::print_stderr, reason = "the test says why it was skipped")]
+        if !rustix::process::geteuid().is_root() {
+            eprintln!("skipped: mounting a tmpfs needs root");
+            return None;
+        }
+        std::fs::create_dir_all(&path).expect("the mount point");
+        let mounted = std::process::Command::new("mount")
+            .args([
+                "-t",
+                "tmpfs",
+                "-o",
+                "size=8m",
+                "portico-test",
+                path.to_str()?,
+            ])
+            .status()
+            .is_ok_and(|status| status.success());
+        #[allow(clippy::print_stderr, reason = "the test says why it was skipped")]
+        if !mounted {
+            eprintln!("skipped: mount -t tmpfs failed");
+            return None;
+        }
+        Some(SmallTmpfs { path })
+    }
+
+    fn available(&self) -> u64 {
+        let stat = rustix::fs::statvfs(&self.path).expect("statvfs of the tmpfs");
+        stat.f_bavail * stat.f_frsize
+    }
+}
+
+impl Drop for SmallTmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .args(["-l"])
+            .arg(&self.path)
+            .status();
+    }
+}
+
+/// A cache on an 8 MiB tmpfs whose `max_size` (1g) is far beyond the disk, flooded with
+/// 300 misses of 64 KiB (19 MB): every response is a whole 200, the file system never
+/// fills (the free-space floor, `min_free=2m`, stops stores first and eviction makes
+/// room), and no `[alert]` is logged (the harness fails a test on one).
+#[test]
+fn a_flood_of_misses_never_fills_a_small_disk() {
+    let home = crate::support::TempPrefix::new();
+    let Some(disk) = SmallTmpfs::mount(home.path().join("disk")) else {
+        return;
+    };
+    let config = format!(
+        "proxy_cache_path {} levels=1:2 keys_zone=one:1m max_size=1g min_free=2m
+            use_temp_path=off;
+         server {{
+            listen 127.0.0.1:8080;
+            location / {{
+                proxy_pass http://127.0.0.1:8081;
+                proxy_cache one;
+                proxy_cache_key $uri;
+                proxy_cache_valid 200 1h;
+            }}
+         }}",
+        disk.path.display()
+    );
+    let body = "x".repeat(64 * 1024);
+    let answer = body.clone();
+    let (server, upstream) = cached_proxy(&config, move |_, _| ok(&answer, ""));
+    let mut least = u64::MAX;
+    for index in 0..300 {
+        let response = server.get(&format!("/flood{index}"));
+        assert_eq!(response.status, 200, "/flood{index}");
+        assert!(response.body_text() == body, "/flood{index}: a whole body");
+        least = least.min(disk.available());
+        assert!(least > 0, "the tmpfs filled at /flood{index}");
+    }
+    assert_eq!(asked(&upstream), 300);
+    assert!(!server.error_log().contains("[alert]"));
+    #[allow(clippy::print_stderr, reason = "what the test saw")]
+    {
+        eprintln!("least free space on the 8 MiB tmpfs: {least} bytes");
+    }
+    drop(server);
+}
