@@ -70,6 +70,7 @@ impl ClientTls {
                 Arc::new(CommonNameToo {
                     inner,
                     trusted: trusted.clone(),
+                    depth: settings.verify_depth,
                 })
             }
             None => Arc::new(AnyServerCertificate),
@@ -111,6 +112,9 @@ struct CommonNameToo {
     /// The trusted certificates as given: one webpki cannot parse (X.509 v1) is accepted
     /// when the server presents exactly it, as OpenSSL accepts a trusted self-signed one.
     trusted: Vec<CertificateDer<'static>>,
+    /// `proxy_ssl_verify_depth`: certificates above the server's own, the trusted one
+    /// included, as OpenSSL counts them.
+    depth: usize,
 }
 
 impl ServerCertVerifier for CommonNameToo {
@@ -129,7 +133,7 @@ impl ServerCertVerifier for CommonNameToo {
             ocsp_response,
             now,
         );
-        match verified {
+        let verified = match verified {
             Err(Error::InvalidCertificate(
                 rustls::CertificateError::NotValidForName
                 | rustls::CertificateError::NotValidForNameContext { .. },
@@ -148,7 +152,14 @@ impl ServerCertVerifier for CommonNameToo {
                 Ok(ServerCertVerified::assertion())
             }
             other => other,
+        }?;
+        let path = crate::chain::path(end_entity, intermediates, &self.trusted);
+        if path.len().max(2) - 1 > self.depth {
+            return Err(Error::General(
+                "certificate chain too long (proxy_ssl_verify_depth)".to_owned(),
+            ));
         }
+        Ok(verified)
     }
 
     fn verify_tls12_signature(

@@ -89,6 +89,42 @@ fn proxy_ssl_verify_checks_the_chain_and_the_name() {
     );
 }
 
+/// `proxy_ssl_verify_depth` counts as OpenSSL does: a server certificate issued by an
+/// intermediate needs depth 2 (nginx's default of 1 refuses it).
+#[test]
+fn proxy_ssl_verify_depth_limits_the_chain() {
+    if !have_openssl() {
+        return;
+    }
+    let server = tls::with_files(
+        Instance::http_builder(
+            "server { listen 127.0.0.1:8443 ssl;
+                ssl_certificate chain.crt; ssl_certificate_key deep.test.key;
+                location / { return 200 deep; } }
+             server { listen 127.0.0.1:8080;
+                proxy_ssl_verify on; proxy_ssl_trusted_certificate ca.crt;
+                proxy_ssl_name deep.test;
+                location /one { proxy_pass https://127.0.0.1:8443/; }
+                location /two { proxy_pass https://127.0.0.1:8443/; proxy_ssl_verify_depth 2; } }",
+        ),
+        |directory| {
+            tls::authority(directory, "ca");
+            tls::intermediate(directory, "mid", "ca");
+            tls::issued(directory, "deep.test", "mid", (-1, 30));
+            let chain = [
+                std::fs::read(directory.join("deep.test.crt")).expect("leaf"),
+                std::fs::read(directory.join("mid.crt")).expect("intermediate"),
+            ]
+            .concat();
+            std::fs::write(directory.join("chain.crt"), chain).expect("write the chain");
+        },
+    )
+    .start();
+    assert_eq!(server.get("/one").status, 502);
+    let two = server.get("/two");
+    assert_eq!((two.status, two.body_text().as_str()), (200, "deep"));
+}
+
 #[test]
 fn proxy_ssl_certificate_presents_a_client_certificate() {
     if !have_openssl() {

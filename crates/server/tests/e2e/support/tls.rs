@@ -104,6 +104,27 @@ pub fn authority(directory: &Path, name: &str) {
 /// Writes `NAME.crt` and `NAME.key` signed by the CA `issuer`, valid from `days_from` to
 /// `days_to` days from now (negative for the past).
 pub fn issued(directory: &Path, name: &str, issuer: &str, days: (i64, i64)) {
+    issued_with(
+        directory,
+        name,
+        issuer,
+        days,
+        &format!("subjectAltName=DNS:{name}\nbasicConstraints=CA:FALSE\n"),
+    );
+}
+
+/// Writes `NAME.crt` and `NAME.key`, an intermediate CA signed by the CA `issuer`.
+pub fn intermediate(directory: &Path, name: &str, issuer: &str) {
+    issued_with(
+        directory,
+        name,
+        issuer,
+        (-1, 1),
+        "basicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign,cRLSign\n",
+    );
+}
+
+fn issued_with(directory: &Path, name: &str, issuer: &str, days: (i64, i64), extensions: &str) {
     let (csr, key, crt) = (
         format!("{name}.csr"),
         format!("{name}.key"),
@@ -117,12 +138,8 @@ pub fn issued(directory: &Path, name: &str, issuer: &str, days: (i64, i64)) {
             "-out", &csr,
         ],
     );
-    let extensions = format!("{name}.ext");
-    std::fs::write(
-        directory.join(&extensions),
-        format!("subjectAltName=DNS:{name}\nbasicConstraints=CA:FALSE\n"),
-    )
-    .expect("write the extensions file");
+    let extension_file = format!("{name}.ext");
+    std::fs::write(directory.join(&extension_file), extensions).expect("write the extensions file");
     let (start, end) = (offset(days.0), offset(days.1));
     let (issuer_crt, issuer_key) = (format!("{issuer}.crt"), format!("{issuer}.key"));
     ca_files(directory);
@@ -146,7 +163,7 @@ pub fn issued(directory: &Path, name: &str, issuer: &str, days: (i64, i64)) {
             "-enddate",
             &end,
             "-extfile",
-            &extensions,
+            &extension_file,
             "-out",
             &crt,
         ],
