@@ -66,6 +66,57 @@ impl CertificatePair {
             .map(|cert| cert.as_ref())
             .unwrap_or(&[])
     }
+
+    /// The pair with `response` (a DER OCSP response, `ssl_stapling_file`) stapled to its
+    /// handshakes.
+    #[must_use]
+    pub fn with_ocsp(&self, response: Vec<u8>) -> CertificatePair {
+        let mut key = CertifiedKey::clone(&self.key);
+        key.ocsp = Some(response);
+        CertificatePair { key: Arc::new(key) }
+    }
+}
+
+/// A DER OCSP response from `path` (`ssl_stapling_file`), checked to be one DER value.
+pub fn load_ocsp_response(path: &std::path::Path) -> Result<Vec<u8>, TlsError> {
+    let bytes = std::fs::read(path).map_err(|error| {
+        TlsError(format!(
+            "BIO_new_file(\"{}\") failed (SSL: error:80000002:system library::{})",
+            path.display(),
+            io_reason(&error)
+        ))
+    })?;
+    if !is_one_der_sequence(&bytes) {
+        return Err(TlsError(format!(
+            "d2i_OCSP_RESPONSE_bio(\"{}\") failed (SSL: error:068000A8:asn1 encoding \
+             routines::wrong tag)",
+            path.display()
+        )));
+    }
+    Ok(bytes)
+}
+
+/// Whether `bytes` is exactly one DER SEQUENCE (an OCSPResponse's outer shape).
+fn is_one_der_sequence(bytes: &[u8]) -> bool {
+    let [0x30, first, rest @ ..] = bytes else {
+        return false;
+    };
+    let (length, body) = match *first {
+        short @ 0..=0x7f => (usize::from(short), rest),
+        0x81..=0x84 => {
+            let count = usize::from(first & 0x7f);
+            if rest.len() < count {
+                return false;
+            }
+            let (digits, body) = rest.split_at(count);
+            let length = digits
+                .iter()
+                .fold(0usize, |length, digit| (length << 8) | usize::from(*digit));
+            (length, body)
+        }
+        _ => return false,
+    };
+    body.len() == length
 }
 
 /// Every certificate in `source`, leaf first.

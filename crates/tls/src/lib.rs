@@ -24,7 +24,7 @@ mod tickets;
 pub use accept::{AcceptError, Acceptor, Hello, REJECT_ALERT};
 pub use ciphers::{CipherList, parse_cipher_list};
 pub use client::{ClientSettings, ClientTls};
-pub use keys::{CertificatePair, PemSource, load_pair, load_trusted};
+pub use keys::{CertificatePair, PemSource, load_ocsp_response, load_pair, load_trusted};
 pub use peer::{ClientCertificate, ClientVerify};
 pub use server::{Curves, Protocols, ServerSettings, ServerTls, parse_curves};
 pub use session::{HandshakeInfo, Session};

@@ -124,7 +124,7 @@ pub const DIRECTIVES: &[HttpDirective] = &[
     entry(
         "ssl_stapling_file",
         Arity::TAKE1,
-        Setter::Server(accept_stapling_option),
+        Setter::Server(set_stapling_file),
     ),
     entry(
         "ssl_stapling_responder",
@@ -406,19 +406,28 @@ set_once!(
 );
 set_once!(set_crl, ServerScope, ssl.crl, name);
 
-/// `ssl_stapling on`: no OCSP response is fetched; nginx too staples nothing until it has
-/// one, so the directive is accepted with a warning.
+set_once!(set_stapling_file, ServerScope, ssl.stapling_file, name);
+
+/// `ssl_stapling on`: the response of `ssl_stapling_file` is stapled; none is fetched from
+/// a responder, which the warning says.
 fn accept_stapling(
-    _scope: &mut ServerScope,
+    scope: &mut ServerScope,
     directive: &Directive,
     context: &mut LoadContext<'_>,
 ) -> Result<(), ConfError> {
-    if context.flag(directive)? {
+    if scope.ssl.stapling.is_some() {
+        return Err(context.duplicate(directive));
+    }
+    let on = context.flag(directive)?;
+    if on {
         context.warn(
-            "\"ssl_stapling\" is ignored: Portico does not staple OCSP responses yet".to_owned(),
+            "\"ssl_stapling\": Portico fetches no OCSP responses, only the one of \
+             \"ssl_stapling_file\" is stapled"
+                .to_owned(),
             &directive.span,
         );
     }
+    scope.ssl.stapling = Some(on);
     Ok(())
 }
 

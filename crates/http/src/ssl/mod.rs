@@ -215,6 +215,15 @@ pub(crate) fn server_tls(
         let key = source(prefix, key, "certificate key")?;
         pairs.push(tls::load_pair(&certificate, &key, &settings.passwords).map_err(load_error)?);
     }
+    if settings.stapling
+        && let Some(file) = &settings.stapling_file
+    {
+        let response = tls::load_ocsp_response(&prefix.join(file)).map_err(load_error)?;
+        pairs = pairs
+            .iter()
+            .map(|pair| pair.with_ocsp(response.clone()))
+            .collect();
+    }
     let ciphers = tls::parse_cipher_list(&settings.ciphers)
         .map_err(|message| ConfError::new(ConfErrorKind::Message(message), None))?;
     let (curves, _) = tls::parse_curves(&settings.ecdh_curve)

@@ -75,5 +75,9 @@ settings! {
         trusted_certificate: Option<String> = None,
         /// `ssl_crl`
         crl: Option<String> = None,
+        /// `ssl_stapling`
+        stapling: bool = false,
+        /// `ssl_stapling_file`: a DER OCSP response stapled to every certificate's handshakes.
+        stapling_file: Option<String> = None,
     }
 }

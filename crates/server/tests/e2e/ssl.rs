@@ -90,7 +90,7 @@ fn old_protocols_and_openssl_only_settings_load_with_warnings() {
         ssl_ciphers 'ECDHE-RSA-AES128-GCM-SHA256:AES128-SHA';
         ssl_dhparam dh.pem;
         ssl_conf_command Options KTLS;
-        ssl_stapling on; ssl_stapling_verify on; ssl_stapling_file ocsp.der;
+        ssl_stapling on; ssl_stapling_verify on;
         ssl_stapling_responder http://127.0.0.1:1/;
         server {{ listen 127.0.0.1:8443 ssl;
             ssl_certificate {directory}/localhost.crt;
@@ -103,7 +103,8 @@ fn old_protocols_and_openssl_only_settings_load_with_warnings() {
         "cipher \"AES128-SHA\" is not supported by Portico's TLS, ignored",
         "\"ssl_dhparam\" is ignored: Portico's TLS has no DHE cipher suites",
         "\"ssl_conf_command Options KTLS\" has no effect in Portico",
-        "\"ssl_stapling\" is ignored: Portico does not staple OCSP responses yet",
+        "\"ssl_stapling\": Portico fetches no OCSP responses, only the one of \
+         \"ssl_stapling_file\" is stapled",
     ] {
         assert!(
             output
@@ -278,4 +279,88 @@ fn garbage_after_a_tls_record_header_fails_the_handshake_and_the_server_lives() 
     server.wait_for_error_log("SSL_do_handshake() failed");
     let response = tls::get(server.port_of(8443), &Options::default(), "/");
     assert_eq!(response.body_text(), "ok");
+}
+
+/// What `openssl s_client -status` prints about the server's OCSP response.
+fn stapled_status(port: u16) -> String {
+    let output = std::process::Command::new("openssl")
+        .args([
+            "s_client",
+            "-connect",
+            &format!("127.0.0.1:{port}"),
+            "-status",
+        ])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run openssl s_client");
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    // From the OCSP part to the certificate chain.
+    let start = text.find("OCSP").unwrap_or(0);
+    let end = text.find("Certificate chain").unwrap_or(text.len()).max(start);
+    text[start..end].to_owned()
+}
+
+/// `ssl_stapling on` with `ssl_stapling_file`: the file's response goes to clients that ask
+/// for one; without `ssl_stapling on` the file is not used.
+#[test]
+fn ssl_stapling_file_staples_its_response() {
+    if !have_openssl() {
+        return;
+    }
+    let server = tls::with_files(
+        crate::support::Instance::http_builder(
+            "server { listen 127.0.0.1:8443 ssl;
+                ssl_certificate leaf.crt; ssl_certificate_key leaf.key;
+                ssl_stapling on; ssl_stapling_file leaf.ocsp.der;
+                location / { return 200 ok; } }
+             server { listen 127.0.0.1:8444 ssl;
+                ssl_certificate leaf.crt; ssl_certificate_key leaf.key;
+                ssl_stapling_file leaf.ocsp.der;
+                location / { return 200 ok; } }",
+        ),
+        |directory| {
+            tls::authority(directory, "ca");
+            tls::issued(directory, "leaf", "ca", (-1, 1));
+            tls::ocsp_response(directory, "leaf", "ca");
+        },
+    )
+    .start();
+    let stapled = stapled_status(server.port_of(8443));
+    assert!(
+        stapled.contains("OCSP Response Status: successful"),
+        "{stapled}"
+    );
+    assert!(stapled.contains("Cert Status: good"), "{stapled}");
+    let off = stapled_status(server.port_of(8444));
+    assert!(off.contains("OCSP response: no response sent"), "{off}");
+}
+
+/// A stapling file that is missing, or is not a DER OCSP response, fails the load in
+/// nginx's words.
+#[test]
+fn a_bad_ssl_stapling_file_fails_the_load() {
+    if !have_openssl() {
+        return;
+    }
+    let scratch = crate::support::TempPrefix::new();
+    tls::self_signed(scratch.path(), "localhost", tls::Key::Rsa);
+    std::fs::write(scratch.path().join("not-der.txt"), "not an OCSP response\n").expect("write");
+    let directory = scratch.path().display();
+    for (file, message) in [
+        ("missing.der", "BIO_new_file(\""),
+        ("not-der.txt", "d2i_OCSP_RESPONSE_bio(\""),
+    ] {
+        let (_, output) = test_http_body(&format!(
+            "server {{ listen 127.0.0.1:8443 ssl;
+                ssl_certificate {directory}/localhost.crt;
+                ssl_certificate_key {directory}/localhost.key;
+                ssl_stapling on; ssl_stapling_file {directory}/{file}; }}"
+        ));
+        output.assert_code(1);
+        assert!(
+            output.stderr.contains("[emerg]") && output.stderr.contains(message),
+            "{file}: {}",
+            output.stderr
+        );
+    }
 }

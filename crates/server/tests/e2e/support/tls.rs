@@ -45,6 +45,50 @@ fn openssl(directory: &Path, arguments: &[&str]) {
     );
 }
 
+/// Writes `NAME.ocsp.der`, a "good" OCSP response for the certificate `NAME` (issued by the
+/// CA `issuer` with [`issued`]), signed by that CA.
+pub fn ocsp_response(directory: &Path, name: &str, issuer: &str) {
+    let (issuer_crt, issuer_key) = (format!("{issuer}.crt"), format!("{issuer}.key"));
+    let (crt, request, response) = (
+        format!("{name}.crt"),
+        format!("{name}.ocsp-request.der"),
+        format!("{name}.ocsp.der"),
+    );
+    openssl(
+        directory,
+        &[
+            "ocsp",
+            "-issuer",
+            &issuer_crt,
+            "-cert",
+            &crt,
+            "-no_nonce",
+            "-reqout",
+            &request,
+        ],
+    );
+    openssl(
+        directory,
+        &[
+            "ocsp",
+            "-index",
+            "index.txt",
+            "-rsigner",
+            &issuer_crt,
+            "-rkey",
+            &issuer_key,
+            "-CA",
+            &issuer_crt,
+            "-reqin",
+            &request,
+            "-respout",
+            &response,
+            "-ndays",
+            "1",
+        ],
+    );
+}
+
 /// The kind of key a certificate gets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Key {
