@@ -101,6 +101,13 @@ pub struct PeerState {
     pub failures: u64,
 }
 
+/// Upper bounds of the buckets of a peer's connect-time and header-time histograms, in
+/// microseconds (`+Inf` implied).
+pub const PEER_TIME_BUCKETS_MICROSECONDS: [u64; 11] = [
+    1_000, 5_000, 10_000, 25_000, 50_000, 100_000, 250_000, 500_000, 1_000_000, 2_500_000,
+    10_000_000,
+];
+
 /// What the metrics count of a peer's answers, outside the group's lock: relaxed atomics
 /// each worker adds to once per response.
 #[derive(Debug, Default)]
@@ -110,6 +117,32 @@ pub struct PeerCounters {
     /// Responses whose head took a measured time, and the sum of those times.
     pub header_times: std::sync::atomic::AtomicU64,
     pub header_microseconds: std::sync::atomic::AtomicU64,
+    /// The head times by bucket of [`PEER_TIME_BUCKETS_MICROSECONDS`], the last `+Inf`.
+    pub header_buckets: [std::sync::atomic::AtomicU64; 12],
+    /// Connections used for a response (0 for a kept-alive one, as
+    /// `$upstream_connect_time`), the sum of their connect times, and their buckets.
+    pub connect_times: std::sync::atomic::AtomicU64,
+    pub connect_microseconds: std::sync::atomic::AtomicU64,
+    pub connect_buckets: [std::sync::atomic::AtomicU64; 12],
+}
+
+impl PeerCounters {
+    fn note_time(
+        took: Duration,
+        count: &std::sync::atomic::AtomicU64,
+        sum: &std::sync::atomic::AtomicU64,
+        buckets: &[std::sync::atomic::AtomicU64; 12],
+    ) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let micros = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
+        count.fetch_add(1, Relaxed);
+        sum.fetch_add(micros, Relaxed);
+        let bucket = PEER_TIME_BUCKETS_MICROSECONDS
+            .iter()
+            .position(|bound| micros <= *bound)
+            .unwrap_or(PEER_TIME_BUCKETS_MICROSECONDS.len());
+        buckets[bucket].fetch_add(1, Relaxed);
+    }
 }
 
 /// The mutable side of a group.
@@ -232,8 +265,15 @@ impl<K> Group<K> {
         self.counters.get(index)
     }
 
-    /// Counts a peer's response with `status`, whose head took `header_time`.
-    pub fn note_response(&self, selected: Selected, status: u16, header_time: Option<Duration>) {
+    /// Counts a peer's response with `status`, whose connection took `connect_time` to open
+    /// and whose head took `header_time`.
+    pub fn note_response(
+        &self,
+        selected: Selected,
+        status: u16,
+        connect_time: Option<Duration>,
+        header_time: Option<Duration>,
+    ) {
         use std::sync::atomic::Ordering::Relaxed;
         let Some(counters) = self.counters(selected) else {
             return;
@@ -244,9 +284,20 @@ impl<K> Group<K> {
             counter.fetch_add(1, Relaxed);
         }
         if let Some(took) = header_time {
-            counters.header_times.fetch_add(1, Relaxed);
-            let micros = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
-            counters.header_microseconds.fetch_add(micros, Relaxed);
+            PeerCounters::note_time(
+                took,
+                &counters.header_times,
+                &counters.header_microseconds,
+                &counters.header_buckets,
+            );
+        }
+        if let Some(took) = connect_time {
+            PeerCounters::note_time(
+                took,
+                &counters.connect_times,
+                &counters.connect_microseconds,
+                &counters.connect_buckets,
+            );
         }
     }
 

@@ -347,6 +347,11 @@ pub(crate) struct PeerRow {
     pub responses: [u64; 5],
     pub header_times: u64,
     pub header_microseconds: u64,
+    /// The head and connect times by bucket (`upstream::PEER_TIME_BUCKETS_MICROSECONDS`),
+    /// with the connect times' sum.
+    pub header_buckets: [u64; 12],
+    pub connect_buckets: [u64; 12],
+    pub connect_microseconds: u64,
 }
 
 /// The peers of every `upstream` block (groups `proxy_pass` made from an address are left
@@ -383,6 +388,14 @@ pub(crate) fn peer_rows(generation: &Generation) -> Vec<PeerRow> {
             let header_times = counters.map_or(0, |counters| counters.header_times.load(Relaxed));
             let header_microseconds =
                 counters.map_or(0, |counters| counters.header_microseconds.load(Relaxed));
+            let header_buckets = std::array::from_fn(|bucket| {
+                counters.map_or(0, |counters| counters.header_buckets[bucket].load(Relaxed))
+            });
+            let connect_buckets = std::array::from_fn(|bucket| {
+                counters.map_or(0, |counters| counters.connect_buckets[bucket].load(Relaxed))
+            });
+            let connect_microseconds =
+                counters.map_or(0, |counters| counters.connect_microseconds.load(Relaxed));
             let failed = peer.max_fails > 0
                 && peer_state.fails >= peer.max_fails
                 && peer_state
@@ -409,6 +422,9 @@ pub(crate) fn peer_rows(generation: &Generation) -> Vec<PeerRow> {
                 responses,
                 header_times,
                 header_microseconds,
+                header_buckets,
+                connect_buckets,
+                connect_microseconds,
             });
         }
     }
@@ -516,6 +532,31 @@ fn upstreams(out: &mut Exposition, generation: &Generation) {
     for row in &rows {
         let labels = [("upstream", row.upstream.as_str()), ("peer", &row.peer)];
         out.counter(&labels, row.header_times as f64);
+    }
+    let bounds: Vec<f64> = upstream::PEER_TIME_BUCKETS_MICROSECONDS
+        .iter()
+        .map(|micros| *micros as f64 / 1e6)
+        .collect();
+    out.family(
+        "portico_upstream_peer_connect_duration_seconds",
+        Kind::Histogram,
+        "Time to open the connection each response came on (0 for a kept-alive one, as \
+         $upstream_connect_time).",
+    );
+    for row in &rows {
+        let labels = [("upstream", row.upstream.as_str()), ("peer", &row.peer)];
+        let sum = row.connect_microseconds as f64 / 1e6;
+        out.histogram(&labels, &bounds, &row.connect_buckets, sum);
+    }
+    out.family(
+        "portico_upstream_peer_header_duration_seconds",
+        Kind::Histogram,
+        "Time from the start of a try to the end of the peer's response head.",
+    );
+    for row in &rows {
+        let labels = [("upstream", row.upstream.as_str()), ("peer", &row.peer)];
+        let sum = row.header_microseconds as f64 / 1e6;
+        out.histogram(&labels, &bounds, &row.header_buckets, sum);
     }
     out.family(
         "portico_upstream_peer_fails",

@@ -252,7 +252,12 @@ impl<'a> Proxying<'a, '_> {
                     let status = answer.received.head.status;
                     let attempt = &mut request.upstream.attempts[current.attempt];
                     attempt.status = Some(status);
-                    group.note_response(selected, status, attempt.header_time);
+                    group.note_response(
+                        selected,
+                        status,
+                        attempt.connect_time,
+                        attempt.header_time,
+                    );
                     let outcome = Outcome::Response(status);
                     if decide(&self.policy, outcome, tries, Instant::now()) != Next::Retry {
                         if status == 101 {

@@ -82,6 +82,17 @@ fn counters_move_as_requests_are_made() {
         ),
         1.0
     );
+    // One response: one head time and one connect time, each in its histogram.
+    for family in [
+        "portico_upstream_peer_header_duration_seconds",
+        "portico_upstream_peer_connect_duration_seconds",
+    ] {
+        assert_eq!(value(&after, &format!("{family}_count{peer}")), 1.0);
+        let all = peer.replace('}', ",le=\"+Inf\"}");
+        assert_eq!(value(&after, &format!("{family}_bucket{all}")), 1.0);
+        let none = peer.replace('}', ",le=\"0.001\"}");
+        assert!(value(&after, &format!("{family}_bucket{none}")) <= 1.0);
+    }
     let up = peer.replace('}', ",state=\"up\"}");
     assert_eq!(
         value(&after, &format!("portico_upstream_peer_state{up}")),

@@ -296,7 +296,10 @@ fn stapled_status(port: u16) -> String {
     let text = String::from_utf8_lossy(&output.stdout).into_owned();
     // From the OCSP part to the certificate chain.
     let start = text.find("OCSP").unwrap_or(0);
-    let end = text.find("Certificate chain").unwrap_or(text.len()).max(start);
+    let end = text
+        .find("Certificate chain")
+        .unwrap_or(text.len())
+        .max(start);
     text[start..end].to_owned()
 }
 
