@@ -210,6 +210,9 @@ pub struct Registry {
     /// `status_zone` names by number, and what retired workers counted in each.
     zone_names: Mutex<Vec<String>>,
     retired_zones: Mutex<Vec<ZoneSnapshot>>,
+    /// Bit N: zone N was named by a `status_zone` in a location (NGINX Plus's location
+    /// zones); the others are server zones.
+    location_zones: AtomicU64,
     /// Configuration reloads that started a new generation, and those that failed.
     pub reloads: AtomicU64,
     pub reloads_failed: AtomicU64,
@@ -233,6 +236,7 @@ impl Registry {
             retired: Mutex::new(Vec::new()),
             zone_names: Mutex::new(Vec::new()),
             retired_zones: Mutex::new(Vec::new()),
+            location_zones: AtomicU64::new(0),
             reloads: AtomicU64::new(0),
             reloads_failed: AtomicU64::new(0),
             loaded_unix_seconds: AtomicU64::new(0),
@@ -283,6 +287,19 @@ impl Registry {
         }
         names.push(name.to_owned());
         Some(names.len() - 1)
+    }
+
+    /// Marks zone `number` as a location zone.
+    pub fn mark_location_zone(&self, number: usize) {
+        if let Some(bit) = 1u64.checked_shl(number as u32) {
+            self.location_zones.fetch_or(bit, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether zone `number` was named in a location.
+    pub fn is_location_zone(&self, number: usize) -> bool {
+        1u64.checked_shl(number as u32)
+            .is_some_and(|bit| self.location_zones.load(Ordering::Relaxed) & bit != 0)
     }
 
     /// Every zone named so far with its counts over all workers, live and retired.

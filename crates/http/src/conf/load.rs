@@ -539,6 +539,7 @@ fn build(
     crate::proxy::pass::check_uri_parts(&builder.locations)?;
     crate::proxy::ssl::finish(&mut builder.locations, &env.prefix)?;
     let upstreams = std::mem::take(&mut context.upstreams).finish()?;
+    crate::observe::zones::mark_location_zones(&servers, &builder.locations);
     for location in &mut builder.locations {
         main.charset
             .resolve_location(&mut location.settings.charset)?;

@@ -75,12 +75,11 @@ pub fn render(generation: &Generation, path: &[String], at: &At) -> Result<Strin
         ["http", "requests"] => requests(&totals),
         ["http", "upstreams"] => upstreams(generation),
         ["http", "caches"] => caches(generation),
-        ["http", "server_zones"] => server_zones(),
-        [
-            "http",
-            "location_zones" | "limit_conns" | "limit_reqs" | "keyvals",
-        ]
-        | ["ssl" | "slabs" | "resolvers"] => "{}".to_owned(),
+        ["http", "server_zones"] => status_zones(false),
+        ["http", "location_zones"] => status_zones(true),
+        ["http", "limit_conns" | "limit_reqs" | "keyvals"] | ["ssl" | "slabs" | "resolvers"] => {
+            "{}".to_owned()
+        }
         ["workers"] => workers(),
         ["portico"] => json_list(&["thread_pools", "workers"]),
         ["portico", "thread_pools"] => thread_pools(generation),
@@ -242,16 +241,19 @@ fn caches(generation: &Generation) -> String {
     format!("{{{}}}", entries.join(","))
 }
 
-/// Every `status_zone`, with NGINX Plus's server-zone fields. A request counts in one zone
-/// (its location's, else its server's), so `location_zones` stays empty.
-fn server_zones() -> String {
+/// The `status_zone`s named at a server's level (`server_zones`) or in locations
+/// (`location_zones`), with NGINX Plus's fields (a location zone has no `processing`).
+fn status_zones(locations: bool) -> String {
     let entries: Vec<String> = metrics::GLOBAL
         .zones()
         .iter()
-        .map(|(name, zone)| {
+        .enumerate()
+        .filter(|(number, _)| metrics::GLOBAL.is_location_zone(*number) == locations)
+        .map(|(_, (name, zone))| {
             let [r1, r2, r3, r4, r5] = zone.responses;
+            let processing = if locations { "" } else { "\"processing\":0," };
             format!(
-                "{}:{{\"processing\":0,\"requests\":{},\"responses\":{{\"1xx\":{r1},\
+                "{}:{{{processing}\"requests\":{},\"responses\":{{\"1xx\":{r1},\
                  \"2xx\":{r2},\"3xx\":{r3},\"4xx\":{r4},\"5xx\":{r5},\"codes\":{{}},\
                  \"total\":{}}},\"discarded\":0,\"received\":{},\"sent\":{}}}",
                 quote(name),

@@ -1,23 +1,71 @@
-//! Counting a finished request in its `status_zone`, on the worker that served it.
+//! Counting a finished request in its `status_zone`s, on the worker that served it: the
+//! zone of its server (a `status_zone` at the server level) and the zone of its location
+//! (one the location names itself), as NGINX Plus counts server and location zones.
 
 use metrics::zones::Finished;
 
-use crate::observe::settings::StatusZone;
+use crate::conf::{Location, Server};
 use crate::request::Request;
 use crate::worker::HttpWorker;
 
-/// Adds a finished request to its location's zone, if it has one.
-pub(crate) fn record(worker: &HttpWorker, settings: &StatusZone, request: &Request<'_>) {
-    let Some(zone) = settings.zone.and_then(|zone| worker.stats.zones.get(zone)) else {
+/// The zone a server's own level names.
+fn server_zone(worker: &HttpWorker, server: &Server) -> Option<usize> {
+    worker
+        .conf()
+        .location(server.location)
+        .settings
+        .status_zone
+        .zone
+}
+
+/// The zone `location` names itself (not inherited from its server), if any.
+fn own_zone(location: &Location, server_zone: Option<usize>) -> Option<usize> {
+    location
+        .settings
+        .status_zone
+        .zone
+        .filter(|zone| Some(*zone) != server_zone)
+}
+
+/// At load: the zones locations name themselves are location zones.
+pub(crate) fn mark_location_zones(servers: &[Server], locations: &[Location]) {
+    for location in locations {
+        let Some(server) = servers.get(location.server.0 as usize) else {
+            continue;
+        };
+        if server.location == location.id {
+            continue;
+        }
+        let server_zone = locations
+            .get(server.location.0 as usize)
+            .and_then(|level| level.settings.status_zone.zone);
+        if let Some(zone) = own_zone(location, server_zone) {
+            metrics::GLOBAL.mark_location_zone(zone);
+        }
+    }
+}
+
+/// Adds a finished request to its server's zone and its location's own zone.
+pub(crate) fn record(worker: &HttpWorker, location: &Location, request: &Request<'_>) {
+    let server_zone = request
+        .server
+        .and_then(|id| server_zone(worker, worker.conf().server(id)));
+    let location_zone = own_zone(location, server_zone);
+    if server_zone.is_none() && location_zone.is_none() {
         return;
-    };
+    }
     let duration = request.started.map_or(0, |started| {
         u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX)
     });
-    zone.record(&Finished {
+    let finished = Finished {
         status: crate::special::status_on_wire(request.response.status),
         received_bytes: request.length,
         sent_bytes: request.sent.header_bytes + request.sent.body_bytes,
         duration_microseconds: duration,
-    });
+    };
+    for zone in [server_zone, location_zone].into_iter().flatten() {
+        if let Some(stats) = worker.stats.zones.get(zone) {
+            stats.record(&finished);
+        }
+    }
 }

@@ -248,7 +248,7 @@ fn charset_filter<'a>(
 /// The log phase: the access-log line(s) of the request's location.
 pub(crate) fn log_request(worker: &HttpWorker, connection: &Connection, request: &Request<'_>) {
     let location = location(worker, request);
-    crate::observe::zones::record(worker, &location.settings.status_zone, request);
+    crate::observe::zones::record(worker, location, request);
     if let (Some(zone), Some(status)) =
         (&request.upstream.cache_zone, request.upstream.cache_status)
     {

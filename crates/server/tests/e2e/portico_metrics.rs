@@ -343,19 +343,21 @@ fn status_zones_count_requests_by_class_and_duration() {
     assert_eq!(server.get("/other").status, 503);
     let response = server.request_to(8081, "GET /metrics HTTP/1.0\r\n\r\n");
     let text = response.body_text();
+    // A request counts in its server's zone and in its location's own zone, as NGINX Plus
+    // counts server and location zones.
     assert_eq!(
         value(&text, "portico_zone_requests_total{zone=\"site\"}"),
-        2.0
+        3.0
     );
     let site =
         |code: &str| format!("portico_zone_responses_total{{zone=\"site\",code=\"{code}\"}}");
     assert_eq!(value(&text, &site("2xx")), 1.0);
     assert_eq!(value(&text, &site("4xx")), 1.0);
-    assert_eq!(value(&text, &site("5xx")), 0.0);
+    assert_eq!(value(&text, &site("5xx")), 1.0);
     let other = "portico_zone_responses_total{zone=\"other\",code=\"5xx\"}";
     assert_eq!(value(&text, other), 1.0);
     let count = "portico_zone_request_duration_seconds_count{zone=\"site\"}";
-    assert_eq!(value(&text, count), 2.0);
+    assert_eq!(value(&text, count), 3.0);
     assert!(value(&text, "portico_zone_sent_bytes_total{zone=\"site\"}") > 100.0);
     assert!(value(&text, "portico_zone_received_bytes_total{zone=\"site\"}") > 10.0);
     let api = server
@@ -363,14 +365,19 @@ fn status_zones_count_requests_by_class_and_duration() {
         .body_text();
     assert!(
         api.starts_with(
-            "{\"site\":{\"processing\":0,\"requests\":2,\"responses\":{\"1xx\":0,\"2xx\":1,"
+            "{\"site\":{\"processing\":0,\"requests\":3,\"responses\":{\"1xx\":0,\"2xx\":1,"
         ),
         "{api}"
     );
+    assert!(!api.contains("\"other\""), "{api}");
+    let locations = server
+        .request_to(8081, "GET /api/9/http/location_zones HTTP/1.0\r\n\r\n")
+        .body_text();
     assert!(
-        api.contains("\"other\":{\"processing\":0,\"requests\":1,"),
-        "{api}"
+        locations.starts_with("{\"other\":{\"requests\":1,\"responses\":{\"1xx\":0,"),
+        "{locations}"
     );
+    assert!(locations.contains("\"5xx\":1,"), "{locations}");
 }
 
 #[test]
