@@ -16,7 +16,13 @@
 #
 #   bench/observe_cost.sh
 #
-# Environment (defaults in brackets): REPS [3] DURATION [10] CONNECTIONS [50]
+# Then, with CALLGRIND requests (valgrind's callgrind counts user-space instructions exactly,
+# whatever else the machine runs; perf cannot count them in a VM without a PMU): Portico,
+# one worker, under callgrind; after a warm-up, CALLGRIND requests on one keep-alive
+# connection to `location = /plain` (no zone) and to `location = /zoned` (`status_zone`),
+# twice each, counters zeroed and dumped around each batch.
+#
+# Environment (defaults in brackets): CALLGRIND [5000] (0 = skip) REPS [3] DURATION [10] CONNECTIONS [50]
 # WRK_THREADS [1] PORTICO_BIN, CARGO_TARGET_DIR, RESULTS [bench/RESULTS.md] ("-" = don't
 # write), KEEP_TMP [0]. Needs perf (instructions are the figure: times on a shared machine
 # are noise).
@@ -152,8 +158,77 @@ PY
     note "$config rep $rep: $rps req/s, $per_request instructions/request, $cpu_us CPU us/request, loop-lag p99 $p99_lag ms"
 }
 
+CALLGRIND=${CALLGRIND:-5000}
+command -v valgrind >/dev/null && command -v callgrind_control >/dev/null || {
+    note "valgrind is not installed: no callgrind pass (apt-get install -y valgrind)"
+    CALLGRIND=0
+}
+
+# n_requests PORT PATH N: N GETs one after another on one keep-alive connection, each 200.
+n_requests() {
+    python3 - "$@" <<'PY'
+import http.client, sys
+port, path, count = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+for index in range(count):
+    conn.request("GET", path)
+    response = conn.getresponse()
+    response.read()
+    if response.status != 200:
+        sys.exit(f"request {index + 1} to {path}: status {response.status}")
+PY
+}
+
+CALLGRIND_RUNS=$WORK/callgrind.tsv
+: >"$CALLGRIND_RUNS"
+callgrind_pass() {
+    local prefix=$WORK/callgrind port conf pid deadline location dumps=0 total
+    port=$(free_port)
+    conf=$WORK/callgrind.conf
+    mkdir -p "$prefix/logs"
+    cat >"$conf" <<CONF
+$([ "$(id -u)" -eq 0 ] && echo "user root;")
+worker_processes 1;
+daemon off;
+pid logs/server.pid;
+events { worker_connections 1024; }
+http {
+    access_log off;
+    server {
+        listen 127.0.0.1:$port;
+        location = /plain { return 200 '$EXPECTED'; }
+        location = /zoned { status_zone zoned; return 200 '$EXPECTED'; }
+    }
+}
+CONF
+    valgrind --tool=callgrind --callgrind-out-file="$prefix/callgrind.out" \
+        "$PORTICO_BIN" -p "$prefix/" -e "$prefix/logs/error.log" -c "$conf" \
+        >"$prefix/logs/valgrind.log" 2>&1 &
+    pid=$!
+    STARTED_PIDS+=("$pid")
+    deadline=$((SECONDS + 120))
+    until curl -s -o /dev/null --max-time 2 "http://127.0.0.1:$port/plain"; do
+        alive "$pid" && [ $SECONDS -lt $deadline ] || die "Portico did not start under valgrind"
+        sleep 0.5
+    done
+    n_requests "$port" /plain 500 && n_requests "$port" /zoned 500 || die "warm-up failed"
+    for location in plain zoned plain zoned; do
+        callgrind_control -z "$pid" >/dev/null || die "callgrind_control -z failed"
+        n_requests "$port" "/$location" "$CALLGRIND" || die "requests under valgrind failed"
+        callgrind_control -d "$pid" >/dev/null || die "callgrind_control -d failed"
+        dumps=$((dumps + 1))
+        total=$(awk '/^totals:/ { print $2; exit }' "$prefix/callgrind.out.$dumps")
+        [ -n "$total" ] || die "no totals in $prefix/callgrind.out.$dumps"
+        printf '%s\t%s\n' "$location" "$(awk -v t="$total" -v n="$CALLGRIND" 'BEGIN { printf "%.1f", t / n }')" \
+            >>"$CALLGRIND_RUNS"
+        note "callgrind $location: $(tail -n1 "$CALLGRIND_RUNS" | cut -f2) user-space instructions/request"
+    done
+    stop_server "$pid"
+}
+
 CONFIGS="nginx base zone scrapes"
 started=$(date -u '+%Y-%m-%d %H:%M UTC')
+[ "$CALLGRIND" != 0 ] && callgrind_pass
 for rep in $(seq "$REPS"); do
     for config in $CONFIGS; do
         run_one "$config" "$rep"
@@ -177,6 +252,12 @@ section=$WORK/section.md
         echo "| $config | $(med "$config" 3) | $(med "$config" 4) | $cpu | $(awk -v a="$cpu" -v b="$base_cpu" 'BEGIN { printf "%.3fx", a / b }') | $(med "$config" 5) |"
     done
     echo
+    if [ -s "$CALLGRIND_RUNS" ]; then
+        plain=$(median $(awk '$1 == "plain" { print $2 }' "$CALLGRIND_RUNS"))
+        zoned=$(median $(awk '$1 == "zoned" { print $2 }' "$CALLGRIND_RUNS"))
+        echo "User-space instructions per request under callgrind ($CALLGRIND requests per batch on one keep-alive connection, batches plain, zoned, plain, zoned; kernel work not included): plain $plain, with \`status_zone\` $zoned, $(awk -v a="$zoned" -v b="$plain" 'BEGIN { printf "%+.2f%%", (a / b - 1) * 100 }')."
+        echo
+    fi
     echo "Runs (config, rep, req/s, instructions/request, loop-lag p99 ms, CPU µs/request):"
     echo
     echo '```'
