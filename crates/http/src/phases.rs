@@ -164,6 +164,7 @@ fn find_config<'a>(
     let server = conf.server(server);
     request.uri_changed = false;
     request.location_uri_changed = false;
+    request.proxy_handler_orphaned = false;
     let found = location::find(
         &conf.locations,
         &server.locations,
@@ -349,6 +350,9 @@ async fn content<'a>(
     let Some(location_id) = request.location else {
         return Step::Finalize(500);
     };
+    if request.proxy_handler_orphaned {
+        return Step::Finalize(500);
+    }
     match worker.conf().location(location_id).settings.content {
         Content::Proxy => proxy_content(worker, client, request, location_id).await,
         Content::Static => static_content(worker, client.info, request, location_id).await,

@@ -98,6 +98,10 @@ pub struct Request<'a> {
     /// current location (nginx's `valid_location = 0`): `proxy_pass` then sends the whole
     /// URI rather than replacing the location's prefix.
     pub location_uri_changed: bool,
+    /// An `if` with its own `proxy_pass` matched, then a later `if` without a handler of
+    /// its own and without `proxy_pass`: nginx keeps the proxy handler, which finds no
+    /// upstream in the later block's settings and answers 500.
+    pub proxy_handler_orphaned: bool,
     /// The body, once a handler has read it (`$request_body` for a body in memory).
     pub body: Option<crate::body::reader::RequestBody>,
     /// `$request_body_file`: where the body was written, when it went to a file.
@@ -158,6 +162,7 @@ impl<'a> Request<'a> {
         self.pipelined = false;
         self.args_changed = false;
         self.location_uri_changed = false;
+        self.proxy_handler_orphaned = false;
         self.body = None;
         self.body_file = None;
         self.upstream.clear();

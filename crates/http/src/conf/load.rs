@@ -592,6 +592,7 @@ impl Builder<'_> {
             settings: scope.resolve(self.env),
             children: LocationTree::default(),
             if_blocks: Vec::new(),
+            own_content: false,
             limit_except: None,
         });
         id
@@ -617,12 +618,15 @@ impl Builder<'_> {
         };
         let parent = scope.inheritable();
         let add = |builder: &mut Self, mut block: LocationScope| {
+            let own_content = block.content.is_some();
             block.merge_from(&parent);
             let kind = LocationKind::Block {
                 prefix: prefix.clone(),
                 regex,
             };
-            builder.add(server, kind, name.clone(), &block)
+            let id = builder.add(server, kind, name.clone(), &block);
+            builder.locations[id.0 as usize].own_content = own_content;
+            id
         };
         let if_blocks = ifs.into_iter().map(|block| add(self, block)).collect();
         let limit_except = limit_except.map(|(methods, block)| (methods, add(self, block)));

@@ -41,6 +41,9 @@ pub struct Location {
     pub children: LocationTree,
     /// The pseudo-locations of the `if` blocks of this location's script, by block index.
     pub if_blocks: Vec<LocationId>,
+    /// An `if` block that sets a content handler itself (`proxy_pass` in the block) rather
+    /// than inheriting its location's.
+    pub own_content: bool,
     /// `limit_except`: the methods allowed, and the block other methods are served by.
     pub limit_except: Option<(crate::core::limit_except::Methods, LocationId)>,
 }

@@ -3,6 +3,7 @@
 use logging::Level;
 
 use crate::conf::LocationId;
+use crate::conf::scope::Content;
 use crate::file::cache;
 use crate::request::log;
 use crate::request::{ConnectionInfo, Request};
@@ -81,7 +82,9 @@ pub async fn run<'a>(
                 {
                     Ok(true) => {
                         if let Some(block) = condition.block {
-                            request.location = Some(location.if_blocks[block as usize]);
+                            let block = location.if_blocks[block as usize];
+                            orphan_proxy_handler(worker, request, block);
+                            request.location = Some(block);
                         }
                     }
                     Ok(false) => next = condition.end as usize,
@@ -98,6 +101,22 @@ pub async fn run<'a>(
         }
     }
     ScriptOutcome::Continue
+}
+
+/// nginx's content handler stays the last one a matched level set: an `if` whose own
+/// `proxy_pass` made the proxy the handler, followed by a matched `if` with no handler of its
+/// own and no `proxy_pass` in its settings, leaves the proxy handler without an upstream.
+fn orphan_proxy_handler(worker: &HttpWorker, request: &mut Request<'_>, next: LocationId) {
+    let conf = worker.conf();
+    let Some(current) = request.location.map(|id| conf.location(id)) else {
+        return;
+    };
+    let next = conf.location(next);
+    if current.own_content && current.settings.content == Content::Proxy && !next.own_content {
+        request.proxy_handler_orphaned = next.settings.content != Content::Proxy;
+    } else if next.own_content {
+        request.proxy_handler_orphaned = false;
+    }
 }
 
 /// A template's value for this request; `escape_captures` escapes `$1`.. as arguments.

@@ -329,6 +329,34 @@ fn an_if_block_runs_its_directives_and_switches_settings() {
     assert_eq!(response.header_all("X-Block"), vec!["a"]);
 }
 
+/// nginx's content handler is the last one a matched level set: after an `if` whose own
+/// `proxy_pass` made the proxy the handler, a later matched `if` with no handler and no
+/// `proxy_pass` leaves the proxy without an upstream (500, nginx since 1.3.10); a later `if`
+/// that sets its own handler, or none matching, is served normally.
+#[test]
+fn a_proxy_handler_left_without_proxy_pass_by_a_later_if_gives_500() {
+    let server = Instance::http(
+        "server {
+            listen 127.0.0.1:8080;
+            location /crash {
+                set $true 1;
+                if ($true) { proxy_pass http://127.0.0.1:8081; }
+                if ($arg_second) { }
+            }
+            location /again {
+                set $true 1;
+                if ($true) { proxy_pass http://127.0.0.1:8081; }
+                if ($arg_second) { proxy_pass http://127.0.0.1:8082; }
+            }
+        }
+        server { listen 127.0.0.1:8081; return 200 \"uri:$uri\"; }
+        server { listen 127.0.0.1:8082; return 200 \"second:$uri\"; }",
+    );
+    assert_eq!(server.get("/crash?second=1").status, 500);
+    assert_eq!(body_of(&server, "/crash"), "uri:/crash");
+    assert_eq!(body_of(&server, "/again?second=1"), "second:/again");
+}
+
 #[test]
 fn if_regex_captures_and_comparisons() {
     let server = Instance::http(SCRIPTS);
