@@ -260,7 +260,7 @@ impl<'a> Proxying<'a, '_> {
                     );
                     let outcome = Outcome::Response(status);
                     if decide(&self.policy, outcome, tries, Instant::now()) != Next::Retry {
-                        if status == 101 {
+                        if status == 101 && asked_to_upgrade(request) {
                             // Bytes the client sent after its upgrade request go through
                             // the tunnel first.
                             let early = client.source.buffered().to_vec();
@@ -468,8 +468,10 @@ impl<'a> Proxying<'a, '_> {
         };
         request.upstream.keep_head(&buffer, head.len, &head.fields);
         response::apply(self.worker, info, request, proxy, &head, &buffer, &rewrite);
-        if head.status == 101 {
-            // An upgrade (WebSocket): the connection becomes a tunnel to the upstream.
+        if head.status == 101 && asked_to_upgrade(request) {
+            // An upgrade (WebSocket): the connection becomes a tunnel to the upstream. A 101
+            // to a client that sent no `Upgrade` is passed on as a response without a body,
+            // as nginx does.
             self.release(info, request, current.selected, false);
             request.upstream.attempts[current.attempt].response_time =
                 Some(self.policy.started.elapsed());
@@ -541,6 +543,11 @@ impl<'a> Proxying<'a, '_> {
 }
 
 /// What `proxy_redirect default` and the other head rewrites need of the target.
+/// The client's request has an `Upgrade` field: only then does a 101 open a tunnel.
+fn asked_to_upgrade(request: &Request<'_>) -> bool {
+    request.head.known.upgrade.is_some()
+}
+
 fn rewrite_input<'t>(location: &'t Location, target: &'t Target<'_>) -> RewriteInput<'t> {
     RewriteInput {
         url: target.url,

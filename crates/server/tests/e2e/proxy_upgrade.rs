@@ -72,3 +72,49 @@ fn an_upgraded_connection_carries_bytes_both_ways() {
     assert!(request.contains("Upgrade: echo\r\n"), "{request}");
     assert!(request.contains("Connection: upgrade\r\n"), "{request}");
 }
+
+/// A 101 from the upstream to a client that sent no `Upgrade` field opens no tunnel, as in
+/// nginx: the client gets the 101 head alone, never the bytes the upstream sent after it.
+#[test]
+fn a_101_without_the_clients_upgrade_opens_no_tunnel() {
+    let mut builder = Instance::http_builder(
+        "server {
+            listen 127.0.0.1:8080;
+            location / {
+                proxy_pass http://127.0.0.1:8081;
+                proxy_http_version 1.1;
+                proxy_set_header Upgrade $http_upgrade;
+                proxy_set_header Connection upgrade;
+                proxy_read_timeout 2s;
+            }
+        }",
+    );
+    let listener = TcpListener::bind(("127.0.0.1", builder.port(8081))).expect("bind");
+    let upstream = std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().expect("accept");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .expect("timeout");
+        read_until(&mut stream, b"\r\n\r\n");
+        let _ = stream.write_all(
+            b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: echo\r\nConnection: Upgrade\r\n\r\ntunnel;",
+        );
+        // Hold the connection until the proxy lets it go.
+        read_until(&mut stream, b"never");
+    });
+    let server = builder.start();
+    let mut client = TcpStream::connect(("127.0.0.1", server.port())).expect("connect");
+    client
+        .set_read_timeout(Some(Duration::from_secs(3)))
+        .expect("timeout");
+    client
+        .write_all(b"GET /chat HTTP/1.1\r\nHost: localhost\r\nConnection: Upgrade\r\n\r\n")
+        .expect("request");
+    let seen = read_until(&mut client, b"tunnel;");
+    let seen = String::from_utf8_lossy(&seen);
+    assert!(seen.starts_with("HTTP/1.1 101 "), "{seen}");
+    assert!(!seen.contains("tunnel;"), "a tunnel was opened: {seen}");
+    drop(client);
+    drop(server);
+    upstream.join().expect("upstream");
+}
