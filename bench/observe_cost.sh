@@ -22,7 +22,8 @@
 # connection to `location = /plain` (no zone) and to `location = /zoned` (`status_zone`),
 # twice each, counters zeroed and dumped around each batch.
 #
-# Environment (defaults in brackets): CALLGRIND [5000] (0 = skip) REPS [3] DURATION [10] CONNECTIONS [50]
+# Environment (defaults in brackets): CONFIGS ["nginx base zone scrapes"] (the load runs;
+# "" = the callgrind pass only) CALLGRIND [5000] (0 = skip) REPS [3] DURATION [10] CONNECTIONS [50]
 # WRK_THREADS [1] PORTICO_BIN, CARGO_TARGET_DIR, RESULTS [bench/RESULTS.md] ("-" = don't
 # write), KEEP_TMP [0]. Needs perf (instructions are the figure: times on a shared machine
 # are noise).
@@ -226,7 +227,7 @@ CONF
     stop_server "$pid"
 }
 
-CONFIGS="nginx base zone scrapes"
+CONFIGS=${CONFIGS-"nginx base zone scrapes"}
 started=$(date -u '+%Y-%m-%d %H:%M UTC')
 [ "$CALLGRIND" != 0 ] && callgrind_pass
 for rep in $(seq "$REPS"); do
@@ -245,8 +246,8 @@ section=$WORK/section.md
     echo
     echo "\`bench/observe_cost.sh\` (REPS=$REPS, DURATION=${DURATION}s, $CONNECTIONS connections, worker_processes 1), $started, Portico $commit, $(nginx -v 2>&1 | sed 's/.*: //'). Medians; instructions per request from \`perf stat\` on the server (nan: this machine's perf cannot count them), CPU time per request from /proc; the machine is shared, so CPU times carry its noise."
     echo
-    echo "| config | req/s | instructions/request | CPU µs/request | CPU vs Portico base | loop-lag p99 (ms, bucket bound) |"
-    echo "|---|---|---|---|---|---|"
+    [ -n "$CONFIGS" ] && echo "| config | req/s | instructions/request | CPU µs/request | CPU vs Portico base | loop-lag p99 (ms, bucket bound) |"
+    [ -n "$CONFIGS" ] && echo "|---|---|---|---|---|---|"
     for config in $CONFIGS; do
         cpu=$(med "$config" 6)
         echo "| $config | $(med "$config" 3) | $(med "$config" 4) | $cpu | $(awk -v a="$cpu" -v b="$base_cpu" 'BEGIN { printf "%.3fx", a / b }') | $(med "$config" 5) |"
