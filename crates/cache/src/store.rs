@@ -57,6 +57,10 @@ pub fn commit(
     final_path: &Path,
     block_size: u64,
 ) -> io::Result<FileInfo> {
+    // The modification time says when the entry was stored, to the nanosecond: purges
+    // compare it with their own time. The kernel's own stamp comes from a clock that lags
+    // by up to a tick, so an entry stored just after a purge could look older than it.
+    file.set_modified(std::time::SystemTime::now())?;
     let info = file_info(&file.metadata()?, block_size);
     match rename_creating_dirs(temp, final_path) {
         Ok(()) => Ok(info),
@@ -138,6 +142,7 @@ fn rename_creating_dirs(from: &Path, to: &Path) -> io::Result<()> {
 fn copy_across(temp: &Path, final_path: &Path, block_size: u64) -> io::Result<FileInfo> {
     let (mut copy, copy_path) = create_temp(&first_temp_name(final_path))?;
     let result = copy_into(temp, &mut copy)
+        .and_then(|()| copy.set_modified(std::time::SystemTime::now()))
         .and_then(|()| copy.metadata())
         .and_then(|metadata| {
             std::fs::rename(&copy_path, final_path)?;
