@@ -116,12 +116,16 @@ pub fn files_under(dir: &Path) -> Vec<PathBuf> {
     found
 }
 
-/// Waits until the entry file of `key` exists (a store is committed after the response).
+/// Waits until the entry file of `key` exists (a store is committed after the response),
+/// then a moment more: the file is renamed into place on a pool thread, and the index
+/// learns of it when that task's completion reaches the worker; a request in between is
+/// still a MISS.
 pub fn wait_stored(cache: &Path, key: &str) -> PathBuf {
     let path = entry_path(cache, key);
     wait_until(&format!("the entry {}", path.display()), PATIENCE, || {
         path.is_file()
     });
+    std::thread::sleep(std::time::Duration::from_millis(250));
     path
 }
 

@@ -149,38 +149,41 @@ impl CacheWriter {
         if self.pending.is_empty() {
             return Ok(());
         }
-        let file = match &self.file {
-            Some(file) => Arc::clone(file),
+        let bytes = std::mem::take(&mut self.pending);
+        let offset = self.written;
+        let len = bytes.len() as u64;
+        let returned = match &self.file {
+            Some(file) => {
+                let file = Arc::clone(file);
+                self.run("pwrite()", move || {
+                    std::os::unix::fs::FileExt::write_all_at(&*file, &bytes, offset).map(|()| bytes)
+                })
+                .await?
+            }
             None => {
+                // The file is made and its first bytes written in one pool task. Waiters
+                // read it through a handle of their own (it is opened for writing only).
                 let path = self.temp.clone();
-                // Waiters read the file through a handle of their own (the temporary file
-                // is opened for writing only).
-                let (file, reader, path) = self
-                    .run("open()", move || {
-                        let (file, path) = cache::store::create_temp(&path)?;
+                let (file, reader, path, bytes) = self
+                    .run_steps("open()", move || {
+                        let (file, path) =
+                            cache::store::create_temp(&path).map_err(|error| ("open()", error))?;
+                        std::os::unix::fs::FileExt::write_all_at(&file, &bytes, offset)
+                            .map_err(|error| ("pwrite()", error))?;
                         let reader = cache::store::open_entry(&path)
                             .ok()
                             .map(|(reader, _)| reader);
-                        Ok((file, reader, path))
+                        Ok((file, reader, path, bytes))
                     })
                     .await?;
                 self.temp = path;
                 if let (Some(fill), Some(reader)) = (&self.fill, reader) {
                     fill.share_temp(Arc::new(reader));
                 }
-                let file = Arc::new(file);
-                self.file = Some(Arc::clone(&file));
-                file
+                self.file = Some(Arc::new(file));
+                bytes
             }
         };
-        let bytes = std::mem::take(&mut self.pending);
-        let offset = self.written;
-        let len = bytes.len() as u64;
-        let returned = self
-            .run("pwrite()", move || {
-                std::os::unix::fs::FileExt::write_all_at(&*file, &bytes, offset).map(|()| bytes)
-            })
-            .await?;
         self.pending = returned;
         self.pending.clear();
         self.written += len;
@@ -217,10 +220,28 @@ impl CacheWriter {
                 message: "cache entry not stored: body length mismatch".to_owned(),
             });
         }
-        self.flush().await?;
+        if self.file.is_none() {
+            self.flush().await?;
+        }
         let Some(file) = self.file.clone() else {
             return Ok(());
         };
+        // What is left of the body and the rename go in one pool task.
+        let last = std::mem::take(&mut self.pending);
+        let offset = self.written;
+        self.written += last.len() as u64;
+        if let Some(fill) = self.fill.as_mut()
+            && self.written > self.reserved
+            && !fill.reserve(self.written - self.reserved)
+        {
+            return Err(StoreFailure {
+                level: Level::Warn,
+                message: format!(
+                    "cache \"{}\" is full, response not cached",
+                    self.zone.params().name
+                ),
+            });
+        }
         let temp = self.temp.clone();
         let target = self.zone.params().layout.entry_path(&self.key);
         let block_size = self.zone.block_size();
@@ -233,10 +254,25 @@ impl CacheWriter {
             target.display()
         );
         let committed = self
-            .run(&call, move || {
+            .run_steps("rename()", move || {
+                if !last.is_empty() {
+                    std::os::unix::fs::FileExt::write_all_at(&*file, &last, offset)
+                        .map_err(|error| ("pwrite()", error))?;
+                }
                 cache::store::commit(&file, &temp, &target, block_size)
+                    .map_err(|error| ("rename()", error))
             })
-            .await?;
+            .await
+            .map_err(|mut failure| {
+                if failure.message.starts_with("rename() ") {
+                    let errno = failure
+                        .message
+                        .rsplit_once(" failed (")
+                        .map(|(_, rest)| rest);
+                    failure.message = format!("{call} failed ({})", errno.unwrap_or(")"));
+                }
+                failure
+            })?;
         self.temp = PathBuf::new();
         if let Some(fill) = self.fill.take() {
             fill.commit(cache::CommitInfo {
@@ -246,6 +282,32 @@ impl CacheWriter {
             });
         }
         Ok(())
+    }
+
+    /// Runs a task of several file calls on the writer's pool; its failure names the call
+    /// that failed and the file.
+    /// `first` names the failure when the task itself is lost.
+    async fn run_steps<T: Send + 'static>(
+        &self,
+        first: &'static str,
+        work: impl FnOnce() -> Result<T, (&'static str, std::io::Error)> + Send + 'static,
+    ) -> Result<T, StoreFailure> {
+        let failed_call = Arc::new(std::sync::Mutex::new(first));
+        let record = Arc::clone(&failed_call);
+        self.run("", move || {
+            work().map_err(|(call, error)| {
+                *record.lock().unwrap_or_else(|poison| poison.into_inner()) = call;
+                error
+            })
+        })
+        .await
+        .map_err(|mut failure| {
+            let call = *failed_call
+                .lock()
+                .unwrap_or_else(|poison| poison.into_inner());
+            failure.message = format!("{call}{}", failure.message);
+            failure
+        })
     }
 
     /// Runs a file task on the writer's pool; its failure names the call and the file.
