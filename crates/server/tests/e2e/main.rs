@@ -70,6 +70,7 @@ mod proxy_upgrade;
 mod proxy_variables;
 mod proxy_x_accel;
 mod range;
+mod realip;
 mod reload;
 mod resolver;
 mod r#return;
