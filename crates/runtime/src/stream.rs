@@ -146,6 +146,18 @@ impl Stream {
         }
     }
 
+    /// Waits until the socket is readable and says whether the peer has also closed its
+    /// side (`EPOLLRDHUP`): a peek shows the bytes queued before the end of the stream but
+    /// never the end itself. For the rare waits that need it; `readable` is cheaper.
+    pub async fn readable_or_closed(&self) -> io::Result<bool> {
+        let ready = match self {
+            Stream::Tcp(stream) => stream.ready(Interest::READABLE).await?,
+            Stream::Unix(stream) => stream.ready(Interest::READABLE).await?,
+            Stream::Tls(stream) => stream.tcp.ready(Interest::READABLE).await?,
+        };
+        Ok(ready.is_read_closed())
+    }
+
     /// Marks the socket not readable, as a read that found nothing more would: after a
     /// peek that showed only part of what is awaited, the next wait goes to the poller.
     pub fn clear_readable(&self) {

@@ -103,27 +103,21 @@ async fn read(
 /// Peeks until the header is whole, then consumes exactly its bytes.
 async fn read_header(stream: &Stream) -> Result<Option<ProxyHeader>, Failure> {
     let mut buf = vec![0u8; MAX_HEADER];
-    let mut seen = 0;
-    let mut woken = false;
+    // The client closed its side: what has arrived is all there will be.
+    let mut closed = false;
     loop {
         let peeked = match stream.try_peek(&mut buf) {
+            Ok(0) => return Err(Failure::Closed),
             Ok(peeked) => peeked,
             Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
-                stream.readable().await.map_err(|_| Failure::Quiet)?;
-                woken = true;
+                closed = stream
+                    .readable_or_closed()
+                    .await
+                    .map_err(|_| Failure::Quiet)?;
                 continue;
             }
             Err(_) => return Err(Failure::Quiet),
         };
-        if peeked == 0 {
-            if seen == 0 {
-                return Err(Failure::Closed);
-            }
-            return Err(Failure::Quiet);
-        }
-        // Woken with nothing new behind what was already seen: the client closed after
-        // a partial header (a peek cannot show the end of the stream behind data).
-        let closed = woken && peeked == seen;
         match parse::parse(&buf[..peeked], closed) {
             Parsed::Done { len, header } => {
                 consume(stream, &mut buf[..len]).await?;
@@ -131,10 +125,11 @@ async fn read_header(stream: &Stream) -> Result<Option<ProxyHeader>, Failure> {
             }
             Parsed::Invalid(broken) => return Err(Failure::Broken(broken)),
             Parsed::Incomplete => {
-                seen = peeked;
                 stream.clear_readable();
-                stream.readable().await.map_err(|_| Failure::Quiet)?;
-                woken = true;
+                closed = stream
+                    .readable_or_closed()
+                    .await
+                    .map_err(|_| Failure::Quiet)?;
             }
         }
     }
