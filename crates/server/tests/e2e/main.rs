@@ -61,6 +61,7 @@ mod proxy_headers;
 mod proxy_keepalive;
 mod proxy_next_upstream;
 mod proxy_pass;
+mod proxy_protocol;
 mod proxy_redirect;
 mod proxy_response;
 mod proxy_ssl;
