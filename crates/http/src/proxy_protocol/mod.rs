@@ -67,7 +67,7 @@ async fn read(
     server: ServerId,
     timeout: Duration,
 ) -> Option<Option<ProxyHeader>> {
-    let result = tokio::time::timeout(timeout, read_header(stream)).await;
+    let result = tokio::time::timeout(timeout, read_header(worker, stream)).await;
     let (level, message) = match result {
         Ok(Ok(header)) => return Some(header),
         Ok(Err(Failure::Quiet)) => return None,
@@ -100,16 +100,23 @@ async fn read(
     None
 }
 
-/// Peeks until the header is whole, then consumes exactly its bytes.
-async fn read_header(stream: &Stream) -> Result<Option<ProxyHeader>, Failure> {
+/// Peeks until the header is whole, then consumes exactly its bytes. A connection that
+/// has sent nothing yet is idle to a draining worker, which closes it quietly.
+async fn read_header(worker: &HttpWorker, stream: &Stream) -> Result<Option<ProxyHeader>, Failure> {
     let mut buf = vec![0u8; MAX_HEADER];
     // The client closed its side: what has arrived is all there will be.
     let mut closed = false;
     loop {
         let peeked = match stream.try_peek(&mut buf) {
+            Ok(0) if worker.idle_grace_over() => return Err(Failure::Quiet),
             Ok(0) => return Err(Failure::Closed),
             Ok(peeked) => peeked,
+            // Nothing is queued: no byte of the header has arrived.
             Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
+                if worker.idle_grace_over() {
+                    return Err(Failure::Quiet);
+                }
+                let _idle = worker.register_idle(stream.raw_fd());
                 closed = stream
                     .readable_or_closed()
                     .await

@@ -244,3 +244,24 @@ fn the_header_comes_before_the_tls_handshake() {
     let response = tls::get(server.port_of(8443), &options, "/");
     assert_eq!(response.body_text(), "127.0.0.1 192.0.2.1 on");
 }
+
+#[test]
+fn a_connection_waiting_for_its_header_does_not_hold_up_quit() {
+    let mut server = Instance::http(
+        "server { listen 127.0.0.1:8080 proxy_protocol; }
+        server { listen 127.0.0.1:8081; location / { stub_status; } }",
+    );
+    let mut waiting = Client::connect(server.port_of(8080));
+    // Accepted: the status page counts it with its own connection.
+    crate::support::poll(crate::support::PATIENCE, || {
+        let status = server.request_to(8081, request("/")).body_text();
+        status.starts_with("Active connections: 2").then_some(())
+    })
+    .expect("the connection is accepted");
+    server.signal(crate::support::Signal::QUIT);
+    let status = server
+        .wait_exit(Duration::from_secs(10))
+        .expect("exit within the drain grace, not client_header_timeout");
+    assert!(status.success(), "{status}");
+    waiting.expect_closed_without_response();
+}
