@@ -79,14 +79,15 @@ fn set_real_ip_from(
 set_once!(set_real_ip_header, LocationScope, realip.header, header);
 set_once!(set_real_ip_recursive, LocationScope, realip.recursive, flag);
 
-/// `X-Real-IP` and `X-Forwarded-For` in any case, `proxy_protocol` as written (nginx
-/// compares that one exactly), else any header by name.
+/// `X-Real-IP`, `X-Forwarded-For` and `proxy_protocol` as nginx spells them (it compares
+/// them exactly: `x-forwarded-for` is an ordinary header, of which the first line counts),
+/// else any header by name.
 fn header(directive: &Directive, _: &mut LoadContext<'_>) -> Result<RealIpHeader, ConfError> {
     let name = directive.arg(0);
-    Ok(match name.to_ascii_lowercase().as_str() {
-        "x-real-ip" => RealIpHeader::XRealIp,
-        "x-forwarded-for" => RealIpHeader::XForwardedFor,
-        _ if name == "proxy_protocol" => RealIpHeader::ProxyProtocol,
-        lower => RealIpHeader::Other(lower.as_bytes().into()),
+    Ok(match name {
+        "X-Real-IP" => RealIpHeader::XRealIp,
+        "X-Forwarded-For" => RealIpHeader::XForwardedFor,
+        "proxy_protocol" => RealIpHeader::ProxyProtocol,
+        other => RealIpHeader::Other(other.to_ascii_lowercase().into_bytes().into()),
     })
 }

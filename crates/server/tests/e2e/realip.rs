@@ -36,6 +36,7 @@ server {
     }
     location /custom { real_ip_header X-Client; }
     location /xff { real_ip_header X-Forwarded-For; }
+    location /lower { real_ip_header x-forwarded-for; }
     location /recursive {
         real_ip_header X-Forwarded-For;
         real_ip_recursive on;
@@ -47,6 +48,7 @@ fn addresses() -> Instance {
         .file("html/custom", "")
         .file("html/xff", "")
         .file("html/recursive", "")
+        .file("html/lower", "")
         .start()
 }
 
@@ -115,6 +117,8 @@ fn recursion_walks_the_chain_past_trusted_proxies() {
                  X-Forwarded-For: 10.0.1.7";
     assert_eq!(address(&server, "/recursive", lines), "192.0.2.1|");
     assert_eq!(address(&server, "/xff", lines), "10.0.1.7|");
+    // Spelt otherwise, it is an ordinary header, of which nginx reads the first line.
+    assert_eq!(address(&server, "/lower", lines), "10.0.1.1|");
     // Every address trusted: the leftmost.
     let trusted = "X-Forwarded-For: 10.0.1.3, 10.0.1.2";
     assert_eq!(address(&server, "/recursive", trusted), "10.0.1.3|");
