@@ -145,3 +145,73 @@ fn tlv_names() {
     TlvName::Top(0x05).find(&tlvs, &mut out);
     assert!(out.is_empty());
 }
+
+/// The fuzz target's properties (`fuzz/fuzz_targets/http_proxy_protocol.rs`) over seeded
+/// mutations of valid headers: a failure prints its seed and case.
+#[test]
+fn mutated_headers_keep_the_parser_properties() {
+    let seeds: Vec<Vec<u8>> = vec![
+        b"PROXY TCP4 192.0.2.1 192.0.2.2 123 5678\r\nGET /".to_vec(),
+        b"PROXY UNKNOWN\r\n".to_vec(),
+        v2(
+            0x11,
+            &[
+                192, 0, 2, 1, 192, 0, 2, 2, 0, 123, 0x16, 0x2e, 0x01, 0, 2, b'h', b'2',
+            ],
+        ),
+        v2(0x21, &[0; 36]),
+    ];
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    for case in 0..4000 {
+        let mut data = seeds[case % seeds.len()].clone();
+        for _ in 0..(next() % 3) {
+            let at = (next() as usize) % data.len();
+            data[at] = next() as u8;
+        }
+        data.truncate(data.len() - (next() as usize % 4).min(data.len()));
+        let Parsed::Done { len, header } = parse(&data, false) else {
+            assert!(
+                !matches!(parse(&data, true), Parsed::Incomplete),
+                "case {case}"
+            );
+            continue;
+        };
+        assert!(len <= data.len() && len <= MAX_HEADER, "case {case}");
+        assert_eq!(
+            parse(&data, true),
+            Parsed::Done {
+                len,
+                header: header.clone()
+            },
+            "case {case}"
+        );
+        for end in 0..len {
+            assert_eq!(
+                parse(&data[..end], false),
+                Parsed::Incomplete,
+                "case {case}, {end}"
+            );
+        }
+        if let Some(header) = header {
+            for name in [
+                "alpn",
+                "ssl",
+                "ssl_verify",
+                "ssl_cn",
+                "0x0",
+                "0xff",
+                "ssl_0x22",
+            ] {
+                let mut out = Vec::new();
+                TlvName::parse(name).unwrap().find(&header.tlvs, &mut out);
+                assert!(out.len() <= header.tlvs.len().max(10), "case {case}");
+            }
+        }
+    }
+}
