@@ -98,12 +98,17 @@ pub async fn serve(
     let _ = stream.set_nodelay(server_settings.tcp_nodelay);
     let mut info = ConnectionInfo {
         id: worker.next_connection_id(),
-        peer,
+        peer: std::cell::Cell::new(peer),
+        socket_peer: peer,
+        proxy_protocol: None,
         local,
         accepted: Instant::now(),
         requests: 0,
         tls: None,
     };
+    if !crate::proxy_protocol::start(&worker, address, &stream, &mut info).await {
+        return;
+    }
     let mut plain_on_tls_port = false;
     let stream = if address.ssl {
         match crate::ssl::handshake::start(&worker, address, stream, &info).await {
@@ -191,8 +196,9 @@ pub async fn serve(
             return;
         }
         let after = handle_request(&worker, &mut connection, address, &mut request).await;
-        // What the request held (a `limit_conn` count) is not held while idle.
+        // What the request held (a `limit_conn` count, realip's address) is not held while idle.
         request.cleanups.0.clear();
+        connection.info.peer.set(connection.info.socket_peer);
         // What a TLS session still holds of the response goes out before the next wait.
         let send_timeout = request.location.map_or(Duration::from_secs(60), |id| {
             worker.conf().location(id).settings.core.send_timeout
@@ -320,7 +326,7 @@ fn log_idle_end(worker: &HttpWorker, connection: &Connection, server: ServerId, 
         return;
     }
     let mut peer = Vec::new();
-    crate::request::write_peer(&mut peer, &connection.info.peer);
+    crate::request::write_peer(&mut peer, &connection.info.peer.get());
     let peer = String::from_utf8_lossy(&peer);
     error_log.write(
         Level::Info,
@@ -529,6 +535,8 @@ async fn handle_request<'a>(
         return After::Close;
     }
     log_ignored_headers(worker, connection, request, server);
+    // nginx's post-read phase: realip with the server's settings.
+    crate::realip::post_read(worker, server, &connection.info, request);
     request.uri.extend_from_slice(&request.head.uri);
     if let Some(args) = request.info.target.args.clone() {
         request.args.extend_from_slice(&request.head_bytes[args]);

@@ -33,6 +33,8 @@ pub mod observe;
 pub mod phases;
 pub mod pool_fs;
 pub mod proxy;
+pub mod proxy_protocol;
+pub mod realip;
 pub mod request;
 pub mod response;
 pub mod rewrite;

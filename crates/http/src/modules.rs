@@ -7,6 +7,7 @@ use crate::conf::HttpDirective;
 pub const TABLES: &[&[HttpDirective]] = &[
     crate::core::directives::DIRECTIVES,
     crate::log::directives::DIRECTIVES,
+    crate::realip::directives::DIRECTIVES,
     crate::access::directives::DIRECTIVES,
     crate::auth_basic::directives::DIRECTIVES,
     crate::headers::directives::DIRECTIVES,
@@ -36,6 +37,7 @@ pub fn directives() -> impl Iterator<Item = &'static HttpDirective> {
 pub const FAMILIES: &[&str] = &[
     "http_core",
     "http_log",
+    "http_realip",
     "http_access",
     "http_auth_basic",
     "http_headers",

@@ -5,7 +5,7 @@
 //!    `client_max_body_size` are checked here;
 //! 3. rewrite: the location's script; a URI it changed is searched for again (2), at most
 //!    ten times in all;
-//! 4. preaccess: `limit_req` (a delay, or 503 past the burst) and `limit_conn`;
+//! 4. preaccess: realip with the location's settings, `limit_req` (a delay, or 503 past the burst) and `limit_conn`;
 //! 5. access: `allow` and `deny` (403 when a rule denies the client);
 //! 6. precontent: `try_files`;
 //! 7. content: the location's content handler, which its directives chose at load (the
@@ -30,6 +30,7 @@ use crate::file::resolve_realpath_root;
 use crate::limit;
 use crate::observe::{self, Endpoint};
 use crate::proxy::handler::{self as proxy_handler, ProxyOutcome};
+use crate::realip;
 use crate::request::{ConnectionInfo, Request};
 use crate::request::{current_location, log};
 use crate::response::{Body, Bytes, Location};
@@ -260,6 +261,9 @@ async fn preaccess<'a>(
     client: &Client<'_>,
     request: &mut Request<'a>,
 ) -> Step<'a> {
+    // realip first, as nginx runs its preaccess handler before the limits'.
+    let location = current_location(worker, request);
+    realip::apply(&location.settings.realip, client.info, request);
     match limit::preaccess(worker, client.info, client.source.socket(), request).await {
         None => Step::Access,
         Some(status) => Step::Finalize(status),
@@ -273,7 +277,7 @@ async fn check_access<'a>(
     request: &mut Request<'a>,
 ) -> Step<'a> {
     let location = current_location(worker, request);
-    let rule = access::check(&location.settings.access, &connection.peer);
+    let rule = access::check(&location.settings.access, &connection.peer.get());
     let any = location.settings.core.satisfy == crate::core::settings::Satisfy::Any;
     // `satisfy any`: an address `allow` names is enough, the password is not asked.
     if any && rule == Some(Action::Allow) {

@@ -18,7 +18,15 @@ use crate::worker::HttpWorker;
 pub struct ConnectionInfo {
     /// nginx's connection serial number (`$connection`, `*N` in the error log).
     pub id: u64,
-    pub peer: PeerAddress,
+    /// The client's address as everything after the head sees it (`$remote_addr`,
+    /// `allow`/`deny`, limits keyed by address, `ip_hash`, `X-Forwarded-For`, both logs):
+    /// the socket's peer, or for the rest of one request the address realip found there.
+    pub peer: std::cell::Cell<PeerAddress>,
+    /// The socket's peer, which realip does not change (`$realip_remote_addr`).
+    pub socket_peer: PeerAddress,
+    /// What the PROXY protocol header said, on a `proxy_protocol` address
+    /// (`$proxy_protocol_addr`); `None` for `UNKNOWN`, `LOCAL` or no header.
+    pub proxy_protocol: Option<Box<crate::proxy_protocol::ProxyHeader>>,
     /// The address the client connected to, when known (`$server_addr`).
     pub local: Option<SocketAddr>,
     pub accepted: Instant,
@@ -113,6 +121,8 @@ pub struct Request<'a> {
     pub limit_req_status: Option<&'static str>,
     /// `$limit_conn_status`, likewise.
     pub limit_conn_status: Option<&'static str>,
+    /// realip changed the client's address: it does not look again in this request.
+    pub realip: bool,
     pub cleanups: Cleanups,
 }
 
@@ -163,6 +173,7 @@ impl<'a> Request<'a> {
         self.args_changed = false;
         self.location_uri_changed = false;
         self.proxy_handler_orphaned = false;
+        self.realip = false;
         self.body = None;
         self.body_file = None;
         self.upstream.clear();
@@ -294,7 +305,7 @@ impl LogContext for RequestLogContext<'_> {
             out.extend_from_slice(action.as_bytes());
         }
         out.extend_from_slice(b", client: ");
-        write_peer(out, &self.connection.peer);
+        write_peer(out, &self.connection.peer.get());
         out.extend_from_slice(b", server: ");
         match self.request.and_then(|request| request.server) {
             Some(server) => out.extend_from_slice(&self.conf.server(server).name),

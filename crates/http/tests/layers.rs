@@ -37,6 +37,7 @@ const FEATURES: &[(&str, &str)] = &[
     ("not_modified.rs", "not_modified"),
     ("observe/", "observe"),
     ("proxy/", "proxy"),
+    ("realip/", "realip"),
     ("rewrite/", "rewrite"),
     ("send/ranges.rs", "range"),
     ("send/upstream.rs", "proxy"),

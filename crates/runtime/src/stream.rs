@@ -127,6 +127,43 @@ impl Stream {
         }
     }
 
+    /// Copies what the socket has received into `buf` without consuming it (`MSG_PEEK`):
+    /// a PROXY protocol header is looked at before it is known how long it is, so that
+    /// exactly its bytes can then be read and nothing of the TLS handshake or the request
+    /// behind it. `WouldBlock` (readiness cleared) when nothing has arrived; a TLS stream
+    /// has no raw bytes to show and answers `Unsupported`.
+    pub fn try_peek(&self, buf: &mut [u8]) -> io::Result<usize> {
+        let fd = self.as_fd();
+        let peek = || {
+            rustix::net::recv(fd, &mut *buf, rustix::net::RecvFlags::PEEK)
+                .map(|(received, _)| received)
+                .map_err(io::Error::from)
+        };
+        match self {
+            Stream::Tcp(stream) => stream.try_io(Interest::READABLE, peek),
+            Stream::Unix(stream) => stream.try_io(Interest::READABLE, peek),
+            Stream::Tls(_) => Err(io::ErrorKind::Unsupported.into()),
+        }
+    }
+
+    /// Waits until the socket is readable and says whether the peer has also closed its
+    /// side (`EPOLLRDHUP`): a peek shows the bytes queued before the end of the stream but
+    /// never the end itself. For the rare waits that need it; `readable` is cheaper.
+    pub async fn readable_or_closed(&self) -> io::Result<bool> {
+        let ready = match self {
+            Stream::Tcp(stream) => stream.ready(Interest::READABLE).await?,
+            Stream::Unix(stream) => stream.ready(Interest::READABLE).await?,
+            Stream::Tls(stream) => stream.tcp.ready(Interest::READABLE).await?,
+        };
+        Ok(ready.is_read_closed())
+    }
+
+    /// Marks the socket not readable, as a read that found nothing more would: after a
+    /// peek that showed only part of what is awaited, the next wait goes to the poller.
+    pub fn clear_readable(&self) {
+        self.clear_read_readiness();
+    }
+
     /// Marks the socket not readable without a system call: tokio clears readiness when
     /// an I/O closure reports `WouldBlock`.
     fn clear_read_readiness(&self) {

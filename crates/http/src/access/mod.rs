@@ -13,7 +13,7 @@
 pub mod directives;
 pub mod settings;
 
-pub use settings::{Access, AccessConf, Action, ParsedTarget, Rules, Target};
+pub use settings::{Access, AccessConf, Action, ParsedTarget, Rules, Target, parse_target};
 
 use runtime::PeerAddress;
 
@@ -21,161 +21,6 @@ use runtime::PeerAddress;
 /// if any. Only [`Action::Deny`] stops the request (with 403).
 pub fn check(access: &Access, peer: &PeerAddress) -> Option<Action> {
     access.rules.check(peer)
-}
-
-/// Parses the argument of `allow`/`deny`: `all`, `unix:`, an address or `address/bits`.
-/// Addresses are read as nginx reads them, quirks included (see `parse_inet`).
-pub(crate) fn parse_target(text: &str) -> Option<ParsedTarget> {
-    let exact = |target| ParsedTarget {
-        target,
-        host_bits_cleared: false,
-    };
-    match text {
-        "all" => return Some(exact(Target::All)),
-        "unix:" => return Some(exact(Target::Unix)),
-        _ => {}
-    }
-    let (address, bits) = match text.split_once('/') {
-        Some((address, bits)) => (address, Some(parse_prefix_length(bits)?)),
-        None => (text, None),
-    };
-    if let Some(address) = parse_inet(address.as_bytes()) {
-        let mask = match bits {
-            None => u32::MAX,
-            Some(bits @ 0..=32) => u32::MAX.checked_shl(32 - bits).unwrap_or(0),
-            Some(_) => return None,
-        };
-        return Some(ParsedTarget {
-            target: Target::Inet {
-                address: address & mask,
-                mask,
-            },
-            host_bits_cleared: address & !mask != 0,
-        });
-    }
-    let address = parse_inet6(address.as_bytes())?;
-    let mask = match bits {
-        None => u128::MAX,
-        Some(bits @ 0..=128) => u128::MAX.checked_shl(128 - bits).unwrap_or(0),
-        Some(_) => return None,
-    };
-    Some(ParsedTarget {
-        target: Target::Inet6 {
-            address: address & mask,
-            mask,
-        },
-        host_bits_cleared: address & !mask != 0,
-    })
-}
-
-/// The prefix length after `/`: decimal digits only, at least one.
-fn parse_prefix_length(text: &str) -> Option<u32> {
-    if text.is_empty() || !text.bytes().all(|byte| byte.is_ascii_digit()) {
-        return None;
-    }
-    text.parse::<u32>().ok()
-}
-
-/// A dotted-quad IPv4 address as nginx reads one: exactly four decimal parts separated by
-/// dots, each at most 255. Leading zeros are decimal (`010` is 10) and an empty part
-/// counts as 0 (`10..1.2` is 10.0.1.2). `255.255.255.255` is rejected, because nginx uses
-/// that value to mean "not an address".
-fn parse_inet(text: &[u8]) -> Option<u32> {
-    let mut address = 0u32;
-    let mut part = 0u32;
-    let mut dots = 0;
-    for &byte in text {
-        match byte {
-            b'0'..=b'9' => {
-                part = part * 10 + u32::from(byte - b'0');
-                if part > 255 {
-                    return None;
-                }
-            }
-            b'.' if dots < 3 => {
-                dots += 1;
-                address = address << 8 | part;
-                part = 0;
-            }
-            _ => return None,
-        }
-    }
-    let address = address << 8 | part;
-    (dots == 3 && address != u32::MAX).then_some(address)
-}
-
-/// An IPv6 address as nginx reads one: up to eight groups of one to four hex digits, one
-/// `::` standing for one or more zero groups, and an optional dotted quad as the last two
-/// groups. As in nginx, one leading `:` is skipped (`:1::` is read as `1::`), a trailing
-/// `:` after `::` adds a zero group (`1::2:` is `1::2:0`), and a `::` at the very end
-/// counts as a group of its own, so `1:2:3:4:5:6:7::` is rejected.
-fn parse_inet6(text: &[u8]) -> Option<u128> {
-    const GROUPS: usize = 8;
-    let text = text.strip_prefix(b":").unwrap_or(text);
-    if text.is_empty() {
-        return None;
-    }
-    let mut groups: Vec<u16> = Vec::with_capacity(GROUPS);
-    // Where `::` stands, as an index into `groups`.
-    let mut gap: Option<usize> = None;
-    // Where the current group started, once a `:` was seen (a dotted quad starts there).
-    let mut group_start: Option<usize> = None;
-    let mut digits = 0;
-    let mut value: u16 = 0;
-    let mut index = 0;
-    while index < text.len() {
-        let byte = text[index];
-        index += 1;
-        if byte == b':' {
-            if digits > 0 {
-                groups.push(value);
-                if groups.len() == GROUPS {
-                    return None;
-                }
-                digits = 0;
-                value = 0;
-            } else if gap.is_none() {
-                gap = Some(groups.len());
-            } else {
-                return None;
-            }
-            group_start = Some(index);
-            continue;
-        }
-        if byte == b'.' && digits > 0 {
-            let start = group_start?;
-            if GROUPS - groups.len() < 2 {
-                return None;
-            }
-            let quad = parse_inet(&text[start..])?;
-            groups.push((quad >> 16) as u16);
-            value = quad as u16;
-            break;
-        }
-        digits += 1;
-        if digits > 4 {
-            return None;
-        }
-        let nibble = char::from(byte).to_digit(16)?;
-        value = value << 4 | nibble as u16;
-    }
-    if digits == 0 && gap.is_none() {
-        return None;
-    }
-    groups.push(value);
-    match gap {
-        None if groups.len() == GROUPS => {}
-        Some(at) if groups.len() < GROUPS => {
-            let zeros = GROUPS - groups.len();
-            groups.splice(at..at, std::iter::repeat_n(0, zeros));
-        }
-        _ => return None,
-    }
-    Some(
-        groups
-            .iter()
-            .fold(0u128, |address, &group| address << 16 | u128::from(group)),
-    )
 }
 
 #[cfg(test)]
@@ -342,7 +187,7 @@ mod tests {
                     continue;
                 }
                 assert_eq!(
-                    parse_inet6(text.as_bytes()),
+                    settings::parse_inet6(text.as_bytes()),
                     Some(u128::from(address)),
                     "{text}"
                 );

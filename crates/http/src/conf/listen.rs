@@ -17,6 +17,8 @@ pub struct ListenSpec {
     pub bind: bool,
     /// `ssl`: the address speaks TLS.
     pub ssl: bool,
+    /// `proxy_protocol`: every connection starts with a PROXY protocol header.
+    pub proxy_protocol: bool,
     pub options: ListenOptions,
     /// Whether any socket option was given (nginx allows them once per address).
     pub has_socket_options: bool,
@@ -35,6 +37,7 @@ pub(crate) fn default_listen(span: &Span) -> ListenSpec {
         default_server: false,
         bind: false,
         ssl: false,
+        proxy_protocol: false,
         options: ListenOptions::default(),
         has_socket_options: false,
         span: span.clone(),
@@ -100,6 +103,7 @@ fn parse_one(directive: &Directive, address: ListenAddress) -> Result<ListenSpec
         default_server: false,
         bind: false,
         ssl: false,
+        proxy_protocol: false,
         options: ListenOptions::default(),
         has_socket_options: false,
         span: span.clone(),
@@ -126,6 +130,7 @@ fn parse_parameter(spec: &mut ListenSpec, parameter: &str, span: &Span) -> Resul
         ("default_server" | "default", None) => spec.default_server = true,
         ("bind", None) => spec.bind = true,
         ("ssl", None) => spec.ssl = true,
+        ("proxy_protocol", None) => spec.proxy_protocol = true,
         ("reuseport", None) => {
             spec.options.reuseport = true;
             spec.bind = true;

@@ -832,6 +832,7 @@ fn address_conf(
         ip: None,
         default_server,
         ssl: group.iter().any(|(spec, _)| spec.ssl),
+        proxy_protocol: group.iter().any(|(spec, _)| spec.proxy_protocol),
         names,
     }
 }

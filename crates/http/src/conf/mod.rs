@@ -158,6 +158,8 @@ pub struct AddressConf {
     pub default_server: ServerId,
     /// `listen ... ssl`: connections start with a TLS handshake.
     pub ssl: bool,
+    /// `listen ... proxy_protocol`: connections start with a PROXY protocol header.
+    pub proxy_protocol: bool,
     /// Regex names refer to [`HttpConf::server_regexes`] by index.
     pub names: server_names::ServerNames,
 }

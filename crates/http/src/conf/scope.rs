@@ -16,6 +16,7 @@ use crate::log::settings::{AccessLog, AccessLogConf};
 use crate::observe::settings::{StatusZone, StatusZoneConf};
 use crate::proxy::cache::settings::{CachePath, ProxyCache, ProxyCacheConf};
 use crate::proxy::settings::{Proxy, ProxyConf};
+use crate::realip::settings::{RealIp, RealIpConf};
 use crate::rewrite::settings::{RewriteConf, RewriteSettings, Script};
 use crate::static_files::settings::{Static, StaticConf, TryFilesSetting};
 
@@ -51,6 +52,7 @@ pub struct LocationScope {
     pub core: CoreLocationConf,
     pub access: AccessConf,
     pub auth_basic: AuthBasicConf,
+    pub realip: RealIpConf,
     pub headers: HeadersConf,
     pub access_log: AccessLogConf,
     pub static_files: StaticConf,
@@ -98,6 +100,7 @@ pub struct LocationSettings {
     pub core: CoreLocation,
     pub access: Access,
     pub auth_basic: AuthBasic,
+    pub realip: RealIp,
     pub headers: Headers,
     pub access_log: AccessLog,
     pub static_files: Static,
@@ -120,6 +123,7 @@ impl LocationScope {
         self.core.merge_from(&parent.core);
         self.access.merge_from(&parent.access);
         self.auth_basic.merge_from(&parent.auth_basic);
+        self.realip.merge_from(&parent.realip);
         self.headers.merge_from(&parent.headers);
         self.access_log.merge_from(&parent.access_log);
         self.static_files.merge_from(&parent.static_files);
@@ -143,6 +147,7 @@ impl LocationScope {
             core: self.core.clone(),
             access: self.access.clone(),
             auth_basic: self.auth_basic.clone(),
+            realip: self.realip.clone(),
             headers: self.headers.clone(),
             access_log: self.access_log.clone(),
             static_files: self.static_files.clone(),
@@ -165,6 +170,7 @@ impl LocationScope {
             core: self.core.resolve(env),
             access: self.access.resolve(env),
             auth_basic: self.auth_basic.resolve(env),
+            realip: self.realip.resolve(env),
             headers: self.headers.resolve(env),
             access_log: self.access_log.resolve(env),
             static_files: self.static_files.resolve(env),

@@ -795,7 +795,7 @@ fn balancer_hash(
 
 /// The client's address, for `ip_hash`.
 fn client_address(info: &ConnectionInfo) -> Option<std::net::IpAddr> {
-    match info.peer {
+    match info.peer.get() {
         PeerAddress::Inet(address) => Some(address.ip()),
         PeerAddress::Unix => None,
     }

@@ -100,18 +100,36 @@ impl RequestVariables<'_> {
                 );
             }
             Variable::RequestLength => push_number(out, request.length as i64, 1),
-            Variable::RemoteAddr => write_peer(out, &self.connection.peer),
-            Variable::BinaryRemoteAddr => match self.connection.peer {
+            Variable::RemoteAddr => write_peer(out, &self.connection.peer.get()),
+            Variable::BinaryRemoteAddr => match self.connection.peer.get() {
                 PeerAddress::Inet(address) => match address.ip() {
                     IpAddr::V4(ip) => out.extend_from_slice(&ip.octets()),
                     IpAddr::V6(ip) => out.extend_from_slice(&ip.octets()),
                 },
                 PeerAddress::Unix => {}
             },
-            Variable::RemotePort => match self.connection.peer {
-                PeerAddress::Inet(address) => push_number(out, address.port().into(), 1),
-                PeerAddress::Unix => {}
+            // An address realip took from a header without a port has none to show.
+            Variable::RemotePort => match self.connection.peer.get() {
+                PeerAddress::Inet(address) if address.port() != 0 => {
+                    push_number(out, address.port().into(), 1)
+                }
+                _ => {}
             },
+            Variable::RealipRemoteAddr => write_peer(out, &self.connection.socket_peer),
+            Variable::RealipRemotePort => {
+                if let PeerAddress::Inet(address) = self.connection.socket_peer {
+                    push_number(out, address.port().into(), 1);
+                }
+            }
+            Variable::ProxyProtocolAddr
+            | Variable::ProxyProtocolPort
+            | Variable::ProxyProtocolServerAddr
+            | Variable::ProxyProtocolServerPort
+            | Variable::ProxyProtocolTlv(_) => {
+                if let Some(header) = &self.connection.proxy_protocol {
+                    append_proxy_protocol(variable, header, out);
+                }
+            }
             Variable::ServerAddr => match self.connection.local {
                 Some(address) => {
                     use std::io::Write;
@@ -221,7 +239,7 @@ impl RequestVariables<'_> {
                 if !first {
                     out.extend_from_slice(b", ");
                 }
-                write_peer(out, &self.connection.peer);
+                write_peer(out, &self.connection.peer.get());
             }
             Variable::UpstreamAddr => {
                 return upstream_list(request, out, |attempt, out| {
@@ -759,6 +777,22 @@ fn append_cookie(request: &Request<'_>, name: &[u8], out: &mut Vec<u8>) -> bool 
 
 /// `1.234`: seconds with milliseconds, as `$request_time`.
 /// The connection counts of every worker, summed (`$connections_*`).
+/// `$proxy_protocol_*` from the connection's PROXY protocol header.
+fn append_proxy_protocol(
+    variable: &Variable,
+    header: &crate::proxy_protocol::ProxyHeader,
+    out: &mut Vec<u8>,
+) {
+    match variable {
+        Variable::ProxyProtocolAddr => out.extend_from_slice(&header.source_addr),
+        Variable::ProxyProtocolPort => push_number(out, header.source_port.into(), 1),
+        Variable::ProxyProtocolServerAddr => out.extend_from_slice(&header.destination_addr),
+        Variable::ProxyProtocolServerPort => push_number(out, header.destination_port.into(), 1),
+        Variable::ProxyProtocolTlv(Some(name)) => name.find(&header.tlvs, out),
+        _ => {}
+    }
+}
+
 fn connections() -> metrics::WorkerSnapshot {
     metrics::GLOBAL.totals()
 }

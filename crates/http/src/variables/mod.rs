@@ -42,6 +42,21 @@ pub enum Variable {
     /// `$binary_remote_addr`: 4 or 16 bytes.
     BinaryRemoteAddr,
     RemotePort,
+    /// `$realip_remote_addr`: the socket's peer, whatever realip found.
+    RealipRemoteAddr,
+    /// `$realip_remote_port`.
+    RealipRemotePort,
+    /// `$proxy_protocol_addr`: the source address of the PROXY protocol header.
+    ProxyProtocolAddr,
+    /// `$proxy_protocol_port`.
+    ProxyProtocolPort,
+    /// `$proxy_protocol_server_addr`: the destination address of the header.
+    ProxyProtocolServerAddr,
+    /// `$proxy_protocol_server_port`.
+    ProxyProtocolServerPort,
+    /// `$proxy_protocol_tlv_NAME`: a TLV of a version 2 header; `None` for a name nginx
+    /// does not know, which is always empty.
+    ProxyProtocolTlv(Option<crate::proxy_protocol::TlvName>),
     ServerAddr,
     ServerPort,
     /// `$connection`: the connection serial number.

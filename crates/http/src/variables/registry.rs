@@ -70,6 +70,12 @@ fn builtin(name: &str) -> Option<Variable> {
         "remote_addr" => Variable::RemoteAddr,
         "binary_remote_addr" => Variable::BinaryRemoteAddr,
         "remote_port" => Variable::RemotePort,
+        "realip_remote_addr" => Variable::RealipRemoteAddr,
+        "realip_remote_port" => Variable::RealipRemotePort,
+        "proxy_protocol_addr" => Variable::ProxyProtocolAddr,
+        "proxy_protocol_port" => Variable::ProxyProtocolPort,
+        "proxy_protocol_server_addr" => Variable::ProxyProtocolServerAddr,
+        "proxy_protocol_server_port" => Variable::ProxyProtocolServerPort,
         "server_addr" => Variable::ServerAddr,
         "server_port" => Variable::ServerPort,
         "connection" => Variable::Connection,
@@ -136,6 +142,9 @@ impl VariableRegistry {
         // configuration is read.
         if let Some(slot) = self.by_name.get(&lower) {
             return Variable::Named(*slot);
+        }
+        if let Some(tlv) = lower.strip_prefix("proxy_protocol_tlv_") {
+            return Variable::ProxyProtocolTlv(crate::proxy_protocol::TlvName::parse(tlv));
         }
         for (prefix, make) in PREFIXED {
             // A bare prefix (`$arg_`) is accepted too and names nothing, as in nginx.

@@ -45,7 +45,9 @@ fn pool() -> ThreadPool {
 fn connection(stream: UnixStream, buffer_size: usize) -> Connection {
     let info = ConnectionInfo {
         id: 1,
-        peer: PeerAddress::Unix,
+        peer: std::cell::Cell::new(PeerAddress::Unix),
+        socket_peer: PeerAddress::Unix,
+        proxy_protocol: None,
         local: None,
         accepted: Instant::now(),
         requests: 1,

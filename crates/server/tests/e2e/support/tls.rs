@@ -260,6 +260,8 @@ pub struct Options {
     /// session).
     pub sessions: Option<Sessions>,
     pub alpn: Vec<Vec<u8>>,
+    /// Bytes written before the handshake: a PROXY protocol header.
+    pub preamble: Vec<u8>,
 }
 
 impl Options {
@@ -378,8 +380,9 @@ pub fn connect(port: u16, options: &Options) -> std::io::Result<Client> {
         None => Arc::new(config(options)),
     };
     let connection = ClientConnection::new(config, server_name).map_err(std::io::Error::other)?;
-    let socket = TcpStream::connect(("127.0.0.1", port))?;
+    let mut socket = TcpStream::connect(("127.0.0.1", port))?;
     socket.set_read_timeout(Some(PATIENCE))?;
+    std::io::Write::write_all(&mut socket, &options.preamble)?;
     let mut stream = rustls::StreamOwned::new(connection, socket);
     while stream.conn.is_handshaking() {
         stream.conn.complete_io(&mut stream.sock)?;
