@@ -16,6 +16,7 @@ use logging::Level;
 use crate::conf::Location;
 use crate::request::{ConnectionInfo, Request};
 use crate::response::{Body, Bytes, ResponseHead};
+use crate::send::coding::Coding;
 use crate::send::pieces::Pieces;
 use crate::variables::{RequestVariables, Variable};
 use crate::worker::HttpWorker;
@@ -137,10 +138,11 @@ pub fn filter<'a>(
     request: &mut Request<'a>,
     location: &Location,
     body: Body<'a>,
+    coding: &mut Coding,
 ) -> Result<Body<'a>, VariableNotFound> {
     if let Some(target) = request.response.override_charset.take() {
         return Ok(override_filter(
-            worker, connection, request, location, body, &target,
+            worker, connection, request, location, body, &target, coding,
         ));
     }
     let settings = &location.settings.charset;
@@ -171,14 +173,11 @@ pub fn filter<'a>(
             name_charset(&mut request.response, &name);
             body
         }
-        // An encoded body (gzip) is not recoded, nor named as recoded; a streamed
-        // (proxied) body is not recoded by Portico.
-        Decision::Recode(..) if encoded(&request.response) || matches!(body, Body::Upstream(_)) => {
-            body
-        }
+        // An encoded body (gzip) is not recoded, nor named as recoded.
+        Decision::Recode(..) if encoded(&request.response) => body,
         Decision::Recode(name, table) => {
             name_charset(&mut request.response, &name);
-            recode_body(&mut request.response, body, table)
+            recode_body(&mut request.response, body, table, coding)
         }
         Decision::NoMap { from, to } => {
             log_no_map(worker, connection, request, location, &from, &to);
@@ -204,11 +203,8 @@ fn override_filter<'a>(
     location: &Location,
     body: Body<'a>,
     target: &[u8],
+    coding: &mut Coding,
 ) -> Body<'a> {
-    // A streamed (proxied) body is not recoded by Portico; a stored one is.
-    if matches!(body, Body::Upstream(_)) {
-        return body;
-    }
     let Some(content_type) = request.response.content_type.as_ref().map(Bytes::as_slice) else {
         return body;
     };
@@ -227,7 +223,7 @@ fn override_filter<'a>(
     };
     request.response.content_type = Some(Bytes::Owned(base));
     name_charset(&mut request.response, &to);
-    recode_body(&mut request.response, body, table)
+    recode_body(&mut request.response, body, table, coding)
 }
 
 /// `text/html; charset=B` as `text/html` and `B` (unquoted); `None` without a charset.
@@ -256,11 +252,21 @@ fn name_charset(response: &mut ResponseHead<'_>, name: &str) {
 
 /// The body through a recoder; a recoding that may change the length drops
 /// `Content-Length`, as nginx does (the response is then chunked or ends with the
-/// connection).
-fn recode_body<'a>(response: &mut ResponseHead<'a>, body: Body<'a>, table: Arc<Table>) -> Body<'a> {
+/// connection). A streamed body, or one a gunzip decodes first, is recoded among its
+/// codings as it goes out.
+fn recode_body<'a>(
+    response: &mut ResponseHead<'a>,
+    body: Body<'a>,
+    table: Arc<Table>,
+    coding: &mut Coding,
+) -> Body<'a> {
     let recoder = Recoder::new(table);
     if recoder.changes_length() {
         response.content_length = None;
+    }
+    if matches!(body, Body::Upstream(_)) || coding.gunzip.is_some() {
+        coding.recoder = Some(Box::new(recoder));
+        return body;
     }
     match body {
         Body::Empty => Body::Empty,

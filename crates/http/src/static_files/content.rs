@@ -368,10 +368,7 @@ async fn gzip_static<'a>(
         GzipStatic::On => {
             let ok = crate::gzip_ok::gzip_ok(request, location);
             if settings.vary {
-                request.response.headers.push((
-                    crate::response::Bytes::Borrowed(b"Vary"),
-                    crate::response::Bytes::Borrowed(b"Accept-Encoding"),
-                ));
+                request.response.add_vary_accept_encoding();
             }
             ok
         }
