@@ -149,7 +149,22 @@ pub fn filter<'a>(
     if settings.charset == CharsetName::Off {
         return Ok(body);
     }
+    // A proxied response's charset is the one its `Content-Type` names (nginx's upstream
+    // module sets it apart from the type).
+    let proxied = !request.upstream.attempts.is_empty() || request.upstream.cache_status.is_some();
+    let named = match (&request.response.charset, &request.response.content_type) {
+        (None, Some(content_type)) if proxied => split_charset(content_type.as_slice())
+            .map(|(base, charset)| (base.to_vec(), charset.to_vec())),
+        _ => None,
+    };
     let response = &request.response;
+    let (content_type, response_charset) = match &named {
+        Some((base, charset)) => (Some(base.as_slice()), Some(charset.as_slice())),
+        None => (
+            response.content_type.as_ref().map(Bytes::as_slice),
+            response.charset.as_ref().map(Bytes::as_slice),
+        ),
+    };
     let variables = RequestVariables::new(
         request,
         connection,
@@ -160,13 +175,20 @@ pub fn filter<'a>(
     let decision = decide(
         settings,
         &worker.conf().charset_maps,
-        response.content_type.as_ref().map(Bytes::as_slice),
-        response.charset.as_ref().map(Bytes::as_slice),
+        content_type,
+        response_charset,
         |variable| {
             let mut value = Vec::new();
             variables.append(variable, &mut value).then_some(value)
         },
     )?;
+    // A charset named anew replaces the one the proxied type named.
+    if let Some((base, _)) = named
+        && matches!(decision, Decision::Name(_) | Decision::Recode(..))
+        && !(matches!(decision, Decision::Recode(..)) && encoded(&request.response))
+    {
+        request.response.content_type = Some(Bytes::Owned(base));
+    }
     Ok(match decision {
         Decision::Unchanged => body,
         Decision::Name(name) => {
