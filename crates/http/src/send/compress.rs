@@ -17,6 +17,7 @@ use crate::request::Request;
 use crate::send::body::{BodyContext, Output, StreamedBody, finish};
 use crate::send::coding::{Coding, CodingError};
 use crate::send::framing::{CHUNK_END, Framing};
+use crate::send::turn::Turn;
 
 /// Bytes of a file read and compressed at once.
 const PIECE_BYTES: usize = 64 * 1024;
@@ -171,6 +172,8 @@ pub struct Coder {
     gathered: Vec<u8>,
     /// Framed bytes not yet written (the head first).
     pending: Vec<u8>,
+    /// Steps of an inflating body let the worker's other connections run.
+    turn: Turn,
 }
 
 impl Coder {
@@ -180,6 +183,7 @@ impl Coder {
             chunked: context.framing == Framing::Chunked,
             gathered: Vec::new(),
             pending: head,
+            turn: Turn::new(),
         }
     }
 
@@ -195,7 +199,11 @@ impl Coder {
         loop {
             let step = match self.coding.step(data, &mut self.gathered) {
                 Ok(step) => step,
-                Err(error) => return Err(coding_failed(context, request, &error)),
+                Err(error) => {
+                    framed(&self.gathered, self.chunked, &mut self.pending);
+                    let _ = output.write(&self.pending).await;
+                    return Err(coding_failed(context, request, &error));
+                }
             };
             data = &data[step.consumed..];
             if self.gathered.len() >= GATHER_BYTES {
@@ -207,6 +215,7 @@ impl Coder {
             if !step.more {
                 return Ok(());
             }
+            self.turn.after_piece().await;
         }
     }
 

@@ -14,6 +14,7 @@ use crate::send::body::{BodyContext, Output, StreamedBody, finish};
 use crate::send::coding::Coding;
 use crate::send::compress::{coding_failed, framed, framed as framed_into};
 use crate::send::framing::Framing;
+use crate::send::turn::Turn;
 
 /// Writes are gathered up to this size while the upstream's bytes keep coming without a
 /// wait.
@@ -645,10 +646,16 @@ async fn code_into(
         return Ok(());
     }
     let mut coded = Vec::new();
+    let mut turn = Turn::new();
     loop {
-        let step = coding
-            .step(data, &mut coded)
-            .map_err(|error| coding_failed(context, request, &error))?;
+        let step = match coding.step(data, &mut coded) {
+            Ok(step) => step,
+            Err(error) => {
+                // What was decoded goes out; the client sees the body cut short.
+                let _ = output.write(pending).await;
+                return Err(coding_failed(context, request, &error));
+            }
+        };
         data = &data[step.consumed..];
         framed(&coded, chunked, pending);
         coded.clear();
@@ -657,6 +664,7 @@ async fn code_into(
         }
         output.write(pending).await?;
         pending.clear();
+        turn.after_piece().await;
     }
 }
 
@@ -679,10 +687,15 @@ async fn store_coded(
         return spool.store(context, request, framed).await;
     }
     let mut coded = Vec::new();
+    let mut turn = Turn::new();
     loop {
-        let step = coding
-            .step(data, &mut coded)
-            .map_err(|error| coding_failed(context, request, &error))?;
+        let step = match coding.step(data, &mut coded) {
+            Ok(step) => step,
+            Err(error) => {
+                let _ = output.write(&spool.memory[spool.sent..]).await;
+                return Err(coding_failed(context, request, &error));
+            }
+        };
         data = &data[step.consumed..];
         framed.clear();
         framed_into(&coded, chunked, framed);
@@ -696,6 +709,7 @@ async fn store_coded(
             spool.memory.clear();
             spool.sent = 0;
         }
+        turn.after_piece().await;
     }
 }
 

@@ -20,6 +20,7 @@ mod error_log;
 mod error_page;
 mod events;
 mod expires;
+mod gunzip;
 mod gzip;
 mod http_absolute_redirect;
 mod http_body;
