@@ -109,6 +109,8 @@ pub struct Request<'a> {
     pub limit_req_status: Option<&'static str>,
     /// `$limit_conn_status`, likewise.
     pub limit_conn_status: Option<&'static str>,
+    /// `$gzip_ratio`: the bytes gzip took and gave, once a compressed body has ended.
+    pub gzip_ratio: Option<(u64, u64)>,
     pub cleanups: Cleanups,
 }
 
@@ -163,6 +165,7 @@ impl<'a> Request<'a> {
         self.upstream.clear();
         self.limit_req_status = None;
         self.limit_conn_status = None;
+        self.gzip_ratio = None;
         self.cleanups.0.clear();
     }
 

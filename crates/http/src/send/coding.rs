@@ -21,6 +21,8 @@ pub struct Coding {
     pub gunzip: Option<Inflater>,
     pub recoder: Option<Box<dyn Recode>>,
     pub gzip: Option<Compressor>,
+    /// The bytes gzip took and gave, once its stream has ended (`$gzip_ratio`).
+    pub gzip_ratio: Option<(u64, u64)>,
 }
 
 impl std::fmt::Debug for Coding {
@@ -103,7 +105,10 @@ impl Coding {
             ));
         }
         if let Some(gzip) = self.gzip.take() {
-            out.extend_from_slice(&gzip.finish());
+            let (taken, given) = (gzip.taken, gzip.given);
+            let rest = gzip.finish();
+            self.gzip_ratio = Some((taken, given + rest.len() as u64));
+            out.extend_from_slice(&rest);
         }
         Ok(())
     }

@@ -237,7 +237,9 @@ impl Coder {
         output: &mut Output<'_>,
         request: &mut Request<'_>,
     ) -> io::Result<()> {
-        if let Err(error) = self.coding.finish(&mut self.gathered) {
+        let ended = self.coding.finish(&mut self.gathered);
+        request.gzip_ratio = self.coding.gzip_ratio;
+        if let Err(error) = ended {
             // What was decoded goes out; the client sees the body cut short.
             framed(&self.gathered, self.chunked, &mut self.pending);
             let _ = output.write(&self.pending).await;

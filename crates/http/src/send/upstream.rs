@@ -248,6 +248,7 @@ async fn send_streamed(
     }
     let mut rest = Vec::new();
     let ended = coding.finish(&mut rest);
+    request.gzip_ratio = coding.gzip_ratio;
     framed(&rest, chunked, pending);
     if let Err(error) = ended {
         let _ = output.write(pending).await;
@@ -724,6 +725,7 @@ async fn end_coded(
     let chunked = context.framing == Framing::Chunked;
     let mut rest = Vec::new();
     let ended = coding.finish(&mut rest);
+    request.gzip_ratio = coding.gzip_ratio;
     let mut framed = Vec::new();
     framed_into(&rest, chunked, &mut framed);
     if let Err(error) = ended {
