@@ -71,3 +71,16 @@ mod tests {
         );
     }
 }
+
+/// Appends one access-log line to `path` (created with mode 0644 if missing), for a log
+/// whose path has variables. Runs on a pool.
+pub(crate) fn append_line(path: &std::path::Path, line: &[u8]) -> io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o644)
+        .open(path)?;
+    file.write_all(line)
+}

@@ -288,10 +288,57 @@ pub(crate) fn log_request(worker: &HttpWorker, connection: &Connection, request:
         now,
         &worker.generation.hostname,
     );
-    crate::log::access::log(
+    let deferred = crate::log::access::log(
         &mut worker.log_buffers.borrow_mut(),
         targets,
         &variables,
         Instant::now(),
     );
+    for line in deferred {
+        write_path_line(worker, connection, location, line);
+    }
+}
+
+/// A line for a log whose path has variables: appended on the `default` pool (the file
+/// opened, written and closed there, never on the loop). A failure is logged at `crit` as
+/// nginx logs it, and the line is lost, as in nginx.
+fn write_path_line(
+    worker: &HttpWorker,
+    connection: &Connection,
+    location: &Location,
+    line: crate::log::access::PathLine,
+) {
+    let pool = worker.pools.default_pool().clone();
+    let error_log = std::sync::Arc::clone(&location.settings.core.error_log);
+    let clock = worker.clock.clone();
+    let id = connection.info.id;
+    let order = std::rc::Rc::clone(&worker.log_buffers.borrow().path_lines);
+    tokio::task::spawn_local(async move {
+        // Local tasks start in the order they were spawned and the lock is fair, so lines
+        // keep the order in which the worker logged them.
+        let _turn = order.lock().await;
+        let path = line.path.clone();
+        let result = crate::worker::offload_to(&pool, move || {
+            crate::pool_fs::append_line(&line.path, &line.line)
+        })
+        .await;
+        let message = match result {
+            Ok(Ok(())) => return,
+            Ok(Err(error)) => format!(
+                "open() \"{}\" failed ({})",
+                path.display(),
+                crate::proxy::failure::errno_text(&error)
+            ),
+            Err(error) => error.message,
+        };
+        if error_log.enabled(logging::Level::Crit) {
+            error_log.write(
+                logging::Level::Crit,
+                &clock.wall(),
+                Some(id),
+                format_args!("{message}"),
+                None,
+            );
+        }
+    });
 }
