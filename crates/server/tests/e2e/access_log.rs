@@ -217,8 +217,11 @@ fn variables_in_the_path_pick_the_file_per_request() {
     .start();
     // The files are opened by the workers' user, as nginx's workers open them.
     let directory = server.prefix().join("varlogs");
-    std::fs::set_permissions(&directory, std::os::unix::fs::PermissionsExt::from_mode(0o777))
-        .expect("make varlogs writable");
+    std::fs::set_permissions(
+        &directory,
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .expect("make varlogs writable");
     for query in ["name=a&n=1", "name=b&n=1", "name=a&n=2", "n=3"] {
         assert_eq!(server.get(&format!("/x?{query}")).status, 200);
     }
@@ -228,7 +231,9 @@ fn variables_in_the_path_pick_the_file_per_request() {
     wait_until("the line of b", PATIENCE, || {
         server.read("varlogs/by_b.log") == "/x?name=b&n=1\n"
     });
-    wait_until("an empty name", PATIENCE, || server.read("varlogs/by_.log") == "/x?n=3\n");
+    wait_until("an empty name", PATIENCE, || {
+        server.read("varlogs/by_.log") == "/x?n=3\n"
+    });
     assert_eq!(server.get("/missing/?name=c").status, 204);
     let line = server.wait_for_error_log("[crit]");
     assert!(

@@ -6,12 +6,24 @@ use crate::support::cli::{assert_fails, assert_http_body_fails, test_config};
 
 #[test]
 fn load_module_accepts_built_in_modules_only() {
-    let (_, output) = test_config(concat!(
+    let (conf, output) = test_config(concat!(
         "load_module modules/ngx_http_map_module.so;\n",
         "load_module /usr/lib/nginx/modules/ngx_http_proxy_module.so;\n",
         "events {}\nhttp {}\n",
     ));
     output.assert_code(0);
+    assert!(
+        crate::support::cli::reported(
+            &output.stderr,
+            "notice",
+            "load_module \"modules/ngx_http_map_module.so\": the \"http_map\" module is built \
+             into Portico in {conf}:1"
+                .replace("{conf}", &conf)
+                .as_str(),
+        ),
+        "{}",
+        output.stderr
+    );
     assert_fails(
         "load_module modules/ngx_http_geoip_module.so;\nevents {}\nhttp {}\n",
         "load_module \"modules/ngx_http_geoip_module.so\": Portico has no \"http_geoip\" module in {conf}:1",
