@@ -220,6 +220,13 @@ pub trait StreamedBody<'a>: std::fmt::Debug {
     where
         'a: 's,
         'o: 's;
+
+    /// Whether the body goes through the codings the filters choose (gunzip, recoding,
+    /// gzip) from [`BodyContext::coding`]; a body that cannot is left uncoded and the
+    /// filters leave its head alone.
+    fn takes_codings(&self) -> bool {
+        true
+    }
 }
 
 /// Writes `head` (the response head, possibly empty for HTTP/0.9) and the body.

@@ -111,12 +111,16 @@ pub(crate) async fn send_response<'a>(
     // proxied body is cut out as it passes when the proxy allows ranges (a stored or
     // `proxy_force_ranges` one).
     let mut coding = coding::Coding::default();
-    if crate::gunzip::filter(request, location) {
+    let codable = match &body {
+        Body::Upstream(streamed) => streamed.takes_codings(),
+        _ => true,
+    };
+    if codable && crate::gunzip::filter(request, location) {
         coding.gunzip = Some(coding::Inflater::default());
     }
     if matches!(body, Body::Upstream(_)) {
         body = charset_filter(worker, connection, request, location, body, &mut coding)?;
-        if let Some(level) = crate::gzip::filter(request, location, None).level {
+        if codable && let Some(level) = crate::gzip::filter(request, location, None).level {
             coding.gzip = Some(compress::Compressor::new(level));
         }
         if request.response.accept_ranges {
