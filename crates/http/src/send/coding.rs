@@ -70,6 +70,10 @@ impl Coding {
                 more: false,
             });
         };
+        if self.recoder.is_none() && self.gzip.is_none() {
+            // Nothing after gunzip: inflate straight into the output.
+            return inflater.inflate(input, out);
+        }
         let mut decoded = std::mem::take(&mut inflater.decoded);
         decoded.clear();
         let result = inflater.inflate(input, &mut decoded);
@@ -149,9 +153,11 @@ impl Default for Inflater {
 }
 
 impl Inflater {
-    /// Inflates from `input` into `out` until `out` holds [`STEP_BYTES`] or the input is
-    /// used up.
+    /// Inflates from `input`, appending to `out` until about [`STEP_BYTES`] more bytes are
+    /// there (the room `out` has once it holds that many more; nothing is zeroed first) or
+    /// the input is used up.
     fn inflate(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<Step, CodingError> {
+        out.reserve(STEP_BYTES);
         let mut consumed = 0;
         loop {
             let rest = &input[consumed..];
@@ -168,22 +174,17 @@ impl Inflater {
             }
             let before_in = self.decoder.total_in();
             let before_out = out.len();
-            let before_total = self.decoder.total_out();
-            out.resize(STEP_BYTES, 0);
             let status = self
                 .decoder
-                .decompress(rest, &mut out[before_out..], FlushDecompress::None)
-                .map_err(|error| CodingError(format!("inflate() failed: {error}")));
-            let produced = (self.decoder.total_out() - before_total) as usize;
-            out.truncate(before_out + produced);
-            let status = status?;
+                .decompress_vec(rest, out, FlushDecompress::None)
+                .map_err(|error| CodingError(format!("inflate() failed: {error}")))?;
             let taken = (self.decoder.total_in() - before_in) as usize;
             consumed += taken;
             if status == Status::StreamEnd {
                 self.member_ended = true;
                 continue;
             }
-            let full = out.len() >= STEP_BYTES;
+            let full = out.len() == out.capacity();
             if full || consumed == input.len() || (taken == 0 && out.len() == before_out) {
                 return Ok(Step {
                     consumed,
