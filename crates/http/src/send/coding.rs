@@ -9,8 +9,10 @@ use flate2::{Decompress, FlushDecompress, Status};
 use crate::send::compress::Compressor;
 use crate::send::pieces::Recode;
 
-/// Most decoded bytes one step produces (nginx's default `gunzip_buffers 32 4k`).
-pub const STEP_BYTES: usize = 32 * 4096;
+/// Decoded bytes one step produces, about (half nginx's default `gunzip_buffers 32 4k`):
+/// a buffer this size is reused from the allocator's heap, where one of 128 KiB would be
+/// mapped and faulted in afresh for each response.
+pub const STEP_BYTES: usize = 64 * 1024;
 
 /// The window of a gzip stream (zlib's largest, which every gzip writer may use).
 const WINDOW_BITS: u8 = 15;
