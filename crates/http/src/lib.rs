@@ -20,6 +20,7 @@ pub mod connection;
 mod connection_state;
 pub mod core;
 pub mod file;
+pub mod gunzip;
 pub mod gzip;
 pub mod gzip_ok;
 pub mod headers;

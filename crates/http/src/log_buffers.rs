@@ -15,6 +15,9 @@ pub struct LogBuffers {
     /// Reused for each line, so that logging allocates only while lines grow.
     pub line: Vec<u8>,
     pub scratch: Vec<u8>,
+    /// Lines for logs whose paths have variables are written on a pool one at a time, in
+    /// the order the worker logged them (this is held while one is written).
+    pub path_lines: std::rc::Rc<tokio::sync::Mutex<()>>,
 }
 
 impl LogBuffers {
@@ -23,6 +26,7 @@ impl LogBuffers {
             buffers: (0..slots).map(|_| None).collect(),
             line: Vec::new(),
             scratch: Vec::new(),
+            path_lines: std::rc::Rc::default(),
         }
     }
 

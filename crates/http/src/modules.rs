@@ -19,6 +19,7 @@ pub const TABLES: &[&[HttpDirective]] = &[
     crate::static_files::directives::DIRECTIVES,
     crate::charset::directives::DIRECTIVES,
     crate::gzip::directives::DIRECTIVES,
+    crate::gunzip::directives::DIRECTIVES,
     crate::proxy::directives::DIRECTIVES,
     crate::proxy::cache::directives::DIRECTIVES,
     crate::upstream::directives::DIRECTIVES,
@@ -57,6 +58,7 @@ pub const FAMILIES: &[&str] = &[
     "http_upstream_zone",
     "http_charset",
     "http_gzip",
+    "http_gunzip",
     "http_stub_status",
     "http_ssl",
 ];

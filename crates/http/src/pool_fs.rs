@@ -58,6 +58,19 @@ pub(crate) fn path_from_vec(bytes: Vec<u8>) -> PathBuf {
     PathBuf::from(<std::ffi::OsString as std::os::unix::ffi::OsStringExt>::from_vec(bytes))
 }
 
+/// Appends one access-log line to `path` (created with mode 0644 if missing), for a log
+/// whose path has variables. Runs on a pool.
+pub(crate) fn append_line(path: &std::path::Path, line: &[u8]) -> io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o644)
+        .open(path)?;
+    file.write_all(line)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

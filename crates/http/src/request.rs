@@ -123,6 +123,8 @@ pub struct Request<'a> {
     pub limit_conn_status: Option<&'static str>,
     /// realip changed the client's address: it does not look again in this request.
     pub realip: bool,
+    /// `$gzip_ratio`: the bytes gzip took and gave, once a compressed body has ended.
+    pub gzip_ratio: Option<(u64, u64)>,
     pub cleanups: Cleanups,
 }
 
@@ -179,6 +181,7 @@ impl<'a> Request<'a> {
         self.upstream.clear();
         self.limit_req_status = None;
         self.limit_conn_status = None;
+        self.gzip_ratio = None;
         self.cleanups.0.clear();
     }
 

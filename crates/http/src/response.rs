@@ -112,6 +112,9 @@ pub struct ResponseHead<'a> {
     /// The body reached its end on a response `add_trailer` applies to: its fields now
     /// exist (nginx's trailers filter has run), for `$sent_trailer_NAME`.
     pub trailers_added: bool,
+    /// `Vary: Accept-Encoding` is among `headers` (nginx's `gzip_vary` mark, set once by
+    /// whichever of gzip, gunzip and gzip_static adds it).
+    pub vary_accept_encoding: bool,
 }
 
 impl ResponseHead<'_> {
@@ -136,6 +139,19 @@ impl ResponseHead<'_> {
         self.special = false;
         self.headers.clear();
         self.trailers_added = false;
+        self.vary_accept_encoding = false;
+    }
+
+    /// Adds `Vary: Accept-Encoding` once (`gzip_vary on`), however many of gzip, gunzip
+    /// and gzip_static ask.
+    pub fn add_vary_accept_encoding(&mut self) {
+        if !self.vary_accept_encoding {
+            self.vary_accept_encoding = true;
+            self.headers.push((
+                Bytes::Borrowed(b"Vary"),
+                Bytes::Borrowed(b"Accept-Encoding"),
+            ));
+        }
     }
 
     /// A header set by a handler or filter, looked up case-insensitively (for

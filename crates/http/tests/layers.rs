@@ -30,6 +30,7 @@ const FEATURES: &[(&str, &str)] = &[
     ("access/", "access"),
     ("auth_basic/", "auth_basic"),
     ("charset/", "charset"),
+    ("gunzip/", "gunzip"),
     ("gzip/", "gzip"),
     ("headers/", "headers"),
     ("limit/", "limit"),

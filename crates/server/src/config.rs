@@ -116,6 +116,8 @@ pub struct MainLoad {
     pub accept_mutex: Option<bool>,
     pub accept_mutex_delay: Option<Duration>,
     pub event_method: Option<&'static str>,
+    /// `[notice]` lines the directives ask for (a `load_module` of a built-in module).
+    pub notices: Vec<ConfError>,
 }
 
 impl MainLoad {
@@ -142,6 +144,8 @@ pub struct Config {
     pub log_files: LogFiles,
     pub http: Option<HttpConf>,
     pub warnings: Vec<ConfError>,
+    /// Reported at `notice`, like `warnings` at `warn`.
+    pub notices: Vec<ConfError>,
 }
 
 /// nginx's default for `worker_connections`.
@@ -242,6 +246,7 @@ pub fn load(paths: &Paths, command_line: Option<&str>) -> Result<Config, ConfErr
         log_files,
         http,
         warnings,
+        notices: std::mem::take(&mut main.notices),
         tree,
     })
 }

@@ -133,9 +133,9 @@ pub const DIRECTIVES: &[MainDirective] = &[
 ];
 
 /// `load_module FILE`: Portico has no dynamic modules. A module Portico has built in is
-/// accepted (distribution configs name them in `modules-enabled/`); any other fails with a
-/// message naming it.
-fn set_load_module(_main: &mut MainLoad, directive: &Directive) -> Result<(), ConfError> {
+/// accepted with a notice (distribution configs name them in `modules-enabled/`); any
+/// other fails with a message naming it.
+fn set_load_module(main: &mut MainLoad, directive: &Directive) -> Result<(), ConfError> {
     let file = directive.arg(0);
     let base = file.rsplit('/').next().unwrap_or(file);
     let family = base
@@ -143,6 +143,10 @@ fn set_load_module(_main: &mut MainLoad, directive: &Directive) -> Result<(), Co
         .and_then(|name| name.strip_suffix("_module.so"))
         .unwrap_or(base);
     if http::modules::FAMILIES.contains(&family) {
+        main.notices.push(ConfError::message(
+            format!("load_module \"{file}\": the \"{family}\" module is built into Portico"),
+            &directive.span,
+        ));
         return Ok(());
     }
     Err(ConfError::message(

@@ -110,6 +110,9 @@ pub fn main(options: Options) -> ExitCode {
     for warning in &config.warnings {
         report(&startup, Level::Warn, &warning.to_string());
     }
+    for notice in &config.notices {
+        report(&startup, Level::Notice, &notice.to_string());
+    }
     if options.test {
         if !options.quiet {
             say(&format!(
@@ -366,6 +369,9 @@ impl Master {
         };
         for warning in &config.warnings {
             log(&self.error_log, Level::Warn, &warning.to_string());
+        }
+        for notice in &config.notices {
+            log(&self.error_log, Level::Notice, &notice.to_string());
         }
         if let Some(limit) = config.worker_rlimit_nofile {
             set_nofile(&config.error_log, limit);

@@ -226,26 +226,6 @@ const UNTESTED_DIRECTIVES: &[(&str, &str)] = &[
         "accepted; Portico allocates per request as needed",
     ),
     (
-        "server_names_hash_bucket_size",
-        "accepted; the server name lookup has no fixed buckets",
-    ),
-    (
-        "types_hash_bucket_size",
-        "accepted; the types map has no fixed buckets",
-    ),
-    (
-        "types_hash_max_size",
-        "accepted; the types map has no fixed buckets",
-    ),
-    (
-        "variables_hash_bucket_size",
-        "accepted; variables are resolved at load, not hashed",
-    ),
-    (
-        "variables_hash_max_size",
-        "accepted; variables are resolved at load, not hashed",
-    ),
-    (
         "proxy_headers_hash_bucket_size",
         "accepted; header fields are not kept in a hash",
     ),

@@ -16,6 +16,7 @@ use logging::Level;
 use crate::conf::Location;
 use crate::request::{ConnectionInfo, Request};
 use crate::response::{Body, Bytes, ResponseHead};
+use crate::send::coding::Coding;
 use crate::send::pieces::Pieces;
 use crate::variables::{RequestVariables, Variable};
 use crate::worker::HttpWorker;
@@ -137,17 +138,33 @@ pub fn filter<'a>(
     request: &mut Request<'a>,
     location: &Location,
     body: Body<'a>,
+    coding: &mut Coding,
 ) -> Result<Body<'a>, VariableNotFound> {
     if let Some(target) = request.response.override_charset.take() {
         return Ok(override_filter(
-            worker, connection, request, location, body, &target,
+            worker, connection, request, location, body, &target, coding,
         ));
     }
     let settings = &location.settings.charset;
     if settings.charset == CharsetName::Off {
         return Ok(body);
     }
+    // A proxied response's charset is the one its `Content-Type` names (nginx's upstream
+    // module sets it apart from the type).
+    let proxied = !request.upstream.attempts.is_empty() || request.upstream.cache_status.is_some();
+    let named = match (&request.response.charset, &request.response.content_type) {
+        (None, Some(content_type)) if proxied => split_charset(content_type.as_slice())
+            .map(|(base, charset)| (base.to_vec(), charset.to_vec())),
+        _ => None,
+    };
     let response = &request.response;
+    let (content_type, response_charset) = match &named {
+        Some((base, charset)) => (Some(base.as_slice()), Some(charset.as_slice())),
+        None => (
+            response.content_type.as_ref().map(Bytes::as_slice),
+            response.charset.as_ref().map(Bytes::as_slice),
+        ),
+    };
     let variables = RequestVariables::new(
         request,
         connection,
@@ -158,27 +175,31 @@ pub fn filter<'a>(
     let decision = decide(
         settings,
         &worker.conf().charset_maps,
-        response.content_type.as_ref().map(Bytes::as_slice),
-        response.charset.as_ref().map(Bytes::as_slice),
+        content_type,
+        response_charset,
         |variable| {
             let mut value = Vec::new();
             variables.append(variable, &mut value).then_some(value)
         },
     )?;
+    // A charset named anew replaces the one the proxied type named.
+    if let Some((base, _)) = named
+        && matches!(decision, Decision::Name(_) | Decision::Recode(..))
+        && !(matches!(decision, Decision::Recode(..)) && encoded(&request.response))
+    {
+        request.response.content_type = Some(Bytes::Owned(base));
+    }
     Ok(match decision {
         Decision::Unchanged => body,
         Decision::Name(name) => {
             name_charset(&mut request.response, &name);
             body
         }
-        // An encoded body (gzip) is not recoded, nor named as recoded; a streamed
-        // (proxied) body is not recoded by Portico.
-        Decision::Recode(..) if encoded(&request.response) || matches!(body, Body::Upstream(_)) => {
-            body
-        }
+        // An encoded body (gzip) is not recoded, nor named as recoded.
+        Decision::Recode(..) if encoded(&request.response) => body,
         Decision::Recode(name, table) => {
             name_charset(&mut request.response, &name);
-            recode_body(&mut request.response, body, table)
+            recode_body(&mut request.response, body, table, coding)
         }
         Decision::NoMap { from, to } => {
             log_no_map(worker, connection, request, location, &from, &to);
@@ -204,11 +225,8 @@ fn override_filter<'a>(
     location: &Location,
     body: Body<'a>,
     target: &[u8],
+    coding: &mut Coding,
 ) -> Body<'a> {
-    // A streamed (proxied) body is not recoded by Portico; a stored one is.
-    if matches!(body, Body::Upstream(_)) {
-        return body;
-    }
     let Some(content_type) = request.response.content_type.as_ref().map(Bytes::as_slice) else {
         return body;
     };
@@ -227,7 +245,7 @@ fn override_filter<'a>(
     };
     request.response.content_type = Some(Bytes::Owned(base));
     name_charset(&mut request.response, &to);
-    recode_body(&mut request.response, body, table)
+    recode_body(&mut request.response, body, table, coding)
 }
 
 /// `text/html; charset=B` as `text/html` and `B` (unquoted); `None` without a charset.
@@ -256,11 +274,21 @@ fn name_charset(response: &mut ResponseHead<'_>, name: &str) {
 
 /// The body through a recoder; a recoding that may change the length drops
 /// `Content-Length`, as nginx does (the response is then chunked or ends with the
-/// connection).
-fn recode_body<'a>(response: &mut ResponseHead<'a>, body: Body<'a>, table: Arc<Table>) -> Body<'a> {
+/// connection). A streamed body, or one a gunzip decodes first, is recoded among its
+/// codings as it goes out.
+fn recode_body<'a>(
+    response: &mut ResponseHead<'a>,
+    body: Body<'a>,
+    table: Arc<Table>,
+    coding: &mut Coding,
+) -> Body<'a> {
     let recoder = Recoder::new(table);
     if recoder.changes_length() {
         response.content_length = None;
+    }
+    if matches!(body, Body::Upstream(_)) || coding.gunzip.is_some() {
+        coding.recoder = Some(Box::new(recoder));
+        return body;
     }
     match body {
         Body::Empty => Body::Empty,

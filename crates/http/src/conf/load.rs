@@ -108,7 +108,7 @@ fn default_access_log(context: &mut LoadContext<'_>) -> Result<AccessLogTarget, 
         .ok_or_else(|| ConfError::message("no combined format", &Span::CommandLine))?;
     let file = context.open_log("logs/access.log", &Span::CommandLine)?;
     Ok(AccessLogTarget {
-        file,
+        path: crate::log::LogPath::File(file),
         format,
         buffering: None,
         condition: None,

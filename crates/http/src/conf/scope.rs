@@ -9,6 +9,7 @@ use crate::conf::MergeEnv;
 use crate::conf::listen::ListenSpec;
 use crate::conf::server_names::ServerName;
 use crate::core::{CoreLocation, CoreLocationConf, CoreMainConf, CoreServerConf};
+use crate::gunzip::settings::{Gunzip, GunzipConf};
 use crate::gzip::settings::{Gzip, GzipConf};
 use crate::headers::settings::{Headers, HeadersConf};
 use crate::limit::settings::{Limit, LimitConf, LimitZones};
@@ -62,6 +63,7 @@ pub struct LocationScope {
     pub rewrite: RewriteConf,
     pub charset: CharsetConf,
     pub gzip: GzipConf,
+    pub gunzip: GunzipConf,
     pub status_zone: StatusZoneConf,
     pub limit: LimitConf,
     /// Not inherited: each level runs its own script.
@@ -110,6 +112,7 @@ pub struct LocationSettings {
     pub rewrite: RewriteSettings,
     pub charset: Charset,
     pub gzip: Gzip,
+    pub gunzip: Gunzip,
     pub status_zone: StatusZone,
     pub limit: Limit,
     pub script: Script,
@@ -133,6 +136,7 @@ impl LocationScope {
         self.rewrite.merge_from(&parent.rewrite);
         self.charset.merge_from(&parent.charset);
         self.gzip.merge_from(&parent.gzip);
+        self.gunzip.merge_from(&parent.gunzip);
         self.status_zone.merge_from(&parent.status_zone);
         self.limit.merge_from(&parent.limit);
         if self.content.is_none() {
@@ -157,6 +161,7 @@ impl LocationScope {
             rewrite: self.rewrite.clone(),
             charset: self.charset.clone(),
             gzip: self.gzip.clone(),
+            gunzip: self.gunzip.clone(),
             status_zone: self.status_zone.clone(),
             limit: self.limit.clone(),
             script: Script::default(),
@@ -180,6 +185,7 @@ impl LocationScope {
             rewrite: self.rewrite.resolve(env),
             charset: self.charset.resolve(env),
             gzip: self.gzip.resolve(env),
+            gunzip: self.gunzip.resolve(env),
             status_zone: self.status_zone.resolve(env),
             limit: self.limit.resolve(env),
             script: self.script.clone(),

@@ -47,10 +47,7 @@ pub fn filter(request: &mut Request<'_>, location: &Location, body_len: Option<u
         return Decision::default();
     }
     if settings.vary {
-        request.response.headers.push((
-            Bytes::Borrowed(b"Vary"),
-            Bytes::Borrowed(b"Accept-Encoding"),
-        ));
+        request.response.add_vary_accept_encoding();
     }
     if !crate::gzip_ok::gzip_ok(request, location) {
         return Decision::default();

@@ -4,18 +4,29 @@ use std::time::Instant;
 
 use vars::Segment;
 
-use crate::log::{AccessLogTarget, Escape, LogFormat};
+use std::os::unix::ffi::OsStrExt;
+
+use crate::log::{AccessLogTarget, Escape, LogFormat, LogPath};
 use crate::log_buffers::LogBuffers;
 use crate::variables::RequestVariables;
 
+/// A line for a log whose path has variables: the file is opened, written and closed on a
+/// pool (nginx opens it per request), so the caller hands this on.
+#[derive(Debug)]
+pub struct PathLine {
+    pub path: std::path::PathBuf,
+    pub line: Vec<u8>,
+}
+
 /// Writes the request's line to every target whose condition holds, through the worker's
-/// buffers.
+/// buffers; the lines for paths with variables are returned, to be written on a pool.
 pub fn log(
     buffers: &mut LogBuffers,
     targets: &[AccessLogTarget],
     variables: &RequestVariables<'_>,
     now: Instant,
-) {
+) -> Vec<PathLine> {
+    let mut deferred = Vec::new();
     let LogBuffers { line, scratch, .. } = buffers;
     let (mut line, mut scratch) = (std::mem::take(line), std::mem::take(scratch));
     for target in targets {
@@ -29,10 +40,21 @@ pub fn log(
         line.clear();
         render(&target.format, variables, &mut line, &mut scratch);
         line.push(b'\n');
-        buffers.write(&target.file, target.buffering, &line, now);
+        match &target.path {
+            LogPath::File(file) => buffers.write(file, target.buffering, &line, now),
+            LogPath::Template(template) => {
+                scratch.clear();
+                template.evaluate(&mut ConditionEvaluator(variables), &mut scratch);
+                deferred.push(PathLine {
+                    path: std::path::PathBuf::from(std::ffi::OsStr::from_bytes(&scratch)),
+                    line: line.clone(),
+                });
+            }
+        }
     }
     buffers.line = line;
     buffers.scratch = scratch;
+    deferred
 }
 
 struct ConditionEvaluator<'a, 'b>(&'a RequestVariables<'b>);

@@ -6,7 +6,7 @@ use conf::{Arity, BlockKind, ConfError, Contexts, Directive, Span};
 use logging::{ErrorLog, ErrorSink, Level};
 
 use crate::conf::{HttpDirective, LoadContext, LocationScope, MainScope, Setter};
-use crate::log::{AccessLogTarget, Buffering, Escape, LogFormat};
+use crate::log::{AccessLogTarget, Buffering, Escape, LogFormat, LogPath};
 
 pub const DIRECTIVES: &[HttpDirective] = &[
     HttpDirective {
@@ -159,12 +159,6 @@ fn set_access_log(
     }
     scope.access_log.access_log_off.get_or_insert(false);
     let path_text = directive.arg(0);
-    if path_text.contains('$') {
-        return Err(ConfError::message(
-            format!("variables in access_log paths are not supported: \"{path_text}\""),
-            span,
-        ));
-    }
     let format_name = directive
         .args
         .get(1)
@@ -214,10 +208,22 @@ fn set_access_log(
         slot: context.next_access_log_slot(),
         gzip,
     });
-    let file = context.open_log(path_text, span)?;
+    let path = if path_text.contains('$') {
+        if buffering.is_some() {
+            return Err(ConfError::message(
+                "buffered logs cannot have variables in name",
+                span,
+            ));
+        }
+        let full = context.path(path_text);
+        let template = context.template(&full.to_string_lossy(), span)?;
+        LogPath::Template(template)
+    } else {
+        LogPath::File(context.open_log(path_text, span)?)
+    };
     let targets = scope.access_log.access_log.get_or_insert_with(Vec::new);
     targets.push(AccessLogTarget {
-        file,
+        path,
         format,
         buffering,
         condition,

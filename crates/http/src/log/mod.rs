@@ -7,5 +7,5 @@ pub mod directives;
 pub mod settings;
 
 pub use settings::{
-    AccessLog, AccessLogConf, AccessLogTarget, Buffering, COMBINED, Escape, LogFormat,
+    AccessLog, AccessLogConf, AccessLogTarget, Buffering, COMBINED, Escape, LogFormat, LogPath,
 };

@@ -37,10 +37,20 @@ pub struct Buffering {
     pub gzip: Option<u32>,
 }
 
+/// Where an `access_log` writes.
+#[derive(Clone, Debug)]
+pub enum LogPath {
+    /// A path without variables: opened once per configuration.
+    File(Arc<LogFile>),
+    /// A path with variables (made absolute from the prefix): opened, written and closed
+    /// on a pool for each line, as nginx opens it per request.
+    Template(HttpTemplate),
+}
+
 /// One `access_log PATH FORMAT ...`.
 #[derive(Clone, Debug)]
 pub struct AccessLogTarget {
-    pub file: Arc<LogFile>,
+    pub path: LogPath,
     pub format: Arc<LogFormat>,
     pub buffering: Option<Buffering>,
     /// `if=CONDITION`: the line is written unless it renders empty or `0`.

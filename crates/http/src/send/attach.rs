@@ -14,8 +14,8 @@ use cache::{Fill, FillState};
 
 use crate::file::io::FileIo;
 use crate::request::Request;
-use crate::send::body::{BodyContext, Output, StreamedBody, finish};
-use crate::send::framing::{CHUNK_END, Framing};
+use crate::send::body::{BodyContext, Output, StreamedBody};
+use crate::send::compress::Coder;
 
 /// Bytes read from the temporary file at once.
 const READ_BYTES_MAX: u64 = 256 * 1024;
@@ -71,7 +71,7 @@ async fn send_attached(
     if context.header_only {
         return Ok(());
     }
-    let chunked = context.framing == Framing::Chunked;
+    let mut coder = Coder::new(context, context.coding.take(), Vec::new());
     let mut states = body.fill.subscribe();
     let mut offset = body.start;
     while offset < body.end {
@@ -93,17 +93,10 @@ async fn send_attached(
                 ));
             }
             offset += data.len() as u64;
-            if chunked {
-                http1::response::write_chunk_header(head, data.len());
-                head.extend_from_slice(&data);
-                head.extend_from_slice(CHUNK_END);
-                output.write(head).await?;
-                head.clear();
-            } else {
-                output.write(&data).await?;
-            }
+            coder.code(context, output, request, &data).await?;
             continue;
         }
+        coder.flush(output).await?;
         match tokio::time::timeout(body.stall_timeout, states.changed()).await {
             Ok(Ok(())) => {}
             // The fill is gone: its last state says whether everything was written.
@@ -112,11 +105,7 @@ async fn send_attached(
             Err(_) => return Err(io::ErrorKind::TimedOut.into()),
         }
     }
-    finish(context, request, head);
-    if !head.is_empty() {
-        output.write(head).await?;
-    }
-    Ok(())
+    coder.finish(context, output, request).await
 }
 
 /// Reads `len` bytes at `offset` where the cache's reads run.

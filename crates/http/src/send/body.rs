@@ -202,8 +202,9 @@ pub struct BodyContext<'r> {
     pub header_only: bool,
     /// Whether `add_trailer` applies to the response.
     pub expect_trailers: bool,
-    /// A streamed (proxied) body is compressed at this level on the way (`gzip`).
-    pub compress: Option<u32>,
+    /// The codings (gunzip, recoding, gzip) a streamed body goes through on the way;
+    /// its sender takes them.
+    pub coding: std::cell::Cell<crate::send::coding::Coding>,
 }
 
 /// A body its module streams itself (the proxy's, read from the upstream as it is sent):
@@ -219,6 +220,13 @@ pub trait StreamedBody<'a>: std::fmt::Debug {
     where
         'a: 's,
         'o: 's;
+
+    /// Whether the body goes through the codings the filters choose (gunzip, recoding,
+    /// gzip) from [`BodyContext::coding`]; a body that cannot is left uncoded and the
+    /// filters leave its head alone.
+    fn takes_codings(&self) -> bool {
+        true
+    }
 }
 
 /// Writes `head` (the response head, possibly empty for HTTP/0.9) and the body.

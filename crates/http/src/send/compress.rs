@@ -1,7 +1,8 @@
 //! Compressing a body as it is written (the send path's half of `gzip`): a gzip stream
 //! produced piece by piece, so the worker compresses at most one piece between two writes
-//! and a large body never holds the loop for long; and a file body read piece by piece
-//! (on the pool where `aio` says) and compressed on the way.
+//! and a large body never holds the loop for long; and in-memory and file bodies (a file
+//! read piece by piece, on the pool where `aio` says) sent through their codings
+//! (`send/coding.rs`: gunzip, recoding, gzip) on the way.
 
 use std::future::Future;
 use std::io::{self, Write};
@@ -14,7 +15,9 @@ use crate::file::FileBody;
 use crate::file::io::FileIo;
 use crate::request::Request;
 use crate::send::body::{BodyContext, Output, StreamedBody, finish};
+use crate::send::coding::{Coding, CodingError};
 use crate::send::framing::{CHUNK_END, Framing};
+use crate::send::turn::Turn;
 
 /// Bytes of a file read and compressed at once.
 const PIECE_BYTES: usize = 64 * 1024;
@@ -67,27 +70,19 @@ pub fn framed(data: &[u8], chunked: bool, out: &mut Vec<u8>) {
     }
 }
 
-/// A whole in-memory body, compressed.
-pub fn compress_all(data: &[u8], level: u32) -> Vec<u8> {
-    let mut compressor = Compressor::new(level);
-    let mut out = compressor.compress(data);
-    out.extend_from_slice(&compressor.finish());
-    out
-}
-
-/// A file body sent compressed.
-pub struct CompressedFile {
+/// A file body sent through codings (gzip, gunzip, recoding).
+pub struct CodedFile {
     pub file: FileBody,
-    pub level: u32,
+    pub coding: Coding,
 }
 
-impl std::fmt::Debug for CompressedFile {
+impl std::fmt::Debug for CodedFile {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CompressedFile").finish_non_exhaustive()
+        f.debug_struct("CodedFile").finish_non_exhaustive()
     }
 }
 
-impl<'a> StreamedBody<'a> for CompressedFile {
+impl<'a> StreamedBody<'a> for CodedFile {
     fn send<'s, 'o>(
         self: Box<Self>,
         context: &'s BodyContext<'s>,
@@ -107,20 +102,16 @@ async fn send_file(
     context: &BodyContext<'_>,
     output: &mut Output<'_>,
     request: &mut Request<'_>,
-    body: CompressedFile,
+    body: CodedFile,
     head: &mut Vec<u8>,
 ) -> io::Result<()> {
     if context.header_only {
         return output.write(head).await;
     }
-    let chunked = context.framing == Framing::Chunked;
-    let mut compressor = Compressor::new(body.level);
+    let mut coder = Coder::new(context, body.coding, std::mem::take(head));
     let file = body.file;
     let mut offset = file.offset;
     let end = file.offset + file.len;
-    // Compressed bytes gather until a write is worth it; the head goes out with the first.
-    let mut gathered = Vec::new();
-    let mut pending = std::mem::take(head);
     while offset < end {
         let len = ((end - offset) as usize).min(PIECE_BYTES);
         let piece = read(context, &file, offset, len).await?;
@@ -131,33 +122,25 @@ async fn send_file(
             )));
         }
         offset += piece.len() as u64;
-        gathered.extend_from_slice(&compressor.compress(&piece));
-        if gathered.len() >= GATHER_BYTES {
-            framed(&gathered, chunked, &mut pending);
-            gathered.clear();
-            output.write(&pending).await?;
-            pending.clear();
-        }
+        coder.code(context, output, request, &piece).await?;
     }
-    gathered.extend_from_slice(&compressor.finish());
-    framed(&gathered, chunked, &mut pending);
-    finish(context, request, &mut pending);
-    output.write(&pending).await
+    coder.finish(context, output, request).await
 }
 
-/// An in-memory body sent compressed, in the response's framing (chunked, as nginx
+/// An in-memory body sent through codings, in the response's framing (chunked, as nginx
 /// sends a compressed body).
-pub struct CompressedBytes {
+pub struct CodedBytes {
     pub data: Vec<u8>,
+    pub coding: Coding,
 }
 
-impl std::fmt::Debug for CompressedBytes {
+impl std::fmt::Debug for CodedBytes {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CompressedBytes").finish_non_exhaustive()
+        f.debug_struct("CodedBytes").finish_non_exhaustive()
     }
 }
 
-impl<'a> StreamedBody<'a> for CompressedBytes {
+impl<'a> StreamedBody<'a> for CodedBytes {
     fn send<'s, 'o>(
         self: Box<Self>,
         context: &'s BodyContext<'s>,
@@ -170,13 +153,119 @@ impl<'a> StreamedBody<'a> for CompressedBytes {
         'o: 's,
     {
         Box::pin(async move {
-            if !context.header_only {
-                framed(&self.data, context.framing == Framing::Chunked, head);
-                finish(context, request, head);
+            if context.header_only {
+                return output.write(head).await;
             }
-            output.write(head).await
+            let mut coder = Coder::new(context, self.coding, std::mem::take(head));
+            coder.code(context, output, request, &self.data).await?;
+            coder.finish(context, output, request).await
         })
     }
+}
+
+/// Runs a body's buffers through its codings step by step and writes what they give,
+/// gathered into writes of a useful size; the head goes out with the first.
+pub struct Coder {
+    coding: Coding,
+    chunked: bool,
+    /// Coded bytes not yet framed.
+    gathered: Vec<u8>,
+    /// Framed bytes not yet written (the head first).
+    pending: Vec<u8>,
+    /// Steps of an inflating body let the worker's other connections run.
+    turn: Turn,
+}
+
+impl Coder {
+    pub fn new(context: &BodyContext<'_>, coding: Coding, head: Vec<u8>) -> Coder {
+        Coder {
+            coding,
+            chunked: context.framing == Framing::Chunked,
+            gathered: Vec::new(),
+            pending: head,
+            turn: Turn::new(),
+        }
+    }
+
+    /// Codes one buffer of the body, writing as the output grows; a body that cannot be
+    /// decoded is logged as nginx logs it and ends the response.
+    pub async fn code(
+        &mut self,
+        context: &BodyContext<'_>,
+        output: &mut Output<'_>,
+        request: &Request<'_>,
+        mut data: &[u8],
+    ) -> io::Result<()> {
+        loop {
+            let step = match self.coding.step(data, &mut self.gathered) {
+                Ok(step) => step,
+                Err(error) => {
+                    framed(&self.gathered, self.chunked, &mut self.pending);
+                    let _ = output.write(&self.pending).await;
+                    return Err(coding_failed(context, request, &error));
+                }
+            };
+            data = &data[step.consumed..];
+            if self.gathered.len() >= GATHER_BYTES {
+                framed(&self.gathered, self.chunked, &mut self.pending);
+                self.gathered.clear();
+                output.write(&self.pending).await?;
+                self.pending.clear();
+            }
+            if !step.more {
+                return Ok(());
+            }
+            self.turn.after_piece().await;
+        }
+    }
+
+    /// Writes what is coded so far (before a wait for more of the body).
+    pub async fn flush(&mut self, output: &mut Output<'_>) -> io::Result<()> {
+        framed(&self.gathered, self.chunked, &mut self.pending);
+        self.gathered.clear();
+        if !self.pending.is_empty() {
+            output.write(&self.pending).await?;
+            self.pending.clear();
+        }
+        Ok(())
+    }
+
+    /// Ends the codings and the body, and writes the rest.
+    pub async fn finish(
+        mut self,
+        context: &BodyContext<'_>,
+        output: &mut Output<'_>,
+        request: &mut Request<'_>,
+    ) -> io::Result<()> {
+        let ended = self.coding.finish(&mut self.gathered);
+        request.gzip_ratio = self.coding.gzip_ratio;
+        if let Err(error) = ended {
+            // What was decoded goes out; the client sees the body cut short.
+            framed(&self.gathered, self.chunked, &mut self.pending);
+            let _ = output.write(&self.pending).await;
+            return Err(coding_failed(context, request, &error));
+        }
+        framed(&self.gathered, self.chunked, &mut self.pending);
+        finish(context, request, &mut self.pending);
+        output.write(&self.pending).await
+    }
+}
+
+/// Logs a body that could not be decoded (at `error`, as nginx does) and gives the error
+/// that ends the response.
+pub fn coding_failed(
+    context: &BodyContext<'_>,
+    request: &Request<'_>,
+    error: &CodingError,
+) -> io::Error {
+    crate::request::log(
+        context.worker,
+        context.connection,
+        request,
+        logging::Level::Error,
+        format_args!("{error}"),
+    );
+    io::Error::other(error.to_string())
 }
 
 /// `len` bytes of the file at `offset`, read where its `aio` says.

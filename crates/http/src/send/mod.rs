@@ -5,6 +5,7 @@
 
 pub(crate) mod attach;
 mod body;
+pub mod coding;
 pub(crate) mod compress;
 pub(crate) mod slice;
 pub(crate) mod tunnel;
@@ -105,43 +106,42 @@ pub(crate) async fn send_response<'a>(
     // The headers filter decides on trailers before the range filter changes the status.
     let status = special::status_on_wire(request.response.status);
     let expect_trailers = location.settings.headers.expects_trailers(status);
-    // A proxied body streams through without recoding; a single range of it is cut out
-    // as it passes when the proxy allows ranges (a stored or `proxy_force_ranges` one).
-    // gzip comes after charset and before ranges, as in nginx (it rules ranges out).
-    let mut compress = None;
+    // Then gunzip, charset and gzip, as in nginx; their codings of the body are gathered
+    // in `coding`, applied as the body goes out. gzip rules ranges out; a single range of a
+    // proxied body is cut out as it passes when the proxy allows ranges (a stored or
+    // `proxy_force_ranges` one).
+    let mut coding = coding::Coding::default();
+    let codable = match &body {
+        Body::Upstream(streamed) => streamed.takes_codings(),
+        _ => true,
+    };
+    if codable && crate::gunzip::filter(request, location) {
+        coding.gunzip = Some(coding::Inflater::default());
+    }
     if matches!(body, Body::Upstream(_)) {
-        // A streamed body's charset is named (never recoded here).
-        body = charset_filter(worker, connection, request, location, body)?;
-        compress = crate::gzip::filter(request, location, None).level;
+        body = charset_filter(worker, connection, request, location, body, &mut coding)?;
+        if codable && let Some(level) = crate::gzip::filter(request, location, None).level {
+            coding.gzip = Some(compress::Compressor::new(level));
+        }
         if request.response.accept_ranges {
             (body, _) = ranges::filter(worker, &connection.info, request, location, body);
         }
     } else {
-        body = charset_filter(worker, connection, request, location, body)?;
-        // A recoded body (pieces) is sent as it is.
+        body = charset_filter(worker, connection, request, location, body, &mut coding)?;
+        // A body recoded by pieces is sent as it is.
         if !matches!(body, Body::Pieces(_))
             && let Some(level) = crate::gzip::filter(request, location, body.len()).level
         {
-            body = match body {
-                Body::Empty => Body::Upstream(Box::new(compress::CompressedBytes {
-                    data: compress::compress_all(b"", level),
-                })),
-                Body::Bytes(bytes) => Body::Upstream(Box::new(compress::CompressedBytes {
-                    data: compress::compress_all(bytes.as_slice(), level),
-                })),
-                Body::File(file) => {
-                    Body::Upstream(Box::new(compress::CompressedFile { file, level }))
-                }
-                other => other,
-            };
+            coding.gzip = Some(compress::Compressor::new(level));
         }
+        body = coded(body, &mut coding);
         let range;
         (body, range) = ranges::filter(worker, &connection.info, request, location, body);
         if range == ranges::RangeOutcome::NotSatisfiable {
             // The 416 page goes through the charset filter in turn, as nginx's error page
             // does, and is recoded as the file would have been.
             request.response.charset = None;
-            body = charset_filter(worker, connection, request, location, body)?;
+            body = charset_filter(worker, connection, request, location, body, &mut coding)?;
         }
     }
     charset::fold_into_content_type(&mut request.response);
@@ -190,7 +190,7 @@ pub(crate) async fn send_response<'a>(
         framing,
         header_only,
         expect_trailers,
-        compress,
+        coding: std::cell::Cell::new(coding),
     };
     let mut output = body::Output::new(connection.sink(), &worker.clock, core.send_timeout, limit);
     let result = match body {
@@ -227,9 +227,33 @@ pub(crate) async fn drain_into_cache<'a>(
         framing: Framing::Length,
         header_only: false,
         expect_trailers: false,
-        compress: None,
+        coding: std::cell::Cell::default(),
     };
     upstream::drain_detached(&context, request, body).await;
+}
+
+/// A body in memory or in a file that has codings to go through, as a body that codes
+/// itself on the way; any other body as it is (a streamed one takes its codings from the
+/// body context).
+fn coded<'a>(body: Body<'a>, coding: &mut coding::Coding) -> Body<'a> {
+    if coding.is_empty() {
+        return body;
+    }
+    match body {
+        Body::Empty => Body::Upstream(Box::new(compress::CodedBytes {
+            data: Vec::new(),
+            coding: std::mem::take(coding),
+        })),
+        Body::Bytes(bytes) => Body::Upstream(Box::new(compress::CodedBytes {
+            data: bytes.as_slice().to_vec(),
+            coding: std::mem::take(coding),
+        })),
+        Body::File(file) => Body::Upstream(Box::new(compress::CodedFile {
+            file,
+            coding: std::mem::take(coding),
+        })),
+        other => other,
+    }
 }
 
 /// The charset filter; a charset variable that is not found ends the request without a
@@ -240,8 +264,9 @@ fn charset_filter<'a>(
     request: &mut Request<'a>,
     location: &Location,
     body: Body<'a>,
+    coding: &mut coding::Coding,
 ) -> io::Result<Body<'a>> {
-    charset::filter(worker, &connection.info, request, location, body)
+    charset::filter(worker, &connection.info, request, location, body, coding)
         .map_err(|_| io::Error::other("charset variable not found"))
 }
 
@@ -267,10 +292,57 @@ pub(crate) fn log_request(worker: &HttpWorker, connection: &Connection, request:
         now,
         &worker.generation.hostname,
     );
-    crate::log::access::log(
+    let deferred = crate::log::access::log(
         &mut worker.log_buffers.borrow_mut(),
         targets,
         &variables,
         Instant::now(),
     );
+    for line in deferred {
+        write_path_line(worker, connection, location, line);
+    }
+}
+
+/// A line for a log whose path has variables: appended on the `default` pool (the file
+/// opened, written and closed there, never on the loop). A failure is logged at `crit` as
+/// nginx logs it, and the line is lost, as in nginx.
+fn write_path_line(
+    worker: &HttpWorker,
+    connection: &Connection,
+    location: &Location,
+    line: crate::log::access::PathLine,
+) {
+    let pool = worker.pools.default_pool().clone();
+    let error_log = std::sync::Arc::clone(&location.settings.core.error_log);
+    let clock = worker.clock.clone();
+    let id = connection.info.id;
+    let order = std::rc::Rc::clone(&worker.log_buffers.borrow().path_lines);
+    tokio::task::spawn_local(async move {
+        // Local tasks start in the order they were spawned and the lock is fair, so lines
+        // keep the order in which the worker logged them.
+        let _turn = order.lock().await;
+        let path = line.path.clone();
+        let result = crate::worker::offload_to(&pool, move || {
+            crate::pool_fs::append_line(&line.path, &line.line)
+        })
+        .await;
+        let message = match result {
+            Ok(Ok(())) => return,
+            Ok(Err(error)) => format!(
+                "open() \"{}\" failed ({})",
+                path.display(),
+                crate::proxy::failure::errno_text(&error)
+            ),
+            Err(error) => error.message,
+        };
+        if error_log.enabled(logging::Level::Crit) {
+            error_log.write(
+                logging::Level::Crit,
+                &clock.wall(),
+                Some(id),
+                format_args!("{message}"),
+                None,
+            );
+        }
+    });
 }

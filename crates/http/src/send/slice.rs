@@ -54,6 +54,11 @@ impl<'a> StreamedBody<'a> for SliceBody<'a> {
     {
         Box::pin(send_slices(context, output, request, *self, head))
     }
+
+    /// Each slice is sent as it comes; nothing codes the whole.
+    fn takes_codings(&self) -> bool {
+        false
+    }
 }
 
 async fn send_slices<'a>(

@@ -11,8 +11,10 @@ use crate::proxy::cache::store::{Keeper, StoreFailure};
 use crate::proxy::failure::Failure;
 use crate::request::Request;
 use crate::send::body::{BodyContext, Output, StreamedBody, finish};
-use crate::send::compress::{Compressor, framed, framed as framed_into};
+use crate::send::coding::Coding;
+use crate::send::compress::{coding_failed, framed, framed as framed_into};
 use crate::send::framing::Framing;
+use crate::send::turn::Turn;
 
 /// Writes are gathered up to this size while the upstream's bytes keep coming without a
 /// wait.
@@ -198,7 +200,7 @@ async fn send_streamed(
     let attempt = body.attempt();
     let chunked = context.framing == Framing::Chunked;
     let mut window = Window::of(request);
-    let mut gzip = context.compress.map(Compressor::new);
+    let mut coding = context.coding.take();
     // The head's buffer (the connection's, kept for its next response) gathers the body.
     let pending = head;
     let mut data = Vec::new();
@@ -229,10 +231,7 @@ async fn send_streamed(
             received += data.len() as u64;
             store.push(context, request, &data).await;
             let data = window.clip(&data);
-            match &mut gzip {
-                Some(gzip) => framed(&gzip.compress(data), chunked, pending),
-                None => framed(data, chunked, pending),
-            }
+            code_into(context, output, request, &mut coding, data, pending).await?;
         }
         if !more {
             break;
@@ -247,8 +246,13 @@ async fn send_streamed(
     if let Some(done) = slot.take() {
         done.finish();
     }
-    if let Some(gzip) = gzip.take() {
-        framed(&gzip.finish(), chunked, pending);
+    let mut rest = Vec::new();
+    let ended = coding.finish(&mut rest);
+    request.gzip_ratio = coding.gzip_ratio;
+    framed(&rest, chunked, pending);
+    if let Err(error) = ended {
+        let _ = output.write(pending).await;
+        return Err(coding_failed(context, request, &error));
     }
     finish(context, request, pending);
     if !pending.is_empty() {
@@ -275,9 +279,8 @@ async fn send_buffered(
     let Some(attempt) = body.as_ref().map(UpstreamBody::attempt) else {
         return Ok(());
     };
-    let chunked = context.framing == Framing::Chunked;
     let mut window = Window::of(request);
-    let mut gzip = context.compress.map(Compressor::new);
+    let mut coding = context.coding.take();
     let proxy = &context.location.settings.proxy;
     let mut spool = Spool {
         memory: head,
@@ -307,20 +310,24 @@ async fn send_buffered(
             };
             received += data.len() as u64;
             store.push(context, request, &data).await;
-            frame(&mut framed, window.clip(&data), chunked, &mut gzip);
-            spool.store(context, request, &framed).await?;
+            let clipped = window.clip(&data);
+            store_coded(
+                context,
+                output,
+                request,
+                &mut spool,
+                &mut coding,
+                clipped,
+                &mut framed,
+            )
+            .await?;
             if !more {
                 end_attempt(request, attempt, received);
                 store.finish(context, request).await;
                 if let Some(done) = body.take() {
                     done.finish();
                 }
-                framed.clear();
-                if let Some(gzip) = gzip.take() {
-                    framed_into(&gzip.finish(), chunked, &mut framed);
-                }
-                finish(context, request, &mut framed);
-                spool.store(context, request, &framed).await?;
+                end_coded(context, output, request, &mut spool, &mut coding).await?;
             } else if data.is_empty() {
                 break;
             }
@@ -367,20 +374,18 @@ async fn send_buffered(
                 if let Some(entry) = request.upstream.attempts.get_mut(attempt) {
                     entry.bytes_received += bytes;
                 }
-                frame(&mut framed, window.clip(&data), chunked, &mut gzip);
-                spool.store(context, request, &framed).await?;
+                let clipped = window.clip(&data);
+                store_coded(
+                    context, output, request, &mut spool, &mut coding, clipped, &mut framed,
+                )
+                .await?;
                 if !more {
                     end_attempt(request, attempt, received);
                     store.finish(context, request).await;
                     if let Some(done) = body.take() {
                         done.finish();
                     }
-                    framed.clear();
-                    if let Some(gzip) = gzip.take() {
-                        framed_into(&gzip.finish(), chunked, &mut framed);
-                    }
-                    finish(context, request, &mut framed);
-                    spool.store(context, request, &framed).await?;
+                    end_coded(context, output, request, &mut spool, &mut coding).await?;
                 }
             }
         }
@@ -626,13 +631,110 @@ impl Window {
     }
 }
 
-/// `data` as the client gets it: framed as a chunk when the response is chunked.
-fn frame(framed: &mut Vec<u8>, data: &[u8], chunked: bool, gzip: &mut Option<Compressor>) {
-    framed.clear();
-    match gzip {
-        Some(gzip) => framed_into(&gzip.compress(data), chunked, framed),
-        None => framed_into(data, chunked, framed),
+/// Codes `data` step by step into `pending`, framed; when a step leaves more to do (a
+/// gzip body inflating), what is pending is written before the next step.
+async fn code_into(
+    context: &BodyContext<'_>,
+    output: &mut Output<'_>,
+    request: &Request<'_>,
+    coding: &mut Coding,
+    mut data: &[u8],
+    pending: &mut Vec<u8>,
+) -> io::Result<()> {
+    let chunked = context.framing == Framing::Chunked;
+    if coding.is_empty() {
+        framed(data, chunked, pending);
+        return Ok(());
     }
+    let mut coded = Vec::new();
+    let mut turn = Turn::new();
+    loop {
+        let step = match coding.step(data, &mut coded) {
+            Ok(step) => step,
+            Err(error) => {
+                // What was decoded goes out; the client sees the body cut short.
+                let _ = output.write(pending).await;
+                return Err(coding_failed(context, request, &error));
+            }
+        };
+        data = &data[step.consumed..];
+        framed(&coded, chunked, pending);
+        coded.clear();
+        if !step.more {
+            return Ok(());
+        }
+        output.write(pending).await?;
+        pending.clear();
+        turn.after_piece().await;
+    }
+}
+
+/// Codes `data` step by step into the spool, framed. A step that leaves more to do and
+/// finds the spool full in memory (with no file to spill to) writes to the client first,
+/// so an inflating body stays within the buffers.
+async fn store_coded(
+    context: &BodyContext<'_>,
+    output: &mut Output<'_>,
+    request: &Request<'_>,
+    spool: &mut Spool<'_>,
+    coding: &mut Coding,
+    mut data: &[u8],
+    framed: &mut Vec<u8>,
+) -> io::Result<()> {
+    let chunked = context.framing == Framing::Chunked;
+    framed.clear();
+    if coding.is_empty() {
+        framed_into(data, chunked, framed);
+        return spool.store(context, request, framed).await;
+    }
+    let mut coded = Vec::new();
+    let mut turn = Turn::new();
+    loop {
+        let step = match coding.step(data, &mut coded) {
+            Ok(step) => step,
+            Err(error) => {
+                let _ = output.write(&spool.memory[spool.sent..]).await;
+                return Err(coding_failed(context, request, &error));
+            }
+        };
+        data = &data[step.consumed..];
+        framed.clear();
+        framed_into(&coded, chunked, framed);
+        coded.clear();
+        spool.store(context, request, framed).await?;
+        if !step.more {
+            return Ok(());
+        }
+        if spool.spill.is_none() && !spool.has_room() {
+            output.write(&spool.memory[spool.sent..]).await?;
+            spool.memory.clear();
+            spool.sent = 0;
+        }
+        turn.after_piece().await;
+    }
+}
+
+/// The body's end: the rest of its codings and the last chunk into the spool.
+async fn end_coded(
+    context: &BodyContext<'_>,
+    output: &mut Output<'_>,
+    request: &mut Request<'_>,
+    spool: &mut Spool<'_>,
+    coding: &mut Coding,
+) -> io::Result<()> {
+    let chunked = context.framing == Framing::Chunked;
+    let mut rest = Vec::new();
+    let ended = coding.finish(&mut rest);
+    request.gzip_ratio = coding.gzip_ratio;
+    let mut framed = Vec::new();
+    framed_into(&rest, chunked, &mut framed);
+    if let Err(error) = ended {
+        spool.store(context, request, &framed).await?;
+        let _ = output.write(&spool.memory[spool.sent..]).await;
+        return Err(coding_failed(context, request, &error));
+    }
+    finish(context, request, &mut framed);
+    spool.store(context, request, &framed).await
 }
 
 fn end_attempt(request: &mut Request<'_>, attempt: usize, received: u64) {

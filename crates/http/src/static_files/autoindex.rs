@@ -25,6 +25,9 @@ pub struct HtmlOptions {
     pub exact_size: bool,
     /// Seconds added to times (the local offset with `autoindex_localtime on`).
     pub utc_offset_seconds: i64,
+    /// The listing goes out as UTF-8 (`charset utf-8`): names are measured and cut in
+    /// characters, as nginx does then.
+    pub utf8: bool,
 }
 
 /// The HTML listing of `entries` for `uri`.
@@ -49,11 +52,14 @@ fn html_entry(entry: &Entry, options: HtmlOptions, out: &mut Vec<u8>) {
         out.push(b'/');
     }
     out.extend_from_slice(b"\">");
-    let mut len = entry.name.len();
-    let shown = if len > NAME_LEN {
+    let mut len = shown_len(&entry.name, options.utf8);
+    let shown = if len <= NAME_LEN {
+        &entry.name[..]
+    } else if len == entry.name.len() {
         &entry.name[..NAME_LEN - 3]
     } else {
-        &entry.name[..]
+        // A name with multibyte characters is cut by characters.
+        utf8_prefix(&entry.name, NAME_LEN - 3)
     };
     escape_html(shown, out);
     if len > NAME_LEN {
@@ -92,6 +98,25 @@ fn html_entry(entry: &Entry, options: HtmlOptions, out: &mut Vec<u8>) {
         out.extend_from_slice(human_size(entry.len).as_bytes());
     }
     out.extend_from_slice(b"\r\n");
+}
+
+/// A name's length as the listing counts it: characters of a valid UTF-8 name in a
+/// UTF-8 listing, else bytes (nginx's `ngx_utf8_length`).
+fn shown_len(name: &[u8], utf8: bool) -> usize {
+    match std::str::from_utf8(name) {
+        Ok(text) if utf8 => text.chars().count(),
+        _ => name.len(),
+    }
+}
+
+/// The first `chars` characters of valid UTF-8 `name`.
+fn utf8_prefix(name: &[u8], chars: usize) -> &[u8] {
+    let text = std::str::from_utf8(name).unwrap_or_default();
+    let end = text
+        .char_indices()
+        .nth(chars)
+        .map_or(text.len(), |(at, _)| at);
+    &name[..end]
 }
 
 /// nginx's rounded sizes: bytes up to 9999, then K, M and G, rounding halves up.

@@ -315,9 +315,15 @@ async fn serve_autoindex<'a>(
             } else {
                 0
             };
+            let charset = &location.settings.charset;
+            let utf8 = matches!(&charset.charset,
+                crate::charset::settings::CharsetName::Named(name)
+                    if crate::charset::settings::same_name(name, "utf-8"))
+                && charset.charset_types.contains(b"text/html");
             let options = autoindex::HtmlOptions {
                 exact_size: settings.autoindex_exact_size,
                 utc_offset_seconds,
+                utf8,
             };
             autoindex::html(&request.uri, &entries, options)
         }
@@ -368,10 +374,7 @@ async fn gzip_static<'a>(
         GzipStatic::On => {
             let ok = crate::gzip_ok::gzip_ok(request, location);
             if settings.vary {
-                request.response.headers.push((
-                    crate::response::Bytes::Borrowed(b"Vary"),
-                    crate::response::Bytes::Borrowed(b"Accept-Encoding"),
-                ));
+                request.response.add_vary_accept_encoding();
             }
             ok
         }

@@ -263,6 +263,15 @@ impl RequestVariables<'_> {
                 };
                 out.extend_from_slice(status.as_bytes());
             }
+            Variable::GzipRatio => {
+                let Some((taken, given)) = request.gzip_ratio else {
+                    return false;
+                };
+                if taken == 0 || given == 0 {
+                    return false;
+                }
+                out.extend_from_slice(gzip_ratio(taken, given).as_bytes());
+            }
             Variable::LimitConnStatus => {
                 let Some(status) = request.limit_conn_status else {
                     return false;
@@ -823,6 +832,22 @@ pub fn escape_header_name(name: &[u8]) -> Vec<u8> {
         .collect()
 }
 
+/// `$gzip_ratio` as nginx writes it: the ratio with two decimals, the third rounding the
+/// second half up.
+pub(crate) fn gzip_ratio(taken: u64, given: u64) -> String {
+    let (taken, given) = (u128::from(taken), u128::from(given));
+    let mut whole = taken / given;
+    let mut hundredths = (taken * 100 / given) % 100;
+    if (taken * 1000 / given) % 10 > 4 {
+        hundredths += 1;
+        if hundredths > 99 {
+            whole += 1;
+            hundredths = 0;
+        }
+    }
+    format!("{whole}.{hundredths:02}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -867,5 +892,13 @@ mod tests {
         let mut out = Vec::new();
         push_seconds_millis(&mut out, std::time::Duration::from_millis(1005));
         assert_eq!(out, b"1.005");
+    }
+
+    #[test]
+    fn gzip_ratio_rounds_as_nginx() {
+        assert_eq!(super::gzip_ratio(2125, 1000), "2.13");
+        assert_eq!(super::gzip_ratio(2124, 1000), "2.12");
+        assert_eq!(super::gzip_ratio(1999, 1000), "2.00");
+        assert_eq!(super::gzip_ratio(100, 300), "0.33");
     }
 }

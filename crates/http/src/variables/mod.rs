@@ -136,6 +136,9 @@ pub enum Variable {
     /// request.
     LimitReqStatus,
     LimitConnStatus,
+    /// `$gzip_ratio`: original over compressed size as `N.NN`; not found until a
+    /// compressed body has ended.
+    GzipRatio,
     /// `$slice_range`: `bytes=S-E` of the slice being fetched, empty otherwise.
     SliceRange,
     /// `$upstream_http_NAME`: a field of the upstream's response.

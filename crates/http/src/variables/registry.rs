@@ -121,6 +121,7 @@ fn builtin(name: &str) -> Option<Variable> {
         "upstream_cache_status" => Variable::UpstreamCacheStatus,
         "limit_req_status" => Variable::LimitReqStatus,
         "limit_conn_status" => Variable::LimitConnStatus,
+        "gzip_ratio" => Variable::GzipRatio,
         "slice_range" => Variable::SliceRange,
         "connections_active" => Variable::ConnectionsActive,
         "connections_reading" => Variable::ConnectionsReading,

@@ -197,3 +197,55 @@ fn gzip_logs_read_back_with_gzip() {
         "/line0\n/line1\n/line2\n/line3\n/line4\n/after\n"
     );
 }
+
+/// A path with variables: each line goes to the file its request names (opened, written
+/// and closed on a pool), in order; a file that cannot be opened is logged at `crit` and
+/// the server goes on; such a log cannot be buffered.
+#[test]
+fn variables_in_the_path_pick_the_file_per_request() {
+    let server = Instance::http_builder(
+        "log_format uri '$uri?$args';
+        server {
+            listen 127.0.0.1:8080;
+            access_log varlogs/by_$arg_name.log uri;
+            location /missing/ { access_log logs/none/$arg_name.log uri; return 204; }
+            location / { return 200 ok; }
+        }",
+    )
+    .file("varlogs/.keep", "")
+    .expect_log("[crit]")
+    .start();
+    // The files are opened by the workers' user, as nginx's workers open them.
+    let directory = server.prefix().join("varlogs");
+    std::fs::set_permissions(
+        &directory,
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .expect("make varlogs writable");
+    for query in ["name=a&n=1", "name=b&n=1", "name=a&n=2", "n=3"] {
+        assert_eq!(server.get(&format!("/x?{query}")).status, 200);
+    }
+    wait_until("the lines of a", PATIENCE, || {
+        server.read("varlogs/by_a.log") == "/x?name=a&n=1\n/x?name=a&n=2\n"
+    });
+    wait_until("the line of b", PATIENCE, || {
+        server.read("varlogs/by_b.log") == "/x?name=b&n=1\n"
+    });
+    wait_until("an empty name", PATIENCE, || {
+        server.read("varlogs/by_.log") == "/x?n=3\n"
+    });
+    assert_eq!(server.get("/missing/?name=c").status, 204);
+    let line = server.wait_for_error_log("[crit]");
+    assert!(
+        line.contains("none/c.log\" failed (2: No such file or directory)"),
+        "{line}"
+    );
+    assert_eq!(server.get("/x?name=a&n=4").status, 200);
+    wait_until("the server goes on", PATIENCE, || {
+        server.read("varlogs/by_a.log").ends_with("/x?name=a&n=4\n")
+    });
+    crate::support::cli::assert_http_body_fails(
+        "access_log logs/$host.log combined buffer=32k;",
+        "buffered logs cannot have variables in name in {conf}:4",
+    );
+}

@@ -167,3 +167,53 @@ fn gzip_static_serves_the_precompressed_file() {
     );
     assert_eq!(server.get("/always/a.txt").body, b"pretend gzip");
 }
+
+/// `$gzip_ratio`: the original size over the compressed one (gzip header and trailer
+/// included) with two decimals, for a compressed file and a compressed proxied body;
+/// not found (`-` in the log) for a response that was not compressed.
+#[test]
+fn gzip_ratio_is_logged() {
+    let mut builder = Instance::http_builder(
+        "log_format ratio '$uri $gzip_ratio';
+        server {
+            listen 127.0.0.1:8080;
+            root site;
+            types { text/plain txt; }
+            gzip on;
+            gzip_types text/plain;
+            access_log logs/ratio.log ratio;
+            location /proxied/ { proxy_pass http://127.0.0.1:8081/; }
+        }",
+    );
+    let text = "ratio ".repeat(2000);
+    let served = text.clone();
+    let _upstream = MockUpstream::start(builder.port(8081), move |mut conn| {
+        while conn.read_request().is_some() {
+            conn.write(format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n{}",
+                served.len(),
+                served
+            ));
+        }
+    });
+    let server = builder.file("site/big.txt", &text).start();
+    let accept = "Accept-Encoding: gzip\r\n";
+    for path in ["/big.txt", "/proxied/big.txt"] {
+        let compressed = server.request(request(path, accept));
+        assert_eq!(compressed.header("Content-Encoding"), Some("gzip"));
+        let line = server.wait_for_line("logs/ratio.log", &format!("{path} "));
+        let ratio: f64 = line
+            .rsplit(' ')
+            .next()
+            .and_then(|ratio| ratio.parse().ok())
+            .unwrap_or_else(|| panic!("a ratio: {line}"));
+        let expected = text.len() as f64 / compressed.body.len() as f64;
+        assert!(
+            (ratio - expected).abs() < 0.01,
+            "{line}, want {expected:.2}"
+        );
+    }
+    server.get("/big.txt");
+    let plain = server.wait_for_line("logs/ratio.log", "/big.txt -");
+    assert_eq!(plain, "/big.txt -");
+}

@@ -6,12 +6,24 @@ use crate::support::cli::{assert_fails, assert_http_body_fails, test_config};
 
 #[test]
 fn load_module_accepts_built_in_modules_only() {
-    let (_, output) = test_config(concat!(
+    let (conf, output) = test_config(concat!(
         "load_module modules/ngx_http_map_module.so;\n",
         "load_module /usr/lib/nginx/modules/ngx_http_proxy_module.so;\n",
         "events {}\nhttp {}\n",
     ));
     output.assert_code(0);
+    assert!(
+        crate::support::cli::reported(
+            &output.stderr,
+            "notice",
+            "load_module \"modules/ngx_http_map_module.so\": the \"http_map\" module is built \
+             into Portico in {conf}:1"
+                .replace("{conf}", &conf)
+                .as_str(),
+        ),
+        "{}",
+        output.stderr
+    );
     assert_fails(
         "load_module modules/ngx_http_geoip_module.so;\nevents {}\nhttp {}\n",
         "load_module \"modules/ngx_http_geoip_module.so\": Portico has no \"http_geoip\" module in {conf}:1",
@@ -58,4 +70,31 @@ fn a_missing_default_error_log_does_not_hide_the_configs_errors() {
         "{}",
         output.stderr
     );
+}
+
+/// The hash sizing directives stock configs carry (`types_hash_max_size 2048;` in
+/// Debian's): checked as nginx checks them, without effect (Portico's maps have no fixed
+/// buckets).
+#[test]
+fn hash_sizes_are_checked() {
+    let (_, output) = test_config(concat!(
+        "events {}\nhttp {\n",
+        "types_hash_max_size 2048; types_hash_bucket_size 64;\n",
+        "variables_hash_max_size 1024; variables_hash_bucket_size 64;\n",
+        "server_names_hash_max_size 1024; server_names_hash_bucket_size 64;\n",
+        "}\n",
+    ));
+    output.assert_code(0);
+    // Maximum sizes are numbers, bucket sizes are sizes, as in nginx.
+    for (name, what) in [
+        ("types_hash_max_size", "number"),
+        ("types_hash_bucket_size", "value"),
+        ("variables_hash_max_size", "number"),
+        ("server_names_hash_bucket_size", "value"),
+    ] {
+        assert_http_body_fails(
+            &format!("{name} big;"),
+            &format!("\"{name}\" directive invalid {what} in {{conf}}:4"),
+        );
+    }
 }

@@ -2,6 +2,7 @@
 //! and talks to it over sockets. One module per directive family, named like nginx-tests.
 //! The harness is in `support/`; `PORTICO_E2E_KEEP=1` keeps every test's prefix directory.
 
+mod distribution_configs;
 mod support;
 
 mod access;
@@ -20,6 +21,7 @@ mod error_log;
 mod error_page;
 mod events;
 mod expires;
+mod gunzip;
 mod gzip;
 mod http_absolute_redirect;
 mod http_body;

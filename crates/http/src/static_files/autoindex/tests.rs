@@ -15,6 +15,7 @@ fn entry(name: &str, is_dir: bool, len: u64) -> Entry {
 const EXACT: HtmlOptions = HtmlOptions {
     exact_size: true,
     utc_offset_seconds: 0,
+    utf8: false,
 };
 
 /// The listing nginx 1.22.1 sent for the same directory (captured from its response).
@@ -58,6 +59,43 @@ fn long_names_are_cut_at_47_bytes() {
 }
 
 #[test]
+fn utf8_names_are_cut_and_padded_by_characters() {
+    let utf8 = HtmlOptions {
+        utf8: true,
+        ..EXACT
+    };
+    let long = format!("x-{}", "\u{444}".repeat(60));
+    let text = String::from_utf8(html(b"/", &[entry(&long, false, 0)], utf8)).unwrap();
+    assert!(
+        text.contains(&format!(
+            ">x-{}..&gt;</a> 22-Nov-2026",
+            "\u{444}".repeat(45)
+        )),
+        "{text}"
+    );
+    let escaped = format!("<{}", "\u{444}".repeat(60));
+    let text = String::from_utf8(html(b"/", &[entry(&escaped, false, 0)], utf8)).unwrap();
+    assert!(
+        text.contains(&format!(">&lt;{}..&gt;</a>", "\u{444}".repeat(46))),
+        "{text}"
+    );
+    // A short name is padded to 50 characters, not bytes.
+    let short = "\u{444}".repeat(3);
+    let text = String::from_utf8(html(b"/", &[entry(&short, false, 0)], utf8)).unwrap();
+    assert!(
+        text.contains(&format!(">{short}</a>{} 22-Nov-2026", " ".repeat(47))),
+        "{text}"
+    );
+    // Without `charset utf-8` the same name is cut at 47 bytes, as nginx does.
+    let out = html(b"/", &[entry(&long, false, 0)], EXACT);
+    let text = String::from_utf8_lossy(&out);
+    assert!(
+        text.contains(&format!(">x-{}\u{fffd}..&gt;</a>", "\u{444}".repeat(22))),
+        "{text}"
+    );
+}
+
+#[test]
 fn rounded_sizes() {
     assert_eq!(human_size(0), "      0");
     assert_eq!(human_size(9999), "   9999");
@@ -72,6 +110,7 @@ fn rounded_sizes() {
         HtmlOptions {
             exact_size: false,
             utc_offset_seconds: 3600,
+            utf8: false,
         },
     ))
     .unwrap();
