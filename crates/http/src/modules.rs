@@ -18,6 +18,7 @@ pub const TABLES: &[&[HttpDirective]] = &[
     crate::static_files::directives::DIRECTIVES,
     crate::charset::directives::DIRECTIVES,
     crate::gzip::directives::DIRECTIVES,
+    crate::ssi::directives::DIRECTIVES,
     crate::proxy::directives::DIRECTIVES,
     crate::proxy::cache::directives::DIRECTIVES,
     crate::upstream::directives::DIRECTIVES,
@@ -55,6 +56,7 @@ pub const FAMILIES: &[&str] = &[
     "http_upstream_zone",
     "http_charset",
     "http_gzip",
+    "http_ssi",
     "http_stub_status",
     "http_ssl",
 ];

@@ -110,6 +110,10 @@ pub struct Request<'a> {
     /// `$limit_conn_status`, likewise.
     pub limit_conn_status: Option<&'static str>,
     pub cleanups: Cleanups,
+    /// How deep this request is among subrequests: 0 for the client's own request.
+    pub subrequest_depth: u8,
+    /// Subrequests the main request may still make, shared by all its subrequests.
+    pub subrequests_left: std::rc::Rc<std::cell::Cell<u32>>,
 }
 
 /// Values a module holds for as long as the request runs (nginx's request-pool cleanups,
@@ -164,6 +168,15 @@ impl<'a> Request<'a> {
         self.limit_req_status = None;
         self.limit_conn_status = None;
         self.cleanups.0.clear();
+        self.subrequest_depth = 0;
+        self.subrequests_left = std::rc::Rc::new(std::cell::Cell::new(
+            crate::subrequest::SUBREQUESTS_MAX,
+        ));
+    }
+
+    /// Whether this is a subrequest (nginx's `r != r->main`).
+    pub fn is_subrequest(&self) -> bool {
+        self.subrequest_depth > 0
     }
 
     /// A request header's value, by lowercase name with `_` matching `-` (as `$http_*`).

@@ -38,6 +38,7 @@ const FEATURES: &[(&str, &str)] = &[
     ("observe/", "observe"),
     ("proxy/", "proxy"),
     ("rewrite/", "rewrite"),
+    ("ssi/", "ssi"),
     ("send/ranges.rs", "range"),
     ("send/upstream.rs", "proxy"),
     ("send/attach.rs", "proxy"),

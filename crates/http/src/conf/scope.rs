@@ -17,6 +17,7 @@ use crate::observe::settings::{StatusZone, StatusZoneConf};
 use crate::proxy::cache::settings::{CachePath, ProxyCache, ProxyCacheConf};
 use crate::proxy::settings::{Proxy, ProxyConf};
 use crate::rewrite::settings::{RewriteConf, RewriteSettings, Script};
+use crate::ssi::settings::{Ssi, SsiConf};
 use crate::static_files::settings::{Static, StaticConf, TryFilesSetting};
 
 /// What the `http` block sets for itself.
@@ -60,6 +61,7 @@ pub struct LocationScope {
     pub rewrite: RewriteConf,
     pub charset: CharsetConf,
     pub gzip: GzipConf,
+    pub ssi: SsiConf,
     pub status_zone: StatusZoneConf,
     pub limit: LimitConf,
     /// Not inherited: each level runs its own script.
@@ -107,6 +109,7 @@ pub struct LocationSettings {
     pub rewrite: RewriteSettings,
     pub charset: Charset,
     pub gzip: Gzip,
+    pub ssi: Ssi,
     pub status_zone: StatusZone,
     pub limit: Limit,
     pub script: Script,
@@ -129,6 +132,7 @@ impl LocationScope {
         self.rewrite.merge_from(&parent.rewrite);
         self.charset.merge_from(&parent.charset);
         self.gzip.merge_from(&parent.gzip);
+        self.ssi.merge_from(&parent.ssi);
         self.status_zone.merge_from(&parent.status_zone);
         self.limit.merge_from(&parent.limit);
         if self.content.is_none() {
@@ -152,6 +156,7 @@ impl LocationScope {
             rewrite: self.rewrite.clone(),
             charset: self.charset.clone(),
             gzip: self.gzip.clone(),
+            ssi: self.ssi.clone(),
             status_zone: self.status_zone.clone(),
             limit: self.limit.clone(),
             script: Script::default(),
@@ -174,6 +179,7 @@ impl LocationScope {
             rewrite: self.rewrite.resolve(env),
             charset: self.charset.resolve(env),
             gzip: self.gzip.resolve(env),
+            ssi: self.ssi.resolve(env),
             status_zone: self.status_zone.resolve(env),
             limit: self.limit.resolve(env),
             script: self.script.clone(),

@@ -219,6 +219,12 @@ pub trait StreamedBody<'a>: std::fmt::Debug {
     where
         'a: 's,
         'o: 's;
+
+    /// The body as pieces taken one at a time, for a filter or a subrequest that takes it
+    /// in rather than sending it; `None` when this body cannot be taken so.
+    fn into_pulled(self: Box<Self>) -> Option<Box<dyn super::pull::PulledBody<'a> + 'a>> {
+        None
+    }
 }
 
 /// Writes `head` (the response head, possibly empty for HTTP/0.9) and the body.

@@ -180,7 +180,7 @@ impl<'a> StreamedBody<'a> for CompressedBytes {
 }
 
 /// `len` bytes of the file at `offset`, read where its `aio` says.
-async fn read(
+pub(crate) async fn read(
     context: &BodyContext<'_>,
     file: &FileBody,
     offset: u64,

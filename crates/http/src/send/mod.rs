@@ -14,6 +14,7 @@ mod filters;
 pub mod framing;
 mod head;
 pub mod pieces;
+pub mod pull;
 pub mod ranges;
 pub mod rate;
 mod turn;

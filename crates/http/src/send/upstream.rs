@@ -11,6 +11,7 @@ use crate::proxy::cache::store::{Keeper, StoreFailure};
 use crate::proxy::failure::Failure;
 use crate::request::Request;
 use crate::send::body::{BodyContext, Output, StreamedBody, finish};
+use crate::send::pull::PulledBody;
 use crate::send::compress::{Compressor, framed, framed as framed_into};
 use crate::send::framing::Framing;
 
@@ -31,6 +32,67 @@ impl<'a> StreamedBody<'a> for UpstreamBody<'a> {
         'o: 's,
     {
         Box::pin(send_upstream(context, output, request, *self, head))
+    }
+
+    fn into_pulled(self: Box<Self>) -> Option<Box<dyn PulledBody<'a> + 'a>> {
+        let mut body = *self;
+        Some(Box::new(Pulled {
+            store: Store(body.take_cache_writer()),
+            attempt: body.attempt(),
+            received: 0,
+            body: Some(body),
+        }))
+    }
+}
+
+/// A proxied body taken in by a filter (a subrequest's, which SSI includes): the cache
+/// gets its copy as when it is sent, and the connection goes back to the keep-alive cache
+/// at the end.
+struct Pulled<'a> {
+    body: Option<UpstreamBody<'a>>,
+    store: Store,
+    attempt: usize,
+    received: u64,
+}
+
+impl<'a> PulledBody<'a> for Pulled<'a> {
+    fn next<'s>(
+        &'s mut self,
+        context: &'s BodyContext<'s>,
+        _socket: &'s runtime::Stream,
+        request: &'s mut Request<'a>,
+        out: &'s mut Vec<u8>,
+    ) -> Pin<Box<dyn Future<Output = io::Result<bool>> + 's>>
+    where
+        'a: 's,
+    {
+        Box::pin(async move {
+            let Some(body) = self.body.as_mut() else {
+                return Ok(false);
+            };
+            let start = out.len();
+            match body.next(out, true, request).await {
+                Ok(more) => {
+                    self.received += (out.len() - start) as u64;
+                    self.store.push(context, request, &out[start..]).await;
+                    if !more {
+                        end_attempt(request, self.attempt, self.received);
+                        self.store.finish(context, request).await;
+                        if let Some(done) = self.body.take() {
+                            done.finish();
+                        }
+                    }
+                    Ok(more)
+                }
+                Err(failure) => {
+                    end_attempt(request, self.attempt, self.received);
+                    self.store.abort();
+                    self.body = None;
+                    log_failure(context.worker, context.connection, request, &failure);
+                    Err(io::Error::other("upstream failed"))
+                }
+            }
+        })
     }
 }
 

@@ -175,6 +175,12 @@ impl RequestVariables<'_> {
             Variable::ConnectionsWriting => push_number(out, connections().writing as i64, 1),
             Variable::ConnectionsWaiting => push_number(out, connections().waiting as i64, 1),
             Variable::TimeLocal => self.now.write_time_local(out),
+            Variable::DateLocal | Variable::DateGmt => super::time_format::format_time(
+                super::time_format::DEFAULT_TIME_FORMAT,
+                &self.now,
+                *variable == Variable::DateGmt,
+                out,
+            ),
             Variable::TimeIso8601 => self.now.write_iso8601(out),
             Variable::Pid => push_number(out, std::process::id().into(), 1),
             Variable::NginxVersion => out.extend_from_slice(NGINX_COMPATIBLE_VERSION.as_bytes()),
@@ -592,7 +598,7 @@ thread_local! {
 }
 
 /// A new `$request_id`: 128 unpredictable bits as 32 lowercase hex digits.
-fn new_request_id() -> [u8; 32] {
+pub(crate) fn new_request_id() -> [u8; 32] {
     use std::hash::BuildHasher;
     const HEX: &[u8; 16] = b"0123456789abcdef";
     REQUEST_IDS.with(|(key, counter)| {

@@ -1,0 +1,4 @@
+//! Server-side includes.
+pub mod directives;
+pub mod parse;
+pub mod settings;
