@@ -17,11 +17,15 @@
 //! `error_page`, which restarts the phases at 1 for a URI (an internal redirect, as `index`
 //! makes too) or at 3 for a named location.
 
+use std::future::Future;
+use std::pin::Pin;
+
 use logging::Level;
 
 use crate::access::{self, Action};
 use crate::auth_basic;
-use crate::client::Client;
+use crate::body::BodyState;
+use crate::client::{BodySource, Client, ReadAhead};
 use crate::conf::location;
 use crate::conf::scope::Content;
 use crate::conf::{LocationId, ServerId};
@@ -38,6 +42,7 @@ use crate::special::{Reply, STATUS_CLOSE, special_response};
 use crate::static_files::content::serve_static;
 use crate::static_files::handler::{self as static_handler, StaticOutcome};
 use crate::static_files::try_files::{self, TryOutcome};
+use crate::subrequest::{Subrequest, SubrequestRunner};
 use crate::variables::{HttpTemplate, render};
 use crate::worker::HttpWorker;
 
@@ -265,12 +270,15 @@ async fn preaccess<'a>(
     }
 }
 
-/// Phase 5.
+/// Phase 5. A subrequest is not checked again, as nginx's access phase skips it.
 async fn check_access<'a>(
     worker: &'a HttpWorker,
     connection: &ConnectionInfo,
     request: &mut Request<'a>,
 ) -> Step<'a> {
+    if request.is_subrequest() {
+        return Step::PreContent;
+    }
     let location = current_location(worker, request);
     let rule = access::check(&location.settings.access, &connection.peer);
     let any = location.settings.core.satisfy == crate::core::settings::Satisfy::Any;
@@ -419,6 +427,62 @@ pub(crate) async fn post_action<'a>(
     request.response.clear();
     let reply = run_from(worker, client, request, Step::Redirect { uri, args }).await;
     drop(reply);
+}
+
+/// The runner of subrequests that filters are handed (`ssi`'s `include`).
+pub(crate) struct Subrequests;
+
+pub(crate) static SUBREQUESTS: Subrequests = Subrequests;
+
+impl SubrequestRunner for Subrequests {
+    fn run<'a, 's>(
+        &'s self,
+        worker: &'a HttpWorker,
+        connection: &'s ConnectionInfo,
+        socket: &'s runtime::Stream,
+        child: Box<Request<'a>>,
+    ) -> Pin<Box<dyn Future<Output = Subrequest<'a>> + 's>>
+    where
+        'a: 's,
+    {
+        Box::pin(run_subrequest(worker, connection, socket, child))
+    }
+}
+
+/// A subrequest: the phases from the server rewrite phase, without the request body
+/// (nginx's subrequests share the parent's, which SSI's never read), then the body
+/// filters a subrequest's body passes (SSI for a nested document). Its head is not sent.
+async fn run_subrequest<'a>(
+    worker: &'a HttpWorker,
+    connection: &ConnectionInfo,
+    socket: &runtime::Stream,
+    mut child: Box<Request<'a>>,
+) -> Subrequest<'a> {
+    let mut read_ahead = ReadAhead::new(1);
+    let mut no_body = BodyState::Done;
+    let client = Client {
+        info: connection,
+        source: BodySource::http1(socket, &mut read_ahead),
+        body: &mut no_body,
+    };
+    let body = match run(worker, client, &mut child).await {
+        Reply::Respond(body) => {
+            let location = current_location(worker, &child);
+            Some(crate::ssi::filter(
+                worker,
+                connection,
+                &mut child,
+                location,
+                body,
+                &SUBREQUESTS,
+            ))
+        }
+        Reply::Close => None,
+    };
+    Subrequest {
+        request: child,
+        body,
+    }
 }
 
 /// After a stale response went out (`proxy_cache_background_update`): the request goes

@@ -25,13 +25,19 @@ pub struct Subrequest<'a> {
 }
 
 /// The assembly's runner of a child request: the phases, then the body filters a
-/// subrequest's body goes through (SSI again, for a nested document).
-pub type RunSubrequest = for<'s> fn(
-    &'s HttpWorker,
-    &'s ConnectionInfo,
-    &'s Stream,
-    Box<Request<'s>>,
-) -> Pin<Box<dyn Future<Output = Subrequest<'s>> + 's>>;
+/// subrequest's body goes through (SSI again, for a nested document). A feature that makes
+/// subrequests is handed one, so it never names the phases.
+pub trait SubrequestRunner {
+    fn run<'a, 's>(
+        &'s self,
+        worker: &'a HttpWorker,
+        connection: &'s ConnectionInfo,
+        socket: &'s Stream,
+        child: Box<Request<'a>>,
+    ) -> Pin<Box<dyn Future<Output = Subrequest<'a>> + 's>>
+    where
+        'a: 's;
+}
 
 /// Why a subrequest was not made.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

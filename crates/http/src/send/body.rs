@@ -293,7 +293,7 @@ async fn send_bytes(
 /// The end of the body: nginx's trailers filter runs (its fields exist for
 /// `$sent_trailer_NAME` whether or not they can be sent), and a chunked response gets its
 /// last chunk with them.
-pub(super) fn finish(context: &BodyContext<'_>, request: &mut Request<'_>, out: &mut Vec<u8>) {
+pub fn finish(context: &BodyContext<'_>, request: &mut Request<'_>, out: &mut Vec<u8>) {
     if context.expect_trailers {
         request.response.trailers_added = true;
     }

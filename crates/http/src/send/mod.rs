@@ -8,7 +8,7 @@ mod body;
 pub(crate) mod compress;
 pub(crate) mod slice;
 pub(crate) mod tunnel;
-pub use body::{BodyContext, Output, StreamedBody};
+pub use body::{BodyContext, Output, StreamedBody, finish as finish_body};
 mod file;
 mod filters;
 pub mod framing;
@@ -109,6 +109,15 @@ pub(crate) async fn send_response<'a>(
     // A proxied body streams through without recoding; a single range of it is cut out
     // as it passes when the proxy allows ranges (a stored or `proxy_force_ranges` one).
     // gzip comes after charset and before ranges, as in nginx (it rules ranges out).
+    // SSI takes the body in before charset and gzip see it, as nginx's filter order has it.
+    body = crate::ssi::filter(
+        worker,
+        &connection.info,
+        request,
+        location,
+        body,
+        &crate::phases::SUBREQUESTS,
+    );
     let mut compress = None;
     if matches!(body, Body::Upstream(_)) {
         // A streamed body's charset is named (never recoded here).

@@ -1,4 +1,294 @@
-//! Server-side includes.
+//! `ssi`: server-side includes. The header part ([`filter`]) decides whether a response is
+//! parsed (`ssi on`, `ssi_types`, a body that may have commands) and changes its head as
+//! nginx does (no `Content-Length`, no ranges, no `Last-Modified` or `ETag` unless
+//! `ssi_last_modified`). The body part ([`SsiBody`]) takes the body in piece by piece,
+//! scans it for commands (`parse.rs`), runs them (`commands.rs`), and writes the text and
+//! what the commands produce in order; `include` runs a subrequest and its body is placed
+//! where the command was, as nginx's postpone filter places it.
+
+mod commands;
 pub mod directives;
+mod expr;
 pub mod parse;
 pub mod settings;
+
+use std::collections::VecDeque;
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+
+use logging::Level;
+use runtime::Stream;
+
+use crate::conf::Location;
+use crate::request::{ConnectionInfo, Request, current_location};
+use crate::response::Body;
+use crate::send::compress::{Compressor, framed};
+use crate::send::framing::Framing;
+use crate::send::pull::{PulledBody, Puller};
+use crate::send::{BodyContext, Output, StreamedBody};
+use crate::ssi::parse::{Event, Scanner};
+use crate::ssi::settings::Ssi;
+use crate::subrequest::SubrequestRunner;
+use crate::worker::HttpWorker;
+
+/// Output is handed on once this much is gathered, and before any wait.
+const GATHER_BYTES: usize = 16 * 1024;
+/// nginx's default `config errmsg`.
+pub const DEFAULT_ERRMSG: &[u8] = b"[an error occurred while processing the directive]";
+
+/// nginx's SSI header filter: whether the response is parsed, and its head changed so.
+pub fn filter<'a>(
+    worker: &'a HttpWorker,
+    connection: &ConnectionInfo,
+    request: &mut Request<'a>,
+    location: &'a Location,
+    body: Body<'a>,
+    runner: &'a dyn SubrequestRunner,
+) -> Body<'a> {
+    let settings = &location.settings.ssi;
+    let response = &request.response;
+    if !settings.ssi
+        || response.content_length == Some(0)
+        || body.is_empty()
+        || matches!(body, Body::Pieces(_))
+    {
+        return body;
+    }
+    let content_type = response
+        .content_type
+        .as_ref()
+        .map(|value| {
+            let value = value.as_slice();
+            let end = memchr::memchr(b';', value).unwrap_or(value.len());
+            value[..end].trim_ascii().to_vec()
+        })
+        .unwrap_or_default();
+    if !settings.types.contains(&content_type) {
+        return body;
+    }
+    let response = &mut request.response;
+    response.content_length = None;
+    response.accept_ranges = false;
+    response
+        .headers
+        .retain(|(name, _)| !name.as_slice().eq_ignore_ascii_case(b"accept-ranges"));
+    if settings.last_modified {
+        if let Some(etag) = &mut response.etag
+            && !etag.starts_with(b"W/")
+        {
+            etag.splice(0..0, b"W/".iter().copied());
+        }
+    } else {
+        response.last_modified = None;
+        response.etag = None;
+    }
+    let Some(source) = Puller::new(body) else {
+        crate::request::log(
+            worker,
+            connection,
+            request,
+            Level::Alert,
+            format_args!("SSI cannot take in this response's body"),
+        );
+        return Body::Empty;
+    };
+    Body::Upstream(Box::new(SsiBody::new(worker, settings, runner, source)))
+}
+
+/// A response being parsed for SSI commands.
+pub struct SsiBody<'a> {
+    worker: &'a HttpWorker,
+    settings: &'a Ssi,
+    runner: &'a dyn SubrequestRunner,
+    /// The body being parsed; `None` once it has ended.
+    source: Option<Puller<'a>>,
+    scanner: Scanner,
+    events: VecDeque<Event>,
+    /// The subrequest whose body is being placed now.
+    active: Option<Box<Active<'a>>>,
+    state: commands::State,
+}
+
+/// An included subrequest whose body goes out in place of its command.
+struct Active<'a> {
+    request: Box<Request<'a>>,
+    body: Puller<'a>,
+}
+
+impl std::fmt::Debug for SsiBody<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SsiBody").finish_non_exhaustive()
+    }
+}
+
+impl<'a> SsiBody<'a> {
+    fn new(
+        worker: &'a HttpWorker,
+        settings: &'a Ssi,
+        runner: &'a dyn SubrequestRunner,
+        source: Puller<'a>,
+    ) -> SsiBody<'a> {
+        let value_len = usize::try_from(settings.value_length).unwrap_or(usize::MAX);
+        SsiBody {
+            worker,
+            settings,
+            runner,
+            source: Some(source),
+            scanner: Scanner::new(value_len.max(1)),
+            events: VecDeque::new(),
+            active: None,
+            state: commands::State::default(),
+        }
+    }
+
+    /// Appends the next output to `out`: `Ok(false)` once everything is out.
+    async fn next_output(
+        &mut self,
+        context: &BodyContext<'_>,
+        socket: &Stream,
+        request: &mut Request<'a>,
+        out: &mut Vec<u8>,
+    ) -> io::Result<bool> {
+        loop {
+            if let Some(active) = &mut self.active {
+                let child_context = child_context(self.worker, context, &active.request);
+                let more = active
+                    .body
+                    .next(&child_context, socket, &mut active.request, out)
+                    .await?;
+                if !more {
+                    self.active = None;
+                }
+                if !out.is_empty() {
+                    return Ok(true);
+                }
+                continue;
+            }
+            if let Some(event) = self.events.pop_front() {
+                if let Some(active) = self.handle(event, context, socket, request, out).await {
+                    self.active = Some(active);
+                    if !out.is_empty() {
+                        return Ok(true);
+                    }
+                }
+                if out.len() >= GATHER_BYTES {
+                    return Ok(true);
+                }
+                continue;
+            }
+            let Some(source) = &mut self.source else {
+                return Ok(false);
+            };
+            if !out.is_empty() {
+                return Ok(true);
+            }
+            let mut input = Vec::new();
+            let more = source.next(context, socket, request, &mut input).await?;
+            let mut events = Vec::new();
+            self.scanner.feed(&input, &mut events);
+            if !more {
+                self.scanner.finish(&mut events);
+                self.source = None;
+            }
+            self.events.extend(events);
+        }
+    }
+
+    /// The whole response, written to the client.
+    async fn send_all(
+        mut self,
+        context: &BodyContext<'_>,
+        output: &mut Output<'_>,
+        request: &mut Request<'a>,
+        head: &mut Vec<u8>,
+    ) -> io::Result<()> {
+        if context.header_only {
+            return output.write(head).await;
+        }
+        let chunked = context.framing == Framing::Chunked;
+        let mut compressor = context.compress.map(Compressor::new);
+        let socket = output.sink.socket();
+        let mut pending = std::mem::take(head);
+        let mut piece = Vec::new();
+        loop {
+            piece.clear();
+            let more = match self.next_output(context, socket, request, &mut piece).await {
+                Ok(more) => more,
+                Err(error) => {
+                    // What was made so far goes out; the connection then closes.
+                    let _ = output.write(&pending).await;
+                    return Err(error);
+                }
+            };
+            match &mut compressor {
+                Some(compressor) => framed(&compressor.compress(&piece), chunked, &mut pending),
+                None => framed(&piece, chunked, &mut pending),
+            }
+            if !more {
+                if let Some(compressor) = compressor.take() {
+                    framed(&compressor.finish(), chunked, &mut pending);
+                }
+                crate::send::finish_body(context, request, &mut pending);
+                return output.write(&pending).await;
+            }
+            if !pending.is_empty() {
+                output.write(&pending).await?;
+                pending.clear();
+            }
+        }
+    }
+}
+
+/// What a subrequest's body is read with: its own location.
+fn child_context<'c>(
+    worker: &'c HttpWorker,
+    parent: &BodyContext<'c>,
+    child: &Request<'_>,
+) -> BodyContext<'c> {
+    BodyContext {
+        worker,
+        connection: parent.connection,
+        location: current_location(worker, child),
+        framing: Framing::Length,
+        header_only: false,
+        expect_trailers: false,
+        compress: None,
+    }
+}
+
+impl<'a> StreamedBody<'a> for SsiBody<'a> {
+    fn send<'s, 'o>(
+        self: Box<Self>,
+        context: &'s BodyContext<'s>,
+        output: &'s mut Output<'o>,
+        request: &'s mut Request<'a>,
+        head: &'s mut Vec<u8>,
+    ) -> Pin<Box<dyn Future<Output = io::Result<()>> + 's>>
+    where
+        'a: 's,
+        'o: 's,
+    {
+        Box::pin(self.send_all(context, output, request, head))
+    }
+
+    fn into_pulled(self: Box<Self>) -> Option<Box<dyn PulledBody<'a> + 'a>> {
+        Some(self)
+    }
+}
+
+/// A nested document: a subrequest's SSI output, taken in by its parent's SSI.
+impl<'a> PulledBody<'a> for SsiBody<'a> {
+    fn next<'s>(
+        &'s mut self,
+        context: &'s BodyContext<'s>,
+        socket: &'s Stream,
+        request: &'s mut Request<'a>,
+        out: &'s mut Vec<u8>,
+    ) -> Pin<Box<dyn Future<Output = io::Result<bool>> + 's>>
+    where
+        'a: 's,
+    {
+        Box::pin(self.next_output(context, socket, request, out))
+    }
+}
