@@ -70,11 +70,14 @@ impl<'a> PulledBody<'a> for Pulled<'a> {
             let Some(body) = self.body.as_mut() else {
                 return Ok(false);
             };
-            let start = out.len();
-            match body.next(out, true, request).await {
+            // The body's reader stops at the first byte it adds to its buffer, so it gets
+            // an empty one.
+            let mut piece = Vec::new();
+            match body.next(&mut piece, true, request).await {
                 Ok(more) => {
-                    self.received += (out.len() - start) as u64;
-                    self.store.push(context, request, &out[start..]).await;
+                    self.received += piece.len() as u64;
+                    self.store.push(context, request, &piece).await;
+                    out.extend_from_slice(&piece);
                     if !more {
                         end_attempt(request, self.attempt, self.received);
                         self.store.finish(context, request).await;

@@ -11,7 +11,7 @@ use crate::send::BodyContext;
 use crate::send::pull::Puller;
 use crate::ssi::parse::{Command, Event};
 use crate::ssi::{Active, DEFAULT_ERRMSG, SsiBody, child_context, expr};
-use crate::variables::RequestVariables;
+use crate::variables::{RequestVariables, Variable};
 use crate::variables::time_format::{DEFAULT_TIME_FORMAT, format_time};
 
 /// The most a subrequest captured with `set=` may give (nginx's default
@@ -401,7 +401,24 @@ impl<'a> SsiBody<'a> {
             return Some(out);
         }
         let conf = worker.conf();
-        let variable = crate::variables::find(&lower, &conf.named_variables)?;
+        let mut variable = crate::variables::find(&lower, &conf.named_variables)?;
+        // A prefixed name `set` declares elsewhere is still the header (or argument, ...)
+        // where no `set` gave it a value, as nginx keeps the prefix's handler.
+        if let Variable::Named(slot) = variable {
+            let index = slot.0 as usize;
+            let has_value = request
+                .matches
+                .borrow()
+                .named
+                .get(index)
+                .is_some_and(Option::is_some);
+            if !has_value
+                && conf.maps.get(slot).is_none()
+                && let Some(prefixed) = crate::variables::find_prefixed(&lower)
+            {
+                variable = prefixed;
+            }
+        }
         let variables = RequestVariables::new(
             request,
             context.connection,

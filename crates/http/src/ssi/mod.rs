@@ -166,6 +166,11 @@ impl<'a> SsiBody<'a> {
                 continue;
             }
             if let Some(event) = self.events.pop_front() {
+                // What was made goes out before an include waits for its subrequest.
+                if !out.is_empty() && matches!(&event, Event::Command(command) if command.name == "include") {
+                    self.events.push_front(event);
+                    return Ok(true);
+                }
                 if let Some(active) = self.handle(event, context, socket, request, out).await {
                     self.active = Some(active);
                     if !out.is_empty() {

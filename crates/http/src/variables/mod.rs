@@ -7,7 +7,7 @@ pub mod time_format;
 
 pub(crate) use evaluate::Reborrow;
 pub use evaluate::{NGINX_COMPATIBLE_VERSION, RequestVariables, escape_header_name};
-pub use registry::{NamedSlot, Settable, VariableRegistry, find};
+pub use registry::{NamedSlot, Settable, VariableRegistry, find, find_prefixed};
 
 use vars::Template;
 

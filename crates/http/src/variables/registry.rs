@@ -136,6 +136,12 @@ pub fn find(name: &[u8], named: &[(Box<str>, bool)]) -> Option<Variable> {
     if let Some(slot) = named.iter().position(|(known, _)| **known == *lower) {
         return Some(Variable::Named(NamedSlot(slot as u32)));
     }
+    find_prefixed(lower.as_bytes())
+}
+
+/// The prefixed variable (`$http_NAME`, `$arg_NAME`, ...) a lower-cased name would be.
+pub fn find_prefixed(lower: &[u8]) -> Option<Variable> {
+    let lower = std::str::from_utf8(lower).ok()?;
     PREFIXED.iter().find_map(|(prefix, make)| {
         lower
             .strip_prefix(prefix)

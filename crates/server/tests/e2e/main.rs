@@ -76,6 +76,7 @@ mod r#return;
 mod rewrite;
 mod slice;
 mod split_clients;
+mod ssi;
 mod ssl;
 mod ssl_certificate;
 mod ssl_reload;
