@@ -3,14 +3,12 @@
 //! whether to pass the response on, try the next server, or end with 502/504.
 
 use std::borrow::Cow;
-use std::sync::atomic::AtomicU64;
 use std::time::{Duration, Instant};
 
 use logging::Level;
 use runtime::PeerAddress;
 
 use crate::body::BodyState;
-use crate::body::reader::{BodyError, BodySettings, RequestBody, read_body};
 use crate::client::Client as RequestClient;
 use crate::conf::{HttpConf, Location, LocationId};
 use crate::proxy::accel::accel_redirect;
@@ -18,8 +16,10 @@ use crate::proxy::body::{BodyStart, Keepalive, Release, UpstreamBody};
 use crate::proxy::cache::lookup::{CacheRequest, lookup};
 use crate::proxy::cache::settings::UseStale;
 mod caching;
+mod request_body;
 
 use caching::{key_uri, stale_condition};
+use request_body::read_request_body;
 
 pub use crate::proxy::exchange::read_timed;
 use crate::proxy::exchange::{
@@ -41,9 +41,6 @@ use crate::upstream::info::Attempt;
 use crate::upstream::{Balancer, Group, Peer, PeerAddr, Selected, Tried};
 use crate::variables::render;
 use crate::worker::HttpWorker;
-
-/// Temporary files for request bodies are numbered across the process.
-static TEMP_NUMBERS: AtomicU64 = AtomicU64::new(0);
 
 /// How the proxy ends the content phase.
 pub enum ProxyOutcome<'a> {
@@ -888,150 +885,5 @@ async fn resolve_variable_url<'a>(
         port,
         uri,
         tls: parsed.tls,
-    })
-}
-
-/// Reads the client's body for the upstream (or the `proxy_set_body` text instead).
-async fn read_request_body(
-    worker: &HttpWorker,
-    client: &mut RequestClient<'_>,
-    request: &mut Request<'_>,
-    location: &Location,
-) -> Result<OutBody, u16> {
-    let proxy = &location.settings.proxy;
-    if let Some(template) = &proxy.set_body {
-        return Ok(OutBody::Memory(render(
-            worker,
-            client.info,
-            request,
-            template,
-        )));
-    }
-    if !proxy.pass_request_body {
-        return Ok(OutBody::None);
-    }
-    let has_body =
-        !client.body.is_done() || request.info.framing != http1::request::BodyFraming::None;
-    if !has_body {
-        return Ok(OutBody::None);
-    }
-    let settings = BodySettings::from_location(&location.settings.core);
-    if let http1::request::BodyFraming::Length(length) = request.info.framing
-        && settings.max_size > 0
-        && length > settings.max_size
-    {
-        log(
-            worker,
-            client.info,
-            request,
-            Level::Error,
-            format_args!("client intended to send too large body: {length} bytes"),
-        );
-        request.discard_body = true;
-        return Err(413);
-    }
-    // `100 Continue` once the body is wanted, even an empty one, as nginx answers.
-    if request.info.expect_continue
-        && request.head.version >= http1::Version::Http11
-        && client.source.buffered().is_empty()
-    {
-        let _ = client.source.send_continue(settings.timeout).await;
-    }
-    let chunked = request.info.framing == http1::request::BodyFraming::Chunked;
-    if !proxy.request_buffering && (!chunked || proxy.http_11) {
-        let length = match request.info.framing {
-            http1::request::BodyFraming::Length(length) => Some(length),
-            _ => None,
-        };
-        return Ok(OutBody::Stream { chunked, length });
-    }
-    let result = read_body(
-        &mut client.source,
-        client.body,
-        &settings,
-        worker.pools.default_pool(),
-        &TEMP_NUMBERS,
-        false,
-    )
-    .await;
-    match result {
-        Ok(body) => Ok(keep_request_body(request, body)),
-        Err(error) => Err(body_failed(
-            worker,
-            client.info,
-            request,
-            client.body,
-            error,
-        )),
-    }
-}
-
-/// The client's body could not be read: logged, the connection closes after the
-/// response; the status to end with.
-fn body_failed(
-    worker: &HttpWorker,
-    info: &ConnectionInfo,
-    request: &mut Request<'_>,
-    body_state: &mut BodyState,
-    error: BodyError,
-) -> u16 {
-    if let Some((level, message)) = body_error_log(request, &error) {
-        log(worker, info, request, level, format_args!("{message}"));
-    }
-    request.keepalive = false;
-    *body_state = BodyState::Done;
-    request.discard_body = true;
-    match error {
-        BodyError::Closed => 499,
-        other => other.status(),
-    }
-}
-
-/// A body read whole goes upstream, and stays with the request for `$request_body` and
-/// `$request_body_file`.
-fn keep_request_body(request: &mut Request<'_>, body: RequestBody) -> OutBody {
-    request.length += body.len();
-    match body {
-        RequestBody::Memory(bytes) => {
-            request.body = Some(RequestBody::Memory(bytes.clone()));
-            OutBody::Memory(bytes)
-        }
-        RequestBody::File(file) => {
-            request.body_file = Some(file.path.clone());
-            OutBody::File(file)
-        }
-    }
-}
-
-/// How a failure to read the client's body is logged, in nginx's words; `None` where
-/// nginx logs nothing.
-fn body_error_log(request: &Request<'_>, error: &BodyError) -> Option<(Level, String)> {
-    Some(match error {
-        BodyError::TooLarge { received } => (
-            Level::Error,
-            format!("client intended to send too large chunked body: {received} bytes"),
-        ),
-        // nginx ends the request with 408 and logs nothing.
-        BodyError::TimedOut => return None,
-        BodyError::Closed => (
-            Level::Info,
-            "client prematurely closed connection while reading client request body".to_owned(),
-        ),
-        BodyError::Invalid(invalid) => (
-            Level::Info,
-            invalid.log_message_in(&request.head_bytes).to_string(),
-        ),
-        BodyError::File { path, call, error } => (
-            Level::Crit,
-            format!(
-                "{call}() \"{}\" failed ({})",
-                path.display(),
-                errno_text(error)
-            ),
-        ),
-        BodyError::Pool { name } => (
-            Level::Alert,
-            format!("thread pool \"{name}\" task was lost"),
-        ),
     })
 }
