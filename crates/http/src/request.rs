@@ -169,9 +169,8 @@ impl<'a> Request<'a> {
         self.limit_conn_status = None;
         self.cleanups.0.clear();
         self.subrequest_depth = 0;
-        self.subrequests_left = std::rc::Rc::new(std::cell::Cell::new(
-            crate::subrequest::SUBREQUESTS_MAX,
-        ));
+        self.subrequests_left =
+            std::rc::Rc::new(std::cell::Cell::new(crate::subrequest::SUBREQUESTS_MAX));
     }
 
     /// Whether this is a subrequest (nginx's `r != r->main`).

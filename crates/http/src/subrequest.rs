@@ -108,9 +108,13 @@ mod tests {
     fn nesting_and_count_are_limited() {
         let mut parent = Request::default();
         parent.reset();
-        let mut depth = parent.child(b"/a".to_vec(), Vec::new()).expect("first level");
+        let mut depth = parent
+            .child(b"/a".to_vec(), Vec::new())
+            .expect("first level");
         for _ in 1..SUBREQUEST_DEPTH_MAX {
-            depth = depth.child(b"/a".to_vec(), Vec::new()).expect("within the limit");
+            depth = depth
+                .child(b"/a".to_vec(), Vec::new())
+                .expect("within the limit");
         }
         assert_eq!(depth.subrequest_depth, SUBREQUEST_DEPTH_MAX);
         assert_eq!(
@@ -118,7 +122,9 @@ mod tests {
             Some(Refused::Cycle)
         );
         parent.subrequests_left.set(1);
-        let child = parent.child(b"/b".to_vec(), b"x=1".to_vec()).expect("one left");
+        let child = parent
+            .child(b"/b".to_vec(), b"x=1".to_vec())
+            .expect("one left");
         assert_eq!(child.args, b"x=1");
         assert_eq!(child.request_id.get(), parent.request_id.get());
         assert_eq!(

@@ -8,7 +8,7 @@ mod body;
 pub(crate) mod compress;
 pub(crate) mod slice;
 pub(crate) mod tunnel;
-pub use body::{BodyContext, Output, StreamedBody, finish as finish_body};
+pub use body::{BodyContext, Output, StreamedBody, finish};
 mod file;
 mod filters;
 pub mod framing;

@@ -11,9 +11,9 @@ use crate::proxy::cache::store::{Keeper, StoreFailure};
 use crate::proxy::failure::Failure;
 use crate::request::Request;
 use crate::send::body::{BodyContext, Output, StreamedBody, finish};
-use crate::send::pull::PulledBody;
 use crate::send::compress::{Compressor, framed, framed as framed_into};
 use crate::send::framing::Framing;
+use crate::send::pull::PulledBody;
 
 /// Writes are gathered up to this size while the upstream's bytes keep coming without a
 /// wait.

@@ -11,8 +11,8 @@ use crate::send::BodyContext;
 use crate::send::pull::Puller;
 use crate::ssi::parse::{Command, Event};
 use crate::ssi::{Active, DEFAULT_ERRMSG, SsiBody, child_context, expr};
-use crate::variables::{RequestVariables, Variable};
 use crate::variables::time_format::{DEFAULT_TIME_FORMAT, format_time};
+use crate::variables::{RequestVariables, Variable};
 
 /// The most a subrequest captured with `set=` may give (nginx's default
 /// `subrequest_output_buffer_size`, one page).
@@ -133,7 +133,8 @@ impl<'a> SsiBody<'a> {
             "endif" => self.state.condition = None,
             "echo" => self.echo(&command, context, request, out),
             "set" => {
-                let value = self.substitute(command.param("value").unwrap_or_default(), context, request);
+                let value =
+                    self.substitute(command.param("value").unwrap_or_default(), context, request);
                 let var = command.param("var").unwrap_or_default().to_vec();
                 self.state.set_variable(&var, value);
             }
@@ -252,13 +253,18 @@ impl<'a> SsiBody<'a> {
             (Some(uri), None) | (None, Some(uri)) => Ok(uri),
         };
         let wait = command.param("wait");
-        let checked = target.and_then(|target| match (command.param("set"), command.param("stub")) {
-            (Some(_), Some(_)) => Err("\"stub\" and \"set\" parameters can not be used together"),
-            _ if wait.is_some_and(|wait| wait != b"yes" && wait != b"no") => {
-                Err("invalid value in the \"wait\" parameter")
-            }
-            _ => Ok(target),
-        });
+        let checked =
+            target.and_then(
+                |target| match (command.param("set"), command.param("stub")) {
+                    (Some(_), Some(_)) => {
+                        Err("\"stub\" and \"set\" parameters can not be used together")
+                    }
+                    _ if wait.is_some_and(|wait| wait != b"yes" && wait != b"no") => {
+                        Err("invalid value in the \"wait\" parameter")
+                    }
+                    _ => Ok(target),
+                },
+            );
         let target = match checked {
             Ok(target) => self.substitute(target, context, request),
             Err(message) => {
@@ -271,7 +277,10 @@ impl<'a> SsiBody<'a> {
             Some(name) => match self.state.blocks.iter().find(|(known, _)| known == name) {
                 Some((_, content)) => Some(content.clone()),
                 None => {
-                    let message = format!("\"{}\" SSI block is not defined", String::from_utf8_lossy(name));
+                    let message = format!(
+                        "\"{}\" SSI block is not defined",
+                        String::from_utf8_lossy(name)
+                    );
                     self.error(context, request, out, &message);
                     return None;
                 }
@@ -314,11 +323,15 @@ impl<'a> SsiBody<'a> {
             }
             (None, None) => STUB_CAPTURE_BYTES_MAX,
         };
-        let captured = self.capture(context, socket, &mut child, body, captured_max).await;
+        let captured = self
+            .capture(context, socket, &mut child, body, captured_max)
+            .await;
         let failed = child.response.status >= 300 || child.response.status == 0;
         match (captured, command.param("set"), stub) {
             (Ok(captured), Some(var), _) => self.state.set_variable(var, captured),
-            (Ok(captured), None, Some(stub)) if failed || captured.is_empty() => self.emit(out, &stub),
+            (Ok(captured), None, Some(stub)) if failed || captured.is_empty() => {
+                self.emit(out, &stub)
+            }
             (Ok(captured), None, _) => self.emit(out, &captured),
             (Err(_), None, Some(stub)) => self.emit(out, &stub),
             (Err(message), _, _) => self.error(context, request, out, &message),
@@ -388,9 +401,19 @@ impl<'a> SsiBody<'a> {
 
     /// A variable's value: SSI's own first, then `$date_local` and `$date_gmt` in the
     /// current `timefmt`, then the request's.
-    fn value_of(&self, name: &[u8], context: &BodyContext<'_>, request: &Request<'_>) -> Option<Vec<u8>> {
+    fn value_of(
+        &self,
+        name: &[u8],
+        context: &BodyContext<'_>,
+        request: &Request<'_>,
+    ) -> Option<Vec<u8>> {
         let lower = name.to_ascii_lowercase();
-        if let Some((_, value)) = self.state.variables.iter().find(|(known, _)| *known == lower) {
+        if let Some((_, value)) = self
+            .state
+            .variables
+            .iter()
+            .find(|(known, _)| *known == lower)
+        {
             return Some(value.clone());
         }
         let worker = self.worker;
@@ -435,14 +458,23 @@ fn check_params(command: &Command, allowed: &[&str], needed: &[&str]) -> Result<
     let name = &command.name;
     for (index, (param, _)) in command.params.iter().enumerate() {
         if !allowed.contains(&param.as_str()) {
-            return Err(format!("invalid parameter \"{param}\" in \"{name}\" SSI command"));
+            return Err(format!(
+                "invalid parameter \"{param}\" in \"{name}\" SSI command"
+            ));
         }
-        if command.params[..index].iter().any(|(seen, _)| seen == param) {
-            return Err(format!("duplicate \"{param}\" parameter in \"{name}\" SSI command"));
+        if command.params[..index]
+            .iter()
+            .any(|(seen, _)| seen == param)
+        {
+            return Err(format!(
+                "duplicate \"{param}\" parameter in \"{name}\" SSI command"
+            ));
         }
     }
     match needed.iter().find(|param| command.param(param).is_none()) {
-        Some(param) => Err(format!("no \"{param}\" parameter in \"{name}\" SSI command")),
+        Some(param) => Err(format!(
+            "no \"{param}\" parameter in \"{name}\" SSI command"
+        )),
         None => Ok(()),
     }
 }
@@ -476,9 +508,13 @@ fn subrequest_target(current: &[u8], target: &[u8]) -> Result<(Vec<u8>, Vec<u8>)
         path.push(byte);
         at += 1;
     }
-    let unsafe_path = path.split(|&b| b == b'/').any(|segment| segment == b"..") || path.contains(&0);
+    let unsafe_path =
+        path.split(|&b| b == b'/').any(|segment| segment == b"..") || path.contains(&0);
     if unsafe_path {
-        return Err(format!("unsafe URI \"{}\" was detected", String::from_utf8_lossy(target)));
+        return Err(format!(
+            "unsafe URI \"{}\" was detected",
+            String::from_utf8_lossy(target)
+        ));
     }
     Ok((path, args))
 }
@@ -504,7 +540,11 @@ fn escape_url(value: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(value.len());
     for &byte in value {
         if byte <= b' ' || byte >= 0x7f || b"\"#%'<>?".contains(&byte) {
-            out.extend_from_slice(&[b'%', HEX[usize::from(byte >> 4)], HEX[usize::from(byte & 15)]]);
+            out.extend_from_slice(&[
+                b'%',
+                HEX[usize::from(byte >> 4)],
+                HEX[usize::from(byte & 15)],
+            ]);
         } else {
             out.push(byte);
         }
@@ -519,11 +559,17 @@ mod tests {
     #[test]
     fn targets_are_relative_decoded_and_safe() {
         let (path, args) = subrequest_target(b"/dir/page.html", b"inc.html?a=1").unwrap();
-        assert_eq!((path.as_slice(), args.as_slice()), (&b"/dir/inc.html"[..], &b"a=1"[..]));
+        assert_eq!(
+            (path.as_slice(), args.as_slice()),
+            (&b"/dir/inc.html"[..], &b"a=1"[..])
+        );
         let (path, _) = subrequest_target(b"/", b"/tes%741.html").unwrap();
         assert_eq!(path, b"/test1.html");
         let (path, args) = subrequest_target(b"/", b"/unescape.html%3f").unwrap();
-        assert_eq!((path.as_slice(), args.as_slice()), (&b"/unescape.html?"[..], &b""[..]));
+        assert_eq!(
+            (path.as_slice(), args.as_slice()),
+            (&b"/unescape.html?"[..], &b""[..])
+        );
         assert!(subrequest_target(b"/", b"/a/../../etc").is_err());
     }
 

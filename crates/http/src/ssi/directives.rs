@@ -34,7 +34,12 @@ pub const DIRECTIVES: &[HttpDirective] = &[
     entry("ssi_silent_errors", LEVELS, Arity::FLAG, set_silent_errors),
     entry("ssi_types", LEVELS, Arity::ONE_OR_MORE, set_types),
     entry("ssi_value_length", LEVELS, Arity::TAKE1, set_value_length),
-    entry("ssi_min_file_chunk", LEVELS, Arity::TAKE1, set_min_file_chunk),
+    entry(
+        "ssi_min_file_chunk",
+        LEVELS,
+        Arity::TAKE1,
+        set_min_file_chunk,
+    ),
     entry("ssi_last_modified", LEVELS, Arity::FLAG, set_last_modified),
 ];
 

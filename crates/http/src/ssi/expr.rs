@@ -127,7 +127,11 @@ mod tests {
     fn regex_captures_become_variables() {
         let mut lookup = |_: &[u8]| Some(b"hereCAP1andCAP2".to_vec());
         let mut captured = Vec::new();
-        let truth = evaluate(b"$v = /(CAP\\d).*(?P<n>CAP\\d)/", &mut lookup, &mut captured);
+        let truth = evaluate(
+            b"$v = /(CAP\\d).*(?P<n>CAP\\d)/",
+            &mut lookup,
+            &mut captured,
+        );
         assert_eq!(truth, Ok(true));
         assert!(captured.contains(&(b"1".to_vec(), b"CAP1".to_vec())));
         assert!(captured.contains(&(b"n".to_vec(), b"CAP2".to_vec())));

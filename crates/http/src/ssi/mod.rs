@@ -167,7 +167,9 @@ impl<'a> SsiBody<'a> {
             }
             if let Some(event) = self.events.pop_front() {
                 // What was made goes out before an include waits for its subrequest.
-                if !out.is_empty() && matches!(&event, Event::Command(command) if command.name == "include") {
+                if !out.is_empty()
+                    && matches!(&event, Event::Command(command) if command.name == "include")
+                {
                     self.events.push_front(event);
                     return Ok(true);
                 }
@@ -234,7 +236,7 @@ impl<'a> SsiBody<'a> {
                 if let Some(compressor) = compressor.take() {
                     framed(&compressor.finish(), chunked, &mut pending);
                 }
-                crate::send::finish_body(context, request, &mut pending);
+                crate::send::finish(context, request, &mut pending);
                 return output.write(&pending).await;
             }
             if !pending.is_empty() {

@@ -37,19 +37,28 @@ impl Command {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
     /// Plain text; `matched` bytes of `<!--#` seen at its end.
-    Text { matched: usize },
+    Text {
+        matched: usize,
+    },
     PreCommand,
     Name,
     PreParam,
     ParamName,
     PreEqual,
     PreValue,
-    Value { quote: u8, escaped: bool },
+    Value {
+        quote: u8,
+        escaped: bool,
+    },
     PostValue,
     /// `-` seen, waiting for `->` (`dashes` of the closing `--` seen).
-    End { dashes: usize },
+    End {
+        dashes: usize,
+    },
     /// After an error: everything up to `-->` is dropped.
-    Skip { dashes: usize },
+    Skip {
+        dashes: usize,
+    },
 }
 
 /// The scanner's state between pieces.
@@ -152,10 +161,8 @@ impl Scanner {
             State::PreParam if byte == b'-' => State::End { dashes: 1 },
             State::PreParam => {
                 if self.command.params.len() == PARAMS_MAX {
-                    let message = format!(
-                        "too many SSI command parameters: \"{}\"",
-                        self.command.name
-                    );
+                    let message =
+                        format!("too many SSI command parameters: \"{}\"", self.command.name);
                     return self.fail(message, events, byte);
                 }
                 self.param.clear();
@@ -199,7 +206,9 @@ impl Scanner {
                 );
                 return self.fail(message, events, byte);
             }
-            State::Value { quote, escaped } => return self.value_byte(byte, quote, escaped, events),
+            State::Value { quote, escaped } => {
+                return self.value_byte(byte, quote, escaped, events);
+            }
             State::PostValue if blank => State::PreParam,
             State::PostValue if byte == b'-' => State::End { dashes: 1 },
             State::PostValue => {
@@ -223,9 +232,7 @@ impl Scanner {
             }
             State::Skip { dashes } => match (dashes, byte) {
                 (2.., b'>') => State::Text { matched: 0 },
-                (_, b'-') => State::Skip {
-                    dashes: dashes + 1,
-                },
+                (_, b'-') => State::Skip { dashes: dashes + 1 },
                 _ => State::Skip { dashes: 0 },
             },
         };

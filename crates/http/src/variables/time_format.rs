@@ -49,7 +49,14 @@ pub fn format_time(format: &[u8], now: &Timestamp, gmt: bool, out: &mut Vec<u8>)
     }
 }
 
-fn conversion_into(conversion: u8, c: &Civil, now: &Timestamp, gmt: bool, offset: i32, out: &mut Vec<u8>) {
+fn conversion_into(
+    conversion: u8,
+    c: &Civil,
+    now: &Timestamp,
+    gmt: bool,
+    offset: i32,
+    out: &mut Vec<u8>,
+) {
     let day_name = DAYS[c.weekday as usize % 7];
     let month_name = MONTHS[(c.month as usize + 11) % 12];
     match conversion {

@@ -39,7 +39,9 @@ fn start() -> (Instance, MockUpstream) {
                 conn.write_slowly(body.as_bytes(), 9, Duration::from_millis(50));
                 continue;
             }
-            conn.write("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 8\r\n\r\nUPSTREAM");
+            conn.write(
+                "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 8\r\n\r\nUPSTREAM",
+            );
         }
     });
     let server = builder
@@ -50,7 +52,10 @@ fn start() -> (Instance, MockUpstream) {
             "A<!--#include virtual=\"/inc.html\" -->B<!--#include virtual=\"/up/x\" -->C",
         )
         .file("site/dir/page.html", "[<!--#include file=\"rel.html\" -->]")
-        .file("site/nested.html", "(<!--#include virtual=\"/page.html\" -->)")
+        .file(
+            "site/nested.html",
+            "(<!--#include virtual=\"/page.html\" -->)",
+        )
         .file(
             "site/echo.html",
             concat!(
@@ -83,7 +88,10 @@ fn start() -> (Instance, MockUpstream) {
             "site/time.html",
             "<!--#config timefmt=\"%Y\" --><!--#echo var=\"date_gmt\" -->",
         )
-        .file("site/method.html", "<!--#include virtual=\"/sub-method\" -->")
+        .file(
+            "site/method.html",
+            "<!--#include virtual=\"/sub-method\" -->",
+        )
         .file("site/plain.txt", "T<!--#echo var=\"uri\" -->")
         .file("site/kept/page.html", "K<!--#echo var=\"uri\" -->")
         .start();
@@ -104,7 +112,10 @@ fn ssi_includes_files_upstreams_and_nested_pages_in_order() {
     assert_eq!(server.get("/plain.txt").body_text(), "T/plain.txt");
     let kept = server.get("/kept/page.html");
     assert_eq!(kept.body_text(), "K/kept/page.html");
-    assert!(kept.header("Last-Modified").is_some(), "ssi_last_modified on");
+    assert!(
+        kept.header("Last-Modified").is_some(),
+        "ssi_last_modified on"
+    );
     // A subrequest is a GET; a HEAD of a parsed page gets its head only.
     assert_eq!(server.get("/method.html").body_text(), "GET");
     let head = server.request("HEAD /method.html HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
@@ -137,9 +148,12 @@ fn ssi_parses_a_command_split_across_reads() {
 
 #[test]
 fn ssi_bad_input_gets_nginx_s_error_text_and_a_log_line() {
-    let mut builder = Instance::http_builder(SSI);
+    let builder = Instance::http_builder(SSI);
     let server = builder
-        .file("site/bad.html", "a<!--#echo var=x -->b<!--#nope -->c<!--#echo -->d")
+        .file(
+            "site/bad.html",
+            "a<!--#echo var=x -->b<!--#nope -->c<!--#echo -->d",
+        )
         .file("site/loop.html", "L<!--#include virtual=\"/loop.html\" -->")
         .file("site/down.html", "<<!--#include virtual=\"/down/x\" -->>")
         .file("site/quiet/bad.html", "q<!--#nope -->q")
@@ -147,7 +161,10 @@ fn ssi_bad_input_gets_nginx_s_error_text_and_a_log_line() {
             "site/errmsg.html",
             "<!--#config errmsg=\"[oops]\" --><!--#include -->",
         )
-        .file("site/unsafe.html", "<!--#include virtual=\"/a/../../etc/passwd\" -->")
+        .file(
+            "site/unsafe.html",
+            "<!--#include virtual=\"/a/../../etc/passwd\" -->",
+        )
         .start();
     let error = "[an error occurred while processing the directive]";
     assert_eq!(
@@ -155,9 +172,15 @@ fn ssi_bad_input_gets_nginx_s_error_text_and_a_log_line() {
         format!("a{error}b{error}c{error}d")
     );
     let log = server.error_log();
-    assert!(log.contains("[error]") && log.contains("unexpected \"x\" symbol"), "{log}");
+    assert!(
+        log.contains("[error]") && log.contains("unexpected \"x\" symbol"),
+        "{log}"
+    );
     assert!(log.contains("invalid SSI command: \"nope\""), "{log}");
-    assert!(log.contains("no \"var\" parameter in \"echo\" SSI command"), "{log}");
+    assert!(
+        log.contains("no \"var\" parameter in \"echo\" SSI command"),
+        "{log}"
+    );
     assert_eq!(server.get("/quiet/bad.html").body_text(), "qq");
     assert_eq!(server.get("/errmsg.html").body_text(), "[oops]");
     assert_eq!(server.get("/unsafe.html").body_text(), error);
@@ -171,5 +194,9 @@ fn ssi_bad_input_gets_nginx_s_error_text_and_a_log_line() {
     // A dead upstream: the subrequest's error page is included, the page goes on.
     let down = server.get("/down.html").body_text();
     assert!(down.starts_with('<') && down.contains("502 Bad Gateway") && down.ends_with('>'));
-    assert_eq!(server.get("/bad.html").status, 200, "the server keeps serving");
+    assert_eq!(
+        server.get("/bad.html").status,
+        200,
+        "the server keeps serving"
+    );
 }
