@@ -43,6 +43,11 @@ struct Condition {
 }
 
 impl State {
+    /// Whether output goes to the page now: no false branch, no block being recorded.
+    pub(super) fn to_page(&self) -> bool {
+        self.taking() && self.block.is_none()
+    }
+
     fn taking(&self) -> bool {
         self.condition.is_none_or(|condition| condition.taking)
     }
@@ -247,6 +252,54 @@ impl<'a> SsiBody<'a> {
         request: &mut Request<'a>,
         out: &mut Vec<u8>,
     ) -> Option<Box<Active<'a>>> {
+        let (child, stub) = self.prepare_include(command, context, request, out)?;
+        let done = self
+            .runner
+            .run(self.worker, context.connection, socket, Box::new(child))
+            .await;
+        let mut child = done.request;
+        let Some(body) = done.body.and_then(Puller::new) else {
+            if let Some(stub) = stub {
+                self.emit(out, &stub);
+            }
+            return None;
+        };
+        let captured_max = match (command.param("set"), &stub) {
+            (Some(_), _) => CAPTURE_BYTES_MAX,
+            (None, Some(_)) => STUB_CAPTURE_BYTES_MAX,
+            (None, None) if self.state.block.is_none() => {
+                return Some(Box::new(Active {
+                    request: child,
+                    body,
+                }));
+            }
+            (None, None) => STUB_CAPTURE_BYTES_MAX,
+        };
+        let captured = self
+            .capture(context, socket, &mut child, body, captured_max)
+            .await;
+        let failed = child.response.status >= 300 || child.response.status == 0;
+        match (captured, command.param("set"), stub) {
+            (Ok(captured), Some(var), _) => self.state.set_variable(var, captured),
+            (Ok(captured), None, Some(stub)) if failed || captured.is_empty() => {
+                self.emit(out, &stub)
+            }
+            (Ok(captured), None, _) => self.emit(out, &captured),
+            (Err(_), None, Some(stub)) => self.emit(out, &stub),
+            (Err(message), _, _) => self.error(context, request, out, &message),
+        }
+        None
+    }
+
+    /// Checks an `include` and makes its child request; the `stub=` block's content.
+    /// A refusal is an SSI error, written to `out`.
+    pub(super) fn prepare_include(
+        &mut self,
+        command: &Command,
+        context: &BodyContext<'_>,
+        request: &mut Request<'a>,
+        out: &mut Vec<u8>,
+    ) -> Option<(Request<'a>, Option<Vec<u8>>)> {
         let target = match (command.param("virtual"), command.param("file")) {
             (Some(_), Some(_)) => Err("inclusion may be either virtual=\"\" or file=\"\""),
             (None, None) => Err("no parameter in \"include\" SSI command"),
@@ -293,50 +346,14 @@ impl<'a> SsiBody<'a> {
                 return None;
             }
         };
-        let child = match request.child(path, args) {
-            Ok(child) => child,
+        match request.child(path, args) {
+            Ok(child) => Some((child, stub)),
             Err(refused) => {
                 let message = refused.message(&target);
                 self.error(context, request, out, &message);
-                return None;
+                None
             }
-        };
-        let done = self
-            .runner
-            .run(self.worker, context.connection, socket, Box::new(child))
-            .await;
-        let mut child = done.request;
-        let Some(body) = done.body.and_then(Puller::new) else {
-            if let Some(stub) = stub {
-                self.emit(out, &stub);
-            }
-            return None;
-        };
-        let captured_max = match (command.param("set"), &stub) {
-            (Some(_), _) => CAPTURE_BYTES_MAX,
-            (None, Some(_)) => STUB_CAPTURE_BYTES_MAX,
-            (None, None) if self.state.block.is_none() => {
-                return Some(Box::new(Active {
-                    request: child,
-                    body,
-                }));
-            }
-            (None, None) => STUB_CAPTURE_BYTES_MAX,
-        };
-        let captured = self
-            .capture(context, socket, &mut child, body, captured_max)
-            .await;
-        let failed = child.response.status >= 300 || child.response.status == 0;
-        match (captured, command.param("set"), stub) {
-            (Ok(captured), Some(var), _) => self.state.set_variable(var, captured),
-            (Ok(captured), None, Some(stub)) if failed || captured.is_empty() => {
-                self.emit(out, &stub)
-            }
-            (Ok(captured), None, _) => self.emit(out, &captured),
-            (Err(_), None, Some(stub)) => self.emit(out, &stub),
-            (Err(message), _, _) => self.error(context, request, out, &message),
         }
-        None
     }
 
     /// A subrequest's whole body, up to `limit` bytes.

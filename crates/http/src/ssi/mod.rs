@@ -29,7 +29,7 @@ use crate::send::pull::{PulledBody, Puller};
 use crate::send::{BodyContext, Output, StreamedBody};
 use crate::ssi::parse::{Event, Scanner};
 use crate::ssi::settings::Ssi;
-use crate::subrequest::SubrequestRunner;
+use crate::subrequest::{Subrequest, SubrequestRunner};
 use crate::worker::HttpWorker;
 
 /// Output is handed on once this much is gathered, and before any wait.
@@ -107,7 +107,15 @@ pub struct SsiBody<'a> {
     events: VecDeque<Event>,
     /// The subrequest whose body is being placed now.
     active: Option<Box<Active<'a>>>,
+    /// What follows it, from includes that started together.
+    ready: VecDeque<Ready<'a>>,
     state: commands::State,
+}
+
+/// Output waiting its turn behind the body being placed.
+enum Ready<'a> {
+    Text(Vec<u8>),
+    Child(Box<Active<'a>>),
 }
 
 /// An included subrequest whose body goes out in place of its command.
@@ -138,6 +146,7 @@ impl<'a> SsiBody<'a> {
             scanner: Scanner::new(value_len.max(1)),
             events: VecDeque::new(),
             active: None,
+            ready: VecDeque::new(),
             state: commands::State::default(),
         }
     }
@@ -151,6 +160,15 @@ impl<'a> SsiBody<'a> {
         out: &mut Vec<u8>,
     ) -> io::Result<bool> {
         loop {
+            if self.active.is_none()
+                && let Some(ready) = self.ready.pop_front()
+            {
+                match ready {
+                    Ready::Text(text) => out.extend_from_slice(&text),
+                    Ready::Child(active) => self.active = Some(active),
+                }
+                continue;
+            }
             if let Some(active) = &mut self.active {
                 let child_context = child_context(self.worker, context, &active.request);
                 let more = active
@@ -172,6 +190,11 @@ impl<'a> SsiBody<'a> {
                 {
                     self.events.push_front(event);
                     return Ok(true);
+                }
+                if self.state.to_page() && starts_a_batch(&event, &self.events) {
+                    self.events.push_front(event);
+                    self.start_batch(context, socket, request).await;
+                    continue;
                 }
                 if let Some(active) = self.handle(event, context, socket, request, out).await {
                     self.active = Some(active);
@@ -199,6 +222,55 @@ impl<'a> SsiBody<'a> {
                 self.source = None;
             }
             self.events.extend(events);
+        }
+    }
+
+    /// Starts the includes at the head of the queue together, as nginx runs subrequests
+    /// while their output waits its turn: their phases (and a proxied one's wait for its
+    /// upstream's head) overlap, and their bodies are placed in order.
+    async fn start_batch(
+        &mut self,
+        context: &BodyContext<'_>,
+        socket: &Stream,
+        request: &mut Request<'a>,
+    ) {
+        let mut children = Vec::new();
+        while let Some(event) = self.events.pop_front() {
+            match event {
+                Event::Text(text) => self.ready.push_back(Ready::Text(text)),
+                Event::Command(command) if is_plain_include(&command) => {
+                    let mut errors = Vec::new();
+                    match self.prepare_include(&command, context, request, &mut errors) {
+                        Some((child, _)) => {
+                            children.push((self.ready.len(), Box::new(child)));
+                            self.ready.push_back(Ready::Text(Vec::new()));
+                        }
+                        None => self.ready.push_back(Ready::Text(errors)),
+                    }
+                }
+                other => {
+                    self.events.push_front(other);
+                    break;
+                }
+            }
+        }
+        let runner = self.runner;
+        let runs = children
+            .into_iter()
+            .map(|(index, child)| {
+                let run = runner.run(self.worker, context.connection, socket, child);
+                (index, run)
+            })
+            .collect();
+        for (index, done) in join_all(runs).await {
+            if let Some(body) = done.body.and_then(Puller::new)
+                && let Some(slot) = self.ready.get_mut(index)
+            {
+                *slot = Ready::Child(Box::new(Active {
+                    request: done.request,
+                    body,
+                }));
+            }
         }
     }
 
@@ -298,4 +370,55 @@ impl<'a> PulledBody<'a> for SsiBody<'a> {
     {
         Box::pin(self.next_output(context, socket, request, out))
     }
+}
+
+/// An `include` that may start together with others: no `set`, `stub` or `wait`.
+fn is_plain_include(command: &parse::Command) -> bool {
+    command.name == "include"
+        && command.param("set").is_none()
+        && command.param("stub").is_none()
+        && command.param("wait").is_none()
+}
+
+/// Whether `event` is a plain include followed, past text only, by another one.
+fn starts_a_batch(event: &Event, queue: &VecDeque<Event>) -> bool {
+    let Event::Command(command) = event else {
+        return false;
+    };
+    is_plain_include(command)
+        && queue
+            .iter()
+            .take_while(|next| match next {
+                Event::Text(_) => true,
+                Event::Command(command) => is_plain_include(command),
+                Event::Invalid(_) => false,
+            })
+            .any(|next| matches!(next, Event::Command(_)))
+}
+
+/// A running subrequest, with the place its output takes.
+type Run<'a, 's> = (usize, Pin<Box<dyn Future<Output = Subrequest<'a>> + 's>>);
+
+/// Runs the subrequests together until all have their answers.
+async fn join_all<'a, 's>(mut runs: Vec<Run<'a, 's>>) -> Vec<(usize, Subrequest<'a>)> {
+    let mut done: Vec<(usize, Subrequest<'a>)> = Vec::with_capacity(runs.len());
+    std::future::poll_fn(|cx| {
+        let mut at = 0;
+        while at < runs.len() {
+            match runs[at].1.as_mut().poll(cx) {
+                std::task::Poll::Ready(subrequest) => {
+                    let (index, _) = runs.swap_remove(at);
+                    done.push((index, subrequest));
+                }
+                std::task::Poll::Pending => at += 1,
+            }
+        }
+        if runs.is_empty() {
+            std::task::Poll::Ready(())
+        } else {
+            std::task::Poll::Pending
+        }
+    })
+    .await;
+    done
 }

@@ -200,3 +200,39 @@ fn ssi_bad_input_gets_nginx_s_error_text_and_a_log_line() {
         "the server keeps serving"
     );
 }
+
+#[test]
+fn ssi_includes_in_a_row_run_together_and_keep_their_order() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    let mut builder = Instance::http_builder(SSI);
+    let arrived = Arc::new(AtomicUsize::new(0));
+    let seen = Arc::clone(&arrived);
+    // Each answer waits until both requests have arrived: the page completes only if
+    // the two subrequests run at the same time.
+    let _upstream = MockUpstream::start(builder.port(8081), move |mut conn| {
+        while let Some(request) = conn.read_request() {
+            seen.fetch_add(1, Ordering::AcqRel);
+            crate::support::wait_until("both subrequests", crate::support::PATIENCE, || {
+                seen.load(Ordering::Acquire) >= 2
+            });
+            let name = if request.starts_with(b"GET /first") {
+                "ONE"
+            } else {
+                "TWO"
+            };
+            conn.write(format!(
+                "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\n{name}"
+            ));
+        }
+    });
+    let server = builder
+        .file(
+            "site/pair.html",
+            "<!--#include virtual=\"/up/first\" -->+<!--#include virtual=\"/up/second\" -->",
+        )
+        .start();
+    assert_eq!(server.get("/pair.html").body_text(), "ONE+TWO");
+    assert_eq!(arrived.load(Ordering::Acquire), 2);
+}
