@@ -12,6 +12,7 @@
 
 pub mod access;
 pub mod auth_basic;
+pub mod auth_request;
 pub mod body;
 pub mod charset;
 pub mod client;

@@ -24,6 +24,7 @@ use logging::Level;
 
 use crate::access::{self, Action};
 use crate::auth_basic;
+use crate::auth_request;
 use crate::body::BodyState;
 use crate::client::{BodySource, Client, ReadAhead};
 use crate::conf::location;
@@ -107,7 +108,7 @@ async fn run_from<'a>(
             Step::Rewrite => location_rewrite(worker, connection, request, server).await,
             Step::PostRewrite => post_rewrite(worker, connection, request),
             Step::PreAccess => preaccess(worker, &client, request).await,
-            Step::Access => check_access(worker, connection, request).await,
+            Step::Access => check_access(worker, &client, request).await,
             Step::PreContent => precontent(worker, connection, request).await,
             Step::Content => content(worker, &mut client, request).await,
             Step::Finalize(status) => finalize(worker, connection, request, status),
@@ -270,15 +271,17 @@ async fn preaccess<'a>(
     }
 }
 
-/// Phase 5. A subrequest is not checked again, as nginx's access phase skips it.
+/// Phase 5: `allow`/`deny`, `auth_basic`, `auth_request`, combined as `satisfy` says. A
+/// subrequest is not checked again, as nginx's access phase skips it.
 async fn check_access<'a>(
     worker: &'a HttpWorker,
-    connection: &ConnectionInfo,
+    client: &Client<'_>,
     request: &mut Request<'a>,
 ) -> Step<'a> {
     if request.is_subrequest() {
         return Step::PreContent;
     }
+    let connection = client.info;
     let location = current_location(worker, request);
     let rule = access::check(&location.settings.access, &connection.peer);
     let any = location.settings.core.satisfy == crate::core::settings::Satisfy::Any;
@@ -287,40 +290,76 @@ async fn check_access<'a>(
         return Step::PreContent;
     }
     if !any && rule == Some(Action::Deny) {
-        log(
-            worker,
-            connection,
-            request,
-            Level::Error,
-            format_args!("access forbidden by rule"),
-        );
-        return Step::Finalize(403);
+        return forbidden_by_rule(worker, connection, request);
     }
+    // Under `satisfy any`, a refusal only counts when nothing else lets the request in.
+    let mut refused = None;
+    let mut challenge = None;
     match auth_basic::check(worker, connection, request, location).await {
-        auth_basic::Verdict::Passed => Step::PreContent,
-        auth_basic::Verdict::NotInvolved if any && rule == Some(Action::Deny) => {
-            log(
-                worker,
-                connection,
-                request,
-                Level::Error,
-                format_args!("access forbidden by rule"),
-            );
-            Step::Finalize(403)
-        }
-        auth_basic::Verdict::NotInvolved => Step::PreContent,
+        auth_basic::Verdict::Passed if any => return Step::PreContent,
+        auth_basic::Verdict::Passed | auth_basic::Verdict::NotInvolved => {}
         auth_basic::Verdict::Challenge(realm) => {
-            let mut value = b"Basic realm=\"".to_vec();
-            value.extend_from_slice(&realm);
-            value.push(b'"');
-            request.response.headers.push((
-                crate::response::Bytes::Borrowed(b"WWW-Authenticate"),
-                crate::response::Bytes::Owned(value),
-            ));
-            Step::Finalize(401)
+            challenge = Some(realm);
+            refused = Some(401);
         }
-        auth_basic::Verdict::Status(status) => Step::Finalize(status),
+        auth_basic::Verdict::Status(status) => return Step::Finalize(status),
     }
+    if !any && let Some(realm) = challenge.take() {
+        return basic_challenge(request, &realm);
+    }
+    let socket = client.source.socket();
+    match auth_request::check(worker, connection, socket, request, location, &SUBREQUESTS).await {
+        auth_request::Verdict::Passed if any => {
+            // nginx drops a challenge another module made once access is granted.
+            request
+                .response
+                .headers
+                .retain(|(name, _)| !name.as_slice().eq_ignore_ascii_case(b"www-authenticate"));
+            return Step::PreContent;
+        }
+        auth_request::Verdict::Passed | auth_request::Verdict::NotInvolved => {}
+        auth_request::Verdict::Status(status @ (401 | 403)) if any => {
+            refused = refused.or(Some(status));
+        }
+        auth_request::Verdict::Status(status) => return Step::Finalize(status),
+    }
+    if let Some(realm) = challenge {
+        return basic_challenge(request, &realm);
+    }
+    if let Some(status) = refused {
+        return Step::Finalize(status);
+    }
+    if any && rule == Some(Action::Deny) {
+        return forbidden_by_rule(worker, connection, request);
+    }
+    Step::PreContent
+}
+
+fn forbidden_by_rule<'a>(
+    worker: &'a HttpWorker,
+    connection: &ConnectionInfo,
+    request: &mut Request<'a>,
+) -> Step<'a> {
+    log(
+        worker,
+        connection,
+        request,
+        Level::Error,
+        format_args!("access forbidden by rule"),
+    );
+    Step::Finalize(403)
+}
+
+/// `auth_basic`'s 401 with its `WWW-Authenticate`.
+fn basic_challenge<'a>(request: &mut Request<'a>, realm: &[u8]) -> Step<'a> {
+    let mut value = b"Basic realm=\"".to_vec();
+    value.extend_from_slice(realm);
+    value.push(b'"');
+    request.response.headers.push((
+        crate::response::Bytes::Borrowed(b"WWW-Authenticate"),
+        crate::response::Bytes::Owned(value),
+    ));
+    Step::Finalize(401)
 }
 
 /// Phase 6: `try_files`.

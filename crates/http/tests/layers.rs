@@ -29,6 +29,7 @@ const ASSEMBLY: &[&str] = &[
 const FEATURES: &[(&str, &str)] = &[
     ("access/", "access"),
     ("auth_basic/", "auth_basic"),
+    ("auth_request/", "auth_request"),
     ("charset/", "charset"),
     ("gzip/", "gzip"),
     ("headers/", "headers"),

@@ -4,6 +4,7 @@ use conf::Span;
 
 use crate::access::settings::{Access, AccessConf};
 use crate::auth_basic::settings::{AuthBasic, AuthBasicConf};
+use crate::auth_request::settings::{AuthRequest, AuthRequestConf};
 use crate::charset::settings::{Charset, CharsetConf, CharsetMaps};
 use crate::conf::MergeEnv;
 use crate::conf::listen::ListenSpec;
@@ -52,6 +53,7 @@ pub struct LocationScope {
     pub core: CoreLocationConf,
     pub access: AccessConf,
     pub auth_basic: AuthBasicConf,
+    pub auth_request: AuthRequestConf,
     pub headers: HeadersConf,
     pub access_log: AccessLogConf,
     pub static_files: StaticConf,
@@ -100,6 +102,7 @@ pub struct LocationSettings {
     pub core: CoreLocation,
     pub access: Access,
     pub auth_basic: AuthBasic,
+    pub auth_request: AuthRequest,
     pub headers: Headers,
     pub access_log: AccessLog,
     pub static_files: Static,
@@ -123,6 +126,7 @@ impl LocationScope {
         self.core.merge_from(&parent.core);
         self.access.merge_from(&parent.access);
         self.auth_basic.merge_from(&parent.auth_basic);
+        self.auth_request.merge_from(&parent.auth_request);
         self.headers.merge_from(&parent.headers);
         self.access_log.merge_from(&parent.access_log);
         self.static_files.merge_from(&parent.static_files);
@@ -147,6 +151,7 @@ impl LocationScope {
             core: self.core.clone(),
             access: self.access.clone(),
             auth_basic: self.auth_basic.clone(),
+            auth_request: self.auth_request.clone(),
             headers: self.headers.clone(),
             access_log: self.access_log.clone(),
             static_files: self.static_files.clone(),
@@ -170,6 +175,7 @@ impl LocationScope {
             core: self.core.resolve(env),
             access: self.access.resolve(env),
             auth_basic: self.auth_basic.resolve(env),
+            auth_request: self.auth_request.resolve(env),
             headers: self.headers.resolve(env),
             access_log: self.access_log.resolve(env),
             static_files: self.static_files.resolve(env),

@@ -11,6 +11,7 @@ mod aio;
 mod aio_slow_disk;
 mod api;
 mod auth_basic;
+mod auth_request;
 mod autoindex;
 mod charset;
 mod cli;
