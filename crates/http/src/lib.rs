@@ -11,6 +11,7 @@
 //! thread pool.
 
 pub mod access;
+pub mod addition;
 pub mod auth_basic;
 pub mod auth_request;
 pub mod body;

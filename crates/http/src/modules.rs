@@ -20,6 +20,7 @@ pub const TABLES: &[&[HttpDirective]] = &[
     crate::charset::directives::DIRECTIVES,
     crate::gzip::directives::DIRECTIVES,
     crate::ssi::directives::DIRECTIVES,
+    crate::addition::directives::DIRECTIVES,
     crate::proxy::directives::DIRECTIVES,
     crate::proxy::cache::directives::DIRECTIVES,
     crate::upstream::directives::DIRECTIVES,
@@ -59,6 +60,7 @@ pub const FAMILIES: &[&str] = &[
     "http_charset",
     "http_gzip",
     "http_ssi",
+    "http_addition",
     "http_stub_status",
     "http_ssl",
 ];

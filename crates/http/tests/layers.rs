@@ -28,6 +28,7 @@ const ASSEMBLY: &[&str] = &[
 /// Features by file prefix (a directory with `/`, or one file); every other file is kernel.
 const FEATURES: &[(&str, &str)] = &[
     ("access/", "access"),
+    ("addition/", "addition"),
     ("auth_basic/", "auth_basic"),
     ("auth_request/", "auth_request"),
     ("charset/", "charset"),

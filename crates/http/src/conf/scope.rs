@@ -3,6 +3,7 @@
 use conf::Span;
 
 use crate::access::settings::{Access, AccessConf};
+use crate::addition::settings::{Addition, AdditionConf};
 use crate::auth_basic::settings::{AuthBasic, AuthBasicConf};
 use crate::auth_request::settings::{AuthRequest, AuthRequestConf};
 use crate::charset::settings::{Charset, CharsetConf, CharsetMaps};
@@ -64,6 +65,7 @@ pub struct LocationScope {
     pub charset: CharsetConf,
     pub gzip: GzipConf,
     pub ssi: SsiConf,
+    pub addition: AdditionConf,
     pub status_zone: StatusZoneConf,
     pub limit: LimitConf,
     /// Not inherited: each level runs its own script.
@@ -113,6 +115,7 @@ pub struct LocationSettings {
     pub charset: Charset,
     pub gzip: Gzip,
     pub ssi: Ssi,
+    pub addition: Addition,
     pub status_zone: StatusZone,
     pub limit: Limit,
     pub script: Script,
@@ -137,6 +140,7 @@ impl LocationScope {
         self.charset.merge_from(&parent.charset);
         self.gzip.merge_from(&parent.gzip);
         self.ssi.merge_from(&parent.ssi);
+        self.addition.merge_from(&parent.addition);
         self.status_zone.merge_from(&parent.status_zone);
         self.limit.merge_from(&parent.limit);
         if self.content.is_none() {
@@ -162,6 +166,7 @@ impl LocationScope {
             charset: self.charset.clone(),
             gzip: self.gzip.clone(),
             ssi: self.ssi.clone(),
+            addition: self.addition.clone(),
             status_zone: self.status_zone.clone(),
             limit: self.limit.clone(),
             script: Script::default(),
@@ -186,6 +191,7 @@ impl LocationScope {
             charset: self.charset.resolve(env),
             gzip: self.gzip.resolve(env),
             ssi: self.ssi.resolve(env),
+            addition: self.addition.resolve(env),
             status_zone: self.status_zone.resolve(env),
             limit: self.limit.resolve(env),
             script: self.script.clone(),

@@ -118,6 +118,15 @@ pub(crate) async fn send_response<'a>(
         body,
         &crate::phases::SUBREQUESTS,
     );
+    // addition wraps the (parsed) body in its subrequests' bodies.
+    body = crate::addition::filter(
+        worker,
+        &connection.info,
+        request,
+        location,
+        body,
+        &crate::phases::SUBREQUESTS,
+    );
     let mut compress = None;
     if matches!(body, Body::Upstream(_)) {
         // A streamed body's charset is named (never recoded here).

@@ -10,9 +10,13 @@ use std::pin::Pin;
 use runtime::Stream;
 
 use crate::file::FileBody;
-use crate::request::Request;
+use crate::request::{Request, current_location};
 use crate::response::{Body, Bytes};
 use crate::send::body::BodyContext;
+use crate::send::body::{Output, finish};
+use crate::send::compress::{Compressor, framed};
+use crate::send::framing::Framing;
+use crate::worker::HttpWorker;
 
 /// Bytes of a file read at once.
 const FILE_PIECE_BYTES: usize = 32 * 1024;
@@ -100,6 +104,69 @@ impl<'a> Puller<'a> {
                 Ok(*offset < end)
             }
             Puller::Streamed(streamed) => streamed.next(context, socket, request, out).await,
+        }
+    }
+}
+
+/// What a subrequest's body is read with: its own location.
+pub fn child_context<'c>(
+    worker: &'c HttpWorker,
+    parent: &BodyContext<'c>,
+    child: &Request<'_>,
+) -> BodyContext<'c> {
+    BodyContext {
+        worker,
+        connection: parent.connection,
+        location: current_location(worker, child),
+        framing: Framing::Length,
+        header_only: false,
+        expect_trailers: false,
+        compress: None,
+    }
+}
+
+/// Sends a body a filter makes by pulling (SSI's, addition's): each piece framed (chunked,
+/// or compressed when gzip applies) and written as soon as it is ready, the head with the
+/// first. A failure after the head is out ends the response where it is.
+pub async fn send_pulled<'a>(
+    body: &mut dyn PulledBody<'a>,
+    context: &BodyContext<'_>,
+    output: &mut Output<'_>,
+    request: &mut Request<'a>,
+    head: &mut Vec<u8>,
+) -> io::Result<()> {
+    if context.header_only {
+        return output.write(head).await;
+    }
+    let chunked = context.framing == Framing::Chunked;
+    let mut compressor = context.compress.map(Compressor::new);
+    let socket = output.sink.socket();
+    let mut pending = std::mem::take(head);
+    let mut piece = Vec::new();
+    loop {
+        piece.clear();
+        let more = match body.next(context, socket, request, &mut piece).await {
+            Ok(more) => more,
+            Err(error) => {
+                // What was made so far goes out; the connection then closes.
+                let _ = output.write(&pending).await;
+                return Err(error);
+            }
+        };
+        match &mut compressor {
+            Some(compressor) => framed(&compressor.compress(&piece), chunked, &mut pending),
+            None => framed(&piece, chunked, &mut pending),
+        }
+        if !more {
+            if let Some(compressor) = compressor.take() {
+                framed(&compressor.finish(), chunked, &mut pending);
+            }
+            finish(context, request, &mut pending);
+            return output.write(&pending).await;
+        }
+        if !pending.is_empty() {
+            output.write(&pending).await?;
+            pending.clear();
         }
     }
 }

@@ -21,11 +21,9 @@ use logging::Level;
 use runtime::Stream;
 
 use crate::conf::Location;
-use crate::request::{ConnectionInfo, Request, current_location};
+use crate::request::{ConnectionInfo, Request};
 use crate::response::Body;
-use crate::send::compress::{Compressor, framed};
-use crate::send::framing::Framing;
-use crate::send::pull::{PulledBody, Puller};
+use crate::send::pull::{PulledBody, Puller, child_context, send_pulled};
 use crate::send::{BodyContext, Output, StreamedBody};
 use crate::ssi::parse::{Event, Scanner};
 use crate::ssi::settings::Ssi;
@@ -273,67 +271,6 @@ impl<'a> SsiBody<'a> {
             }
         }
     }
-
-    /// The whole response, written to the client.
-    async fn send_all(
-        mut self,
-        context: &BodyContext<'_>,
-        output: &mut Output<'_>,
-        request: &mut Request<'a>,
-        head: &mut Vec<u8>,
-    ) -> io::Result<()> {
-        if context.header_only {
-            return output.write(head).await;
-        }
-        let chunked = context.framing == Framing::Chunked;
-        let mut compressor = context.compress.map(Compressor::new);
-        let socket = output.sink.socket();
-        let mut pending = std::mem::take(head);
-        let mut piece = Vec::new();
-        loop {
-            piece.clear();
-            let more = match self.next_output(context, socket, request, &mut piece).await {
-                Ok(more) => more,
-                Err(error) => {
-                    // What was made so far goes out; the connection then closes.
-                    let _ = output.write(&pending).await;
-                    return Err(error);
-                }
-            };
-            match &mut compressor {
-                Some(compressor) => framed(&compressor.compress(&piece), chunked, &mut pending),
-                None => framed(&piece, chunked, &mut pending),
-            }
-            if !more {
-                if let Some(compressor) = compressor.take() {
-                    framed(&compressor.finish(), chunked, &mut pending);
-                }
-                crate::send::finish(context, request, &mut pending);
-                return output.write(&pending).await;
-            }
-            if !pending.is_empty() {
-                output.write(&pending).await?;
-                pending.clear();
-            }
-        }
-    }
-}
-
-/// What a subrequest's body is read with: its own location.
-fn child_context<'c>(
-    worker: &'c HttpWorker,
-    parent: &BodyContext<'c>,
-    child: &Request<'_>,
-) -> BodyContext<'c> {
-    BodyContext {
-        worker,
-        connection: parent.connection,
-        location: current_location(worker, child),
-        framing: Framing::Length,
-        header_only: false,
-        expect_trailers: false,
-        compress: None,
-    }
 }
 
 impl<'a> StreamedBody<'a> for SsiBody<'a> {
@@ -348,7 +285,10 @@ impl<'a> StreamedBody<'a> for SsiBody<'a> {
         'a: 's,
         'o: 's,
     {
-        Box::pin(self.send_all(context, output, request, head))
+        Box::pin(async move {
+            let mut body = *self;
+            send_pulled(&mut body, context, output, request, head).await
+        })
     }
 
     fn into_pulled(self: Box<Self>) -> Option<Box<dyn PulledBody<'a> + 'a>> {

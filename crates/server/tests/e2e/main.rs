@@ -7,6 +7,7 @@ mod support;
 mod access;
 mod access_log;
 mod add_header;
+mod addition;
 mod aio;
 mod aio_slow_disk;
 mod api;
