@@ -29,6 +29,7 @@ pub mod limit;
 pub mod log;
 pub mod log_buffers;
 pub mod map;
+pub mod mirror;
 pub mod modules;
 pub mod not_modified;
 pub mod observe;

@@ -21,6 +21,7 @@ pub const TABLES: &[&[HttpDirective]] = &[
     crate::gzip::directives::DIRECTIVES,
     crate::ssi::directives::DIRECTIVES,
     crate::addition::directives::DIRECTIVES,
+    crate::mirror::directives::DIRECTIVES,
     crate::proxy::directives::DIRECTIVES,
     crate::proxy::cache::directives::DIRECTIVES,
     crate::upstream::directives::DIRECTIVES,
@@ -61,6 +62,7 @@ pub const FAMILIES: &[&str] = &[
     "http_gzip",
     "http_ssi",
     "http_addition",
+    "http_mirror",
     "http_stub_status",
     "http_ssl",
 ];

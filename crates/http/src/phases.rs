@@ -369,6 +369,7 @@ async fn precontent<'a>(
     request: &mut Request<'a>,
 ) -> Step<'a> {
     let location = current_location(worker, request);
+    crate::mirror::record(request, location);
     match try_files::run(worker, connection, request, location).await {
         Ok(TryOutcome::Continue) => Step::Content,
         Ok(TryOutcome::Redirect { uri, args }) => Step::Redirect { uri, args },
@@ -522,6 +523,81 @@ async fn run_subrequest<'a>(
         request: child,
         body,
     }
+}
+
+/// The request's mirrors, once its response is out: their subrequests run together, their
+/// answers are read to the end and dropped; each writes its access-log line where
+/// `log_subrequest` says. A mirror that fails never touches the client's response.
+pub(crate) async fn run_mirrors<'a>(
+    worker: &'a HttpWorker,
+    connection: &ConnectionInfo,
+    socket: &runtime::Stream,
+    request: &mut Request<'a>,
+) {
+    let mirrors = std::mem::take(&mut request.mirrors);
+    let without_body = !current_location(worker, request)
+        .settings
+        .mirror
+        .request_body;
+    let mut runs = Vec::with_capacity(mirrors.len());
+    for mirror in mirrors {
+        match request.child(mirror.uri, mirror.args) {
+            Ok(mut child) => {
+                // A mirror keeps the request's method, as nginx's does.
+                child.head.method = request.head.method;
+                child.method_is_get = request.method_is_get;
+                child.without_body = without_body;
+                runs.push(run_subrequest(worker, connection, socket, Box::new(child)));
+            }
+            Err(refused) => {
+                let message = refused.message(&request.uri);
+                log(
+                    worker,
+                    connection,
+                    request,
+                    Level::Error,
+                    format_args!("{message}"),
+                );
+            }
+        }
+    }
+    for done in join_runs(runs).await {
+        let mut child = done.request;
+        if let Some(body) = done.body {
+            crate::send::drain_subrequest(worker, connection, socket, &mut child, body).await;
+        }
+        if current_location(worker, &child)
+            .settings
+            .mirror
+            .log_subrequest
+        {
+            crate::send::log_request_info(worker, connection, &child);
+        }
+    }
+}
+
+/// Runs futures together until all are done, in their order.
+async fn join_runs<F: Future>(runs: Vec<F>) -> Vec<F::Output> {
+    let mut runs: Vec<Pin<Box<F>>> = runs.into_iter().map(Box::pin).collect();
+    let mut done: Vec<Option<F::Output>> = runs.iter().map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut pending = false;
+        for (run, slot) in runs.iter_mut().zip(done.iter_mut()) {
+            if slot.is_none() {
+                match run.as_mut().poll(cx) {
+                    std::task::Poll::Ready(output) => *slot = Some(output),
+                    std::task::Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending {
+            std::task::Poll::Pending
+        } else {
+            std::task::Poll::Ready(())
+        }
+    })
+    .await;
+    done.into_iter().flatten().collect()
 }
 
 /// After a stale response went out (`proxy_cache_background_update`): the request goes

@@ -114,6 +114,10 @@ pub struct Request<'a> {
     pub subrequest_depth: u8,
     /// Subrequests the main request may still make, shared by all its subrequests.
     pub subrequests_left: std::rc::Rc<std::cell::Cell<u32>>,
+    /// Mirrors the precontent phase recorded, run once the response is out.
+    pub mirrors: Vec<crate::mirror::PendingMirror>,
+    /// `mirror_request_body off` applied to the mirror that made this subrequest.
+    pub without_body: bool,
 }
 
 /// Values a module holds for as long as the request runs (nginx's request-pool cleanups,
@@ -169,6 +173,8 @@ impl<'a> Request<'a> {
         self.limit_conn_status = None;
         self.cleanups.0.clear();
         self.subrequest_depth = 0;
+        self.mirrors.clear();
+        self.without_body = false;
         self.subrequests_left =
             std::rc::Rc::new(std::cell::Cell::new(crate::subrequest::SUBREQUESTS_MAX));
     }

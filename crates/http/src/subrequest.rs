@@ -95,6 +95,12 @@ impl Request<'_> {
             ..Request::default()
         };
         child.head.method = http1::Method::Get;
+        // A child never reads the client's socket: it has the parent's body when that was
+        // read into memory, else none.
+        child.info.framing = http1::request::BodyFraming::None;
+        if let Some(crate::body::reader::RequestBody::Memory(bytes)) = &self.body {
+            child.body = Some(crate::body::reader::RequestBody::Memory(bytes.clone()));
+        }
         let _ = child.request_id.set(id);
         Ok(child)
     }

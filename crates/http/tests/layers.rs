@@ -36,6 +36,7 @@ const FEATURES: &[(&str, &str)] = &[
     ("headers/", "headers"),
     ("limit/", "limit"),
     ("log/", "log"),
+    ("mirror/", "mirror"),
     ("not_modified.rs", "not_modified"),
     ("observe/", "observe"),
     ("proxy/", "proxy"),

@@ -15,6 +15,7 @@ use crate::gzip::settings::{Gzip, GzipConf};
 use crate::headers::settings::{Headers, HeadersConf};
 use crate::limit::settings::{Limit, LimitConf, LimitZones};
 use crate::log::settings::{AccessLog, AccessLogConf};
+use crate::mirror::settings::{Mirror, MirrorConf};
 use crate::observe::settings::{StatusZone, StatusZoneConf};
 use crate::proxy::cache::settings::{CachePath, ProxyCache, ProxyCacheConf};
 use crate::proxy::settings::{Proxy, ProxyConf};
@@ -66,6 +67,7 @@ pub struct LocationScope {
     pub gzip: GzipConf,
     pub ssi: SsiConf,
     pub addition: AdditionConf,
+    pub mirror: MirrorConf,
     pub status_zone: StatusZoneConf,
     pub limit: LimitConf,
     /// Not inherited: each level runs its own script.
@@ -116,6 +118,7 @@ pub struct LocationSettings {
     pub gzip: Gzip,
     pub ssi: Ssi,
     pub addition: Addition,
+    pub mirror: Mirror,
     pub status_zone: StatusZone,
     pub limit: Limit,
     pub script: Script,
@@ -141,6 +144,7 @@ impl LocationScope {
         self.gzip.merge_from(&parent.gzip);
         self.ssi.merge_from(&parent.ssi);
         self.addition.merge_from(&parent.addition);
+        self.mirror.merge_from(&parent.mirror);
         self.status_zone.merge_from(&parent.status_zone);
         self.limit.merge_from(&parent.limit);
         if self.content.is_none() {
@@ -167,6 +171,7 @@ impl LocationScope {
             gzip: self.gzip.clone(),
             ssi: self.ssi.clone(),
             addition: self.addition.clone(),
+            mirror: self.mirror.clone(),
             status_zone: self.status_zone.clone(),
             limit: self.limit.clone(),
             script: Script::default(),
@@ -192,6 +197,7 @@ impl LocationScope {
             gzip: self.gzip.resolve(env),
             ssi: self.ssi.resolve(env),
             addition: self.addition.resolve(env),
+            mirror: self.mirror.resolve(env),
             status_zone: self.status_zone.resolve(env),
             limit: self.limit.resolve(env),
             script: self.script.clone(),

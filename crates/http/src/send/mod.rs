@@ -264,8 +264,48 @@ fn charset_filter<'a>(
         .map_err(|_| io::Error::other("charset variable not found"))
 }
 
+/// A subrequest's body nobody receives (a mirror's): read to the end and dropped, so a
+/// proxied one completes (and its connection may be kept).
+pub(crate) async fn drain_subrequest<'a>(
+    worker: &'a HttpWorker,
+    connection: &ConnectionInfo,
+    socket: &runtime::Stream,
+    child: &mut Request<'a>,
+    body: Body<'a>,
+) {
+    let Some(mut puller) = pull::Puller::new(body) else {
+        return;
+    };
+    let context = body::BodyContext {
+        worker,
+        connection,
+        location: location(worker, child),
+        framing: Framing::Length,
+        header_only: false,
+        expect_trailers: false,
+        compress: None,
+    };
+    let mut piece = Vec::new();
+    loop {
+        piece.clear();
+        match puller.next(&context, socket, child, &mut piece).await {
+            Ok(true) => {}
+            Ok(false) | Err(_) => return,
+        }
+    }
+}
+
 /// The log phase: the access-log line(s) of the request's location.
 pub(crate) fn log_request(worker: &HttpWorker, connection: &Connection, request: &Request<'_>) {
+    log_request_info(worker, &connection.info, request);
+}
+
+/// [`log_request`] for a request that is not the connection's own (a subrequest).
+pub(crate) fn log_request_info(
+    worker: &HttpWorker,
+    connection: &ConnectionInfo,
+    request: &Request<'_>,
+) {
     let location = location(worker, request);
     crate::observe::zones::record(worker, &location.settings.status_zone, request);
     if let (Some(zone), Some(status)) =
@@ -281,7 +321,7 @@ pub(crate) fn log_request(worker: &HttpWorker, connection: &Connection, request:
     let now = worker.clock.now();
     let variables = RequestVariables::new(
         request,
-        &connection.info,
+        connection,
         worker.conf(),
         now,
         &worker.generation.hostname,

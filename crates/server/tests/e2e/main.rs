@@ -41,6 +41,7 @@ mod limit_rate;
 mod limit_req;
 mod load_module;
 mod map;
+mod mirror;
 mod not_modified;
 mod open_file_cache;
 mod portico_metrics;

@@ -37,6 +37,15 @@ pub(super) async fn read_request_body(
     if !proxy.pass_request_body {
         return Ok(OutBody::None);
     }
+    // A subrequest sends the body its parent read into memory (a mirror's copy), if any.
+    if request.is_subrequest() {
+        return Ok(match &request.body {
+            Some(RequestBody::Memory(bytes)) if !request.without_body => {
+                OutBody::Memory(bytes.clone())
+            }
+            _ => OutBody::None,
+        });
+    }
     let has_body =
         !client.body.is_done() || request.info.framing != http1::request::BodyFraming::None;
     if !has_body {
