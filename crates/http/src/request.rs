@@ -115,7 +115,7 @@ pub struct Request<'a> {
     /// Subrequests the main request may still make, shared by all its subrequests.
     pub subrequests_left: std::rc::Rc<std::cell::Cell<u32>>,
     /// Mirrors the precontent phase recorded, run once the response is out.
-    pub mirrors: Vec<crate::mirror::PendingMirror>,
+    pub mirrors: Vec<crate::subrequest::PendingMirror>,
     /// `mirror_request_body off` applied to the mirror that made this subrequest.
     pub without_body: bool,
 }

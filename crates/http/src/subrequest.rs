@@ -39,6 +39,13 @@ pub trait SubrequestRunner {
         'a: 's;
 }
 
+/// A subrequest to run once the response is out (a `mirror`): its URI and arguments.
+#[derive(Clone, Debug)]
+pub struct PendingMirror {
+    pub uri: Vec<u8>,
+    pub args: Vec<u8>,
+}
+
 /// Why a subrequest was not made.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Refused {

@@ -10,13 +10,7 @@ pub mod settings;
 
 use crate::conf::Location;
 use crate::request::Request;
-
-/// One mirror to run: the subrequest's URI and arguments.
-#[derive(Clone, Debug)]
-pub struct PendingMirror {
-    pub uri: Vec<u8>,
-    pub args: Vec<u8>,
-}
+use crate::subrequest::PendingMirror;
 
 /// The precontent phase's part: records the location's mirrors for the request.
 pub fn record(request: &mut Request<'_>, location: &Location) {
