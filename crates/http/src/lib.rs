@@ -45,6 +45,7 @@ pub mod ssi;
 pub mod ssl;
 pub mod static_files;
 pub mod stub_status;
+pub mod sub_filter;
 pub mod subrequest;
 pub mod upstream;
 pub mod variables;

@@ -22,6 +22,7 @@ pub const TABLES: &[&[HttpDirective]] = &[
     crate::ssi::directives::DIRECTIVES,
     crate::addition::directives::DIRECTIVES,
     crate::mirror::directives::DIRECTIVES,
+    crate::sub_filter::directives::DIRECTIVES,
     crate::proxy::directives::DIRECTIVES,
     crate::proxy::cache::directives::DIRECTIVES,
     crate::upstream::directives::DIRECTIVES,
@@ -63,6 +64,7 @@ pub const FAMILIES: &[&str] = &[
     "http_ssi",
     "http_addition",
     "http_mirror",
+    "http_sub",
     "http_stub_status",
     "http_ssl",
 ];

@@ -508,6 +508,7 @@ async fn run_subrequest<'a>(
     let body = match run(worker, client, &mut child).await {
         Reply::Respond(body) => {
             let location = current_location(worker, &child);
+            let body = crate::sub_filter::filter(worker, connection, &mut child, location, body);
             Some(crate::ssi::filter(
                 worker,
                 connection,

@@ -42,6 +42,7 @@ const FEATURES: &[(&str, &str)] = &[
     ("proxy/", "proxy"),
     ("rewrite/", "rewrite"),
     ("ssi/", "ssi"),
+    ("sub_filter/", "sub_filter"),
     ("send/ranges.rs", "range"),
     ("send/upstream.rs", "proxy"),
     ("send/attach.rs", "proxy"),

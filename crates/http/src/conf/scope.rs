@@ -21,6 +21,7 @@ use crate::proxy::cache::settings::{CachePath, ProxyCache, ProxyCacheConf};
 use crate::proxy::settings::{Proxy, ProxyConf};
 use crate::rewrite::settings::{RewriteConf, RewriteSettings, Script};
 use crate::ssi::settings::{Ssi, SsiConf};
+use crate::sub_filter::settings::{SubFilter, SubFilterConf};
 use crate::static_files::settings::{Static, StaticConf, TryFilesSetting};
 
 /// What the `http` block sets for itself.
@@ -68,6 +69,7 @@ pub struct LocationScope {
     pub ssi: SsiConf,
     pub addition: AdditionConf,
     pub mirror: MirrorConf,
+    pub sub_filter: SubFilterConf,
     pub status_zone: StatusZoneConf,
     pub limit: LimitConf,
     /// Not inherited: each level runs its own script.
@@ -119,6 +121,7 @@ pub struct LocationSettings {
     pub ssi: Ssi,
     pub addition: Addition,
     pub mirror: Mirror,
+    pub sub_filter: SubFilter,
     pub status_zone: StatusZone,
     pub limit: Limit,
     pub script: Script,
@@ -145,6 +148,7 @@ impl LocationScope {
         self.ssi.merge_from(&parent.ssi);
         self.addition.merge_from(&parent.addition);
         self.mirror.merge_from(&parent.mirror);
+        self.sub_filter.merge_from(&parent.sub_filter);
         self.status_zone.merge_from(&parent.status_zone);
         self.limit.merge_from(&parent.limit);
         if self.content.is_none() {
@@ -172,6 +176,7 @@ impl LocationScope {
             ssi: self.ssi.clone(),
             addition: self.addition.clone(),
             mirror: self.mirror.clone(),
+            sub_filter: self.sub_filter.clone(),
             status_zone: self.status_zone.clone(),
             limit: self.limit.clone(),
             script: Script::default(),
@@ -198,6 +203,7 @@ impl LocationScope {
             ssi: self.ssi.resolve(env),
             addition: self.addition.resolve(env),
             mirror: self.mirror.resolve(env),
+            sub_filter: self.sub_filter.resolve(env),
             status_zone: self.status_zone.resolve(env),
             limit: self.limit.resolve(env),
             script: self.script.clone(),

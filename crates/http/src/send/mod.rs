@@ -109,7 +109,9 @@ pub(crate) async fn send_response<'a>(
     // A proxied body streams through without recoding; a single range of it is cut out
     // as it passes when the proxy allows ranges (a stored or `proxy_force_ranges` one).
     // gzip comes after charset and before ranges, as in nginx (it rules ranges out).
-    // SSI takes the body in before charset and gzip see it, as nginx's filter order has it.
+    // sub_filter, then SSI, take the body in before charset and gzip see it, as nginx's
+    // filter order has it.
+    body = crate::sub_filter::filter(worker, &connection.info, request, location, body);
     body = crate::ssi::filter(
         worker,
         &connection.info,
