@@ -21,8 +21,8 @@ use crate::proxy::cache::settings::{CachePath, ProxyCache, ProxyCacheConf};
 use crate::proxy::settings::{Proxy, ProxyConf};
 use crate::rewrite::settings::{RewriteConf, RewriteSettings, Script};
 use crate::ssi::settings::{Ssi, SsiConf};
-use crate::sub_filter::settings::{SubFilter, SubFilterConf};
 use crate::static_files::settings::{Static, StaticConf, TryFilesSetting};
+use crate::sub_filter::settings::{SubFilter, SubFilterConf};
 
 /// What the `http` block sets for itself.
 #[derive(Debug, Default)]

@@ -31,7 +31,12 @@ pub const DIRECTIVES: &[HttpDirective] = &[
 ];
 
 set_once!(set_once_flag, LocationScope, sub_filter.once, flag);
-set_once!(set_last_modified, LocationScope, sub_filter.last_modified, flag);
+set_once!(
+    set_last_modified,
+    LocationScope,
+    sub_filter.last_modified,
+    flag
+);
 
 /// `sub_filter string replacement`: both may have variables; the string is matched
 /// without regard to case.

@@ -44,7 +44,10 @@ impl Matcher {
             automaton,
             used: vec![false; pairs.len()],
             unused: pairs.len(),
-            replacements: pairs.into_iter().map(|(_, replacement)| replacement).collect(),
+            replacements: pairs
+                .into_iter()
+                .map(|(_, replacement)| replacement)
+                .collect(),
             once,
             carry: Vec::new(),
             hold,

@@ -123,7 +123,10 @@ impl<'a> SubBody<'a> {
         let mut input = Vec::new();
         while !self.ended {
             input.clear();
-            let more = self.source.next(context, socket, request, &mut input).await?;
+            let more = self
+                .source
+                .next(context, socket, request, &mut input)
+                .await?;
             self.matcher.feed(&input, out);
             if !more {
                 self.matcher.finish(out);

@@ -88,6 +88,7 @@ mod ssl_sni;
 mod ssl_verify_client;
 mod static_files;
 mod stub_status;
+mod sub_filter;
 mod thread_pool;
 mod trailers;
 mod upstream_hash;
