@@ -33,7 +33,13 @@ pub fn filter<'a>(
     body: Body<'a>,
 ) -> Body<'a> {
     let settings = &location.settings.sub_filter;
+    // An encoded (compressed) body is not searched, as nginx leaves it.
+    let encoded = request
+        .response
+        .find(b"content-encoding")
+        .is_some_and(|value| !value.is_empty());
     if settings.substitutions.is_empty()
+        || encoded
         || request.response.content_length == Some(0)
         || body.is_empty()
         || matches!(body, Body::Pieces(_))
