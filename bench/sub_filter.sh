@@ -9,6 +9,7 @@
 # Environment (defaults in brackets):
 #   REPS [3] CONNECTIONS [8] WRK_THREADS [1] DURATION [10] (seconds) WORKER_PROCESSES [1]
 #   PORTICO_BIN   use this binary instead of building (cargo build --release -p portico-server)
+#   MATCH_EVERY [4096]  bytes between two matches in the page (64: a dense page)
 #   KEEP_TMP [0]  1 keeps the temporary directory
 # Prints only; see bench/README.md.
 
@@ -20,6 +21,7 @@ WRK_THREADS=${WRK_THREADS:-1}
 DURATION=${DURATION:-10}
 WORKER_PROCESSES=${WORKER_PROCESSES:-1}
 KEEP_TMP=${KEEP_TMP:-0}
+MATCH_EVERY=${MATCH_EVERY:-4096}
 
 ensure_tools
 ensure_portico
@@ -32,18 +34,25 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# A page of 1 MiB: HTML text with the three strings spread through it.
+# A page of 1 MiB: HTML text with the three strings spread through it, one about every
+# MATCH_EVERY bytes.
 DOCROOT=$WORK/root
 mkdir -p "$DOCROOT"
-python3 - "$DOCROOT/page.html" <<'EOF'
+python3 - "$DOCROOT/page.html" "$MATCH_EVERY" <<'EOF'
 import random, sys
 random.seed(1)
-words = ["lorem", "ipsum", "dolor", "sit", "amet", "<p>", "</p>", "<a href=\"/x\">", "</a>",
-         "http://old.example.com/", "Copyright 2019", "<!-- comment -->"]
+filler = ["lorem", "ipsum", "dolor", "sit", "amet", "<p>", "</p>", "<a href=\"/x\">", "</a>"]
+strings = ["http://old.example.com/", "Copyright 2019", "<!-- comment -->"]
+every = int(sys.argv[2])
 out = []
 size = 0
+next_match = every
 while size < 1 << 20:
-    word = random.choice(words)
+    if size >= next_match:
+        word = random.choice(strings)
+        next_match += every
+    else:
+        word = random.choice(filler)
     out.append(word)
     size += len(word) + 1
 text = " ".join(out)[: 1 << 20]
@@ -107,6 +116,7 @@ nginx_rate=$(median ${RATES[nginx]})
 portico_rate=$(median ${RATES[portico]})
 nginx_cpu=$(median ${CPU[nginx]})
 portico_cpu=$(median ${CPU[portico]})
+printf 'one match per %s bytes\n' "$MATCH_EVERY"
 printf '| server | MiB/s (median of %s) | CPU ms per MiB |\n|---|---|---|\n' "$REPS"
 printf '| nginx | %.1f | %s |\n' "$(awk -v r="$nginx_rate" 'BEGIN { print r / 1048576 }')" "$nginx_cpu"
 printf '| Portico | %.1f | %s |\n' "$(awk -v r="$portico_rate" 'BEGIN { print r / 1048576 }')" "$portico_cpu"
