@@ -14,9 +14,6 @@ use crate::ssi::{Active, DEFAULT_ERRMSG, SsiBody, child_context, expr};
 use crate::variables::time_format::{DEFAULT_TIME_FORMAT, format_time};
 use crate::variables::{RequestVariables, Variable};
 
-/// The most a subrequest captured with `set=` may give (nginx's default
-/// `subrequest_output_buffer_size`, one page).
-const CAPTURE_BYTES_MAX: usize = 4096;
 /// The most a subrequest whose failure a `stub=` covers may give before it is placed.
 const STUB_CAPTURE_BYTES_MAX: usize = 1024 * 1024;
 
@@ -265,7 +262,14 @@ impl<'a> SsiBody<'a> {
             return None;
         };
         let captured_max = match (command.param("set"), &stub) {
-            (Some(_), _) => CAPTURE_BYTES_MAX,
+            // `subrequest_output_buffer_size` of the subrequest's location, as nginx reads it.
+            (Some(_), _) => usize::try_from(
+                crate::request::current_location(self.worker, &child)
+                    .settings
+                    .ssi
+                    .subrequest_output_buffer_size,
+            )
+            .unwrap_or(usize::MAX),
             (None, Some(_)) => STUB_CAPTURE_BYTES_MAX,
             (None, None) if self.state.block.is_none() => {
                 return Some(Box::new(Active {

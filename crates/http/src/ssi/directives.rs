@@ -41,6 +41,13 @@ pub const DIRECTIVES: &[HttpDirective] = &[
         set_min_file_chunk,
     ),
     entry("ssi_last_modified", LEVELS, Arity::FLAG, set_last_modified),
+    // nginx's core directive; only SSI's `include set=` captures a subrequest here.
+    entry(
+        "subrequest_output_buffer_size",
+        LEVELS,
+        Arity::TAKE1,
+        set_subrequest_output_buffer_size,
+    ),
 ];
 
 set_once!(set_ssi, LocationScope, ssi.ssi, flag);
@@ -48,6 +55,12 @@ set_once!(set_silent_errors, LocationScope, ssi.silent_errors, flag);
 set_once!(set_value_length, LocationScope, ssi.value_length, size);
 set_once!(set_min_file_chunk, LocationScope, ssi.min_file_chunk, size);
 set_once!(set_last_modified, LocationScope, ssi.last_modified, flag);
+set_once!(
+    set_subrequest_output_buffer_size,
+    LocationScope,
+    ssi.subrequest_output_buffer_size,
+    size
+);
 
 fn set_types(
     scope: &mut LocationScope,

@@ -34,5 +34,8 @@ settings! {
         min_file_chunk: u64 = 1024,
         /// `ssi_last_modified`: keep `Last-Modified` (and a weak `ETag`).
         last_modified: bool = false,
+        /// `subrequest_output_buffer_size`: the most a subrequest captured into a
+        /// variable (`include set=`) may give; one page, as nginx's default.
+        subrequest_output_buffer_size: u64 = 4096,
     }
 }

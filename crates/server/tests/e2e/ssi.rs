@@ -21,7 +21,7 @@ server {
     location /down/ { proxy_pass http://127.0.0.1:8082/; }
     location /quiet/ { ssi_silent_errors on; }
     location /kept/ { ssi_last_modified on; }
-    location = /args { ssi off; return 200 \"[$arg_a]\"; }
+    location = /args { ssi off; subrequest_output_buffer_size 8; return 200 \"[$arg_a]\"; }
     location = /sub-method { ssi off; return 200 $request_method; }
 }";
 
@@ -134,6 +134,11 @@ fn ssi_echo_set_if_config_block_and_capture() {
     assert_eq!(server.get("/if.html?a=two").body_text(), "2");
     assert_eq!(server.get("/if.html?a=six").body_text(), "3");
     assert_eq!(server.get("/capture.html?a=42").body_text(), "got [42]");
+    // More than `subrequest_output_buffer_size` (8 here) is an error.
+    assert_eq!(
+        server.get("/capture.html?a=123456789").body_text(),
+        "[an error occurred while processing the directive]got (none)"
+    );
     assert_eq!(server.get("/stub.html").body_text(), "STUB|INC");
     let year = server.get("/time.html").body_text();
     assert!(year.len() == 4 && year.starts_with("20"), "{year}");
