@@ -462,8 +462,10 @@ impl<'a> Proxying<'a, '_> {
         };
         request.upstream.keep_head(&buffer, head.len, &head.fields);
         response::apply(self.worker, info, request, proxy, &head, &buffer, &rewrite);
-        if head.status == 101 {
-            // An upgrade (WebSocket): the connection becomes a tunnel to the upstream.
+        // An upgrade (WebSocket) the client asked for: the connection becomes a tunnel to
+        // the upstream. A 101 the client did not ask for is passed on as a head alone and
+        // both connections end, as nginx does.
+        if head.status == 101 && request.header(b"upgrade").is_some() {
             self.release(info, request, current.selected, false);
             request.upstream.attempts[current.attempt].response_time =
                 Some(self.policy.started.elapsed());
@@ -479,6 +481,7 @@ impl<'a> Proxying<'a, '_> {
         let keepalive = match &self.target.group {
             GroupRef::Conf(group)
                 if group.keepalive.is_some()
+                    && head.status != 101
                     && !head.connection_close
                     && framing != UpstreamFraming::Close =>
             {

@@ -428,6 +428,8 @@ impl RequestVariables<'_> {
                 out.extend_from_slice(response.content_range.as_deref().unwrap_or_default());
             }
             b"accept_ranges" if response.accept_ranges => out.extend_from_slice(b"bytes"),
+            // What the head said: an upgrade, else whether the connection stays.
+            b"connection" if response.status == 101 => out.extend_from_slice(b"upgrade"),
             b"connection" => out.extend_from_slice(if request.keepalive {
                 b"keep-alive"
             } else {
