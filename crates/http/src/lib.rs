@@ -11,7 +11,9 @@
 //! thread pool.
 
 pub mod access;
+pub mod addition;
 pub mod auth_basic;
+pub mod auth_request;
 pub mod body;
 pub mod charset;
 pub mod client;
@@ -28,6 +30,7 @@ pub mod limit;
 pub mod log;
 pub mod log_buffers;
 pub mod map;
+pub mod mirror;
 pub mod modules;
 pub mod not_modified;
 pub mod observe;
@@ -41,9 +44,12 @@ pub mod response;
 pub mod rewrite;
 pub mod send;
 pub mod special;
+pub mod ssi;
 pub mod ssl;
 pub mod static_files;
 pub mod stub_status;
+pub mod sub_filter;
+pub mod subrequest;
 pub mod upstream;
 pub mod variables;
 pub mod worker;

@@ -17,11 +17,16 @@
 //! `error_page`, which restarts the phases at 1 for a URI (an internal redirect, as `index`
 //! makes too) or at 3 for a named location.
 
+use std::future::Future;
+use std::pin::Pin;
+
 use logging::Level;
 
 use crate::access::{self, Action};
 use crate::auth_basic;
-use crate::client::Client;
+use crate::auth_request;
+use crate::body::BodyState;
+use crate::client::{BodySource, Client, ReadAhead};
 use crate::conf::location;
 use crate::conf::scope::Content;
 use crate::conf::{LocationId, ServerId};
@@ -39,6 +44,7 @@ use crate::special::{Reply, STATUS_CLOSE, special_response};
 use crate::static_files::content::serve_static;
 use crate::static_files::handler::{self as static_handler, StaticOutcome};
 use crate::static_files::try_files::{self, TryOutcome};
+use crate::subrequest::{Subrequest, SubrequestRunner};
 use crate::variables::{HttpTemplate, render};
 use crate::worker::HttpWorker;
 
@@ -103,7 +109,7 @@ async fn run_from<'a>(
             Step::Rewrite => location_rewrite(worker, connection, request, server).await,
             Step::PostRewrite => post_rewrite(worker, connection, request),
             Step::PreAccess => preaccess(worker, &client, request).await,
-            Step::Access => check_access(worker, connection, request).await,
+            Step::Access => check_access(worker, &client, request).await,
             Step::PreContent => precontent(worker, connection, request).await,
             Step::Content => content(worker, &mut client, request).await,
             Step::Finalize(status) => finalize(worker, connection, request, status),
@@ -270,12 +276,17 @@ async fn preaccess<'a>(
     }
 }
 
-/// Phase 5.
+/// Phase 5: `allow`/`deny`, `auth_basic`, `auth_request`, combined as `satisfy` says. A
+/// subrequest is not checked again, as nginx's access phase skips it.
 async fn check_access<'a>(
     worker: &'a HttpWorker,
-    connection: &ConnectionInfo,
+    client: &Client<'_>,
     request: &mut Request<'a>,
 ) -> Step<'a> {
+    if request.is_subrequest() {
+        return Step::PreContent;
+    }
+    let connection = client.info;
     let location = current_location(worker, request);
     let rule = access::check(&location.settings.access, &connection.peer.get());
     let any = location.settings.core.satisfy == crate::core::settings::Satisfy::Any;
@@ -284,40 +295,76 @@ async fn check_access<'a>(
         return Step::PreContent;
     }
     if !any && rule == Some(Action::Deny) {
-        log(
-            worker,
-            connection,
-            request,
-            Level::Error,
-            format_args!("access forbidden by rule"),
-        );
-        return Step::Finalize(403);
+        return forbidden_by_rule(worker, connection, request);
     }
+    // Under `satisfy any`, a refusal only counts when nothing else lets the request in.
+    let mut refused = None;
+    let mut challenge = None;
     match auth_basic::check(worker, connection, request, location).await {
-        auth_basic::Verdict::Passed => Step::PreContent,
-        auth_basic::Verdict::NotInvolved if any && rule == Some(Action::Deny) => {
-            log(
-                worker,
-                connection,
-                request,
-                Level::Error,
-                format_args!("access forbidden by rule"),
-            );
-            Step::Finalize(403)
-        }
-        auth_basic::Verdict::NotInvolved => Step::PreContent,
+        auth_basic::Verdict::Passed if any => return Step::PreContent,
+        auth_basic::Verdict::Passed | auth_basic::Verdict::NotInvolved => {}
         auth_basic::Verdict::Challenge(realm) => {
-            let mut value = b"Basic realm=\"".to_vec();
-            value.extend_from_slice(&realm);
-            value.push(b'"');
-            request.response.headers.push((
-                crate::response::Bytes::Borrowed(b"WWW-Authenticate"),
-                crate::response::Bytes::Owned(value),
-            ));
-            Step::Finalize(401)
+            challenge = Some(realm);
+            refused = Some(401);
         }
-        auth_basic::Verdict::Status(status) => Step::Finalize(status),
+        auth_basic::Verdict::Status(status) => return Step::Finalize(status),
     }
+    if !any && let Some(realm) = challenge.take() {
+        return basic_challenge(request, &realm);
+    }
+    let socket = client.source.socket();
+    match auth_request::check(worker, connection, socket, request, location, &SUBREQUESTS).await {
+        auth_request::Verdict::Passed if any => {
+            // nginx drops a challenge another module made once access is granted.
+            request
+                .response
+                .headers
+                .retain(|(name, _)| !name.as_slice().eq_ignore_ascii_case(b"www-authenticate"));
+            return Step::PreContent;
+        }
+        auth_request::Verdict::Passed | auth_request::Verdict::NotInvolved => {}
+        auth_request::Verdict::Status(status @ (401 | 403)) if any => {
+            refused = refused.or(Some(status));
+        }
+        auth_request::Verdict::Status(status) => return Step::Finalize(status),
+    }
+    if let Some(realm) = challenge {
+        return basic_challenge(request, &realm);
+    }
+    if let Some(status) = refused {
+        return Step::Finalize(status);
+    }
+    if any && rule == Some(Action::Deny) {
+        return forbidden_by_rule(worker, connection, request);
+    }
+    Step::PreContent
+}
+
+fn forbidden_by_rule<'a>(
+    worker: &'a HttpWorker,
+    connection: &ConnectionInfo,
+    request: &mut Request<'a>,
+) -> Step<'a> {
+    log(
+        worker,
+        connection,
+        request,
+        Level::Error,
+        format_args!("access forbidden by rule"),
+    );
+    Step::Finalize(403)
+}
+
+/// `auth_basic`'s 401 with its `WWW-Authenticate`.
+fn basic_challenge<'a>(request: &mut Request<'a>, realm: &[u8]) -> Step<'a> {
+    let mut value = b"Basic realm=\"".to_vec();
+    value.extend_from_slice(realm);
+    value.push(b'"');
+    request.response.headers.push((
+        crate::response::Bytes::Borrowed(b"WWW-Authenticate"),
+        crate::response::Bytes::Owned(value),
+    ));
+    Step::Finalize(401)
 }
 
 /// Phase 6: `try_files`.
@@ -327,6 +374,7 @@ async fn precontent<'a>(
     request: &mut Request<'a>,
 ) -> Step<'a> {
     let location = current_location(worker, request);
+    crate::mirror::record(request, location);
     match try_files::run(worker, connection, request, location).await {
         Ok(TryOutcome::Continue) => Step::Content,
         Ok(TryOutcome::Redirect { uri, args }) => Step::Redirect { uri, args },
@@ -427,6 +475,138 @@ pub(crate) async fn post_action<'a>(
     request.response.clear();
     let reply = run_from(worker, client, request, Step::Redirect { uri, args }).await;
     drop(reply);
+}
+
+/// The runner of subrequests that filters are handed (`ssi`'s `include`).
+pub(crate) struct Subrequests;
+
+pub(crate) static SUBREQUESTS: Subrequests = Subrequests;
+
+impl SubrequestRunner for Subrequests {
+    fn run<'a, 's>(
+        &'s self,
+        worker: &'a HttpWorker,
+        connection: &'s ConnectionInfo,
+        socket: &'s runtime::Stream,
+        child: Box<Request<'a>>,
+    ) -> Pin<Box<dyn Future<Output = Subrequest<'a>> + 's>>
+    where
+        'a: 's,
+    {
+        Box::pin(run_subrequest(worker, connection, socket, child))
+    }
+}
+
+/// A subrequest: the phases from the server rewrite phase, without the request body
+/// (nginx's subrequests share the parent's, which SSI's never read), then the body
+/// filters a subrequest's body passes (SSI for a nested document). Its head is not sent.
+async fn run_subrequest<'a>(
+    worker: &'a HttpWorker,
+    connection: &ConnectionInfo,
+    socket: &runtime::Stream,
+    mut child: Box<Request<'a>>,
+) -> Subrequest<'a> {
+    let mut read_ahead = ReadAhead::new(1);
+    let mut no_body = BodyState::Done;
+    let client = Client {
+        info: connection,
+        source: BodySource::http1(socket, &mut read_ahead),
+        body: &mut no_body,
+    };
+    let body = match run(worker, client, &mut child).await {
+        Reply::Respond(body) => {
+            let location = current_location(worker, &child);
+            let body = crate::sub_filter::filter(worker, connection, &mut child, location, body);
+            Some(crate::ssi::filter(
+                worker,
+                connection,
+                &mut child,
+                location,
+                body,
+                &SUBREQUESTS,
+            ))
+        }
+        Reply::Close => None,
+    };
+    Subrequest {
+        request: child,
+        body,
+    }
+}
+
+/// The request's mirrors, once its response is out: their subrequests run together, their
+/// answers are read to the end and dropped; each writes its access-log line where
+/// `log_subrequest` says. A mirror that fails never touches the client's response.
+pub(crate) async fn run_mirrors<'a>(
+    worker: &'a HttpWorker,
+    connection: &ConnectionInfo,
+    socket: &runtime::Stream,
+    request: &mut Request<'a>,
+) {
+    let mirrors = std::mem::take(&mut request.mirrors);
+    let without_body = !current_location(worker, request)
+        .settings
+        .mirror
+        .request_body;
+    let mut runs = Vec::with_capacity(mirrors.len());
+    for mirror in mirrors {
+        match request.child(mirror.uri, mirror.args) {
+            Ok(mut child) => {
+                // A mirror keeps the request's method, as nginx's does.
+                child.head.method = request.head.method;
+                child.method_is_get = request.method_is_get;
+                child.without_body = without_body;
+                runs.push(run_subrequest(worker, connection, socket, Box::new(child)));
+            }
+            Err(refused) => {
+                let message = refused.message(&request.uri);
+                log(
+                    worker,
+                    connection,
+                    request,
+                    Level::Error,
+                    format_args!("{message}"),
+                );
+            }
+        }
+    }
+    for done in join_runs(runs).await {
+        let mut child = done.request;
+        if let Some(body) = done.body {
+            crate::send::drain_subrequest(worker, connection, socket, &mut child, body).await;
+        }
+        if current_location(worker, &child)
+            .settings
+            .mirror
+            .log_subrequest
+        {
+            crate::send::log_request_info(worker, connection, &child);
+        }
+    }
+}
+
+/// Runs futures together until all are done, in their order.
+async fn join_runs<F: Future>(runs: Vec<F>) -> Vec<F::Output> {
+    let mut runs: Vec<Pin<Box<F>>> = runs.into_iter().map(Box::pin).collect();
+    let mut done: Vec<Option<F::Output>> = runs.iter().map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut pending = false;
+        for (run, slot) in runs.iter_mut().zip(done.iter_mut()) {
+            if slot.is_none() {
+                match run.as_mut().poll(cx) {
+                    std::task::Poll::Ready(output) => *slot = Some(output),
+                    std::task::Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending {
+            std::task::Poll::Pending
+        } else {
+            std::task::Poll::Ready(())
+        }
+    })
+    .await;
+    done.into_iter().flatten().collect()
 }
 
 /// After a stale response went out (`proxy_cache_background_update`): the request goes

@@ -126,6 +126,14 @@ pub struct Request<'a> {
     /// `$gzip_ratio`: the bytes gzip took and gave, once a compressed body has ended.
     pub gzip_ratio: Option<(u64, u64)>,
     pub cleanups: Cleanups,
+    /// How deep this request is among subrequests: 0 for the client's own request.
+    pub subrequest_depth: u8,
+    /// Subrequests the main request may still make, shared by all its subrequests.
+    pub subrequests_left: std::rc::Rc<std::cell::Cell<u32>>,
+    /// Mirrors the precontent phase recorded, run once the response is out.
+    pub mirrors: Vec<crate::subrequest::PendingMirror>,
+    /// `mirror_request_body off` applied to the mirror that made this subrequest.
+    pub without_body: bool,
 }
 
 /// Values a module holds for as long as the request runs (nginx's request-pool cleanups,
@@ -183,6 +191,16 @@ impl<'a> Request<'a> {
         self.limit_conn_status = None;
         self.gzip_ratio = None;
         self.cleanups.0.clear();
+        self.subrequest_depth = 0;
+        self.mirrors.clear();
+        self.without_body = false;
+        self.subrequests_left =
+            std::rc::Rc::new(std::cell::Cell::new(crate::subrequest::SUBREQUESTS_MAX));
+    }
+
+    /// Whether this is a subrequest (nginx's `r != r->main`).
+    pub fn is_subrequest(&self) -> bool {
+        self.subrequest_depth > 0
     }
 
     /// A request header's value, by lowercase name with `_` matching `-` (as `$http_*`).

@@ -3,7 +3,9 @@
 use conf::Span;
 
 use crate::access::settings::{Access, AccessConf};
+use crate::addition::settings::{Addition, AdditionConf};
 use crate::auth_basic::settings::{AuthBasic, AuthBasicConf};
+use crate::auth_request::settings::{AuthRequest, AuthRequestConf};
 use crate::charset::settings::{Charset, CharsetConf, CharsetMaps};
 use crate::conf::MergeEnv;
 use crate::conf::listen::ListenSpec;
@@ -14,12 +16,15 @@ use crate::gzip::settings::{Gzip, GzipConf};
 use crate::headers::settings::{Headers, HeadersConf};
 use crate::limit::settings::{Limit, LimitConf, LimitZones};
 use crate::log::settings::{AccessLog, AccessLogConf};
+use crate::mirror::settings::{Mirror, MirrorConf};
 use crate::observe::settings::{StatusZone, StatusZoneConf};
 use crate::proxy::cache::settings::{CachePath, ProxyCache, ProxyCacheConf};
 use crate::proxy::settings::{Proxy, ProxyConf};
 use crate::realip::settings::{RealIp, RealIpConf};
 use crate::rewrite::settings::{RewriteConf, RewriteSettings, Script};
+use crate::ssi::settings::{Ssi, SsiConf};
 use crate::static_files::settings::{Static, StaticConf, TryFilesSetting};
+use crate::sub_filter::settings::{SubFilter, SubFilterConf};
 
 /// What the `http` block sets for itself.
 #[derive(Debug, Default)]
@@ -54,6 +59,7 @@ pub struct LocationScope {
     pub access: AccessConf,
     pub auth_basic: AuthBasicConf,
     pub realip: RealIpConf,
+    pub auth_request: AuthRequestConf,
     pub headers: HeadersConf,
     pub access_log: AccessLogConf,
     pub static_files: StaticConf,
@@ -64,6 +70,10 @@ pub struct LocationScope {
     pub charset: CharsetConf,
     pub gzip: GzipConf,
     pub gunzip: GunzipConf,
+    pub ssi: SsiConf,
+    pub addition: AdditionConf,
+    pub mirror: MirrorConf,
+    pub sub_filter: SubFilterConf,
     pub status_zone: StatusZoneConf,
     pub limit: LimitConf,
     /// Not inherited: each level runs its own script.
@@ -103,6 +113,7 @@ pub struct LocationSettings {
     pub access: Access,
     pub auth_basic: AuthBasic,
     pub realip: RealIp,
+    pub auth_request: AuthRequest,
     pub headers: Headers,
     pub access_log: AccessLog,
     pub static_files: Static,
@@ -113,6 +124,10 @@ pub struct LocationSettings {
     pub charset: Charset,
     pub gzip: Gzip,
     pub gunzip: Gunzip,
+    pub ssi: Ssi,
+    pub addition: Addition,
+    pub mirror: Mirror,
+    pub sub_filter: SubFilter,
     pub status_zone: StatusZone,
     pub limit: Limit,
     pub script: Script,
@@ -127,6 +142,7 @@ impl LocationScope {
         self.access.merge_from(&parent.access);
         self.auth_basic.merge_from(&parent.auth_basic);
         self.realip.merge_from(&parent.realip);
+        self.auth_request.merge_from(&parent.auth_request);
         self.headers.merge_from(&parent.headers);
         self.access_log.merge_from(&parent.access_log);
         self.static_files.merge_from(&parent.static_files);
@@ -137,6 +153,10 @@ impl LocationScope {
         self.charset.merge_from(&parent.charset);
         self.gzip.merge_from(&parent.gzip);
         self.gunzip.merge_from(&parent.gunzip);
+        self.ssi.merge_from(&parent.ssi);
+        self.addition.merge_from(&parent.addition);
+        self.mirror.merge_from(&parent.mirror);
+        self.sub_filter.merge_from(&parent.sub_filter);
         self.status_zone.merge_from(&parent.status_zone);
         self.limit.merge_from(&parent.limit);
         if self.content.is_none() {
@@ -152,6 +172,7 @@ impl LocationScope {
             access: self.access.clone(),
             auth_basic: self.auth_basic.clone(),
             realip: self.realip.clone(),
+            auth_request: self.auth_request.clone(),
             headers: self.headers.clone(),
             access_log: self.access_log.clone(),
             static_files: self.static_files.clone(),
@@ -162,6 +183,10 @@ impl LocationScope {
             charset: self.charset.clone(),
             gzip: self.gzip.clone(),
             gunzip: self.gunzip.clone(),
+            ssi: self.ssi.clone(),
+            addition: self.addition.clone(),
+            mirror: self.mirror.clone(),
+            sub_filter: self.sub_filter.clone(),
             status_zone: self.status_zone.clone(),
             limit: self.limit.clone(),
             script: Script::default(),
@@ -176,6 +201,7 @@ impl LocationScope {
             access: self.access.resolve(env),
             auth_basic: self.auth_basic.resolve(env),
             realip: self.realip.resolve(env),
+            auth_request: self.auth_request.resolve(env),
             headers: self.headers.resolve(env),
             access_log: self.access_log.resolve(env),
             static_files: self.static_files.resolve(env),
@@ -186,6 +212,10 @@ impl LocationScope {
             charset: self.charset.resolve(env),
             gzip: self.gzip.resolve(env),
             gunzip: self.gunzip.resolve(env),
+            ssi: self.ssi.resolve(env),
+            addition: self.addition.resolve(env),
+            mirror: self.mirror.resolve(env),
+            sub_filter: self.sub_filter.resolve(env),
             status_zone: self.status_zone.resolve(env),
             limit: self.limit.resolve(env),
             script: self.script.clone(),

@@ -487,6 +487,7 @@ impl<'a> Proxying<'a, '_> {
         let keepalive = match &self.target.group {
             GroupRef::Conf(group)
                 if group.keepalive.is_some()
+                    && head.status != 101
                     && !head.connection_close
                     && framing != UpstreamFraming::Close =>
             {

@@ -227,6 +227,12 @@ pub trait StreamedBody<'a>: std::fmt::Debug {
     fn takes_codings(&self) -> bool {
         true
     }
+
+    /// The body as pieces taken one at a time, for a filter or a subrequest that takes it
+    /// in rather than sending it; `None` when this body cannot be taken so.
+    fn into_pulled(self: Box<Self>) -> Option<Box<dyn super::pull::PulledBody<'a> + 'a>> {
+        None
+    }
 }
 
 /// Writes `head` (the response head, possibly empty for HTTP/0.9) and the body.
@@ -295,7 +301,7 @@ async fn send_bytes(
 /// The end of the body: nginx's trailers filter runs (its fields exist for
 /// `$sent_trailer_NAME` whether or not they can be sent), and a chunked response gets its
 /// last chunk with them.
-pub(super) fn finish(context: &BodyContext<'_>, request: &mut Request<'_>, out: &mut Vec<u8>) {
+pub fn finish(context: &BodyContext<'_>, request: &mut Request<'_>, out: &mut Vec<u8>) {
     if context.expect_trailers {
         request.response.trailers_added = true;
     }

@@ -269,7 +269,7 @@ pub fn coding_failed(
 }
 
 /// `len` bytes of the file at `offset`, read where its `aio` says.
-async fn read(
+pub(crate) async fn read(
     context: &BodyContext<'_>,
     file: &FileBody,
     offset: u64,

@@ -9,12 +9,13 @@ pub mod coding;
 pub(crate) mod compress;
 pub(crate) mod slice;
 pub(crate) mod tunnel;
-pub use body::{BodyContext, Output, StreamedBody};
+pub use body::{BodyContext, Output, StreamedBody, finish};
 mod file;
 mod filters;
 pub mod framing;
 mod head;
 pub mod pieces;
+pub mod pull;
 pub mod ranges;
 pub mod rate;
 mod turn;
@@ -106,6 +107,26 @@ pub(crate) async fn send_response<'a>(
     // The headers filter decides on trailers before the range filter changes the status.
     let status = special::status_on_wire(request.response.status);
     let expect_trailers = location.settings.headers.expects_trailers(status);
+    // sub_filter, then SSI, take the body in before charset and gzip see it, as nginx's
+    // filter order has it.
+    body = crate::sub_filter::filter(worker, &connection.info, request, location, body);
+    body = crate::ssi::filter(
+        worker,
+        &connection.info,
+        request,
+        location,
+        body,
+        &crate::phases::SUBREQUESTS,
+    );
+    // addition wraps the (parsed) body in its subrequests' bodies.
+    body = crate::addition::filter(
+        worker,
+        &connection.info,
+        request,
+        location,
+        body,
+        &crate::phases::SUBREQUESTS,
+    );
     // Then gunzip, charset and gzip, as in nginx; their codings of the body are gathered
     // in `coding`, applied as the body goes out. gzip rules ranges out; a single range of a
     // proxied body is cut out as it passes when the proxy allows ranges (a stored or
@@ -270,8 +291,48 @@ fn charset_filter<'a>(
         .map_err(|_| io::Error::other("charset variable not found"))
 }
 
+/// A subrequest's body nobody receives (a mirror's): read to the end and dropped, so a
+/// proxied one completes (and its connection may be kept).
+pub(crate) async fn drain_subrequest<'a>(
+    worker: &'a HttpWorker,
+    connection: &ConnectionInfo,
+    socket: &runtime::Stream,
+    child: &mut Request<'a>,
+    body: Body<'a>,
+) {
+    let Some(mut puller) = pull::Puller::new(body) else {
+        return;
+    };
+    let context = body::BodyContext {
+        worker,
+        connection,
+        location: location(worker, child),
+        framing: Framing::Length,
+        header_only: false,
+        expect_trailers: false,
+        coding: std::cell::Cell::default(),
+    };
+    let mut piece = Vec::new();
+    loop {
+        piece.clear();
+        match puller.next(&context, socket, child, &mut piece).await {
+            Ok(true) => {}
+            Ok(false) | Err(_) => return,
+        }
+    }
+}
+
 /// The log phase: the access-log line(s) of the request's location.
 pub(crate) fn log_request(worker: &HttpWorker, connection: &Connection, request: &Request<'_>) {
+    log_request_info(worker, &connection.info, request);
+}
+
+/// [`log_request`] for a request that is not the connection's own (a subrequest).
+pub(crate) fn log_request_info(
+    worker: &HttpWorker,
+    connection: &ConnectionInfo,
+    request: &Request<'_>,
+) {
     let location = location(worker, request);
     crate::observe::zones::record(worker, location, request);
     if let (Some(zone), Some(status)) =
@@ -287,7 +348,7 @@ pub(crate) fn log_request(worker: &HttpWorker, connection: &Connection, request:
     let now = worker.clock.now();
     let variables = RequestVariables::new(
         request,
-        &connection.info,
+        connection,
         worker.conf(),
         now,
         &worker.generation.hostname,
@@ -308,14 +369,14 @@ pub(crate) fn log_request(worker: &HttpWorker, connection: &Connection, request:
 /// nginx logs it, and the line is lost, as in nginx.
 fn write_path_line(
     worker: &HttpWorker,
-    connection: &Connection,
+    connection: &ConnectionInfo,
     location: &Location,
     line: crate::log::access::PathLine,
 ) {
     let pool = worker.pools.default_pool().clone();
     let error_log = std::sync::Arc::clone(&location.settings.core.error_log);
     let clock = worker.clock.clone();
-    let id = connection.info.id;
+    let id = connection.id;
     let order = std::rc::Rc::clone(&worker.log_buffers.borrow().path_lines);
     tokio::task::spawn_local(async move {
         // Local tasks start in the order they were spawned and the lock is fair, so lines

@@ -14,6 +14,7 @@ use crate::send::body::{BodyContext, Output, StreamedBody, finish};
 use crate::send::coding::Coding;
 use crate::send::compress::{coding_failed, framed, framed as framed_into};
 use crate::send::framing::Framing;
+use crate::send::pull::PulledBody;
 use crate::send::turn::Turn;
 
 /// Writes are gathered up to this size while the upstream's bytes keep coming without a
@@ -33,6 +34,70 @@ impl<'a> StreamedBody<'a> for UpstreamBody<'a> {
         'o: 's,
     {
         Box::pin(send_upstream(context, output, request, *self, head))
+    }
+
+    fn into_pulled(self: Box<Self>) -> Option<Box<dyn PulledBody<'a> + 'a>> {
+        let mut body = *self;
+        Some(Box::new(Pulled {
+            store: Store(body.take_cache_writer()),
+            attempt: body.attempt(),
+            received: 0,
+            body: Some(body),
+        }))
+    }
+}
+
+/// A proxied body taken in by a filter (a subrequest's, which SSI includes): the cache
+/// gets its copy as when it is sent, and the connection goes back to the keep-alive cache
+/// at the end.
+struct Pulled<'a> {
+    body: Option<UpstreamBody<'a>>,
+    store: Store,
+    attempt: usize,
+    received: u64,
+}
+
+impl<'a> PulledBody<'a> for Pulled<'a> {
+    fn next<'s>(
+        &'s mut self,
+        context: &'s BodyContext<'s>,
+        _socket: &'s runtime::Stream,
+        request: &'s mut Request<'a>,
+        out: &'s mut Vec<u8>,
+    ) -> Pin<Box<dyn Future<Output = io::Result<bool>> + 's>>
+    where
+        'a: 's,
+    {
+        Box::pin(async move {
+            let Some(body) = self.body.as_mut() else {
+                return Ok(false);
+            };
+            // The body's reader stops at the first byte it adds to its buffer, so it gets
+            // an empty one.
+            let mut piece = Vec::new();
+            match body.next(&mut piece, true, request).await {
+                Ok(more) => {
+                    self.received += piece.len() as u64;
+                    self.store.push(context, request, &piece).await;
+                    out.extend_from_slice(&piece);
+                    if !more {
+                        end_attempt(request, self.attempt, self.received);
+                        self.store.finish(context, request).await;
+                        if let Some(done) = self.body.take() {
+                            done.finish();
+                        }
+                    }
+                    Ok(more)
+                }
+                Err(failure) => {
+                    end_attempt(request, self.attempt, self.received);
+                    self.store.abort();
+                    self.body = None;
+                    log_failure(context.worker, context.connection, request, &failure);
+                    Err(io::Error::other("upstream failed"))
+                }
+            }
+        })
     }
 }
 

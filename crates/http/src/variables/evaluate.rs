@@ -193,6 +193,12 @@ impl RequestVariables<'_> {
             Variable::ConnectionsWriting => push_number(out, connections().writing as i64, 1),
             Variable::ConnectionsWaiting => push_number(out, connections().waiting as i64, 1),
             Variable::TimeLocal => self.now.write_time_local(out),
+            Variable::DateLocal | Variable::DateGmt => super::time_format::format_time(
+                super::time_format::DEFAULT_TIME_FORMAT,
+                &self.now,
+                *variable == Variable::DateGmt,
+                out,
+            ),
             Variable::TimeIso8601 => self.now.write_iso8601(out),
             Variable::Pid => push_number(out, std::process::id().into(), 1),
             Variable::NginxVersion => out.extend_from_slice(NGINX_COMPATIBLE_VERSION.as_bytes()),
@@ -449,6 +455,8 @@ impl RequestVariables<'_> {
                 out.extend_from_slice(response.content_range.as_deref().unwrap_or_default());
             }
             b"accept_ranges" if response.accept_ranges => out.extend_from_slice(b"bytes"),
+            // What the head said: an upgrade, else whether the connection stays.
+            b"connection" if response.status == 101 => out.extend_from_slice(b"upgrade"),
             b"connection" => out.extend_from_slice(if request.keepalive {
                 b"keep-alive"
             } else {
@@ -619,7 +627,7 @@ thread_local! {
 }
 
 /// A new `$request_id`: 128 unpredictable bits as 32 lowercase hex digits.
-fn new_request_id() -> [u8; 32] {
+pub(crate) fn new_request_id() -> [u8; 32] {
     use std::hash::BuildHasher;
     const HEX: &[u8; 16] = b"0123456789abcdef";
     REQUEST_IDS.with(|(key, counter)| {

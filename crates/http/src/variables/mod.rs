@@ -3,10 +3,11 @@
 
 pub(crate) mod evaluate;
 mod registry;
+pub mod time_format;
 
 pub(crate) use evaluate::Reborrow;
 pub use evaluate::{NGINX_COMPATIBLE_VERSION, RequestVariables, escape_header_name};
-pub use registry::{NamedSlot, Settable, VariableRegistry};
+pub use registry::{NamedSlot, Settable, VariableRegistry, find, find_prefixed};
 
 use vars::Template;
 
@@ -94,6 +95,9 @@ pub enum Variable {
     Msec,
     TimeLocal,
     TimeIso8601,
+    /// `$date_local`, `$date_gmt`: now, in SSI's default `timefmt`.
+    DateLocal,
+    DateGmt,
     Pid,
     /// `$nginx_version`: the nginx version whose behaviour Portico follows.
     NginxVersion,

@@ -94,6 +94,8 @@ fn builtin(name: &str) -> Option<Variable> {
         "msec" => Variable::Msec,
         "time_local" => Variable::TimeLocal,
         "time_iso8601" => Variable::TimeIso8601,
+        "date_local" => Variable::DateLocal,
+        "date_gmt" => Variable::DateGmt,
         "pid" => Variable::Pid,
         "nginx_version" => Variable::NginxVersion,
         "portico_version" => Variable::PorticoVersion,
@@ -128,6 +130,29 @@ fn builtin(name: &str) -> Option<Variable> {
         "connections_writing" => Variable::ConnectionsWriting,
         "connections_waiting" => Variable::ConnectionsWaiting,
         _ => return crate::ssl::variables::builtin(name).map(Variable::Ssl),
+    })
+}
+
+/// The variable `name` names while a request runs (SSI's `echo`, `set`, `if`): a built-in
+/// one, a prefixed one, or one of the configuration's by its slot. Nothing is defined.
+pub fn find(name: &[u8], named: &[(Box<str>, bool)]) -> Option<Variable> {
+    let lower = std::str::from_utf8(name).ok()?.to_ascii_lowercase();
+    if let Some(variable) = builtin(&lower) {
+        return Some(variable);
+    }
+    if let Some(slot) = named.iter().position(|(known, _)| **known == *lower) {
+        return Some(Variable::Named(NamedSlot(slot as u32)));
+    }
+    find_prefixed(lower.as_bytes())
+}
+
+/// The prefixed variable (`$http_NAME`, `$arg_NAME`, ...) a lower-cased name would be.
+pub fn find_prefixed(lower: &[u8]) -> Option<Variable> {
+    let lower = std::str::from_utf8(lower).ok()?;
+    PREFIXED.iter().find_map(|(prefix, make)| {
+        lower
+            .strip_prefix(prefix)
+            .map(|rest| make(rest.as_bytes().into()))
     })
 }
 

@@ -1,0 +1,62 @@
+//! The addition module's directives.
+
+use std::sync::Arc;
+
+use conf::{Arity, BlockKind, ConfError, Contexts, Directive};
+
+use crate::addition::settings::AdditionTypes;
+use crate::conf::{HttpDirective, LoadContext, LocationScope, Setter};
+use crate::set_once;
+
+const fn entry(
+    name: &'static str,
+    arity: Arity,
+    set: fn(&mut LocationScope, &Directive, &mut LoadContext<'_>) -> Result<(), ConfError>,
+) -> HttpDirective {
+    HttpDirective {
+        name,
+        contexts: Contexts::HTTP_SERVER_LOCATION,
+        arity,
+        block: BlockKind::Simple,
+        set: Setter::Location(set),
+    }
+}
+
+pub const DIRECTIVES: &[HttpDirective] = &[
+    entry("add_before_body", Arity::TAKE1, set_before_body),
+    entry("add_after_body", Arity::TAKE1, set_after_body),
+    entry("addition_types", Arity::ONE_OR_MORE, set_types),
+];
+
+/// A URI; an empty one turns the addition off at this level, as in nginx.
+fn uri(
+    directive: &Directive,
+    _context: &mut LoadContext<'_>,
+) -> Result<Option<Box<[u8]>>, ConfError> {
+    let value = directive.arg(0);
+    Ok((!value.is_empty()).then(|| value.as_bytes().into()))
+}
+
+set_once!(set_before_body, LocationScope, addition.before_body, uri);
+set_once!(set_after_body, LocationScope, addition.after_body, uri);
+
+fn set_types(
+    scope: &mut LocationScope,
+    directive: &Directive,
+    context: &mut LoadContext<'_>,
+) -> Result<(), ConfError> {
+    if scope.addition.types.is_some() {
+        return Err(context.duplicate(directive));
+    }
+    let mut types = AdditionTypes::default();
+    for argument in &directive.args {
+        match argument.as_str() {
+            "*" => types.any = true,
+            value => types
+                .types
+                .push(value.to_ascii_lowercase().into_bytes().into()),
+        }
+    }
+    scope.addition.types = Some(Arc::new(types));
+    Ok(())
+}

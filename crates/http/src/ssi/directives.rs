@@ -1,0 +1,84 @@
+//! The SSI module's directives, with nginx's errors.
+
+use std::sync::Arc;
+
+use conf::{Arity, BlockKind, ConfError, Contexts, Directive};
+
+use crate::conf::{HttpDirective, LoadContext, LocationScope, Setter};
+use crate::core::directives::{flag, size};
+use crate::set_once;
+
+type LocationSetter =
+    fn(&mut LocationScope, &Directive, &mut LoadContext<'_>) -> Result<(), ConfError>;
+
+const fn entry(
+    name: &'static str,
+    contexts: Contexts,
+    arity: Arity,
+    set: LocationSetter,
+) -> HttpDirective {
+    HttpDirective {
+        name,
+        contexts,
+        arity,
+        block: BlockKind::Simple,
+        set: Setter::Location(set),
+    }
+}
+
+const WITH_IF: Contexts = Contexts::HTTP_SERVER_LOCATION.with(Contexts::LOCATION_IF);
+const LEVELS: Contexts = Contexts::HTTP_SERVER_LOCATION;
+
+pub const DIRECTIVES: &[HttpDirective] = &[
+    entry("ssi", WITH_IF, Arity::FLAG, set_ssi),
+    entry("ssi_silent_errors", LEVELS, Arity::FLAG, set_silent_errors),
+    entry("ssi_types", LEVELS, Arity::ONE_OR_MORE, set_types),
+    entry("ssi_value_length", LEVELS, Arity::TAKE1, set_value_length),
+    entry(
+        "ssi_min_file_chunk",
+        LEVELS,
+        Arity::TAKE1,
+        set_min_file_chunk,
+    ),
+    entry("ssi_last_modified", LEVELS, Arity::FLAG, set_last_modified),
+    // nginx's core directive; only SSI's `include set=` captures a subrequest here.
+    entry(
+        "subrequest_output_buffer_size",
+        LEVELS,
+        Arity::TAKE1,
+        set_subrequest_output_buffer_size,
+    ),
+];
+
+set_once!(set_ssi, LocationScope, ssi.ssi, flag);
+set_once!(set_silent_errors, LocationScope, ssi.silent_errors, flag);
+set_once!(set_value_length, LocationScope, ssi.value_length, size);
+set_once!(set_min_file_chunk, LocationScope, ssi.min_file_chunk, size);
+set_once!(set_last_modified, LocationScope, ssi.last_modified, flag);
+set_once!(
+    set_subrequest_output_buffer_size,
+    LocationScope,
+    ssi.subrequest_output_buffer_size,
+    size
+);
+
+fn set_types(
+    scope: &mut LocationScope,
+    directive: &Directive,
+    context: &mut LoadContext<'_>,
+) -> Result<(), ConfError> {
+    if scope.ssi.types.is_some() {
+        return Err(context.duplicate(directive));
+    }
+    let mut types = crate::ssi::settings::SsiTypes::default();
+    for argument in &directive.args {
+        match argument.as_str() {
+            "*" => types.any = true,
+            value => types
+                .types
+                .push(value.to_ascii_lowercase().into_bytes().into()),
+        }
+    }
+    scope.ssi.types = Some(Arc::new(types));
+    Ok(())
+}

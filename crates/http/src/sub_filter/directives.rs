@@ -1,0 +1,84 @@
+//! The sub filter's directives, with nginx's errors.
+
+use std::sync::Arc;
+
+use conf::{Arity, BlockKind, ConfError, Contexts, Directive};
+
+use crate::conf::{HttpDirective, LoadContext, LocationScope, Setter};
+use crate::core::directives::flag;
+use crate::set_once;
+use crate::sub_filter::settings::{SubFilterTypes, Substitution};
+
+const fn entry(
+    name: &'static str,
+    arity: Arity,
+    set: fn(&mut LocationScope, &Directive, &mut LoadContext<'_>) -> Result<(), ConfError>,
+) -> HttpDirective {
+    HttpDirective {
+        name,
+        contexts: Contexts::HTTP_SERVER_LOCATION,
+        arity,
+        block: BlockKind::Simple,
+        set: Setter::Location(set),
+    }
+}
+
+pub const DIRECTIVES: &[HttpDirective] = &[
+    entry("sub_filter", Arity::TAKE2, set_sub_filter),
+    entry("sub_filter_once", Arity::FLAG, set_once_flag),
+    entry("sub_filter_types", Arity::ONE_OR_MORE, set_types),
+    entry("sub_filter_last_modified", Arity::FLAG, set_last_modified),
+];
+
+set_once!(set_once_flag, LocationScope, sub_filter.once, flag);
+set_once!(
+    set_last_modified,
+    LocationScope,
+    sub_filter.last_modified,
+    flag
+);
+
+/// `sub_filter string replacement`: both may have variables; the string is matched
+/// without regard to case.
+fn set_sub_filter(
+    scope: &mut LocationScope,
+    directive: &Directive,
+    context: &mut LoadContext<'_>,
+) -> Result<(), ConfError> {
+    let span = &directive.span;
+    if directive.arg(0).is_empty() {
+        return Err(ConfError::message("empty search pattern", span));
+    }
+    let string = context.template(directive.arg(0), span)?;
+    let replacement = context.template(directive.arg(1), span)?;
+    let list = scope
+        .sub_filter
+        .substitutions
+        .get_or_insert_with(|| Arc::new(Vec::new()));
+    Arc::make_mut(list).push(Substitution {
+        string,
+        replacement,
+    });
+    Ok(())
+}
+
+fn set_types(
+    scope: &mut LocationScope,
+    directive: &Directive,
+    context: &mut LoadContext<'_>,
+) -> Result<(), ConfError> {
+    if scope.sub_filter.types.is_some() {
+        return Err(context.duplicate(directive));
+    }
+    let mut types = SubFilterTypes::default();
+    for argument in &directive.args {
+        match argument.as_str() {
+            "*" => types.any = true,
+            value => types
+                .types
+                .push(value.to_ascii_lowercase().into_bytes().into()),
+        }
+    }
+    scope.sub_filter.types = Some(Arc::new(types));
+    Ok(())
+}

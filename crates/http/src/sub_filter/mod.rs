@@ -1,0 +1,184 @@
+//! `sub_filter`: strings replaced in a response as it goes out (nginx's sub module), several
+//! at once, without regard to case, across the pieces a body arrives in; the strings and
+//! replacements may have variables. The response loses `Content-Length` and ranges, and
+//! `Last-Modified` and `ETag` unless `sub_filter_last_modified on` (then a weak `ETag`).
+
+pub mod directives;
+mod matcher;
+pub mod settings;
+
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+
+use logging::Level;
+use runtime::Stream;
+
+use crate::conf::Location;
+use crate::request::{ConnectionInfo, Request, log};
+use crate::response::Body;
+use crate::send::pull::{PulledBody, Puller, send_pulled};
+use crate::send::{BodyContext, Output, StreamedBody};
+use crate::variables::render;
+use crate::worker::HttpWorker;
+
+pub use matcher::Matcher;
+
+/// nginx's sub header filter: whether the response is rewritten; sets its head.
+pub fn filter<'a>(
+    worker: &'a HttpWorker,
+    connection: &ConnectionInfo,
+    request: &mut Request<'a>,
+    location: &'a Location,
+    body: Body<'a>,
+) -> Body<'a> {
+    let settings = &location.settings.sub_filter;
+    // An encoded (compressed) body is not searched, as nginx leaves it.
+    let encoded = request
+        .response
+        .find(b"content-encoding")
+        .is_some_and(|value| !value.is_empty());
+    if settings.substitutions.is_empty()
+        || encoded
+        || request.response.content_length == Some(0)
+        || body.is_empty()
+        || matches!(body, Body::Pieces(_))
+    {
+        return body;
+    }
+    let content_type = request
+        .response
+        .content_type
+        .as_ref()
+        .map(|value| {
+            let value = value.as_slice();
+            let end = memchr::memchr(b';', value).unwrap_or(value.len());
+            value[..end].trim_ascii().to_vec()
+        })
+        .unwrap_or_default();
+    if !settings.types.contains(&content_type) {
+        return body;
+    }
+    let pairs = settings
+        .substitutions
+        .iter()
+        .map(|substitution| {
+            (
+                render(worker, connection, request, &substitution.string),
+                render(worker, connection, request, &substitution.replacement),
+            )
+        })
+        .collect();
+    let Some(matcher) = Matcher::new(pairs, settings.once) else {
+        return body;
+    };
+    let response = &mut request.response;
+    response.content_length = None;
+    response.accept_ranges = false;
+    response
+        .headers
+        .retain(|(name, _)| !name.as_slice().eq_ignore_ascii_case(b"accept-ranges"));
+    if settings.last_modified {
+        if let Some(etag) = &mut response.etag
+            && !etag.starts_with(b"W/")
+        {
+            etag.splice(0..0, b"W/".iter().copied());
+        }
+    } else {
+        response.last_modified = None;
+        response.etag = None;
+    }
+    let Some(source) = Puller::new(body) else {
+        log(
+            worker,
+            connection,
+            request,
+            Level::Alert,
+            format_args!("sub_filter cannot take in this response's body"),
+        );
+        return Body::Empty;
+    };
+    Body::Upstream(Box::new(SubBody {
+        source,
+        matcher,
+        ended: false,
+    }))
+}
+
+/// A response being rewritten.
+struct SubBody<'a> {
+    source: Puller<'a>,
+    matcher: Matcher,
+    ended: bool,
+}
+
+impl std::fmt::Debug for SubBody<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SubBody").finish_non_exhaustive()
+    }
+}
+
+impl<'a> SubBody<'a> {
+    async fn next_output(
+        &mut self,
+        context: &BodyContext<'_>,
+        socket: &Stream,
+        request: &mut Request<'a>,
+        out: &mut Vec<u8>,
+    ) -> io::Result<bool> {
+        let mut input = Vec::new();
+        while !self.ended {
+            input.clear();
+            let more = self
+                .source
+                .next(context, socket, request, &mut input)
+                .await?;
+            self.matcher.feed(&input, out);
+            if !more {
+                self.matcher.finish(out);
+                self.ended = true;
+            } else if !out.is_empty() {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+}
+
+impl<'a> StreamedBody<'a> for SubBody<'a> {
+    fn send<'s, 'o>(
+        self: Box<Self>,
+        context: &'s BodyContext<'s>,
+        output: &'s mut Output<'o>,
+        request: &'s mut Request<'a>,
+        head: &'s mut Vec<u8>,
+    ) -> Pin<Box<dyn Future<Output = io::Result<()>> + 's>>
+    where
+        'a: 's,
+        'o: 's,
+    {
+        Box::pin(async move {
+            let mut body = *self;
+            send_pulled(&mut body, context, output, request, head).await
+        })
+    }
+
+    fn into_pulled(self: Box<Self>) -> Option<Box<dyn PulledBody<'a> + 'a>> {
+        Some(self)
+    }
+}
+
+impl<'a> PulledBody<'a> for SubBody<'a> {
+    fn next<'s>(
+        &'s mut self,
+        context: &'s BodyContext<'s>,
+        socket: &'s Stream,
+        request: &'s mut Request<'a>,
+        out: &'s mut Vec<u8>,
+    ) -> Pin<Box<dyn Future<Output = io::Result<bool>> + 's>>
+    where
+        'a: 's,
+    {
+        Box::pin(self.next_output(context, socket, request, out))
+    }
+}
