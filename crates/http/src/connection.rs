@@ -587,9 +587,7 @@ async fn handle_request<'a>(
     }
     let sent = send::send_response(worker, connection, request, body).await;
     send::log_request(worker, connection, request);
-    if !request.mirrors.is_empty() {
-        phases::run_mirrors(worker, &connection.info, &connection.stream, request).await;
-    }
+    phases::run_mirrors(worker, &connection.info, &connection.stream, request).await;
     if let Some(uri) = current_core(worker, request).post_action.clone() {
         let mut done = BodyState::Done;
         let client = Client {

@@ -543,6 +543,9 @@ pub(crate) async fn run_mirrors<'a>(
     socket: &runtime::Stream,
     request: &mut Request<'a>,
 ) {
+    if request.mirrors.is_empty() {
+        return;
+    }
     let mirrors = std::mem::take(&mut request.mirrors);
     let without_body = !current_location(worker, request)
         .settings

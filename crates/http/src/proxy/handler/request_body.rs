@@ -1,5 +1,5 @@
-//! The client's request body on its way to the upstream: read whole (memory or a temporary
-//! file), streamed, or replaced by `proxy_set_body`; failures logged in nginx's words.
+//! The proxy handler's request body: read from the client (or `proxy_set_body`) for the
+//! upstream, and the errors a body read ends with.
 
 use std::sync::atomic::AtomicU64;
 
@@ -11,8 +11,7 @@ use crate::client::Client as RequestClient;
 use crate::conf::Location;
 use crate::proxy::exchange::OutBody;
 use crate::proxy::failure::errno_text;
-use crate::request::log;
-use crate::request::{ConnectionInfo, Request};
+use crate::request::{ConnectionInfo, Request, log};
 use crate::variables::render;
 use crate::worker::HttpWorker;
 
@@ -37,6 +36,15 @@ pub(super) async fn read_request_body(
     }
     if !proxy.pass_request_body {
         return Ok(OutBody::None);
+    }
+    // A subrequest sends the body its parent read into memory (a mirror's copy), if any.
+    if request.is_subrequest() {
+        return Ok(match &request.body {
+            Some(RequestBody::Memory(bytes)) if !request.without_body => {
+                OutBody::Memory(bytes.clone())
+            }
+            _ => OutBody::None,
+        });
     }
     let has_body =
         !client.body.is_done() || request.info.framing != http1::request::BodyFraming::None;
