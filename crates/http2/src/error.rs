@@ -117,6 +117,8 @@ pub enum Reason {
     Compression(crate::hpack::HpackError),
     /// A header block larger than the connection accepts before decoding.
     HeaderBlockTooLarge,
+    /// The peer exceeded one of the flood limits.
+    Flood(crate::limits::Flood),
 }
 
 impl fmt::Display for Reason {
@@ -196,6 +198,7 @@ impl fmt::Display for Reason {
             Self::HeaderBlockTooLarge => {
                 formatter.write_str("client sent header block exceeding the limit")
             }
+            Self::Flood(flood) => write!(formatter, "client flood detected: {flood}"),
         }
     }
 }

@@ -2,8 +2,13 @@
 //! frames queued to write out. It never touches a socket, never reads the clock and never
 //! logs; the caller decides what to log and when to write.
 
+pub mod connection;
 pub mod error;
+pub mod flow;
 pub mod frame;
 pub mod hpack;
+pub mod limits;
+pub mod priority;
+pub mod stream;
 
 pub use error::{Error, ErrorCode, Reason};
