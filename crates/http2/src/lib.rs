@@ -9,6 +9,7 @@ pub mod frame;
 pub mod hpack;
 pub mod limits;
 pub mod priority;
+pub mod request;
 pub mod stream;
 
 pub use error::{Error, ErrorCode, Reason};

@@ -4,6 +4,7 @@ use super::{Connection, Event, OpenBlock, PREFACE, Phase, Stream};
 use crate::error::{Error, ErrorCode, Reason};
 use crate::flow::{RecvWindow, SendWindow};
 use crate::frame::{self, Frame, FrameHeader, PrioritySpec, settings};
+use crate::hpack::HpackError;
 use crate::limits::Flood;
 use crate::stream::{State, Transition};
 
@@ -322,15 +323,30 @@ impl Connection {
     }
 
     /// A complete header block: decoded first in every case, as HPACK state must follow
-    /// every block (§4.3), then applied to its stream.
+    /// every block (§4.3), then applied to its stream. A block that opens a stream counts
+    /// as processed even if it fails to decode (GOAWAY names it, as nginx's does).
     fn header_block(&mut self, block: OpenBlock) -> Result<(), Error> {
+        let stream_id = block.stream_id;
+        let existing = self.streams.contains_key(&stream_id);
+        if !existing {
+            if !self.is_idle(stream_id) || stream_id.is_multiple_of(2) {
+                // A closed stream, or an id a client may not use.
+                let reason = Reason::BadStreamId { stream_id };
+                return Err(Error::connection(ErrorCode::PROTOCOL_ERROR, reason));
+            }
+            self.last_stream_id = stream_id;
+        }
         let decoded = self
             .decoder
             .decode(&block.bytes, self.decode_limits())
             .map_err(|error| {
-                Error::connection(ErrorCode::COMPRESSION_ERROR, Reason::Compression(error))
+                // A representation cut off by the end of the block: nginx calls it a size error.
+                let code = match error {
+                    HpackError::Truncated => ErrorCode::FRAME_SIZE_ERROR,
+                    _ => ErrorCode::COMPRESSION_ERROR,
+                };
+                Error::connection(code, Reason::Compression(error))
             })?;
-        let stream_id = block.stream_id;
         let (fields, over_limit, end_stream) =
             (decoded.fields, decoded.over_limit, block.end_stream);
         if let Some(stream) = self.streams.get(&stream_id) {
@@ -354,13 +370,7 @@ impl Connection {
             self.end_remote(stream_id);
             return Ok(());
         }
-        if !self.is_idle(stream_id) || stream_id.is_multiple_of(2) {
-            // A closed stream, or an id a client may not use.
-            let reason = Reason::BadStreamId { stream_id };
-            return Err(Error::connection(ErrorCode::PROTOCOL_ERROR, reason));
-        }
-        self.last_stream_id = stream_id;
-        if self.goaway_sent.is_some() {
+        if self.goaway_sent.is_some_and(|last| stream_id > last) {
             return Ok(());
         }
         self.open_stream(stream_id, fields, end_stream, over_limit)

@@ -329,7 +329,25 @@ fn a_bad_header_block_is_a_compression_error() {
     assert!(client.frame(headers).is_err());
     assert_eq!(
         goaway(&client.take_frames()),
-        Some((0, ErrorCode::COMPRESSION_ERROR))
+        Some((1, ErrorCode::COMPRESSION_ERROR)),
+        "the stream counts as processed, as nginx's GOAWAY says (h2_headers.t)"
+    );
+
+    // An integer cut off by the end of the block: nginx answers FRAME_SIZE_ERROR.
+    let mut client = Client::new(Config::default());
+    let fragment = &[0xff];
+    let headers = Frame::Headers {
+        stream_id: 1,
+        priority: None,
+        fragment,
+        padding: None,
+        end_stream: true,
+        end_headers: true,
+    };
+    assert!(client.frame(headers).is_err());
+    assert_eq!(
+        goaway(&client.take_frames()),
+        Some((1, ErrorCode::FRAME_SIZE_ERROR))
     );
 }
 
