@@ -286,7 +286,17 @@ impl Connection {
     fn fail(&mut self, error: Error) -> Result<(), Error> {
         match error {
             Error::Connection { code, .. } => {
-                self.go_away(code);
+                // Even after a graceful GOAWAY: the peer learns why the connection ends.
+                let last_stream_id = self
+                    .goaway_sent
+                    .map_or(self.last_stream_id, |sent| sent.min(self.last_stream_id));
+                Frame::GoAway {
+                    last_stream_id,
+                    code,
+                    debug: &[],
+                }
+                .write(&mut self.output);
+                self.goaway_sent = Some(last_stream_id);
                 self.phase = Phase::Failed;
                 self.streams.clear();
                 Err(error)

@@ -733,6 +733,22 @@ fn goaway_lets_open_streams_finish_and_ignores_new_ones() {
         .send_headers(1, &response("204"), true)
         .expect("response");
     assert!(client.connection.is_done());
+
+    // A connection error after a graceful GOAWAY still says why, with the same last stream.
+    let mut client = Client::new(Config::default());
+    client.headers(1, &get("/"), false).expect("request");
+    client.connection.go_away(ErrorCode::NO_ERROR);
+    client.headers(3, &get("/"), false).expect("ignored");
+    client.take_frames();
+    let update = Frame::WindowUpdate {
+        stream_id: 0,
+        increment: frame::MAX_WINDOW,
+    };
+    assert!(client.frame(update).is_err());
+    assert_eq!(
+        goaway(&client.take_frames()),
+        Some((1, ErrorCode::FLOW_CONTROL_ERROR))
+    );
 }
 
 #[test]
