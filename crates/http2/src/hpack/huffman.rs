@@ -2,8 +2,9 @@
 //!
 //! The code is canonical: codes are handed out in order of length and, within one length,
 //! in order of symbol. So the table below keeps only each symbol's code length (the 256
-//! byte values, then EOS), and the codes are computed from it at compile time; the RFC's
-//! examples (Appendix C.4, C.6) and the `h2` crate's encoder check the result.
+//! byte values, then EOS), and the codes, the decoding tree and its four-bit steps are
+//! computed from it at compile time; the RFC's examples (Appendix C.4, C.6) and the `h2`
+//! crate's encoder check the result.
 
 use super::HpackError;
 
@@ -34,36 +35,18 @@ const LENGTHS: [u8; 257] = [
     30,
 ];
 
-/// The canonical code tables: each symbol's code, and per length the first code, how many
-/// codes have that length and where they start in `symbols` (symbols in code order).
-struct Canonical {
-    codes: [u32; 257],
-    first: [u32; LENGTH_MAX + 1],
-    count: [u16; LENGTH_MAX + 1],
-    start: [u16; LENGTH_MAX + 1],
-    symbols: [u16; 257],
-}
-
-const fn canonical() -> Canonical {
-    let mut table = Canonical {
-        codes: [0; 257],
-        first: [0; LENGTH_MAX + 1],
-        count: [0; LENGTH_MAX + 1],
-        start: [0; LENGTH_MAX + 1],
-        symbols: [0; 257],
-    };
+/// Each symbol's code: within one length, codes go up with the symbol; a longer length
+/// starts at the next free code of the shorter one, shifted left.
+const fn canonical() -> [u32; 257] {
+    let mut codes = [0; 257];
     let mut code: u32 = 0;
-    let mut placed: u16 = 0;
+    let mut placed = 0;
     let mut length = LENGTH_MIN;
     while length <= LENGTH_MAX {
-        table.first[length] = code;
-        table.start[length] = placed;
         let mut symbol = 0;
         while symbol < 257 {
             if LENGTHS[symbol] as usize == length {
-                table.codes[symbol] = code;
-                table.symbols[placed as usize] = symbol as u16;
-                table.count[length] += 1;
+                codes[symbol] = code;
                 placed += 1;
                 code += 1;
             }
@@ -73,10 +56,10 @@ const fn canonical() -> Canonical {
         length += 1;
     }
     assert!(placed == 257);
-    table
+    codes
 }
 
-static TABLE: Canonical = canonical();
+static CODES: [u32; 257] = canonical();
 
 /// The length in bytes of `input` Huffman-encoded.
 pub fn encoded_len(input: &[u8]) -> usize {
@@ -94,7 +77,7 @@ pub fn encode(input: &[u8], out: &mut Vec<u8>) {
     for &byte in input {
         let symbol = usize::from(byte);
         let length = u32::from(LENGTHS[symbol]);
-        bits = (bits << length) | u64::from(TABLE.codes[symbol]);
+        bits = (bits << length) | u64::from(CODES[symbol]);
         count += length;
         while count >= 8 {
             count -= 8;
@@ -107,35 +90,111 @@ pub fn encode(input: &[u8], out: &mut Vec<u8>) {
     }
 }
 
-/// Appends the decoded form of `input`. The EOS symbol, padding of 8 bits or more and
-/// padding that is not the start of EOS (all ones) are errors (§5.2).
-pub fn decode(input: &[u8], out: &mut Vec<u8>) -> Result<(), HpackError> {
-    let mut code: u32 = 0;
-    let mut length: usize = 0;
-    for &byte in input {
-        for shift in (0..8).rev() {
-            code = (code << 1) | u32::from((byte >> shift) & 1);
-            length += 1;
-            if length < LENGTH_MIN {
-                continue;
-            }
-            if length > LENGTH_MAX {
-                return Err(HpackError::BadHuffman);
-            }
-            let offset = code.wrapping_sub(TABLE.first[length]);
-            if offset < u32::from(TABLE.count[length]) {
-                let symbol =
-                    usize::from(TABLE.symbols[usize::from(TABLE.start[length]) + offset as usize]);
-                if symbol == EOS {
-                    return Err(HpackError::BadHuffman);
+/// The decoding tree: 256 internal nodes (0 is the root), each with two children that are
+/// either another node or `LEAF | symbol`.
+const LEAF: u16 = 0x8000;
+
+const fn tree() -> [[u16; 2]; 256] {
+    let codes = canonical();
+    let mut nodes = [[0u16; 2]; 256];
+    let mut count: u16 = 1;
+    let mut symbol = 0;
+    while symbol < 257 {
+        let code = codes[symbol];
+        let mut bit = LENGTHS[symbol] as u32;
+        let mut node = 0usize;
+        while bit > 0 {
+            bit -= 1;
+            let side = ((code >> bit) & 1) as usize;
+            if bit == 0 {
+                nodes[node][side] = LEAF | symbol as u16;
+            } else {
+                if nodes[node][side] == 0 {
+                    nodes[node][side] = count;
+                    count += 1;
                 }
-                out.push(symbol as u8);
-                code = 0;
-                length = 0;
+                node = nodes[node][side] as usize;
             }
         }
+        symbol += 1;
     }
-    if length >= 8 || code != (1 << length) - 1 {
+    assert!(count == 256);
+    nodes
+}
+
+/// One step of four bits from a node: bits 0-7 the next node, bit 8 set when a symbol was
+/// completed (bits 9-16 hold it), bit 17 set when the bits complete EOS.
+const EMITS: u32 = 1 << 8;
+const FAILS: u32 = 1 << 17;
+
+const fn steps() -> [u32; 256 * 16] {
+    let nodes = tree();
+    let mut steps = [0u32; 256 * 16];
+    let mut node = 0;
+    while node < 256 {
+        let mut nibble = 0;
+        while nibble < 16 {
+            let mut current = node;
+            let mut step = 0u32;
+            let mut bit = 4;
+            while bit > 0 {
+                bit -= 1;
+                let child = nodes[current][(nibble >> bit) & 1];
+                if child & LEAF != 0 {
+                    let symbol = (child & !LEAF) as u32;
+                    if symbol as usize == EOS {
+                        step |= FAILS;
+                    } else {
+                        step |= EMITS | (symbol << 9);
+                    }
+                    current = 0;
+                } else {
+                    current = child as usize;
+                }
+            }
+            steps[node * 16 + nibble] = step | current as u32;
+            nibble += 1;
+        }
+        node += 1;
+    }
+    steps
+}
+
+/// The nodes where a string may end: the root, and the all-ones path under it shorter than
+/// 8 bits (padding is the start of EOS, at most 7 bits; §5.2).
+const fn endings() -> [bool; 256] {
+    let nodes = tree();
+    let mut endings = [false; 256];
+    let mut node = 0usize;
+    let mut depth = 0;
+    while depth < 8 {
+        endings[node] = true;
+        node = nodes[node][1] as usize;
+        depth += 1;
+    }
+    endings
+}
+
+static STEPS: [u32; 256 * 16] = steps();
+static ENDINGS: [bool; 256] = endings();
+
+/// Appends the decoded form of `input`, four bits at a time. The EOS symbol, padding of 8
+/// bits or more and padding that is not the start of EOS (all ones) are errors (§5.2).
+pub fn decode(input: &[u8], out: &mut Vec<u8>) -> Result<(), HpackError> {
+    let mut node = 0usize;
+    for &byte in input {
+        for nibble in [byte >> 4, byte & 0x0f] {
+            let step = STEPS[node * 16 + usize::from(nibble)];
+            if step & FAILS != 0 {
+                return Err(HpackError::BadHuffman);
+            }
+            if step & EMITS != 0 {
+                out.push((step >> 9) as u8);
+            }
+            node = (step & 0xff) as usize;
+        }
+    }
+    if !ENDINGS[node] {
         return Err(HpackError::BadHuffman);
     }
     Ok(())
