@@ -1,0 +1,383 @@
+//! The server side of one HTTP/2 connection as a state machine: [`Connection::receive`]
+//! takes bytes and turns them into [`Event`]s; the `send_*` calls and
+//! [`Connection::flush`] put frames into the output, which the caller writes and reports
+//! with [`Connection::advance_output`].
+//!
+//! What the connection does by itself: the preface and SETTINGS exchange (with ACK), PING
+//! answers, HPACK in both directions, stream states, both flow-control windows, the
+//! priority tree and the send order of DATA, GOAWAY and RST_STREAM for the errors of RFC
+//! 9113, and the flood limits of [`crate::limits`]. What it leaves to the caller: what a
+//! request means (see [`crate::request`]), timeouts (it never reads the clock), and the
+//! socket.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use crate::error::{Error, ErrorCode, Reason};
+use crate::flow::{RecvWindow, SendWindow};
+use crate::frame::{self, Frame, PrioritySpec, Setting, settings};
+use crate::hpack::{self, DecodeLimits, HeaderField};
+use crate::limits::{Counters, Flood, Limits, PRIORITY_PER_STREAM};
+use crate::priority::PriorityTree;
+use crate::stream::{State, Transition};
+
+mod receive;
+mod send;
+
+/// The client connection preface (§3.4).
+pub const PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// What a connection announces and enforces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// The limits and flood defences.
+    pub limits: Limits,
+    /// SETTINGS_INITIAL_WINDOW_SIZE we announce: how much of a request body a client may
+    /// send before the caller consumes it (nginx's `http2_body_preread_size`).
+    pub stream_window: u32,
+    /// The connection's receive window, raised from 65,535 by a WINDOW_UPDATE at the start.
+    pub connection_window: u32,
+    /// SETTINGS_MAX_FRAME_SIZE we announce.
+    pub max_frame_size: u32,
+    /// The largest DATA frame we send (nginx's `http2_chunk_size`).
+    pub chunk_size: u32,
+    /// Output beyond which `flush` stops adding DATA until the caller writes.
+    pub output_high_water: usize,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            limits: Limits::default(),
+            stream_window: 65_536,
+            connection_window: frame::MAX_WINDOW,
+            max_frame_size: frame::DEFAULT_MAX_FRAME_SIZE,
+            chunk_size: 8 * 1024,
+            output_high_water: 64 * 1024,
+        }
+    }
+}
+
+/// What the client did, in order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// A request head (or, with `trailers`, a trailer section). `over_limit` says a field or
+    /// the list was larger than the limits: `fields` is then incomplete and the request
+    /// gets an error answer (nginx: 400 or 431 as its limits say).
+    Headers {
+        stream_id: u32,
+        fields: Vec<HeaderField>,
+        end_stream: bool,
+        trailers: bool,
+        over_limit: bool,
+    },
+    /// Request body bytes. The caller gives the window back with [`Connection::release`]
+    /// as it consumes them.
+    Data {
+        stream_id: u32,
+        data: Vec<u8>,
+        end_stream: bool,
+    },
+    /// The client reset the stream, or the connection did (a stream error): stop working on
+    /// it.
+    Reset {
+        stream_id: u32,
+        code: ErrorCode,
+        by_peer: bool,
+    },
+    /// The client is going away; streams above `last_stream_id` were not processed by it.
+    GoAway {
+        last_stream_id: u32,
+        code: ErrorCode,
+    },
+}
+
+/// Why a `send_*` call could not be done.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SendError {
+    /// The stream is closed or was reset (an [`Event::Reset`] said so), or never existed.
+    StreamGone,
+    /// The stream already sent END_STREAM.
+    StreamEnded,
+    /// The connection is closing after a connection error or GOAWAY of ours.
+    ConnectionClosing,
+}
+
+/// Where the input is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// Waiting for the 24 bytes of the preface.
+    Preface,
+    /// The preface came; the next frame must be SETTINGS.
+    FirstSettings,
+    /// Frames.
+    Frames,
+    /// A connection error was sent: nothing more is read.
+    Failed,
+}
+
+/// A header block being assembled from HEADERS and CONTINUATION frames.
+#[derive(Clone, Debug)]
+struct OpenBlock {
+    stream_id: u32,
+    bytes: Vec<u8>,
+    end_stream: bool,
+    continuations: u32,
+}
+
+/// One open or half-closed stream.
+#[derive(Clone, Debug)]
+struct Stream {
+    state: State,
+    send_window: SendWindow,
+    recv_window: RecvWindow,
+    /// DATA bytes queued by the caller and not yet framed.
+    queued: VecDeque<u8>,
+    /// The caller ended its side: END_STREAM goes with the last queued byte (or trailers).
+    end_queued: bool,
+    /// Trailers to send after the queued bytes.
+    trailers: Option<Vec<HeaderField>>,
+}
+
+/// The server side of one HTTP/2 connection.
+#[derive(Debug)]
+pub struct Connection {
+    config: Config,
+    phase: Phase,
+    decoder: hpack::Decoder,
+    encoder: hpack::Encoder,
+    streams: BTreeMap<u32, Stream>,
+    tree: PriorityTree,
+    block: Option<OpenBlock>,
+    events: VecDeque<Event>,
+    output: Vec<u8>,
+    send_window: SendWindow,
+    recv_window: RecvWindow,
+    /// The peer's SETTINGS_INITIAL_WINDOW_SIZE and SETTINGS_MAX_FRAME_SIZE.
+    peer_stream_window: u32,
+    peer_max_frame_size: u32,
+    /// The highest stream id the client opened (or tried to).
+    last_stream_id: u32,
+    /// Set once we sent GOAWAY: streams above it are ignored.
+    goaway_sent: Option<u32>,
+    counters: Counters,
+}
+
+impl Connection {
+    /// A connection that has accepted a client: our SETTINGS (and the connection window's
+    /// increase) are already in the output.
+    pub fn new(config: Config) -> Self {
+        let limits = config.limits;
+        let mut connection = Self {
+            config,
+            phase: Phase::Preface,
+            decoder: hpack::Decoder::new(hpack::table::DEFAULT_SIZE),
+            encoder: hpack::Encoder::new(),
+            streams: BTreeMap::new(),
+            tree: PriorityTree::new(limits.priority_nodes_retained),
+            block: None,
+            events: VecDeque::new(),
+            output: Vec::new(),
+            send_window: SendWindow::new(65_535),
+            recv_window: RecvWindow::new(65_535, config.connection_window.max(65_535)),
+            peer_stream_window: 65_535,
+            peer_max_frame_size: frame::DEFAULT_MAX_FRAME_SIZE,
+            last_stream_id: 0,
+            goaway_sent: None,
+            counters: Counters::default(),
+        };
+        let mut params = Vec::new();
+        Setting {
+            id: settings::MAX_CONCURRENT_STREAMS,
+            value: limits.max_concurrent_streams,
+        }
+        .write(&mut params);
+        Setting {
+            id: settings::INITIAL_WINDOW_SIZE,
+            value: config.stream_window,
+        }
+        .write(&mut params);
+        Setting {
+            id: settings::MAX_FRAME_SIZE,
+            value: config.max_frame_size,
+        }
+        .write(&mut params);
+        Frame::Settings {
+            ack: false,
+            params: &params,
+        }
+        .write(&mut connection.output);
+        if let Some(increment) = connection.recv_window.release(0) {
+            Frame::WindowUpdate {
+                stream_id: 0,
+                increment,
+            }
+            .write(&mut connection.output);
+        }
+        connection
+    }
+
+    /// The next event, in the order the client's frames arrived.
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    /// The bytes to write to the client.
+    pub fn output(&self) -> &[u8] {
+        &self.output
+    }
+
+    /// Whether there is output to write.
+    pub fn wants_write(&self) -> bool {
+        !self.output.is_empty()
+    }
+
+    /// The caller wrote `written` bytes of [`output`](Self::output). Draining the output
+    /// fully resets the count of answers the client is owed (its reads keep up).
+    pub fn advance_output(&mut self, written: usize) {
+        self.output.drain(..written.min(self.output.len()));
+        if self.output.is_empty() {
+            self.counters.pending_control = 0;
+        }
+    }
+
+    /// The flood counters and stream counts, for metrics and tests.
+    pub fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    /// How many streams are open or half-closed.
+    pub fn active_streams(&self) -> usize {
+        self.streams.len()
+    }
+
+    /// The highest stream id the client opened.
+    pub fn last_stream_id(&self) -> u32 {
+        self.last_stream_id
+    }
+
+    /// Whether the connection failed or sent GOAWAY and has no stream left: the caller
+    /// writes the output and closes.
+    pub fn is_done(&self) -> bool {
+        self.phase == Phase::Failed || (self.goaway_sent.is_some() && self.streams.is_empty())
+    }
+
+    /// The priority tree, for tests and the status page.
+    pub fn priority_tree(&self) -> &PriorityTree {
+        &self.tree
+    }
+
+    /// Sends GOAWAY with the last stream we processed: no new stream is accepted, open
+    /// ones finish (graceful stop, `keepalive_requests`, `worker_shutdown_timeout`).
+    pub fn go_away(&mut self, code: ErrorCode) {
+        let last = self.last_stream_id;
+        if self.goaway_sent.is_none_or(|sent| sent > last) {
+            Frame::GoAway {
+                last_stream_id: last,
+                code,
+                debug: &[],
+            }
+            .write(&mut self.output);
+            self.goaway_sent = Some(last);
+        }
+    }
+
+    /// Ends the connection for `error`: GOAWAY for a connection error; RST_STREAM and an
+    /// [`Event::Reset`] for a stream error.
+    fn fail(&mut self, error: Error) -> Result<(), Error> {
+        match error {
+            Error::Connection { code, .. } => {
+                // Even after a graceful GOAWAY: the peer learns why the connection ends.
+                let last_stream_id = self
+                    .goaway_sent
+                    .map_or(self.last_stream_id, |sent| sent.min(self.last_stream_id));
+                Frame::GoAway {
+                    last_stream_id,
+                    code,
+                    debug: &[],
+                }
+                .write(&mut self.output);
+                self.goaway_sent = Some(last_stream_id);
+                self.phase = Phase::Failed;
+                self.streams.clear();
+                Err(error)
+            }
+            Error::Stream {
+                stream_id, code, ..
+            } => {
+                self.reset_stream(stream_id, code);
+                if self.streams.remove(&stream_id).is_some() {
+                    self.tree.close(stream_id);
+                    self.events.push_back(Event::Reset {
+                        stream_id,
+                        code,
+                        by_peer: false,
+                    });
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn flood(&self, flood: Flood) -> Result<(), Error> {
+        Err(Error::connection(
+            ErrorCode::ENHANCE_YOUR_CALM,
+            Reason::Flood(flood),
+        ))
+    }
+
+    fn decode_limits(&self) -> DecodeLimits {
+        DecodeLimits {
+            max_field_size: self.config.limits.field_max,
+            max_list_size: self.config.limits.header_list_max,
+        }
+    }
+
+    /// Closes a stream on our side after its END_STREAM, or drops it.
+    fn end_local(&mut self, stream_id: u32) {
+        let Some(stream) = self.streams.get_mut(&stream_id) else {
+            return;
+        };
+        match stream.state.local_end() {
+            Transition::To(state) => stream.state = state,
+            Transition::Closed => self.close(stream_id),
+        }
+        // A response completed: it pays back one early reset (see `Limits::early_resets_max`).
+        self.counters.early_resets = self.counters.early_resets.saturating_sub(1);
+    }
+
+    fn close(&mut self, stream_id: u32) {
+        if self.streams.remove(&stream_id).is_some() {
+            self.tree.close(stream_id);
+        }
+    }
+
+    /// Sends RST_STREAM for a stream without touching its state.
+    fn reset_stream(&mut self, stream_id: u32, code: ErrorCode) {
+        Frame::RstStream { stream_id, code }.write(&mut self.output);
+    }
+
+    /// Priority from a HEADERS or PRIORITY frame. nginx (and so Portico) treats a stream
+    /// that depends on itself as a connection error, as `h2_priority.t` checks.
+    fn prioritize(&mut self, stream_id: u32, priority: PrioritySpec) -> Result<(), Error> {
+        if priority.dependency == stream_id {
+            return Err(Error::connection(
+                ErrorCode::PROTOCOL_ERROR,
+                Reason::SelfDependency,
+            ));
+        }
+        self.tree.set(stream_id, priority);
+        Ok(())
+    }
+
+    fn allow_priority_frames(&mut self) {
+        let allowance = PRIORITY_PER_STREAM;
+        self.counters.priority_frames = self.counters.priority_frames.saturating_sub(allowance);
+    }
+}
+
+#[cfg(test)]
+mod tests;
+#[cfg(test)]
+mod tests_client;
+#[cfg(test)]
+mod tests_limits;

@@ -1,0 +1,520 @@
+//! Reading: the preface, then frames, each checked against the connection's state.
+
+use super::{Connection, Event, OpenBlock, PREFACE, Phase, Stream};
+use crate::error::{Error, ErrorCode, Reason};
+use crate::flow::{RecvWindow, SendWindow};
+use crate::frame::{self, Frame, FrameHeader, PrioritySpec, settings};
+use crate::hpack::HpackError;
+use crate::limits::Flood;
+use crate::stream::{State, Transition};
+
+impl Connection {
+    /// Reads as many whole frames of `input` as there are; returns the bytes used (the
+    /// caller keeps the rest and presents it again with more). Events are then ready from
+    /// [`poll_event`](Self::poll_event). A connection error is returned once, after GOAWAY
+    /// went into the output: the caller writes it and closes.
+    pub fn receive(&mut self, input: &[u8]) -> Result<usize, Error> {
+        self.counters.new_streams = 0;
+        let mut used = 0;
+        loop {
+            let rest = &input[used..];
+            match self.phase {
+                Phase::Failed => return Ok(input.len()),
+                Phase::Preface => {
+                    let compared = rest.len().min(PREFACE.len());
+                    if rest[..compared] != PREFACE[..compared] {
+                        self.fail(Error::connection(
+                            ErrorCode::PROTOCOL_ERROR,
+                            Reason::BadPreface,
+                        ))?;
+                    }
+                    if compared < PREFACE.len() {
+                        return Ok(used);
+                    }
+                    used += PREFACE.len();
+                    self.phase = Phase::FirstSettings;
+                }
+                Phase::FirstSettings | Phase::Frames => {
+                    let Some(header_bytes) = rest.first_chunk::<{ frame::HEADER_LEN }>() else {
+                        return Ok(used);
+                    };
+                    let header = FrameHeader::parse(header_bytes);
+                    if header.length > self.config.max_frame_size {
+                        let reason = Reason::FrameTooLarge {
+                            length: header.length,
+                        };
+                        self.fail(Error::connection(ErrorCode::FRAME_SIZE_ERROR, reason))?;
+                    }
+                    let end = frame::HEADER_LEN + header.length as usize;
+                    let Some(payload) = rest.get(frame::HEADER_LEN..end) else {
+                        return Ok(used);
+                    };
+                    used += end;
+                    if self.phase == Phase::FirstSettings {
+                        if header.kind != frame::kind::SETTINGS
+                            || header.flags & frame::flag::ACK != 0
+                        {
+                            let error = Error::connection(
+                                ErrorCode::PROTOCOL_ERROR,
+                                Reason::FirstFrameNotSettings,
+                            );
+                            self.fail(error)?;
+                        }
+                        self.phase = Phase::Frames;
+                    }
+                    let result =
+                        frame::parse(&header, payload).and_then(|parsed| self.frame(parsed));
+                    if let Err(error) = result {
+                        self.fail(error)?;
+                    }
+                }
+            }
+        }
+    }
+
+    fn frame(&mut self, parsed: Frame<'_>) -> Result<(), Error> {
+        if let Some(block) = &self.block {
+            // §6.10: only CONTINUATION frames of the same stream until END_HEADERS.
+            let continues = matches!(parsed, Frame::Continuation { stream_id, .. } if stream_id == block.stream_id);
+            if !continues {
+                return Err(Error::connection(
+                    ErrorCode::PROTOCOL_ERROR,
+                    Reason::ContinuationExpected,
+                ));
+            }
+        }
+        match parsed {
+            Frame::Data {
+                stream_id,
+                data,
+                padding,
+                end_stream,
+            } => self.data(stream_id, data, padding, end_stream),
+            Frame::Headers {
+                stream_id,
+                priority,
+                fragment,
+                end_stream,
+                end_headers,
+                ..
+            } => self.headers(stream_id, priority, fragment, end_stream, end_headers),
+            Frame::Continuation {
+                stream_id,
+                fragment,
+                end_headers,
+            } => self.continuation(stream_id, fragment, end_headers),
+            Frame::Priority {
+                stream_id,
+                priority,
+            } => {
+                if self
+                    .counters
+                    .count(Flood::Priority, &self.config.limits)
+                    .is_err()
+                {
+                    return self.flood(Flood::Priority);
+                }
+                self.prioritize(stream_id, priority)
+            }
+            Frame::RstStream { stream_id, code } => self.rst_stream(stream_id, code),
+            Frame::Settings { ack, params } => self.settings(ack, params),
+            Frame::PushPromise { .. } => Err(Error::connection(
+                ErrorCode::PROTOCOL_ERROR,
+                Reason::PushPromiseFromClient,
+            )),
+            Frame::Ping { ack, payload } => {
+                if !ack {
+                    if self
+                        .counters
+                        .count(Flood::ControlFrames, &self.config.limits)
+                        .is_err()
+                    {
+                        return self.flood(Flood::ControlFrames);
+                    }
+                    Frame::Ping { ack: true, payload }.write(&mut self.output);
+                }
+                Ok(())
+            }
+            Frame::GoAway {
+                last_stream_id,
+                code,
+                ..
+            } => {
+                self.events.push_back(Event::GoAway {
+                    last_stream_id,
+                    code,
+                });
+                Ok(())
+            }
+            Frame::WindowUpdate {
+                stream_id,
+                increment,
+            } => self.window_update(stream_id, increment),
+            Frame::Unknown { .. } => Ok(()),
+        }
+    }
+
+    /// Whether a stream id names an idle stream: above every stream the client opened.
+    fn is_idle(&self, stream_id: u32) -> bool {
+        stream_id > self.last_stream_id
+    }
+
+    fn data(
+        &mut self,
+        stream_id: u32,
+        data: &[u8],
+        padding: Option<u8>,
+        end_stream: bool,
+    ) -> Result<(), Error> {
+        let kind = frame::kind::DATA;
+        if self.is_idle(stream_id) {
+            return Err(Error::connection(
+                ErrorCode::PROTOCOL_ERROR,
+                Reason::IdleStream { kind },
+            ));
+        }
+        let flow_len = frame::data_flow_len(data, padding);
+        if !self.recv_window.receive(flow_len) {
+            return Err(Error::connection(
+                ErrorCode::FLOW_CONTROL_ERROR,
+                Reason::WindowExceeded,
+            ));
+        }
+        if data.is_empty()
+            && !end_stream
+            && self
+                .counters
+                .count(Flood::EmptyFrames, &self.config.limits)
+                .is_err()
+        {
+            return self.flood(Flood::EmptyFrames);
+        }
+        let receiving = self
+            .streams
+            .get(&stream_id)
+            .is_some_and(|stream| stream.state.can_receive());
+        if !receiving {
+            // The bytes will never be consumed: the connection window gets them back now.
+            self.release_connection(flow_len);
+            return Err(Error::stream(
+                stream_id,
+                ErrorCode::STREAM_CLOSED,
+                Reason::ClosedStream { kind },
+            ));
+        }
+        let Some(stream) = self.streams.get_mut(&stream_id) else {
+            return Ok(());
+        };
+        if !stream.recv_window.receive(flow_len) {
+            self.release_connection(flow_len);
+            return Err(Error::stream(
+                stream_id,
+                ErrorCode::FLOW_CONTROL_ERROR,
+                Reason::WindowExceeded,
+            ));
+        }
+        // Padding is never consumed by the caller: give it back at once.
+        let padded = flow_len - u32::try_from(data.len()).unwrap_or(flow_len);
+        if padded > 0 {
+            self.release(stream_id, padded);
+        }
+        self.events.push_back(Event::Data {
+            stream_id,
+            data: data.to_vec(),
+            end_stream,
+        });
+        if end_stream {
+            self.end_remote(stream_id);
+        }
+        Ok(())
+    }
+
+    fn end_remote(&mut self, stream_id: u32) {
+        let Some(stream) = self.streams.get_mut(&stream_id) else {
+            return;
+        };
+        match stream.state.remote_end() {
+            Transition::To(state) => stream.state = state,
+            Transition::Closed => self.close(stream_id),
+        }
+    }
+
+    fn headers(
+        &mut self,
+        stream_id: u32,
+        priority: Option<PrioritySpec>,
+        fragment: &[u8],
+        end_stream: bool,
+        end_headers: bool,
+    ) -> Result<(), Error> {
+        if let Some(priority) = priority {
+            self.prioritize(stream_id, priority)?;
+        }
+        if fragment.is_empty()
+            && !end_headers
+            && self
+                .counters
+                .count(Flood::EmptyFrames, &self.config.limits)
+                .is_err()
+        {
+            return self.flood(Flood::EmptyFrames);
+        }
+        self.check_block_size(fragment.len())?;
+        let block = OpenBlock {
+            stream_id,
+            bytes: fragment.to_vec(),
+            end_stream,
+            continuations: 0,
+        };
+        if end_headers {
+            return self.header_block(block);
+        }
+        self.block = Some(block);
+        Ok(())
+    }
+
+    fn check_block_size(&self, more: usize) -> Result<(), Error> {
+        let had = self.block.as_ref().map_or(0, |block| block.bytes.len());
+        if had + more > self.config.limits.header_block_max {
+            return Err(Error::connection(
+                ErrorCode::ENHANCE_YOUR_CALM,
+                Reason::HeaderBlockTooLarge,
+            ));
+        }
+        Ok(())
+    }
+
+    fn continuation(
+        &mut self,
+        stream_id: u32,
+        fragment: &[u8],
+        end_headers: bool,
+    ) -> Result<(), Error> {
+        if self.block.is_none() {
+            return Err(Error::connection(
+                ErrorCode::PROTOCOL_ERROR,
+                Reason::UnexpectedContinuation,
+            ));
+        }
+        if fragment.is_empty()
+            && !end_headers
+            && self
+                .counters
+                .count(Flood::EmptyFrames, &self.config.limits)
+                .is_err()
+        {
+            return self.flood(Flood::EmptyFrames);
+        }
+        self.check_block_size(fragment.len())?;
+        let Some(mut block) = self.block.take() else {
+            return Ok(());
+        };
+        debug_assert_eq!(block.stream_id, stream_id);
+        block.continuations += 1;
+        if block.continuations > self.config.limits.continuations_max {
+            return self.flood(Flood::Continuation);
+        }
+        block.bytes.extend_from_slice(fragment);
+        if end_headers {
+            return self.header_block(block);
+        }
+        self.block = Some(block);
+        Ok(())
+    }
+
+    /// A complete header block: decoded first in every case, as HPACK state must follow
+    /// every block (§4.3), then applied to its stream. A block that opens a stream counts
+    /// as processed even if it fails to decode (GOAWAY names it, as nginx's does).
+    fn header_block(&mut self, block: OpenBlock) -> Result<(), Error> {
+        let stream_id = block.stream_id;
+        let existing = self.streams.contains_key(&stream_id);
+        if !existing {
+            if !self.is_idle(stream_id) || stream_id.is_multiple_of(2) {
+                // A closed stream, or an id a client may not use.
+                let reason = Reason::BadStreamId { stream_id };
+                return Err(Error::connection(ErrorCode::PROTOCOL_ERROR, reason));
+            }
+            self.last_stream_id = stream_id;
+        }
+        let decoded = self
+            .decoder
+            .decode(&block.bytes, self.decode_limits())
+            .map_err(|error| {
+                // A representation cut off by the end of the block: nginx calls it a size error.
+                let code = match error {
+                    HpackError::Truncated => ErrorCode::FRAME_SIZE_ERROR,
+                    _ => ErrorCode::COMPRESSION_ERROR,
+                };
+                Error::connection(code, Reason::Compression(error))
+            })?;
+        let (fields, over_limit, end_stream) =
+            (decoded.fields, decoded.over_limit, block.end_stream);
+        if let Some(stream) = self.streams.get(&stream_id) {
+            if !stream.state.can_receive() {
+                let reason = Reason::ClosedStream {
+                    kind: frame::kind::HEADERS,
+                };
+                return Err(Error::stream(stream_id, ErrorCode::STREAM_CLOSED, reason));
+            }
+            if !end_stream {
+                let reason = Reason::TrailersWithoutEndStream;
+                return Err(Error::stream(stream_id, ErrorCode::PROTOCOL_ERROR, reason));
+            }
+            self.events.push_back(Event::Headers {
+                stream_id,
+                fields,
+                end_stream,
+                trailers: true,
+                over_limit,
+            });
+            self.end_remote(stream_id);
+            return Ok(());
+        }
+        if self.goaway_sent.is_some_and(|last| stream_id > last) {
+            return Ok(());
+        }
+        self.open_stream(stream_id, fields, end_stream, over_limit)
+    }
+
+    fn open_stream(
+        &mut self,
+        stream_id: u32,
+        fields: Vec<crate::hpack::HeaderField>,
+        end_stream: bool,
+        over_limit: bool,
+    ) -> Result<(), Error> {
+        let limits = self.config.limits;
+        self.counters.new_streams += 1;
+        let too_many = self.streams.len() >= limits.max_concurrent_streams as usize
+            || self.counters.new_streams > limits.new_streams_per_receive;
+        if too_many {
+            self.counters.streams_refused += 1;
+            return Err(Error::stream(
+                stream_id,
+                ErrorCode::REFUSED_STREAM,
+                Reason::TooManyStreams,
+            ));
+        }
+        self.counters.streams_opened += 1;
+        self.allow_priority_frames();
+        let window = self.config.stream_window;
+        let stream = Stream {
+            state: if end_stream {
+                State::HalfClosedRemote
+            } else {
+                State::Open
+            },
+            send_window: SendWindow::new(self.peer_stream_window),
+            recv_window: RecvWindow::new(window, window),
+            queued: Default::default(),
+            end_queued: false,
+            trailers: None,
+        };
+        self.streams.insert(stream_id, stream);
+        self.tree.open(stream_id);
+        self.events.push_back(Event::Headers {
+            stream_id,
+            fields,
+            end_stream,
+            trailers: false,
+            over_limit,
+        });
+        Ok(())
+    }
+
+    fn rst_stream(&mut self, stream_id: u32, code: ErrorCode) -> Result<(), Error> {
+        if self.is_idle(stream_id) {
+            let reason = Reason::IdleStream {
+                kind: frame::kind::RST_STREAM,
+            };
+            return Err(Error::connection(ErrorCode::PROTOCOL_ERROR, reason));
+        }
+        let Some(stream) = self.streams.remove(&stream_id) else {
+            return Ok(());
+        };
+        self.tree.close(stream_id);
+        self.events.push_back(Event::Reset {
+            stream_id,
+            code,
+            by_peer: true,
+        });
+        // A stream reset before its response ended is what CVE-2023-44487 repeats.
+        if stream.state.can_send()
+            && self
+                .counters
+                .count(Flood::RapidReset, &self.config.limits)
+                .is_err()
+        {
+            return self.flood(Flood::RapidReset);
+        }
+        Ok(())
+    }
+
+    fn settings(&mut self, ack: bool, params: &[u8]) -> Result<(), Error> {
+        if ack {
+            return Ok(());
+        }
+        for setting in frame::SettingsIter::new(params) {
+            match setting.id {
+                settings::HEADER_TABLE_SIZE => {
+                    self.encoder.set_peer_max_size(setting.value as usize);
+                }
+                settings::INITIAL_WINDOW_SIZE => {
+                    // §6.9.2: the change applies to every stream's send window.
+                    let delta = i64::from(setting.value) - i64::from(self.peer_stream_window);
+                    self.peer_stream_window = setting.value;
+                    for stream in self.streams.values_mut() {
+                        if stream.send_window.adjust(delta).is_err() {
+                            return Err(Error::connection(
+                                ErrorCode::FLOW_CONTROL_ERROR,
+                                Reason::WindowOverflow,
+                            ));
+                        }
+                    }
+                }
+                settings::MAX_FRAME_SIZE => self.peer_max_frame_size = setting.value,
+                _ => {}
+            }
+        }
+        if self
+            .counters
+            .count(Flood::ControlFrames, &self.config.limits)
+            .is_err()
+        {
+            return self.flood(Flood::ControlFrames);
+        }
+        Frame::Settings {
+            ack: true,
+            params: &[],
+        }
+        .write(&mut self.output);
+        Ok(())
+    }
+
+    fn window_update(&mut self, stream_id: u32, increment: u32) -> Result<(), Error> {
+        if stream_id == 0 {
+            return self.send_window.adjust(i64::from(increment)).map_err(|_| {
+                Error::connection(ErrorCode::FLOW_CONTROL_ERROR, Reason::WindowOverflow)
+            });
+        }
+        if self.is_idle(stream_id) {
+            let reason = Reason::IdleStream {
+                kind: frame::kind::WINDOW_UPDATE,
+            };
+            return Err(Error::connection(ErrorCode::PROTOCOL_ERROR, reason));
+        }
+        let Some(stream) = self.streams.get_mut(&stream_id) else {
+            return Ok(());
+        };
+        stream
+            .send_window
+            .adjust(i64::from(increment))
+            .map_err(|_| {
+                Error::stream(
+                    stream_id,
+                    ErrorCode::FLOW_CONTROL_ERROR,
+                    Reason::WindowOverflow,
+                )
+            })
+    }
+}

@@ -1,0 +1,293 @@
+//! The flood defences and size limits, each driven past its limit by a hostile client.
+
+use super::tests_client::{Client, get, goaway, resets};
+use super::{Config, Event};
+use crate::error::{Error, ErrorCode, Reason};
+use crate::frame::{Frame, PrioritySpec, Setting};
+use crate::hpack::{HeaderField, integer};
+use crate::limits::Flood;
+
+fn flood_of(result: Result<(), Error>) -> Flood {
+    match result {
+        Err(Error::Connection {
+            code: ErrorCode::ENHANCE_YOUR_CALM,
+            reason: Reason::Flood(flood),
+        }) => flood,
+        other => panic!("expected a flood, got {other:?}"),
+    }
+}
+
+#[test]
+fn rapid_reset_is_cut_off() {
+    // CVE-2023-44487: open a stream, reset it at once, again and again.
+    let mut client = Client::new(Config::default());
+    let mut result = Ok(());
+    let mut opened = 0;
+    for stream_id in (1..10_000).step_by(2) {
+        result = client.headers(stream_id, &get("/"), true);
+        if result.is_ok() {
+            result = client.frame(Frame::RstStream {
+                stream_id,
+                code: ErrorCode::CANCEL,
+            });
+        }
+        if result.is_err() {
+            break;
+        }
+        opened += 1;
+    }
+    assert_eq!(flood_of(result), Flood::RapidReset);
+    assert_eq!(opened, 256, "the limit, early_resets_max");
+    let (_, code) = goaway(&client.take_frames()).expect("GOAWAY");
+    assert_eq!(code, ErrorCode::ENHANCE_YOUR_CALM);
+}
+
+#[test]
+fn resets_of_completed_streams_are_not_a_flood() {
+    let mut client = Client::new(Config::default());
+    for stream_id in (1..4_000).step_by(2) {
+        client
+            .headers(stream_id, &get("/"), false)
+            .expect("request");
+        let head = [HeaderField::new(":status", "200")];
+        client
+            .connection
+            .send_headers(stream_id, &head, true)
+            .expect("response");
+        // The client resets after the whole response: a CANCEL of its upload, not a flood.
+        client
+            .frame(Frame::RstStream {
+                stream_id,
+                code: ErrorCode::NO_ERROR,
+            })
+            .expect("reset is fine");
+    }
+    // Half of them reset early, half completed: the balance stays within the limit.
+    for stream_id in (4_001..4_400).step_by(4) {
+        client.headers(stream_id, &get("/"), true).expect("request");
+        client
+            .frame(Frame::RstStream {
+                stream_id,
+                code: ErrorCode::CANCEL,
+            })
+            .expect("reset");
+        client
+            .headers(stream_id + 2, &get("/"), true)
+            .expect("request");
+        let head = [HeaderField::new(":status", "204")];
+        client
+            .connection
+            .send_headers(stream_id + 2, &head, true)
+            .expect("response");
+    }
+}
+
+#[test]
+fn continuation_flood_is_cut_off() {
+    let mut client = Client::new(Config::default());
+    let headers = Frame::Headers {
+        stream_id: 1,
+        priority: None,
+        fragment: b"\x82",
+        padding: None,
+        end_stream: true,
+        end_headers: false,
+    };
+    client.frame(headers).expect("first fragment");
+    let mut result = Ok(());
+    for _ in 0..1_000 {
+        result = client.frame(Frame::Continuation {
+            stream_id: 1,
+            fragment: b"\x84",
+            end_headers: false,
+        });
+        if result.is_err() {
+            break;
+        }
+    }
+    assert_eq!(flood_of(result), Flood::Continuation);
+}
+
+#[test]
+fn header_block_size_is_bounded_before_decoding() {
+    let mut client = Client::new(Config::default());
+    let fragment = vec![0x82; 16_000];
+    let headers = Frame::Headers {
+        stream_id: 1,
+        priority: None,
+        fragment: &fragment,
+        padding: None,
+        end_stream: true,
+        end_headers: false,
+    };
+    client.frame(headers).expect("first fragment");
+    let mut result = Ok(());
+    for _ in 0..5 {
+        result = client.frame(Frame::Continuation {
+            stream_id: 1,
+            fragment: &fragment,
+            end_headers: false,
+        });
+        if result.is_err() {
+            break;
+        }
+    }
+    match result {
+        Err(Error::Connection {
+            code: ErrorCode::ENHANCE_YOUR_CALM,
+            reason: Reason::HeaderBlockTooLarge,
+        }) => {}
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn hpack_bomb_is_answered_per_request_and_the_connection_goes_on() {
+    let mut client = Client::new(Config::default());
+    // A 4000-byte field indexed once, then referenced 2000 times: 8 MB from 6 KB.
+    let mut block = client.block(&get("/"));
+    block.extend_from_slice(&[0x40, 0x01, b'x']);
+    integer::encode(4000, 7, 0, &mut block);
+    block.extend(std::iter::repeat_n(b'v', 4000));
+    block.extend(std::iter::repeat_n(0xbe, 2000));
+    let headers = Frame::Headers {
+        stream_id: 1,
+        priority: None,
+        fragment: &block,
+        padding: None,
+        end_stream: true,
+        end_headers: true,
+    };
+    client
+        .frame(headers)
+        .expect("a bomb is answered per request");
+    let events = client.events();
+    let Event::Headers {
+        stream_id: 1,
+        fields,
+        over_limit: true,
+        ..
+    } = &events[0]
+    else {
+        panic!("{events:?}");
+    };
+    assert!(fields.len() < 16);
+    client
+        .headers(3, &get("/next"), true)
+        .expect("the connection goes on");
+    assert!(matches!(
+        &client.events()[..],
+        [Event::Headers {
+            stream_id: 3,
+            over_limit: false,
+            ..
+        }]
+    ));
+}
+
+#[test]
+fn settings_and_ping_floods_are_cut_off_unless_the_client_reads() {
+    let mut client = Client::new(Config::default());
+    for round in 0..5_000 {
+        client
+            .frame(Frame::Ping {
+                ack: false,
+                payload: [1; 8],
+            })
+            .expect("a client that reads");
+        client.settings(&[]).expect("a client that reads");
+        if round % 100 == 0 {
+            client.take_frames();
+        }
+    }
+    let mut client = Client::new(Config::default());
+    let mut result = Ok(());
+    for _ in 0..2_000 {
+        result = client.settings(&[Setting { id: 0x9, value: 1 }]);
+        if result.is_err() {
+            break;
+        }
+    }
+    assert_eq!(flood_of(result), Flood::ControlFrames);
+    let mut client = Client::new(Config::default());
+    let mut result = Ok(());
+    for _ in 0..2_000 {
+        result = client.frame(Frame::Ping {
+            ack: false,
+            payload: [2; 8],
+        });
+        if result.is_err() {
+            break;
+        }
+    }
+    assert_eq!(flood_of(result), Flood::ControlFrames);
+}
+
+#[test]
+fn empty_frames_flood_is_cut_off() {
+    let mut client = Client::new(Config::default());
+    client.headers(1, &get("/upload"), false).expect("request");
+    let mut result = Ok(());
+    for _ in 0..2_000 {
+        result = client.frame(Frame::Data {
+            stream_id: 1,
+            data: b"",
+            padding: None,
+            end_stream: false,
+        });
+        if result.is_err() {
+            break;
+        }
+    }
+    assert_eq!(flood_of(result), Flood::EmptyFrames);
+}
+
+#[test]
+fn priority_flood_is_cut_off_and_the_tree_bounded() {
+    let mut client = Client::new(Config::default());
+    let mut result = Ok(());
+    for stream_id in (1..100_000).step_by(2) {
+        let priority = PrioritySpec {
+            dependency: stream_id + 2,
+            exclusive: true,
+            weight: 200,
+        };
+        result = client.frame(Frame::Priority {
+            stream_id,
+            priority,
+        });
+        if result.is_err() {
+            break;
+        }
+        assert!(client.connection.priority_tree().len() <= 256 + 2);
+    }
+    assert_eq!(flood_of(result), Flood::Priority);
+}
+
+#[test]
+fn too_many_new_streams_in_one_read_are_refused() {
+    let mut config = Config::default();
+    config.limits.new_streams_per_receive = 4;
+    let mut client = Client::new(config);
+    let mut bytes = Vec::new();
+    for stream_id in (1..=11).step_by(2) {
+        let fragment = client.block(&get("/"));
+        Frame::Headers {
+            stream_id,
+            priority: None,
+            fragment: &fragment,
+            padding: None,
+            end_stream: true,
+            end_headers: true,
+        }
+        .write(&mut bytes);
+    }
+    client.send(&bytes).expect("one read");
+    assert_eq!(
+        resets(&client.take_frames()),
+        [
+            (9, ErrorCode::REFUSED_STREAM),
+            (11, ErrorCode::REFUSED_STREAM)
+        ]
+    );
+}

@@ -1,0 +1,143 @@
+//! Decoding a header block (RFC 7541 §3, §6).
+
+use super::table::{self, DynamicTable};
+use super::{HeaderField, HpackError, huffman, integer};
+
+/// The limits one header block is decoded under.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DecodeLimits {
+    /// The largest name plus value of one field.
+    pub max_field_size: usize,
+    /// The largest header list, fields counted as name + value + 32 (RFC 9113 §6.5.2).
+    pub max_list_size: usize,
+}
+
+/// A decoded header block.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Decoded {
+    /// The fields, in order, up to the first that broke a limit.
+    pub fields: Vec<HeaderField>,
+    /// The whole list's size as the block describes it, all fields counted.
+    pub list_size: usize,
+    /// The largest single field (name plus value) in the block.
+    pub largest_field: usize,
+    /// Whether a limit was broken: `fields` is then incomplete.
+    pub over_limit: bool,
+}
+
+/// The receiving side of one connection's HPACK context.
+#[derive(Clone, Debug)]
+pub struct Decoder {
+    table: DynamicTable,
+    /// The SETTINGS_HEADER_TABLE_SIZE in force: a size update above it is an error.
+    size_allowed: usize,
+}
+
+impl Decoder {
+    /// A decoder whose peer may use a table of up to `size_allowed` bytes.
+    pub fn new(size_allowed: usize) -> Self {
+        Self {
+            table: DynamicTable::new(size_allowed),
+            size_allowed,
+        }
+    }
+
+    /// The dynamic table, for tests and accounting.
+    pub fn table(&self) -> &DynamicTable {
+        &self.table
+    }
+
+    /// Decodes a complete header block. An error leaves the context unusable: the caller
+    /// ends the connection with COMPRESSION_ERROR.
+    pub fn decode(&mut self, block: &[u8], limits: DecodeLimits) -> Result<Decoded, HpackError> {
+        let mut decoded = Decoded::default();
+        let mut rest = block;
+        let mut seen_field = false;
+        while let Some(&first) = rest.first() {
+            if first & 0xe0 == 0x20 {
+                if seen_field {
+                    return Err(HpackError::LateTableSizeUpdate);
+                }
+                let (size, used) = integer::decode(rest, 5)?;
+                if size > self.size_allowed as u64 {
+                    return Err(HpackError::TableSizeTooLarge { size });
+                }
+                self.table.set_max_size(size as usize);
+                rest = &rest[used..];
+                continue;
+            }
+            seen_field = true;
+            let (field, used) = self.field(rest)?;
+            rest = &rest[used..];
+            let field_size = field.name.len() + field.value.len();
+            decoded.largest_field = decoded.largest_field.max(field_size);
+            decoded.list_size = decoded.list_size.saturating_add(field.size());
+            if field_size > limits.max_field_size || decoded.list_size > limits.max_list_size {
+                decoded.over_limit = true;
+            }
+            if !decoded.over_limit {
+                decoded.fields.push(field);
+            }
+        }
+        Ok(decoded)
+    }
+
+    /// Decodes one field representation; returns it and the bytes it took.
+    fn field(&mut self, input: &[u8]) -> Result<(HeaderField, usize), HpackError> {
+        let first = input[0];
+        if first & 0x80 != 0 {
+            let (index, used) = integer::decode(input, 7)?;
+            let (name, value) =
+                table::lookup(&self.table, index).ok_or(HpackError::BadIndex { index })?;
+            return Ok((HeaderField::new(name, value), used));
+        }
+        // Literal: with incremental indexing (01), never indexed (0001) or without (0000).
+        let (prefix_bits, indexing, sensitive) = match first & 0xf0 {
+            0x40..=0x70 => (6, true, false),
+            0x10 => (4, false, true),
+            _ => (4, false, false),
+        };
+        let (index, mut used) = integer::decode(input, prefix_bits)?;
+        let name = if index == 0 {
+            let (name, taken) = string(&input[used..])?;
+            used += taken;
+            name
+        } else {
+            let (name, _) =
+                table::lookup(&self.table, index).ok_or(HpackError::BadIndex { index })?;
+            name.to_vec()
+        };
+        let (value, taken) = string(&input[used..])?;
+        used += taken;
+        if indexing {
+            self.table.insert(&name, &value);
+        }
+        Ok((
+            HeaderField {
+                name,
+                value,
+                sensitive,
+            },
+            used,
+        ))
+    }
+}
+
+/// Decodes a string literal (§5.2); returns it and the bytes it took.
+fn string(input: &[u8]) -> Result<(Vec<u8>, usize), HpackError> {
+    let &first = input.first().ok_or(HpackError::Truncated)?;
+    let (length, used) = integer::decode(input, 7)?;
+    let end = usize::try_from(length)
+        .ok()
+        .and_then(|length| used.checked_add(length));
+    let Some(raw) = end.and_then(|end| input.get(used..end)) else {
+        return Err(HpackError::Truncated);
+    };
+    let mut value = Vec::with_capacity(raw.len());
+    if first & 0x80 != 0 {
+        huffman::decode(raw, &mut value)?;
+    } else {
+        value.extend_from_slice(raw);
+    }
+    Ok((value, used + raw.len()))
+}

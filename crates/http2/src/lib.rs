@@ -1,0 +1,15 @@
+//! HTTP/2 without I/O (RFC 9113, RFC 7541, and RFC 7540's priorities): bytes in, events out,
+//! frames queued to write out. It never touches a socket, never reads the clock and never
+//! logs; the caller decides what to log and when to write.
+
+pub mod connection;
+pub mod error;
+pub mod flow;
+pub mod frame;
+pub mod hpack;
+pub mod limits;
+pub mod priority;
+pub mod request;
+pub mod stream;
+
+pub use error::{Error, ErrorCode, Reason};

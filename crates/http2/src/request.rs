@@ -1,0 +1,309 @@
+//! A request head from a decoded header block (RFC 9113 §8.3): pseudo-header fields
+//! checked and taken out, field names and values checked as nginx checks them, `cookie`
+//! fields joined (§8.2.3). Every refusal here is a request nginx answers with 400.
+
+use crate::hpack::HeaderField;
+
+/// How field names outside the usual set are treated (nginx's `underscores_in_headers`
+/// and `ignore_invalid_headers`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FieldPolicy {
+    /// Whether `_` is a valid name character.
+    pub underscores: bool,
+    /// Whether fields with invalid names are dropped (else kept as they are).
+    pub ignore_invalid: bool,
+}
+
+impl Default for FieldPolicy {
+    fn default() -> Self {
+        Self {
+            underscores: false,
+            ignore_invalid: true,
+        }
+    }
+}
+
+/// The pseudo-header fields and the regular fields of a request.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RequestHead {
+    /// `:method`.
+    pub method: Vec<u8>,
+    /// `:scheme` (absent only for CONNECT).
+    pub scheme: Option<Vec<u8>>,
+    /// `:authority`, when sent.
+    pub authority: Option<Vec<u8>>,
+    /// `:path` (absent only for CONNECT).
+    pub path: Option<Vec<u8>>,
+    /// The regular fields, in order; several `cookie` fields are joined into the first.
+    pub fields: Vec<HeaderField>,
+}
+
+/// Why a header block is not a valid request; the words are nginx's `info` lines.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Malformed {
+    /// A name with an upper-case letter, a control character, a space or a colon.
+    InvalidName,
+    /// A value with NUL, CR or LF.
+    InvalidValue,
+    /// A pseudo-header after a regular field.
+    PseudoAfterRegular,
+    /// A pseudo-header a request does not have.
+    UnknownPseudo,
+    /// A pseudo-header sent twice.
+    DuplicatePseudo,
+    /// `:method`, `:scheme` or `:path` missing (or sent with CONNECT's rules broken).
+    MissingPseudo,
+    /// An empty `:authority`.
+    EmptyAuthority,
+    /// A `:path` that is empty, or neither starts with `/` nor is `*` for OPTIONS.
+    InvalidPath,
+    /// A connection-specific field (§8.2.2), or `te` other than `trailers`.
+    ConnectionSpecific,
+}
+
+impl Malformed {
+    /// The `info` line nginx logs for it.
+    pub fn message(self) -> &'static str {
+        match self {
+            Self::InvalidName => "client sent invalid header name",
+            Self::InvalidValue => "client sent header with invalid value",
+            Self::PseudoAfterRegular => "client sent pseudo-header after regular header",
+            Self::UnknownPseudo => "client sent unknown pseudo-header",
+            Self::DuplicatePseudo => "client sent duplicate pseudo-header",
+            Self::MissingPseudo => "client sent no mandatory pseudo-header",
+            Self::EmptyAuthority => "client sent empty :authority header",
+            Self::InvalidPath => "client sent invalid :path header",
+            Self::ConnectionSpecific => "client sent connection-specific header",
+        }
+    }
+}
+
+/// What a name's bytes make of a field.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum NameCheck {
+    Valid,
+    /// Valid HTTP/2 but outside nginx's set: dropped or kept as the policy says.
+    Unusual,
+    Bad,
+}
+
+fn check_name(name: &[u8], policy: FieldPolicy) -> NameCheck {
+    let mut check = NameCheck::Valid;
+    for &byte in name {
+        match byte {
+            b'a'..=b'z' | b'0'..=b'9' | b'-' => {}
+            b'_' if policy.underscores => {}
+            b'A'..=b'Z' | b':' | b' ' | 0..=0x1f | 0x7f => return NameCheck::Bad,
+            _ => check = NameCheck::Unusual,
+        }
+    }
+    if name.is_empty() {
+        NameCheck::Bad
+    } else {
+        check
+    }
+}
+
+/// Builds the request head, or says why the block is malformed.
+pub fn parse(fields: Vec<HeaderField>, policy: FieldPolicy) -> Result<RequestHead, Malformed> {
+    let mut head = RequestHead::default();
+    let mut method = None;
+    let mut regular_seen = false;
+    for field in fields {
+        if field
+            .value
+            .iter()
+            .any(|&byte| matches!(byte, 0 | b'\r' | b'\n'))
+        {
+            return Err(Malformed::InvalidValue);
+        }
+        if let Some(pseudo) = field.name.strip_prefix(b":") {
+            if regular_seen {
+                return Err(Malformed::PseudoAfterRegular);
+            }
+            let slot = match pseudo {
+                b"method" => &mut method,
+                b"scheme" => &mut head.scheme,
+                b"authority" => &mut head.authority,
+                b"path" => &mut head.path,
+                _ => return Err(Malformed::UnknownPseudo),
+            };
+            if slot.replace(field.value).is_some() {
+                return Err(Malformed::DuplicatePseudo);
+            }
+            continue;
+        }
+        regular_seen = true;
+        match check_name(&field.name, policy) {
+            NameCheck::Bad => return Err(Malformed::InvalidName),
+            NameCheck::Unusual if policy.ignore_invalid => continue,
+            NameCheck::Valid | NameCheck::Unusual => {}
+        }
+        match &field.name[..] {
+            b"connection" | b"keep-alive" | b"proxy-connection" | b"transfer-encoding"
+            | b"upgrade" => {
+                return Err(Malformed::ConnectionSpecific);
+            }
+            b"te" if field.value != b"trailers" => return Err(Malformed::ConnectionSpecific),
+            b"cookie" => {
+                if let Some(first) = head
+                    .fields
+                    .iter_mut()
+                    .find(|existing| existing.name == b"cookie")
+                {
+                    first.value.extend_from_slice(b"; ");
+                    first.value.extend_from_slice(&field.value);
+                    continue;
+                }
+            }
+            _ => {}
+        }
+        head.fields.push(field);
+    }
+    head.method = method.ok_or(Malformed::MissingPseudo)?;
+    check_pseudo(&head)?;
+    Ok(head)
+}
+
+fn check_pseudo(head: &RequestHead) -> Result<(), Malformed> {
+    if head.authority.as_ref().is_some_and(Vec::is_empty) {
+        return Err(Malformed::EmptyAuthority);
+    }
+    if head.method == b"CONNECT" {
+        // §8.5: only :method and :authority.
+        if head.scheme.is_some() || head.path.is_some() || head.authority.is_none() {
+            return Err(Malformed::MissingPseudo);
+        }
+        return Ok(());
+    }
+    let (Some(_), Some(path)) = (&head.scheme, &head.path) else {
+        return Err(Malformed::MissingPseudo);
+    };
+    let asterisk = path == b"*" && head.method == b"OPTIONS";
+    if !path.starts_with(b"/") && !asterisk {
+        return Err(Malformed::InvalidPath);
+    }
+    if path.iter().any(|&byte| byte <= 0x20 || byte == 0x7f) {
+        return Err(Malformed::InvalidPath);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn head(pairs: &[(&str, &str)]) -> Result<RequestHead, Malformed> {
+        let fields = pairs
+            .iter()
+            .map(|&(name, value)| HeaderField::new(name, value))
+            .collect();
+        parse(fields, FieldPolicy::default())
+    }
+
+    const BASE: [(&str, &str); 4] = [
+        (":method", "GET"),
+        (":scheme", "http"),
+        (":path", "/"),
+        (":authority", "localhost"),
+    ];
+
+    fn with(extra: &[(&'static str, &'static str)]) -> Vec<(&'static str, &'static str)> {
+        BASE.iter().chain(extra).copied().collect()
+    }
+
+    #[test]
+    fn a_valid_request_and_its_cookies() {
+        let parsed = head(&with(&[
+            ("cookie", "a=1"),
+            ("accept", "*/*"),
+            ("cookie", "b=2"),
+        ]))
+        .expect("valid");
+        assert_eq!(parsed.method, b"GET");
+        assert_eq!(parsed.path.as_deref(), Some(&b"/"[..]));
+        assert_eq!(
+            parsed.fields,
+            [
+                HeaderField::new("cookie", "a=1; b=2"),
+                HeaderField::new("accept", "*/*")
+            ]
+        );
+        assert!(head(&[(":method", "OPTIONS"), (":scheme", "http"), (":path", "*")]).is_ok());
+        assert!(head(&[(":method", "CONNECT"), (":authority", "example.com:443")]).is_ok());
+    }
+
+    #[test]
+    fn names_as_nginx_checks_them() {
+        for bad in ["X-Foo", "x:foo", "x foo", "foo\u{2}"] {
+            assert_eq!(
+                head(&with(&[(bad, "v")])),
+                Err(Malformed::InvalidName),
+                "{bad:?}"
+            );
+        }
+        // An underscore makes a name invalid, and an invalid name is dropped by default.
+        let parsed = head(&with(&[("x_foo", "x-bar"), ("referer", "see-this")])).expect("valid");
+        assert_eq!(parsed.fields, [HeaderField::new("referer", "see-this")]);
+        let policy = FieldPolicy {
+            underscores: true,
+            ignore_invalid: true,
+        };
+        let fields = with(&[("x_foo", "x-bar")])
+            .iter()
+            .map(|&(name, value)| HeaderField::new(name, value))
+            .collect();
+        assert_eq!(
+            parse(fields, policy).expect("valid").fields,
+            [HeaderField::new("x_foo", "x-bar")]
+        );
+        assert_eq!(
+            head(&with(&[("x-foo", "x-bar\r\nreferer:see-this")])),
+            Err(Malformed::InvalidValue)
+        );
+    }
+
+    #[test]
+    fn pseudo_header_rules() {
+        assert_eq!(
+            head(&[(":method", "GET"), (":path", "/")]),
+            Err(Malformed::MissingPseudo)
+        );
+        assert_eq!(
+            head(&with(&[(":status", "200")])),
+            Err(Malformed::UnknownPseudo)
+        );
+        assert_eq!(
+            head(&with(&[(":path", "/again")])),
+            Err(Malformed::DuplicatePseudo)
+        );
+        assert_eq!(
+            head(&[("accept", "*/*"), (":method", "GET")]),
+            Err(Malformed::PseudoAfterRegular)
+        );
+        let empty_authority = [
+            (":method", "GET"),
+            (":scheme", "http"),
+            (":path", "/"),
+            (":authority", ""),
+        ];
+        assert_eq!(head(&empty_authority), Err(Malformed::EmptyAuthority));
+        assert_eq!(
+            head(&[(":method", "GET"), (":scheme", "http"), (":path", "x")]),
+            Err(Malformed::InvalidPath)
+        );
+        assert_eq!(
+            head(&[(":method", "GET"), (":scheme", "http"), (":path", "/a b")]),
+            Err(Malformed::InvalidPath)
+        );
+        assert_eq!(
+            head(&with(&[("connection", "close")])),
+            Err(Malformed::ConnectionSpecific)
+        );
+        assert_eq!(
+            head(&with(&[("te", "gzip")])),
+            Err(Malformed::ConnectionSpecific)
+        );
+        assert!(head(&with(&[("te", "trailers")])).is_ok());
+    }
+}
