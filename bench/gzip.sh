@@ -11,6 +11,8 @@
 #   LEVELS ["1 6"]        gzip_comp_level values to load (each has its own location)
 #   PAGE_BYTES [65536]    size of the page
 #   CONNECTIONS [50] WRK_THREADS [nproc] DURATION [10] (seconds) WARMUP [1] (seconds, 0 = none)
+#   WRK_TIMEOUT [10s]     wrk's --timeout (its default, 2s, counts slow level-6 answers on a busy
+#                         machine as socket errors)
 #   WORKER_PROCESSES [1] WORKER_CONNECTIONS [1024]
 #   PORTICO_BIN           use this binary instead of building (cargo build --release -p portico-server)
 #   CARGO_TARGET_DIR      where cargo builds
@@ -31,6 +33,7 @@ PAGE_BYTES=${PAGE_BYTES:-65536}
 CONNECTIONS=${CONNECTIONS:-50}
 WRK_THREADS=${WRK_THREADS:-$(nproc)}
 DURATION=${DURATION:-10}
+WRK_TIMEOUT=${WRK_TIMEOUT:-10s}
 WARMUP=${WARMUP:-1}
 WORKER_PROCESSES=${WORKER_PROCESSES:-1}
 WORKER_CONNECTIONS=${WORKER_CONNECTIONS:-1024}
@@ -42,7 +45,7 @@ RETRY_NOISY=${RETRY_NOISY:-0}
 INSTRUCTIONS=${INSTRUCTIONS:-auto}
 SECTION=gzip
 COMMAND_LINE="bench/gzip.sh"
-for variable in REPS LEVELS PAGE_BYTES CONNECTIONS WRK_THREADS DURATION WARMUP WORKER_PROCESSES WORKER_CONNECTIONS QUIET_MAX QUIET_CORES RETRY_NOISY INSTRUCTIONS PORTICO_BIN CARGO_TARGET_DIR; do
+for variable in REPS LEVELS PAGE_BYTES CONNECTIONS WRK_THREADS DURATION WRK_TIMEOUT WARMUP WORKER_PROCESSES WORKER_CONNECTIONS QUIET_MAX QUIET_CORES RETRY_NOISY INSTRUCTIONS PORTICO_BIN CARGO_TARGET_DIR; do
     if printenv "$variable" >/dev/null; then
         COMMAND_LINE="$variable='${!variable}' $COMMAND_LINE"
     fi
@@ -156,7 +159,8 @@ run_one() {
     start_server "$kind" "$prefix" "$CONF" "$port"
     check_page "$kind" "$level"
     SIZE[$kind,$level]=$COMPRESSED_SIZE
-    measure_wrk "$out" "$DURATION" "$url" "$CONNECTIONS" "$WRK_THREADS" -H 'Accept-Encoding: gzip'
+    measure_wrk "$out" "$DURATION" "$url" "$CONNECTIONS" "$WRK_THREADS" --timeout "$WRK_TIMEOUT" \
+        -H 'Accept-Encoding: gzip'
     check_page "$kind" "$level"
     stop_server "$SERVER_PID"
     # shellcheck disable=SC2086
@@ -214,7 +218,7 @@ section=$WORK/section.md
     describe_machine
     echo "- Config (the same file for both; \`user root;\` only when run as root): \`worker_processes $WORKER_PROCESSES; daemon off; events { worker_connections $WORKER_CONNECTIONS; } http { access_log off; types { text/html html; } gzip on; server { listen 127.0.0.1:PORT; root DIR;$(for level in $LEVELS; do printf ' location /l%s/ { gzip_comp_level %s; }' "$level" "$level"; done) } }\`"
     echo "- Page: $PAGE_BYTES bytes of generated HTML (\`bench/lib/make_html.py $PAGE_BYTES 16\` over $(echo "$TEXTS" | xargs -n1 basename | paste -sd' ' -): markup, links, lists and tables around prose), one copy per level directory, in page cache; \`gzip -N\` makes it $(for level in $LEVELS; do printf '%s bytes at level %s, ' "${GZIP_TOOL_SIZE[$level]}" "$level"; done | sed 's/, $//')"
-    echo "- Load: \`wrk -t$WRK_THREADS -c$CONNECTIONS -d${DURATION}s --latency -H 'Accept-Encoding: gzip' http://127.0.0.1:PORT/lN/page.html\` on the same machine, after a ${WARMUP}s warm-up; $REPS repetitions per server and level, nginx and Portico alternating, the server started for each run; before and after each run the server answers 200 with \`Content-Encoding: gzip\` and a body that gunzips to exactly the page"
+    echo "- Load: \`wrk -t$WRK_THREADS -c$CONNECTIONS -d${DURATION}s --latency --timeout $WRK_TIMEOUT -H 'Accept-Encoding: gzip' http://127.0.0.1:PORT/lN/page.html\` on the same machine, after a ${WARMUP}s warm-up; $REPS repetitions per server and level, nginx and Portico alternating, the server started for each run; before and after each run the server answers 200 with \`Content-Encoding: gzip\` and a body that gunzips to exactly the page"
     if [ "$QUIET_MAX" -gt 0 ]; then
         echo "- Before each run the script waited (at most ${QUIET_MAX}s) for the machine to stay under $QUIET_CORES busy cores for 1 s; it had to wait before $QUIET_WAITED of the runs and gave up waiting before $QUIET_GAVE_UP"
     fi

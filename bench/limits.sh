@@ -26,6 +26,11 @@
 #   QUIET_MAX [0] QUIET_CORES [0.3]   as in bench/static.sh (checked before each server start)
 #   INSTRUCTIONS [auto]   also count the server's instructions per request with `perf stat`
 #                         (when perf can count them here; 0 = never)
+#   CALLGRIND [5000]      then run each server once more under `valgrind --tool=callgrind`
+#                         (worker_processes 1, nginx with `-g 'master_process off;'`) and count
+#                         its user-space instructions over exactly this many requests per
+#                         location, plain, limited, plain, limited (0 = skip; skipped when
+#                         valgrind is not installed)
 #
 # See bench/README.md, scenario `limits`, for what is measured and why.
 
@@ -44,9 +49,10 @@ KEEP_TMP=${KEEP_TMP:-0}
 QUIET_MAX=${QUIET_MAX:-0}
 QUIET_CORES=${QUIET_CORES:-0.3}
 INSTRUCTIONS=${INSTRUCTIONS:-auto}
+CALLGRIND=${CALLGRIND:-5000}
 SECTION=limits
 COMMAND_LINE="bench/limits.sh"
-for variable in REPS SETTINGS CONNECTIONS WRK_THREADS DURATION WARMUP WORKER_CONNECTIONS QUIET_MAX QUIET_CORES INSTRUCTIONS PORTICO_BIN CARGO_TARGET_DIR; do
+for variable in REPS SETTINGS CONNECTIONS WRK_THREADS DURATION WARMUP WORKER_CONNECTIONS QUIET_MAX QUIET_CORES INSTRUCTIONS CALLGRIND PORTICO_BIN CARGO_TARGET_DIR; do
     if printenv "$variable" >/dev/null; then
         COMMAND_LINE="$variable='${!variable}' $COMMAND_LINE"
     fi
@@ -55,6 +61,10 @@ done
 ensure_tools
 ensure_portico
 detect_instructions
+if [ "$CALLGRIND" != 0 ] && ! command -v valgrind >/dev/null; then
+    note "valgrind is not installed: no callgrind pass (apt-get install -y valgrind)"
+    CALLGRIND=0
+fi
 
 WORK=$(mktemp -d /tmp/portico-bench-limits.XXXXXX)
 cleanup() {
@@ -175,6 +185,59 @@ done
 LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
 BUSY_AFTER=$(busy_sample 2)
 
+# ---- Callgrind: user-space instructions over an exact number of requests -----------------
+#
+# perf cannot count instructions on a VM without hardware counters; valgrind's callgrind
+# counts every instruction the process executes in user space (not the kernel's), exactly,
+# whatever else the machine runs. The server runs under it (one worker; nginx without its
+# master), gets a warm-up, then for each of plain, limited, plain, limited the counters are
+# zeroed, exactly CALLGRIND requests are sent one after another on one keep-alive
+# connection (bench/lib/n_requests.py), and the counters are dumped.
+
+CALLGRIND_RUNS=$WORK/callgrind.tsv
+: >"$CALLGRIND_RUNS"
+callgrind_pass() {
+    local kind=$1 conf=$2 prefix=$WORK/callgrind-$1 pid deadline location order=0 dumps=0 total
+    local command=()
+    mkdir -p "$prefix/logs"
+    if [ "$kind" = nginx ]; then
+        command=("$NGINX_BIN" -p "$prefix/" -e "$prefix/logs/error.log" -c "$conf" -g 'master_process off;')
+    else
+        command=("$PORTICO_BIN" -p "$prefix/" -e "$prefix/logs/error.log" -c "$conf")
+    fi
+    valgrind --tool=callgrind --callgrind-out-file="$prefix/callgrind.out" "${command[@]}" \
+        >"$prefix/logs/valgrind.log" 2>&1 &
+    pid=$!
+    STARTED_PIDS+=("$pid")
+    deadline=$((SECONDS + 120))
+    until [ "$(status_of /plain)" = 200 ]; do
+        alive "$pid" && [ $SECONDS -lt $deadline ] || { cat "$prefix/logs/valgrind.log" >&2; die "$kind did not start under valgrind"; }
+        sleep 0.5
+    done
+    python3 "$BENCH_DIR/lib/n_requests.py" "$port" /plain 500 >/dev/null || die "$kind: warm-up under valgrind failed"
+    python3 "$BENCH_DIR/lib/n_requests.py" "$port" /limited 500 >/dev/null || die "$kind: warm-up under valgrind failed"
+    for location in plain limited plain limited; do
+        order=$((order + 1))
+        callgrind_control -z "$pid" >/dev/null || die "callgrind_control -z $pid failed"
+        python3 "$BENCH_DIR/lib/n_requests.py" "$port" "/$location" "$CALLGRIND" >/dev/null \
+            || die "$kind: $CALLGRIND requests to /$location under valgrind failed"
+        callgrind_control -d "$pid" >/dev/null || die "callgrind_control -d $pid failed"
+        dumps=$((dumps + 1))
+        total=$(awk '/^totals:/ { print $2; exit }' "$prefix/callgrind.out.$dumps" 2>/dev/null)
+        [ -n "$total" ] || die "$kind: no totals in $prefix/callgrind.out.$dumps"
+        printf '%s\t%s\t%s\t%s\n' "$kind" "$order" "$location" "$(awk -v t="$total" -v n="$CALLGRIND" 'BEGIN { printf "%.1f", t / n }')" \
+            >>"$CALLGRIND_RUNS"
+        note "callgrind $kind $location: $(tail -n1 "$CALLGRIND_RUNS" | cut -f4) user-space instructions/request"
+    done
+    stop_server "$pid"
+}
+if [ "$CALLGRIND" != 0 ]; then
+    conf=$(write_conf 1)
+    for kind in nginx portico; do
+        callgrind_pass "$kind" "$conf"
+    done
+fi
+
 # ---- Report ----------------------------------------------------------------------------
 
 # Per setting, server and repetition: the limited runs' total over the plain runs' total of
@@ -255,6 +318,27 @@ section=$WORK/section.md
                         (counted == 1 ? sprintf("%+.1f%%", oi * 100) : "-"), verdict }'
         done
     done
+    if [ -s "$CALLGRIND_RUNS" ]; then
+        echo
+        echo "### User-space instructions per request (callgrind)"
+        echo
+        echo "\`valgrind --tool=callgrind\`, \`worker_processes 1\` (nginx with \`-g 'master_process off;'\`), after 500 requests to each"
+        echo "location: counters zeroed, exactly $CALLGRIND requests sent one after another on one keep-alive connection, counters"
+        echo "dumped; order plain, limited, plain, limited. These are user-space instructions only, all threads: the kernel's"
+        echo "work per request (socket calls, most of a small request's cost) is not in them, so the percentage is an upper"
+        echo "bound of the overhead in all instructions (perf's user+kernel count, the issue's measure); the added instructions"
+        echo "per request are exact."
+        echo
+        echo "| server | /plain | /limited | /plain | /limited | added per request | overhead (user space) |"
+        echo "|---|---|---|---|---|---|---|"
+        for kind in nginx portico; do
+            awk -F'\t' -v k="$kind" '$1 == k { v[$2] = $4 } END {
+                if (!(4 in v)) exit
+                p = (v[1] + v[3]) / 2; l = (v[2] + v[4]) / 2
+                printf "| %s | %.0f | %.0f | %.0f | %.0f | %+.0f | %+.1f%% |\n", k, v[1], v[2], v[3], v[4], l - p, (l / p - 1) * 100
+            }' "$CALLGRIND_RUNS"
+        done
+    fi
     errors=$(awk -F'\t' '{ n += $10 } END { print n + 0 }' "$RUNS")
     if [ "$errors" -gt 0 ]; then
         echo
