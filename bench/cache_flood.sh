@@ -213,7 +213,7 @@ LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
 
 log_summary() {
     cat "$WORK/$1"-*/logs/error.log 2>/dev/null | grep -E '\[(emerg|alert|crit|error)\]' \
-        | sed -E -e 's/^[0-9\/]+ [0-9:]+ //; s/[0-9]+#[0-9]+: \*?[0-9]* ?//; s/, client: .*//; s/[0-9a-f]{32}/KEY/g' -e "s#$WORK/##g" \
+        | sed -E -e 's/^[0-9\/]+ [0-9:]+ //; s/[0-9]+#[0-9]+: \*?[0-9]* ?//; s/, client: .*//; s/[0-9a-f]{32}(\.[0-9]+)?/KEY/g; s/only [0-9]+ of [0-9]+/only N of M/; s@/[0-9a-f]/[0-9a-f]{2}/KEY@/L/LL/KEY@g' -e "s#$WORK/##g" \
         | sort | uniq -c | sort -rn | head -5 | sed "s/^ */    $1: /"
 }
 
