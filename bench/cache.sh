@@ -786,7 +786,9 @@ stall_counts() {
 
 # Columns: 1 rep, 2 server, 3 hot req/s, 4 hot avg us, 5 hot p99 us, 6 hot errors, 7 total B/s,
 # 8 random requests, 9 hot requests, 10 stalls >= 100 ms (warnings during the run), 11 log lines,
-# 12 HIT, 13 log summary, 14 random errors, 15 memory group's peak usage (bytes)
+# 12 HIT, 13 log summary, 14 random errors, 15 memory group's peak usage (bytes), 16 major
+# page faults in the memory group during the run (pgmajfault: pages, the binary's included,
+# read back from the throttled disk after the group's reclaim dropped them)
 run_seed() {
     local kind=$1 rep=$2 prefix port hot_out=$WORK/logs/b6-hot-$2-$1.txt random_out=$WORK/logs/b6-random-$2-$1.txt parsed
     local access_at error_at
@@ -797,6 +799,8 @@ run_seed() {
     echo 3 >/proc/sys/vm/drop_caches
     echo "$MEMORY_LIMIT" >"$MEMCG-$kind/memory.limit_in_bytes" || die "could not limit $kind's memory group to $MEMORY_LIMIT"
     echo 0 >"$MEMCG-$kind/memory.max_usage_in_bytes" 2>/dev/null || true
+    local faults0 faults1
+    faults0=$(awk '$1 == "pgmajfault" { print $2; exit }' "$MEMCG-$kind/memory.stat" 2>/dev/null || echo 0)
     sleep 1.5   # the access log's flush=1s: earlier lines are written by now
     access_at=$(stat -c %s "$prefix/logs/access.log" 2>/dev/null || echo 0)
     error_at=$(stat -c %s "$prefix/logs/error.log" 2>/dev/null || echo 0)
@@ -814,6 +818,7 @@ run_seed() {
     PORT=$port check_body "$kind" "/b6/obj.bin?$((RANDOM % B6_OBJECTS))" "$DOCROOT/b6/obj.bin"
     local peak
     peak=$(cat "$MEMCG-$kind/memory.max_usage_in_bytes" 2>/dev/null || echo 0)
+    faults1=$(awk '$1 == "pgmajfault" { print $2; exit }' "$MEMCG-$kind/memory.stat" 2>/dev/null || echo 0)
     echo -1 >"$MEMCG-$kind/memory.limit_in_bytes"
     sleep 1.5
     tail -c +$((access_at + 1)) "$prefix/logs/access.log" >"$WORK/logs/b6-$rep-$kind.access.log"
@@ -828,11 +833,12 @@ run_seed() {
     local random_requests random_errors
     random_requests=$(awk '/ requests in / { print $1; exit }' "$random_out")
     random_errors=$(awk '/Socket errors:/ { gsub(/,/, ""); n += $4 + $6 + $8 + $10 } /Non-2xx or 3xx responses:/ { n += $5 } END { print n + 0 }' "$random_out")
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$rep" "$kind" "$2" "$3" "$4" "$5" \
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$rep" "$kind" "$2" "$3" "$4" "$5" \
         "$(awk -v h="$(read_bytes "$hot_out")" -v r="$(read_bytes "$random_out")" -v d="$B6_DURATION" 'BEGIN { printf "%.0f", (h + r) / d }')" \
-        "$random_requests" "$1" "$(stalls_100 "$kind" "$WORK/logs/b6-$rep-$kind.error.log")" "$lines" "$hits" "$summary" "$random_errors" "$peak" >>"$SEED_RUNS"
-    note "$(tail -n1 "$SEED_RUNS" | awk -F'\t' '{ printf "b6 rep %s %-7s hot %.1f req/s, avg %.1f ms, p99 %.1f ms, errors %s; random %s requests (errors %s); total %.1f MB/s; stalls >= 100 ms %s; memory peak %.0f MiB; log %s",
-        $1, $2, $3, $4 / 1000, $5 / 1000, $6, $8, $14, $7 / 1e6, $10, $15 / 1048576, $13 }')"
+        "$random_requests" "$1" "$(stalls_100 "$kind" "$WORK/logs/b6-$rep-$kind.error.log")" "$lines" "$hits" "$summary" "$random_errors" "$peak" \
+        "$(( ${faults1:-0} - ${faults0:-0} ))" >>"$SEED_RUNS"
+    note "$(tail -n1 "$SEED_RUNS" | awk -F'\t' '{ printf "b6 rep %s %-7s hot %.1f req/s, avg %.1f ms, p99 %.1f ms, errors %s; random %s requests (errors %s); total %.1f MB/s; stalls >= 100 ms %s; memory peak %.0f MiB; major faults %s; log %s",
+        $1, $2, $3, $4 / 1000, $5 / 1000, $6, $8, $14, $7 / 1e6, $10, $15 / 1048576, $16, $13 }')"
 }
 
 # After the last b6 run: stops both servers and keeps their whole error logs.
@@ -1090,11 +1096,15 @@ for scen in b1 b2 b3 b4; do has "$scen" && HIT_SCENARIOS="$HIT_SCENARIOS $scen";
         echo "Portico/nginx: hot req/s $r (target ≥ 1.5: $(verdict "$r" 1.5 ge)), hot p99 $p (≤ 0.5: $(verdict "$p" 0.5 le)),"
         echo "total bytes/s $b (≥ 1.0: $(verdict "$b" 1.0 ge)); Portico's loop stalls of 100 ms or more during the runs: $(ssum portico 10) (target 0)."
         echo
-        echo "| rep | server | hot req/s | hot avg (ms) | hot p99 (ms) | hot errors | total MB/s | random requests | random errors | stalls ≥ 100 ms | memory peak (MiB) | log |"
-        echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
-        awk -F'\t' '{ printf "| %s | %s | %.1f | %s | %s | %s | %.1f | %s | %s | %s | %.0f | %s |\n",
+        echo "| rep | server | hot req/s | hot avg (ms) | hot p99 (ms) | hot errors | total MB/s | random requests | random errors | stalls ≥ 100 ms | memory peak (MiB) | major page faults | log |"
+        echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+        awk -F'\t' '{ printf "| %s | %s | %.1f | %s | %s | %s | %.1f | %s | %s | %s | %.0f | %s | %s |\n",
             $1, $2, $3, ($4 == "nan" ? "-" : sprintf("%.1f", $4 / 1000)), ($5 == "nan" ? "-" : sprintf("%.1f", $5 / 1000)),
-            $6, $7 / 1e6, $8, $14, $10, $15 / 1048576, $13 }' "$SEED_RUNS"
+            $6, $7 / 1e6, $8, $14, $10, $15 / 1048576, $16, $13 }' "$SEED_RUNS"
+        echo
+        echo "Major page faults: \`pgmajfault\` of the server's memory group over the run, pages read back from the disk on"
+        echo "access (the binary's and libraries' code included) after the group's reclaim dropped them; a worker thread"
+        echo "that takes one waits for the throttled disk without making any file call."
     fi
     if [ -s "$LOG_LINES_FILE" ]; then
         echo
