@@ -600,6 +600,60 @@ fn proxy_cache_background_update_refreshes_after_a_stale_answer() {
     assert_eq!(asked(&upstream), 2);
 }
 
+const BACKGROUND_REVALIDATE: &str = "
+proxy_cache_path %%PREFIX%%/cache levels=1:2 keys_zone=one:1m;
+server {
+    listen 127.0.0.1:8080;
+    location / {
+        proxy_pass http://127.0.0.1:8081;
+        proxy_cache one;
+        proxy_cache_key $uri;
+        proxy_cache_revalidate on;
+        proxy_cache_background_update on;
+        add_header X-Cache $upstream_cache_status always;
+    }
+}";
+
+/// A background refresh with `proxy_cache_revalidate on` sends the stale entry's
+/// validators; the 304 (with no time of its own) makes the entry fresh again for the
+/// time its stored head gives (`max-age=1`, `stale-while-revalidate`), so the next
+/// request is a HIT on the stored body, as in nginx.
+#[test]
+fn a_background_refresh_revalidates_with_the_stored_validators() {
+    let (server, upstream) = cached_proxy(BACKGROUND_REVALIDATE, move |request, number| {
+        if number > 1 && request.contains("If-None-Match: \"v1\"\r\n") {
+            return "HTTP/1.1 304 Not Modified\r\nETag: \"v1\"\r\n\r\n".to_owned();
+        }
+        ok(
+            &format!("#{number}"),
+            "ETag: \"v1\"\r\nCache-Control: max-age=1, stale-while-revalidate=60\r\n",
+        )
+    });
+    wait_stored_after_miss(&server, "/bgr");
+    std::thread::sleep(Duration::from_millis(2100));
+    let stale = server.get("/bgr");
+    assert_eq!(
+        (x_cache(&stale), stale.body_text().as_str()),
+        ("STALE", "#1")
+    );
+    wait_until("the background revalidation", PATIENCE, || {
+        asked(&upstream) == 2
+    });
+    let conditional = &upstream.requests()[1];
+    assert!(
+        conditional.contains("If-None-Match: \"v1\"\r\n"),
+        "{conditional}"
+    );
+    // While the 304's time is written into the entry, a request may still find it
+    // UPDATING; it never goes upstream again.
+    wait_until("a HIT on the revalidated entry", PATIENCE, || {
+        let answer = server.get("/bgr");
+        assert_eq!(answer.body_text(), "#1");
+        x_cache(&answer) == "HIT"
+    });
+    assert_eq!(asked(&upstream), 2);
+}
+
 fn wait_stored_after_miss(server: &Instance, path: &str) -> std::path::PathBuf {
     assert_eq!(x_cache(&server.get(path)), "MISS");
     wait_stored(&server.prefix().join("cache"), path)

@@ -146,7 +146,7 @@ impl CacheRequest {
         let is_error = matches!(condition, UseStale::ERROR | UseStale::TIMEOUT);
         is_error
             && now
-                < entry
+                <= entry
                     .header
                     .valid_sec
                     .saturating_add(entry.header.error_sec)
@@ -288,6 +288,12 @@ pub(crate) async fn lookup(
     if let Some((update, _)) = request.upstream.refresh.take() {
         cache.update = Some(update);
         cache.background = true;
+        // The stale entry's validators go upstream, as in a foreground refresh: a 304
+        // makes it fresh again (nginx's background subrequest revalidates too).
+        if let Some(entry) = stale_for_refresh(worker, info, request, &mut cache).await {
+            cache.revalidate = settings.revalidate && entry.revalidatable();
+            cache.stale = Some(entry);
+        }
         cache.fill = start_filling(&cache.zone, &cache.key);
         request.upstream.cache_status = Some(status::EXPIRED);
         return Lookup::Upstream(cache);
@@ -349,7 +355,7 @@ async fn look(
             return Look::Done(Box::new(Lookup::Upstream(take(cache))));
         }
     };
-    if snapshot.error != 0 && snapshot.valid_sec > now {
+    if snapshot.error != 0 && snapshot.valid_sec >= now {
         request.upstream.cache_status = Some(status::HIT);
         return Look::Done(Box::new(Lookup::Error(snapshot.error)));
     }
@@ -476,7 +482,8 @@ fn found(
             return miss_to_fill(request, cache);
         }
     }
-    if entry.header.valid_sec > now {
+    // Fresh through the second `valid_sec` names, as nginx counts.
+    if entry.header.valid_sec >= now {
         request.upstream.cache_status = Some(status::HIT);
         return Look::Done(Box::new(Lookup::Serve(entry)));
     }
@@ -487,7 +494,7 @@ fn found(
     {
         Some(update) => {
             let within_swr = now
-                < entry
+                <= entry
                     .header
                     .valid_sec
                     .saturating_add(entry.header.updating_sec);
@@ -509,7 +516,7 @@ fn found(
         }
         None => {
             let within_swr = now
-                < entry
+                <= entry
                     .header
                     .valid_sec
                     .saturating_add(entry.header.updating_sec);
@@ -705,6 +712,28 @@ async fn wait_for(fill: &cache::Fill, timeout: Duration) -> Option<FillState> {
 
 /// Opens and checks the entry file of the request's key where the cache's file work
 /// runs; a missing file is `None`, a damaged one is logged, removed and `None`.
+/// The stored entry a background refresh replaces, the variant of this request when the
+/// response varies; `None` when it is gone.
+async fn stale_for_refresh(
+    worker: &HttpWorker,
+    info: &ConnectionInfo,
+    request: &Request<'_>,
+    cache: &mut CacheRequest,
+) -> Option<Entry> {
+    let entry = open_entry(worker, info, request, cache).await?;
+    if entry.header.vary.is_empty() {
+        return Some(entry);
+    }
+    let variant = super::variant_of(request, &cache.main_md5, &entry.header.vary);
+    if variant == entry.header.variant {
+        return Some(entry);
+    }
+    cache.key.md5 = variant;
+    open_entry(worker, info, request, cache)
+        .await
+        .filter(|entry| entry.header.variant == variant)
+}
+
 async fn open_entry(
     worker: &HttpWorker,
     info: &ConnectionInfo,
