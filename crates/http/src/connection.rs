@@ -9,7 +9,6 @@ use http1::{RequestError, Version};
 use logging::Level;
 use runtime::{ConnectionGuard, PeerAddress, Stream};
 use std::pin::Pin;
-
 use tokio::time::{Sleep, timeout_at};
 
 use crate::body::BodyState;
@@ -217,10 +216,12 @@ pub async fn serve(
                 });
             }
             After::Close => {
+                send::path_lines_written(&worker).await;
                 connection.close_tls(send_timeout).await;
                 return;
             }
             After::Linger => {
+                send::path_lines_written(&worker).await;
                 let core = core.unwrap_or(server_settings);
                 connection
                     .linger(core.lingering_time, core.lingering_timeout)

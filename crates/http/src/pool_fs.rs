@@ -58,17 +58,14 @@ pub(crate) fn path_from_vec(bytes: Vec<u8>) -> PathBuf {
     PathBuf::from(<std::ffi::OsString as std::os::unix::ffi::OsStringExt>::from_vec(bytes))
 }
 
-/// Appends one access-log line to `path` (created with mode 0644 if missing), for a log
-/// whose path has variables. Runs on a pool.
-pub(crate) fn append_line(path: &std::path::Path, line: &[u8]) -> io::Result<()> {
-    use std::io::Write;
+/// Opens a log file for appending, made `0644` if it is new, as nginx makes logs.
+pub(crate) fn open_append(path: &std::path::Path) -> io::Result<std::fs::File> {
     use std::os::unix::fs::OpenOptionsExt;
-    let mut file = std::fs::OpenOptions::new()
+    std::fs::OpenOptions::new()
         .append(true)
         .create(true)
         .mode(0o644)
-        .open(path)?;
-    file.write_all(line)
+        .open(path)
 }
 
 #[cfg(test)]

@@ -37,6 +37,11 @@ pub struct Generation {
     /// The `proxy_cache_path` zones, by `CacheZoneId`: shared with the generations before
     /// and after this one that declare the same zone.
     pub cache_zones: Vec<Arc<cache::Zone>>,
+    /// The descriptors `open_log_file_cache` keeps, shared by the workers: one descriptor
+    /// per path for the whole server (nginx keeps one per worker process).
+    pub log_files: std::sync::Mutex<crate::log_buffers::PathFiles>,
+    /// The buffers of `access_log ... buffer=`, shared by the workers.
+    pub access_log_buffers: Arc<crate::log_buffers::SharedBuffers>,
 }
 
 /// A stopwatch for file operations that may block the worker, for the stall watcher. It
@@ -194,13 +199,13 @@ impl HttpWorker {
         stopping: Arc<AtomicBool>,
         index: usize,
     ) -> HttpWorker {
-        let slots = generation.http.access_log_buffers;
+        let buffers = Arc::clone(&generation.access_log_buffers);
         HttpWorker {
             generation,
             pools,
             clock,
             phase,
-            log_buffers: RefCell::new(LogBuffers::new(slots)),
+            log_buffers: RefCell::new(LogBuffers::new(buffers)),
             date: RefCell::new(DateCache {
                 second: i64::MIN,
                 value: Vec::new(),
@@ -461,6 +466,8 @@ mod tests {
             hostname: "test".to_owned(),
             error_log,
             cache_zones: Vec::new(),
+            log_files: Default::default(),
+            access_log_buffers: Default::default(),
         });
         let (_phase_sender, phase) = watch::channel(Phase::Running);
         let worker = Rc::new(HttpWorker::new(

@@ -118,6 +118,8 @@ pub fn start(
         hostname: crate::config::hostname(),
         error_log: Arc::clone(&config.error_log),
         cache_zones,
+        log_files: Default::default(),
+        access_log_buffers: Default::default(),
     });
     let mut workers = Vec::new();
     for index in 0..config.workers {

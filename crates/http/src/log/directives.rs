@@ -6,7 +6,8 @@ use conf::{Arity, BlockKind, ConfError, Contexts, Directive, Span};
 use logging::{ErrorLog, ErrorSink, Level};
 
 use crate::conf::{HttpDirective, LoadContext, LocationScope, MainScope, Setter};
-use crate::log::{AccessLogTarget, Buffering, Escape, LogFormat, LogPath};
+use crate::log::{AccessLogTarget, Buffering, Escape, LogFormat, LogPath, OpenLogFileCache};
+use std::time::Duration;
 
 pub const DIRECTIVES: &[HttpDirective] = &[
     HttpDirective {
@@ -37,31 +38,43 @@ pub const DIRECTIVES: &[HttpDirective] = &[
         contexts: Contexts::HTTP_SERVER_LOCATION,
         arity: Arity::TAKE1234,
         block: BlockKind::Simple,
-        set: Setter::Location(check_open_log_file_cache),
+        set: Setter::Location(set_open_log_file_cache),
     },
 ];
 
-/// `open_log_file_cache off | max=N [inactive=time] [min_uses=N] [valid=time]`: checked
-/// with nginx's errors, and without effect: Portico opens each log file once per loaded
-/// configuration, which is what the cache saves nginx from redoing per request.
-fn check_open_log_file_cache(
-    _scope: &mut LocationScope,
+/// `open_log_file_cache off | max=N [inactive=time] [min_uses=N] [valid=time]`, with
+/// nginx's defaults (10 s, 1, 60 s) and errors.
+fn set_open_log_file_cache(
+    scope: &mut LocationScope,
     directive: &Directive,
-    _context: &mut LoadContext<'_>,
+    context: &mut LoadContext<'_>,
 ) -> Result<(), ConfError> {
     let span = &directive.span;
+    if scope.access_log.open_log_file_cache.is_some() {
+        return Err(context.duplicate(directive));
+    }
     if directive.arg(0) == "off" && directive.args.len() == 1 {
+        scope.access_log.open_log_file_cache = Some(None);
         return Ok(());
     }
-    let mut has_max = false;
+    let mut cache = OpenLogFileCache {
+        max: 0,
+        inactive: Duration::from_secs(10),
+        min_uses: 1,
+        valid: Duration::from_secs(60),
+    };
     for argument in &directive.args {
         let text = argument.as_str();
         let (name, value) = text.split_once('=').unwrap_or((text, ""));
-        let valid = match name {
-            "max" | "min_uses" => {
-                conf::value::parse_number(value).is_some_and(|n| n > 0 || name == "min_uses")
-            }
-            "inactive" | "valid" => conf::value::parse_time_seconds(value).is_some(),
+        let parsed = match name {
+            "max" => conf::value::parse_number(value)
+                .filter(|n| *n > 0)
+                .map(|n| cache.max = n as usize),
+            "min_uses" => conf::value::parse_number(value)
+                .and_then(|n| u32::try_from(n).ok())
+                .map(|n| cache.min_uses = n),
+            "inactive" => conf::value::parse_time_seconds(value).map(|time| cache.inactive = time),
+            "valid" => conf::value::parse_time_seconds(value).map(|time| cache.valid = time),
             _ => {
                 return Err(ConfError::message(
                     format!("invalid \"open_log_file_cache\" parameter \"{text}\""),
@@ -69,20 +82,20 @@ fn check_open_log_file_cache(
                 ));
             }
         };
-        if !valid {
+        if parsed.is_none() {
             return Err(ConfError::message(
                 format!("invalid {name} value \"{value}\""),
                 span,
             ));
         }
-        has_max |= name == "max";
     }
-    if !has_max {
+    if cache.max == 0 {
         return Err(ConfError::message(
             "\"open_log_file_cache\" must have \"max\" parameter",
             span,
         ));
     }
+    scope.access_log.open_log_file_cache = Some(Some(Arc::new(cache)));
     Ok(())
 }
 

@@ -8,4 +8,5 @@ pub mod settings;
 
 pub use settings::{
     AccessLog, AccessLogConf, AccessLogTarget, Buffering, COMBINED, Escape, LogFormat, LogPath,
+    OpenLogFileCache,
 };

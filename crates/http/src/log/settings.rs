@@ -47,6 +47,22 @@ pub enum LogPath {
     Template(HttpTemplate),
 }
 
+/// `open_log_file_cache max=N [inactive=TIME] [min_uses=N] [valid=TIME]`: each worker
+/// keeps the descriptors of logs whose paths have variables.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpenLogFileCache {
+    /// The most descriptors (and paths counted towards `min_uses`) kept.
+    pub max: usize,
+    /// A path not logged to for this long is forgotten and its descriptor closed.
+    pub inactive: Duration,
+    /// A descriptor is kept once its path was logged to this many times within
+    /// `inactive`.
+    pub min_uses: u32,
+    /// A kept descriptor is used this long, then its path is opened again (a rotated log
+    /// is picked up).
+    pub valid: Duration,
+}
+
 /// One `access_log PATH FORMAT ...`.
 #[derive(Clone, Debug)]
 pub struct AccessLogTarget {
@@ -66,6 +82,8 @@ settings! {
         /// `access_log off` appeared at the level that set the list: nginx then logs nothing
         /// there, whatever other `access_log` lines the level has.
         access_log_off: bool = false,
+        /// `open_log_file_cache`: `None` is `off`.
+        open_log_file_cache: Option<Arc<OpenLogFileCache>> = None,
     }
 }
 

@@ -365,7 +365,8 @@ pub(crate) fn log_request_info(
 }
 
 /// A line for a log whose path has variables: appended on the `default` pool (the file
-/// opened, written and closed there, never on the loop). A failure is logged at `crit` as
+/// opened, written and closed there, never on the loop; or written through the descriptor
+/// `open_log_file_cache` kept). A failure is logged at `crit` as
 /// nginx logs it, and the line is lost, as in nginx.
 fn write_path_line(
     worker: &HttpWorker,
@@ -378,17 +379,40 @@ fn write_path_line(
     let clock = worker.clock.clone();
     let id = connection.id;
     let order = std::rc::Rc::clone(&worker.log_buffers.borrow().path_lines);
+    let generation = std::sync::Arc::clone(&worker.generation);
+    let pending = std::rc::Rc::clone(&worker.log_buffers.borrow().path_pending);
+    pending.count.set(pending.count.get() + 1);
+    let cache = location.settings.access_log.open_log_file_cache.clone();
     tokio::task::spawn_local(async move {
+        use crate::log_buffers::PathUse;
+        let _counted = Written(pending);
         // Local tasks start in the order they were spawned and the lock is fair, so lines
         // keep the order in which the worker logged them.
         let _turn = order.lock().await;
         let path = line.path.clone();
+        let path_use = match &cache {
+            Some(cache) => lock_files(&generation).use_path(cache, &path, Instant::now()),
+            None => PathUse::Open { keep: false },
+        };
         let result = crate::worker::offload_to(&pool, move || {
-            crate::pool_fs::append_line(&line.path, &line.line)
+            use std::io::Write;
+            match path_use {
+                PathUse::Kept(file) => (&*file).write_all(&line.line).map(|()| None),
+                PathUse::Open { keep } => {
+                    let mut file = crate::pool_fs::open_append(&line.path)?;
+                    file.write_all(&line.line)?;
+                    Ok(keep.then(|| std::sync::Arc::new(file)))
+                }
+            }
         })
         .await;
         let message = match result {
-            Ok(Ok(())) => return,
+            Ok(Ok(kept)) => {
+                if let Some(cache) = &cache {
+                    lock_files(&generation).opened(cache, &path, kept, Instant::now());
+                }
+                return;
+            }
             Ok(Err(error)) => format!(
                 "open() \"{}\" failed ({})",
                 path.display(),
@@ -406,4 +430,34 @@ fn write_path_line(
             );
         }
     });
+}
+
+/// The configuration's kept log descriptors; a poisoned lock (a panic elsewhere while it
+/// was held) leaves the map usable.
+fn lock_files(
+    generation: &crate::worker::Generation,
+) -> std::sync::MutexGuard<'_, crate::log_buffers::PathFiles> {
+    generation
+        .log_files
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Takes a line off the pending count when its task ends, written or not.
+struct Written(std::rc::Rc<crate::log_buffers::PathPending>);
+
+impl Drop for Written {
+    fn drop(&mut self) {
+        let left = self.0.count.get().saturating_sub(1);
+        self.0.count.set(left);
+        if left == 0 {
+            self.0.done.notify_waiters();
+        }
+    }
+}
+
+/// Until the lines this worker logged to paths with variables are written.
+pub(crate) async fn path_lines_written(worker: &HttpWorker) {
+    let pending = std::rc::Rc::clone(&worker.log_buffers.borrow().path_pending);
+    pending.written().await;
 }

@@ -249,3 +249,66 @@ fn variables_in_the_path_pick_the_file_per_request() {
         "buffered logs cannot have variables in name in {conf}:4",
     );
 }
+
+/// `open_log_file_cache max=2 min_uses=2`: a path logged to twice keeps its descriptor, so
+/// after the log's directory is renamed its lines still reach the file there; a path used
+/// once, or pushed out by a newer path, is opened again and its line is lost (`crit`). A
+/// connection closes only after its line is written, as in nginx.
+#[test]
+fn open_log_file_cache_keeps_descriptors_of_paths_used_often() {
+    let server = Instance::http_builder(
+        "log_format uri '$uri?$args';
+        server {
+            listen 127.0.0.1:8080;
+            location / {
+                open_log_file_cache max=2 inactive=20s valid=1m min_uses=2;
+                access_log dir/$arg_name.log uri;
+                return 200 ok;
+            }
+        }",
+    )
+    .file("dir/.keep", "")
+    .expect_log("[crit]")
+    .start();
+    let directory = server.prefix().join("dir");
+    std::fs::set_permissions(
+        &directory,
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .expect("make dir writable");
+    // Each answer is read to the connection's close: the line is written by then.
+    let logged = |query: &str| {
+        let mut client = server.connect();
+        client.write(get(&format!("/?{query}")));
+        let answer = String::from_utf8_lossy(&client.read_to_end()).into_owned();
+        assert!(answer.starts_with("HTTP/1.1 200 "), "{answer}");
+    };
+    for name in ["old", "old", "once", "kept", "kept"] {
+        logged(&format!("name={name}"));
+    }
+    let moved = server.prefix().join("moved");
+    std::fs::rename(&directory, &moved).expect("rename the log directory");
+    for name in ["old", "once", "kept"] {
+        logged(&format!("name={name}&after"));
+    }
+    let read = |name: &str| std::fs::read_to_string(moved.join(name)).unwrap_or_default();
+    assert_eq!(
+        read("kept.log"),
+        "/?name=kept\n/?name=kept\n/?name=kept&after\n"
+    );
+    assert_eq!(read("once.log"), "/?name=once\n", "used once: not kept");
+    assert_eq!(
+        read("old.log"),
+        "/?name=old\n/?name=old\n",
+        "pushed out by kept"
+    );
+    let line = server.wait_for_error_log("[crit]");
+    assert!(
+        line.contains("dir/old.log\" failed (2: No such file or directory)"),
+        "{line}"
+    );
+    crate::support::cli::assert_http_body_fails(
+        "open_log_file_cache max=10; open_log_file_cache off;",
+        "\"open_log_file_cache\" directive is duplicate in {conf}:4",
+    );
+}
