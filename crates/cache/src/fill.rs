@@ -144,8 +144,11 @@ impl FillGuard {
     }
 
     /// Reserves `bytes` more against the zone's ceiling (the Content-Length up front, or
-    /// steps as an unknown length grows). False: the ceiling cannot be met, store nothing.
+    /// steps as an unknown length grows), rounded up to whole blocks of the file system, as
+    /// the committed file is counted. False: the ceiling cannot be met, store nothing.
     pub fn reserve(&mut self, bytes: u64) -> bool {
+        let block = self.zone.block_size();
+        let bytes = bytes.div_ceil(block).saturating_mul(block);
         match &mut self.reserved {
             Some(reservation) => reservation.grow(bytes),
             None => match self.zone.reserve(bytes) {

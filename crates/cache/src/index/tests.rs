@@ -596,9 +596,11 @@ fn a_fill_reservation_becomes_the_committed_size() {
     let zone = Zone::with_block_size(p, 4096);
     let t0 = Instant::now();
     let mut guard = filler(zone.start_fill(&md5(1), None, t0));
+    // Whole blocks, as the file will be counted: 6000 bytes hold two.
     assert!(guard.reserve(6000));
-    assert!(!guard.reserve(5000));
-    assert_eq!(zone.reserved(), 6000);
+    assert_eq!(zone.reserved(), 8192);
+    assert!(!guard.reserve(1), "a third block would cross 10000");
+    assert_eq!(zone.reserved(), 8192);
     assert!(guard.try_begin_rename());
     guard.commit(info(1, 8192));
     assert_eq!(zone.reserved(), 0);
