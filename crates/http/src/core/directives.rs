@@ -766,7 +766,7 @@ fn if_modified_since(
 }
 
 /// A size that may hold variables: a literal one is checked now, as nginx checks it.
-fn size_value(
+pub(crate) fn size_value(
     directive: &Directive,
     context: &mut LoadContext<'_>,
 ) -> Result<SizeValue, ConfError> {

@@ -87,7 +87,7 @@ pub struct UpstreamBody<'a> {
     cache: Option<Box<Keeper>>,
     limit_rate: u64,
     /// When the first body read waited, and the bytes read since (for the rate).
-    read_since: Option<(Instant, u64)>,
+    read_since: Option<(u64, u64)>,
 }
 
 impl std::fmt::Debug for UpstreamBody<'_> {
@@ -272,22 +272,31 @@ impl<'a> UpstreamBody<'a> {
     }
 
     /// `proxy_limit_rate`: how many bytes the next read may take, after waiting (on a timer)
-    /// until there is at least one: the rate allows `rate` bytes a second since the first
-    /// read, one second's worth ahead, as nginx counts. `usize::MAX` without a limit.
+    /// until there is at least one. As nginx counts, the rate allows `rate` bytes for each
+    /// wall-clock second begun since the first read: one second's worth at once, the next
+    /// when the clock's second changes. `usize::MAX` without a limit.
     async fn pace(&mut self) -> usize {
         if self.limit_rate == 0 {
             return usize::MAX;
         }
-        let rate = self.limit_rate as f64;
-        let (since, read) = *self.read_since.get_or_insert((Instant::now(), 0));
-        let allowed = |elapsed: f64| rate * (elapsed + 1.0) - read as f64;
-        let mut left = allowed(since.elapsed().as_secs_f64());
-        if left < 1.0 {
-            let due = since + Duration::from_secs_f64((read as f64 + 1.0) / rate - 1.0);
-            tokio::time::sleep_until(due.into()).await;
-            left = allowed(since.elapsed().as_secs_f64()).max(1.0);
+        let rate = u128::from(self.limit_rate);
+        let second = || {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |since| since.as_secs())
+        };
+        let (first, read) = *self.read_since.get_or_insert((second(), 0));
+        loop {
+            let seconds = u128::from(second().saturating_sub(first)) + 1;
+            let allowed = rate * seconds;
+            let read = u128::from(read);
+            if allowed > read {
+                return usize::try_from(allowed - read).unwrap_or(usize::MAX);
+            }
+            // nginx waits as long as the excess takes at the rate, then looks again.
+            let wait = (read - allowed) * 1000 / rate + 1;
+            tokio::time::sleep(Duration::from_millis(u64::try_from(wait).unwrap_or(1000))).await;
         }
-        left as usize
     }
 
     /// The body ended where its framing said: the connection may serve another request.

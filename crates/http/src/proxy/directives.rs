@@ -7,7 +7,7 @@ use conf::{Arity, BlockKind, ConfError, Contexts, Directive};
 use crate::conf::regex::Regex;
 use crate::conf::scope::Content;
 use crate::conf::{HttpDirective, LoadContext, LocationScope, Setter};
-use crate::core::directives::{flag, invalid_value, size, time};
+use crate::core::directives::{flag, invalid_value, size, size_value, time};
 use crate::proxy::pass::{ProxyPass, load_target};
 use crate::proxy::{
     Buffers, CookieRewrite, IgnoreHeaders, NextUpstream, Redirect, RedirectRule, SetHeader,
@@ -235,7 +235,7 @@ set_once!(
     flag
 );
 set_once!(set_buffering, LocationScope, proxy.buffering, flag);
-set_once!(set_limit_rate, LocationScope, proxy.limit_rate, size);
+set_once!(set_limit_rate, LocationScope, proxy.limit_rate, size_value);
 
 /// `proxy_cookie_flags off | COOKIE [FLAG ...]`: rules accumulate at one level.
 fn set_cookie_flags(

@@ -534,7 +534,7 @@ impl<'a> Proxying<'a, '_> {
             release,
             attempt: current.attempt,
             cache: writer,
-            limit_rate: proxy.limit_rate,
+            limit_rate: self.limit_rate(info, request, proxy),
         });
         if background {
             return ProxyOutcome::Drain(Box::new(body));
@@ -901,4 +901,34 @@ async fn resolve_variable_url<'a>(
         uri,
         tls: parsed.tls,
     })
+}
+
+impl<'a> Proxying<'a, '_> {
+    /// `proxy_limit_rate` for this response. With variables it is evaluated once the
+    /// response head is in, so `$upstream_http_*` may set it; a value that is not a size is
+    /// logged at `error` and means no limit.
+    fn limit_rate(&self, info: &ConnectionInfo, request: &Request<'a>, proxy: &Proxy) -> u64 {
+        let template = match &proxy.limit_rate {
+            crate::core::SizeValue::Fixed(rate) => return *rate,
+            crate::core::SizeValue::Variable(template) => template,
+        };
+        let text = render(self.worker, info, request, template);
+        match std::str::from_utf8(&text)
+            .ok()
+            .and_then(conf::value::parse_size)
+        {
+            Some(rate) => rate,
+            None => {
+                let shown = String::from_utf8_lossy(&text);
+                log(
+                    self.worker,
+                    info,
+                    request,
+                    Level::Error,
+                    format_args!("invalid size \"{shown}\""),
+                );
+                0
+            }
+        }
+    }
 }

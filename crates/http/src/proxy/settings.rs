@@ -168,7 +168,9 @@ settings! {
         cookie_path: CookieRewrite = CookieRewrite::Off,
         cookie_flags: CookieFlags = CookieFlags::Off,
         /// `proxy_limit_rate`: bytes per second read from the upstream; 0 is no limit.
-        limit_rate: u64 = 0,
+        /// Variables are evaluated once the upstream's response head is in
+        /// (`$upstream_http_*`).
+        limit_rate: crate::core::SizeValue = crate::core::SizeValue::Fixed(0),
         /// `proxy_ignore_client_abort`: a client that closes does not end the try.
         ignore_client_abort: bool = false,
         next_upstream: NextUpstream = NextUpstream(NextUpstream::ERROR | NextUpstream::TIMEOUT),

@@ -61,7 +61,8 @@ fn proxy_cookie_flags_sets_and_removes_attributes() {
 }
 
 /// `proxy_limit_rate` paces the reads from the upstream: 40 KiB at 16 KiB/s (a second's
-/// worth at once, as nginx allows) take at least a second; `0` does not limit.
+/// worth at once, then more as the clock's second changes, as nginx allows) take more than
+/// a second; `0` does not limit; a rate from `$upstream_http_x_rate` paces as well.
 #[test]
 fn proxy_limit_rate_paces_the_upstream_body() {
     let mut builder = Instance::http_builder(
@@ -76,12 +77,17 @@ fn proxy_limit_rate_paces_the_upstream_body() {
                 proxy_pass http://127.0.0.1:8081;
                 proxy_limit_rate 0;
             }
+            location /told/ {
+                proxy_pass http://127.0.0.1:8081;
+                proxy_limit_rate $upstream_http_x_rate;
+                proxy_buffers 4 16k;
+            }
         }",
     );
     let body = "x".repeat(40 * 1024);
     let answer: &'static str = Box::leak(
         format!(
-            "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{body}",
+            "HTTP/1.1 200 OK\r\nX-Rate: 16k\r\nContent-Length: {}\r\n\r\n{body}",
             body.len()
         )
         .into_boxed_str(),
@@ -98,4 +104,13 @@ fn proxy_limit_rate_paces_the_upstream_body() {
     );
     let free = server.get("/free/data");
     assert_eq!(free.body.len(), 40 * 1024);
+    // The rate from a variable of the upstream's response (nginx 1.27.0).
+    let started = Instant::now();
+    let told = server.get("/told/data");
+    let took = started.elapsed();
+    assert_eq!(told.body.len(), 40 * 1024);
+    assert!(
+        took >= Duration::from_millis(450),
+        "read at the upstream's rate: {took:?}"
+    );
 }
