@@ -174,6 +174,22 @@ impl ServerTls {
     }
 }
 
+impl ServerTls {
+    /// The same configuration serving `pairs` instead of its own: for certificates whose
+    /// names have variables, loaded per handshake. Session caches and ticket keys stay
+    /// shared with `self`.
+    pub fn with_pairs(&self, pairs: &[CertificatePair]) -> ServerTls {
+        let mut config = ServerConfig::clone(&self.config);
+        config.cert_resolver = Arc::new(PairResolver {
+            pairs: pairs.iter().map(|pair| pair.key.clone()).collect(),
+        });
+        ServerTls {
+            config: Arc::new(config),
+            verify: self.verify.clone(),
+        }
+    }
+}
+
 /// Chooses among a server's certificate pairs the first whose key can sign with a scheme
 /// the client offers: an ECDSA certificate for a client that takes ECDSA, else RSA.
 #[derive(Debug)]
