@@ -13,6 +13,7 @@ mod accept;
 mod chain;
 mod ciphers;
 mod client;
+mod context;
 mod keys;
 mod peer;
 mod revocation;

@@ -331,6 +331,7 @@ fn configuration(
     let verify = client_verify(settings, prefix)?;
     let tls_settings = tls::ServerSettings {
         pairs,
+        certificate_names: settings.certificates.clone(),
         protocols: settings.protocols,
         ciphers: Some(ciphers),
         prefer_server_ciphers: settings.prefer_server_ciphers,
