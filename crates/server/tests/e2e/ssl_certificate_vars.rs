@@ -210,3 +210,50 @@ fn bad_ssl_certificate_cache_parameters_fail_the_load() {
         "\"ssl_certificate_cache\" must have the \"max\" parameter in {conf}:2",
     );
 }
+
+/// Tasks the `default` pools of all workers have started (counted before they run, so a
+/// task whose result was awaited is always in).
+fn default_pool_tasks(server: &Instance) -> f64 {
+    let response = server.get("/metrics");
+    assert_eq!(response.status, 200);
+    response
+        .body_text()
+        .lines()
+        .filter_map(|line| {
+            line.strip_prefix("portico_thread_pool_task_wait_seconds_count{pool=\"default\",")
+        })
+        .filter_map(|rest| rest.split_once(' '))
+        .map(|(_, value)| value.parse::<f64>().expect("a sample's value"))
+        .sum()
+}
+
+#[test]
+fn the_pair_is_read_on_the_default_pool_once() {
+    if !have_openssl() {
+        return;
+    }
+    let server = tls::with_files(
+        Instance::http_builder(&format!(
+            "{}
+             server {{ listen 127.0.0.1:8080; location = /metrics {{ portico_metrics; }} }}",
+            body("")
+        )),
+        |directory| tls::self_signed(directory, "one.test", Key::Rsa),
+    )
+    .start();
+    let port = server.port_of(8443);
+    // Each scrape is itself a task on the default pool, counted by itself.
+    let before = default_pool_tasks(&server);
+    assert_eq!(
+        common_name(port, "one.test").expect("handshake"),
+        "one.test"
+    );
+    let loaded = default_pool_tasks(&server);
+    assert_eq!(loaded - before, 2.0, "the scrape and the pair's load");
+    assert_eq!(
+        common_name(port, "one.test").expect("handshake"),
+        "one.test"
+    );
+    let cached = default_pool_tasks(&server);
+    assert_eq!(cached - loaded, 1.0, "the scrape only: the pair was cached");
+}
