@@ -257,3 +257,51 @@ fn the_pair_is_read_on_the_default_pool_once() {
     let cached = default_pool_tasks(&server);
     assert_eq!(cached - loaded, 1.0, "the scrape only: the pair was cached");
 }
+
+#[test]
+fn data_with_a_variable_takes_the_pem_from_it() {
+    if !have_openssl() {
+        return;
+    }
+    let scratch = crate::support::TempPrefix::new();
+    tls::self_signed(scratch.path(), "inline", Key::Ecdsa);
+    let certificate = scratch.read("inline.crt");
+    let key = scratch.read("inline.key");
+    let server = Instance::http(&format!(
+        "map $ssl_server_name $certificate {{ default '{certificate}'; }}
+         map $ssl_server_name $key {{ default '{key}'; }}
+         server {{ listen 127.0.0.1:8443 ssl;
+            ssl_certificate data:$certificate; ssl_certificate_key data:$key;
+            location / {{ return 200 ok; }} }}"
+    ));
+    let port = server.port_of(8443);
+    assert_eq!(common_name(port, "any.test").expect("handshake"), "inline");
+}
+
+#[test]
+fn a_server_without_certificates_uses_the_default_servers_names() {
+    if !have_openssl() {
+        return;
+    }
+    let server = tls::with_files(
+        Instance::http_builder(
+            "server { listen 127.0.0.1:8443 ssl; server_name one.test;
+                ssl_certificate $ssl_server_name.crt; ssl_certificate_key $ssl_server_name.key;
+                location / { return 200 default; } }
+             server { listen 127.0.0.1:8443 ssl; server_name two.test;
+                location / { return 200 \"no context $ssl_server_name\"; } }",
+        ),
+        |directory| {
+            tls::self_signed(directory, "one.test", Key::Rsa);
+            tls::self_signed(directory, "two.test", Key::Ecdsa);
+        },
+    )
+    .start();
+    let port = server.port_of(8443);
+    assert_eq!(
+        common_name(port, "two.test").expect("handshake"),
+        "two.test"
+    );
+    let response = tls::get(port, &Options::sni("two.test"), "/");
+    assert_eq!(response.body_text(), "no context two.test");
+}
