@@ -273,12 +273,35 @@ pub enum Accepted {
     Rejected,
 }
 
-/// What the caller's choice of server gives for a hello: a configuration, or a refusal.
-pub type ChooseServer<'a> = &'a mut dyn FnMut(Option<&str>) -> Option<(Arc<tls::ServerTls>, usize)>;
+/// What the caller's choice of server gives for a hello: a configuration and the write
+/// size (`ssl_buffer_size`), or a refusal.
+pub enum Choice {
+    Serve(Arc<tls::ServerTls>, usize),
+    /// `ssl_reject_handshake`: an `unrecognized_name` alert.
+    Reject,
+    /// The configuration could not be made (a certificate that failed to load): an
+    /// `internal_error` alert, and the handshake fails with this reason.
+    Fail(String),
+}
 
-/// Reads a client's hello, lets `choose` pick the configuration by SNI name, and runs the
-/// handshake. The caller bounds it in time (`ssl_handshake_timeout`).
-pub async fn accept(tcp: TcpStream, choose: ChooseServer<'_>) -> Accepted {
+/// A client's hello, read in full, waiting for the caller's choice of configuration
+/// (which may take a trip to a thread pool, to load a certificate).
+pub struct PendingHello {
+    tcp: TcpStream,
+    hello: tls::Hello,
+}
+
+impl std::fmt::Debug for PendingHello {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PendingHello")
+            .field("hello", &self.hello)
+            .finish()
+    }
+}
+
+/// Reads a client's hello. `Err` is how the connection ended instead: plain HTTP, closed,
+/// or a hello that failed (its alert sent). The caller bounds it in time.
+pub async fn read_hello(tcp: TcpStream) -> Result<PendingHello, Accepted> {
     let fd = tcp.as_fd();
     let mut first = [0u8; 1];
     loop {
@@ -288,61 +311,81 @@ pub async fn accept(tcp: TcpStream, choose: ChooseServer<'_>) -> Accepted {
                 .map_err(io::Error::from)
         });
         match peeked {
-            Ok(0) => return Accepted::Closed,
+            Ok(0) => return Err(Accepted::Closed),
             Ok(_) => break,
             Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
                 if let Err(error) =
                     std::future::poll_fn(|context| tcp.poll_read_ready(context)).await
                 {
-                    return Accepted::Failed(error.to_string());
+                    return Err(Accepted::Failed(error.to_string()));
                 }
             }
-            Err(error) => return Accepted::Failed(error.to_string()),
+            Err(error) => return Err(Accepted::Failed(error.to_string())),
         }
     }
     if first[0] != 0x16 && first[0] != 0x80 {
-        return Accepted::Plain(Stream::Tcp(tcp));
+        return Err(Accepted::Plain(Stream::Tcp(tcp)));
     }
     let mut acceptor = tls::Acceptor::default();
-    let hello = loop {
+    loop {
         let read = tcp.try_io(Interest::READABLE, || acceptor.read_tls(&mut SocketIo(fd)));
         match read {
-            Ok(0) => return Accepted::Closed,
+            Ok(0) => return Err(Accepted::Closed),
             Ok(_) => match acceptor.accept() {
-                Ok(Some(hello)) => break hello,
+                Ok(Some(hello)) => return Ok(PendingHello { tcp, hello }),
                 Ok(None) => {}
                 Err(error) => {
                     let _ = rustix::net::send(fd, &error.alert, rustix::net::SendFlags::NOSIGNAL);
-                    return Accepted::Failed(error.message);
+                    return Err(Accepted::Failed(error.message));
                 }
             },
             Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
                 if let Err(error) =
                     std::future::poll_fn(|context| tcp.poll_read_ready(context)).await
                 {
-                    return Accepted::Failed(error.to_string());
+                    return Err(Accepted::Failed(error.to_string()));
                 }
             }
-            Err(error) => return Accepted::Failed(error.to_string()),
+            Err(error) => return Err(Accepted::Failed(error.to_string())),
         }
-    };
-    let name = hello.server_name();
-    let Some((server, write_chunk)) = choose(name.as_deref()) else {
-        let _ = rustix::net::send(fd, tls::REJECT_ALERT, rustix::net::SendFlags::NOSIGNAL);
-        return Accepted::Rejected;
-    };
-    let session = match hello.into_session(&server) {
-        Ok(session) => session,
-        Err(error) => {
-            let _ = rustix::net::send(fd, &error.alert, rustix::net::SendFlags::NOSIGNAL);
-            return Accepted::Failed(error.message);
+    }
+}
+
+impl PendingHello {
+    /// The SNI name, as the client sent it.
+    pub fn server_name(&self) -> Option<String> {
+        self.hello.server_name()
+    }
+
+    /// Goes on with the chosen configuration and runs the handshake to its end.
+    pub async fn finish(self, choice: Choice) -> Accepted {
+        let PendingHello { tcp, hello } = self;
+        let fd = tcp.as_fd();
+        let (server, write_chunk) = match choice {
+            Choice::Serve(server, write_chunk) => (server, write_chunk),
+            Choice::Reject => {
+                let _ = rustix::net::send(fd, tls::REJECT_ALERT, rustix::net::SendFlags::NOSIGNAL);
+                return Accepted::Rejected;
+            }
+            Choice::Fail(reason) => {
+                let alert = tls::INTERNAL_ERROR_ALERT;
+                let _ = rustix::net::send(fd, alert, rustix::net::SendFlags::NOSIGNAL);
+                return Accepted::Failed(reason);
+            }
+        };
+        let session = match hello.into_session(&server) {
+            Ok(session) => session,
+            Err(error) => {
+                let _ = rustix::net::send(fd, &error.alert, rustix::net::SendFlags::NOSIGNAL);
+                return Accepted::Failed(error.message);
+            }
+        };
+        let stream = TlsStream::new(tcp, session, write_chunk);
+        match stream.handshake().await {
+            Ok(()) => Accepted::Tls(Stream::Tls(Box::new(stream))),
+            Err(error) if error.kind() == io::ErrorKind::UnexpectedEof => Accepted::Closed,
+            Err(error) => Accepted::Failed(error.to_string()),
         }
-    };
-    let stream = TlsStream::new(tcp, session, write_chunk);
-    match stream.handshake().await {
-        Ok(()) => Accepted::Tls(Stream::Tls(Box::new(stream))),
-        Err(error) if error.kind() == io::ErrorKind::UnexpectedEof => Accepted::Closed,
-        Err(error) => Accepted::Failed(error.to_string()),
     }
 }
 

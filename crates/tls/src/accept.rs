@@ -10,6 +10,10 @@ use crate::session::{Offered, Session, offered_ciphers, offered_curves};
 /// `ssl_reject_handshake on`.
 pub const REJECT_ALERT: &[u8] = &[0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x70];
 
+/// A fatal `internal_error` alert, as a TLS 1.2 record: what a server that cannot make its
+/// configuration for a hello (a certificate that failed to load) sends.
+pub const INTERNAL_ERROR_ALERT: &[u8] = &[0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x50];
+
 /// Reads a ClientHello.
 #[derive(Default)]
 pub struct Acceptor {

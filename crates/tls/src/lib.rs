@@ -13,6 +13,7 @@ mod accept;
 mod chain;
 mod ciphers;
 mod client;
+mod context;
 mod keys;
 mod peer;
 mod revocation;
@@ -21,7 +22,7 @@ mod session;
 mod signature;
 mod tickets;
 
-pub use accept::{AcceptError, Acceptor, Hello, REJECT_ALERT};
+pub use accept::{AcceptError, Acceptor, Hello, INTERNAL_ERROR_ALERT, REJECT_ALERT};
 pub use ciphers::{CipherList, parse_cipher_list};
 pub use client::{ClientSettings, ClientTls};
 pub use keys::{CertificatePair, PemSource, load_ocsp_response, load_pair, load_trusted};

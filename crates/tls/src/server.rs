@@ -10,6 +10,7 @@ use rustls::server::{ClientHello, NoServerSessionStorage, ResolvesServerCert, Se
 use rustls::sign::CertifiedKey;
 
 use crate::ciphers::CipherList;
+use crate::context::{ContextSessions, ContextTickets};
 use crate::keys::CertificatePair;
 use crate::peer::{AnyClientCertificate, ClientVerify};
 use crate::tickets::{SessionCache, TicketKeys};
@@ -83,6 +84,9 @@ pub fn parse_curves(text: &str) -> Result<(Curves, Vec<String>), String> {
 #[derive(Debug)]
 pub struct ServerSettings {
     pub pairs: Vec<CertificatePair>,
+    /// The certificate names as written: with no pair (names with variables), they make the
+    /// session context in place of the certificates.
+    pub certificate_names: Vec<String>,
     pub protocols: Protocols,
     /// `None`: rustls's TLS 1.2 suites in its order.
     pub ciphers: Option<CipherList>,
@@ -153,12 +157,28 @@ impl ServerTls {
         let mut config = builder.with_cert_resolver(Arc::new(resolver));
         config.ignore_client_order = settings.prefer_server_ciphers;
         config.alpn_protocols = settings.alpn;
-        config.session_storage = match settings.session_cache {
+        let context = crate::context::context(
+            settings.pairs.iter().map(CertificatePair::leaf),
+            &settings.certificate_names,
+            &settings
+                .verify
+                .as_ref()
+                .map(|verify| verify.hints())
+                .unwrap_or_default(),
+        );
+        let storage: Arc<dyn rustls::server::StoresServerSessions> = match settings.session_cache {
             Some(cache) => cache,
             None => Arc::new(NoServerSessionStorage {}),
         };
+        config.session_storage = Arc::new(ContextSessions {
+            inner: storage,
+            context,
+        });
         if let Some(tickets) = settings.tickets {
-            config.ticketer = tickets;
+            config.ticketer = Arc::new(ContextTickets {
+                inner: tickets,
+                context,
+            });
         } else if config.session_storage.can_cache() {
             config.send_tls13_tickets = 1;
         } else {
@@ -171,6 +191,22 @@ impl ServerTls {
             config: Arc::new(config),
             verify: settings.verify,
         })
+    }
+}
+
+impl ServerTls {
+    /// The same configuration serving `pairs` instead of its own: for certificates whose
+    /// names have variables, loaded per handshake. Session caches and ticket keys stay
+    /// shared with `self`.
+    pub fn with_pairs(&self, pairs: &[CertificatePair]) -> ServerTls {
+        let mut config = ServerConfig::clone(&self.config);
+        config.cert_resolver = Arc::new(PairResolver {
+            pairs: pairs.iter().map(|pair| pair.key.clone()).collect(),
+        });
+        ServerTls {
+            config: Arc::new(config),
+            verify: self.verify.clone(),
+        }
     }
 }
 

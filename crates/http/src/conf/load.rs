@@ -509,7 +509,8 @@ fn build(
             .iter()
             .find(|spec| spec.ssl)
             .map(|spec| spec.span.clone());
-        let tls = crate::ssl::server_tls(&ssl, &mut tls_build, &env.prefix)?;
+        let (tls, variable_certificates) =
+            crate::ssl::server_tls(&ssl, &mut tls_build, &env.prefix, &mut context.variables)?;
         ssl_listens.push(ssl_listen);
         listens.extend(specs.into_iter().map(|spec| (spec, id)));
         let mut names = std::mem::take(&mut server_scope.names);
@@ -523,6 +524,7 @@ fn build(
             core: server_scope.core.resolve(env),
             ssl,
             tls,
+            variable_certificates,
             location: server_location,
             locations: locations.0,
             named_locations,

@@ -133,6 +133,9 @@ pub struct Server {
     pub ssl: crate::ssl::settings::SslServer,
     /// The TLS configuration, when the server has a certificate.
     pub tls: Option<Arc<tls::ServerTls>>,
+    /// When a certificate name has variables: what loads the pairs per handshake (`tls`
+    /// is then the configuration without certificates).
+    pub variable_certificates: Option<Arc<crate::ssl::certificates::VariableCertificates>>,
     /// The settings of the server level itself, used when no location matches and for
     /// the server rewrite phase.
     pub location: LocationId,

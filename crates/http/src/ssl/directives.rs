@@ -7,7 +7,7 @@ use conf::{Arity, ConfError, Contexts, Directive};
 
 use crate::conf::{HttpDirective, LoadContext, ServerScope, Setter};
 use crate::set_once;
-use crate::ssl::settings::{SessionCacheSetting, VerifyClient};
+use crate::ssl::settings::{CertificateCacheConf, SessionCacheSetting, VerifyClient};
 
 const HTTP_SERVER: Contexts = Contexts::HTTP.with(Contexts::SERVER);
 
@@ -31,6 +31,11 @@ pub const DIRECTIVES: &[HttpDirective] = &[
         "ssl_certificate_key",
         Arity::TAKE1,
         Setter::Server(add_certificate_key),
+    ),
+    entry(
+        "ssl_certificate_cache",
+        Arity::TAKE123,
+        Setter::Server(set_certificate_cache),
     ),
     entry(
         "ssl_password_file",
@@ -304,6 +309,60 @@ fn time(
 }
 
 set_once!(set_session_timeout, ServerScope, ssl.session_timeout, time);
+set_once!(
+    set_certificate_cache,
+    ServerScope,
+    ssl.certificate_cache,
+    certificate_cache
+);
+
+/// `ssl_certificate_cache off | max=N [inactive=time] [valid=time]`.
+fn certificate_cache(
+    directive: &Directive,
+    _context: &mut LoadContext<'_>,
+) -> Result<Option<CertificateCacheConf>, ConfError> {
+    let mut max = 0;
+    let mut inactive = CertificateCacheConf::INACTIVE;
+    let mut valid = CertificateCacheConf::VALID;
+    let mut off = false;
+    for argument in &directive.args {
+        let text = argument.as_str();
+        let parsed = if let Some(value) = text.strip_prefix("max=") {
+            conf::value::parse_number(value)
+                .filter(|&max| max > 0)
+                .map(|value| max = usize::try_from(value).unwrap_or(usize::MAX))
+        } else if let Some(value) = text.strip_prefix("inactive=") {
+            conf::value::parse_time_seconds(value).map(|value| inactive = value)
+        } else if let Some(value) = text.strip_prefix("valid=") {
+            conf::value::parse_time_seconds(value).map(|value| valid = value)
+        } else if text == "off" {
+            off = true;
+            Some(())
+        } else {
+            None
+        };
+        if parsed.is_none() {
+            return Err(ConfError::message(
+                format!("invalid \"ssl_certificate_cache\" parameter \"{text}\""),
+                &directive.span,
+            ));
+        }
+    }
+    if off {
+        return Ok(None);
+    }
+    if max == 0 {
+        return Err(ConfError::message(
+            "\"ssl_certificate_cache\" must have the \"max\" parameter",
+            &directive.span,
+        ));
+    }
+    Ok(Some(CertificateCacheConf {
+        max,
+        inactive,
+        valid,
+    }))
+}
 set_once!(set_session_tickets, ServerScope, ssl.session_tickets, flag);
 
 fn add_session_ticket_key(

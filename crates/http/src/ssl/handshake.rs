@@ -5,7 +5,7 @@ use std::rc::Rc;
 
 use logging::Level;
 use runtime::Stream;
-use runtime::tls::Accepted;
+use runtime::tls::{Accepted, Choice};
 
 use crate::conf::{AddressConf, ServerId};
 use crate::request::ConnectionInfo;
@@ -51,19 +51,21 @@ pub(crate) async fn start(
         return Start::Plain(stream);
     };
     let conf = worker.conf();
-    let default_server = conf.server(address.default_server);
-    let timeout = default_server.ssl.handshake_timeout;
-    let mut chosen = address.default_server;
-    let mut choose = |name: Option<&str>| {
-        chosen = server_for(worker, address, name);
-        let server = conf.server(chosen);
-        if server.ssl.reject_handshake {
-            return None;
-        }
-        let tls = server.tls.clone().or_else(|| default_server.tls.clone())?;
-        Some((tls, server.ssl.buffer_size as usize))
+    let timeout = conf.server(address.default_server).ssl.handshake_timeout;
+    let chosen = std::cell::Cell::new(address.default_server);
+    let choice_failed = std::cell::Cell::new(false);
+    let handshake = async {
+        let pending = match runtime::tls::read_hello(tcp).await {
+            Ok(pending) => pending,
+            Err(accepted) => return accepted,
+        };
+        let name = pending.server_name();
+        chosen.set(server_for(worker, address, name.as_deref()));
+        let choice = choose(worker, address, info, chosen.get(), name.as_deref()).await;
+        choice_failed.set(matches!(choice, Choice::Fail(_)));
+        pending.finish(choice).await
     };
-    let accepted = tokio::time::timeout(timeout, runtime::tls::accept(tcp, &mut choose)).await;
+    let accepted = tokio::time::timeout(timeout, handshake).await;
     let (level, message) = match accepted {
         Ok(Accepted::Tls(stream)) => {
             let handshake = stream.tls_info().cloned().unwrap_or_default();
@@ -80,6 +82,8 @@ pub(crate) async fn start(
              unrecognized name) while SSL handshaking"
                 .to_owned(),
         ),
+        // A configuration that could not be made was logged when it failed.
+        Ok(Accepted::Failed(_)) if choice_failed.get() => return Start::End,
         Ok(Accepted::Failed(reason)) => (
             Level::Info,
             format!("SSL_do_handshake() failed (SSL: {reason}) while SSL handshaking"),
@@ -89,8 +93,51 @@ pub(crate) async fn start(
             "client timed out (110: Connection timed out) while SSL handshaking".to_owned(),
         ),
     };
-    log(worker, chosen, info, level, &message);
+    log(worker, chosen.get(), info, level, &message);
     Start::End
+}
+
+/// The configuration for a hello that chose `server`: its own, else the default server's
+/// (nginx's "no context" case); with variables in the certificate names, the pair the
+/// connection's names resolve to, loaded off the loop. A pair that fails to load is
+/// logged here with nginx's `cannot load certificate` line.
+async fn choose(
+    worker: &HttpWorker,
+    address: &AddressConf,
+    info: &ConnectionInfo,
+    chosen: ServerId,
+    name: Option<&str>,
+) -> Choice {
+    let conf = worker.conf();
+    let server = conf.server(chosen);
+    if server.ssl.reject_handshake {
+        return Choice::Reject;
+    }
+    let write_chunk = server.ssl.buffer_size as usize;
+    let owner = if server.tls.is_some() {
+        server
+    } else {
+        conf.server(address.default_server)
+    };
+    let Some(tls) = owner.tls.clone() else {
+        return Choice::Reject;
+    };
+    let Some(variable) = &owner.variable_certificates else {
+        return Choice::Serve(tls, write_chunk);
+    };
+    match variable.configuration(worker, info, chosen, name).await {
+        Ok(tls) => Choice::Serve(tls, write_chunk),
+        Err((level, message)) => {
+            log(
+                worker,
+                chosen,
+                info,
+                level,
+                &format!("{message} while SSL handshaking"),
+            );
+            Choice::Fail("cert cb error".to_owned())
+        }
+    }
 }
 
 fn log(worker: &HttpWorker, server: ServerId, info: &ConnectionInfo, level: Level, message: &str) {

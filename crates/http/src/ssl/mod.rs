@@ -2,6 +2,7 @@
 //! the `tls` crate when the configuration loads), the handshake of a client connection
 //! with SNI choosing the server, and the `$ssl_*` variables.
 
+pub mod certificates;
 pub mod directives;
 pub mod handshake;
 pub mod settings;
@@ -185,36 +186,48 @@ pub(crate) fn check_defaults(
     Ok(())
 }
 
+/// A virtual server's TLS: its configuration, and when a certificate name has variables,
+/// what loads the pairs per handshake (the configuration then has no certificate).
+pub(crate) type ServerTlsParts = (
+    Option<Arc<tls::ServerTls>>,
+    Option<Arc<certificates::VariableCertificates>>,
+);
+
 /// The TLS configuration of one virtual server, or `None` when it has no certificate.
 pub(crate) fn server_tls(
     settings: &SslServer,
     build: &mut TlsBuild,
     prefix: &Path,
-) -> Result<Option<Arc<tls::ServerTls>>, ConfError> {
+    variables: &mut crate::variables::VariableRegistry,
+) -> Result<ServerTlsParts, ConfError> {
     if settings.certificates.is_empty() {
-        return Ok(None);
+        return Ok((None, None));
     }
-    let mut pairs = Vec::new();
-    if let Some(name) = settings
+    let has_variables = settings
         .certificates
         .iter()
         .chain(&settings.certificate_keys)
-        .find(|name| name.contains('$') && !name.starts_with("data:"))
-    {
-        return Err(load_error(tls::TlsError(format!(
-            "variables in certificate names (\"{name}\") are not supported by Portico yet"
-        ))));
-    }
+        .any(|name| name.contains('$'));
+    let mut pairs = Vec::new();
+    let mut names = Vec::new();
     for (index, certificate) in settings.certificates.iter().enumerate() {
         let Some(key) = settings.certificate_keys.get(index) else {
             return Err(load_error(tls::TlsError(format!(
                 "no \"ssl_certificate_key\" is defined for certificate \"{certificate}\""
             ))));
         };
+        if has_variables {
+            names.push((
+                name_template(certificate, variables)?,
+                name_template(key, variables)?,
+            ));
+            continue;
+        }
         let certificate = source(prefix, certificate, "certificate")?;
         let key = source(prefix, key, "certificate key")?;
         pairs.push(tls::load_pair(&certificate, &key, &settings.passwords).map_err(load_error)?);
     }
+    let mut ocsp = None;
     if settings.stapling
         && let Some(file) = &settings.stapling_file
     {
@@ -223,7 +236,39 @@ pub(crate) fn server_tls(
             .iter()
             .map(|pair| pair.with_ocsp(response.clone()))
             .collect();
+        ocsp = Some(response);
     }
+    let server = Arc::new(configuration(settings, build, prefix, pairs)?);
+    if !has_variables {
+        return Ok((Some(server), None));
+    }
+    let variable =
+        certificates::VariableCertificates::new(names, settings, ocsp, prefix, server.clone());
+    Ok((Some(server), Some(Arc::new(variable))))
+}
+
+/// A certificate or key name compiled (a `data:` value too: `data:$variable` takes the PEM
+/// text from a variable; PEM text itself never holds a `$`).
+fn name_template(
+    name: &str,
+    variables: &mut crate::variables::VariableRegistry,
+) -> Result<crate::variables::HttpTemplate, ConfError> {
+    crate::variables::HttpTemplate::compile(name, |variable| {
+        Ok::<_, ConfError>(variables.resolve(variable))
+    })
+    .map_err(|error| match error {
+        vars::TemplateError::Resolve(error) => error,
+        other => ConfError::new(ConfErrorKind::Message(other.to_string()), None),
+    })
+}
+
+/// The configuration made of a server's settings and its loaded pairs.
+fn configuration(
+    settings: &SslServer,
+    build: &mut TlsBuild,
+    prefix: &Path,
+    pairs: Vec<tls::CertificatePair>,
+) -> Result<tls::ServerTls, ConfError> {
     let ciphers = tls::parse_cipher_list(&settings.ciphers)
         .map_err(|message| ConfError::new(ConfErrorKind::Message(message), None))?;
     let (curves, _) = tls::parse_curves(&settings.ecdh_curve)
@@ -286,6 +331,7 @@ pub(crate) fn server_tls(
     let verify = client_verify(settings, prefix)?;
     let tls_settings = tls::ServerSettings {
         pairs,
+        certificate_names: settings.certificates.clone(),
         protocols: settings.protocols,
         ciphers: Some(ciphers),
         prefer_server_ciphers: settings.prefer_server_ciphers,
@@ -296,8 +342,7 @@ pub(crate) fn server_tls(
         verify,
         early_data: settings.early_data,
     };
-    let server = tls::ServerTls::new(tls_settings).map_err(load_error)?;
-    Ok(Some(Arc::new(server)))
+    tls::ServerTls::new(tls_settings).map_err(load_error)
 }
 
 fn client_verify(

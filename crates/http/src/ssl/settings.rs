@@ -28,6 +28,31 @@ pub enum VerifyClient {
     OptionalNoCa,
 }
 
+/// `ssl_certificate_cache max=N [inactive=time] [valid=time]`: how the pairs of certificate
+/// names with variables are kept once loaded (`off` is `None`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CertificateCacheConf {
+    /// Files held (a pair is two), the least recently used dropped beyond it.
+    pub max: usize,
+    /// A pair not used for this long is dropped.
+    pub inactive: Duration,
+    /// A pair loaded this long ago is loaded again.
+    pub valid: Duration,
+}
+
+impl CertificateCacheConf {
+    /// nginx's `inactive` and `valid` when only `max` is given.
+    pub const INACTIVE: Duration = Duration::from_secs(10);
+    pub const VALID: Duration = Duration::from_secs(60);
+
+    /// Portico's cache when the directive is absent (nginx's default is `off`).
+    pub const DEFAULT: CertificateCacheConf = CertificateCacheConf {
+        max: 1000,
+        inactive: CertificateCacheConf::INACTIVE,
+        valid: CertificateCacheConf::VALID,
+    };
+}
+
 /// A value given as a file name or `data:`, and whether it has variables (not loadable
 /// at configuration time).
 pub type Names = Vec<String>;
@@ -39,6 +64,8 @@ settings! {
         certificates: Names = Vec::new(),
         /// `ssl_certificate_key`, matched with the certificates by position.
         certificate_keys: Names = Vec::new(),
+        /// `ssl_certificate_cache`, for names with variables; `None` is `off`.
+        certificate_cache: Option<CertificateCacheConf> = Some(CertificateCacheConf::DEFAULT),
         /// `ssl_password_file`: the passwords it holds, tried in order.
         passwords: Vec<Vec<u8>> = Vec::new(),
         /// `ssl_protocols`

@@ -86,6 +86,7 @@ mod split_clients;
 mod ssi;
 mod ssl;
 mod ssl_certificate;
+mod ssl_certificate_vars;
 mod ssl_reload;
 mod ssl_session;
 mod ssl_sni;

@@ -182,3 +182,49 @@ fn early_data_is_accepted() {
         response.body_text()
     );
 }
+
+#[test]
+fn a_session_resumes_only_on_servers_with_the_same_certificates() {
+    if !have_openssl() {
+        return;
+    }
+    // One cache and one set of ticket keys for all three servers, as nginx's session id
+    // context still keeps the third apart.
+    let server = tls::with_files(
+        Instance::http_builder(
+            "ssl_session_cache shared:SSL:1m;
+             server { listen 127.0.0.1:8443 ssl;
+                ssl_certificate localhost.crt; ssl_certificate_key localhost.key;
+                location / { return 200 $ssl_session_reused; } }
+             server { listen 127.0.0.1:8444 ssl;
+                ssl_certificate localhost.crt; ssl_certificate_key localhost.key;
+                location / { return 200 $ssl_session_reused; } }
+             server { listen 127.0.0.1:8445 ssl;
+                ssl_certificate other.crt; ssl_certificate_key other.key;
+                location / { return 200 $ssl_session_reused; } }",
+        ),
+        |directory| {
+            tls::self_signed(directory, "localhost", Key::Rsa);
+            tls::self_signed(directory, "other", Key::Rsa);
+        },
+    )
+    .start();
+    for tls12 in [false, true] {
+        let options = Options {
+            sessions: Some(session_store()),
+            tls12_only: tls12,
+            ..Options::default()
+        };
+        let reused = |nominal: u16| {
+            let mut client = tls::connect(server.port_of(nominal), &options).expect("handshake");
+            client.request(crate::support::get("/")).body_text()
+        };
+        assert_eq!(reused(8443), ".", "TLS 1.2 only: {tls12}");
+        assert_eq!(reused(8444), "r", "same certificate, TLS 1.2 only: {tls12}");
+        assert_eq!(
+            reused(8445),
+            ".",
+            "another certificate, TLS 1.2 only: {tls12}"
+        );
+    }
+}
