@@ -26,8 +26,10 @@ use runtime::Stream;
 use crate::limit::settings::{Limit, LimitZones, ReqLimit};
 use crate::limit::zone::{ConnZone, Lookup, Take};
 use crate::request::{ConnectionInfo, Request, current_location, log};
-use crate::variables::render;
+use crate::variables::evaluate::BinaryAddress;
+use crate::variables::{HttpTemplate, Variable, render};
 use crate::worker::HttpWorker;
+use vars::Segment;
 
 /// `$limit_req_status` values.
 pub const PASSED: &str = "PASSED";
@@ -112,7 +114,42 @@ pub async fn preaccess<'a>(
 /// A zone that holds the request's entry until the last zone's verdict.
 struct Held<'l> {
     limit: &'l ReqLimit,
-    key: Vec<u8>,
+    key: Key,
+}
+
+/// A zone's key for one request. `$binary_remote_addr`, the usual key, is read from the
+/// connection without the variables' machinery or a buffer: it is on the path of every
+/// limited request.
+enum Key {
+    Address(BinaryAddress),
+    Rendered(Vec<u8>),
+}
+
+impl Key {
+    fn of(
+        worker: &HttpWorker,
+        connection: &ConnectionInfo,
+        request: &Request<'_>,
+        template: &HttpTemplate,
+    ) -> Key {
+        match template.segments() {
+            [Segment::Variable(Variable::BinaryRemoteAddr)] => {
+                Key::Address(BinaryAddress::of(connection.peer.get()))
+            }
+            _ => Key::Rendered(render(worker, connection, request, template)),
+        }
+    }
+}
+
+impl std::ops::Deref for Key {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match self {
+            Key::Address(address) => address,
+            Key::Rendered(bytes) => bytes,
+        }
+    }
 }
 
 /// The lookups of one request in its `limit_req` zones, in order.
@@ -233,7 +270,7 @@ fn look_up<'l>(
     let mut held = Vec::new();
     for (index, used) in limit.limit_req.iter().enumerate() {
         let zone = &zones[used.zone];
-        let key = render(worker, connection, request, &zone.key);
+        let key = Key::of(worker, connection, request, &zone.key);
         if key.is_empty() {
             continue;
         }

@@ -7,7 +7,7 @@
 //! node, the module's node header and the key), so a zone of the same size fills at the
 //! same number of keys.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Instant;
 
@@ -135,8 +135,6 @@ struct ReqEntry {
     excess: u64,
     /// Requests between their lookup in this zone and their accounting in the last zone.
     count: u32,
-    /// Its place in the zone's LRU order.
-    stamp: u64,
 }
 
 /// What a lookup in one zone found.
@@ -163,13 +161,31 @@ pub struct ReqZone {
     state: Mutex<ReqState>,
 }
 
+/// The end of a link in the LRU list.
+const NONE: usize = usize::MAX;
+
+/// A zone's entries: a table from key to slot, and the slots linked from the most to the
+/// least recently used, as nginx's LRU queue (moving an entry to the front is a few
+/// stores, done on every request).
 #[derive(Debug)]
 struct ReqState {
-    entries: HashMap<Box<[u8]>, ReqEntry>,
-    /// Keys by stamp, oldest first.
-    order: BTreeMap<u64, Box<[u8]>>,
-    next_stamp: u64,
+    /// foldhash, seeded at random per zone: a key costs a few instructions to hash, where
+    /// SipHash took a hundred on the path of every limited request.
+    index: HashMap<Box<[u8]>, usize, foldhash::quality::RandomState>,
+    slots: Vec<ReqSlot>,
+    /// Slots of forgotten entries, reused first.
+    free: Vec<usize>,
+    newest: usize,
+    oldest: usize,
     capacity: Capacity,
+}
+
+#[derive(Debug)]
+struct ReqSlot {
+    key: Box<[u8]>,
+    entry: ReqEntry,
+    newer: usize,
+    older: usize,
 }
 
 impl ReqZone {
@@ -181,9 +197,11 @@ impl ReqZone {
             key_text: key_text.to_owned(),
             epoch: Instant::now(),
             state: Mutex::new(ReqState {
-                entries: HashMap::new(),
-                order: BTreeMap::new(),
-                next_stamp: 0,
+                index: HashMap::default(),
+                slots: Vec::new(),
+                free: Vec::new(),
+                newest: NONE,
+                oldest: NONE,
                 // The tree, its sentinel and the LRU queue head.
                 capacity: Capacity::new(size, 80, log_context),
             }),
@@ -197,7 +215,7 @@ impl ReqZone {
 
     /// How many keys the zone holds.
     pub fn len(&self) -> usize {
-        self.lock().entries.len()
+        self.lock().index.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -217,14 +235,9 @@ impl ReqZone {
     pub fn lookup(&self, key: &[u8], rate: u64, burst: u64, account: bool, now: u64) -> Lookup {
         let mut state = self.lock();
         let state = &mut *state;
-        let stamp = state.next_stamp;
-        state.next_stamp += 1;
-        if let Some(entry) = state.entries.get_mut(key) {
-            let stored = state.order.remove(&entry.stamp);
-            entry.stamp = stamp;
-            state
-                .order
-                .insert(stamp, stored.unwrap_or_else(|| key.into()));
+        if let Some(&slot) = state.index.get(key) {
+            state.move_to_front(slot);
+            let entry = &mut state.slots[slot].entry;
             let elapsed = now.saturating_sub(entry.last);
             let excess = with_request(entry.excess, rate, elapsed);
             if excess > burst {
@@ -249,16 +262,14 @@ impl ReqZone {
             }
         }
         let (last, count) = if account { (now, 0) } else { (0, 1) };
-        state.entries.insert(
-            key.into(),
+        state.insert(
+            key,
             ReqEntry {
                 last,
                 excess: 0,
                 count,
-                stamp,
             },
         );
-        state.order.insert(stamp, key.into());
         if account {
             Lookup::Accounted { excess: 0 }
         } else {
@@ -270,9 +281,10 @@ impl ReqZone {
     /// returns the key's new excess.
     pub fn account(&self, key: &[u8], rate: u64, now: u64) -> u64 {
         let mut state = self.lock();
-        let Some(entry) = state.entries.get_mut(key) else {
+        let Some(&slot) = state.index.get(key) else {
             return 0;
         };
+        let entry = &mut state.slots[slot].entry;
         let elapsed = now.saturating_sub(entry.last);
         let excess = with_request(entry.excess, rate, elapsed);
         if elapsed > 0 {
@@ -286,7 +298,8 @@ impl ReqZone {
     /// Lets go of a held entry without accounting (a later zone refused the request).
     pub fn release(&self, key: &[u8]) {
         let mut state = self.lock();
-        if let Some(entry) = state.entries.get_mut(key) {
+        if let Some(&slot) = state.index.get(key) {
+            let entry = &mut state.slots[slot].entry;
             entry.count = entry.count.saturating_sub(1);
         }
     }
@@ -299,12 +312,11 @@ impl ReqState {
     fn expire(&mut self, forced: u32, rate: u64, now: u64) {
         let mut round = forced;
         while round < 3 {
-            let Some((&stamp, key)) = self.order.first_key_value() else {
+            let slot = self.oldest;
+            if slot == NONE {
                 return;
-            };
-            let Some(entry) = self.entries.get(key) else {
-                return;
-            };
+            }
+            let entry = &self.slots[slot].entry;
             if entry.count > 0 {
                 return;
             }
@@ -318,10 +330,64 @@ impl ReqState {
                 }
             }
             round += 1;
-            let key = self.order.remove(&stamp).expect("the key just seen");
-            self.entries.remove(&key);
+            self.unlink(slot);
+            let key = std::mem::take(&mut self.slots[slot].key);
+            self.index.remove(&key);
+            self.free.push(slot);
             self.capacity.free(REQ_NODE_HEAD + key.len() as u64);
         }
+    }
+
+    /// A new entry, the most recently used.
+    fn insert(&mut self, key: &[u8], entry: ReqEntry) {
+        let filled = ReqSlot {
+            key: key.into(),
+            entry,
+            newer: NONE,
+            older: NONE,
+        };
+        let slot = match self.free.pop() {
+            Some(slot) => {
+                self.slots[slot] = filled;
+                slot
+            }
+            None => {
+                self.slots.push(filled);
+                self.slots.len() - 1
+            }
+        };
+        self.index.insert(key.into(), slot);
+        self.link_front(slot);
+    }
+
+    fn move_to_front(&mut self, slot: usize) {
+        if self.newest != slot {
+            self.unlink(slot);
+            self.link_front(slot);
+        }
+    }
+
+    fn unlink(&mut self, slot: usize) {
+        let (newer, older) = (self.slots[slot].newer, self.slots[slot].older);
+        match newer {
+            NONE => self.newest = older,
+            newer => self.slots[newer].older = older,
+        }
+        match older {
+            NONE => self.oldest = newer,
+            older => self.slots[older].newer = newer,
+        }
+    }
+
+    fn link_front(&mut self, slot: usize) {
+        let old_front = self.newest;
+        self.slots[slot].newer = NONE;
+        self.slots[slot].older = old_front;
+        match old_front {
+            NONE => self.oldest = slot,
+            front => self.slots[front].newer = slot,
+        }
+        self.newest = slot;
     }
 }
 
@@ -329,9 +395,12 @@ impl ReqState {
 /// drained at `rate`, the request's 1000 added, and only then floored at zero, as nginx
 /// computes it (so a long pause leaves 0, not 1000).
 fn with_request(excess: u64, rate: u64, elapsed: u64) -> u64 {
-    let drain = i128::from(rate) * i128::from(elapsed) / 1000;
-    let value = i128::from(excess) - drain + 1000;
-    u64::try_from(value.max(0)).unwrap_or(u64::MAX)
+    // `excess - drain + 1000` floored at zero is `(excess + 1000) - drain` saturated; the
+    // product fits a u64 but for entries idle for ages, which drain to zero anyway.
+    let drain = rate
+        .checked_mul(elapsed)
+        .map_or(u64::MAX, |product| product / 1000);
+    excess.saturating_add(1000).saturating_sub(drain)
 }
 
 /// An excess after `elapsed` milliseconds at `rate`, never below zero.
@@ -442,6 +511,38 @@ mod tests {
         // 254 pages; one for the zone's name, 32 slots of 128 bytes in each other, one
         // slot for the tree.
         assert_eq!(held, 253 * 32 - 1);
+    }
+
+    /// A full zone frees its least recently used key: a key looked up again moves to the
+    /// front, and freed slots are reused.
+    #[test]
+    fn a_full_zone_frees_the_least_recently_used_key() {
+        // Five keys of a page each fit, as below.
+        let zone = ReqZone::new("lru", MIN_ZONE_SIZE, "$k");
+        let key = |name: u8| vec![name; 2100];
+        for name in b'a'..=b'e' {
+            assert_eq!(
+                zone.lookup(&key(name), 1000, 0, true, 0),
+                Lookup::Accounted { excess: 0 }
+            );
+        }
+        // `a` is used again (a second later, drained), so `b` is now the oldest.
+        let found = zone.lookup(&key(b'a'), 1000, 0, true, 1000);
+        assert_eq!(found, Lookup::Accounted { excess: 0 });
+        assert_eq!(
+            zone.lookup(&key(b'f'), 1000, 0, true, 1000),
+            Lookup::Accounted { excess: 0 }
+        );
+        assert_eq!(zone.len(), 5);
+        // `a` is still known (its excess counts), `b` was freed (found anew, drained).
+        assert_eq!(
+            zone.lookup(&key(b'a'), 1000, 1000, true, 1000),
+            Lookup::Accounted { excess: 1000 }
+        );
+        assert_eq!(zone.len(), 5);
+        let state = zone.lock();
+        assert!(!state.index.contains_key(key(b'b').as_slice()));
+        assert_eq!(state.slots.len(), 5, "the freed slot was reused");
     }
 
     #[test]

@@ -101,13 +101,9 @@ impl RequestVariables<'_> {
             }
             Variable::RequestLength => push_number(out, request.length as i64, 1),
             Variable::RemoteAddr => write_peer(out, &self.connection.peer.get()),
-            Variable::BinaryRemoteAddr => match self.connection.peer.get() {
-                PeerAddress::Inet(address) => match address.ip() {
-                    IpAddr::V4(ip) => out.extend_from_slice(&ip.octets()),
-                    IpAddr::V6(ip) => out.extend_from_slice(&ip.octets()),
-                },
-                PeerAddress::Unix => {}
-            },
+            Variable::BinaryRemoteAddr => {
+                out.extend_from_slice(&BinaryAddress::of(self.connection.peer.get()));
+            }
             // An address realip took from a header without a port has none to show.
             Variable::RemotePort => match self.connection.peer.get() {
                 PeerAddress::Inet(address) if address.port() != 0 => {
@@ -908,5 +904,41 @@ mod tests {
         assert_eq!(super::gzip_ratio(2124, 1000), "2.12");
         assert_eq!(super::gzip_ratio(1999, 1000), "2.00");
         assert_eq!(super::gzip_ratio(100, 300), "0.33");
+    }
+}
+
+/// `$binary_remote_addr`'s value without a buffer: 4 bytes for IPv4, 16 for IPv6, none for
+/// a UNIX-domain peer.
+#[derive(Clone, Copy, Debug)]
+pub struct BinaryAddress {
+    bytes: [u8; 16],
+    len: u8,
+}
+
+impl BinaryAddress {
+    pub fn of(peer: PeerAddress) -> BinaryAddress {
+        let mut bytes = [0; 16];
+        let len = match peer {
+            PeerAddress::Inet(address) => match address.ip() {
+                IpAddr::V4(ip) => {
+                    bytes[..4].copy_from_slice(&ip.octets());
+                    4
+                }
+                IpAddr::V6(ip) => {
+                    bytes = ip.octets();
+                    16
+                }
+            },
+            PeerAddress::Unix => 0,
+        };
+        BinaryAddress { bytes, len }
+    }
+}
+
+impl std::ops::Deref for BinaryAddress {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len)]
     }
 }
