@@ -105,12 +105,14 @@ pub async fn serve(
         requests: 0,
         tls: None,
     };
-    if !crate::proxy_protocol::start(&worker, address, &stream, &mut info).await {
+    let started = crate::proxy_protocol::start(&worker, address, &stream, &mut info);
+    if !Box::pin(started).await {
         return;
     }
     let mut plain_on_tls_port = false;
     let stream = if address.ssl {
-        match crate::ssl::handshake::start(&worker, address, stream, &info).await {
+        let handshake = crate::ssl::handshake::start(&worker, address, stream, &info);
+        match Box::pin(handshake).await {
             Start::Tls(stream, handshake) => {
                 info.tls = Some(handshake);
                 stream
@@ -177,7 +179,8 @@ pub async fn serve(
                 connection.info.requests += 1;
                 let server = server_of_partial_head(&worker, address, &mut request);
                 log_ignored_headers(&worker, &connection, &mut request, server);
-                reject(&worker, &mut connection, &mut request, server, &error).await;
+                let rejected = reject(&worker, &mut connection, &mut request, server, &error);
+                Box::pin(rejected).await;
                 return;
             }
         };
@@ -354,7 +357,7 @@ fn log_ignored_headers(
     let lines: Vec<std::ops::Range<usize>> = request.head.ignored_headers.clone();
     for line in lines {
         let mut text = String::new();
-        push_quoted(&mut text, request.head_bytes.get(line).unwrap_or_default());
+        crate::request::push_quoted(&mut text, request.head_bytes.get(line).unwrap_or_default());
         let message = format!("client sent invalid header line: \"{text}\"");
         log_connection(
             worker,
@@ -367,17 +370,6 @@ fn log_ignored_headers(
     }
     request.server = saved_server;
     request.location = saved_location;
-}
-
-/// Client bytes for a log line: printable ASCII as is, anything else as `\xNN`.
-fn push_quoted(out: &mut String, bytes: &[u8]) {
-    for &byte in bytes {
-        if (0x20..0x7f).contains(&byte) {
-            out.push(char::from(byte));
-        } else {
-            out.push_str(&format!("\\x{byte:02X}"));
-        }
-    }
 }
 
 /// Logs a connection-level message to the error log of the request's server (the
@@ -516,7 +508,7 @@ async fn handle_request<'a>(
         http1::request::analyze(&request.head_bytes, &request.head, &mut request.info)
     {
         let server = select_server(worker, address, request);
-        reject(worker, connection, request, server, &error).await;
+        Box::pin(reject(worker, connection, request, server, &error)).await;
         return After::Close;
     }
     let server = select_server(worker, address, request);
@@ -527,12 +519,15 @@ async fn handle_request<'a>(
         server,
         &request.info.host,
     ) {
-        refuse(worker, connection, request, server, status, &message).await;
+        Box::pin(refuse(
+            worker, connection, request, server, status, &message,
+        ))
+        .await;
         return After::Close;
     }
     if let Err(error) = reread_with_server_rules(worker, address.default_server, server, request) {
         log_ignored_headers(worker, connection, request, server);
-        reject(worker, connection, request, server, &error).await;
+        Box::pin(reject(worker, connection, request, server, &error)).await;
         return After::Close;
     }
     log_ignored_headers(worker, connection, request, server);
@@ -588,7 +583,11 @@ async fn handle_request<'a>(
     }
     let sent = send::send_response(worker, connection, request, body).await;
     send::log_request(worker, connection, request);
-    phases::run_mirrors(worker, &connection.info, &connection.stream, request).await;
+    // Rare steps are boxed, else every connection's future holds their state (9.4 KiB).
+    if !request.mirrors.is_empty() {
+        let mirrors = phases::run_mirrors(worker, &connection.info, &connection.stream, request);
+        Box::pin(mirrors).await;
+    }
     if let Some(uri) = current_core(worker, request).post_action.clone() {
         let mut done = BodyState::Done;
         let client = Client {
@@ -596,7 +595,7 @@ async fn handle_request<'a>(
             source: BodySource::http1(&connection.stream, &mut connection.read_ahead),
             body: &mut done,
         };
-        phases::post_action(worker, client, request, uri.into_vec()).await;
+        Box::pin(phases::post_action(worker, client, request, uri.into_vec())).await;
     }
     if request.upstream.refresh.is_some() {
         // The stale entry is out: the connection waits while it is refreshed, as
@@ -607,7 +606,7 @@ async fn handle_request<'a>(
             source: BodySource::http1(&connection.stream, &mut connection.read_ahead),
             body: &mut done,
         };
-        phases::background_update(worker, client, request).await;
+        Box::pin(phases::background_update(worker, client, request)).await;
         request.upstream.refresh = None;
     }
     if let Err(error) = sent {
@@ -984,7 +983,8 @@ impl Connection {
             return;
         }
         let give_up = tokio::time::Instant::now() + total;
-        let mut scratch = [0u8; 4096];
+        // On the heap: an array here would sit in every connection's future.
+        let mut scratch = vec![0u8; 4096];
         loop {
             let deadline = give_up.min(tokio::time::Instant::now() + timeout);
             match timeout_at(deadline, self.stream.read(&mut scratch)).await {

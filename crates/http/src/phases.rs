@@ -313,7 +313,16 @@ async fn check_access<'a>(
         return basic_challenge(request, &realm);
     }
     let socket = client.source.socket();
-    match auth_request::check(worker, connection, socket, request, location, &SUBREQUESTS).await {
+    match Box::pin(auth_request::check(
+        worker,
+        connection,
+        socket,
+        request,
+        location,
+        &SUBREQUESTS,
+    ))
+    .await
+    {
         auth_request::Verdict::Passed if any => {
             // nginx drops a challenge another module made once access is granted.
             request
@@ -427,7 +436,7 @@ async fn observe_content<'a>(
     request: &mut Request<'a>,
     endpoint: Endpoint,
 ) -> Step<'a> {
-    match observe::respond(worker, connection, request, endpoint).await {
+    match Box::pin(observe::respond(worker, connection, request, endpoint)).await {
         observe::Outcome::Respond(body) => Step::Done(Reply::Respond(body)),
         observe::Outcome::Status(status) => Step::Finalize(status),
         observe::Outcome::Failed(error) => {
@@ -450,7 +459,8 @@ async fn proxy_content<'a>(
     request: &mut Request<'a>,
     location_id: LocationId,
 ) -> Step<'a> {
-    match proxy_handler::proxy(worker, client, request, location_id).await {
+    // Boxed, as the other heavy handlers: their state is not part of every request's.
+    match Box::pin(proxy_handler::proxy(worker, client, request, location_id)).await {
         ProxyOutcome::Respond(body) => Step::Done(Reply::Respond(body)),
         ProxyOutcome::Finalize(status) => Step::Finalize(status),
         ProxyOutcome::Redirect { uri, args } => Step::Redirect { uri, args },

@@ -416,6 +416,17 @@ pub fn log(
     );
 }
 
+/// Client bytes for a log line: printable ASCII as is, anything else as `\xNN`.
+pub(crate) fn push_quoted(out: &mut String, bytes: &[u8]) {
+    for &byte in bytes {
+        if (0x20..0x7f).contains(&byte) {
+            out.push(char::from(byte));
+        } else {
+            out.push_str(&format!("\\x{byte:02X}"));
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
