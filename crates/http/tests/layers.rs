@@ -55,6 +55,7 @@ const FEATURES: &[(&str, &str)] = &[
     // The `upstream` block's directives; the groups (the `upstream` crate's, as the kernel
     // uses them) and `$upstream_*` data are kernel.
     ("upstream/directives.rs", "upstream"),
+    ("v2/", "v2"),
 ];
 
 /// Imports against the layers that are known and have an issue-sized reason. The test

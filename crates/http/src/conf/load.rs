@@ -489,6 +489,7 @@ fn build(
         let mut server_scope = pending.server;
         server_scope.core.merge_from(&http_server.core);
         server_scope.ssl.merge_from(&http_server.ssl);
+        server_scope.v2.merge_from(&http_server.v2);
         let mut location_scope = pending.location;
         location_scope.merge_from(&http_location);
         let server_location = builder.add(id, LocationKind::Server, String::new(), &location_scope);
@@ -522,6 +523,7 @@ fn build(
             name,
             core: server_scope.core.resolve(env),
             ssl,
+            v2: server_scope.v2.resolve(env),
             tls,
             location: server_location,
             locations: locations.0,
@@ -550,8 +552,11 @@ fn build(
     crate::limit::resolve_zones(&mut http_location.limit.resolve(env), &main.limit)?;
     let mut main_core = main.core;
     main_core.merge_from(&Default::default());
+    let mut main_v2 = main.v2;
+    main_v2.merge_from(&Default::default());
     Ok(HttpConf {
         main: main_core.resolve(env),
+        v2: main_v2.resolve(env),
         charset_maps: main.charset,
         servers,
         locations: builder.locations,
@@ -833,6 +838,7 @@ fn address_conf(
         default_server,
         ssl: group.iter().any(|(spec, _)| spec.ssl),
         proxy_protocol: group.iter().any(|(spec, _)| spec.proxy_protocol),
+        http2: group.iter().any(|(spec, _)| spec.http2),
         names,
     }
 }

@@ -25,6 +25,7 @@ mod events;
 mod expires;
 mod gunzip;
 mod gzip;
+mod h2_config;
 mod http_absolute_redirect;
 mod http_body;
 mod http_core;
