@@ -122,16 +122,44 @@ impl<'c> BodySource<'c> {
     }
 }
 
+/// A response sink that frames what it is given itself (an HTTP/2 stream): it takes the
+/// HTTP/1 head the header filter wrote, then body bytes, and never a file descriptor.
+pub trait FramedSink {
+    /// Takes what it can of `bytes` now; `WouldBlock` when its queue is full.
+    fn try_write(&self, bytes: &[u8]) -> io::Result<usize>;
+    /// Waits until [`try_write`](Self::try_write) may take bytes again.
+    fn writable(&self)
+    -> std::pin::Pin<Box<dyn std::future::Future<Output = io::Result<()>> + '_>>;
+}
+
 /// Where a response goes.
 #[derive(Clone, Copy)]
 pub struct ResponseSink<'c> {
     socket: &'c Stream,
+    framed: Option<&'c dyn FramedSink>,
 }
 
 impl<'c> ResponseSink<'c> {
     /// HTTP/1: the connection's socket.
     pub fn http1(socket: &'c Stream) -> ResponseSink<'c> {
-        ResponseSink { socket }
+        ResponseSink {
+            socket,
+            framed: None,
+        }
+    }
+
+    /// A stream of a connection that frames its responses (HTTP/2); `socket` is the
+    /// connection's, for waits that watch the client, and is never written.
+    pub fn framed(socket: &'c Stream, framed: &'c dyn FramedSink) -> ResponseSink<'c> {
+        ResponseSink {
+            socket,
+            framed: Some(framed),
+        }
+    }
+
+    /// Whether the sink frames what it is given: no `sendfile`, no writes to the socket.
+    pub fn is_framed(&self) -> bool {
+        self.framed.is_some()
     }
 
     /// The socket the response is written to, for `sendfile`, `TCP_CORK` and writability.
@@ -140,15 +168,40 @@ impl<'c> ResponseSink<'c> {
     }
 
     pub fn try_write(&self, bytes: &[u8]) -> io::Result<usize> {
-        self.socket.try_write(bytes)
+        match self.framed {
+            Some(framed) => framed.try_write(bytes),
+            None => self.socket.try_write(bytes),
+        }
     }
 
     pub(crate) async fn writable(&self) -> io::Result<()> {
-        self.socket.writable().await
+        match self.framed {
+            Some(framed) => framed.writable().await,
+            None => self.socket.writable().await,
+        }
     }
 
     /// Writes all of `bytes`, each wait for the client bounded by `send_timeout`.
-    pub async fn write_all_timed(&self, bytes: &[u8], send_timeout: Duration) -> io::Result<()> {
-        self.socket.write_all_timed(bytes, send_timeout).await
+    pub async fn write_all_timed(
+        &self,
+        mut bytes: &[u8],
+        send_timeout: Duration,
+    ) -> io::Result<()> {
+        let Some(framed) = self.framed else {
+            return self.socket.write_all_timed(bytes, send_timeout).await;
+        };
+        while !bytes.is_empty() {
+            match framed.try_write(bytes) {
+                Ok(written) => bytes = &bytes[written..],
+                Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
+                    let deadline = tokio::time::Instant::now() + send_timeout;
+                    timeout_at(deadline, framed.writable())
+                        .await
+                        .map_err(|_| io::Error::from(io::ErrorKind::TimedOut))??;
+                }
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(())
     }
 }

@@ -23,6 +23,8 @@ const ASSEMBLY: &[&str] = &[
     "conf/load.rs",
     "send/mod.rs",
     "send/filters.rs",
+    "v2/connection.rs",
+    "v2/stream.rs",
 ];
 
 /// Features by file prefix (a directory with `/`, or one file); every other file is kernel.

@@ -1,6 +1,8 @@
-//! HTTP/2 (nginx's `ngx_http_v2_module`): its directives and the settings they fill, and
-//! the [`http2::connection::Config`] a connection is built with. The connection driver
-//! comes next (ARCHITECTURE.md, "HTTP/2", the wiring plan).
+//! HTTP/2 (nginx's `ngx_http_v2_module`): its directives and the settings they fill, the
+//! [`http2::connection::Config`] a connection is built with, and the h2c connection
+//! driver (`connection.rs`, `stream.rs`; like the HTTP/1 connection loop, assembly).
 
+pub(crate) mod connection;
 pub mod directives;
 pub mod settings;
+mod stream;

@@ -1,6 +1,6 @@
 //! HTTP/2's directives as the configuration reads them (nginx's `ngx_http_v2_module`):
 //! `listen ... http2`, `http2`, the `http2_*` settings with nginx's errors, and the
-//! obsolete ones accepted with nginx's warnings. Serving HTTP/2 is not wired yet.
+//! obsolete ones accepted with nginx's warnings. Serving HTTP/2 is tested in `h2.rs`.
 
 use crate::support::cli::{assert_http_body_fails, reported, test_http_body};
 

@@ -1,0 +1,358 @@
+//! An HTTP/2 connection (h2c with prior knowledge): the client preface detected on a
+//! cleartext address where `http2` is on, then one loop that reads frames into the
+//! `http2` state machine, starts a stream's request when its head (and body) are in, and
+//! writes what the streams queued, under both flow-control windows.
+//!
+//! The streams' requests run as futures polled by this connection's task (no task per
+//! stream): they borrow the worker, the connection and its state, and a request waiting
+//! for the pool or for window wakes this task like any other.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::Poll;
+use std::time::Duration;
+
+use http2::ErrorCode;
+use http2::connection::{Connection as H2, Event, PREFACE};
+use http2::request::{FieldPolicy, RequestHead};
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use crate::conf::AddressConf;
+use crate::connection::Connection;
+use crate::v2::stream::{Started, run_stream};
+use crate::worker::HttpWorker;
+
+/// The protocol state and the wake-ups shared by the connection's loop and its streams.
+pub(crate) struct Shared {
+    pub(crate) h2: RefCell<H2>,
+    /// A stream queued output: the loop flushes and writes.
+    pub(crate) wake: Notify,
+    /// Output was written or window arrived: streams waiting to queue more look again.
+    pub(crate) progress: Notify,
+}
+
+/// A request whose body is still arriving.
+struct Pending {
+    head: RequestHead,
+    body: Vec<u8>,
+    /// Body bytes received, kept or not (a body over `client_max_body_size` is counted
+    /// but not kept: the request is refused with 413 before its body is read).
+    received: u64,
+}
+
+type StreamFuture<'a> = Pin<Box<dyn Future<Output = ()> + 'a>>;
+
+/// What woke the loop.
+enum Woken {
+    Readable,
+    Writable,
+    StreamDone,
+    Queued,
+    TimedOut,
+}
+
+/// Reads the first bytes of a connection on an address where HTTP/2 may be spoken: a
+/// client preface makes it an HTTP/2 connection, served here to its end (`None`); any
+/// other start is HTTP/1, given back with the bytes read in its read-ahead.
+pub(crate) async fn detect(
+    worker: &HttpWorker,
+    address: &AddressConf,
+    mut connection: Connection,
+) -> Option<Connection> {
+    let conf = worker.conf();
+    let default_server = conf.server(address.default_server);
+    if connection.stream.is_tls() || !(address.http2 || default_server.v2.enable) {
+        return Some(connection);
+    }
+    let timeout = default_server.core.client_header_timeout;
+    let deadline = Instant::from_std(connection.info.accepted) + timeout;
+    loop {
+        let ahead = &mut connection.read_ahead;
+        let filled = ahead.filled;
+        let seen = filled.min(PREFACE.len());
+        if ahead.buf[..seen] != PREFACE[..seen] {
+            return Some(connection);
+        }
+        if seen == PREFACE.len() {
+            serve(worker, address, connection).await;
+            return None;
+        }
+        if filled == ahead.buf.len() {
+            ahead.buf.resize(filled + PREFACE.len(), 0);
+        }
+        match connection.stream.try_read(&mut ahead.buf[filled..]) {
+            Ok(0) => return Some(connection),
+            Ok(count) => ahead.filled += count,
+            Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {
+                let ready = tokio::time::timeout_at(deadline, connection.stream.readable()).await;
+                if !matches!(ready, Ok(Ok(()))) {
+                    // HTTP/1's reading reports the timeout or the failure as it does.
+                    return Some(connection);
+                }
+            }
+            Err(_) => return Some(connection),
+        }
+    }
+}
+
+/// Serves an HTTP/2 connection whose preface is in `connection.read_ahead`.
+async fn serve(worker: &HttpWorker, address: &AddressConf, connection: Connection) {
+    let conf = worker.conf();
+    let server = conf.server(address.default_server);
+    let location = &conf.location(server.location).settings;
+    let config = server
+        .v2
+        .connection_config(&server.core, location.v2.chunk_size);
+    let idle_timeout = location.core.keepalive_timeout.timeout;
+    let send_timeout = location.core.send_timeout;
+    let body_max = location.core.client_max_body_size;
+    let policy = FieldPolicy {
+        underscores: server.core.underscores_in_headers,
+        ignore_invalid: server.core.ignore_invalid_headers,
+    };
+    let socket = connection.stream;
+    let info = connection.info;
+    let mut input = connection.read_ahead.bytes().to_vec();
+    let shared = Shared {
+        h2: RefCell::new(H2::new(config)),
+        wake: Notify::new(),
+        progress: Notify::new(),
+    };
+    let read_size = usize::try_from(conf.v2.recv_buffer_size).unwrap_or(usize::MAX);
+    let mut buffer = vec![0; read_size.clamp(PREFACE.len() * 2, 64 * 1024)];
+    let mut pending: HashMap<u32, Pending> = HashMap::new();
+    let mut streams: Vec<(u32, StreamFuture<'_>)> = Vec::new();
+    let mut idle_since = Instant::now();
+    let mut stalled_since: Option<Instant> = None;
+    let mut going_away = false;
+    loop {
+        if !input.is_empty() {
+            let used = shared.h2.borrow_mut().receive(&input);
+            match used {
+                Ok(used) => drop(input.drain(..used)),
+                // The connection error's GOAWAY is in the output; nothing more is read.
+                Err(_) => input.clear(),
+            }
+            let started = Started {
+                worker,
+                address,
+                info: &info,
+                socket: &socket,
+                shared: &shared,
+            };
+            dispatch(&started, &mut pending, &mut streams, policy, body_max);
+            shared.progress.notify_waiters();
+        }
+        if !going_away && !worker.is_running() {
+            going_away = true;
+            shared.h2.borrow_mut().go_away(ErrorCode::NO_ERROR);
+        }
+        let blocked = match write_output(&socket, &shared) {
+            Ok(blocked) => blocked,
+            Err(()) => return,
+        };
+        if blocked {
+            stalled_since.get_or_insert_with(Instant::now);
+        } else {
+            stalled_since = None;
+        }
+        let idle = streams.is_empty() && pending.is_empty();
+        if shared.h2.borrow().is_done() && !blocked {
+            return;
+        }
+        if idle && going_away && !blocked {
+            return;
+        }
+        if !idle {
+            idle_since = Instant::now();
+        }
+        let deadline = match stalled_since {
+            Some(since) => since + send_timeout,
+            None if idle => idle_since + idle_timeout,
+            None => Instant::now() + Duration::from_secs(3600),
+        };
+        let woken = tokio::select! {
+            biased;
+            () = poll_streams(&mut streams) => Woken::StreamDone,
+            () = shared.wake.notified() => Woken::Queued,
+            ready = socket.writable(), if blocked => match ready {
+                Ok(()) => Woken::Writable,
+                Err(_) => return,
+            },
+            ready = socket.readable() => match ready {
+                Ok(()) => Woken::Readable,
+                Err(_) => return,
+            },
+            () = tokio::time::sleep_until(deadline) => Woken::TimedOut,
+        };
+        match woken {
+            Woken::Readable => match socket.try_read(&mut buffer) {
+                Ok(0) => return,
+                Ok(count) => input.extend_from_slice(&buffer[..count]),
+                Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(_) => return,
+            },
+            Woken::TimedOut if stalled_since.is_some() => return,
+            Woken::TimedOut => {
+                // nginx closes an idle HTTP/2 connection with GOAWAY after keepalive_timeout.
+                shared.h2.borrow_mut().go_away(ErrorCode::NO_ERROR);
+                let _ = write_output(&socket, &shared);
+                return;
+            }
+            Woken::Writable | Woken::StreamDone | Woken::Queued => {}
+        }
+    }
+}
+
+/// Turns the events the last input produced into streams: a head with its end starts a
+/// request, a head without it waits for its body; a reset stream's request is dropped.
+fn dispatch<'a>(
+    started: &Started<'a>,
+    pending: &mut HashMap<u32, Pending>,
+    streams: &mut Vec<(u32, StreamFuture<'a>)>,
+    policy: FieldPolicy,
+    body_max: u64,
+) {
+    loop {
+        let event = started.shared.h2.borrow_mut().poll_event();
+        let Some(event) = event else {
+            return;
+        };
+        match event {
+            Event::Headers {
+                stream_id,
+                trailers: true,
+                ..
+            } => {
+                if let Some(request) = pending.remove(&stream_id) {
+                    start(
+                        started,
+                        streams,
+                        stream_id,
+                        Ok(request.head),
+                        request.body,
+                        Some(request.received),
+                    );
+                }
+            }
+            Event::Headers {
+                stream_id,
+                fields,
+                end_stream,
+                over_limit,
+                ..
+            } => {
+                let head = if over_limit {
+                    Err(400)
+                } else {
+                    http2::request::parse(fields, policy).map_err(|malformed| {
+                        started.log_malformed(malformed.message());
+                        400
+                    })
+                };
+                match head {
+                    Ok(head) if !end_stream => {
+                        let body = Pending {
+                            head,
+                            body: Vec::new(),
+                            received: 0,
+                        };
+                        pending.insert(stream_id, body);
+                    }
+                    head => start(started, streams, stream_id, head, Vec::new(), None),
+                }
+            }
+            Event::Data {
+                stream_id,
+                data,
+                end_stream,
+            } => {
+                let len = u32::try_from(data.len()).unwrap_or(u32::MAX);
+                started.shared.h2.borrow_mut().release(stream_id, len);
+                let Some(request) = pending.get_mut(&stream_id) else {
+                    continue;
+                };
+                request.received += u64::from(len);
+                if body_max == 0 || request.received <= body_max {
+                    request.body.extend_from_slice(&data);
+                }
+                if end_stream && let Some(request) = pending.remove(&stream_id) {
+                    start(
+                        started,
+                        streams,
+                        stream_id,
+                        Ok(request.head),
+                        request.body,
+                        Some(request.received),
+                    );
+                }
+            }
+            Event::Reset { stream_id, .. } => {
+                pending.remove(&stream_id);
+                streams.retain(|(id, _)| *id != stream_id);
+            }
+            Event::GoAway { .. } => {}
+        }
+    }
+}
+
+fn start<'a>(
+    started: &Started<'a>,
+    streams: &mut Vec<(u32, StreamFuture<'a>)>,
+    stream_id: u32,
+    head: Result<RequestHead, u16>,
+    body: Vec<u8>,
+    received: Option<u64>,
+) {
+    let future = run_stream(started.clone(), stream_id, head, body, received);
+    streams.push((stream_id, Box::pin(future)));
+}
+
+/// Polls every stream's request; ready when one of them has finished (and is removed).
+async fn poll_streams(streams: &mut Vec<(u32, StreamFuture<'_>)>) {
+    std::future::poll_fn(|context| {
+        let before = streams.len();
+        streams.retain_mut(|(_, future)| future.as_mut().poll(context).is_pending());
+        if streams.len() < before {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    })
+    .await
+}
+
+/// Frames what the streams queued and writes as much output as the socket takes.
+/// `Ok(true)` when output is left (the socket is full); `Err` when the socket failed.
+fn write_output(socket: &runtime::Stream, shared: &Shared) -> Result<bool, ()> {
+    let mut h2 = shared.h2.borrow_mut();
+    let mut wrote = false;
+    loop {
+        h2.flush();
+        if !h2.wants_write() {
+            break;
+        }
+        match socket.try_write(h2.output()) {
+            Ok(written) => {
+                h2.advance_output(written);
+                wrote = true;
+            }
+            Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {
+                drop(h2);
+                if wrote {
+                    shared.progress.notify_waiters();
+                }
+                return Ok(true);
+            }
+            Err(_) => return Err(()),
+        }
+    }
+    drop(h2);
+    if wrote {
+        shared.progress.notify_waiters();
+    }
+    Ok(false)
+}

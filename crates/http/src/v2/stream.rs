@@ -1,0 +1,388 @@
+//! One HTTP/2 stream's request: its head made into a [`Request`] (an HTTP/1.1 head built
+//! from the fields, read by the HTTP/1 parser with the server's rules, its protocol then
+//! written as `HTTP/2.0`), the phases run as for any request, and the response sent
+//! through a [`StreamSink`] that turns the head the header filter wrote into HEADERS and
+//! the body into DATA under flow control.
+
+use std::cell::RefCell;
+use std::io;
+use std::time::Instant;
+
+use http1::request::Progress;
+use http2::ErrorCode;
+use http2::hpack::HeaderField;
+use http2::request::RequestHead;
+use logging::Level;
+
+use crate::body::BodyState;
+use crate::client::{BodySource, Client, FramedSink, ReadAhead, ResponseSink};
+use crate::conf::AddressConf;
+use crate::phases;
+use crate::request::{ConnectionInfo, Request};
+use crate::send;
+use crate::special::Reply;
+use crate::v2::connection::Shared;
+use crate::worker::HttpWorker;
+
+/// Body bytes a stream may have queued and not yet framed before its writer waits.
+const QUEUED_MAX: usize = 64 * 1024;
+
+/// What every stream of a connection borrows.
+#[derive(Clone)]
+pub(crate) struct Started<'a> {
+    pub(crate) worker: &'a HttpWorker,
+    pub(crate) address: &'a AddressConf,
+    pub(crate) info: &'a ConnectionInfo,
+    pub(crate) socket: &'a runtime::Stream,
+    pub(crate) shared: &'a Shared,
+}
+
+impl Started<'_> {
+    /// A refused head is logged at `info`, as nginx logs it, in the default server's log.
+    pub(crate) fn log_malformed(&self, message: &str) {
+        let conf = self.worker.conf();
+        let request = Request {
+            location: Some(conf.server(self.address.default_server).location),
+            ..Request::default()
+        };
+        crate::request::log(
+            self.worker,
+            self.info,
+            &request,
+            Level::Info,
+            format_args!("{message}"),
+        );
+    }
+}
+
+/// Runs one stream's request to its end. `head` is `Err(status)` for a head refused
+/// before it became a request; `received` counts the body bytes of a request that has a
+/// body, `body` those kept.
+pub(crate) async fn run_stream(
+    started: Started<'_>,
+    stream_id: u32,
+    head: Result<RequestHead, u16>,
+    body: Vec<u8>,
+    received: Option<u64>,
+) {
+    let worker = started.worker;
+    let mut request = Request {
+        started: Some(Instant::now()),
+        keepalive: true,
+        ..Request::default()
+    };
+    let conf = worker.conf();
+    let default_server = conf.server(started.address.default_server);
+    let refused = head.and_then(|head| {
+        let bytes = http1_head(&head, received);
+        read_head(worker, &started, &mut request, bytes)
+    });
+    let mut read_ahead = ReadAhead::new(body.len());
+    read_ahead.append(&body);
+    let mut body_state = BodyState::Done;
+    let reply = match refused {
+        Err(status) => {
+            request.server = Some(started.address.default_server);
+            request.location = Some(default_server.location);
+            let client = Client {
+                info: started.info,
+                source: BodySource::http1(started.socket, &mut read_ahead),
+                body: &mut body_state,
+            };
+            phases::run_error(worker, client, &mut request, status).await
+        }
+        Ok(()) => {
+            body_state = BodyState::new(request.info.framing);
+            let client = Client {
+                info: started.info,
+                source: BodySource::http1(started.socket, &mut read_ahead),
+                body: &mut body_state,
+            };
+            phases::run(worker, client, &mut request).await
+        }
+    };
+    let sink = StreamSink {
+        shared: started.shared,
+        stream_id,
+        state: RefCell::new(SinkState::Head(Vec::new())),
+    };
+    let sent = match reply {
+        Reply::Respond(body) => {
+            let mut out = Vec::new();
+            let response = ResponseSink::framed(started.socket, &sink);
+            send::send_response_to(worker, started.info, response, &mut out, &mut request, body)
+                .await
+        }
+        Reply::Close => Err(io::ErrorKind::ConnectionAborted.into()),
+    };
+    match sent {
+        Ok(()) => sink.finish(),
+        Err(_) => {
+            started
+                .shared
+                .h2
+                .borrow_mut()
+                .reset(stream_id, ErrorCode::INTERNAL_ERROR);
+        }
+    }
+    started.shared.wake.notify_one();
+    send::log_request_info(worker, started.info, &request);
+}
+
+/// The HTTP/1.1 head the request's fields make: the request line from `:method` and
+/// `:path`, `Host` from `:authority` when no `host` field was sent, and the body's length
+/// as `Content-Length` (a client's own is replaced: the frames say how long the body is).
+fn http1_head(head: &RequestHead, body_len: Option<u64>) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(256);
+    bytes.extend_from_slice(&head.method);
+    bytes.push(b' ');
+    bytes.extend_from_slice(head.path.as_deref().unwrap_or(b"*"));
+    bytes.extend_from_slice(b" HTTP/1.1\r\n");
+    let has_host = head.fields.iter().any(|field| field.name == b"host");
+    if let (Some(authority), false) = (&head.authority, has_host) {
+        push_field(&mut bytes, b"host", authority);
+    }
+    for field in &head.fields {
+        if field.name == b"content-length" {
+            continue;
+        }
+        push_field(&mut bytes, &field.name, &field.value);
+    }
+    if let Some(len) = body_len {
+        push_field(&mut bytes, b"content-length", len.to_string().as_bytes());
+    }
+    bytes.extend_from_slice(b"\r\n");
+    bytes
+}
+
+fn push_field(bytes: &mut Vec<u8>, name: &[u8], value: &[u8]) {
+    bytes.extend_from_slice(name);
+    bytes.extend_from_slice(b": ");
+    bytes.extend_from_slice(value);
+    bytes.extend_from_slice(b"\r\n");
+}
+
+/// Reads the built head into `request` with the default server's rules, chooses the
+/// server by `Host`, and runs realip's post-read step. `Err` is the status to answer.
+fn read_head(
+    worker: &HttpWorker,
+    started: &Started<'_>,
+    request: &mut Request<'_>,
+    bytes: Vec<u8>,
+) -> Result<(), u16> {
+    let conf = worker.conf();
+    let core = &conf.server(started.address.default_server).core;
+    // HPACK's limits bounded the fields already; the head is read in one buffer.
+    let mut limits = core.head_limits();
+    limits.client_header_buffer_size = limits.client_header_buffer_size.max(bytes.len() + 1);
+    limits.large_client_header_buffers.1 =
+        limits.large_client_header_buffers.1.max(bytes.len() + 1);
+    request.length = bytes.len() as u64;
+    let parsed = http1::request::parse_head(&bytes, &limits, &mut request.head);
+    request.head_bytes = bytes;
+    match parsed {
+        Ok(Progress::Complete) => {}
+        Ok(Progress::Partial) => return Err(400),
+        Err(error) => return Err(error.status()),
+    }
+    // `$request` and `$server_protocol` say HTTP/2.0, as nginx's do (same length).
+    if let Some(protocol) = request.head_bytes.get_mut(request.head.protocol.clone()) {
+        protocol.copy_from_slice(b"HTTP/2.0");
+    }
+    http1::request::analyze(&request.head_bytes, &request.head, &mut request.info)
+        .map_err(|error| error.status())?;
+    let server = crate::connection::select_server(worker, started.address, request);
+    request.server = Some(server);
+    crate::realip::post_read(worker, server, started.info, request);
+    request.uri.extend_from_slice(&request.head.uri);
+    if let Some(args) = request.info.target.args.clone() {
+        request.args.extend_from_slice(&request.head_bytes[args]);
+    }
+    Ok(())
+}
+
+/// Where the sink is in the response.
+enum SinkState {
+    /// Collecting the head the header filter writes.
+    Head(Vec<u8>),
+    /// The head is read and not sent yet (it goes with the first body bytes or the end).
+    HeadReady(Vec<HeaderField>),
+    Body,
+}
+
+/// The response side of one stream.
+struct StreamSink<'a> {
+    shared: &'a Shared,
+    stream_id: u32,
+    state: RefCell<SinkState>,
+}
+
+impl StreamSink<'_> {
+    /// Ends the stream: the head alone with END_STREAM when there was no body, else an
+    /// empty DATA frame with it after the queued body.
+    fn finish(&self) {
+        let state = std::mem::replace(&mut *self.state.borrow_mut(), SinkState::Body);
+        let mut h2 = self.shared.h2.borrow_mut();
+        let _ = match state {
+            SinkState::HeadReady(fields) => h2.send_headers(self.stream_id, &fields, true),
+            SinkState::Head(_) => {
+                let fields = [field(b":status", b"500")];
+                h2.send_headers(self.stream_id, &fields, true)
+            }
+            SinkState::Body => h2.send_data(self.stream_id, &[], true),
+        };
+    }
+
+    fn gone() -> io::Error {
+        io::Error::new(io::ErrorKind::BrokenPipe, "stream closed")
+    }
+}
+
+impl FramedSink for StreamSink<'_> {
+    fn try_write(&self, bytes: &[u8]) -> io::Result<usize> {
+        let mut state = self.state.borrow_mut();
+        if let SinkState::Head(head) = &mut *state {
+            let Some(end) = head_end(head, bytes)
+                .or_else(|| memchr::memmem::find(bytes, b"\r\n\r\n").map(|at| at + 4))
+            else {
+                head.extend_from_slice(bytes);
+                return Ok(bytes.len());
+            };
+            head.extend_from_slice(&bytes[..end]);
+            let fields = response_fields(head);
+            *state = SinkState::HeadReady(fields);
+            if end == bytes.len() {
+                return Ok(end);
+            }
+            drop(state);
+            return self.try_write(&bytes[end..]).map(|written| end + written);
+        }
+        let mut h2 = self.shared.h2.borrow_mut();
+        let queued = h2.queued(self.stream_id);
+        if queued >= QUEUED_MAX {
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+        if let SinkState::HeadReady(fields) = &*state {
+            h2.send_headers(self.stream_id, fields, false)
+                .map_err(|_| Self::gone())?;
+            *state = SinkState::Body;
+        }
+        let take = bytes.len().min(QUEUED_MAX - queued);
+        h2.send_data(self.stream_id, &bytes[..take], false)
+            .map_err(|_| Self::gone())?;
+        self.shared.wake.notify_one();
+        Ok(take)
+    }
+
+    fn writable(
+        &self,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = io::Result<()>> + '_>> {
+        Box::pin(async move {
+            loop {
+                let progress = self.shared.progress.notified();
+                {
+                    let h2 = self.shared.h2.borrow();
+                    if h2.queued(self.stream_id) < QUEUED_MAX {
+                        return Ok(());
+                    }
+                    if h2.is_done() {
+                        return Err(Self::gone());
+                    }
+                }
+                progress.await;
+            }
+        })
+    }
+}
+
+/// Where the head ends when its blank line straddles two writes.
+fn head_end(head: &[u8], bytes: &[u8]) -> Option<usize> {
+    let tail = &head[head.len().saturating_sub(3)..];
+    let mut joined = tail.to_vec();
+    joined.extend_from_slice(&bytes[..bytes.len().min(3)]);
+    memchr::memmem::find(&joined, b"\r\n\r\n").map(|at| at + 4 - tail.len())
+}
+
+fn field(name: &[u8], value: &[u8]) -> HeaderField {
+    HeaderField {
+        name: name.to_vec(),
+        value: value.to_vec(),
+        sensitive: false,
+    }
+}
+
+/// The HTTP/2 fields of an HTTP/1 response head: `:status`, then each field with its name
+/// in lower case, without the connection-specific ones (RFC 9113 §8.2.2).
+fn response_fields(head: &[u8]) -> Vec<HeaderField> {
+    let mut lines = head.split(|&byte| byte == b'\n');
+    let status = lines
+        .next()
+        .and_then(|line| line.get(9..12))
+        .unwrap_or(b"500");
+    let mut fields = vec![field(b":status", status)];
+    for line in lines {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let Some(colon) = line.iter().position(|&byte| byte == b':') else {
+            continue;
+        };
+        let name = line[..colon].to_ascii_lowercase();
+        let value = line[colon + 1..].trim_ascii_start();
+        let connection_specific = matches!(
+            name.as_slice(),
+            b"connection" | b"keep-alive" | b"transfer-encoding" | b"upgrade" | b"proxy-connection"
+        );
+        if !connection_specific {
+            fields.push(field(&name, value));
+        }
+    }
+    fields
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_response_head_becomes_fields_without_connection_ones() {
+        let head = b"HTTP/1.1 404 Not Found\r\nServer: portico\r\nContent-Length: 3\r\n\
+            Connection: keep-alive\r\nX-A: b:c\r\n\r\n";
+        let fields = response_fields(head);
+        let pairs: Vec<(&[u8], &[u8])> = fields
+            .iter()
+            .map(|field| (field.name.as_slice(), field.value.as_slice()))
+            .collect();
+        let want: Vec<(&[u8], &[u8])> = vec![
+            (b":status", b"404"),
+            (b"server", b"portico"),
+            (b"content-length", b"3"),
+            (b"x-a", b"b:c"),
+        ];
+        assert_eq!(pairs, want);
+    }
+
+    #[test]
+    fn the_head_end_is_found_across_writes() {
+        for split in 1..4 {
+            let whole = b"HTTP/1.1 200 OK\r\nA: b\r\n\r\nbody";
+            let at = 25 - 4 + split;
+            let (first, second) = whole.split_at(at);
+            assert_eq!(head_end(first, second), Some(25 - at), "split {split}");
+        }
+    }
+
+    #[test]
+    fn a_request_head_is_built_from_the_fields() {
+        let head = RequestHead {
+            method: b"POST".to_vec(),
+            scheme: Some(b"http".to_vec()),
+            authority: Some(b"example.com".to_vec()),
+            path: Some(b"/a?b".to_vec()),
+            fields: vec![field(b"content-length", b"9"), field(b"x-y", b"z")],
+        };
+        let bytes = http1_head(&head, Some(4));
+        assert_eq!(
+            bytes,
+            b"POST /a?b HTTP/1.1\r\nhost: example.com\r\nx-y: z\r\ncontent-length: 4\r\n\r\n"
+        );
+    }
+}
