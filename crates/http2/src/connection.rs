@@ -107,8 +107,6 @@ pub enum SendError {
 enum Phase {
     /// Waiting for the 24 bytes of the preface.
     Preface,
-    /// The preface came; the next frame must be SETTINGS.
-    FirstSettings,
     /// Frames.
     Frames,
     /// A connection error was sent: nothing more is read.

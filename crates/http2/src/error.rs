@@ -75,8 +75,6 @@ impl fmt::Display for ErrorCode {
 pub enum Reason {
     /// The first 24 bytes were not the connection preface.
     BadPreface,
-    /// The first frame after the preface was not SETTINGS.
-    FirstFrameNotSettings,
     /// A frame longer than the SETTINGS_MAX_FRAME_SIZE we announced.
     FrameTooLarge { length: u32 },
     /// A frame whose length is wrong for its type.
@@ -125,9 +123,6 @@ impl fmt::Display for Reason {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
             Self::BadPreface => formatter.write_str("invalid connection preface"),
-            Self::FirstFrameNotSettings => {
-                formatter.write_str("client sent no SETTINGS frame after preface")
-            }
             Self::FrameTooLarge { length } => write!(
                 formatter,
                 "client sent frame with too long length: {length}"

@@ -32,9 +32,11 @@ impl Connection {
                         return Ok(used);
                     }
                     used += PREFACE.len();
-                    self.phase = Phase::FirstSettings;
+                    // As nginx, any frame may come first: `Test::Nginx::HTTP2` sends none of its own
+                    // SETTINGS (RFC 9113 §3.4 wants one), and nginx's tests expect answers.
+                    self.phase = Phase::Frames;
                 }
-                Phase::FirstSettings | Phase::Frames => {
+                Phase::Frames => {
                     let Some(header_bytes) = rest.first_chunk::<{ frame::HEADER_LEN }>() else {
                         return Ok(used);
                     };
@@ -50,18 +52,6 @@ impl Connection {
                         return Ok(used);
                     };
                     used += end;
-                    if self.phase == Phase::FirstSettings {
-                        if header.kind != frame::kind::SETTINGS
-                            || header.flags & frame::flag::ACK != 0
-                        {
-                            let error = Error::connection(
-                                ErrorCode::PROTOCOL_ERROR,
-                                Reason::FirstFrameNotSettings,
-                            );
-                            self.fail(error)?;
-                        }
-                        self.phase = Phase::Frames;
-                    }
                     let result =
                         frame::parse(&header, payload).and_then(|parsed| self.frame(parsed));
                     if let Err(error) = result {

@@ -59,7 +59,7 @@ fn handshake_sends_settings_window_and_acks() {
 }
 
 #[test]
-fn a_bad_preface_or_first_frame_is_a_protocol_error() {
+fn a_bad_preface_is_a_protocol_error_and_any_frame_may_come_first() {
     let mut client = Client::raw(Config::default());
     client.take_frames();
     assert!(client.connection.receive(b"GET / HTTP/1.1\r\n").is_err());
@@ -77,11 +77,9 @@ fn a_bad_preface_or_first_frame_is_a_protocol_error() {
         payload: [0; 8],
     }
     .write(&mut bytes);
-    assert!(client.connection.receive(&bytes).is_err());
-    assert_eq!(
-        goaway(&client.take_frames()),
-        Some((0, ErrorCode::PROTOCOL_ERROR))
-    );
+    // nginx answers frames before the client's SETTINGS (nginx-tests send none).
+    assert_eq!(client.connection.receive(&bytes), Ok(bytes.len()));
+    assert_eq!(goaway(&client.take_frames()), None);
 }
 
 #[test]
