@@ -45,6 +45,26 @@ struct Pending {
 
 type StreamFuture<'a> = Pin<Box<dyn Future<Output = ()> + 'a>>;
 
+/// The default server's rules for the connection's streams.
+struct Rules {
+    policy: FieldPolicy,
+    /// `client_max_body_size`: a larger body is counted, not kept.
+    body_max: u64,
+    /// `keepalive_requests`: the stream that reaches it is the last (GOAWAY follows).
+    keepalive_requests: u64,
+    /// `keepalive_time`: a stream started after it is the last.
+    keepalive_time: Duration,
+}
+
+/// The connection's requests: those waiting for their body and those running.
+#[derive(Default)]
+struct Streams<'a> {
+    pending: HashMap<u32, Pending>,
+    running: Vec<(u32, StreamFuture<'a>)>,
+    /// Requests started (`$connection_requests` of the latest).
+    started: u64,
+}
+
 /// What woke the loop.
 enum Woken {
     Readable,
@@ -108,10 +128,15 @@ async fn serve(worker: &HttpWorker, address: &AddressConf, connection: Connectio
         .connection_config(&server.core, location.v2.chunk_size);
     let idle_timeout = location.core.keepalive_timeout.timeout;
     let send_timeout = location.core.send_timeout;
-    let body_max = location.core.client_max_body_size;
-    let policy = FieldPolicy {
-        underscores: server.core.underscores_in_headers,
-        ignore_invalid: server.core.ignore_invalid_headers,
+    let header_timeout = server.core.client_header_timeout;
+    let rules = Rules {
+        policy: FieldPolicy {
+            underscores: server.core.underscores_in_headers,
+            ignore_invalid: server.core.ignore_invalid_headers,
+        },
+        body_max: location.core.client_max_body_size,
+        keepalive_requests: location.core.keepalive_requests,
+        keepalive_time: location.core.keepalive_time,
     };
     let socket = connection.stream;
     let info = connection.info;
@@ -123,8 +148,7 @@ async fn serve(worker: &HttpWorker, address: &AddressConf, connection: Connectio
     };
     let read_size = usize::try_from(conf.v2.recv_buffer_size).unwrap_or(usize::MAX);
     let mut buffer = vec![0; read_size.clamp(PREFACE.len() * 2, 64 * 1024)];
-    let mut pending: HashMap<u32, Pending> = HashMap::new();
-    let mut streams: Vec<(u32, StreamFuture<'_>)> = Vec::new();
+    let mut streams = Streams::default();
     let mut idle_since = Instant::now();
     let mut stalled_since: Option<Instant> = None;
     let mut going_away = false;
@@ -143,7 +167,7 @@ async fn serve(worker: &HttpWorker, address: &AddressConf, connection: Connectio
                 socket: &socket,
                 shared: &shared,
             };
-            dispatch(&started, &mut pending, &mut streams, policy, body_max);
+            dispatch(&started, &mut streams, &rules);
             shared.progress.notify_waiters();
         }
         if !going_away && !worker.is_running() {
@@ -159,7 +183,7 @@ async fn serve(worker: &HttpWorker, address: &AddressConf, connection: Connectio
         } else {
             stalled_since = None;
         }
-        let idle = streams.is_empty() && pending.is_empty();
+        let idle = streams.running.is_empty() && streams.pending.is_empty();
         if shared.h2.borrow().is_done() && !blocked {
             return;
         }
@@ -169,14 +193,20 @@ async fn serve(worker: &HttpWorker, address: &AddressConf, connection: Connectio
         if !idle {
             idle_since = Instant::now();
         }
+        // `client_header_timeout` until the first request, then `keepalive_timeout`.
+        let wait_max = if streams.started == 0 {
+            header_timeout
+        } else {
+            idle_timeout
+        };
         let deadline = match stalled_since {
             Some(since) => since + send_timeout,
-            None if idle => idle_since + idle_timeout,
+            None if idle => idle_since + wait_max,
             None => Instant::now() + Duration::from_secs(3600),
         };
         let woken = tokio::select! {
             biased;
-            () = poll_streams(&mut streams) => Woken::StreamDone,
+            () = poll_streams(&mut streams.running) => Woken::StreamDone,
             () = shared.wake.notified() => Woken::Queued,
             ready = socket.writable(), if blocked => match ready {
                 Ok(()) => Woken::Writable,
@@ -209,13 +239,7 @@ async fn serve(worker: &HttpWorker, address: &AddressConf, connection: Connectio
 
 /// Turns the events the last input produced into streams: a head with its end starts a
 /// request, a head without it waits for its body; a reset stream's request is dropped.
-fn dispatch<'a>(
-    started: &Started<'a>,
-    pending: &mut HashMap<u32, Pending>,
-    streams: &mut Vec<(u32, StreamFuture<'a>)>,
-    policy: FieldPolicy,
-    body_max: u64,
-) {
+fn dispatch<'a>(started: &Started<'a>, streams: &mut Streams<'a>, rules: &Rules) {
     loop {
         let event = started.shared.h2.borrow_mut().poll_event();
         let Some(event) = event else {
@@ -227,12 +251,13 @@ fn dispatch<'a>(
                 trailers: true,
                 ..
             } => {
-                if let Some(request) = pending.remove(&stream_id) {
+                if let Some(request) = streams.pending.remove(&stream_id) {
+                    let head = Ok(request.head);
                     start(
                         started,
                         streams,
                         stream_id,
-                        Ok(request.head),
+                        head,
                         request.body,
                         Some(request.received),
                     );
@@ -245,10 +270,11 @@ fn dispatch<'a>(
                 over_limit,
                 ..
             } => {
+                count_request(started, streams, rules);
                 let head = if over_limit {
                     Err(400)
                 } else {
-                    http2::request::parse(fields, policy).map_err(|malformed| {
+                    http2::request::parse(fields, rules.policy).map_err(|malformed| {
                         started.log_malformed(malformed.message());
                         400
                     })
@@ -260,7 +286,7 @@ fn dispatch<'a>(
                             body: Vec::new(),
                             received: 0,
                         };
-                        pending.insert(stream_id, body);
+                        streams.pending.insert(stream_id, body);
                     }
                     head => start(started, streams, stream_id, head, Vec::new(), None),
                 }
@@ -272,43 +298,61 @@ fn dispatch<'a>(
             } => {
                 let len = u32::try_from(data.len()).unwrap_or(u32::MAX);
                 started.shared.h2.borrow_mut().release(stream_id, len);
-                let Some(request) = pending.get_mut(&stream_id) else {
+                let Some(request) = streams.pending.get_mut(&stream_id) else {
                     continue;
                 };
                 request.received += u64::from(len);
-                if body_max == 0 || request.received <= body_max {
+                if rules.body_max == 0 || request.received <= rules.body_max {
                     request.body.extend_from_slice(&data);
                 }
-                if end_stream && let Some(request) = pending.remove(&stream_id) {
+                if end_stream && let Some(request) = streams.pending.remove(&stream_id) {
+                    let head = Ok(request.head);
                     start(
                         started,
                         streams,
                         stream_id,
-                        Ok(request.head),
+                        head,
                         request.body,
                         Some(request.received),
                     );
                 }
             }
             Event::Reset { stream_id, .. } => {
-                pending.remove(&stream_id);
-                streams.retain(|(id, _)| *id != stream_id);
+                streams.pending.remove(&stream_id);
+                streams.running.retain(|(id, _)| *id != stream_id);
             }
             Event::GoAway { .. } => {}
         }
     }
 }
 
+/// Counts a new request; the one that reaches `keepalive_requests`, or comes after
+/// `keepalive_time`, is the connection's last: GOAWAY names it, as nginx's does.
+fn count_request(started: &Started<'_>, streams: &mut Streams<'_>, rules: &Rules) {
+    streams.started += 1;
+    let old = started.info.accepted.elapsed() > rules.keepalive_time;
+    if streams.started >= rules.keepalive_requests || old {
+        started.shared.h2.borrow_mut().go_away(ErrorCode::NO_ERROR);
+    }
+}
+
 fn start<'a>(
     started: &Started<'a>,
-    streams: &mut Vec<(u32, StreamFuture<'a>)>,
+    streams: &mut Streams<'a>,
     stream_id: u32,
     head: Result<RequestHead, u16>,
     body: Vec<u8>,
     received: Option<u64>,
 ) {
-    let future = run_stream(started.clone(), stream_id, head, body, received);
-    streams.push((stream_id, Box::pin(future)));
+    let future = run_stream(
+        started.clone(),
+        stream_id,
+        streams.started,
+        head,
+        body,
+        received,
+    );
+    streams.running.push((stream_id, Box::pin(future)));
 }
 
 /// Polls every stream's request; ready when one of them has finished (and is removed).

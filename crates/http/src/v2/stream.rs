@@ -61,21 +61,25 @@ impl Started<'_> {
 pub(crate) async fn run_stream(
     started: Started<'_>,
     stream_id: u32,
+    requests: u64,
     head: Result<RequestHead, u16>,
     body: Vec<u8>,
     received: Option<u64>,
 ) {
     let worker = started.worker;
-    let mut request = Request {
-        started: Some(Instant::now()),
-        keepalive: true,
-        ..Request::default()
-    };
+    let mut info = started.info.clone();
+    info.requests = requests;
+    let info = &info;
+    let mut request = Request::default();
+    // `reset` sets what a new request starts with (the internal redirects allowed).
+    request.reset();
+    request.started = Some(Instant::now());
+    request.keepalive = true;
     let conf = worker.conf();
     let default_server = conf.server(started.address.default_server);
     let refused = head.and_then(|head| {
         let bytes = http1_head(&head, received);
-        read_head(worker, &started, &mut request, bytes)
+        read_head(worker, &started, info, &mut request, bytes)
     });
     let mut read_ahead = ReadAhead::new(body.len());
     read_ahead.append(&body);
@@ -85,7 +89,7 @@ pub(crate) async fn run_stream(
             request.server = Some(started.address.default_server);
             request.location = Some(default_server.location);
             let client = Client {
-                info: started.info,
+                info,
                 source: BodySource::http1(started.socket, &mut read_ahead),
                 body: &mut body_state,
             };
@@ -94,7 +98,7 @@ pub(crate) async fn run_stream(
         Ok(()) => {
             body_state = BodyState::new(request.info.framing);
             let client = Client {
-                info: started.info,
+                info,
                 source: BodySource::http1(started.socket, &mut read_ahead),
                 body: &mut body_state,
             };
@@ -110,8 +114,7 @@ pub(crate) async fn run_stream(
         Reply::Respond(body) => {
             let mut out = Vec::new();
             let response = ResponseSink::framed(started.socket, &sink);
-            send::send_response_to(worker, started.info, response, &mut out, &mut request, body)
-                .await
+            send::send_response_to(worker, info, response, &mut out, &mut request, body).await
         }
         Reply::Close => Err(io::ErrorKind::ConnectionAborted.into()),
     };
@@ -126,7 +129,7 @@ pub(crate) async fn run_stream(
         }
     }
     started.shared.wake.notify_one();
-    send::log_request_info(worker, started.info, &request);
+    send::log_request_info(worker, info, &request);
 }
 
 /// The HTTP/1.1 head the request's fields make: the request line from `:method` and
@@ -167,6 +170,7 @@ fn push_field(bytes: &mut Vec<u8>, name: &[u8], value: &[u8]) {
 fn read_head(
     worker: &HttpWorker,
     started: &Started<'_>,
+    info: &ConnectionInfo,
     request: &mut Request<'_>,
     bytes: Vec<u8>,
 ) -> Result<(), u16> {
@@ -193,7 +197,7 @@ fn read_head(
         .map_err(|error| error.status())?;
     let server = crate::connection::select_server(worker, started.address, request);
     request.server = Some(server);
-    crate::realip::post_read(worker, server, started.info, request);
+    crate::realip::post_read(worker, server, info, request);
     request.uri.extend_from_slice(&request.head.uri);
     if let Some(args) = request.info.target.args.clone() {
         request.args.extend_from_slice(&request.head_bytes[args]);
