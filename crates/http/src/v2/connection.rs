@@ -152,7 +152,7 @@ async fn serve(worker: &HttpWorker, address: &AddressConf, connection: Connectio
     let mut idle_since = Instant::now();
     let mut stalled_since: Option<Instant> = None;
     let mut going_away = false;
-    loop {
+    let closing = loop {
         if !input.is_empty() {
             let used = shared.h2.borrow_mut().receive(&input);
             match used {
@@ -176,7 +176,7 @@ async fn serve(worker: &HttpWorker, address: &AddressConf, connection: Connectio
         }
         let blocked = match write_output(&socket, &shared) {
             Ok(blocked) => blocked,
-            Err(()) => return,
+            Err(()) => break Closing::Now,
         };
         if blocked {
             stalled_since.get_or_insert_with(Instant::now);
@@ -185,10 +185,10 @@ async fn serve(worker: &HttpWorker, address: &AddressConf, connection: Connectio
         }
         let idle = streams.running.is_empty() && streams.pending.is_empty();
         if shared.h2.borrow().is_done() && !blocked {
-            return;
+            break Closing::Linger;
         }
         if idle && going_away && !blocked {
-            return;
+            break Closing::Linger;
         }
         if !idle {
             idle_since = Instant::now();
@@ -210,29 +210,63 @@ async fn serve(worker: &HttpWorker, address: &AddressConf, connection: Connectio
             () = shared.wake.notified() => Woken::Queued,
             ready = socket.writable(), if blocked => match ready {
                 Ok(()) => Woken::Writable,
-                Err(_) => return,
+                Err(_) => break Closing::Now,
             },
             ready = socket.readable() => match ready {
                 Ok(()) => Woken::Readable,
-                Err(_) => return,
+                Err(_) => break Closing::Now,
             },
             () = tokio::time::sleep_until(deadline) => Woken::TimedOut,
         };
         match woken {
             Woken::Readable => match socket.try_read(&mut buffer) {
-                Ok(0) => return,
+                Ok(0) => break Closing::Now,
                 Ok(count) => input.extend_from_slice(&buffer[..count]),
                 Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {}
-                Err(_) => return,
+                Err(_) => break Closing::Now,
             },
-            Woken::TimedOut if stalled_since.is_some() => return,
+            Woken::TimedOut if stalled_since.is_some() => break Closing::Now,
             Woken::TimedOut => {
                 // nginx closes an idle HTTP/2 connection with GOAWAY after keepalive_timeout.
                 shared.h2.borrow_mut().go_away(ErrorCode::NO_ERROR);
                 let _ = write_output(&socket, &shared);
-                return;
+                break Closing::Linger;
             }
             Woken::Writable | Woken::StreamDone | Woken::Queued => {}
+        }
+    };
+    drop(streams);
+    if closing == Closing::Linger {
+        linger(
+            &socket,
+            location.core.lingering_time,
+            location.core.lingering_timeout,
+        )
+        .await;
+    }
+}
+
+/// How the connection ends.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Closing {
+    /// The socket failed or the client closed: nothing more to say.
+    Now,
+    /// After GOAWAY: our side is shut and what the client still sends is read and dropped
+    /// (within `lingering_time`, each wait `lingering_timeout`), so a close with unread
+    /// input does not reset the connection and lose the answers in flight, as nginx's
+    /// lingering close for HTTP/2 avoids.
+    Linger,
+}
+
+async fn linger(socket: &runtime::Stream, time: Duration, timeout: Duration) {
+    let _ = socket.shutdown_write();
+    let end = Instant::now() + time;
+    let mut buffer = [0; 4096];
+    loop {
+        let deadline = end.min(Instant::now() + timeout);
+        match tokio::time::timeout_at(deadline, socket.read(&mut buffer)).await {
+            Ok(Ok(count)) if count > 0 => {}
+            _ => return,
         }
     }
 }
