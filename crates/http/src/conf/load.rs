@@ -510,7 +510,9 @@ fn build(
             .iter()
             .find(|spec| spec.ssl)
             .map(|spec| spec.span.clone());
-        let tls = crate::ssl::server_tls(&ssl, &mut tls_build, &env.prefix)?;
+        let v2 = server_scope.v2.resolve(env);
+        let alpn_h2 = v2.enable || specs.iter().any(|spec| spec.http2);
+        let tls = crate::ssl::server_tls(&ssl, alpn_h2, &mut tls_build, &env.prefix)?;
         ssl_listens.push(ssl_listen);
         listens.extend(specs.into_iter().map(|spec| (spec, id)));
         let mut names = std::mem::take(&mut server_scope.names);
@@ -523,7 +525,7 @@ fn build(
             name,
             core: server_scope.core.resolve(env),
             ssl,
-            v2: server_scope.v2.resolve(env),
+            v2,
             tls,
             location: server_location,
             locations: locations.0,

@@ -186,8 +186,10 @@ pub(crate) fn check_defaults(
 }
 
 /// The TLS configuration of one virtual server, or `None` when it has no certificate.
+/// With `alpn_h2` (the server has `http2 on`) ALPN offers `h2` before `http/1.1`.
 pub(crate) fn server_tls(
     settings: &SslServer,
+    alpn_h2: bool,
     build: &mut TlsBuild,
     prefix: &Path,
 ) -> Result<Option<Arc<tls::ServerTls>>, ConfError> {
@@ -292,7 +294,11 @@ pub(crate) fn server_tls(
         curves,
         session_cache,
         tickets,
-        alpn: vec![b"http/1.1".to_vec()],
+        alpn: if alpn_h2 {
+            vec![b"h2".to_vec(), b"http/1.1".to_vec()]
+        } else {
+            vec![b"http/1.1".to_vec()]
+        },
         verify,
         early_data: settings.early_data,
     };

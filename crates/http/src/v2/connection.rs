@@ -84,7 +84,15 @@ pub(crate) async fn detect(
 ) -> Option<Connection> {
     let conf = worker.conf();
     let default_server = conf.server(address.default_server);
-    if connection.stream.is_tls() || !(address.http2 || default_server.v2.enable) {
+    if let Some(handshake) = &connection.info.tls {
+        // Over TLS, ALPN decided (the server SNI chose offered `h2` when it has `http2 on`).
+        if handshake.alpn.as_deref() != Some(b"h2") {
+            return Some(connection);
+        }
+        serve(worker, address, connection).await;
+        return None;
+    }
+    if !(address.http2 || default_server.v2.enable) {
         return Some(connection);
     }
     let timeout = default_server.core.client_header_timeout;
@@ -236,6 +244,10 @@ async fn serve(worker: &HttpWorker, address: &AddressConf, connection: Connectio
         }
     };
     drop(streams);
+    // A TLS session may hold encrypted output the socket has not taken yet.
+    if socket.flush_timed(send_timeout).await.is_err() {
+        return;
+    }
     if closing == Closing::Linger {
         linger(
             &socket,

@@ -197,6 +197,19 @@ fn read_head(
         .map_err(|error| error.status())?;
     let server = crate::connection::select_server(worker, started.address, request);
     request.server = Some(server);
+    if !conf.server(server).v2.enable && !started.address.http2 {
+        // The host names a server without HTTP/2: nginx answers 421.
+        request.location = Some(conf.server(server).location);
+        let message = "client attempted to request the server name different from the one that was negotiated";
+        crate::request::log(
+            worker,
+            info,
+            request,
+            Level::Info,
+            format_args!("{message}"),
+        );
+        return Err(421);
+    }
     crate::realip::post_read(worker, server, info, request);
     request.uri.extend_from_slice(&request.head.uri);
     if let Some(args) = request.info.target.args.clone() {
