@@ -92,7 +92,8 @@ pub(crate) async fn detect(
         serve(worker, address, connection).await;
         return None;
     }
-    if !(address.http2 || default_server.v2.enable) {
+    // Plain text on a TLS address is HTTP/1's to refuse (nginx's 400), never h2c.
+    if address.ssl || !(address.http2 || default_server.v2.enable) {
         return Some(connection);
     }
     let timeout = default_server.core.client_header_timeout;
@@ -160,6 +161,10 @@ async fn serve(worker: &HttpWorker, address: &AddressConf, connection: Connectio
     let mut idle_since = Instant::now();
     let mut stalled_since: Option<Instant> = None;
     let mut going_away = false;
+    // A draining worker shuts the reading side of registered sockets after its grace
+    // period: that read's end is the signal to send GOAWAY, and nothing more is read.
+    let _idle = worker.register_idle(socket.raw_fd());
+    let mut reading = true;
     let closing = loop {
         if !input.is_empty() {
             let used = shared.h2.borrow_mut().receive(&input);
@@ -220,7 +225,7 @@ async fn serve(worker: &HttpWorker, address: &AddressConf, connection: Connectio
                 Ok(()) => Woken::Writable,
                 Err(_) => break Closing::Now,
             },
-            ready = socket.readable() => match ready {
+            ready = socket.readable(), if reading => match ready {
                 Ok(()) => Woken::Readable,
                 Err(_) => break Closing::Now,
             },
@@ -228,6 +233,11 @@ async fn serve(worker: &HttpWorker, address: &AddressConf, connection: Connectio
         };
         match woken {
             Woken::Readable => match socket.try_read(&mut buffer) {
+                Ok(0) if !worker.is_running() => {
+                    reading = false;
+                    going_away = true;
+                    shared.h2.borrow_mut().go_away(ErrorCode::NO_ERROR);
+                }
                 Ok(0) => break Closing::Now,
                 Ok(count) => input.extend_from_slice(&buffer[..count]),
                 Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {}
@@ -248,7 +258,7 @@ async fn serve(worker: &HttpWorker, address: &AddressConf, connection: Connectio
     if socket.flush_timed(send_timeout).await.is_err() {
         return;
     }
-    if closing == Closing::Linger {
+    if closing == Closing::Linger && reading {
         linger(
             &socket,
             location.core.lingering_time,
