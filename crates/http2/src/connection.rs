@@ -134,6 +134,9 @@ struct Stream {
     end_queued: bool,
     /// Trailers to send after the queued bytes.
     trailers: Option<Vec<HeaderField>>,
+    /// The largest DATA frame of this stream (`Config::chunk_size` unless the caller set
+    /// its own: nginx's `http2_chunk_size` is the location's).
+    chunk_size: u32,
 }
 
 /// The server side of one HTTP/2 connection.

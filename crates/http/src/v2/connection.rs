@@ -25,6 +25,10 @@ use crate::connection::Connection;
 use crate::v2::stream::{Started, run_stream};
 use crate::worker::HttpWorker;
 
+/// How often a connection looks whether its worker is draining (nginx sends GOAWAY at
+/// once; Portico within this).
+const DRAIN_CHECK: Duration = Duration::from_millis(250);
+
 /// The protocol state and the wake-ups shared by the connection's loop and its streams.
 pub(crate) struct Shared {
     pub(crate) h2: RefCell<H2>,
@@ -161,10 +165,6 @@ async fn serve(worker: &HttpWorker, address: &AddressConf, connection: Connectio
     let mut idle_since = Instant::now();
     let mut stalled_since: Option<Instant> = None;
     let mut going_away = false;
-    // A draining worker shuts the reading side of registered sockets after its grace
-    // period: that read's end is the signal to send GOAWAY, and nothing more is read.
-    let _idle = worker.register_idle(socket.raw_fd());
-    let mut reading = true;
     let closing = loop {
         if !input.is_empty() {
             let used = shared.h2.borrow_mut().receive(&input);
@@ -217,6 +217,13 @@ async fn serve(worker: &HttpWorker, address: &AddressConf, connection: Connectio
             None if idle => idle_since + wait_max,
             None => Instant::now() + Duration::from_secs(3600),
         };
+        // While the worker runs, the loop also wakes every `DRAIN_CHECK` to see whether a
+        // reload or a stop asks for GOAWAY.
+        let wake_at = if going_away {
+            deadline
+        } else {
+            deadline.min(Instant::now() + DRAIN_CHECK)
+        };
         let woken = tokio::select! {
             biased;
             () = poll_streams(&mut streams.running) => Woken::StreamDone,
@@ -225,24 +232,20 @@ async fn serve(worker: &HttpWorker, address: &AddressConf, connection: Connectio
                 Ok(()) => Woken::Writable,
                 Err(_) => break Closing::Now,
             },
-            ready = socket.readable(), if reading => match ready {
+            ready = socket.readable() => match ready {
                 Ok(()) => Woken::Readable,
                 Err(_) => break Closing::Now,
             },
-            () = tokio::time::sleep_until(deadline) => Woken::TimedOut,
+            () = tokio::time::sleep_until(wake_at) => Woken::TimedOut,
         };
         match woken {
             Woken::Readable => match socket.try_read(&mut buffer) {
-                Ok(0) if !worker.is_running() => {
-                    reading = false;
-                    going_away = true;
-                    shared.h2.borrow_mut().go_away(ErrorCode::NO_ERROR);
-                }
                 Ok(0) => break Closing::Now,
                 Ok(count) => input.extend_from_slice(&buffer[..count]),
                 Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {}
                 Err(_) => break Closing::Now,
             },
+            Woken::TimedOut if Instant::now() < deadline => {}
             Woken::TimedOut if stalled_since.is_some() => break Closing::Now,
             Woken::TimedOut => {
                 // nginx closes an idle HTTP/2 connection with GOAWAY after keepalive_timeout.
@@ -258,7 +261,7 @@ async fn serve(worker: &HttpWorker, address: &AddressConf, connection: Connectio
     if socket.flush_timed(send_timeout).await.is_err() {
         return;
     }
-    if closing == Closing::Linger && reading {
+    if closing == Closing::Linger {
         linger(
             &socket,
             location.core.lingering_time,

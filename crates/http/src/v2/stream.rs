@@ -105,6 +105,14 @@ pub(crate) async fn run_stream(
             phases::run(worker, client, &mut request).await
         }
     };
+    // `http2_chunk_size` is the location's that answers.
+    let answering = request.location.unwrap_or(default_server.location);
+    let chunk_size = conf.location(answering).settings.v2.chunk_size;
+    started
+        .shared
+        .h2
+        .borrow_mut()
+        .set_chunk_size(stream_id, chunk_size);
     let sink = StreamSink {
         shared: started.shared,
         stream_id,

@@ -399,6 +399,7 @@ impl Connection {
             queued: Default::default(),
             end_queued: false,
             trailers: None,
+            chunk_size: self.config.chunk_size,
         };
         self.streams.insert(stream_id, stream);
         self.tree.open(stream_id);

@@ -78,6 +78,13 @@ impl Connection {
         Ok(())
     }
 
+    /// Sets the largest DATA frame of a stream (at least 1 byte).
+    pub fn set_chunk_size(&mut self, stream_id: u32, chunk_size: u32) {
+        if let Some(stream) = self.streams.get_mut(&stream_id) {
+            stream.chunk_size = chunk_size.max(1);
+        }
+    }
+
     /// Bytes queued on a stream and not yet framed (0 for a stream that is gone).
     pub fn queued(&self, stream_id: u32) -> usize {
         self.streams
@@ -156,10 +163,10 @@ impl Connection {
     }
 
     fn write_data_frame(&mut self, stream_id: u32, connection_window: u32) {
-        let chunk = self.config.chunk_size.min(self.peer_max_frame_size).max(1);
         let Some(stream) = self.streams.get_mut(&stream_id) else {
             return;
         };
+        let chunk = stream.chunk_size.min(self.peer_max_frame_size).max(1);
         let window = stream
             .send_window
             .available()
