@@ -196,7 +196,10 @@ async fn serve(worker: &HttpWorker, address: &AddressConf, connection: Connectio
         } else {
             stalled_since = None;
         }
-        let idle = streams.running.is_empty() && streams.pending.is_empty();
+        // A stream whose request is done may still have DATA waiting for window.
+        let idle = streams.running.is_empty()
+            && streams.pending.is_empty()
+            && shared.h2.borrow().active_streams() == 0;
         if shared.h2.borrow().is_done() && !blocked {
             break Closing::Linger;
         }
@@ -330,8 +333,14 @@ fn dispatch<'a>(started: &Started<'a>, streams: &mut Streams<'a>, rules: &Rules)
                 ..
             } => {
                 count_request(started, streams, rules);
+                let connect = fields
+                    .iter()
+                    .any(|field| field.name == b":method" && field.value == b"CONNECT");
                 let head = if over_limit {
                     Err(400)
+                } else if connect {
+                    // nginx serves no CONNECT: 405, whatever the other fields.
+                    Err(405)
                 } else {
                     http2::request::parse(fields, rules.policy).map_err(|malformed| {
                         started.log_malformed(malformed.message());

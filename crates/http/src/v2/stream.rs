@@ -231,8 +231,13 @@ enum SinkState {
     /// Collecting the head the header filter writes.
     Head(Vec<u8>),
     /// The head is read and not sent yet (it goes with the first body bytes or the end).
-    HeadReady(Vec<HeaderField>),
-    Body,
+    /// The length is the head's `content-length`, when it has one.
+    HeadReady(Vec<HeaderField>, Option<u64>),
+    /// Sending the body; the bytes still to come when the length is known (the last
+    /// ones carry END_STREAM, as nginx's last DATA frame does).
+    Body(Option<u64>),
+    /// END_STREAM is queued.
+    Ended,
 }
 
 /// The response side of one stream.
@@ -246,15 +251,16 @@ impl StreamSink<'_> {
     /// Ends the stream: the head alone with END_STREAM when there was no body, else an
     /// empty DATA frame with it after the queued body.
     fn finish(&self) {
-        let state = std::mem::replace(&mut *self.state.borrow_mut(), SinkState::Body);
+        let state = std::mem::replace(&mut *self.state.borrow_mut(), SinkState::Ended);
         let mut h2 = self.shared.h2.borrow_mut();
         let _ = match state {
-            SinkState::HeadReady(fields) => h2.send_headers(self.stream_id, &fields, true),
+            SinkState::HeadReady(fields, _) => h2.send_headers(self.stream_id, &fields, true),
             SinkState::Head(_) => {
                 let fields = [field(b":status", b"500")];
                 h2.send_headers(self.stream_id, &fields, true)
             }
-            SinkState::Body => h2.send_data(self.stream_id, &[], true),
+            SinkState::Body(_) => h2.send_data(self.stream_id, &[], true),
+            SinkState::Ended => Ok(()),
         };
     }
 
@@ -275,7 +281,11 @@ impl FramedSink for StreamSink<'_> {
             };
             head.extend_from_slice(&bytes[..end]);
             let fields = response_fields(head);
-            *state = SinkState::HeadReady(fields);
+            let length = fields
+                .iter()
+                .find(|field| field.name == b"content-length")
+                .and_then(|field| std::str::from_utf8(&field.value).ok()?.parse().ok());
+            *state = SinkState::HeadReady(fields, length);
             if end == bytes.len() {
                 return Ok(end);
             }
@@ -287,14 +297,29 @@ impl FramedSink for StreamSink<'_> {
         if queued >= QUEUED_MAX {
             return Err(io::ErrorKind::WouldBlock.into());
         }
-        if let SinkState::HeadReady(fields) = &*state {
+        if let SinkState::HeadReady(fields, length) = &*state {
             h2.send_headers(self.stream_id, fields, false)
                 .map_err(|_| Self::gone())?;
-            *state = SinkState::Body;
+            *state = SinkState::Body(*length);
         }
         let take = bytes.len().min(QUEUED_MAX - queued);
-        h2.send_data(self.stream_id, &bytes[..take], false)
+        let (left, last) = match &*state {
+            SinkState::Body(Some(left)) => {
+                let left = left.saturating_sub(take as u64);
+                (Some(left), left == 0)
+            }
+            SinkState::Body(None) => (None, false),
+            SinkState::Ended | SinkState::Head(_) | SinkState::HeadReady(..) => {
+                return Err(Self::gone());
+            }
+        };
+        h2.send_data(self.stream_id, &bytes[..take], last)
             .map_err(|_| Self::gone())?;
+        *state = if last {
+            SinkState::Ended
+        } else {
+            SinkState::Body(left)
+        };
         self.shared.wake.notify_one();
         Ok(take)
     }
