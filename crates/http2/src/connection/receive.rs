@@ -47,6 +47,12 @@ impl Connection {
                         };
                         self.fail(Error::connection(ErrorCode::FRAME_SIZE_ERROR, reason))?;
                     }
+                    if header.kind == frame::kind::PUSH_PROMISE {
+                        // Refused on its header, as nginx does, without waiting for a
+                        // payload that may never come.
+                        let reason = Reason::PushPromiseFromClient;
+                        self.fail(Error::connection(ErrorCode::PROTOCOL_ERROR, reason))?;
+                    }
                     let end = frame::HEADER_LEN + header.length as usize;
                     let Some(payload) = rest.get(frame::HEADER_LEN..end) else {
                         return Ok(used);

@@ -827,3 +827,16 @@ fn unknown_frames_and_settings_are_ignored() {
         }
     );
 }
+
+#[test]
+fn a_push_promise_header_is_refused_before_its_payload() {
+    let mut client = Client::new(Config::default());
+    client.take_frames();
+    // Length 4, PUSH_PROMISE, stream 1, and no payload yet (nginx-tests' h2.t sends this).
+    let header = [0, 0, 4, 5, 0, 0, 0, 0, 1];
+    assert!(client.connection.receive(&header).is_err());
+    assert_eq!(
+        goaway(&client.take_frames()).map(|(_, code)| code),
+        Some(ErrorCode::PROTOCOL_ERROR)
+    );
+}
