@@ -130,6 +130,9 @@ pub trait FramedSink {
     /// Waits until [`try_write`](Self::try_write) may take bytes again.
     fn writable(&self)
     -> std::pin::Pin<Box<dyn std::future::Future<Output = io::Result<()>> + '_>>;
+    /// Ends the response with trailers, given as the last chunk HTTP/1 would send
+    /// (`0\r\n`, the field lines, `\r\n`); without field lines it just ends.
+    fn trailers(&self, last_chunk: &[u8]);
 }
 
 /// Where a response goes.
@@ -160,6 +163,11 @@ impl<'c> ResponseSink<'c> {
     /// Whether the sink frames what it is given: no `sendfile`, no writes to the socket.
     pub fn is_framed(&self) -> bool {
         self.framed.is_some()
+    }
+
+    /// The framing sink, when there is one.
+    pub fn framed_sink(&self) -> Option<&'c dyn FramedSink> {
+        self.framed
     }
 
     /// The socket the response is written to, for `sendfile`, `TCP_CORK` and writability.

@@ -201,13 +201,15 @@ pub(crate) async fn send_response_to<'a>(
         expect_trailers,
         chunked_transfer_encoding: core.chunked_transfer_encoding,
     });
-    if sink.is_framed() && framing == Framing::Chunked {
-        framing = Framing::Close;
-    }
     match framing {
         Framing::Length => {}
         Framing::Chunked => request.response.content_length = None,
         Framing::Close => request.keepalive = false,
+    }
+    // A framed sink (HTTP/2) frames the body itself: no chunks, and no content length
+    // when HTTP/1.1 would have chunked it.
+    if sink.is_framed() && framing == Framing::Chunked {
+        framing = Framing::Close;
     }
     if request.head.version != Version::Http09 {
         head::write_head(
@@ -241,6 +243,12 @@ pub(crate) async fn send_response_to<'a>(
         Body::Upstream(streamed) => streamed.send(&context, &mut output, request, out).await,
         body => body::send(&context, &mut output, request, body, out).await,
     };
+    // A framed sink (HTTP/2) gets the trailers as frames after the body.
+    if let (Ok(()), Some(framed), true) = (&result, sink.framed_sink(), expect_trailers) {
+        let mut last_chunk = Vec::new();
+        head::write_last_chunk(worker, info, request, location, &mut last_chunk);
+        framed.trailers(&last_chunk);
+    }
     request.sent.body_bytes = output.sent.saturating_sub(request.sent.header_bytes);
     if result.is_ok() {
         request.completed = true;

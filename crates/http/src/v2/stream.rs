@@ -270,6 +270,24 @@ impl StreamSink<'_> {
 }
 
 impl FramedSink for StreamSink<'_> {
+    fn trailers(&self, last_chunk: &[u8]) {
+        let fields: Vec<HeaderField> = header_lines(last_chunk).collect();
+        let mut state = self.state.borrow_mut();
+        let mut h2 = self.shared.h2.borrow_mut();
+        if let SinkState::HeadReady(head, _) = &*state {
+            let _ = h2.send_headers(self.stream_id, head, false);
+        }
+        if !matches!(&*state, SinkState::Ended) {
+            let _ = if fields.is_empty() {
+                h2.send_data(self.stream_id, &[], true)
+            } else {
+                h2.send_trailers(self.stream_id, fields)
+            };
+        }
+        *state = SinkState::Ended;
+        self.shared.wake.notify_one();
+    }
+
     fn try_write(&self, bytes: &[u8]) -> io::Result<usize> {
         let mut state = self.state.borrow_mut();
         if let SinkState::Head(head) = &mut *state {
@@ -370,22 +388,31 @@ fn response_fields(head: &[u8]) -> Vec<HeaderField> {
         .and_then(|line| line.get(9..12))
         .unwrap_or(b"500");
     let mut fields = vec![field(b":status", status)];
-    for line in lines {
+    fields.extend(lines_to_fields(lines));
+    fields
+}
+
+/// The fields of the lines after the first of an HTTP/1 head or last chunk.
+fn header_lines(bytes: &[u8]) -> impl Iterator<Item = HeaderField> + '_ {
+    lines_to_fields(bytes.split(|&byte| byte == b'\n').skip(1))
+}
+
+/// `Name: value` lines as HTTP/2 fields, names in lower case, without the
+/// connection-specific ones.
+fn lines_to_fields<'b>(
+    lines: impl Iterator<Item = &'b [u8]> + 'b,
+) -> impl Iterator<Item = HeaderField> + 'b {
+    lines.filter_map(|line| {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
-        let Some(colon) = line.iter().position(|&byte| byte == b':') else {
-            continue;
-        };
+        let colon = line.iter().position(|&byte| byte == b':')?;
         let name = line[..colon].to_ascii_lowercase();
         let value = line[colon + 1..].trim_ascii_start();
         let connection_specific = matches!(
             name.as_slice(),
             b"connection" | b"keep-alive" | b"transfer-encoding" | b"upgrade" | b"proxy-connection"
         );
-        if !connection_specific {
-            fields.push(field(&name, value));
-        }
-    }
-    fields
+        (!connection_specific).then(|| field(&name, value))
+    })
 }
 
 #[cfg(test)]

@@ -18,6 +18,7 @@ const CONFIG: &str = r#"server {
     location = /vars { return 200 "$server_protocol $http2 $scheme [$request]"; }
     location = /small { client_max_body_size 10; return 200 "length $content_length"; }
     location = /redirect { return 302 /elsewhere; }
+    location = /trailers { add_trailer X-Checksum "42 $request_method"; return 200 "body"; }
 }"#;
 
 /// A response as the test sees it.
@@ -25,6 +26,7 @@ struct Answer {
     status: u16,
     headers: http_types::HeaderMap,
     body: Vec<u8>,
+    trailers: Option<http_types::HeaderMap>,
 }
 
 fn start() -> Instance {
@@ -82,10 +84,12 @@ fn exchange(port: u16, requests: Vec<(Request<()>, Option<Bytes>)>) -> Vec<Answe
                 let _ = stream.flow_control().release_capacity(chunk.len());
                 body.extend_from_slice(&chunk);
             }
+            let trailers = stream.trailers().await.expect("trailers or none");
             answers.push(Answer {
                 status,
                 headers,
                 body,
+                trailers,
             });
         }
         drop(client);
@@ -195,4 +199,17 @@ fn http2_off_leaves_the_preface_to_http1() {
     assert_eq!(response.status, 400);
     let response = server.get("/");
     assert_eq!(response.body_text(), "http1");
+}
+
+#[test]
+fn add_trailer_sends_a_trailer_section() {
+    let server = start();
+    let answers = exchange(server.port(), vec![get("/trailers"), get("/index.html")]);
+    assert_eq!(answers[0].status, 200);
+    assert_eq!(answers[0].body, b"body");
+    // As over HTTP/1.1, where the body would be chunked: no content-length.
+    assert!(answers[0].headers.get("content-length").is_none());
+    let trailers = answers[0].trailers.as_ref().expect("a trailer section");
+    assert_eq!(trailers["x-checksum"], "42 GET");
+    assert!(answers[1].trailers.is_none());
 }
