@@ -336,9 +336,22 @@ fn dispatch<'a>(started: &Started<'a>, streams: &mut Streams<'a>, rules: &Rules)
                 let connect = fields
                     .iter()
                     .any(|field| field.name == b":method" && field.value == b"CONNECT");
-                let head = if over_limit {
-                    Err(400)
-                } else if connect {
+                if over_limit {
+                    // A head over `large_client_header_buffers`: 400 without a body.
+                    started.log_malformed("client sent too large header");
+                    let status = [http2::hpack::HeaderField {
+                        name: b":status".to_vec(),
+                        value: b"400".to_vec(),
+                        sensitive: false,
+                    }];
+                    let _ = started
+                        .shared
+                        .h2
+                        .borrow_mut()
+                        .send_headers(stream_id, &status, true);
+                    continue;
+                }
+                let head = if connect {
                     // nginx serves no CONNECT: 405, whatever the other fields.
                     Err(405)
                 } else {

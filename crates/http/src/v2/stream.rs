@@ -78,6 +78,10 @@ pub(crate) async fn run_stream(
     let conf = worker.conf();
     let default_server = conf.server(started.address.default_server);
     let refused = head.and_then(|head| {
+        if let Some(message) = refusal(&head, received) {
+            started.log_malformed(&message);
+            return Err(400);
+        }
         let bytes = http1_head(&head, received);
         read_head(worker, &started, info, &mut request, bytes)
     });
@@ -138,6 +142,36 @@ pub(crate) async fn run_stream(
     }
     started.shared.wake.notify_one();
     send::log_request_info(worker, info, &request);
+}
+
+/// Why nginx refuses a head with 400 before it becomes a request, in its words: a
+/// `host` that differs from `:authority`, a body whose length is not its
+/// `content-length`.
+fn refusal(head: &RequestHead, received: Option<u64>) -> Option<String> {
+    let value = |name: &[u8]| {
+        head.fields
+            .iter()
+            .find(|field| field.name == name)
+            .map(|field| field.value.as_slice())
+    };
+    if let (Some(authority), Some(host)) = (&head.authority, value(b"host"))
+        && !authority.eq_ignore_ascii_case(host)
+    {
+        return Some("client sent \":authority\" and \"host\" headers that differ".to_owned());
+    }
+    let declared: u64 = std::str::from_utf8(value(b"content-length")?)
+        .ok()?
+        .parse()
+        .ok()?;
+    let received = received.unwrap_or(0);
+    if received < declared {
+        return Some(format!(
+            "client prematurely closed stream: only {received} out of {declared} bytes of \
+             request body received"
+        ));
+    }
+    (received > declared)
+        .then(|| "client intended to send body data larger than declared".to_owned())
 }
 
 /// The HTTP/1.1 head the request's fields make: the request line from `:method` and
