@@ -82,8 +82,8 @@ pub(crate) async fn run_stream(
             started.log_malformed(&message);
             return Err(400);
         }
-        let bytes = http1_head(&head, received);
-        read_head(worker, &started, info, &mut request, bytes)
+        let (bytes, added) = http1_head(&head, received);
+        read_head(worker, &started, info, &mut request, bytes, added)
     });
     let mut read_ahead = ReadAhead::new(body.len());
     read_ahead.append(&body);
@@ -177,15 +177,19 @@ fn refusal(head: &RequestHead, received: Option<u64>) -> Option<String> {
 /// The HTTP/1.1 head the request's fields make: the request line from `:method` and
 /// `:path`, `Host` from `:authority` when no `host` field was sent, and the body's length
 /// as `Content-Length` (a client's own is replaced: the frames say how long the body is).
-fn http1_head(head: &RequestHead, body_len: Option<u64>) -> Vec<u8> {
+/// Also returns how many lines it added that the client did not send (`max_headers`
+/// counts the client's fields only).
+fn http1_head(head: &RequestHead, body_len: Option<u64>) -> (Vec<u8>, usize) {
     let mut bytes = Vec::with_capacity(256);
     bytes.extend_from_slice(&head.method);
     bytes.push(b' ');
     bytes.extend_from_slice(head.path.as_deref().unwrap_or(b"*"));
     bytes.extend_from_slice(b" HTTP/1.1\r\n");
     let has_host = head.fields.iter().any(|field| field.name == b"host");
+    let mut added = 0;
     if let (Some(authority), false) = (&head.authority, has_host) {
         push_field(&mut bytes, b"host", authority);
+        added += 1;
     }
     for field in &head.fields {
         if field.name == b"content-length" {
@@ -195,9 +199,10 @@ fn http1_head(head: &RequestHead, body_len: Option<u64>) -> Vec<u8> {
     }
     if let Some(len) = body_len {
         push_field(&mut bytes, b"content-length", len.to_string().as_bytes());
+        added += 1;
     }
     bytes.extend_from_slice(b"\r\n");
-    bytes
+    (bytes, added)
 }
 
 fn push_field(bytes: &mut Vec<u8>, name: &[u8], value: &[u8]) {
@@ -215,6 +220,7 @@ fn read_head(
     info: &ConnectionInfo,
     request: &mut Request<'_>,
     bytes: Vec<u8>,
+    added: usize,
 ) -> Result<(), u16> {
     let conf = worker.conf();
     let core = &conf.server(started.address.default_server).core;
@@ -223,6 +229,7 @@ fn read_head(
     limits.client_header_buffer_size = limits.client_header_buffer_size.max(bytes.len() + 1);
     limits.large_client_header_buffers.1 =
         limits.large_client_header_buffers.1.max(bytes.len() + 1);
+    limits.max_headers = limits.max_headers.map(|max| max + added);
     request.length = bytes.len() as u64;
     let parsed = http1::request::parse_head(&bytes, &limits, &mut request.head);
     request.head_bytes = bytes;
@@ -490,7 +497,8 @@ mod tests {
             path: Some(b"/a?b".to_vec()),
             fields: vec![field(b"content-length", b"9"), field(b"x-y", b"z")],
         };
-        let bytes = http1_head(&head, Some(4));
+        let (bytes, added) = http1_head(&head, Some(4));
+        assert_eq!(added, 2);
         assert_eq!(
             bytes,
             b"POST /a?b HTTP/1.1\r\nhost: example.com\r\nx-y: z\r\ncontent-length: 4\r\n\r\n"
