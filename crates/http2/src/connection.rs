@@ -69,6 +69,9 @@ pub enum Event {
         end_stream: bool,
         trailers: bool,
         over_limit: bool,
+        /// The header block's size as it arrived, HPACK-encoded (nginx's
+        /// `$request_length` counts it).
+        block_len: usize,
     },
     /// Request body bytes. The caller gives the window back with [`Connection::release`]
     /// as it consumes them.

@@ -22,7 +22,7 @@ use tokio::time::Instant;
 
 use crate::conf::AddressConf;
 use crate::connection::Connection;
-use crate::v2::stream::{Started, run_stream};
+use crate::v2::stream::{Opened, Started, run_stream};
 use crate::worker::HttpWorker;
 
 /// How often a connection looks whether its worker is draining (nginx sends GOAWAY at
@@ -45,6 +45,8 @@ struct Pending {
     /// Body bytes received, kept or not (a body over `client_max_body_size` is counted
     /// but not kept: the request is refused with 413 before its body is read).
     received: u64,
+    /// The header block's encoded size.
+    block_len: usize,
 }
 
 type StreamFuture<'a> = Pin<Box<dyn Future<Output = ()> + 'a>>;
@@ -314,15 +316,7 @@ fn dispatch<'a>(started: &Started<'a>, streams: &mut Streams<'a>, rules: &Rules)
                 ..
             } => {
                 if let Some(request) = streams.pending.remove(&stream_id) {
-                    let head = Ok(request.head);
-                    start(
-                        started,
-                        streams,
-                        stream_id,
-                        head,
-                        request.body,
-                        Some(request.received),
-                    );
+                    start(started, streams, stream_id, request);
                 }
             }
             Event::Headers {
@@ -330,6 +324,7 @@ fn dispatch<'a>(started: &Started<'a>, streams: &mut Streams<'a>, rules: &Rules)
                 fields,
                 end_stream,
                 over_limit,
+                block_len,
                 ..
             } => {
                 count_request(started, streams, rules);
@@ -366,10 +361,22 @@ fn dispatch<'a>(started: &Started<'a>, streams: &mut Streams<'a>, rules: &Rules)
                             head,
                             body: Vec::new(),
                             received: 0,
+                            block_len,
                         };
                         streams.pending.insert(stream_id, body);
                     }
-                    head => start(started, streams, stream_id, head, Vec::new(), None),
+                    head => {
+                        let opened = Opened {
+                            stream_id,
+                            requests: streams.started,
+                            head,
+                            block_len,
+                            body: None,
+                        };
+                        streams
+                            .running
+                            .push((stream_id, Box::pin(run_stream(started.clone(), opened))));
+                    }
                 }
             }
             Event::Data {
@@ -387,15 +394,7 @@ fn dispatch<'a>(started: &Started<'a>, streams: &mut Streams<'a>, rules: &Rules)
                     request.body.extend_from_slice(&data);
                 }
                 if end_stream && let Some(request) = streams.pending.remove(&stream_id) {
-                    let head = Ok(request.head);
-                    start(
-                        started,
-                        streams,
-                        stream_id,
-                        head,
-                        request.body,
-                        Some(request.received),
-                    );
+                    start(started, streams, stream_id, request);
                 }
             }
             Event::Reset { stream_id, .. } => {
@@ -417,22 +416,16 @@ fn count_request(started: &Started<'_>, streams: &mut Streams<'_>, rules: &Rules
     }
 }
 
-fn start<'a>(
-    started: &Started<'a>,
-    streams: &mut Streams<'a>,
-    stream_id: u32,
-    head: Result<RequestHead, u16>,
-    body: Vec<u8>,
-    received: Option<u64>,
-) {
-    let future = run_stream(
-        started.clone(),
+/// Starts the request of a stream whose body has come in.
+fn start<'a>(started: &Started<'a>, streams: &mut Streams<'a>, stream_id: u32, request: Pending) {
+    let opened = Opened {
         stream_id,
-        streams.started,
-        head,
-        body,
-        received,
-    );
+        requests: streams.started,
+        head: Ok(request.head),
+        block_len: request.block_len,
+        body: Some((request.body, request.received)),
+    };
+    let future = run_stream(started.clone(), opened);
     streams.running.push((stream_id, Box::pin(future)));
 }
 

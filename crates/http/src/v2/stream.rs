@@ -55,17 +55,30 @@ impl Started<'_> {
     }
 }
 
-/// Runs one stream's request to its end. `head` is `Err(status)` for a head refused
-/// before it became a request; `received` counts the body bytes of a request that has a
-/// body, `body` those kept.
-pub(crate) async fn run_stream(
-    started: Started<'_>,
-    stream_id: u32,
-    requests: u64,
-    head: Result<RequestHead, u16>,
-    body: Vec<u8>,
-    received: Option<u64>,
-) {
+/// A stream's request as its head (and body) came in.
+pub(crate) struct Opened {
+    pub(crate) stream_id: u32,
+    /// `$connection_requests` of this request.
+    pub(crate) requests: u64,
+    /// `Err(status)` for a head refused before it became a request.
+    pub(crate) head: Result<RequestHead, u16>,
+    /// The header block's encoded size (`$request_length` counts it, as nginx's does).
+    pub(crate) block_len: usize,
+    /// For a request with a body: the bytes kept and the bytes received.
+    pub(crate) body: Option<(Vec<u8>, u64)>,
+}
+
+/// Runs one stream's request to its end.
+pub(crate) async fn run_stream(started: Started<'_>, opened: Opened) {
+    let Opened {
+        stream_id,
+        requests,
+        head,
+        block_len,
+        body,
+    } = opened;
+    let received = body.as_ref().map(|(_, received)| *received);
+    let body = body.map(|(kept, _)| kept).unwrap_or_default();
     let worker = started.worker;
     let mut info = started.info.clone();
     info.requests = requests;
@@ -85,6 +98,7 @@ pub(crate) async fn run_stream(
         let (bytes, added) = http1_head(&head, received);
         read_head(worker, &started, info, &mut request, bytes, added)
     });
+    request.length = block_len as u64 + received.unwrap_or(0);
     let mut read_ahead = ReadAhead::new(body.len());
     read_ahead.append(&body);
     let mut body_state = BodyState::Done;
@@ -230,7 +244,6 @@ fn read_head(
     limits.large_client_header_buffers.1 =
         limits.large_client_header_buffers.1.max(bytes.len() + 1);
     limits.max_headers = limits.max_headers.map(|max| max + added);
-    request.length = bytes.len() as u64;
     let parsed = http1::request::parse_head(&bytes, &limits, &mut request.head);
     request.head_bytes = bytes;
     match parsed {

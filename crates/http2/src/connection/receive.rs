@@ -323,6 +323,7 @@ impl Connection {
     /// as processed even if it fails to decode (GOAWAY names it, as nginx's does).
     fn header_block(&mut self, block: OpenBlock) -> Result<(), Error> {
         let stream_id = block.stream_id;
+        let block_len = block.bytes.len();
         let existing = self.streams.contains_key(&stream_id);
         if !existing {
             if !self.is_idle(stream_id) || stream_id.is_multiple_of(2) {
@@ -362,6 +363,7 @@ impl Connection {
                 end_stream,
                 trailers: true,
                 over_limit,
+                block_len,
             });
             self.end_remote(stream_id);
             return Ok(());
@@ -369,7 +371,7 @@ impl Connection {
         if self.goaway_sent.is_some_and(|last| stream_id > last) {
             return Ok(());
         }
-        self.open_stream(stream_id, fields, end_stream, over_limit)
+        self.open_stream(stream_id, fields, end_stream, over_limit, block_len)
     }
 
     fn open_stream(
@@ -378,6 +380,7 @@ impl Connection {
         fields: Vec<crate::hpack::HeaderField>,
         end_stream: bool,
         over_limit: bool,
+        block_len: usize,
     ) -> Result<(), Error> {
         let limits = self.config.limits;
         self.counters.new_streams += 1;
@@ -415,6 +418,7 @@ impl Connection {
             end_stream,
             trailers: false,
             over_limit,
+            block_len,
         });
         Ok(())
     }

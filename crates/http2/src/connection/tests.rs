@@ -116,6 +116,7 @@ fn request_and_response_with_body() {
         end_stream: true,
         trailers: false,
         over_limit: false,
+        ..
     } = &events[0]
     else {
         panic!("{events:?}");
