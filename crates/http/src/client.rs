@@ -64,6 +64,20 @@ impl ReadAhead {
 pub struct BodySource<'c> {
     socket: &'c Stream,
     read_ahead: &'c mut ReadAhead,
+    /// A framed stream's body (HTTP/2 DATA frames), instead of the socket.
+    feed: Option<&'c dyn BodyFeed>,
+}
+
+/// The request body of a stream of a connection that frames it (HTTP/2): its bytes come
+/// from the connection's loop, not from the socket.
+pub(crate) trait BodyFeed {
+    /// Moves the body bytes that have arrived into `into`, waiting at most `timeout` for
+    /// some; `Closed` when the stream ended short or was reset.
+    fn next<'s>(
+        &'s self,
+        into: &'s mut ReadAhead,
+        timeout: Duration,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = BodyRead> + 's>>;
 }
 
 /// How waiting for more of the body ended.
@@ -74,12 +88,33 @@ pub(crate) enum BodyRead {
     /// The client closed the connection (or it failed).
     Closed,
     TimedOut,
+    /// The stream's body broke its own rules (HTTP/2: not its `content-length`); the
+    /// words are nginx's `info` line.
+    Refused(String),
 }
 
 impl<'c> BodySource<'c> {
     /// HTTP/1: the connection's socket and its read-ahead bytes.
     pub fn http1(socket: &'c Stream, read_ahead: &'c mut ReadAhead) -> BodySource<'c> {
-        BodySource { socket, read_ahead }
+        BodySource {
+            socket,
+            read_ahead,
+            feed: None,
+        }
+    }
+
+    /// A framed stream: its body comes through `feed`; `socket` is the connection's, for
+    /// waits that watch the client, and is never read here.
+    pub(crate) fn framed(
+        socket: &'c Stream,
+        read_ahead: &'c mut ReadAhead,
+        feed: &'c dyn BodyFeed,
+    ) -> BodySource<'c> {
+        BodySource {
+            socket,
+            read_ahead,
+            feed: Some(feed),
+        }
     }
 
     /// The body bytes received and not consumed yet.
@@ -93,6 +128,9 @@ impl<'c> BodySource<'c> {
 
     /// Waits (at most `timeout`) for more bytes once the buffered ones are consumed.
     pub(crate) async fn read_more(&mut self, timeout: Duration) -> BodyRead {
+        if let Some(feed) = self.feed {
+            return feed.next(self.read_ahead, timeout).await;
+        }
         let deadline = tokio::time::Instant::now() + timeout;
         let ahead = &mut *self.read_ahead;
         if ahead.filled == ahead.buf.len() {
@@ -111,6 +149,10 @@ impl<'c> BodySource<'c> {
 
     /// Tells the client to send its body (`Expect: 100-continue`).
     pub(crate) async fn send_continue(&self, timeout: Duration) -> io::Result<()> {
+        // HTTP/2 has no interim 100 here: the stream's window invites the body.
+        if self.feed.is_some() {
+            return Ok(());
+        }
         ResponseSink::http1(self.socket)
             .write_all_timed(b"HTTP/1.1 100 Continue\r\n\r\n", timeout)
             .await

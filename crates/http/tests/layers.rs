@@ -23,6 +23,7 @@ const ASSEMBLY: &[&str] = &[
     "conf/load.rs",
     "send/mod.rs",
     "send/filters.rs",
+    "v2/body.rs",
     "v2/connection.rs",
     "v2/stream.rs",
 ];

@@ -16,12 +16,13 @@ use std::time::Duration;
 
 use http2::ErrorCode;
 use http2::connection::{Connection as H2, Event, PREFACE};
-use http2::request::{FieldPolicy, RequestHead};
+use http2::request::FieldPolicy;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use crate::conf::AddressConf;
 use crate::connection::Connection;
+use crate::v2::body::Inbox;
 use crate::v2::stream::{Opened, Started, run_stream};
 use crate::worker::HttpWorker;
 
@@ -34,19 +35,10 @@ pub(crate) struct Shared {
     pub(crate) h2: RefCell<H2>,
     /// A stream queued output: the loop flushes and writes.
     pub(crate) wake: Notify,
-    /// Output was written or window arrived: streams waiting to queue more look again.
+    /// Output was written, window or body bytes arrived: streams waiting look again.
     pub(crate) progress: Notify,
-}
-
-/// A request whose body is still arriving.
-struct Pending {
-    head: RequestHead,
-    body: Vec<u8>,
-    /// Body bytes received, kept or not (a body over `client_max_body_size` is counted
-    /// but not kept: the request is refused with 413 before its body is read).
-    received: u64,
-    /// The header block's encoded size.
-    block_len: usize,
+    /// The request bodies arriving, by stream, until their request ends.
+    pub(crate) inboxes: RefCell<HashMap<u32, Inbox>>,
 }
 
 type StreamFuture<'a> = Pin<Box<dyn Future<Output = ()> + 'a>>;
@@ -54,18 +46,15 @@ type StreamFuture<'a> = Pin<Box<dyn Future<Output = ()> + 'a>>;
 /// The default server's rules for the connection's streams.
 struct Rules {
     policy: FieldPolicy,
-    /// `client_max_body_size`: a larger body is counted, not kept.
-    body_max: u64,
     /// `keepalive_requests`: the stream that reaches it is the last (GOAWAY follows).
     keepalive_requests: u64,
     /// `keepalive_time`: a stream started after it is the last.
     keepalive_time: Duration,
 }
 
-/// The connection's requests: those waiting for their body and those running.
+/// The connection's running requests.
 #[derive(Default)]
 struct Streams<'a> {
-    pending: HashMap<u32, Pending>,
     running: Vec<(u32, StreamFuture<'a>)>,
     /// Requests started (`$connection_requests` of the latest).
     started: u64,
@@ -149,7 +138,6 @@ async fn serve(worker: &HttpWorker, address: &AddressConf, connection: Connectio
             underscores: server.core.underscores_in_headers,
             ignore_invalid: server.core.ignore_invalid_headers,
         },
-        body_max: location.core.client_max_body_size,
         keepalive_requests: location.core.keepalive_requests,
         keepalive_time: location.core.keepalive_time,
     };
@@ -160,6 +148,7 @@ async fn serve(worker: &HttpWorker, address: &AddressConf, connection: Connectio
         h2: RefCell::new(H2::new(config)),
         wake: Notify::new(),
         progress: Notify::new(),
+        inboxes: RefCell::default(),
     };
     let read_size = usize::try_from(conf.v2.recv_buffer_size).unwrap_or(usize::MAX);
     let mut buffer = vec![0; read_size.clamp(PREFACE.len() * 2, 64 * 1024)];
@@ -199,9 +188,7 @@ async fn serve(worker: &HttpWorker, address: &AddressConf, connection: Connectio
             stalled_since = None;
         }
         // A stream whose request is done may still have DATA waiting for window.
-        let idle = streams.running.is_empty()
-            && streams.pending.is_empty()
-            && shared.h2.borrow().active_streams() == 0;
+        let idle = streams.running.is_empty() && shared.h2.borrow().active_streams() == 0;
         if shared.h2.borrow().is_done() && !blocked {
             break Closing::Linger;
         }
@@ -301,8 +288,8 @@ async fn linger(socket: &runtime::Stream, time: Duration, timeout: Duration) {
     }
 }
 
-/// Turns the events the last input produced into streams: a head with its end starts a
-/// request, a head without it waits for its body; a reset stream's request is dropped.
+/// Turns the events the last input produced into streams: a head starts a request at
+/// once (its body, if any, arrives in its inbox); a reset stream's request is dropped.
 fn dispatch<'a>(started: &Started<'a>, streams: &mut Streams<'a>, rules: &Rules) {
     loop {
         let event = started.shared.h2.borrow_mut().poll_event();
@@ -315,8 +302,8 @@ fn dispatch<'a>(started: &Started<'a>, streams: &mut Streams<'a>, rules: &Rules)
                 trailers: true,
                 ..
             } => {
-                if let Some(request) = streams.pending.remove(&stream_id) {
-                    start(started, streams, stream_id, request);
+                if let Some(inbox) = started.shared.inboxes.borrow_mut().get_mut(&stream_id) {
+                    inbox.end();
                 }
             }
             Event::Headers {
@@ -328,24 +315,13 @@ fn dispatch<'a>(started: &Started<'a>, streams: &mut Streams<'a>, rules: &Rules)
                 ..
             } => {
                 count_request(started, streams, rules);
+                if over_limit {
+                    refuse_too_large(started, stream_id);
+                    continue;
+                }
                 let connect = fields
                     .iter()
                     .any(|field| field.name == b":method" && field.value == b"CONNECT");
-                if over_limit {
-                    // A head over `large_client_header_buffers`: 400 without a body.
-                    started.log_malformed("client sent too large header");
-                    let status = [http2::hpack::HeaderField {
-                        name: b":status".to_vec(),
-                        value: b"400".to_vec(),
-                        sensitive: false,
-                    }];
-                    let _ = started
-                        .shared
-                        .h2
-                        .borrow_mut()
-                        .send_headers(stream_id, &status, true);
-                    continue;
-                }
                 let head = if connect {
                     // nginx serves no CONNECT: 405, whatever the other fields.
                     Err(405)
@@ -355,55 +331,63 @@ fn dispatch<'a>(started: &Started<'a>, streams: &mut Streams<'a>, rules: &Rules)
                         400
                     })
                 };
-                match head {
-                    Ok(head) if !end_stream => {
-                        let body = Pending {
-                            head,
-                            body: Vec::new(),
-                            received: 0,
-                            block_len,
-                        };
-                        streams.pending.insert(stream_id, body);
-                    }
-                    head => {
-                        let opened = Opened {
-                            stream_id,
-                            requests: streams.started,
-                            head,
-                            block_len,
-                            body: None,
-                        };
-                        streams
-                            .running
-                            .push((stream_id, Box::pin(run_stream(started.clone(), opened))));
-                    }
+                let body = !end_stream && head.is_ok();
+                if let (true, Ok(head)) = (body, &head) {
+                    let declared = head
+                        .fields
+                        .iter()
+                        .find(|field| field.name == b"content-length")
+                        .and_then(|field| std::str::from_utf8(&field.value).ok()?.parse().ok());
+                    let inbox = Inbox::new(declared);
+                    started.shared.inboxes.borrow_mut().insert(stream_id, inbox);
                 }
+                let opened = Opened {
+                    stream_id,
+                    requests: streams.started,
+                    head,
+                    block_len,
+                    body,
+                };
+                let future = run_stream(started.clone(), opened);
+                streams.running.push((stream_id, Box::pin(future)));
             }
             Event::Data {
                 stream_id,
                 data,
                 end_stream,
             } => {
-                let len = u32::try_from(data.len()).unwrap_or(u32::MAX);
-                started.shared.h2.borrow_mut().release(stream_id, len);
-                let Some(request) = streams.pending.get_mut(&stream_id) else {
-                    continue;
-                };
-                request.received += u64::from(len);
-                if rules.body_max == 0 || request.received <= rules.body_max {
-                    request.body.extend_from_slice(&data);
-                }
-                if end_stream && let Some(request) = streams.pending.remove(&stream_id) {
-                    start(started, streams, stream_id, request);
+                let mut inboxes = started.shared.inboxes.borrow_mut();
+                match inboxes.get_mut(&stream_id) {
+                    Some(inbox) => inbox.push(&data, end_stream),
+                    None => {
+                        // Nobody reads this body any more: its window goes back at once.
+                        let len = u32::try_from(data.len()).unwrap_or(u32::MAX);
+                        started.shared.h2.borrow_mut().release(stream_id, len);
+                    }
                 }
             }
             Event::Reset { stream_id, .. } => {
-                streams.pending.remove(&stream_id);
+                started.shared.inboxes.borrow_mut().remove(&stream_id);
                 streams.running.retain(|(id, _)| *id != stream_id);
             }
             Event::GoAway { .. } => {}
         }
     }
+}
+
+/// A head over `large_client_header_buffers`: 400 without a body.
+fn refuse_too_large(started: &Started<'_>, stream_id: u32) {
+    started.log_malformed("client sent too large header");
+    let status = [http2::hpack::HeaderField {
+        name: b":status".to_vec(),
+        value: b"400".to_vec(),
+        sensitive: false,
+    }];
+    let _ = started
+        .shared
+        .h2
+        .borrow_mut()
+        .send_headers(stream_id, &status, true);
 }
 
 /// Counts a new request; the one that reaches `keepalive_requests`, or comes after
@@ -414,19 +398,6 @@ fn count_request(started: &Started<'_>, streams: &mut Streams<'_>, rules: &Rules
     if streams.started >= rules.keepalive_requests || old {
         started.shared.h2.borrow_mut().go_away(ErrorCode::NO_ERROR);
     }
-}
-
-/// Starts the request of a stream whose body has come in.
-fn start<'a>(started: &Started<'a>, streams: &mut Streams<'a>, stream_id: u32, request: Pending) {
-    let opened = Opened {
-        stream_id,
-        requests: streams.started,
-        head: Ok(request.head),
-        block_len: request.block_len,
-        body: Some((request.body, request.received)),
-    };
-    let future = run_stream(started.clone(), opened);
-    streams.running.push((stream_id, Box::pin(future)));
 }
 
 /// Polls every stream's request; ready when one of them has finished (and is removed).

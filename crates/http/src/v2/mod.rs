@@ -2,6 +2,7 @@
 //! [`http2::connection::Config`] a connection is built with, and the h2c connection
 //! driver (`connection.rs`, `stream.rs`; like the HTTP/1 connection loop, assembly).
 
+mod body;
 pub(crate) mod connection;
 pub mod directives;
 pub mod settings;

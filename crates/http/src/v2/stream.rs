@@ -21,6 +21,7 @@ use crate::phases;
 use crate::request::{ConnectionInfo, Request};
 use crate::send;
 use crate::special::Reply;
+use crate::v2::body::StreamFeed;
 use crate::v2::connection::Shared;
 use crate::worker::HttpWorker;
 
@@ -64,8 +65,9 @@ pub(crate) struct Opened {
     pub(crate) head: Result<RequestHead, u16>,
     /// The header block's encoded size (`$request_length` counts it, as nginx's does).
     pub(crate) block_len: usize,
-    /// For a request with a body: the bytes kept and the bytes received.
-    pub(crate) body: Option<(Vec<u8>, u64)>,
+    /// The request has a body (HEADERS came without END_STREAM): it arrives in the
+    /// stream's inbox while the request runs.
+    pub(crate) body: bool,
 }
 
 /// Runs one stream's request to its end.
@@ -77,8 +79,6 @@ pub(crate) async fn run_stream(started: Started<'_>, opened: Opened) {
         block_len,
         body,
     } = opened;
-    let received = body.as_ref().map(|(_, received)| *received);
-    let body = body.map(|(kept, _)| kept).unwrap_or_default();
     let worker = started.worker;
     let mut info = started.info.clone();
     info.requests = requests;
@@ -91,16 +91,20 @@ pub(crate) async fn run_stream(started: Started<'_>, opened: Opened) {
     let conf = worker.conf();
     let default_server = conf.server(started.address.default_server);
     let refused = head.and_then(|head| {
-        if let Some(message) = refusal(&head, received) {
+        if let Some(message) = refusal(&head, body) {
             started.log_malformed(&message);
             return Err(400);
         }
-        let (bytes, added) = http1_head(&head, received);
+        let (bytes, added) = http1_head(&head, body);
         read_head(worker, &started, info, &mut request, bytes, added)
     });
-    request.length = block_len as u64 + received.unwrap_or(0);
-    let mut read_ahead = ReadAhead::new(body.len());
-    read_ahead.append(&body);
+    // The body's bytes are added as the body reader takes them.
+    request.length = block_len as u64;
+    let mut read_ahead = ReadAhead::new(0);
+    let feed = StreamFeed {
+        shared: started.shared,
+        stream_id,
+    };
     let mut body_state = BodyState::Done;
     let reply = match refused {
         Err(status) => {
@@ -108,7 +112,7 @@ pub(crate) async fn run_stream(started: Started<'_>, opened: Opened) {
             request.location = Some(default_server.location);
             let client = Client {
                 info,
-                source: BodySource::http1(started.socket, &mut read_ahead),
+                source: BodySource::framed(started.socket, &mut read_ahead, &feed),
                 body: &mut body_state,
             };
             phases::run_error(worker, client, &mut request, status).await
@@ -117,7 +121,7 @@ pub(crate) async fn run_stream(started: Started<'_>, opened: Opened) {
             body_state = BodyState::new(request.info.framing);
             let client = Client {
                 info,
-                source: BodySource::http1(started.socket, &mut read_ahead),
+                source: BodySource::framed(started.socket, &mut read_ahead, &feed),
                 body: &mut body_state,
             };
             phases::run(worker, client, &mut request).await
@@ -144,6 +148,16 @@ pub(crate) async fn run_stream(started: Started<'_>, opened: Opened) {
         }
         Reply::Close => Err(io::ErrorKind::ConnectionAborted.into()),
     };
+    // A body nobody read to its end: the stream is reset with NO_ERROR once the response
+    // is out, as nginx does (RFC 9113 §8.1), and what still comes is dropped.
+    let inbox = started.shared.inboxes.borrow_mut().remove(&stream_id);
+    if inbox.is_some_and(|inbox| !inbox.ended) {
+        started
+            .shared
+            .h2
+            .borrow_mut()
+            .reset_after_response(stream_id, ErrorCode::NO_ERROR);
+    }
     match sent {
         Ok(()) => sink.finish(),
         Err(_) => {
@@ -159,9 +173,9 @@ pub(crate) async fn run_stream(started: Started<'_>, opened: Opened) {
 }
 
 /// Why nginx refuses a head with 400 before it becomes a request, in its words: a
-/// `host` that differs from `:authority`, a body whose length is not its
-/// `content-length`.
-fn refusal(head: &RequestHead, received: Option<u64>) -> Option<String> {
+/// `host` that differs from `:authority`, a `content-length` on a request without a body.
+/// (A body that is not its `content-length` fails as it is read.)
+fn refusal(head: &RequestHead, body: bool) -> Option<String> {
     let value = |name: &[u8]| {
         head.fields
             .iter()
@@ -177,23 +191,20 @@ fn refusal(head: &RequestHead, received: Option<u64>) -> Option<String> {
         .ok()?
         .parse()
         .ok()?;
-    let received = received.unwrap_or(0);
-    if received < declared {
-        return Some(format!(
-            "client prematurely closed stream: only {received} out of {declared} bytes of \
-             request body received"
-        ));
-    }
-    (received > declared)
-        .then(|| "client intended to send body data larger than declared".to_owned())
+    (!body && declared > 0).then(|| {
+        format!(
+            "client prematurely closed stream: only 0 out of {declared} bytes of request body \
+             received"
+        )
+    })
 }
 
 /// The HTTP/1.1 head the request's fields make: the request line from `:method` and
-/// `:path`, `Host` from `:authority` when no `host` field was sent, and the body's length
-/// as `Content-Length` (a client's own is replaced: the frames say how long the body is).
+/// `:path`, `Host` from `:authority` when no `host` field was sent, and for a body without
+/// `content-length`, `transfer-encoding: chunked` (its DATA frames are read as chunks).
 /// Also returns how many lines it added that the client did not send (`max_headers`
 /// counts the client's fields only).
-fn http1_head(head: &RequestHead, body_len: Option<u64>) -> (Vec<u8>, usize) {
+fn http1_head(head: &RequestHead, body: bool) -> (Vec<u8>, usize) {
     let mut bytes = Vec::with_capacity(256);
     bytes.extend_from_slice(&head.method);
     bytes.push(b' ');
@@ -205,14 +216,19 @@ fn http1_head(head: &RequestHead, body_len: Option<u64>) -> (Vec<u8>, usize) {
         push_field(&mut bytes, b"host", authority);
         added += 1;
     }
+    let mut has_length = false;
     for field in &head.fields {
+        // A request without a body has none, whatever it says (a non-zero one is refused).
         if field.name == b"content-length" {
-            continue;
+            if !body {
+                continue;
+            }
+            has_length = true;
         }
         push_field(&mut bytes, &field.name, &field.value);
     }
-    if let Some(len) = body_len {
-        push_field(&mut bytes, b"content-length", len.to_string().as_bytes());
+    if body && !has_length {
+        push_field(&mut bytes, b"transfer-encoding", b"chunked");
         added += 1;
     }
     bytes.extend_from_slice(b"\r\n");
@@ -510,11 +526,11 @@ mod tests {
             path: Some(b"/a?b".to_vec()),
             fields: vec![field(b"content-length", b"9"), field(b"x-y", b"z")],
         };
-        let (bytes, added) = http1_head(&head, Some(4));
-        assert_eq!(added, 2);
+        let (bytes, added) = http1_head(&head, true);
+        assert_eq!(added, 1);
         assert_eq!(
             bytes,
-            b"POST /a?b HTTP/1.1\r\nhost: example.com\r\nx-y: z\r\ncontent-length: 4\r\n\r\n"
+            b"POST /a?b HTTP/1.1\r\nhost: example.com\r\ncontent-length: 9\r\nx-y: z\r\n\r\n"
         );
     }
 }

@@ -396,7 +396,14 @@ impl Connection {
         }
         self.counters.streams_opened += 1;
         self.allow_priority_frames();
+        // Until the client acknowledges our SETTINGS it may count on the default window
+        // (§6.9.2): a smaller `stream_window` applies to streams opened after the ACK.
         let window = self.config.stream_window;
+        let initial = if self.settings_acked {
+            window
+        } else {
+            window.max(frame::DEFAULT_WINDOW)
+        };
         let stream = Stream {
             state: if end_stream {
                 State::HalfClosedRemote
@@ -404,11 +411,12 @@ impl Connection {
                 State::Open
             },
             send_window: SendWindow::new(self.peer_stream_window),
-            recv_window: RecvWindow::new(window, window),
+            recv_window: RecvWindow::new(initial, window),
             queued: Default::default(),
             end_queued: false,
             trailers: None,
             chunk_size: self.config.chunk_size,
+            reset_after: None,
         };
         self.streams.insert(stream_id, stream);
         self.tree.open(stream_id);
@@ -453,6 +461,7 @@ impl Connection {
 
     fn settings(&mut self, ack: bool, params: &[u8]) -> Result<(), Error> {
         if ack {
+            self.settings_acked = true;
             return Ok(());
         }
         for setting in frame::SettingsIter::new(params) {

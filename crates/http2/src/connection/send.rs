@@ -78,6 +78,19 @@ impl Connection {
         Ok(())
     }
 
+    /// Resets the stream with `code` once its response has ended (at once if it has), as
+    /// nginx ends a stream whose request body nobody read with NO_ERROR (RFC 9113 §8.1).
+    pub fn reset_after_response(&mut self, stream_id: u32, code: ErrorCode) {
+        let Some(stream) = self.streams.get_mut(&stream_id) else {
+            return;
+        };
+        if stream.state.can_send() {
+            stream.reset_after = Some(code);
+        } else {
+            self.reset(stream_id, code);
+        }
+    }
+
     /// Sets the largest DATA frame of a stream (at least 1 byte).
     pub fn set_chunk_size(&mut self, stream_id: u32, chunk_size: u32) {
         if let Some(stream) = self.streams.get_mut(&stream_id) {

@@ -841,3 +841,74 @@ fn a_push_promise_header_is_refused_before_its_payload() {
         Some(ErrorCode::PROTOCOL_ERROR)
     );
 }
+
+#[test]
+fn a_stream_is_reset_after_its_response_when_asked() {
+    let mut client = Client::new(Config::default());
+    client.take_frames();
+    // A request whose body has not come: the response ends, then RST_STREAM(NO_ERROR).
+    client.headers(1, &get("/"), false).expect("request");
+    client.events();
+    client
+        .connection
+        .send_headers(1, &[HeaderField::new(":status", "200")], false)
+        .expect("open");
+    client.connection.send_data(1, b"body", true).expect("open");
+    client
+        .connection
+        .reset_after_response(1, ErrorCode::NO_ERROR);
+    assert_eq!(resets(&client.take_frames()), vec![]);
+    client.connection.flush();
+    let frames = client.take_frames();
+    assert_eq!(data(&frames), vec![(1, 4, true)]);
+    assert_eq!(resets(&frames), vec![(1, ErrorCode::NO_ERROR)]);
+    assert_eq!(client.connection.active_streams(), 0);
+}
+
+#[test]
+fn the_default_window_holds_until_our_settings_are_acknowledged() {
+    let config = Config {
+        stream_window: 1000,
+        ..Config::default()
+    };
+    let mut client = Client::raw(config);
+    client.take_frames();
+    let mut bytes = PREFACE.to_vec();
+    Frame::Settings {
+        ack: false,
+        params: &[],
+    }
+    .write(&mut bytes);
+    client.send(&bytes).expect("preface");
+    // The client has not seen our SETTINGS yet: 65,535 bytes may come on a new stream.
+    client.headers(1, &get("/upload"), false).expect("request");
+    client
+        .frame(Frame::Data {
+            stream_id: 1,
+            data: &[1; 16_000],
+            padding: None,
+            end_stream: true,
+        })
+        .expect("within the default window");
+    assert_eq!(resets(&client.take_frames()), vec![]);
+    // After the ACK, a new stream gets our window.
+    client
+        .frame(Frame::Settings {
+            ack: true,
+            params: &[],
+        })
+        .expect("ack");
+    client.headers(3, &get("/upload"), false).expect("request");
+    client
+        .frame(Frame::Data {
+            stream_id: 3,
+            data: &[1; 1001],
+            padding: None,
+            end_stream: true,
+        })
+        .expect("a stream error");
+    assert_eq!(
+        resets(&client.take_frames()),
+        vec![(3, ErrorCode::FLOW_CONTROL_ERROR)]
+    );
+}

@@ -9,6 +9,8 @@ use bytes::Bytes;
 use http_types::{Method, Request};
 
 use crate::support::Instance;
+use crate::support::proxy::OK;
+use crate::support::upstream::MockUpstream;
 
 const CONFIG: &str = r#"server {
     listen 127.0.0.1:8080;
@@ -111,11 +113,14 @@ fn with_method(
     path: &str,
     body: Option<&'static [u8]>,
 ) -> (Request<()>, Option<Bytes>) {
-    let request = Request::builder()
+    let mut builder = Request::builder()
         .method(method)
-        .uri(format!("http://localhost{path}"))
-        .body(())
-        .expect("a valid request");
+        .uri(format!("http://localhost{path}"));
+    // A body is sent with its length: `$content_length` shows it.
+    if let Some(body) = body {
+        builder = builder.header("content-length", body.len());
+    }
+    let request = builder.body(()).expect("a valid request");
     (request, body.map(Bytes::from_static))
 }
 
@@ -212,4 +217,37 @@ fn add_trailer_sends_a_trailer_section() {
     let trailers = answers[0].trailers.as_ref().expect("a trailer section");
     assert_eq!(trailers["x-checksum"], "42 GET");
     assert!(answers[1].trailers.is_none());
+}
+
+#[test]
+fn a_request_body_is_read_while_the_request_runs() {
+    let config = r#"server {
+        listen 127.0.0.1:8080;
+        http2 on;
+        http2_body_preread_size 16k;
+        location / { proxy_pass http://127.0.0.1:8081; }
+        location = /static { return 200 "static"; }
+    }"#;
+    let mut builder = Instance::http_builder(config);
+    let upstream = MockUpstream::answering(builder.port(8081), OK);
+    let server = builder.start();
+    // 100 KiB without content-length: more than the stream window, so the body must be
+    // read (and the window given back) while the request runs; it goes upstream whole.
+    let body: &'static [u8] = Box::leak(vec![b'x'; 100 * 1024].into_boxed_slice());
+    let post = Request::builder()
+        .method(Method::POST)
+        .uri("http://localhost/upload")
+        .body(())
+        .expect("a valid request");
+    let answers = exchange(server.port(), vec![(post, Some(Bytes::from_static(body)))]);
+    assert_eq!(answers[0].status, 200);
+    let requests = upstream.requests();
+    assert_eq!(requests.len(), 1, "{requests:?}");
+    let request = &requests[0];
+    assert!(
+        request.starts_with("POST /upload HTTP/1.0\r\n"),
+        "{request}"
+    );
+    assert!(request.contains("Content-Length: 102400\r\n"), "{request}");
+    assert!(request.ends_with(&"x".repeat(100 * 1024)));
 }
