@@ -169,6 +169,26 @@ pub(crate) async fn run_stream(started: Started<'_>, opened: Opened) {
         }
     }
     started.shared.wake.notify_one();
+    // The request lasts until its response is framed (what it holds, a `limit_conn`
+    // count, is held until then, as nginx holds it), within `send_timeout`.
+    let send_timeout = conf.location(answering).settings.core.send_timeout;
+    if !sink.drained(send_timeout).await {
+        started
+            .shared
+            .h2
+            .borrow_mut()
+            .reset(stream_id, ErrorCode::INTERNAL_ERROR);
+        started.shared.wake.notify_one();
+        crate::request::log(
+            worker,
+            info,
+            &request,
+            Level::Info,
+            format_args!(
+                "client timed out (110: Connection timed out) while sending response to client"
+            ),
+        );
+    }
     send::log_request_info(worker, info, &request);
 }
 
@@ -332,6 +352,21 @@ impl StreamSink<'_> {
             SinkState::Body(_) => h2.send_data(self.stream_id, &[], true),
             SinkState::Ended => Ok(()),
         };
+    }
+
+    /// Waits until the stream's queued body is framed (or the stream is gone); `false`
+    /// when `timeout` passed first (a window the client keeps closed).
+    async fn drained(&self, timeout: std::time::Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let progress = self.shared.progress.notified();
+            if self.shared.h2.borrow().queued(self.stream_id) == 0 {
+                return true;
+            }
+            if tokio::time::timeout_at(deadline, progress).await.is_err() {
+                return false;
+            }
+        }
     }
 
     fn gone() -> io::Error {
