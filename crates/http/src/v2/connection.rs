@@ -58,6 +58,8 @@ struct Streams<'a> {
     running: Vec<(u32, StreamFuture<'a>)>,
     /// Requests started (`$connection_requests` of the latest).
     started: u64,
+    /// Streams reset because their head did not come in time: their late head is dropped.
+    timed_out: Vec<u32>,
 }
 
 /// What woke the loop.
@@ -156,6 +158,9 @@ async fn serve(worker: &HttpWorker, address: &AddressConf, connection: Connectio
     let mut idle_since = Instant::now();
     let mut stalled_since: Option<Instant> = None;
     let mut going_away = false;
+    // A new stream's HEADERS frame that has arrived in part, and since when: past
+    // `client_header_timeout` the stream is reset, as nginx resets it.
+    let mut partial_head: Option<(Instant, u32)> = None;
     let closing = loop {
         if !input.is_empty() {
             let used = shared.h2.borrow_mut().receive(&input);
@@ -173,6 +178,10 @@ async fn serve(worker: &HttpWorker, address: &AddressConf, connection: Connectio
             };
             dispatch(&started, &mut streams, &rules);
             shared.progress.notify_waiters();
+            partial_head = partial_head_of(&input, &shared).map(|stream_id| match partial_head {
+                Some((since, same)) if same == stream_id => (since, stream_id),
+                _ => (Instant::now(), stream_id),
+            });
         }
         if !going_away && !worker.is_running() {
             going_away = true;
@@ -209,6 +218,10 @@ async fn serve(worker: &HttpWorker, address: &AddressConf, connection: Connectio
             None if idle => idle_since + wait_max,
             None => Instant::now() + Duration::from_secs(3600),
         };
+        let deadline = match partial_head {
+            Some((since, _)) => deadline.min(since + header_timeout),
+            None => deadline,
+        };
         // While the worker runs, the loop also wakes every `DRAIN_CHECK` to see whether a
         // reload or a stop asks for GOAWAY.
         let wake_at = if going_away {
@@ -238,6 +251,18 @@ async fn serve(worker: &HttpWorker, address: &AddressConf, connection: Connectio
                 Err(_) => break Closing::Now,
             },
             Woken::TimedOut if Instant::now() < deadline => {}
+            Woken::TimedOut
+                if partial_head
+                    .is_some_and(|(since, _)| since + header_timeout <= Instant::now()) =>
+            {
+                if let Some((_, stream_id)) = partial_head.take() {
+                    shared
+                        .h2
+                        .borrow_mut()
+                        .reset(stream_id, ErrorCode::PROTOCOL_ERROR);
+                    streams.timed_out.push(stream_id);
+                }
+            }
             Woken::TimedOut if stalled_since.is_some() => break Closing::Now,
             Woken::TimedOut => {
                 // nginx closes an idle HTTP/2 connection with GOAWAY after keepalive_timeout.
@@ -314,6 +339,12 @@ fn dispatch<'a>(started: &Started<'a>, streams: &mut Streams<'a>, rules: &Rules)
                 block_len,
                 ..
             } => {
+                if let Some(at) = streams.timed_out.iter().position(|&id| id == stream_id) {
+                    streams.timed_out.swap_remove(at);
+                    let mut h2 = started.shared.h2.borrow_mut();
+                    h2.reset(stream_id, ErrorCode::PROTOCOL_ERROR);
+                    continue;
+                }
                 count_request(started, streams, rules);
                 if over_limit {
                     refuse_too_large(started, stream_id);
@@ -373,6 +404,17 @@ fn dispatch<'a>(started: &Started<'a>, streams: &mut Streams<'a>, rules: &Rules)
             Event::GoAway { .. } => {}
         }
     }
+}
+
+/// The stream a HEADERS frame at the front of `input` opens, when the frame has arrived
+/// only in part.
+fn partial_head_of(input: &[u8], shared: &Shared) -> Option<u32> {
+    let header = input.first_chunk::<9>()?;
+    let length = u32::from_be_bytes([0, header[0], header[1], header[2]]) as usize;
+    let stream_id = u32::from_be_bytes([header[5], header[6], header[7], header[8]]) & 0x7fff_ffff;
+    let new = stream_id > shared.h2.borrow().last_stream_id();
+    (header[3] == http2::frame::kind::HEADERS && input.len() < 9 + length && new)
+        .then_some(stream_id)
 }
 
 /// A head over `large_client_header_buffers`: 400 without a body.

@@ -141,6 +141,8 @@ pub(crate) async fn run_stream(started: Started<'_>, opened: Opened) {
         state: RefCell::new(SinkState::Head(Vec::new())),
     };
     let sent = match reply {
+        // A body that stopped past `client_body_timeout`: nginx resets the stream.
+        Reply::Respond(_) if request.response.status == 408 => Err(io::ErrorKind::TimedOut.into()),
         Reply::Respond(body) => {
             let mut out = Vec::new();
             let response = ResponseSink::framed(started.socket, &sink);
@@ -160,12 +162,13 @@ pub(crate) async fn run_stream(started: Started<'_>, opened: Opened) {
     }
     match sent {
         Ok(()) => sink.finish(),
-        Err(_) => {
-            started
-                .shared
-                .h2
-                .borrow_mut()
-                .reset(stream_id, ErrorCode::INTERNAL_ERROR);
+        Err(error) => {
+            let code = if error.kind() == io::ErrorKind::TimedOut {
+                ErrorCode::PROTOCOL_ERROR
+            } else {
+                ErrorCode::INTERNAL_ERROR
+            };
+            started.shared.h2.borrow_mut().reset(stream_id, code);
         }
     }
     started.shared.wake.notify_one();
