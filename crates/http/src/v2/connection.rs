@@ -218,7 +218,9 @@ async fn serve(worker: &HttpWorker, address: &AddressConf, connection: Connectio
             None if idle => idle_since + wait_max,
             None => Instant::now() + Duration::from_secs(3600),
         };
+        // A head arriving is not idleness: its own timeout applies.
         let deadline = match partial_head {
+            Some((since, _)) if stalled_since.is_none() => since + header_timeout,
             Some((since, _)) => deadline.min(since + header_timeout),
             None => deadline,
         };
@@ -246,7 +248,11 @@ async fn serve(worker: &HttpWorker, address: &AddressConf, connection: Connectio
         match woken {
             Woken::Readable => match socket.try_read(&mut buffer) {
                 Ok(0) => break Closing::Now,
-                Ok(count) => input.extend_from_slice(&buffer[..count]),
+                Ok(count) => {
+                    // Idleness is silence: any frame starts it over.
+                    idle_since = Instant::now();
+                    input.extend_from_slice(&buffer[..count]);
+                }
                 Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {}
                 Err(_) => break Closing::Now,
             },

@@ -148,6 +148,8 @@ pub(crate) async fn run_stream(started: Started<'_>, opened: Opened) {
             let response = ResponseSink::framed(started.socket, &sink);
             send::send_response_to(worker, info, response, &mut out, &mut request, body).await
         }
+        // A request that timed out (408) is reset as a protocol error, as nginx does.
+        Reply::Close if request.response.status == 408 => Err(io::ErrorKind::TimedOut.into()),
         Reply::Close => Err(io::ErrorKind::ConnectionAborted.into()),
     };
     // A body nobody read to its end: the stream is reset with NO_ERROR once the response
