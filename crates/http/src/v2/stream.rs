@@ -300,6 +300,20 @@ fn read_head(
         .map_err(|error| error.status())?;
     let server = crate::connection::select_server(worker, started.address, request);
     request.server = Some(server);
+    // TLS's own refusals (a host other than SNI's with client certificates: 421).
+    if let Some((status, message)) =
+        crate::ssl::refusal(worker, (info, false), server, &request.info.host)
+    {
+        request.location = Some(conf.server(server).location);
+        crate::request::log(
+            worker,
+            info,
+            request,
+            Level::Info,
+            format_args!("{message}"),
+        );
+        return Err(status);
+    }
     if !conf.server(server).v2.enable && !started.address.http2 {
         // The host names a server without HTTP/2: nginx answers 421.
         request.location = Some(conf.server(server).location);

@@ -397,13 +397,17 @@ impl Connection {
         self.counters.streams_opened += 1;
         self.allow_priority_frames();
         // Until the client acknowledges our SETTINGS it may count on the default window
-        // (§6.9.2): a smaller `stream_window` applies to streams opened after the ACK.
+        // (§6.9.2): a request with a body is refused when ours is smaller, as nginx
+        // refuses it, so that no stream starts with a window the client does not know.
         let window = self.config.stream_window;
-        let initial = if self.settings_acked {
-            window
-        } else {
-            window.max(frame::DEFAULT_WINDOW)
-        };
+        if !self.settings_acked && !end_stream && window < frame::DEFAULT_WINDOW {
+            self.counters.streams_refused += 1;
+            return Err(Error::stream(
+                stream_id,
+                ErrorCode::REFUSED_STREAM,
+                Reason::SettingsNotAcknowledged,
+            ));
+        }
         let stream = Stream {
             state: if end_stream {
                 State::HalfClosedRemote
@@ -411,7 +415,7 @@ impl Connection {
                 State::Open
             },
             send_window: SendWindow::new(self.peer_stream_window),
-            recv_window: RecvWindow::new(initial, window),
+            recv_window: RecvWindow::new(window, window),
             queued: Default::default(),
             end_queued: false,
             trailers: None,

@@ -866,7 +866,7 @@ fn a_stream_is_reset_after_its_response_when_asked() {
 }
 
 #[test]
-fn the_default_window_holds_until_our_settings_are_acknowledged() {
+fn a_body_before_our_settings_are_acknowledged_is_refused() {
     let config = Config {
         stream_window: 1000,
         ..Config::default()
@@ -880,35 +880,27 @@ fn the_default_window_holds_until_our_settings_are_acknowledged() {
     }
     .write(&mut bytes);
     client.send(&bytes).expect("preface");
-    // The client has not seen our SETTINGS yet: 65,535 bytes may come on a new stream.
-    client.headers(1, &get("/upload"), false).expect("request");
+    // The client has not seen our smaller window yet: a request with a body is refused
+    // (nginx's REFUSED_STREAM); one without a body is served.
     client
-        .frame(Frame::Data {
-            stream_id: 1,
-            data: &[1; 16_000],
-            padding: None,
-            end_stream: true,
-        })
-        .expect("within the default window");
-    assert_eq!(resets(&client.take_frames()), vec![]);
-    // After the ACK, a new stream gets our window.
+        .headers(1, &get("/upload"), false)
+        .expect("a stream error");
+    assert_eq!(
+        resets(&client.take_frames()),
+        vec![(1, ErrorCode::REFUSED_STREAM)]
+    );
+    client.headers(3, &get("/"), true).expect("request");
+    assert_eq!(client.events().len(), 1);
     client
         .frame(Frame::Settings {
             ack: true,
             params: &[],
         })
         .expect("ack");
-    client.headers(3, &get("/upload"), false).expect("request");
-    client
-        .frame(Frame::Data {
-            stream_id: 3,
-            data: &[1; 1001],
-            padding: None,
-            end_stream: true,
-        })
-        .expect("a stream error");
-    assert_eq!(
-        resets(&client.take_frames()),
-        vec![(3, ErrorCode::FLOW_CONTROL_ERROR)]
-    );
+    client.headers(5, &get("/upload"), false).expect("request");
+    assert!(matches!(
+        &client.events()[..],
+        [Event::Headers { stream_id: 5, .. }]
+    ));
+    assert_eq!(resets(&client.take_frames()), vec![]);
 }

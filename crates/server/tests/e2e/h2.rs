@@ -48,6 +48,19 @@ fn runtime() -> tokio::runtime::Runtime {
 
 /// Sends `requests` at once on one h2c connection and returns their answers in order.
 fn exchange(port: u16, requests: Vec<(Request<()>, Option<Bytes>)>) -> Vec<Answer> {
+    exchange_with(port, requests, false)
+}
+
+/// As [`exchange`], each request sent once the one before is answered.
+fn exchange_in_turn(port: u16, requests: Vec<(Request<()>, Option<Bytes>)>) -> Vec<Answer> {
+    exchange_with(port, requests, true)
+}
+
+fn exchange_with(
+    port: u16,
+    requests: Vec<(Request<()>, Option<Bytes>)>,
+    in_turn: bool,
+) -> Vec<Answer> {
     runtime().block_on(async move {
         let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port))
             .await
@@ -57,6 +70,7 @@ fn exchange(port: u16, requests: Vec<(Request<()>, Option<Bytes>)>) -> Vec<Answe
             let _ = connection.await;
         });
         let mut pending = Vec::new();
+        let mut answers = Vec::new();
         for (request, body) in requests {
             let mut client = client
                 .clone()
@@ -70,34 +84,43 @@ fn exchange(port: u16, requests: Vec<(Request<()>, Option<Bytes>)>) -> Vec<Answe
                 send.send_data(body, true).expect("the body goes out");
             }
             pending.push(response);
-        }
-        let mut answers = Vec::new();
-        for response in pending {
-            let response = tokio::time::timeout(Duration::from_secs(20), response)
-                .await
-                .expect("the response comes in time")
-                .expect("a response");
-            let status = response.status().as_u16();
-            let headers = response.headers().clone();
-            let mut stream = response.into_body();
-            let mut body = Vec::new();
-            while let Some(chunk) = stream.data().await {
-                let chunk = chunk.expect("body data");
-                let _ = stream.flow_control().release_capacity(chunk.len());
-                body.extend_from_slice(&chunk);
+            if in_turn {
+                answers.extend(receive(std::mem::take(&mut pending)).await);
             }
-            let trailers = stream.trailers().await.expect("trailers or none");
-            answers.push(Answer {
-                status,
-                headers,
-                body,
-                trailers,
-            });
         }
+        answers.extend(receive(pending).await);
         drop(client);
         driver.abort();
         answers
     })
+}
+
+/// The answers to `pending` responses, in order.
+async fn receive(pending: Vec<h2::client::ResponseFuture>) -> Vec<Answer> {
+    let mut answers = Vec::new();
+    for response in pending {
+        let response = tokio::time::timeout(Duration::from_secs(20), response)
+            .await
+            .expect("the response comes in time")
+            .expect("a response");
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        let mut stream = response.into_body();
+        let mut body = Vec::new();
+        while let Some(chunk) = stream.data().await {
+            let chunk = chunk.expect("body data");
+            let _ = stream.flow_control().release_capacity(chunk.len());
+            body.extend_from_slice(&chunk);
+        }
+        let trailers = stream.trailers().await.expect("trailers or none");
+        answers.push(Answer {
+            status,
+            headers,
+            body,
+            trailers,
+        });
+    }
+    answers
 }
 
 fn get(path: &str) -> (Request<()>, Option<Bytes>) {
@@ -239,7 +262,14 @@ fn a_request_body_is_read_while_the_request_runs() {
         .uri("http://localhost/upload")
         .body(())
         .expect("a valid request");
-    let answers = exchange(server.port(), vec![(post, Some(Bytes::from_static(body)))]);
+    // The first request makes sure the client has acknowledged our SETTINGS: before
+    // that, a body on a window smaller than 65,535 is refused (as nginx refuses it).
+    let answers = exchange_in_turn(
+        server.port(),
+        vec![get("/static"), (post, Some(Bytes::from_static(body)))],
+    );
+    assert_eq!(answers[0].body, b"static");
+    let answers = &answers[1..];
     assert_eq!(answers[0].status, 200);
     let requests = upstream.requests();
     assert_eq!(requests.len(), 1, "{requests:?}");
