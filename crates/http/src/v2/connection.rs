@@ -30,6 +30,13 @@ use crate::worker::HttpWorker;
 /// once; Portico within this).
 const DRAIN_CHECK: Duration = Duration::from_millis(250);
 
+/// How long one poll of a connection's streams may run before the worker's other tasks
+/// get a turn.
+const POLL_SLICE: Duration = Duration::from_millis(2);
+
+/// Bytes a connection writes before it lets the worker's other tasks run.
+const YIELD_AFTER: usize = 256 * 1024;
+
 /// The protocol state and the wake-ups shared by the connection's loop and its streams.
 pub(crate) struct Shared {
     pub(crate) h2: RefCell<H2>,
@@ -56,6 +63,8 @@ struct Rules {
 #[derive(Default)]
 struct Streams<'a> {
     running: Vec<(u32, StreamFuture<'a>)>,
+    /// Where `poll_streams` goes on from.
+    cursor: usize,
     /// Requests started (`$connection_requests` of the latest).
     started: u64,
     /// Streams reset because their head did not come in time: their late head is dropped.
@@ -161,6 +170,7 @@ async fn serve(worker: &HttpWorker, address: &AddressConf, connection: Connectio
     // A new stream's HEADERS frame that has arrived in part, and since when: past
     // `client_header_timeout` the stream is reset, as nginx resets it.
     let mut partial_head: Option<(Instant, u32)> = None;
+    let mut since_yield = 0;
     let closing = loop {
         if !input.is_empty() {
             let used = shared.h2.borrow_mut().receive(&input);
@@ -187,10 +197,16 @@ async fn serve(worker: &HttpWorker, address: &AddressConf, connection: Connectio
             going_away = true;
             shared.h2.borrow_mut().go_away(ErrorCode::NO_ERROR);
         }
-        let blocked = match write_output(&socket, &shared) {
+        let blocked = match write_output(&socket, &shared, &mut since_yield) {
             Ok(blocked) => blocked,
             Err(()) => break Closing::Now,
         };
+        // A client that reads as fast as the streams produce would keep this task busy
+        // for ever: other connections of the worker get their turn every YIELD_AFTER.
+        if since_yield >= YIELD_AFTER {
+            since_yield = 0;
+            tokio::task::yield_now().await;
+        }
         if blocked {
             stalled_since.get_or_insert_with(Instant::now);
         } else {
@@ -233,7 +249,7 @@ async fn serve(worker: &HttpWorker, address: &AddressConf, connection: Connectio
         };
         let woken = tokio::select! {
             biased;
-            () = poll_streams(&mut streams.running) => Woken::StreamDone,
+            () = poll_streams(&mut streams.running, &mut streams.cursor) => Woken::StreamDone,
             () = shared.wake.notified() => Woken::Queued,
             ready = socket.writable(), if blocked => match ready {
                 Ok(()) => Woken::Writable,
@@ -273,7 +289,7 @@ async fn serve(worker: &HttpWorker, address: &AddressConf, connection: Connectio
             Woken::TimedOut => {
                 // nginx closes an idle HTTP/2 connection with GOAWAY after keepalive_timeout.
                 shared.h2.borrow_mut().go_away(ErrorCode::NO_ERROR);
-                let _ = write_output(&socket, &shared);
+                let _ = write_output(&socket, &shared, &mut since_yield);
                 break Closing::Linger;
             }
             Woken::Writable | Woken::StreamDone | Woken::Queued => {}
@@ -448,12 +464,32 @@ fn count_request(started: &Started<'_>, streams: &mut Streams<'_>, rules: &Rules
     }
 }
 
-/// Polls every stream's request; ready when one of them has finished (and is removed).
-async fn poll_streams(streams: &mut Vec<(u32, StreamFuture<'_>)>) {
+/// Polls the streams' requests, from where the last call stopped; ready when one of them
+/// has finished (and is removed). A call stops after `POLL_SLICE` and wakes the task again,
+/// so a connection with many busy streams lets the worker's other tasks run in between;
+/// streams that only wait cost a look each and never a busy loop.
+async fn poll_streams(streams: &mut Vec<(u32, StreamFuture<'_>)>, cursor: &mut usize) {
     std::future::poll_fn(|context| {
-        let before = streams.len();
-        streams.retain_mut(|(_, future)| future.as_mut().poll(context).is_pending());
-        if streams.len() < before {
+        let started = std::time::Instant::now();
+        let mut finished = false;
+        let mut looked = 0;
+        while looked < streams.len() {
+            if *cursor >= streams.len() {
+                *cursor = 0;
+            }
+            looked += 1;
+            if streams[*cursor].1.as_mut().poll(context).is_ready() {
+                drop(streams.swap_remove(*cursor));
+                finished = true;
+            } else {
+                *cursor += 1;
+            }
+            if looked < streams.len() && started.elapsed() >= POLL_SLICE {
+                context.waker().wake_by_ref();
+                break;
+            }
+        }
+        if finished {
             Poll::Ready(())
         } else {
             Poll::Pending
@@ -464,32 +500,35 @@ async fn poll_streams(streams: &mut Vec<(u32, StreamFuture<'_>)>) {
 
 /// Frames what the streams queued and writes as much output as the socket takes.
 /// `Ok(true)` when output is left (the socket is full); `Err` when the socket failed.
-fn write_output(socket: &runtime::Stream, shared: &Shared) -> Result<bool, ()> {
+/// Also adds the bytes written to `written`.
+fn write_output(
+    socket: &runtime::Stream,
+    shared: &Shared,
+    written: &mut usize,
+) -> Result<bool, ()> {
     let mut h2 = shared.h2.borrow_mut();
-    let mut wrote = false;
+    let before = *written;
+    let mut blocked = false;
     loop {
         h2.flush();
         if !h2.wants_write() {
             break;
         }
         match socket.try_write(h2.output()) {
-            Ok(written) => {
-                h2.advance_output(written);
-                wrote = true;
+            Ok(count) => {
+                h2.advance_output(count);
+                *written += count;
             }
             Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {
-                drop(h2);
-                if wrote {
-                    shared.progress.notify_waiters();
-                }
-                return Ok(true);
+                blocked = true;
+                break;
             }
             Err(_) => return Err(()),
         }
     }
     drop(h2);
-    if wrote {
+    if *written > before {
         shared.progress.notify_waiters();
     }
-    Ok(false)
+    Ok(blocked)
 }
