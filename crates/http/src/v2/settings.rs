@@ -45,9 +45,12 @@ impl Http2Server {
         let (number, size) = core.large_client_header_buffers;
         let field_max = usize::try_from(size).unwrap_or(usize::MAX);
         let header_list_max = usize::try_from(number.saturating_mul(size)).unwrap_or(usize::MAX);
+        // nginx announces the largest frame size; frames that could never be accepted are
+        // still refused on their header (see `http2::connection`).
         let mut config = http2::connection::Config {
             stream_window: self.body_preread_size,
             chunk_size,
+            max_frame_size: http2::frame::MAX_FRAME_SIZE_LIMIT,
             ..Default::default()
         };
         config.limits.max_concurrent_streams = self.max_concurrent_streams;

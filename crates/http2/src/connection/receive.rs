@@ -47,6 +47,7 @@ impl Connection {
                         };
                         self.fail(Error::connection(ErrorCode::FRAME_SIZE_ERROR, reason))?;
                     }
+                    self.refuse_early(&header)?;
                     if header.kind == frame::kind::PUSH_PROMISE {
                         // Refused on its header, as nginx does, without waiting for a
                         // payload that may never come.
@@ -267,6 +268,32 @@ impl Connection {
         }
         self.block = Some(block);
         Ok(())
+    }
+
+    /// Refuses a frame on its header when its payload could never be accepted, so that a
+    /// large `max_frame_size` (nginx announces 2^24-1) never makes the caller hold more
+    /// than the limits allow: a header block past `header_block_max`, DATA past the
+    /// connection's window, any other frame past the default frame size.
+    fn refuse_early(&mut self, header: &FrameHeader) -> Result<(), Error> {
+        let length = header.length as usize;
+        let refused = match header.kind {
+            frame::kind::HEADERS | frame::kind::CONTINUATION => self.check_block_size(length),
+            frame::kind::DATA if header.length > self.recv_window.available() => Err(
+                Error::connection(ErrorCode::FLOW_CONTROL_ERROR, Reason::WindowExceeded),
+            ),
+            frame::kind::DATA => Ok(()),
+            _ if header.length > frame::DEFAULT_MAX_FRAME_SIZE => Err(Error::connection(
+                ErrorCode::FRAME_SIZE_ERROR,
+                Reason::FrameTooLarge {
+                    length: header.length,
+                },
+            )),
+            _ => Ok(()),
+        };
+        match refused {
+            Ok(()) => Ok(()),
+            Err(error) => self.fail(error),
+        }
     }
 
     fn check_block_size(&self, more: usize) -> Result<(), Error> {

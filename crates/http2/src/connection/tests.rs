@@ -904,3 +904,27 @@ fn a_body_before_our_settings_are_acknowledged_is_refused() {
     ));
     assert_eq!(resets(&client.take_frames()), vec![]);
 }
+
+#[test]
+fn frames_that_could_never_be_accepted_are_refused_on_their_header() {
+    let config = Config {
+        max_frame_size: frame::MAX_FRAME_SIZE_LIMIT,
+        ..Config::default()
+    };
+    // A header block announced past `header_block_max`: refused before its payload.
+    let mut client = Client::new(config);
+    let header = [0x10, 0, 0, 1, 4, 0, 0, 0, 1];
+    assert!(client.connection.receive(&header).is_err());
+    assert_eq!(
+        goaway(&client.take_frames()).map(|(_, code)| code),
+        Some(ErrorCode::ENHANCE_YOUR_CALM)
+    );
+    // A PING announced at 1 MiB: a frame size error at once.
+    let mut client = Client::new(config);
+    let header = [0x10, 0, 0, 6, 0, 0, 0, 0, 0];
+    assert!(client.connection.receive(&header).is_err());
+    assert_eq!(
+        goaway(&client.take_frames()).map(|(_, code)| code),
+        Some(ErrorCode::FRAME_SIZE_ERROR)
+    );
+}
