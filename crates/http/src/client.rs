@@ -64,6 +64,20 @@ impl ReadAhead {
 pub struct BodySource<'c> {
     socket: &'c Stream,
     read_ahead: &'c mut ReadAhead,
+    /// A framed stream's body (HTTP/2 DATA frames), instead of the socket.
+    feed: Option<&'c dyn BodyFeed>,
+}
+
+/// The request body of a stream of a connection that frames it (HTTP/2): its bytes come
+/// from the connection's loop, not from the socket.
+pub(crate) trait BodyFeed {
+    /// Moves the body bytes that have arrived into `into`, waiting at most `timeout` for
+    /// some; `Closed` when the stream ended short or was reset.
+    fn next<'s>(
+        &'s self,
+        into: &'s mut ReadAhead,
+        timeout: Duration,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = BodyRead> + 's>>;
 }
 
 /// How waiting for more of the body ended.
@@ -74,12 +88,33 @@ pub(crate) enum BodyRead {
     /// The client closed the connection (or it failed).
     Closed,
     TimedOut,
+    /// The stream's body broke its own rules (HTTP/2: not its `content-length`); the
+    /// words are nginx's `info` line.
+    Refused(String),
 }
 
 impl<'c> BodySource<'c> {
     /// HTTP/1: the connection's socket and its read-ahead bytes.
     pub fn http1(socket: &'c Stream, read_ahead: &'c mut ReadAhead) -> BodySource<'c> {
-        BodySource { socket, read_ahead }
+        BodySource {
+            socket,
+            read_ahead,
+            feed: None,
+        }
+    }
+
+    /// A framed stream: its body comes through `feed`; `socket` is the connection's, for
+    /// waits that watch the client, and is never read here.
+    pub(crate) fn framed(
+        socket: &'c Stream,
+        read_ahead: &'c mut ReadAhead,
+        feed: &'c dyn BodyFeed,
+    ) -> BodySource<'c> {
+        BodySource {
+            socket,
+            read_ahead,
+            feed: Some(feed),
+        }
     }
 
     /// The body bytes received and not consumed yet.
@@ -93,6 +128,9 @@ impl<'c> BodySource<'c> {
 
     /// Waits (at most `timeout`) for more bytes once the buffered ones are consumed.
     pub(crate) async fn read_more(&mut self, timeout: Duration) -> BodyRead {
+        if let Some(feed) = self.feed {
+            return feed.next(self.read_ahead, timeout).await;
+        }
         let deadline = tokio::time::Instant::now() + timeout;
         let ahead = &mut *self.read_ahead;
         if ahead.filled == ahead.buf.len() {
@@ -111,6 +149,10 @@ impl<'c> BodySource<'c> {
 
     /// Tells the client to send its body (`Expect: 100-continue`).
     pub(crate) async fn send_continue(&self, timeout: Duration) -> io::Result<()> {
+        // HTTP/2 has no interim 100 here: the stream's window invites the body.
+        if self.feed.is_some() {
+            return Ok(());
+        }
         ResponseSink::http1(self.socket)
             .write_all_timed(b"HTTP/1.1 100 Continue\r\n\r\n", timeout)
             .await
@@ -122,16 +164,52 @@ impl<'c> BodySource<'c> {
     }
 }
 
+/// A response sink that frames what it is given itself (an HTTP/2 stream): it takes the
+/// HTTP/1 head the header filter wrote, then body bytes, and never a file descriptor.
+pub trait FramedSink {
+    /// Takes what it can of `bytes` now; `WouldBlock` when its queue is full.
+    fn try_write(&self, bytes: &[u8]) -> io::Result<usize>;
+    /// Waits until [`try_write`](Self::try_write) may take bytes again.
+    fn writable(&self)
+    -> std::pin::Pin<Box<dyn std::future::Future<Output = io::Result<()>> + '_>>;
+    /// Ends the response with trailers, given as the last chunk HTTP/1 would send
+    /// (`0\r\n`, the field lines, `\r\n`); without field lines it just ends.
+    fn trailers(&self, last_chunk: &[u8]);
+}
+
 /// Where a response goes.
 #[derive(Clone, Copy)]
 pub struct ResponseSink<'c> {
     socket: &'c Stream,
+    framed: Option<&'c dyn FramedSink>,
 }
 
 impl<'c> ResponseSink<'c> {
     /// HTTP/1: the connection's socket.
     pub fn http1(socket: &'c Stream) -> ResponseSink<'c> {
-        ResponseSink { socket }
+        ResponseSink {
+            socket,
+            framed: None,
+        }
+    }
+
+    /// A stream of a connection that frames its responses (HTTP/2); `socket` is the
+    /// connection's, for waits that watch the client, and is never written.
+    pub fn framed(socket: &'c Stream, framed: &'c dyn FramedSink) -> ResponseSink<'c> {
+        ResponseSink {
+            socket,
+            framed: Some(framed),
+        }
+    }
+
+    /// Whether the sink frames what it is given: no `sendfile`, no writes to the socket.
+    pub fn is_framed(&self) -> bool {
+        self.framed.is_some()
+    }
+
+    /// The framing sink, when there is one.
+    pub fn framed_sink(&self) -> Option<&'c dyn FramedSink> {
+        self.framed
     }
 
     /// The socket the response is written to, for `sendfile`, `TCP_CORK` and writability.
@@ -140,15 +218,40 @@ impl<'c> ResponseSink<'c> {
     }
 
     pub fn try_write(&self, bytes: &[u8]) -> io::Result<usize> {
-        self.socket.try_write(bytes)
+        match self.framed {
+            Some(framed) => framed.try_write(bytes),
+            None => self.socket.try_write(bytes),
+        }
     }
 
     pub(crate) async fn writable(&self) -> io::Result<()> {
-        self.socket.writable().await
+        match self.framed {
+            Some(framed) => framed.writable().await,
+            None => self.socket.writable().await,
+        }
     }
 
     /// Writes all of `bytes`, each wait for the client bounded by `send_timeout`.
-    pub async fn write_all_timed(&self, bytes: &[u8], send_timeout: Duration) -> io::Result<()> {
-        self.socket.write_all_timed(bytes, send_timeout).await
+    pub async fn write_all_timed(
+        &self,
+        mut bytes: &[u8],
+        send_timeout: Duration,
+    ) -> io::Result<()> {
+        let Some(framed) = self.framed else {
+            return self.socket.write_all_timed(bytes, send_timeout).await;
+        };
+        while !bytes.is_empty() {
+            match framed.try_write(bytes) {
+                Ok(written) => bytes = &bytes[written..],
+                Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
+                    let deadline = tokio::time::Instant::now() + send_timeout;
+                    timeout_at(deadline, framed.writable())
+                        .await
+                        .map_err(|_| io::Error::from(io::ErrorKind::TimedOut))??;
+                }
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(())
     }
 }

@@ -14,12 +14,13 @@ use tokio::time::{Sleep, timeout_at};
 use crate::body::BodyState;
 use crate::client::{BodySource, Client, ReadAhead, ResponseSink};
 use crate::conf::{AddressConf, ServerId};
-use crate::core::{CoreServer, LingeringClose};
+use crate::core::LingeringClose;
 use crate::phases;
 use crate::request::{ConnectionInfo, Request};
 use crate::send;
 use crate::special::{self, Reply};
 use crate::ssl::handshake::Start;
+use crate::v2;
 use crate::worker::HttpWorker;
 
 /// A client connection and its buffers.
@@ -132,9 +133,12 @@ pub async fn serve(
         default_server.core.client_header_buffer_size as usize,
     );
     connection.plain_on_tls_port = plain_on_tls_port;
+    let Some(mut connection) = v2::connection::detect(&worker, address, connection).await else {
+        return;
+    };
     let mut request = Request::default();
     let mut idle_timeout = default_server.core.client_header_timeout;
-    let limits = head_limits(&default_server.core);
+    let limits = default_server.core.head_limits();
     let header_timeout = default_server.core.client_header_timeout;
     loop {
         request.reset();
@@ -282,20 +286,6 @@ fn server_of_partial_head(
     }
     request.info.host = host;
     select_server(worker, address, request)
-}
-
-fn head_limits(core: &CoreServer) -> HeadLimits {
-    HeadLimits {
-        client_header_buffer_size: core.client_header_buffer_size as usize,
-        large_client_header_buffers: (
-            core.large_client_header_buffers.0 as usize,
-            core.large_client_header_buffers.1 as usize,
-        ),
-        max_headers: Some(core.max_headers as usize),
-        ignore_invalid_headers: core.ignore_invalid_headers,
-        underscores_in_headers: core.underscores_in_headers,
-        merge_slashes: core.merge_slashes,
-    }
 }
 
 /// A connection that ended while waiting for a request: nginx notes it at `info` in the
@@ -677,7 +667,7 @@ fn reread_with_server_rules(
     if same {
         return Ok(());
     }
-    let mut limits = head_limits(chosen);
+    let mut limits = chosen.head_limits();
     limits.merge_slashes = first.merge_slashes;
     // The head was complete under the first rules and is re-read from the same bytes.
     let head_len = request.head.len;
@@ -701,7 +691,7 @@ fn closing_mode(worker: &HttpWorker, request: &Request<'_>, buffered: bool) -> A
 }
 
 /// The server for the request's host on this address, else the address's default.
-fn select_server(
+pub(crate) fn select_server(
     worker: &HttpWorker,
     address: &AddressConf,
     request: &mut Request<'_>,

@@ -51,6 +51,7 @@ pub mod stub_status;
 pub mod sub_filter;
 pub mod subrequest;
 pub mod upstream;
+pub mod v2;
 pub mod variables;
 pub mod worker;
 

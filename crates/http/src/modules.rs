@@ -31,6 +31,7 @@ pub const TABLES: &[&[HttpDirective]] = &[
     crate::stub_status::directives::DIRECTIVES,
     crate::observe::directives::DIRECTIVES,
     crate::ssl::directives::DIRECTIVES,
+    crate::v2::directives::DIRECTIVES,
     crate::proxy::ssl::DIRECTIVES,
 ];
 

@@ -13,8 +13,9 @@ use crate::conf::{HttpConf, LocationId, ServerId};
 use crate::response::ResponseHead;
 use crate::worker::HttpWorker;
 
-/// What the connection knows that requests and variables need.
-#[derive(Debug)]
+/// What the connection knows that requests and variables need (an HTTP/2 stream has its
+/// own copy: its `requests` count, and the address realip finds for its request).
+#[derive(Clone, Debug)]
 pub struct ConnectionInfo {
     /// nginx's connection serial number (`$connection`, `*N` in the error log).
     pub id: u64,

@@ -23,6 +23,9 @@ const ASSEMBLY: &[&str] = &[
     "conf/load.rs",
     "send/mod.rs",
     "send/filters.rs",
+    "v2/body.rs",
+    "v2/connection.rs",
+    "v2/stream.rs",
 ];
 
 /// Features by file prefix (a directory with `/`, or one file); every other file is kernel.
@@ -55,6 +58,7 @@ const FEATURES: &[(&str, &str)] = &[
     // The `upstream` block's directives; the groups (the `upstream` crate's, as the kernel
     // uses them) and `$upstream_*` data are kernel.
     ("upstream/directives.rs", "upstream"),
+    ("v2/", "v2"),
 ];
 
 /// Imports against the layers that are known and have an issue-sized reason. The test

@@ -69,6 +69,9 @@ pub enum Event {
         end_stream: bool,
         trailers: bool,
         over_limit: bool,
+        /// The header block's size as it arrived, HPACK-encoded (nginx's
+        /// `$request_length` counts it).
+        block_len: usize,
     },
     /// Request body bytes. The caller gives the window back with [`Connection::release`]
     /// as it consumes them.
@@ -107,8 +110,6 @@ pub enum SendError {
 enum Phase {
     /// Waiting for the 24 bytes of the preface.
     Preface,
-    /// The preface came; the next frame must be SETTINGS.
-    FirstSettings,
     /// Frames.
     Frames,
     /// A connection error was sent: nothing more is read.
@@ -136,6 +137,11 @@ struct Stream {
     end_queued: bool,
     /// Trailers to send after the queued bytes.
     trailers: Option<Vec<HeaderField>>,
+    /// The largest DATA frame of this stream (`Config::chunk_size` unless the caller set
+    /// its own: nginx's `http2_chunk_size` is the location's).
+    chunk_size: u32,
+    /// RST_STREAM to send once the response has ended (see `reset_after_response`).
+    reset_after: Option<ErrorCode>,
 }
 
 /// The server side of one HTTP/2 connection.
@@ -159,6 +165,8 @@ pub struct Connection {
     last_stream_id: u32,
     /// Set once we sent GOAWAY: streams above it are ignored.
     goaway_sent: Option<u32>,
+    /// The client acknowledged our SETTINGS (our stream window applies from then on).
+    settings_acked: bool,
     counters: Counters,
 }
 
@@ -183,6 +191,7 @@ impl Connection {
             peer_max_frame_size: frame::DEFAULT_MAX_FRAME_SIZE,
             last_stream_id: 0,
             goaway_sent: None,
+            settings_acked: false,
             counters: Counters::default(),
         };
         let mut params = Vec::new();
@@ -338,7 +347,13 @@ impl Connection {
             return;
         };
         match stream.state.local_end() {
-            Transition::To(state) => stream.state = state,
+            Transition::To(state) => {
+                stream.state = state;
+                if let Some(code) = stream.reset_after.take() {
+                    self.reset_stream(stream_id, code);
+                    self.close(stream_id);
+                }
+            }
             Transition::Closed => self.close(stream_id),
         }
         // A response completed: it pays back one early reset (see `Limits::early_resets_max`).

@@ -75,20 +75,30 @@ impl fmt::Display for ErrorCode {
 pub enum Reason {
     /// The first 24 bytes were not the connection preface.
     BadPreface,
-    /// The first frame after the preface was not SETTINGS.
-    FirstFrameNotSettings,
     /// A frame longer than the SETTINGS_MAX_FRAME_SIZE we announced.
-    FrameTooLarge { length: u32 },
+    FrameTooLarge {
+        length: u32,
+    },
     /// A frame whose length is wrong for its type.
-    BadFrameLength { kind: u8, length: u32 },
+    BadFrameLength {
+        kind: u8,
+        length: u32,
+    },
     /// A frame that must name a stream named stream 0.
-    StreamIdZero { kind: u8 },
+    StreamIdZero {
+        kind: u8,
+    },
     /// A frame that must be on stream 0 named a stream.
-    StreamIdNonZero { kind: u8 },
+    StreamIdNonZero {
+        kind: u8,
+    },
     /// The padding length was not less than the payload.
     PaddingTooLong,
     /// A SETTINGS parameter with a value outside its range.
-    BadSetting { id: u16, value: u32 },
+    BadSetting {
+        id: u16,
+        value: u32,
+    },
     /// A WINDOW_UPDATE with an increment of 0.
     ZeroWindowIncrement,
     /// A window grew past 2^31-1.
@@ -102,16 +112,24 @@ pub enum Reason {
     /// A CONTINUATION with no header block open on its stream.
     UnexpectedContinuation,
     /// A new stream with an even id or an id not above the last one.
-    BadStreamId { stream_id: u32 },
+    BadStreamId {
+        stream_id: u32,
+    },
     /// A frame on a stream that was never opened.
-    IdleStream { kind: u8 },
+    IdleStream {
+        kind: u8,
+    },
     /// A frame on a stream already closed, or half-closed by the peer.
-    ClosedStream { kind: u8 },
+    ClosedStream {
+        kind: u8,
+    },
     /// A client sent PUSH_PROMISE.
     PushPromiseFromClient,
     /// HEADERS after the request head without END_STREAM (trailers must end the stream).
     TrailersWithoutEndStream,
     /// More streams than SETTINGS_MAX_CONCURRENT_STREAMS allows.
+    /// A request with a body before the client acknowledged our smaller stream window.
+    SettingsNotAcknowledged,
     TooManyStreams,
     /// The HPACK decoder failed; the connection cannot go on.
     Compression(crate::hpack::HpackError),
@@ -125,9 +143,6 @@ impl fmt::Display for Reason {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
             Self::BadPreface => formatter.write_str("invalid connection preface"),
-            Self::FirstFrameNotSettings => {
-                formatter.write_str("client sent no SETTINGS frame after preface")
-            }
             Self::FrameTooLarge { length } => write!(
                 formatter,
                 "client sent frame with too long length: {length}"
@@ -190,6 +205,9 @@ impl fmt::Display for Reason {
             Self::PushPromiseFromClient => formatter.write_str("client sent PUSH_PROMISE frame"),
             Self::TrailersWithoutEndStream => {
                 formatter.write_str("client sent trailer HEADERS without END_STREAM flag")
+            }
+            Self::SettingsNotAcknowledged => {
+                formatter.write_str("client sent a request body before acknowledging SETTINGS")
             }
             Self::TooManyStreams => formatter.write_str("concurrent streams exceeded"),
             Self::Compression(error) => {

@@ -20,6 +20,8 @@ pub const DEFAULT_MAX_FRAME_SIZE: u32 = 16_384;
 pub const MAX_FRAME_SIZE_LIMIT: u32 = (1 << 24) - 1;
 /// The largest flow-control window (2^31-1, §6.9.1).
 pub const MAX_WINDOW: u32 = (1 << 31) - 1;
+/// The initial flow-control window before SETTINGS change it (§6.9.2).
+pub const DEFAULT_WINDOW: u32 = 65_535;
 /// The largest stream identifier.
 pub const MAX_STREAM_ID: u32 = (1 << 31) - 1;
 

@@ -21,9 +21,9 @@ pub struct Limits {
     pub header_block_max: usize,
     /// The most CONTINUATION frames one header block may take.
     pub continuations_max: u32,
-    /// The largest field (name plus value) once decoded.
+    /// The largest name, and the largest value, of a decoded field.
     pub field_max: usize,
-    /// The largest decoded header list (fields counted as name + value + 32).
+    /// The largest decoded header list (fields counted as name + value, as nginx does).
     pub header_list_max: usize,
     /// Streams the client resets before their response is complete, net of the streams
     /// that completed: past this the connection is a rapid-reset flood.

@@ -98,6 +98,7 @@ async fn serve(mut io: DuplexStream, config: Config) -> Connection {
                     end_stream,
                     trailers: false,
                     over_limit: false,
+                    ..
                 } => {
                     let head = request::parse(fields, FieldPolicy::default())
                         .expect("h2 sends valid requests");

@@ -97,6 +97,8 @@ pub(crate) enum BodyError {
     Closed,
     /// Bad chunked framing.
     Invalid(RequestError),
+    /// A framed stream's body that is not its `content-length` (nginx's words).
+    Refused(String),
     /// A temp file could not be created or written.
     File {
         path: PathBuf,
@@ -115,6 +117,7 @@ impl BodyError {
             BodyError::TimedOut => 408,
             BodyError::Closed => 400,
             BodyError::Invalid(error) => error.status(),
+            BodyError::Refused(_) => 400,
             BodyError::File { .. } | BodyError::Pool { .. } => 500,
         }
     }
@@ -171,6 +174,7 @@ pub(crate) async fn read_body(
             BodyRead::More => {}
             BodyRead::TimedOut => return Err(BodyError::TimedOut),
             BodyRead::Closed => return Err(BodyError::Closed),
+            BodyRead::Refused(message) => return Err(BodyError::Refused(message)),
         }
     }
     sink.finish().await

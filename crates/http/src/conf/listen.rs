@@ -19,6 +19,9 @@ pub struct ListenSpec {
     pub ssl: bool,
     /// `proxy_protocol`: every connection starts with a PROXY protocol header.
     pub proxy_protocol: bool,
+    /// `http2`: HTTP/2 on this address whatever the `http2` directive says (deprecated
+    /// by nginx 1.25.1, which warns).
+    pub http2: bool,
     pub options: ListenOptions,
     /// Whether any socket option was given (nginx allows them once per address).
     pub has_socket_options: bool,
@@ -38,6 +41,7 @@ pub(crate) fn default_listen(span: &Span) -> ListenSpec {
         bind: false,
         ssl: false,
         proxy_protocol: false,
+        http2: false,
         options: ListenOptions::default(),
         has_socket_options: false,
         span: span.clone(),
@@ -104,6 +108,7 @@ fn parse_one(directive: &Directive, address: ListenAddress) -> Result<ListenSpec
         bind: false,
         ssl: false,
         proxy_protocol: false,
+        http2: false,
         options: ListenOptions::default(),
         has_socket_options: false,
         span: span.clone(),
@@ -131,6 +136,7 @@ fn parse_parameter(spec: &mut ListenSpec, parameter: &str, span: &Span) -> Resul
         ("bind", None) => spec.bind = true,
         ("ssl", None) => spec.ssl = true,
         ("proxy_protocol", None) => spec.proxy_protocol = true,
+        ("http2", None) => spec.http2 = true,
         ("reuseport", None) => {
             spec.options.reuseport = true;
             spec.bind = true;

@@ -489,6 +489,7 @@ fn build(
         let mut server_scope = pending.server;
         server_scope.core.merge_from(&http_server.core);
         server_scope.ssl.merge_from(&http_server.ssl);
+        server_scope.v2.merge_from(&http_server.v2);
         let mut location_scope = pending.location;
         location_scope.merge_from(&http_location);
         let server_location = builder.add(id, LocationKind::Server, String::new(), &location_scope);
@@ -509,8 +510,15 @@ fn build(
             .iter()
             .find(|spec| spec.ssl)
             .map(|spec| spec.span.clone());
-        let (tls, variable_certificates) =
-            crate::ssl::server_tls(&ssl, &mut tls_build, &env.prefix, &mut context.variables)?;
+        let v2 = server_scope.v2.resolve(env);
+        let alpn_h2 = v2.enable || specs.iter().any(|spec| spec.http2);
+        let (tls, variable_certificates) = crate::ssl::server_tls(
+            &ssl,
+            alpn_h2,
+            &mut tls_build,
+            &env.prefix,
+            &mut context.variables,
+        )?;
         ssl_listens.push(ssl_listen);
         listens.extend(specs.into_iter().map(|spec| (spec, id)));
         let mut names = std::mem::take(&mut server_scope.names);
@@ -523,6 +531,7 @@ fn build(
             name,
             core: server_scope.core.resolve(env),
             ssl,
+            v2,
             tls,
             variable_certificates,
             location: server_location,
@@ -552,8 +561,11 @@ fn build(
     crate::limit::resolve_zones(&mut http_location.limit.resolve(env), &main.limit)?;
     let mut main_core = main.core;
     main_core.merge_from(&Default::default());
+    let mut main_v2 = main.v2;
+    main_v2.merge_from(&Default::default());
     Ok(HttpConf {
         main: main_core.resolve(env),
+        v2: main_v2.resolve(env),
         charset_maps: main.charset,
         servers,
         locations: builder.locations,
@@ -835,6 +847,7 @@ fn address_conf(
         default_server,
         ssl: group.iter().any(|(spec, _)| spec.ssl),
         proxy_protocol: group.iter().any(|(spec, _)| spec.proxy_protocol),
+        http2: group.iter().any(|(spec, _)| spec.http2),
         names,
     }
 }

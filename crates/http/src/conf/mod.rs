@@ -131,6 +131,7 @@ pub struct Server {
     pub name: Box<[u8]>,
     pub core: crate::core::CoreServer,
     pub ssl: crate::ssl::settings::SslServer,
+    pub v2: crate::v2::settings::Http2Server,
     /// The TLS configuration, when the server has a certificate.
     pub tls: Option<Arc<tls::ServerTls>>,
     /// When a certificate name has variables: what loads the pairs per handshake (`tls`
@@ -163,6 +164,9 @@ pub struct AddressConf {
     pub ssl: bool,
     /// `listen ... proxy_protocol`: connections start with a PROXY protocol header.
     pub proxy_protocol: bool,
+    /// `listen ... http2` (deprecated in nginx 1.25.1 for `http2 on`): HTTP/2 here even
+    /// when the default server has `http2 off`.
+    pub http2: bool,
     /// Regex names refer to [`HttpConf::server_regexes`] by index.
     pub names: server_names::ServerNames,
 }
@@ -171,6 +175,8 @@ pub struct AddressConf {
 #[derive(Debug)]
 pub struct HttpConf {
     pub main: crate::core::CoreMain,
+    /// `http2_recv_buffer_size`.
+    pub v2: crate::v2::settings::Http2Main,
     /// The `charset_map` tables.
     pub charset_maps: crate::charset::settings::CharsetMaps,
     pub servers: Vec<Server>,
@@ -206,6 +212,7 @@ impl HttpConf {
     pub fn empty(env: &MergeEnv) -> HttpConf {
         HttpConf {
             main: crate::core::CoreMainConf::default().resolve(env),
+            v2: crate::v2::settings::Http2MainConf::default().resolve(env),
             charset_maps: crate::charset::settings::CharsetMaps::default(),
             servers: Vec::new(),
             locations: Vec::new(),

@@ -25,6 +25,7 @@ use crate::rewrite::settings::{RewriteConf, RewriteSettings, Script};
 use crate::ssi::settings::{Ssi, SsiConf};
 use crate::static_files::settings::{Static, StaticConf, TryFilesSetting};
 use crate::sub_filter::settings::{SubFilter, SubFilterConf};
+use crate::v2::settings::{Http2Location, Http2LocationConf, Http2MainConf, Http2ServerConf};
 
 /// What the `http` block sets for itself.
 #[derive(Debug, Default)]
@@ -37,6 +38,7 @@ pub struct MainScope {
     pub cache_paths: Vec<CachePath>,
     /// `limit_req_zone` and `limit_conn_zone`.
     pub limit: LimitZones,
+    pub v2: Http2MainConf,
 }
 
 /// What one level sets of the per-server settings (the `http` level has one too).
@@ -44,6 +46,7 @@ pub struct MainScope {
 pub struct ServerScope {
     pub core: CoreServerConf,
     pub ssl: crate::ssl::settings::SslServerConf,
+    pub v2: Http2ServerConf,
     pub listens: Vec<ListenSpec>,
     /// Each name with the text it was written as (`$server_name` is the first one).
     pub names: Vec<(ServerName, String)>,
@@ -76,6 +79,7 @@ pub struct LocationScope {
     pub sub_filter: SubFilterConf,
     pub status_zone: StatusZoneConf,
     pub limit: LimitConf,
+    pub v2: Http2LocationConf,
     /// Not inherited: each level runs its own script.
     pub script: Script,
     /// `try_files`: not inherited, as in nginx.
@@ -130,6 +134,7 @@ pub struct LocationSettings {
     pub sub_filter: SubFilter,
     pub status_zone: StatusZone,
     pub limit: Limit,
+    pub v2: Http2Location,
     pub script: Script,
     pub try_files: TryFilesSetting,
     pub content: Content,
@@ -159,6 +164,7 @@ impl LocationScope {
         self.sub_filter.merge_from(&parent.sub_filter);
         self.status_zone.merge_from(&parent.status_zone);
         self.limit.merge_from(&parent.limit);
+        self.v2.merge_from(&parent.v2);
         if self.content.is_none() {
             self.content = parent.content;
         }
@@ -189,6 +195,7 @@ impl LocationScope {
             sub_filter: self.sub_filter.clone(),
             status_zone: self.status_zone.clone(),
             limit: self.limit.clone(),
+            v2: self.v2.clone(),
             script: Script::default(),
             try_files: None,
             content: self.content,
@@ -218,6 +225,7 @@ impl LocationScope {
             sub_filter: self.sub_filter.resolve(env),
             status_zone: self.status_zone.resolve(env),
             limit: self.limit.resolve(env),
+            v2: self.v2.resolve(env),
             script: self.script.clone(),
             try_files: self.try_files.clone(),
             content: self.content.unwrap_or_default(),

@@ -787,9 +787,17 @@ fn default_type(
 fn set_listen(
     scope: &mut ServerScope,
     directive: &Directive,
-    _context: &mut LoadContext<'_>,
+    context: &mut LoadContext<'_>,
 ) -> Result<(), ConfError> {
-    scope.listens.extend(listen::parse(directive)?);
+    let specs = listen::parse(directive)?;
+    if specs.iter().any(|spec| spec.http2) {
+        context.warn(
+            "the \"listen ... http2\" directive is deprecated, use the \"http2\" directive instead"
+                .to_owned(),
+            &directive.span,
+        );
+    }
+    scope.listens.extend(specs);
     Ok(())
 }
 

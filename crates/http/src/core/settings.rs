@@ -161,6 +161,23 @@ settings! {
     }
 }
 
+impl CoreServer {
+    /// The limits a request head is read with on a connection whose server this is.
+    pub fn head_limits(&self) -> http1::request::HeadLimits {
+        http1::request::HeadLimits {
+            client_header_buffer_size: self.client_header_buffer_size as usize,
+            large_client_header_buffers: (
+                self.large_client_header_buffers.0 as usize,
+                self.large_client_header_buffers.1 as usize,
+            ),
+            max_headers: Some(self.max_headers as usize),
+            ignore_invalid_headers: self.ignore_invalid_headers,
+            underscores_in_headers: self.underscores_in_headers,
+            merge_slashes: self.merge_slashes,
+        }
+    }
+}
+
 settings! {
     /// Settings nginx keeps per location; they may also be set in `http` and `server`.
     pub struct CoreLocationConf => CoreLocation (env) {

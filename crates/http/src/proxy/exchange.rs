@@ -495,6 +495,10 @@ async fn read_client(client: &mut Client<'_, '_>) -> Result<(), Failure> {
             Action::StreamingBody,
         )),
         BodyRead::Closed => Err(Failure::client(Fault::ClientClosed, Action::StreamingBody)),
+        BodyRead::Refused(_) => Err(Failure::client(
+            Fault::ClientInvalidBody,
+            Action::StreamingBody,
+        )),
     }
 }
 

@@ -42,7 +42,13 @@ struct Limiter {
 /// Sleeps until `until`, unless the client closes its connection first: a response held
 /// back by `limit_rate` ends when nobody waits for it, as nginx's read-side check ends it
 /// (the connection then leaves `stub_status`'s writing figure at once).
-async fn pause_until(socket: &runtime::Stream, until: tokio::time::Instant) -> io::Result<()> {
+async fn pause_until(sink: ResponseSink<'_>, until: tokio::time::Instant) -> io::Result<()> {
+    // A framed stream's socket is its connection's, which watches the client itself.
+    if sink.is_framed() {
+        tokio::time::sleep_until(until).await;
+        return Ok(());
+    }
+    let socket = sink.socket();
     tokio::select! {
         () = tokio::time::sleep_until(until) => Ok(()),
         () = client_closed(socket) => Err(io::ErrorKind::ConnectionReset.into()),
@@ -92,7 +98,7 @@ impl<'c> Output<'c> {
         };
         loop {
             if let Some(until) = limiter.delayed_until.take() {
-                pause_until(self.sink.socket(), until).await?;
+                pause_until(self.sink, until).await?;
             }
             let now_second = self.clock.wall().unix_seconds;
             let allowance = limiter.rate.allowance(now_second, self.sent);
@@ -168,7 +174,7 @@ impl<'c> Output<'c> {
             };
             if let Some(until) = until {
                 limiter.delayed_until = Some(until);
-                pause_until(self.sink.socket(), until).await?;
+                pause_until(self.sink, until).await?;
                 limiter.delayed_until = None;
                 return Ok(());
             }

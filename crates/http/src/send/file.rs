@@ -45,7 +45,12 @@ pub(super) async fn send_file(
     }
     let result = if file.len <= INLINE_BODY_BYTES_MAX as u64 {
         read_behind_head(context, &file, head).await
-    } else if statics.sendfile && !chunked && !file.direct && !output.sink.socket().is_tls() {
+    } else if statics.sendfile
+        && !chunked
+        && !file.direct
+        && !output.sink.socket().is_tls()
+        && !output.sink.is_framed()
+    {
         // Without kernel TLS, file data must pass through the session: as nginx, a TLS
         // connection reads the file (page cache on the worker, the rest on the pool).
         let cork = statics.tcp_nopush;

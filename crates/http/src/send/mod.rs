@@ -28,6 +28,7 @@ use http1::Version;
 use http1::request::ConnectionOption;
 
 use crate::charset;
+use crate::client::ResponseSink;
 use crate::conf::Location;
 use crate::connection::Connection;
 use crate::not_modified::Outcome;
@@ -93,6 +94,27 @@ pub(crate) async fn send_response<'a>(
     worker: &'a HttpWorker,
     connection: &mut Connection,
     request: &mut Request<'a>,
+    body: Body<'a>,
+) -> io::Result<()> {
+    let mut out = std::mem::take(&mut connection.out);
+    out.clear();
+    let sink = ResponseSink::http1(&connection.stream);
+    let result = send_response_to(worker, &connection.info, sink, &mut out, request, body).await;
+    // A large body may have grown the buffer; keep only a modest one for the next request.
+    if out.capacity() <= OUT_BUFFER_KEPT_BYTES_MAX {
+        connection.out = out;
+    }
+    result
+}
+
+/// [`send_response`] to any sink: `out` is the (empty) buffer the head is written into.
+/// A framed sink (an HTTP/2 stream) gets no chunked framing: it frames the body itself.
+pub(crate) async fn send_response_to<'a>(
+    worker: &'a HttpWorker,
+    info: &ConnectionInfo,
+    sink: ResponseSink<'_>,
+    out: &mut Vec<u8>,
+    request: &mut Request<'a>,
     mut body: Body<'a>,
 ) -> io::Result<()> {
     let location = location(worker, request);
@@ -103,16 +125,16 @@ pub(crate) async fn send_response<'a>(
     }
     // One reading of the clock for `Date` and `Expires`, as nginx's cached time.
     let now = worker.clock.wall();
-    filters::headers(worker, &connection.info, request, location, &now);
+    filters::headers(worker, info, request, location, &now);
     // The headers filter decides on trailers before the range filter changes the status.
     let status = special::status_on_wire(request.response.status);
     let expect_trailers = location.settings.headers.expects_trailers(status);
     // sub_filter, then SSI, take the body in before charset and gzip see it, as nginx's
     // filter order has it.
-    body = crate::sub_filter::filter(worker, &connection.info, request, location, body);
+    body = crate::sub_filter::filter(worker, info, request, location, body);
     body = crate::ssi::filter(
         worker,
-        &connection.info,
+        info,
         request,
         location,
         body,
@@ -121,7 +143,7 @@ pub(crate) async fn send_response<'a>(
     // addition wraps the (parsed) body in its subrequests' bodies.
     body = crate::addition::filter(
         worker,
-        &connection.info,
+        info,
         request,
         location,
         body,
@@ -140,15 +162,15 @@ pub(crate) async fn send_response<'a>(
         coding.gunzip = Some(coding::Inflater::default());
     }
     if matches!(body, Body::Upstream(_)) {
-        body = charset_filter(worker, connection, request, location, body, &mut coding)?;
+        body = charset_filter(worker, info, request, location, body, &mut coding)?;
         if codable && let Some(level) = crate::gzip::filter(request, location, None).level {
             coding.gzip = Some(compress::Compressor::new(level));
         }
         if request.response.accept_ranges {
-            (body, _) = ranges::filter(worker, &connection.info, request, location, body);
+            (body, _) = ranges::filter(worker, info, request, location, body);
         }
     } else {
-        body = charset_filter(worker, connection, request, location, body, &mut coding)?;
+        body = charset_filter(worker, info, request, location, body, &mut coding)?;
         // A body recoded by pieces is sent as it is.
         if !matches!(body, Body::Pieces(_))
             && let Some(level) = crate::gzip::filter(request, location, body.len()).level
@@ -157,12 +179,12 @@ pub(crate) async fn send_response<'a>(
         }
         body = coded(body, &mut coding);
         let range;
-        (body, range) = ranges::filter(worker, &connection.info, request, location, body);
+        (body, range) = ranges::filter(worker, info, request, location, body);
         if range == ranges::RangeOutcome::NotSatisfiable {
             // The 416 page goes through the charset filter in turn, as nginx's error page
             // does, and is recoded as the file would have been.
             request.response.charset = None;
-            body = charset_filter(worker, connection, request, location, body, &mut coding)?;
+            body = charset_filter(worker, info, request, location, body, &mut coding)?;
         }
     }
     charset::fold_into_content_type(&mut request.response);
@@ -171,7 +193,7 @@ pub(crate) async fn send_response<'a>(
     if request.response.content_length.is_none() && status_has_body(request.response.status) {
         request.response.content_length = body.len();
     }
-    let framing = response_framing(&FramingInput {
+    let mut framing = response_framing(&FramingInput {
         version: request.head.version,
         method: request.head.method,
         status,
@@ -184,17 +206,20 @@ pub(crate) async fn send_response<'a>(
         Framing::Chunked => request.response.content_length = None,
         Framing::Close => request.keepalive = false,
     }
-    let mut out = std::mem::take(&mut connection.out);
-    out.clear();
+    // A framed sink (HTTP/2) frames the body itself: no chunks, and no content length
+    // when HTTP/1.1 would have chunked it.
+    if sink.is_framed() && framing == Framing::Chunked {
+        framing = Framing::Close;
+    }
     if request.head.version != Version::Http09 {
         head::write_head(
             worker,
-            &connection.info,
+            info,
             request,
             location,
             framing,
             now.unix_seconds,
-            &mut out,
+            out,
         );
     }
     request.sent.header_bytes = out.len() as u64;
@@ -203,30 +228,28 @@ pub(crate) async fn send_response<'a>(
         // page is out: the connection closes although the head said keep-alive.
         request.keepalive = false;
     }
-    let limit = filters::limit_rate(worker, &connection.info, request, location);
+    let limit = filters::limit_rate(worker, info, request, location);
     let context = body::BodyContext {
         worker,
-        connection: &connection.info,
+        connection: info,
         location,
         framing,
         header_only,
         expect_trailers,
         coding: std::cell::Cell::new(coding),
     };
-    let mut output = body::Output::new(connection.sink(), &worker.clock, core.send_timeout, limit);
+    let mut output = body::Output::new(sink, &worker.clock, core.send_timeout, limit);
     let result = match body {
-        Body::Upstream(streamed) => {
-            streamed
-                .send(&context, &mut output, request, &mut out)
-                .await
-        }
-        body => body::send(&context, &mut output, request, body, &mut out).await,
+        Body::Upstream(streamed) => streamed.send(&context, &mut output, request, out).await,
+        body => body::send(&context, &mut output, request, body, out).await,
     };
-    request.sent.body_bytes = output.sent.saturating_sub(request.sent.header_bytes);
-    // A large body may have grown the buffer; keep only a modest one for the next request.
-    if out.capacity() <= OUT_BUFFER_KEPT_BYTES_MAX {
-        connection.out = out;
+    // A framed sink (HTTP/2) gets the trailers as frames after the body.
+    if let (Ok(()), Some(framed), true) = (&result, sink.framed_sink(), expect_trailers) {
+        let mut last_chunk = Vec::new();
+        head::write_last_chunk(worker, info, request, location, &mut last_chunk);
+        framed.trailers(&last_chunk);
     }
+    request.sent.body_bytes = output.sent.saturating_sub(request.sent.header_bytes);
     if result.is_ok() {
         request.completed = true;
     }
@@ -281,13 +304,13 @@ fn coded<'a>(body: Body<'a>, coding: &mut coding::Coding) -> Body<'a> {
 /// response, as nginx's filter error does.
 fn charset_filter<'a>(
     worker: &'a HttpWorker,
-    connection: &Connection,
+    info: &ConnectionInfo,
     request: &mut Request<'a>,
     location: &Location,
     body: Body<'a>,
     coding: &mut coding::Coding,
 ) -> io::Result<Body<'a>> {
-    charset::filter(worker, &connection.info, request, location, body, coding)
+    charset::filter(worker, info, request, location, body, coding)
         .map_err(|_| io::Error::other("charset variable not found"))
 }
 

@@ -194,8 +194,10 @@ pub(crate) type ServerTlsParts = (
 );
 
 /// The TLS configuration of one virtual server, or `None` when it has no certificate.
+/// With `alpn_h2` (the server has `http2 on`) ALPN offers `h2` before `http/1.1`.
 pub(crate) fn server_tls(
     settings: &SslServer,
+    alpn_h2: bool,
     build: &mut TlsBuild,
     prefix: &Path,
     variables: &mut crate::variables::VariableRegistry,
@@ -238,7 +240,7 @@ pub(crate) fn server_tls(
             .collect();
         ocsp = Some(response);
     }
-    let server = Arc::new(configuration(settings, build, prefix, pairs)?);
+    let server = Arc::new(configuration(settings, alpn_h2, build, prefix, pairs)?);
     if !has_variables {
         return Ok((Some(server), None));
     }
@@ -265,6 +267,7 @@ fn name_template(
 /// The configuration made of a server's settings and its loaded pairs.
 fn configuration(
     settings: &SslServer,
+    alpn_h2: bool,
     build: &mut TlsBuild,
     prefix: &Path,
     pairs: Vec<tls::CertificatePair>,
@@ -338,7 +341,11 @@ fn configuration(
         curves,
         session_cache,
         tickets,
-        alpn: vec![b"http/1.1".to_vec()],
+        alpn: if alpn_h2 {
+            vec![b"h2".to_vec(), b"http/1.1".to_vec()]
+        } else {
+            vec![b"http/1.1".to_vec()]
+        },
         verify,
         early_data: settings.early_data,
     };

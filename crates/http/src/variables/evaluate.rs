@@ -87,6 +87,12 @@ impl RequestVariables<'_> {
                 Some(_) => out.extend_from_slice(b"https"),
                 None => out.extend_from_slice(b"http"),
             },
+            // Only an HTTP/2 stream's head says HTTP/2.0: HTTP/1 refuses that version.
+            Variable::Http2 if request.protocol() == b"HTTP/2.0" => match self.connection.tls {
+                Some(_) => out.extend_from_slice(b"h2"),
+                None => out.extend_from_slice(b"h2c"),
+            },
+            Variable::Http2 => {}
             Variable::Https => {
                 if self.connection.tls.is_some() {
                     out.extend_from_slice(b"on");

@@ -35,6 +35,8 @@ pub enum Variable {
     Scheme,
     /// `$https`: `on` or empty.
     Https,
+    /// `$http2`: `h2` (over TLS), `h2c` (cleartext) or empty for HTTP/1.
+    Http2,
     /// `$ssl_*`
     Ssl(crate::ssl::variables::SslVariable),
     /// `$request_length`: bytes of the request head and body read so far.

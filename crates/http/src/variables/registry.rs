@@ -66,6 +66,7 @@ fn builtin(name: &str) -> Option<Variable> {
         "server_protocol" => Variable::ServerProtocol,
         "scheme" => Variable::Scheme,
         "https" => Variable::Https,
+        "http2" => Variable::Http2,
         "request_length" => Variable::RequestLength,
         "remote_addr" => Variable::RemoteAddr,
         "binary_remote_addr" => Variable::BinaryRemoteAddr,

@@ -32,9 +32,11 @@ impl Connection {
                         return Ok(used);
                     }
                     used += PREFACE.len();
-                    self.phase = Phase::FirstSettings;
+                    // As nginx, any frame may come first: `Test::Nginx::HTTP2` sends none of its own
+                    // SETTINGS (RFC 9113 §3.4 wants one), and nginx's tests expect answers.
+                    self.phase = Phase::Frames;
                 }
-                Phase::FirstSettings | Phase::Frames => {
+                Phase::Frames => {
                     let Some(header_bytes) = rest.first_chunk::<{ frame::HEADER_LEN }>() else {
                         return Ok(used);
                     };
@@ -45,23 +47,18 @@ impl Connection {
                         };
                         self.fail(Error::connection(ErrorCode::FRAME_SIZE_ERROR, reason))?;
                     }
+                    self.refuse_early(&header)?;
+                    if header.kind == frame::kind::PUSH_PROMISE {
+                        // Refused on its header, as nginx does, without waiting for a
+                        // payload that may never come.
+                        let reason = Reason::PushPromiseFromClient;
+                        self.fail(Error::connection(ErrorCode::PROTOCOL_ERROR, reason))?;
+                    }
                     let end = frame::HEADER_LEN + header.length as usize;
                     let Some(payload) = rest.get(frame::HEADER_LEN..end) else {
                         return Ok(used);
                     };
                     used += end;
-                    if self.phase == Phase::FirstSettings {
-                        if header.kind != frame::kind::SETTINGS
-                            || header.flags & frame::flag::ACK != 0
-                        {
-                            let error = Error::connection(
-                                ErrorCode::PROTOCOL_ERROR,
-                                Reason::FirstFrameNotSettings,
-                            );
-                            self.fail(error)?;
-                        }
-                        self.phase = Phase::Frames;
-                    }
                     let result =
                         frame::parse(&header, payload).and_then(|parsed| self.frame(parsed));
                     if let Err(error) = result {
@@ -273,6 +270,32 @@ impl Connection {
         Ok(())
     }
 
+    /// Refuses a frame on its header when its payload could never be accepted, so that a
+    /// large `max_frame_size` (nginx announces 2^24-1) never makes the caller hold more
+    /// than the limits allow: a header block past `header_block_max`, DATA past the
+    /// connection's window, any other frame past the default frame size.
+    fn refuse_early(&mut self, header: &FrameHeader) -> Result<(), Error> {
+        let length = header.length as usize;
+        let refused = match header.kind {
+            frame::kind::HEADERS | frame::kind::CONTINUATION => self.check_block_size(length),
+            frame::kind::DATA if header.length > self.recv_window.available() => Err(
+                Error::connection(ErrorCode::FLOW_CONTROL_ERROR, Reason::WindowExceeded),
+            ),
+            frame::kind::DATA => Ok(()),
+            _ if header.length > frame::DEFAULT_MAX_FRAME_SIZE => Err(Error::connection(
+                ErrorCode::FRAME_SIZE_ERROR,
+                Reason::FrameTooLarge {
+                    length: header.length,
+                },
+            )),
+            _ => Ok(()),
+        };
+        match refused {
+            Ok(()) => Ok(()),
+            Err(error) => self.fail(error),
+        }
+    }
+
     fn check_block_size(&self, more: usize) -> Result<(), Error> {
         let had = self.block.as_ref().map_or(0, |block| block.bytes.len());
         if had + more > self.config.limits.header_block_max {
@@ -327,6 +350,7 @@ impl Connection {
     /// as processed even if it fails to decode (GOAWAY names it, as nginx's does).
     fn header_block(&mut self, block: OpenBlock) -> Result<(), Error> {
         let stream_id = block.stream_id;
+        let block_len = block.bytes.len();
         let existing = self.streams.contains_key(&stream_id);
         if !existing {
             if !self.is_idle(stream_id) || stream_id.is_multiple_of(2) {
@@ -366,6 +390,7 @@ impl Connection {
                 end_stream,
                 trailers: true,
                 over_limit,
+                block_len,
             });
             self.end_remote(stream_id);
             return Ok(());
@@ -373,7 +398,7 @@ impl Connection {
         if self.goaway_sent.is_some_and(|last| stream_id > last) {
             return Ok(());
         }
-        self.open_stream(stream_id, fields, end_stream, over_limit)
+        self.open_stream(stream_id, fields, end_stream, over_limit, block_len)
     }
 
     fn open_stream(
@@ -382,6 +407,7 @@ impl Connection {
         fields: Vec<crate::hpack::HeaderField>,
         end_stream: bool,
         over_limit: bool,
+        block_len: usize,
     ) -> Result<(), Error> {
         let limits = self.config.limits;
         self.counters.new_streams += 1;
@@ -397,7 +423,18 @@ impl Connection {
         }
         self.counters.streams_opened += 1;
         self.allow_priority_frames();
+        // Until the client acknowledges our SETTINGS it may count on the default window
+        // (§6.9.2): a request with a body is refused when ours is smaller, as nginx
+        // refuses it, so that no stream starts with a window the client does not know.
         let window = self.config.stream_window;
+        if !self.settings_acked && !end_stream && window < frame::DEFAULT_WINDOW {
+            self.counters.streams_refused += 1;
+            return Err(Error::stream(
+                stream_id,
+                ErrorCode::REFUSED_STREAM,
+                Reason::SettingsNotAcknowledged,
+            ));
+        }
         let stream = Stream {
             state: if end_stream {
                 State::HalfClosedRemote
@@ -409,6 +446,8 @@ impl Connection {
             queued: Default::default(),
             end_queued: false,
             trailers: None,
+            chunk_size: self.config.chunk_size,
+            reset_after: None,
         };
         self.streams.insert(stream_id, stream);
         self.tree.open(stream_id);
@@ -418,6 +457,7 @@ impl Connection {
             end_stream,
             trailers: false,
             over_limit,
+            block_len,
         });
         Ok(())
     }
@@ -452,6 +492,7 @@ impl Connection {
 
     fn settings(&mut self, ack: bool, params: &[u8]) -> Result<(), Error> {
         if ack {
+            self.settings_acked = true;
             return Ok(());
         }
         for setting in frame::SettingsIter::new(params) {

@@ -78,6 +78,26 @@ impl Connection {
         Ok(())
     }
 
+    /// Resets the stream with `code` once its response has ended (at once if it has), as
+    /// nginx ends a stream whose request body nobody read with NO_ERROR (RFC 9113 §8.1).
+    pub fn reset_after_response(&mut self, stream_id: u32, code: ErrorCode) {
+        let Some(stream) = self.streams.get_mut(&stream_id) else {
+            return;
+        };
+        if stream.state.can_send() {
+            stream.reset_after = Some(code);
+        } else {
+            self.reset(stream_id, code);
+        }
+    }
+
+    /// Sets the largest DATA frame of a stream (at least 1 byte).
+    pub fn set_chunk_size(&mut self, stream_id: u32, chunk_size: u32) {
+        if let Some(stream) = self.streams.get_mut(&stream_id) {
+            stream.chunk_size = chunk_size.max(1);
+        }
+    }
+
     /// Bytes queued on a stream and not yet framed (0 for a stream that is gone).
     pub fn queued(&self, stream_id: u32) -> usize {
         self.streams
@@ -156,10 +176,10 @@ impl Connection {
     }
 
     fn write_data_frame(&mut self, stream_id: u32, connection_window: u32) {
-        let chunk = self.config.chunk_size.min(self.peer_max_frame_size).max(1);
         let Some(stream) = self.streams.get_mut(&stream_id) else {
             return;
         };
+        let chunk = stream.chunk_size.min(self.peer_max_frame_size).max(1);
         let window = stream
             .send_window
             .available()

@@ -47,6 +47,12 @@ impl Client {
             params: &[],
         }
         .write(&mut bytes);
+        // A client acknowledges the server's SETTINGS: its stream window applies.
+        Frame::Settings {
+            ack: true,
+            params: &[],
+        }
+        .write(&mut bytes);
         client.send(&bytes).expect("handshake");
         client.take_frames();
         client

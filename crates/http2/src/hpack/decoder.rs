@@ -6,9 +6,11 @@ use super::{HeaderField, HpackError, huffman, integer};
 /// The limits one header block is decoded under.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DecodeLimits {
-    /// The largest name plus value of one field.
+    /// The largest name, and the largest value, of one field (nginx checks each against
+    /// `large_client_header_buffers`' size).
     pub max_field_size: usize,
-    /// The largest header list, fields counted as name + value + 32 (RFC 9113 §6.5.2).
+    /// The largest header list, fields counted as name + value, as nginx counts it against
+    /// `large_client_header_buffers` (number times size); not RFC 9113 §6.5.2's + 32.
     pub max_list_size: usize,
 }
 
@@ -53,6 +55,8 @@ impl Decoder {
         let mut decoded = Decoded::default();
         let mut rest = block;
         let mut seen_field = false;
+        // Names and values, as the list limit counts them.
+        let mut list_bytes = 0usize;
         while let Some(&first) = rest.first() {
             if first & 0xe0 == 0x20 {
                 if seen_field {
@@ -72,7 +76,9 @@ impl Decoder {
             let field_size = field.name.len() + field.value.len();
             decoded.largest_field = decoded.largest_field.max(field_size);
             decoded.list_size = decoded.list_size.saturating_add(field.size());
-            if field_size > limits.max_field_size || decoded.list_size > limits.max_list_size {
+            list_bytes = list_bytes.saturating_add(field_size);
+            let too_large = field.name.len().max(field.value.len()) > limits.max_field_size;
+            if too_large || list_bytes > limits.max_list_size {
                 decoded.over_limit = true;
             }
             if !decoded.over_limit {

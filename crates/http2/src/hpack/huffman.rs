@@ -160,14 +160,16 @@ const fn steps() -> [u32; 256 * 16] {
     steps
 }
 
-/// The nodes where a string may end: the root, and the all-ones path under it shorter than
-/// 8 bits (padding is the start of EOS, at most 7 bits; §5.2).
+/// The nodes where a string may end: the root, and the all-ones path under it up to 8 bits.
+/// RFC 7541 §5.2 allows at most 7 bits of padding; nginx also accepts a whole byte of ones
+/// after a string that ends on a byte boundary (nginx-tests' own encoder sends one), and so
+/// does Portico.
 const fn endings() -> [bool; 256] {
     let nodes = tree();
     let mut endings = [false; 256];
     let mut node = 0usize;
     let mut depth = 0;
-    while depth < 8 {
+    while depth <= 8 {
         endings[node] = true;
         node = nodes[node][1] as usize;
         depth += 1;
@@ -178,8 +180,8 @@ const fn endings() -> [bool; 256] {
 static STEPS: [u32; 256 * 16] = steps();
 static ENDINGS: [bool; 256] = endings();
 
-/// Appends the decoded form of `input`, four bits at a time. The EOS symbol, padding of 8
-/// bits or more and padding that is not the start of EOS (all ones) are errors (§5.2).
+/// Appends the decoded form of `input`, four bits at a time. The EOS symbol, padding of more
+/// than 8 bits and padding that is not the start of EOS (all ones) are errors (§5.2).
 pub fn decode(input: &[u8], out: &mut Vec<u8>) -> Result<(), HpackError> {
     let mut node = 0usize;
     for &byte in input {

@@ -25,6 +25,8 @@ mod events;
 mod expires;
 mod gunzip;
 mod gzip;
+mod h2;
+mod h2_config;
 mod http_absolute_redirect;
 mod http_body;
 mod http_core;

@@ -157,6 +157,7 @@ fn body_error_log(request: &Request<'_>, error: &BodyError) -> Option<(Level, St
             Level::Info,
             invalid.log_message_in(&request.head_bytes).to_string(),
         ),
+        BodyError::Refused(message) => (Level::Info, message.clone()),
         BodyError::File { path, call, error } => (
             Level::Crit,
             format!(

@@ -1,0 +1,194 @@
+//! A stream's request body on its way from DATA frames to the body reader: the connection's
+//! loop appends to the stream's [`Inbox`], the request's [`StreamFeed`] moves it into the
+//! read-ahead the body reader consumes, and only then gives the window back, so a client
+//! never has more than the stream's window (`http2_body_preread_size`) waiting.
+//!
+//! A body without `content-length` is read as HTTP/1.1 chunked (the request's head says
+//! so): each DATA payload becomes one chunk, END_STREAM the last chunk.
+
+use std::time::Duration;
+
+use crate::client::{BodyFeed, ReadAhead};
+use crate::v2::connection::Shared;
+
+/// What has arrived of one stream's body and is not read yet.
+#[derive(Debug, Default)]
+pub(crate) struct Inbox {
+    data: Vec<u8>,
+    /// Payload bytes in `data` whose window is not given back yet.
+    unreleased: u32,
+    /// The body is chunked here (no `content-length`).
+    chunked: bool,
+    /// `content-length`, when the client sent one.
+    declared: Option<u64>,
+    received: u64,
+    /// END_STREAM came (or trailers).
+    pub(crate) ended: bool,
+    /// More than `content-length`, or less at the end: the body is refused, with nginx's
+    /// words.
+    failed: Option<String>,
+}
+
+impl Inbox {
+    pub(crate) fn new(declared: Option<u64>) -> Inbox {
+        Inbox {
+            chunked: declared.is_none(),
+            declared,
+            ..Inbox::default()
+        }
+    }
+
+    /// A DATA payload (and whether it ends the body).
+    pub(crate) fn push(&mut self, payload: &[u8], end_stream: bool) {
+        let len = payload.len();
+        self.received += len as u64;
+        self.unreleased = self
+            .unreleased
+            .saturating_add(u32::try_from(len).unwrap_or(u32::MAX));
+        if self
+            .declared
+            .is_some_and(|declared| self.received > declared)
+        {
+            self.failed = Some("client intended to send body data larger than declared".to_owned());
+        }
+        if self.chunked && len > 0 {
+            self.data
+                .extend_from_slice(format!("{len:x}\r\n").as_bytes());
+            self.data.extend_from_slice(payload);
+            self.data.extend_from_slice(b"\r\n");
+        } else if !self.chunked {
+            self.data.extend_from_slice(payload);
+        }
+        if end_stream {
+            self.end();
+        }
+    }
+
+    /// The body ended (END_STREAM, or trailers, which Portico does not pass on).
+    pub(crate) fn end(&mut self) {
+        if self.ended {
+            return;
+        }
+        self.ended = true;
+        if self.chunked {
+            self.data.extend_from_slice(b"0\r\n\r\n");
+        }
+        if let Some(declared) = self.declared.filter(|&declared| self.received < declared) {
+            let received = self.received;
+            self.failed = Some(format!(
+                "client prematurely closed stream: only {received} out of {declared} bytes of \
+                 request body received"
+            ));
+        }
+    }
+}
+
+/// The body reader's side of one stream's [`Inbox`].
+pub(crate) struct StreamFeed<'a> {
+    pub(crate) shared: &'a Shared,
+    pub(crate) stream_id: u32,
+}
+
+/// What one look at the inbox found.
+enum Look {
+    Moved,
+    Closed,
+    Refused(String),
+    Wait,
+}
+
+impl StreamFeed<'_> {
+    fn take(&self, into: &mut ReadAhead) -> Look {
+        let mut inboxes = self.shared.inboxes.borrow_mut();
+        let Some(inbox) = inboxes.get_mut(&self.stream_id) else {
+            return Look::Closed;
+        };
+        if let Some(message) = &inbox.failed {
+            return Look::Refused(message.clone());
+        }
+        if inbox.data.is_empty() {
+            return if inbox.ended {
+                Look::Closed
+            } else {
+                Look::Wait
+            };
+        }
+        into.append(&inbox.data);
+        inbox.data.clear();
+        let released = std::mem::take(&mut inbox.unreleased);
+        drop(inboxes);
+        self.shared
+            .h2
+            .borrow_mut()
+            .release(self.stream_id, released);
+        self.shared.wake.notify_one();
+        Look::Moved
+    }
+}
+
+impl BodyFeed for StreamFeed<'_> {
+    fn next<'s>(
+        &'s self,
+        into: &'s mut ReadAhead,
+        timeout: Duration,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = crate::client::BodyRead> + 's>> {
+        use crate::client::BodyRead;
+        Box::pin(async move {
+            let deadline = tokio::time::Instant::now() + timeout;
+            loop {
+                let arrived = self.shared.progress.notified();
+                match self.take(into) {
+                    Look::Moved => return BodyRead::More,
+                    Look::Closed => return BodyRead::Closed,
+                    Look::Refused(message) => return BodyRead::Refused(message),
+                    Look::Wait => {}
+                }
+                if tokio::time::timeout_at(deadline, arrived).await.is_err() {
+                    return BodyRead::TimedOut;
+                }
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_body_without_length_becomes_chunks() {
+        let mut inbox = Inbox::new(None);
+        inbox.push(b"abc", false);
+        inbox.push(b"", false);
+        inbox.push(b"0123456789abcdef", true);
+        assert_eq!(
+            inbox.data,
+            b"3\r\nabc\r\n10\r\n0123456789abcdef\r\n0\r\n\r\n"
+        );
+        assert_eq!(inbox.unreleased, 19);
+        assert!(inbox.failed.is_none());
+    }
+
+    #[test]
+    fn a_body_that_is_not_its_length_fails() {
+        let mut short = Inbox::new(Some(5));
+        short.push(b"TEST", true);
+        assert_eq!(
+            short.failed.as_deref(),
+            Some(
+                "client prematurely closed stream: only 4 out of 5 bytes of request body received"
+            )
+        );
+        let mut long = Inbox::new(Some(3));
+        long.push(b"TEST", false);
+        assert_eq!(
+            long.failed.as_deref(),
+            Some("client intended to send body data larger than declared")
+        );
+        let mut exact = Inbox::new(Some(4));
+        exact.push(b"TE", false);
+        exact.push(b"ST", true);
+        assert!(exact.failed.is_none());
+        assert_eq!(exact.data, b"TEST");
+    }
+}
