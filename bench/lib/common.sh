@@ -126,12 +126,14 @@ machine_busy_ticks() {
     awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9; exit }' /proc/stat
 }
 
-# Waits until http://127.0.0.1:PORT/ answers (any status) or the deadline passes.
+# Waits until http://127.0.0.1:PORT/ answers (any status) or the deadline passes; PROBE_ARGS,
+# if set, are added to curl's arguments (`--http2-prior-knowledge` for an h2c-only address).
 wait_listening() {
     local port=$1 pid=$2 deadline=$((SECONDS + 20))
     while [ $SECONDS -lt $deadline ]; do
         alive "$pid" || return 1
-        if curl -s -o /dev/null --max-time 1 "http://127.0.0.1:$port/"; then
+        # shellcheck disable=SC2086
+        if curl -s -o /dev/null --max-time 1 ${PROBE_ARGS:-} "http://127.0.0.1:$port/"; then
             return 0
         fi
         sleep 0.1
