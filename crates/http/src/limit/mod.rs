@@ -81,7 +81,7 @@ fn find_zone(
 #[derive(Debug)]
 pub struct ConnSlot {
     zone: Arc<ConnZone>,
-    key: Box<[u8]>,
+    key: Key,
 }
 
 impl Drop for ConnSlot {
@@ -119,7 +119,8 @@ struct Held<'l> {
 
 /// A zone's key for one request. `$binary_remote_addr`, the usual key, is read from the
 /// connection without the variables' machinery or a buffer: it is on the path of every
-/// limited request.
+/// limited request (and kept by a `limit_conn` slot until the request ends).
+#[derive(Debug)]
 enum Key {
     Address(BinaryAddress),
     Rendered(Vec<u8>),
@@ -392,7 +393,7 @@ fn limit_conn<'a>(
     let mut slots: Vec<ConnSlot> = Vec::with_capacity(limit.limit_conn.len());
     for used in &limit.limit_conn {
         let zone = &zones[used.zone];
-        let key = render(worker, connection, request, &zone.key);
+        let key = Key::of(worker, connection, request, &zone.key);
         if key.is_empty() {
             continue;
         }
@@ -415,7 +416,7 @@ fn limit_conn<'a>(
         match zone.zone.take(&key, used.connections) {
             Take::Taken => slots.push(ConnSlot {
                 zone: Arc::clone(&zone.zone),
-                key: key.into(),
+                key,
             }),
             outcome => {
                 let dry = if limit.limit_conn_dry_run {

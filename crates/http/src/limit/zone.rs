@@ -420,7 +420,8 @@ pub struct ConnZone {
 
 #[derive(Debug)]
 struct ConnState {
-    counts: HashMap<Box<[u8]>, u32>,
+    /// foldhash, as the `limit_req` zones.
+    counts: HashMap<Box<[u8]>, u32, foldhash::quality::RandomState>,
     capacity: Capacity,
 }
 
@@ -442,7 +443,7 @@ impl ConnZone {
             size,
             key_text: key_text.to_owned(),
             state: Mutex::new(ConnState {
-                counts: HashMap::new(),
+                counts: HashMap::default(),
                 // The tree and its sentinel.
                 capacity: Capacity::new(size, 64, log_context),
             }),
