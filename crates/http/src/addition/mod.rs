@@ -16,8 +16,8 @@ use runtime::Stream;
 use crate::conf::Location;
 use crate::request::{ConnectionInfo, Request, log};
 use crate::response::Body;
-use crate::send::pull::{PulledBody, Puller, child_context, send_pulled};
-use crate::send::{BodyContext, Output, StreamedBody};
+use crate::send::pull::{PulledBody, Puller, child_context};
+use crate::send::{BodyContext, StreamedBody};
 use crate::subrequest::SubrequestRunner;
 use crate::worker::HttpWorker;
 
@@ -190,22 +190,7 @@ impl<'a> AdditionBody<'a> {
 }
 
 impl<'a> StreamedBody<'a> for AdditionBody<'a> {
-    fn send<'s, 'o>(
-        self: Box<Self>,
-        context: &'s BodyContext<'s>,
-        output: &'s mut Output<'o>,
-        request: &'s mut Request<'a>,
-        head: &'s mut Vec<u8>,
-    ) -> Pin<Box<dyn Future<Output = io::Result<()>> + 's>>
-    where
-        'a: 's,
-        'o: 's,
-    {
-        Box::pin(async move {
-            let mut body = *self;
-            send_pulled(&mut body, context, output, request, head).await
-        })
-    }
+    crate::send::pull::send_by_pulling!('a);
 }
 
 impl<'a> PulledBody<'a> for AdditionBody<'a> {

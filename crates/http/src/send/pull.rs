@@ -125,6 +125,32 @@ pub fn child_context<'c>(
     }
 }
 
+/// The `send` of a [`StreamedBody`](crate::send::body::StreamedBody) that is a
+/// [`PulledBody`] too (SSI, sub_filter, addition): its pieces go out through
+/// [`send_pulled`]. Used inside the `impl` block, with the impl's lifetime:
+/// `send_by_pulling!('a);`.
+macro_rules! send_by_pulling {
+    ($a:lifetime) => {
+        fn send<'s, 'o>(
+            self: Box<Self>,
+            context: &'s $crate::send::BodyContext<'s>,
+            output: &'s mut $crate::send::Output<'o>,
+            request: &'s mut $crate::request::Request<$a>,
+            head: &'s mut Vec<u8>,
+        ) -> ::std::pin::Pin<Box<dyn ::std::future::Future<Output = ::std::io::Result<()>> + 's>>
+        where
+            $a: 's,
+            'o: 's,
+        {
+            Box::pin(async move {
+                let mut body = *self;
+                $crate::send::pull::send_pulled(&mut body, context, output, request, head).await
+            })
+        }
+    };
+}
+pub(crate) use send_by_pulling;
+
 /// Sends a body a filter makes by pulling (SSI's, addition's): each piece framed (chunked,
 /// or compressed when gzip applies) and written as soon as it is ready, the head with the
 /// first. A failure after the head is out ends the response where it is.

@@ -23,8 +23,8 @@ use runtime::Stream;
 use crate::conf::Location;
 use crate::request::{ConnectionInfo, Request};
 use crate::response::Body;
-use crate::send::pull::{PulledBody, Puller, child_context, send_pulled};
-use crate::send::{BodyContext, Output, StreamedBody};
+use crate::send::pull::{PulledBody, Puller, child_context};
+use crate::send::{BodyContext, StreamedBody};
 use crate::ssi::parse::{Event, Scanner};
 use crate::ssi::settings::Ssi;
 use crate::subrequest::{Subrequest, SubrequestRunner};
@@ -274,22 +274,7 @@ impl<'a> SsiBody<'a> {
 }
 
 impl<'a> StreamedBody<'a> for SsiBody<'a> {
-    fn send<'s, 'o>(
-        self: Box<Self>,
-        context: &'s BodyContext<'s>,
-        output: &'s mut Output<'o>,
-        request: &'s mut Request<'a>,
-        head: &'s mut Vec<u8>,
-    ) -> Pin<Box<dyn Future<Output = io::Result<()>> + 's>>
-    where
-        'a: 's,
-        'o: 's,
-    {
-        Box::pin(async move {
-            let mut body = *self;
-            send_pulled(&mut body, context, output, request, head).await
-        })
-    }
+    crate::send::pull::send_by_pulling!('a);
 
     fn into_pulled(self: Box<Self>) -> Option<Box<dyn PulledBody<'a> + 'a>> {
         Some(self)

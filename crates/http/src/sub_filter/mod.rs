@@ -17,8 +17,8 @@ use runtime::Stream;
 use crate::conf::Location;
 use crate::request::{ConnectionInfo, Request, log};
 use crate::response::Body;
-use crate::send::pull::{PulledBody, Puller, send_pulled};
-use crate::send::{BodyContext, Output, StreamedBody};
+use crate::send::pull::{PulledBody, Puller};
+use crate::send::{BodyContext, StreamedBody};
 use crate::variables::render;
 use crate::worker::HttpWorker;
 
@@ -146,22 +146,7 @@ impl<'a> SubBody<'a> {
 }
 
 impl<'a> StreamedBody<'a> for SubBody<'a> {
-    fn send<'s, 'o>(
-        self: Box<Self>,
-        context: &'s BodyContext<'s>,
-        output: &'s mut Output<'o>,
-        request: &'s mut Request<'a>,
-        head: &'s mut Vec<u8>,
-    ) -> Pin<Box<dyn Future<Output = io::Result<()>> + 's>>
-    where
-        'a: 's,
-        'o: 's,
-    {
-        Box::pin(async move {
-            let mut body = *self;
-            send_pulled(&mut body, context, output, request, head).await
-        })
-    }
+    crate::send::pull::send_by_pulling!('a);
 
     fn into_pulled(self: Box<Self>) -> Option<Box<dyn PulledBody<'a> + 'a>> {
         Some(self)
