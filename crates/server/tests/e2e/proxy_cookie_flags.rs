@@ -82,6 +82,10 @@ fn proxy_limit_rate_paces_the_upstream_body() {
                 proxy_limit_rate $upstream_http_x_rate;
                 proxy_buffers 4 16k;
             }
+            location /bad/ {
+                proxy_pass http://127.0.0.1:8081;
+                proxy_limit_rate $upstream_http_x_rate$arg_junk;
+            }
         }",
     );
     let body = "x".repeat(40 * 1024);
@@ -93,7 +97,7 @@ fn proxy_limit_rate_paces_the_upstream_body() {
         .into_boxed_str(),
     );
     let _upstream = upstream_with(builder.port(8081), answer);
-    let server = builder.start();
+    let server = builder.expect_log("[error]").start();
     let started = Instant::now();
     let limited = server.get("/data");
     let took = started.elapsed();
@@ -112,5 +116,13 @@ fn proxy_limit_rate_paces_the_upstream_body() {
     assert!(
         took >= Duration::from_millis(450),
         "read at the upstream's rate: {took:?}"
+    );
+    // A value that is not a size is logged, as nginx logs it, and means no limit.
+    let bad = server.get("/bad/data?junk=z");
+    assert_eq!(bad.body.len(), 40 * 1024);
+    let line = server.wait_for_error_log("invalid size");
+    assert!(
+        line.contains("[error]") && line.contains("invalid size \"16kz\""),
+        "{line}"
     );
 }
