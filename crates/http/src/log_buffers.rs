@@ -18,6 +18,11 @@ use crate::log::settings::{Buffering, OpenLogFileCache};
 pub struct SharedBuffers(std::sync::Mutex<Vec<Option<AccessLogBuffer>>>);
 
 impl SharedBuffers {
+    /// Room for the `slots` buffered logs a configuration numbered.
+    pub fn with_slots(slots: usize) -> SharedBuffers {
+        SharedBuffers(std::sync::Mutex::new((0..slots).map(|_| None).collect()))
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Option<AccessLogBuffer>>> {
         self.0
             .lock()
@@ -81,10 +86,12 @@ impl LogBuffers {
             return;
         };
         let mut slots = self.buffers.lock();
-        if slots.len() <= buffering.slot {
-            slots.resize_with(buffering.slot + 1, || None);
-        }
-        let buffer = slots[buffering.slot].get_or_insert_with(|| {
+        let Some(slot) = slots.get_mut(buffering.slot) else {
+            // A slot the configuration did not number: written as it comes.
+            let _ = file.write_all(line);
+            return;
+        };
+        let buffer = slot.get_or_insert_with(|| {
             let buffer = AccessLogBuffer::new(Arc::clone(file), buffering.size, buffering.flush);
             match buffering.gzip {
                 Some(level) => buffer.compressed(level),

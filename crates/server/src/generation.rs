@@ -109,6 +109,9 @@ pub fn start(
         .iter()
         .flat_map(|pools| pools.iter().cloned())
         .collect();
+    let access_log_buffers = Arc::new(http::log_buffers::SharedBuffers::with_slots(
+        http.access_log_buffers,
+    ));
     let generation = Arc::new(Generation {
         number,
         http,
@@ -119,7 +122,7 @@ pub fn start(
         error_log: Arc::clone(&config.error_log),
         cache_zones,
         log_files: Default::default(),
-        access_log_buffers: Default::default(),
+        access_log_buffers,
     });
     let mut workers = Vec::new();
     for index in 0..config.workers {
