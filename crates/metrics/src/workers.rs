@@ -84,12 +84,12 @@ pub struct WorkerStats {
     pub lag_count: Counter,
     pub lag_microseconds: Counter,
     /// File calls made on the worker's own thread that may block it (what the stall
-    /// watcher is told of: opens and reads under `aio off`, residency tests, `sendfile`
-    /// pieces sent inline), and the time they took.
+    /// watcher is told of: opens, reads and `sendfile` pieces under `aio off`), and the
+    /// time they took.
     pub blocking_calls: Counter,
     pub blocking_microseconds: Counter,
     /// File body bytes by who moved them (read or `sendfile`): the worker from page cache
-    /// under `aio threads` (`aio_nowait`, residency-tested `sendfile`), a pool thread, or
+    /// under `aio threads` (`aio_nowait` reads and copies), a pool thread, or
     /// the worker under `aio off` (where a read may wait for the disk).
     pub file_bytes_cached_on_worker: Counter,
     pub file_bytes_on_pool: Counter,

@@ -85,35 +85,6 @@ pub(crate) fn read_nowait(file: &File, offset: u64, buf: &mut [u8]) -> io::Resul
     })
 }
 
-/// Whether a file range is in page cache, so that `sendfile` of it will not wait for the
-/// disk.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Residency {
-    Resident,
-    NotResident,
-}
-
-/// Asks the kernel whether every page of `[offset, offset + len)` is cached and up to date
-/// (`mmap`+`mincore`+`munmap`: about 8 µs for 2 MiB on the development machine, against
-/// 54 µs for a `preadv2(RWF_NOWAIT)` probe that copies the range; `cachestat(2)`, at 2.7 µs,
-/// also counts pages whose readahead is still in flight, and a `sendfile` of those waits
-/// for the disk: docs/static-files.md). An error answers `NotResident`, which sends the
-/// work to the pool. Meaningful only where [`residency_visible`] says so.
-pub(crate) fn residency(file: &File, offset: u64, len: u64) -> Residency {
-    match runtime::sys::linux::range_in_core(file, offset, len) {
-        Ok(true) => Residency::Resident,
-        _ => Residency::NotResident,
-    }
-}
-
-/// Whether [`residency`] can answer for this file on this thread. Linux tells a thread
-/// the page-cache state of a file only if it owns the file or could write it; for others
-/// (a worker running as `user nobody` serving files owned by root, the usual case) it
-/// claims every page is resident. See `runtime::sys::linux::page_cache_visible`.
-pub(crate) fn residency_visible(file: &File) -> bool {
-    runtime::sys::linux::page_cache_visible(file)
-}
-
 /// How a `sendfile` made on a pool thread ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum PoolSendEnd {

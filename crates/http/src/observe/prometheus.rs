@@ -191,8 +191,8 @@ fn workers(out: &mut Exposition) {
     out.family(
         "portico_worker_blocking_file_calls",
         Kind::Counter,
-        "File calls made on the worker's own thread that may block it (opens and reads under \
-         aio off, residency tests, sendfile pieces sent by the worker).",
+        "File calls made on the worker's own thread that may block it (opens, reads and \
+         sendfile pieces under aio off).",
     );
     for (worker, name) in workers.iter().zip(&names) {
         out.counter(&[("worker", name)], worker.blocking_calls as f64);

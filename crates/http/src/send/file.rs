@@ -10,8 +10,7 @@ use std::sync::Arc;
 use threadpool::ThreadPool;
 
 use crate::file::io::{
-    FileIo, NowaitEnd, PoolSendEnd, Residency, read_direct, read_nowait, residency,
-    residency_visible, sendfile_from_pool,
+    FileIo, NowaitEnd, PoolSendEnd, read_direct, read_nowait, sendfile_from_pool,
 };
 use crate::file::{FileBody, FileError, read_chunk_into};
 use crate::request::Request;
@@ -110,10 +109,10 @@ async fn read_behind_head(
 }
 
 /// `sendfile on`: pieces of at most `sendfile_max_chunk` go from the file to the socket
-/// without a copy. Under `aio threads` the worker sends a piece itself only when page cache
-/// holds all of it ([`Route`]); otherwise a pool thread makes the `sendfile`, so a wrong
-/// guess (pages evicted between the test and the send) costs one piece at most. Between
-/// pieces the connection lets the others run once its turn is over ([`Turn`]).
+/// without a copy. Under `aio threads` the worker never calls `sendfile` ([`Route`]): what
+/// page cache holds it copies with a read that cannot wait for the disk, and the rest goes
+/// out by `sendfile` on a pool thread. Between pieces the connection lets the others run
+/// once its turn is over ([`Turn`]).
 async fn send_with_sendfile(
     context: &BodyContext<'_>,
     output: &mut Output<'_>,
@@ -144,7 +143,6 @@ async fn send_with_sendfile(
         let on_worker = match route {
             Route::Worker => true,
             Route::Pool => false,
-            Route::Tested => is_resident(context, file, offset, count),
             Route::Copied => {
                 let len = count.min(copy_max);
                 if let Some(sent) = copy_cached(output, file, offset, len, &mut copy_buffer).await?
@@ -180,8 +178,7 @@ async fn send_with_sendfile(
                     sent
                 }
                 None => {
-                    // The socket is full. Page cache may lose the range while the client
-                    // reads, so residency is tested again once it can take more.
+                    // The socket is full (`aio off`: the worker sends every piece).
                     wait_for_socket(output).await?;
                     turn.restart();
                     continue;
@@ -202,12 +199,12 @@ enum Route {
     Worker,
     /// `aio threads; aio_nowait off`: a pool thread, always.
     Pool,
-    /// The worker when the residency test says page cache holds the piece, else the pool.
-    Tested,
-    /// The kernel hides the file's page-cache state from the worker (see
-    /// [`residency_visible`]): what page cache holds is read without waiting
-    /// (`RWF_NOWAIT`) and written, at most `output_buffers` at a time; a piece whose first
-    /// page is not there is sent by a pool thread.
+    /// `aio threads`: what page cache holds is read by the worker without waiting
+    /// (`preadv2(RWF_NOWAIT)`) and written, at most `output_buffers` at a time; from the
+    /// first piece whose first page is not there, the rest is sent by a pool thread. The
+    /// worker's own `sendfile` is never used here: no test made before it (`mincore`) can
+    /// promise the pages are still there when it runs, and under memory pressure they were
+    /// not (a 9.6 s loop stall in `bench/cache.sh` b6, ARCHITECTURE.md).
     Copied,
 }
 
@@ -215,7 +212,6 @@ impl Route {
     fn choose(context: &BodyContext<'_>, file: &FileBody) -> Route {
         match &file.io {
             FileIo::Pool(_) if !context.location.settings.static_files.aio_nowait => Route::Pool,
-            FileIo::Pool(_) if residency_visible(&file.file) => Route::Tested,
             FileIo::Pool(_) => Route::Copied,
             FileIo::Worker | FileIo::Missing(_) => Route::Worker,
         }
@@ -244,12 +240,6 @@ async fn copy_cached(
     }
     output.write(&buffer[..got.filled]).await?;
     Ok(Some(got.filled))
-}
-
-/// Whether page cache holds all of `[offset, offset + count)`, so that the worker's
-/// `sendfile` of it will not wait for the disk.
-fn is_resident(context: &BodyContext<'_>, file: &FileBody, offset: u64, count: usize) -> bool {
-    timed_residency(context, file, offset, count as u64) == Residency::Resident
 }
 
 /// One piece sent by `sendfile` on a pool thread, through a duplicate of the client's
@@ -305,16 +295,6 @@ async fn wait_for_socket(output: &Output<'_>) -> io::Result<()> {
         Ok(result) => result,
         Err(_) => Err(io::ErrorKind::TimedOut.into()),
     }
-}
-
-/// The residency test, noted for the stall watcher (it maps and unmaps the range).
-fn timed_residency(context: &BodyContext<'_>, file: &FileBody, offset: u64, len: u64) -> Residency {
-    let started = crate::worker::BlockingTimer::start();
-    let answer = residency(&file.file, offset, len);
-    context.worker.note_blocking(started.elapsed(), || {
-        format!("mincore() of \"{}\"", file.path.display())
-    });
-    answer
 }
 
 /// One `sendfile(2)` on the worker, to the non-blocking socket: how many bytes went out
