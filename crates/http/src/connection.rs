@@ -223,12 +223,12 @@ pub async fn serve(
                 });
             }
             After::Close => {
-                send::path_lines_written(&worker).await;
+                send::log_lines_written(&worker).await;
                 connection.close_tls(send_timeout).await;
                 return;
             }
             After::Linger => {
-                send::path_lines_written(&worker).await;
+                send::log_lines_written(&worker).await;
                 let core = core.unwrap_or(server_settings);
                 connection
                     .linger(core.lingering_time, core.lingering_timeout)

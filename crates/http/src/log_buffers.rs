@@ -82,13 +82,13 @@ impl LogBuffers {
         now: Instant,
     ) {
         let Some(buffering) = buffering else {
-            let _ = file.write_all(line);
+            file.append(line.to_vec());
             return;
         };
         let mut slots = self.buffers.lock();
         let Some(slot) = slots.get_mut(buffering.slot) else {
             // A slot the configuration did not number: written as it comes.
-            let _ = file.write_all(line);
+            file.append(line.to_vec());
             return;
         };
         let buffer = slot.get_or_insert_with(|| {

@@ -48,13 +48,15 @@ impl AccessLogBuffer {
     /// Appends one line (the caller includes the newline).
     pub fn append(&mut self, line: &[u8], now: Instant) -> io::Result<()> {
         if self.capacity == 0 {
-            return self.file.write_all(line);
+            self.file.append(line.to_vec());
+            return Ok(());
         }
         if self.buf.len() + line.len() > self.capacity {
             self.flush()?;
         }
         if line.len() > self.capacity {
-            return self.file.write_all(line);
+            self.file.append(line.to_vec());
+            return Ok(());
         }
         self.buf.extend_from_slice(line);
         self.oldest.get_or_insert(now);
@@ -74,8 +76,8 @@ impl AccessLogBuffer {
         Some(self.oldest? + self.flush_interval?)
     }
 
-    /// Writes out what is buffered. The buffer is emptied even if the write fails, so a
-    /// broken disk cannot make the buffer grow without bound.
+    /// Hands what is buffered to the file ([`LogFile::append`]). The buffer is emptied even
+    /// if compressing fails, so a broken buffer cannot grow without bound.
     pub fn flush(&mut self) -> io::Result<()> {
         self.oldest = None;
         if self.buf.is_empty() {
@@ -89,9 +91,13 @@ impl AccessLogBuffer {
                 );
                 std::io::Write::write_all(&mut encoder, &self.buf)
                     .and_then(|()| encoder.finish())
-                    .and_then(|member| self.file.write_all(&member))
+                    .map(|member| self.file.append(member))
             }
-            None => self.file.write_all(&self.buf),
+            None => {
+                let full = std::mem::replace(&mut self.buf, Vec::with_capacity(self.capacity));
+                self.file.append(full);
+                Ok(())
+            }
         };
         self.buf.clear();
         result
@@ -117,6 +123,7 @@ mod tests {
     }
 
     fn contents(path: &std::path::Path) -> String {
+        crate::writer::drain();
         std::fs::read_to_string(path).unwrap()
     }
 

@@ -57,8 +57,9 @@ impl ErrorLog {
         &self.sinks
     }
 
-    /// Formats one line and writes it to every sink at `level` or above. Write failures are
-    /// ignored: there is nowhere left to report them.
+    /// Formats one line and appends it to every sink at `level` or above (through the log
+    /// writer once it runs). Write failures are ignored: there is nowhere left to report
+    /// them.
     pub fn write(
         &self,
         level: Level,
@@ -71,9 +72,17 @@ impl ErrorLog {
             return;
         }
         let line = format_line(level, time, connection, message, context);
-        for sink in &self.sinks {
-            if level <= sink.level {
-                let _ = sink.file.write_all(&line);
+        let mut sinks = self
+            .sinks
+            .iter()
+            .filter(|sink| level <= sink.level)
+            .peekable();
+        while let Some(sink) = sinks.next() {
+            if sinks.peek().is_some() {
+                sink.file.append(line.clone());
+            } else {
+                sink.file.append(line);
+                break;
             }
         }
     }
@@ -206,6 +215,7 @@ mod tests {
         assert!(!log.enabled(Level::Debug));
         log.write(Level::Info, &time(), Some(1), format_args!("quiet"), None);
         log.write(Level::Error, &time(), Some(1), format_args!("loud"), None);
+        crate::writer::drain();
         let warn_text = std::fs::read_to_string(dir.join("warn.log")).unwrap();
         let info_text = std::fs::read_to_string(dir.join("info.log")).unwrap();
         assert_eq!(warn_text.lines().count(), 1);

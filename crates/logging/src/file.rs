@@ -60,6 +60,12 @@ impl LogFile {
         (&*file).write_all(bytes)
     }
 
+    /// Adds `bytes` to the file: queued for the log writer thread once it runs (in the
+    /// order of the calls), else written at once ([`crate::writer`]).
+    pub fn append(self: &std::sync::Arc<Self>, bytes: Vec<u8>) {
+        crate::writer::append(self, bytes);
+    }
+
     /// Opens the path again and swaps the new descriptor in; the old one is closed once the
     /// writers holding it are done. Stderr is left as it is. On failure the old file stays.
     pub fn reopen(&self) -> io::Result<()> {

@@ -6,6 +6,9 @@
 //! writes it to every sink whose level allows it; [`AccessLogBuffer`] is a worker's buffer in
 //! front of an access log file (`access_log ... buffer=SIZE flush=TIME`).
 //!
+//! Once the server runs, every write goes through one thread, [`writer`], so that no worker
+//! loop waits on a log file's disk.
+//!
 //! It does not know what a request is: the request context that follows a message
 //! (`, client: ..., server: ..., request: "..."`) is written by `http` through [`LogContext`],
 //! and access-log lines are rendered by `http::access_log` from `vars` templates.
@@ -16,6 +19,7 @@ mod file;
 mod files;
 mod level;
 pub mod time;
+pub mod writer;
 
 pub use access::AccessLogBuffer;
 pub use error_log::{ErrorLog, ErrorSink, LINE_BYTES_MAX, LogContext, Subject, format_line};

@@ -133,7 +133,10 @@ pub fn main(options: Options) -> ExitCode {
     if let Some(signal) = options.signal {
         return send_signal(&config, signal, &startup);
     }
-    Master::start(paths, options, config, startup)
+    let code = Master::start(paths, options, config, startup);
+    // The last lines (workers' exit notices, "exit") are on disk before the process ends.
+    logging::writer::drain();
+    code
 }
 
 fn print_version(options: &Options) {
@@ -252,6 +255,18 @@ impl Master {
                 &format!("sigprocmask() failed ({})", sys::error_text(&error)),
             );
             return ExitCode::FAILURE;
+        }
+        // From here log writes go through the log writer thread (no fork follows; it inherits
+        // the blocked signals), so that no worker loop waits on a log file's disk.
+        if let Err(error) = logging::writer::start() {
+            report(
+                &error_log,
+                Level::Alert,
+                &format!(
+                    "the log writer thread could not start ({}), workers write logs themselves",
+                    sys::error_text(&error)
+                ),
+            );
         }
         let pid_path = config.pid.clone();
         let connection_ids = Arc::new(AtomicU64::new(1));
@@ -436,6 +451,8 @@ impl Master {
             Level::Notice,
             "signal 10 (SIGUSR1) received, reopening logs",
         );
+        // What was logged before the signal goes to the files being rotated away.
+        logging::writer::drain();
         for generation in &self.generations {
             for (path, error) in generation.log_files.reopen_all() {
                 let text = sys::error_text(&error);

@@ -479,8 +479,14 @@ impl Drop for Written {
     }
 }
 
-/// Until the lines this worker logged to paths with variables are written.
-pub(crate) async fn path_lines_written(worker: &HttpWorker) {
+/// Until the lines this worker logged so far are written: those the log writer thread has
+/// queued ([`logging::writer`]) and those to paths with variables. nginx has written a
+/// request's log line before it closes the connection; so has Portico.
+pub(crate) async fn log_lines_written(worker: &HttpWorker) {
+    let queued = logging::writer::written();
+    if !queued.is_done() {
+        queued.await;
+    }
     let pending = std::rc::Rc::clone(&worker.log_buffers.borrow().path_pending);
     pending.written().await;
 }

@@ -3,6 +3,7 @@
 
 use crate::support::log::matches;
 use crate::support::{Instance, PATIENCE, Signal, get, wait_until};
+use std::time::{Duration, Instant};
 
 #[test]
 fn combined_is_the_default_format() {
@@ -311,4 +312,72 @@ fn open_log_file_cache_keeps_descriptors_of_paths_used_often() {
         "open_log_file_cache max=10; open_log_file_cache off;",
         "\"open_log_file_cache\" directive is duplicate in {conf}:4",
     );
+}
+
+/// A log file that cannot take writes (here a pipe whose reader does not read) holds the
+/// log writer thread, not the workers: requests go on being answered while the pipe is
+/// full, and every line arrives, in order, once the reader reads.
+#[test]
+fn a_log_file_that_blocks_does_not_hold_the_workers() {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+
+    let dir = std::env::temp_dir().join(format!("portico-e2e-fifo-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let fifo = dir.join("access.fifo");
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        &fifo,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .unwrap();
+    // Opened first: the server's open of a pipe for writing waits for a reader.
+    let mut reader = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(&fifo)
+        .unwrap();
+    let server = Instance::http(&format!(
+        "log_format uri '$uri';
+         server {{
+             listen 127.0.0.1:8080;
+             access_log {} uri;
+             location / {{ return 200 ok; }}
+         }}",
+        fifo.display()
+    ));
+    // 48 lines of 4 KB: three times what a pipe holds (64 KiB) before a write waits.
+    let long = "x".repeat(4000);
+    let mut client = server.connect();
+    client.timeout = Duration::from_secs(5);
+    for number in 0..48 {
+        let response = client.request(format!(
+            "GET /{number}/{long} HTTP/1.1\r\nHost: localhost\r\n\r\n"
+        ));
+        assert_eq!(response.status, 200, "request {number}");
+    }
+    let mut logged = Vec::new();
+    let mut chunk = vec![0u8; 65536];
+    let deadline = Instant::now() + PATIENCE;
+    while logged.iter().filter(|&&byte| byte == b'\n').count() < 48 && Instant::now() < deadline {
+        match reader.read(&mut chunk) {
+            Ok(read) => logged.extend_from_slice(&chunk[..read]),
+            Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(error) => panic!("{error}"),
+        }
+    }
+    let text = String::from_utf8(logged).unwrap();
+    let numbers: Vec<usize> = text
+        .lines()
+        .map(|line| line[1..].split('/').next().unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(numbers, (0..48).collect::<Vec<_>>());
+    drop(server);
+    drop(reader);
+    let _ = std::fs::remove_dir_all(dir);
 }
