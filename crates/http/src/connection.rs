@@ -225,6 +225,7 @@ pub async fn serve(
             After::Close => {
                 send::log_lines_written(&worker).await;
                 connection.close_tls(send_timeout).await;
+                state.closing();
                 return;
             }
             After::Linger => {

@@ -12,11 +12,12 @@ enum State {
 }
 
 /// A connection's place in the counters: it counts as active for its whole life and in
-/// one state at a time; dropping it takes it out.
+/// one state at a time; [`ConnectionState::closing`] or dropping it takes it out.
 #[derive(Debug)]
 pub(crate) struct ConnectionState<'a> {
     stats: &'a WorkerStats,
     state: State,
+    counted: bool,
 }
 
 impl<'a> ConnectionState<'a> {
@@ -27,6 +28,7 @@ impl<'a> ConnectionState<'a> {
         ConnectionState {
             stats,
             state: State::Waiting,
+            counted: true,
         }
     }
 
@@ -39,7 +41,7 @@ impl<'a> ConnectionState<'a> {
     }
 
     fn enter(&mut self, state: State) {
-        if self.state != state {
+        if self.counted && self.state != state {
             self.gauge(self.state).decrement();
             self.gauge(state).increment();
             self.state = state;
@@ -63,12 +65,21 @@ impl<'a> ConnectionState<'a> {
     pub fn waiting(&mut self) {
         self.enter(State::Waiting);
     }
+
+    /// The connection is about to close its socket: it leaves the counters first, as nginx
+    /// does, so that a client that saw the close and asks `stub_status` at once (perhaps of
+    /// another worker) does not find it still counted.
+    pub fn closing(&mut self) {
+        if std::mem::take(&mut self.counted) {
+            self.gauge(self.state).decrement();
+            self.stats.active.decrement();
+        }
+    }
 }
 
 impl Drop for ConnectionState<'_> {
     fn drop(&mut self) {
-        self.gauge(self.state).decrement();
-        self.stats.active.decrement();
+        self.closing();
     }
 }
 
@@ -92,6 +103,25 @@ mod tests {
         }
         let after = stats.snapshot();
         assert_eq!(after.requests, 2);
+        assert_eq!(
+            (after.active, after.reading, after.writing, after.waiting),
+            (0, 0, 0, 0)
+        );
+    }
+
+    /// A closing connection leaves the counters before its socket closes, once only.
+    #[test]
+    fn closing_takes_the_connection_out_once() {
+        let stats = WorkerStats::default();
+        let mut state = ConnectionState::open(&stats);
+        state.reading();
+        state.writing();
+        state.closing();
+        let closed = stats.snapshot();
+        assert_eq!((closed.active, closed.writing), (0, 0));
+        state.waiting();
+        drop(state);
+        let after = stats.snapshot();
         assert_eq!(
             (after.active, after.reading, after.writing, after.waiting),
             (0, 0, 0, 0)
