@@ -1,6 +1,7 @@
 //! `portico_status_page`: the live page is one self-contained HTML file; its location also
 //! serves the exposition it polls (`?metrics`). Where Chromium is installed, the page is
-//! rendered headless twice under load and its figures must have moved.
+//! rendered headless twice under load and its figures must have moved, and two screenshots
+//! of it under load must differ.
 
 use std::process::Command;
 use std::sync::Arc;
@@ -61,6 +62,26 @@ fn rendered(chromium: &str, url: &str, milliseconds: u32) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
+/// A PNG screenshot of `url` after `milliseconds` of the page's own time.
+fn screenshot(chromium: &str, url: &str, milliseconds: u32, path: &std::path::Path) -> Vec<u8> {
+    let status = Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            "--window-size=1280,1000",
+            &format!("--virtual-time-budget={milliseconds}"),
+            &format!("--screenshot={}", path.display()),
+            url,
+        ])
+        .output()
+        .expect("chromium runs")
+        .status;
+    assert!(status.success(), "chromium: {status}");
+    std::fs::read(path).expect("the screenshot")
+}
+
 /// The text of the element with `id` in a dumped DOM.
 fn text_of(dom: &str, id: &str) -> String {
     let start = dom
@@ -99,6 +120,10 @@ fn headless_chromium_sees_the_figures_move() {
     let url = format!("http://127.0.0.1:{port}/status");
     let first = rendered(chromium, &url, 3000);
     let second = rendered(chromium, &url, 3000);
+    let shots: Vec<Vec<u8>> = ["first.png", "second.png"]
+        .into_iter()
+        .map(|name| screenshot(chromium, &url, 3000, &server.prefix().join(name)))
+        .collect();
     loading.store(false, Ordering::Relaxed);
     load.join().expect("the load thread ends");
     for dom in [&first, &second] {
@@ -111,4 +136,9 @@ fn headless_chromium_sees_the_figures_move() {
     assert!(text_of(&first, "active").parse::<u64>().expect("a count") >= 1);
     assert_ne!(text_of(&first, "updated"), "");
     assert_ne!(first, second, "nothing changed between two renderings");
+    for shot in &shots {
+        assert!(shot.starts_with(b"\x89PNG\r\n\x1a\n"), "not a PNG");
+        assert!(shot.len() > 10_000, "an empty page: {} bytes", shot.len());
+    }
+    assert_ne!(shots[0], shots[1], "the two screenshots are the same");
 }
