@@ -223,9 +223,11 @@ pub async fn serve(
                 });
             }
             After::Close => {
+                // The request is over: it leaves the counters before its log lines are
+                // known to be written and before the close, which a client may see at once.
+                state.closing();
                 send::log_lines_written(&worker).await;
                 connection.close_tls(send_timeout).await;
-                state.closing();
                 return;
             }
             After::Linger => {
