@@ -77,6 +77,7 @@ pub async fn run<'a>(
     client: Client<'_>,
     request: &mut Request<'a>,
 ) -> Reply<'a> {
+    crate::observe::zones::start(worker, request);
     run_from(worker, client, request, Step::ServerRewrite).await
 }
 
@@ -88,6 +89,7 @@ pub(crate) async fn run_error<'a>(
     request: &mut Request<'a>,
     status: u16,
 ) -> Reply<'a> {
+    crate::observe::zones::start(worker, request);
     run_from(worker, client, request, Step::Finalize(status)).await
 }
 

@@ -3,7 +3,7 @@
 //! time a name is seen, so a zone keeps its number (and its counts) across reloads; their
 //! number is bounded, so are the metrics' labels.
 
-use crate::workers::Counter;
+use crate::workers::{Counter, Gauge};
 
 /// The most zones a process counts.
 pub const MAX_STATUS_ZONES: usize = 64;
@@ -18,9 +18,13 @@ pub const DURATION_BUCKETS_MICROSECONDS: [u64; 11] = [
 /// One zone's counters on one worker (its only writer).
 #[derive(Debug, Default)]
 pub struct ZoneStats {
+    /// Requests of a server zone under way (counted from the start of their phases).
+    pub processing: Gauge,
     pub requests: Counter,
     /// Responses by status class: 1xx to 5xx.
     pub responses: [Counter; 5],
+    /// Requests that finished without sending a response head (NGINX Plus's meaning).
+    pub discarded: Counter,
     pub received_bytes: Counter,
     pub sent_bytes: Counter,
     /// Requests by duration (not cumulative), then beyond the last bound.
@@ -32,6 +36,8 @@ pub struct ZoneStats {
 #[derive(Clone, Copy, Debug)]
 pub struct Finished {
     pub status: u16,
+    /// Whether a response head went out; a request that ends without one is discarded.
+    pub responded: bool,
     pub received_bytes: u64,
     pub sent_bytes: u64,
     pub duration_microseconds: u64,
@@ -40,7 +46,9 @@ pub struct Finished {
 impl ZoneStats {
     pub fn record(&self, finished: &Finished) {
         self.requests.add(1);
-        if let Some(class) = (finished.status / 100).checked_sub(1)
+        if !finished.responded {
+            self.discarded.add(1);
+        } else if let Some(class) = (finished.status / 100).checked_sub(1)
             && let Some(counter) = self.responses.get(usize::from(class))
         {
             counter.add(1);
@@ -58,8 +66,10 @@ impl ZoneStats {
 
     pub fn snapshot(&self) -> ZoneSnapshot {
         ZoneSnapshot {
+            processing: self.processing.get(),
             requests: self.requests.get(),
             responses: std::array::from_fn(|class| self.responses[class].get()),
+            discarded: self.discarded.get(),
             received_bytes: self.received_bytes.get(),
             sent_bytes: self.sent_bytes.get(),
             duration_buckets: std::array::from_fn(|bucket| self.duration_buckets[bucket].get()),
@@ -71,8 +81,10 @@ impl ZoneStats {
 /// A copy of one or more [`ZoneStats`], summed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ZoneSnapshot {
+    pub processing: u64,
     pub requests: u64,
     pub responses: [u64; 5],
+    pub discarded: u64,
     pub received_bytes: u64,
     pub sent_bytes: u64,
     pub duration_buckets: [u64; 12],
@@ -81,7 +93,9 @@ pub struct ZoneSnapshot {
 
 impl ZoneSnapshot {
     pub fn add(&mut self, other: &ZoneSnapshot) {
+        self.processing += other.processing;
         self.requests += other.requests;
+        self.discarded += other.discarded;
         for (mine, theirs) in self.responses.iter_mut().zip(other.responses) {
             *mine += theirs;
         }
@@ -103,12 +117,14 @@ mod tests {
         let zone = ZoneStats::default();
         zone.record(&Finished {
             status: 404,
+            responded: true,
             received_bytes: 80,
             sent_bytes: 300,
             duration_microseconds: 30_000,
         });
         zone.record(&Finished {
             status: 0,
+            responded: false,
             received_bytes: 10,
             sent_bytes: 0,
             duration_microseconds: 20_000_000,
@@ -116,6 +132,7 @@ mod tests {
         let snapshot = zone.snapshot();
         assert_eq!(snapshot.requests, 2);
         assert_eq!(snapshot.responses, [0, 0, 0, 1, 0]);
+        assert_eq!(snapshot.discarded, 1, "no response head went out");
         assert_eq!((snapshot.received_bytes, snapshot.sent_bytes), (90, 300));
         assert_eq!(snapshot.duration_buckets[3], 1);
         assert_eq!(snapshot.duration_buckets[11], 1);

@@ -251,14 +251,19 @@ fn status_zones(locations: bool) -> String {
         .filter(|(number, _)| metrics::GLOBAL.is_location_zone(*number) == locations)
         .map(|(_, (name, zone))| {
             let [r1, r2, r3, r4, r5] = zone.responses;
-            let processing = if locations { "" } else { "\"processing\":0," };
+            let processing = if locations {
+                String::new()
+            } else {
+                format!("\"processing\":{},", zone.processing)
+            };
             format!(
                 "{}:{{{processing}\"requests\":{},\"responses\":{{\"1xx\":{r1},\
                  \"2xx\":{r2},\"3xx\":{r3},\"4xx\":{r4},\"5xx\":{r5},\"codes\":{{}},\
-                 \"total\":{}}},\"discarded\":0,\"received\":{},\"sent\":{}}}",
+                 \"total\":{}}},\"discarded\":{},\"received\":{},\"sent\":{}}}",
                 quote(name),
                 zone.requests,
                 r1 + r2 + r3 + r4 + r5,
+                zone.discarded,
                 zone.received_bytes,
                 zone.sent_bytes
             )

@@ -89,6 +89,22 @@ fn zones(out: &mut Exposition) {
         out.counter(&[("zone", name)], zone.requests as f64);
     }
     out.family(
+        "portico_zone_processing",
+        Kind::Gauge,
+        "Requests under way in each server zone (0 for a location zone).",
+    );
+    for (name, zone) in &zones {
+        out.gauge(&[("zone", name)], zone.processing as f64);
+    }
+    out.family(
+        "portico_zone_discarded",
+        Kind::Counter,
+        "Requests of each status_zone that ended without sending a response.",
+    );
+    for (name, zone) in &zones {
+        out.counter(&[("zone", name)], zone.discarded as f64);
+    }
+    out.family(
         "portico_zone_responses",
         Kind::Counter,
         "Responses of each status_zone by status class.",

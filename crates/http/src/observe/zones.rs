@@ -2,6 +2,9 @@
 //! zone of its server (a `status_zone` at the server level) and the zone of its location
 //! (one the location names itself), as NGINX Plus counts server and location zones.
 
+use std::sync::Arc;
+
+use metrics::WorkerStats;
 use metrics::zones::Finished;
 
 use crate::conf::{Location, Server};
@@ -45,6 +48,42 @@ pub(crate) fn mark_location_zones(servers: &[Server], locations: &[Location]) {
     }
 }
 
+/// A request under way in its server's zone (`processing`), until the request's cleanups
+/// run: when it is over, or the connection ends.
+struct Processing {
+    stats: Arc<WorkerStats>,
+    zone: usize,
+}
+
+impl Drop for Processing {
+    fn drop(&mut self) {
+        if let Some(stats) = self.stats.zones.get(self.zone) {
+            stats.processing.decrement();
+        }
+    }
+}
+
+/// A main request starts its phases: it counts as processing in its server's zone.
+pub(crate) fn start(worker: &HttpWorker, request: &mut Request<'_>) {
+    if request.is_subrequest() {
+        return;
+    }
+    let Some(zone) = request
+        .server
+        .and_then(|id| server_zone(worker, worker.conf().server(id)))
+    else {
+        return;
+    };
+    let Some(stats) = worker.stats.zones.get(zone) else {
+        return;
+    };
+    stats.processing.increment();
+    request.cleanups.0.push(Box::new(Processing {
+        stats: Arc::clone(&worker.stats),
+        zone,
+    }));
+}
+
 /// Adds a finished request to its server's zone and its location's own zone.
 pub(crate) fn record(worker: &HttpWorker, location: &Location, request: &Request<'_>) {
     let server_zone = request
@@ -59,6 +98,7 @@ pub(crate) fn record(worker: &HttpWorker, location: &Location, request: &Request
     });
     let finished = Finished {
         status: crate::special::status_on_wire(request.response.status),
+        responded: request.sent.header_bytes > 0,
         received_bytes: request.length,
         sent_bytes: request.sent.header_bytes + request.sent.body_bytes,
         duration_microseconds: duration,

@@ -7,7 +7,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use crate::support::slow_disk::{Evictor, SlowDisk};
-use crate::support::{Client, Instance, get};
+use crate::support::{Client, Instance, PATIENCE, get, wait_until};
 
 const CONF: &str = "
 upstream backend {
@@ -329,6 +329,8 @@ fn status_zones_count_requests_by_class_and_duration() {
             status_zone site;
             location / { }
             location /other { status_zone other; return 503; }
+            location = /dropped { return 444; }
+            location = /slow.txt { limit_rate 100; }
         }
         server {
             listen 127.0.0.1:8081;
@@ -337,27 +339,52 @@ fn status_zones_count_requests_by_class_and_duration() {
         }",
     )
     .file("html/index.html", "index")
+    .file("html/slow.txt", "x".repeat(4000))
     .start();
+    // A request under way counts as processing in its server zone until it is over.
+    let mut slow = server.connect();
+    slow.write("GET /slow.txt HTTP/1.0\r\n\r\n");
+    let zones = || {
+        server
+            .request_to(8081, "GET /api/9/http/server_zones HTTP/1.0\r\n\r\n")
+            .body_text()
+    };
+    wait_until("the slow request counts as processing", PATIENCE, || {
+        zones().starts_with("{\"site\":{\"processing\":1,")
+    });
+    drop(slow);
+    wait_until("the slow request is over", PATIENCE, || {
+        zones().starts_with("{\"site\":{\"processing\":0,\"requests\":1,")
+    });
     assert_eq!(server.get("/").status, 200);
     assert_eq!(server.get("/missing").status, 404);
     assert_eq!(server.get("/other").status, 503);
+    // `return 444` closes without a response: discarded, in no status class.
+    let mut dropped = server.connect();
+    dropped.write("GET /dropped HTTP/1.0\r\n\r\n");
+    dropped.expect_closed_without_response();
     let response = server.request_to(8081, "GET /metrics HTTP/1.0\r\n\r\n");
     let text = response.body_text();
     // A request counts in its server's zone and in its location's own zone, as NGINX Plus
     // counts server and location zones.
     assert_eq!(
         value(&text, "portico_zone_requests_total{zone=\"site\"}"),
-        3.0
+        5.0
     );
+    assert_eq!(
+        value(&text, "portico_zone_discarded_total{zone=\"site\"}"),
+        1.0
+    );
+    assert_eq!(value(&text, "portico_zone_processing{zone=\"site\"}"), 0.0);
     let site =
         |code: &str| format!("portico_zone_responses_total{{zone=\"site\",code=\"{code}\"}}");
-    assert_eq!(value(&text, &site("2xx")), 1.0);
+    assert_eq!(value(&text, &site("2xx")), 2.0);
     assert_eq!(value(&text, &site("4xx")), 1.0);
     assert_eq!(value(&text, &site("5xx")), 1.0);
     let other = "portico_zone_responses_total{zone=\"other\",code=\"5xx\"}";
     assert_eq!(value(&text, other), 1.0);
     let count = "portico_zone_request_duration_seconds_count{zone=\"site\"}";
-    assert_eq!(value(&text, count), 3.0);
+    assert_eq!(value(&text, count), 5.0);
     assert!(value(&text, "portico_zone_sent_bytes_total{zone=\"site\"}") > 100.0);
     assert!(value(&text, "portico_zone_received_bytes_total{zone=\"site\"}") > 10.0);
     let api = server
@@ -365,10 +392,11 @@ fn status_zones_count_requests_by_class_and_duration() {
         .body_text();
     assert!(
         api.starts_with(
-            "{\"site\":{\"processing\":0,\"requests\":3,\"responses\":{\"1xx\":0,\"2xx\":1,"
+            "{\"site\":{\"processing\":0,\"requests\":5,\"responses\":{\"1xx\":0,\"2xx\":2,"
         ),
         "{api}"
     );
+    assert!(api.contains("\"total\":4},\"discarded\":1,"), "{api}");
     assert!(!api.contains("\"other\""), "{api}");
     let locations = server
         .request_to(8081, "GET /api/9/http/location_zones HTTP/1.0\r\n\r\n")
