@@ -381,6 +381,7 @@ mod tests {
         let slot = registry.register(0);
         let finished = crate::zones::Finished {
             status: 200,
+            responded: true,
             received_bytes: 1,
             sent_bytes: 2,
             duration_microseconds: 3,
