@@ -85,6 +85,24 @@ pub(crate) fn read_nowait(file: &File, offset: u64, buf: &mut [u8]) -> io::Resul
     })
 }
 
+/// Whether page cache holds every page of `[offset, offset + len)`, by `mmap`+`mincore`+
+/// `munmap` (about 2 µs for 256 KiB). A hint, never a promise: the pages may go at any
+/// moment, so a worker that finds a range cached still reads it with `RWF_NOWAIT`. What
+/// the hint spares is the other case: a worker's read of a range that is not cached starts
+/// readahead on the worker, whose page allocations may reclaim memory there when memory
+/// is short. Meaningful only where [`cache_state_visible`] says so; an error answers
+/// `false` (leave it to the pool).
+pub(crate) fn all_cached(file: &File, offset: u64, len: u64) -> bool {
+    runtime::sys::linux::range_in_core(file, offset, len).unwrap_or(false)
+}
+
+/// Whether [`all_cached`] can answer for this file on this thread: Linux tells a thread
+/// the page-cache state of a file only if it owns the file or could write it (a cache
+/// file the workers wrote; not a web root owned by root, served as `user www-data`).
+pub(crate) fn cache_state_visible(file: &File) -> bool {
+    runtime::sys::linux::page_cache_visible(file)
+}
+
 /// How a `sendfile` made on a pool thread ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum PoolSendEnd {

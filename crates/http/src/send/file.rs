@@ -10,7 +10,8 @@ use std::sync::Arc;
 use threadpool::ThreadPool;
 
 use crate::file::io::{
-    FileIo, NowaitEnd, PoolSendEnd, read_direct, read_nowait, sendfile_from_pool,
+    FileIo, NowaitEnd, PoolSendEnd, all_cached, cache_state_visible, read_direct, read_nowait,
+    sendfile_from_pool,
 };
 use crate::file::{FileBody, FileError, read_chunk_into};
 use crate::request::Request;
@@ -143,6 +144,27 @@ async fn send_with_sendfile(
         let on_worker = match route {
             Route::Worker => true,
             Route::Pool => false,
+            Route::Hinted => {
+                let len = count.min(copy_max);
+                let sent = if timed_hint(context, file, offset, len) {
+                    copy_cached(output, file, offset, len, &mut copy_buffer).await?
+                } else {
+                    None
+                };
+                if let Some(sent) = sent {
+                    context
+                        .worker
+                        .stats
+                        .file_bytes_cached_on_worker
+                        .add(sent as u64);
+                    offset += sent as u64;
+                    turn.after_piece().await;
+                    continue;
+                }
+                // Not cached (or gone since the hint): this piece goes from the pool, and
+                // the next one is asked about again.
+                false
+            }
             Route::Copied => {
                 let len = count.min(copy_max);
                 if let Some(sent) = copy_cached(output, file, offset, len, &mut copy_buffer).await?
@@ -199,12 +221,21 @@ enum Route {
     Worker,
     /// `aio threads; aio_nowait off`: a pool thread, always.
     Pool,
-    /// `aio threads`: what page cache holds is read by the worker without waiting
-    /// (`preadv2(RWF_NOWAIT)`) and written, at most `output_buffers` at a time; from the
-    /// first piece whose first page is not there, the rest is sent by a pool thread. The
-    /// worker's own `sendfile` is never used here: no test made before it (`mincore`) can
-    /// promise the pages are still there when it runs, and under memory pressure they were
-    /// not (a 9.6 s loop stall in `bench/cache.sh` b6, ARCHITECTURE.md).
+    /// `aio threads`, a file whose page-cache state the worker can see (it owns the file:
+    /// cache files): each piece is asked about first ([`all_cached`]); a cached one is
+    /// copied as in [`Route::Copied`], any other is sent by a pool thread without the
+    /// worker touching it (a worker's read of pages not cached would start readahead on
+    /// the worker, and its page allocations may reclaim memory there when memory is
+    /// short).
+    Hinted,
+    /// `aio threads`, a file whose page-cache state is hidden from the worker (a web root
+    /// owned by root, served as `user www-data`): what page cache holds is read by the
+    /// worker without waiting (`preadv2(RWF_NOWAIT)`) and written, at most
+    /// `output_buffers` at a time; from the first piece whose first page is not there, the
+    /// rest is sent by a pool thread. Under `aio threads` the worker's own `sendfile` is
+    /// never used: no test made before it (`mincore`) can promise the pages are still there
+    /// when it runs, and under memory pressure they were not (a 9.6 s loop stall in
+    /// `bench/cache.sh` b6, ARCHITECTURE.md).
     Copied,
 }
 
@@ -212,6 +243,7 @@ impl Route {
     fn choose(context: &BodyContext<'_>, file: &FileBody) -> Route {
         match &file.io {
             FileIo::Pool(_) if !context.location.settings.static_files.aio_nowait => Route::Pool,
+            FileIo::Pool(_) if cache_state_visible(&file.file) => Route::Hinted,
             FileIo::Pool(_) => Route::Copied,
             FileIo::Worker | FileIo::Missing(_) => Route::Worker,
         }
@@ -240,6 +272,16 @@ async fn copy_cached(
     }
     output.write(&buffer[..got.filled]).await?;
     Ok(Some(got.filled))
+}
+
+/// [`all_cached`], noted for the stall watcher (it maps and unmaps the range).
+fn timed_hint(context: &BodyContext<'_>, file: &FileBody, offset: u64, len: usize) -> bool {
+    let started = crate::worker::BlockingTimer::start();
+    let cached = all_cached(&file.file, offset, len as u64);
+    context.worker.note_blocking(started.elapsed(), || {
+        format!("mincore() of \"{}\"", file.path.display())
+    });
+    cached
 }
 
 /// One piece sent by `sendfile` on a pool thread, through a duplicate of the client's

@@ -242,8 +242,8 @@ pub fn fork() -> io::Result<Forked> {
 /// Whether every page of a file range is in page cache *and up to date*, by `mmap` +
 /// `mincore(2)` + `munmap`. The answer holds for the moment it is made only, and Linux
 /// gives it only for a file the caller owns or could write (for others every page is
-/// "resident"), so the send path does not rely on it; tests use it to check that pages
-/// were evicted.
+/// "resident", see [`page_cache_visible`]): the send path uses it only to leave alone, on
+/// the worker, a range that is not cached (a read of it would start readahead there).
 pub fn range_in_core(file: impl AsFd, offset: u64, len: u64) -> io::Result<bool> {
     if len == 0 {
         return Ok(true);
@@ -277,6 +277,40 @@ pub fn range_in_core(file: impl AsFd, offset: u64, len: u64) -> io::Result<bool>
         }
     }
     Ok(vector.iter().all(|state| state & 1 == 1))
+}
+
+/// An offset no real file reaches (1 EiB), whose page is never in page cache.
+const NEVER_CACHED_OFFSET: u64 = 1 << 60;
+
+/// Whether `mincore(2)` tells this thread the truth about the file's pages. Since Linux 5.0
+/// it does only for a file the caller owns or could open for writing; for any other file
+/// (a web root owned by root, served by workers running as `user nobody`) it reports every
+/// page resident, to close a side channel. Asked of a page no file has: the truth is "not
+/// resident", the cover story "resident". An error also answers `false` (cannot tell).
+pub fn page_cache_visible(file: impl AsFd) -> bool {
+    let page = page_size();
+    let Ok(span) = usize::try_from(page) else {
+        return false;
+    };
+    let mut vector = [0u8; 1];
+    // SAFETY: as in `range_in_core`: a fresh read-only mapping of one page of the borrowed
+    // fd, only passed to mincore with a one-byte vector, and unmapped before return.
+    unsafe {
+        let address = libc::mmap(
+            std::ptr::null_mut(),
+            span,
+            libc::PROT_READ,
+            libc::MAP_SHARED,
+            file.as_fd().as_raw_fd(),
+            NEVER_CACHED_OFFSET as libc::off_t,
+        );
+        if address == libc::MAP_FAILED {
+            return false;
+        }
+        let result = libc::mincore(address, span, vector.as_mut_ptr());
+        libc::munmap(address, span);
+        result == 0 && vector[0] & 1 == 0
+    }
 }
 
 /// Points fds 0, 1 and (unless `keep_stderr`) 2 at /dev/null, as a daemon does.
@@ -374,6 +408,26 @@ mod tests {
     fn utc_offset_is_within_a_day() {
         let offset = utc_offset_seconds(1_795_295_217);
         assert!(offset.abs() <= 14 * 3600);
+    }
+
+    /// The owner sees page-cache state; another user (here a thread that switched to
+    /// `nobody`, as workers switch to `user`) is told every page is resident.
+    #[test]
+    fn page_cache_state_is_visible_to_the_owner_only() {
+        let path = std::env::temp_dir().join(format!("portico-visible-{}", std::process::id()));
+        std::fs::write(&path, vec![7u8; 8192]).unwrap();
+        let file = std::fs::File::open(&path).unwrap();
+        assert!(page_cache_visible(&file), "the owner of the file");
+        if rustix::process::geteuid().is_root() {
+            let nobody = user_by_name("nobody").unwrap().expect("the nobody user");
+            let other = std::thread::spawn(move || {
+                let uid = rustix::process::Uid::from_raw(nobody.uid);
+                rustix::thread::set_thread_res_uid(uid, uid, uid).unwrap();
+                page_cache_visible(&file)
+            });
+            assert!(!other.join().unwrap(), "a user who cannot write the file");
+        }
+        std::fs::remove_file(path).unwrap();
     }
 
     #[test]
