@@ -144,42 +144,26 @@ async fn send_with_sendfile(
         let on_worker = match route {
             Route::Worker => true,
             Route::Pool => false,
-            Route::Hinted => {
+            Route::Hinted | Route::Copied => {
                 let len = count.min(copy_max);
-                let sent = if timed_hint(context, file, offset, len) {
+                let cached = route == Route::Copied || timed_hint(context, file, offset, len);
+                let sent = if cached {
                     copy_cached(output, file, offset, len, &mut copy_buffer).await?
                 } else {
                     None
                 };
                 if let Some(sent) = sent {
-                    context
-                        .worker
-                        .stats
-                        .file_bytes_cached_on_worker
-                        .add(sent as u64);
+                    let stats = &context.worker.stats;
+                    stats.file_bytes_cached_on_worker.add(sent as u64);
                     offset += sent as u64;
                     turn.after_piece().await;
                     continue;
                 }
-                // Not cached (or gone since the hint): this piece goes from the pool, and
-                // the next one is asked about again.
-                false
-            }
-            Route::Copied => {
-                let len = count.min(copy_max);
-                if let Some(sent) = copy_cached(output, file, offset, len, &mut copy_buffer).await?
-                {
-                    context
-                        .worker
-                        .stats
-                        .file_bytes_cached_on_worker
-                        .add(sent as u64);
-                    offset += sent as u64;
-                    turn.after_piece().await;
-                    continue;
+                // Not cached. A file whose state is hidden is cold from here: the rest goes
+                // to the pool ([`CacheFirst`]). An owned one is asked about again next piece.
+                if route == Route::Copied {
+                    route = Route::Pool;
                 }
-                // A miss: the file is cold, the rest goes to the pool ([`CacheFirst`]).
-                route = Route::Pool;
                 false
             }
         };
