@@ -9,13 +9,18 @@
 //! them, in the order they were queued, whichever thread queued them: a file's lines keep
 //! the order in which they were logged.
 //!
+//! A worker thread batches its lines ([`batch_here`]): they are handed to the writer once
+//! per turn of its event loop ([`hand_over_here`]), with one lock and at most one wake-up
+//! of the writer, instead of one of each per line (with an unbuffered access log, a wake-up
+//! per request doubled the CPU time of a `return 200`).
+//!
 //! A thread that must know its lines are on disk waits for them: [`written`] (a future, for
 //! a connection about to close, as nginx has written a request's line before it closes the
 //! connection) or [`drain`] (blocking, before the process exits or the logs are reopened).
 //! Before [`start`] (`-t`, `-s`, the tests of other crates) every write is made at once by
 //! the caller.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
@@ -33,9 +38,57 @@ pub const QUEUED_BYTES_MAX: usize = 16 << 20;
 static WRITER: OnceLock<Writer> = OnceLock::new();
 static STARTED: AtomicBool = AtomicBool::new(false);
 
+/// A batch this large is handed over at once, whatever the loop does.
+const BATCH_BYTES_MAX: usize = 256 << 10;
+
 thread_local! {
     /// The ticket of the last line this thread queued.
     static LAST_TICKET: Cell<u64> = const { Cell::new(0) };
+    /// The lines of a batching thread not handed over yet.
+    static BATCH: RefCell<Option<Batch>> = const { RefCell::new(None) };
+}
+
+/// A thread's lines waiting for the end of its loop's turn; consecutive lines for one file
+/// share one buffer.
+struct Batch {
+    lines: Vec<(Arc<LogFile>, Vec<u8>)>,
+    bytes: usize,
+    /// Called when the batch gets its first line, so that the thread hands it over soon.
+    first_line: Box<dyn Fn()>,
+}
+
+impl Drop for Batch {
+    fn drop(&mut self) {
+        // A thread that ends with lines not handed over: they still go.
+        queue(std::mem::take(&mut self.lines));
+    }
+}
+
+/// From now on this thread's lines wait in a batch until [`hand_over_here`]; `first_line`
+/// is called when a batch gets its first line. Does nothing before [`start`].
+pub fn batch_here(first_line: impl Fn() + 'static) {
+    if !started() {
+        return;
+    }
+    BATCH.with(|batch| {
+        *batch.borrow_mut() = Some(Batch {
+            lines: Vec::new(),
+            bytes: 0,
+            first_line: Box::new(first_line),
+        });
+    });
+}
+
+/// Hands this thread's batch to the writer (one lock, at most one wake-up).
+pub fn hand_over_here() {
+    let lines = BATCH.with(|batch| match batch.borrow_mut().as_mut() {
+        Some(batch) => {
+            batch.bytes = 0;
+            std::mem::take(&mut batch.lines)
+        }
+        None => Vec::new(),
+    });
+    queue(lines);
 }
 
 struct Writer {
@@ -90,10 +143,45 @@ pub fn started() -> bool {
     STARTED.load(Ordering::Acquire)
 }
 
-/// Queues `bytes` for `file`, or writes them at once when the writer is not running.
+/// Adds `bytes` for `file` to this thread's batch, or queues them, or writes them at once
+/// when the writer is not running.
 pub(crate) fn append(file: &Arc<LogFile>, bytes: Vec<u8>) {
-    let Some(writer) = WRITER.get().filter(|_| started()) else {
+    if !started() {
         let _ = file.write_all(&bytes);
+        return;
+    }
+    let mut bytes = Some(bytes);
+    let full = BATCH.with(|batch| {
+        let mut batch = batch.borrow_mut();
+        let batch = batch.as_mut()?;
+        let line = bytes.take()?;
+        let first = batch.lines.is_empty();
+        batch.bytes += line.len();
+        match batch.lines.last_mut() {
+            Some((last, buffer)) if Arc::ptr_eq(last, file) => buffer.extend_from_slice(&line),
+            _ => batch.lines.push((Arc::clone(file), line)),
+        }
+        if first {
+            (batch.first_line)();
+        }
+        Some(batch.bytes > BATCH_BYTES_MAX)
+    });
+    match (bytes, full) {
+        (Some(bytes), _) => queue(vec![(Arc::clone(file), bytes)]),
+        (None, Some(true)) => hand_over_here(),
+        _ => {}
+    }
+}
+
+/// Queues `lines` in order, with one lock and at most one wake-up of the writer.
+fn queue(lines: Vec<(Arc<LogFile>, Vec<u8>)>) {
+    if lines.is_empty() {
+        return;
+    }
+    let Some(writer) = WRITER.get().filter(|_| started()) else {
+        for (file, bytes) in lines {
+            let _ = file.write_all(&bytes);
+        }
         return;
     };
     let mut state = writer.lock();
@@ -103,11 +191,13 @@ pub(crate) fn append(file: &Arc<LogFile>, bytes: Vec<u8>) {
             .wait(state)
             .unwrap_or_else(std::sync::PoisonError::into_inner);
     }
-    state.bytes += bytes.len();
-    state.queued += 1;
+    let was_empty = state.queue.is_empty();
+    for (file, bytes) in lines {
+        state.bytes += bytes.len();
+        state.queued += 1;
+        state.queue.push_back((file, bytes));
+    }
     let ticket = state.queued;
-    state.queue.push_back((Arc::clone(file), bytes));
-    let was_empty = state.queue.len() == 1;
     drop(state);
     if was_empty {
         writer.work.notify_one();
@@ -183,8 +273,10 @@ pub fn drain() {
     }
 }
 
-/// Resolves once every line this thread has queued so far is written.
+/// Resolves once every line this thread has logged so far is written (its batch is
+/// handed over first).
 pub fn written() -> Written {
+    hand_over_here();
     Written {
         ticket: LAST_TICKET.with(Cell::get),
     }

@@ -368,11 +368,31 @@ async fn run_worker(
     let flusher = tokio::task::spawn_local(Rc::clone(&worker).flush_access_logs_periodically());
     tokio::task::spawn_local(Rc::clone(&worker).watch_phase());
     let stall_watcher = tokio::task::spawn_local(Rc::clone(&worker).watch_loop_stalls());
+    let log_lines = tokio::task::spawn_local(hand_over_log_lines());
     context.until_finished(shutdown_timeout).await;
     flusher.abort();
     stall_watcher.abort();
+    log_lines.abort();
     worker.report_stall_counts();
     worker.flush_access_logs();
+    logging::writer::hand_over_here();
+}
+
+/// This worker's log lines wait until the end of the loop's turn in which they were logged,
+/// then go to the log writer thread together (`logging::writer`): one lock and at most one
+/// wake-up of the writer per turn, not per line.
+async fn hand_over_log_lines() {
+    let first_line = Rc::new(tokio::sync::Notify::new());
+    logging::writer::batch_here({
+        let first_line = Rc::clone(&first_line);
+        move || first_line.notify_one()
+    });
+    loop {
+        first_line.notified().await;
+        // Behind every task that is ready now: they log into the same batch.
+        tokio::task::yield_now().await;
+        logging::writer::hand_over_here();
+    }
 }
 
 fn log(worker: &HttpWorker, level: Level, message: std::fmt::Arguments<'_>) {
