@@ -79,9 +79,9 @@ impl ErrorLog {
             .peekable();
         while let Some(sink) = sinks.next() {
             if sinks.peek().is_some() {
-                sink.file.append(line.clone());
+                sink.file.append_now(line.clone());
             } else {
-                sink.file.append(line);
+                sink.file.append_now(line);
                 break;
             }
         }

@@ -66,6 +66,12 @@ impl LogFile {
         crate::writer::append(self, bytes);
     }
 
+    /// As [`LogFile::append`], but handed to the log writer at once rather than at the end
+    /// of the loop's turn (error-log lines).
+    pub fn append_now(self: &std::sync::Arc<Self>, bytes: Vec<u8>) {
+        crate::writer::append_now(self, bytes);
+    }
+
     /// Opens the path again and swaps the new descriptor in; the old one is closed once the
     /// writers holding it are done. Stderr is left as it is. On failure the old file stays.
     pub fn reopen(&self) -> io::Result<()> {

@@ -173,6 +173,18 @@ pub(crate) fn append(file: &Arc<LogFile>, bytes: Vec<u8>) {
     }
 }
 
+/// Queues `bytes` for `file` at once, behind this thread's batch (the thread's lines keep
+/// their order): for error-log lines, which a client that got its response may look for
+/// at once, as nginx has written them before it responds.
+pub(crate) fn append_now(file: &Arc<LogFile>, bytes: Vec<u8>) {
+    if !started() {
+        let _ = file.write_all(&bytes);
+        return;
+    }
+    hand_over_here();
+    queue(vec![(Arc::clone(file), bytes)]);
+}
+
 /// Queues `lines` in order, with one lock and at most one wake-up of the writer.
 fn queue(lines: Vec<(Arc<LogFile>, Vec<u8>)>) {
     if lines.is_empty() {
