@@ -44,6 +44,8 @@ const BATCH_BYTES_MAX: usize = 256 << 10;
 thread_local! {
     /// The ticket of the last line this thread queued.
     static LAST_TICKET: Cell<u64> = const { Cell::new(0) };
+    /// The ticket of the last line this thread queued with [`append_now`].
+    static LAST_URGENT_TICKET: Cell<u64> = const { Cell::new(0) };
     /// The lines of a batching thread not handed over yet.
     static BATCH: RefCell<Option<Batch>> = const { RefCell::new(None) };
 }
@@ -183,6 +185,15 @@ pub(crate) fn append_now(file: &Arc<LogFile>, bytes: Vec<u8>) {
     }
     hand_over_here();
     queue(vec![(Arc::clone(file), bytes)]);
+    LAST_URGENT_TICKET.with(|urgent| urgent.set(LAST_TICKET.with(Cell::get)));
+}
+
+/// Resolves once the lines this thread queued with [`append_now`] (error-log lines) are
+/// written; at once, without a lock, when they are.
+pub fn urgent_written() -> Written {
+    Written {
+        ticket: LAST_URGENT_TICKET.with(Cell::get),
+    }
 }
 
 /// Queues `lines` in order, with one lock and at most one wake-up of the writer.
