@@ -7,6 +7,7 @@
 use std::io;
 use std::sync::Arc;
 
+use bytes::Bytes;
 use threadpool::ThreadPool;
 
 use crate::file::io::{
@@ -362,6 +363,9 @@ async fn send_with_reads(
         let len = (end - offset)
             .min(piece_max as u64)
             .min(allowed.saturating_sub(overhead).max(1)) as usize;
+        if let (0, Some(framed)) = (buffer.capacity(), output.sink.framed_sink()) {
+            buffer = framed.spare_buffer().unwrap_or_default();
+        }
         buffer.clear();
         buffer.extend_from_slice(head);
         head.clear();
@@ -374,7 +378,15 @@ async fn send_with_reads(
         if chunked {
             buffer.extend_from_slice(CHUNK_END);
         }
-        output.write(&buffer).await?;
+        if output.sink.is_framed() {
+            // An HTTP/2 stream frames the piece where it was read, with no copy; the next
+            // piece gets a buffer of its own.
+            output
+                .write_shared(Bytes::from(std::mem::take(&mut buffer)))
+                .await?;
+        } else {
+            output.write(&buffer).await?;
+        }
         offset += len as u64;
         turn.after_piece().await;
     }
