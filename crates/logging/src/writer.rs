@@ -188,7 +188,7 @@ pub(crate) fn append_now(file: &Arc<LogFile>, bytes: Vec<u8>) {
     LAST_URGENT_TICKET.with(|urgent| urgent.set(LAST_TICKET.with(Cell::get)));
 }
 
-/// Resolves once the lines this thread queued with [`append_now`] (error-log lines) are
+/// Resolves once the lines this thread queued with [`LogFile::append_now`] (error-log lines) are
 /// written; at once, without a lock, when they are.
 pub fn urgent_written() -> Written {
     Written {
