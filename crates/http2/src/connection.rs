@@ -11,16 +11,13 @@
 //! socket.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::io::IoSlice;
 
 use crate::error::{Error, ErrorCode, Reason};
 use crate::flow::{RecvWindow, SendWindow};
 use crate::frame::{self, Frame, PrioritySpec, Setting, settings};
 use crate::hpack::{self, DecodeLimits, HeaderField};
 use crate::limits::{Counters, Flood, Limits, PRIORITY_PER_STREAM};
-use crate::output::Output;
 use crate::priority::PriorityTree;
-use crate::queue::DataQueue;
 use crate::stream::{State, Transition};
 
 mod receive;
@@ -135,7 +132,7 @@ struct Stream {
     send_window: SendWindow,
     recv_window: RecvWindow,
     /// DATA bytes queued by the caller and not yet framed.
-    queued: DataQueue,
+    queued: VecDeque<u8>,
     /// The caller ended its side: END_STREAM goes with the last queued byte (or trailers).
     end_queued: bool,
     /// Trailers to send after the queued bytes.
@@ -158,7 +155,7 @@ pub struct Connection {
     tree: PriorityTree,
     block: Option<OpenBlock>,
     events: VecDeque<Event>,
-    output: Output,
+    output: Vec<u8>,
     send_window: SendWindow,
     recv_window: RecvWindow,
     /// The peer's SETTINGS_INITIAL_WINDOW_SIZE and SETTINGS_MAX_FRAME_SIZE.
@@ -170,10 +167,6 @@ pub struct Connection {
     goaway_sent: Option<u32>,
     /// The client acknowledged our SETTINGS (our stream window applies from then on).
     settings_acked: bool,
-    /// The last `flush` found no stream with a frame to write, and nothing that could
-    /// change that (queued data, input with window updates) has happened since: the next
-    /// `flush` returns at once instead of looking at every stream again.
-    nothing_to_frame: bool,
     counters: Counters,
 }
 
@@ -191,7 +184,7 @@ impl Connection {
             tree: PriorityTree::new(limits.priority_nodes_retained),
             block: None,
             events: VecDeque::new(),
-            output: Output::default(),
+            output: Vec::new(),
             send_window: SendWindow::new(65_535),
             recv_window: RecvWindow::new(65_535, config.connection_window.max(65_535)),
             peer_stream_window: 65_535,
@@ -199,7 +192,6 @@ impl Connection {
             last_stream_id: 0,
             goaway_sent: None,
             settings_acked: false,
-            nothing_to_frame: false,
             counters: Counters::default(),
         };
         let mut params = Vec::new();
@@ -222,13 +214,13 @@ impl Connection {
             ack: false,
             params: &params,
         }
-        .write(connection.output.frames());
+        .write(&mut connection.output);
         if let Some(increment) = connection.recv_window.release(0) {
             Frame::WindowUpdate {
                 stream_id: 0,
                 increment,
             }
-            .write(connection.output.frames());
+            .write(&mut connection.output);
         }
         connection
     }
@@ -238,22 +230,9 @@ impl Connection {
         self.events.pop_front()
     }
 
-    /// Fills `slices` with the bytes to write to the client, from the first, for one
-    /// gathered write; returns how many it filled. DATA payloads are the buffers the caller
-    /// queued, not copies.
-    pub fn output_slices<'a>(&'a self, slices: &mut [IoSlice<'a>]) -> usize {
-        self.output.slices(slices)
-    }
-
-    /// How many bytes there are to write.
-    pub fn output_len(&self) -> usize {
-        self.output.len()
-    }
-
-    /// The bytes to write, copied into one buffer (for tests, and callers that cannot
-    /// gather).
-    pub fn output_to_vec(&self) -> Vec<u8> {
-        self.output.to_vec()
+    /// The bytes to write to the client.
+    pub fn output(&self) -> &[u8] {
+        &self.output
     }
 
     /// Whether there is output to write.
@@ -264,20 +243,10 @@ impl Connection {
     /// The caller wrote `written` bytes of the output ([`Self::output_slices`]). Draining it
     /// fully resets the count of answers the client is owed (its reads keep up).
     pub fn advance_output(&mut self, written: usize) {
-        self.output.advance(written.min(self.output.len()));
-        // A buffer kept per open stream at most: the next requests' pieces reuse them, and
-        // an idle connection holds none.
-        self.output.keep_reclaimed(self.streams.len());
+        self.output.drain(..written.min(self.output.len()));
         if self.output.is_empty() {
             self.counters.pending_control = 0;
         }
-    }
-
-    /// An empty buffer that carried DATA the caller queued with
-    /// [`send_data_shared`](Self::send_data_shared) and that is all written: reading the
-    /// next pieces into it spares an allocation.
-    pub fn take_reclaimed_buffer(&mut self) -> Option<Vec<u8>> {
-        self.output.take_reclaimed()
     }
 
     /// The flood counters and stream counts, for metrics and tests.
@@ -316,7 +285,7 @@ impl Connection {
                 code,
                 debug: &[],
             }
-            .write(self.output.frames());
+            .write(&mut self.output);
             self.goaway_sent = Some(last);
         }
     }
@@ -335,7 +304,7 @@ impl Connection {
                     code,
                     debug: &[],
                 }
-                .write(self.output.frames());
+                .write(&mut self.output);
                 self.goaway_sent = Some(last_stream_id);
                 self.phase = Phase::Failed;
                 self.streams.clear();
@@ -399,7 +368,7 @@ impl Connection {
 
     /// Sends RST_STREAM for a stream without touching its state.
     fn reset_stream(&mut self, stream_id: u32, code: ErrorCode) {
-        Frame::RstStream { stream_id, code }.write(self.output.frames());
+        Frame::RstStream { stream_id, code }.write(&mut self.output);
     }
 
     /// Priority from a HEADERS or PRIORITY frame. nginx (and so Portico) treats a stream
@@ -425,7 +394,5 @@ impl Connection {
 mod tests;
 #[cfg(test)]
 mod tests_client;
-#[cfg(test)]
-mod tests_data;
 #[cfg(test)]
 mod tests_limits;

@@ -8,9 +8,7 @@ pub mod flow;
 pub mod frame;
 pub mod hpack;
 pub mod limits;
-mod output;
 pub mod priority;
-mod queue;
 pub mod request;
 pub mod stream;
 

@@ -3,11 +3,10 @@
 //! `sendfile` on a pool thread, and `O_DIRECT` reads for `directio`.
 
 use std::fs::File;
-use std::io;
+use std::io::{self, IoSliceMut};
 use std::os::fd::OwnedFd;
 use std::os::unix::fs::FileExt;
 
-use runtime::sys::read_into::{ReadWait, pread_appending};
 use threadpool::ThreadPool;
 
 /// Where a file's blocking work runs, chosen per request from `aio`.
@@ -26,7 +25,7 @@ pub enum FileIo {
 /// What a non-blocking read got.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct NowaitRead {
-    /// Bytes read (appended to the buffer).
+    /// Bytes read into the start of the buffer.
     pub filled: usize,
     pub end: NowaitEnd,
 }
@@ -44,42 +43,41 @@ pub(crate) enum NowaitEnd {
     Unsupported,
 }
 
-/// Appends `len` bytes of the file from `offset` to `buffer` with `preadv2(RWF_NOWAIT)`:
-/// only what page cache holds is read, and the read never waits for the disk (nor is the
-/// buffer zeroed first). Runs on the worker.
-pub(crate) fn read_nowait(
-    file: &File,
-    offset: u64,
-    buffer: &mut Vec<u8>,
-    len: usize,
-) -> io::Result<NowaitRead> {
+/// Fills `buf` from `offset` with `preadv2(RWF_NOWAIT)`: only what page cache holds is
+/// read, and the read never waits for the disk. Runs on the worker.
+pub(crate) fn read_nowait(file: &File, offset: u64, buf: &mut [u8]) -> io::Result<NowaitRead> {
     let mut filled = 0;
-    while filled < len {
-        let read = pread_appending(
+    while filled < buf.len() {
+        let mut slices = [IoSliceMut::new(&mut buf[filled..])];
+        let read = rustix::io::preadv2(
             file,
-            buffer,
-            len - filled,
+            &mut slices,
             offset + filled as u64,
-            ReadWait::NoWait,
+            rustix::io::ReadWriteFlags::NOWAIT,
         );
-        let errno = read
-            .as_ref()
-            .err()
-            .and_then(rustix::io::Errno::from_io_error);
-        let end = match (read, errno) {
-            (Ok(0), _) => NowaitEnd::EndOfFile,
-            (Ok(count), _) => {
-                filled += count;
-                continue;
+        match read {
+            Ok(0) => {
+                return Ok(NowaitRead {
+                    filled,
+                    end: NowaitEnd::EndOfFile,
+                });
             }
-            (Err(_), Some(rustix::io::Errno::AGAIN)) => NowaitEnd::WouldBlock,
-            (Err(_), Some(rustix::io::Errno::OPNOTSUPP | rustix::io::Errno::INVAL)) => {
-                NowaitEnd::Unsupported
+            Ok(count) => filled += count,
+            Err(rustix::io::Errno::AGAIN) => {
+                return Ok(NowaitRead {
+                    filled,
+                    end: NowaitEnd::WouldBlock,
+                });
             }
-            (Err(_), Some(rustix::io::Errno::INTR)) => continue,
-            (Err(error), _) => return Err(error),
-        };
-        return Ok(NowaitRead { filled, end });
+            Err(rustix::io::Errno::OPNOTSUPP) | Err(rustix::io::Errno::INVAL) => {
+                return Ok(NowaitRead {
+                    filled,
+                    end: NowaitEnd::Unsupported,
+                });
+            }
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(error) => return Err(error.into()),
+        }
     }
     Ok(NowaitRead {
         filled,

@@ -277,8 +277,9 @@ pub(crate) async fn read(
 ) -> io::Result<Vec<u8>> {
     let handle = std::sync::Arc::clone(&file.file);
     let work = move || {
-        let mut buffer = Vec::new();
-        crate::file::read_chunk_into(&handle, offset, &mut buffer, len)?;
+        let mut buffer = vec![0u8; len];
+        let read = crate::file::read_chunk_into(&handle, offset, &mut buffer)?;
+        buffer.truncate(read);
         Ok::<_, io::Error>(buffer)
     };
     match &file.io {

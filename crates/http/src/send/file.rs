@@ -7,7 +7,6 @@
 use std::io;
 use std::sync::Arc;
 
-use bytes::Bytes;
 use threadpool::ThreadPool;
 
 use crate::file::io::{
@@ -92,13 +91,15 @@ async fn read_behind_head(
     if chunked {
         http1::response::write_chunk_header(head, len);
     }
+    let data_start = head.len();
+    head.resize(data_start + len, 0);
     let mut cache_first = CacheFirst::for_body(context);
     *head = read_file(
         context,
         file,
         file.offset,
         std::mem::take(head),
-        len,
+        data_start,
         &mut cache_first,
     )
     .await?;
@@ -242,8 +243,8 @@ async fn copy_cached(
     len: usize,
     buffer: &mut Vec<u8>,
 ) -> io::Result<Option<usize>> {
-    buffer.clear();
-    let got = read_nowait(&file.file, offset, buffer, len)?;
+    buffer.resize(len, 0);
+    let got = read_nowait(&file.file, offset, buffer)?;
     if got.filled == 0 {
         if got.end == NowaitEnd::EndOfFile {
             return Err(truncated(format!(
@@ -387,28 +388,19 @@ async fn send_with_reads(
         let len = (end - offset)
             .min(piece_max as u64)
             .min(allowed.saturating_sub(overhead).max(1)) as usize;
-        if let (0, Some(framed)) = (buffer.capacity(), output.sink.framed_sink()) {
-            buffer = framed.spare_buffer().unwrap_or_default();
-        }
         buffer.clear();
         buffer.extend_from_slice(head);
         head.clear();
         if chunked {
             http1::response::write_chunk_header(&mut buffer, len);
         }
-        buffer = read_file(context, file, offset, buffer, len, &mut cache_first).await?;
+        let data_start = buffer.len();
+        buffer.resize(data_start + len, 0);
+        buffer = read_file(context, file, offset, buffer, data_start, &mut cache_first).await?;
         if chunked {
             buffer.extend_from_slice(CHUNK_END);
         }
-        if output.sink.is_framed() {
-            // An HTTP/2 stream frames the piece where it was read, with no copy; the next
-            // piece gets a buffer of its own.
-            output
-                .write_shared(Bytes::from(std::mem::take(&mut buffer)))
-                .await?;
-        } else {
-            output.write(&buffer).await?;
-        }
+        output.write(&buffer).await?;
         offset += len as u64;
         turn.after_piece().await;
     }
@@ -437,27 +429,26 @@ impl CacheFirst {
     }
 }
 
-/// Appends `len` bytes of the file at `offset` to `buffer`, read where `aio` says
-/// ([`read_piece`]); a read on the worker is timed for the stall watcher. Used for every read of a file
+/// Fills `buffer[data_start..]` from the file at `offset` where `aio` says ([`read_piece`]);
+/// a read on the worker is timed for the stall watcher. Used for every read of a file
 /// body: small files behind the head, `sendfile off`, and multipart or recoded pieces.
 pub(super) async fn read_file(
     context: &BodyContext<'_>,
     file: &FileBody,
     offset: u64,
     buffer: Vec<u8>,
-    len: usize,
+    data_start: usize,
     cache_first: &mut CacheFirst,
 ) -> io::Result<Vec<u8>> {
     let statics = &context.location.settings.static_files;
     let started = crate::worker::BlockingTimer::start();
-    let data_start = buffer.len();
     let (buffer, on_pool) = read_piece(
         file,
         cache_first,
         statics.directio_alignment,
         offset,
         buffer,
-        len,
+        data_start,
     )
     .await?;
     if matches!(file.io, FileIo::Worker) {
@@ -479,10 +470,10 @@ pub(super) async fn read_file(
     Ok(buffer)
 }
 
-/// Appends `wanted` bytes of the file at `offset` to `buffer`: read on the worker under
-/// `aio off`; under `aio threads` what page cache holds is read on the worker without
-/// waiting (`aio_nowait`, until a piece needs the pool: [`CacheFirst`]), and only the rest
-/// on the pool. A file shorter than promised (truncated while being sent) is an error: the
+/// Fills `buffer[data_start..]` from the file at `offset`: on the worker under `aio off`;
+/// under `aio threads` what page cache holds is read on the worker without waiting
+/// (`aio_nowait`, until a piece needs the pool: [`CacheFirst`]), and only the rest on the
+/// pool. A file shorter than promised (truncated while being sent) is an error: the
 /// promised length cannot be met. With the buffer comes how many bytes the pool read.
 async fn read_piece(
     file: &FileBody,
@@ -490,31 +481,27 @@ async fn read_piece(
     alignment: u64,
     offset: u64,
     mut buffer: Vec<u8>,
-    wanted: usize,
+    data_start: usize,
 ) -> io::Result<(Vec<u8>, usize)> {
+    let wanted = buffer.len() - data_start;
     let direct = file.direct;
-    let read = move |file: &std::fs::File, at: u64, buffer: &mut Vec<u8>, len: usize| {
+    let read = move |file: &std::fs::File, at: u64, into: &mut [u8]| {
         if direct {
-            // `O_DIRECT` reads go through an aligned scratch buffer anyway.
-            let start = buffer.len();
-            buffer.resize(start + len, 0);
-            let filled = read_direct(file, at, &mut buffer[start..], alignment);
-            buffer.truncate(start + *filled.as_ref().unwrap_or(&0));
-            filled
+            read_direct(file, at, into, alignment)
         } else {
-            read_chunk_into(file, at, buffer, len)
+            read_chunk_into(file, at, into)
         }
     };
     let pool = match &file.io {
         FileIo::Worker | FileIo::Missing(_) => {
-            let filled = read(&file.file, offset, &mut buffer, wanted)?;
+            let filled = read(&file.file, offset, &mut buffer[data_start..])?;
             return complete(file, buffer, filled, wanted).map(|buffer| (buffer, 0));
         }
         FileIo::Pool(pool) => pool,
     };
     let mut done = 0;
     if *cache_first == CacheFirst::Yes && !direct {
-        let got = read_nowait(&file.file, offset, &mut buffer, wanted)?;
+        let got = read_nowait(&file.file, offset, &mut buffer[data_start..])?;
         match got.end {
             NowaitEnd::Complete => return Ok((buffer, 0)),
             NowaitEnd::EndOfFile => {
@@ -526,7 +513,8 @@ async fn read_piece(
     *cache_first = CacheFirst::No;
     let handle = Arc::clone(&file.file);
     let (buffer, filled) = offload_to(pool, move || {
-        let filled = read(&handle, offset + done as u64, &mut buffer, wanted - done);
+        let start = data_start + done;
+        let filled = read(&handle, offset + done as u64, &mut buffer[start..]);
         (buffer, filled)
     })
     .await

@@ -4,4 +4,3 @@
 #![allow(unsafe_code)]
 
 pub mod linux;
-pub mod read_into;
