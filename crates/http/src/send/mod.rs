@@ -117,12 +117,6 @@ pub(crate) async fn send_response_to<'a>(
     request: &mut Request<'a>,
     mut body: Body<'a>,
 ) -> io::Result<()> {
-    // The error-log lines about this request are written before its response goes out, as
-    // nginx writes them before it responds (a client may look for them at once).
-    let urgent = logging::writer::urgent_written();
-    if !urgent.is_done() {
-        urgent.await;
-    }
     let location = location(worker, request);
     let core = &location.settings.core;
     let mut outcome = Outcome::Unchanged;
