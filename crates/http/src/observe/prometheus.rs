@@ -80,29 +80,47 @@ fn connections(out: &mut Exposition) {
 /// The `status_zone` families: every zone named since the process started.
 fn zones(out: &mut Exposition) {
     let zones = metrics::GLOBAL.zones();
-    out.family(
-        "portico_zone_requests",
-        Kind::Counter,
-        "Requests finished in each status_zone.",
-    );
-    for (name, zone) in &zones {
-        out.counter(&[("zone", name)], zone.requests as f64);
-    }
-    out.family(
-        "portico_zone_processing",
-        Kind::Gauge,
-        "Requests under way in each server zone (0 for a location zone).",
-    );
-    for (name, zone) in &zones {
-        out.gauge(&[("zone", name)], zone.processing as f64);
-    }
-    out.family(
-        "portico_zone_discarded",
-        Kind::Counter,
-        "Requests of each status_zone that ended without sending a response.",
-    );
-    for (name, zone) in &zones {
-        out.counter(&[("zone", name)], zone.discarded as f64);
+    type Field = fn(&metrics::zones::ZoneSnapshot) -> f64;
+    let families: [(&str, Kind, &str, Field); 5] = [
+        (
+            "portico_zone_requests",
+            Kind::Counter,
+            "Requests finished in each status_zone.",
+            |zone| zone.requests as f64,
+        ),
+        (
+            "portico_zone_processing",
+            Kind::Gauge,
+            "Requests under way in each server zone (0 for a location zone).",
+            |zone| zone.processing as f64,
+        ),
+        (
+            "portico_zone_discarded",
+            Kind::Counter,
+            "Requests of each status_zone that ended without sending a response.",
+            |zone| zone.discarded as f64,
+        ),
+        (
+            "portico_zone_received_bytes",
+            Kind::Counter,
+            "Bytes read from clients (heads and bodies) by each status_zone's requests.",
+            |zone| zone.received_bytes as f64,
+        ),
+        (
+            "portico_zone_sent_bytes",
+            Kind::Counter,
+            "Bytes sent to clients by each status_zone's responses.",
+            |zone| zone.sent_bytes as f64,
+        ),
+    ];
+    for (family, kind, help, field) in families {
+        out.family(family, kind, help);
+        for (name, zone) in &zones {
+            match kind {
+                Kind::Gauge => out.gauge(&[("zone", name)], field(zone)),
+                _ => out.counter(&[("zone", name)], field(zone)),
+            }
+        }
     }
     out.family(
         "portico_zone_responses",
@@ -116,22 +134,6 @@ fn zones(out: &mut Exposition) {
         {
             out.counter(&[("zone", name), ("code", class)], count as f64);
         }
-    }
-    out.family(
-        "portico_zone_received_bytes",
-        Kind::Counter,
-        "Bytes read from clients (heads and bodies) by each status_zone's requests.",
-    );
-    for (name, zone) in &zones {
-        out.counter(&[("zone", name)], zone.received_bytes as f64);
-    }
-    out.family(
-        "portico_zone_sent_bytes",
-        Kind::Counter,
-        "Bytes sent to clients by each status_zone's responses.",
-    );
-    for (name, zone) in &zones {
-        out.counter(&[("zone", name)], zone.sent_bytes as f64);
     }
     out.family(
         "portico_zone_request_duration_seconds",
