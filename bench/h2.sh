@@ -33,16 +33,9 @@ command -v h2load >/dev/null || die "h2load is needed (apt-get install nghttp2-c
 command -v openssl >/dev/null || die "the openssl command is needed"
 ensure_portico
 
-WORK=$(mktemp -d /tmp/portico-bench-h2.XXXXXX)
-cleanup() {
-    stop_all_started
-    if [ "$KEEP_TMP" = 1 ]; then note "kept $WORK"; else rm -rf "$WORK"; fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+make_work_dir h2
 
-openssl req -x509 -nodes -days 2 -newkey ec -pkeyopt ec_paramgen_curve:P-256 \
-    -subj /CN=localhost -keyout "$WORK/ecdsa.key" -out "$WORK/ecdsa.crt" 2>/dev/null
+make_ecdsa_cert "$WORK"
 mkdir -p "$WORK/html"
 head -c 65536 /dev/urandom >"$WORK/html/64k.bin"
 

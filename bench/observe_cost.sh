@@ -48,13 +48,7 @@ if perf stat -x, -e instructions true 2>&1 | grep -q '^[0-9]'; then
 fi
 commit=$(git -C "$REPO_DIR" rev-parse --short HEAD 2>/dev/null || echo unknown)
 
-WORK=$(mktemp -d /tmp/portico-bench-observe.XXXXXX)
-cleanup() {
-    stop_all_started
-    if [ "$KEEP_TMP" = 1 ]; then note "kept $WORK"; else rm -rf "$WORK"; fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+make_work_dir observe
 
 # write_conf FILE PORT METRICS_PORT ZONE_LINE METRICS_SERVER(0|1)
 write_conf() {

@@ -33,13 +33,7 @@ perf stat -e instructions true >/dev/null 2>&1 || die "perf counters do not work
 ensure_tools
 ensure_portico
 
-WORK=$(mktemp -d /tmp/portico-bench-profile.XXXXXX)
-cleanup() {
-    stop_all_started
-    if [ "$KEEP_TMP" = 1 ]; then note "kept $WORK"; else rm -rf "$WORK"; fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+make_work_dir profile
 
 # The same file as bench/return200.sh writes.
 write_conf() {

@@ -26,13 +26,7 @@ MATCH_EVERY=${MATCH_EVERY:-4096}
 ensure_tools
 ensure_portico
 
-WORK=$(mktemp -d /tmp/portico-bench-sub.XXXXXX)
-cleanup() {
-    stop_all_started
-    if [ "$KEEP_TMP" = 1 ]; then note "kept $WORK"; else rm -rf "$WORK"; fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+make_work_dir sub
 
 # A page of 1 MiB: HTML text with the three strings spread through it, one about every
 # MATCH_EVERY bytes.

@@ -31,16 +31,9 @@ ensure_tools
 command -v openssl >/dev/null || die "the openssl command is needed"
 ensure_portico
 
-WORK=$(mktemp -d /tmp/portico-bench-tls.XXXXXX)
-cleanup() {
-    stop_all_started
-    if [ "$KEEP_TMP" = 1 ]; then note "kept $WORK"; else rm -rf "$WORK"; fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+make_work_dir tls
 
-openssl req -x509 -nodes -days 2 -newkey ec -pkeyopt ec_paramgen_curve:P-256 \
-    -subj /CN=localhost -keyout "$WORK/ecdsa.key" -out "$WORK/ecdsa.crt" 2>/dev/null
+make_ecdsa_cert "$WORK"
 openssl req -x509 -nodes -days 2 -newkey rsa:2048 \
     -subj /CN=localhost -keyout "$WORK/rsa.key" -out "$WORK/rsa.crt" 2>/dev/null
 mkdir -p "$WORK/html"

@@ -24,16 +24,9 @@ command -v openssl >/dev/null || die "the openssl command is needed"
 ensure_portico
 commit=$(git -C "$REPO_DIR" rev-parse --short HEAD 2>/dev/null || echo unknown)
 
-WORK=$(mktemp -d /tmp/portico-bench-tls-memory.XXXXXX)
-cleanup() {
-    stop_all_started
-    if [ "$KEEP_TMP" = 1 ]; then note "kept $WORK"; else rm -rf "$WORK"; fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+make_work_dir tls-memory
 
-openssl req -x509 -nodes -days 2 -newkey ec -pkeyopt ec_paramgen_curve:P-256 \
-    -subj /CN=localhost -keyout "$WORK/ecdsa.key" -out "$WORK/ecdsa.crt" 2>/dev/null
+make_ecdsa_cert "$WORK"
 # Each connection is a file descriptor on both sides.
 ulimit -n $((CONNECTIONS * 2 + 1024)) 2>/dev/null || ulimit -n 65536 || true
 

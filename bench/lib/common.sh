@@ -194,6 +194,24 @@ stop_server() {
 }
 
 STARTED_PIDS=()
+# make_work_dir NAME: a fresh WORK=/tmp/portico-bench-NAME.XXXXXX, removed at exit (kept
+# with KEEP_TMP=1) after every server this script started is stopped.
+make_work_dir() {
+    WORK=$(mktemp -d "/tmp/portico-bench-$1.XXXXXX")
+    trap bench_cleanup EXIT
+    trap 'exit 130' INT TERM
+}
+bench_cleanup() {
+    stop_all_started
+    if [ "${KEEP_TMP:-0}" = 1 ]; then note "kept $WORK"; else rm -rf "$WORK"; fi
+}
+
+# make_ecdsa_cert DIR: a self-signed P-256 certificate for localhost, DIR/ecdsa.{crt,key}.
+make_ecdsa_cert() {
+    openssl req -x509 -nodes -days 2 -newkey ec -pkeyopt ec_paramgen_curve:P-256 \
+        -subj /CN=localhost -keyout "$1/ecdsa.key" -out "$1/ecdsa.crt" 2>/dev/null
+}
+
 stop_all_started() {
     local pid
     for pid in "${STARTED_PIDS[@]+"${STARTED_PIDS[@]}"}"; do
