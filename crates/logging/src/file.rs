@@ -6,6 +6,8 @@ use std::os::fd::AsFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::RwLock;
+use std::sync::atomic::{AtomicI32, AtomicI64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 /// An append-only log file. Writers take a shared lock for the length of one `write(2)`;
 /// [`LogFile::reopen`] takes it exclusively for the moment it swaps the descriptor, so a line
@@ -14,6 +16,30 @@ use std::sync::RwLock;
 pub struct LogFile {
     target: Target,
     file: RwLock<File>,
+    health: Health,
+}
+
+/// What went wrong with a file's writes, for whoever can report it (the log writer thread
+/// cannot: it knows no request and no error log). nginx reports a failed access-log write
+/// at `alert` at most once a minute per file, and writes nothing to a log for the rest of
+/// the second in which its disk was found full.
+#[derive(Debug, Default)]
+struct Health {
+    /// The errno of the last failed write not yet taken, or 0.
+    failed: AtomicI32,
+    /// The second (Unix time) of the last write that found the disk full, or 0.
+    full_at: AtomicI64,
+    /// The second of the last failure reported.
+    reported_at: AtomicI64,
+}
+
+/// A failed log write is reported at most once in this many seconds per file.
+pub const FAILURE_REPORT_INTERVAL: i64 = 60;
+
+fn unix_seconds() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| since.as_secs() as i64)
 }
 
 #[derive(Debug, Clone)]
@@ -29,6 +55,7 @@ impl LogFile {
         Ok(LogFile {
             target: Target::Path(path.to_owned()),
             file: RwLock::new(file),
+            health: Health::default(),
         })
     }
 
@@ -39,6 +66,7 @@ impl LogFile {
         Ok(LogFile {
             target: Target::Stderr,
             file: RwLock::new(file),
+            health: Health::default(),
         })
     }
 
@@ -51,13 +79,45 @@ impl LogFile {
     }
 
     /// Appends `bytes` in as few `write(2)` calls as the kernel allows. With `O_APPEND`, a
-    /// line written in one call is never interleaved with another thread's line.
+    /// line written in one call is never interleaved with another thread's line. A failure
+    /// is also kept for [`LogFile::take_failure`].
     pub fn write_all(&self, bytes: &[u8]) -> io::Result<()> {
         let file = self
             .file
             .read()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        (&*file).write_all(bytes)
+        let result = (&*file).write_all(bytes);
+        if let Err(error) = &result {
+            let errno = error.raw_os_error().unwrap_or(libc::EIO);
+            if errno == libc::ENOSPC {
+                self.health.full_at.store(unix_seconds(), Ordering::Relaxed);
+            }
+            self.health.failed.store(errno, Ordering::Relaxed);
+        }
+        result
+    }
+
+    /// Whether lines for this file are to be dropped now: its disk was found full during
+    /// the current second (nginx's pause, which spares a full disk a write per request).
+    pub fn paused(&self) -> bool {
+        let full_at = self.health.full_at.load(Ordering::Relaxed);
+        full_at != 0 && full_at == unix_seconds()
+    }
+
+    /// The last write failure not taken yet, if one is to be reported now (at `now`, Unix
+    /// seconds): at most one per [`FAILURE_REPORT_INTERVAL`] per file; failures in between
+    /// are dropped, as nginx drops them. One atomic load when nothing failed.
+    pub fn take_failure(&self, now: i64) -> Option<io::Error> {
+        if self.health.failed.load(Ordering::Relaxed) == 0 {
+            return None;
+        }
+        let errno = self.health.failed.swap(0, Ordering::Relaxed);
+        let reported_at = self.health.reported_at.load(Ordering::Relaxed);
+        if errno == 0 || (reported_at != 0 && now - reported_at < FAILURE_REPORT_INTERVAL) {
+            return None;
+        }
+        self.health.reported_at.store(now, Ordering::Relaxed);
+        Some(io::Error::from_raw_os_error(errno))
     }
 
     /// Adds `bytes` to the file: queued for the log writer thread once it runs (in the
@@ -130,6 +190,29 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "three\n");
         assert_eq!(log.path(), Some(path.as_path()));
         std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    /// A write to a full disk (`/dev/full`) pauses the file for the second and is reported
+    /// once, then not again within the interval.
+    #[test]
+    fn a_full_disk_pauses_the_file_and_is_reported_once_a_minute() {
+        let log = LogFile::open(Path::new("/dev/full")).unwrap();
+        assert!(!log.paused());
+        assert!(log.take_failure(1_000).is_none());
+        let error = log.write_all(b"line\n").unwrap_err();
+        assert_eq!(error.raw_os_error(), Some(libc::ENOSPC));
+        assert!(log.paused(), "lines are dropped for the rest of the second");
+        let now = unix_seconds();
+        let reported = log.take_failure(now).expect("the failure is reported");
+        assert_eq!(reported.raw_os_error(), Some(libc::ENOSPC));
+        assert!(log.take_failure(now).is_none(), "taken once");
+        log.write_all(b"again\n").unwrap_err();
+        assert!(
+            log.take_failure(now + FAILURE_REPORT_INTERVAL - 1)
+                .is_none()
+        );
+        log.write_all(b"later\n").unwrap_err();
+        assert!(log.take_failure(now + FAILURE_REPORT_INTERVAL).is_some());
     }
 
     #[test]

@@ -30,6 +30,11 @@ pub fn log(
     let LogBuffers { line, scratch, .. } = buffers;
     let (mut line, mut scratch) = (std::mem::take(line), std::mem::take(scratch));
     for target in targets {
+        if let LogPath::File(file) = &target.path
+            && file.paused()
+        {
+            continue;
+        }
         if let Some(condition) = &target.condition {
             scratch.clear();
             condition.evaluate(&mut ConditionEvaluator(variables), &mut scratch);

@@ -385,6 +385,43 @@ pub(crate) fn log_request_info(
     for line in deferred {
         write_path_line(worker, connection, location, line);
     }
+    report_log_failures(location, targets, connection.id, &now.wall);
+}
+
+/// A failed write of an access-log file (found by the log writer, which knows no request)
+/// is reported through this request's error log, at `alert` and at most once a minute per
+/// file, in nginx's words: `write() to "/var/log/access.log" failed (28: No space left on
+/// device)`. One atomic load per file when nothing failed.
+fn report_log_failures(
+    location: &Location,
+    targets: &[crate::log::AccessLogTarget],
+    connection: u64,
+    now: &logging::time::Timestamp,
+) {
+    for target in targets {
+        let crate::log::LogPath::File(file) = &target.path else {
+            continue;
+        };
+        let Some(error) = file.take_failure(now.unix_seconds) else {
+            continue;
+        };
+        let error_log = &location.settings.core.error_log;
+        if error_log.enabled(logging::Level::Alert) {
+            let name = file
+                .path()
+                .map_or_else(|| "stderr".into(), |path| path.display().to_string());
+            error_log.write(
+                logging::Level::Alert,
+                now,
+                Some(connection),
+                format_args!(
+                    "write() to \"{name}\" failed ({})",
+                    crate::proxy::failure::errno_text(&error)
+                ),
+                None,
+            );
+        }
+    }
 }
 
 /// A line for a log whose path has variables: appended on the `default` pool (the file

@@ -381,3 +381,33 @@ fn a_log_file_that_blocks_does_not_hold_the_workers() {
     drop(reader);
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// An access log on a full disk (`/dev/full`): requests are still answered, and the failure
+/// is reported once, at `alert`, in nginx's words, not once per line.
+#[test]
+fn a_full_disk_is_reported_once_not_per_line() {
+    let mut server = Instance::http(
+        "server {
+             listen 127.0.0.1:8080;
+             access_log /dev/full;
+             location / { return 200 ok; }
+         }",
+    );
+    server.expect_log("[alert]");
+    let started = Instant::now();
+    let mut requests = 0;
+    // Across more than one second: lines of the second in which the disk was found full are
+    // dropped; the later ones fail again and are not reported again within the minute.
+    while requests < 4 || started.elapsed() < Duration::from_millis(1500) {
+        let response =
+            server.request("GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+        assert_eq!(response.status, 200);
+        requests += 1;
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let needle = r#"write() to "/dev/full" failed (28: No space left on device)"#;
+    let line = server.wait_for_line("logs/error.log", needle);
+    assert!(line.contains("[alert]"), "{line}");
+    let reports = server.error_log().matches(needle).count();
+    assert_eq!(reports, 1, "{}", server.error_log());
+}
