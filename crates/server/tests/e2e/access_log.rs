@@ -319,27 +319,7 @@ fn open_log_file_cache_keeps_descriptors_of_paths_used_often() {
 /// full, and every line arrives, in order, once the reader reads.
 #[test]
 fn a_log_file_that_blocks_does_not_hold_the_workers() {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-
-    let dir = std::env::temp_dir().join(format!("portico-e2e-fifo-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let fifo = dir.join("access.fifo");
-    rustix::fs::mknodat(
-        rustix::fs::CWD,
-        &fifo,
-        rustix::fs::FileType::Fifo,
-        rustix::fs::Mode::from_raw_mode(0o600),
-        0,
-    )
-    .unwrap();
-    // Opened first: the server's open of a pipe for writing waits for a reader.
-    let mut reader = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(&fifo)
-        .unwrap();
+    let (dir, fifo, mut reader) = fifo("blocks");
     let server = Instance::http(&format!(
         "log_format uri '$uri';
          server {{
@@ -359,19 +339,7 @@ fn a_log_file_that_blocks_does_not_hold_the_workers() {
         ));
         assert_eq!(response.status, 200, "request {number}");
     }
-    let mut logged = Vec::new();
-    let mut chunk = vec![0u8; 65536];
-    let deadline = Instant::now() + PATIENCE;
-    while logged.iter().filter(|&&byte| byte == b'\n').count() < 48 && Instant::now() < deadline {
-        match reader.read(&mut chunk) {
-            Ok(read) => logged.extend_from_slice(&chunk[..read]),
-            Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            Err(error) => panic!("{error}"),
-        }
-    }
-    let text = String::from_utf8(logged).unwrap();
+    let text = read_lines(&mut reader, 48);
     let numbers: Vec<usize> = text
         .lines()
         .map(|line| line[1..].split('/').next().unwrap().parse().unwrap())
@@ -410,4 +378,123 @@ fn a_full_disk_is_reported_once_not_per_line() {
     assert!(line.contains("[alert]"), "{line}");
     let reports = server.error_log().matches(needle).count();
     assert_eq!(reports, 1, "{}", server.error_log());
+}
+
+/// A pipe in a fresh directory, and its reader (opened first: the server's open of a pipe
+/// for writing waits for a reader).
+fn fifo(name: &str) -> (std::path::PathBuf, std::path::PathBuf, std::fs::File) {
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = std::env::temp_dir().join(format!("portico-e2e-fifo-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let fifo = dir.join("access.fifo");
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        &fifo,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .unwrap();
+    let reader = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(&fifo)
+        .unwrap();
+    (dir, fifo, reader)
+}
+
+/// Reads the pipe until it has given `lines` lines (or [`PATIENCE`] has passed).
+fn read_lines(reader: &mut std::fs::File, lines: usize) -> String {
+    use std::io::Read;
+    let mut logged = Vec::new();
+    let mut chunk = vec![0u8; 65536];
+    let deadline = Instant::now() + PATIENCE;
+    while logged.iter().filter(|&&byte| byte == b'\n').count() < lines && Instant::now() < deadline
+    {
+        match reader.read(&mut chunk) {
+            Ok(read) => logged.extend_from_slice(&chunk[..read]),
+            Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(error) => panic!("{error}"),
+        }
+    }
+    String::from_utf8(logged).unwrap()
+}
+
+/// An HTTP/2 connection, like an HTTP/1 one, is closed only once its requests' log lines
+/// are written: with the log's pipe full, a client that half-closes after its answer does
+/// not see the close until the pipe is read.
+#[test]
+fn an_http2_connection_closes_after_its_log_lines_are_written() {
+    use std::io::{Read, Write};
+    let (dir, fifo, mut reader) = fifo("h2-close");
+    let server = Instance::http(&format!(
+        "log_format uri '$uri';
+         server {{
+             listen 127.0.0.1:8080;
+             http2 on;
+             access_log {} uri;
+             location / {{ return 200 ok; }}
+         }}",
+        fifo.display()
+    ));
+    // 20 lines of 4 KB over HTTP/1: more than the pipe holds, so the log writer waits.
+    let long = "x".repeat(4000);
+    let mut filler = server.connect();
+    for number in 0..20 {
+        let response = filler.request(format!(
+            "GET /{number}/{long} HTTP/1.1\r\nHost: localhost\r\n\r\n"
+        ));
+        assert_eq!(response.status, 200);
+    }
+    let mut socket = std::net::TcpStream::connect(("127.0.0.1", server.port())).unwrap();
+    socket
+        .write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+        .unwrap();
+    socket.write_all(&[0, 0, 0, 4, 0, 0, 0, 0, 0]).unwrap();
+    // HEADERS, stream 1, END_STREAM | END_HEADERS: GET, /, http, :authority localhost.
+    let mut headers = vec![0x82, 0x84, 0x86, 0x41, 9];
+    headers.extend_from_slice(b"localhost");
+    let mut frame = vec![0, 0, headers.len() as u8, 1, 5, 0, 0, 0, 1];
+    frame.extend_from_slice(&headers);
+    socket.write_all(&frame).unwrap();
+    socket.set_read_timeout(Some(PATIENCE)).unwrap();
+    // Frames until stream 1 ends (HEADERS or DATA with END_STREAM).
+    loop {
+        let mut head = [0u8; 9];
+        socket.read_exact(&mut head).unwrap();
+        let length = usize::from(head[0]) << 16 | usize::from(head[1]) << 8 | usize::from(head[2]);
+        let mut payload = vec![0; length];
+        socket.read_exact(&mut payload).unwrap();
+        let stream = u32::from_be_bytes([head[5] & 0x7f, head[6], head[7], head[8]]);
+        if stream == 1 && head[3] <= 1 && head[4] & 1 == 1 {
+            break;
+        }
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    socket.shutdown(std::net::Shutdown::Write).unwrap();
+    socket
+        .set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
+    let mut rest = [0u8; 4096];
+    let early = socket.read(&mut rest);
+    assert!(
+        matches!(&early, Err(error) if error.kind() == std::io::ErrorKind::WouldBlock),
+        "the connection closed before its line was written: {early:?}"
+    );
+    let text = read_lines(&mut reader, 21);
+    assert_eq!(text.lines().last(), Some("/"), "{text}");
+    socket.set_read_timeout(Some(PATIENCE)).unwrap();
+    loop {
+        match socket.read(&mut rest) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(error) => panic!("the connection did not close once its line was written: {error}"),
+        }
+    }
+    drop(server);
+    drop(reader);
+    let _ = std::fs::remove_dir_all(dir);
 }
