@@ -386,7 +386,7 @@ fn fifo(name: &str) -> (std::path::PathBuf, std::path::PathBuf, std::fs::File) {
     use std::os::unix::fs::OpenOptionsExt;
     let dir = std::env::temp_dir().join(format!("portico-e2e-fifo-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::create_dir_all(&dir).expect("a temporary directory");
     let fifo = dir.join("access.fifo");
     rustix::fs::mknodat(
         rustix::fs::CWD,
@@ -395,12 +395,12 @@ fn fifo(name: &str) -> (std::path::PathBuf, std::path::PathBuf, std::fs::File) {
         rustix::fs::Mode::from_raw_mode(0o600),
         0,
     )
-    .unwrap();
+    .expect("a pipe");
     let reader = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK)
         .open(&fifo)
-        .unwrap();
+        .expect("the pipe opens for reading");
     (dir, fifo, reader)
 }
 
@@ -420,7 +420,7 @@ fn read_lines(reader: &mut std::fs::File, lines: usize) -> String {
             Err(error) => panic!("{error}"),
         }
     }
-    String::from_utf8(logged).unwrap()
+    String::from_utf8(logged).expect("lines in UTF-8")
 }
 
 /// An HTTP/2 connection, like an HTTP/1 one, is closed only once its requests' log lines
