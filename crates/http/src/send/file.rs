@@ -376,6 +376,12 @@ async fn send_with_reads(
     let mut buffer = Vec::new();
     let mut turn = Turn::new();
     let mut cache_first = CacheFirst::for_body(context);
+    if cache_first == CacheFirst::Yes
+        && matches!(file.io, FileIo::Pool(_))
+        && cache_state_visible(&file.file)
+    {
+        cache_first = CacheFirst::Asked;
+    }
     while offset < end {
         let allowed = output.allowance().await?;
         let overhead = (head.len() + framing_bytes) as u64;
@@ -413,9 +419,15 @@ async fn send_with_reads(
 /// the worker, whose page allocations may reclaim memory synchronously when the memory
 /// cgroup is full (seen in `bench/threadpool.sh` as loop stalls of 100 to 180 ms, the
 /// worker in `try_to_free_mem_cgroup_pages` under `preadv2`).
+///
+/// Where the worker can see the file's page-cache state (a file it owns, such as a cache
+/// file it wrote), a large body's pieces are asked about first ([`all_cached`]): a piece
+/// not all cached goes to the pool without the worker touching it, and the next piece is
+/// asked again ([`CacheFirst::Asked`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum CacheFirst {
     Yes,
+    Asked,
     No,
 }
 
@@ -500,7 +512,12 @@ async fn read_piece(
         FileIo::Pool(pool) => pool,
     };
     let mut done = 0;
-    if *cache_first == CacheFirst::Yes && !direct {
+    let try_cache = match *cache_first {
+        CacheFirst::Yes => true,
+        CacheFirst::Asked => all_cached(&file.file, offset, wanted as u64),
+        CacheFirst::No => false,
+    };
+    if try_cache && !direct {
         let got = read_nowait(&file.file, offset, &mut buffer[data_start..])?;
         match got.end {
             NowaitEnd::Complete => return Ok((buffer, 0)),
@@ -510,7 +527,9 @@ async fn read_piece(
             NowaitEnd::WouldBlock | NowaitEnd::Unsupported => done = got.filled,
         }
     }
-    *cache_first = CacheFirst::No;
+    if *cache_first == CacheFirst::Yes {
+        *cache_first = CacheFirst::No;
+    }
     let handle = Arc::clone(&file.file);
     let (buffer, filled) = offload_to(pool, move || {
         let start = data_start + done;

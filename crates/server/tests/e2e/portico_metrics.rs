@@ -502,6 +502,60 @@ fn file_bytes_are_counted_by_who_moved_them() {
     assert_eq!(moved("/off/data.bin", "aio_off"), 100_000.0);
 }
 
+/// `sendfile off` under `aio threads`, on a file whose page-cache state the worker can see
+/// (one it could write): each piece is asked about, so a piece not cached goes to the pool
+/// and the next cached one is still read on the worker. Pieces 0 and 2 of four are cached.
+#[test]
+fn the_pieces_of_a_visible_file_are_asked_about_one_by_one() {
+    use std::os::unix::fs::{FileExt, PermissionsExt};
+    const PIECE: usize = 64 * 1024;
+    let server = Instance::http_builder(
+        "server {
+            listen 127.0.0.1:8080;
+            location / { root html; aio threads; sendfile off; output_buffers 1 64k; }
+            location = /metrics { portico_metrics; }
+        }",
+    )
+    .file("html/striped.bin", vec![5u8; 4 * PIECE])
+    .start();
+    let path = server.prefix().join("html/striped.bin");
+    // Writable by the workers' user (`nobody` under root), so mincore answers them.
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let file = std::fs::File::open(&path).unwrap();
+    file.sync_all().unwrap();
+    rustix::fs::fadvise(&file, 0, None, rustix::fs::Advice::DontNeed).unwrap();
+    // No readahead on this descriptor: only the pieces read come into page cache.
+    rustix::fs::fadvise(&file, 0, None, rustix::fs::Advice::Random).unwrap();
+    let mut piece = vec![0u8; PIECE];
+    for index in [0, 2] {
+        file.read_exact_at(&mut piece, (index * PIECE) as u64)
+            .unwrap();
+    }
+    let cached: Vec<bool> = (0..4)
+        .map(|index| {
+            runtime::sys::linux::range_in_core(&file, (index * PIECE) as u64, PIECE as u64)
+                .unwrap_or(false)
+        })
+        .collect();
+    if cached != [true, false, true, false] {
+        eprintln!("skipped: page cache does not keep the stripes here (tmpfs?): {cached:?}");
+        return;
+    }
+    let route = |route: &str| {
+        format!("portico_worker_file_body_bytes_total{{worker=\"0\",route=\"{route}\"}}")
+    };
+    let before = scrape(&server);
+    assert_eq!(server.get("/striped.bin").body.len(), 4 * PIECE);
+    let after = scrape(&server);
+    let moved = |which: &str| value(&after, &route(which)) - value(&before, &route(which));
+    let (worker, pool) = (moved("cached_on_worker"), moved("pool"));
+    assert_eq!(worker + pool, (4 * PIECE) as f64);
+    // Readahead by the pool's reads may cache piece 3 before it is asked about; the two
+    // cached pieces are read on the worker whatever happens to the others.
+    assert!(worker >= (2 * PIECE) as f64, "worker {worker}, pool {pool}");
+    assert!(pool >= PIECE as f64, "worker {worker}, pool {pool}");
+}
+
 /// A cache zone's responses by `$upstream_cache_status`, in the metrics and the API.
 #[test]
 fn cache_zones_count_responses_by_status() {
