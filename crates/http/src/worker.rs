@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use logging::ErrorLog;
 use runtime::{Clock, Phase, Stream};
-use threadpool::{ThreadPool, ThreadPools};
+use threadpool::{TaskKind, ThreadPool, ThreadPools};
 use tokio::sync::watch;
 
 use crate::conf::{AddressConf, HttpConf};
@@ -312,9 +312,10 @@ impl HttpWorker {
     /// with the error-log line nginx writes when it cannot post a thread task.
     pub(crate) async fn offload<T: Send + 'static>(
         &self,
+        kind: TaskKind,
         work: impl FnOnce() -> T + Send + 'static,
     ) -> Result<T, crate::file::FileError> {
-        offload_to(self.pools.default_pool(), work).await
+        offload_to(self.pools.default_pool(), kind, work).await
     }
 
     /// Records a file operation that ran on this worker (`aio off`) and took `took`, for
@@ -418,9 +419,10 @@ impl HttpWorker {
 /// Runs `work` on `pool` and waits for its result on this worker.
 pub(crate) async fn offload_to<T: Send + 'static>(
     pool: &ThreadPool,
+    kind: TaskKind,
     work: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, crate::file::FileError> {
-    match pool.submit(work) {
+    match pool.submit_as(kind, work) {
         Ok(completion) => completion.await.map_err(|_| crate::file::FileError {
             status: 500,
             level: logging::Level::Alert,

@@ -94,6 +94,13 @@ pub struct WorkerStats {
     pub file_bytes_cached_on_worker: Counter,
     pub file_bytes_on_pool: Counter,
     pub file_bytes_aio_off: Counter,
+    /// Residency answers the worker got under `aio threads`: `mincore` hints that found a
+    /// piece all cached or not, and reads that may not wait (`RWF_NOWAIT`) that got every
+    /// byte asked for or came back short.
+    pub hints_cached: Counter,
+    pub hints_not_cached: Counter,
+    pub nowait_reads_cached: Counter,
+    pub nowait_reads_short: Counter,
     /// `status_zone` counters by zone number ([`Registry::zone`]); empty in a slot made
     /// outside a registry.
     pub zones: Vec<crate::zones::ZoneStats>,
@@ -137,6 +144,10 @@ impl WorkerStats {
             file_bytes_cached_on_worker: self.file_bytes_cached_on_worker.get(),
             file_bytes_on_pool: self.file_bytes_on_pool.get(),
             file_bytes_aio_off: self.file_bytes_aio_off.get(),
+            hints_cached: self.hints_cached.get(),
+            hints_not_cached: self.hints_not_cached.get(),
+            nowait_reads_cached: self.nowait_reads_cached.get(),
+            nowait_reads_short: self.nowait_reads_short.get(),
         }
     }
 }
@@ -162,6 +173,10 @@ pub struct WorkerSnapshot {
     pub file_bytes_cached_on_worker: u64,
     pub file_bytes_on_pool: u64,
     pub file_bytes_aio_off: u64,
+    pub hints_cached: u64,
+    pub hints_not_cached: u64,
+    pub nowait_reads_cached: u64,
+    pub nowait_reads_short: u64,
 }
 
 impl WorkerSnapshot {
@@ -187,6 +202,10 @@ impl WorkerSnapshot {
         self.file_bytes_cached_on_worker += other.file_bytes_cached_on_worker;
         self.file_bytes_on_pool += other.file_bytes_on_pool;
         self.file_bytes_aio_off += other.file_bytes_aio_off;
+        self.hints_cached += other.hints_cached;
+        self.hints_not_cached += other.hints_not_cached;
+        self.nowait_reads_cached += other.nowait_reads_cached;
+        self.nowait_reads_short += other.nowait_reads_short;
     }
 
     /// The counts that only go up: what a retired worker leaves behind. Its levels

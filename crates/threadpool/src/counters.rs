@@ -12,6 +12,45 @@ pub const TASK_BUCKETS_MICROSECONDS: [u64; 10] = [
 /// Counts by bucket of [`TASK_BUCKETS_MICROSECONDS`] (not cumulative), then beyond.
 pub type TaskBuckets = [u64; 11];
 
+/// What a task does, for the count of tasks by kind: which of a worker's blocking calls
+/// a pool is busy with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TaskKind {
+    /// Opening or examining files and directories: `open`, `stat`, `realpath`, listings.
+    Open,
+    /// Reading file data into memory.
+    Read,
+    /// `sendfile` from a file to a client's socket.
+    Sendfile,
+    /// Writing files: request and response bodies to temporary files, cache entries, logs
+    /// whose paths have variables.
+    Write,
+    /// Everything else: renames and unlinks, renders of the metrics, password hashes,
+    /// certificate loads.
+    Other,
+}
+
+impl TaskKind {
+    pub const ALL: [TaskKind; 5] = [
+        TaskKind::Open,
+        TaskKind::Read,
+        TaskKind::Sendfile,
+        TaskKind::Write,
+        TaskKind::Other,
+    ];
+
+    /// The kind's label in the metrics.
+    pub fn name(self) -> &'static str {
+        match self {
+            TaskKind::Open => "open",
+            TaskKind::Read => "read",
+            TaskKind::Sendfile => "sendfile",
+            TaskKind::Write => "write",
+            TaskKind::Other => "other",
+        }
+    }
+}
+
 /// Counters updated by submitters and pool threads. Relaxed atomics: they are statistics,
 /// read for status pages, never used to make decisions.
 #[derive(Debug, Default)]
@@ -25,6 +64,7 @@ pub struct Counters {
     run_microseconds: AtomicU64,
     wait_buckets: [AtomicU64; 11],
     run_buckets: [AtomicU64; 11],
+    by_kind: [AtomicU64; 5],
 }
 
 /// A point-in-time copy of [`Counters`].
@@ -47,6 +87,8 @@ pub struct CountersSnapshot {
     /// Started tasks by time spent in the queue, and finished ones by time spent running.
     pub wait_buckets: TaskBuckets,
     pub run_buckets: TaskBuckets,
+    /// Finished tasks by [`TaskKind`], in the order of [`TaskKind::ALL`].
+    pub by_kind: [u64; 5],
 }
 
 impl Counters {
@@ -67,9 +109,10 @@ impl Counters {
         self.wait_buckets[bucket(micros(waited))].fetch_add(1, Ordering::Relaxed);
     }
 
-    pub(crate) fn task_finished(&self, ran: Duration) {
+    pub(crate) fn task_finished(&self, kind: TaskKind, ran: Duration) {
         self.running.fetch_sub(1, Ordering::Relaxed);
         self.completed.fetch_add(1, Ordering::Relaxed);
+        self.by_kind[kind as usize].fetch_add(1, Ordering::Relaxed);
         self.run_microseconds
             .fetch_add(micros(ran), Ordering::Relaxed);
         self.run_buckets[bucket(micros(ran))].fetch_add(1, Ordering::Relaxed);
@@ -90,6 +133,7 @@ impl Counters {
             run_buckets: std::array::from_fn(|index| {
                 self.run_buckets[index].load(Ordering::Relaxed)
             }),
+            by_kind: std::array::from_fn(|index| self.by_kind[index].load(Ordering::Relaxed)),
         }
     }
 }

@@ -14,6 +14,6 @@ mod counters;
 mod pool;
 mod set;
 
-pub use counters::{Counters, CountersSnapshot, TASK_BUCKETS_MICROSECONDS, TaskBuckets};
+pub use counters::{Counters, CountersSnapshot, TASK_BUCKETS_MICROSECONDS, TaskBuckets, TaskKind};
 pub use pool::{Completion, PoolSettings, QueueOverflow, TaskLost, ThreadPool, ThreadStart};
 pub use set::ThreadPools;

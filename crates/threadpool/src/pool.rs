@@ -13,7 +13,7 @@ use std::time::Instant;
 
 use tokio::sync::oneshot;
 
-use crate::counters::{Counters, CountersSnapshot};
+use crate::counters::{Counters, CountersSnapshot, TaskKind};
 
 /// What `thread_pool NAME threads=N max_queue=M` says.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -58,6 +58,7 @@ type Job = Box<dyn FnOnce() + Send + 'static>;
 struct Queued {
     job: Job,
     since: Instant,
+    kind: TaskKind,
 }
 
 struct State {
@@ -184,8 +185,18 @@ impl ThreadPool {
     }
 
     /// Queues `work` and returns a future of its result. Never blocks: when `max_queue`
-    /// tasks are already waiting, the task is refused and nothing runs.
+    /// tasks are already waiting, the task is refused and nothing runs. Counted as
+    /// [`TaskKind::Other`].
     pub fn submit<T, F>(&self, work: F) -> Result<Completion<T>, QueueOverflow>
+    where
+        T: Send + 'static,
+        F: FnOnce() -> T + Send + 'static,
+    {
+        self.submit_as(TaskKind::Other, work)
+    }
+
+    /// [`ThreadPool::submit`], the task counted as `kind`.
+    pub fn submit_as<T, F>(&self, kind: TaskKind, work: F) -> Result<Completion<T>, QueueOverflow>
     where
         T: Send + 'static,
         F: FnOnce() -> T + Send + 'static,
@@ -210,6 +221,7 @@ impl ThreadPool {
             state.jobs.push_back(Queued {
                 job,
                 since: Instant::now(),
+                kind,
             });
             self.shared.counters.task_queued();
         }
@@ -274,7 +286,9 @@ fn run_thread(shared: &Shared) {
         // A panicking task loses only its own result (the submitter sees TaskLost); the
         // thread lives on to serve the queue.
         let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(queued.job));
-        shared.counters.task_finished(started.elapsed());
+        shared
+            .counters
+            .task_finished(queued.kind, started.elapsed());
     }
 }
 

@@ -58,7 +58,7 @@ pub async fn check(
         FileIo::Worker | FileIo::Missing(_) => worker.pools.default_pool().clone(),
     };
     let (file_path, wanted) = (path.clone(), user.clone());
-    let outcome = crate::worker::offload_to(&pool, move || {
+    let outcome = crate::worker::offload_to(&pool, threadpool::TaskKind::Other, move || {
         let contents = crate::pool_fs::whole_file(&file_path)?;
         Ok::<_, std::io::Error>(
             find_user(&contents, &wanted).map(|hash| password::verify(&password, &hash)),

@@ -261,7 +261,7 @@ async fn run<T: Send + 'static>(
     let lost = || BodyError::Pool {
         name: pool.name().to_owned(),
     };
-    match pool.submit(work) {
+    match pool.submit_as(threadpool::TaskKind::Write, work) {
         Ok(completion) => completion.await.map_err(|_| lost()),
         Err(_) => Err(lost()),
     }

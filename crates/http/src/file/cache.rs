@@ -72,7 +72,9 @@ async fn run<T: Send + 'static>(
     work: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, FileError> {
     match io {
-        FileIo::Pool(pool) => crate::worker::offload_to(pool, work).await,
+        FileIo::Pool(pool) => {
+            crate::worker::offload_to(pool, threadpool::TaskKind::Open, work).await
+        }
         FileIo::Worker | FileIo::Missing(_) => {
             let started = crate::worker::BlockingTimer::start();
             let result = work();

@@ -140,7 +140,9 @@ pub(crate) async fn resolve_realpath_root(
     }
     let path = crate::pool_fs::path_from_bytes(&root);
     let resolved = worker
-        .offload(move || crate::pool_fs::realpath(&path))
+        .offload(threadpool::TaskKind::Open, move || {
+            crate::pool_fs::realpath(&path)
+        })
         .await;
     match resolved {
         Ok(Ok(real)) => {

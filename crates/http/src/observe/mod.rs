@@ -65,7 +65,9 @@ pub(crate) async fn respond<'a>(
             let accept = request.headers(b"accept").next().unwrap_or_default();
             let format = metrics::exposition::Format::from_accept(accept);
             let text = worker
-                .offload(move || prometheus::render(&generation, format))
+                .offload(threadpool::TaskKind::Other, move || {
+                    prometheus::render(&generation, format)
+                })
                 .await;
             text.map(|text| Ok((format.content_type().as_bytes(), text.into_bytes())))
         }
@@ -78,7 +80,9 @@ pub(crate) async fn respond<'a>(
                     .map_or_else(|| "unix:".to_owned(), |local| local.ip().to_string()),
             };
             let json = worker
-                .offload(move || api::render(&generation, &path, &at))
+                .offload(threadpool::TaskKind::Other, move || {
+                    api::render(&generation, &path, &at)
+                })
                 .await;
             json.map(|json| json.map(|json| (&b"application/json"[..], json.into_bytes())))
         }

@@ -207,6 +207,28 @@ fn workers(out: &mut Exposition) {
         }
     }
     out.family(
+        "portico_worker_residency_answers",
+        Kind::Counter,
+        "What the worker learnt of page cache under aio threads before touching a file: \
+         mincore hints on the files whose page-cache state it can see, and reads that may not \
+         wait (RWF_NOWAIT), each cached (every byte there) or not_cached (short).",
+    );
+    for (worker, name) in workers.iter().zip(&names) {
+        for (test, answer, count) in [
+            ("mincore", "cached", worker.hints_cached),
+            ("mincore", "not_cached", worker.hints_not_cached),
+            ("nowait_read", "cached", worker.nowait_reads_cached),
+            ("nowait_read", "not_cached", worker.nowait_reads_short),
+        ] {
+            let labels = [
+                ("worker", name.as_str()),
+                ("test", test),
+                ("answer", answer),
+            ];
+            out.counter(&labels, count as f64);
+        }
+    }
+    out.family(
         "portico_worker_blocking_file_calls",
         Kind::Counter,
         "File calls made on the worker's own thread that may block it (opens, reads and \
@@ -321,6 +343,22 @@ fn thread_pools(out: &mut Exposition, generation: &Generation) {
         out.family(name, Kind::Counter, help);
         for row in &rows {
             out.counter(&[("pool", &row.pool), ("worker", &row.worker)], field(row));
+        }
+    }
+    out.family(
+        "portico_thread_pool_tasks_by_kind",
+        Kind::Counter,
+        "Tasks that ran to their end, by what they did: open (opens, stats, listings), read, \
+         sendfile, write (temporary, cache and log files), other.",
+    );
+    for row in &rows {
+        for kind in threadpool::TaskKind::ALL {
+            let labels = [
+                ("pool", row.pool.as_str()),
+                ("worker", &row.worker),
+                ("kind", kind.name()),
+            ];
+            out.counter(&labels, row.counters.by_kind[kind as usize] as f64);
         }
     }
     let bounds: Vec<f64> = threadpool::TASK_BUCKETS_MICROSECONDS

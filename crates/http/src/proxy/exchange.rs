@@ -289,7 +289,7 @@ async fn send_file_body(
         let handle = std::sync::Arc::clone(&file.file);
         let read = outgoing
             .worker
-            .offload(move || {
+            .offload(threadpool::TaskKind::Read, move || {
                 let mut buffer = vec![0; len];
                 std::os::unix::fs::FileExt::read_exact_at(&*handle, &mut buffer, offset)
                     .map(|()| buffer)

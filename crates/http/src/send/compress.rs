@@ -283,7 +283,7 @@ pub(crate) async fn read(
         Ok::<_, io::Error>(buffer)
     };
     match &file.io {
-        FileIo::Pool(pool) => crate::worker::offload_to(pool, work)
+        FileIo::Pool(pool) => crate::worker::offload_to(pool, threadpool::TaskKind::Read, work)
             .await
             .map_err(|error| io::Error::other(error.message))?,
         FileIo::Worker | FileIo::Missing(_) => {

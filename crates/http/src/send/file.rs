@@ -7,7 +7,7 @@
 use std::io;
 use std::sync::Arc;
 
-use threadpool::ThreadPool;
+use threadpool::{TaskKind, ThreadPool};
 
 use crate::file::io::{
     FileIo, NowaitEnd, PoolSendEnd, all_cached, cache_state_visible, read_direct, read_nowait,
@@ -148,7 +148,7 @@ async fn send_with_sendfile(
                 let len = count.min(copy_max);
                 let cached = route == Route::Copied || timed_hint(context, file, offset, len);
                 let sent = if cached {
-                    copy_cached(output, file, offset, len, &mut copy_buffer).await?
+                    copy_cached(context, output, file, offset, len, &mut copy_buffer).await?
                 } else {
                     None
                 };
@@ -237,6 +237,7 @@ impl Route {
 /// Reads up to `len` bytes at `offset` from page cache without waiting and writes them:
 /// how many went out, or `None` when not even the first page is cached.
 async fn copy_cached(
+    context: &BodyContext<'_>,
     output: &mut Output<'_>,
     file: &FileBody,
     offset: u64,
@@ -245,6 +246,7 @@ async fn copy_cached(
 ) -> io::Result<Option<usize>> {
     buffer.resize(len, 0);
     let got = read_nowait(&file.file, offset, buffer)?;
+    count_nowait(&context.worker.stats, got.end);
     if got.filled == 0 {
         if got.end == NowaitEnd::EndOfFile {
             return Err(truncated(format!(
@@ -265,7 +267,25 @@ fn timed_hint(context: &BodyContext<'_>, file: &FileBody, offset: u64, len: usiz
     context.worker.note_blocking(started.elapsed(), || {
         format!("mincore() of \"{}\"", file.path.display())
     });
+    count_hint(&context.worker.stats, cached);
     cached
+}
+
+/// Counts a `mincore` hint's answer (the metrics' residency answers).
+fn count_hint(stats: &metrics::WorkerStats, cached: bool) {
+    if cached {
+        stats.hints_cached.add(1);
+    } else {
+        stats.hints_not_cached.add(1);
+    }
+}
+
+/// Counts how a read that may not wait ended: with every byte (or the file's end), or short.
+fn count_nowait(stats: &metrics::WorkerStats, end: NowaitEnd) {
+    match end {
+        NowaitEnd::Complete | NowaitEnd::EndOfFile => stats.nowait_reads_cached.add(1),
+        NowaitEnd::WouldBlock | NowaitEnd::Unsupported => stats.nowait_reads_short.add(1),
+    }
 }
 
 /// One piece sent by `sendfile` on a pool thread, through a duplicate of the client's
@@ -284,7 +304,7 @@ async fn sendfile_on_pool(
         wait_writable(output).await?;
         let socket = stream.duplicate()?;
         let handle = Arc::clone(&file.file);
-        let result = offload_to(pool, move || {
+        let result = offload_to(pool, TaskKind::Sendfile, move || {
             sendfile_from_pool(&socket, &handle, offset, count)
         })
         .await
@@ -455,6 +475,7 @@ pub(super) async fn read_file(
     let statics = &context.location.settings.static_files;
     let started = crate::worker::BlockingTimer::start();
     let (buffer, on_pool) = read_piece(
+        &context.worker.stats,
         file,
         cache_first,
         statics.directio_alignment,
@@ -488,6 +509,7 @@ pub(super) async fn read_file(
 /// pool. A file shorter than promised (truncated while being sent) is an error: the
 /// promised length cannot be met. With the buffer comes how many bytes the pool read.
 async fn read_piece(
+    stats: &metrics::WorkerStats,
     file: &FileBody,
     cache_first: &mut CacheFirst,
     alignment: u64,
@@ -514,11 +536,16 @@ async fn read_piece(
     let mut done = 0;
     let try_cache = match *cache_first {
         CacheFirst::Yes => true,
-        CacheFirst::Asked => all_cached(&file.file, offset, wanted as u64),
+        CacheFirst::Asked => {
+            let cached = all_cached(&file.file, offset, wanted as u64);
+            count_hint(stats, cached);
+            cached
+        }
         CacheFirst::No => false,
     };
     if try_cache && !direct {
         let got = read_nowait(&file.file, offset, &mut buffer[data_start..])?;
+        count_nowait(stats, got.end);
         match got.end {
             NowaitEnd::Complete => return Ok((buffer, 0)),
             NowaitEnd::EndOfFile => {
@@ -531,7 +558,7 @@ async fn read_piece(
         *cache_first = CacheFirst::No;
     }
     let handle = Arc::clone(&file.file);
-    let (buffer, filled) = offload_to(pool, move || {
+    let (buffer, filled) = offload_to(pool, TaskKind::Read, move || {
         let start = data_start + done;
         let filled = read(&handle, offset + done as u64, &mut buffer[start..]);
         (buffer, filled)

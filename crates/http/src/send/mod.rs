@@ -454,7 +454,7 @@ fn write_path_line(
             Some(cache) => lock_files(&generation).use_path(cache, &path, Instant::now()),
             None => PathUse::Open { keep: false },
         };
-        let result = crate::worker::offload_to(&pool, move || {
+        let result = crate::worker::offload_to(&pool, threadpool::TaskKind::Write, move || {
             use std::io::Write;
             match path_use {
                 PathUse::Kept(file) => (&*file).write_all(&line.line).map(|()| None),

@@ -549,7 +549,7 @@ impl Spool<'_> {
         let file = std::sync::Arc::clone(&spill.file);
         let offset = spill.written;
         let owned = bytes.to_vec();
-        run_on(&spill.pool, move || {
+        run_on(&spill.pool, threadpool::TaskKind::Write, move || {
             std::os::unix::fs::FileExt::write_all_at(&*file, &owned, offset)
         })
         .await
@@ -576,7 +576,7 @@ impl Spool<'_> {
         };
         let file = std::sync::Arc::clone(&spill.file);
         let offset = spill.read;
-        let bytes = run_on(&spill.pool, move || {
+        let bytes = run_on(&spill.pool, threadpool::TaskKind::Read, move || {
             let mut buffer = vec![0u8; len];
             std::os::unix::fs::FileExt::read_exact_at(&*file, &mut buffer, offset).map(|()| buffer)
         })
@@ -603,10 +603,12 @@ async fn open_spill(context: &BodyContext<'_>, request: &Request<'_>) -> io::Res
         crate::body::temp::temp_file_path(&context.location.settings.proxy.proxy_temp_path, number);
     let pool = worker.pools.default_pool().clone();
     let target = path.clone();
-    let file = run_on(&pool, move || crate::body::temp::create(&target))
-        .await
-        .and_then(|result| result)
-        .map_err(|error| temp_failure(context, request, "open()", &path, error))?;
+    let file = run_on(&pool, threadpool::TaskKind::Write, move || {
+        crate::body::temp::create(&target)
+    })
+    .await
+    .and_then(|result| result)
+    .map_err(|error| temp_failure(context, request, "open()", &path, error))?;
     Ok(Spill {
         file: std::sync::Arc::new(file),
         path,
@@ -619,9 +621,10 @@ async fn open_spill(context: &BodyContext<'_>, request: &Request<'_>) -> io::Res
 /// Runs `work` on `pool`; a refused or lost task is an error.
 async fn run_on<T: Send + 'static>(
     pool: &threadpool::ThreadPool,
+    kind: threadpool::TaskKind,
     work: impl FnOnce() -> T + Send + 'static,
 ) -> io::Result<T> {
-    match pool.submit(work) {
+    match pool.submit_as(kind, work) {
         Ok(completion) => completion.await.map_err(|_| {
             io::Error::other(format!("thread pool \"{}\" task was lost", pool.name()))
         }),

@@ -169,7 +169,9 @@ impl VariableCertificates {
         let ocsp = self.ocsp.clone();
         let wanted = files.clone();
         let loaded = worker
-            .offload(move || load_pairs(&wanted, &passwords, ocsp))
+            .offload(threadpool::TaskKind::Other, move || {
+                load_pairs(&wanted, &passwords, ocsp)
+            })
             .await
             .map_err(|error| (error.level, error.message))?;
         let pairs = loaded.map_err(|error| (logging::Level::Error, error.0))?;

@@ -285,7 +285,9 @@ async fn serve_autoindex<'a>(
         directory.pop();
     }
     let listing = worker
-        .offload(move || autoindex::read_listing(&directory))
+        .offload(threadpool::TaskKind::Open, move || {
+            autoindex::read_listing(&directory)
+        })
         .await?;
     for warning in &listing.warnings {
         log(

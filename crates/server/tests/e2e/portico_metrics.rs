@@ -496,9 +496,18 @@ fn file_bytes_are_counted_by_who_moved_them() {
         assert_eq!(server.get(path).body.len(), 100_000, "{path}");
         value(&scrape(&server), &route(which)) - before
     };
+    let nowait = "portico_worker_residency_answers_total{worker=\"0\",test=\"nowait_read\",\
+                  answer=\"cached\"}";
+    let reads =
+        "portico_thread_pool_tasks_by_kind_total{pool=\"default\",worker=\"0\",kind=\"read\"}";
+    let before = scrape(&server);
     // Just written, so in page cache: the worker reads it without waiting.
     assert_eq!(moved("/threads/data.bin", "cached_on_worker"), 100_000.0);
+    let after = scrape(&server);
+    assert!(value(&after, nowait) > value(&before, nowait), "{after}");
+    assert_eq!(value(&after, reads), value(&before, reads), "{after}");
     assert_eq!(moved("/nowait-off/data.bin", "pool"), 100_000.0);
+    assert!(value(&scrape(&server), reads) > value(&after, reads));
     assert_eq!(moved("/off/data.bin", "aio_off"), 100_000.0);
 }
 
@@ -550,6 +559,14 @@ fn the_pieces_of_a_visible_file_are_asked_about_one_by_one() {
     let moved = |which: &str| value(&after, &route(which)) - value(&before, &route(which));
     let (worker, pool) = (moved("cached_on_worker"), moved("pool"));
     assert_eq!(worker + pool, (4 * PIECE) as f64);
+    let hints = |answer: &str| {
+        let series = format!(
+            "portico_worker_residency_answers_total{{worker=\"0\",test=\"mincore\",answer=\"{answer}\"}}"
+        );
+        value(&after, &series) - value(&before, &series)
+    };
+    assert_eq!(hints("cached") + hints("not_cached"), 4.0, "{after}");
+    assert!(hints("not_cached") >= 1.0, "{after}");
     // Readahead by the pool's reads may cache piece 3 before it is asked about; the two
     // cached pieces are read on the worker whatever happens to the others.
     assert!(worker >= (2 * PIECE) as f64, "worker {worker}, pool {pool}");

@@ -53,6 +53,43 @@ fn results_come_back_to_the_submitter() {
 }
 
 #[test]
+fn tasks_are_counted_by_kind() {
+    let pool = ThreadPool::start(&settings(1, 16), None).unwrap();
+    block_on(async {
+        pool.submit_as(TaskKind::Read, || ())
+            .unwrap()
+            .await
+            .unwrap();
+        pool.submit_as(TaskKind::Read, || ())
+            .unwrap()
+            .await
+            .unwrap();
+        pool.submit_as(TaskKind::Sendfile, || ())
+            .unwrap()
+            .await
+            .unwrap();
+        pool.submit(|| ()).unwrap().await.unwrap();
+    });
+    pool.shutdown();
+    let counts = pool.counters();
+    let by_name: Vec<(&str, u64)> = TaskKind::ALL
+        .iter()
+        .map(|kind| (kind.name(), counts.by_kind[*kind as usize]))
+        .collect();
+    assert_eq!(
+        by_name,
+        [
+            ("open", 0),
+            ("read", 2),
+            ("sendfile", 1),
+            ("write", 0),
+            ("other", 1)
+        ]
+    );
+    assert_eq!(counts.by_kind.iter().sum::<u64>(), counts.completed);
+}
+
+#[test]
 fn overflow_refuses_beyond_max_queue() {
     let pool = ThreadPool::start(&settings(1, 2), None).unwrap();
     let releases = occupy(&pool, 1);

@@ -140,7 +140,7 @@ pub(crate) fn persist(rewrite: Rewrite) {
             }
             Ok((file, temp))
         };
-        let Ok(completion) = pool.submit(write) else {
+        let Ok(completion) = pool.submit_as(threadpool::TaskKind::Write, write) else {
             return;
         };
         let Ok(Ok((file, temp))) = completion.await else {

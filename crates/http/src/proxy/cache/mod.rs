@@ -51,8 +51,10 @@ pub(crate) async fn run_read<T: Send + 'static>(
 ) -> Result<T, crate::file::FileError> {
     use crate::file::io::FileIo;
     match io {
-        FileIo::Pool(pool) => crate::worker::offload_to(pool, work).await,
-        FileIo::Missing(_) => worker.offload(work).await,
+        FileIo::Pool(pool) => {
+            crate::worker::offload_to(pool, threadpool::TaskKind::Read, work).await
+        }
+        FileIo::Missing(_) => worker.offload(threadpool::TaskKind::Read, work).await,
         FileIo::Worker => {
             let started = crate::worker::BlockingTimer::start();
             let result = work();
@@ -232,7 +234,7 @@ pub(crate) fn revalidated<'f>(
         crate::file::io::FileIo::Pool(pool) => pool,
         _ => default_pool,
     };
-    let _ = pool.submit(move || {
+    let _ = pool.submit_as(threadpool::TaskKind::Write, move || {
         let _ = cache::store::rewrite_header(&path, uniq, size, &fixed);
     });
 }

@@ -316,7 +316,7 @@ impl CacheWriter {
         call: &str,
         work: impl FnOnce() -> std::io::Result<T> + Send + 'static,
     ) -> Result<T, StoreFailure> {
-        let result = match self.pool.submit(work) {
+        let result = match self.pool.submit_as(threadpool::TaskKind::Write, work) {
             Ok(completion) => completion
                 .await
                 .map_err(|_| std::io::Error::other("thread pool task was lost"))
@@ -466,7 +466,7 @@ impl FileStore {
         call: &str,
         work: impl FnOnce() -> std::io::Result<T> + Send + 'static,
     ) -> Result<T, StoreFailure> {
-        let result = match self.pool.submit(work) {
+        let result = match self.pool.submit_as(threadpool::TaskKind::Write, work) {
             Ok(completion) => completion
                 .await
                 .map_err(|_| std::io::Error::other("thread pool task was lost"))
