@@ -475,6 +475,7 @@ impl<K> Group<K> {
             if state.effective_weight < 0 {
                 state.effective_weight = 0;
             }
+            state.unavailable += u64::from(disabled);
             disabled
         } else {
             if state.accessed < state.checked {

@@ -114,6 +114,14 @@ impl KeepaliveCache {
         self.entries.len()
     }
 
+    /// The idle connections to `peer`, whatever they were opened for.
+    pub fn len_for(&self, peer: Selected) -> usize {
+        self.entries
+            .iter()
+            .filter(|entry| entry.peer == peer)
+            .count()
+    }
+
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }

@@ -99,6 +99,9 @@ pub struct PeerState {
     /// Times the peer was chosen for a try, and tries that failed (for the metrics).
     pub selected: u64,
     pub failures: u64,
+    /// Times the peer's failures reached `max_fails` and it became unavailable for
+    /// `fail_timeout` (NGINX Plus's `unavail`; each is a `temporarily disabled` warning).
+    pub unavailable: u64,
 }
 
 /// Upper bounds of the buckets of a peer's connect-time and header-time histograms, in
@@ -124,6 +127,10 @@ pub struct PeerCounters {
     pub connect_times: std::sync::atomic::AtomicU64,
     pub connect_microseconds: std::sync::atomic::AtomicU64,
     pub connect_buckets: [std::sync::atomic::AtomicU64; 12],
+    /// Bytes written to the peer (requests) and read from it (responses, heads included),
+    /// NGINX Plus's `sent` and `received`.
+    pub sent_bytes: std::sync::atomic::AtomicU64,
+    pub received_bytes: std::sync::atomic::AtomicU64,
 }
 
 impl PeerCounters {
@@ -298,6 +305,15 @@ impl<K> Group<K> {
                 &counters.connect_microseconds,
                 &counters.connect_buckets,
             );
+        }
+    }
+
+    /// Counts bytes written to and read from a peer.
+    pub fn note_bytes(&self, selected: Selected, sent: u64, received: u64) {
+        use std::sync::atomic::Ordering::Relaxed;
+        if let Some(counters) = self.counters(selected) {
+            counters.sent_bytes.fetch_add(sent, Relaxed);
+            counters.received_bytes.fetch_add(received, Relaxed);
         }
     }
 

@@ -167,9 +167,9 @@ fn upstreams(generation: &Generation) -> String {
         let _ = write!(
             peer,
             "{{\"id\":{},\"server\":{},\"name\":{},\"backup\":{},\"weight\":{},\"state\":\"{}\",\
-             \"active\":{},\"requests\":{},\"fails\":{},\"unavail\":0,\"max_fails\":{},\
+             \"active\":{},\"requests\":{},\"fails\":{},\"unavail\":{},\"max_fails\":{},\
              \"fail_timeout\":\"{}s\",\"responses\":{{\"1xx\":{},\"2xx\":{},\"3xx\":{},\"4xx\":{},\
-             \"5xx\":{},\"codes\":{{}},\"total\":{}}},\"header_time\":{},\"sent\":0,\"received\":0,\
+             \"5xx\":{},\"codes\":{{}},\"total\":{}}},\"header_time\":{},\"sent\":{},\"received\":{},\
              \"health_checks\":{{\"checks\":0,\"fails\":0,\"unhealthy\":0}},\"downtime\":0}}",
             peers.len(),
             quote(&row.peer),
@@ -180,6 +180,7 @@ fn upstreams(generation: &Generation) -> String {
             row.active,
             row.selected,
             row.fails,
+            row.unavailable,
             row.max_fails,
             row.fail_timeout_seconds,
             row.responses[0],
@@ -192,6 +193,8 @@ fn upstreams(generation: &Generation) -> String {
                 .checked_div(row.header_times)
                 .unwrap_or(0)
                 / 1000,
+            row.sent_bytes,
+            row.received_bytes,
         );
         peers.push(peer);
     }

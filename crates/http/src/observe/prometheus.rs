@@ -408,6 +408,13 @@ pub(crate) struct PeerRow {
     pub header_buckets: [u64; 12],
     pub connect_buckets: [u64; 12],
     pub connect_microseconds: u64,
+    /// Times it became unavailable (`max_fails` reached).
+    pub unavailable: u64,
+    /// Bytes written to it and read from it.
+    pub sent_bytes: u64,
+    pub received_bytes: u64,
+    /// Idle keep-alive connections to it now.
+    pub idle: usize,
 }
 
 /// The peers of every `upstream` block (groups `proxy_pass` made from an address are left
@@ -421,6 +428,25 @@ pub(crate) fn peer_rows(generation: &Generation) -> Vec<PeerRow> {
         .iter()
         .filter(|group| !group.implicit)
     {
+        // Counted before the state is locked: no lock is held while taking the other.
+        let idle: Vec<usize> = {
+            let cache = group
+                .idle
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            let primary = (0..group.primary.len()).map(|index| crate::upstream::Selected {
+                backup: false,
+                index,
+            });
+            let backup = (0..group.backup.len()).map(|index| crate::upstream::Selected {
+                backup: true,
+                index,
+            });
+            primary
+                .chain(backup)
+                .map(|peer| cache.len_for(peer))
+                .collect()
+        };
         let state = group
             .state
             .lock()
@@ -481,6 +507,11 @@ pub(crate) fn peer_rows(generation: &Generation) -> Vec<PeerRow> {
                 header_buckets,
                 connect_buckets,
                 connect_microseconds,
+                unavailable: peer_state.unavailable,
+                sent_bytes: counters.map_or(0, |counters| counters.sent_bytes.load(Relaxed)),
+                received_bytes: counters
+                    .map_or(0, |counters| counters.received_bytes.load(Relaxed)),
+                idle: idle.get(index).copied().unwrap_or(0),
             });
         }
     }
@@ -623,6 +654,44 @@ fn upstreams(out: &mut Exposition, generation: &Generation) {
         out.counter(
             &[("upstream", &row.upstream), ("peer", &row.peer)],
             row.fails as f64,
+        );
+    }
+    type PeerField = fn(&PeerRow) -> f64;
+    let counters: [(&str, &str, PeerField); 3] = [
+        (
+            "portico_upstream_peer_unavailable",
+            "Times each peer's failures reached max_fails and it was left out for fail_timeout.",
+            |row| row.unavailable as f64,
+        ),
+        (
+            "portico_upstream_peer_sent_bytes",
+            "Bytes written to each peer (requests and their bodies).",
+            |row| row.sent_bytes as f64,
+        ),
+        (
+            "portico_upstream_peer_received_bytes",
+            "Bytes read from each peer (response heads and bodies).",
+            |row| row.received_bytes as f64,
+        ),
+    ];
+    for (name, help, field) in counters {
+        out.family(name, Kind::Counter, help);
+        for row in &rows {
+            out.counter(
+                &[("upstream", &row.upstream), ("peer", &row.peer)],
+                field(row),
+            );
+        }
+    }
+    out.family(
+        "portico_upstream_peer_keepalive_connections",
+        Kind::Gauge,
+        "Idle keep-alive connections to each peer now.",
+    );
+    for row in &rows {
+        out.gauge(
+            &[("upstream", &row.upstream), ("peer", &row.peer)],
+            row.idle as f64,
         );
     }
 }

@@ -20,6 +20,15 @@ pub struct Release<'a> {
     pub selected: Selected,
 }
 
+impl Release<'_> {
+    /// Counts bytes read from the peer in its counters.
+    fn note_received(&self, received: u64) {
+        if received > 0 {
+            self.group.note_bytes(self.selected, 0, received);
+        }
+    }
+}
+
 /// Where a connection goes back when its response's body ended cleanly.
 pub struct Keepalive<'a> {
     /// The group, with its `keepalive` settings.
@@ -159,6 +168,9 @@ impl<'a> UpstreamBody<'a> {
         if let Some(attempt) = request.upstream.attempts.get_mut(self.attempt) {
             attempt.bytes_received += received;
         }
+        if let Some(release) = &self.release {
+            release.note_received(received);
+        }
         result
     }
 
@@ -167,8 +179,14 @@ impl<'a> UpstreamBody<'a> {
     /// Dropping it while it waits loses nothing.
     pub(crate) async fn next_detached(&mut self, out: &mut Vec<u8>) -> Result<BodyRead, Failure> {
         let mut received = 0;
-        let more = self.next_counted(out, true, &mut received).await?;
-        Ok(BodyRead { more, received })
+        let result = self.next_counted(out, true, &mut received).await;
+        if let Some(release) = &self.release {
+            release.note_received(received);
+        }
+        Ok(BodyRead {
+            more: result?,
+            received,
+        })
     }
 
     async fn next_counted(

@@ -129,7 +129,7 @@ pub(super) async fn try_peer(
         && let Some(idle) = group.take_idle(choice.selected, purpose, Instant::now())
     {
         request.upstream.attempts[attempt].connect_time = Some(Duration::ZERO);
-        match exchange(&idle.stream, outgoing, client, request, attempt).await {
+        match exchange(&idle.stream, outgoing, choice, client, request, attempt).await {
             Ok(received) => {
                 return Ok(Answer {
                     stream: idle.stream,
@@ -161,7 +161,7 @@ pub(super) async fn try_peer(
     let opened = Instant::now();
     let entry = &mut request.upstream.attempts[attempt];
     entry.connect_time = Some(opened.saturating_duration_since(entry.started));
-    let received = exchange(&stream, outgoing, client, request, attempt).await?;
+    let received = exchange(&stream, outgoing, choice, client, request, attempt).await?;
     Ok(Answer {
         stream,
         received,
@@ -220,17 +220,33 @@ async fn secure(
     }
 }
 
-/// Sends the request and reads the response head.
+/// Sends the request and reads the response head; the bytes, sent and received, are
+/// counted for the peer (an `upstream` block's) whatever the outcome.
 async fn exchange(
     stream: &Stream,
     outgoing: &Outgoing<'_>,
+    choice: &PeerChoice<'_>,
     client: &mut Client<'_, '_>,
     request: &mut Request<'_>,
     attempt: usize,
 ) -> Result<ReceivedHead, Failure> {
-    let sent = send_request(stream, outgoing, client, request).await?;
-    request.upstream.attempts[attempt].bytes_sent = sent;
-    read_head(stream, outgoing.proxy, client, request, attempt).await
+    let before = request.upstream.attempts[attempt].bytes_received;
+    let mut sent = 0;
+    let result = match send_request(stream, outgoing, client, request).await {
+        Ok(bytes) => {
+            sent = bytes;
+            request.upstream.attempts[attempt].bytes_sent = bytes;
+            read_head(stream, outgoing.proxy, client, request, attempt).await
+        }
+        Err(failure) => Err(failure),
+    };
+    if let GroupRef::Conf(group) = choice.group {
+        let received = request.upstream.attempts[attempt]
+            .bytes_received
+            .saturating_sub(before);
+        group.note_bytes(choice.selected, sent, received);
+    }
+    result
 }
 
 /// Sends the head and the body; returns the bytes written.

@@ -98,6 +98,18 @@ fn counters_move_as_requests_are_made() {
         value(&after, &format!("portico_upstream_peer_state{up}")),
         1.0
     );
+    // The request head written ("GET /proxied HTTP/1.0", Host, Connection) and the
+    // response read (its head and the 8 bytes of "upstream").
+    let sent = value(
+        &after,
+        &format!("portico_upstream_peer_sent_bytes_total{peer}"),
+    );
+    let received = value(
+        &after,
+        &format!("portico_upstream_peer_received_bytes_total{peer}"),
+    );
+    assert!((40.0..400.0).contains(&sent), "{after}");
+    assert!((60.0..1000.0).contains(&received), "{after}");
     assert_eq!(
         value(&after, "portico_config_reloads_total{result=\"success\"}"),
         0.0
@@ -115,6 +127,81 @@ fn counters_move_as_requests_are_made() {
         &format!("portico_thread_pool_task_wait_seconds_count{pool}"),
     );
     assert!(runs >= 1.0 && waits == runs + 1.0, "{after}");
+}
+
+/// A peer that refuses connections becomes unavailable (`max_fails=1`) and the request
+/// goes to the other, whose connection is kept: per peer, in the metrics and the API.
+#[test]
+fn peers_show_unavailability_bytes_and_idle_connections() {
+    let server = Instance::http(
+        "upstream pair {
+            server 127.0.0.1:8082 max_fails=1 fail_timeout=60s;
+            server 127.0.0.1:8081;
+            keepalive 4;
+        }
+        server {
+            listen 127.0.0.1:8080;
+            location = /metrics { portico_metrics; }
+            location /api/ { api; }
+            location / {
+                proxy_pass http://pair;
+                proxy_http_version 1.1;
+                proxy_set_header Connection \"\";
+            }
+        }
+        server {
+            listen 127.0.0.1:8081;
+            return 200 'upstream';
+        }",
+    );
+    assert_eq!(server.get("/first").body_text(), "upstream");
+    let text = scrape(&server);
+    let dead = format!(
+        "{{upstream=\"pair\",peer=\"127.0.0.1:{}\"}}",
+        server.port_of(8082)
+    );
+    let live = format!(
+        "{{upstream=\"pair\",peer=\"127.0.0.1:{}\"}}",
+        server.port_of(8081)
+    );
+    let series = |family: &str, peer: &str| value(&text, &format!("{family}{peer}"));
+    assert_eq!(
+        series("portico_upstream_peer_unavailable_total", &dead),
+        1.0,
+        "{text}"
+    );
+    assert_eq!(
+        series("portico_upstream_peer_unavailable_total", &live),
+        0.0,
+        "{text}"
+    );
+    assert_eq!(
+        series("portico_upstream_peer_sent_bytes_total", &dead),
+        0.0,
+        "{text}"
+    );
+    assert!(
+        series("portico_upstream_peer_received_bytes_total", &live) > 8.0,
+        "{text}"
+    );
+    assert_eq!(
+        series("portico_upstream_peer_keepalive_connections", &live),
+        1.0,
+        "{text}"
+    );
+    assert_eq!(
+        series("portico_upstream_peer_keepalive_connections", &dead),
+        0.0,
+        "{text}"
+    );
+    let api = server.get("/api/9/http/upstreams").body_text();
+    assert!(api.contains("\"fails\":1,\"unavail\":1,"), "{api}");
+    // Only the dead peer has neither sent nor received anything.
+    assert_eq!(
+        api.matches("\"sent\":0,\"received\":0,").count(),
+        1,
+        "{api}"
+    );
 }
 
 #[test]
