@@ -340,6 +340,7 @@ impl HttpWorker {
     /// slowest blocking file operation seen meanwhile.
     pub async fn watch_loop_stalls(self: Rc<Self>) {
         let mut last = std::time::Instant::now();
+        let mut cpu_last = runtime::sys::linux::thread_cpu_time();
         let mut warned_at: Option<std::time::Instant> = None;
         let mut unreported = 0u64;
         let mut worst = Duration::ZERO;
@@ -350,6 +351,12 @@ impl HttpWorker {
             last = now;
             self.stats
                 .record_lag(u64::try_from(stall.as_micros()).unwrap_or(u64::MAX));
+            let cpu = runtime::sys::linux::thread_cpu_time();
+            let busy = cpu.saturating_sub(cpu_last);
+            cpu_last = cpu;
+            self.stats
+                .busy_microseconds
+                .add(u64::try_from(busy.as_micros()).unwrap_or(u64::MAX));
             let mut counts = self.stall_counts.get();
             counts.add(stall);
             self.stall_counts.set(counts);

@@ -88,6 +88,9 @@ pub struct WorkerStats {
     /// time they took.
     pub blocking_calls: Counter,
     pub blocking_microseconds: Counter,
+    /// CPU time (user and system) of the worker's thread, added by the stall watcher at
+    /// each tick: its rate is the share of a core the worker uses.
+    pub busy_microseconds: Counter,
     /// File body bytes by who moved them (read or `sendfile`): the worker from page cache
     /// under `aio threads` (`aio_nowait` reads and copies), a pool thread, or
     /// the worker under `aio off` (where a read may wait for the disk).
@@ -141,6 +144,7 @@ impl WorkerStats {
             lag_microseconds: self.lag_microseconds.get(),
             blocking_calls: self.blocking_calls.get(),
             blocking_microseconds: self.blocking_microseconds.get(),
+            busy_microseconds: self.busy_microseconds.get(),
             file_bytes_cached_on_worker: self.file_bytes_cached_on_worker.get(),
             file_bytes_on_pool: self.file_bytes_on_pool.get(),
             file_bytes_aio_off: self.file_bytes_aio_off.get(),
@@ -170,6 +174,7 @@ pub struct WorkerSnapshot {
     pub lag_microseconds: u64,
     pub blocking_calls: u64,
     pub blocking_microseconds: u64,
+    pub busy_microseconds: u64,
     pub file_bytes_cached_on_worker: u64,
     pub file_bytes_on_pool: u64,
     pub file_bytes_aio_off: u64,
@@ -199,6 +204,7 @@ impl WorkerSnapshot {
         self.lag_microseconds += other.lag_microseconds;
         self.blocking_calls += other.blocking_calls;
         self.blocking_microseconds += other.blocking_microseconds;
+        self.busy_microseconds += other.busy_microseconds;
         self.file_bytes_cached_on_worker += other.file_bytes_cached_on_worker;
         self.file_bytes_on_pool += other.file_bytes_on_pool;
         self.file_bytes_aio_off += other.file_bytes_aio_off;

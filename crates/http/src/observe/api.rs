@@ -317,7 +317,7 @@ fn loops() -> String {
             format!(
                 "{{\"id\":{index},\"loop_stalls\":{{\"10ms\":{},\"100ms\":{},\"1000ms\":{}}},\
                  \"loop_lag_seconds\":{:.6},\"loop_ticks\":{},\"blocking_file_calls\":{},\
-                 \"blocking_file_seconds\":{:.6}}}",
+                 \"blocking_file_seconds\":{:.6},\"busy_seconds\":{:.6}}}",
                 worker.stalls_10ms,
                 worker.stalls_100ms,
                 worker.stalls_1000ms,
@@ -325,6 +325,7 @@ fn loops() -> String {
                 worker.lag_count,
                 worker.blocking_calls,
                 worker.blocking_microseconds as f64 / 1e6,
+                worker.busy_microseconds as f64 / 1e6,
             )
         })
         .collect();

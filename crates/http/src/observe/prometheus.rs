@@ -248,6 +248,15 @@ fn workers(out: &mut Exposition) {
             worker.blocking_microseconds as f64 / 1e6,
         );
     }
+    out.family(
+        "portico_worker_busy_seconds",
+        Kind::Counter,
+        "CPU time (user and system) of the worker's thread; its rate is the share of a core \
+         the worker uses (1 is a saturated worker).",
+    );
+    for (worker, name) in workers.iter().zip(&names) {
+        out.counter(&[("worker", name)], worker.busy_microseconds as f64 / 1e6);
+    }
 }
 
 /// One row per pool instance: each worker has its own instance of every pool.

@@ -492,3 +492,13 @@ pub fn crypt(phrase: &[u8], setting: &[u8]) -> Option<Vec<u8>> {
     let hashed = unsafe { CStr::from_ptr(result) };
     Some(hashed.to_bytes().to_vec())
 }
+
+/// The CPU time (user and system) the calling thread has used: a worker's busy time, read by
+/// its stall watcher (a vDSO call where the kernel offers it).
+pub fn thread_cpu_time() -> std::time::Duration {
+    let spec = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    std::time::Duration::new(
+        u64::try_from(spec.tv_sec).unwrap_or(0),
+        u32::try_from(spec.tv_nsec).unwrap_or(0),
+    )
+}

@@ -115,6 +115,15 @@ fn counters_move_as_requests_are_made() {
         0.0
     );
     assert!(after.contains("portico_build_info{version=\""), "{after}");
+    // The worker's CPU time, added at each tick of its 10 ms watch timer.
+    let busy = "portico_worker_busy_seconds_total{worker=\"0\"}";
+    let busier = crate::support::poll(PATIENCE, || {
+        (value(&scrape(&server), busy) > value(&before, busy)).then_some(())
+    });
+    assert!(
+        busier.is_some(),
+        "the worker's busy time did not grow: {after}"
+    );
     // The first scrape was rendered on the default pool: a task that waited and ran; this
     // one is running (its wait is counted, its run not yet).
     let pool = "{pool=\"default\",worker=\"0\"}";
