@@ -77,6 +77,12 @@ impl Fill {
         self.state.subscribe()
     }
 
+    /// Whether a waiter follows the fill now (`proxy_cache_lock`): then the filler writes
+    /// the body's first bytes at once, for the waiters to read.
+    pub fn watched(&self) -> bool {
+        self.state.receiver_count() > 0
+    }
+
     /// A readable handle on the temp file, if the filler shared one: waiters that attach
     /// to a `Streaming` fill read from it up to `written`.
     pub fn temp(&self) -> Option<Arc<File>> {

@@ -669,6 +669,58 @@ fn the_pieces_of_a_visible_file_are_asked_about_one_by_one() {
     assert!(pool >= PIECE as f64, "worker {worker}, pool {pool}");
 }
 
+/// A response whose body is all in when it is stored (its length known, no request
+/// waiting for the fill) becomes an entry in one pool task: made, written and renamed.
+#[test]
+fn a_small_entry_is_stored_in_one_pool_task() {
+    let mut builder = Instance::http_builder(
+        "proxy_cache_path cache/one keys_zone=one:1m;
+        server {
+            listen 127.0.0.1:8080;
+            location = /metrics { portico_metrics; }
+            location / {
+                proxy_pass http://127.0.0.1:8081;
+                proxy_cache one;
+                proxy_cache_valid 1m;
+            }
+        }",
+    );
+    let _upstream =
+        crate::support::upstream::MockUpstream::start(builder.port(8081), |mut conn| {
+            while conn.read_request().is_some() {
+                conn.write("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello");
+            }
+        });
+    let server = builder.start();
+    let writes =
+        "portico_thread_pool_tasks_by_kind_total{pool=\"default\",worker=\"0\",kind=\"write\"}";
+    let before = value(&scrape(&server), writes);
+    assert_eq!(server.get("/page").body, b"hello");
+    let stored = crate::support::poll(PATIENCE, || {
+        (walk_files(&server.prefix().join("cache/one")) == 1).then_some(())
+    });
+    assert!(stored.is_some(), "one entry on disk");
+    // A task is counted just after it returns: wait for the count, then check it.
+    let counted = crate::support::poll(PATIENCE, || {
+        let delta = value(&scrape(&server), writes) - before;
+        (delta >= 1.0).then_some(delta)
+    });
+    assert_eq!(counted, Some(1.0));
+}
+
+fn walk_files(dir: &std::path::Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|entry| {
+            let path = entry.path();
+            if path.is_dir() { walk_files(&path) } else { 1 }
+        })
+        .sum()
+}
+
 /// A cache zone's responses by `$upstream_cache_status`, in the metrics and the API.
 #[test]
 fn cache_zones_count_responses_by_status() {

@@ -137,9 +137,14 @@ impl CacheWriter {
     pub async fn push(&mut self, data: &[u8]) -> Result<(), StoreFailure> {
         self.pending.extend_from_slice(data);
         self.body_bytes += data.len() as u64;
-        // The first write goes at once: requests waiting for this fill read the head and
-        // the start of the body from the file.
-        if self.pending.len() >= WRITE_BATCH_BYTES || self.file.is_none() {
+        // A body that is all here goes to disk with the commit, in one pool task.
+        if self.expected == Some(self.body_bytes) {
+            return Ok(());
+        }
+        // The first write goes at once when requests wait for this fill: they read the
+        // head and the start of the body from the file.
+        let watched = self.fill.as_ref().is_some_and(|fill| fill.fill().watched());
+        if self.pending.len() >= WRITE_BATCH_BYTES || (self.file.is_none() && watched) {
             self.flush().await?;
         }
         Ok(())
@@ -220,13 +225,9 @@ impl CacheWriter {
                 message: "cache entry not stored: body length mismatch".to_owned(),
             });
         }
-        if self.file.is_none() {
-            self.flush().await?;
-        }
-        let Some(file) = self.file.clone() else {
-            return Ok(());
-        };
-        // What is left of the body and the rename go in one pool task.
+        // What is left of the body and the rename go in one pool task (with the file's
+        // creation, when nothing was written yet).
+        let file = self.file.clone();
         let last = std::mem::take(&mut self.pending);
         let offset = self.written;
         self.written += last.len() as u64;
@@ -255,6 +256,9 @@ impl CacheWriter {
         );
         let committed = self
             .run_steps("rename()", move || {
+                let Some(file) = file else {
+                    return create_write_commit(&temp, &last, &target, block_size);
+                };
                 if !last.is_empty() {
                     std::os::unix::fs::FileExt::write_all_at(&*file, &last, offset)
                         .map_err(|error| ("pwrite()", error))?;
@@ -336,6 +340,27 @@ impl CacheWriter {
 
 /// nginx's `CALL "FILE" failed (ERRNO: TEXT)`; a call that names its files itself
 /// (`rename() "A" to "B"`) is written as it is.
+/// A whole entry in one go, on a pool thread: the temporary file made, written and renamed
+/// into place. A failure after the file was made removes it.
+fn create_write_commit(
+    temp: &std::path::Path,
+    bytes: &[u8],
+    target: &std::path::Path,
+    block_size: u64,
+) -> Result<cache::FileInfo, (&'static str, std::io::Error)> {
+    let (file, path) = cache::store::create_temp(temp).map_err(|error| ("open()", error))?;
+    let result = std::os::unix::fs::FileExt::write_all_at(&file, bytes, 0)
+        .map_err(|error| ("pwrite()", error))
+        .and_then(|()| {
+            cache::store::commit(&file, &path, target, block_size)
+                .map_err(|error| ("rename()", error))
+        });
+    if result.is_err() {
+        let _ = cache::store::unlink(&path);
+    }
+    result
+}
+
 fn failure_text(call: &str, file: &std::path::Path, error: &std::io::Error) -> String {
     let errno = crate::proxy::handler::errno_text(error);
     if call.contains('"') {
