@@ -752,6 +752,9 @@ async fn store_coded(
     let chunked = context.framing == Framing::Chunked;
     framed.clear();
     if coding.is_empty() {
+        if !chunked {
+            return spool.store(context, request, data).await;
+        }
         framed_into(data, chunked, framed);
         return spool.store(context, request, framed).await;
     }

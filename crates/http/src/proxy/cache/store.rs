@@ -106,7 +106,15 @@ impl CacheWriter {
                 ),
             });
         }
-        let mut pending = Vec::with_capacity(WRITE_BATCH_BYTES);
+        // Room for a whole small entry (kept for one write with the commit) or for a batch
+        // and the read that completes it: the buffer does not grow by copies.
+        let capacity = match start.content_length {
+            Some(_) => usize::try_from(expected_size)
+                .unwrap_or(usize::MAX)
+                .min(2 * WRITE_BATCH_BYTES),
+            None => WRITE_BATCH_BYTES,
+        };
+        let mut pending = Vec::with_capacity(capacity);
         format::encode(&header, start.key_text, &mut pending);
         pending.extend_from_slice(start.raw_head);
         let pool = match start.io {
