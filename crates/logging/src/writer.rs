@@ -101,7 +101,14 @@ struct Writer {
     progress: Condvar,
     /// Every ticket up to this one is written.
     written: AtomicU64,
+    /// When the writer started the writes it is making now, in microseconds since
+    /// [`Writer::epoch`] plus one; 0 while it waits for work.
+    busy_since: AtomicU64,
+    epoch: std::time::Instant,
 }
+
+/// A writer busy with one batch for this long is stalled: its disk does not answer.
+pub const STALLED_AFTER: std::time::Duration = std::time::Duration::from_millis(10);
 
 #[derive(Default)]
 struct State {
@@ -129,6 +136,8 @@ pub fn start() -> std::io::Result<()> {
         work: Condvar::new(),
         progress: Condvar::new(),
         written: AtomicU64::new(0),
+        busy_since: AtomicU64::new(0),
+        epoch: std::time::Instant::now(),
     });
     if STARTED.load(Ordering::Acquire) {
         return Ok(());
@@ -242,6 +251,11 @@ fn run(writer: &'static Writer) {
         batch.extend(state.queue.drain(..));
         let last = state.queued;
         drop(state);
+        let started = writer.epoch.elapsed().as_micros();
+        writer.busy_since.store(
+            u64::try_from(started).unwrap_or(u64::MAX - 1) + 1,
+            Ordering::Relaxed,
+        );
         let mut bytes = 0;
         let mut lines = batch.drain(..).peekable();
         while let Some((file, first)) = lines.next() {
@@ -266,6 +280,7 @@ fn run(writer: &'static Writer) {
         if joined.capacity() > QUEUED_BYTES_MAX {
             joined = Vec::new();
         }
+        writer.busy_since.store(0, Ordering::Relaxed);
         writer.written.store(last, Ordering::Release);
         let mut state = writer.lock();
         state.bytes -= bytes;
@@ -279,6 +294,21 @@ fn run(writer: &'static Writer) {
             waker.wake();
         }
     }
+}
+
+/// Whether the writer has been making one batch of writes for [`STALLED_AFTER`] or more (a
+/// log file whose disk does not answer, a pipe nobody reads): then waiting for a line to
+/// be written may take any time.
+pub fn stalled() -> bool {
+    let Some(writer) = WRITER.get().filter(|_| started()) else {
+        return false;
+    };
+    let since = writer.busy_since.load(Ordering::Relaxed);
+    if since == 0 {
+        return false;
+    }
+    let now = u64::try_from(writer.epoch.elapsed().as_micros()).unwrap_or(u64::MAX);
+    now.saturating_sub(since - 1) >= STALLED_AFTER.as_micros() as u64
 }
 
 /// Blocks until everything queued so far, by any thread, is written.
