@@ -34,7 +34,7 @@ struct Health {
 }
 
 /// A failed log write is reported at most once in this many seconds per file.
-pub const FAILURE_REPORT_INTERVAL: i64 = 60;
+pub(crate) const FAILURE_REPORT_INTERVAL: i64 = 60;
 
 fn unix_seconds() -> i64 {
     SystemTime::now()
@@ -105,7 +105,7 @@ impl LogFile {
     }
 
     /// The last write failure not taken yet, if one is to be reported now (at `now`, Unix
-    /// seconds): at most one per [`FAILURE_REPORT_INTERVAL`] per file; failures in between
+    /// seconds): at most one a minute per file; failures in between
     /// are dropped, as nginx drops them. One atomic load when nothing failed.
     pub fn take_failure(&self, now: i64) -> Option<io::Error> {
         if self.health.failed.load(Ordering::Relaxed) == 0 {

@@ -113,7 +113,7 @@ impl<'c> Output<'c> {
     /// Writes all of `bytes`, in as many pieces as the rate limit needs. Error-log lines
     /// this worker queued are written first (nginx writes them before it sends more), so a
     /// client that got the bytes finds the lines about them, unless the log writer is
-    /// stalled or slow ([`crate::send::log_written`]); with none pending this costs one
+    /// stalled or slow (`send::log_written`); with none pending this costs one
     /// atomic load.
     pub async fn write(&mut self, mut bytes: &[u8]) -> io::Result<()> {
         let urgent = logging::writer::urgent_written();
