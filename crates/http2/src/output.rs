@@ -1,7 +1,9 @@
 //! The bytes a connection has to write, in wire order. Control frames and header blocks are
-//! copied into runs of bytes; a DATA frame's payload stays in the buffer the caller queued
+//! copied into runs of bytes; a DATA frame's payload stays in the buffers the caller queued
 //! (shared, never copied), beside its 9-byte header, so that the caller sends a batch of
-//! frames with one gathered write (`writev`).
+//! frames with one gathered write (`writev`). A payload may span several buffers: frames
+//! are cut where the windows and the frame size say, as nginx cuts them, not where a
+//! buffer happens to end.
 
 use std::collections::VecDeque;
 use std::io::IoSlice;
@@ -10,7 +12,7 @@ use bytes::Bytes;
 
 use crate::frame::HEADER_LEN;
 
-/// DATA payloads up to this size are copied behind the frames before them: a gathered
+/// Payload parts up to this size are copied behind the frames before them: a gathered
 /// write costs more per piece than a copy this small, and a TLS session makes a record of
 /// each piece it is given.
 pub(crate) const INLINE_DATA_MAX: usize = 2048;
@@ -30,9 +32,10 @@ const RECLAIM_MIN_BYTES: usize = 4096;
 enum Run {
     /// Whole frames, copied.
     Frames(Vec<u8>),
-    /// A DATA frame: its header and its payload.
+    /// Part of a DATA frame's payload, after the frame's header when this is the first part
+    /// (without one, it goes on with the payload of the frame before it).
     Data {
-        header: [u8; HEADER_LEN],
+        header: Option<[u8; HEADER_LEN]>,
         payload: Bytes,
     },
 }
@@ -41,7 +44,9 @@ impl Run {
     fn len(&self) -> usize {
         match self {
             Run::Frames(bytes) => bytes.len(),
-            Run::Data { payload, .. } => HEADER_LEN + payload.len(),
+            Run::Data { header, payload } => {
+                header.map_or(0, |header| header.len()) + payload.len()
+            }
         }
     }
 }
@@ -69,22 +74,39 @@ impl Output {
         &mut self.open
     }
 
-    /// Appends a DATA frame whose header is `header`.
-    pub(crate) fn push_data(&mut self, header: [u8; HEADER_LEN], payload: Bytes) {
-        if payload.len() <= INLINE_DATA_MAX {
+    /// Appends a DATA frame whose header is `header` and whose payload is `parts`, in order
+    /// (their lengths add up to the header's).
+    pub(crate) fn push_data(
+        &mut self,
+        header: [u8; HEADER_LEN],
+        parts: impl IntoIterator<Item = Bytes>,
+    ) {
+        let mut header = Some(header);
+        for payload in parts {
+            if payload.len() <= INLINE_DATA_MAX {
+                if let Some(header) = header.take() {
+                    self.open.extend_from_slice(&header);
+                }
+                self.open.extend_from_slice(&payload);
+                self.reclaim(payload);
+                continue;
+            }
+            if !self.open.is_empty() {
+                let frames = std::mem::replace(&mut self.open, std::mem::take(&mut self.spare));
+                self.runs_len += frames.len();
+                self.runs.push_back(Run::Frames(frames));
+            }
+            let run = Run::Data {
+                header: header.take(),
+                payload,
+            };
+            self.runs_len += run.len();
+            self.runs.push_back(run);
+        }
+        // A frame without payload (END_STREAM alone).
+        if let Some(header) = header {
             self.open.extend_from_slice(&header);
-            self.open.extend_from_slice(&payload);
-            self.reclaim(payload);
-            return;
         }
-        if !self.open.is_empty() {
-            let frames = std::mem::replace(&mut self.open, std::mem::take(&mut self.spare));
-            self.runs_len += frames.len();
-            self.runs.push_back(Run::Frames(frames));
-        }
-        let run = Run::Data { header, payload };
-        self.runs_len += run.len();
-        self.runs.push_back(run);
     }
 
     /// Bytes not yet written.
@@ -110,7 +132,10 @@ impl Output {
     fn pieces(&self) -> impl Iterator<Item = &[u8]> {
         let runs = self.runs.iter().flat_map(|run| match run {
             Run::Frames(bytes) => [bytes.as_slice(), &[]],
-            Run::Data { header, payload } => [header.as_slice(), payload.as_ref()],
+            Run::Data { header, payload } => [
+                header.as_ref().map_or(&[][..], |header| header.as_slice()),
+                payload.as_ref(),
+            ],
         });
         let mut skip = self.front_written;
         runs.chain(std::iter::once(self.open.as_slice()))
@@ -218,10 +243,10 @@ mod tests {
         for step in [1, 7, 9, 10, 100, INLINE_DATA_MAX, 100_000] {
             let mut output = Output::default();
             output.frames().extend_from_slice(b"settings");
-            output.push_data(header(1), large.clone());
+            output.push_data(header(1), [large.clone()]);
             output.frames().extend_from_slice(b"ping");
-            output.push_data(header(2), Bytes::from_static(b"small"));
-            output.push_data(header(3), large.clone());
+            output.push_data(header(2), [Bytes::from_static(b"small")]);
+            output.push_data(header(3), [large.clone()]);
             let mut want = b"settings".to_vec();
             want.extend_from_slice(&header(1));
             want.extend_from_slice(&large);
@@ -242,8 +267,8 @@ mod tests {
         let large = Bytes::from(vec![b'd'; INLINE_DATA_MAX + 1]);
         let mut output = Output::default();
         output.frames().extend_from_slice(b"headers");
-        output.push_data(header(1), large.clone());
-        output.push_data(header(2), Bytes::from(vec![b's'; INLINE_DATA_MAX]));
+        output.push_data(header(1), [large.clone()]);
+        output.push_data(header(2), [Bytes::from(vec![b's'; INLINE_DATA_MAX])]);
         let mut slices = [IoSlice::new(&[]); 8];
         let filled = output.slices(&mut slices);
         // The frames before it, its header, the payload itself, then the small frame copied.
@@ -264,27 +289,72 @@ mod tests {
         let mut whole = Bytes::from(buffer);
         let first = whole.split_to(16_384);
         let mut output = Output::default();
-        output.push_data(header(1), first);
+        output.push_data(header(1), [first]);
         output.advance(HEADER_LEN + 16_384);
         // The rest of the buffer is still queued elsewhere: nothing to give back.
         assert_eq!(output.take_reclaimed(), None);
         // Its last part is small and copied: the buffer comes back then.
-        output.push_data(header(2), whole);
+        output.push_data(header(2), [whole]);
         let reclaimed = output.take_reclaimed().expect("the buffer is free");
         assert_eq!((reclaimed.as_ptr(), reclaimed.len()), (start, 0));
         assert!(reclaimed.capacity() >= 64 * 1024);
         // Small buffers and borrowed ones are not kept.
-        output.push_data(header(3), Bytes::from(vec![0; 100]));
-        output.push_data(header(4), Bytes::from_static(&[0; 3000]));
+        output.push_data(header(3), [Bytes::from(vec![0; 100])]);
+        output.push_data(header(4), [Bytes::from_static(&[0; 3000])]);
         output.advance(output.len());
         assert_eq!(output.take_reclaimed(), None);
+    }
+
+    #[test]
+    fn a_payload_of_several_parts_follows_one_header() {
+        let large = Bytes::from(vec![b'l'; INLINE_DATA_MAX + 1]);
+        let small = Bytes::from_static(b"small");
+        let mut output = Output::default();
+        output.push_data(header(1), [large.clone(), small.clone(), large.clone()]);
+        output.push_data(header(2), [small.clone(), large.clone()]);
+        output.push_data(header(3), []);
+        let mut want = header(1).to_vec();
+        for part in [&large, &small, &large] {
+            want.extend_from_slice(part);
+        }
+        want.extend_from_slice(&header(2));
+        want.extend_from_slice(&small);
+        want.extend_from_slice(&large);
+        want.extend_from_slice(&header(3));
+        assert_eq!(output.to_vec(), want);
+        let mut slices = [IoSlice::new(&[]); 16];
+        let filled = output.slices(&mut slices);
+        let lengths: Vec<usize> = slices[..filled].iter().map(|slice| slice.len()).collect();
+        // Large parts are slices of their own; a header and the small parts next to it are
+        // copied together.
+        let large_len = large.len();
+        let second_head = HEADER_LEN + small.len();
+        assert_eq!(
+            lengths,
+            [
+                HEADER_LEN,
+                large_len,
+                small.len(),
+                large_len,
+                second_head,
+                large_len,
+                HEADER_LEN
+            ]
+        );
+        for step in [1, 9, 1000, 100_000] {
+            let mut again = Output::default();
+            again.push_data(header(1), [large.clone(), small.clone(), large.clone()]);
+            again.push_data(header(2), [small.clone(), large.clone()]);
+            again.push_data(header(3), []);
+            assert_eq!(drain_by(&mut again, step), want, "step {step}");
+        }
     }
 
     #[test]
     fn a_partly_written_payload_goes_on_from_where_it_stopped() {
         let large = Bytes::from((0..=255u8).cycle().take(5000).collect::<Vec<u8>>());
         let mut output = Output::default();
-        output.push_data(header(1), large.clone());
+        output.push_data(header(1), [large.clone()]);
         output.advance(HEADER_LEN + 1000);
         let mut slices = [IoSlice::new(&[]); 4];
         assert_eq!(output.slices(&mut slices), 1);

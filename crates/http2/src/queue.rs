@@ -1,6 +1,7 @@
 //! The DATA one stream's caller queued and that is not framed yet: buffers handed over
 //! whole are kept as they are, small writes are copied together, and frames are cut from
-//! the front without copying.
+//! the front without copying (a frame's payload may take the end of one buffer and the
+//! start of the next, as separate parts).
 
 use std::collections::VecDeque;
 
@@ -42,8 +43,8 @@ impl DataQueue {
         self.len == 0
     }
 
-    /// Takes up to `max` bytes from the front, from one buffer: a frame's payload never
-    /// joins two buffers (it would need a copy).
+    /// Takes up to `max` bytes from the front, from one buffer (joining two would need a
+    /// copy): a payload that spans buffers is taken a part at a time.
     pub(crate) fn take(&mut self, max: usize) -> Bytes {
         if self.chunks.is_empty() {
             self.seal();

@@ -244,14 +244,25 @@ impl Connection {
             .available()
             .min(connection_window)
             .min(chunk);
-        let data = stream.queued.take(window as usize);
-        let last = stream.queued.is_empty() && stream.end_queued;
+        // The frame's length is the windows' and the frame size's to say, not where the
+        // queued buffers end: nginx sends the same frames whatever its buffers were, and
+        // nginx-tests count them (h2_priority.t, h2.t "multiple SETTINGS").
+        let length = stream.queued.len().min(window as usize);
+        let last = length == stream.queued.len() && stream.end_queued;
         let trailers = if last { stream.trailers.take() } else { None };
-        let sent = u32::try_from(data.len()).unwrap_or(0);
+        let sent = u32::try_from(length).unwrap_or(0);
         stream.send_window.consume(sent);
         self.send_window.consume(sent);
         let end_stream = last && trailers.is_none();
-        if !data.is_empty() || end_stream {
+        if length > 0 || end_stream {
+            let queued = &mut stream.queued;
+            let mut left = length;
+            // Each part is the rest of one queued buffer or the start of the next.
+            let parts = std::iter::from_fn(|| {
+                let part = (left > 0).then(|| queued.take(left))?;
+                left -= part.len();
+                (!part.is_empty()).then_some(part)
+            });
             let header = FrameHeader {
                 length: sent,
                 kind: frame::kind::DATA,
@@ -262,7 +273,7 @@ impl Connection {
                 },
                 stream_id,
             };
-            self.output.push_data(header.to_bytes(), data);
+            self.output.push_data(header.to_bytes(), parts);
         }
         if let Some(fields) = trailers {
             // Encoded now, not when queued: HPACK blocks must be encoded in wire order.
