@@ -261,7 +261,7 @@ impl Connection {
         !self.output.is_empty()
     }
 
-    /// The caller wrote `written` bytes of [`output`](Self::output). Draining the output
+    /// The caller wrote `written` bytes of the output ([`Self::output_slices`]). Draining it
     /// fully resets the count of answers the client is owed (its reads keep up).
     pub fn advance_output(&mut self, written: usize) {
         self.output.advance(written.min(self.output.len()));
