@@ -7,6 +7,9 @@
 //! decoder accepts re-encodes to one a fresh decoder reads as the same fields.
 #![no_main]
 
+use std::io::IoSlice;
+
+use bytes::Bytes;
 use libfuzzer_sys::fuzz_target;
 use portico_http2::connection::{Config, Connection, Event, PREFACE};
 use portico_http2::frame::{self, Frame, FrameHeader};
@@ -43,6 +46,20 @@ fn hpack_round_trip(block: &[u8]) {
     assert_eq!(again.fields, decoded.fields);
 }
 
+/// The output as the gathered write sees it, joined; it must be what `output_to_vec` copies.
+fn gathered_output(connection: &Connection) -> Vec<u8> {
+    let mut slices = [IoSlice::new(&[]); 64];
+    let mut joined = Vec::new();
+    let filled = connection.output_slices(&mut slices);
+    for slice in &slices[..filled] {
+        joined.extend_from_slice(slice);
+    }
+    let whole = connection.output_to_vec();
+    assert!(whole.starts_with(&joined));
+    assert_eq!(filled < slices.len(), joined.len() == whole.len());
+    whole
+}
+
 /// Checks that `output` is whole, valid frames.
 fn check_output(mut output: &[u8]) {
     while !output.is_empty() {
@@ -75,12 +92,15 @@ fuzz_target!(|data: &[u8]| {
             if let Event::Headers { stream_id, trailers: false, .. } = event {
                 let head = [HeaderField::new(":status", "200")];
                 let _ = connection.send_headers(stream_id, &head, false);
-                let _ = connection.send_data(stream_id, &[b'x'; 20_000], true);
+                // A copy, then buffers handed over: frames span them.
+                let _ = connection.send_data(stream_id, &[b'x'; 5_000], false);
+                let _ = connection.send_data_shared(stream_id, Bytes::from(vec![b'y'; 9_000]), false);
+                let _ = connection.send_data_shared(stream_id, Bytes::from(vec![b'z'; 6_000]), true);
             }
         }
         connection.flush();
-        check_output(connection.output());
-        let written = connection.output().len();
-        connection.advance_output(written);
+        let output = gathered_output(&connection);
+        check_output(&output);
+        connection.advance_output(output.len());
     }
 });

@@ -6,6 +6,7 @@
 use std::io;
 use std::time::Duration;
 
+use bytes::{Buf, Bytes};
 use runtime::Stream;
 use tokio::time::timeout_at;
 
@@ -169,6 +170,16 @@ impl<'c> BodySource<'c> {
 pub trait FramedSink {
     /// Takes what it can of `bytes` now; `WouldBlock` when its queue is full.
     fn try_write(&self, bytes: &[u8]) -> io::Result<usize>;
+    /// As [`try_write`](Self::try_write), but the sink may keep a reference to `bytes`
+    /// instead of a copy (a file piece read into a buffer of its own).
+    fn try_write_shared(&self, bytes: &Bytes) -> io::Result<usize> {
+        self.try_write(bytes)
+    }
+    /// An empty buffer to read the next piece into, whose earlier bytes are all written
+    /// (see [`try_write_shared`](Self::try_write_shared)).
+    fn spare_buffer(&self) -> Option<Vec<u8>> {
+        None
+    }
     /// Waits until [`try_write`](Self::try_write) may take bytes again.
     fn writable(&self)
     -> std::pin::Pin<Box<dyn std::future::Future<Output = io::Result<()>> + '_>>;
@@ -229,6 +240,31 @@ impl<'c> ResponseSink<'c> {
             Some(framed) => framed.writable().await,
             None => self.socket.writable().await,
         }
+    }
+
+    /// Writes all of `bytes` as [`write_all_timed`](Self::write_all_timed) does; a framing
+    /// sink keeps references to the buffer rather than copies.
+    pub async fn write_all_shared_timed(
+        &self,
+        mut bytes: Bytes,
+        send_timeout: Duration,
+    ) -> io::Result<()> {
+        let Some(framed) = self.framed else {
+            return self.socket.write_all_timed(&bytes, send_timeout).await;
+        };
+        while !bytes.is_empty() {
+            match framed.try_write_shared(&bytes) {
+                Ok(written) => bytes.advance(written),
+                Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
+                    let deadline = tokio::time::Instant::now() + send_timeout;
+                    timeout_at(deadline, framed.writable())
+                        .await
+                        .map_err(|_| io::Error::from(io::ErrorKind::TimedOut))??;
+                }
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(())
     }
 
     /// Writes all of `bytes`, each wait for the client bounded by `send_timeout`.

@@ -118,7 +118,7 @@ fn connection_round_trip(request: &[HeaderField], response: &[HeaderField]) {
     }
     .write(&mut wire);
     let _ = connection.receive(&wire);
-    let written = connection.output().len();
+    let written = connection.output_len();
     connection.advance_output(written);
     let mut client = Encoder::new();
     let mut stream_id = 1;
@@ -146,7 +146,7 @@ fn connection_round_trip(request: &[HeaderField], response: &[HeaderField]) {
                 }
             }
             connection.flush();
-            let written = connection.output().len();
+            let written = connection.output_len();
             connection.advance_output(written);
             stream_id += 2;
         },

@@ -11,13 +11,16 @@
 //! socket.
 
 use std::collections::{BTreeMap, VecDeque};
+use std::io::IoSlice;
 
 use crate::error::{Error, ErrorCode, Reason};
 use crate::flow::{RecvWindow, SendWindow};
 use crate::frame::{self, Frame, PrioritySpec, Setting, settings};
 use crate::hpack::{self, DecodeLimits, HeaderField};
 use crate::limits::{Counters, Flood, Limits, PRIORITY_PER_STREAM};
+use crate::output::Output;
 use crate::priority::PriorityTree;
+use crate::queue::DataQueue;
 use crate::stream::{State, Transition};
 
 mod receive;
@@ -132,7 +135,7 @@ struct Stream {
     send_window: SendWindow,
     recv_window: RecvWindow,
     /// DATA bytes queued by the caller and not yet framed.
-    queued: VecDeque<u8>,
+    queued: DataQueue,
     /// The caller ended its side: END_STREAM goes with the last queued byte (or trailers).
     end_queued: bool,
     /// Trailers to send after the queued bytes.
@@ -155,7 +158,7 @@ pub struct Connection {
     tree: PriorityTree,
     block: Option<OpenBlock>,
     events: VecDeque<Event>,
-    output: Vec<u8>,
+    output: Output,
     send_window: SendWindow,
     recv_window: RecvWindow,
     /// The peer's SETTINGS_INITIAL_WINDOW_SIZE and SETTINGS_MAX_FRAME_SIZE.
@@ -167,6 +170,10 @@ pub struct Connection {
     goaway_sent: Option<u32>,
     /// The client acknowledged our SETTINGS (our stream window applies from then on).
     settings_acked: bool,
+    /// The last `flush` found no stream with a frame to write, and nothing that could
+    /// change that (queued data, input with window updates) has happened since: the next
+    /// `flush` returns at once instead of looking at every stream again.
+    nothing_to_frame: bool,
     counters: Counters,
 }
 
@@ -184,7 +191,7 @@ impl Connection {
             tree: PriorityTree::new(limits.priority_nodes_retained),
             block: None,
             events: VecDeque::new(),
-            output: Vec::new(),
+            output: Output::default(),
             send_window: SendWindow::new(65_535),
             recv_window: RecvWindow::new(65_535, config.connection_window.max(65_535)),
             peer_stream_window: 65_535,
@@ -192,6 +199,7 @@ impl Connection {
             last_stream_id: 0,
             goaway_sent: None,
             settings_acked: false,
+            nothing_to_frame: false,
             counters: Counters::default(),
         };
         let mut params = Vec::new();
@@ -214,13 +222,13 @@ impl Connection {
             ack: false,
             params: &params,
         }
-        .write(&mut connection.output);
+        .write(connection.output.frames());
         if let Some(increment) = connection.recv_window.release(0) {
             Frame::WindowUpdate {
                 stream_id: 0,
                 increment,
             }
-            .write(&mut connection.output);
+            .write(connection.output.frames());
         }
         connection
     }
@@ -230,9 +238,22 @@ impl Connection {
         self.events.pop_front()
     }
 
-    /// The bytes to write to the client.
-    pub fn output(&self) -> &[u8] {
-        &self.output
+    /// Fills `slices` with the bytes to write to the client, from the first, for one
+    /// gathered write; returns how many it filled. DATA payloads are the buffers the caller
+    /// queued, not copies.
+    pub fn output_slices<'a>(&'a self, slices: &mut [IoSlice<'a>]) -> usize {
+        self.output.slices(slices)
+    }
+
+    /// How many bytes there are to write.
+    pub fn output_len(&self) -> usize {
+        self.output.len()
+    }
+
+    /// The bytes to write, copied into one buffer (for tests, and callers that cannot
+    /// gather).
+    pub fn output_to_vec(&self) -> Vec<u8> {
+        self.output.to_vec()
     }
 
     /// Whether there is output to write.
@@ -240,13 +261,23 @@ impl Connection {
         !self.output.is_empty()
     }
 
-    /// The caller wrote `written` bytes of [`output`](Self::output). Draining the output
+    /// The caller wrote `written` bytes of the output ([`Self::output_slices`]). Draining it
     /// fully resets the count of answers the client is owed (its reads keep up).
     pub fn advance_output(&mut self, written: usize) {
-        self.output.drain(..written.min(self.output.len()));
+        self.output.advance(written.min(self.output.len()));
+        // A buffer kept per open stream at most: the next requests' pieces reuse them, and
+        // an idle connection holds none.
+        self.output.keep_reclaimed(self.streams.len());
         if self.output.is_empty() {
             self.counters.pending_control = 0;
         }
+    }
+
+    /// An empty buffer that carried DATA the caller queued with
+    /// [`send_data_shared`](Self::send_data_shared) and that is all written: reading the
+    /// next pieces into it spares an allocation.
+    pub fn take_reclaimed_buffer(&mut self) -> Option<Vec<u8>> {
+        self.output.take_reclaimed()
     }
 
     /// The flood counters and stream counts, for metrics and tests.
@@ -285,7 +316,7 @@ impl Connection {
                 code,
                 debug: &[],
             }
-            .write(&mut self.output);
+            .write(self.output.frames());
             self.goaway_sent = Some(last);
         }
     }
@@ -304,7 +335,7 @@ impl Connection {
                     code,
                     debug: &[],
                 }
-                .write(&mut self.output);
+                .write(self.output.frames());
                 self.goaway_sent = Some(last_stream_id);
                 self.phase = Phase::Failed;
                 self.streams.clear();
@@ -368,7 +399,7 @@ impl Connection {
 
     /// Sends RST_STREAM for a stream without touching its state.
     fn reset_stream(&mut self, stream_id: u32, code: ErrorCode) {
-        Frame::RstStream { stream_id, code }.write(&mut self.output);
+        Frame::RstStream { stream_id, code }.write(self.output.frames());
     }
 
     /// Priority from a HEADERS or PRIORITY frame. nginx (and so Portico) treats a stream
@@ -394,5 +425,7 @@ impl Connection {
 mod tests;
 #[cfg(test)]
 mod tests_client;
+#[cfg(test)]
+mod tests_data;
 #[cfg(test)]
 mod tests_limits;

@@ -92,11 +92,16 @@ impl FrameHeader {
 
     /// Appends the 9 bytes of this header to `out`.
     pub fn write(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.to_bytes());
+    }
+
+    /// The 9 bytes of this header.
+    pub fn to_bytes(&self) -> [u8; HEADER_LEN] {
         debug_assert!(self.length <= MAX_FRAME_SIZE_LIMIT);
-        out.extend_from_slice(&self.length.to_be_bytes()[1..]);
-        out.push(self.kind);
-        out.push(self.flags);
-        out.extend_from_slice(&(self.stream_id & MAX_STREAM_ID).to_be_bytes());
+        let [_, length @ ..] = self.length.to_be_bytes();
+        let [id0, id1, id2, id3] = (self.stream_id & MAX_STREAM_ID).to_be_bytes();
+        let [l0, l1, l2] = length;
+        [l0, l1, l2, self.kind, self.flags, id0, id1, id2, id3]
     }
 
     fn has(&self, bit: u8) -> bool {
@@ -449,15 +454,13 @@ impl Frame<'_> {
         out.extend_from_slice(&[0; HEADER_LEN]);
         let (kind, flags, stream_id) = self.write_payload(out);
         let length = u32::try_from(out.len() - start - HEADER_LEN).unwrap_or(u32::MAX);
-        let mut header = Vec::with_capacity(HEADER_LEN);
-        FrameHeader {
+        let header = FrameHeader {
             length,
             kind,
             flags,
             stream_id,
-        }
-        .write(&mut header);
-        out[start..start + HEADER_LEN].copy_from_slice(&header);
+        };
+        out[start..start + HEADER_LEN].copy_from_slice(&header.to_bytes());
     }
 
     fn write_payload(&self, out: &mut Vec<u8>) -> (u8, u8, u32) {

@@ -8,7 +8,9 @@ pub mod flow;
 pub mod frame;
 pub mod hpack;
 pub mod limits;
+mod output;
 pub mod priority;
+mod queue;
 pub mod request;
 pub mod stream;
 

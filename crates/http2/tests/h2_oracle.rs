@@ -70,7 +70,7 @@ async fn serve(mut io: DuplexStream, config: Config) -> Connection {
         }
         // Read and write at once, as a server's loop does: a peer that writes a body while
         // we write a response must not wait on us.
-        let output = connection.output().to_vec();
+        let output = connection.output_to_vec();
         let (mut reader, mut writer) = tokio::io::split(&mut io);
         let read = tokio::select! {
             written = writer.write(&output), if !output.is_empty() => {

@@ -176,11 +176,26 @@ impl TlsStream {
         }
     }
 
+    /// Takes plaintext from the front of `bufs`, at most one write's worth. Short pieces
+    /// (HTTP/2 frame headers beside their payloads) are joined first: the session makes a
+    /// record of every write it is given.
     pub(crate) fn try_write_vectored(&self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
-        match bufs.iter().find(|buf| !buf.is_empty()) {
-            Some(first) => self.try_write(first),
-            None => Ok(0),
+        let mut pieces = bufs.iter().filter(|buf| !buf.is_empty());
+        let Some(first) = pieces.next() else {
+            return Ok(0);
+        };
+        if first.len() >= self.write_chunk {
+            return self.try_write(first);
         }
+        let mut joined = Vec::with_capacity(self.write_chunk);
+        for piece in std::iter::once(first).chain(pieces) {
+            let room = self.write_chunk - joined.len();
+            joined.extend_from_slice(&piece[..piece.len().min(room)]);
+            if joined.len() == self.write_chunk {
+                break;
+            }
+        }
+        self.try_write(&joined)
     }
 
     pub(crate) fn poll_readable(

@@ -3,10 +3,11 @@
 //! `sendfile` on a pool thread, and `O_DIRECT` reads for `directio`.
 
 use std::fs::File;
-use std::io::{self, IoSliceMut};
+use std::io;
 use std::os::fd::OwnedFd;
 use std::os::unix::fs::FileExt;
 
+use runtime::sys::read_into::{ReadWait, pread_appending};
 use threadpool::ThreadPool;
 
 /// Where a file's blocking work runs, chosen per request from `aio`.
@@ -25,7 +26,7 @@ pub enum FileIo {
 /// What a non-blocking read got.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct NowaitRead {
-    /// Bytes read into the start of the buffer.
+    /// Bytes read (appended to the buffer).
     pub filled: usize,
     pub end: NowaitEnd,
 }
@@ -43,41 +44,42 @@ pub(crate) enum NowaitEnd {
     Unsupported,
 }
 
-/// Fills `buf` from `offset` with `preadv2(RWF_NOWAIT)`: only what page cache holds is
-/// read, and the read never waits for the disk. Runs on the worker.
-pub(crate) fn read_nowait(file: &File, offset: u64, buf: &mut [u8]) -> io::Result<NowaitRead> {
+/// Appends `len` bytes of the file from `offset` to `buffer` with `preadv2(RWF_NOWAIT)`:
+/// only what page cache holds is read, and the read never waits for the disk (nor is the
+/// buffer zeroed first). Runs on the worker.
+pub(crate) fn read_nowait(
+    file: &File,
+    offset: u64,
+    buffer: &mut Vec<u8>,
+    len: usize,
+) -> io::Result<NowaitRead> {
     let mut filled = 0;
-    while filled < buf.len() {
-        let mut slices = [IoSliceMut::new(&mut buf[filled..])];
-        let read = rustix::io::preadv2(
+    while filled < len {
+        let read = pread_appending(
             file,
-            &mut slices,
+            buffer,
+            len - filled,
             offset + filled as u64,
-            rustix::io::ReadWriteFlags::NOWAIT,
+            ReadWait::NoWait,
         );
-        match read {
-            Ok(0) => {
-                return Ok(NowaitRead {
-                    filled,
-                    end: NowaitEnd::EndOfFile,
-                });
+        let errno = read
+            .as_ref()
+            .err()
+            .and_then(rustix::io::Errno::from_io_error);
+        let end = match (read, errno) {
+            (Ok(0), _) => NowaitEnd::EndOfFile,
+            (Ok(count), _) => {
+                filled += count;
+                continue;
             }
-            Ok(count) => filled += count,
-            Err(rustix::io::Errno::AGAIN) => {
-                return Ok(NowaitRead {
-                    filled,
-                    end: NowaitEnd::WouldBlock,
-                });
+            (Err(_), Some(rustix::io::Errno::AGAIN)) => NowaitEnd::WouldBlock,
+            (Err(_), Some(rustix::io::Errno::OPNOTSUPP | rustix::io::Errno::INVAL)) => {
+                NowaitEnd::Unsupported
             }
-            Err(rustix::io::Errno::OPNOTSUPP) | Err(rustix::io::Errno::INVAL) => {
-                return Ok(NowaitRead {
-                    filled,
-                    end: NowaitEnd::Unsupported,
-                });
-            }
-            Err(rustix::io::Errno::INTR) => continue,
-            Err(error) => return Err(error.into()),
-        }
+            (Err(_), Some(rustix::io::Errno::INTR)) => continue,
+            (Err(error), _) => return Err(error),
+        };
+        return Ok(NowaitRead { filled, end });
     }
     Ok(NowaitRead {
         filled,

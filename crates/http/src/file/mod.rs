@@ -8,7 +8,6 @@ pub mod io;
 pub mod open;
 
 use std::fs::File;
-use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -42,12 +41,20 @@ pub struct FileError {
     pub message: String,
 }
 
-/// Fills `buf` from the file at `offset`; fewer bytes only at the end of the file. Runs on
-/// a pool thread.
-pub(crate) fn read_chunk_into(file: &File, offset: u64, buf: &mut [u8]) -> std::io::Result<usize> {
+/// Appends `len` bytes of the file at `offset` to `buffer` (never zeroed first); fewer
+/// bytes only at the end of the file. Returns how many it read. May wait for the disk:
+/// runs on a pool thread, or on the worker under `aio off`.
+pub(crate) fn read_chunk_into(
+    file: &File,
+    offset: u64,
+    buffer: &mut Vec<u8>,
+    len: usize,
+) -> std::io::Result<usize> {
     let mut filled = 0;
-    while filled < buf.len() {
-        match file.read_at(&mut buf[filled..], offset + filled as u64) {
+    while filled < len {
+        let wait = runtime::sys::read_into::ReadWait::Wait;
+        let at = offset + filled as u64;
+        match runtime::sys::read_into::pread_appending(file, buffer, len - filled, at, wait) {
             Ok(0) => break,
             Ok(read) => filled += read,
             Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
@@ -230,9 +237,9 @@ mod tests {
             panic!("not a file")
         };
         assert_eq!(info.len, 11);
-        let mut buf = [0u8; 100];
-        assert_eq!(read_chunk_into(&file, 6, &mut buf).unwrap(), 5);
-        assert_eq!(&buf[..5], b"world");
+        let mut buf = b"hello ".to_vec();
+        assert_eq!(read_chunk_into(&file, 6, &mut buf, 100).unwrap(), 5);
+        assert_eq!(buf, b"hello world");
         let (none, info) = open::open_and_stat(b"/tmp", SymlinkCheck::OFF).unwrap();
         assert!(none.is_none() && info.is_dir);
         let fifo = std::env::temp_dir().join(format!("portico-fifo-{}", std::process::id()));

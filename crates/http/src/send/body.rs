@@ -7,6 +7,7 @@ use std::io;
 use std::pin::Pin;
 use std::time::Duration;
 
+use bytes::Bytes;
 use runtime::Clock;
 
 use crate::client::ResponseSink;
@@ -129,6 +130,22 @@ impl<'c> Output<'c> {
                 .await?;
             self.record(take);
             bytes = &bytes[take..];
+        }
+        Ok(())
+    }
+
+    /// Writes all of `bytes` as [`write`](Self::write) does; an HTTP/2 stream frames the
+    /// buffer itself rather than a copy of it.
+    pub async fn write_shared(&mut self, mut bytes: Bytes) -> io::Result<()> {
+        while !bytes.is_empty() {
+            let allowed = self.allowance().await?;
+            let take =
+                usize::try_from(allowed).map_or(bytes.len(), |allowed| allowed.min(bytes.len()));
+            let piece = bytes.split_to(take);
+            self.sink
+                .write_all_shared_timed(piece, self.send_timeout)
+                .await?;
+            self.record(take);
         }
         Ok(())
     }

@@ -277,9 +277,8 @@ pub(crate) async fn read(
 ) -> io::Result<Vec<u8>> {
     let handle = std::sync::Arc::clone(&file.file);
     let work = move || {
-        let mut buffer = vec![0u8; len];
-        let read = crate::file::read_chunk_into(&handle, offset, &mut buffer)?;
-        buffer.truncate(read);
+        let mut buffer = Vec::new();
+        crate::file::read_chunk_into(&handle, offset, &mut buffer, len)?;
         Ok::<_, io::Error>(buffer)
     };
     match &file.io {

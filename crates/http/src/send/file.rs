@@ -7,6 +7,7 @@
 use std::io;
 use std::sync::Arc;
 
+use bytes::Bytes;
 use threadpool::{TaskKind, ThreadPool};
 
 use crate::file::io::{
@@ -91,15 +92,13 @@ async fn read_behind_head(
     if chunked {
         http1::response::write_chunk_header(head, len);
     }
-    let data_start = head.len();
-    head.resize(data_start + len, 0);
     let mut cache_first = CacheFirst::for_body(context);
     *head = read_file(
         context,
         file,
         file.offset,
         std::mem::take(head),
-        data_start,
+        len,
         &mut cache_first,
     )
     .await?;
@@ -244,8 +243,8 @@ async fn copy_cached(
     len: usize,
     buffer: &mut Vec<u8>,
 ) -> io::Result<Option<usize>> {
-    buffer.resize(len, 0);
-    let got = read_nowait(&file.file, offset, buffer)?;
+    buffer.clear();
+    let got = read_nowait(&file.file, offset, buffer, len)?;
     count_nowait(&context.worker.stats, got.end);
     if got.filled == 0 {
         if got.end == NowaitEnd::EndOfFile {
@@ -414,19 +413,28 @@ async fn send_with_reads(
         let len = (end - offset)
             .min(piece_max as u64)
             .min(allowed.saturating_sub(overhead).max(1)) as usize;
+        if let (0, Some(framed)) = (buffer.capacity(), output.sink.framed_sink()) {
+            buffer = framed.spare_buffer().unwrap_or_default();
+        }
         buffer.clear();
         buffer.extend_from_slice(head);
         head.clear();
         if chunked {
             http1::response::write_chunk_header(&mut buffer, len);
         }
-        let data_start = buffer.len();
-        buffer.resize(data_start + len, 0);
-        buffer = read_file(context, file, offset, buffer, data_start, &mut cache_first).await?;
+        buffer = read_file(context, file, offset, buffer, len, &mut cache_first).await?;
         if chunked {
             buffer.extend_from_slice(CHUNK_END);
         }
-        output.write(&buffer).await?;
+        if output.sink.is_framed() {
+            // An HTTP/2 stream frames the piece where it was read, with no copy; the next
+            // piece gets a buffer of its own.
+            output
+                .write_shared(Bytes::from(std::mem::take(&mut buffer)))
+                .await?;
+        } else {
+            output.write(&buffer).await?;
+        }
         offset += len as u64;
         turn.after_piece().await;
     }
@@ -461,19 +469,20 @@ impl CacheFirst {
     }
 }
 
-/// Fills `buffer[data_start..]` from the file at `offset` where `aio` says ([`read_piece`]);
-/// a read on the worker is timed for the stall watcher. Used for every read of a file
+/// Appends `len` bytes of the file at `offset` to `buffer`, read where `aio` says
+/// ([`read_piece`]); a read on the worker is timed for the stall watcher. Used for every read of a file
 /// body: small files behind the head, `sendfile off`, and multipart or recoded pieces.
 pub(super) async fn read_file(
     context: &BodyContext<'_>,
     file: &FileBody,
     offset: u64,
     buffer: Vec<u8>,
-    data_start: usize,
+    len: usize,
     cache_first: &mut CacheFirst,
 ) -> io::Result<Vec<u8>> {
     let statics = &context.location.settings.static_files;
     let started = crate::worker::BlockingTimer::start();
+    let data_start = buffer.len();
     let (buffer, on_pool) = read_piece(
         &context.worker.stats,
         file,
@@ -481,7 +490,7 @@ pub(super) async fn read_file(
         statics.directio_alignment,
         offset,
         buffer,
-        data_start,
+        len,
     )
     .await?;
     if matches!(file.io, FileIo::Worker) {
@@ -503,10 +512,10 @@ pub(super) async fn read_file(
     Ok(buffer)
 }
 
-/// Fills `buffer[data_start..]` from the file at `offset`: on the worker under `aio off`;
-/// under `aio threads` what page cache holds is read on the worker without waiting
-/// (`aio_nowait`, until a piece needs the pool: [`CacheFirst`]), and only the rest on the
-/// pool. A file shorter than promised (truncated while being sent) is an error: the
+/// Appends `wanted` bytes of the file at `offset` to `buffer`: read on the worker under
+/// `aio off`; under `aio threads` what page cache holds is read on the worker without
+/// waiting (`aio_nowait`, until a piece needs the pool: [`CacheFirst`]), and only the rest
+/// on the pool. A file shorter than promised (truncated while being sent) is an error: the
 /// promised length cannot be met. With the buffer comes how many bytes the pool read.
 async fn read_piece(
     stats: &metrics::WorkerStats,
@@ -515,20 +524,24 @@ async fn read_piece(
     alignment: u64,
     offset: u64,
     mut buffer: Vec<u8>,
-    data_start: usize,
+    wanted: usize,
 ) -> io::Result<(Vec<u8>, usize)> {
-    let wanted = buffer.len() - data_start;
     let direct = file.direct;
-    let read = move |file: &std::fs::File, at: u64, into: &mut [u8]| {
+    let read = move |file: &std::fs::File, at: u64, buffer: &mut Vec<u8>, len: usize| {
         if direct {
-            read_direct(file, at, into, alignment)
+            // `O_DIRECT` reads go through an aligned scratch buffer anyway.
+            let start = buffer.len();
+            buffer.resize(start + len, 0);
+            let filled = read_direct(file, at, &mut buffer[start..], alignment);
+            buffer.truncate(start + *filled.as_ref().unwrap_or(&0));
+            filled
         } else {
-            read_chunk_into(file, at, into)
+            read_chunk_into(file, at, buffer, len)
         }
     };
     let pool = match &file.io {
         FileIo::Worker | FileIo::Missing(_) => {
-            let filled = read(&file.file, offset, &mut buffer[data_start..])?;
+            let filled = read(&file.file, offset, &mut buffer, wanted)?;
             return complete(file, buffer, filled, wanted).map(|buffer| (buffer, 0));
         }
         FileIo::Pool(pool) => pool,
@@ -544,7 +557,7 @@ async fn read_piece(
         CacheFirst::No => false,
     };
     if try_cache && !direct {
-        let got = read_nowait(&file.file, offset, &mut buffer[data_start..])?;
+        let got = read_nowait(&file.file, offset, &mut buffer, wanted)?;
         count_nowait(stats, got.end);
         match got.end {
             NowaitEnd::Complete => return Ok((buffer, 0)),
@@ -559,8 +572,7 @@ async fn read_piece(
     }
     let handle = Arc::clone(&file.file);
     let (buffer, filled) = offload_to(pool, TaskKind::Read, move || {
-        let start = data_start + done;
-        let filled = read(&handle, offset + done as u64, &mut buffer[start..]);
+        let filled = read(&handle, offset + done as u64, &mut buffer, wanted - done);
         (buffer, filled)
     })
     .await

@@ -161,7 +161,7 @@ pub(super) async fn send_pieces(
                     writer.flush(output, head).await?;
                     let take = (end - at).min(read_max as u64) as usize;
                     let data =
-                        read_file(context, file, at, vec![0; take], 0, &mut cache_first).await?;
+                        read_file(context, file, at, Vec::new(), take, &mut cache_first).await?;
                     writer.push(&data);
                     at += take as u64;
                     turn.after_piece().await;

@@ -51,6 +51,7 @@ impl Http2Server {
             stream_window: self.body_preread_size,
             chunk_size,
             max_frame_size: http2::frame::MAX_FRAME_SIZE_LIMIT,
+            output_high_water: 256 * 1024,
             ..Default::default()
         };
         config.limits.max_concurrent_streams = self.max_concurrent_streams;

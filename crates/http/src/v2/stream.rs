@@ -8,6 +8,7 @@ use std::cell::RefCell;
 use std::io;
 use std::time::Instant;
 
+use bytes::Bytes;
 use http1::request::Progress;
 use http2::ErrorCode;
 use http2::hpack::HeaderField;
@@ -339,9 +340,10 @@ fn read_head(
 enum SinkState {
     /// Collecting the head the header filter writes.
     Head(Vec<u8>),
-    /// The head is read and not sent yet (it goes with the first body bytes or the end).
-    /// The length is the head's `content-length`, when it has one.
-    HeadReady(Vec<HeaderField>, Option<u64>),
+    /// The head is read and not sent yet (it goes with the first body bytes or the end):
+    /// the HTTP/1 head with its field names in lower case, and its `content-length`, when
+    /// it has one.
+    HeadReady(Vec<u8>, Option<u64>),
     /// Sending the body; the bytes still to come when the length is known (the last
     /// ones carry END_STREAM, as nginx's last DATA frame does).
     Body(Option<u64>),
@@ -363,7 +365,9 @@ impl StreamSink<'_> {
         let state = std::mem::replace(&mut *self.state.borrow_mut(), SinkState::Ended);
         let mut h2 = self.shared.h2.borrow_mut();
         let _ = match state {
-            SinkState::HeadReady(fields, _) => h2.send_headers(self.stream_id, &fields, true),
+            SinkState::HeadReady(head, _) => {
+                h2.send_header_pairs(self.stream_id, response_pairs(&head), true)
+            }
             SinkState::Head(_) => {
                 let fields = [field(b":status", b"500")];
                 h2.send_headers(self.stream_id, &fields, true)
@@ -388,31 +392,9 @@ impl StreamSink<'_> {
         }
     }
 
-    fn gone() -> io::Error {
-        io::Error::new(io::ErrorKind::BrokenPipe, "stream closed")
-    }
-}
-
-impl FramedSink for StreamSink<'_> {
-    fn trailers(&self, last_chunk: &[u8]) {
-        let fields: Vec<HeaderField> = header_lines(last_chunk).collect();
-        let mut state = self.state.borrow_mut();
-        let mut h2 = self.shared.h2.borrow_mut();
-        if let SinkState::HeadReady(head, _) = &*state {
-            let _ = h2.send_headers(self.stream_id, head, false);
-        }
-        if !matches!(&*state, SinkState::Ended) {
-            let _ = if fields.is_empty() {
-                h2.send_data(self.stream_id, &[], true)
-            } else {
-                h2.send_trailers(self.stream_id, fields)
-            };
-        }
-        *state = SinkState::Ended;
-        self.shared.wake.notify_one();
-    }
-
-    fn try_write(&self, bytes: &[u8]) -> io::Result<usize> {
+    /// Takes what it can of `bytes`: the head the header filter wrote, then body bytes
+    /// queued on the stream, copied, or with `shared` (the same bytes) by reference.
+    fn take(&self, bytes: &[u8], shared: Option<&Bytes>) -> io::Result<usize> {
         let mut state = self.state.borrow_mut();
         if let SinkState::Head(head) = &mut *state {
             let Some(end) = head_end(head, bytes)
@@ -422,25 +404,28 @@ impl FramedSink for StreamSink<'_> {
                 return Ok(bytes.len());
             };
             head.extend_from_slice(&bytes[..end]);
-            let fields = response_fields(head);
-            let length = fields
-                .iter()
-                .find(|field| field.name == b"content-length")
-                .and_then(|field| std::str::from_utf8(&field.value).ok()?.parse().ok());
-            *state = SinkState::HeadReady(fields, length);
+            lower_field_names(head);
+            let length = response_pairs(head)
+                .find(|(name, _)| *name == b"content-length")
+                .and_then(|(_, value)| std::str::from_utf8(value).ok()?.parse().ok());
+            let head = std::mem::take(head);
+            *state = SinkState::HeadReady(head, length);
             if end == bytes.len() {
                 return Ok(end);
             }
             drop(state);
-            return self.try_write(&bytes[end..]).map(|written| end + written);
+            let rest = shared.map(|shared| shared.slice(end..));
+            return self
+                .take(&bytes[end..], rest.as_ref())
+                .map(|written| end + written);
         }
         let mut h2 = self.shared.h2.borrow_mut();
         let queued = h2.queued(self.stream_id);
         if queued >= QUEUED_MAX {
             return Err(io::ErrorKind::WouldBlock.into());
         }
-        if let SinkState::HeadReady(fields, length) = &*state {
-            h2.send_headers(self.stream_id, fields, false)
+        if let SinkState::HeadReady(head, length) = &*state {
+            h2.send_header_pairs(self.stream_id, response_pairs(head), false)
                 .map_err(|_| Self::gone())?;
             *state = SinkState::Body(*length);
         }
@@ -455,8 +440,13 @@ impl FramedSink for StreamSink<'_> {
                 return Err(Self::gone());
             }
         };
-        h2.send_data(self.stream_id, &bytes[..take], last)
-            .map_err(|_| Self::gone())?;
+        let queued = match shared {
+            Some(shared) => h2.send_data_shared(self.stream_id, shared.slice(..take), last),
+            None => h2.send_data(self.stream_id, &bytes[..take], last),
+        };
+        queued.map_err(|_| Self::gone())?;
+        let since_write = &self.shared.queued_since_write;
+        since_write.set(since_write.get() + take);
         *state = if last {
             SinkState::Ended
         } else {
@@ -464,6 +454,42 @@ impl FramedSink for StreamSink<'_> {
         };
         self.shared.wake.notify_one();
         Ok(take)
+    }
+
+    fn gone() -> io::Error {
+        io::Error::new(io::ErrorKind::BrokenPipe, "stream closed")
+    }
+}
+
+impl FramedSink for StreamSink<'_> {
+    fn trailers(&self, last_chunk: &[u8]) {
+        let fields = trailer_fields(last_chunk);
+        let mut state = self.state.borrow_mut();
+        let mut h2 = self.shared.h2.borrow_mut();
+        if let SinkState::HeadReady(head, _) = &*state {
+            let _ = h2.send_header_pairs(self.stream_id, response_pairs(head), false);
+        }
+        if !matches!(&*state, SinkState::Ended) {
+            let _ = if fields.is_empty() {
+                h2.send_data(self.stream_id, &[], true)
+            } else {
+                h2.send_trailers(self.stream_id, fields)
+            };
+        }
+        *state = SinkState::Ended;
+        self.shared.wake.notify_one();
+    }
+
+    fn try_write(&self, bytes: &[u8]) -> io::Result<usize> {
+        self.take(bytes, None)
+    }
+
+    fn try_write_shared(&self, bytes: &Bytes) -> io::Result<usize> {
+        self.take(bytes, Some(bytes))
+    }
+
+    fn spare_buffer(&self) -> Option<Vec<u8>> {
+        self.shared.h2.borrow_mut().take_reclaimed_buffer()
     }
 
     fn writable(
@@ -503,39 +529,52 @@ fn field(name: &[u8], value: &[u8]) -> HeaderField {
     }
 }
 
-/// The HTTP/2 fields of an HTTP/1 response head: `:status`, then each field with its name
-/// in lower case, without the connection-specific ones (RFC 9113 §8.2.2).
-fn response_fields(head: &[u8]) -> Vec<HeaderField> {
+/// Lowers the field names of an HTTP/1 head or last chunk in place (HTTP/2 names are lower
+/// case), so that its fields can be sent as they are, without a copy each.
+fn lower_field_names(head: &mut [u8]) {
+    for line in head.split_mut(|&byte| byte == b'\n').skip(1) {
+        if let Some(colon) = line.iter().position(|&byte| byte == b':') {
+            line[..colon].make_ascii_lowercase();
+        }
+    }
+}
+
+/// The HTTP/2 fields of an HTTP/1 response head whose names are in lower case
+/// ([`lower_field_names`]): `:status`, then each field, without the connection-specific
+/// ones (RFC 9113 §8.2.2).
+fn response_pairs(head: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> {
     let mut lines = head.split(|&byte| byte == b'\n');
     let status = lines
         .next()
         .and_then(|line| line.get(9..12))
         .unwrap_or(b"500");
-    let mut fields = vec![field(b":status", status)];
-    fields.extend(lines_to_fields(lines));
-    fields
+    std::iter::once((&b":status"[..], status)).chain(line_pairs(lines))
 }
 
-/// The fields of the lines after the first of an HTTP/1 head or last chunk.
-fn header_lines(bytes: &[u8]) -> impl Iterator<Item = HeaderField> + '_ {
-    lines_to_fields(bytes.split(|&byte| byte == b'\n').skip(1))
+/// The trailer fields of an HTTP/1 last chunk (`0`, the field lines, the blank line).
+fn trailer_fields(last_chunk: &[u8]) -> Vec<HeaderField> {
+    let mut chunk = last_chunk.to_vec();
+    lower_field_names(&mut chunk);
+    line_pairs(chunk.split(|&byte| byte == b'\n').skip(1))
+        .map(|(name, value)| field(name, value))
+        .collect()
 }
 
-/// `Name: value` lines as HTTP/2 fields, names in lower case, without the
+/// `name: value` lines (names already in lower case) as HTTP/2 fields, without the
 /// connection-specific ones.
-fn lines_to_fields<'b>(
+fn line_pairs<'b>(
     lines: impl Iterator<Item = &'b [u8]> + 'b,
-) -> impl Iterator<Item = HeaderField> + 'b {
+) -> impl Iterator<Item = (&'b [u8], &'b [u8])> + 'b {
     lines.filter_map(|line| {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         let colon = line.iter().position(|&byte| byte == b':')?;
-        let name = line[..colon].to_ascii_lowercase();
+        let name = &line[..colon];
         let value = line[colon + 1..].trim_ascii_start();
         let connection_specific = matches!(
-            name.as_slice(),
+            name,
             b"connection" | b"keep-alive" | b"transfer-encoding" | b"upgrade" | b"proxy-connection"
         );
-        (!connection_specific).then(|| field(&name, value))
+        (!connection_specific).then_some((name, value))
     })
 }
 
@@ -545,20 +584,25 @@ mod tests {
 
     #[test]
     fn a_response_head_becomes_fields_without_connection_ones() {
-        let head = b"HTTP/1.1 404 Not Found\r\nServer: portico\r\nContent-Length: 3\r\n\
-            Connection: keep-alive\r\nX-A: b:c\r\n\r\n";
-        let fields = response_fields(head);
-        let pairs: Vec<(&[u8], &[u8])> = fields
-            .iter()
-            .map(|field| (field.name.as_slice(), field.value.as_slice()))
-            .collect();
+        let mut head = b"HTTP/1.1 404 Not Found\r\nServer: portico\r\nContent-Length: 3\r\n\
+            Connection: keep-alive\r\nX-A: B:C\r\n\r\n"
+            .to_vec();
+        lower_field_names(&mut head);
+        let pairs: Vec<(&[u8], &[u8])> = response_pairs(&head).collect();
         let want: Vec<(&[u8], &[u8])> = vec![
             (b":status", b"404"),
             (b"server", b"portico"),
             (b"content-length", b"3"),
-            (b"x-a", b"b:c"),
+            (b"x-a", b"B:C"),
         ];
         assert_eq!(pairs, want);
+    }
+
+    #[test]
+    fn trailers_become_fields_with_names_in_lower_case() {
+        let fields = trailer_fields(b"0\r\nX-Checksum: AbC\r\nConnection: close\r\n\r\n");
+        assert_eq!(fields, vec![field(b"x-checksum", b"AbC")]);
+        assert!(trailer_fields(b"0\r\n\r\n").is_empty());
     }
 
     #[test]

@@ -15,6 +15,8 @@ impl Connection {
     /// went into the output: the caller writes it and closes.
     pub fn receive(&mut self, input: &[u8]) -> Result<usize, Error> {
         self.counters.new_streams = 0;
+        // Window updates and settings may let a stream send again.
+        self.nothing_to_frame = false;
         let mut used = 0;
         loop {
             let rest = &input[used..];
@@ -128,7 +130,7 @@ impl Connection {
                     {
                         return self.flood(Flood::ControlFrames);
                     }
-                    Frame::Ping { ack: true, payload }.write(&mut self.output);
+                    Frame::Ping { ack: true, payload }.write(self.output.frames());
                 }
                 Ok(())
             }
@@ -528,7 +530,7 @@ impl Connection {
             ack: true,
             params: &[],
         }
-        .write(&mut self.output);
+        .write(self.output.frames());
         Ok(())
     }
 

@@ -1,9 +1,11 @@
 //! Writing: response heads, DATA in priority order under both windows, trailers, resets,
 //! and the window credit given back for consumed request bodies.
 
-use super::{Connection, Phase, SendError};
+use bytes::Bytes;
+
+use super::{Connection, Phase, SendError, Stream};
 use crate::error::ErrorCode;
-use crate::frame::{self, Frame};
+use crate::frame::{self, Frame, FrameHeader};
 use crate::hpack::HeaderField;
 
 impl Connection {
@@ -31,10 +33,31 @@ impl Connection {
         self.sendable(stream_id)?;
         let mut block = Vec::new();
         self.encoder.encode(fields, &mut block);
+        self.write_head_block(stream_id, &block, end_stream);
+        Ok(())
+    }
+
+    /// As [`send_headers`](Self::send_headers), for fields given as name and value (names
+    /// in lower case), none of them never-indexed: a head passed on without building
+    /// a [`HeaderField`] for each.
+    pub fn send_header_pairs<'f>(
+        &mut self,
+        stream_id: u32,
+        fields: impl IntoIterator<Item = (&'f [u8], &'f [u8])>,
+        end_stream: bool,
+    ) -> Result<(), SendError> {
+        self.sendable(stream_id)?;
+        let mut block = Vec::new();
+        self.encoder.encode_pairs(fields, &mut block);
+        self.write_head_block(stream_id, &block, end_stream);
+        Ok(())
+    }
+
+    fn write_head_block(&mut self, stream_id: u32, block: &[u8], end_stream: bool) {
         frame::write_header_block(
-            &mut self.output,
+            self.output.frames(),
             stream_id,
-            &block,
+            block,
             end_stream,
             self.peer_max_frame_size,
         );
@@ -44,11 +67,10 @@ impl Connection {
             }
             self.end_local(stream_id);
         }
-        Ok(())
     }
 
-    /// Queues body bytes; [`flush`](Self::flush) frames them as the windows allow. With
-    /// `end_stream` these are the last. The caller bounds what it queues by
+    /// Queues a copy of body bytes; [`flush`](Self::flush) frames them as the windows
+    /// allow. With `end_stream` these are the last. The caller bounds what it queues by
     /// [`queued`](Self::queued).
     pub fn send_data(
         &mut self,
@@ -58,9 +80,27 @@ impl Connection {
     ) -> Result<(), SendError> {
         self.sendable(stream_id)?;
         if let Some(stream) = self.streams.get_mut(&stream_id) {
-            stream.queued.extend(data);
+            stream.queued.push_copy(data);
             stream.end_queued = end_stream;
         }
+        self.nothing_to_frame = false;
+        Ok(())
+    }
+
+    /// Queues body bytes without copying them: the DATA frames cut from `data` point into
+    /// it until they are written. Otherwise as [`send_data`](Self::send_data).
+    pub fn send_data_shared(
+        &mut self,
+        stream_id: u32,
+        data: Bytes,
+        end_stream: bool,
+    ) -> Result<(), SendError> {
+        self.sendable(stream_id)?;
+        if let Some(stream) = self.streams.get_mut(&stream_id) {
+            stream.queued.push(data);
+            stream.end_queued = end_stream;
+        }
+        self.nothing_to_frame = false;
         Ok(())
     }
 
@@ -75,6 +115,7 @@ impl Connection {
             stream.trailers = Some(fields);
             stream.end_queued = true;
         }
+        self.nothing_to_frame = false;
         Ok(())
     }
 
@@ -139,7 +180,7 @@ impl Connection {
                 stream_id,
                 increment,
             }
-            .write(&mut self.output);
+            .write(self.output.frames());
         }
     }
 
@@ -149,7 +190,7 @@ impl Connection {
                 stream_id: 0,
                 increment,
             }
-            .write(&mut self.output);
+            .write(self.output.frames());
         }
     }
 
@@ -157,25 +198,43 @@ impl Connection {
     /// first, one frame at a time, within both windows, the peer's frame size and
     /// `chunk_size`, until the output reaches its high-water mark or nothing can go.
     pub fn flush(&mut self) {
-        if self.phase == Phase::Failed {
+        if self.phase == Phase::Failed || self.nothing_to_frame {
             return;
         }
         while self.output.len() < self.config.output_high_water {
-            let connection_window = self.send_window.available();
-            let ready = self.streams.iter().filter_map(|(&stream_id, stream)| {
-                let finishing =
-                    stream.queued.is_empty() && stream.end_queued && stream.state.can_send();
-                let has_window = stream.send_window.available() > 0 && connection_window > 0;
-                (finishing || (!stream.queued.is_empty() && has_window)).then_some(stream_id)
-            });
+            let ready = self
+                .streams
+                .iter()
+                .filter(|(_, stream)| self.ready_to_frame(stream))
+                .map(|(&stream_id, _)| stream_id);
             let Some(stream_id) = self.tree.first(ready) else {
+                self.nothing_to_frame = true;
                 return;
             };
-            self.write_data_frame(stream_id, connection_window);
+            // The tree does not change while framing and a stream's readiness only ends, so
+            // the first stays first while it is ready: no new choice per frame.
+            loop {
+                self.write_data_frame(stream_id);
+                let still_ready = self
+                    .streams
+                    .get(&stream_id)
+                    .is_some_and(|stream| self.ready_to_frame(stream));
+                if !still_ready || self.output.len() >= self.config.output_high_water {
+                    break;
+                }
+            }
         }
     }
 
-    fn write_data_frame(&mut self, stream_id: u32, connection_window: u32) {
+    /// Whether a stream has a DATA frame (or its end) to write now.
+    fn ready_to_frame(&self, stream: &Stream) -> bool {
+        let finishing = stream.queued.is_empty() && stream.end_queued && stream.state.can_send();
+        let has_window = stream.send_window.available() > 0 && self.send_window.available() > 0;
+        finishing || (!stream.queued.is_empty() && has_window)
+    }
+
+    fn write_data_frame(&mut self, stream_id: u32) {
+        let connection_window = self.send_window.available();
         let Some(stream) = self.streams.get_mut(&stream_id) else {
             return;
         };
@@ -185,29 +244,43 @@ impl Connection {
             .available()
             .min(connection_window)
             .min(chunk);
+        // The frame's length is the windows' and the frame size's to say, not where the
+        // queued buffers end: nginx sends the same frames whatever its buffers were, and
+        // nginx-tests count them (h2_priority.t, h2.t "multiple SETTINGS").
         let length = stream.queued.len().min(window as usize);
         let last = length == stream.queued.len() && stream.end_queued;
         let trailers = if last { stream.trailers.take() } else { None };
-        let data: Vec<u8> = stream.queued.drain(..length).collect();
         let sent = u32::try_from(length).unwrap_or(0);
         stream.send_window.consume(sent);
         self.send_window.consume(sent);
         let end_stream = last && trailers.is_none();
         if length > 0 || end_stream {
-            Frame::Data {
+            let queued = &mut stream.queued;
+            let mut left = length;
+            // Each part is the rest of one queued buffer or the start of the next.
+            let parts = std::iter::from_fn(|| {
+                let part = (left > 0).then(|| queued.take(left))?;
+                left -= part.len();
+                (!part.is_empty()).then_some(part)
+            });
+            let header = FrameHeader {
+                length: sent,
+                kind: frame::kind::DATA,
+                flags: if end_stream {
+                    frame::flag::END_STREAM
+                } else {
+                    0
+                },
                 stream_id,
-                data: &data,
-                padding: None,
-                end_stream,
-            }
-            .write(&mut self.output);
+            };
+            self.output.push_data(header.to_bytes(), parts);
         }
         if let Some(fields) = trailers {
             // Encoded now, not when queued: HPACK blocks must be encoded in wire order.
             let mut block = Vec::new();
             self.encoder.encode(&fields, &mut block);
             frame::write_header_block(
-                &mut self.output,
+                self.output.frames(),
                 stream_id,
                 &block,
                 true,

@@ -120,7 +120,7 @@ impl Client {
 
     /// Reads and drains the output.
     pub fn take_frames(&mut self) -> Vec<OwnedFrame> {
-        let output = self.connection.output().to_vec();
+        let output = self.connection.output_to_vec();
         self.connection.advance_output(output.len());
         let mut frames = Vec::new();
         let mut rest = &output[..];

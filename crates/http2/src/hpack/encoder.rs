@@ -56,7 +56,24 @@ impl Encoder {
         }
     }
 
-    /// Appends one field: an index when a table has it, else a literal.
+    /// Appends the representation of fields given as name and value, none of them
+    /// never-indexed (no [`HeaderField`] needs building for each).
+    pub fn encode_pairs<'a>(
+        &mut self,
+        fields: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
+        out: &mut Vec<u8>,
+    ) {
+        if let Some(size) = self.size_update.take() {
+            integer::encode(size as u64, 5, 0x20, out);
+        }
+        for (name, value) in fields {
+            self.field(name, value, false, out);
+        }
+    }
+
+    /// Appends one field: an index when a table has it, else a literal. A block starts
+    /// with [`encode`](Self::encode) or [`encode_pairs`](Self::encode_pairs), which
+    /// announce a table size change first.
     pub fn field(&mut self, name: &[u8], value: &[u8], sensitive: bool, out: &mut Vec<u8>) {
         let (static_exact, static_name) = table::find_static(name, value);
         if let Some(index) = static_exact.filter(|_| !sensitive) {

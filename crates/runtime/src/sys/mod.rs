@@ -4,3 +4,4 @@
 #![allow(unsafe_code)]
 
 pub mod linux;
+pub mod read_into;

@@ -193,6 +193,37 @@ fn a_large_file_goes_out_under_flow_control_beside_other_streams() {
     assert_eq!(answers[3].body, b"hello h2\n");
 }
 
+/// File pieces go to the streams as the buffers they were read into, under `aio off` and
+/// `aio threads`, in pieces that do not line up with DATA frames; many streams share the
+/// connection and its reused buffers, and every byte arrives in its place.
+#[test]
+fn files_read_in_pieces_arrive_whole_on_many_streams() {
+    let config = r#"server {
+        listen 127.0.0.1:8080;
+        http2 on;
+        root html;
+        location /off/ { output_buffers 1 7k; }
+        location /threads/ { aio threads; output_buffers 3 5k; }
+    }"#;
+    let large: Vec<u8> = (0..100_003u32).map(|index| (index % 253) as u8).collect();
+    let small: Vec<u8> = (0..2_049u32).map(|index| (index % 7) as u8).collect();
+    let server = Instance::http_builder(config)
+        .file("html/off/large.bin", large.clone())
+        .file("html/off/small.bin", small.clone())
+        .file("html/threads/large.bin", large.clone())
+        .start();
+    let paths = ["/off/large.bin", "/off/small.bin", "/threads/large.bin"];
+    let requests = (0..30).map(|index| get(paths[index % 3])).collect();
+    let answers = exchange(server.port(), requests);
+    for (index, answer) in answers.iter().enumerate() {
+        let want = if index % 3 == 1 { &small } else { &large };
+        assert_eq!(answer.status, 200, "stream {index}");
+        let length = want.len().to_string();
+        assert_eq!(answer.headers["content-length"], length.as_str());
+        assert!(answer.body == *want, "stream {index}: {}", paths[index % 3]);
+    }
+}
+
 #[test]
 fn heads_bodies_and_redirects_as_over_http1() {
     let server = start();

@@ -351,13 +351,16 @@ fn a_worker_held_by_a_slow_read_shows_in_its_loop_figures() {
             return;
         }
     };
-    let _evictor = match Evictor::start(&path, Duration::from_millis(20)) {
+    let evictor = match Evictor::start(&path, Duration::from_millis(20)) {
         Ok(evictor) => evictor,
         Err(reason) => {
             eprintln!("skipped: {reason}");
             return;
         }
     };
+    // Once the server sends 8 MiB from page cache within the first 20 ms (it reads into
+    // buffers it does not zero), the request must start after a drop to meet the disk.
+    evictor.wait_evicted(&path);
     let response = Client::connect(server.port())
         .with_timeout(Duration::from_secs(60))
         .request(get("/files/big.bin"));

@@ -59,8 +59,8 @@ fn read_chunk(file: &File, buffer: &mut [u8]) {
 fn cached_data_is_read_whole_without_waiting() {
     let test = test_file("cached");
     cache_all(&test.file);
-    let mut buffer = vec![0u8; LEN];
-    let read = read_nowait(&test.file, 0, &mut buffer).unwrap();
+    let mut buffer = Vec::new();
+    let read = read_nowait(&test.file, 0, &mut buffer, LEN).unwrap();
     assert_eq!(
         read,
         NowaitRead {
@@ -77,8 +77,8 @@ fn partly_cached_data_stops_where_the_cache_ends() {
     cache_all(&test.file);
     let half = LEN as u64 / 2;
     evict(&test.file, half);
-    let mut buffer = vec![0u8; LEN];
-    let read = read_nowait(&test.file, 0, &mut buffer).unwrap();
+    let mut buffer = Vec::new();
+    let read = read_nowait(&test.file, 0, &mut buffer, LEN).unwrap();
     assert_eq!(read.end, NowaitEnd::WouldBlock);
     assert_eq!(read.filled, LEN / 2, "exactly the cached half");
     assert_eq!(buffer[..read.filled], test.bytes[..read.filled]);
@@ -138,8 +138,8 @@ fn sendfile_from_pool_stops_when_the_socket_is_full() {
 fn uncached_data_would_block_and_reads_nothing() {
     let test = test_file("uncached");
     evict(&test.file, 0);
-    let mut buffer = vec![0u8; 4096];
-    let read = read_nowait(&test.file, 0, &mut buffer).unwrap();
+    let mut buffer = Vec::new();
+    let read = read_nowait(&test.file, 0, &mut buffer, 4096).unwrap();
     assert_eq!(
         read,
         NowaitRead {
@@ -153,8 +153,8 @@ fn uncached_data_would_block_and_reads_nothing() {
 fn end_of_file_ends_the_read_early() {
     let test = test_file("eof");
     cache_all(&test.file);
-    let mut buffer = vec![0u8; 1000];
-    let read = read_nowait(&test.file, LEN as u64 - 100, &mut buffer).unwrap();
+    let mut buffer = Vec::new();
+    let read = read_nowait(&test.file, LEN as u64 - 100, &mut buffer, 1000).unwrap();
     assert_eq!(
         read,
         NowaitRead {
@@ -162,7 +162,8 @@ fn end_of_file_ends_the_read_early() {
             end: NowaitEnd::EndOfFile
         }
     );
-    let past = read_nowait(&test.file, LEN as u64 + 10, &mut buffer).unwrap();
+    assert_eq!(buffer.len(), 100);
+    let past = read_nowait(&test.file, LEN as u64 + 10, &mut buffer, 1000).unwrap();
     assert_eq!((past.filled, past.end), (0, NowaitEnd::EndOfFile));
 }
 
@@ -170,8 +171,8 @@ fn end_of_file_ends_the_read_early() {
 fn a_file_shorter_than_announced_or_truncated_reads_short() {
     let test = test_file("truncated");
     cache_all(&test.file);
-    let mut buffer = vec![0u8; 64 * 1024];
-    let first = read_nowait(&test.file, 0, &mut buffer).unwrap();
+    let mut buffer = Vec::new();
+    let first = read_nowait(&test.file, 0, &mut buffer, 64 * 1024).unwrap();
     assert_eq!(first.end, NowaitEnd::Complete);
     // Truncated while being served: the next piece finds the file ended.
     let writer = std::fs::OpenOptions::new()
@@ -179,7 +180,8 @@ fn a_file_shorter_than_announced_or_truncated_reads_short() {
         .open(&test.path)
         .unwrap();
     writer.set_len(100 * 1024).unwrap();
-    let second = read_nowait(&test.file, 64 * 1024, &mut buffer).unwrap();
+    buffer.clear();
+    let second = read_nowait(&test.file, 64 * 1024, &mut buffer, 64 * 1024).unwrap();
     assert_eq!(
         second,
         NowaitRead {

@@ -132,6 +132,20 @@ impl Evictor {
     }
 }
 
+impl Evictor {
+    /// Waits until the file's first page has been dropped: a request made then reads the
+    /// disk from its first piece, however fast the server would have sent the file from
+    /// page cache before the first drop.
+    pub fn wait_evicted(&self, path: &Path) {
+        let file = File::open(path).expect("the evicted file opens");
+        crate::support::wait::wait_until(
+            "the file to leave page cache",
+            crate::support::wait::PATIENCE,
+            || !is_cached(&file),
+        );
+    }
+}
+
 impl Drop for Evictor {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
