@@ -82,14 +82,31 @@ impl Drop for ManagerHandle {
     }
 }
 
-fn run(zone: &Zone, log: &dyn Fn(Level, String)) {
+fn run(zone: &Arc<Zone>, log: &dyn Fn(Level, String)) {
     let mut next_run = Instant::now();
     let mut next_statvfs = Instant::now();
     let mut next_checkpoint = Instant::now() + crate::persist::CHECKPOINT_EVERY;
+    // The checkpoint's room under the zone's ceiling: the file and, while the next one is
+    // written, its temporary copy (Portico's own files count as entries do).
+    let mut checkpoint_room: Option<crate::fill::Reservation> = None;
     loop {
         drain_unlinks(zone, log);
         if Instant::now() >= next_checkpoint {
-            if let Err(error) = crate::persist::write_checkpoint(zone, Instant::now()) {
+            let needed = 2 * crate::persist::checkpoint_bytes(zone.count(), zone.block_size());
+            if checkpoint_room
+                .as_ref()
+                .is_none_or(|room| room.bytes() < needed)
+            {
+                // Released first: the new reservation replaces it, not adds to it.
+                drop(checkpoint_room.take());
+                checkpoint_room = zone.reserve(needed);
+            }
+            let written = match &checkpoint_room {
+                Some(_) => crate::persist::write_checkpoint(zone, Instant::now()),
+                // No room now (evicted files still being unlinked): the next one.
+                None => Ok(crate::persist::Saved::Incomplete),
+            };
+            if let Err(error) = written {
                 log(
                     Level::Crit,
                     format!(

@@ -96,6 +96,12 @@ pub fn checkpoint_path(layout: &Layout) -> PathBuf {
     layout.root.join(SIDECAR_DIR).join(CHECKPOINT_NAME)
 }
 
+/// The disk bytes of a checkpoint of `entries` entries: whole blocks.
+pub fn checkpoint_bytes(entries: usize, block_size: u64) -> u64 {
+    let bytes = (HEADER_LEN + entries * RECORD_LEN + CRC_LEN) as u64;
+    bytes.div_ceil(block_size.max(1)) * block_size.max(1)
+}
+
 /// Writes a checkpoint of a warm zone while it serves (the manager's duty).
 pub fn write_checkpoint(zone: &Zone, now: Instant) -> io::Result<Saved> {
     write_index(zone, now, &checkpoint_path(&zone.params().layout))

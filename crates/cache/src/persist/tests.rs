@@ -232,3 +232,12 @@ fn checkpoints_restore_after_a_crash_and_go_at_a_clean_stop() {
         Err(SnapshotError::Missing)
     ));
 }
+
+/// A checkpoint takes whole blocks: its header, 64 bytes per entry and its CRC.
+#[test]
+fn a_checkpoint_counts_whole_blocks() {
+    assert_eq!(checkpoint_bytes(0, 4096), 4096);
+    assert_eq!(checkpoint_bytes(63, 4096), 4096);
+    assert_eq!(checkpoint_bytes(64, 4096), 8192);
+    assert_eq!(checkpoint_bytes(100, 512), 6656);
+}
