@@ -18,12 +18,10 @@
 //! # Size
 //! `size` counts the disk blocks of committed files, tombstones included until their
 //! unlink. A fill reserves its bytes first ([`Zone::reserve`]): against the hard ceiling
-//! `max_size + slack`, evicting LRU entries until the live entries leave room, and against
-//! a floor of free space (`min_free / 2`, 16 MiB without `min_free`) measured by the
-//! manager thread; a fill that cannot reserve stores nothing. Tombstones still count until
-//! their files are unlinked: when only they stand in the way (the room is being freed), the
-//! fill stores nothing rather than evicting more, so the files on disk never exceed the
-//! ceiling. The soft limit, `max_size` itself, is the manager's, on nginx's schedule.
+//! `max_size + slack` (tombstones not counted: their unlinks are already queued), evicting
+//! LRU entries to make room, and against a floor of free space (`min_free / 2`, 16 MiB
+//! without `min_free`) measured by the manager thread; a fill that cannot reserve stores
+//! nothing. The soft limit, `max_size` itself, is the manager's, on nginx's schedule.
 //!
 //! # Unlinking safely
 //! Evicting an entry whose file exists leaves a *tombstone* in its node (the inode and size
@@ -546,11 +544,6 @@ impl Zone {
                 return false;
             }
             if used.saturating_add(wanted) <= ceiling {
-                // Room once the queued unlinks are done; until then the disk holds the
-                // evicted files too, and this fill would take it over the ceiling.
-                if self.size().saturating_add(wanted) > ceiling {
-                    return false;
-                }
                 if self
                     .reserved_bytes
                     .compare_exchange(reserved, wanted, Ordering::Relaxed, Ordering::Relaxed)
