@@ -226,12 +226,12 @@ pub async fn serve(
                 // The request is over: it leaves the counters before its log lines are
                 // known to be written and before the close, which a client may see at once.
                 state.closing();
-                send::log_lines_written(&worker).await;
+                crate::log_buffers::log_lines_written(&worker).await;
                 connection.close_tls(send_timeout).await;
                 return;
             }
             After::Linger => {
-                send::log_lines_written(&worker).await;
+                crate::log_buffers::log_lines_written(&worker).await;
                 let core = core.unwrap_or(server_settings);
                 connection
                     .linger(core.lingering_time, core.lingering_timeout)

@@ -246,6 +246,44 @@ impl PathFiles {
     }
 }
 
+/// How long a closing connection waits for its log lines at most. The log writer takes
+/// microseconds when its disk answers; when the disk does not (a log file whose last block
+/// is read back through a saturated disk, a pipe nobody reads), connections closed
+/// meanwhile would each keep their descriptor and their `worker_connections` slot for as
+/// long, and a client opening thousands of connections a second would find the worker
+/// full. So the wait is bounded, and skipped while the writer is stalled.
+const LOG_WAIT_MAX: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// Until the lines this worker logged so far are written: those the log writer thread has
+/// queued ([`logging::writer`]) and those to paths with variables. nginx has written a
+/// request's log line before it closes the connection; so has Portico, unless the log's
+/// disk keeps the line longer than [`LOG_WAIT_MAX`] or the writer is stalled
+/// ([`logging::writer::stalled`]).
+pub(crate) async fn log_lines_written(worker: &crate::worker::HttpWorker) {
+    let queued = logging::writer::written();
+    let pending = std::rc::Rc::clone(&worker.log_buffers.borrow().path_pending);
+    let wait_queued = !queued.is_done() && !logging::writer::stalled();
+    if !wait_queued && pending.count.get() == 0 {
+        return;
+    }
+    let both = async {
+        if wait_queued {
+            queued.await;
+        }
+        pending.written().await;
+    };
+    let _ = tokio::time::timeout(LOG_WAIT_MAX, both).await;
+}
+
+/// Until `lines` are written, as [`log_lines_written`] waits: at most [`LOG_WAIT_MAX`], and
+/// not at all while the writer is stalled (a response must not wait on a log's disk).
+pub(crate) async fn log_written(lines: logging::writer::Written) {
+    if lines.is_done() || logging::writer::stalled() {
+        return;
+    }
+    let _ = tokio::time::timeout(LOG_WAIT_MAX, lines).await;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

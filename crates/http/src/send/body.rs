@@ -114,12 +114,12 @@ impl<'c> Output<'c> {
     /// Writes all of `bytes`, in as many pieces as the rate limit needs. Error-log lines
     /// this worker queued are written first (nginx writes them before it sends more), so a
     /// client that got the bytes finds the lines about them, unless the log writer is
-    /// stalled or slow (`send::log_written`); with none pending this costs one
+    /// stalled or slow (`log_buffers::log_written`); with none pending this costs one
     /// atomic load.
     pub async fn write(&mut self, mut bytes: &[u8]) -> io::Result<()> {
         let urgent = logging::writer::urgent_written();
         if !urgent.is_done() {
-            crate::send::log_written(urgent).await;
+            crate::log_buffers::log_written(urgent).await;
         }
         while !bytes.is_empty() {
             let allowed = self.allowance().await?;

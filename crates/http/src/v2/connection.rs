@@ -310,7 +310,7 @@ async fn serve(worker: &HttpWorker, address: &AddressConf, connection: Connectio
     };
     drop(streams);
     // nginx has written a request's log line before it closes the connection.
-    crate::send::log_lines_written(worker).await;
+    crate::log_buffers::log_lines_written(worker).await;
     // A TLS session may hold encrypted output the socket has not taken yet.
     if socket.flush_timed(send_timeout).await.is_err() {
         return;
