@@ -14,6 +14,7 @@ mod chain;
 mod ciphers;
 mod client;
 mod context;
+mod hkdf;
 mod keys;
 mod peer;
 mod revocation;
@@ -43,9 +44,14 @@ impl std::fmt::Display for TlsError {
 
 impl std::error::Error for TlsError {}
 
-/// The crypto provider every configuration starts from (a copy, to be changed).
+/// The crypto provider every configuration starts from (a copy, to be changed): aws-lc-rs's,
+/// its TLS 1.3 suites with the HKDF of [`hkdf`].
 fn base_provider() -> rustls::crypto::CryptoProvider {
-    rustls::crypto::aws_lc_rs::default_provider()
+    let mut provider = rustls::crypto::aws_lc_rs::default_provider();
+    for suite in &mut provider.cipher_suites {
+        *suite = hkdf::faster_hkdf(*suite);
+    }
+    provider
 }
 
 /// The same provider, made once: for what runs per handshake (names of the suites a client
