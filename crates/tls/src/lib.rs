@@ -7,7 +7,8 @@
 //! connections, and facts about a finished handshake to turn into variables.
 //!
 //! The crypto provider is aws-lc-rs: the fastest of rustls's providers and the one with
-//! post-quantum key exchange (`X25519MLKEM768`).
+//! post-quantum key exchange (`X25519MLKEM768`); its TLS 1.3 suites get the HKDF of
+//! `hkdf.rs`, which keeps one HMAC key per secret.
 
 mod accept;
 mod chain;
