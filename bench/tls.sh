@@ -55,6 +55,9 @@ events { worker_connections 1024; }
 http {
     access_log off;
     ssl_session_cache shared:SSL:10m;
+    # nginx before 1.23.4 (Debian 12 has 1.22.1) leaves TLS 1.3 out of its default
+    # ssl_protocols; naming both makes both servers speak TLS 1.3.
+    ssl_protocols TLSv1.2 TLSv1.3;
     server {
         listen 127.0.0.1:$port ssl;
         ssl_certificate $WORK/$key.crt;
@@ -78,6 +81,13 @@ run_one() {
     start_server "$kind" "$prefix" "$conf" "$port"
     mapfile -t family < <(process_family "$SERVER_PID")
     out=$WORK/out-$kind-$scenario.txt
+    local protocol
+    protocol=$(openssl s_client -connect "127.0.0.1:$port" </dev/null 2>/dev/null \
+        | awk '/^New, / { sub(",", "", $2); print $2; exit }')
+    [ "$protocol" = TLSv1.3 ] || {
+        stop_server "$SERVER_PID"
+        die "$kind $scenario: ${protocol:-no protocol} negotiated, not TLSv1.3"
+    }
     cpu0=$(family_cpu_ns "${family[@]}")
     case $scenario in
         handshake-*|resumed)

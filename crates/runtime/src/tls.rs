@@ -63,6 +63,15 @@ impl Write for SocketIo<'_> {
         rustix::net::send(self.0, buf, rustix::net::SendFlags::NOSIGNAL).map_err(io::Error::from)
     }
 
+    /// Every pending record in one `sendmsg`: rustls hands over a flight (ServerHello,
+    /// ChangeCipherSpec, the encrypted rest) as separate buffers, and the default
+    /// `write_vectored` would send each with its own system call and packet.
+    fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        let mut control = rustix::net::SendAncillaryBuffer::default();
+        rustix::net::sendmsg(self.0, bufs, &mut control, rustix::net::SendFlags::NOSIGNAL)
+            .map_err(io::Error::from)
+    }
+
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
     }
@@ -409,4 +418,29 @@ pub async fn connect(tcp: TcpStream, session: tls::Session) -> io::Result<Stream
     let stream = TlsStream::new(tcp, session, WRITE_CHUNK_BYTES);
     stream.handshake().await?;
     Ok(Stream::Tls(Box::new(stream)))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{IoSlice, Read, Write};
+    use std::os::fd::AsFd;
+    use std::os::unix::net::UnixStream;
+
+    use super::SocketIo;
+
+    #[test]
+    fn a_vectored_write_sends_every_buffer_at_once() {
+        let (ours, mut theirs) = UnixStream::pair().unwrap();
+        let records = [
+            IoSlice::new(b"hello"),
+            IoSlice::new(b""),
+            IoSlice::new(b" world"),
+        ];
+        let written = SocketIo(ours.as_fd()).write_vectored(&records).unwrap();
+        assert_eq!(written, 11);
+        drop(ours);
+        let mut received = Vec::new();
+        theirs.read_to_end(&mut received).unwrap();
+        assert_eq!(received, b"hello world");
+    }
 }

@@ -175,17 +175,13 @@ pub(crate) fn openssl_name(negotiated: SupportedCipherSuite) -> &'static str {
     }
 }
 
-/// The OpenSSL name of a suite a client offered (`$ssl_ciphers`); unknown ones as hex.
-pub(crate) fn offered_name(id: rustls::CipherSuite) -> String {
-    let provider = crate::shared_provider();
-    if let Some(found) = provider
+/// The OpenSSL name of a suite a client offered (`$ssl_ciphers`), if Portico knows it.
+pub(crate) fn offered_name(id: rustls::CipherSuite) -> Option<&'static str> {
+    crate::shared_provider()
         .cipher_suites
         .iter()
         .find(|known| known.suite() == id)
-    {
-        return openssl_name(*found).to_owned();
-    }
-    format!("0x{:04x}", u16::from(id))
+        .map(|found| openssl_name(*found))
 }
 
 #[cfg(test)]

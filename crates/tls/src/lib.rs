@@ -7,13 +7,15 @@
 //! connections, and facts about a finished handshake to turn into variables.
 //!
 //! The crypto provider is aws-lc-rs: the fastest of rustls's providers and the one with
-//! post-quantum key exchange (`X25519MLKEM768`).
+//! post-quantum key exchange (`X25519MLKEM768`); its TLS 1.3 suites get the HKDF of
+//! `hkdf.rs`, which keeps one HMAC key per secret.
 
 mod accept;
 mod chain;
 mod ciphers;
 mod client;
 mod context;
+mod hkdf;
 mod keys;
 mod peer;
 mod revocation;
@@ -43,9 +45,14 @@ impl std::fmt::Display for TlsError {
 
 impl std::error::Error for TlsError {}
 
-/// The crypto provider every configuration starts from (a copy, to be changed).
+/// The crypto provider every configuration starts from (a copy, to be changed): aws-lc-rs's,
+/// its TLS 1.3 suites with the HKDF of [`hkdf`].
 fn base_provider() -> rustls::crypto::CryptoProvider {
-    rustls::crypto::aws_lc_rs::default_provider()
+    let mut provider = rustls::crypto::aws_lc_rs::default_provider();
+    for suite in &mut provider.cipher_suites {
+        *suite = hkdf::faster_hkdf(*suite);
+    }
+    provider
 }
 
 /// The same provider, made once: for what runs per handshake (names of the suites a client

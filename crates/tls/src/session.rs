@@ -161,12 +161,14 @@ impl Session {
             rustls::Connection::Server(server) => (
                 server.server_name().map(str::to_owned),
                 self.client_certificate(server.peer_certificates()),
-                server
-                    .received_resumption_data()
-                    .unwrap_or(&self.session_id)
-                    .iter()
-                    .map(|byte| format!("{byte:02x}"))
-                    .collect(),
+                {
+                    let id = server
+                        .received_resumption_data()
+                        .unwrap_or(&self.session_id);
+                    let mut hex = String::with_capacity(id.len() * 2);
+                    push_hex(&mut hex, id);
+                    hex
+                },
             ),
             rustls::Connection::Client(_) => (None, None, String::new()),
         };
@@ -227,23 +229,82 @@ pub(crate) fn group_name(group: rustls::NamedGroup) -> &'static str {
     }
 }
 
+/// The client's suites, OpenSSL names joined by `:` (`$ssl_ciphers`), unknown ones as
+/// `0x` and four hex digits, the renegotiation SCSV left out. Written into one string: a
+/// client such as OpenSSL's offers some thirty suites on every handshake.
 pub(crate) fn offered_ciphers(suites: &[rustls::CipherSuite]) -> String {
-    suites
-        .iter()
-        .filter(|suite| u16::from(**suite) != 0x00ff)
-        .map(|suite| offered_name(*suite))
-        .collect::<Vec<_>>()
-        .join(":")
+    let mut joined = String::with_capacity(suites.len() * 16);
+    for suite in suites.iter().filter(|suite| u16::from(**suite) != 0x00ff) {
+        if !joined.is_empty() {
+            joined.push(':');
+        }
+        match offered_name(*suite) {
+            Some(name) => joined.push_str(name),
+            None => push_code(&mut joined, u16::from(*suite)),
+        }
+    }
+    joined
 }
 
+/// The client's groups joined by `:` (`$ssl_curves`), unknown ones as `0x` and hex.
 pub(crate) fn offered_curves(groups: Option<&[rustls::NamedGroup]>) -> String {
-    groups
-        .unwrap_or_default()
-        .iter()
-        .map(|group| match group_name(*group) {
-            "" => format!("0x{:04x}", u16::from(*group)),
-            name => name.to_owned(),
-        })
-        .collect::<Vec<_>>()
-        .join(":")
+    let groups = groups.unwrap_or_default();
+    let mut joined = String::with_capacity(groups.len() * 10);
+    for group in groups {
+        if !joined.is_empty() {
+            joined.push(':');
+        }
+        match group_name(*group) {
+            "" => push_code(&mut joined, u16::from(*group)),
+            name => joined.push_str(name),
+        }
+    }
+    joined
+}
+
+/// Appends `0x` and `code` as four lower-case hex digits.
+fn push_code(out: &mut String, code: u16) {
+    out.push_str("0x");
+    push_hex(out, &code.to_be_bytes());
+}
+
+/// Appends `bytes` as lower-case hex digits.
+fn push_hex(out: &mut String, bytes: &[u8]) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    for byte in bytes {
+        out.push(char::from(DIGITS[usize::from(byte >> 4)]));
+        out.push(char::from(DIGITS[usize::from(byte & 0x0f)]));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rustls::{CipherSuite, NamedGroup};
+
+    use super::{offered_ciphers, offered_curves, push_hex};
+
+    #[test]
+    fn offered_lists_use_openssl_names_and_hex_for_the_rest() {
+        let suites = [
+            CipherSuite::TLS13_AES_256_GCM_SHA384,
+            CipherSuite::TLS_EMPTY_RENEGOTIATION_INFO_SCSV,
+            CipherSuite::TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
+            CipherSuite::from(0x0033),
+        ];
+        assert_eq!(
+            offered_ciphers(&suites),
+            "TLS_AES_256_GCM_SHA384:ECDHE-ECDSA-AES128-GCM-SHA256:0x0033"
+        );
+        assert_eq!(offered_ciphers(&[]), "");
+        let groups = [
+            NamedGroup::X25519,
+            NamedGroup::from(0x0100),
+            NamedGroup::secp256r1,
+        ];
+        assert_eq!(offered_curves(Some(&groups)), "X25519:0x0100:prime256v1");
+        assert_eq!(offered_curves(None), "");
+        let mut hex = String::new();
+        push_hex(&mut hex, &[0x00, 0x9f, 0xa0, 0xff]);
+        assert_eq!(hex, "009fa0ff");
+    }
 }
