@@ -188,6 +188,14 @@ pub trait FramedSink {
     fn trailers(&self, last_chunk: &[u8]);
 }
 
+/// Waits until `framed` may take bytes again, at most `send_timeout`.
+async fn writable_within(framed: &dyn FramedSink, send_timeout: Duration) -> io::Result<()> {
+    let deadline = tokio::time::Instant::now() + send_timeout;
+    timeout_at(deadline, framed.writable())
+        .await
+        .map_err(|_| io::Error::from(io::ErrorKind::TimedOut))?
+}
+
 /// Where a response goes.
 #[derive(Clone, Copy)]
 pub struct ResponseSink<'c> {
@@ -256,10 +264,7 @@ impl<'c> ResponseSink<'c> {
             match framed.try_write_shared(&bytes) {
                 Ok(written) => bytes.advance(written),
                 Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
-                    let deadline = tokio::time::Instant::now() + send_timeout;
-                    timeout_at(deadline, framed.writable())
-                        .await
-                        .map_err(|_| io::Error::from(io::ErrorKind::TimedOut))??;
+                    writable_within(framed, send_timeout).await?;
                 }
                 Err(error) => return Err(error),
             }
@@ -280,10 +285,7 @@ impl<'c> ResponseSink<'c> {
             match framed.try_write(bytes) {
                 Ok(written) => bytes = &bytes[written..],
                 Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
-                    let deadline = tokio::time::Instant::now() + send_timeout;
-                    timeout_at(deadline, framed.writable())
-                        .await
-                        .map_err(|_| io::Error::from(io::ErrorKind::TimedOut))??;
+                    writable_within(framed, send_timeout).await?;
                 }
                 Err(error) => return Err(error),
             }
