@@ -330,15 +330,7 @@ fn a_log_file_that_blocks_does_not_hold_the_workers() {
         fifo.display()
     ));
     // 48 lines of 4 KB: three times what a pipe holds (64 KiB) before a write waits.
-    let long = "x".repeat(4000);
-    let mut client = server.connect();
-    client.timeout = Duration::from_secs(5);
-    for number in 0..48 {
-        let response = client.request(format!(
-            "GET /{number}/{long} HTTP/1.1\r\nHost: localhost\r\n\r\n"
-        ));
-        assert_eq!(response.status, 200, "request {number}");
-    }
+    log_long_lines(&server, 48);
     let text = read_lines(&mut reader, 48);
     let numbers: Vec<usize> = text
         .lines()
@@ -378,6 +370,20 @@ fn a_full_disk_is_reported_once_not_per_line() {
     assert!(line.contains("[alert]"), "{line}");
     let reports = server.error_log().matches(needle).count();
     assert_eq!(reports, 1, "{}", server.error_log());
+}
+
+/// Makes `count` requests of about 4 KB each on one keep-alive connection, each answered
+/// 200: as many access-log lines of that size (`log_format uri '$uri'`), logged in order.
+fn log_long_lines(server: &Instance, count: usize) {
+    let long = "x".repeat(4000);
+    let mut client = server.connect();
+    client.timeout = Duration::from_secs(5);
+    for number in 0..count {
+        let response = client.request(format!(
+            "GET /{number}/{long} HTTP/1.1\r\nHost: localhost\r\n\r\n"
+        ));
+        assert_eq!(response.status, 200, "request {number}");
+    }
 }
 
 /// A pipe in a fresh directory, and its reader (opened first: the server's open of a pipe
@@ -517,16 +523,8 @@ fn a_stalled_log_does_not_hold_closing_connections() {
         fifo.display()
     ))
     .start();
-    // 20 lines of 4 KB on one connection: more than the pipe holds, so the writer waits.
-    let long = "x".repeat(4000);
-    let mut filler = server.connect();
-    for number in 0..20 {
-        let response = filler.request(format!(
-            "GET /{number}/{long} HTTP/1.1\r\nHost: localhost\r\n\r\n"
-        ));
-        assert_eq!(response.status, 200, "filler {number}");
-    }
-    drop(filler);
+    // 20 lines of 4 KB: more than the pipe holds, so the writer waits.
+    log_long_lines(&server, 20);
     for number in 0..100 {
         let response = server.request(format!(
             "GET /short/{number} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"

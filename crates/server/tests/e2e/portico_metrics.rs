@@ -672,15 +672,15 @@ fn the_pieces_of_a_visible_file_are_asked_about_one_by_one() {
     assert!(pool >= PIECE as f64, "worker {worker}, pool {pool}");
 }
 
-/// A response whose body is all in when it is stored (its length known, no request
-/// waiting for the fill) becomes an entry in one pool task: made, written and renamed.
-#[test]
-fn a_small_entry_is_stored_in_one_pool_task() {
+/// A server whose `/` is cached in zone `one` (1 minute), with `/metrics` and the caches'
+/// API, in front of an upstream answering `hello` (5 bytes, with its length) to everything.
+fn cached_hello() -> (Instance, crate::support::upstream::MockUpstream) {
     let mut builder = Instance::http_builder(
         "proxy_cache_path cache/one keys_zone=one:1m;
         server {
             listen 127.0.0.1:8080;
             location = /metrics { portico_metrics; }
+            location = /api/9/http/caches { api; }
             location / {
                 proxy_pass http://127.0.0.1:8081;
                 proxy_cache one;
@@ -688,13 +688,19 @@ fn a_small_entry_is_stored_in_one_pool_task() {
             }
         }",
     );
-    let _upstream =
-        crate::support::upstream::MockUpstream::start(builder.port(8081), |mut conn| {
-            while conn.read_request().is_some() {
-                conn.write("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello");
-            }
-        });
-    let server = builder.start();
+    let upstream = crate::support::upstream::MockUpstream::start(builder.port(8081), |mut conn| {
+        while conn.read_request().is_some() {
+            conn.write("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello");
+        }
+    });
+    (builder.start(), upstream)
+}
+
+/// A response whose body is all in when it is stored (its length known, no request
+/// waiting for the fill) becomes an entry in one pool task: made, written and renamed.
+#[test]
+fn a_small_entry_is_stored_in_one_pool_task() {
+    let (server, _upstream) = cached_hello();
     let writes =
         "portico_thread_pool_tasks_by_kind_total{pool=\"default\",worker=\"0\",kind=\"write\"}";
     let before = value(&scrape(&server), writes);
@@ -727,26 +733,7 @@ fn walk_files(dir: &std::path::Path) -> usize {
 /// A cache zone's responses by `$upstream_cache_status`, in the metrics and the API.
 #[test]
 fn cache_zones_count_responses_by_status() {
-    let mut builder = Instance::http_builder(
-        "proxy_cache_path cache/one keys_zone=one:1m;
-        server {
-            listen 127.0.0.1:8080;
-            location = /metrics { portico_metrics; }
-            location = /api/9/http/caches { api; }
-            location / {
-                proxy_pass http://127.0.0.1:8081;
-                proxy_cache one;
-                proxy_cache_valid 1m;
-            }
-        }",
-    );
-    let _upstream =
-        crate::support::upstream::MockUpstream::start(builder.port(8081), |mut conn| {
-            while conn.read_request().is_some() {
-                conn.write("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello");
-            }
-        });
-    let server = builder.start();
+    let (server, _upstream) = cached_hello();
     for _ in 0..3 {
         assert_eq!(server.get("/page").body, b"hello");
     }
