@@ -173,8 +173,8 @@ check_server() {
         || die "$kind: /auth answered $none without a password, $wrong with a wrong one, $right with the right one; expected 401, 401, 200"
 }
 
-# The loop-lag histogram summed over Portico's workers: "count sum le1 le2.5 le5 le10 le25
-# le100 le250 le1000 le5000" (cumulative counts per upper bound in ms).
+# The loop-lag histogram summed over Portico's workers: "count sum le0.1 le0.25 le0.5 le1
+# le2.5 le5 le10 le25 le100 le250 le1000 le5000" (cumulative counts per upper bound in ms).
 scrape_lag() {
     curl -s --max-time 5 "http://127.0.0.1:$metrics_port/metrics" | awk '
         /^portico_worker_loop_lag_seconds_bucket\{/ {
@@ -185,7 +185,7 @@ scrape_lag() {
         /^portico_worker_loop_lag_seconds_sum/ { sum += $NF }
         END {
             printf "%d %.6f", count, sum
-            n = split("0.001 0.0025 0.005 0.01 0.025 0.1 0.25 1 5", les, " ")
+            n = split("0.0001 0.00025 0.0005 0.001 0.0025 0.005 0.01 0.025 0.1 0.25 1 5", les, " ")
             for (i = 1; i <= n; i++) printf " %d", bucket[les[i] + 0]
             print ""
         }'
@@ -196,7 +196,7 @@ lag_delta() {
         na = split(a, x, " "); split(b, y, " ")
         ticks = y[1] - x[1]
         if (ticks <= 0) { print "0 nan nan nan nan nan"; exit }
-        split("1 2.5 5 10 25 100 250 1000 5000", bound, " ")
+        split("0.1 0.25 0.5 1 2.5 5 10 25 100 250 1000 5000", bound, " ")
         p99 = "inf"; top = "inf"
         for (i = 3; i <= na; i++) {
             c = y[i] - x[i]
@@ -204,7 +204,7 @@ lag_delta() {
             if (top == "inf" && c >= ticks) top = bound[i - 2]
         }
         printf "%d %.3f %s %.4f %.4f %s\n", ticks, (y[2] - x[2]) / ticks * 1000, p99,
-            (y[3] - x[3]) / ticks, (y[4] - x[4]) / ticks, top
+            (y[6] - x[6]) / ticks, (y[7] - x[7]) / ticks, top
     }'
 }
 
@@ -348,7 +348,7 @@ section=$WORK/section.md
     echo "- Password file: one line, \`bench:\$6\$portico16bench\$...\` (SHA-512 crypt, $ROUNDS rounds); one check takes ${HASH_MS} ms in Python's \`crypt\` (the C library's) on this machine"
     echo "- Phases, each ${DURATION}s, the server started once per repetition, $REPS repetitions, nginx and Portico alternating: **idle** (no request), **authonly** (\`bench/lib/paced_client.py\` sends $AUTH_RATE requests/s with the right password to \`/auth\` over $AUTH_CONNECTIONS keep-alive connections), **alone** (\`wrk -t$WRK_THREADS -c$CONNECTIONS -d${DURATION}s --latency http://127.0.0.1:PORT/\` after a ${WARMUP}s warm-up), **auth** (the same wrk run while the client sends to \`/auth\` as in authonly). Before and after, \`/\` answers exactly \`hello world\` and \`/auth\` 401 without or with a wrong password and 200 with the right one; every \`/auth\` request of the runs must answer 200"
     echo "- CPU/request: the server's CPU time (schedstat, all threads) over the phase, divided by wrk's requests (alone, auth; the hashes' CPU included in auth) or by the client's requests (authonly: the cost of one authenticated request)"
-    echo "- Loop lag (Portico only): the difference of \`portico_worker_loop_lag_seconds\` (every worker) scraped before and after each phase: how late the stall watcher's 10 ms tick fired. Its buckets are 1, 2.5, 5, 10, 25, 100 ms, ...; \"p99 ≤\" is the smallest bucket bound under which 99% of the ticks fell, \"mean\" the histogram's sum over its count. The timer has 1 ms granularity, so an idle loop already shows 1 to 2.5 ms (the idle rows)"
+    echo "- Loop lag (Portico only): the difference of \`portico_worker_loop_lag_seconds\` (every worker) scraped before and after each phase: how late the stall watcher's 10 ms tick fired. Its buckets are 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 100 ms, ...; \"p99 ≤\" is the smallest bucket bound under which 99% of the ticks fell, \"mean\" the histogram's sum over its count. The tick is a timerfd, precise to microseconds (the idle rows show its floor)"
     if [ "$QUIET_MAX" -gt 0 ]; then
         echo "- Before each server start the script waited (at most ${QUIET_MAX}s) for the machine to stay under $QUIET_CORES busy cores for 1 s; it had to wait $QUIET_WAITED times and gave up $QUIET_GAVE_UP times"
     fi

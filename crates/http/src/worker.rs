@@ -335,20 +335,19 @@ impl HttpWorker {
     }
 
     /// Measures this worker's loop: a timer due every [`LOOP_STALL_TICK`] fires late by as
-    /// long as the loop was kept from turning. A lateness of [`LOOP_STALL_WARN`] or more is
+    /// long as the loop was kept from turning (a `timerfd`, precise to microseconds:
+    /// [`runtime::ticker`]). A lateness of [`LOOP_STALL_WARN`] or more is
     /// logged at `warn` (at most once a second, with the count of others), naming the
     /// slowest blocking file operation seen meanwhile.
     pub async fn watch_loop_stalls(self: Rc<Self>) {
-        let mut last = std::time::Instant::now();
+        let mut ticker = runtime::ticker::Ticker::new(LOOP_STALL_TICK);
         let mut cpu_last = runtime::sys::linux::thread_cpu_time();
         let mut warned_at: Option<std::time::Instant> = None;
         let mut unreported = 0u64;
         let mut worst = Duration::ZERO;
         loop {
-            tokio::time::sleep(LOOP_STALL_TICK).await;
+            let stall = ticker.tick().await;
             let now = std::time::Instant::now();
-            let stall = now.duration_since(last).saturating_sub(LOOP_STALL_TICK);
-            last = now;
             self.stats
                 .record_lag(u64::try_from(stall.as_micros()).unwrap_or(u64::MAX));
             let cpu = runtime::sys::linux::thread_cpu_time();

@@ -50,8 +50,8 @@ impl Gauge {
 
 /// Upper bounds of the loop-lag histogram's buckets, in microseconds (the last bucket,
 /// `+Inf`, is implied): how late the stall watcher's 10 ms tick fired.
-pub const LAG_BUCKETS_MICROSECONDS: [u64; 9] = [
-    1_000, 2_500, 5_000, 10_000, 25_000, 100_000, 250_000, 1_000_000, 5_000_000,
+pub const LAG_BUCKETS_MICROSECONDS: [u64; 12] = [
+    100, 250, 500, 1_000, 2_500, 5_000, 10_000, 25_000, 100_000, 250_000, 1_000_000, 5_000_000,
 ];
 
 /// One worker's counters. nginx's meanings: `accepted` counts every connection taken from
@@ -80,7 +80,7 @@ pub struct WorkerStats {
     pub stalls_1000ms: Counter,
     /// The stall watcher's ticks by lateness (`LAG_BUCKETS_MICROSECONDS`, then `+Inf`),
     /// not cumulative; with their count and total lateness.
-    pub lag_buckets: [Counter; 10],
+    pub lag_buckets: [Counter; 13],
     pub lag_count: Counter,
     pub lag_microseconds: Counter,
     /// File calls made on the worker's own thread that may block it (what the stall
@@ -169,7 +169,7 @@ pub struct WorkerSnapshot {
     pub stalls_10ms: u64,
     pub stalls_100ms: u64,
     pub stalls_1000ms: u64,
-    pub lag_buckets: [u64; 10],
+    pub lag_buckets: [u64; 13],
     pub lag_count: u64,
     pub lag_microseconds: u64,
     pub blocking_calls: u64,
@@ -432,10 +432,10 @@ mod tests {
         stats.record_lag(150_000);
         stats.record_lag(9_000_000);
         let snapshot = stats.snapshot();
-        assert_eq!(snapshot.lag_buckets[0], 1);
-        assert_eq!(snapshot.lag_buckets[3], 1);
-        assert_eq!(snapshot.lag_buckets[6], 1);
-        assert_eq!(snapshot.lag_buckets[9], 1);
+        assert_eq!(snapshot.lag_buckets[2], 1, "300 µs: at most 500 µs");
+        assert_eq!(snapshot.lag_buckets[6], 1, "10 ms: at most 10 ms");
+        assert_eq!(snapshot.lag_buckets[9], 1, "150 ms: at most 250 ms");
+        assert_eq!(snapshot.lag_buckets[12], 1, "9 s: past the last bound");
         assert_eq!(snapshot.lag_count, 4);
         assert_eq!(
             (

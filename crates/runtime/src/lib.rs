@@ -16,6 +16,7 @@ pub mod clock;
 pub mod listener;
 pub mod stream;
 pub mod sys;
+pub mod ticker;
 pub mod tls;
 pub mod worker;
 

@@ -513,3 +513,17 @@ pub fn thread_cpu_time() -> std::time::Duration {
         u32::try_from(spec.tv_nsec).unwrap_or(0),
     )
 }
+
+/// Registers a descriptor the caller owns with the current tokio runtime's poller, for
+/// reading (a `timerfd`: [`crate::ticker`]). Panics outside a runtime, as tokio does.
+pub fn register_readable(
+    fd: std::os::fd::OwnedFd,
+) -> io::Result<tokio::io::unix::AsyncFd<std::os::fd::OwnedFd>> {
+    // SAFETY: the `AsyncFd` takes the `OwnedFd` itself, so the descriptor stays open and
+    // names the same file description until the `AsyncFd` is dropped (which deregisters it
+    // before closing it), and `OwnedFd::as_raw_fd` always returns that one descriptor.
+    unsafe {
+        tokio::io::unix::AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE)
+            .map_err(io::Error::from)
+    }
+}
