@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::task::{Context, Poll};
 use std::thread::JoinHandle;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
 
@@ -232,6 +232,18 @@ impl ThreadPool {
     /// `threads=`: the pool's size (its threads run once it is started).
     pub fn threads(&self) -> usize {
         self.threads.count
+    }
+
+    /// How long the task at the head of the queue has waited: zero when nothing waits (a
+    /// task submitted now starts at once, or as soon as a thread takes it). A pool whose
+    /// threads wait for the disk shows it here within a moment, before any of them has
+    /// finished, which is when work that need not wait should go elsewhere.
+    pub fn queue_delay(&self) -> Duration {
+        let state = self.shared.lock();
+        state
+            .jobs
+            .front()
+            .map_or(Duration::ZERO, |oldest| oldest.since.elapsed())
     }
 
     /// `max_queue=`.

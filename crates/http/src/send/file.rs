@@ -6,6 +6,7 @@
 
 use std::io;
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use threadpool::{TaskKind, ThreadPool};
@@ -109,10 +110,11 @@ async fn read_behind_head(
 }
 
 /// `sendfile on`: pieces of at most `sendfile_max_chunk` go from the file to the socket
-/// without a copy. Under `aio threads` the worker never calls `sendfile` ([`Route`]): what
-/// page cache holds it copies with a read that cannot wait for the disk, and the rest goes
-/// out by `sendfile` on a pool thread. Between pieces the connection lets the others run
-/// once its turn is over ([`Turn`]).
+/// without a copy. Under `aio threads` the worker never calls `sendfile` ([`Route`]): a
+/// large piece goes to a pool that keeps up ([`POOL_SEND_MIN`]); otherwise what page cache
+/// holds the worker copies with a read that cannot wait for the disk, and the rest goes out
+/// by `sendfile` on a pool thread. Between pieces the connection lets the others run once
+/// its turn is over ([`Turn`]).
 async fn send_with_sendfile(
     context: &BodyContext<'_>,
     output: &mut Output<'_>,
@@ -143,6 +145,7 @@ async fn send_with_sendfile(
         let on_worker = match route {
             Route::Worker => true,
             Route::Pool => false,
+            Route::Hinted | Route::Copied if count >= POOL_SEND_MIN && pool_keeps_up(file) => false,
             Route::Hinted | Route::Copied => {
                 let len = count.min(copy_max);
                 let cached = route == Route::Copied || timed_hint(context, file, offset, len);
@@ -195,6 +198,25 @@ async fn send_with_sendfile(
         turn.after_piece().await;
     }
     Ok(())
+}
+
+/// From this size on, a piece is sent by a pool thread's `sendfile` even when page cache
+/// holds it, as long as the pool keeps up ([`POOL_DELAY_MAX`]): the worker then spends one
+/// hand-off (tens of microseconds, whatever the size) instead of copying the piece twice
+/// (into its buffer, then into the socket), and the pool's `sendfile` copies nothing. With
+/// the whole data set cached, `bench/threadpool.sh` measured the worker's copies at 0.5x
+/// nginx's hot req/s and every piece by the pool (`aio_nowait off`) at 1.3x.
+const POOL_SEND_MIN: usize = 128 * 1024;
+
+/// A pool whose oldest queued task has waited this long is taken to be waiting for the
+/// disk (under memory pressure its threads read for hundreds of milliseconds): cached
+/// pieces are then copied by the worker, so they never queue behind reads of data that is
+/// not cached (the seed's hot file).
+const POOL_DELAY_MAX: Duration = Duration::from_millis(5);
+
+/// Whether the file's pool starts what it is given without a wait worth avoiding.
+fn pool_keeps_up(file: &FileBody) -> bool {
+    matches!(&file.io, FileIo::Pool(pool) if pool.queue_delay() < POOL_DELAY_MAX)
 }
 
 /// Who sends a piece of a file under `sendfile on`, decided once per response.

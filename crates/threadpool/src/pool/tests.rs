@@ -233,3 +233,29 @@ fn wait_time_counts_time_spent_queued() {
     pool.shutdown();
     assert!(pool.counters().wait_time >= Duration::from_millis(30));
 }
+
+#[test]
+fn the_queue_delay_is_the_age_of_the_oldest_waiting_task() {
+    let pool = ThreadPool::start(&settings(1, 8), None).unwrap();
+    assert_eq!(pool.queue_delay(), Duration::ZERO, "nothing waits");
+    let releases = occupy(&pool, 1);
+    assert_eq!(
+        pool.queue_delay(),
+        Duration::ZERO,
+        "a busy thread, an empty queue"
+    );
+    let waiting = pool.submit(|| 7).unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    assert!(
+        pool.queue_delay() >= Duration::from_millis(20),
+        "the task waits"
+    );
+    drop(releases);
+    assert_eq!(block_on(waiting), Ok(7));
+    assert_eq!(
+        pool.queue_delay(),
+        Duration::ZERO,
+        "the queue is empty again"
+    );
+    pool.shutdown();
+}
