@@ -51,8 +51,8 @@ impl TaskKind {
     }
 }
 
-/// Counters updated by submitters and pool threads. Relaxed atomics: they are statistics,
-/// read for status pages, never used to make decisions.
+/// Counters updated by submitters and pool threads. Relaxed atomics: statistics for status
+/// pages, and a hint of how busy the pool is ([`crate::ThreadPool::keeps_up`]).
 #[derive(Debug, Default)]
 pub struct Counters {
     queued: AtomicU64,
@@ -116,6 +116,11 @@ impl Counters {
         self.run_microseconds
             .fetch_add(micros(ran), Ordering::Relaxed);
         self.run_buckets[bucket(micros(ran))].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Tasks running now.
+    pub(crate) fn running(&self) -> u64 {
+        self.running.load(Ordering::Relaxed)
     }
 
     pub fn snapshot(&self) -> CountersSnapshot {

@@ -234,16 +234,18 @@ impl ThreadPool {
         self.threads.count
     }
 
-    /// How long the task at the head of the queue has waited: zero when nothing waits (a
-    /// task submitted now starts at once, or as soon as a thread takes it). A pool whose
-    /// threads wait for the disk shows it here within a moment, before any of them has
-    /// finished, which is when work that need not wait should go elsewhere.
-    pub fn queue_delay(&self) -> Duration {
+    /// Whether a task submitted now would start within `max_delay`: a thread is free and
+    /// nothing waits, or tasks wait but the oldest has waited less than `max_delay` (the
+    /// threads are taking them). A pool whose threads wait for the disk shows it at once,
+    /// before any of them has finished: every thread busy, or a queue that does not move.
+    /// Read from the pool's state and its relaxed counters, so a moment late either way;
+    /// good for choosing where work goes, not for anything that must hold.
+    pub fn keeps_up(&self, max_delay: Duration) -> bool {
         let state = self.shared.lock();
-        state
-            .jobs
-            .front()
-            .map_or(Duration::ZERO, |oldest| oldest.since.elapsed())
+        match state.jobs.front() {
+            Some(oldest) => oldest.since.elapsed() < max_delay,
+            None => self.shared.counters.running() < self.threads.count as u64,
+        }
     }
 
     /// `max_queue=`.

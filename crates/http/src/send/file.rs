@@ -208,15 +208,15 @@ async fn send_with_sendfile(
 /// nginx's hot req/s and every piece by the pool (`aio_nowait off`) at 1.3x.
 const POOL_SEND_MIN: usize = 128 * 1024;
 
-/// A pool whose oldest queued task has waited this long is taken to be waiting for the
-/// disk (under memory pressure its threads read for hundreds of milliseconds): cached
-/// pieces are then copied by the worker, so they never queue behind reads of data that is
-/// not cached (the seed's hot file).
+/// A pool whose threads are all busy with nothing queued, or whose oldest queued task has
+/// waited this long, is taken to be waiting for the disk (under memory pressure its threads
+/// read for hundreds of milliseconds): cached pieces are then copied by the worker, so they
+/// never queue behind reads of data that is not cached (the seed's hot file).
 const POOL_DELAY_MAX: Duration = Duration::from_millis(5);
 
 /// Whether the file's pool starts what it is given without a wait worth avoiding.
 fn pool_keeps_up(file: &FileBody) -> bool {
-    matches!(&file.io, FileIo::Pool(pool) if pool.queue_delay() < POOL_DELAY_MAX)
+    matches!(&file.io, FileIo::Pool(pool) if pool.keeps_up(POOL_DELAY_MAX))
 }
 
 /// Who sends a piece of a file under `sendfile on`, decided once per response.

@@ -356,3 +356,98 @@ fn queue_overflow_fails_the_request_with_nginx_line() {
         "file\n"
     );
 }
+
+/// `sendfile on` under `aio threads`: a large piece page cache holds goes to the pool's
+/// `sendfile` (no copy) while the pool keeps up, and is copied by the worker while every
+/// thread of the pool is busy, so that it never waits behind them. The pool's one thread
+/// is held by an `auth_basic_user_file` that is a FIFO nobody writes yet.
+#[test]
+fn large_cached_pieces_go_to_the_pool_only_while_it_keeps_up() {
+    const BIG: usize = 1 << 20;
+    let server = Instance::builder(
+        "worker_processes 1;
+        thread_pool one threads=1;
+        events {
+        }
+        http {
+            server {
+                listen 127.0.0.1:8080;
+                root html;
+                sendfile on;
+                aio threads=one;
+                location /held/ { auth_basic on; auth_basic_user_file fifo; }
+                location = /metrics { portico_metrics; }
+            }
+        }",
+    )
+    .file("html/big.bin", vec![3u8; BIG])
+    .file("html/held/index.html", "held")
+    .start();
+    let fifo = server.prefix().path().join("fifo");
+    let made = std::process::Command::new("mkfifo")
+        .args(["-m", "666"])
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success(), "mkfifo {}", fifo.display());
+    let scrape = || server.get("/metrics").body_text();
+    let moved = |text: &str, route: &str| {
+        let series =
+            format!("portico_worker_file_body_bytes_total{{worker=\"0\",route=\"{route}\"}} ");
+        text.lines()
+            .find_map(|line| line.strip_prefix(&series))
+            .and_then(|value| value.parse::<f64>().ok())
+            .unwrap_or_else(|| panic!("no {series} in:\n{text}"))
+    };
+    let running = |text: &str| {
+        text.lines()
+            .filter(|line| line.starts_with("portico_thread_pool_running_tasks{pool=\"one\""))
+            .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum::<f64>()
+    };
+
+    // The pool's thread opens the FIFO for the held request and waits for a writer.
+    let mut held = crate::support::Client::connect(server.port());
+    held.write("GET /held/ HTTP/1.1\r\nHost: x\r\nAuthorization: Basic dTpw\r\n\r\n");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while running(&scrape()) < 1.0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the pool's thread never got the task"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+
+    // Every thread busy: the worker copies the cached file itself, without waiting.
+    let before = scrape();
+    let response = crate::support::Client::connect(server.port())
+        .with_timeout(std::time::Duration::from_secs(5))
+        .request("GET /big.bin HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    assert_eq!(response.body.len(), BIG);
+    let after = scrape();
+    assert_eq!(
+        moved(&after, "cached_on_worker") - moved(&before, "cached_on_worker"),
+        BIG as f64
+    );
+    assert_eq!(
+        moved(&after, "pool"),
+        moved(&before, "pool"),
+        "nothing queued behind the FIFO"
+    );
+
+    // A writer lets the held request go (the user is not in the file: 401).
+    std::fs::write(&fifo, "other:{PLAIN}x\n").expect("write the FIFO");
+    assert_eq!(held.read_response().status, 401);
+
+    // The pool is free again: the large pieces go to its sendfile.
+    let before = scrape();
+    assert_eq!(server.get("/big.bin").body.len(), BIG);
+    let after = scrape();
+    let pool = moved(&after, "pool") - moved(&before, "pool");
+    let worker = moved(&after, "cached_on_worker") - moved(&before, "cached_on_worker");
+    assert!(
+        pool >= (128 * 1024) as f64,
+        "{pool} bytes by the pool, {worker} by the worker"
+    );
+    assert_eq!(pool + worker, BIG as f64);
+}

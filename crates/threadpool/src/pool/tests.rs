@@ -235,27 +235,37 @@ fn wait_time_counts_time_spent_queued() {
 }
 
 #[test]
-fn the_queue_delay_is_the_age_of_the_oldest_waiting_task() {
-    let pool = ThreadPool::start(&settings(1, 8), None).unwrap();
-    assert_eq!(pool.queue_delay(), Duration::ZERO, "nothing waits");
-    let releases = occupy(&pool, 1);
-    assert_eq!(
-        pool.queue_delay(),
-        Duration::ZERO,
-        "a busy thread, an empty queue"
+fn a_pool_keeps_up_while_a_thread_is_free_or_its_queue_moves() {
+    let pool = ThreadPool::start_lazily(&settings(2, 8), None);
+    let soon = Duration::from_millis(10);
+    assert!(
+        pool.keeps_up(soon),
+        "a pool not started yet starts with its first task"
+    );
+    let first = occupy(&pool, 1);
+    assert!(pool.keeps_up(soon), "one of two threads is free");
+    let second = occupy(&pool, 1);
+    assert!(
+        !pool.keeps_up(soon),
+        "both threads are busy, nothing waits yet"
     );
     let waiting = pool.submit(|| 7).unwrap();
-    std::thread::sleep(Duration::from_millis(20));
     assert!(
-        pool.queue_delay() >= Duration::from_millis(20),
-        "the task waits"
+        pool.keeps_up(Duration::from_secs(3600)),
+        "the task has waited under an hour"
     );
-    drop(releases);
+    std::thread::sleep(Duration::from_millis(20));
+    assert!(!pool.keeps_up(soon), "the task has waited 20 ms");
+    drop(second);
     assert_eq!(block_on(waiting), Ok(7));
-    assert_eq!(
-        pool.queue_delay(),
-        Duration::ZERO,
-        "the queue is empty again"
-    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !pool.keeps_up(soon) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "a thread is free again"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    drop(first);
     pool.shutdown();
 }
