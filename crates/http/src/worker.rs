@@ -487,7 +487,7 @@ mod tests {
             0,
         ));
         let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_time()
+            .enable_all()
             .build()
             .unwrap();
         tokio::task::LocalSet::new().block_on(&runtime, async {

@@ -28,8 +28,8 @@ pub struct Ticker {
 }
 
 impl Ticker {
-    /// A ticker whose first tick is due `period` from now. Must be called inside the
-    /// worker's runtime.
+    /// A ticker whose first tick is due `period` from now. Must be called inside a tokio
+    /// runtime with I/O and time enabled (a worker's); panics otherwise, as tokio does.
     pub fn new(period: Duration) -> Ticker {
         let timer = timerfd_create(
             TimerfdClockId::Monotonic,

@@ -99,11 +99,16 @@ pub async fn preaccess<'a>(
 ) -> Option<u16> {
     let location = current_location(worker, request);
     let limit = &location.settings.limit;
-    if !limit.limit_req.is_empty()
-        && request.limit_req_status.is_none()
-        && let Some(status) = limit_req(worker, connection, client, request, limit).await
-    {
-        return Some(status);
+    if !limit.limit_req.is_empty() && request.limit_req_status.is_none() {
+        match limit_req(worker, connection, request, limit) {
+            ReqVerdict::Pass => {}
+            ReqVerdict::End(status) => return Some(status),
+            ReqVerdict::Delay(delay) => {
+                if let Some(status) = wait(worker, connection, client, request, delay).await {
+                    return Some(status);
+                }
+            }
+        }
     }
     if !limit.limit_conn.is_empty() && request.limit_conn_status.is_none() {
         return limit_conn(worker, connection, request, limit);
@@ -153,6 +158,15 @@ impl std::ops::Deref for Key {
     }
 }
 
+/// What `limit_req` decided: go on, end the request with a status, or wait this many
+/// milliseconds first. Decided without awaiting anything, so a request that passes (the
+/// usual case) never builds the waiting future.
+enum ReqVerdict {
+    Pass,
+    End(u16),
+    Delay(u64),
+}
+
 /// The lookups of one request in its `limit_req` zones, in order.
 struct Lookups<'l> {
     held: Vec<Held<'l>>,
@@ -169,17 +183,24 @@ impl std::fmt::Display for Excess {
     }
 }
 
-async fn limit_req<'a>(
+fn limit_req<'a>(
     worker: &'a HttpWorker,
     connection: &ConnectionInfo,
-    client: &Stream,
     request: &mut Request<'a>,
     limit: &Limit,
-) -> Option<u16> {
+) -> ReqVerdict {
     let zones = &worker.conf().limit_zones.req;
     let Lookups { held, ended } = look_up(worker, connection, request, limit);
-    if ended.is_none() && held.is_empty() {
-        return None;
+    if held.is_empty() {
+        match ended {
+            None => return ReqVerdict::Pass,
+            // One zone that accounted the request under its `delay`: the usual verdict.
+            Some((Lookup::Accounted { excess }, used)) if excess <= used.delay => {
+                request.limit_req_status = Some(PASSED);
+                return ReqVerdict::Pass;
+            }
+            _ => {}
+        }
     }
     let dry = if limit.limit_req_dry_run {
         ", dry run"
@@ -201,7 +222,7 @@ async fn limit_req<'a>(
                 level,
                 format_args!("{message}"),
             );
-            return refuse(zones, held, request, limit);
+            return refuse(zones, held, request, limit).map_or(ReqVerdict::Pass, ReqVerdict::End);
         }
         Some((Lookup::Full, used)) => {
             let name = &zones[used.zone].zone.name;
@@ -213,14 +234,14 @@ async fn limit_req<'a>(
                 Level::Alert,
                 format_args!("{message}"),
             );
-            return refuse(zones, held, request, limit);
+            return refuse(zones, held, request, limit).map_or(ReqVerdict::Pass, ReqVerdict::End);
         }
         Some((Lookup::Accounted { excess }, used)) => (excess, Some(used)),
         Some((Lookup::Held, _)) | None => (0, None),
     };
     let Some((delay, excess, chosen)) = account_held(zones, &held, excess, chosen) else {
         request.limit_req_status = Some(PASSED);
-        return None;
+        return ReqVerdict::Pass;
     };
     let name = &zones[chosen.zone].zone.name;
     let message = format!(
@@ -237,11 +258,21 @@ async fn limit_req<'a>(
     );
     if limit.limit_req_dry_run {
         request.limit_req_status = Some(DELAYED_DRY_RUN);
-        return None;
+        return ReqVerdict::Pass;
     }
     request.limit_req_status = Some(DELAYED);
-    // A client that goes away while its request waits ends the request at once, with
-    // nginx's `info` line and 499.
+    ReqVerdict::Delay(delay)
+}
+
+/// A delayed request waits on a timer. A client that goes away meanwhile ends the request
+/// at once, with nginx's `info` line and 499.
+async fn wait(
+    worker: &HttpWorker,
+    connection: &ConnectionInfo,
+    client: &Stream,
+    request: &Request<'_>,
+    delay: u64,
+) -> Option<u16> {
     tokio::select! {
         biased;
         () = client_gone(client) => {
