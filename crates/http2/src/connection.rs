@@ -157,6 +157,8 @@ pub struct Connection {
     streams: BTreeMap<u32, Stream>,
     tree: PriorityTree,
     block: Option<OpenBlock>,
+    /// Where the look through the header block arriving in part has reached.
+    block_scan: hpack::BlockScan,
     events: VecDeque<Event>,
     output: Output,
     send_window: SendWindow,
@@ -190,6 +192,7 @@ impl Connection {
             streams: BTreeMap::new(),
             tree: PriorityTree::new(limits.priority_nodes_retained),
             block: None,
+            block_scan: hpack::BlockScan::default(),
             events: VecDeque::new(),
             output: Output::default(),
             send_window: SendWindow::new(65_535),
@@ -429,3 +432,5 @@ mod tests_client;
 mod tests_data;
 #[cfg(test)]
 mod tests_limits;
+#[cfg(test)]
+mod tests_partial;

@@ -14,6 +14,7 @@ use std::fmt;
 
 pub mod huffman;
 pub mod integer;
+pub mod scan;
 pub mod table;
 
 mod decoder;
@@ -21,6 +22,7 @@ mod encoder;
 
 pub use decoder::{DecodeLimits, Decoded, Decoder};
 pub use encoder::Encoder;
+pub use scan::BlockScan;
 
 /// A header field as a header block carries it.
 #[derive(Clone, Debug, PartialEq, Eq)]
