@@ -63,15 +63,13 @@ impl Default for Config {
 /// What the client did, in order.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Event {
-    /// A request head (or, with `trailers`, a trailer section). `over_limit` says a field or
-    /// the list was larger than the limits: `fields` is then incomplete and the request
-    /// gets an error answer (nginx: 400 or 431 as its limits say).
+    /// A request head (or, with `trailers`, a trailer section). A field or a list past the
+    /// limits ends the connection instead (ENHANCE_YOUR_CALM, as nginx ends it).
     Headers {
         stream_id: u32,
         fields: Vec<HeaderField>,
         end_stream: bool,
         trailers: bool,
-        over_limit: bool,
         /// The header block's size as it arrived, HPACK-encoded (nginx's
         /// `$request_length` counts it).
         block_len: usize,

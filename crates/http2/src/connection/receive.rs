@@ -431,8 +431,12 @@ impl Connection {
                 };
                 Error::connection(code, Reason::Compression(error))
             })?;
-        let (fields, over_limit, end_stream) =
-            (decoded.fields, decoded.over_limit, block.end_stream);
+        // nginx ends the connection when a field or the list is past its limits.
+        if let Some(limit) = decoded.over_limit {
+            let reason = Reason::HeaderTooLarge(limit);
+            return Err(Error::connection(ErrorCode::ENHANCE_YOUR_CALM, reason));
+        }
+        let (fields, end_stream) = (decoded.fields, block.end_stream);
         if let Some(stream) = self.streams.get(&stream_id) {
             if !stream.state.can_receive() {
                 let reason = Reason::ClosedStream {
@@ -449,7 +453,6 @@ impl Connection {
                 fields,
                 end_stream,
                 trailers: true,
-                over_limit,
                 block_len,
             });
             self.end_remote(stream_id);
@@ -458,7 +461,7 @@ impl Connection {
         if self.goaway_sent.is_some_and(|last| stream_id > last) {
             return Ok(());
         }
-        self.open_stream(stream_id, fields, end_stream, over_limit, block_len)
+        self.open_stream(stream_id, fields, end_stream, block_len)
     }
 
     fn open_stream(
@@ -466,7 +469,6 @@ impl Connection {
         stream_id: u32,
         fields: Vec<crate::hpack::HeaderField>,
         end_stream: bool,
-        over_limit: bool,
         block_len: usize,
     ) -> Result<(), Error> {
         let limits = self.config.limits;
@@ -516,7 +518,6 @@ impl Connection {
             fields,
             end_stream,
             trailers: false,
-            over_limit,
             block_len,
         });
         Ok(())
