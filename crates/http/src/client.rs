@@ -79,6 +79,9 @@ pub(crate) trait BodyFeed {
         into: &'s mut ReadAhead,
         timeout: Duration,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = BodyRead> + 's>>;
+    /// The body is to be read whole before the request goes on: the client may send more
+    /// of it ahead (HTTP/2: a wider stream window).
+    fn whole_body_wanted(&self);
 }
 
 /// How waiting for more of the body ended.
@@ -145,6 +148,14 @@ impl<'c> BodySource<'c> {
                 ahead.filled += count;
                 BodyRead::More
             }
+        }
+    }
+
+    /// Says the body is to be read whole before the request goes on (see
+    /// [`BodyFeed::whole_body_wanted`]).
+    pub(crate) fn whole_body_wanted(&self) {
+        if let Some(feed) = self.feed {
+            feed.whole_body_wanted();
         }
     }
 
