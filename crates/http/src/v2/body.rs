@@ -143,6 +143,24 @@ impl BodyFeed for StreamFeed<'_> {
         self.shared.wake.notify_one();
     }
 
+    fn refused(&self) -> std::pin::Pin<Box<dyn std::future::Future<Output = String> + '_>> {
+        Box::pin(async move {
+            loop {
+                let arrived = self.shared.progress.notified();
+                let failed = self
+                    .shared
+                    .inboxes
+                    .borrow()
+                    .get(&self.stream_id)
+                    .and_then(|inbox| inbox.failed.clone());
+                if let Some(message) = failed {
+                    return message;
+                }
+                arrived.await;
+            }
+        })
+    }
+
     fn next<'s>(
         &'s self,
         into: &'s mut ReadAhead,

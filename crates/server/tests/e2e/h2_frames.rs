@@ -1,12 +1,14 @@
-//! HTTP/2 as frames on the wire (the cases `h2_request_body.t` checks in nginx-tests):
+//! HTTP/2 as frames on the wire (the cases `h2_request_body.t` and
+//! `h2_proxy_request_buffering.t` check in nginx-tests):
 //! a raw client writes exact frames and reads the server's, for what the `h2` client
-//! does not let a test see (the size of a WINDOW_UPDATE).
+//! does not let a test do or see (a body longer than its `content-length`, the size of a
+//! WINDOW_UPDATE).
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
 
 use crate::support::upstream::MockUpstream;
-use crate::support::{Instance, PATIENCE};
+use crate::support::{Instance, PATIENCE, wait_until};
 
 const HEADERS: u8 = 0x1;
 const DATA: u8 = 0x0;
@@ -164,4 +166,39 @@ fn a_buffered_body_gets_a_wider_window_at_once() {
         "{} bytes went upstream",
         requests[0].len()
     );
+}
+
+/// A body passed on unbuffered, whose client sends more than its `content-length` after
+/// all of it went upstream: the request ends with 400 while the upstream has not
+/// answered yet (`h2_proxy_request_buffering.t`, "much").
+#[test]
+fn an_unbuffered_body_longer_than_its_length_ends_with_400() {
+    let config = r#"server {
+        listen 127.0.0.1:8080;
+        http2 on;
+        location / {
+            proxy_request_buffering off;
+            proxy_pass http://127.0.0.1:8081;
+        }
+    }"#;
+    let mut builder = Instance::http_builder(config);
+    // The upstream reads the request and never answers, until the proxy closes.
+    let upstream = MockUpstream::start(builder.port(8081), |mut conn| {
+        if conn.read_request().is_some() {
+            let _ = conn.read_to_close(PATIENCE);
+        }
+    });
+    let server = builder.start();
+    let mut client = RawClient::connect(server.port());
+    send_head(&mut client, 1, &post("/", Some("10")));
+    client.data(1, b"0123456789", false);
+    wait_until("the body to go upstream", PATIENCE, || {
+        upstream
+            .requests()
+            .first()
+            .is_some_and(|request| request.ends_with("0123456789"))
+    });
+    client.data(1, b"many", true);
+    assert_eq!(client.status(1), 400);
+    assert_eq!(upstream.requests().len(), 1);
 }
