@@ -1,5 +1,5 @@
-//! HTTP/2 as frames on the wire (the cases `h2_request_body.t` and
-//! `h2_proxy_request_buffering.t` check in nginx-tests):
+//! HTTP/2 as frames on the wire (the cases `h2_request_body.t`,
+//! `h2_proxy_request_buffering.t` and `worker_shutdown_timeout_h2.t` check in nginx-tests):
 //! a raw client writes exact frames and reads the server's, for what the `h2` client
 //! does not let a test do or see (a body longer than its `content-length`, the size of a
 //! WINDOW_UPDATE).
@@ -201,4 +201,40 @@ fn an_unbuffered_body_longer_than_its_length_ends_with_400() {
     client.data(1, b"many", true);
     assert_eq!(client.status(1), 400);
     assert_eq!(upstream.requests().len(), 1);
+}
+
+/// `worker_shutdown_timeout` ends a stream whose request waits for its upstream: its
+/// access-log line is written (nginx logs such a request, with a status that is not 504).
+#[test]
+fn a_stream_cut_by_worker_shutdown_timeout_is_logged() {
+    let config = "worker_processes 1;\nworker_shutdown_timeout 10ms;\nevents {\n}\nhttp {\n\
+         log_format status '$request $status';\n\
+         server {\n listen 127.0.0.1:8080;\n http2 on;\n\
+         access_log logs/access.log status;\n\
+         location / { proxy_pass http://127.0.0.1:8081; proxy_read_timeout 5s; }\n}\n}\n";
+    let mut builder = Instance::builder(config);
+    let upstream = MockUpstream::start(builder.port(8081), |mut conn| {
+        if conn.read_request().is_some() {
+            let _ = conn.read_to_close(PATIENCE);
+        }
+    });
+    let mut server = builder.start();
+    let mut client = RawClient::connect(server.port());
+    client.headers(
+        1,
+        &[
+            (":method", "GET"),
+            (":scheme", "http"),
+            (":path", "/waiting"),
+            (":authority", "localhost"),
+        ],
+        true,
+    );
+    wait_until("the request to reach the upstream", PATIENCE, || {
+        !upstream.requests().is_empty()
+    });
+    server.stop();
+    let logged = server.read("logs/access.log");
+    assert_eq!(logged, "GET /waiting HTTP/2.0 499\n");
+    drop(client);
 }
