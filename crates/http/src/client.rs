@@ -79,6 +79,12 @@ pub(crate) trait BodyFeed {
         into: &'s mut ReadAhead,
         timeout: Duration,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = BodyRead> + 's>>;
+    /// The body is to be read whole before the request goes on: the client may send more
+    /// of it ahead (HTTP/2: a wider stream window).
+    fn whole_body_wanted(&self);
+    /// Resolves, with nginx's words, once the body breaks its own rules (HTTP/2: more than
+    /// its `content-length`), also after the reader took all of it it wanted.
+    fn refused(&self) -> std::pin::Pin<Box<dyn std::future::Future<Output = String> + '_>>;
 }
 
 /// How waiting for more of the body ended.
@@ -145,6 +151,23 @@ impl<'c> BodySource<'c> {
                 ahead.filled += count;
                 BodyRead::More
             }
+        }
+    }
+
+    /// Says the body is to be read whole before the request goes on (see
+    /// [`BodyFeed::whole_body_wanted`]).
+    pub(crate) fn whole_body_wanted(&self) {
+        if let Some(feed) = self.feed {
+            feed.whole_body_wanted();
+        }
+    }
+
+    /// Resolves when a framed body breaks its own rules (see [`BodyFeed::refused`]); never
+    /// for HTTP/1, whose bytes past the body are the next request's.
+    pub(crate) async fn body_refused(&self) -> String {
+        match self.feed {
+            Some(feed) => feed.refused().await,
+            None => std::future::pending().await,
         }
     }
 

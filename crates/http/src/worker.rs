@@ -94,6 +94,38 @@ pub struct HttpWorker {
     stall_counts: Cell<StallCounts>,
     /// This worker's counters (`stub_status`, metrics); it is their only writer.
     pub stats: Arc<metrics::WorkerStats>,
+    /// The end `worker_shutdown_timeout` puts to the requests still running.
+    cut: Cut,
+}
+
+/// When `worker_shutdown_timeout` passes, the requests still running are told to stop and
+/// log their line (nginx logs the requests of the connections it closes then), before the
+/// worker's runtime drops what is left, where nothing could be logged.
+#[derive(Default)]
+struct Cut {
+    /// Set once: the requests are to stop.
+    done: Cell<bool>,
+    /// Wakes the requests waiting in [`HttpWorker::requests_cut`].
+    requested: tokio::sync::Notify,
+    /// Requests that take part ([`HttpWorker::cuttable_request`]) and have not ended.
+    open: Cell<usize>,
+    /// Wakes [`HttpWorker::cut_requests`] when the last of them ended.
+    ended: tokio::sync::Notify,
+}
+
+/// Counts a request in [`Cut::open`] until dropped (when it has logged, or was dropped).
+pub(crate) struct CuttableRequest<'a> {
+    worker: &'a HttpWorker,
+}
+
+impl Drop for CuttableRequest<'_> {
+    fn drop(&mut self) {
+        let cut = &self.worker.cut;
+        cut.open.set(cut.open.get().saturating_sub(1));
+        if cut.open.get() == 0 {
+            cut.ended.notify_waiters();
+        }
+    }
 }
 
 impl Drop for HttpWorker {
@@ -218,6 +250,7 @@ impl HttpWorker {
             stall_counts: Cell::new(StallCounts::default()),
             stopping,
             stats: metrics::GLOBAL.register(index),
+            cut: Cut::default(),
         }
     }
 
@@ -268,6 +301,36 @@ impl HttpWorker {
         for fd in self.idle.borrow().fds() {
             runtime::sys::linux::shutdown_read(fd);
         }
+    }
+
+    /// Tells the requests still running to stop and log (`worker_shutdown_timeout`
+    /// passed) and waits, at most `grace`, until they have.
+    pub async fn cut_requests(&self, grace: Duration) {
+        let cut = &self.cut;
+        cut.done.set(true);
+        let ended = cut.ended.notified();
+        cut.requested.notify_waiters();
+        if cut.open.get() > 0 {
+            let _ = tokio::time::timeout(grace, ended).await;
+        }
+    }
+
+    /// Resolves once [`cut_requests`](Self::cut_requests) was called.
+    pub(crate) async fn requests_cut(&self) {
+        loop {
+            let requested = self.cut.requested.notified();
+            if self.cut.done.get() {
+                return;
+            }
+            requested.await;
+        }
+    }
+
+    /// Counts a request that stops when [`requests_cut`](Self::requests_cut) resolves,
+    /// until the guard drops.
+    pub(crate) fn cuttable_request(&self) -> CuttableRequest<'_> {
+        self.cut.open.set(self.cut.open.get() + 1);
+        CuttableRequest { worker: self }
     }
 
     /// Appends the `Date` header value for `unix_seconds`, formatted once per second.

@@ -63,15 +63,13 @@ impl Default for Config {
 /// What the client did, in order.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Event {
-    /// A request head (or, with `trailers`, a trailer section). `over_limit` says a field or
-    /// the list was larger than the limits: `fields` is then incomplete and the request
-    /// gets an error answer (nginx: 400 or 431 as its limits say).
+    /// A request head (or, with `trailers`, a trailer section). A field or a list past the
+    /// limits ends the connection instead (ENHANCE_YOUR_CALM, as nginx ends it).
     Headers {
         stream_id: u32,
         fields: Vec<HeaderField>,
         end_stream: bool,
         trailers: bool,
-        over_limit: bool,
         /// The header block's size as it arrived, HPACK-encoded (nginx's
         /// `$request_length` counts it).
         block_len: usize,
@@ -157,6 +155,8 @@ pub struct Connection {
     streams: BTreeMap<u32, Stream>,
     tree: PriorityTree,
     block: Option<OpenBlock>,
+    /// Where the look through the header block arriving in part has reached.
+    block_scan: hpack::BlockScan,
     events: VecDeque<Event>,
     output: Output,
     send_window: SendWindow,
@@ -190,6 +190,7 @@ impl Connection {
             streams: BTreeMap::new(),
             tree: PriorityTree::new(limits.priority_nodes_retained),
             block: None,
+            block_scan: hpack::BlockScan::default(),
             events: VecDeque::new(),
             output: Output::default(),
             send_window: SendWindow::new(65_535),
@@ -429,3 +430,5 @@ mod tests_client;
 mod tests_data;
 #[cfg(test)]
 mod tests_limits;
+#[cfg(test)]
+mod tests_partial;

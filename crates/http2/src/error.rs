@@ -135,6 +135,8 @@ pub enum Reason {
     Compression(crate::hpack::HpackError),
     /// A header block larger than the connection accepts before decoding.
     HeaderBlockTooLarge,
+    /// A decoded field, or the list, past `large_client_header_buffers`.
+    HeaderTooLarge(crate::hpack::Limit),
     /// The peer exceeded one of the flood limits.
     Flood(crate::limits::Flood),
 }
@@ -215,6 +217,12 @@ impl fmt::Display for Reason {
             }
             Self::HeaderBlockTooLarge => {
                 formatter.write_str("client sent header block exceeding the limit")
+            }
+            Self::HeaderTooLarge(crate::hpack::Limit::Field) => {
+                formatter.write_str("client sent too large header field")
+            }
+            Self::HeaderTooLarge(crate::hpack::Limit::List) => {
+                formatter.write_str("client sent too large header")
             }
             Self::Flood(flood) => write!(formatter, "client flood detected: {flood}"),
         }

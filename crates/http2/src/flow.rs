@@ -73,6 +73,15 @@ impl RecvWindow {
         true
     }
 
+    /// Raises the size the window is kept near to `target` (never lowers it): the
+    /// difference is owed at once, and given back by the next [`release`](Self::release).
+    pub fn widen(&mut self, target: u32) {
+        if target > self.target {
+            self.credit = self.credit.saturating_add(target - self.target);
+            self.target = target;
+        }
+    }
+
     /// Gives back `bytes` the application consumed; returns the WINDOW_UPDATE increment to
     /// send once half the target is owed (small updates would cost a frame each).
     pub fn release(&mut self, bytes: u32) -> Option<u32> {
@@ -116,5 +125,18 @@ mod tests {
         let mut grown = RecvWindow::new(65_535, 1 << 20);
         assert_eq!(grown.release(0), Some((1 << 20) - 65_535));
         assert_eq!(grown.available(), 1 << 20);
+    }
+
+    #[test]
+    fn a_widened_window_is_given_back_at_the_next_release() {
+        let mut window = RecvWindow::new(65_536, 65_536);
+        assert!(window.receive(16_384));
+        window.widen(256 * 1024);
+        assert_eq!(window.release(0), Some(256 * 1024 - 65_536));
+        assert_eq!(window.available(), 256 * 1024 - 16_384);
+        // Never narrowed: a smaller target changes nothing.
+        window.widen(1024);
+        assert_eq!(window.release(16_384), None);
+        assert_eq!(window.release(128 * 1024 - 16_384), Some(128 * 1024));
     }
 }

@@ -104,7 +104,7 @@ impl FrameHeader {
         [l0, l1, l2, self.kind, self.flags, id0, id1, id2, id3]
     }
 
-    fn has(&self, bit: u8) -> bool {
+    pub(crate) fn has(&self, bit: u8) -> bool {
         self.flags & bit != 0
     }
 }

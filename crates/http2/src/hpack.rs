@@ -6,21 +6,24 @@
 //! ([`huffman`]) and the static and dynamic tables ([`table`]).
 //!
 //! Limits (the HPACK bomb defence): the decoder takes a maximum for one field and for the
-//! whole list (each field counted as name + value + 32, §4.1), and stops keeping fields
-//! once past it while it still decodes the rest of the block, so that its dynamic table
-//! stays in step and the connection can answer the one request with an error.
+//! whole list, and stops keeping fields once past it while it still decodes the rest of
+//! the block, so that its dynamic table stays in step; the connection then decides (it
+//! ends, as nginx's does). [`BlockScan`] reads the integers of a block still arriving, so
+//! that one too long is refused before its frame is complete.
 
 use std::fmt;
 
 pub mod huffman;
 pub mod integer;
+pub mod scan;
 pub mod table;
 
 mod decoder;
 mod encoder;
 
-pub use decoder::{DecodeLimits, Decoded, Decoder};
+pub use decoder::{DecodeLimits, Decoded, Decoder, Limit};
 pub use encoder::Encoder;
+pub use scan::BlockScan;
 
 /// A header field as a header block carries it.
 #[derive(Clone, Debug, PartialEq, Eq)]

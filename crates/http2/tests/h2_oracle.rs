@@ -97,7 +97,6 @@ async fn serve(mut io: DuplexStream, config: Config) -> Connection {
                     fields,
                     end_stream,
                     trailers: false,
-                    over_limit: false,
                     ..
                 } => {
                     let head = request::parse(fields, FieldPolicy::default())
@@ -144,7 +143,6 @@ async fn serve(mut io: DuplexStream, config: Config) -> Connection {
                     pending.remove(&stream_id);
                 }
                 Event::GoAway { .. } => {}
-                other => panic!("unexpected {other:?}"),
             }
         }
     }

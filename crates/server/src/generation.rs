@@ -269,6 +269,9 @@ fn cpus_for(affinity: Option<&CpuAffinity>, index: usize) -> Option<Vec<usize>> 
     }
 }
 
+/// How long the requests `worker_shutdown_timeout` cuts get to log their lines.
+const CUT_GRACE: Duration = Duration::from_millis(100);
+
 /// The body of a worker thread.
 async fn run_worker(
     context: WorkerContext,
@@ -370,6 +373,11 @@ async fn run_worker(
     let stall_watcher = tokio::task::spawn_local(Rc::clone(&worker).watch_loop_stalls());
     let log_lines = tokio::task::spawn_local(hand_over_log_lines());
     context.until_finished(shutdown_timeout).await;
+    // A graceful stop whose `worker_shutdown_timeout` passed: the requests still running
+    // log their lines before the runtime drops them (a fast stop logs none, as nginx's).
+    if *context.phase.borrow() != Phase::Stopping {
+        worker.cut_requests(CUT_GRACE).await;
+    }
     flusher.abort();
     stall_watcher.abort();
     log_lines.abort();

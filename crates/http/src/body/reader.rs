@@ -141,6 +141,7 @@ pub(crate) async fn read_body(
         pool,
         temp_numbers,
     };
+    source.whole_body_wanted();
     if settings.in_file_only != BodyInFileOnly::Off {
         sink.open_file().await?;
     }

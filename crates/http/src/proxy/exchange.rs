@@ -403,6 +403,17 @@ async fn read_head_bytes(
             };
             return Err(Failure::client(Fault::ClientAborted, action));
         }
+        // An HTTP/2 body passed on unbuffered whose client sends more than its
+        // `content-length` after it: the request ends with 400, as nginx ends it, even
+        // though the upstream had all it was to get.
+        _ = client.source.body_refused() => {
+            let action = if filled == 0 {
+                Action::SendingRequest
+            } else {
+                Action::ReadingHead
+            };
+            return Err(Failure::client(Fault::ClientInvalidBody, action));
+        }
     };
     read.map_err(|error| Failure {
         head_started: filled > 0,

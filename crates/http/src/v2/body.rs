@@ -1,7 +1,8 @@
 //! A stream's request body on its way from DATA frames to the body reader: the connection's
 //! loop appends to the stream's [`Inbox`], the request's [`StreamFeed`] moves it into the
 //! read-ahead the body reader consumes, and only then gives the window back, so a client
-//! never has more than the stream's window (`http2_body_preread_size`) waiting.
+//! never has more than the stream's window (`http2_body_preread_size`, or
+//! [`WHOLE_BODY_WINDOW`] for a body read whole) waiting.
 //!
 //! A body without `content-length` is read as HTTP/1.1 chunked (the request's head says
 //! so): each DATA payload becomes one chunk, END_STREAM the last chunk.
@@ -10,6 +11,13 @@ use std::time::Duration;
 
 use crate::client::{BodyFeed, ReadAhead};
 use crate::v2::connection::Shared;
+
+/// The stream window of a body read whole before its request goes on (its bytes go to
+/// memory or a temporary file as they come), when `http2_body_preread_size` is smaller.
+/// nginx opens such a window to 2^31-1; a bounded one keeps what a stream may hold unread
+/// at this size, and still lets a client send 192 KiB past the default 64 KiB without
+/// waiting for a WINDOW_UPDATE.
+const WHOLE_BODY_WINDOW: u32 = 256 * 1024;
 
 /// What has arrived of one stream's body and is not read yet.
 #[derive(Debug, Default)]
@@ -127,6 +135,32 @@ impl StreamFeed<'_> {
 }
 
 impl BodyFeed for StreamFeed<'_> {
+    fn whole_body_wanted(&self) {
+        self.shared
+            .h2
+            .borrow_mut()
+            .widen_window(self.stream_id, WHOLE_BODY_WINDOW);
+        self.shared.wake.notify_one();
+    }
+
+    fn refused(&self) -> std::pin::Pin<Box<dyn std::future::Future<Output = String> + '_>> {
+        Box::pin(async move {
+            loop {
+                let arrived = self.shared.progress.notified();
+                let failed = self
+                    .shared
+                    .inboxes
+                    .borrow()
+                    .get(&self.stream_id)
+                    .and_then(|inbox| inbox.failed.clone());
+                if let Some(message) = failed {
+                    return message;
+                }
+                arrived.await;
+            }
+        })
+    }
+
     fn next<'s>(
         &'s self,
         into: &'s mut ReadAhead,

@@ -372,7 +372,6 @@ fn dispatch<'a>(started: &Started<'a>, streams: &mut Streams<'a>, rules: &Rules)
                 stream_id,
                 fields,
                 end_stream,
-                over_limit,
                 block_len,
                 ..
             } => {
@@ -383,10 +382,6 @@ fn dispatch<'a>(started: &Started<'a>, streams: &mut Streams<'a>, rules: &Rules)
                     continue;
                 }
                 count_request(started, streams, rules);
-                if over_limit {
-                    refuse_too_large(started, stream_id);
-                    continue;
-                }
                 let connect = fields
                     .iter()
                     .any(|field| field.name == b":method" && field.value == b"CONNECT");
@@ -452,21 +447,6 @@ fn partial_head_of(input: &[u8], shared: &Shared) -> Option<u32> {
     let new = stream_id > shared.h2.borrow().last_stream_id();
     (header[3] == http2::frame::kind::HEADERS && input.len() < 9 + length && new)
         .then_some(stream_id)
-}
-
-/// A head over `large_client_header_buffers`: 400 without a body.
-fn refuse_too_large(started: &Started<'_>, stream_id: u32) {
-    started.log_malformed("client sent too large header");
-    let status = [http2::hpack::HeaderField {
-        name: b":status".to_vec(),
-        value: b"400".to_vec(),
-        sensitive: false,
-    }];
-    let _ = started
-        .shared
-        .h2
-        .borrow_mut()
-        .send_headers(stream_id, &status, true);
 }
 
 /// Counts a new request; the one that reaches `keepalive_requests`, or comes after

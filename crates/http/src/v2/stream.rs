@@ -107,93 +107,121 @@ pub(crate) async fn run_stream(started: Started<'_>, opened: Opened) {
         stream_id,
     };
     let mut body_state = BodyState::Done;
-    let reply = match refused {
-        Err(status) => {
-            request.server = Some(started.address.default_server);
-            request.location = Some(default_server.location);
-            let client = Client {
-                info,
-                source: BodySource::framed(started.socket, &mut read_ahead, &feed),
-                body: &mut body_state,
+    // A request still running when `worker_shutdown_timeout` passes stops here and is
+    // logged (499 if no answer was begun), as nginx logs the requests it cuts.
+    let _cuttable = worker.cuttable_request();
+    let cut = {
+        let served = async {
+            let reply = match refused {
+                Err(status) => {
+                    request.server = Some(started.address.default_server);
+                    request.location = Some(default_server.location);
+                    let client = Client {
+                        info,
+                        source: BodySource::framed(started.socket, &mut read_ahead, &feed),
+                        body: &mut body_state,
+                    };
+                    phases::run_error(worker, client, &mut request, status).await
+                }
+                Ok(()) => {
+                    body_state = BodyState::new(request.info.framing);
+                    let client = Client {
+                        info,
+                        source: BodySource::framed(started.socket, &mut read_ahead, &feed),
+                        body: &mut body_state,
+                    };
+                    phases::run(worker, client, &mut request).await
+                }
             };
-            phases::run_error(worker, client, &mut request, status).await
-        }
-        Ok(()) => {
-            body_state = BodyState::new(request.info.framing);
-            let client = Client {
-                info,
-                source: BodySource::framed(started.socket, &mut read_ahead, &feed),
-                body: &mut body_state,
+            // `http2_chunk_size` is the location's that answers.
+            let answering = request.location.unwrap_or(default_server.location);
+            let chunk_size = conf.location(answering).settings.v2.chunk_size;
+            started
+                .shared
+                .h2
+                .borrow_mut()
+                .set_chunk_size(stream_id, chunk_size);
+            let sink = StreamSink {
+                shared: started.shared,
+                stream_id,
+                state: RefCell::new(SinkState::Head(Vec::new())),
             };
-            phases::run(worker, client, &mut request).await
+            let sent = match reply {
+                // A body that stopped past `client_body_timeout`: nginx resets the stream.
+                Reply::Respond(_) if request.response.status == 408 => {
+                    Err(io::ErrorKind::TimedOut.into())
+                }
+                Reply::Respond(body) => {
+                    let mut out = Vec::new();
+                    let response = ResponseSink::framed(started.socket, &sink);
+                    send::send_response_to(worker, info, response, &mut out, &mut request, body)
+                        .await
+                }
+                // A request that timed out (408) is reset as a protocol error, as nginx does.
+                Reply::Close if request.response.status == 408 => {
+                    Err(io::ErrorKind::TimedOut.into())
+                }
+                Reply::Close => Err(io::ErrorKind::ConnectionAborted.into()),
+            };
+            // A body nobody read to its end: the stream is reset with NO_ERROR once the response
+            // is out, as nginx does (RFC 9113 §8.1), and what still comes is dropped.
+            let inbox = started.shared.inboxes.borrow_mut().remove(&stream_id);
+            if inbox.is_some_and(|inbox| !inbox.ended) {
+                started
+                    .shared
+                    .h2
+                    .borrow_mut()
+                    .reset_after_response(stream_id, ErrorCode::NO_ERROR);
+            }
+            match sent {
+                Ok(()) => sink.finish(),
+                Err(error) => {
+                    let code = if error.kind() == io::ErrorKind::TimedOut {
+                        ErrorCode::PROTOCOL_ERROR
+                    } else {
+                        ErrorCode::INTERNAL_ERROR
+                    };
+                    started.shared.h2.borrow_mut().reset(stream_id, code);
+                }
+            }
+            started.shared.wake.notify_one();
+            // The request lasts until its response is framed (what it holds, a `limit_conn`
+            // count, is held until then, as nginx holds it), within `send_timeout`.
+            let send_timeout = conf.location(answering).settings.core.send_timeout;
+            if !sink.drained(send_timeout).await {
+                started
+                    .shared
+                    .h2
+                    .borrow_mut()
+                    .reset(stream_id, ErrorCode::INTERNAL_ERROR);
+                started.shared.wake.notify_one();
+                crate::request::log(
+                    worker,
+                    info,
+                    &request,
+                    Level::Info,
+                    format_args!(
+                        "client timed out (110: Connection timed out) while sending response to client"
+                    ),
+                );
+            }
+        };
+        tokio::select! {
+            biased;
+            () = served => false,
+            () = worker.requests_cut() => true,
         }
     };
-    // `http2_chunk_size` is the location's that answers.
-    let answering = request.location.unwrap_or(default_server.location);
-    let chunk_size = conf.location(answering).settings.v2.chunk_size;
-    started
-        .shared
-        .h2
-        .borrow_mut()
-        .set_chunk_size(stream_id, chunk_size);
-    let sink = StreamSink {
-        shared: started.shared,
-        stream_id,
-        state: RefCell::new(SinkState::Head(Vec::new())),
-    };
-    let sent = match reply {
-        // A body that stopped past `client_body_timeout`: nginx resets the stream.
-        Reply::Respond(_) if request.response.status == 408 => Err(io::ErrorKind::TimedOut.into()),
-        Reply::Respond(body) => {
-            let mut out = Vec::new();
-            let response = ResponseSink::framed(started.socket, &sink);
-            send::send_response_to(worker, info, response, &mut out, &mut request, body).await
+    if cut {
+        if request.response.status == 0 {
+            request.response.status = 499;
         }
-        // A request that timed out (408) is reset as a protocol error, as nginx does.
-        Reply::Close if request.response.status == 408 => Err(io::ErrorKind::TimedOut.into()),
-        Reply::Close => Err(io::ErrorKind::ConnectionAborted.into()),
-    };
-    // A body nobody read to its end: the stream is reset with NO_ERROR once the response
-    // is out, as nginx does (RFC 9113 §8.1), and what still comes is dropped.
-    let inbox = started.shared.inboxes.borrow_mut().remove(&stream_id);
-    if inbox.is_some_and(|inbox| !inbox.ended) {
-        started
-            .shared
-            .h2
-            .borrow_mut()
-            .reset_after_response(stream_id, ErrorCode::NO_ERROR);
-    }
-    match sent {
-        Ok(()) => sink.finish(),
-        Err(error) => {
-            let code = if error.kind() == io::ErrorKind::TimedOut {
-                ErrorCode::PROTOCOL_ERROR
-            } else {
-                ErrorCode::INTERNAL_ERROR
-            };
-            started.shared.h2.borrow_mut().reset(stream_id, code);
-        }
-    }
-    started.shared.wake.notify_one();
-    // The request lasts until its response is framed (what it holds, a `limit_conn`
-    // count, is held until then, as nginx holds it), within `send_timeout`.
-    let send_timeout = conf.location(answering).settings.core.send_timeout;
-    if !sink.drained(send_timeout).await {
         started
             .shared
             .h2
             .borrow_mut()
             .reset(stream_id, ErrorCode::INTERNAL_ERROR);
         started.shared.wake.notify_one();
-        crate::request::log(
-            worker,
-            info,
-            &request,
-            Level::Info,
-            format_args!(
-                "client timed out (110: Connection timed out) while sending response to client"
-            ),
-        );
     }
     send::log_request_info(worker, info, &request);
 }

@@ -4,7 +4,7 @@ use super::{Connection, Event, OpenBlock, PREFACE, Phase, Stream};
 use crate::error::{Error, ErrorCode, Reason};
 use crate::flow::{RecvWindow, SendWindow};
 use crate::frame::{self, Frame, FrameHeader, PrioritySpec, settings};
-use crate::hpack::HpackError;
+use crate::hpack::{BlockScan, HpackError};
 use crate::limits::Flood;
 use crate::stream::{State, Transition};
 
@@ -58,6 +58,10 @@ impl Connection {
                     }
                     let end = frame::HEADER_LEN + header.length as usize;
                     let Some(payload) = rest.get(frame::HEADER_LEN..end) else {
+                        let arrived = &rest[frame::HEADER_LEN..];
+                        if let Err(error) = self.scan_partial_block(&header, arrived) {
+                            self.fail(error)?;
+                        }
                         return Ok(used);
                     };
                     used += end;
@@ -246,6 +250,8 @@ impl Connection {
         end_stream: bool,
         end_headers: bool,
     ) -> Result<(), Error> {
+        // A new block: the scan of its partial frames starts over on the whole block.
+        self.block_scan = BlockScan::default();
         if let Some(priority) = priority {
             self.prioritize(stream_id, priority)?;
         }
@@ -270,6 +276,57 @@ impl Connection {
         }
         self.block = Some(block);
         Ok(())
+    }
+
+    /// Looks through the header block a HEADERS or CONTINUATION frame that has arrived in
+    /// part carries (with what earlier frames of the block brought), so that an integer
+    /// too long is refused now, as nginx refuses it, not when the frame is complete. A
+    /// frame the complete path would refuse anyway is left to it.
+    fn scan_partial_block(&mut self, header: &FrameHeader, arrived: &[u8]) -> Result<(), Error> {
+        let length = header.length as usize;
+        let (held, fragment_start, pad_len) = match (header.kind, &self.block) {
+            (frame::kind::HEADERS, None) => {
+                let opens = self.is_idle(header.stream_id) && header.stream_id % 2 == 1;
+                if !opens && !self.streams.contains_key(&header.stream_id) {
+                    return Ok(());
+                }
+                let padded = header.has(frame::flag::PADDED);
+                let pad_len = match (padded, arrived.first()) {
+                    (false, _) => 0,
+                    (true, Some(&pad_len)) => usize::from(pad_len),
+                    (true, None) => return Ok(()),
+                };
+                let priority = if header.has(frame::flag::PRIORITY) {
+                    5
+                } else {
+                    0
+                };
+                (&[][..], usize::from(padded) + priority, pad_len)
+            }
+            (frame::kind::CONTINUATION, Some(block)) if block.stream_id == header.stream_id => {
+                (block.bytes.as_slice(), 0, 0)
+            }
+            _ => return Ok(()),
+        };
+        let Some(fragment_len) = length.checked_sub(fragment_start + pad_len) else {
+            return Ok(());
+        };
+        let fragment_end = (fragment_start + fragment_len).min(arrived.len());
+        let fragment = arrived
+            .get(fragment_start..fragment_end)
+            .unwrap_or_default();
+        let declared = held.len() + fragment_len;
+        let Err(error) = self.block_scan.advance(held, fragment, declared) else {
+            return Ok(());
+        };
+        // The block opens a stream: GOAWAY names it, as for a block that fails to decode.
+        if self.is_idle(header.stream_id) {
+            self.last_stream_id = header.stream_id;
+        }
+        Err(Error::connection(
+            ErrorCode::COMPRESSION_ERROR,
+            Reason::Compression(error),
+        ))
     }
 
     /// Refuses a frame on its header when its payload could never be accepted, so that a
@@ -351,6 +408,7 @@ impl Connection {
     /// every block (§4.3), then applied to its stream. A block that opens a stream counts
     /// as processed even if it fails to decode (GOAWAY names it, as nginx's does).
     fn header_block(&mut self, block: OpenBlock) -> Result<(), Error> {
+        self.block_scan = BlockScan::default();
         let stream_id = block.stream_id;
         let block_len = block.bytes.len();
         let existing = self.streams.contains_key(&stream_id);
@@ -373,8 +431,12 @@ impl Connection {
                 };
                 Error::connection(code, Reason::Compression(error))
             })?;
-        let (fields, over_limit, end_stream) =
-            (decoded.fields, decoded.over_limit, block.end_stream);
+        // nginx ends the connection when a field or the list is past its limits.
+        if let Some(limit) = decoded.over_limit {
+            let reason = Reason::HeaderTooLarge(limit);
+            return Err(Error::connection(ErrorCode::ENHANCE_YOUR_CALM, reason));
+        }
+        let (fields, end_stream) = (decoded.fields, block.end_stream);
         if let Some(stream) = self.streams.get(&stream_id) {
             if !stream.state.can_receive() {
                 let reason = Reason::ClosedStream {
@@ -391,7 +453,6 @@ impl Connection {
                 fields,
                 end_stream,
                 trailers: true,
-                over_limit,
                 block_len,
             });
             self.end_remote(stream_id);
@@ -400,7 +461,7 @@ impl Connection {
         if self.goaway_sent.is_some_and(|last| stream_id > last) {
             return Ok(());
         }
-        self.open_stream(stream_id, fields, end_stream, over_limit, block_len)
+        self.open_stream(stream_id, fields, end_stream, block_len)
     }
 
     fn open_stream(
@@ -408,7 +469,6 @@ impl Connection {
         stream_id: u32,
         fields: Vec<crate::hpack::HeaderField>,
         end_stream: bool,
-        over_limit: bool,
         block_len: usize,
     ) -> Result<(), Error> {
         let limits = self.config.limits;
@@ -458,7 +518,6 @@ impl Connection {
             fields,
             end_stream,
             trailers: false,
-            over_limit,
             block_len,
         });
         Ok(())

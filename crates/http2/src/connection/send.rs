@@ -184,6 +184,27 @@ impl Connection {
         }
     }
 
+    /// Lets the client send up to `window` bytes of the stream's body ahead of the caller
+    /// (never fewer than the window announced in SETTINGS): for a body that is read whole
+    /// before the request goes on, as nginx opens the window for one it buffers. The
+    /// increase goes out as a WINDOW_UPDATE at once.
+    pub fn widen_window(&mut self, stream_id: u32, window: u32) {
+        let Some(stream) = self.streams.get_mut(&stream_id) else {
+            return;
+        };
+        if !stream.state.can_receive() {
+            return;
+        }
+        stream.recv_window.widen(window.min(frame::MAX_WINDOW));
+        if let Some(increment) = stream.recv_window.release(0) {
+            Frame::WindowUpdate {
+                stream_id,
+                increment,
+            }
+            .write(self.output.frames());
+        }
+    }
+
     pub(super) fn release_connection(&mut self, bytes: u32) {
         if let Some(increment) = self.recv_window.release(bytes) {
             Frame::WindowUpdate {

@@ -115,7 +115,6 @@ fn request_and_response_with_body() {
         fields,
         end_stream: true,
         trailers: false,
-        over_limit: false,
         ..
     } = &events[0]
     else {

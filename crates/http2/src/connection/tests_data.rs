@@ -262,3 +262,57 @@ fn data_queued_after_an_idle_flush_is_framed() {
     client.connection.flush();
     assert_eq!(data(&client.take_frames()), [(1, 4, true)]);
 }
+
+/// The WINDOW_UPDATE frames among `frames` as (stream, increment).
+fn window_updates(frames: &[OwnedFrame]) -> Vec<(u32, u32)> {
+    frames
+        .iter()
+        .filter_map(|owned| match owned.parsed() {
+            Frame::WindowUpdate {
+                stream_id,
+                increment,
+            } => Some((stream_id, increment)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_body_read_whole_gets_a_wider_window_at_once() {
+    let mut client = Client::new(Config::default());
+    client.headers(1, &get("/upload"), false).expect("request");
+    let piece = vec![b'x'; 16_384];
+    let data = |end_stream| Frame::Data {
+        stream_id: 1,
+        data: &piece,
+        padding: None,
+        end_stream,
+    };
+    client.frame(data(false)).expect("within the window");
+    client.take_frames();
+    client.connection.widen_window(1, 256 * 1024);
+    // The whole difference at once, as nginx's one large update for a buffered body.
+    assert_eq!(
+        window_updates(&client.take_frames()),
+        [(1, 256 * 1024 - 65_536)]
+    );
+    // The client may now send past the 64 KiB of SETTINGS without a release.
+    for _ in 0..14 {
+        client.frame(data(false)).expect("within the wider window");
+    }
+    client.frame(data(true)).expect("the last piece");
+    assert!(window_updates(&client.take_frames()).is_empty());
+}
+
+#[test]
+fn a_window_is_not_widened_below_its_size_or_after_the_body() {
+    let mut client = Client::new(Config::default());
+    client.headers(1, &get("/upload"), false).expect("request");
+    client.connection.widen_window(1, 1024);
+    client
+        .headers(3, &get("/done"), true)
+        .expect("request without body");
+    client.connection.widen_window(3, 1 << 20);
+    client.connection.widen_window(5, 1 << 20);
+    assert!(window_updates(&client.take_frames()).is_empty());
+}

@@ -1,10 +1,10 @@
 //! The flood defences and size limits, each driven past its limit by a hostile client.
 
+use super::Config;
 use super::tests_client::{Client, get, goaway, resets};
-use super::{Config, Event};
 use crate::error::{Error, ErrorCode, Reason};
 use crate::frame::{Frame, PrioritySpec, Setting};
-use crate::hpack::{HeaderField, integer};
+use crate::hpack::{HeaderField, Limit, integer};
 use crate::limits::Flood;
 
 fn flood_of(result: Result<(), Error>) -> Flood {
@@ -142,7 +142,7 @@ fn header_block_size_is_bounded_before_decoding() {
 }
 
 #[test]
-fn hpack_bomb_is_answered_per_request_and_the_connection_goes_on() {
+fn hpack_bomb_ends_the_connection_with_enhance_your_calm() {
     let mut client = Client::new(Config::default());
     // A 4000-byte field indexed once, then referenced 2000 times: 8 MB from 6 KB.
     let mut block = client.block(&get("/"));
@@ -158,31 +158,43 @@ fn hpack_bomb_is_answered_per_request_and_the_connection_goes_on() {
         end_stream: true,
         end_headers: true,
     };
-    client
-        .frame(headers)
-        .expect("a bomb is answered per request");
-    let events = client.events();
-    let Event::Headers {
-        stream_id: 1,
-        fields,
-        over_limit: true,
-        ..
-    } = &events[0]
-    else {
-        panic!("{events:?}");
-    };
-    assert!(fields.len() < 16);
-    client
-        .headers(3, &get("/next"), true)
-        .expect("the connection goes on");
-    assert!(matches!(
-        &client.events()[..],
-        [Event::Headers {
-            stream_id: 3,
-            over_limit: false,
-            ..
-        }]
-    ));
+    // As nginx: past `large_client_header_buffers` (number times size) is a connection
+    // error, and GOAWAY names the stream.
+    match client.frame(headers) {
+        Err(Error::Connection {
+            code: ErrorCode::ENHANCE_YOUR_CALM,
+            reason: Reason::HeaderTooLarge(Limit::List),
+        }) => {}
+        other => panic!("{other:?}"),
+    }
+    assert!(client.events().is_empty());
+    assert_eq!(
+        goaway(&client.take_frames()),
+        Some((1, ErrorCode::ENHANCE_YOUR_CALM))
+    );
+}
+
+#[test]
+fn one_field_past_its_size_ends_the_connection() {
+    let mut config = Config::default();
+    config.limits.field_max = 512;
+    for (size, refused) in [(512, false), (513, true)] {
+        let mut client = Client::new(config);
+        let mut fields = get("/");
+        fields.push(HeaderField::new("x".repeat(size), "value"));
+        let result = client.headers(1, &fields, true);
+        match (result, refused) {
+            (Ok(()), false) => {}
+            (
+                Err(Error::Connection {
+                    code: ErrorCode::ENHANCE_YOUR_CALM,
+                    reason: Reason::HeaderTooLarge(Limit::Field),
+                }),
+                true,
+            ) => {}
+            (other, _) => panic!("{size}: {other:?}"),
+        }
+    }
 }
 
 #[test]

@@ -23,8 +23,17 @@ pub struct Decoded {
     pub list_size: usize,
     /// The largest single field (name plus value) in the block.
     pub largest_field: usize,
-    /// Whether a limit was broken: `fields` is then incomplete.
-    pub over_limit: bool,
+    /// The first limit broken, if one was: `fields` is then incomplete.
+    pub over_limit: Option<Limit>,
+}
+
+/// A limit of [`DecodeLimits`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Limit {
+    /// A name or a value longer than `max_field_size`.
+    Field,
+    /// The list longer than `max_list_size`.
+    List,
 }
 
 /// The receiving side of one connection's HPACK context.
@@ -77,11 +86,14 @@ impl Decoder {
             decoded.largest_field = decoded.largest_field.max(field_size);
             decoded.list_size = decoded.list_size.saturating_add(field.size());
             list_bytes = list_bytes.saturating_add(field_size);
-            let too_large = field.name.len().max(field.value.len()) > limits.max_field_size;
-            if too_large || list_bytes > limits.max_list_size {
-                decoded.over_limit = true;
+            if decoded.over_limit.is_none() {
+                if field.name.len().max(field.value.len()) > limits.max_field_size {
+                    decoded.over_limit = Some(Limit::Field);
+                } else if list_bytes > limits.max_list_size {
+                    decoded.over_limit = Some(Limit::List);
+                }
             }
-            if !decoded.over_limit {
+            if decoded.over_limit.is_none() {
                 decoded.fields.push(field);
             }
         }

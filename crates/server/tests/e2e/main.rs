@@ -27,6 +27,7 @@ mod gunzip;
 mod gzip;
 mod h2;
 mod h2_config;
+mod h2_frames;
 mod http_absolute_redirect;
 mod http_body;
 mod http_core;

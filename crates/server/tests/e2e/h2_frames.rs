@@ -1,0 +1,240 @@
+//! HTTP/2 as frames on the wire (the cases `h2_request_body.t`,
+//! `h2_proxy_request_buffering.t` and `worker_shutdown_timeout_h2.t` check in nginx-tests):
+//! a raw client writes exact frames and reads the server's, for what the `h2` client
+//! does not let a test do or see (a body longer than its `content-length`, the size of a
+//! WINDOW_UPDATE).
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+
+use crate::support::upstream::MockUpstream;
+use crate::support::{Instance, PATIENCE, wait_until};
+
+const HEADERS: u8 = 0x1;
+const DATA: u8 = 0x0;
+const SETTINGS: u8 = 0x4;
+const WINDOW_UPDATE: u8 = 0x8;
+const END_STREAM: u8 = 0x1;
+const END_HEADERS: u8 = 0x4;
+
+/// A frame the server sent.
+#[derive(Debug)]
+struct Frame {
+    kind: u8,
+    stream_id: u32,
+    payload: Vec<u8>,
+}
+
+/// A client that speaks HTTP/2 frame by frame (h2c with prior knowledge).
+struct RawClient {
+    socket: TcpStream,
+}
+
+impl RawClient {
+    fn connect(port: u16) -> RawClient {
+        let mut socket = TcpStream::connect(("127.0.0.1", port)).expect("the server listens");
+        socket
+            .set_read_timeout(Some(PATIENCE))
+            .expect("a read timeout");
+        socket
+            .write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+            .expect("the preface");
+        let mut client = RawClient { socket };
+        client.frame(SETTINGS, 0, 0, &[]);
+        client
+    }
+
+    fn frame(&mut self, kind: u8, flags: u8, stream_id: u32, payload: &[u8]) {
+        let length = u32::try_from(payload.len()).expect("a small frame");
+        let mut bytes = length.to_be_bytes()[1..].to_vec();
+        bytes.extend_from_slice(&[kind, flags]);
+        bytes.extend_from_slice(&stream_id.to_be_bytes());
+        bytes.extend_from_slice(payload);
+        self.socket.write_all(&bytes).expect("a frame written");
+    }
+
+    /// A request head, each field a literal without indexing (lengths below 127).
+    fn headers(&mut self, stream_id: u32, fields: &[(&str, &str)], end_stream: bool) {
+        let mut block = Vec::new();
+        for (name, value) in fields {
+            block.push(0);
+            for string in [name, value] {
+                block.push(u8::try_from(string.len()).expect("a short string"));
+                block.extend_from_slice(string.as_bytes());
+            }
+        }
+        let flags = END_HEADERS | if end_stream { END_STREAM } else { 0 };
+        self.frame(HEADERS, flags, stream_id, &block);
+    }
+
+    fn data(&mut self, stream_id: u32, payload: &[u8], end_stream: bool) {
+        self.frame(DATA, u8::from(end_stream), stream_id, payload);
+    }
+
+    /// The next frame; panics when none comes within the read timeout.
+    fn read_frame(&mut self) -> Frame {
+        let mut head = [0u8; 9];
+        self.socket.read_exact(&mut head).expect("a frame header");
+        let length = u32::from_be_bytes([0, head[0], head[1], head[2]]) as usize;
+        let mut payload = vec![0; length];
+        self.socket
+            .read_exact(&mut payload)
+            .expect("a frame payload");
+        Frame {
+            kind: head[3],
+            stream_id: u32::from_be_bytes([head[5] & 0x7f, head[6], head[7], head[8]]),
+            payload,
+        }
+    }
+
+    /// Frames until one that `wanted` picks.
+    fn read_until(&mut self, wanted: impl Fn(&Frame) -> bool) -> Frame {
+        loop {
+            let frame = self.read_frame();
+            if wanted(&frame) {
+                return frame;
+            }
+        }
+    }
+
+    /// The status of the stream's response: its HEADERS frame's first field, which the
+    /// server encodes as an index of the static table for the usual statuses.
+    fn status(&mut self, stream_id: u32) -> u16 {
+        let frame = self.read_until(|frame| frame.kind == HEADERS && frame.stream_id == stream_id);
+        let statuses = [200, 204, 206, 304, 400, 404, 500];
+        match frame.payload.first() {
+            Some(&byte) if (0x88..=0x8e).contains(&byte) => statuses[usize::from(byte - 0x88)],
+            other => panic!("a :status from the static table, not {other:?}"),
+        }
+    }
+}
+
+fn post(path: &str, length: Option<&str>) -> Vec<(&'static str, String)> {
+    let mut fields = vec![
+        (":method", "POST".to_owned()),
+        (":scheme", "http".to_owned()),
+        (":path", path.to_owned()),
+        (":authority", "localhost".to_owned()),
+    ];
+    if let Some(length) = length {
+        fields.push(("content-length", length.to_owned()));
+    }
+    fields
+}
+
+fn send_head(client: &mut RawClient, stream_id: u32, fields: &[(&'static str, String)]) {
+    let pairs: Vec<(&str, &str)> = fields
+        .iter()
+        .map(|(name, value)| (*name, value.as_str()))
+        .collect();
+    client.headers(stream_id, &pairs, false);
+}
+
+/// A body read whole before the request goes on (the proxy buffers it) gets a wider
+/// window at once: one WINDOW_UPDATE larger than the 64 KiB the stream started with, as
+/// `h2_request_body.t` expects of nginx, not the half-window updates a body read as it
+/// goes gets.
+#[test]
+fn a_buffered_body_gets_a_wider_window_at_once() {
+    let config = r#"server {
+        listen 127.0.0.1:8080;
+        http2 on;
+        location / { proxy_pass http://127.0.0.1:8081; }
+    }"#;
+    let mut builder = Instance::http_builder(config);
+    let upstream = MockUpstream::answering(
+        builder.port(8081),
+        "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok",
+    );
+    let server = builder.start();
+    let mut client = RawClient::connect(server.port());
+    send_head(&mut client, 1, &post("/upload", None));
+    let piece = vec![b'x'; 16_384];
+    client.data(1, &piece, false);
+    let update = client.read_until(|frame| frame.kind == WINDOW_UPDATE && frame.stream_id == 1);
+    let increment = u32::from_be_bytes(update.payload[..4].try_into().expect("4 bytes"));
+    assert!(increment >= 65_536, "a WINDOW_UPDATE of {increment}");
+    // The client may now send past the 64 KiB the stream started with, without waiting.
+    for _ in 0..3 {
+        client.data(1, &piece, false);
+    }
+    client.data(1, &piece, true);
+    assert_eq!(client.status(1), 200);
+    let requests = upstream.requests();
+    assert!(
+        requests[0].ends_with(&"x".repeat(5 * 16_384)),
+        "{} bytes went upstream",
+        requests[0].len()
+    );
+}
+
+/// A body passed on unbuffered, whose client sends more than its `content-length` after
+/// all of it went upstream: the request ends with 400 while the upstream has not
+/// answered yet (`h2_proxy_request_buffering.t`, "much").
+#[test]
+fn an_unbuffered_body_longer_than_its_length_ends_with_400() {
+    let config = r#"server {
+        listen 127.0.0.1:8080;
+        http2 on;
+        location / {
+            proxy_request_buffering off;
+            proxy_pass http://127.0.0.1:8081;
+        }
+    }"#;
+    let mut builder = Instance::http_builder(config);
+    // The upstream reads the request and never answers, until the proxy closes.
+    let upstream = MockUpstream::start(builder.port(8081), |mut conn| {
+        if conn.read_request().is_some() {
+            let _ = conn.read_to_close(PATIENCE);
+        }
+    });
+    let server = builder.start();
+    let mut client = RawClient::connect(server.port());
+    send_head(&mut client, 1, &post("/", Some("10")));
+    client.data(1, b"0123456789", false);
+    wait_until("the body to go upstream", PATIENCE, || {
+        upstream
+            .requests()
+            .first()
+            .is_some_and(|request| request.ends_with("0123456789"))
+    });
+    client.data(1, b"many", true);
+    assert_eq!(client.status(1), 400);
+    assert_eq!(upstream.requests().len(), 1);
+}
+
+/// `worker_shutdown_timeout` ends a stream whose request waits for its upstream: its
+/// access-log line is written (nginx logs such a request, with a status that is not 504).
+#[test]
+fn a_stream_cut_by_worker_shutdown_timeout_is_logged() {
+    let config = "worker_processes 1;\nworker_shutdown_timeout 10ms;\nevents {\n}\nhttp {\n\
+         log_format status '$request $status';\n\
+         server {\n listen 127.0.0.1:8080;\n http2 on;\n\
+         access_log logs/access.log status;\n\
+         location / { proxy_pass http://127.0.0.1:8081; proxy_read_timeout 5s; }\n}\n}\n";
+    let mut builder = Instance::builder(config);
+    let upstream = MockUpstream::start(builder.port(8081), |mut conn| {
+        if conn.read_request().is_some() {
+            let _ = conn.read_to_close(PATIENCE);
+        }
+    });
+    let mut server = builder.start();
+    let mut client = RawClient::connect(server.port());
+    client.headers(
+        1,
+        &[
+            (":method", "GET"),
+            (":scheme", "http"),
+            (":path", "/waiting"),
+            (":authority", "localhost"),
+        ],
+        true,
+    );
+    wait_until("the request to reach the upstream", PATIENCE, || {
+        !upstream.requests().is_empty()
+    });
+    server.stop();
+    let logged = server.read("logs/access.log");
+    assert_eq!(logged, "GET /waiting HTTP/2.0 499\n");
+    drop(client);
+}
