@@ -53,6 +53,9 @@ enum HeadRead {
     Failed,
 }
 
+/// The capacity the response head buffer starts with.
+const OUT_BUFFER_BYTES: usize = 512;
+
 /// A deadline later than any timeout: a timer that is not due.
 fn far_future() -> tokio::time::Instant {
     tokio::time::Instant::now() + Duration::from_secs(365 * 24 * 3600)
@@ -133,7 +136,11 @@ pub async fn serve(
         default_server.core.client_header_buffer_size as usize,
     );
     connection.plain_on_tls_port = plain_on_tls_port;
-    let Some(mut connection) = v2::connection::detect(&worker, address, connection).await else {
+    // Boxed, as is each request below: the connection's task keeps room for its largest
+    // step while it waits idle, and these two (an HTTP/2 connection's loop, a request's
+    // phases and response) are most of it.
+    let detected = Box::pin(v2::connection::detect(&worker, address, connection)).await;
+    let Some(mut connection) = detected else {
         return;
     };
     let mut request = Request::default();
@@ -201,7 +208,8 @@ pub async fn serve(
             );
             return;
         }
-        let after = handle_request(&worker, &mut connection, address, &mut request).await;
+        let handled = handle_request(&worker, &mut connection, address, &mut request);
+        let after = Box::pin(handled).await;
         // What the request held (a `limit_conn` count, realip's address) is not held while idle.
         request.cleanups.0.clear();
         connection.info.peer.set(connection.info.socket_peer);
@@ -576,7 +584,7 @@ async fn handle_request<'a>(
     }
     let sent = send::send_response(worker, connection, request, body).await;
     send::log_request(worker, connection, request);
-    // Rare steps are boxed, else every connection's future holds their state (9.4 KiB).
+    // Rare steps are boxed, else every request's future holds their state (9.4 KiB).
     if !request.mirrors.is_empty() {
         let mirrors = phases::run_mirrors(worker, &connection.info, &connection.stream, request);
         Box::pin(mirrors).await;
@@ -800,7 +808,12 @@ impl Connection {
                     // Only an idle keep-alive connection is closed when the worker stops;
                     // a new connection still gets its first request served, as in nginx.
                     let closable = !started && self.info.requests > 0;
-                    match self.wait_readable(worker, deadline, closable).await {
+                    if !started {
+                        self.release_buffers();
+                    }
+                    let waited = self.wait_readable(worker, deadline, closable).await;
+                    self.restore_buffers();
+                    match waited {
                         Wait::Readable => continue,
                         Wait::Draining => {
                             // A request may have arrived just now: serve it rather than
@@ -903,9 +916,24 @@ impl Connection {
             stream,
             info,
             read_ahead: ReadAhead::new(buffer_size),
-            out: Vec::with_capacity(512),
+            out: Vec::with_capacity(OUT_BUFFER_BYTES),
             timer: Box::pin(tokio::time::sleep_until(far_future())),
             plain_on_tls_port: false,
+        }
+    }
+
+    /// Frees the read and write buffers of a connection waiting with nothing of a request
+    /// read, as nginx frees its header buffer: an idle keep-alive connection holds none.
+    fn release_buffers(&mut self) {
+        self.read_ahead.release();
+        self.out = Vec::new();
+    }
+
+    /// Makes the buffers [`Connection::release_buffers`] freed again, before reading.
+    fn restore_buffers(&mut self) {
+        self.read_ahead.restore();
+        if self.out.capacity() == 0 {
+            self.out = Vec::with_capacity(OUT_BUFFER_BYTES);
         }
     }
 
