@@ -27,13 +27,33 @@ pub struct Client<'c> {
 pub struct ReadAhead {
     pub(crate) buf: Vec<u8>,
     pub(crate) filled: usize,
+    /// The size `buf` starts with, and gets again after [`ReadAhead::release`].
+    size: usize,
 }
 
 impl ReadAhead {
     pub fn new(size: usize) -> ReadAhead {
+        let size = size.max(1);
         ReadAhead {
-            buf: vec![0; size.max(1)],
+            buf: vec![0; size],
             filled: 0,
+            size,
+        }
+    }
+
+    /// Frees the buffer while it holds nothing, so that a connection waiting for a request
+    /// holds no buffer (nginx frees its header buffer then too). [`ReadAhead::restore`]
+    /// gives it back before the next read.
+    pub(crate) fn release(&mut self) {
+        if self.filled == 0 {
+            self.buf = Vec::new();
+        }
+    }
+
+    /// Gives a released buffer its first size again.
+    pub(crate) fn restore(&mut self) {
+        if self.buf.is_empty() {
+            self.buf = vec![0; self.size];
         }
     }
 

@@ -19,8 +19,6 @@ use crate::phases;
 use crate::request::{ConnectionInfo, Request};
 use crate::send;
 use crate::special::{self, Reply};
-use crate::ssl::handshake::Start;
-use crate::v2;
 use crate::worker::HttpWorker;
 
 /// A client connection and its buffers.
@@ -52,6 +50,9 @@ enum HeadRead {
     Draining,
     Failed,
 }
+
+/// The capacity the response head buffer starts with.
+const OUT_BUFFER_BYTES: usize = 512;
 
 /// A deadline later than any timeout: a timer that is not due.
 fn far_future() -> tokio::time::Instant {
@@ -88,71 +89,43 @@ pub async fn serve(
     let Some(address) = worker.address_conf(socket, &stream) else {
         return;
     };
-    let local = stream.local_address();
     let default_server = worker.conf().server(address.default_server);
     let server_settings = &worker
         .conf()
         .location(default_server.location)
         .settings
         .core;
-    let _ = stream.set_nodelay(server_settings.tcp_nodelay);
-    let mut info = ConnectionInfo {
-        id: worker.next_connection_id(),
-        peer: std::cell::Cell::new(peer),
-        socket_peer: peer,
-        proxy_protocol: None,
-        local,
-        accepted: Instant::now(),
-        requests: 0,
-        tls: None,
-    };
-    let started = crate::proxy_protocol::start(&worker, address, &stream, &mut info);
-    if !Box::pin(started).await {
-        return;
-    }
-    let mut plain_on_tls_port = false;
-    let stream = if address.ssl {
-        let handshake = crate::ssl::handshake::start(&worker, address, stream, &info);
-        match Box::pin(handshake).await {
-            Start::Tls(stream, handshake) => {
-                info.tls = Some(handshake);
-                stream
-            }
-            Start::Plain(stream) => {
-                plain_on_tls_port = true;
-                stream
-            }
-            Start::End => return,
-        }
-    } else {
-        stream
-    };
-    let mut connection = Connection::new(
-        stream,
-        info,
-        default_server.core.client_header_buffer_size as usize,
-    );
-    connection.plain_on_tls_port = plain_on_tls_port;
-    let Some(mut connection) = v2::connection::detect(&worker, address, connection).await else {
+    // Boxed, as is each request below: the connection's task keeps room for its largest
+    // step while it waits idle, and these two (the start of the connection, with an
+    // HTTP/2 connection's loop; a request's phases and response) are most of it.
+    // Matched at once: a named local would keep its room in the task beside `connection`.
+    let Some(mut connection) =
+        Box::pin(crate::connection_open::open(&worker, address, stream, peer)).await
+    else {
         return;
     };
-    let mut request = Request::default();
+    // Made for the first request, reused by the next ones, and dropped while the connection
+    // waits idle (see `Connection::read_head`).
+    let mut slot: Option<Box<Request>> = None;
     let mut idle_timeout = default_server.core.client_header_timeout;
     let limits = default_server.core.head_limits();
     let header_timeout = default_server.core.client_header_timeout;
     loop {
-        request.reset();
-        request.pipelined = connection.read_ahead.filled > 0;
+        if let Some(request) = &mut slot {
+            request.reset();
+            request.pipelined = connection.read_ahead.filled > 0;
+        }
         let head = connection
             .read_head(
                 &worker,
                 &limits,
-                &mut request,
+                &mut slot,
                 &mut state,
                 idle_timeout,
                 header_timeout,
             )
             .await;
+        let request: &mut Request = slot.get_or_insert_with(fresh_request);
         let outcome = match head {
             HeadRead::Ready => {
                 state.writing();
@@ -181,27 +154,21 @@ pub async fn serve(
             }
             HeadRead::Invalid(error) => {
                 connection.info.requests += 1;
-                let server = server_of_partial_head(&worker, address, &mut request);
-                log_ignored_headers(&worker, &connection, &mut request, server);
-                let rejected = reject(&worker, &mut connection, &mut request, server, &error);
+                let server = server_of_partial_head(&worker, address, request);
+                log_ignored_headers(&worker, &connection, request, server);
+                let rejected = reject(&worker, &mut connection, request, server, &error);
                 Box::pin(rejected).await;
                 return;
             }
         };
         connection.info.requests += 1;
         if let Some((status, message)) = outcome {
-            let server = server_of_partial_head(&worker, address, &mut request);
-            abandon(
-                &worker,
-                &mut connection,
-                &mut request,
-                server,
-                status,
-                message,
-            );
+            let server = server_of_partial_head(&worker, address, request);
+            abandon(&worker, &mut connection, request, server, status, message);
             return;
         }
-        let after = handle_request(&worker, &mut connection, address, &mut request).await;
+        let handled = handle_request(&worker, &mut connection, address, request);
+        let after = Box::pin(handled).await;
         // What the request held (a `limit_conn` count, realip's address) is not held while idle.
         request.cleanups.0.clear();
         connection.info.peer.set(connection.info.socket_peer);
@@ -240,6 +207,14 @@ pub async fn serve(
             }
         }
     }
+}
+
+/// A request ready for a head: `reset` sets what `Default` leaves at zero (the limits of
+/// URI changes and subrequests).
+fn fresh_request<'a>() -> Box<Request<'a>> {
+    let mut request = Box::<Request>::default();
+    request.reset();
+    request
 }
 
 /// A head that never completed: nginx logs the message at `info` and an access-log line
@@ -576,7 +551,7 @@ async fn handle_request<'a>(
     }
     let sent = send::send_response(worker, connection, request, body).await;
     send::log_request(worker, connection, request);
-    // Rare steps are boxed, else every connection's future holds their state (9.4 KiB).
+    // Rare steps are boxed, else every request's future holds their state (9.4 KiB).
     if !request.mirrors.is_empty() {
         let mirrors = phases::run_mirrors(worker, &connection.info, &connection.stream, request);
         Box::pin(mirrors).await;
@@ -718,12 +693,14 @@ pub(crate) fn select_server(
 }
 
 impl Connection {
-    /// Reads until a complete head is in the buffer, then moves it into `request`.
+    /// Reads until a complete head is in the buffer, then moves it into the request in
+    /// `slot` (made if there is none). Waiting with nothing of a head read, the connection
+    /// drops the request and its buffers: an idle connection holds neither, as in nginx.
     async fn read_head(
         &mut self,
         worker: &HttpWorker,
         limits: &HeadLimits,
-        request: &mut Request<'_>,
+        slot: &mut Option<Box<Request<'_>>>,
         state: &mut crate::connection_state::ConnectionState<'_>,
         idle_timeout: Duration,
         header_timeout: Duration,
@@ -751,6 +728,7 @@ impl Connection {
         let mut parse = self.read_ahead.filled > 0;
         loop {
             if parse {
+                let request = slot.get_or_insert_with(fresh_request);
                 match http1::request::parse_head(
                     &self.read_ahead.buf[..self.read_ahead.filled],
                     limits,
@@ -800,7 +778,14 @@ impl Connection {
                     // Only an idle keep-alive connection is closed when the worker stops;
                     // a new connection still gets its first request served, as in nginx.
                     let closable = !started && self.info.requests > 0;
-                    match self.wait_readable(worker, deadline, closable).await {
+                    if !started {
+                        self.release_buffers();
+                        // The request's state too: it is made again for the next head.
+                        *slot = None;
+                    }
+                    let waited = self.wait_readable(worker, deadline, closable).await;
+                    self.restore_buffers();
+                    match waited {
                         Wait::Readable => continue,
                         Wait::Draining => {
                             // A request may have arrived just now: serve it rather than
@@ -814,7 +799,7 @@ impl Connection {
                             }
                         }
                         Wait::TimedOut => {
-                            request
+                            slot.get_or_insert_with(fresh_request)
                                 .head_bytes
                                 .extend_from_slice(&self.read_ahead.buf[..self.read_ahead.filled]);
                             return HeadRead::TimedOut { partial: started };
@@ -835,7 +820,7 @@ impl Connection {
                             HeadRead::Closed
                         };
                     }
-                    request
+                    slot.get_or_insert_with(fresh_request)
                         .head_bytes
                         .extend_from_slice(&self.read_ahead.buf[..self.read_ahead.filled]);
                     return HeadRead::ClosedPartial;
@@ -903,9 +888,24 @@ impl Connection {
             stream,
             info,
             read_ahead: ReadAhead::new(buffer_size),
-            out: Vec::with_capacity(512),
+            out: Vec::with_capacity(OUT_BUFFER_BYTES),
             timer: Box::pin(tokio::time::sleep_until(far_future())),
             plain_on_tls_port: false,
+        }
+    }
+
+    /// Frees the read and write buffers of a connection waiting with nothing of a request
+    /// read, as nginx frees its header buffer: an idle keep-alive connection holds none.
+    fn release_buffers(&mut self) {
+        self.read_ahead.release();
+        self.out = Vec::new();
+    }
+
+    /// Makes the buffers [`Connection::release_buffers`] freed again, before reading.
+    fn restore_buffers(&mut self) {
+        self.read_ahead.restore();
+        if self.out.capacity() == 0 {
+            self.out = Vec::with_capacity(OUT_BUFFER_BYTES);
         }
     }
 

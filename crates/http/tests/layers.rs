@@ -20,6 +20,7 @@ const ASSEMBLY: &[&str] = &[
     "modules.rs",
     "phases.rs",
     "connection.rs",
+    "connection_open.rs",
     "conf/load.rs",
     "send/mod.rs",
     "send/filters.rs",

@@ -213,14 +213,6 @@ impl Stream {
         matches!(self, Stream::Tls(_))
     }
 
-    /// The facts of the TLS handshake, for a TLS connection.
-    pub fn tls_info(&self) -> Option<&tls::HandshakeInfo> {
-        match self {
-            Stream::Tls(stream) => Some(stream.info()),
-            _ => None,
-        }
-    }
-
     /// Sends what a TLS session still holds, waiting for the socket as needed; nothing to
     /// do on a plain connection.
     pub async fn flush(&self) -> io::Result<()> {

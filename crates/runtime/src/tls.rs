@@ -5,7 +5,7 @@
 //! left is sent before the next write, while waiting to read, or by [`Stream::flush`].
 //! There is no `sendfile` on a TLS connection: callers check [`Stream::is_tls`].
 
-use std::cell::{OnceCell, RefCell};
+use std::cell::RefCell;
 use std::io::{self, Read, Write};
 use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::Arc;
@@ -23,7 +23,6 @@ const WRITE_CHUNK_BYTES: usize = 16 * 1024;
 pub struct TlsStream {
     pub(crate) tcp: TcpStream,
     session: RefCell<tls::Session>,
-    info: OnceCell<tls::HandshakeInfo>,
     write_chunk: usize,
 }
 
@@ -82,7 +81,6 @@ impl TlsStream {
         TlsStream {
             tcp,
             session: RefCell::new(session),
-            info: OnceCell::new(),
             write_chunk: write_chunk.clamp(512, WRITE_CHUNK_BYTES * 4),
         }
     }
@@ -93,13 +91,11 @@ impl TlsStream {
         let TlsStream {
             tcp,
             session,
-            info,
             write_chunk,
         } = *self;
         Ok(Box::new(TlsStream {
             tcp: TcpStream::from_std(tcp.into_std()?)?,
             session,
-            info,
             write_chunk,
         }))
     }
@@ -118,10 +114,6 @@ impl TlsStream {
                 Err(_) => return false,
             }
         }
-    }
-
-    pub(crate) fn info(&self) -> &tls::HandshakeInfo {
-        self.info.get_or_init(|| self.session.borrow().info())
     }
 
     /// Sends pending records until done or the socket is full (`WouldBlock`).
@@ -285,8 +277,8 @@ impl TlsStream {
 
 /// What the start of a connection on a TLS address turned out to be.
 pub enum Accepted {
-    /// A finished handshake.
-    Tls(Stream),
+    /// A finished handshake, and what it agreed on.
+    Tls(Stream, tls::HandshakeInfo),
     /// Bytes that are no TLS record: plain HTTP sent to an HTTPS port.
     Plain(Stream),
     /// The client closed before a byte.
@@ -406,7 +398,10 @@ impl PendingHello {
         };
         let stream = TlsStream::new(tcp, session, write_chunk);
         match stream.handshake().await {
-            Ok(()) => Accepted::Tls(Stream::Tls(Box::new(stream))),
+            Ok(()) => {
+                let info = stream.session.borrow_mut().info();
+                Accepted::Tls(Stream::Tls(Box::new(stream)), info)
+            }
             Err(error) if error.kind() == io::ErrorKind::UnexpectedEof => Accepted::Closed,
             Err(error) => Accepted::Failed(error.to_string()),
         }

@@ -4,7 +4,7 @@
 use std::io::{self, Read};
 
 use crate::server::ServerTls;
-use crate::session::{Offered, Session, offered_ciphers, offered_curves};
+use crate::session::{Offered, Session, offered_groups, offered_suites};
 
 /// A fatal `unrecognized_name` alert, as a TLS 1.2 record: what nginx sends for
 /// `ssl_reject_handshake on`.
@@ -82,8 +82,8 @@ impl Hello {
     pub fn into_session(self, tls: &ServerTls) -> Result<Session, AcceptError> {
         let hello = self.accepted.client_hello();
         let offered = Offered {
-            ciphers: offered_ciphers(hello.cipher_suites()),
-            curves: offered_curves(hello.named_groups()),
+            suites: offered_suites(hello.cipher_suites()),
+            groups: offered_groups(hello.named_groups()),
         };
         match self.accepted.into_connection(tls.config.clone()) {
             Ok(connection) => Ok(Session::server(connection, offered, tls.verify.clone())),

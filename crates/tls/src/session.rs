@@ -31,10 +31,12 @@ impl std::fmt::Debug for Session {
     }
 }
 
+/// The client's suites and groups as it listed them, kept as their codes: the names
+/// (`$ssl_ciphers`, `$ssl_curves`) are written only when a variable asks.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Offered {
-    pub(crate) ciphers: String,
-    pub(crate) curves: String,
+    pub(crate) suites: Box<[u16]>,
+    pub(crate) groups: Box<[u16]>,
 }
 
 /// What a finished handshake agreed on, for `$ssl_*` variables and logs.
@@ -44,19 +46,20 @@ pub struct HandshakeInfo {
     pub protocol: &'static str,
     /// OpenSSL's name of the suite.
     pub cipher: &'static str,
-    /// The client's suites, OpenSSL names joined by `:` (`$ssl_ciphers`).
-    pub ciphers: String,
+    /// The codes of the client's suites, in its order ([`HandshakeInfo::write_ciphers`]).
+    pub offered_suites: Box<[u16]>,
     /// The group of the key exchange (`X25519`, `prime256v1`...).
     pub curve: &'static str,
-    /// The client's groups joined by `:` (`$ssl_curves`).
-    pub curves: String,
+    /// The codes of the client's groups ([`HandshakeInfo::write_curves`]).
+    pub offered_groups: Box<[u16]>,
     pub server_name: Option<String>,
-    /// Lower-case hex of the session's id (`$ssl_session_id`).
-    pub session_id: String,
+    /// The session's id ([`HandshakeInfo::write_session_id`]); empty on a client session.
+    pub session_id: Box<[u8]>,
     pub alpn: Option<Vec<u8>>,
     pub resumed: bool,
-    /// The client's certificate, when one was asked for.
-    pub client_certificate: Option<ClientCertificate>,
+    /// The client's certificate, when one was asked for (boxed: most connections have none,
+    /// and this is kept for the connection's life).
+    pub client_certificate: Option<Box<ClientCertificate>>,
 }
 
 impl Session {
@@ -149,8 +152,9 @@ impl Session {
         self.connection.set_buffer_limit(Some(limit));
     }
 
-    /// The facts of the finished handshake.
-    pub fn info(&self) -> HandshakeInfo {
+    /// The facts of the finished handshake. The client's offered lists move into them: a
+    /// second call finds those empty.
+    pub fn info(&mut self) -> HandshakeInfo {
         let connection = &self.connection;
         let protocol = match connection.protocol_version() {
             Some(rustls::ProtocolVersion::TLSv1_3) => "TLSv1.3",
@@ -161,28 +165,25 @@ impl Session {
             rustls::Connection::Server(server) => (
                 server.server_name().map(str::to_owned),
                 self.client_certificate(server.peer_certificates()),
-                {
-                    let id = server
+                Box::from(
+                    server
                         .received_resumption_data()
-                        .unwrap_or(&self.session_id);
-                    let mut hex = String::with_capacity(id.len() * 2);
-                    push_hex(&mut hex, id);
-                    hex
-                },
+                        .unwrap_or(&self.session_id),
+                ),
             ),
-            rustls::Connection::Client(_) => (None, None, String::new()),
+            rustls::Connection::Client(_) => (None, None, Box::default()),
         };
-        let offered = self.offered.clone().unwrap_or_default();
+        let offered = self.offered.take().unwrap_or_default();
         HandshakeInfo {
             protocol,
             cipher: connection
                 .negotiated_cipher_suite()
                 .map_or("", openssl_name),
-            ciphers: offered.ciphers,
+            offered_suites: offered.suites,
             curve: connection
                 .negotiated_key_exchange_group()
                 .map_or("", |group| group_name(group.name())),
-            curves: offered.curves,
+            offered_groups: offered.groups,
             server_name,
             session_id,
             alpn: connection.alpn_protocol().map(<[u8]>::to_vec),
@@ -197,19 +198,19 @@ impl Session {
     fn client_certificate(
         &self,
         chain: Option<&[CertificateDer<'static>]>,
-    ) -> Option<ClientCertificate> {
+    ) -> Option<Box<ClientCertificate>> {
         let verify = self.verify.as_ref()?;
         let Some(chain) = chain.filter(|chain| !chain.is_empty()) else {
-            return Some(ClientCertificate {
+            return Some(Box::new(ClientCertificate {
                 verify: "NONE".to_owned(),
                 ..ClientCertificate::default()
-            });
+            }));
         };
         let verdict = match verify.check(chain) {
             Ok(()) => "SUCCESS".to_owned(),
             Err(reason) => format!("FAILED:{reason}"),
         };
-        Some(ClientCertificate::describe(chain, verdict))
+        Some(Box::new(ClientCertificate::describe(chain, verdict)))
     }
 }
 
@@ -229,51 +230,65 @@ pub(crate) fn group_name(group: rustls::NamedGroup) -> &'static str {
     }
 }
 
-/// The client's suites, OpenSSL names joined by `:` (`$ssl_ciphers`), unknown ones as
-/// `0x` and four hex digits, the renegotiation SCSV left out. Written into one string: a
-/// client such as OpenSSL's offers some thirty suites on every handshake.
-pub(crate) fn offered_ciphers(suites: &[rustls::CipherSuite]) -> String {
-    let mut joined = String::with_capacity(suites.len() * 16);
-    for suite in suites.iter().filter(|suite| u16::from(**suite) != 0x00ff) {
-        if !joined.is_empty() {
-            joined.push(':');
-        }
-        match offered_name(*suite) {
-            Some(name) => joined.push_str(name),
-            None => push_code(&mut joined, u16::from(*suite)),
+impl HandshakeInfo {
+    /// Appends the client's suites, OpenSSL names joined by `:` (`$ssl_ciphers`), unknown
+    /// ones as `0x` and four hex digits, the renegotiation SCSV left out.
+    pub fn write_ciphers(&self, out: &mut Vec<u8>) {
+        let mut first = true;
+        for &code in self.offered_suites.iter().filter(|&&code| code != 0x00ff) {
+            if !std::mem::take(&mut first) {
+                out.push(b':');
+            }
+            match offered_name(rustls::CipherSuite::from(code)) {
+                Some(name) => out.extend_from_slice(name.as_bytes()),
+                None => push_code(out, code),
+            }
         }
     }
-    joined
+
+    /// Appends the client's groups joined by `:` (`$ssl_curves`), unknown ones as `0x` and
+    /// hex.
+    pub fn write_curves(&self, out: &mut Vec<u8>) {
+        for (index, &code) in self.offered_groups.iter().enumerate() {
+            if index > 0 {
+                out.push(b':');
+            }
+            match group_name(rustls::NamedGroup::from(code)) {
+                "" => push_code(out, code),
+                name => out.extend_from_slice(name.as_bytes()),
+            }
+        }
+    }
+
+    /// Appends the session's id in lower-case hex (`$ssl_session_id`).
+    pub fn write_session_id(&self, out: &mut Vec<u8>) {
+        push_hex(out, &self.session_id);
+    }
 }
 
-/// The client's groups joined by `:` (`$ssl_curves`), unknown ones as `0x` and hex.
-pub(crate) fn offered_curves(groups: Option<&[rustls::NamedGroup]>) -> String {
+/// The codes of the suites a client offers.
+pub(crate) fn offered_suites(suites: &[rustls::CipherSuite]) -> Box<[u16]> {
+    suites.iter().map(|&suite| u16::from(suite)).collect()
+}
+
+/// The codes of the groups a client offers.
+pub(crate) fn offered_groups(groups: Option<&[rustls::NamedGroup]>) -> Box<[u16]> {
     let groups = groups.unwrap_or_default();
-    let mut joined = String::with_capacity(groups.len() * 10);
-    for group in groups {
-        if !joined.is_empty() {
-            joined.push(':');
-        }
-        match group_name(*group) {
-            "" => push_code(&mut joined, u16::from(*group)),
-            name => joined.push_str(name),
-        }
-    }
-    joined
+    groups.iter().map(|&group| u16::from(group)).collect()
 }
 
 /// Appends `0x` and `code` as four lower-case hex digits.
-fn push_code(out: &mut String, code: u16) {
-    out.push_str("0x");
+fn push_code(out: &mut Vec<u8>, code: u16) {
+    out.extend_from_slice(b"0x");
     push_hex(out, &code.to_be_bytes());
 }
 
 /// Appends `bytes` as lower-case hex digits.
-fn push_hex(out: &mut String, bytes: &[u8]) {
+fn push_hex(out: &mut Vec<u8>, bytes: &[u8]) {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     for byte in bytes {
-        out.push(char::from(DIGITS[usize::from(byte >> 4)]));
-        out.push(char::from(DIGITS[usize::from(byte & 0x0f)]));
+        out.push(DIGITS[usize::from(byte >> 4)]);
+        out.push(DIGITS[usize::from(byte & 0x0f)]);
     }
 }
 
@@ -281,30 +296,50 @@ fn push_hex(out: &mut String, bytes: &[u8]) {
 mod tests {
     use rustls::{CipherSuite, NamedGroup};
 
-    use super::{offered_ciphers, offered_curves, push_hex};
+    use super::{HandshakeInfo, offered_groups, offered_suites};
+
+    fn written(write: impl Fn(&HandshakeInfo, &mut Vec<u8>), info: &HandshakeInfo) -> String {
+        let mut out = b"x=".to_vec();
+        write(info, &mut out);
+        String::from_utf8(out).expect("names and hex digits are ASCII")
+    }
 
     #[test]
     fn offered_lists_use_openssl_names_and_hex_for_the_rest() {
         let suites = [
-            CipherSuite::TLS13_AES_256_GCM_SHA384,
             CipherSuite::TLS_EMPTY_RENEGOTIATION_INFO_SCSV,
+            CipherSuite::TLS13_AES_256_GCM_SHA384,
             CipherSuite::TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
             CipherSuite::from(0x0033),
         ];
-        assert_eq!(
-            offered_ciphers(&suites),
-            "TLS_AES_256_GCM_SHA384:ECDHE-ECDSA-AES128-GCM-SHA256:0x0033"
-        );
-        assert_eq!(offered_ciphers(&[]), "");
         let groups = [
             NamedGroup::X25519,
             NamedGroup::from(0x0100),
             NamedGroup::secp256r1,
         ];
-        assert_eq!(offered_curves(Some(&groups)), "X25519:0x0100:prime256v1");
-        assert_eq!(offered_curves(None), "");
-        let mut hex = String::new();
-        push_hex(&mut hex, &[0x00, 0x9f, 0xa0, 0xff]);
-        assert_eq!(hex, "009fa0ff");
+        let info = HandshakeInfo {
+            offered_suites: offered_suites(&suites),
+            offered_groups: offered_groups(Some(&groups)),
+            session_id: Box::new([0x00, 0x9f, 0xa0, 0xff]),
+            ..HandshakeInfo::default()
+        };
+        assert_eq!(
+            written(HandshakeInfo::write_ciphers, &info),
+            "x=TLS_AES_256_GCM_SHA384:ECDHE-ECDSA-AES128-GCM-SHA256:0x0033"
+        );
+        assert_eq!(
+            written(HandshakeInfo::write_curves, &info),
+            "x=X25519:0x0100:prime256v1"
+        );
+        assert_eq!(
+            written(HandshakeInfo::write_session_id, &info),
+            "x=009fa0ff"
+        );
+        let empty = HandshakeInfo {
+            offered_groups: offered_groups(None),
+            ..HandshakeInfo::default()
+        };
+        assert_eq!(written(HandshakeInfo::write_ciphers, &empty), "x=");
+        assert_eq!(written(HandshakeInfo::write_curves, &empty), "x=");
     }
 }

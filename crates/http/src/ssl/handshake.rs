@@ -67,10 +67,7 @@ pub(crate) async fn start(
     };
     let accepted = tokio::time::timeout(timeout, handshake).await;
     let (level, message) = match accepted {
-        Ok(Accepted::Tls(stream)) => {
-            let handshake = stream.tls_info().cloned().unwrap_or_default();
-            return Start::Tls(stream, Rc::new(handshake));
-        }
+        Ok(Accepted::Tls(stream, handshake)) => return Start::Tls(stream, Rc::new(handshake)),
         Ok(Accepted::Plain(stream)) => return Start::Plain(stream),
         Ok(Accepted::Closed) => (
             Level::Info,

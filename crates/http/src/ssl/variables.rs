@@ -70,10 +70,19 @@ pub fn append(variable: SslVariable, info: Option<&HandshakeInfo>, out: &mut Vec
     let text: &[u8] = match variable {
         V::Protocol => info.protocol.as_bytes(),
         V::Cipher => info.cipher.as_bytes(),
-        V::Ciphers => info.ciphers.as_bytes(),
+        V::Ciphers => {
+            info.write_ciphers(out);
+            return true;
+        }
         V::Curve => info.curve.as_bytes(),
-        V::Curves => info.curves.as_bytes(),
-        V::SessionId => info.session_id.as_bytes(),
+        V::Curves => {
+            info.write_curves(out);
+            return true;
+        }
+        V::SessionId => {
+            info.write_session_id(out);
+            return true;
+        }
         V::SessionReused => {
             if info.resumed {
                 b"r"
