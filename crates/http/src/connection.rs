@@ -51,6 +51,10 @@ enum HeadRead {
     Failed,
 }
 
+/// How long a connection waits for its next request before it lets go of its buffers and
+/// its request's state (an idle connection holds neither; a busy one keeps them).
+const IDLE_RELEASE_AFTER: Duration = Duration::from_millis(100);
+
 /// The capacity the response head buffer starts with.
 const OUT_BUFFER_BYTES: usize = 512;
 
@@ -778,12 +782,23 @@ impl Connection {
                     // Only an idle keep-alive connection is closed when the worker stops;
                     // a new connection still gets its first request served, as in nginx.
                     let closable = !started && self.info.requests > 0;
+                    let mut waited = Wait::TimedOut;
                     if !started {
-                        self.release_buffers();
-                        // The request's state too: it is made again for the next head.
-                        *slot = None;
+                        // A keep-alive client usually sends its next request within a
+                        // round trip: the buffers and the request are let go only once
+                        // the connection has been idle for IDLE_RELEASE_AFTER, so that a
+                        // busy connection does not make them again for every request.
+                        let soon = (tokio::time::Instant::now() + IDLE_RELEASE_AFTER).min(deadline);
+                        waited = self.wait_readable(worker, soon, closable).await;
+                        if matches!(waited, Wait::TimedOut) && soon < deadline {
+                            self.release_buffers();
+                            // The request's state too: it is made again for the next head.
+                            *slot = None;
+                        }
                     }
-                    let waited = self.wait_readable(worker, deadline, closable).await;
+                    if matches!(waited, Wait::TimedOut) {
+                        waited = self.wait_readable(worker, deadline, closable).await;
+                    }
                     self.restore_buffers();
                     match waited {
                         Wait::Readable => continue,
