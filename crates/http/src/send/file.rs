@@ -204,8 +204,8 @@ async fn send_with_sendfile(
 /// holds it, as long as the pool keeps up ([`POOL_DELAY_MAX`]): the worker then spends one
 /// hand-off (tens of microseconds, whatever the size) instead of copying the piece twice
 /// (into its buffer, then into the socket), and the pool's `sendfile` copies nothing. With
-/// the whole data set cached, `bench/threadpool.sh` measured the worker's copies at 0.5x
-/// nginx's hot req/s and every piece by the pool (`aio_nowait off`) at 1.3x.
+/// the whole data set cached, `bench/threadpool.sh` measured the worker's copies at 0.43x
+/// nginx's hot req/s (the workers CPU-bound), and this rule at 1.04x.
 const POOL_SEND_MIN: usize = 128 * 1024;
 
 /// A pool whose threads are all busy with nothing queued, or whose oldest queued task has
