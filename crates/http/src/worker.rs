@@ -92,6 +92,10 @@ pub struct HttpWorker {
     slowest_blocking: RefCell<Option<(Duration, String)>>,
     /// The loop stalls the stall watcher has measured, by length.
     stall_counts: Cell<StallCounts>,
+    /// When this worker last found file data it asked about not in page cache (a
+    /// `mincore` hint or an `RWF_NOWAIT` read): a sign of memory pressure, under which
+    /// cached pieces stay on the worker rather than going to the pool.
+    last_cache_miss: Cell<Option<std::time::Instant>>,
     /// This worker's counters (`stub_status`, metrics); it is their only writer.
     pub stats: Arc<metrics::WorkerStats>,
     /// The end `worker_shutdown_timeout` puts to the requests still running.
@@ -248,6 +252,7 @@ impl HttpWorker {
             open_files: RefCell::default(),
             slowest_blocking: RefCell::new(None),
             stall_counts: Cell::new(StallCounts::default()),
+            last_cache_miss: Cell::new(None),
             stopping,
             stats: metrics::GLOBAL.register(index),
             cut: Cut::default(),
@@ -453,6 +458,18 @@ impl HttpWorker {
             unreported = 0;
             worst = Duration::ZERO;
         }
+    }
+
+    /// Notes that data asked about was not in page cache.
+    pub(crate) fn note_cache_miss(&self) {
+        self.last_cache_miss.set(Some(std::time::Instant::now()));
+    }
+
+    /// Whether this worker found data not in page cache within `window`.
+    pub(crate) fn missed_cache_within(&self, window: Duration) -> bool {
+        self.last_cache_miss
+            .get()
+            .is_some_and(|at| at.elapsed() < window)
     }
 
     /// The loop stalls measured so far.

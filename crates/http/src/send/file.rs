@@ -20,7 +20,7 @@ use crate::request::Request;
 use crate::send::body::{BodyContext, INLINE_BODY_BYTES_MAX, Output, finish};
 use crate::send::framing::{CHUNK_END, Framing, chunk_header_len_max};
 use crate::send::turn::Turn;
-use crate::worker::offload_to;
+use crate::worker::{HttpWorker, offload_to};
 
 /// Sends `file` after `head` (which goes out first, or with the first piece).
 pub(super) async fn send_file(
@@ -145,7 +145,14 @@ async fn send_with_sendfile(
         let on_worker = match route {
             Route::Worker => true,
             Route::Pool => false,
-            Route::Hinted | Route::Copied if count >= POOL_SEND_MIN && pool_keeps_up(file) => false,
+            Route::Hinted | Route::Copied
+                if offset > file.offset
+                    && count >= POOL_SEND_MIN
+                    && !context.worker.missed_cache_within(MISS_WINDOW)
+                    && pool_keeps_up(file) =>
+            {
+                false
+            }
             Route::Hinted | Route::Copied => {
                 let len = count.min(copy_max);
                 let cached = route == Route::Copied || timed_hint(context, file, offset, len);
@@ -214,6 +221,14 @@ const POOL_SEND_MIN: usize = 128 * 1024;
 /// never queue behind reads of data that is not cached (the seed's hot file).
 const POOL_DELAY_MAX: Duration = Duration::from_millis(5);
 
+/// A worker that found data not in page cache this recently is under memory pressure (or
+/// serving a data set larger than memory): it keeps copying cached pieces itself. The
+/// first piece of every response is always asked about (copied if cached), so the
+/// misses of cold files are seen. With only the pool's own load as the test, the seed's
+/// hot file went to the pool under pressure and its p99 grew from 0.13 s to 1.7-9.7 s
+/// (`bench/threadpool.sh`, `CONFIGS=portico:threads`).
+const MISS_WINDOW: Duration = Duration::from_secs(1);
+
 /// Whether the file's pool starts what it is given without a wait worth avoiding.
 fn pool_keeps_up(file: &FileBody) -> bool {
     matches!(&file.io, FileIo::Pool(pool) if pool.keeps_up(POOL_DELAY_MAX))
@@ -267,7 +282,7 @@ async fn copy_cached(
 ) -> io::Result<Option<usize>> {
     buffer.clear();
     let got = read_nowait(&file.file, offset, buffer, len)?;
-    count_nowait(&context.worker.stats, got.end);
+    count_nowait(context.worker, got.end);
     if got.filled == 0 {
         if got.end == NowaitEnd::EndOfFile {
             return Err(truncated(format!(
@@ -288,12 +303,16 @@ fn timed_hint(context: &BodyContext<'_>, file: &FileBody, offset: u64, len: usiz
     context.worker.note_blocking(started.elapsed(), || {
         format!("mincore() of \"{}\"", file.path.display())
     });
-    count_hint(&context.worker.stats, cached);
+    count_hint(context.worker, cached);
     cached
 }
 
 /// Counts a `mincore` hint's answer (the metrics' residency answers).
-fn count_hint(stats: &metrics::WorkerStats, cached: bool) {
+fn count_hint(worker: &HttpWorker, cached: bool) {
+    let stats = &worker.stats;
+    if !cached {
+        worker.note_cache_miss();
+    }
     if cached {
         stats.hints_cached.add(1);
     } else {
@@ -302,7 +321,11 @@ fn count_hint(stats: &metrics::WorkerStats, cached: bool) {
 }
 
 /// Counts how a read that may not wait ended: with every byte (or the file's end), or short.
-fn count_nowait(stats: &metrics::WorkerStats, end: NowaitEnd) {
+fn count_nowait(worker: &HttpWorker, end: NowaitEnd) {
+    let stats = &worker.stats;
+    if matches!(end, NowaitEnd::WouldBlock | NowaitEnd::Unsupported) {
+        worker.note_cache_miss();
+    }
     match end {
         NowaitEnd::Complete | NowaitEnd::EndOfFile => stats.nowait_reads_cached.add(1),
         NowaitEnd::WouldBlock | NowaitEnd::Unsupported => stats.nowait_reads_short.add(1),
@@ -506,7 +529,7 @@ pub(super) async fn read_file(
     let started = crate::worker::BlockingTimer::start();
     let data_start = buffer.len();
     let (buffer, on_pool) = read_piece(
-        &context.worker.stats,
+        context.worker,
         file,
         cache_first,
         statics.directio_alignment,
@@ -540,7 +563,7 @@ pub(super) async fn read_file(
 /// on the pool. A file shorter than promised (truncated while being sent) is an error: the
 /// promised length cannot be met. With the buffer comes how many bytes the pool read.
 async fn read_piece(
-    stats: &metrics::WorkerStats,
+    worker: &HttpWorker,
     file: &FileBody,
     cache_first: &mut CacheFirst,
     alignment: u64,
@@ -573,14 +596,14 @@ async fn read_piece(
         CacheFirst::Yes => true,
         CacheFirst::Asked => {
             let cached = all_cached(&file.file, offset, wanted as u64);
-            count_hint(stats, cached);
+            count_hint(worker, cached);
             cached
         }
         CacheFirst::No => false,
     };
     if try_cache && !direct {
         let got = read_nowait(&file.file, offset, &mut buffer, wanted)?;
-        count_nowait(stats, got.end);
+        count_nowait(worker, got.end);
         match got.end {
             NowaitEnd::Complete => return Ok((buffer, 0)),
             NowaitEnd::EndOfFile => {
