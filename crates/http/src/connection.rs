@@ -16,7 +16,7 @@ use crate::client::{BodySource, Client, ReadAhead, ResponseSink};
 use crate::conf::{AddressConf, ServerId};
 use crate::core::LingeringClose;
 use crate::phases;
-use crate::request::{ConnectionInfo, Request};
+use crate::request::{ConnectionInfo, Request, select_server};
 use crate::send;
 use crate::special::{self, Reply};
 use crate::worker::HttpWorker;
@@ -669,30 +669,6 @@ fn closing_mode(worker: &HttpWorker, request: &Request<'_>, buffered: bool) -> A
         LingeringClose::Always => After::Linger,
         LingeringClose::On if buffered => After::Linger,
         LingeringClose::On => After::Close,
-    }
-}
-
-/// The server for the request's host on this address, else the address's default.
-pub(crate) fn select_server(
-    worker: &HttpWorker,
-    address: &AddressConf,
-    request: &mut Request<'_>,
-) -> ServerId {
-    let conf = worker.conf();
-    let found = address.names.find(
-        &request.info.host,
-        |index| &conf.server_regexes[index],
-        &mut request.matches.get_mut().captures,
-    );
-    match found {
-        Some((server, regex)) => {
-            if let Some(regex) = regex {
-                let matches = request.matches.get_mut();
-                regex.store(&matches.captures, &mut matches.named);
-            }
-            server
-        }
-        None => address.default_server,
     }
 }
 

@@ -428,6 +428,30 @@ pub(crate) fn push_quoted(out: &mut String, bytes: &[u8]) {
     }
 }
 
+/// The server for the request's host on this address, else the address's default.
+pub(crate) fn select_server(
+    worker: &HttpWorker,
+    address: &crate::conf::AddressConf,
+    request: &mut Request<'_>,
+) -> ServerId {
+    let conf = worker.conf();
+    let found = address.names.find(
+        &request.info.host,
+        |index| &conf.server_regexes[index],
+        &mut request.matches.get_mut().captures,
+    );
+    match found {
+        Some((server, regex)) => {
+            if let Some(regex) = regex {
+                let matches = request.matches.get_mut();
+                regex.store(&matches.captures, &mut matches.named);
+            }
+            server
+        }
+        None => address.default_server,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

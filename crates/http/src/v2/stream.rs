@@ -327,7 +327,7 @@ fn read_head(
     }
     http1::request::analyze(&request.head_bytes, &request.head, &mut request.info)
         .map_err(|error| error.status())?;
-    let server = crate::connection::select_server(worker, started.address, request);
+    let server = crate::request::select_server(worker, started.address, request);
     request.server = Some(server);
     // TLS's own refusals (a host other than SNI's with client certificates: 421).
     if let Some((status, message)) =
