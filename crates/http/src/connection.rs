@@ -94,11 +94,7 @@ pub async fn serve(
         return;
     };
     let default_server = worker.conf().server(address.default_server);
-    let server_settings = &worker
-        .conf()
-        .location(default_server.location)
-        .settings
-        .core;
+    let server_settings = crate::connection_open::default_core(&worker, address);
     // Boxed, as is each request below: the connection's task keeps room for its largest
     // step while it waits idle, and these two (the start of the connection, with an
     // HTTP/2 connection's loop; a request's phases and response) are most of it.

@@ -23,12 +23,7 @@ pub(crate) async fn open(
 ) -> Option<Connection> {
     let local = stream.local_address();
     let default_server = worker.conf().server(address.default_server);
-    let server_settings = &worker
-        .conf()
-        .location(default_server.location)
-        .settings
-        .core;
-    let _ = stream.set_nodelay(server_settings.tcp_nodelay);
+    let _ = stream.set_nodelay(default_core(worker, address).tcp_nodelay);
     let mut info = ConnectionInfo {
         id: worker.next_connection_id(),
         peer: std::cell::Cell::new(peer),
@@ -65,4 +60,17 @@ pub(crate) async fn open(
     );
     connection.plain_on_tls_port = plain_on_tls_port;
     v2::connection::detect(worker, address, connection).await
+}
+
+/// The core settings of the address's default server (its own location's): what applies
+/// to a connection before a request names its server.
+pub(crate) fn default_core<'w>(
+    worker: &'w HttpWorker,
+    address: &AddressConf,
+) -> &'w crate::core::CoreLocation {
+    let conf = worker.conf();
+    &conf
+        .location(conf.server(address.default_server).location)
+        .settings
+        .core
 }

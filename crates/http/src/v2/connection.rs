@@ -60,6 +60,14 @@ pub(crate) struct Shared {
     pub(crate) queued_since_write: Cell<usize>,
 }
 
+impl Shared {
+    /// Resets one stream and wakes the loop to send the RST_STREAM.
+    pub(crate) fn reset_stream(&self, stream_id: u32, code: ErrorCode) {
+        self.h2.borrow_mut().reset(stream_id, code);
+        self.wake.notify_one();
+    }
+}
+
 type StreamFuture<'a> = Pin<Box<dyn Future<Output = ()> + 'a>>;
 
 /// The default server's rules for the connection's streams.

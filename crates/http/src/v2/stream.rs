@@ -191,10 +191,7 @@ pub(crate) async fn run_stream(started: Started<'_>, opened: Opened) {
             if !sink.drained(send_timeout).await {
                 started
                     .shared
-                    .h2
-                    .borrow_mut()
-                    .reset(stream_id, ErrorCode::INTERNAL_ERROR);
-                started.shared.wake.notify_one();
+                    .reset_stream(stream_id, ErrorCode::INTERNAL_ERROR);
                 crate::request::log(
                     worker,
                     info,
@@ -218,10 +215,7 @@ pub(crate) async fn run_stream(started: Started<'_>, opened: Opened) {
         }
         started
             .shared
-            .h2
-            .borrow_mut()
-            .reset(stream_id, ErrorCode::INTERNAL_ERROR);
-        started.shared.wake.notify_one();
+            .reset_stream(stream_id, ErrorCode::INTERNAL_ERROR);
     }
     send::log_request_info(worker, info, &request);
 }
