@@ -1,7 +1,8 @@
 //! A response read from a cache entry while another request still writes it (streaming
 //! waiters, `proxy_cache_lock` with a `Content-Length`): the body is read from the fill's
 //! temporary file as far as it is written, on the cache's pool, and the reader waits for
-//! the fill's next progress in between, without polling.
+//! the fill's next progress in between, without polling. A single range (`Range`, a
+//! slice) is read from where it starts, as soon as the fill has written it.
 
 use std::fs::File;
 use std::future::Future;
@@ -73,12 +74,20 @@ async fn send_attached(
     }
     let mut coder = Coder::new(context, context.coding.take(), Vec::new());
     let mut states = body.fill.subscribe();
-    let mut offset = body.start;
-    while offset < body.end {
+    // The single range the range filter (or the slice module) chose: only that part of the
+    // file is read, once the fill has written it.
+    let (mut offset, end) = match request.response.body_window {
+        Some((low, high)) => (
+            body.start.saturating_add(low).min(body.end),
+            body.start.saturating_add(high).min(body.end),
+        ),
+        None => (body.start, body.end),
+    };
+    while offset < end {
         let state = *states.borrow_and_update();
         let available = match state {
-            FillState::Streaming { written, .. } => written.min(body.end),
-            FillState::Committed { .. } => body.end,
+            FillState::Streaming { written, .. } => written.min(end),
+            FillState::Committed { .. } => end,
             FillState::Pending => offset,
             FillState::Failed | FillState::NotCacheable => {
                 return Err(io::Error::other("the cache fill this response read ended"));

@@ -292,3 +292,86 @@ fn proxy_cache_lock_stream_off_waits_for_the_whole_fill() {
     );
     assert_eq!(asked(&upstream), 1);
 }
+
+/// A streaming waiter with one range gets its 206 as soon as the fill has written that
+/// part, while the rest of the body is still held upstream; a waiter asking for two ranges
+/// waits for the entry and gets nginx's multipart answer from it.
+#[test]
+fn lock_waiters_get_a_range_while_the_fill_is_written() {
+    const HALF: usize = 256 * 1024;
+    let release = Arc::new(AtomicBool::new(false));
+    let held = Arc::clone(&release);
+    let mut builder = crate::support::Instance::http_builder(&config("proxy_cache_lock on;"));
+    let upstream =
+        crate::support::upstream::MockUpstream::start(builder.port(8081), move |mut conn| {
+            if conn.read_request().is_some() {
+                conn.write(format!(
+                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nAccept-Ranges: bytes\r\n\r\n",
+                    2 * HALF
+                ));
+                let first: Vec<u8> = (0..HALF).map(|i| b'a' + (i % 26) as u8).collect();
+                conn.write(first);
+                wait_until("the test to release the body", PATIENCE, || {
+                    held.load(Ordering::Acquire)
+                });
+                conn.write(vec![b'2'; HALF]);
+            }
+        });
+    let server = builder.start();
+    let filler = concurrent(server.port(), "/ranged", 1)
+        .pop()
+        .expect("one client");
+    wait_until("the fill to start", PATIENCE, || asked(&upstream) == 1);
+    let range = |value: &str| {
+        format!(
+            "GET /ranged HTTP/1.1\r\nHost: x\r\nRange: bytes={value}\r\nConnection: close\r\n\r\n"
+        )
+    };
+    // Bytes 1000-1099 are in the part already written: answered before the release.
+    let mut one = Client::connect(server.port());
+    one.write(range("1000-1099"));
+    let response = one.read_response();
+    assert!(!release.load(Ordering::Acquire));
+    assert_eq!(response.status, 206);
+    assert_eq!(
+        response.header("Content-Range"),
+        Some(format!("bytes 1000-1099/{}", 2 * HALF).as_str())
+    );
+    let expected: Vec<u8> = (1000..1100).map(|i| b'a' + (i % 26) as u8).collect();
+    assert_eq!(response.body, expected);
+    // Two ranges: nothing until the entry is stored, then a multipart body from it.
+    let mut two = Client::connect(server.port()).with_timeout(Duration::from_secs(1));
+    two.write(range("0-1,-2"));
+    assert!(
+        two.stays_open_and_silent(Duration::from_millis(500)),
+        "a multipart waiter waits for the entry"
+    );
+    // A range past what is written waits for it.
+    let mut late = Client::connect(server.port());
+    late.write(range(&format!("{}-{}", HALF + 10, HALF + 19)));
+    release.store(true, Ordering::Release);
+    let late = late.read_response();
+    assert_eq!((late.status, late.body.as_slice()), (206, &[b'2'; 10][..]));
+    two.timeout = PATIENCE;
+    let multipart = two.read_response();
+    assert_eq!(multipart.status, 206);
+    assert_eq!(x_cache(&multipart), "HIT");
+    assert!(
+        multipart
+            .header("Content-Type")
+            .is_some_and(|value| value.starts_with("multipart/byteranges; boundary=")),
+        "{:?}",
+        multipart.header("Content-Type")
+    );
+    let text = multipart.body_text();
+    assert!(text.contains(&format!("Content-Range: bytes 0-1/{}\r\n\r\nab", 2 * HALF)));
+    assert!(text.contains(&format!(
+        "Content-Range: bytes {}-{}/{}\r\n\r\n22",
+        2 * HALF - 2,
+        2 * HALF - 1,
+        2 * HALF
+    )));
+    let (status, _, body) = filler.join().expect("the filler");
+    assert_eq!((status, body.len()), (200, 2 * HALF));
+    assert_eq!(asked(&upstream), 1);
+}

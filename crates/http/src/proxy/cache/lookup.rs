@@ -643,7 +643,14 @@ async fn attach(
     fill: &Arc<cache::Fill>,
     timeout: Duration,
 ) -> Option<Entry> {
-    let _ = request;
+    // Several ranges make a multipart body, which the range filter builds from a stored
+    // entry only: such a request waits for the entry, as with nginx's lock.
+    if request
+        .header(b"range")
+        .is_some_and(|range| range.contains(&b','))
+    {
+        return None;
+    }
     let mut states = fill.subscribe();
     let streaming = async {
         loop {

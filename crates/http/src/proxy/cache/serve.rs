@@ -59,8 +59,8 @@ pub(crate) fn respond_attached<'a>(
     if !set_head(worker, info, request, proxy, settings, &entry, rewrite) {
         return Body::Empty;
     }
-    // The body streams: no ranges of it.
-    request.response.accept_ranges = false;
+    // Ranges as for a stored entry (`set_head`): the range filter gives a streamed body one
+    // range at most; a request for several does not attach (`lookup::attach`).
     Body::Upstream(Box::new(crate::send::attach::AttachedBody {
         fill,
         start: u64::from(entry.header.body_start),
