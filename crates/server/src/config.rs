@@ -104,6 +104,7 @@ pub struct MainLoad {
     pub worker_processes: Option<WorkerCount>,
     pub worker_cpu_affinity: Option<CpuAffinity>,
     pub worker_rlimit_nofile: Option<u64>,
+    pub worker_priority: Option<i32>,
     pub worker_shutdown_timeout: Option<Duration>,
     pub pid: Option<PathBuf>,
     pub error_log_directives: Vec<Directive>,
@@ -133,6 +134,8 @@ pub struct Config {
     pub workers: usize,
     pub cpu_affinity: Option<CpuAffinity>,
     pub worker_rlimit_nofile: Option<u64>,
+    /// `worker_priority`: the nice value of worker and pool threads.
+    pub worker_priority: Option<i32>,
     pub shutdown_timeout: Option<Duration>,
     pub pid: PathBuf,
     pub daemon: bool,
@@ -229,6 +232,7 @@ pub fn load(paths: &Paths, command_line: Option<&str>) -> Result<Config, ConfErr
         workers: worker_count(main.worker_processes.unwrap_or(WorkerCount::Auto)),
         cpu_affinity: main.worker_cpu_affinity,
         worker_rlimit_nofile: main.worker_rlimit_nofile,
+        worker_priority: main.worker_priority,
         shutdown_timeout: main.worker_shutdown_timeout,
         pid: main
             .pid

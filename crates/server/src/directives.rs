@@ -78,6 +78,12 @@ pub const DIRECTIVES: &[MainDirective] = &[
         set_worker_rlimit_nofile,
     ),
     simple(
+        "worker_priority",
+        Contexts::MAIN,
+        Arity::TAKE1,
+        set_worker_priority,
+    ),
+    simple(
         "worker_shutdown_timeout",
         Contexts::MAIN,
         Arity::TAKE1,
@@ -234,6 +240,25 @@ fn set_worker_rlimit_nofile(main: &mut MainLoad, directive: &Directive) -> Resul
     let value = conf::value::parse_number(directive.arg(0))
         .ok_or_else(|| ConfError::directive(&directive.name, "invalid number", &directive.span))?;
     once(&mut main.worker_rlimit_nofile, directive, value)
+}
+
+/// `worker_priority N`: a nice value, `-N` or `+N` (nginx leaves the range to the kernel,
+/// which clamps it to -20..19).
+fn set_worker_priority(main: &mut MainLoad, directive: &Directive) -> Result<(), ConfError> {
+    let text = directive.arg(0);
+    let (negative, digits) = match text.as_bytes().first() {
+        Some(b'-') => (true, &text[1..]),
+        Some(b'+') => (false, &text[1..]),
+        _ => (false, text),
+    };
+    let value = conf::value::parse_number(digits)
+        .and_then(|number| i32::try_from(number).ok())
+        .ok_or_else(|| ConfError::directive(&directive.name, "invalid number", &directive.span))?;
+    once(
+        &mut main.worker_priority,
+        directive,
+        if negative { -value } else { value },
+    )
 }
 
 fn set_worker_shutdown_timeout(

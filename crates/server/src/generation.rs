@@ -79,14 +79,24 @@ pub fn start(
     let cache_zones = cache_zones
         .zones_for(&http.cache_paths, config.user.as_ref(), &config.error_log)
         .map_err(StartError)?;
-    let on_start = config.user.clone().map(drop_privileges_hook);
+    let privileges = config.user.clone().map(drop_privileges_hook);
+    let on_start = Some(loop_start_hook(
+        config.worker_priority,
+        privileges.clone(),
+        &config.error_log,
+    ));
     // A lazily started pool's threads are spawned by a worker and would inherit its
-    // `worker_cpu_affinity`; they get the master's CPUs back first.
+    // `worker_cpu_affinity`; they get the master's CPUs back first, and `worker_priority`
+    // as nginx's pool threads inherit their worker process's.
     let master_cpus = rustix::thread::sched_getaffinity(None).ok();
-    let privileges = on_start.clone();
+    let priority = config.worker_priority;
+    let pool_log = Arc::clone(&config.error_log);
     let pool_hook: threadpool::ThreadStart = Arc::new(move || {
         if let Some(cpus) = &master_cpus {
             let _ = rustix::thread::sched_setaffinity(None, cpus);
+        }
+        if let Some(nice) = priority {
+            apply_priority(nice, &pool_log);
         }
         if let Some(hook) = &privileges {
             let _ = hook();
@@ -230,6 +240,41 @@ pub(crate) fn errno_text(error: &std::io::Error) -> String {
         .map_or(text.as_str(), |(text, _)| text)
         .to_owned();
     format!("{code}: {text}")
+}
+
+/// Runs first on every worker thread: `worker_priority`, then `user` (last: a negative
+/// priority needs root's privilege).
+fn loop_start_hook(
+    priority: Option<i32>,
+    privileges: Option<ThreadStart>,
+    error_log: &Arc<logging::ErrorLog>,
+) -> ThreadStart {
+    let error_log = Arc::clone(error_log);
+    Arc::new(move || {
+        if let Some(nice) = priority {
+            apply_priority(nice, &error_log);
+        }
+        match &privileges {
+            Some(hook) => hook(),
+            None => Ok(()),
+        }
+    })
+}
+
+/// `worker_priority` on the calling thread; a refusal is logged as nginx logs it and the
+/// thread goes on at the priority it has.
+fn apply_priority(nice: i32, error_log: &logging::ErrorLog) {
+    if let Err(error) = runtime::sys::linux::set_thread_nice(nice)
+        && error_log.enabled(Level::Alert)
+    {
+        error_log.write(
+            Level::Alert,
+            &runtime::clock::wall_now(),
+            None,
+            format_args!("setpriority({nice}) failed ({})", errno_text(&error)),
+            None,
+        );
+    }
 }
 
 /// Switches the calling thread to `user`: Linux credentials are per thread, so workers

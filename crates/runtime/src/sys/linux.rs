@@ -376,6 +376,17 @@ pub fn lock_executable() -> io::Result<u64> {
     Ok(locked)
 }
 
+/// Sets the calling thread's nice value. On Linux a nice value belongs to a thread, not to
+/// its process; threads it starts later inherit it.
+pub fn set_thread_nice(nice: i32) -> io::Result<()> {
+    // SAFETY: setpriority has no memory-safety preconditions; `who` 0 is the calling thread.
+    let result = unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, nice) };
+    if result == -1 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// The kernel's page size.
 pub fn page_size() -> u64 {
     // SAFETY: sysconf has no memory-safety preconditions.
@@ -386,6 +397,36 @@ pub fn page_size() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_thread_sets_its_own_nice_value() {
+        let read_prio = || {
+            let text = std::fs::read_to_string("/proc/thread-self/sched").unwrap();
+            let line = text
+                .lines()
+                .find(|line| line.starts_with("prio"))
+                .unwrap()
+                .to_owned();
+            line.rsplit(':')
+                .next()
+                .unwrap()
+                .trim()
+                .parse::<i64>()
+                .unwrap()
+        };
+        let before = read_prio();
+        std::thread::spawn(move || {
+            set_thread_nice(19).unwrap();
+            assert_eq!(read_prio(), 139);
+        })
+        .join()
+        .unwrap();
+        assert_eq!(
+            read_prio(),
+            before,
+            "another thread's nice value is its own"
+        );
+    }
 
     #[test]
     fn strerror_matches_glibc_wording() {

@@ -1,6 +1,8 @@
-//! The main context: worker threads, CPU affinity, `worker_rlimit_nofile`, `user`, and the
-//! thread pool the static handler uses, observed through `/proc`.
+//! The main context: worker threads, CPU affinity, `worker_rlimit_nofile`,
+//! `worker_priority`, `user`, and the thread pool the static handler uses, observed through
+//! `/proc`.
 
+use crate::support::cli::assert_fails;
 use crate::support::instance::Instance;
 
 /// The threads of `pid` as (name, status file text).
@@ -91,6 +93,85 @@ fn worker_rlimit_nofile_sets_the_process_limit() {
         .filter(|word| word.bytes().all(|b| b.is_ascii_digit()))
         .collect();
     assert_eq!(numbers, ["4321", "4321"], "{line}");
+}
+
+/// A number from each thread's `/proc/PID/task/TID/sched` (`prio`), with the thread's name.
+fn sched_field(pid: u32, name: &str) -> Vec<(String, Option<i64>)> {
+    let mut fields = Vec::new();
+    for entry in std::fs::read_dir(format!("/proc/{pid}/task")).expect("the threads are listed") {
+        let task = entry.expect("a task entry").path();
+        let comm = std::fs::read_to_string(task.join("comm")).unwrap_or_default();
+        let sched = std::fs::read_to_string(task.join("sched")).unwrap_or_default();
+        let value = sched
+            .lines()
+            .find(|line| line.starts_with(name))
+            .and_then(|line| line.rsplit(':').next())
+            .and_then(|value| value.trim().parse().ok());
+        fields.push((comm.trim().to_owned(), value));
+    }
+    fields
+}
+
+/// `worker_priority` is the nice value of the worker and pool threads (nginx's pool threads
+/// inherit their worker process's); the master keeps its own. 15 is above any nice value a
+/// test runner is likely to be started with, so no privilege is needed.
+#[test]
+fn worker_priority_sets_the_nice_value_of_workers_and_pools() {
+    let server = Instance::start(&format!(
+        "worker_priority 15;\nworker_processes 1;\nthread_pool default threads=1;\nevents {{\n}}\n{HTTP}\n"
+    ));
+    assert_eq!(server.get("/").status, 200);
+    let prios = sched_field(server.pid(), "prio");
+    let own_prio = sched_field(std::process::id(), "prio")
+        .into_iter()
+        .find_map(|(_, prio)| prio);
+    let mut seen = 0;
+    for (name, prio) in &prios {
+        if name.starts_with("worker ") || name.starts_with("pool ") {
+            assert_eq!(*prio, Some(135), "{name} runs at nice 15");
+            seen += 1;
+        } else if name == "portico" {
+            assert_eq!(
+                *prio, own_prio,
+                "the master keeps the nice value it was started with"
+            );
+        }
+    }
+    assert_eq!(seen, 2, "one worker and one pool thread: {prios:?}");
+}
+
+/// A negative priority needs root's privilege: it is set before the threads switch to
+/// `user` (nobody, by default, for a master running as root).
+#[test]
+fn worker_priority_below_zero_is_set_before_user_drops_root() {
+    if !is_root() {
+        eprintln!("skipped: a negative worker_priority needs a master running as root");
+        return;
+    }
+    let server = Instance::start(&format!(
+        "worker_priority -3;\nworker_processes 1;\nevents {{\n}}\n{HTTP}\n"
+    ));
+    assert_eq!(server.get("/").status, 200);
+    let workers: Vec<_> = sched_field(server.pid(), "prio")
+        .into_iter()
+        .filter(|(name, _)| name.starts_with("worker "))
+        .collect();
+    assert_eq!(workers.len(), 1);
+    assert_eq!(workers[0].1, Some(117), "{workers:?}");
+    let log = server.error_log();
+    assert!(!log.contains("setpriority"), "{log}");
+}
+
+#[test]
+fn worker_priority_takes_a_signed_number() {
+    assert_fails(
+        &format!("worker_priority -x;\nevents {{\n}}\n{HTTP}\n"),
+        "\"worker_priority\" directive invalid number in {conf}:1",
+    );
+    assert_fails(
+        &format!("worker_priority 1;\nworker_priority 2;\nevents {{\n}}\n{HTTP}\n"),
+        "\"worker_priority\" directive is duplicate in {conf}:2",
+    );
 }
 
 #[test]
