@@ -11,9 +11,12 @@
 //!    `manager_sleep`), or when nothing can be evicted (next run after 10 s);
 //! 3. otherwise the next run is at the next expiry (at most 10 s away).
 //!
-//! The first run is at start. Between runs the thread sleeps on the zone's condition
-//! variable, so a queued unlink is handled at once; it also wakes every second to record
-//! the file system's free space in the zone (reservations keep a floor of it free).
+//! The first run is at start, and again once the loader has restored the index. Between
+//! runs the thread sleeps on the zone's condition variable, so a queued unlink is handled
+//! at once; it also wakes every second to record the file system's free space in the zone
+//! (reservations keep a floor of it free) and to commit the index's changes to the
+//! journal, and every minute to write a checkpoint ([`crate::persist`],
+//! [`crate::journal`]).
 
 use std::io;
 use std::sync::Arc;
@@ -25,12 +28,16 @@ use logging::Level;
 use crate::index::{Expired, Unlink, Zone};
 use crate::store;
 
+mod journal;
+
 /// The longest sleep between runs.
 const MAX_WAIT: Duration = Duration::from_secs(10);
 /// How old the zone's free-space figure may get.
 const FREE_SPACE_AGE: Duration = Duration::from_secs(1);
 /// The wait after an `inactive` walk that found only busy entries.
 const BUSY_WAIT: Duration = Duration::from_secs(1);
+/// The least time between two checkpoints the journal asked for.
+const EARLY_CHECKPOINT_GAP: Duration = Duration::from_secs(5);
 
 /// Starts managers.
 #[derive(Debug)]
@@ -85,37 +92,32 @@ impl Drop for ManagerHandle {
 fn run(zone: &Arc<Zone>, log: &dyn Fn(Level, String)) {
     let mut next_run = Instant::now();
     let mut next_statvfs = Instant::now();
+    let mut next_commit = Instant::now();
+    let mut last_checkpoint = Instant::now();
     let mut next_checkpoint = Instant::now() + crate::persist::CHECKPOINT_EVERY;
+    let mut journal = journal::JournalWriter::default();
     // The checkpoint's room under the zone's ceiling: the file and, while the next one is
     // written, its temporary copy (Portico's own files count as entries do).
     let mut checkpoint_room: Option<crate::fill::Reservation> = None;
     loop {
         drain_unlinks(zone, log);
+        if Instant::now() >= next_commit {
+            if journal.commit(zone, log) {
+                // The loader has restored the index: the schedule sees it now.
+                next_run = Instant::now();
+            }
+            if journal.wants_checkpoint(zone) {
+                next_checkpoint = next_checkpoint.min(last_checkpoint + EARLY_CHECKPOINT_GAP);
+            }
+            next_commit = Instant::now() + journal::COMMIT_EVERY;
+        }
         if Instant::now() >= next_checkpoint {
-            let needed = 2 * crate::persist::checkpoint_bytes(zone.count(), zone.block_size());
-            if checkpoint_room
-                .as_ref()
-                .is_none_or(|room| room.bytes() < needed)
-            {
-                // Released first: the new reservation replaces it, not adds to it.
-                drop(checkpoint_room.take());
-                checkpoint_room = zone.reserve(needed);
-            }
-            let written = match &checkpoint_room {
-                Some(_) => crate::persist::write_checkpoint(zone, Instant::now()),
-                // No room now (evicted files still being unlinked): the next one.
-                None => Ok(crate::persist::Saved::Incomplete),
-            };
-            if let Err(error) = written {
-                log(
-                    Level::Crit,
-                    format!(
-                        "cache \"{}\" checkpoint not written: {error}",
-                        zone.params().name
-                    ),
-                );
-            }
-            next_checkpoint = Instant::now() + crate::persist::CHECKPOINT_EVERY;
+            // Everything before the checkpoint is in the journal: a crash while it is
+            // written loses nothing.
+            journal.commit(zone, log);
+            checkpoint(zone, log, &mut checkpoint_room, &mut journal);
+            last_checkpoint = Instant::now();
+            next_checkpoint = last_checkpoint + crate::persist::CHECKPOINT_EVERY;
         }
         if Instant::now() >= next_statvfs {
             if let Some(free) = free_space(zone) {
@@ -127,11 +129,47 @@ fn run(zone: &Arc<Zone>, log: &dyn Fn(Level, String)) {
             let delay = run_once(zone, log, &Instant::now);
             next_run = Instant::now() + delay;
         }
-        let wake = next_run.min(next_statvfs).min(next_checkpoint);
+        let wake = next_run
+            .min(next_statvfs)
+            .min(next_checkpoint)
+            .min(next_commit);
         if zone.wait_for_work(wake.saturating_duration_since(Instant::now())) {
             drain_unlinks(zone, log);
+            journal.commit(zone, log);
             return;
         }
+    }
+}
+
+/// Writes a checkpoint if its room under the ceiling can be reserved, then starts the
+/// journal again after it.
+fn checkpoint(
+    zone: &Arc<Zone>,
+    log: &dyn Fn(Level, String),
+    room: &mut Option<crate::fill::Reservation>,
+    journal: &mut journal::JournalWriter,
+) {
+    let needed = 2 * crate::persist::checkpoint_bytes(zone.count(), zone.block_size());
+    if room.as_ref().is_none_or(|room| room.bytes() < needed) {
+        // Released first: the new reservation replaces it, not adds to it.
+        drop(room.take());
+        *room = zone.reserve(needed);
+    }
+    if room.is_none() {
+        // No room now (evicted files still being unlinked): the next one.
+        return;
+    }
+    let id = crate::persist::new_id();
+    match crate::persist::write_checkpoint(zone, Instant::now(), id) {
+        Ok(crate::persist::Saved::Entries(_)) => journal.checkpointed(zone, log, id),
+        Ok(crate::persist::Saved::Incomplete) => {}
+        Err(error) => log(
+            Level::Crit,
+            format!(
+                "cache \"{}\" checkpoint not written: {error}",
+                zone.params().name
+            ),
+        ),
     }
 }
 
