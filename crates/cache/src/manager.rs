@@ -37,7 +37,7 @@ const FREE_SPACE_AGE: Duration = Duration::from_secs(1);
 /// The wait after an `inactive` walk that found only busy entries.
 const BUSY_WAIT: Duration = Duration::from_secs(1);
 /// The least time between two checkpoints the journal asked for.
-const EARLY_CHECKPOINT_GAP: Duration = Duration::from_secs(5);
+const EARLY_CHECKPOINT_GAP: Duration = Duration::from_secs(10);
 
 /// Starts managers.
 #[derive(Debug)]
