@@ -2,7 +2,7 @@
 //!
 //! Workers never write it. A worker that changes an entry (a store, a use, an eviction, a
 //! removal, new freshness) notes the key in its shard's list under the lock it already
-//! holds ([`Zone::take_changes`]); a purge adds a rule to the zone's list. Once a second
+//! holds ([`crate::Zone::take_changes`]); a purge adds a rule to the zone's list. Once a second
 //! the manager thread takes both lists, encodes one record per changed key (its state at
 //! that moment, so a key used a thousand times in the second costs one record) and per
 //! new rule, appends them with one `write` and one `fdatasync`: a group commit. A crash
