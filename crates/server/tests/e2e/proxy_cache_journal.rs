@@ -1,7 +1,7 @@
 //! What a cache keeps across a crash between two checkpoints: the journal
 //! (`PATH/.portico/index.log`) the manager commits at most a second after each change.
-//! Entries stored after the last checkpoint keep their LRU order through `kill -9`; a
-//! prefix purge holds through `kill -9` and through a clean restart; a journal with a
+//! Entries stored after the last checkpoint keep their LRU order through `kill -9`, also
+//! when that checkpoint is the snapshot of the clean stop before; a prefix purge holds through `kill -9` and through a clean restart; a journal with a
 //! damaged tail is replayed up to the damage and the server starts.
 
 use std::os::unix::fs::MetadataExt;
@@ -109,6 +109,44 @@ fn kill_9_keeps_the_lru_order_of_entries_after_the_checkpoint() {
     }
     assert_eq!(asked(&upstream), 0);
     second.wait_for_error_log("journal records, checking the files");
+}
+
+/// The snapshot a clean stop wrote becomes, at the next start, the checkpoint the journal
+/// follows: after a `kill -9` in that run, the start restores it and replays the journal
+/// over it. Here `/a` was used after the snapshot and `/d` stored: a smaller `max_size`
+/// then evicts `/b` and `/c`, the least recently used (the snapshot alone says `/a`).
+#[test]
+fn kill_9_after_a_clean_start_replays_the_journal_over_the_snapshot() {
+    let cache = Cache::new();
+    let (mut first, _upstream) = cache.start("", "first");
+    for key in ["/a", "/b", "/c"] {
+        assert_eq!(x_cache(&first.get(key)), "MISS");
+        wait_stored(&cache.dir(), key);
+    }
+    first.stop();
+    let (mut second, _upstream) = cache.start("", "second");
+    assert_eq!(x_cache(&second.get("/a")), "HIT");
+    assert_eq!(x_cache(&second.get("/d")), "MISS");
+    wait_stored(&cache.dir(), "/d");
+    std::thread::sleep(COMMITTED);
+    second.stop_with(Signal::KILL);
+    let block = std::fs::metadata(entry_path(&cache.dir(), "/a"))
+        .expect("stored")
+        .blocks()
+        * 512;
+    let (third, upstream) = cache.start(&format!("max_size={}", 3 * block), "third");
+    let keys = ["/a", "/b", "/c", "/d"];
+    let gone = |key: &str| !entry_path(&cache.dir(), key).exists();
+    wait_until("the manager to trim to max_size", PATIENCE, || {
+        keys.iter().filter(|key| gone(key)).count() >= 2
+    });
+    let evicted: Vec<&str> = keys.iter().copied().filter(|key| gone(key)).collect();
+    assert_eq!(evicted, ["/b", "/c"]);
+    third.wait_for_error_log("index.ckpt\" and ");
+    for key in ["/a", "/d"] {
+        assert_eq!(x_cache(&third.get(key)), "HIT", "{key}");
+    }
+    assert_eq!(asked(&upstream), 0);
 }
 
 /// A purge of a key prefix holds across a restart, after `kill -9` once the journal has
