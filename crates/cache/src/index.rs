@@ -601,6 +601,7 @@ impl Zone {
         node.exists = true;
         node.uniq = info.file.uniq;
         node.fs_size = info.file.fs_size;
+        node.written = info.file.written;
         node.valid_sec = info.valid_sec;
         node.body_start = info.body_start;
         node.error = 0;
@@ -791,6 +792,8 @@ impl Zone {
 pub struct FileInfo {
     pub uniq: u64,
     pub fs_size: u64,
+    /// The file's modification time, whole seconds since the epoch (when it was stored).
+    pub written: u64,
 }
 
 /// What a fill's commit puts into the index.
@@ -814,6 +817,8 @@ pub struct SavedEntry {
     pub error: u16,
     /// Time left before `inactive` removes it.
     pub expires_in: Duration,
+    /// When the file was stored, whole seconds since the epoch; 0 when unknown.
+    pub written: u64,
 }
 
 impl SavedEntry {
@@ -828,6 +833,7 @@ impl SavedEntry {
             uses: node.uses,
             error: node.error,
             expires_in: node.expire.saturating_duration_since(now),
+            written: if node.exists { node.written } else { 0 },
         }
     }
 }

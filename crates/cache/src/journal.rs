@@ -26,7 +26,8 @@
 //! a CRC-32 of everything after it in the record, the body's length (u16), the kind (u8),
 //! a zero byte, the body. Bodies: a put (kind 1) is the key's MD5, inode, disk bytes,
 //! `valid_sec`, when `inactive` ends (milliseconds since the epoch: the downtime counts),
-//! `uses`, error status, body start and whether the file exists (57 bytes); a remove
+//! `uses`, error status, body start, whether the file exists and when it was stored
+//! (seconds since the epoch; 65 bytes); a remove
 //! (kind 2) is the MD5; a purge rule (kind 3) is its time (nanoseconds since the epoch), a
 //! prefix flag and the key's bytes.
 
@@ -47,7 +48,7 @@ const VERSION: u32 = 1;
 /// Bytes of the file's header.
 pub const HEADER_LEN: usize = 32;
 const RECORD_HEAD: usize = 8;
-const PUT_LEN: usize = 57;
+const PUT_LEN: usize = 65;
 const KIND_PUT: u8 = 1;
 const KIND_REMOVE: u8 = 2;
 const KIND_RULE: u8 = 3;
@@ -145,6 +146,7 @@ fn encode_put(entry: &SavedEntry, expire_ms: u64, out: &mut Vec<u8>) {
     out.extend_from_slice(&entry.error.to_le_bytes());
     out.extend_from_slice(&entry.body_start.to_le_bytes());
     out.push(u8::from(entry.exists));
+    out.extend_from_slice(&entry.written.to_le_bytes());
 }
 
 /// What the records after a journal's header hold.
@@ -216,6 +218,7 @@ fn decode_put(body: &[u8], wall_ms: u64) -> SavedEntry {
         error: u16::from_le_bytes([body[52], body[53]]),
         body_start: u16::from_le_bytes([body[54], body[55]]),
         exists: body[56] == 1,
+        written: read_u64(body, 57),
     }
 }
 

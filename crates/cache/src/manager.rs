@@ -16,7 +16,10 @@
 //! at once; it also wakes every second to record the file system's free space in the zone
 //! (reservations keep a floor of it free) and to commit the index's changes to the
 //! journal, and every minute to write a checkpoint ([`crate::persist`],
-//! [`crate::journal`]).
+//! [`crate::journal`]). Before a checkpoint it drops the purge rules that no entry can be
+//! older than ([`retire_rules`]): the index keeps each file's store time (whole seconds),
+//! so a rule goes once every file in a warm zone was stored after it, and a minute has
+//! passed.
 
 use std::io;
 use std::sync::Arc;
@@ -36,6 +39,9 @@ const MAX_WAIT: Duration = Duration::from_secs(10);
 const FREE_SPACE_AGE: Duration = Duration::from_secs(1);
 /// The wait after an `inactive` walk that found only busy entries.
 const BUSY_WAIT: Duration = Duration::from_secs(1);
+/// A purge rule is kept at least this long, whatever the store times of the files: a
+/// file renamed into place is indexed a moment later.
+const RULE_MARGIN: Duration = Duration::from_secs(60);
 /// The least time between two checkpoints the journal asked for.
 const EARLY_CHECKPOINT_GAP: Duration = Duration::from_secs(10);
 
@@ -159,6 +165,7 @@ fn checkpoint(
         // No room now (evicted files still being unlinked): the next one.
         return;
     }
+    retire_rules(zone, std::time::SystemTime::now());
     let id = crate::persist::new_id();
     match crate::persist::write_checkpoint(zone, Instant::now(), id) {
         Ok(crate::persist::Saved::Entries(_)) => journal.checkpointed(zone, log, id),
@@ -171,6 +178,23 @@ fn checkpoint(
             ),
         ),
     }
+}
+
+/// Drops the purge rules older than every file of a warm zone's index (and older than
+/// [`RULE_MARGIN`]): nothing is left for them to cover. A cold zone may have files its
+/// index does not know yet. Returns how many went.
+pub fn retire_rules(zone: &Zone, now: std::time::SystemTime) -> usize {
+    if zone.cold() {
+        return 0;
+    }
+    let now = now
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .saturating_sub(RULE_MARGIN)
+        .as_secs();
+    let horizon = zone.oldest_written().unwrap_or(u64::MAX).min(now);
+    zone.purges()
+        .retire_before(horizon.saturating_mul(1_000_000_000))
 }
 
 /// Unlinks every queued file.

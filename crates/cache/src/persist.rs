@@ -12,7 +12,8 @@
 //!
 //! Layout, little-endian: a 48-byte header (magic `PCIDXSNP`, version 2, flags with bit 0
 //! "clean", the levels, the number of purge rules, the block size, the entry count, the
-//! file's id), fixed 64-byte records in LRU order (oldest first), the purge rules (their
+//! file's id), fixed 64-byte records in LRU order (oldest first; the last four bytes, zero
+//! in version 1, are the file's store time in seconds), the purge rules (their
 //! time, a prefix flag, the key's length and bytes), then a CRC-32 of everything before
 //! it. A snapshot that does not match the zone (levels, block size), is not clean, or
 //! fails its CRC is not used. Version 1 files (no rules, no id) are still read.
@@ -441,7 +442,9 @@ fn encode_record(entry: &SavedEntry, out: &mut Vec<u8>) {
     out.extend_from_slice(&entry.error.to_le_bytes());
     out.extend_from_slice(&entry.body_start.to_le_bytes());
     out.push(u8::from(entry.exists));
-    out.resize(start + RECORD_LEN, 0);
+    out.resize(start + 60, 0);
+    out.extend_from_slice(&u32::try_from(entry.written).unwrap_or(0).to_le_bytes());
+    debug_assert_eq!(out.len(), start + RECORD_LEN);
 }
 
 fn decode_record(record: &[u8]) -> SavedEntry {
@@ -457,6 +460,7 @@ fn decode_record(record: &[u8]) -> SavedEntry {
         error: u16::from_le_bytes([record[52], record[53]]),
         body_start: u16::from_le_bytes([record[54], record[55]]),
         exists: record[56] == 1,
+        written: u64::from(read_u32(record, 60)),
     }
 }
 

@@ -6,9 +6,9 @@
 //!
 //! Rules are kept across restarts: in the index snapshot and checkpoints, and as records
 //! of the journal ([`crate::journal`]), which the manager writes at most a second after
-//! [`PurgeRules::add`]. At most [`RULES_MAX`] are kept, the oldest going first: the index
-//! keeps no store time per entry, so when no entry older than a rule is left is not known
-//! cheaply, and rules are not retired earlier.
+//! [`PurgeRules::add`]. A rule goes once every file the index has was stored after it (the
+//! manager checks at each checkpoint, see [`crate::manager`]); at most [`RULES_MAX`] are
+//! kept meanwhile, the oldest going first.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -81,6 +81,18 @@ impl PurgeRules {
             .iter()
             .map(|(_, rule)| rule.clone())
             .collect()
+    }
+
+    /// Drops the rules taken before `horizon` (nanoseconds since the epoch): no entry they
+    /// could cover is left. Returns how many went.
+    pub fn retire_before(&self, horizon: u64) -> usize {
+        let mut rules = self.lock();
+        let before = rules.list.len();
+        rules.list.retain(|(_, rule)| rule.at >= horizon);
+        if rules.list.is_empty() {
+            self.any.store(false, Ordering::Release);
+        }
+        before - rules.list.len()
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Rules> {

@@ -48,6 +48,7 @@ impl Zone {
         node.uses = 1;
         node.uniq = file.uniq;
         node.fs_size = file.fs_size;
+        node.written = file.written;
         node.valid_sec = valid_sec.unwrap_or(0);
         node.body_start = body_start.unwrap_or(0);
         node.stamp = self.next_stamp();
@@ -97,6 +98,7 @@ impl Zone {
         if saved.exists {
             node.uniq = saved.uniq;
             node.fs_size = saved.fs_size;
+            node.written = saved.written;
             self.size_bytes.fetch_add(saved.fs_size, Ordering::Relaxed);
         }
         node.stamp = self.next_stamp();
@@ -152,6 +154,22 @@ impl Zone {
     /// The checkpoint the journal follows, once the loader has restored them.
     pub fn journal_base(&self) -> Option<u64> {
         self.lock_signal().journal_base
+    }
+
+    /// The oldest store time (whole seconds since the epoch) of the files the index has;
+    /// `None` when it has none. An entry whose time is unknown counts as 0.
+    pub fn oldest_written(&self) -> Option<u64> {
+        (0..SHARDS)
+            .filter_map(|index| {
+                let shard = self.lock_shard(index);
+                shard
+                    .nodes
+                    .iter()
+                    .filter(|node| node.live && node.exists)
+                    .map(|node| node.written)
+                    .min()
+            })
+            .min()
     }
 
     /// The next queued unlink, if any.

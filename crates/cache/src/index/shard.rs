@@ -38,6 +38,8 @@ pub(super) struct Node {
     pub(super) uniq: u64,
     pub(super) body_start: u16,
     pub(super) fs_size: u64,
+    /// The file's store time, whole seconds since the epoch (0: unknown).
+    pub(super) written: u64,
     pub(super) expire: Instant,
     /// LRU age across shards: larger is more recent.
     pub(super) stamp: u64,
@@ -65,6 +67,7 @@ impl Node {
             uniq: 0,
             body_start: 0,
             fs_size: 0,
+            written: 0,
             expire,
             stamp: 0,
             updating: None,

@@ -38,6 +38,7 @@ fn entry(n: u8) -> SavedEntry {
         uses: u32::from(n),
         error: 0,
         expires_in: Duration::from_secs(60 * u64::from(n)),
+        written: 1_700_000_000 + u64::from(n),
     }
 }
 
@@ -60,6 +61,7 @@ fn store(zone: &Arc<Zone>, n: u8, now: Instant) {
         file: FileInfo {
             uniq: u64::from(n),
             fs_size: 4096,
+            written: 100 * u64::from(n),
         },
         valid_sec: 500,
         body_start: 300,

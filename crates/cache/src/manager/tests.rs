@@ -2,7 +2,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use super::*;
-use crate::index::ZoneParams;
+use crate::index::{FileInfo, ZoneParams};
 use crate::key::{Layout, Levels};
 use crate::test_dir::TestDir;
 
@@ -413,4 +413,40 @@ fn the_journal_pauses_without_room_under_the_ceiling() {
         crate::journal::HEADER_LEN as u64
     );
     assert_eq!(zone.reserved(), 0);
+}
+
+/// A purge rule goes once every file of a warm zone was stored after it and a minute has
+/// passed; not while the zone is cold, nor while an older file (or one of unknown age) is
+/// left.
+#[test]
+fn purge_rules_retire_once_no_older_file_is_left() {
+    let dir = TestDir::new("manager-retire");
+    let zone = Zone::with_block_size(params(&dir), 4096);
+    let now = std::time::UNIX_EPOCH + Duration::from_secs(10_000);
+    let nanos = |secs: u64| secs * 1_000_000_000;
+    let file = |written: u64| FileInfo {
+        uniq: written,
+        fs_size: 4096,
+        written,
+    };
+    zone.add_loaded(&md5(1), file(5_000), None, None, Instant::now())
+        .expect("room");
+    zone.purges().add(b"/a", true, nanos(4_000));
+    zone.purges().add(b"/b", true, nanos(6_000));
+    zone.purges().add(b"/c", true, nanos(9_990));
+    assert_eq!(retire_rules(&zone, now), 0, "cold");
+    zone.set_cold(false);
+    assert_eq!(retire_rules(&zone, now), 1, "/a is older than every file");
+    assert!(zone.purges().covers(b"/b/x", nanos(5_500)));
+    assert!(zone.remove(&md5(1), 5_000));
+    assert_eq!(
+        retire_rules(&zone, now),
+        1,
+        "no file: /b goes, /c is too new"
+    );
+    assert!(zone.purges().covers(b"/c/x", nanos(9_000)));
+    zone.add_loaded(&md5(2), file(0), None, None, Instant::now())
+        .expect("room");
+    let later = now + Duration::from_secs(3_600);
+    assert_eq!(retire_rules(&zone, later), 0, "a file of unknown age");
 }

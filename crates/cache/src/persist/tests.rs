@@ -30,6 +30,11 @@ fn entry(n: u8) -> SavedEntry {
         uses: 3,
         error: if n & 1 == 0 { 0 } else { 502 },
         expires_in: Duration::from_millis(1234 * u64::from(n)),
+        written: if n & 1 == 0 {
+            1_700_000_000 + u64::from(n)
+        } else {
+            0
+        },
     }
 }
 
@@ -154,6 +159,7 @@ fn a_snapshot_brings_the_index_back_once() {
             file: FileInfo {
                 uniq: u64::from(n),
                 fs_size: 4096,
+                written: 0,
             },
             valid_sec: 77,
             body_start: 300,
