@@ -181,7 +181,7 @@ fn checkpoint(
 }
 
 /// Drops the purge rules older than every file of a warm zone's index (and older than
-/// [`RULE_MARGIN`]): nothing is left for them to cover. A cold zone may have files its
+/// a minute): nothing is left for them to cover. A cold zone may have files its
 /// index does not know yet. Returns how many went.
 pub fn retire_rules(zone: &Zone, now: std::time::SystemTime) -> usize {
     if zone.cold() {

@@ -1,8 +1,9 @@
 //! What a cache keeps across a crash between two checkpoints: the journal
 //! (`PATH/.portico/index.log`) the manager commits at most a second after each change.
 //! Entries stored after the last checkpoint keep their LRU order through `kill -9`, also
-//! when that checkpoint is the snapshot of the clean stop before; a prefix purge holds through `kill -9` and through a clean restart; a journal with a
-//! damaged tail is replayed up to the damage and the server starts.
+//! when that checkpoint is the snapshot of the clean stop before; a prefix purge holds
+//! through `kill -9` and through a clean restart; a journal with a damaged tail is
+//! replayed up to the damage and the server starts.
 
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
