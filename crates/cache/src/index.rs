@@ -52,6 +52,7 @@ mod housekeeping;
 mod params;
 mod shard;
 
+pub use housekeeping::Changes;
 pub use params::ZoneParams;
 use shard::{NIL, Node, Shard, Tombstone, UpdateMark};
 
@@ -129,6 +130,8 @@ pub enum Expired {
 pub struct Zone {
     params: ZoneParams,
     capacity: usize,
+    /// How many changed keys a shard lists for the journal before it gives up.
+    change_limit: usize,
     ceiling: Option<u64>,
     block_size: u64,
     shards: Box<[Mutex<Shard>]>,
@@ -168,6 +171,9 @@ impl std::fmt::Debug for Zone {
 pub(crate) struct Signal {
     pub(crate) unlinks: VecDeque<Unlink>,
     pub(crate) stop: bool,
+    /// Set by the loader once the checkpoint and journal are restored: the checkpoint id
+    /// the journal now follows (0: none).
+    pub(crate) journal_base: Option<u64>,
 }
 
 impl Zone {
@@ -184,6 +190,7 @@ impl Zone {
         let shards = (0..SHARDS).map(|_| Mutex::new(Shard::default())).collect();
         Arc::new(Zone {
             capacity: params.capacity(),
+            change_limit: 2 * params.capacity() / SHARDS + 1024,
             ceiling: params.ceiling(),
             params,
             block_size,
@@ -381,6 +388,7 @@ impl Zone {
             let node = &mut shard.nodes[slot];
             node.error = status;
             node.valid_sec = valid_sec;
+            shard.mark_changed(slot, self.change_limit);
         }
     }
 
@@ -391,6 +399,7 @@ impl Zone {
             let node = &mut shard.nodes[slot];
             node.valid_sec = valid_sec;
             node.error = 0;
+            shard.mark_changed(slot, self.change_limit);
         }
     }
 
@@ -414,6 +423,7 @@ impl Zone {
             shard.nodes[slot].live = false;
             self.count.fetch_sub(1, Ordering::Relaxed);
         }
+        shard.mark_changed(slot, self.change_limit);
         drop(shard);
         self.queue_unlink(unlink);
         true
@@ -505,6 +515,7 @@ impl Zone {
                     self.count.fetch_add(1, Ordering::Relaxed);
                     shard.push_head(slot);
                 }
+                shard.mark_changed(slot, self.change_limit);
             } else if let Some(tombstone) = node.tombstone.as_mut()
                 && !tombstone.queued
                 && node.renaming == 0
@@ -590,6 +601,7 @@ impl Zone {
         node.exists = true;
         node.uniq = info.file.uniq;
         node.fs_size = info.file.fs_size;
+        node.written = info.file.written;
         node.valid_sec = info.valid_sec;
         node.body_start = info.body_start;
         node.error = 0;
@@ -623,7 +635,9 @@ impl Zone {
         node.uses = node.uses.saturating_add(1);
         node.expire = expire;
         node.stamp = stamp;
-        node.snapshot()
+        let snapshot = node.snapshot();
+        shard.mark_changed(slot, self.change_limit);
+        snapshot
     }
 
     /// The node for `md5`, created (live, not touched) when absent.
@@ -697,6 +711,7 @@ impl Zone {
             shard.unlink_lru(slot);
             shard.nodes[slot].live = false;
             self.count.fetch_sub(1, Ordering::Relaxed);
+            shard.mark_changed(slot, self.change_limit);
             shard.free_if_unused(slot);
             return Expired::Evicted(unlink);
         }
@@ -777,6 +792,8 @@ impl Zone {
 pub struct FileInfo {
     pub uniq: u64,
     pub fs_size: u64,
+    /// The file's modification time, whole seconds since the epoch (when it was stored).
+    pub written: u64,
 }
 
 /// What a fill's commit puts into the index.
@@ -800,6 +817,8 @@ pub struct SavedEntry {
     pub error: u16,
     /// Time left before `inactive` removes it.
     pub expires_in: Duration,
+    /// When the file was stored, whole seconds since the epoch; 0 when unknown.
+    pub written: u64,
 }
 
 impl SavedEntry {
@@ -814,6 +833,7 @@ impl SavedEntry {
             uses: node.uses,
             error: node.error,
             expires_in: node.expire.saturating_duration_since(now),
+            written: if node.exists { node.written } else { 0 },
         }
     }
 }

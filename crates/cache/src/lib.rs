@@ -12,7 +12,8 @@
 //! - [`store`]: the blocking file operations a pool thread runs (temp files, commit by
 //!   rename, header rewrite after a 304).
 //! - [`manager`] and [`loader`]: the two housekeeping threads of a cache path; [`persist`]:
-//!   the index snapshot a clean stop writes and the next loader uses.
+//!   the index snapshot a clean stop writes and the next loader uses, and the checkpoints
+//!   the manager writes; [`journal`]: the changes between two checkpoints.
 //!
 //! A miss, in order: [`Zone::touch`] (a [`ZoneFull`] means serve uncached);
 //! [`Zone::start_fill`] gives a [`FillGuard`] or a [`Fill`] to wait on; the filler reserves
@@ -24,6 +25,7 @@
 pub mod fill;
 pub mod format;
 pub mod index;
+pub mod journal;
 pub mod loader;
 pub mod manager;
 pub mod persist;

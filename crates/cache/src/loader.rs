@@ -13,7 +13,8 @@
 //! dot-names are skipped (Portico's sidecar index lives in `PATH/.portico/`); temp files
 //! (`*.NNNNNNNNNN`) older than the zone are deleted, where nginx leaves them forever; and
 //! when a clean stop left an index snapshot ([`crate::persist`]), it is used instead of the
-//! walk.
+//! walk; after a crash, the last checkpoint and the journal ([`crate::journal`]) are
+//! restored before the walk.
 
 use std::fs::{DirEntry, Metadata};
 use std::io;
@@ -190,27 +191,67 @@ pub fn load_or_walk(zone: &Zone, log: &dyn Fn(Level, String), pace: &mut Pace<'_
             ),
         ),
     }
-    // No clean stop: the last checkpoint first (recent order and timers), then the walk,
-    // which adds what it did not know. The zone stays cold meanwhile.
-    match persist::take_checkpoint(zone, Instant::now()) {
-        Ok(restored) => log(
-            Level::Notice,
+    // No clean stop: the last checkpoint and the journal since (recent order, timers and
+    // purge rules), then the walk, which adds what they did not know. The zone stays cold
+    // meanwhile.
+    let recovery = persist::take_checkpoint(zone, Instant::now());
+    report_recovery(zone, log, &recovery);
+    load(zone, log, pace)
+}
+
+/// The error-log lines of a start after a crash.
+fn report_recovery(zone: &Zone, log: &dyn Fn(Level, String), recovery: &persist::Recovery) {
+    let name = &zone.params().name;
+    let layout = &zone.params().layout;
+    if let Err(error) = &recovery.checkpoint
+        && !matches!(error, SnapshotError::Missing)
+    {
+        log(
+            Level::Warn,
             format!(
-                "cache \"{}\": {restored} entries from \"{}\", checking the files",
-                zone.params().name,
-                persist::checkpoint_path(&zone.params().layout).display()
+                "cache index checkpoint \"{}\" not used: {error}",
+                persist::checkpoint_path(layout).display()
             ),
-        ),
+        );
+    }
+    let journal_path = crate::journal::journal_path(layout);
+    match &recovery.journal {
+        Ok(replayed) => {
+            if let Some(offset) = replayed.damaged_at {
+                log(
+                    Level::Warn,
+                    format!(
+                        "cache journal \"{}\" is damaged at byte {offset}: replayed up to it",
+                        journal_path.display()
+                    ),
+                );
+            }
+        }
         Err(SnapshotError::Missing) => {}
         Err(error) => log(
             Level::Warn,
             format!(
-                "cache index checkpoint \"{}\" not used: {error}",
-                persist::checkpoint_path(&zone.params().layout).display()
+                "cache journal \"{}\" not used: {error}",
+                journal_path.display()
             ),
         ),
     }
-    load(zone, log, pace)
+    let records = recovery
+        .journal
+        .as_ref()
+        .map_or(0, |replayed| replayed.records);
+    if recovery.checkpoint.is_ok() || records > 0 {
+        log(
+            Level::Notice,
+            format!(
+                "cache \"{name}\": {} entries and {} purge rules from \"{}\" and {records} \
+                 journal records, checking the files",
+                recovery.restored,
+                recovery.rules,
+                persist::checkpoint_path(layout).display()
+            ),
+        );
+    }
 }
 
 /// Walks the zone's cache path (see the module doc).

@@ -11,9 +11,15 @@
 //!    `manager_sleep`), or when nothing can be evicted (next run after 10 s);
 //! 3. otherwise the next run is at the next expiry (at most 10 s away).
 //!
-//! The first run is at start. Between runs the thread sleeps on the zone's condition
-//! variable, so a queued unlink is handled at once; it also wakes every second to record
-//! the file system's free space in the zone (reservations keep a floor of it free).
+//! The first run is at start, and again once the loader has restored the index. Between
+//! runs the thread sleeps on the zone's condition variable, so a queued unlink is handled
+//! at once; it also wakes every second to record the file system's free space in the zone
+//! (reservations keep a floor of it free) and to commit the index's changes to the
+//! journal, and every minute to write a checkpoint ([`crate::persist`],
+//! [`crate::journal`]). Before a checkpoint it drops the purge rules that no entry can be
+//! older than ([`retire_rules`]): the index keeps each file's store time (whole seconds),
+//! so a rule goes once every file in a warm zone was stored after it, and a minute has
+//! passed.
 
 use std::io;
 use std::sync::Arc;
@@ -25,12 +31,19 @@ use logging::Level;
 use crate::index::{Expired, Unlink, Zone};
 use crate::store;
 
+mod journal;
+
 /// The longest sleep between runs.
 const MAX_WAIT: Duration = Duration::from_secs(10);
 /// How old the zone's free-space figure may get.
 const FREE_SPACE_AGE: Duration = Duration::from_secs(1);
 /// The wait after an `inactive` walk that found only busy entries.
 const BUSY_WAIT: Duration = Duration::from_secs(1);
+/// A purge rule is kept at least this long, whatever the store times of the files: a
+/// file renamed into place is indexed a moment later.
+const RULE_MARGIN: Duration = Duration::from_secs(60);
+/// The least time between two checkpoints the journal asked for.
+const EARLY_CHECKPOINT_GAP: Duration = Duration::from_secs(10);
 
 /// Starts managers.
 #[derive(Debug)]
@@ -85,37 +98,32 @@ impl Drop for ManagerHandle {
 fn run(zone: &Arc<Zone>, log: &dyn Fn(Level, String)) {
     let mut next_run = Instant::now();
     let mut next_statvfs = Instant::now();
+    let mut next_commit = Instant::now();
+    let mut last_checkpoint = Instant::now();
     let mut next_checkpoint = Instant::now() + crate::persist::CHECKPOINT_EVERY;
+    let mut journal = journal::JournalWriter::default();
     // The checkpoint's room under the zone's ceiling: the file and, while the next one is
     // written, its temporary copy (Portico's own files count as entries do).
     let mut checkpoint_room: Option<crate::fill::Reservation> = None;
     loop {
         drain_unlinks(zone, log);
+        if Instant::now() >= next_commit {
+            if journal.commit(zone, log) {
+                // The loader has restored the index: the schedule sees it now.
+                next_run = Instant::now();
+            }
+            if journal.wants_checkpoint(zone) {
+                next_checkpoint = next_checkpoint.min(last_checkpoint + EARLY_CHECKPOINT_GAP);
+            }
+            next_commit = Instant::now() + journal::COMMIT_EVERY;
+        }
         if Instant::now() >= next_checkpoint {
-            let needed = 2 * crate::persist::checkpoint_bytes(zone.count(), zone.block_size());
-            if checkpoint_room
-                .as_ref()
-                .is_none_or(|room| room.bytes() < needed)
-            {
-                // Released first: the new reservation replaces it, not adds to it.
-                drop(checkpoint_room.take());
-                checkpoint_room = zone.reserve(needed);
-            }
-            let written = match &checkpoint_room {
-                Some(_) => crate::persist::write_checkpoint(zone, Instant::now()),
-                // No room now (evicted files still being unlinked): the next one.
-                None => Ok(crate::persist::Saved::Incomplete),
-            };
-            if let Err(error) = written {
-                log(
-                    Level::Crit,
-                    format!(
-                        "cache \"{}\" checkpoint not written: {error}",
-                        zone.params().name
-                    ),
-                );
-            }
-            next_checkpoint = Instant::now() + crate::persist::CHECKPOINT_EVERY;
+            // Everything before the checkpoint is in the journal: a crash while it is
+            // written loses nothing.
+            journal.commit(zone, log);
+            checkpoint(zone, log, &mut checkpoint_room, &mut journal);
+            last_checkpoint = Instant::now();
+            next_checkpoint = last_checkpoint + crate::persist::CHECKPOINT_EVERY;
         }
         if Instant::now() >= next_statvfs {
             if let Some(free) = free_space(zone) {
@@ -127,12 +135,66 @@ fn run(zone: &Arc<Zone>, log: &dyn Fn(Level, String)) {
             let delay = run_once(zone, log, &Instant::now);
             next_run = Instant::now() + delay;
         }
-        let wake = next_run.min(next_statvfs).min(next_checkpoint);
+        let wake = next_run
+            .min(next_statvfs)
+            .min(next_checkpoint)
+            .min(next_commit);
         if zone.wait_for_work(wake.saturating_duration_since(Instant::now())) {
             drain_unlinks(zone, log);
+            journal.commit(zone, log);
             return;
         }
     }
+}
+
+/// Writes a checkpoint if its room under the ceiling can be reserved, then starts the
+/// journal again after it.
+fn checkpoint(
+    zone: &Arc<Zone>,
+    log: &dyn Fn(Level, String),
+    room: &mut Option<crate::fill::Reservation>,
+    journal: &mut journal::JournalWriter,
+) {
+    let needed = 2 * crate::persist::checkpoint_bytes(zone.count(), zone.block_size());
+    if room.as_ref().is_none_or(|room| room.bytes() < needed) {
+        // Released first: the new reservation replaces it, not adds to it.
+        drop(room.take());
+        *room = zone.reserve(needed);
+    }
+    if room.is_none() {
+        // No room now (evicted files still being unlinked): the next one.
+        return;
+    }
+    retire_rules(zone, std::time::SystemTime::now());
+    let id = crate::persist::new_id();
+    match crate::persist::write_checkpoint(zone, Instant::now(), id) {
+        Ok(crate::persist::Saved::Entries(_)) => journal.checkpointed(zone, log, id),
+        Ok(crate::persist::Saved::Incomplete) => {}
+        Err(error) => log(
+            Level::Crit,
+            format!(
+                "cache \"{}\" checkpoint not written: {error}",
+                zone.params().name
+            ),
+        ),
+    }
+}
+
+/// Drops the purge rules older than every file of a warm zone's index (and older than
+/// a minute): nothing is left for them to cover. A cold zone may have files its
+/// index does not know yet. Returns how many went.
+pub fn retire_rules(zone: &Zone, now: std::time::SystemTime) -> usize {
+    if zone.cold() {
+        return 0;
+    }
+    let now = now
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .saturating_sub(RULE_MARGIN)
+        .as_secs();
+    let horizon = zone.oldest_written().unwrap_or(u64::MAX).min(now);
+    zone.purges()
+        .retire_before(horizon.saturating_mul(1_000_000_000))
 }
 
 /// Unlinks every queued file.

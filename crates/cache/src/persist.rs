@@ -5,21 +5,31 @@
 //! The file is `PATH/.portico/index.snap` (a dot-name: the loader and nginx-tests' file
 //! counts pass it by). A zone whose loader did not finish is not saved: its index lacks
 //! files the walk had not reached. It is written to a temp name, synced, renamed and the directory
-//! synced. At start the loader reads it and **removes it before using it**, so a crash
-//! later in that run can never bring back an index older than the files: the next start
-//! then finds no snapshot and walks the tree, as nginx does.
+//! synced; the checkpoint and journal below are then removed. At start the loader reads it
+//! and **renames it to the checkpoint before using it**, so a crash later in that run can
+//! never bring back an index older than the files as if it were clean: the next start
+//! restores it as a checkpoint, replays the journal written since, and walks the tree.
 //!
-//! Layout, little-endian: a 48-byte header (magic `PCIDXSNP`, version, flags with bit 0
-//! "clean", the levels, the block size, the entry count), fixed 64-byte records in LRU
-//! order (oldest first), then a CRC-32 of everything before it. A snapshot that does not
-//! match the zone (levels, block size), is not clean, or fails its CRC is not used.
+//! Layout, little-endian: a 48-byte header (magic `PCIDXSNP`, version 2, flags with bit 0
+//! "clean", the levels, the number of purge rules, the block size, the entry count, the
+//! file's id), fixed 64-byte records in LRU order (oldest first; the last four bytes, zero
+//! in version 1, are the file's store time in seconds), the purge rules (their
+//! time, a prefix flag, the key's length and bytes), then a CRC-32 of everything before
+//! it. A snapshot that does not match the zone (levels, block size), is not clean, or
+//! fails its CRC is not used. Version 1 files (no rules, no id) are still read.
 //!
 //! Between stops the manager writes a **checkpoint** (`PATH/.portico/index.ckpt`, the
-//! same format) every [`CHECKPOINT_EVERY`]. A start without a clean snapshot (after a
-//! crash or `kill -9`) restores the last checkpoint, so recently used entries keep their
-//! order and timers, then walks the tree as nginx's loader does: files the checkpoint did
-//! not know are added, and an entry whose file is gone is dropped when a request finds it
-//! missing. The journal of every change between checkpoints (spec 5.9) is not built.
+//! same format) every [`CHECKPOINT_EVERY`], and sooner when the journal has grown past
+//! the checkpoint's size, and commits every change in between to the **journal**
+//! (`PATH/.portico/index.log`, see [`crate::journal`]) at most a second after it was made.
+//! A start without a clean snapshot (after a crash or `kill -9`) restores the last
+//! checkpoint and replays the journal, so entries keep their LRU order, `inactive`
+//! timers, `uses` and freshness up to the last second before the crash, and purge rules
+//! hold; then it walks the tree as nginx's loader does: files the index did not know are
+//! added, and an entry whose file is gone is dropped when a request finds it missing.
+//!
+//! The checkpoint and the journal take room under the zone's hard ceiling as entries do
+//! (whole blocks, see [`checkpoint_bytes`]); the manager reserves it before it writes.
 
 use std::fmt;
 use std::fs::{DirBuilder, File, OpenOptions};
@@ -29,10 +39,12 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use crate::index::{SavedEntry, Zone};
+use crate::journal;
 use crate::key::{Layout, Levels};
+use crate::purge::Rule;
 
 const MAGIC: &[u8; 8] = b"PCIDXSNP";
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
 const FLAG_CLEAN: u32 = 1;
 const HEADER_LEN: usize = 48;
 const RECORD_LEN: usize = 64;
@@ -81,14 +93,38 @@ pub enum Saved {
     Incomplete,
 }
 
+/// A decoded snapshot or checkpoint.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SavedIndex {
+    /// Names the file for the journal that follows it (0 in version 1 files).
+    pub id: u64,
+    /// Oldest first.
+    pub entries: Vec<SavedEntry>,
+    /// Oldest first.
+    pub rules: Vec<Rule>,
+}
+
 /// Writes the zone's snapshot (after the manager and the loader have stopped and no fill
-/// runs), unless the zone is still cold. The checkpoint is removed: the snapshot is newer.
+/// runs), unless the zone is still cold. The checkpoint and journal are removed: the
+/// snapshot is newer.
 pub fn write_snapshot(zone: &Zone, now: Instant) -> io::Result<Saved> {
-    let saved = write_index(zone, now, &snapshot_path(&zone.params().layout))?;
+    let path = snapshot_path(&zone.params().layout);
+    let saved = write_index(zone, now, &path, new_id())?;
     if saved != Saved::Incomplete {
         let _ = std::fs::remove_file(checkpoint_path(&zone.params().layout));
+        let _ = std::fs::remove_file(journal::journal_path(&zone.params().layout));
     }
     Ok(saved)
+}
+
+/// A fresh id for a snapshot or checkpoint: nanoseconds since the epoch, never 0.
+pub fn new_id() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(1, |since| {
+            u64::try_from(since.as_nanos()).unwrap_or(u64::MAX)
+        })
+        .max(1)
 }
 
 /// Where a zone's checkpoint lives.
@@ -96,41 +132,136 @@ pub fn checkpoint_path(layout: &Layout) -> PathBuf {
     layout.root.join(SIDECAR_DIR).join(CHECKPOINT_NAME)
 }
 
-/// The disk bytes of a checkpoint of `entries` entries: whole blocks.
+/// The disk bytes of a checkpoint of `entries` entries (purge rules aside), or of a
+/// journal of that many bytes: whole blocks.
 pub fn checkpoint_bytes(entries: usize, block_size: u64) -> u64 {
-    let bytes = (HEADER_LEN + entries * RECORD_LEN + CRC_LEN) as u64;
+    whole_blocks(
+        (HEADER_LEN + entries * RECORD_LEN + CRC_LEN) as u64,
+        block_size,
+    )
+}
+
+/// `bytes` rounded up to whole blocks.
+pub fn whole_blocks(bytes: u64, block_size: u64) -> u64 {
     bytes.div_ceil(block_size.max(1)) * block_size.max(1)
 }
 
-/// Writes a checkpoint of a warm zone while it serves (the manager's duty).
-pub fn write_checkpoint(zone: &Zone, now: Instant) -> io::Result<Saved> {
-    write_index(zone, now, &checkpoint_path(&zone.params().layout))
+/// Writes checkpoint `id` of a warm zone while it serves (the manager's duty).
+pub fn write_checkpoint(zone: &Zone, now: Instant, id: u64) -> io::Result<Saved> {
+    write_index(zone, now, &checkpoint_path(&zone.params().layout), id)
 }
 
-/// Reads and applies the zone's checkpoint (kept: the next one replaces it). Returns the
-/// number of entries restored.
-pub fn take_checkpoint(zone: &Zone, now: Instant) -> Result<usize, SnapshotError> {
-    let bytes = match std::fs::read(checkpoint_path(&zone.params().layout)) {
+/// What the start after a crash restored.
+#[derive(Debug)]
+pub struct Recovery {
+    /// Entries put back in the index.
+    pub restored: usize,
+    /// Purge rules put back.
+    pub rules: usize,
+    /// The checkpoint's entries, or why there was none to use.
+    pub checkpoint: Result<usize, SnapshotError>,
+    /// The journal's records replayed, or why there were none.
+    pub journal: Result<Replayed, SnapshotError>,
+}
+
+/// After a crash: the checkpoint (kept: the next one replaces it) and the journal that
+/// follows it, applied to the zone; the journal's base is then handed to the manager.
+pub fn take_checkpoint(zone: &Zone, now: Instant) -> Recovery {
+    let layout = &zone.params().layout;
+    let checkpoint = read_index(&checkpoint_path(layout), layout.levels, zone.block_size());
+    let mut journal = journal::read(layout, journal::wall_ms());
+    let base = match (&checkpoint, &journal) {
+        (Ok(index), Ok((base, _))) if *base != index.id => {
+            // Older than the checkpoint (a crash came between its rename and the reset).
+            journal = Err(SnapshotError::Unusable("older than the checkpoint"));
+            index.id
+        }
+        (_, Ok((base, _))) => *base,
+        (Ok(index), Err(_)) => index.id,
+        (Err(_), Err(_)) => 0,
+    };
+    let (entries, rules, checkpoint) = match checkpoint {
+        Ok(index) => {
+            let count = index.entries.len();
+            (index.entries, index.rules, Ok(count))
+        }
+        Err(error) => (Vec::new(), Vec::new(), Err(error)),
+    };
+    let (journal, records) = match journal {
+        Ok((_, replay)) => {
+            let replayed = Replayed {
+                records: replay.records.len(),
+                damaged_at: replay.damaged_at,
+            };
+            (Ok(replayed), replay.records)
+        }
+        Err(error) => (Err(error), Vec::new()),
+    };
+    let (entries, rules) = journal::apply(entries, rules, records);
+    let (restored, rules) = restore(zone, entries, rules, now);
+    zone.set_journal_base(base);
+    Recovery {
+        restored,
+        rules,
+        checkpoint,
+        journal,
+    }
+}
+
+/// What a journal's replay read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Replayed {
+    /// Good records applied.
+    pub records: usize,
+    /// The offset of the damaged record that ended the replay, if one did.
+    pub damaged_at: Option<usize>,
+}
+
+/// Puts entries (oldest first) and rules back; the entries restored and rules.
+fn restore(
+    zone: &Zone,
+    entries: Vec<SavedEntry>,
+    rules: Vec<Rule>,
+    now: Instant,
+) -> (usize, usize) {
+    let restored = entries
+        .iter()
+        .filter(|entry| zone.restore(entry, now) == Ok(true))
+        .count();
+    let count = rules.len();
+    for rule in rules {
+        zone.purges().restore(rule);
+    }
+    (restored, count)
+}
+
+fn read_index(
+    path: &std::path::Path,
+    levels: Levels,
+    block_size: u64,
+) -> Result<SavedIndex, SnapshotError> {
+    let bytes = match std::fs::read(path) {
         Ok(bytes) => bytes,
         Err(error) if error.kind() == io::ErrorKind::NotFound => {
             return Err(SnapshotError::Missing);
         }
         Err(error) => return Err(SnapshotError::Io(error)),
     };
-    let entries = decode(&bytes, zone.params().layout.levels, zone.block_size())?;
-    Ok(entries
-        .iter()
-        .filter(|entry| zone.restore(entry, now) == Ok(true))
-        .count())
+    decode_index(&bytes, levels, block_size)
 }
 
 /// The index of a warm zone written to `path` (synced, renamed into place).
-fn write_index(zone: &Zone, now: Instant, path: &std::path::Path) -> io::Result<Saved> {
+fn write_index(zone: &Zone, now: Instant, path: &std::path::Path, id: u64) -> io::Result<Saved> {
     if zone.cold() {
         return Ok(Saved::Incomplete);
     }
-    let entries = zone.export(now);
-    let bytes = encode(zone.params().layout.levels, zone.block_size(), &entries);
+    let index = SavedIndex {
+        id,
+        entries: zone.export(now),
+        rules: zone.purges().export(),
+    };
+    let entries = &index.entries;
+    let bytes = encode_index(zone.params().layout.levels, zone.block_size(), &index);
     let path = path.to_path_buf();
     let name = path
         .file_name()
@@ -155,46 +286,40 @@ fn write_index(zone: &Zone, now: Instant, path: &std::path::Path) -> io::Result<
     Ok(Saved::Entries(entries.len()))
 }
 
-/// Reads, removes and applies the zone's snapshot. Returns the number of entries restored
-/// (entries a worker indexed first and entries a full zone cannot take are skipped).
+/// Reads and applies the zone's snapshot, renamed first to the zone's checkpoint (the
+/// base of the journal this run writes). Returns the number of entries restored (entries
+/// a worker indexed first and entries a full zone cannot take are skipped).
 pub fn take_snapshot(zone: &Zone, now: Instant) -> Result<usize, SnapshotError> {
-    let path = snapshot_path(&zone.params().layout);
-    let bytes = match std::fs::read(&path) {
-        Ok(bytes) => bytes,
-        Err(error) if error.kind() == io::ErrorKind::NotFound => {
-            return Err(SnapshotError::Missing);
+    let layout = &zone.params().layout;
+    let path = snapshot_path(layout);
+    let index = match read_index(&path, layout.levels, zone.block_size()) {
+        Ok(index) => index,
+        Err(SnapshotError::Missing) => return Err(SnapshotError::Missing),
+        Err(error) => {
+            let _ = std::fs::remove_file(&path);
+            return Err(error);
         }
-        Err(error) => return Err(SnapshotError::Io(error)),
     };
-    std::fs::remove_file(&path).map_err(SnapshotError::Io)?;
-    let entries = decode(&bytes, zone.params().layout.levels, zone.block_size())?;
-    let mut restored = 0;
-    for entry in &entries {
-        if zone.restore(entry, now) == Ok(true) {
-            restored += 1;
+    let base = match std::fs::rename(&path, checkpoint_path(layout)) {
+        Ok(()) => index.id,
+        Err(_) => {
+            std::fs::remove_file(&path).map_err(SnapshotError::Io)?;
+            0
         }
-    }
+    };
+    let (restored, _) = restore(zone, index.entries, index.rules, now);
+    zone.set_journal_base(base);
     Ok(restored)
 }
 
-/// The snapshot bytes of `entries` (oldest first).
+/// The snapshot bytes of `entries` (oldest first), with no rules and id 0.
 pub fn encode(levels: Levels, block_size: u64, entries: &[SavedEntry]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(HEADER_LEN + entries.len() * RECORD_LEN + CRC_LEN);
-    out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&VERSION.to_le_bytes());
-    out.extend_from_slice(&FLAG_CLEAN.to_le_bytes());
-    out.extend_from_slice(&levels_bytes(levels));
-    out.extend_from_slice(&[0; 4]);
-    out.extend_from_slice(&block_size.to_le_bytes());
-    out.extend_from_slice(&(entries.len() as u64).to_le_bytes());
-    out.extend_from_slice(&[0; 8]);
-    debug_assert_eq!(out.len(), HEADER_LEN);
-    for entry in entries {
-        encode_record(entry, &mut out);
-    }
-    let crc = crc32fast::hash(&out);
-    out.extend_from_slice(&crc.to_le_bytes());
-    out
+    let index = SavedIndex {
+        id: 0,
+        entries: entries.to_vec(),
+        rules: Vec::new(),
+    };
+    encode_index(levels, block_size, &index)
 }
 
 /// The entries of a snapshot written for a zone with these levels and block size.
@@ -203,6 +328,47 @@ pub fn decode(
     levels: Levels,
     block_size: u64,
 ) -> Result<Vec<SavedEntry>, SnapshotError> {
+    decode_index(bytes, levels, block_size).map(|index| index.entries)
+}
+
+/// The bytes of a snapshot or checkpoint.
+pub fn encode_index(levels: Levels, block_size: u64, index: &SavedIndex) -> Vec<u8> {
+    let rules: Vec<&Rule> = index
+        .rules
+        .iter()
+        .filter(|rule| rule.key.len() <= usize::from(u16::MAX))
+        .collect();
+    let mut out = Vec::with_capacity(HEADER_LEN + index.entries.len() * RECORD_LEN + CRC_LEN);
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&VERSION.to_le_bytes());
+    out.extend_from_slice(&FLAG_CLEAN.to_le_bytes());
+    out.extend_from_slice(&levels_bytes(levels));
+    out.extend_from_slice(&(rules.len() as u32).to_le_bytes());
+    out.extend_from_slice(&block_size.to_le_bytes());
+    out.extend_from_slice(&(index.entries.len() as u64).to_le_bytes());
+    out.extend_from_slice(&index.id.to_le_bytes());
+    debug_assert_eq!(out.len(), HEADER_LEN);
+    for entry in &index.entries {
+        encode_record(entry, &mut out);
+    }
+    for rule in rules {
+        out.extend_from_slice(&rule.at.to_le_bytes());
+        out.push(u8::from(rule.prefix));
+        out.push(0);
+        out.extend_from_slice(&(rule.key.len() as u16).to_le_bytes());
+        out.extend_from_slice(&rule.key);
+    }
+    let crc = crc32fast::hash(&out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out
+}
+
+/// A snapshot or checkpoint written for a zone with these levels and block size.
+pub fn decode_index(
+    bytes: &[u8],
+    levels: Levels,
+    block_size: u64,
+) -> Result<SavedIndex, SnapshotError> {
     if bytes.len() < HEADER_LEN + CRC_LEN {
         return Err(SnapshotError::Unusable("too short"));
     }
@@ -210,9 +376,10 @@ pub fn decode(
     if crc32fast::hash(body).to_le_bytes() != crc {
         return Err(SnapshotError::Unusable("checksum mismatch"));
     }
-    let (header, records) = body.split_at(HEADER_LEN);
-    if &header[..8] != MAGIC || read_u32(header, 8) != VERSION {
-        return Err(SnapshotError::Unusable("not a version 1 snapshot"));
+    let (header, rest) = body.split_at(HEADER_LEN);
+    let version = read_u32(header, 8);
+    if &header[..8] != MAGIC || !(1..=VERSION).contains(&version) {
+        return Err(SnapshotError::Unusable("not a version 1 or 2 snapshot"));
     }
     if read_u32(header, 12) & FLAG_CLEAN == 0 {
         return Err(SnapshotError::Unusable("not written at a clean stop"));
@@ -223,14 +390,44 @@ pub fn decode(
     if read_u64(header, 24) != block_size {
         return Err(SnapshotError::Unusable("written for another block size"));
     }
+    let (rule_count, id) = match version {
+        1 => (0, 0),
+        _ => (read_u32(header, 20) as usize, read_u64(header, 40)),
+    };
     let count = read_u64(header, 32);
-    if records.len() % RECORD_LEN != 0 || (records.len() / RECORD_LEN) as u64 != count {
+    let records_len = usize::try_from(count)
+        .ok()
+        .and_then(|count| count.checked_mul(RECORD_LEN))
+        .filter(|&len| len <= rest.len())
+        .ok_or(SnapshotError::Unusable("entry count mismatch"))?;
+    let (records, mut rule_bytes) = rest.split_at(records_len);
+    let mut rules = Vec::with_capacity(rule_count.min(crate::purge::RULES_MAX));
+    for _ in 0..rule_count {
+        let Some(len) = rule_bytes.get(10..12) else {
+            return Err(SnapshotError::Unusable("rule count mismatch"));
+        };
+        let len = usize::from(u16::from_le_bytes([len[0], len[1]]));
+        let Some(key) = rule_bytes.get(12..12 + len) else {
+            return Err(SnapshotError::Unusable("rule count mismatch"));
+        };
+        rules.push(Rule {
+            at: read_u64(rule_bytes, 0),
+            prefix: rule_bytes[8] == 1,
+            key: key.to_vec(),
+        });
+        rule_bytes = &rule_bytes[12 + len..];
+    }
+    if !rule_bytes.is_empty() {
         return Err(SnapshotError::Unusable("entry count mismatch"));
     }
-    Ok(records
-        .chunks_exact(RECORD_LEN)
-        .map(decode_record)
-        .collect())
+    Ok(SavedIndex {
+        id,
+        entries: records
+            .chunks_exact(RECORD_LEN)
+            .map(decode_record)
+            .collect(),
+        rules,
+    })
 }
 
 fn encode_record(entry: &SavedEntry, out: &mut Vec<u8>) {
@@ -245,7 +442,9 @@ fn encode_record(entry: &SavedEntry, out: &mut Vec<u8>) {
     out.extend_from_slice(&entry.error.to_le_bytes());
     out.extend_from_slice(&entry.body_start.to_le_bytes());
     out.push(u8::from(entry.exists));
-    out.resize(start + RECORD_LEN, 0);
+    out.resize(start + 60, 0);
+    out.extend_from_slice(&u32::try_from(entry.written).unwrap_or(0).to_le_bytes());
+    debug_assert_eq!(out.len(), start + RECORD_LEN);
 }
 
 fn decode_record(record: &[u8]) -> SavedEntry {
@@ -261,10 +460,11 @@ fn decode_record(record: &[u8]) -> SavedEntry {
         error: u16::from_le_bytes([record[52], record[53]]),
         body_start: u16::from_le_bytes([record[54], record[55]]),
         exists: record[56] == 1,
+        written: u64::from(read_u32(record, 60)),
     }
 }
 
-fn levels_bytes(levels: Levels) -> [u8; 4] {
+pub(crate) fn levels_bytes(levels: Levels) -> [u8; 4] {
     let widths = levels.widths();
     let mut out = [0u8; 4];
     out[0] = widths.len() as u8;

@@ -3,27 +3,40 @@
 //! is read (lazily, as NGINX Plus applies them with its purger off), so a purge costs no
 //! walk of the cache; the entries themselves go when they are next read or by
 //! inactivity.
+//!
+//! Rules are kept across restarts: in the index snapshot and checkpoints, and as records
+//! of the journal ([`crate::journal`]), which the manager writes at most a second after
+//! [`PurgeRules::add`]. A rule goes once every file the index has was stored after it (the
+//! manager checks at each checkpoint, see [`crate::manager`]); at most [`RULES_MAX`] are
+//! kept meanwhile, the oldest going first.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Rules a zone keeps at most.
-const RULES_MAX: usize = 4096;
+pub const RULES_MAX: usize = 4096;
 
 /// One purge: a key (or a key prefix) and when it was purged (nanoseconds since the
 /// epoch, compared with the entry file's modification time).
 #[derive(Clone, Debug, PartialEq, Eq)]
-struct Rule {
-    key: Vec<u8>,
-    prefix: bool,
-    at: u64,
+pub struct Rule {
+    pub key: Vec<u8>,
+    pub prefix: bool,
+    pub at: u64,
 }
 
 /// A zone's purge rules.
 #[derive(Debug, Default)]
 pub struct PurgeRules {
     any: AtomicBool,
-    rules: Mutex<Vec<Rule>>,
+    rules: Mutex<Rules>,
+}
+
+#[derive(Debug, Default)]
+struct Rules {
+    /// With the sequence number of their addition (0: restored, already saved).
+    list: Vec<(u64, Rule)>,
+    last: u64,
 }
 
 impl PurgeRules {
@@ -31,19 +44,59 @@ impl PurgeRules {
     /// entries written before it are gone. A later purge of the same key replaces the
     /// earlier one.
     pub fn add(&self, key: &[u8], prefix: bool, now: u64) {
-        let mut rules = self.rules.lock().unwrap_or_else(|e| e.into_inner());
-        rules.retain(|rule| !(rule.key == key && rule.prefix == prefix));
-        // Invalidations add a rule per key changed; the oldest go first past the limit
-        // (their main entries are removed at once anyway).
-        if rules.len() >= RULES_MAX {
-            rules.remove(0);
-        }
-        rules.push(Rule {
+        let rule = Rule {
             key: key.to_vec(),
             prefix,
             at: now,
-        });
+        };
+        let mut rules = self.lock();
+        rules.last += 1;
+        let seq = rules.last;
+        rules.insert(seq, rule);
         self.any.store(true, Ordering::Release);
+    }
+
+    /// Puts back a rule saved by an earlier run (not journaled again).
+    pub fn restore(&self, rule: Rule) {
+        self.lock().insert(0, rule);
+        self.any.store(true, Ordering::Release);
+    }
+
+    /// The rules added after sequence number `after`, and the last number.
+    pub fn added_since(&self, after: u64) -> (Vec<Rule>, u64) {
+        let rules = self.lock();
+        let added = rules
+            .list
+            .iter()
+            .filter(|(seq, _)| *seq > after)
+            .map(|(_, rule)| rule.clone())
+            .collect();
+        (added, rules.last)
+    }
+
+    /// Every rule, oldest first.
+    pub fn export(&self) -> Vec<Rule> {
+        self.lock()
+            .list
+            .iter()
+            .map(|(_, rule)| rule.clone())
+            .collect()
+    }
+
+    /// Drops the rules taken before `horizon` (nanoseconds since the epoch): no entry they
+    /// could cover is left. Returns how many went.
+    pub fn retire_before(&self, horizon: u64) -> usize {
+        let mut rules = self.lock();
+        let before = rules.list.len();
+        rules.list.retain(|(_, rule)| rule.at >= horizon);
+        if rules.list.is_empty() {
+            self.any.store(false, Ordering::Release);
+        }
+        before - rules.list.len()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Rules> {
+        self.rules.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Whether an entry of `key` written at `stored` (nanoseconds since the epoch) was
@@ -52,8 +105,8 @@ impl PurgeRules {
         if !self.any.load(Ordering::Acquire) {
             return false;
         }
-        let rules = self.rules.lock().unwrap_or_else(|e| e.into_inner());
-        rules.iter().any(|rule| {
+        let rules = self.lock();
+        rules.list.iter().any(|(_, rule)| {
             stored < rule.at
                 && if rule.prefix {
                     key.starts_with(&rule.key)
@@ -61,6 +114,20 @@ impl PurgeRules {
                     key == rule.key.as_slice()
                 }
         })
+    }
+}
+
+impl Rules {
+    /// A later purge of the same key replaces an earlier one; past [`RULES_MAX`] the
+    /// oldest goes (invalidations add a rule per key changed, and their main entries are
+    /// removed at once anyway).
+    fn insert(&mut self, seq: u64, rule: Rule) {
+        self.list
+            .retain(|(_, old)| !(old.key == rule.key && old.prefix == rule.prefix));
+        if self.list.len() >= RULES_MAX {
+            self.list.remove(0);
+        }
+        self.list.push((seq, rule));
     }
 }
 

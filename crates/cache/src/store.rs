@@ -76,6 +76,7 @@ pub fn commit(
 pub fn file_info(metadata: &Metadata, block_size: u64) -> FileInfo {
     let bytes = metadata.size().max(metadata.blocks().saturating_mul(512));
     FileInfo {
+        written: u64::try_from(metadata.mtime()).unwrap_or(0),
         uniq: metadata.ino(),
         fs_size: bytes.div_ceil(block_size) * block_size,
     }

@@ -8,6 +8,17 @@ use std::time::{Duration, Instant};
 use super::shard::{NIL, Node};
 use super::{Expired, FileInfo, SHARDS, SavedEntry, Unlink, Zone, ZoneFull};
 
+/// What changed in the index since the manager last asked, for the journal.
+#[derive(Debug, Default)]
+pub struct Changes {
+    /// The entries changed, as they are now, least recently used first.
+    pub puts: Vec<SavedEntry>,
+    /// Keys whose entry went (evicted, removed, or never committed).
+    pub removes: Vec<[u8; 16]>,
+    /// Some changes were not listed: a shard's list outgrew its limit.
+    pub gap: bool,
+}
+
 impl Zone {
     /// Adds a file found by the loader (uses = 1, expiry `now + inactive`), unless the key
     /// is already indexed (a worker got there first). `Ok(false)` when it was; `Err` when
@@ -37,6 +48,7 @@ impl Zone {
         node.uses = 1;
         node.uniq = file.uniq;
         node.fs_size = file.fs_size;
+        node.written = file.written;
         node.valid_sec = valid_sec.unwrap_or(0);
         node.body_start = body_start.unwrap_or(0);
         node.stamp = self.next_stamp();
@@ -86,11 +98,78 @@ impl Zone {
         if saved.exists {
             node.uniq = saved.uniq;
             node.fs_size = saved.fs_size;
+            node.written = saved.written;
             self.size_bytes.fetch_add(saved.fs_size, Ordering::Relaxed);
         }
         node.stamp = self.next_stamp();
         shard.insert(node);
         Ok(true)
+    }
+
+    /// Takes the keys workers changed since the last call (each listed once, under the
+    /// shard lock of its change) with their present state: the journal's records.
+    pub fn take_changes(&self, now: Instant) -> Changes {
+        let mut changes = Changes::default();
+        let mut puts = Vec::new();
+        let mut list = Vec::new();
+        for index in 0..SHARDS {
+            let mut shard = self.lock_shard(index);
+            std::mem::swap(&mut list, &mut shard.changed);
+            if shard.overflow {
+                shard.overflow = false;
+                changes.gap = true;
+                for node in &mut shard.nodes {
+                    node.changed = false;
+                }
+            }
+            for md5 in list.drain(..) {
+                match shard.find(&md5) {
+                    Some(slot) if shard.nodes[slot].live => {
+                        let node = &mut shard.nodes[slot];
+                        node.changed = false;
+                        puts.push((node.stamp, SavedEntry::of(node, now)));
+                    }
+                    Some(slot) => {
+                        shard.nodes[slot].changed = false;
+                        changes.removes.push(md5);
+                    }
+                    None => changes.removes.push(md5),
+                }
+            }
+        }
+        // A key freed and made again while listed is listed twice, in the same state.
+        puts.sort_by(|(a, left), (b, right)| (a, left.md5).cmp(&(b, right.md5)));
+        puts.dedup_by(|(a, left), (b, right)| a == b && left.md5 == right.md5);
+        changes.puts = puts.into_iter().map(|(_, entry)| entry).collect();
+        changes
+    }
+
+    /// The loader has restored the checkpoint and journal: the journal follows checkpoint
+    /// `base` (0: none) and the manager may write it.
+    pub fn set_journal_base(&self, base: u64) {
+        self.lock_signal().journal_base = Some(base);
+        self.wake.notify_all();
+    }
+
+    /// The checkpoint the journal follows, once the loader has restored them.
+    pub fn journal_base(&self) -> Option<u64> {
+        self.lock_signal().journal_base
+    }
+
+    /// The oldest store time (whole seconds since the epoch) of the files the index has;
+    /// `None` when it has none. An entry whose time is unknown counts as 0.
+    pub fn oldest_written(&self) -> Option<u64> {
+        (0..SHARDS)
+            .filter_map(|index| {
+                let shard = self.lock_shard(index);
+                shard
+                    .nodes
+                    .iter()
+                    .filter(|node| node.live && node.exists)
+                    .map(|node| node.written)
+                    .min()
+            })
+            .min()
     }
 
     /// The next queued unlink, if any.

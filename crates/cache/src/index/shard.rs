@@ -38,6 +38,8 @@ pub(super) struct Node {
     pub(super) uniq: u64,
     pub(super) body_start: u16,
     pub(super) fs_size: u64,
+    /// The file's store time, whole seconds since the epoch (0: unknown).
+    pub(super) written: u64,
     pub(super) expire: Instant,
     /// LRU age across shards: larger is more recent.
     pub(super) stamp: u64,
@@ -47,6 +49,8 @@ pub(super) struct Node {
     pub(super) renaming: u16,
     pub(super) tombstone: Option<Tombstone>,
     pub(super) unlinking: bool,
+    /// Its md5 waits in the shard's `changed` list for the journal.
+    pub(super) changed: bool,
     pub(super) prev: u32,
     pub(super) next: u32,
 }
@@ -63,6 +67,7 @@ impl Node {
             uniq: 0,
             body_start: 0,
             fs_size: 0,
+            written: 0,
             expire,
             stamp: 0,
             updating: None,
@@ -71,6 +76,7 @@ impl Node {
             renaming: 0,
             tombstone: None,
             unlinking: false,
+            changed: false,
             prev: NIL,
             next: NIL,
         }
@@ -143,6 +149,10 @@ pub(super) struct Shard {
     pub(super) free: Vec<u32>,
     pub(super) head: u32,
     pub(super) tail: u32,
+    /// Keys changed since the manager last wrote the journal (each once).
+    pub(super) changed: Vec<[u8; 16]>,
+    /// `changed` outgrew its limit and was dropped: the journal has a gap.
+    pub(super) overflow: bool,
 }
 
 impl Default for Shard {
@@ -153,6 +163,8 @@ impl Default for Shard {
             free: Vec::new(),
             head: NIL,
             tail: NIL,
+            changed: Vec::new(),
+            overflow: false,
         }
     }
 }
@@ -179,6 +191,22 @@ impl Shard {
         self.map.insert(Md5Key(md5), index);
         self.push_head(slot);
         slot
+    }
+
+    /// Notes a change of the node at `slot` for the journal, once until the manager takes
+    /// the list. Past `limit` keys the list is dropped and the gap noted instead.
+    pub(super) fn mark_changed(&mut self, slot: usize, limit: usize) {
+        let node = &mut self.nodes[slot];
+        if node.changed || self.overflow {
+            return;
+        }
+        if self.changed.len() >= limit {
+            self.changed = Vec::new();
+            self.overflow = true;
+            return;
+        }
+        node.changed = true;
+        self.changed.push(node.md5);
     }
 
     pub(super) fn free_if_unused(&mut self, slot: usize) {

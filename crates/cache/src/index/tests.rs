@@ -42,7 +42,11 @@ fn waiter(start: Result<FillStart, ZoneFull>) -> Arc<Fill> {
 
 fn info(uniq: u64, fs_size: u64) -> CommitInfo {
     CommitInfo {
-        file: FileInfo { uniq, fs_size },
+        file: FileInfo {
+            uniq,
+            fs_size,
+            written: 0,
+        },
         valid_sec: 100,
         body_start: 400,
     }
@@ -407,6 +411,7 @@ fn loaded_entries_do_not_override_workers() {
     let file = FileInfo {
         uniq: 3,
         fs_size: 4096,
+        written: 0,
     };
     assert_eq!(zone.add_loaded(&md5(1), file, None, None, t0), Ok(false));
     assert_eq!(

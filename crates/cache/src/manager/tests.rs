@@ -2,7 +2,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use super::*;
-use crate::index::ZoneParams;
+use crate::index::{FileInfo, ZoneParams};
 use crate::key::{Layout, Levels};
 use crate::test_dir::TestDir;
 
@@ -361,4 +361,92 @@ fn the_thread_records_free_space() {
     let handle = Manager::spawn(Arc::clone(&zone), |_, _| {}).expect("spawn");
     assert!(eventually(|| zone.free_space().is_some()));
     handle.stop();
+}
+
+/// The journal's records, read back as the next start would.
+fn journal_records(zone: &Zone) -> Vec<crate::journal::Record> {
+    match crate::journal::read(&zone.params().layout, 0) {
+        Ok((_, replay)) => replay.records,
+        Err(_) => Vec::new(),
+    }
+}
+
+/// The manager commits the journal once the loader has restored the index (not before:
+/// the old journal is still being read), at most a second after a change, with one block
+/// reserved under the ceiling; a stop commits what is left.
+#[test]
+fn the_thread_commits_the_journal_once_the_index_is_restored() {
+    let dir = TestDir::new("manager-journal");
+    let zone = Zone::with_block_size(params(&dir), 4096);
+    let handle = Manager::spawn(Arc::clone(&zone), |_, _| {}).expect("spawn");
+    zone.touch(&md5(1), Instant::now()).expect("room");
+    std::thread::sleep(Duration::from_millis(1200));
+    let path = crate::journal::journal_path(&zone.params().layout);
+    assert!(!path.exists(), "the loader has not restored the index yet");
+    zone.set_journal_base(0);
+    assert!(eventually(|| journal_records(&zone).len() == 1));
+    assert_eq!(zone.reserved(), 4096, "the journal's block");
+    zone.touch(&md5(2), Instant::now()).expect("room");
+    handle.stop();
+    assert_eq!(journal_records(&zone).len(), 2, "committed at the stop");
+}
+
+/// With no room under the ceiling for the journal's block, journaling pauses: nothing is
+/// written past the header and nothing stays reserved.
+#[test]
+fn the_journal_pauses_without_room_under_the_ceiling() {
+    let dir = TestDir::new("manager-journal-full");
+    let mut p = params(&dir);
+    p.max_size = Some(0);
+    p.max_size_slack = Some(0);
+    let zone = Zone::with_block_size(p, 4096);
+    zone.set_journal_base(0);
+    let handle = Manager::spawn(Arc::clone(&zone), |_, _| {}).expect("spawn");
+    let path = crate::journal::journal_path(&zone.params().layout);
+    assert!(eventually(|| path.exists()));
+    zone.touch(&md5(1), Instant::now()).expect("room");
+    std::thread::sleep(Duration::from_millis(1500));
+    handle.stop();
+    assert!(journal_records(&zone).is_empty());
+    assert_eq!(
+        std::fs::metadata(&path).expect("journal").len(),
+        crate::journal::HEADER_LEN as u64
+    );
+    assert_eq!(zone.reserved(), 0);
+}
+
+/// A purge rule goes once every file of a warm zone was stored after it and a minute has
+/// passed; not while the zone is cold, nor while an older file (or one of unknown age) is
+/// left.
+#[test]
+fn purge_rules_retire_once_no_older_file_is_left() {
+    let dir = TestDir::new("manager-retire");
+    let zone = Zone::with_block_size(params(&dir), 4096);
+    let now = std::time::UNIX_EPOCH + Duration::from_secs(10_000);
+    let nanos = |secs: u64| secs * 1_000_000_000;
+    let file = |written: u64| FileInfo {
+        uniq: written,
+        fs_size: 4096,
+        written,
+    };
+    zone.add_loaded(&md5(1), file(5_000), None, None, Instant::now())
+        .expect("room");
+    zone.purges().add(b"/a", true, nanos(4_000));
+    zone.purges().add(b"/b", true, nanos(6_000));
+    zone.purges().add(b"/c", true, nanos(9_990));
+    assert_eq!(retire_rules(&zone, now), 0, "cold");
+    zone.set_cold(false);
+    assert_eq!(retire_rules(&zone, now), 1, "/a is older than every file");
+    assert!(zone.purges().covers(b"/b/x", nanos(5_500)));
+    assert!(zone.remove(&md5(1), 5_000));
+    assert_eq!(
+        retire_rules(&zone, now),
+        1,
+        "no file: /b goes, /c is too new"
+    );
+    assert!(zone.purges().covers(b"/c/x", nanos(9_000)));
+    zone.add_loaded(&md5(2), file(0), None, None, Instant::now())
+        .expect("room");
+    let later = now + Duration::from_secs(3_600);
+    assert_eq!(retire_rules(&zone, later), 0, "a file of unknown age");
 }

@@ -30,6 +30,11 @@ fn entry(n: u8) -> SavedEntry {
         uses: 3,
         error: if n & 1 == 0 { 0 } else { 502 },
         expires_in: Duration::from_millis(1234 * u64::from(n)),
+        written: if n & 1 == 0 {
+            1_700_000_000 + u64::from(n)
+        } else {
+            0
+        },
     }
 }
 
@@ -65,6 +70,46 @@ fn with_byte(bytes: &[u8], offset: usize, value: u8) -> Vec<u8> {
     bytes
 }
 
+/// Version 2 keeps the file's id and the purge rules; version 1 files are still read.
+#[test]
+fn rules_and_id_round_trip() {
+    let index = SavedIndex {
+        id: 77,
+        entries: vec![entry(1), entry(2)],
+        rules: vec![
+            crate::purge::Rule {
+                key: b"http://a/img/".to_vec(),
+                prefix: true,
+                at: 5,
+            },
+            crate::purge::Rule {
+                key: Vec::new(),
+                prefix: false,
+                at: 6,
+            },
+        ],
+    };
+    let bytes = encode_index(levels(), 4096, &index);
+    assert_eq!(
+        decode_index(&bytes, levels(), 4096).expect("decoded"),
+        index
+    );
+    let mut old = encode(levels(), 4096, &index.entries);
+    old.truncate(old.len() - CRC_LEN);
+    old[8] = 1;
+    let crc = crc32fast::hash(&old);
+    old.extend_from_slice(&crc.to_le_bytes());
+    let decoded = decode_index(&old, levels(), 4096).expect("version 1");
+    assert_eq!((decoded.id, decoded.entries), (0, index.entries.clone()));
+    let mut cut = bytes[..bytes.len() - CRC_LEN - 1].to_vec();
+    let crc = crc32fast::hash(&cut);
+    cut.extend_from_slice(&crc.to_le_bytes());
+    assert_eq!(
+        unusable(decode_index(&cut, levels(), 4096).map(|index| index.entries)),
+        "rule count mismatch"
+    );
+}
+
 #[test]
 fn damaged_or_foreign_snapshots_are_not_used() {
     let bytes = encode(levels(), 4096, &[entry(1), entry(2)]);
@@ -77,7 +122,7 @@ fn damaged_or_foreign_snapshots_are_not_used() {
     );
     assert_eq!(
         unusable(decode(&with_byte(&bytes, 0, b'X'), levels(), 4096)),
-        "not a version 1 snapshot"
+        "not a version 1 or 2 snapshot"
     );
     assert_eq!(
         unusable(decode(&with_byte(&bytes, 12, 0), levels(), 4096)),
@@ -114,6 +159,7 @@ fn a_snapshot_brings_the_index_back_once() {
             file: FileInfo {
                 uniq: u64::from(n),
                 fs_size: 4096,
+                written: 0,
             },
             valid_sec: 77,
             body_start: 300,
@@ -141,6 +187,10 @@ fn a_snapshot_brings_the_index_back_once() {
     let zone = zone_in(&dir);
     assert_eq!(take_snapshot(&zone, later).expect("restored"), 4);
     assert!(!path.exists(), "a snapshot is used once");
+    assert!(
+        checkpoint_path(&zone.params().layout).exists(),
+        "it is the journal's base now"
+    );
     assert!(matches!(
         take_snapshot(&zone, later),
         Err(SnapshotError::Missing)
@@ -202,18 +252,25 @@ fn checkpoints_restore_after_a_crash_and_go_at_a_clean_stop() {
     }
     assert!(
         matches!(
-            write_checkpoint(&zone, now).expect("written"),
+            write_checkpoint(&zone, now, 7).expect("written"),
             Saved::Incomplete
         ),
         "a cold zone is not checkpointed"
     );
     zone.set_cold(false);
     assert_eq!(
-        write_checkpoint(&zone, now).expect("written"),
+        write_checkpoint(&zone, now, 7).expect("written"),
         Saved::Entries(4)
     );
     let after_crash = zone_in(&dir);
-    assert_eq!(take_checkpoint(&after_crash, now).expect("restored"), 4);
+    let recovery = take_checkpoint(&after_crash, now);
+    assert_eq!(recovery.restored, 4);
+    assert_eq!(recovery.checkpoint.expect("read"), 4);
+    assert_eq!(
+        after_crash.journal_base(),
+        Some(7),
+        "the journal follows it"
+    );
     assert_eq!(after_crash.count(), 4);
     assert!(
         checkpoint_path(&after_crash.params().layout).exists(),
@@ -227,10 +284,9 @@ fn checkpoints_restore_after_a_crash_and_go_at_a_clean_stop() {
         !checkpoint_path(&zone.params().layout).exists(),
         "a snapshot replaces it"
     );
-    assert!(matches!(
-        take_checkpoint(&zone_in(&dir), now),
-        Err(SnapshotError::Missing)
-    ));
+    let recovery = take_checkpoint(&zone_in(&dir), now);
+    assert!(matches!(recovery.checkpoint, Err(SnapshotError::Missing)));
+    assert!(matches!(recovery.journal, Err(SnapshotError::Missing)));
 }
 
 /// A checkpoint takes whole blocks: its header, 64 bytes per entry and its CRC.
