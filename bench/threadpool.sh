@@ -308,7 +308,7 @@ col_sum() {
 
 SVG_NAME=threadpool-hot-latency.svg
 section=$WORK/section.md
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else if (a > 0) print "unbounded (nginx: 0)"; else print "n/a" }'; }
 # "- name: hot req/s R (≥ T1), hot p99 P (≤ T2), total bytes/s B (≥ T3), stalls ≥ 100 ms S"
 target_line() {
     local label=$1 mode=$2 rps_target=$3
