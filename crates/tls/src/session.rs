@@ -12,15 +12,22 @@ use crate::peer::{ClientCertificate, ClientVerify};
 /// A TLS connection in progress or established.
 pub struct Session {
     connection: rustls::Connection,
-    /// The client's offered suites and groups, kept from its hello (server side).
-    offered: Option<Offered>,
+    /// What only the end of a server handshake needs ([`Session::info`] takes it): boxed,
+    /// so that an established connection does not keep room for it.
+    pending: Option<Box<Pending>>,
+    /// Decrypted bytes not read yet, as the last processing left them.
+    plaintext: usize,
+    peer_closed: bool,
+}
+
+/// The facts a server session keeps from its start to the end of its handshake.
+struct Pending {
+    /// The client's offered suites and groups, kept from its hello.
+    offered: Offered,
     verify: Option<Arc<ClientVerify>>,
     /// The id given to a new session, sealed into its tickets and cache entries (rustls's
     /// resumption data), so a resumed session shows its original id (`$ssl_session_id`).
     session_id: [u8; 32],
-    /// Decrypted bytes not read yet, as the last processing left them.
-    plaintext: usize,
-    peer_closed: bool,
 }
 
 impl std::fmt::Debug for Session {
@@ -72,10 +79,12 @@ impl Session {
         let _ = aws_lc_rs::rand::fill(&mut session_id);
         connection.set_resumption_data(&session_id);
         Session {
-            session_id,
             connection: connection.into(),
-            offered: Some(offered),
-            verify,
+            pending: Some(Box::new(Pending {
+                offered,
+                verify,
+                session_id,
+            })),
             plaintext: 0,
             peer_closed: false,
         }
@@ -83,10 +92,8 @@ impl Session {
 
     pub(crate) fn client(connection: rustls::ClientConnection) -> Session {
         Session {
-            session_id: [0; 32],
             connection: connection.into(),
-            offered: None,
-            verify: None,
+            pending: None,
             plaintext: 0,
             peer_closed: false,
         }
@@ -152,28 +159,29 @@ impl Session {
         self.connection.set_buffer_limit(Some(limit));
     }
 
-    /// The facts of the finished handshake. The client's offered lists move into them: a
-    /// second call finds those empty.
+    /// The facts of the finished handshake. What the session kept for them (the client's
+    /// offered lists, the session id) moves into them: a second call finds those empty.
     pub fn info(&mut self) -> HandshakeInfo {
+        let pending = self.pending.take();
         let connection = &self.connection;
         let protocol = match connection.protocol_version() {
             Some(rustls::ProtocolVersion::TLSv1_3) => "TLSv1.3",
             Some(rustls::ProtocolVersion::TLSv1_2) => "TLSv1.2",
             _ => "",
         };
-        let (server_name, client_certificate, session_id) = match connection {
-            rustls::Connection::Server(server) => (
+        let (server_name, client_certificate, session_id) = match (connection, &pending) {
+            (rustls::Connection::Server(server), Some(pending)) => (
                 server.server_name().map(str::to_owned),
-                self.client_certificate(server.peer_certificates()),
+                client_certificate(pending.verify.as_deref(), server.peer_certificates()),
                 Box::from(
                     server
                         .received_resumption_data()
-                        .unwrap_or(&self.session_id),
+                        .unwrap_or(&pending.session_id),
                 ),
             ),
-            rustls::Connection::Client(_) => (None, None, Box::default()),
+            _ => (None, None, Box::default()),
         };
-        let offered = self.offered.take().unwrap_or_default();
+        let offered = pending.map(|pending| pending.offered).unwrap_or_default();
         HandshakeInfo {
             protocol,
             cipher: connection
@@ -194,24 +202,25 @@ impl Session {
             client_certificate,
         }
     }
+}
 
-    fn client_certificate(
-        &self,
-        chain: Option<&[CertificateDer<'static>]>,
-    ) -> Option<Box<ClientCertificate>> {
-        let verify = self.verify.as_ref()?;
-        let Some(chain) = chain.filter(|chain| !chain.is_empty()) else {
-            return Some(Box::new(ClientCertificate {
-                verify: "NONE".to_owned(),
-                ..ClientCertificate::default()
-            }));
-        };
-        let verdict = match verify.check(chain) {
-            Ok(()) => "SUCCESS".to_owned(),
-            Err(reason) => format!("FAILED:{reason}"),
-        };
-        Some(Box::new(ClientCertificate::describe(chain, verdict)))
-    }
+/// The client's certificate as the variables show it, when one was asked for (`verify`).
+fn client_certificate(
+    verify: Option<&ClientVerify>,
+    chain: Option<&[CertificateDer<'static>]>,
+) -> Option<Box<ClientCertificate>> {
+    let verify = verify?;
+    let Some(chain) = chain.filter(|chain| !chain.is_empty()) else {
+        return Some(Box::new(ClientCertificate {
+            verify: "NONE".to_owned(),
+            ..ClientCertificate::default()
+        }));
+    };
+    let verdict = match verify.check(chain) {
+        Ok(()) => "SUCCESS".to_owned(),
+        Err(reason) => format!("FAILED:{reason}"),
+    };
+    Some(Box::new(ClientCertificate::describe(chain, verdict)))
 }
 
 /// OpenSSL's name of a key exchange group.
