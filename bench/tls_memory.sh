@@ -45,6 +45,9 @@ events { worker_connections $((CONNECTIONS + 100)); }
 http {
     access_log off;
     keepalive_timeout 300s;
+    # nginx before 1.23.4 (Debian 12 has 1.22.1) leaves TLS 1.3 out of its default
+    # ssl_protocols; naming both makes both servers speak TLS 1.3.
+    ssl_protocols TLSv1.2 TLSv1.3;
     server {
         listen 127.0.0.1:$port ssl;
         ssl_certificate $WORK/ecdsa.crt;
@@ -97,6 +100,8 @@ held = []
 for _ in range(count):
     raw = socket.create_connection(("127.0.0.1", port))
     tls = context.wrap_socket(raw, server_hostname="localhost")
+    if tls.version() != "TLSv1.3":
+        sys.exit(f"{tls.version()} negotiated, not TLSv1.3")
     tls.sendall(b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
     answer = b""
     while not answer.endswith(b"hello world"):

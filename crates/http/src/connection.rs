@@ -14,6 +14,7 @@ use tokio::time::{Sleep, timeout_at};
 use crate::body::BodyState;
 use crate::client::{BodySource, Client, ReadAhead, ResponseSink};
 use crate::conf::{AddressConf, ServerId};
+use crate::connection_log::{log_connection, log_idle_end, log_ignored_headers};
 use crate::core::LingeringClose;
 use crate::phases;
 use crate::request::{ConnectionInfo, Request, select_server};
@@ -38,6 +39,9 @@ pub struct Connection {
 /// How reading a request head ended.
 enum HeadRead {
     Ready,
+    /// Nothing of a request came within `IDLE_RELEASE_AFTER`: the connection waits on,
+    /// idle, until this deadline.
+    Idle(tokio::time::Instant),
     /// The client closed before sending a byte of the next request.
     Closed,
     /// The client closed in the middle of a head.
@@ -51,8 +55,9 @@ enum HeadRead {
     Failed,
 }
 
-/// How long a connection waits for its next request before it lets go of its buffers and
-/// its request's state (an idle connection holds neither; a busy one keeps them).
+/// How long a connection waits for its next request before it lets go of its buffers, its
+/// request's state and its burst's task (an idle connection holds none; a busy one keeps
+/// them, so that it does not make them again for every request).
 const IDLE_RELEASE_AFTER: Duration = Duration::from_millis(100);
 
 /// The capacity the response head buffer starts with.
@@ -81,6 +86,12 @@ pub enum After {
 }
 
 /// Serves one accepted connection until it closes.
+///
+/// A connection alternates between bursts of requests and idle waits. A burst (reading
+/// heads, running requests, keep-alive) runs boxed, once per burst rather than once per
+/// request; it ends when the connection has waited `IDLE_RELEASE_AFTER` for its next
+/// request, and the box, the request's state and the buffers are freed while the
+/// connection waits on in this small task.
 pub async fn serve(
     worker: Rc<HttpWorker>,
     socket: usize,
@@ -93,21 +104,82 @@ pub async fn serve(
     let Some(address) = worker.address_conf(socket, &stream) else {
         return;
     };
-    let default_server = worker.conf().server(address.default_server);
-    let server_settings = crate::connection_open::default_core(&worker, address);
-    // Boxed, as is each request below: the connection's task keeps room for its largest
-    // step while it waits idle, and these two (the start of the connection, with an
-    // HTTP/2 connection's loop; a request's phases and response) are most of it.
-    // Matched at once: a named local would keep its room in the task beside `connection`.
+    // Boxed: the start of the connection (with an HTTP/2 connection's loop) is large, and
+    // a task keeps room for its largest step while it waits idle. Matched at once: a named
+    // local would keep its room in the task beside `connection`.
     let Some(mut connection) =
         Box::pin(crate::connection_open::open(&worker, address, stream, peer)).await
     else {
         return;
     };
-    // Made for the first request, reused by the next ones, and dropped while the connection
-    // waits idle (see `Connection::read_head`).
+    let default_server = worker.conf().server(address.default_server);
+    let mut waits = Waits {
+        idle_timeout: default_server.core.client_header_timeout,
+        resume: None,
+    };
+    loop {
+        let burst = serve_burst(&worker, address, &mut connection, &mut state, &mut waits);
+        let Burst::Idle(deadline) = Box::pin(burst).await else {
+            return;
+        };
+        connection.release_buffers();
+        let closable = connection.info.requests > 0;
+        let waited = connection.wait_readable(&worker, deadline, closable).await;
+        connection.restore_buffers();
+        match waited {
+            Wait::Readable => waits.resume = Some(deadline),
+            Wait::TimedOut => {
+                if connection.info.requests == 0 {
+                    let message = "client timed out (110: Connection timed out)";
+                    log_idle_end(&worker, &connection.info, address.default_server, message);
+                }
+                return;
+            }
+            Wait::Draining => {
+                // A request may have arrived just now: serve it rather than reset it by
+                // closing with unread data.
+                let read = &mut connection.read_ahead;
+                match connection.stream.try_read(&mut read.buf[read.filled..]) {
+                    Ok(count) if count > 0 => read.filled += count,
+                    _ => return,
+                }
+                waits.resume = Some(deadline);
+            }
+            Wait::Failed => return,
+        }
+    }
+}
+
+/// The timeouts of the wait for a connection's next request, kept across bursts.
+struct Waits {
+    /// How long a connection with nothing of a request read waits: `client_header_timeout`
+    /// before the first request, the last request's `keepalive_timeout` after it.
+    idle_timeout: Duration,
+    /// The deadline of a wait that an idle phase began: the burst goes on with it.
+    resume: Option<tokio::time::Instant>,
+}
+
+/// How a burst of requests ended.
+enum Burst {
+    /// The connection waited `IDLE_RELEASE_AFTER` with nothing of a request read; it waits
+    /// on for its next request until this deadline.
+    Idle(tokio::time::Instant),
+    /// The connection is over.
+    End,
+}
+
+/// Serves requests on a connection until it closes or waits idle.
+async fn serve_burst(
+    worker: &HttpWorker,
+    address: &AddressConf,
+    connection: &mut Connection,
+    state: &mut crate::connection_state::ConnectionState<'_>,
+    waits: &mut Waits,
+) -> Burst {
+    let default_server = worker.conf().server(address.default_server);
+    let server_settings = crate::connection_open::default_core(worker, address);
+    // Made for the first request of the burst and reused by the next ones.
     let mut slot: Option<Box<Request>> = None;
-    let mut idle_timeout = default_server.core.client_header_timeout;
     let limits = default_server.core.head_limits();
     let header_timeout = default_server.core.client_header_timeout;
     loop {
@@ -115,15 +187,9 @@ pub async fn serve(
             request.reset();
             request.pipelined = connection.read_ahead.filled > 0;
         }
+        let timeouts = (waits.idle_timeout, header_timeout, waits.resume.take());
         let head = connection
-            .read_head(
-                &worker,
-                &limits,
-                &mut slot,
-                &mut state,
-                idle_timeout,
-                header_timeout,
-            )
+            .read_head(worker, &limits, &mut slot, state, timeouts)
             .await;
         let request: &mut Request = slot.get_or_insert_with(fresh_request);
         let outcome = match head {
@@ -131,44 +197,44 @@ pub async fn serve(
                 state.writing();
                 None
             }
+            HeadRead::Idle(deadline) => return Burst::Idle(deadline),
             HeadRead::Closed => {
                 log_idle_end(
-                    &worker,
-                    &connection,
+                    worker,
+                    &connection.info,
                     address.default_server,
                     "client closed connection",
                 );
-                return;
+                return Burst::End;
             }
             HeadRead::TimedOut { partial: false } => {
                 if connection.info.requests == 0 {
                     let message = "client timed out (110: Connection timed out)";
-                    log_idle_end(&worker, &connection, address.default_server, message);
+                    log_idle_end(worker, &connection.info, address.default_server, message);
                 }
-                return;
+                return Burst::End;
             }
-            HeadRead::Draining | HeadRead::Failed => return,
+            HeadRead::Draining | HeadRead::Failed => return Burst::End,
             HeadRead::ClosedPartial => Some((400, "client prematurely closed connection")),
             HeadRead::TimedOut { partial: true } => {
                 Some((408, "client timed out (110: Connection timed out)"))
             }
             HeadRead::Invalid(error) => {
                 connection.info.requests += 1;
-                let server = server_of_partial_head(&worker, address, request);
-                log_ignored_headers(&worker, &connection, request, server);
-                let rejected = reject(&worker, &mut connection, request, server, &error);
+                let server = server_of_partial_head(worker, address, request);
+                log_ignored_headers(worker, &connection.info, request, server);
+                let rejected = reject(worker, connection, request, server, &error);
                 Box::pin(rejected).await;
-                return;
+                return Burst::End;
             }
         };
         connection.info.requests += 1;
         if let Some((status, message)) = outcome {
-            let server = server_of_partial_head(&worker, address, request);
-            abandon(&worker, &mut connection, request, server, status, message);
-            return;
+            let server = server_of_partial_head(worker, address, request);
+            abandon(worker, connection, request, server, status, message);
+            return Burst::End;
         }
-        let handled = handle_request(&worker, &mut connection, address, request);
-        let after = Box::pin(handled).await;
+        let after = handle_request(worker, connection, address, request).await;
         // What the request held (a `limit_conn` count, realip's address) is not held while idle.
         request.cleanups.0.clear();
         connection.info.peer.set(connection.info.socket_peer);
@@ -177,7 +243,7 @@ pub async fn serve(
             worker.conf().location(id).settings.core.send_timeout
         });
         if connection.stream.flush_timed(send_timeout).await.is_err() {
-            return;
+            return Burst::End;
         }
         let core = request
             .location
@@ -185,7 +251,7 @@ pub async fn serve(
         match after {
             After::KeepAlive => {
                 state.waiting();
-                idle_timeout = core.map_or(Duration::from_secs(75), |core| {
+                waits.idle_timeout = core.map_or(Duration::from_secs(75), |core| {
                     core.keepalive_timeout.timeout
                 });
             }
@@ -193,17 +259,17 @@ pub async fn serve(
                 // The request is over: it leaves the counters before its log lines are
                 // known to be written and before the close, which a client may see at once.
                 state.closing();
-                crate::log_buffers::log_lines_written(&worker).await;
+                crate::log_buffers::log_lines_written(worker).await;
                 connection.close_tls(send_timeout).await;
-                return;
+                return Burst::End;
             }
             After::Linger => {
-                crate::log_buffers::log_lines_written(&worker).await;
+                crate::log_buffers::log_lines_written(worker).await;
                 let core = core.unwrap_or(server_settings);
                 connection
                     .linger(core.lingering_time, core.lingering_timeout)
                     .await;
-                return;
+                return Burst::End;
             }
         }
     }
@@ -238,8 +304,15 @@ fn abandon(
     } else {
         "reading client request headers"
     };
-    log_ignored_headers(worker, connection, request, server);
-    log_connection(worker, connection, request, Level::Info, message, action);
+    log_ignored_headers(worker, &connection.info, request, server);
+    log_connection(
+        worker,
+        &connection.info,
+        request,
+        Level::Info,
+        message,
+        action,
+    );
     let core = &conf.location(conf.server(server).location).settings.core;
     if status == 408 && core.reset_timedout_connection {
         let _ = connection.stream.set_reset_on_close();
@@ -266,110 +339,6 @@ fn server_of_partial_head(
     select_server(worker, address, request)
 }
 
-/// A connection that ended while waiting for a request: nginx notes it at `info` in the
-/// default server's error log, differently for a new connection ("MESSAGE while waiting
-/// for request") and for an idle keep-alive one ("client ADDR closed keepalive connection").
-fn log_idle_end(worker: &HttpWorker, connection: &Connection, server: ServerId, message: &str) {
-    let conf = worker.conf();
-    let error_log = &conf
-        .location(conf.server(server).location)
-        .settings
-        .core
-        .error_log;
-    if !error_log.enabled(Level::Info) {
-        return;
-    }
-    let now = worker.clock.wall();
-    let id = Some(connection.info.id);
-    if connection.info.requests == 0 {
-        let context = crate::request::RequestLogContext {
-            request: None,
-            connection: &connection.info,
-            conf,
-            action: Some("waiting for request"),
-        };
-        error_log.write(
-            Level::Info,
-            &now,
-            id,
-            format_args!("{message}"),
-            Some(&context),
-        );
-        return;
-    }
-    let mut peer = Vec::new();
-    crate::request::write_peer(&mut peer, &connection.info.peer.get());
-    let peer = String::from_utf8_lossy(&peer);
-    error_log.write(
-        Level::Info,
-        &now,
-        id,
-        format_args!("client {peer} closed keepalive connection"),
-        None,
-    );
-}
-
-/// `ignore_invalid_headers` skips bad header lines; nginx logs each at `info`.
-fn log_ignored_headers(
-    worker: &HttpWorker,
-    connection: &Connection,
-    request: &mut Request<'_>,
-    server: ServerId,
-) {
-    if request.head.ignored_headers.is_empty() {
-        return;
-    }
-    let (saved_server, saved_location) = (request.server, request.location);
-    request.server = Some(server);
-    request.location = Some(worker.conf().server(server).location);
-    let lines: Vec<std::ops::Range<usize>> = request.head.ignored_headers.clone();
-    for line in lines {
-        let mut text = String::new();
-        crate::request::push_quoted(&mut text, request.head_bytes.get(line).unwrap_or_default());
-        let message = format!("client sent invalid header line: \"{text}\"");
-        log_connection(
-            worker,
-            connection,
-            request,
-            Level::Info,
-            &message,
-            "reading client request headers",
-        );
-    }
-    request.server = saved_server;
-    request.location = saved_location;
-}
-
-/// Logs a connection-level message to the error log of the request's server (the
-/// address's default server until the head is read), as nginx does.
-fn log_connection(
-    worker: &HttpWorker,
-    connection: &Connection,
-    request: &Request<'_>,
-    level: Level,
-    message: &str,
-    action: &'static str,
-) {
-    let conf = worker.conf();
-    let error_log = match request.location {
-        Some(location) => &conf.location(location).settings.core.error_log,
-        None => &worker.generation.error_log,
-    };
-    if !error_log.enabled(level) {
-        return;
-    }
-    let context = request
-        .log_context(&connection.info, conf)
-        .with_action(action);
-    error_log.write(
-        level,
-        &worker.clock.wall(),
-        Some(connection.info.id),
-        format_args!("{message}"),
-        Some(&context),
-    );
-}
-
 /// Answers a request whose head was rejected, as nginx does: log at `info`, the status
 /// page, `Connection: close`, then a lingering close.
 async fn reject<'a>(
@@ -389,7 +358,14 @@ async fn reject<'a>(
     } else {
         "reading client request headers"
     };
-    log_connection(worker, connection, request, Level::Info, &message, action);
+    log_connection(
+        worker,
+        &connection.info,
+        request,
+        Level::Info,
+        &message,
+        action,
+    );
     // The body of a refused request is never read.
     let mut no_body = BodyState::Done;
     let client = Client {
@@ -433,7 +409,7 @@ async fn refuse<'a>(
     request.location = Some(worker.conf().server(server).location);
     log_connection(
         worker,
-        connection,
+        &connection.info,
         request,
         Level::Info,
         message,
@@ -494,11 +470,11 @@ async fn handle_request<'a>(
         return After::Close;
     }
     if let Err(error) = reread_with_server_rules(worker, address.default_server, server, request) {
-        log_ignored_headers(worker, connection, request, server);
+        log_ignored_headers(worker, &connection.info, request, server);
         Box::pin(reject(worker, connection, request, server, &error)).await;
         return After::Close;
     }
-    log_ignored_headers(worker, connection, request, server);
+    log_ignored_headers(worker, &connection.info, request, server);
     // nginx's post-read phase: realip with the server's settings.
     crate::realip::post_read(worker, server, &connection.info, request);
     request.uri.extend_from_slice(&request.head.uri);
@@ -670,17 +646,21 @@ fn closing_mode(worker: &HttpWorker, request: &Request<'_>, buffered: bool) -> A
 
 impl Connection {
     /// Reads until a complete head is in the buffer, then moves it into the request in
-    /// `slot` (made if there is none). Waiting with nothing of a head read, the connection
-    /// drops the request and its buffers: an idle connection holds neither, as in nginx.
+    /// `slot` (made if there is none). A connection that waits `IDLE_RELEASE_AFTER` with
+    /// nothing of a head read returns [`HeadRead::Idle`], so that its request and buffers
+    /// are let go while it waits on (an idle connection holds neither, as in nginx).
+    ///
+    /// `timeouts`: how long to wait with nothing read, `client_header_timeout`, and the
+    /// deadline of an idle wait this read goes on with.
     async fn read_head(
         &mut self,
         worker: &HttpWorker,
         limits: &HeadLimits,
         slot: &mut Option<Box<Request<'_>>>,
         state: &mut crate::connection_state::ConnectionState<'_>,
-        idle_timeout: Duration,
-        header_timeout: Duration,
+        timeouts: (Duration, Duration, Option<tokio::time::Instant>),
     ) -> HeadRead {
+        let (idle_timeout, header_timeout, resume) = timeouts;
         // The clock is read only when the connection has to wait: a request that arrives
         // in one packet never arms its header timer.
         let mut started = self.read_ahead.filled > 0;
@@ -696,8 +676,9 @@ impl Connection {
         // as in nginx; a keep-alive connection waits `keepalive_timeout` for the first byte
         // and then has `client_header_timeout` for the rest.
         let first = self.info.requests == 0;
-        let mut deadline =
-            first.then(|| tokio::time::Instant::from_std(self.info.accepted) + header_timeout);
+        let mut deadline = resume.or_else(|| {
+            first.then(|| tokio::time::Instant::from_std(self.info.accepted) + header_timeout)
+        });
         // Parsing starts over from the first byte each time, so it runs only when a line
         // may have ended (or the buffer is full and a limit may be hit): a client sending
         // one byte at a time costs a scan per line, not a scan per byte.
@@ -754,24 +735,28 @@ impl Connection {
                     // Only an idle keep-alive connection is closed when the worker stops;
                     // a new connection still gets its first request served, as in nginx.
                     let closable = !started && self.info.requests > 0;
-                    let mut waited = Wait::TimedOut;
                     if !started {
-                        // A keep-alive client usually sends its next request within a
-                        // round trip: the buffers and the request are let go only once
-                        // the connection has been idle for IDLE_RELEASE_AFTER, so that a
-                        // busy connection does not make them again for every request.
+                        // A connection that has not sent a second request yet lets its
+                        // buffers and request go at once, as nginx does (freed right
+                        // after they were made, they leave no holes in the heap)...
+                        if self.info.requests <= 1 {
+                            return HeadRead::Idle(deadline);
+                        }
+                        // ...but a keep-alive client usually sends its next request within
+                        // a round trip: they are let go only once the connection has been
+                        // idle for IDLE_RELEASE_AFTER, so that a busy connection does not
+                        // make them again for every request.
                         let soon = (tokio::time::Instant::now() + IDLE_RELEASE_AFTER).min(deadline);
-                        waited = self.wait_readable(worker, soon, closable).await;
-                        if matches!(waited, Wait::TimedOut) && soon < deadline {
-                            self.release_buffers();
-                            // The request's state too: it is made again for the next head.
-                            *slot = None;
+                        if soon < deadline {
+                            match self.wait_readable(worker, soon, closable).await {
+                                Wait::TimedOut => return HeadRead::Idle(deadline),
+                                Wait::Readable => continue,
+                                Wait::Draining => {}
+                                Wait::Failed => return HeadRead::Failed,
+                            }
                         }
                     }
-                    if matches!(waited, Wait::TimedOut) {
-                        waited = self.wait_readable(worker, deadline, closable).await;
-                    }
-                    self.restore_buffers();
+                    let waited = self.wait_readable(worker, deadline, closable).await;
                     match waited {
                         Wait::Readable => continue,
                         Wait::Draining => {

@@ -19,6 +19,7 @@ pub mod charset;
 pub mod client;
 pub mod conf;
 pub mod connection;
+mod connection_log;
 mod connection_open;
 mod connection_state;
 pub mod core;

@@ -15,6 +15,7 @@ mod chain;
 mod ciphers;
 mod client;
 mod context;
+mod hello;
 mod hkdf;
 mod keys;
 mod peer;

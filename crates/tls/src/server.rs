@@ -105,6 +105,9 @@ pub struct ServerSettings {
 #[derive(Debug)]
 pub struct ServerTls {
     pub(crate) config: Arc<ServerConfig>,
+    /// The same configuration sending one TLS 1.3 ticket instead of two, for a hello that
+    /// offers a ticket of this server's (`None` without tickets).
+    pub(crate) resumed: Option<Arc<ServerConfig>>,
     pub(crate) verify: Option<Arc<ClientVerify>>,
 }
 
@@ -188,6 +191,7 @@ impl ServerTls {
         // the application apart from the stream, and replay protection would be needed.
         let _ = settings.early_data;
         Ok(ServerTls {
+            resumed: resumed_config(&config),
             config: Arc::new(config),
             verify: settings.verify,
         })
@@ -204,10 +208,23 @@ impl ServerTls {
             pairs: pairs.iter().map(|pair| pair.key.clone()).collect(),
         });
         ServerTls {
+            resumed: self.resumed.as_ref().and_then(|_| resumed_config(&config)),
             config: Arc::new(config),
             verify: self.verify.clone(),
         }
     }
+}
+
+/// OpenSSL sends two TLS 1.3 tickets after a full handshake and one after a resumed one;
+/// rustls sends `send_tls13_tickets` after both. With tickets, a copy of `config` that
+/// sends one is kept for hellos that offer a ticket.
+fn resumed_config(config: &ServerConfig) -> Option<Arc<ServerConfig>> {
+    if !config.ticketer.enabled() || config.send_tls13_tickets < 2 {
+        return None;
+    }
+    let mut resumed = config.clone();
+    resumed.send_tls13_tickets = 1;
+    Some(Arc::new(resumed))
 }
 
 /// Chooses among a server's certificate pairs the first whose key can sign with a scheme

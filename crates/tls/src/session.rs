@@ -12,15 +12,22 @@ use crate::peer::{ClientCertificate, ClientVerify};
 /// A TLS connection in progress or established.
 pub struct Session {
     connection: rustls::Connection,
-    /// The client's offered suites and groups, kept from its hello (server side).
-    offered: Option<Offered>,
+    /// What only the end of a server handshake needs ([`Session::info`] takes it): boxed,
+    /// so that an established connection does not keep room for it.
+    pending: Option<Box<Pending>>,
+    /// Decrypted bytes not read yet, as the last processing left them.
+    plaintext: usize,
+    peer_closed: bool,
+}
+
+/// The facts a server session keeps from its start to the end of its handshake.
+struct Pending {
+    /// The client's offered suites and groups, kept from its hello.
+    offered: Offered,
     verify: Option<Arc<ClientVerify>>,
     /// The id given to a new session, sealed into its tickets and cache entries (rustls's
     /// resumption data), so a resumed session shows its original id (`$ssl_session_id`).
     session_id: [u8; 32],
-    /// Decrypted bytes not read yet, as the last processing left them.
-    plaintext: usize,
-    peer_closed: bool,
 }
 
 impl std::fmt::Debug for Session {
@@ -46,20 +53,31 @@ pub struct HandshakeInfo {
     pub protocol: &'static str,
     /// OpenSSL's name of the suite.
     pub cipher: &'static str,
-    /// The codes of the client's suites, in its order ([`HandshakeInfo::write_ciphers`]).
-    pub offered_suites: Box<[u16]>,
     /// The group of the key exchange (`X25519`, `prime256v1`...).
     pub curve: &'static str,
-    /// The codes of the client's groups ([`HandshakeInfo::write_curves`]).
-    pub offered_groups: Box<[u16]>,
-    pub server_name: Option<String>,
-    /// The session's id ([`HandshakeInfo::write_session_id`]); empty on a client session.
-    pub session_id: Box<[u8]>,
-    pub alpn: Option<Vec<u8>>,
+    /// The codes of the client's suites and groups (two bytes each, in its order), the
+    /// session's id, the SNI name and the ALPN protocol, one after another in one
+    /// allocation: an HTTPS connection keeps them for its life.
+    facts: Box<[u8]>,
+    /// Where the suites, the groups, the session id and the name end in `facts` (the
+    /// protocol is the rest).
+    ends: [u32; 4],
+    has_server_name: bool,
+    has_alpn: bool,
     pub resumed: bool,
     /// The client's certificate, when one was asked for (boxed: most connections have none,
     /// and this is kept for the connection's life).
     pub client_certificate: Option<Box<ClientCertificate>>,
+}
+
+/// The variable-length facts of a handshake, for [`HandshakeInfo::with_facts`].
+#[derive(Default)]
+pub(crate) struct Facts<'a> {
+    pub(crate) suites: &'a [u16],
+    pub(crate) groups: &'a [u16],
+    pub(crate) session_id: &'a [u8],
+    pub(crate) server_name: Option<&'a str>,
+    pub(crate) alpn: Option<&'a [u8]>,
 }
 
 impl Session {
@@ -72,10 +90,12 @@ impl Session {
         let _ = aws_lc_rs::rand::fill(&mut session_id);
         connection.set_resumption_data(&session_id);
         Session {
-            session_id,
             connection: connection.into(),
-            offered: Some(offered),
-            verify,
+            pending: Some(Box::new(Pending {
+                offered,
+                verify,
+                session_id,
+            })),
             plaintext: 0,
             peer_closed: false,
         }
@@ -83,10 +103,8 @@ impl Session {
 
     pub(crate) fn client(connection: rustls::ClientConnection) -> Session {
         Session {
-            session_id: [0; 32],
             connection: connection.into(),
-            offered: None,
-            verify: None,
+            pending: None,
             plaintext: 0,
             peer_closed: false,
         }
@@ -152,66 +170,69 @@ impl Session {
         self.connection.set_buffer_limit(Some(limit));
     }
 
-    /// The facts of the finished handshake. The client's offered lists move into them: a
-    /// second call finds those empty.
+    /// The facts of the finished handshake. What the session kept for them (the client's
+    /// offered lists, the session id) moves into them: a second call finds those empty.
     pub fn info(&mut self) -> HandshakeInfo {
+        let pending = self.pending.take();
         let connection = &self.connection;
         let protocol = match connection.protocol_version() {
             Some(rustls::ProtocolVersion::TLSv1_3) => "TLSv1.3",
             Some(rustls::ProtocolVersion::TLSv1_2) => "TLSv1.2",
             _ => "",
         };
-        let (server_name, client_certificate, session_id) = match connection {
-            rustls::Connection::Server(server) => (
-                server.server_name().map(str::to_owned),
-                self.client_certificate(server.peer_certificates()),
-                Box::from(
-                    server
-                        .received_resumption_data()
-                        .unwrap_or(&self.session_id),
-                ),
+        let (server_name, client_certificate, session_id) = match (connection, &pending) {
+            (rustls::Connection::Server(server), Some(pending)) => (
+                server.server_name(),
+                client_certificate(pending.verify.as_deref(), server.peer_certificates()),
+                server
+                    .received_resumption_data()
+                    .unwrap_or(&pending.session_id),
             ),
-            rustls::Connection::Client(_) => (None, None, Box::default()),
+            _ => (None, None, &[][..]),
         };
-        let offered = self.offered.take().unwrap_or_default();
+        let offered = pending.as_ref().map(|pending| &pending.offered);
+        let facts = Facts {
+            suites: offered.map_or(&[][..], |offered| &offered.suites),
+            groups: offered.map_or(&[][..], |offered| &offered.groups),
+            session_id,
+            server_name,
+            alpn: connection.alpn_protocol(),
+        };
         HandshakeInfo {
             protocol,
             cipher: connection
                 .negotiated_cipher_suite()
                 .map_or("", openssl_name),
-            offered_suites: offered.suites,
             curve: connection
                 .negotiated_key_exchange_group()
                 .map_or("", |group| group_name(group.name())),
-            offered_groups: offered.groups,
-            server_name,
-            session_id,
-            alpn: connection.alpn_protocol().map(<[u8]>::to_vec),
             resumed: matches!(
                 connection.handshake_kind(),
                 Some(rustls::HandshakeKind::Resumed)
             ),
             client_certificate,
+            ..HandshakeInfo::with_facts(&facts)
         }
     }
+}
 
-    fn client_certificate(
-        &self,
-        chain: Option<&[CertificateDer<'static>]>,
-    ) -> Option<Box<ClientCertificate>> {
-        let verify = self.verify.as_ref()?;
-        let Some(chain) = chain.filter(|chain| !chain.is_empty()) else {
-            return Some(Box::new(ClientCertificate {
-                verify: "NONE".to_owned(),
-                ..ClientCertificate::default()
-            }));
-        };
-        let verdict = match verify.check(chain) {
-            Ok(()) => "SUCCESS".to_owned(),
-            Err(reason) => format!("FAILED:{reason}"),
-        };
-        Some(Box::new(ClientCertificate::describe(chain, verdict)))
-    }
+/// The client's certificate as the variables show it, when one was asked for (`verify`).
+fn client_certificate(
+    verify: Option<&ClientVerify>,
+    chain: Option<&[CertificateDer<'static>]>,
+) -> Option<Box<ClientCertificate>> {
+    let verify = verify?;
+    let Some(chain) = chain.filter(|chain| !chain.is_empty()) else {
+        return Some(Box::new(ClientCertificate {
+            verify: "NONE".to_owned(),
+            ..ClientCertificate::default()
+        }));
+    };
+    let verdict = match verify.check(chain) {
+        Ok(()) => "SUCCESS".to_owned(),
+        Err(reason) => format!("FAILED:{reason}"),
+    };
+    Some(Box::new(ClientCertificate::describe(chain, verdict)))
 }
 
 /// OpenSSL's name of a key exchange group.
@@ -231,11 +252,83 @@ pub(crate) fn group_name(group: rustls::NamedGroup) -> &'static str {
 }
 
 impl HandshakeInfo {
+    /// Facts with these variable-length parts and nothing else.
+    pub(crate) fn with_facts(facts: &Facts<'_>) -> HandshakeInfo {
+        let mut bytes = Vec::with_capacity(
+            2 * (facts.suites.len() + facts.groups.len())
+                + facts.session_id.len()
+                + facts.server_name.map_or(0, str::len)
+                + facts.alpn.map_or(0, <[u8]>::len),
+        );
+        let mut ends = [0u32; 4];
+        let end = |bytes: &Vec<u8>| u32::try_from(bytes.len()).unwrap_or(u32::MAX);
+        bytes.extend(facts.suites.iter().flat_map(|code| code.to_be_bytes()));
+        ends[0] = end(&bytes);
+        bytes.extend(facts.groups.iter().flat_map(|code| code.to_be_bytes()));
+        ends[1] = end(&bytes);
+        bytes.extend_from_slice(facts.session_id);
+        ends[2] = end(&bytes);
+        bytes.extend_from_slice(facts.server_name.unwrap_or_default().as_bytes());
+        ends[3] = end(&bytes);
+        bytes.extend_from_slice(facts.alpn.unwrap_or_default());
+        HandshakeInfo {
+            facts: bytes.into_boxed_slice(),
+            ends,
+            has_server_name: facts.server_name.is_some(),
+            has_alpn: facts.alpn.is_some(),
+            ..HandshakeInfo::default()
+        }
+    }
+
+    /// Facts with only an SNI name: what the names of certificates see during a handshake.
+    pub fn with_server_name(server_name: Option<&str>) -> HandshakeInfo {
+        HandshakeInfo::with_facts(&Facts {
+            server_name,
+            ..Facts::default()
+        })
+    }
+
+    /// Part `index` of `facts` (0 suites, 1 groups, 2 session id, 3 name, 4 protocol).
+    fn part(&self, index: usize) -> &[u8] {
+        let start = match index {
+            0 => 0,
+            _ => self.ends.get(index - 1).copied().unwrap_or(0) as usize,
+        };
+        let end = self
+            .ends
+            .get(index)
+            .map_or(self.facts.len(), |&end| end as usize);
+        self.facts.get(start..end).unwrap_or_default()
+    }
+
+    /// The SNI name the client sent.
+    pub fn server_name(&self) -> Option<&str> {
+        let name = self.part(3);
+        self.has_server_name
+            .then(|| std::str::from_utf8(name).unwrap_or_default())
+    }
+
+    /// The protocol ALPN agreed on.
+    pub fn alpn(&self) -> Option<&[u8]> {
+        self.has_alpn.then(|| self.part(4))
+    }
+
+    /// The session's id; empty on a client session.
+    pub fn session_id(&self) -> &[u8] {
+        self.part(2)
+    }
+
+    fn codes(&self, index: usize) -> impl Iterator<Item = u16> + '_ {
+        self.part(index)
+            .chunks_exact(2)
+            .map(|pair| u16::from_be_bytes([pair[0], pair[1]]))
+    }
+
     /// Appends the client's suites, OpenSSL names joined by `:` (`$ssl_ciphers`), unknown
     /// ones as `0x` and four hex digits, the renegotiation SCSV left out.
     pub fn write_ciphers(&self, out: &mut Vec<u8>) {
         let mut first = true;
-        for &code in self.offered_suites.iter().filter(|&&code| code != 0x00ff) {
+        for code in self.codes(0).filter(|&code| code != 0x00ff) {
             if !std::mem::take(&mut first) {
                 out.push(b':');
             }
@@ -249,7 +342,7 @@ impl HandshakeInfo {
     /// Appends the client's groups joined by `:` (`$ssl_curves`), unknown ones as `0x` and
     /// hex.
     pub fn write_curves(&self, out: &mut Vec<u8>) {
-        for (index, &code) in self.offered_groups.iter().enumerate() {
+        for (index, code) in self.codes(1).enumerate() {
             if index > 0 {
                 out.push(b':');
             }
@@ -262,7 +355,7 @@ impl HandshakeInfo {
 
     /// Appends the session's id in lower-case hex (`$ssl_session_id`).
     pub fn write_session_id(&self, out: &mut Vec<u8>) {
-        push_hex(out, &self.session_id);
+        push_hex(out, self.session_id());
     }
 }
 
@@ -296,7 +389,7 @@ fn push_hex(out: &mut Vec<u8>, bytes: &[u8]) {
 mod tests {
     use rustls::{CipherSuite, NamedGroup};
 
-    use super::{HandshakeInfo, offered_groups, offered_suites};
+    use super::{Facts, HandshakeInfo, offered_groups, offered_suites};
 
     fn written(write: impl Fn(&HandshakeInfo, &mut Vec<u8>), info: &HandshakeInfo) -> String {
         let mut out = b"x=".to_vec();
@@ -317,12 +410,13 @@ mod tests {
             NamedGroup::from(0x0100),
             NamedGroup::secp256r1,
         ];
-        let info = HandshakeInfo {
-            offered_suites: offered_suites(&suites),
-            offered_groups: offered_groups(Some(&groups)),
-            session_id: Box::new([0x00, 0x9f, 0xa0, 0xff]),
-            ..HandshakeInfo::default()
-        };
+        let info = HandshakeInfo::with_facts(&Facts {
+            suites: &offered_suites(&suites),
+            groups: &offered_groups(Some(&groups)),
+            session_id: &[0x00, 0x9f, 0xa0, 0xff],
+            server_name: Some("example.org"),
+            alpn: Some(b"h2"),
+        });
         assert_eq!(
             written(HandshakeInfo::write_ciphers, &info),
             "x=TLS_AES_256_GCM_SHA384:ECDHE-ECDSA-AES128-GCM-SHA256:0x0033"
@@ -335,11 +429,19 @@ mod tests {
             written(HandshakeInfo::write_session_id, &info),
             "x=009fa0ff"
         );
-        let empty = HandshakeInfo {
-            offered_groups: offered_groups(None),
-            ..HandshakeInfo::default()
-        };
+        assert_eq!(info.server_name(), Some("example.org"));
+        assert_eq!(info.alpn(), Some(&b"h2"[..]));
+        let empty = HandshakeInfo::with_facts(&Facts {
+            groups: &offered_groups(None),
+            ..Facts::default()
+        });
         assert_eq!(written(HandshakeInfo::write_ciphers, &empty), "x=");
         assert_eq!(written(HandshakeInfo::write_curves, &empty), "x=");
+        assert_eq!(written(HandshakeInfo::write_session_id, &empty), "x=");
+        assert_eq!((empty.server_name(), empty.alpn()), (None, None));
+        let named = HandshakeInfo::with_server_name(Some("a.example"));
+        assert_eq!(named.server_name(), Some("a.example"));
+        assert_eq!(named.alpn(), None);
+        assert_eq!(HandshakeInfo::default().server_name(), None);
     }
 }

@@ -203,10 +203,7 @@ impl VariableCertificates {
         server_name: Option<&str>,
     ) -> FileNames {
         // As nginx, the names see the connection's variables through an empty request.
-        let handshake = tls::HandshakeInfo {
-            server_name: server_name.map(str::to_owned),
-            ..tls::HandshakeInfo::default()
-        };
+        let handshake = tls::HandshakeInfo::with_server_name(server_name);
         let connection = ConnectionInfo {
             id: info.id,
             peer: std::cell::Cell::new(info.peer.get()),

@@ -36,7 +36,7 @@ pub(crate) fn refusal(
     let handshake = info.tls.as_deref()?;
     let mode = worker.conf().server(server).ssl.verify_client;
     // A server that checks client certificates serves only the name they were sent for.
-    if let Some(name) = &handshake.server_name
+    if let Some(name) = handshake.server_name()
         && !host.is_empty()
         && !name.as_bytes().eq_ignore_ascii_case(host)
         && mode != VerifyClient::Off

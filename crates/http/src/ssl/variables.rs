@@ -90,11 +90,11 @@ pub fn append(variable: SslVariable, info: Option<&HandshakeInfo>, out: &mut Vec
                 b"."
             }
         }
-        V::ServerName => match &info.server_name {
+        V::ServerName => match info.server_name() {
             Some(name) => name.as_bytes(),
             None => return false,
         },
-        V::AlpnProtocol => info.alpn.as_deref().unwrap_or_default(),
+        V::AlpnProtocol => info.alpn().unwrap_or_default(),
         V::EarlyData => b"",
         _ => return append_client(variable, info, out),
     };

@@ -112,7 +112,7 @@ pub(crate) async fn detect(
     let default_server = conf.server(address.default_server);
     if let Some(handshake) = &connection.info.tls {
         // Over TLS, ALPN decided (the server SNI chose offered `h2` when it has `http2 on`).
-        if handshake.alpn.as_deref() != Some(b"h2") {
+        if handshake.alpn() != Some(b"h2") {
             return Some(connection);
         }
         serve(worker, address, connection).await;

@@ -228,3 +228,69 @@ fn a_session_resumes_only_on_servers_with_the_same_certificates() {
         );
     }
 }
+
+/// One connection with `openssl s_client` (TLS 1.3, a request, read to the close), saving
+/// its session to `session` or resuming from it: the NewSessionTicket messages it
+/// received, and whether it resumed.
+fn tickets_of(port: u16, session: &std::path::Path, resume: bool) -> (usize, bool) {
+    use std::io::Write;
+    let mut child = std::process::Command::new("openssl")
+        .args(["s_client", "-connect", &format!("127.0.0.1:{port}")])
+        .args(["-tls1_3", "-msg", "-ign_eof"])
+        .arg(if resume { "-sess_in" } else { "-sess_out" })
+        .arg(session)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("run openssl s_client");
+    child
+        .stdin
+        .take()
+        .expect("a stdin pipe")
+        .write_all(b"GET / HTTP/1.0\r\nHost: localhost\r\n\r\n")
+        .expect("write the request");
+    let output = child.wait_with_output().expect("openssl s_client ends");
+    let text = String::from_utf8_lossy(&output.stdout);
+    let tickets = text
+        .lines()
+        .filter(|line| line.starts_with("<<<") && line.contains("NewSessionTicket"))
+        .count();
+    (
+        tickets,
+        text.lines().any(|line| line.starts_with("Reused,")),
+    )
+}
+
+#[test]
+fn a_resumed_tls13_handshake_gets_one_ticket_as_with_openssl() {
+    if !have_openssl() {
+        return;
+    }
+    let server = start(&format!(
+        "server {{ listen 127.0.0.1:8443 ssl; {PAIR} }}
+         server {{ listen 127.0.0.1:8444 ssl; ssl_session_ticket_key 48.key; {PAIR} }}"
+    ));
+    for nominal in [8443, 8444] {
+        let session = server.prefix().join(&format!("session-{nominal}.pem"));
+        let port = server.port_of(nominal);
+        assert_eq!(
+            tickets_of(port, &session, false),
+            (2, false),
+            "full, {nominal}"
+        );
+        assert_eq!(
+            tickets_of(port, &session, true),
+            (1, true),
+            "resumed, {nominal}"
+        );
+        assert_eq!(
+            tickets_of(port, &session, true),
+            (1, true),
+            "again, {nominal}"
+        );
+    }
+    // A ticket the server cannot open is a full handshake, with two.
+    let session = server.prefix().join("session-8443.pem");
+    assert_eq!(tickets_of(server.port_of(8444), &session, true), (2, false));
+}
