@@ -111,6 +111,9 @@ impl Purger {
                     })
                 });
                 walk.shard += 1;
+                if clock().saturating_duration_since(start) >= params.purger_threshold {
+                    break;
+                }
                 continue;
             };
             self.files_read += 1;
