@@ -189,6 +189,14 @@ pub fn decode(buf: &[u8]) -> Result<EntryHeader, FormatError> {
     })
 }
 
+/// The key text of an entry file from its start (`buf`: at least the header and key
+/// line), whatever the key; `None` when the header or key line is not well formed.
+pub fn key_text_of(buf: &[u8]) -> Option<&[u8]> {
+    let header = decode(buf).ok()?;
+    let line = buf.get(HEADER_SIZE..usize::from(header.header_start))?;
+    line.strip_prefix(KEY_PREFIX)?.strip_suffix(b"\n")
+}
+
 /// Why an entry file read for a request cannot be used (the request becomes a MISS).
 ///
 /// `Display` gives nginx's words after the file name; the caller writes

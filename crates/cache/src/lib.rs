@@ -30,6 +30,7 @@ pub mod loader;
 pub mod manager;
 pub mod persist;
 pub mod purge;
+pub mod purger;
 pub mod stats;
 pub mod store;
 

@@ -19,7 +19,8 @@
 //! [`crate::journal`]). Before a checkpoint it drops the purge rules that no entry can be
 //! older than ([`retire_rules`]): the index keeps each file's store time (whole seconds),
 //! so a rule goes once every file in a warm zone was stored after it, and a minute has
-//! passed.
+//! passed. With `purger=on` it also runs the purger ([`crate::purger`]) between these
+//! duties, on its own pace.
 
 use std::io;
 use std::sync::Arc;
@@ -39,9 +40,9 @@ const MAX_WAIT: Duration = Duration::from_secs(10);
 const FREE_SPACE_AGE: Duration = Duration::from_secs(1);
 /// The wait after an `inactive` walk that found only busy entries.
 const BUSY_WAIT: Duration = Duration::from_secs(1);
-/// A purge rule is kept at least this long, whatever the store times of the files: a
-/// file renamed into place is indexed a moment later.
-const RULE_MARGIN: Duration = Duration::from_secs(60);
+// A purge rule is kept at least this long, whatever the store times of the files: a
+// file renamed into place is indexed a moment later.
+use crate::purger::RULE_MARGIN;
 /// The least time between two checkpoints the journal asked for.
 const EARLY_CHECKPOINT_GAP: Duration = Duration::from_secs(10);
 
@@ -105,6 +106,8 @@ fn run(zone: &Arc<Zone>, log: &dyn Fn(Level, String)) {
     // The checkpoint's room under the zone's ceiling: the file and, while the next one is
     // written, its temporary copy (Portico's own files count as entries do).
     let mut checkpoint_room: Option<crate::fill::Reservation> = None;
+    let mut purger = crate::purger::Purger::default();
+    let mut next_purge = Instant::now();
     loop {
         drain_unlinks(zone, log);
         if Instant::now() >= next_commit {
@@ -135,10 +138,17 @@ fn run(zone: &Arc<Zone>, log: &dyn Fn(Level, String)) {
             let delay = run_once(zone, log, &Instant::now);
             next_run = Instant::now() + delay;
         }
-        let wake = next_run
+        if zone.params().purger && Instant::now() >= next_purge {
+            let delay = purger.run(zone, crate::purger::wall_nanos(), &Instant::now);
+            next_purge = Instant::now() + delay;
+        }
+        let mut wake = next_run
             .min(next_statvfs)
             .min(next_checkpoint)
             .min(next_commit);
+        if zone.params().purger {
+            wake = wake.min(next_purge);
+        }
         if zone.wait_for_work(wake.saturating_duration_since(Instant::now())) {
             drain_unlinks(zone, log);
             journal.commit(zone, log);

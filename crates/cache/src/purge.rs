@@ -8,10 +8,12 @@
 //! of the journal ([`crate::journal`]), which the manager writes at most a second after
 //! [`PurgeRules::add`]. A rule goes once every file the index has was stored after it (the
 //! manager checks at each checkpoint, see [`crate::manager`]); at most [`RULES_MAX`] are
-//! kept meanwhile, the oldest going first.
+//! kept meanwhile, the oldest going first. With `purger=on`, the purger
+//! ([`crate::purger`]) also walks the entries older than a prefix rule and removes those
+//! it covers, then retires the rule.
 
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// Rules a zone keeps at most.
 pub const RULES_MAX: usize = 4096;
@@ -29,6 +31,8 @@ pub struct Rule {
 #[derive(Debug, Default)]
 pub struct PurgeRules {
     any: AtomicBool,
+    /// Counts every change of the list (the purger re-reads it when this moves).
+    version: AtomicU64,
     rules: Mutex<Rules>,
 }
 
@@ -54,12 +58,34 @@ impl PurgeRules {
         let seq = rules.last;
         rules.insert(seq, rule);
         self.any.store(true, Ordering::Release);
+        self.version.fetch_add(1, Ordering::Release);
     }
 
     /// Puts back a rule saved by an earlier run (not journaled again).
     pub fn restore(&self, rule: Rule) {
         self.lock().insert(0, rule);
         self.any.store(true, Ordering::Release);
+        self.version.fetch_add(1, Ordering::Release);
+    }
+
+    /// A number that changes whenever a rule is added or goes.
+    pub fn version(&self) -> u64 {
+        self.version.load(Ordering::Acquire)
+    }
+
+    /// Drops `rule` (the purger has removed every entry it covers), unless a later purge
+    /// of the same key replaced it. Returns whether it went.
+    pub fn retire(&self, rule: &Rule) -> bool {
+        let mut rules = self.lock();
+        let Some(at) = rules.list.iter().position(|(_, old)| old == rule) else {
+            return false;
+        };
+        rules.list.remove(at);
+        if rules.list.is_empty() {
+            self.any.store(false, Ordering::Release);
+        }
+        self.version.fetch_add(1, Ordering::Release);
+        true
     }
 
     /// The rules added after sequence number `after`, and the last number.
@@ -92,7 +118,11 @@ impl PurgeRules {
         if rules.list.is_empty() {
             self.any.store(false, Ordering::Release);
         }
-        before - rules.list.len()
+        let gone = before - rules.list.len();
+        if gone > 0 {
+            self.version.fetch_add(1, Ordering::Release);
+        }
+        gone
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Rules> {
@@ -149,5 +179,21 @@ mod tests {
         rules.add(b"http://a/img/", true, 200);
         assert!(rules.covers(b"http://a/img/1.png", 150));
         assert!(!rules.covers(b"http://a/css/1.css", 150));
+    }
+
+    #[test]
+    fn a_retired_rule_goes_unless_replaced() {
+        let rules = PurgeRules::default();
+        rules.add(b"/a/", true, 100);
+        let old = rules.export()[0].clone();
+        let version = rules.version();
+        rules.add(b"/a/", true, 200);
+        assert_ne!(rules.version(), version);
+        assert!(!rules.retire(&old), "replaced by a later purge");
+        assert!(rules.covers(b"/a/x", 150));
+        let new = rules.export()[0].clone();
+        assert!(rules.retire(&new));
+        assert!(!rules.covers(b"/a/x", 150));
+        assert!(rules.export().is_empty());
     }
 }

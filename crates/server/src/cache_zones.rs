@@ -146,6 +146,10 @@ fn params_of(path: &CachePath) -> ZoneParams {
     params.loader_sleep = path.loader_sleep;
     params.loader_threshold = path.loader_threshold;
     params.use_temp_path = path.use_temp_path;
+    params.purger = path.purger;
+    params.purger_files = usize::try_from(path.purger_files).unwrap_or(usize::MAX);
+    params.purger_sleep = path.purger_sleep;
+    params.purger_threshold = path.purger_threshold;
     params
 }
 

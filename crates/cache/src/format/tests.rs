@@ -201,3 +201,14 @@ fn variant_normalizes_accept_tokens_across_lines() {
         variant(&main, b"x-b", headers(&x2))
     );
 }
+
+#[test]
+fn key_text_of_any_entry() {
+    let key_text = b"http://example.com/a/1";
+    let file = file_for(&sample(key_text), key_text);
+    assert_eq!(key_text_of(&file), Some(&key_text[..]));
+    assert_eq!(key_text_of(&file[..HEADER_SIZE + 4]), None, "cut short");
+    let mut other = file.clone();
+    other[0] = 4;
+    assert_eq!(key_text_of(&other), None, "another version");
+}

@@ -172,6 +172,24 @@ impl Zone {
             .min()
     }
 
+    /// How many shards [`Zone::files_written_in`] walks.
+    pub fn shard_count(&self) -> usize {
+        SHARDS
+    }
+
+    /// The keys of shard `index` (below [`Zone::shard_count`]) whose entry has a file
+    /// stored at a time `wanted` accepts (whole seconds since the epoch, 0 when unknown):
+    /// the purger's candidates.
+    pub fn files_written_in(&self, index: usize, wanted: impl Fn(u64) -> bool) -> Vec<[u8; 16]> {
+        let shard = self.lock_shard(index);
+        shard
+            .nodes
+            .iter()
+            .filter(|node| node.live && node.exists && wanted(node.written))
+            .map(|node| node.md5)
+            .collect()
+    }
+
     /// The next queued unlink, if any.
     pub fn next_unlink(&self) -> Option<Unlink> {
         self.lock_signal().unlinks.pop_front()

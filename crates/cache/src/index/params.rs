@@ -31,11 +31,18 @@ pub struct ZoneParams {
     pub loader_sleep: Duration,
     pub loader_threshold: Duration,
     pub use_temp_path: bool,
+    /// `purger=on`: prefix purge rules are applied by a paced walk ([`crate::purger`]),
+    /// not only when an entry is read.
+    pub purger: bool,
+    pub purger_files: usize,
+    pub purger_sleep: Duration,
+    pub purger_threshold: Duration,
 }
 
 impl ZoneParams {
     /// nginx's defaults: `inactive=10m`, no size limits, batches of 100 files,
-    /// 50 ms sleeps, 200 ms thresholds, `use_temp_path=on`.
+    /// 50 ms sleeps, 200 ms thresholds, `use_temp_path=on`; the purger off (when on,
+    /// batches of 10 files, 50 ms sleeps and thresholds, as NGINX Plus).
     pub fn new(name: &str, layout: Layout, keys_zone_size: u64) -> ZoneParams {
         ZoneParams {
             name: name.to_owned(),
@@ -52,6 +59,10 @@ impl ZoneParams {
             loader_sleep: Duration::from_millis(50),
             loader_threshold: Duration::from_millis(200),
             use_temp_path: true,
+            purger: false,
+            purger_files: 10,
+            purger_sleep: Duration::from_millis(50),
+            purger_threshold: Duration::from_millis(50),
         }
     }
 

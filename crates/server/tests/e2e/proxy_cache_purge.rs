@@ -244,3 +244,45 @@ fn x_accel_charset_recodes_a_cached_response() {
         "hidden as nginx hides it"
     );
 }
+
+/// With `purger=on`, a prefix purge removes the files of the entries it covers without
+/// their being asked for; entries outside the prefix stay and still HIT.
+#[test]
+fn the_purger_removes_purged_files_nobody_asks_for() {
+    let config = PURGE.replace(
+        "keys_zone=one:1m;",
+        "keys_zone=one:1m purger=on purger_files=2 purger_sleep=10ms;",
+    );
+    let mut builder = Instance::http_builder(&config);
+    let (_upstream, asked) = numbered(builder.port(8081), |_, number| {
+        ok(&format!("#{number}"), "Cache-Control: max-age=600\r\n")
+    });
+    let server = builder.start();
+    let cache = server.prefix().path().join("cache");
+    let paths = ["/a/1", "/a/2", "/a/3/x", "/b/1", "/b/2"];
+    for path in paths {
+        assert_eq!(cache_status(&server.get(path)), "MISS");
+    }
+    for path in paths {
+        crate::proxy_cache::wait_stored(&cache, path);
+    }
+    for path in paths {
+        assert_eq!(cache_status(&server.get(path)), "HIT");
+    }
+    assert_eq!(server.request(request("PURGE", "/a/*", "")).status, 204);
+    let file_of = |path: &str| crate::proxy_cache::entry_path(&cache, path);
+    // The manager sees a new rule within a second; the walk then takes milliseconds.
+    crate::support::wait_until("the /a/ files to go", Duration::from_secs(5), || {
+        paths[..3].iter().all(|path| !file_of(path).exists())
+    });
+    for path in &paths[3..] {
+        assert!(file_of(path).is_file(), "{path} is outside the prefix");
+        assert_eq!(cache_status(&server.get(path)), "HIT");
+    }
+    assert_eq!(asked.load(Ordering::Acquire), 5, "nothing was asked again");
+    assert_eq!(
+        crate::proxy_cache::files_under(&cache).len(),
+        2,
+        "only the /b/ files are left"
+    );
+}

@@ -237,6 +237,9 @@ fn set_cache_path(
         loader_sleep: Duration::from_millis(50),
         loader_threshold: Duration::from_millis(200),
         purger: false,
+        purger_files: 10,
+        purger_sleep: Duration::from_millis(50),
+        purger_threshold: Duration::from_millis(50),
         span: span.clone(),
     };
     let mut has_zone = false;
@@ -293,7 +296,7 @@ fn set_cache_path(
                 match name {
                     "manager_files" => path.manager_files = files,
                     "loader_files" => path.loader_files = files,
-                    _ => {}
+                    _ => path.purger_files = files,
                 }
             }
             "manager_sleep" | "manager_threshold" | "loader_sleep" | "loader_threshold"
@@ -304,7 +307,8 @@ fn set_cache_path(
                     "manager_threshold" => path.manager_threshold = time,
                     "loader_sleep" => path.loader_sleep = time,
                     "loader_threshold" => path.loader_threshold = time,
-                    _ => {}
+                    "purger_sleep" => path.purger_sleep = time,
+                    _ => path.purger_threshold = time,
                 }
             }
             "purger" => {

@@ -38,6 +38,12 @@ pub struct CachePath {
     /// `purger=on` (NGINX Plus syntax): wildcard purge rules are applied by a walk of the
     /// index, not only lazily.
     pub purger: bool,
+    /// `purger_files=`: files the purger reads per run (10).
+    pub purger_files: u64,
+    /// `purger_sleep=`: the purger's rest between runs (50 ms).
+    pub purger_sleep: Duration,
+    /// `purger_threshold=`: the longest run of the purger (50 ms).
+    pub purger_threshold: Duration,
     pub span: Span,
 }
 
