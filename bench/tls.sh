@@ -2,9 +2,11 @@
 # Scenario "tls": nginx (Debian's, OpenSSL) vs Portico (rustls, aws-lc-rs) with the same
 # configuration in the same run, worker_processes 1:
 #
-#   handshake-ecdsa   full TLS 1.3 handshakes, ECDSA P-256 certificate (openssl s_time -new)
+#   handshake-ecdsa   full TLS 1.3 handshakes, ECDSA P-256 certificate
 #   handshake-rsa     the same with an RSA-2048 certificate
-#   resumed           resumed handshakes (openssl s_time -reuse)
+#   resumed           resumed handshakes
+#   (the handshake load: bench/lib/handshakes, PARALLEL Go clients in one process with GOMAXPROCS=1, or one
+#   `openssl s_time -new`/`-reuse` with HANDSHAKE_CLIENT=s_time)
 #   keepalive         HTTPS keep-alive `return 200` (wrk)
 #   static-1k         HTTPS static 1 KiB file (wrk)
 #   static-4m         HTTPS static 4 MiB file (wrk), bytes/s
@@ -17,7 +19,7 @@
 # Environment (defaults in brackets): REPS [5] DURATION [5] (seconds per run)
 #   CONNECTIONS [50] (wrk) SCENARIOS ["handshake-ecdsa handshake-rsa resumed keepalive
 #   static-1k static-4m"] PORTICO_BIN, CARGO_TARGET_DIR (as in the other scenarios)
-#   KEEP_TMP [0]
+#   KEEP_TMP [0] HANDSHAKE_CLIENT [go if `go` is installed, else s_time] PARALLEL [4]
 
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
@@ -26,12 +28,23 @@ DURATION=${DURATION:-5}
 CONNECTIONS=${CONNECTIONS:-50}
 SCENARIOS=${SCENARIOS:-"handshake-ecdsa handshake-rsa resumed keepalive static-1k static-4m"}
 KEEP_TMP=${KEEP_TMP:-0}
+PARALLEL=${PARALLEL:-4}
+if [ -z "${HANDSHAKE_CLIENT:-}" ]; then
+    HANDSHAKE_CLIENT=s_time
+    command -v go >/dev/null && HANDSHAKE_CLIENT=go
+fi
 
 ensure_tools
 command -v openssl >/dev/null || die "the openssl command is needed"
 ensure_portico
 
 make_work_dir tls
+
+if [ "$HANDSHAKE_CLIENT" = go ]; then
+    (cd "$BENCH_DIR/lib/handshakes" && go build -o "$WORK/handshakes" .) \
+        || die "could not build bench/lib/handshakes"
+fi
+note "handshake load: $HANDSHAKE_CLIENT$([ "$HANDSHAKE_CLIENT" = go ] && echo ", $PARALLEL clients, GOMAXPROCS=1")"
 
 make_ecdsa_cert "$WORK"
 openssl req -x509 -nodes -days 2 -newkey rsa:2048 \
@@ -93,8 +106,16 @@ run_one() {
         handshake-*|resumed)
             local mode=-new
             [ "$scenario" = resumed ] && mode=-reuse
-            timeout $((DURATION + 30)) openssl s_time -connect "127.0.0.1:$port" $mode \
-                -time "$DURATION" -www / >"$out" 2>&1 || die "s_time failed: $(tail -3 "$out")"
+            if [ "$HANDSHAKE_CLIENT" = go ]; then
+                local reuse=""
+                [ "$scenario" = resumed ] && reuse=-reuse
+                GOMAXPROCS=1 timeout $((DURATION + 30)) "$WORK/handshakes" -connect "127.0.0.1:$port" \
+                    -time "${DURATION}s" -parallel "$PARALLEL" $reuse >"$out" 2>&1 \
+                    || die "handshakes failed: $(tail -3 "$out")"
+            else
+                timeout $((DURATION + 30)) openssl s_time -connect "127.0.0.1:$port" $mode \
+                    -time "$DURATION" -www / >"$out" 2>&1 || die "s_time failed: $(tail -3 "$out")"
+            fi
             # "N connections in S real seconds"
             read -r count seconds < <(awk '/connections in .* real seconds/ { print $1, $4 }' "$out" | tail -1)
             ;;

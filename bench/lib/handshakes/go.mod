@@ -1,0 +1,3 @@
+module portico.bench/handshakes
+
+go 1.21
