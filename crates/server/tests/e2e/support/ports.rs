@@ -1,7 +1,7 @@
 //! Free ports, and the mapping of a config's nominal ports to them.
 //!
 //! A config names nominal ports (`127.0.0.1:8080`, `[::1]:8081`, `%%PORT_8082%%`); each is
-//! replaced by a port the kernel just handed out on 127.0.0.1. Ports handed out once are
+//! replaced by a port that was free on 127.0.0.1 ([`free_port`]). Ports handed out once are
 //! never handed out again by this test process, so parallel tests cannot collide.
 
 use std::collections::{BTreeMap, HashSet};
@@ -11,20 +11,58 @@ use std::sync::Mutex;
 /// Nominal ports are in this range; other numbers in a config are left alone.
 const NOMINAL_PORTS: std::ops::RangeInclusive<u16> = 8000..=9999;
 
-static HANDED_OUT: Mutex<Option<HashSet<u16>>> = Mutex::new(None);
+/// The ports handed out, and the next one to try.
+static HANDED_OUT: Mutex<Option<(HashSet<u16>, u16)>> = Mutex::new(None);
 
 /// A port that was free on 127.0.0.1 a moment ago and that no other test of this process got.
+///
+/// Taken below the kernel's ephemeral range (`ip_local_port_range`) when there is room: a port
+/// from that range may become the local port of some outgoing connection (a test's client,
+/// a server's upstream connection) between this hand-out and the bind that uses it, and the
+/// bind then fails with "Address already in use". Each test process starts at its own offset,
+/// so that two processes running at once rarely try the same ports.
 pub fn free_port() -> u16 {
     let mut handed_out = HANDED_OUT
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
-    let handed_out = handed_out.get_or_insert_with(HashSet::new);
+    let state = handed_out.get_or_insert_with(|| (HashSet::new(), first_port()));
+    if let Some((low, high)) = below_ephemeral() {
+        let span = u32::from(high - low);
+        for _ in 0..span {
+            let port = state.1;
+            state.1 = if port + 1 >= high { low } else { port + 1 };
+            if !state.0.contains(&port) && TcpListener::bind(("127.0.0.1", port)).is_ok() {
+                state.0.insert(port);
+                return port;
+            }
+        }
+    }
     loop {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
         let port = listener.local_addr().expect("local_addr").port();
-        if handed_out.insert(port) {
+        if state.0.insert(port) {
             return port;
         }
+    }
+}
+
+/// The ports below the ephemeral range this allocator uses, `[low, high)`; `None` when the
+/// range starts too low to leave room.
+fn below_ephemeral() -> Option<(u16, u16)> {
+    const LOW: u16 = 10_000;
+    let text = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range").ok()?;
+    let ephemeral_low: u16 = text.split_whitespace().next()?.parse().ok()?;
+    (ephemeral_low >= LOW + 2_000).then_some((LOW, ephemeral_low))
+}
+
+/// Where this process starts looking: spread over the range by its pid.
+fn first_port() -> u16 {
+    match below_ephemeral() {
+        Some((low, high)) => {
+            let span = u32::from(high - low);
+            low + u16::try_from(std::process::id().wrapping_mul(7_919) % span).unwrap_or(0)
+        }
+        None => 0,
     }
 }
 
