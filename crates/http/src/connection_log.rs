@@ -17,6 +17,17 @@ pub(crate) fn log_idle_end(
     server: ServerId,
     message: &str,
 ) {
+    if connection.requests == 0 {
+        crate::request::log_connection_to(
+            worker,
+            connection,
+            server,
+            Level::Info,
+            Some("waiting for request"),
+            format_args!("{message}"),
+        );
+        return;
+    }
     let conf = worker.conf();
     let error_log = &conf
         .location(conf.server(server).location)
@@ -26,31 +37,13 @@ pub(crate) fn log_idle_end(
     if !error_log.enabled(Level::Info) {
         return;
     }
-    let now = worker.clock.wall();
-    let id = Some(connection.id);
-    if connection.requests == 0 {
-        let context = crate::request::RequestLogContext {
-            request: None,
-            connection,
-            conf,
-            action: Some("waiting for request"),
-        };
-        error_log.write(
-            Level::Info,
-            &now,
-            id,
-            format_args!("{message}"),
-            Some(&context),
-        );
-        return;
-    }
     let mut peer = Vec::new();
     crate::request::write_peer(&mut peer, &connection.peer.get());
     let peer = String::from_utf8_lossy(&peer);
     error_log.write(
         Level::Info,
-        &now,
-        id,
+        &worker.clock.wall(),
+        Some(connection.id),
         format_args!("client {peer} closed keepalive connection"),
         None,
     );

@@ -417,6 +417,41 @@ pub fn log(
     );
 }
 
+/// Writes an error-log line about a connection before any request exists (its PROXY
+/// header, its handshake, its first wait) to `server`'s error log, with what the connection
+/// was doing (`action`) as nginx adds it: `while waiting for request`.
+pub(crate) fn log_connection_to(
+    worker: &HttpWorker,
+    connection: &ConnectionInfo,
+    server: crate::conf::ServerId,
+    level: Level,
+    action: Option<&'static str>,
+    message: std::fmt::Arguments<'_>,
+) {
+    let conf = worker.conf();
+    let error_log = &conf
+        .location(conf.server(server).location)
+        .settings
+        .core
+        .error_log;
+    if !error_log.enabled(level) {
+        return;
+    }
+    let context = RequestLogContext {
+        request: None,
+        connection,
+        conf,
+        action,
+    };
+    error_log.write(
+        level,
+        &worker.clock.wall(),
+        Some(connection.id),
+        message,
+        Some(&context),
+    );
+}
+
 /// Client bytes for a log line: printable ASCII as is, anything else as `\xNN`.
 pub(crate) fn push_quoted(out: &mut String, bytes: &[u8]) {
     for &byte in bytes {

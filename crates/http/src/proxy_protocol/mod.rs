@@ -18,7 +18,7 @@ use runtime::Stream;
 pub use parse::{ProxyHeader, TlvName};
 
 use crate::conf::{AddressConf, ServerId};
-use crate::request::{ConnectionInfo, RequestLogContext};
+use crate::request::ConnectionInfo;
 use crate::worker::HttpWorker;
 use parse::{MAX_HEADER, Parsed};
 
@@ -78,24 +78,13 @@ async fn read(
             "client timed out (110: Connection timed out)".to_owned(),
         ),
     };
-    let conf = worker.conf();
-    let error_log = &conf
-        .location(conf.server(server).location)
-        .settings
-        .core
-        .error_log;
-    let context = RequestLogContext {
-        request: None,
-        connection: info,
-        conf,
-        action: Some(ACTION),
-    };
-    error_log.write(
+    crate::request::log_connection_to(
+        worker,
+        info,
+        server,
         level,
-        &worker.clock.wall(),
-        Some(info.id),
+        Some(ACTION),
         format_args!("{message}"),
-        Some(&context),
     );
     None
 }

@@ -138,26 +138,5 @@ async fn choose(
 }
 
 fn log(worker: &HttpWorker, server: ServerId, info: &ConnectionInfo, level: Level, message: &str) {
-    let conf = worker.conf();
-    let error_log = &conf
-        .location(conf.server(server).location)
-        .settings
-        .core
-        .error_log;
-    if !error_log.enabled(level) {
-        return;
-    }
-    let context = crate::request::RequestLogContext {
-        request: None,
-        connection: info,
-        conf,
-        action: None,
-    };
-    error_log.write(
-        level,
-        &worker.clock.wall(),
-        Some(info.id),
-        format_args!("{message}"),
-        Some(&context),
-    );
+    crate::request::log_connection_to(worker, info, server, level, None, format_args!("{message}"));
 }
