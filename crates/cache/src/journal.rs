@@ -40,7 +40,7 @@ use std::time::Duration;
 
 use crate::index::{Changes, SavedEntry};
 use crate::key::{Layout, Levels};
-use crate::persist::{SIDECAR_DIR, SnapshotError, levels_bytes};
+use crate::persist::{SIDECAR_DIR, SnapshotError, levels_bytes, read_u32, read_u64};
 use crate::purge::Rule;
 
 const MAGIC: &[u8; 8] = b"PCIDXLOG";
@@ -370,18 +370,6 @@ fn md5_of(body: &[u8]) -> [u8; 16] {
     let mut md5 = [0u8; 16];
     md5.copy_from_slice(&body[..16]);
     md5
-}
-
-fn read_u32(bytes: &[u8], offset: usize) -> u32 {
-    let mut out = [0u8; 4];
-    out.copy_from_slice(&bytes[offset..offset + 4]);
-    u32::from_le_bytes(out)
-}
-
-fn read_u64(bytes: &[u8], offset: usize) -> u64 {
-    let mut out = [0u8; 8];
-    out.copy_from_slice(&bytes[offset..offset + 8]);
-    u64::from_le_bytes(out)
 }
 
 #[cfg(test)]

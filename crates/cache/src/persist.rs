@@ -472,13 +472,15 @@ pub(crate) fn levels_bytes(levels: Levels) -> [u8; 4] {
     out
 }
 
-fn read_u32(bytes: &[u8], offset: usize) -> u32 {
+/// The little-endian `u32` at `offset` (the index files' byte order).
+pub(crate) fn read_u32(bytes: &[u8], offset: usize) -> u32 {
     let mut out = [0u8; 4];
     out.copy_from_slice(&bytes[offset..offset + 4]);
     u32::from_le_bytes(out)
 }
 
-fn read_u64(bytes: &[u8], offset: usize) -> u64 {
+/// The little-endian `u64` at `offset`.
+pub(crate) fn read_u64(bytes: &[u8], offset: usize) -> u64 {
     let mut out = [0u8; 8];
     out.copy_from_slice(&bytes[offset..offset + 8]);
     u64::from_le_bytes(out)
