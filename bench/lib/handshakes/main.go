@@ -3,9 +3,9 @@
 // `openssl s_time -www /` does) and reading the answer to its end. With -reuse every client
 // resumes the session of its previous connection (a ticket or the session cache).
 //
-// Its own cost per handshake is a fraction of `openssl s_time`'s, so with a few clients in
-// parallel the server's cost decides the rate, not the client's. It prints the line
-// bench/tls.sh reads: "N connections in S real seconds".
+// It prints the line bench/tls.sh reads, "N connections in S real seconds", and a second
+// one with its own CPU time per connection, so that a run shows whether the client or the
+// server was the limit.
 package main
 
 import (
@@ -15,8 +15,10 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime/pprof"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -25,10 +27,22 @@ func main() {
 	duration := flag.Duration("time", 5*time.Second, "how long to run")
 	parallel := flag.Int("parallel", 4, "clients in parallel")
 	reuse := flag.Bool("reuse", false, "resume the previous connection's session")
+	profile := flag.String("cpuprofile", "", "write the client's CPU profile to this file")
 	flag.Parse()
+
+	if *profile != "" {
+		file, err := os.Create(*profile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		pprof.StartCPUProfile(file)
+		defer pprof.StopCPUProfile()
+	}
 
 	var done, failed atomic.Int64
 	var firstError atomic.Value
+	var group_ atomic.Value
 	deadline := time.Now().Add(*duration)
 	started := time.Now()
 	var group sync.WaitGroup
@@ -47,11 +61,13 @@ func main() {
 			}
 			buffer := make([]byte, 4096)
 			for time.Now().Before(deadline) {
-				if err := once(*address, config, buffer); err != nil {
+				curve, err := once(*address, config, buffer)
+				if err != nil {
 					failed.Add(1)
 					firstError.CompareAndSwap(nil, err.Error())
 					continue
 				}
+				group_.CompareAndSwap(nil, curve.String())
 				done.Add(1)
 			}
 		}()
@@ -59,6 +75,14 @@ func main() {
 	group.Wait()
 	elapsed := time.Since(started).Seconds()
 	fmt.Printf("%d connections in %.2f real seconds\n", done.Load(), elapsed)
+	var usage syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &usage) == nil && done.Load() > 0 {
+		user := time.Duration(usage.Utime.Nano())
+		system := time.Duration(usage.Stime.Nano())
+		fmt.Printf("client CPU %.0f us per connection (user %.2f s, system %.2f s), group %v\n",
+			float64((user+system).Microseconds())/float64(done.Load()), user.Seconds(), system.Seconds(),
+			group_.Load())
+	}
 	if n := failed.Load(); n > 0 {
 		fmt.Fprintf(os.Stderr, "%d connections failed, the first: %v\n", n, firstError.Load())
 		if done.Load() == 0 {
@@ -68,30 +92,31 @@ func main() {
 }
 
 // once makes one connection: handshake, request, the whole answer, close.
-func once(address string, config *tls.Config, buffer []byte) error {
+func once(address string, config *tls.Config, buffer []byte) (tls.CurveID, error) {
 	raw, err := net.DialTimeout("tcp", address, 5*time.Second)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	conn := tls.Client(raw, config)
 	defer conn.Close()
 	conn.SetDeadline(time.Now().Add(10 * time.Second))
 	if err := conn.Handshake(); err != nil {
-		return err
+		return 0, err
 	}
-	if conn.ConnectionState().Version != tls.VersionTLS13 {
-		return fmt.Errorf("not TLS 1.3")
+	state := conn.ConnectionState()
+	if state.Version != tls.VersionTLS13 {
+		return 0, fmt.Errorf("not TLS 1.3")
 	}
 	if _, err := io.WriteString(conn, "GET / HTTP/1.0\r\n\r\n"); err != nil {
-		return err
+		return 0, err
 	}
 	for {
 		_, err := conn.Read(buffer)
 		if err == io.EOF {
-			return nil
+			return state.CurveID, nil
 		}
 		if err != nil {
-			return err
+			return 0, err
 		}
 	}
 }
