@@ -25,8 +25,8 @@
 #   static-1k static-4m"] PORTICO_BIN, CARGO_TARGET_DIR (as in the other scenarios)
 #   KEEP_TMP [0] HANDSHAKE_CLIENT [rust if cargo is installed, else go if `go` is, else
 #   s_time] HANDSHAKES_BIN (a built crates/tls/examples/handshakes) PARALLEL [4]
-#   PIN [handshakes] (the server, all its threads, on CPU 0 and the handshake client on
-#   CPU 1 in the handshake scenarios; "all": wrk on CPU 1 too; "0": no pinning)
+#   PIN [0] ("handshakes": the server, all its threads, on CPU 0 and the handshake client
+#   on CPU 1 in the handshake scenarios; "all": wrk on CPU 1 too)
 
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
@@ -36,7 +36,7 @@ CONNECTIONS=${CONNECTIONS:-50}
 SCENARIOS=${SCENARIOS:-"handshake-ecdsa handshake-rsa resumed keepalive static-1k static-4m"}
 KEEP_TMP=${KEEP_TMP:-0}
 PARALLEL=${PARALLEL:-4}
-PIN=${PIN:-handshakes}
+PIN=${PIN:-0}
 if [ -z "${HANDSHAKE_CLIENT:-}" ]; then
     HANDSHAKE_CLIENT=s_time
     command -v go >/dev/null && HANDSHAKE_CLIENT=go
