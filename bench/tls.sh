@@ -5,21 +5,28 @@
 #   handshake-ecdsa   full TLS 1.3 handshakes, ECDSA P-256 certificate
 #   handshake-rsa     the same with an RSA-2048 certificate
 #   resumed           resumed handshakes
-#   (the handshake load: bench/lib/handshakes, PARALLEL Go clients in one process with GOMAXPROCS=1, or one
-#   `openssl s_time -new`/`-reuse` with HANDSHAKE_CLIENT=s_time)
+#   (the handshake load: PARALLEL clients of crates/tls/examples/handshakes.rs, threads of
+#   one process, with HANDSHAKE_CLIENT=rust; bench/lib/handshakes, Go clients in one process
+#   with GOMAXPROCS=1, with HANDSHAKE_CLIENT=go; one `openssl s_time -new`/`-reuse` with
+#   HANDSHAKE_CLIENT=s_time)
 #   keepalive         HTTPS keep-alive `return 200` (wrk)
 #   static-1k         HTTPS static 1 KiB file (wrk)
 #   static-4m         HTTPS static 4 MiB file (wrk), bytes/s
 #
 # Each reports the median of REPS runs of the rate and of the server's CPU time per
-# operation (nanoseconds, every thread of the server's processes).
+# operation (nanoseconds, every thread of the server's processes), and for the handshake
+# scenarios the load's own CPU time per connection (as the client reports it; "-" for
+# s_time), which shows whether the client was the limit.
 #
 #   bench/tls.sh
 #
 # Environment (defaults in brackets): REPS [5] DURATION [5] (seconds per run)
 #   CONNECTIONS [50] (wrk) SCENARIOS ["handshake-ecdsa handshake-rsa resumed keepalive
 #   static-1k static-4m"] PORTICO_BIN, CARGO_TARGET_DIR (as in the other scenarios)
-#   KEEP_TMP [0] HANDSHAKE_CLIENT [go if `go` is installed, else s_time] PARALLEL [4]
+#   KEEP_TMP [0] HANDSHAKE_CLIENT [rust if cargo is installed, else go if `go` is, else
+#   s_time] HANDSHAKES_BIN (a built crates/tls/examples/handshakes) PARALLEL [4]
+#   PIN [0] ("handshakes": the server, all its threads, on CPU 0 and the handshake client
+#   on CPU 1 in the handshake scenarios; "all": wrk on CPU 1 too)
 
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
@@ -29,10 +36,16 @@ CONNECTIONS=${CONNECTIONS:-50}
 SCENARIOS=${SCENARIOS:-"handshake-ecdsa handshake-rsa resumed keepalive static-1k static-4m"}
 KEEP_TMP=${KEEP_TMP:-0}
 PARALLEL=${PARALLEL:-4}
+PIN=${PIN:-0}
 if [ -z "${HANDSHAKE_CLIENT:-}" ]; then
     HANDSHAKE_CLIENT=s_time
     command -v go >/dev/null && HANDSHAKE_CLIENT=go
+    { [ -n "${HANDSHAKES_BIN:-}" ] || command -v cargo >/dev/null; } && HANDSHAKE_CLIENT=rust
 fi
+case $PIN in
+    0 | handshakes | all) ;;
+    *) die "PIN is handshakes, all or 0" ;;
+esac
 
 ensure_tools
 command -v openssl >/dev/null || die "the openssl command is needed"
@@ -40,11 +53,39 @@ ensure_portico
 
 make_work_dir tls
 
-if [ "$HANDSHAKE_CLIENT" = go ]; then
-    (cd "$BENCH_DIR/lib/handshakes" && go build -o "$WORK/handshakes" .) \
-        || die "could not build bench/lib/handshakes"
-fi
-note "handshake load: $HANDSHAKE_CLIENT$([ "$HANDSHAKE_CLIENT" = go ] && echo ", $PARALLEL clients, GOMAXPROCS=1")"
+case $HANDSHAKE_CLIENT in
+    go)
+        (cd "$BENCH_DIR/lib/handshakes" && go build -o "$WORK/handshakes" .) \
+            || die "could not build bench/lib/handshakes"
+        ;;
+    rust)
+        if [ -n "${HANDSHAKES_BIN:-}" ]; then
+            cp "$HANDSHAKES_BIN" "$WORK/handshakes" || die "HANDSHAKES_BIN=$HANDSHAKES_BIN not found"
+        else
+            target=${CARGO_TARGET_DIR:-$REPO_DIR/target}
+            (cd "$REPO_DIR" && CARGO_TARGET_DIR=$target cargo build --release --quiet -p portico-tls \
+                --example handshakes) || die "could not build crates/tls/examples/handshakes.rs"
+            cp "$target/release/examples/handshakes" "$WORK/handshakes"
+        fi
+        ;;
+    s_time) ;;
+    *) die "HANDSHAKE_CLIENT is rust, go or s_time" ;;
+esac
+case $HANDSHAKE_CLIENT in
+    go) note "handshake load: go, $PARALLEL clients, GOMAXPROCS=1" ;;
+    rust) note "handshake load: rust, $PARALLEL client threads" ;;
+    *) note "handshake load: s_time" ;;
+esac
+[ "$PIN" = 0 ] || note "PIN=$PIN: the server on CPU 0, the load on CPU 1"
+
+# pinned SCENARIO: whether the server and the load of SCENARIO run on CPUs of their own.
+pinned() {
+    case $PIN in
+        all) return 0 ;;
+        handshakes) [ "${1#handshake-}" != "$1" ] || [ "$1" = resumed ] ;;
+        *) return 1 ;;
+    esac
+}
 
 make_ecdsa_cert "$WORK"
 openssl req -x509 -nodes -days 2 -newkey rsa:2048 \
@@ -82,9 +123,10 @@ http {
 EOF
 }
 
-# One run: prints "RATE CPU_NS_PER_OPERATION".
+# One run: prints "RATE CPU_NS_PER_OPERATION CLIENT_CPU_US_PER_CONNECTION" (the last "-"
+# when the load does not report it).
 run_one() {
-    local kind=$1 scenario=$2 port key conf prefix out family cpu0 cpu1 count seconds
+    local kind=$1 scenario=$2 port key conf prefix out family cpu0 cpu1 count seconds client_us=-
     port=$(free_port)
     key=ecdsa
     [ "$scenario" = handshake-rsa ] && key=rsa
@@ -93,6 +135,14 @@ run_one() {
     write_conf "$conf" "$port" "$key"
     start_server "$kind" "$prefix" "$conf" "$port"
     mapfile -t family < <(process_family "$SERVER_PID")
+    local load_prefix=()
+    if pinned "$scenario"; then
+        local pid
+        for pid in "${family[@]}"; do
+            taskset -a -p -c 0 "$pid" >/dev/null || die "taskset failed"
+        done
+        load_prefix=(taskset -c 1)
+    fi
     out=$WORK/out-$kind-$scenario.txt
     local protocol
     protocol=$(openssl s_client -connect "127.0.0.1:$port" </dev/null 2>/dev/null \
@@ -106,24 +156,26 @@ run_one() {
         handshake-*|resumed)
             local mode=-new
             [ "$scenario" = resumed ] && mode=-reuse
-            if [ "$HANDSHAKE_CLIENT" = go ]; then
+            if [ "$HANDSHAKE_CLIENT" = s_time ]; then
+                timeout $((DURATION + 30)) "${load_prefix[@]}" openssl s_time -connect "127.0.0.1:$port" \
+                    $mode -time "$DURATION" -www / >"$out" 2>&1 || die "s_time failed: $(tail -3 "$out")"
+            else
                 local reuse=""
                 [ "$scenario" = resumed ] && reuse=-reuse
-                GOMAXPROCS=1 timeout $((DURATION + 30)) "$WORK/handshakes" -connect "127.0.0.1:$port" \
-                    -time "${DURATION}s" -parallel "$PARALLEL" $reuse >"$out" 2>&1 \
+                GOMAXPROCS=1 timeout $((DURATION + 30)) "${load_prefix[@]}" "$WORK/handshakes" \
+                    -connect "127.0.0.1:$port" -time "${DURATION}s" -parallel "$PARALLEL" $reuse >"$out" 2>&1 \
                     || die "handshakes failed: $(tail -3 "$out")"
-            else
-                timeout $((DURATION + 30)) openssl s_time -connect "127.0.0.1:$port" $mode \
-                    -time "$DURATION" -www / >"$out" 2>&1 || die "s_time failed: $(tail -3 "$out")"
             fi
             # "N connections in S real seconds"
             read -r count seconds < <(awk '/connections in .* real seconds/ { print $1, $4 }' "$out" | tail -1)
+            # "client CPU N us per connection"
+            client_us=$(awk '/^client CPU/ { print $3; exit }' "$out")
             ;;
         *)
             local path=/
             [ "$scenario" = static-1k ] && path=/static/1k.bin
             [ "$scenario" = static-4m ] && path=/static/4m.bin
-            timeout $((DURATION + 30)) wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" \
+            timeout $((DURATION + 30)) "${load_prefix[@]}" wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" \
                 "https://127.0.0.1:$port$path" >"$out" 2>&1 || die "wrk failed: $(cat "$out")"
             count=$(awk '/requests in/ { print $1 }' "$out")
             seconds=$DURATION
@@ -138,18 +190,22 @@ run_one() {
     else
         rate=$(awk -v n="$count" -v s="$seconds" 'BEGIN { printf "%.1f", n / s }')
     fi
-    echo "$rate $(( (cpu1 - cpu0) / count ))"
+    echo "$rate $(( (cpu1 - cpu0) / count )) ${client_us:--}"
 }
 
-printf '%-16s %-8s %14s %14s\n' scenario server "rate/s median" "cpu ns/op"
+printf '%-16s %-8s %14s %14s %16s\n' scenario server "rate/s median" "cpu ns/op" "client us/conn"
 for scenario in $SCENARIOS; do
     for kind in nginx portico; do
-        rates=() cpus=()
+        rates=() cpus=() clients=()
         for _ in $(seq "$REPS"); do
-            read -r rate cpu < <(run_one "$kind" "$scenario")
+            read -r rate cpu client < <(run_one "$kind" "$scenario")
             rates+=("$rate") cpus+=("$cpu")
+            [ "$client" = - ] || clients+=("$client")
         done
-        printf '%-16s %-8s %14s %14s\n' "$scenario" "$kind" "$(median "${rates[@]}")" "$(median "${cpus[@]}")"
+        client=-
+        [ ${#clients[@]} -gt 0 ] && client=$(median "${clients[@]}")
+        printf '%-16s %-8s %14s %14s %16s\n' "$scenario" "$kind" "$(median "${rates[@]}")" \
+            "$(median "${cpus[@]}")" "$client"
     done
 done
 [ "$SCENARIOS" = "${SCENARIOS/static-4m/}" ] || note "static-4m rate is in bytes/s"

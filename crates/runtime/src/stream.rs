@@ -223,13 +223,21 @@ impl Stream {
     }
 
     /// Sends what a TLS session holds, waiting at most `timeout` for the socket.
+    ///
+    /// The timer is made only when the socket is full: a keep-alive response has usually
+    /// left already, and flushing is then one check, without reading the clock for a
+    /// deadline (twice per HTTPS request otherwise).
     pub async fn flush_timed(&self, timeout: std::time::Duration) -> io::Result<()> {
-        match self {
-            Stream::Tls(stream) => match tokio::time::timeout(timeout, stream.flush()).await {
-                Ok(result) => result,
-                Err(_) => Err(io::ErrorKind::TimedOut.into()),
-            },
-            _ => Ok(()),
+        let Stream::Tls(stream) = self else {
+            return Ok(());
+        };
+        match stream.try_flush() {
+            Err(error) if error.kind() == io::ErrorKind::WouldBlock => {}
+            result => return result,
+        }
+        match tokio::time::timeout(timeout, stream.flush()).await {
+            Ok(result) => result,
+            Err(_) => Err(io::ErrorKind::TimedOut.into()),
         }
     }
 

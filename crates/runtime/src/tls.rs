@@ -64,8 +64,13 @@ impl Write for SocketIo<'_> {
 
     /// Every pending record in one `sendmsg`: rustls hands over a flight (ServerHello,
     /// ChangeCipherSpec, the encrypted rest) as separate buffers, and the default
-    /// `write_vectored` would send each with its own system call and packet.
+    /// `write_vectored` would send each with its own system call and packet. A single
+    /// record (a keep-alive response) goes with `send`, which the kernel takes without
+    /// copying in a message header and an iovec array.
     fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        if let [only] = bufs {
+            return self.write(only);
+        }
         let mut control = rustix::net::SendAncillaryBuffer::default();
         rustix::net::sendmsg(self.0, bufs, &mut control, rustix::net::SendFlags::NOSIGNAL)
             .map_err(io::Error::from)
@@ -227,6 +232,11 @@ impl TlsStream {
 
     pub(crate) fn plaintext_ready(&self) -> bool {
         self.session.borrow().plaintext_ready()
+    }
+
+    /// Sends what the socket takes now; `WouldBlock` when records are left.
+    pub(crate) fn try_flush(&self) -> io::Result<()> {
+        self.flush_pending(&mut self.session.borrow_mut())
     }
 
     /// Sends every pending record, waiting for the socket as needed.
@@ -437,5 +447,17 @@ mod tests {
         let mut received = Vec::new();
         theirs.read_to_end(&mut received).unwrap();
         assert_eq!(received, b"hello world");
+    }
+
+    #[test]
+    fn a_single_record_is_sent_whole() {
+        let (ours, mut theirs) = UnixStream::pair().unwrap();
+        let record = [IoSlice::new(b"one record")];
+        let written = SocketIo(ours.as_fd()).write_vectored(&record).unwrap();
+        assert_eq!(written, 10);
+        drop(ours);
+        let mut received = Vec::new();
+        theirs.read_to_end(&mut received).unwrap();
+        assert_eq!(received, b"one record");
     }
 }
