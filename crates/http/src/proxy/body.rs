@@ -145,6 +145,14 @@ impl<'a> UpstreamBody<'a> {
         }
     }
 
+    /// The bytes of the body not yet passed on, when its length is known.
+    pub fn length_left(&self) -> Option<u64> {
+        match self.framing {
+            UpstreamFraming::Length(_) => Some(self.remaining),
+            _ => None,
+        }
+    }
+
     /// Whether the whole body has been read.
     pub fn is_done(&self) -> bool {
         match self.framing {
@@ -156,7 +164,8 @@ impl<'a> UpstreamBody<'a> {
 
     /// Appends the next body bytes to `out`; `Ok(false)` once the body has ended.
     /// Decodes what was already read first, and reads from the upstream only when nothing
-    /// is left (when `may_wait` is false it returns `Ok(true)` without reading instead).
+    /// is left (when `may_wait` is false, only what the connection already holds is read,
+    /// and `Ok(true)` with nothing added says the next read would wait).
     pub async fn next(
         &mut self,
         out: &mut Vec<u8>,
@@ -204,7 +213,9 @@ impl<'a> UpstreamBody<'a> {
                     return Ok(true);
                 }
             }
-            if !may_wait {
+            // Without waiting, only what the socket already holds is read (no system call
+            // when the last read emptied it); a rate limit reads only when waiting.
+            if !may_wait && (self.limit_rate != 0 || self.stream.is_none()) {
                 return Ok(true);
             }
             // Everything read was decoded: the buffer starts over (growing, and zeroed,
@@ -214,16 +225,24 @@ impl<'a> UpstreamBody<'a> {
             if self.input.len() < self.read_size {
                 self.input.resize(self.read_size, 0);
             }
-            if self.stream.is_none() {
-                return Ok(false);
+            let count = if may_wait {
+                let allowed = self.pace().await.min(self.input.len());
+                let Some(stream) = &self.stream else {
+                    return Ok(false);
+                };
+                read_timed(stream, &mut self.input[..allowed], self.read_timeout).await
+            } else {
+                let Some(stream) = &self.stream else {
+                    return Ok(true);
+                };
+                match stream.try_read(&mut self.input) {
+                    Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {
+                        return Ok(true);
+                    }
+                    result => result,
+                }
             }
-            let allowed = self.pace().await.min(self.input.len());
-            let Some(stream) = &self.stream else {
-                return Ok(false);
-            };
-            let count = read_timed(stream, &mut self.input[..allowed], self.read_timeout)
-                .await
-                .map_err(|error| Failure::io(error, Action::ReadingBody, true))?;
+            .map_err(|error| Failure::io(error, Action::ReadingBody, true))?;
             self.end = count;
             *received += count as u64;
             if let Some((_, read)) = &mut self.read_since {
