@@ -89,6 +89,44 @@ impl Stream {
         result
     }
 
+    /// [`Stream::try_read`] into the room `buf` has beyond its length (`buf` grows by the
+    /// bytes read), so that a buffer used again is not zeroed first. Reads at most that
+    /// room; a buffer without any reads nothing.
+    pub fn try_read_spare(&self, buf: &mut Vec<u8>) -> io::Result<usize> {
+        let wanted = buf.capacity() - buf.len();
+        if wanted == 0 {
+            return Ok(0);
+        }
+        let fd = self.as_fd();
+        let read = || {
+            rustix::net::recv(
+                fd,
+                rustix::buffer::spare_capacity(&mut *buf),
+                rustix::net::RecvFlags::empty(),
+            )
+            .map(|(received, _)| received)
+            .map_err(io::Error::from)
+        };
+        let result = match self {
+            Stream::Tcp(stream) => stream.try_io(Interest::READABLE, read),
+            Stream::Unix(stream) => stream.try_io(Interest::READABLE, read),
+            Stream::Tls(_) => {
+                let start = buf.len();
+                buf.resize(start + wanted, 0);
+                let result = self.try_read(&mut buf[start..]);
+                buf.truncate(start + *result.as_ref().unwrap_or(&0));
+                return result;
+            }
+        };
+        if let Ok(received) = result
+            && received > 0
+            && received < wanted
+        {
+            self.clear_read_readiness();
+        }
+        result
+    }
+
     /// Whether the poller has reported the socket readable since it was last drained,
     /// known without a system call. An idle connection that is not readable has had
     /// nothing arrive, not even a close.
@@ -373,5 +411,50 @@ impl AsFd for Stream {
             Stream::Unix(stream) => stream.as_fd(),
             Stream::Tls(stream) => stream.tcp.as_fd(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+
+    use super::Stream;
+
+    /// A spare-room read keeps the bytes already in the buffer, fills at most the room
+    /// beyond them, and leaves the rest in the socket for the next read.
+    #[test]
+    fn try_read_spare_fills_the_room_past_the_length() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .build()
+            .expect("a runtime for the test");
+        runtime.block_on(async {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+            let mut peer = std::net::TcpStream::connect(listener.local_addr().expect("address"))
+                .expect("connect");
+            let (accepted, _) = listener.accept().expect("accept");
+            accepted.set_nonblocking(true).expect("non-blocking");
+            let stream = Stream::Tcp(tokio::net::TcpStream::from_std(accepted).expect("register"));
+            peer.write_all(b"abcdefghij").expect("write");
+            stream.readable().await.expect("readable");
+
+            let mut buf = Vec::with_capacity(5);
+            buf.push(b'_');
+            let room = buf.capacity() - 1;
+            assert_eq!(stream.try_read_spare(&mut buf).expect("read"), room);
+            assert_eq!(buf.len(), 1 + room);
+            assert_eq!(&buf[..], &b"_abcdefghij"[..1 + room]);
+
+            let mut full = Vec::new();
+            assert_eq!(stream.try_read_spare(&mut full).expect("no room"), 0);
+
+            let mut rest = Vec::with_capacity(64);
+            let left = 10 - room;
+            assert_eq!(
+                stream.try_read_spare(&mut rest).expect("read the rest"),
+                left
+            );
+            assert_eq!(rest, b"abcdefghij"[room..]);
+        });
     }
 }

@@ -8,11 +8,15 @@ use http1::chunked::ChunkedDecoder;
 use runtime::Stream;
 
 use crate::proxy::cache::store::Keeper;
-use crate::proxy::exchange::read_timed;
+use crate::proxy::exchange::{read_timed, read_timed_spare};
 use crate::proxy::failure::{Action, Failure, Fault};
 use crate::proxy::response::UpstreamFraming;
 use crate::request::Request;
 use crate::upstream::{Group, Selected};
+
+/// A buffer this many times larger than one read (`proxy_buffers`) is not read into: it
+/// is given up for one of the read's size.
+const READ_ROOM_MAX_TIMES: usize = 4;
 
 /// Gives the peer's connection count back when the response is done with.
 pub struct Release<'a> {
@@ -145,6 +149,14 @@ impl<'a> UpstreamBody<'a> {
         }
     }
 
+    /// The bytes of the body not yet passed on, when its length is known.
+    pub fn length_left(&self) -> Option<u64> {
+        match self.framing {
+            UpstreamFraming::Length(_) => Some(self.remaining),
+            _ => None,
+        }
+    }
+
     /// Whether the whole body has been read.
     pub fn is_done(&self) -> bool {
         match self.framing {
@@ -156,7 +168,8 @@ impl<'a> UpstreamBody<'a> {
 
     /// Appends the next body bytes to `out`; `Ok(false)` once the body has ended.
     /// Decodes what was already read first, and reads from the upstream only when nothing
-    /// is left (when `may_wait` is false it returns `Ok(true)` without reading instead).
+    /// is left (when `may_wait` is false, only what the connection already holds is read,
+    /// and `Ok(true)` with nothing added says the next read would wait).
     pub async fn next(
         &mut self,
         out: &mut Vec<u8>,
@@ -204,26 +217,46 @@ impl<'a> UpstreamBody<'a> {
                     return Ok(true);
                 }
             }
-            if !may_wait {
+            // Without waiting, only what the socket already holds is read (no system call
+            // when the last read emptied it); a rate limit reads only when waiting.
+            if !may_wait && (self.limit_rate != 0 || self.stream.is_none()) {
                 return Ok(true);
             }
-            // Everything read was decoded: the buffer starts over (growing, and zeroed,
-            // only the first time a body needs more room than the head's buffer had).
+            // Everything read was decoded: the buffer starts over, and is read into as it
+            // is (a buffer used again is not zeroed first), one `proxy_buffers` at least.
             self.position = 0;
             self.end = 0;
-            if self.input.len() < self.read_size {
-                self.input.resize(self.read_size, 0);
+            self.input.clear();
+            if self.input.capacity() > READ_ROOM_MAX_TIMES * self.read_size {
+                self.input = Vec::new();
             }
-            if self.stream.is_none() {
-                return Ok(false);
+            self.input.reserve(self.read_size);
+            let count = if may_wait {
+                let allowed = self.pace().await;
+                let Some(stream) = &self.stream else {
+                    return Ok(false);
+                };
+                if allowed < self.input.capacity() {
+                    // The rate allows less than the buffer holds.
+                    self.input.resize(allowed, 0);
+                    let count = read_timed(stream, &mut self.input, self.read_timeout).await;
+                    self.input.truncate(*count.as_ref().unwrap_or(&0));
+                    count
+                } else {
+                    read_timed_spare(stream, &mut self.input, self.read_timeout).await
+                }
+            } else {
+                let Some(stream) = &self.stream else {
+                    return Ok(true);
+                };
+                match stream.try_read_spare(&mut self.input) {
+                    Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {
+                        return Ok(true);
+                    }
+                    result => result,
+                }
             }
-            let allowed = self.pace().await.min(self.input.len());
-            let Some(stream) = &self.stream else {
-                return Ok(false);
-            };
-            let count = read_timed(stream, &mut self.input[..allowed], self.read_timeout)
-                .await
-                .map_err(|error| Failure::io(error, Action::ReadingBody, true))?;
+            .map_err(|error| Failure::io(error, Action::ReadingBody, true))?;
             self.end = count;
             *received += count as u64;
             if let Some((_, read)) = &mut self.read_since {

@@ -585,6 +585,29 @@ pub async fn read_timed(
     }
 }
 
+/// [`read_timed`] into the room `buffer` has beyond its length (`Stream::try_read_spare`).
+pub async fn read_timed_spare(
+    stream: &Stream,
+    buffer: &mut Vec<u8>,
+    timeout: Duration,
+) -> io::Result<usize> {
+    match stream.try_read_spare(buffer) {
+        Err(error) if error.kind() == io::ErrorKind::WouldBlock => {}
+        result => return result,
+    }
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        match tokio::time::timeout_at(deadline, stream.readable()).await {
+            Ok(result) => result?,
+            Err(_) => return Err(io::ErrorKind::TimedOut.into()),
+        }
+        match stream.try_read_spare(buffer) {
+            Err(error) if error.kind() == io::ErrorKind::WouldBlock => continue,
+            result => return result,
+        }
+    }
+}
+
 /// Waits (with a timer) until the socket is readable, then reads: for an answer that
 /// cannot have arrived yet, so that no read is made only to learn that.
 pub(crate) async fn read_after_wait(

@@ -354,18 +354,35 @@ async fn send_buffered(
         spill: None,
         spill_max: proxy.max_temp_file_size,
     };
+    // A body of known length that fits is gathered whole without growing the buffer by steps.
+    if let Some(left) = body.as_ref().and_then(UpstreamBody::length_left) {
+        spool
+            .memory
+            .reserve(usize::try_from(left).unwrap_or(usize::MAX).min(limit));
+    }
+    // Bytes the client gets as the upstream sent them are decoded straight into the spool.
+    let as_sent = coding.is_empty() && context.framing != Framing::Chunked && window.is_whole();
     let mut data = Vec::new();
     let mut framed = Vec::new();
     let mut received = 0u64;
     loop {
-        // Read what is already there without waiting, while there is room.
+        // Read what is already there without waiting, while memory has room (the client
+        // is offered it before anything goes to the temporary file).
         while let Some(upstream) = body.as_mut()
-            && spool.has_room()
+            && spool.in_memory()
         {
             data.clear();
-            let more = match upstream.next(&mut data, false, request).await {
+            let out = if as_sent {
+                &mut *spool.memory
+            } else {
+                &mut data
+            };
+            let start = out.len();
+            let read = upstream.next(out, false, request).await;
+            let more = match read {
                 Ok(more) => more,
                 Err(failure) => {
+                    out.truncate(start);
                     store.abort();
                     return upstream_failed(
                         context, output, request, &mut spool, attempt, received, failure,
@@ -373,19 +390,24 @@ async fn send_buffered(
                     .await;
                 }
             };
-            received += data.len() as u64;
-            store.push(context, request, &data).await;
-            let clipped = window.clip(&data);
-            store_coded(
-                context,
-                output,
-                request,
-                &mut spool,
-                &mut coding,
-                clipped,
-                &mut framed,
-            )
-            .await?;
+            let piece_len = out.len() - start;
+            received += piece_len as u64;
+            if as_sent {
+                store.push(context, request, &spool.memory[start..]).await;
+            } else {
+                store.push(context, request, &data).await;
+                let clipped = window.clip(&data);
+                store_coded(
+                    context,
+                    output,
+                    request,
+                    &mut spool,
+                    &mut coding,
+                    clipped,
+                    &mut framed,
+                )
+                .await?;
+            }
             if !more {
                 end_attempt(request, attempt, received);
                 store.finish(context, request).await;
@@ -393,7 +415,7 @@ async fn send_buffered(
                     done.finish();
                 }
                 end_coded(context, output, request, &mut spool, &mut coding).await?;
-            } else if data.is_empty() {
+            } else if piece_len == 0 {
                 break;
             }
         }
@@ -517,6 +539,11 @@ impl Spool<'_> {
         self.unsent_memory() == 0 && self.spilled() == 0
     }
 
+    /// Whether bytes stored now stay in memory.
+    fn in_memory(&self) -> bool {
+        self.spilled() == 0 && self.unsent_memory() < self.limit
+    }
+
     /// Whether more may be read from the upstream now.
     fn has_room(&self) -> bool {
         if self.spilled() == 0 && self.unsent_memory() < self.limit {
@@ -536,7 +563,7 @@ impl Spool<'_> {
         if bytes.is_empty() {
             return Ok(());
         }
-        if (self.spilled() == 0 && self.unsent_memory() < self.limit) || self.spill_max == 0 {
+        if self.in_memory() || self.spill_max == 0 {
             self.memory.extend_from_slice(bytes);
             return Ok(());
         }
@@ -688,6 +715,11 @@ impl Window {
             end,
             offset: 0,
         }
+    }
+
+    /// Whether the client gets the whole body.
+    fn is_whole(&self) -> bool {
+        self.start == 0 && self.end == u64::MAX
     }
 
     fn clip<'d>(&mut self, data: &'d [u8]) -> &'d [u8] {

@@ -257,11 +257,6 @@ impl CacheWriter {
         if let Some(fill) = self.fill.as_mut() {
             fill.begin_rename().await;
         }
-        let call = format!(
-            "rename() \"{}\" to \"{}\"",
-            self.temp.display(),
-            target.display()
-        );
         let committed = self
             .run_steps("rename()", move || {
                 let Some(file) = file else {
@@ -281,7 +276,12 @@ impl CacheWriter {
                         .message
                         .rsplit_once(" failed (")
                         .map(|(_, rest)| rest);
-                    failure.message = format!("{call} failed ({})", errno.unwrap_or(")"));
+                    failure.message = format!(
+                        "rename() \"{}\" to \"{}\" failed ({})",
+                        self.temp.display(),
+                        self.zone.params().layout.entry_path(&self.key).display(),
+                        errno.unwrap_or(")")
+                    );
                 }
                 failure
             })?;
