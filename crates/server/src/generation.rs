@@ -11,6 +11,7 @@ use logging::{Level, LogFiles};
 use runtime::accept::{Accepted, WorkerListener, accept_loop};
 use runtime::worker::{self, ThreadStart, WorkerContext, WorkerHandle, WorkerSpec};
 use runtime::{AcceptSettings, ListenAddress, Phase};
+use rustix::thread::CpuSet;
 use threadpool::{ThreadPool, ThreadPools};
 
 use crate::config::{Config, CpuAffinity, UserSetting};
@@ -86,9 +87,11 @@ pub fn start(
         &config.error_log,
     ));
     // A lazily started pool's threads are spawned by a worker and would inherit its
-    // `worker_cpu_affinity`; they get the master's CPUs back first, and `worker_priority`
-    // as nginx's pool threads inherit their worker process's.
-    let master_cpus = rustix::thread::sched_getaffinity(None).ok();
+    // `worker_cpu_affinity`; they get their own CPUs first (see `pool_cpus`), and
+    // `worker_priority` as nginx's pool threads inherit their worker process's.
+    let master_cpus = rustix::thread::sched_getaffinity(None)
+        .ok()
+        .map(|master| pool_cpus(&master, config.cpu_affinity.as_ref(), config.workers));
     let priority = config.worker_priority;
     let pool_log = Arc::clone(&config.error_log);
     let pool_hook: threadpool::ThreadStart = Arc::new(move || {
@@ -294,6 +297,27 @@ fn drop_privileges_hook(user: UserSetting) -> ThreadStart {
 }
 
 /// The CPUs worker `index` is pinned to, if `worker_cpu_affinity` says so.
+/// The CPUs of pool threads: the master's, less those `worker_cpu_affinity` pins workers
+/// to when any CPU is left. A hash or a copy that a worker hands to its pool then never
+/// runs on that worker's CPU, where the woken worker would wait for it (measured: the
+/// `auth_basic` bench's loop lag, bench/README.md); nginx's pool threads share their
+/// worker process's CPU.
+fn pool_cpus(master: &CpuSet, affinity: Option<&CpuAffinity>, workers: usize) -> CpuSet {
+    let mut rest = master.clone();
+    for index in 0..workers {
+        for cpu in cpus_for(affinity, index).unwrap_or_default() {
+            if cpu < CpuSet::MAX_CPU {
+                rest.unset(cpu);
+            }
+        }
+    }
+    if rest.count() == 0 {
+        master.clone()
+    } else {
+        rest
+    }
+}
+
 fn cpus_for(affinity: Option<&CpuAffinity>, index: usize) -> Option<Vec<usize>> {
     match affinity? {
         CpuAffinity::Auto { limit } => {
@@ -452,5 +476,44 @@ fn log(worker: &HttpWorker, level: Level, message: std::fmt::Arguments<'_>) {
     let error_log = &worker.generation.error_log;
     if error_log.enabled(level) {
         error_log.write(level, &worker.clock.wall(), None, message, None);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(cpus: &[usize]) -> CpuSet {
+        let mut set = CpuSet::new();
+        for &cpu in cpus {
+            set.set(cpu);
+        }
+        set
+    }
+
+    fn listed(set: &CpuSet) -> Vec<usize> {
+        (0..8).filter(|cpu| set.is_set(*cpu)).collect()
+    }
+
+    #[test]
+    fn pool_threads_leave_the_pinned_workers_cpus_when_others_remain() {
+        let master = set(&[0, 1, 2, 3]);
+        let masks = CpuAffinity::Masks(vec![vec![0], vec![1]]);
+        assert_eq!(listed(&pool_cpus(&master, Some(&masks), 2)), [2, 3]);
+        let auto = CpuAffinity::Auto {
+            limit: Some(vec![2, 3]),
+        };
+        assert_eq!(listed(&pool_cpus(&master, Some(&auto), 1)), [0, 1, 3]);
+    }
+
+    #[test]
+    fn pool_threads_keep_every_cpu_without_affinity_or_a_free_cpu() {
+        let master = set(&[0, 1]);
+        assert_eq!(listed(&pool_cpus(&master, None, 2)), [0, 1]);
+        let masks = CpuAffinity::Masks(vec![vec![0], vec![1]]);
+        assert_eq!(listed(&pool_cpus(&master, Some(&masks), 2)), [0, 1]);
+        // The last mask repeats for further workers, as nginx's does.
+        let one = CpuAffinity::Masks(vec![vec![1]]);
+        assert_eq!(listed(&pool_cpus(&master, Some(&one), 3)), [0]);
     }
 }

@@ -77,6 +77,42 @@ fn worker_cpu_affinity_pins_each_worker() {
     }
 }
 
+/// Pool threads stay off the CPUs the workers are pinned to, when the master has others: a
+/// hash or copy a worker hands over then never runs where that worker would wait for it.
+#[test]
+fn pool_threads_leave_the_cpus_workers_are_pinned_to() {
+    let allowed = status_field(
+        &std::fs::read_to_string("/proc/self/status").expect("own status"),
+        "Cpus_allowed_list",
+    )
+    .to_owned();
+    if allowed != "0-1" && !allowed.starts_with("0-") {
+        eprintln!("skipped: this test pins a worker to CPU 0 of CPUs 0-N, allowed here: {allowed}");
+        return;
+    }
+    let last: usize = allowed[2..].parse().expect("a CPU number");
+    let server = Instance::start(&format!(
+        "worker_processes 1;\nworker_cpu_affinity 1;\nthread_pool default threads=2;\nevents {{\n}}\n{HTTP}\n"
+    ));
+    assert_eq!(server.get("/").status, 200);
+    let rest = if last == 1 {
+        "1".to_owned()
+    } else {
+        format!("1-{last}")
+    };
+    let mut pools = 0;
+    for (name, status) in threads(server.pid()) {
+        let cpus = status_field(&status, "Cpus_allowed_list");
+        if name == "worker 1.0" {
+            assert_eq!(cpus, "0", "{name}");
+        } else if name.starts_with("pool ") {
+            assert_eq!(cpus, rest, "{name}");
+            pools += 1;
+        }
+    }
+    assert_eq!(pools, 2, "two pool threads");
+}
+
 #[test]
 fn worker_rlimit_nofile_sets_the_process_limit() {
     let server = Instance::start(&format!(
