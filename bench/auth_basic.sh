@@ -19,6 +19,8 @@
 #   ROUNDS [5000]         SHA-512 crypt rounds of the htpasswd line (5000 is crypt's default)
 #   CONNECTIONS [50] WRK_THREADS [1] DURATION [10] (seconds) WARMUP [1] (seconds, 0 = none)
 #   WORKER_PROCESSES [1] WORKER_CONNECTIONS [1024]
+#   AFFINITY [auto]       `worker_cpu_affinity` of both servers ("" = none): the worker on
+#                         CPU 0; Portico's pool threads then take the other CPUs
 #   PORTICO_BIN           use this binary instead of building (cargo build --release -p portico-server)
 #   CARGO_TARGET_DIR      where cargo builds
 #   RESULTS [bench/RESULTS.md]   file whose "auth_basic" section is rewritten; "-" = don't write
@@ -40,6 +42,7 @@ DURATION=${DURATION:-10}
 WARMUP=${WARMUP:-1}
 WORKER_PROCESSES=${WORKER_PROCESSES:-1}
 WORKER_CONNECTIONS=${WORKER_CONNECTIONS:-1024}
+AFFINITY=${AFFINITY-auto}
 RESULTS=${RESULTS:-$BENCH_DIR/RESULTS.md}
 KEEP_TMP=${KEEP_TMP:-0}
 QUIET_MAX=${QUIET_MAX:-0}
@@ -47,7 +50,7 @@ QUIET_CORES=${QUIET_CORES:-0.3}
 INSTRUCTIONS=0
 SECTION=auth_basic
 COMMAND_LINE="bench/auth_basic.sh"
-for variable in REPS AUTH_RATE AUTH_CONNECTIONS ROUNDS CONNECTIONS WRK_THREADS DURATION WARMUP WORKER_PROCESSES WORKER_CONNECTIONS QUIET_MAX QUIET_CORES PORTICO_BIN CARGO_TARGET_DIR; do
+for variable in REPS AUTH_RATE AUTH_CONNECTIONS ROUNDS CONNECTIONS WRK_THREADS DURATION WARMUP WORKER_PROCESSES WORKER_CONNECTIONS AFFINITY QUIET_MAX QUIET_CORES PORTICO_BIN CARGO_TARGET_DIR; do
     if printenv "$variable" >/dev/null; then
         COMMAND_LINE="$variable='${!variable}' $COMMAND_LINE"
     fi
@@ -103,6 +106,8 @@ port=$(free_port)
 metrics_port=$(free_port)
 [ "$metrics_port" != "$port" ] || metrics_port=$(free_port)
 user_line=""
+affinity_line=""
+[ -z "$AFFINITY" ] || affinity_line="worker_cpu_affinity $AFFINITY;"
 [ "$(id -u)" -eq 0 ] && user_line="user root;"
 # Writes the configuration; with "metrics", Portico's, which adds one server (another port)
 # for its metrics endpoint, a directive nginx does not have. Nothing else differs.
@@ -121,6 +126,7 @@ write_conf() {
 # adds the metrics server at the end).
 $user_line
 worker_processes $WORKER_PROCESSES;
+$affinity_line
 daemon off;
 pid logs/server.pid;
 error_log logs/error.log;
