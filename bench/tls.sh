@@ -21,7 +21,7 @@
 #   bench/tls.sh
 #
 # Environment (defaults in brackets): REPS [5] DURATION [5] (seconds per run)
-#   CONNECTIONS [50] (wrk) SCENARIOS ["handshake-ecdsa handshake-rsa resumed keepalive
+#   CONNECTIONS [50] WRK_THREADS [2] (wrk) SCENARIOS ["handshake-ecdsa handshake-rsa resumed keepalive
 #   static-1k static-4m"] PORTICO_BIN, CARGO_TARGET_DIR (as in the other scenarios)
 #   KEEP_TMP [0] HANDSHAKE_CLIENT [rust if cargo is installed, else go if `go` is, else
 #   s_time] HANDSHAKES_BIN (a built crates/tls/examples/handshakes) PARALLEL [4]
@@ -33,6 +33,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 REPS=${REPS:-5}
 DURATION=${DURATION:-5}
 CONNECTIONS=${CONNECTIONS:-50}
+WRK_THREADS=${WRK_THREADS:-2}
 SCENARIOS=${SCENARIOS:-"handshake-ecdsa handshake-rsa resumed keepalive static-1k static-4m"}
 KEEP_TMP=${KEEP_TMP:-0}
 PARALLEL=${PARALLEL:-4}
@@ -175,7 +176,7 @@ run_one() {
             local path=/
             [ "$scenario" = static-1k ] && path=/static/1k.bin
             [ "$scenario" = static-4m ] && path=/static/4m.bin
-            timeout $((DURATION + 30)) "${load_prefix[@]}" wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" \
+            timeout $((DURATION + 30)) "${load_prefix[@]}" wrk -t"$WRK_THREADS" -c"$CONNECTIONS" -d"${DURATION}s" \
                 "https://127.0.0.1:$port$path" >"$out" 2>&1 || die "wrk failed: $(cat "$out")"
             count=$(awk '/requests in/ { print $1 }' "$out")
             seconds=$DURATION
