@@ -303,7 +303,7 @@ fn drop_privileges_hook(user: UserSetting) -> ThreadStart {
 /// `auth_basic` bench's loop lag, bench/README.md); nginx's pool threads share their
 /// worker process's CPU.
 fn pool_cpus(master: &CpuSet, affinity: Option<&CpuAffinity>, workers: usize) -> CpuSet {
-    let mut rest = master.clone();
+    let mut rest = *master;
     for index in 0..workers {
         for cpu in cpus_for(affinity, index).unwrap_or_default() {
             if cpu < CpuSet::MAX_CPU {
@@ -312,7 +312,7 @@ fn pool_cpus(master: &CpuSet, affinity: Option<&CpuAffinity>, workers: usize) ->
         }
     }
     if rest.count() == 0 {
-        master.clone()
+        *master
     } else {
         rest
     }
