@@ -311,11 +311,7 @@ fn pool_cpus(master: &CpuSet, affinity: Option<&CpuAffinity>, workers: usize) ->
             }
         }
     }
-    if rest.count() == 0 {
-        *master
-    } else {
-        rest
-    }
+    if rest.count() == 0 { *master } else { rest }
 }
 
 fn cpus_for(affinity: Option<&CpuAffinity>, index: usize) -> Option<Vec<usize>> {
