@@ -90,20 +90,12 @@ pub(crate) fn log_connection(
     message: &str,
     action: &'static str,
 ) {
-    let conf = worker.conf();
-    let error_log = match request.location {
-        Some(location) => &conf.location(location).settings.core.error_log,
-        None => &worker.generation.error_log,
-    };
-    if !error_log.enabled(level) {
-        return;
-    }
-    let context = request.log_context(connection, conf).with_action(action);
-    error_log.write(
+    crate::request::log_during(
+        worker,
+        connection,
+        request,
         level,
-        &worker.clock.wall(),
-        Some(connection.id),
+        Some(action),
         format_args!("{message}"),
-        Some(&context),
     );
 }

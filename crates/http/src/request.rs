@@ -399,6 +399,19 @@ pub fn log(
     level: Level,
     message: std::fmt::Arguments<'_>,
 ) {
+    log_during(worker, connection, request, level, None, message);
+}
+
+/// [`log`], with what the connection was doing (`action`) as nginx adds it: `while
+/// reading client request headers`.
+pub(crate) fn log_during(
+    worker: &HttpWorker,
+    connection: &ConnectionInfo,
+    request: &Request<'_>,
+    level: Level,
+    action: Option<&'static str>,
+    message: std::fmt::Arguments<'_>,
+) {
     let conf = worker.conf();
     let error_log = match request.location {
         Some(location) => &conf.location(location).settings.core.error_log,
@@ -407,7 +420,10 @@ pub fn log(
     if !error_log.enabled(level) {
         return;
     }
-    let context = request.log_context(connection, conf);
+    let mut context = request.log_context(connection, conf);
+    if let Some(action) = action {
+        context = context.with_action(action);
+    }
     error_log.write(
         level,
         &worker.clock.wall(),
