@@ -96,6 +96,23 @@ pub fn entry_path(cache: &Path, key: &str) -> PathBuf {
         .join(&name)
 }
 
+/// A cache directory outside any one instance's prefix, shared by successive instances.
+pub struct SharedCache {
+    home: crate::support::TempPrefix,
+}
+
+impl SharedCache {
+    pub fn new() -> SharedCache {
+        SharedCache {
+            home: crate::support::TempPrefix::new(),
+        }
+    }
+
+    pub fn dir(&self) -> PathBuf {
+        self.home.join("cache")
+    }
+}
+
 /// Every regular file under `dir`, Portico's `.portico` sidecar left out.
 pub fn files_under(dir: &Path) -> Vec<PathBuf> {
     let mut found = Vec::new();

@@ -9,37 +9,22 @@ use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::proxy_cache::{asked, entry_path, ok, origin, wait_stored, x_cache};
+use crate::proxy_cache::{SharedCache, asked, entry_path, ok, origin, wait_stored, x_cache};
 use crate::support::upstream::MockUpstream;
-use crate::support::{Instance, PATIENCE, Signal, TempPrefix, wait_until};
+use crate::support::{Instance, PATIENCE, Signal, wait_until};
 
 /// Longer than the journal's commit interval (one second): what was done before it is
 /// in the journal.
 const COMMITTED: Duration = Duration::from_millis(1500);
 
-/// A cache directory outside any one instance's prefix, shared by successive instances.
-struct Cache {
-    home: TempPrefix,
-}
-
-impl Cache {
-    fn new() -> Cache {
-        Cache {
-            home: TempPrefix::new(),
-        }
-    }
-
-    fn dir(&self) -> PathBuf {
-        self.home.join("cache")
-    }
-
+impl SharedCache {
     fn journal(&self) -> PathBuf {
         self.dir().join(".portico/index.log")
     }
 
     /// An instance with `path_extra` on its `proxy_cache_path`, purge by `PURGE`, and an
     /// upstream answering `#N from BATCH` in 3000 bytes (one 4 KiB block per entry).
-    fn start(&self, path_extra: &str, batch: &'static str) -> (Instance, MockUpstream) {
+    fn start_purging(&self, path_extra: &str, batch: &'static str) -> (Instance, MockUpstream) {
         let config = format!(
             "
 map $request_method $purge_method {{ PURGE 1; default 0; }}
@@ -75,8 +60,8 @@ fn body(response: &crate::support::Response) -> String {
 /// crash. (The directory walk alone would index them in directory order.)
 #[test]
 fn kill_9_keeps_the_lru_order_of_entries_after_the_checkpoint() {
-    let cache = Cache::new();
-    let (mut first, _upstream) = cache.start("", "first");
+    let cache = SharedCache::new();
+    let (mut first, _upstream) = cache.start_purging("", "first");
     let keys = ["/j1", "/j2", "/j3", "/j4", "/j5", "/j6"];
     for key in keys {
         assert_eq!(x_cache(&first.get(key)), "MISS");
@@ -96,7 +81,7 @@ fn kill_9_keeps_the_lru_order_of_entries_after_the_checkpoint() {
         .expect("stored")
         .blocks()
         * 512;
-    let (second, upstream) = cache.start(&format!("max_size={}", 4 * block), "second");
+    let (second, upstream) = cache.start_purging(&format!("max_size={}", 4 * block), "second");
     let gone = |key: &str| !entry_path(&cache.dir(), key).exists();
     wait_until("the manager to trim to max_size", PATIENCE, || {
         keys.iter().filter(|key| gone(key)).count() >= 3
@@ -118,14 +103,14 @@ fn kill_9_keeps_the_lru_order_of_entries_after_the_checkpoint() {
 /// then evicts `/b` and `/c`, the least recently used (the snapshot alone says `/a`).
 #[test]
 fn kill_9_after_a_clean_start_replays_the_journal_over_the_snapshot() {
-    let cache = Cache::new();
-    let (mut first, _upstream) = cache.start("", "first");
+    let cache = SharedCache::new();
+    let (mut first, _upstream) = cache.start_purging("", "first");
     for key in ["/a", "/b", "/c"] {
         assert_eq!(x_cache(&first.get(key)), "MISS");
         wait_stored(&cache.dir(), key);
     }
     first.stop();
-    let (mut second, _upstream) = cache.start("", "second");
+    let (mut second, _upstream) = cache.start_purging("", "second");
     assert_eq!(x_cache(&second.get("/a")), "HIT");
     assert_eq!(x_cache(&second.get("/d")), "MISS");
     wait_stored(&cache.dir(), "/d");
@@ -135,7 +120,7 @@ fn kill_9_after_a_clean_start_replays_the_journal_over_the_snapshot() {
         .expect("stored")
         .blocks()
         * 512;
-    let (third, upstream) = cache.start(&format!("max_size={}", 3 * block), "third");
+    let (third, upstream) = cache.start_purging(&format!("max_size={}", 3 * block), "third");
     let keys = ["/a", "/b", "/c", "/d"];
     let gone = |key: &str| !entry_path(&cache.dir(), key).exists();
     wait_until("the manager to trim to max_size", PATIENCE, || {
@@ -156,8 +141,8 @@ fn kill_9_after_a_clean_start_replays_the_journal_over_the_snapshot() {
 #[test]
 fn a_prefix_purge_holds_across_kill_9_and_a_clean_restart() {
     for signal in [Signal::KILL, Signal::QUIT] {
-        let cache = Cache::new();
-        let (mut first, _upstream) = cache.start("", "first");
+        let cache = SharedCache::new();
+        let (mut first, _upstream) = cache.start_purging("", "first");
         for key in ["/p/a", "/p/b", "/q"] {
             assert_eq!(x_cache(&first.get(key)), "MISS");
             wait_stored(&cache.dir(), key);
@@ -166,7 +151,7 @@ fn a_prefix_purge_holds_across_kill_9_and_a_clean_restart() {
         assert_eq!(purge.status, 204);
         std::thread::sleep(COMMITTED);
         first.stop_with(signal);
-        let (second, upstream) = cache.start("", "second");
+        let (second, upstream) = cache.start_purging("", "second");
         for key in ["/p/a", "/p/b"] {
             let response = second.get(key);
             assert_eq!(
@@ -188,8 +173,8 @@ fn a_prefix_purge_holds_across_kill_9_and_a_clean_restart() {
 #[test]
 fn a_damaged_journal_tail_is_replayed_up_to_the_damage() {
     for damage in ["truncate", "flip"] {
-        let cache = Cache::new();
-        let (mut first, _upstream) = cache.start("", "first");
+        let cache = SharedCache::new();
+        let (mut first, _upstream) = cache.start_purging("", "first");
         for key in ["/d1", "/d2"] {
             assert_eq!(x_cache(&first.get(key)), "MISS");
             wait_stored(&cache.dir(), key);
@@ -211,7 +196,7 @@ fn a_damaged_journal_tail_is_replayed_up_to_the_damage() {
             _ => *bytes.last_mut().expect("records") ^= 0x55,
         }
         std::fs::write(cache.journal(), &bytes).expect("damage the journal");
-        let (second, upstream) = cache.start("", "second");
+        let (second, upstream) = cache.start_purging("", "second");
         second.wait_for_error_log("is damaged at byte");
         for key in ["/d1", "/d2", "/d3"] {
             let hit = second.get(key);

@@ -9,9 +9,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::proxy_cache::{
-    asked, cached_proxy, entry_path, files_under, ok, origin, wait_stored, x_cache,
+    SharedCache, asked, cached_proxy, entry_path, files_under, ok, origin, wait_stored, x_cache,
 };
-use crate::support::{Instance, PATIENCE, Signal, TempPrefix, poll, wait_until};
+use crate::support::{Instance, PATIENCE, Signal, poll, wait_until};
 
 fn config(path_line: &str) -> String {
     format!(
@@ -193,22 +193,7 @@ fn a_small_keys_zone_never_fails_a_request() {
     assert_eq!(again.status, 200);
 }
 
-/// A cache directory outside any one instance's prefix, shared by successive instances.
-struct SharedCache {
-    home: TempPrefix,
-}
-
 impl SharedCache {
-    fn new() -> SharedCache {
-        SharedCache {
-            home: TempPrefix::new(),
-        }
-    }
-
-    fn dir(&self) -> PathBuf {
-        self.home.join("cache")
-    }
-
     fn config(&self) -> String {
         config(&format!(
             "{} levels=1:2 keys_zone=one:1m use_temp_path=off loader_files=10 loader_sleep=10ms \
