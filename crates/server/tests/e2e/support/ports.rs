@@ -14,13 +14,47 @@ const NOMINAL_PORTS: std::ops::RangeInclusive<u16> = 8000..=9999;
 /// The ports handed out, and the next one to try.
 static HANDED_OUT: Mutex<Option<(HashSet<u16>, u16)>> = Mutex::new(None);
 
+/// Locks on the ports this process handed out, held until it exits.
+static CLAIMS: Mutex<Vec<std::fs::File>> = Mutex::new(Vec::new());
+
+/// Claims `port` against other test processes on this machine: an exclusive `flock` on
+/// `/tmp/portico-e2e-ports/PORT`, kept until this process exits. Two processes (the e2e
+/// tests of two checkouts, say) each see a port free between its probe and the bind that
+/// uses it, and the second bind failed with "Address already in use"; a port another
+/// process has claimed is skipped. Without the directory, every port is claimable.
+fn claim(port: u16) -> bool {
+    let directory = std::path::Path::new("/tmp/portico-e2e-ports");
+    if std::fs::create_dir_all(directory).is_err() {
+        return true;
+    }
+    let Ok(file) = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(directory.join(port.to_string()))
+    else {
+        return true;
+    };
+    match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+        Ok(()) => {
+            CLAIMS
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .push(file);
+            true
+        }
+        Err(_) => false,
+    }
+}
+
 /// A port that was free on 127.0.0.1 a moment ago and that no other test of this process got.
 ///
 /// Taken below the kernel's ephemeral range (`ip_local_port_range`) when there is room: a port
 /// from that range may become the local port of some outgoing connection (a test's client,
 /// a server's upstream connection) between this hand-out and the bind that uses it, and the
 /// bind then fails with "Address already in use". Each test process starts at its own offset,
-/// so that two processes running at once rarely try the same ports.
+/// so that two processes running at once rarely try the same ports, and a port is claimed
+/// with a lock file ([`claim`]) so that they never hand out the same one.
 pub fn free_port() -> u16 {
     let mut handed_out = HANDED_OUT
         .lock()
@@ -31,7 +65,10 @@ pub fn free_port() -> u16 {
         for _ in 0..span {
             let port = state.1;
             state.1 = if port + 1 >= high { low } else { port + 1 };
-            if !state.0.contains(&port) && TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            if !state.0.contains(&port)
+                && TcpListener::bind(("127.0.0.1", port)).is_ok()
+                && claim(port)
+            {
                 state.0.insert(port);
                 return port;
             }
@@ -40,7 +77,8 @@ pub fn free_port() -> u16 {
     loop {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
         let port = listener.local_addr().expect("local_addr").port();
-        if state.0.insert(port) {
+        if !state.0.contains(&port) && claim(port) {
+            state.0.insert(port);
             return port;
         }
     }
@@ -138,6 +176,27 @@ fn host_and_port(text: &str) -> Option<(&'static str, u16, usize)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_port_claimed_elsewhere_is_not_claimed_again() {
+        // A privileged port is never handed out (the allocator's range starts above them);
+        // one per process, so that two test processes do not meet here. A lock taken
+        // through another open file stands for another process's claim: `flock` locks
+        // belong to open files, so they conflict within one process too.
+        let port = 1 + u16::try_from(std::process::id() % 1_000).expect("below 1000");
+        std::fs::create_dir_all("/tmp/portico-e2e-ports").expect("the claims directory");
+        let other = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(format!("/tmp/portico-e2e-ports/{port}"))
+            .expect("open the claim");
+        rustix::fs::flock(&other, rustix::fs::FlockOperation::NonBlockingLockExclusive)
+            .expect("lock it");
+        assert!(!claim(port), "claimed by the other open file");
+        drop(other);
+        assert!(claim(port), "free once the other lock is gone");
+    }
 
     #[test]
     fn nominal_ports_are_mapped_consistently() {
