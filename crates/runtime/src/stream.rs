@@ -93,20 +93,19 @@ impl Stream {
     /// bytes read), so that a buffer used again is not zeroed first. Reads at most that
     /// room; a buffer without any reads nothing.
     pub fn try_read_spare(&self, buf: &mut Vec<u8>) -> io::Result<usize> {
-        let wanted = buf.capacity() - buf.len();
+        let room = buf.capacity() - buf.len();
+        self.try_read_appending(buf, room)
+    }
+
+    /// [`Stream::try_read`] of at most `max` bytes, appended to `buf` (which grows to take
+    /// them, without zeroing). Reads nothing when `max` is 0.
+    pub fn try_read_appending(&self, buf: &mut Vec<u8>, max: usize) -> io::Result<usize> {
+        let wanted = max;
         if wanted == 0 {
             return Ok(0);
         }
         let fd = self.as_fd();
-        let read = || {
-            rustix::net::recv(
-                fd,
-                rustix::buffer::spare_capacity(&mut *buf),
-                rustix::net::RecvFlags::empty(),
-            )
-            .map(|(received, _)| received)
-            .map_err(io::Error::from)
-        };
+        let read = || crate::sys::read_into::recv_appending(fd, &mut *buf, wanted);
         let result = match self {
             Stream::Tcp(stream) => stream.try_io(Interest::READABLE, read),
             Stream::Unix(stream) => stream.try_io(Interest::READABLE, read),

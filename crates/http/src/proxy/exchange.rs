@@ -591,7 +591,18 @@ pub async fn read_timed_spare(
     buffer: &mut Vec<u8>,
     timeout: Duration,
 ) -> io::Result<usize> {
-    match stream.try_read_spare(buffer) {
+    let room = buffer.capacity() - buffer.len();
+    read_timed_appending(stream, buffer, room, timeout).await
+}
+
+/// [`read_timed_spare`] of at most `max` bytes (the buffer grows to take them).
+pub async fn read_timed_appending(
+    stream: &Stream,
+    buffer: &mut Vec<u8>,
+    max: usize,
+    timeout: Duration,
+) -> io::Result<usize> {
+    match stream.try_read_appending(buffer, max) {
         Err(error) if error.kind() == io::ErrorKind::WouldBlock => {}
         result => return result,
     }
@@ -601,7 +612,7 @@ pub async fn read_timed_spare(
             Ok(result) => result?,
             Err(_) => return Err(io::ErrorKind::TimedOut.into()),
         }
-        match stream.try_read_spare(buffer) {
+        match stream.try_read_appending(buffer, max) {
             Err(error) if error.kind() == io::ErrorKind::WouldBlock => continue,
             result => return result,
         }

@@ -170,6 +170,23 @@ impl Store {
         }
     }
 
+    /// [`Store::finish`] after the body's last bytes, `buffer[from..]`, which were not
+    /// pushed: the cache writes them from `buffer` itself.
+    async fn finish_from(
+        &mut self,
+        context: &BodyContext<'_>,
+        request: &Request<'_>,
+        buffer: &mut Vec<u8>,
+        from: usize,
+    ) {
+        let Some(writer) = self.0.take() else {
+            return;
+        };
+        if let Err(failure) = writer.finish_from(buffer, from).await {
+            store_failed(context, request, &failure);
+        }
+    }
+
     /// The upstream failed: nothing is stored.
     fn abort(&mut self) {
         self.0 = None;
@@ -366,6 +383,9 @@ async fn send_buffered(
     let mut framed = Vec::new();
     let mut received = 0u64;
     loop {
+        // Where the bytes read as sent in this pass start in memory, not yet given to the
+        // cache: a body that ends in the pass goes to it from the spool without a copy.
+        let mut unstored: Option<usize> = None;
         // Read what is already there without waiting, while memory has room (the client
         // is offered it before anything goes to the temporary file).
         while let Some(upstream) = body.as_mut()
@@ -393,7 +413,7 @@ async fn send_buffered(
             let piece_len = out.len() - start;
             received += piece_len as u64;
             if as_sent {
-                store.push(context, request, &spool.memory[start..]).await;
+                unstored.get_or_insert(start);
             } else {
                 store.push(context, request, &data).await;
                 let clipped = window.clip(&data);
@@ -410,7 +430,14 @@ async fn send_buffered(
             }
             if !more {
                 end_attempt(request, attempt, received);
-                store.finish(context, request).await;
+                match unstored.take() {
+                    Some(from) => {
+                        store
+                            .finish_from(context, request, spool.memory, from)
+                            .await
+                    }
+                    None => store.finish(context, request).await,
+                }
                 if let Some(done) = body.take() {
                     done.finish();
                 }
@@ -418,6 +445,9 @@ async fn send_buffered(
             } else if piece_len == 0 {
                 break;
             }
+        }
+        if let Some(from) = unstored {
+            store.push(context, request, &spool.memory[from..]).await;
         }
         // Write what the client takes now; refill from the file when memory is sent.
         loop {

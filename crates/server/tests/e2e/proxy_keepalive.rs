@@ -120,3 +120,32 @@ fn keepalive_requests_one_opens_a_connection_per_request() {
     assert_eq!(limited.connections(), 3);
     assert_eq!(kept.connections(), 1);
 }
+
+#[test]
+fn keepalive_drops_a_connection_with_bytes_past_the_body() {
+    // The head and the body's start, then the rest of the body with bytes its length did
+    // not announce: the rest is read straight into the response's buffer, asking for
+    // exactly the body's bytes, and the connection is not kept.
+    let body = "b".repeat(60_000);
+    let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", body.len());
+    let (start, rest) = body.split_at(1000);
+    let (start, rest) = (format!("{head}{start}"), format!("{rest}STRAY"));
+    let (server, upstream) = proxy_with(KEEPALIVE, move |mut conn| {
+        while conn.read_request().is_some() {
+            conn.write(start.as_bytes());
+            std::thread::sleep(Duration::from_millis(30));
+            conn.write(rest.as_bytes());
+        }
+    });
+    // A POST is not repeated on a new connection when a reused one fails: it shows the
+    // connection was dropped when the first response ended, not found stale on reuse.
+    let get = server.get("/");
+    let post = server
+        .request("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nConnection: close\r\n\r\nx");
+    for response in [get, post] {
+        assert_eq!(response.status, 200);
+        assert_eq!(response.body.len(), 60_000);
+        assert!(response.body.iter().all(|&byte| byte == b'b'));
+    }
+    assert_eq!(upstream.connections(), 2);
+}
