@@ -82,6 +82,11 @@ pub fn file_info(metadata: &Metadata, block_size: u64) -> FileInfo {
     }
 }
 
+/// Opens an entry for reading, without a `fstat`.
+pub fn open_for_reading(path: &Path) -> io::Result<File> {
+    File::open(path)
+}
+
 /// Opens an entry for reading and stats it.
 pub fn open_entry(path: &Path) -> io::Result<(File, Metadata)> {
     let file = File::open(path)?;
@@ -121,6 +126,33 @@ pub fn rewrite_header(
     }
     file.write_all_at(header, 0)?;
     Ok(true)
+}
+
+/// Writes `parts`, one after the other, at `offset`: one `pwritev` when the file takes
+/// them whole.
+pub fn write_all_parts_at(file: &File, parts: &[&[u8]], offset: u64) -> io::Result<()> {
+    let total: usize = parts.iter().map(|part| part.len()).sum();
+    let mut done = 0usize;
+    let mut slices = Vec::with_capacity(parts.len());
+    while done < total {
+        slices.clear();
+        let mut skip = done;
+        for part in parts {
+            if skip >= part.len() {
+                skip -= part.len();
+                continue;
+            }
+            slices.push(io::IoSlice::new(&part[skip..]));
+            skip = 0;
+        }
+        match rustix::io::pwritev(file, &slices, offset + done as u64) {
+            Ok(0) => return Err(ErrorKind::WriteZero.into()),
+            Ok(written) => done += written,
+            Err(rustix::io::Errno::INTR) => {}
+            Err(errno) => return Err(errno.into()),
+        }
+    }
+    Ok(())
 }
 
 /// Removes a file.

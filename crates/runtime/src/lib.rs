@@ -26,4 +26,4 @@ pub use accept::{
 pub use clock::Clock;
 pub use listener::{ListenAddress, ListenError, ListenOptions, Listener};
 pub use stream::{PeerAddress, Stream};
-pub use worker::{Phase, ThreadStart, WorkerContext, WorkerHandle, WorkerSpec};
+pub use worker::{BeforePark, Phase, ThreadStart, WorkerContext, WorkerHandle, WorkerSpec};

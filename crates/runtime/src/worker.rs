@@ -42,7 +42,13 @@ pub struct WorkerSpec {
     /// `worker_connections`.
     pub connections_max: usize,
     pub on_start: Option<ThreadStart>,
+    /// Run on the worker's thread each time its loop is about to wait for events (nothing
+    /// left to run), and once as it ends: the end of a turn.
+    pub before_park: Option<BeforePark>,
 }
+
+/// See [`WorkerSpec::before_park`].
+pub type BeforePark = Arc<dyn Fn() + Send + Sync + 'static>;
 
 /// What a worker's body gets: its identity, the master's commands, and its shared state.
 #[derive(Debug)]
@@ -181,10 +187,13 @@ where
     {
         return;
     }
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
+    let mut builder = tokio::runtime::Builder::new_current_thread();
+    builder.enable_all();
+    if let Some(hook) = &spec.before_park {
+        let hook = Arc::clone(hook);
+        builder.on_thread_park(move || hook());
+    }
+    let runtime = match builder.build() {
         Ok(runtime) => runtime,
         Err(_) => return,
     };
@@ -199,6 +208,9 @@ where
     local.block_on(&runtime, body(context));
     drop(local);
     runtime.shutdown_timeout(Duration::from_millis(100));
+    if let Some(hook) = &spec.before_park {
+        hook();
+    }
 }
 
 #[cfg(test)]
@@ -213,6 +225,7 @@ mod tests {
             cpus: Some(vec![0]),
             connections_max: 8,
             on_start: None,
+            before_park: None,
         }
     }
 

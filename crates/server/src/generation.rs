@@ -149,6 +149,8 @@ pub fn start(
                 .worker_connections
                 .saturating_sub(sockets.len()),
             on_start: on_start.clone(),
+            // Cache writes queued in a turn wake their pool once, at the turn's end.
+            before_park: Some(Arc::new(threadpool::wake_deferred)),
         };
         let generation = Arc::clone(&generation);
         let listeners = sockets.clone();
@@ -345,6 +347,8 @@ async fn run_worker(
     accept: AcceptSettings,
     shutdown_timeout: Option<Duration>,
 ) {
+    // This thread's loop wakes the pools at the end of each turn (`before_park`).
+    threadpool::defer_wakes_on_this_thread();
     let pools = generation
         .worker_pools
         .get(context.index)

@@ -15,5 +15,8 @@ mod pool;
 mod set;
 
 pub use counters::{Counters, CountersSnapshot, TASK_BUCKETS_MICROSECONDS, TaskBuckets, TaskKind};
-pub use pool::{Completion, PoolSettings, QueueOverflow, TaskLost, ThreadPool, ThreadStart};
+pub use pool::{
+    Completion, PoolSettings, QueueOverflow, TaskLost, ThreadPool, ThreadStart,
+    defer_wakes_on_this_thread, wake_deferred,
+};
 pub use set::ThreadPools;

@@ -1,5 +1,6 @@
 //! The pool: a bounded queue, fixed threads, completions through oneshot channels.
 
+use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::fmt;
 use std::future::Future;
@@ -54,6 +55,34 @@ impl fmt::Display for TaskLost {
 impl std::error::Error for TaskLost {}
 
 type Job = Box<dyn FnOnce() + Send + 'static>;
+
+/// Tasks queued by [`ThreadPool::submit_deferred_as`] before their pool is woken at once:
+/// the woken thread takes them one after the other, and at most this many ever wait behind
+/// one that is slow.
+const DEFERRED_MAX: usize = 4;
+
+thread_local! {
+    /// Whether this thread wakes pools at the end of its loop's turn
+    /// ([`defer_wakes_on_this_thread`]).
+    static DEFERS_WAKES: Cell<bool> = const { Cell::new(false) };
+    /// The pools this thread queued tasks on without waking them, and how many tasks.
+    static DEFERRED: RefCell<Vec<(Arc<Shared>, usize)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Lets [`ThreadPool::submit_deferred_as`] leave the wake of a pool to [`wake_deferred`] on
+/// this thread: for a worker whose loop calls it before it waits for events, so that the
+/// tasks its connections queue in one turn cost the pool one wake, not one each.
+pub fn defer_wakes_on_this_thread() {
+    DEFERS_WAKES.with(|defers| defers.set(true));
+}
+
+/// Wakes a thread of every pool this thread queued tasks on without waking it.
+pub fn wake_deferred() {
+    let deferred = DEFERRED.with(|deferred| std::mem::take(&mut *deferred.borrow_mut()));
+    for (shared, _) in deferred {
+        shared.available.notify_one();
+    }
+}
 
 struct Queued {
     job: Job,
@@ -201,6 +230,57 @@ impl ThreadPool {
         T: Send + 'static,
         F: FnOnce() -> T + Send + 'static,
     {
+        let completion = self.queue(kind, work)?;
+        self.shared.available.notify_one();
+        Ok(completion)
+    }
+
+    /// [`ThreadPool::submit_as`] for a task that can wait for the end of the submitting
+    /// worker's turn: on a thread that [defers wakes](defer_wakes_on_this_thread) the pool
+    /// is woken by [`wake_deferred`], or at once when `DEFERRED_MAX` tasks wait for it.
+    /// Elsewhere the same as `submit_as`.
+    pub fn submit_deferred_as<T, F>(
+        &self,
+        kind: TaskKind,
+        work: F,
+    ) -> Result<Completion<T>, QueueOverflow>
+    where
+        T: Send + 'static,
+        F: FnOnce() -> T + Send + 'static,
+    {
+        let completion = self.queue(kind, work)?;
+        if !DEFERS_WAKES.with(Cell::get) {
+            self.shared.available.notify_one();
+            return Ok(completion);
+        }
+        let wake_now = DEFERRED.with(|deferred| {
+            let mut deferred = deferred.borrow_mut();
+            let position = deferred
+                .iter()
+                .position(|(shared, _)| Arc::ptr_eq(shared, &self.shared));
+            let position = position.unwrap_or_else(|| {
+                deferred.push((Arc::clone(&self.shared), 0));
+                deferred.len() - 1
+            });
+            deferred[position].1 += 1;
+            let full = deferred[position].1 >= DEFERRED_MAX;
+            if full {
+                deferred.swap_remove(position);
+            }
+            full
+        });
+        if wake_now {
+            self.shared.available.notify_one();
+        }
+        Ok(completion)
+    }
+
+    /// Queues a task without waking a thread.
+    fn queue<T, F>(&self, kind: TaskKind, work: F) -> Result<Completion<T>, QueueOverflow>
+    where
+        T: Send + 'static,
+        F: FnOnce() -> T + Send + 'static,
+    {
         if !self.is_started() && self.start_threads().is_err() {
             // No thread could start: the pool is closed and refuses the task below.
             debug_assert!(self.shared.lock().closed, "a failed start closes the pool");
@@ -225,7 +305,6 @@ impl ThreadPool {
             });
             self.shared.counters.task_queued();
         }
-        self.shared.available.notify_one();
         Ok(Completion { receiver })
     }
 

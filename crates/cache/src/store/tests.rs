@@ -201,3 +201,18 @@ fn unlink_removes() {
     unlink(&path).expect("removed");
     assert_eq!(unlink(&path).expect_err("gone").kind(), ErrorKind::NotFound);
 }
+
+#[test]
+fn parts_are_written_one_after_the_other_at_the_offset() {
+    let dir = TestDir::new("parts");
+    let path = dir.path().join("file");
+    let file = File::create(&path).expect("create");
+    file.write_all_at(b"abc", 0).expect("prefix");
+    let body = vec![7u8; 70_000];
+    write_all_parts_at(&file, &[b"head", b"", &body], 3).expect("written");
+    let read = std::fs::read(&path).expect("read");
+    assert_eq!(&read[..7], b"abchead");
+    assert_eq!(&read[7..], &body[..]);
+    write_all_parts_at(&file, &[], 0).expect("nothing to write");
+    assert_eq!(std::fs::metadata(&path).expect("stat").len(), 70_007);
+}

@@ -269,3 +269,73 @@ fn a_pool_keeps_up_while_a_thread_is_free_or_its_queue_moves() {
     drop(first);
     pool.shutdown();
 }
+
+/// Runs `body` on a new thread that defers its pools' wakes, as a worker does.
+fn on_a_deferring_thread<T: Send + 'static>(body: impl FnOnce() -> T + Send + 'static) -> T {
+    std::thread::spawn(move || {
+        defer_wakes_on_this_thread();
+        body()
+    })
+    .join()
+    .unwrap()
+}
+
+#[test]
+fn a_deferred_task_waits_for_the_turns_wake() {
+    let pool = ThreadPool::start(&settings(2, 16), None).unwrap();
+    // Both threads asleep on the queue, not still starting (a starting thread looks at the
+    // queue before it first sleeps).
+    drop(occupy(&pool, 2));
+    while pool.counters().completed < 2 {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    std::thread::sleep(Duration::from_millis(50));
+    let (ran_tx, ran_rx) = mpsc::channel();
+    let submitter = pool.clone();
+    let completion = on_a_deferring_thread(move || {
+        let completion = submitter
+            .submit_deferred_as(TaskKind::Write, move || ran_tx.send(()).unwrap())
+            .unwrap();
+        // Nothing wakes the pool before the turn ends.
+        let early = ran_rx.recv_timeout(Duration::from_millis(100));
+        wake_deferred();
+        let ran = ran_rx.recv_timeout(Duration::from_secs(10));
+        (completion, early, ran)
+    });
+    let (completion, early, ran) = completion;
+    assert!(early.is_err(), "the task ran before the wake");
+    assert!(ran.is_ok(), "the wake ran it");
+    block_on(completion).unwrap();
+    assert_eq!(pool.counters().completed, 3);
+}
+
+#[test]
+fn deferred_tasks_wake_the_pool_once_enough_wait() {
+    let pool = ThreadPool::start(&settings(2, 16), None).unwrap();
+    let (ran_tx, ran_rx) = mpsc::channel();
+    let submitter = pool.clone();
+    let ran = on_a_deferring_thread(move || {
+        for _ in 0..DEFERRED_MAX {
+            let ran_tx = ran_tx.clone();
+            submitter
+                .submit_deferred_as(TaskKind::Write, move || ran_tx.send(()).unwrap())
+                .unwrap();
+        }
+        // No wake_deferred: the last submission woke a thread, which takes them all.
+        (0..DEFERRED_MAX)
+            .filter(|_| ran_rx.recv_timeout(Duration::from_secs(10)).is_ok())
+            .count()
+    });
+    assert_eq!(ran, DEFERRED_MAX);
+}
+
+#[test]
+fn a_thread_that_does_not_defer_wakes_the_pool_at_once() {
+    let pool = ThreadPool::start(&settings(1, 16), None).unwrap();
+    let (ran_tx, ran_rx) = mpsc::channel();
+    let completion = pool
+        .submit_deferred_as(TaskKind::Write, move || ran_tx.send(()).unwrap())
+        .unwrap();
+    assert!(ran_rx.recv_timeout(Duration::from_secs(10)).is_ok());
+    block_on(completion).unwrap();
+}

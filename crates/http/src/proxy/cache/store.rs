@@ -34,6 +34,8 @@ pub(crate) struct CacheWriter {
     file: Option<Arc<File>>,
     pool: ThreadPool,
     pending: Vec<u8>,
+    /// What `pending` is given room for once body bytes are pushed.
+    capacity: usize,
     written: u64,
     /// `None` once committed.
     fill: Option<FillGuard>,
@@ -107,14 +109,15 @@ impl CacheWriter {
             });
         }
         // Room for a whole small entry (kept for one write with the commit) or for a batch
-        // and the read that completes it: the buffer does not grow by copies.
+        // and the read that completes it, taken with the first body bytes pushed (a body
+        // handed over whole at the end never needs it): the buffer does not grow by copies.
         let capacity = match start.content_length {
             Some(_) => usize::try_from(expected_size)
                 .unwrap_or(usize::MAX)
                 .min(2 * WRITE_BATCH_BYTES),
             None => WRITE_BATCH_BYTES,
         };
-        let mut pending = Vec::with_capacity(capacity);
+        let mut pending = Vec::with_capacity(usize::from(body_start));
         format::encode(&header, start.key_text, &mut pending);
         pending.extend_from_slice(start.raw_head);
         let pool = match start.io {
@@ -131,6 +134,7 @@ impl CacheWriter {
             file: None,
             pool,
             pending,
+            capacity,
             written: 0,
             fill: Some(fill),
             valid_sec: header.valid_sec,
@@ -143,6 +147,11 @@ impl CacheWriter {
 
     /// Adds body bytes; writes on the pool once a batch is gathered.
     pub async fn push(&mut self, data: &[u8]) -> Result<(), StoreFailure> {
+        if let Some(room) = self.capacity.checked_sub(self.pending.len())
+            && self.pending.capacity() < self.capacity
+        {
+            self.pending.reserve_exact(room);
+        }
         self.pending.extend_from_slice(data);
         self.body_bytes += data.len() as u64;
         // A body that is all here goes to disk with the commit, in one pool task.
@@ -223,7 +232,38 @@ impl CacheWriter {
     }
 
     /// The body ended where its framing said: the entry goes into place.
-    pub async fn finish(mut self) -> Result<(), StoreFailure> {
+    pub async fn finish(self) -> Result<(), StoreFailure> {
+        self.finish_with(None).await
+    }
+
+    /// [`CacheWriter::finish`] for a body none of which was pushed, all of it in
+    /// `buffer[from..]` (the bytes about to go to the client): the pool writes it from
+    /// `buffer` itself, which is lent for the task and back when this returns, whatever
+    /// the outcome. A writer that was pushed bytes takes the rest as a push.
+    pub async fn finish_from(
+        mut self,
+        buffer: &mut Vec<u8>,
+        from: usize,
+    ) -> Result<(), StoreFailure> {
+        if self.file.is_some() || self.body_bytes != 0 {
+            self.push(&buffer[from..]).await?;
+            return self.finish().await;
+        }
+        self.body_bytes = (buffer.len() - from) as u64;
+        let lent = Arc::new(std::mem::take(buffer));
+        let result = self.finish_with(Some((Arc::clone(&lent), from))).await;
+        // The pool task's share is dropped before its result is sent, or with the task when
+        // it is refused or lost: the buffer comes back without a copy.
+        *buffer = Arc::try_unwrap(lent).unwrap_or_else(|lent| lent.as_ref().clone());
+        result
+    }
+
+    /// The commit, with the body's last bytes in `tail` (a lent buffer and where in it
+    /// they start) when they were not pushed.
+    async fn finish_with(
+        mut self,
+        tail: Option<(Arc<Vec<u8>>, usize)>,
+    ) -> Result<(), StoreFailure> {
         if self
             .expected
             .is_some_and(|expected| expected != self.body_bytes)
@@ -238,7 +278,10 @@ impl CacheWriter {
         let file = self.file.clone();
         let last = std::mem::take(&mut self.pending);
         let offset = self.written;
-        self.written += last.len() as u64;
+        let tail_len = tail
+            .as_ref()
+            .map_or(0, |(buffer, from)| buffer.len() - from);
+        self.written += (last.len() + tail_len) as u64;
         if let Some(fill) = self.fill.as_mut()
             && self.written > self.reserved
             && !fill.reserve(self.written - self.reserved)
@@ -259,11 +302,12 @@ impl CacheWriter {
         }
         let committed = self
             .run_steps("rename()", move || {
+                let tail: &[u8] = tail.as_ref().map_or(&[], |(buffer, from)| &buffer[*from..]);
                 let Some(file) = file else {
-                    return create_write_commit(&temp, &last, &target, block_size);
+                    return create_write_commit(&temp, &[&last, tail], &target, block_size);
                 };
-                if !last.is_empty() {
-                    std::os::unix::fs::FileExt::write_all_at(&*file, &last, offset)
+                if !last.is_empty() || !tail.is_empty() {
+                    cache::store::write_all_parts_at(&file, &[&last, tail], offset)
                         .map_err(|error| ("pwrite()", error))?;
                 }
                 cache::store::commit(&file, &temp, &target, block_size)
@@ -323,12 +367,17 @@ impl CacheWriter {
     }
 
     /// Runs a file task on the writer's pool; its failure names the call and the file.
+    /// The pool is woken at the end of the worker's turn, once for the entries all its
+    /// connections queued in it (`threadpool::wake_deferred`).
     async fn run<T: Send + 'static>(
         &self,
         call: &str,
         work: impl FnOnce() -> std::io::Result<T> + Send + 'static,
     ) -> Result<T, StoreFailure> {
-        let result = match self.pool.submit_as(threadpool::TaskKind::Write, work) {
+        let result = match self
+            .pool
+            .submit_deferred_as(threadpool::TaskKind::Write, work)
+        {
             Ok(completion) => completion
                 .await
                 .map_err(|_| std::io::Error::other("thread pool task was lost"))
@@ -352,12 +401,12 @@ impl CacheWriter {
 /// into place. A failure after the file was made removes it.
 fn create_write_commit(
     temp: &std::path::Path,
-    bytes: &[u8],
+    parts: &[&[u8]],
     target: &std::path::Path,
     block_size: u64,
 ) -> Result<cache::FileInfo, (&'static str, std::io::Error)> {
     let (file, path) = cache::store::create_temp(temp).map_err(|error| ("open()", error))?;
-    let result = std::os::unix::fs::FileExt::write_all_at(&file, bytes, 0)
+    let result = cache::store::write_all_parts_at(&file, parts, 0)
         .map_err(|error| ("pwrite()", error))
         .and_then(|()| {
             cache::store::commit(&file, &path, target, block_size)
@@ -409,6 +458,18 @@ impl Keeper {
         match self {
             Keeper::Cache(writer) => writer.finish().await,
             Keeper::File(store) => store.finish().await,
+        }
+    }
+
+    /// The body's last bytes, `buffer[from..]`, not pushed, then [`Keeper::finish`]; the
+    /// cache writes them from `buffer` without a copy.
+    pub async fn finish_from(self, buffer: &mut Vec<u8>, from: usize) -> Result<(), StoreFailure> {
+        match self {
+            Keeper::Cache(writer) => writer.finish_from(buffer, from).await,
+            Keeper::File(mut store) => {
+                store.push(&buffer[from..]).await?;
+                store.finish().await
+            }
         }
     }
 }
