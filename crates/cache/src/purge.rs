@@ -129,6 +129,11 @@ impl PurgeRules {
         self.rules.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Whether no rule was ever added: no entry can be covered, whatever its time.
+    pub fn is_empty(&self) -> bool {
+        !self.any.load(Ordering::Acquire)
+    }
+
     /// Whether an entry of `key` written at `stored` (nanoseconds since the epoch) was
     /// purged since.
     pub fn covers(&self, key: &[u8], stored: u64) -> bool {

@@ -8,6 +8,8 @@
 pub enum Bytes<'a> {
     Borrowed(&'a [u8]),
     Owned(Vec<u8>),
+    /// Kept elsewhere too (a small cached body, with its open entry).
+    Shared(std::sync::Arc<[u8]>),
 }
 
 impl Bytes<'_> {
@@ -15,6 +17,7 @@ impl Bytes<'_> {
         match self {
             Bytes::Borrowed(bytes) => bytes,
             Bytes::Owned(bytes) => bytes,
+            Bytes::Shared(bytes) => bytes,
         }
     }
 

@@ -114,6 +114,7 @@ impl<'a> Pieces<'a> {
                     Piece::Bytes(match bytes {
                         Bytes::Borrowed(slice) => Bytes::Borrowed(&slice[range]),
                         Bytes::Owned(vec) => Bytes::Owned(vec[range].to_vec()),
+                        Bytes::Shared(shared) => Bytes::Owned(shared[range].to_vec()),
                     })
                 }
                 Piece::File { offset, .. } => Piece::File {

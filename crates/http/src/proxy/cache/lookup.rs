@@ -42,8 +42,19 @@ pub(crate) struct Entry {
     pub size: u64,
     pub uniq: u64,
     /// When the file was last written (nanoseconds since the epoch): purges compare it.
+    /// 0 when it was not asked for (no purge rule existed): any rule then covers it.
     pub written: u64,
+    /// The whole body, when the read that took the header took it too and it is at most
+    /// [`SMALL_BODY_MAX`]: sent from memory, without reading the file again.
+    pub body: Option<Arc<[u8]>>,
 }
+
+/// The most of an entry the first read takes: header, key, head and a small body.
+const FIRST_READ: usize = 16 * 1024;
+
+/// Bodies up to this size are kept with their entry once read (a worker keeps up to
+/// 1024 entries open: at most 8 MiB of bodies each).
+const SMALL_BODY_MAX: usize = 8 * 1024;
 
 impl Entry {
     pub fn body_len(&self) -> u64 {
@@ -369,7 +380,8 @@ async fn look(
         return found(worker, info, request, settings, cache, entry, now);
     }
     if snapshot.exists || zone.cold() {
-        match open_entry(worker, info, request, cache).await {
+        let indexed = snapshot.exists.then_some(snapshot.uniq);
+        match open_entry(worker, info, request, cache, indexed).await {
             Some(entry) => {
                 if snapshot.exists && entry.uniq == snapshot.uniq {
                     super::hot::put(&zone, &cache.key.md5, &entry);
@@ -697,6 +709,7 @@ async fn attach(
         size,
         uniq: 0,
         written: 0,
+        body: None,
     })
 }
 
@@ -727,7 +740,7 @@ async fn stale_for_refresh(
     request: &Request<'_>,
     cache: &mut CacheRequest,
 ) -> Option<Entry> {
-    let entry = open_entry(worker, info, request, cache).await?;
+    let entry = open_entry(worker, info, request, cache, None).await?;
     if entry.header.vary.is_empty() {
         return Some(entry);
     }
@@ -736,7 +749,7 @@ async fn stale_for_refresh(
         return Some(entry);
     }
     cache.key.md5 = variant;
-    open_entry(worker, info, request, cache)
+    open_entry(worker, info, request, cache, None)
         .await
         .filter(|entry| entry.header.variant == variant)
 }
@@ -746,13 +759,17 @@ async fn open_entry(
     info: &ConnectionInfo,
     request: &Request<'_>,
     cache: &CacheRequest,
+    indexed: Option<u64>,
 ) -> Option<Entry> {
     let path = cache.zone.params().layout.entry_path(&cache.key);
     let key = cache.key;
     let key_text = cache.key_text.clone();
     let owned = path.clone();
+    // Without purge rules the file's time is not needed: a small entry the index knows
+    // (its inode) is then opened and read in two calls, without a `fstat`.
+    let known = indexed.filter(|_| cache.zone.purges().is_empty());
     let opened = super::run_read(worker, &cache.io, &path, move || {
-        read_entry(&owned, &key, &key_text)
+        read_entry(&owned, &key, &key_text, known)
     })
     .await;
     match opened {
@@ -838,18 +855,52 @@ enum EntryError {
     InvalidHead(u64),
 }
 
-/// The blocking part of opening an entry: open, fstat, read the header, key and head.
-fn read_entry(path: &std::path::Path, key: &Key, key_text: &[u8]) -> Result<Entry, EntryError> {
-    use std::os::unix::fs::{FileExt, MetadataExt};
-    let (file, metadata) = match cache::store::open_entry(path) {
-        Ok(opened) => opened,
+/// The blocking part of opening an entry: open, read the header, key and head (and a
+/// small body), with a `fstat` for the file's size, inode and time. With `known` (the
+/// inode the index names, no purge rule to compare the time with) a first read that ends
+/// short of [`FIRST_READ`] has met the file's end, and gives its size: no `fstat`.
+fn read_entry(
+    path: &std::path::Path,
+    key: &Key,
+    key_text: &[u8],
+    known: Option<u64>,
+) -> Result<Entry, EntryError> {
+    use std::os::unix::fs::MetadataExt;
+    let file = match cache::store::open_for_reading(path) {
+        Ok(file) => file,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
             return Err(EntryError::Missing);
         }
         Err(error) => return Err(EntryError::Io(error)),
     };
+    // With `known`, the first read comes before any `fstat`: into room that is not zeroed
+    // first, and a regular file's read ends short only at its end.
+    let mut first = None;
+    if let Some(uniq) = known {
+        let mut buffer = Vec::with_capacity(FIRST_READ);
+        runtime::sys::read_into::pread_appending(
+            &file,
+            &mut buffer,
+            FIRST_READ,
+            0,
+            runtime::sys::read_into::ReadWait::Wait,
+        )
+        .map_err(EntryError::Io)?;
+        if buffer.len() < FIRST_READ {
+            return check_entry(
+                file,
+                path,
+                key,
+                key_text,
+                (buffer.len() as u64, uniq, 0),
+                buffer,
+            );
+        }
+        // A larger file: its size from a `fstat`, the bytes already read kept.
+        first = Some(buffer);
+    }
+    let metadata = file.metadata().map_err(EntryError::Io)?;
     let size = metadata.len();
-    let uniq = metadata.ino();
     let written = metadata
         .modified()
         .ok()
@@ -857,8 +908,35 @@ fn read_entry(path: &std::path::Path, key: &Key, key_text: &[u8]) -> Result<Entr
         .map_or(0, |since| {
             u64::try_from(since.as_nanos()).unwrap_or(u64::MAX)
         });
-    let want = usize::try_from(size.min(16 * 1024)).unwrap_or(16 * 1024);
-    let mut buffer = cache::store::read_head(&file, want).map_err(EntryError::Io)?;
+    let buffer = match first {
+        Some(buffer) => buffer,
+        None => {
+            let want = usize::try_from(size.min(FIRST_READ as u64)).unwrap_or(FIRST_READ);
+            cache::store::read_head(&file, want).map_err(EntryError::Io)?
+        }
+    };
+    check_entry(
+        file,
+        path,
+        key,
+        key_text,
+        (size, metadata.ino(), written),
+        buffer,
+    )
+}
+
+/// Checks the first bytes of an opened entry (`size`, inode and time known) and makes
+/// the [`Entry`]: the header, the head parsed, the body's length against its
+/// `Content-Length`, a small body kept when the bytes hold it whole.
+fn check_entry(
+    file: std::fs::File,
+    path: &std::path::Path,
+    key: &Key,
+    key_text: &[u8],
+    (size, uniq, written): (u64, u64, u64),
+    mut buffer: Vec<u8>,
+) -> Result<Entry, EntryError> {
+    use std::os::unix::fs::FileExt;
     let header = format::check(&buffer, key, key_text, size)
         .map_err(|error| EntryError::Damaged(error, uniq))?;
     let head_start = usize::from(header.header_start);
@@ -887,6 +965,8 @@ fn read_entry(path: &std::path::Path, key: &Key, key_text: &[u8]) -> Result<Entr
             found: body_len,
         });
     }
+    let body = (size == buffer.len() as u64 && body_len as usize <= SMALL_BODY_MAX && body_len > 0)
+        .then(|| Arc::from(&buffer[body_start..]));
     Ok(Entry {
         file: Arc::new(file),
         path: path.to_owned(),
@@ -895,5 +975,9 @@ fn read_entry(path: &std::path::Path, key: &Key, key_text: &[u8]) -> Result<Entr
         size,
         uniq,
         written,
+        body,
     })
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,6 +1,7 @@
 //! Answering from a stored entry: its head replayed through the serving location's
 //! upstream-head rules (hidden fields, redirects, cookies), with `Content-Length` and
-//! `Age`, and its body sent from the file by the static send path.
+//! `Age`, and its body sent from the file by the static send path (a small one read with
+//! the head, from memory).
 
 use crate::file::FileBody;
 use crate::file::io::FileIo;
@@ -31,6 +32,11 @@ pub(crate) fn respond_from<'a>(
     let len = entry.body_len();
     if len == 0 {
         return Body::Empty;
+    }
+    // A small body read with the entry's head goes from memory, as the static send path
+    // sends a small file it read behind the head.
+    if let Some(body) = entry.body {
+        return Body::Bytes(Bytes::Shared(body));
     }
     Body::File(FileBody {
         file: entry.file,
