@@ -299,6 +299,14 @@ col_median() {
     median $(awk -F'\t' -v c="$config" -v k="$column" '$1 == c { print $k }' "$RUNS")
 }
 
+# The median hot p99 of a configuration. A run that completed no hot request has no latency
+# from wrk (it reads as 0): it counts as ABOVE_RUN, above the run's length.
+ABOVE_RUN=$(((DURATION + 1) * 1000000))
+p99_median() {
+    # shellcheck disable=SC2046
+    median $(awk -F'\t' -v c="$1" -v above="$ABOVE_RUN" '$1 == c { print ($9 == 0 ? above : $5) }' "$RUNS")
+}
+
 # Sum of a stall column over every run of a configuration; "-" for nginx.
 col_sum() {
     local config=$1 column=$2
@@ -314,13 +322,13 @@ target_line() {
     local label=$1 mode=$2 rps_target=$3
     [[ " $CONFIGS " == *" portico:$mode "* && " $CONFIGS " == *" nginx:$mode "* ]] || return 0
     local p99_ratio nginx_idle
-    p99_ratio=$(ratio "$(col_median "portico:$mode" 5)" "$(col_median "nginx:$mode" 5)")
+    p99_ratio=$(ratio "$(p99_median "portico:$mode")" "$(p99_median "nginx:$mode")")
     # A run in which nginx completed no hot request has no latency from wrk: every hot
     # request it answered took longer than the run. When that is the median run, its p99
     # is only known to be above DURATION, and the ratio is an upper bound.
     nginx_idle=$(awk -F'\t' -v c="nginx:$mode" '$1 == c && $9 == 0 { n++ } END { print n + 0 }' "$RUNS")
-    if [ "$(col_median "nginx:$mode" 9)" = 0 ]; then
-        p99_ratio="< $(ratio "$(col_median "portico:$mode" 5)" "$((DURATION * 1000000))")"
+    if [ "$(p99_median "nginx:$mode")" = "$ABOVE_RUN" ]; then
+        p99_ratio="< $(ratio "$(p99_median "portico:$mode")" "$((DURATION * 1000000))")"
         p99_ratio+=" (nginx completed no hot request in $nginx_idle of $REPS runs: its p99 is above ${DURATION} s)"
     fi
     echo "- $label: hot req/s $(ratio "$(col_median "portico:$mode" 3)" "$(col_median "nginx:$mode" 3)") (≥ $rps_target)," \
