@@ -21,8 +21,9 @@ pub struct Changes {
 
 impl Zone {
     /// Adds a file found by the loader (uses = 1, expiry `now + inactive`), unless the key
-    /// is already indexed (a worker got there first). `Ok(false)` when it was; `Err` when
-    /// the zone is full: the loader then deletes the file, as nginx's does.
+    /// is already indexed (a worker got there first: its node gets the file if it has
+    /// none, [`Zone::adopt`]). `Ok(false)` when it was; `Err` when the zone is full: the
+    /// loader then deletes the file, as nginx's does.
     pub fn add_loaded(
         &self,
         md5: &[u8; 16],
@@ -32,6 +33,7 @@ impl Zone {
         now: Instant,
     ) -> Result<bool, ZoneFull> {
         if self.shard(md5).find(md5).is_some() {
+            self.adopt(md5, file, valid_sec, body_start);
             return Ok(false);
         }
         if !self.try_claim_slot() {
@@ -41,6 +43,8 @@ impl Zone {
         let mut shard = self.shard(md5);
         if shard.find(md5).is_some() {
             self.count.fetch_sub(1, Ordering::Relaxed);
+            drop(shard);
+            self.adopt(md5, file, valid_sec, body_start);
             return Ok(false);
         }
         let mut node = Node::new(*md5, now + self.params.inactive);
@@ -75,9 +79,11 @@ impl Zone {
     }
 
     /// Puts back an entry of a snapshot (call in the snapshot's order, oldest first),
-    /// unless the key is already indexed. `Err` when the zone is full.
+    /// unless the key is already indexed (a request touched it first: its node gets the
+    /// saved file if it has none, [`Zone::adopt`]). `Err` when the zone is full.
     pub fn restore(&self, saved: &SavedEntry, now: Instant) -> Result<bool, ZoneFull> {
         if self.shard(&saved.md5).find(&saved.md5).is_some() {
+            self.adopt_saved(saved);
             return Ok(false);
         }
         if !self.try_claim_slot() {
@@ -87,6 +93,8 @@ impl Zone {
         let mut shard = self.shard(&saved.md5);
         if shard.find(&saved.md5).is_some() {
             self.count.fetch_sub(1, Ordering::Relaxed);
+            drop(shard);
+            self.adopt_saved(saved);
             return Ok(false);
         }
         let mut node = Node::new(saved.md5, now + saved.expires_in);
@@ -104,6 +112,60 @@ impl Zone {
         node.stamp = self.next_stamp();
         shard.insert(node);
         Ok(true)
+    }
+
+    /// Gives a file found on disk to the key's node when the node has none: a request
+    /// touched the key while the zone was cold (before the loader or the snapshot got to
+    /// it), and found the file itself or went on without it. Without this the node would
+    /// stay without a file once the zone is warm, and the key's next request would go
+    /// upstream for an entry on disk. A node that has a file (a commit got there first)
+    /// or whose file is being unlinked keeps its state. Returns whether the file was
+    /// taken.
+    pub fn adopt(
+        &self,
+        md5: &[u8; 16],
+        file: FileInfo,
+        valid_sec: Option<i64>,
+        body_start: Option<u16>,
+    ) -> bool {
+        let mut shard = self.shard(md5);
+        let Some(slot) = shard.find(md5) else {
+            return false;
+        };
+        let node = &mut shard.nodes[slot];
+        if !node.live || node.exists || node.tombstone.is_some() {
+            return false;
+        }
+        node.exists = true;
+        node.uniq = file.uniq;
+        node.fs_size = file.fs_size;
+        node.written = file.written;
+        if let Some(valid_sec) = valid_sec {
+            node.valid_sec = valid_sec;
+        }
+        if let Some(body_start) = body_start {
+            node.body_start = body_start;
+        }
+        self.size_bytes.fetch_add(file.fs_size, Ordering::Relaxed);
+        shard.mark_changed(slot, self.change_limit);
+        true
+    }
+
+    /// [`Zone::adopt`] of a snapshot's entry that had a file.
+    fn adopt_saved(&self, saved: &SavedEntry) {
+        if saved.exists {
+            let file = FileInfo {
+                uniq: saved.uniq,
+                fs_size: saved.fs_size,
+                written: saved.written,
+            };
+            self.adopt(
+                &saved.md5,
+                file,
+                Some(saved.valid_sec),
+                Some(saved.body_start),
+            );
+        }
     }
 
     /// Takes the keys workers changed since the last call (each listed once, under the

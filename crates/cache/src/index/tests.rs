@@ -413,7 +413,10 @@ fn loaded_entries_do_not_override_workers() {
         fs_size: 4096,
         written: 0,
     };
+    // The worker's node stays (its use counted once); it takes the file it lacked.
     assert_eq!(zone.add_loaded(&md5(1), file, None, None, t0), Ok(false));
+    let touched = zone.peek(&md5(1)).expect("kept");
+    assert_eq!((touched.exists, touched.uses), (true, 1));
     assert_eq!(
         zone.add_loaded(&md5(2), file, Some(9), Some(500), t0),
         Ok(true)
@@ -424,13 +427,19 @@ fn loaded_entries_do_not_override_workers() {
         (snapshot.uses, snapshot.valid_sec, snapshot.body_start),
         (1, 9, 500)
     );
-    assert_eq!(zone.size(), 4096);
+    assert_eq!(zone.size(), 2 * 4096);
     assert_eq!(
         zone.add_loaded(&md5(3), file, None, None, t0),
         Err(ZoneFull)
     );
     assert_eq!(zone.watermark(), 2);
-    assert_eq!(zone.expire_step(t0 + 601 * SECOND), Expired::Evicted(None));
+    assert_eq!(
+        zone.expire_step(t0 + 601 * SECOND),
+        Expired::Evicted(Some(Unlink {
+            md5: md5(1),
+            uniq: 3
+        }))
+    );
     assert_eq!(
         zone.expire_step(t0 + 601 * SECOND),
         Expired::Evicted(Some(Unlink {
@@ -725,4 +734,90 @@ fn waiters_can_read_the_shared_temp_file() {
         .read_exact_at(&mut buf, 0)
         .expect("read");
     assert_eq!(buf, b"hello");
+}
+
+fn on_disk(uniq: u64, fs_size: u64) -> FileInfo {
+    FileInfo {
+        uniq,
+        fs_size,
+        written: 7,
+    }
+}
+
+/// A request that touched a key while the zone was cold leaves a node without a file:
+/// the file found for it afterwards (by the worker's own open, the walk, or the snapshot)
+/// is given to that node, counted once, and the key reads as existing.
+#[test]
+fn a_node_touched_while_cold_takes_the_file_found_later() {
+    let zone = zone_of(16);
+    let now = Instant::now();
+    zone.touch(&md5(1), now).expect("room");
+    assert!(!zone.peek(&md5(1)).expect("a node").exists);
+
+    assert!(zone.adopt(&md5(1), on_disk(11, 8192), Some(50), Some(300)));
+    let node = zone.peek(&md5(1)).expect("a node");
+    assert_eq!(
+        (
+            node.exists,
+            node.uniq,
+            node.fs_size,
+            node.valid_sec,
+            node.body_start,
+            node.uses
+        ),
+        (true, 11, 8192, 50, 300, 1)
+    );
+    assert_eq!(zone.size(), 8192);
+    // Found again (the walk after the worker's open): already has its file.
+    assert!(!zone.adopt(&md5(1), on_disk(11, 8192), Some(50), Some(300)));
+    assert_eq!(zone.size(), 8192, "counted once");
+
+    // The loader and the snapshot on a touched key: the same.
+    zone.touch(&md5(2), now).expect("room");
+    assert_eq!(
+        zone.add_loaded(&md5(2), on_disk(12, 4096), None, None, now),
+        Ok(false)
+    );
+    assert!(zone.peek(&md5(2)).expect("a node").exists);
+    zone.touch(&md5(3), now).expect("room");
+    let saved = SavedEntry {
+        md5: md5(3),
+        exists: true,
+        uniq: 13,
+        fs_size: 4096,
+        valid_sec: 60,
+        body_start: 310,
+        uses: 9,
+        error: 0,
+        expires_in: SECOND,
+        written: 7,
+    };
+    assert_eq!(zone.restore(&saved, now), Ok(false));
+    let node = zone.peek(&md5(3)).expect("a node");
+    assert_eq!(
+        (node.exists, node.uniq, node.valid_sec, node.uses),
+        (true, 13, 60, 1)
+    );
+    assert_eq!(zone.size(), 8192 + 4096 + 4096);
+    // A key the zone never saw is not made up.
+    assert!(!zone.adopt(&md5(4), on_disk(14, 4096), None, None));
+}
+
+/// A file found for a key whose node already has one (a fill committed first) or whose
+/// file is being unlinked does not replace it.
+#[test]
+fn a_found_file_never_replaces_a_committed_or_removed_one() {
+    let zone = zone_of(16);
+    let now = Instant::now();
+    store(&zone, 1, 21, 4096, now);
+    assert!(!zone.adopt(&md5(1), on_disk(99, 8192), Some(1), Some(1)));
+    let node = zone.peek(&md5(1)).expect("a node");
+    assert_eq!((node.uniq, node.fs_size), (21, 4096));
+    assert_eq!(zone.size(), 4096);
+
+    store(&zone, 2, 22, 4096, now);
+    assert!(zone.remove(&md5(2), 22));
+    zone.touch(&md5(2), now).expect("room");
+    assert!(!zone.adopt(&md5(2), on_disk(22, 4096), None, None));
+    assert!(!zone.peek(&md5(2)).expect("a node").exists);
 }

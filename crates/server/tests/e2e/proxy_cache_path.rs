@@ -352,6 +352,62 @@ fn entries_survive_kill_9_and_temp_files_are_removed() {
     );
 }
 
+/// Keys asked for while the loader walks the cache (the zone cold: a worker finds the
+/// file on its own) stay HITs after the walk, which leaves alone the keys the index
+/// already has: the index takes the file the worker found. The walk here indexes one file,
+/// then pauses 3 s, so at least one of the two keys is asked for before the walk gets to
+/// it, whatever its order.
+#[test]
+fn keys_found_before_the_walk_reaches_them_stay_hits() {
+    let shared = SharedCache::new();
+    let (mut first, _upstream) = shared.start("first");
+    for path in ["/a", "/b"] {
+        assert_eq!(x_cache(&first.get(path)), "MISS");
+        wait_stored(&shared.dir(), path);
+    }
+    first.stop_with(Signal::KILL);
+    // No checkpoint or journal either: the next start has only the walk.
+    match std::fs::remove_dir_all(shared.dir().join(".portico")) {
+        Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
+            panic!("remove the sidecar: {error}")
+        }
+        _ => {}
+    }
+    let paced = config(&format!(
+        "{} levels=1:2 keys_zone=one:1m use_temp_path=off loader_files=1 loader_sleep=3s \
+         loader_threshold=10s",
+        shared.dir().display()
+    ));
+    let mut builder = Instance::http_builder(&paced);
+    let upstream = origin(builder.port(8081), |_, number| {
+        ok(&format!("#{number} from second"), "")
+    });
+    let second = builder.start();
+    for path in ["/a", "/b"] {
+        assert_eq!(
+            x_cache(&second.get(path)),
+            "HIT",
+            "{path} while the walk pauses"
+        );
+    }
+    assert!(
+        !second.error_log().contains("http file cache: "),
+        "the walk was still under way"
+    );
+    wait_until("the end of the walk", PATIENCE, || {
+        second.error_log().contains("http file cache: ")
+    });
+    for (path, body) in [("/a", "#1 from first"), ("/b", "#2 from first")] {
+        let hit = second.get(path);
+        assert_eq!(
+            (x_cache(&hit), hit.body_text().as_str()),
+            ("HIT", body),
+            "{path}"
+        );
+    }
+    assert_eq!(asked(&upstream), 0);
+}
+
 /// `kill -9` in the middle of a fill (the temporary file half written next to where the
 /// entry would be): the next instance does not serve anything of it (a MISS with the whole
 /// new body) and removes the temporary file.

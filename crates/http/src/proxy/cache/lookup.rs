@@ -47,6 +47,9 @@ pub(crate) struct Entry {
     /// The whole body, when the read that took the header took it too and it is at most
     /// [`SMALL_BODY_MAX`]: sent from memory, without reading the file again.
     pub body: Option<Arc<[u8]>>,
+    /// The file's inode, disk size and store time from its `fstat`, when it had one (the
+    /// index did not know the file): a zone still cold takes them ([`cache::Zone::adopt`]).
+    pub stat: Option<cache::FileInfo>,
 }
 
 /// The most of an entry the first read takes: header, key, head and a small body.
@@ -385,6 +388,18 @@ async fn look(
             Some(entry) => {
                 if snapshot.exists && entry.uniq == snapshot.uniq {
                     super::hot::put(&zone, &cache.key.md5, &entry);
+                } else if !snapshot.exists
+                    && let Some(file) = entry.stat
+                {
+                    // Found while the zone is cold: the index takes the file, so that the
+                    // key stays a HIT once the loader is done (it leaves indexed keys).
+                    let header = &entry.header;
+                    zone.adopt(
+                        &cache.key.md5,
+                        file,
+                        Some(header.valid_sec),
+                        Some(header.body_start),
+                    );
                 }
                 return found(worker, info, request, settings, cache, entry, now);
             }
@@ -710,6 +725,7 @@ async fn attach(
         uniq: 0,
         written: 0,
         body: None,
+        stat: None,
     })
 }
 
@@ -765,11 +781,12 @@ async fn open_entry(
     let key = cache.key;
     let key_text = cache.key_text.clone();
     let owned = path.clone();
+    let block_size = cache.zone.block_size();
     // Without purge rules the file's time is not needed: a small entry the index knows
     // (its inode) is then opened and read in two calls, without a `fstat`.
     let known = indexed.filter(|_| cache.zone.purges().is_empty());
     let opened = super::run_read(worker, &cache.io, &path, move || {
-        read_entry(&owned, &key, &key_text, known)
+        read_entry(&owned, &key, &key_text, known, block_size)
     })
     .await;
     match opened {
@@ -864,6 +881,7 @@ fn read_entry(
     key: &Key,
     key_text: &[u8],
     known: Option<u64>,
+    block_size: u64,
 ) -> Result<Entry, EntryError> {
     use std::os::unix::fs::MetadataExt;
     let file = match cache::store::open_for_reading(path) {
@@ -915,14 +933,17 @@ fn read_entry(
             cache::store::read_head(&file, want).map_err(EntryError::Io)?
         }
     };
-    check_entry(
+    let stat = cache::store::file_info(&metadata, block_size);
+    let mut entry = check_entry(
         file,
         path,
         key,
         key_text,
         (size, metadata.ino(), written),
         buffer,
-    )
+    )?;
+    entry.stat = Some(stat);
+    Ok(entry)
 }
 
 /// Checks the first bytes of an opened entry (`size`, inode and time known) and makes
@@ -976,6 +997,7 @@ fn check_entry(
         uniq,
         written,
         body,
+        stat: None,
     })
 }
 
