@@ -353,14 +353,16 @@ note "servers on 127.0.0.1:$PORT, static origin :$BACKEND_PORT${SLOW_PORT:+, slo
 
 # ---- Helpers -----------------------------------------------------------------------------
 
-# Waits (at most LOADER_WAIT s) until Portico's error log has N "http file cache:" notices:
-# every zone's index is loaded (from the snapshot of the last clean stop, or by its walk),
-# so that no loader runs during the measurement. nginx's loader starts a minute after the
-# start, after each b1-b4 run has ended, so nginx is not waited for.
+# Waits (at most LOADER_WAIT s) until Portico's error log has N "http file cache:" notices
+# past byte FROM (its size before this start: the log is kept across starts, and the
+# notices of earlier starts must not count): every zone's index is loaded (from the
+# snapshot of the last clean stop, or by its walk), so that no loader runs during the
+# measurement. nginx's loader starts a minute after the start, after each b1-b4 run has
+# ended, so nginx is not waited for.
 wait_loaders() {
-    local log=$1 zones=$2 deadline=$((SECONDS + LOADER_WAIT)) n
+    local log=$1 zones=$2 from=$3 deadline=$((SECONDS + LOADER_WAIT)) n
     while :; do
-        n=$(grep -c 'http file cache: ' "$log" 2>/dev/null || true)
+        n=$(tail -c +$((from + 1)) "$log" 2>/dev/null | grep -c 'http file cache: ' || true)
         [ "${n:-0}" -ge "$zones" ] && return 0
         if [ $SECONDS -ge $deadline ]; then
             note "portico: ${n:-0} of $zones cache loaders done after ${LOADER_WAIT}s; measuring anyway"
@@ -512,11 +514,12 @@ scenario_connections() {
 
 # Starts KIND on the b1-b4 configuration with a fresh access log.
 start_hit_server() {
-    local kind=$1 prefix=$WORK/$kind
+    local kind=$1 prefix=$WORK/$kind from
     rm -f "$prefix/logs/access.log"
     mkdir -p "$prefix/cache"
+    from=$(stat -c %s "$prefix/logs/error.log" 2>/dev/null || echo 0)
     start_server "$kind" "$prefix" "$HIT_CONF" "$PORT"
-    [ "$kind" != portico ] || wait_loaders "$prefix/logs/error.log" 3
+    [ "$kind" != portico ] || wait_loaders "$prefix/logs/error.log" 3 "$from"
 }
 
 # b2's caches: every key stored once through each server before any b2 run.
@@ -636,13 +639,14 @@ BURSTS=$WORK/bursts.tsv
 # 7 clients ok, 8 statuses, 9 filler TTFB s, 10 filler TTLB s, 11 waiters, 12 waiters' TTFB p50,
 # 13 p99, 14 max, 15 waiters' TTLB p50, 16 p99, 17 entries stored, 18 log summary
 run_burst() {
-    local kind=$1 scen=$2 rep=$3 prefix=$WORK/$1-lock rate s0 s1 summary path
+    local kind=$1 scen=$2 rep=$3 prefix=$WORK/$1-lock rate s0 s1 summary path from
     case $scen in b5a) rate=$B5A_RATE ;; b5b) rate=$B5B_RATE ;; esac
     path=/slow/$rate/object-$scen-$rep
     rm -rf "$prefix/cache" "$prefix/logs/access.log"
     mkdir -p "$prefix/cache"
+    from=$(stat -c %s "$prefix/logs/error.log" 2>/dev/null || echo 0)
     start_server "$kind" "$prefix" "$LOCK_CONF" "$PORT"
-    [ "$kind" != portico ] || wait_loaders "$prefix/logs/error.log" 1
+    [ "$kind" != portico ] || wait_loaders "$prefix/logs/error.log" 1 "$from"
     s0=$(slow_stats)
     summary=$(timeout 120 python3 "$BENCH_DIR/lib/burst_client.py" "$PORT" "$path" "$B5_CLIENTS" "$WORK/slow-body.bin" 90 \
         "$WORK/logs/burst-$scen-$rep-$kind.tsv") || die "$kind: the burst client failed"
