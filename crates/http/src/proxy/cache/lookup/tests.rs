@@ -2,6 +2,7 @@ use std::os::unix::fs::MetadataExt;
 
 use cache::format::{self, EntryHeader};
 
+use super::read::{FIRST_READ, SMALL_BODY_MAX};
 use super::*;
 
 /// An entry file of `key_text` with a `Content-Length` head and `body`, in a directory of
