@@ -291,9 +291,9 @@ impl<'a> UpstreamBody<'a> {
     /// whole read or for the rest of the body: the bytes are not copied from the input
     /// buffer (64 KiB per response in `bench/cache.sh` b4). `None` when this does not
     /// apply; otherwise the bytes read (0 when the upstream closed), or `None` inside when
-    /// the read would wait and `may_wait` is false. At most the body's remaining length is read: bytes past it
-    /// are never the client's (they stay in the socket, where the keep-alive cache finds
-    /// them before it hands the connection out again).
+    /// the read would wait and `may_wait` is false. At most the body's remaining length
+    /// is read: bytes past it are never the client's (they stay in the socket, where the
+    /// keep-alive cache finds them before it hands the connection out again).
     async fn read_into_out(
         &mut self,
         out: &mut Vec<u8>,

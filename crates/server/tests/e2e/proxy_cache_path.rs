@@ -195,11 +195,26 @@ fn a_small_keys_zone_never_fails_a_request() {
 
 impl SharedCache {
     fn config(&self) -> String {
+        self.config_with_loader("loader_files=10 loader_sleep=10ms loader_threshold=50ms")
+    }
+
+    /// The cache path with the loader's pace `loader` (its `loader_*` parameters).
+    fn config_with_loader(&self, loader: &str) -> String {
         config(&format!(
-            "{} levels=1:2 keys_zone=one:1m use_temp_path=off loader_files=10 loader_sleep=10ms \
-             loader_threshold=50ms",
+            "{} levels=1:2 keys_zone=one:1m use_temp_path=off {loader}",
             self.dir().display()
         ))
+    }
+
+    /// A first instance on this cache that has stored each of `paths` (each a MISS),
+    /// answering `#N from first`.
+    fn stored(&self, paths: &[&str]) -> (Instance, crate::support::upstream::MockUpstream) {
+        let (first, upstream) = self.start("first");
+        for path in paths {
+            assert_eq!(x_cache(&first.get(path)), "MISS", "{path}");
+            wait_stored(&self.dir(), path);
+        }
+        (first, upstream)
     }
 
     /// An instance on this cache with a fresh upstream answering `#N from BATCH`.
@@ -283,11 +298,7 @@ fn variants_across(signal: Signal) {
 #[test]
 fn entries_survive_a_clean_restart() {
     let shared = SharedCache::new();
-    let (mut first, _upstream) = shared.start("first");
-    for path in ["/a", "/b"] {
-        assert_eq!(x_cache(&first.get(path)), "MISS");
-        wait_stored(&shared.dir(), path);
-    }
+    let (mut first, _upstream) = shared.stored(&["/a", "/b"]);
     first.stop();
     assert!(
         shared.dir().join(".portico/index.snap").is_file(),
@@ -327,9 +338,7 @@ fn plant(cache: &Path, path: &Path, contents: &[u8]) {
 #[test]
 fn entries_survive_kill_9_and_temp_files_are_removed() {
     let shared = SharedCache::new();
-    let (mut first, _upstream) = shared.start("first");
-    assert_eq!(x_cache(&first.get("/k")), "MISS");
-    wait_stored(&shared.dir(), "/k");
+    let (mut first, _upstream) = shared.stored(&["/k"]);
     // What a fill cut by the kill leaves: `MD5.NNNNNNNNNN` in a level directory.
     let entry = entry_path(&shared.dir(), "/gone");
     let temp = PathBuf::from(format!("{}.0000000042", entry.display()));
@@ -360,11 +369,7 @@ fn entries_survive_kill_9_and_temp_files_are_removed() {
 #[test]
 fn keys_found_before_the_walk_reaches_them_stay_hits() {
     let shared = SharedCache::new();
-    let (mut first, _upstream) = shared.start("first");
-    for path in ["/a", "/b"] {
-        assert_eq!(x_cache(&first.get(path)), "MISS");
-        wait_stored(&shared.dir(), path);
-    }
+    let (mut first, _upstream) = shared.stored(&["/a", "/b"]);
     first.stop_with(Signal::KILL);
     // No checkpoint or journal either: the next start has only the walk.
     match std::fs::remove_dir_all(shared.dir().join(".portico")) {
@@ -373,11 +378,7 @@ fn keys_found_before_the_walk_reaches_them_stay_hits() {
         }
         _ => {}
     }
-    let paced = config(&format!(
-        "{} levels=1:2 keys_zone=one:1m use_temp_path=off loader_files=1 loader_sleep=3s \
-         loader_threshold=10s",
-        shared.dir().display()
-    ));
+    let paced = shared.config_with_loader("loader_files=1 loader_sleep=3s loader_threshold=10s");
     let mut builder = Instance::http_builder(&paced);
     let upstream = origin(builder.port(8081), |_, number| {
         ok(&format!("#{number} from second"), "")
