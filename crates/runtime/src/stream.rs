@@ -225,6 +225,19 @@ impl Stream {
         }
     }
 
+    /// One `send(2)` with `MSG_MORE`: the bytes wait in the socket for the data that must
+    /// follow at once (a `sendfile` on this thread), and leave in its first packet. A plain
+    /// TCP connection only; elsewhere `WouldBlock`, and the caller writes as usual.
+    pub fn try_write_more(&self, buf: &[u8]) -> io::Result<usize> {
+        let Stream::Tcp(stream) = self else {
+            return Err(io::ErrorKind::WouldBlock.into());
+        };
+        let flags = rustix::net::SendFlags::NOSIGNAL | rustix::net::SendFlags::MORE;
+        stream.try_io(Interest::WRITABLE, || {
+            rustix::net::send(self.as_fd(), buf, flags).map_err(io::Error::from)
+        })
+    }
+
     /// One `writev(2)`.
     pub fn try_write_vectored(&self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
         match self {
@@ -415,7 +428,7 @@ impl AsFd for Stream {
 
 #[cfg(test)]
 mod tests {
-    use std::io::Write;
+    use std::io::{Read, Write};
 
     use super::Stream;
 
@@ -454,6 +467,49 @@ mod tests {
                 left
             );
             assert_eq!(rest, b"abcdefghij"[room..]);
+        });
+    }
+
+    /// Bytes sent with `MSG_MORE` wait in the socket (the kernel holds them for up to
+    /// 200 ms) and leave with the next plain send, which the peer reads in one piece.
+    #[test]
+    fn a_send_with_more_waits_for_the_next_send() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .build()
+            .expect("a runtime for the test");
+        runtime.block_on(async {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+            let peer = std::net::TcpStream::connect(listener.local_addr().expect("address"))
+                .expect("connect");
+            let (accepted, _) = listener.accept().expect("accept");
+            accepted.set_nonblocking(true).expect("non-blocking");
+            let stream = Stream::Tcp(tokio::net::TcpStream::from_std(accepted).expect("register"));
+            stream.writable().await.expect("writable");
+            let sent = std::time::Instant::now();
+            assert_eq!(stream.try_write_more(b"head ").expect("send"), 5);
+
+            peer.set_nonblocking(true).expect("non-blocking peer");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            let mut got = [0u8; 64];
+            let mut all = Vec::new();
+            match (&peer).read(&mut got) {
+                Err(error) => assert_eq!(error.kind(), std::io::ErrorKind::WouldBlock),
+                // Only on a machine so loaded that the sleep outlasted the kernel's hold.
+                Ok(read) => {
+                    assert!(sent.elapsed() >= std::time::Duration::from_millis(150));
+                    all.extend_from_slice(&got[..read]);
+                }
+            }
+
+            assert_eq!(stream.try_write(b"body").expect("send"), 4);
+            peer.set_nonblocking(false).expect("blocking peer");
+            while all.len() < 9 {
+                let read = (&peer).read(&mut got).expect("read");
+                assert_ne!(read, 0, "the connection stays open");
+                all.extend_from_slice(&got[..read]);
+            }
+            assert_eq!(all, b"head body");
         });
     }
 }

@@ -183,6 +183,27 @@ impl<'c> Output<'c> {
         }
     }
 
+    /// Writes what the socket takes now with `MSG_MORE` ([`runtime::Stream::try_write_more`]),
+    /// when the caller sends more on this thread at once; 0 under a rate limit, on a framed
+    /// stream or a TLS connection, when the socket is full, or while error-log lines wait
+    /// to be written first ([`write`](Self::write) sees to those).
+    pub(crate) fn try_write_more(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        if self.limit.is_some()
+            || self.sink.is_framed()
+            || !logging::writer::urgent_written().is_done()
+        {
+            return Ok(0);
+        }
+        match self.sink.socket().try_write_more(bytes) {
+            Ok(written) => {
+                self.record(written);
+                Ok(written)
+            }
+            Err(error) if error.kind() == io::ErrorKind::WouldBlock => Ok(0),
+            Err(error) => Err(error),
+        }
+    }
+
     /// Waits until a write may make progress: the rate limit's pause over and the socket
     /// writable, the latter within `send_timeout`. Dropping the wait loses nothing.
     pub async fn ready(&mut self) -> io::Result<()> {

@@ -122,6 +122,12 @@ async fn send_with_sendfile(
     head: &mut Vec<u8>,
 ) -> io::Result<()> {
     let statics = &context.location.settings.static_files;
+    let mut route = Route::choose(context, file);
+    if route == Route::Worker && !head.is_empty() && file.len > 0 {
+        // The worker's `sendfile` follows at once: the head waits for its first bytes.
+        let written = output.try_write_more(head)?;
+        head.drain(..written);
+    }
     if !head.is_empty() {
         output.write(head).await?;
         head.clear();
@@ -130,7 +136,6 @@ async fn send_with_sendfile(
         0 => u64::MAX,
         limit => limit,
     };
-    let mut route = Route::choose(context, file);
     let copy_max = statics.output_buffers.read_bytes().max(1);
     let mut copy_buffer = Vec::new();
     let mut turn = Turn::new();
