@@ -38,8 +38,11 @@ pub(crate) struct Entry {
     pub file: Arc<File>,
     pub path: PathBuf,
     pub header: EntryHeader,
-    /// The stored response head, as the upstream sent it.
+    /// The stored response head, as the upstream sent it (replaced only with `parsed`).
     pub head: Vec<u8>,
+    /// `head` parsed (its fields are ranges of it): checked when the entry was opened, and
+    /// replayed from here for every response the entry serves.
+    pub parsed: Arc<http1::response_head::ResponseHead>,
     pub size: u64,
     pub uniq: u64,
     /// When the file was last written (nanoseconds since the epoch): purges compare it.
@@ -61,10 +64,7 @@ impl Entry {
     /// `must-revalidate` or `proxy-revalidate` in the stored Cache-Control: never served
     /// stale (RFC 9111 section 5.2.2.2).
     pub fn must_revalidate(&self) -> bool {
-        let Ok(Some(head)) = crate::proxy::response::parse(&self.head) else {
-            return false;
-        };
-        head.fields.iter().any(|(name, value)| {
+        self.parsed.fields.iter().any(|(name, value)| {
             self.head[name.clone()].eq_ignore_ascii_case(b"cache-control")
                 && self.head[value.clone()].split(|b| *b == b',').any(|token| {
                     let token = token.trim_ascii();
@@ -706,15 +706,16 @@ async fn attach(
     let (header, head) = super::run_read(worker, &cache.io, path, read)
         .await
         .ok()??;
-    if !matches!(crate::proxy::response::parse(&head), Ok(Some(_))) {
+    let Ok(Some(parsed)) = crate::proxy::response::parse(&head) else {
         return None;
-    }
+    };
     let size = u64::from(header.body_start) + content_length;
     Some(Entry {
         file,
         path: PathBuf::new(),
         header,
         head,
+        parsed: Arc::new(parsed),
         size,
         uniq: 0,
         written: 0,

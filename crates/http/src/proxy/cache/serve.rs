@@ -14,7 +14,7 @@ use crate::response::{Body, Bytes};
 use crate::worker::HttpWorker;
 
 /// Sets the response from `entry` and gives its body. The entry's head was parsed when it
-/// was opened, so it parses again here.
+/// was opened; that parse is replayed here.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn respond_from<'a>(
     worker: &HttpWorker,
@@ -26,9 +26,7 @@ pub(crate) fn respond_from<'a>(
     rewrite: &RewriteInput<'_>,
     io: FileIo,
 ) -> Body<'a> {
-    if !set_head(worker, info, request, proxy, settings, &entry, rewrite) {
-        return Body::Empty;
-    }
+    set_head(worker, info, request, proxy, settings, &entry, rewrite);
     let len = entry.body_len();
     if len == 0 {
         return Body::Empty;
@@ -62,9 +60,7 @@ pub(crate) fn respond_attached<'a>(
     rewrite: &RewriteInput<'_>,
     io: FileIo,
 ) -> Body<'a> {
-    if !set_head(worker, info, request, proxy, settings, &entry, rewrite) {
-        return Body::Empty;
-    }
+    set_head(worker, info, request, proxy, settings, &entry, rewrite);
     // Ranges as for a stored entry (`set_head`): the range filter gives a streamed body one
     // range at most; a request for several does not attach (`lookup::attach`).
     Body::Upstream(Box::new(crate::send::attach::AttachedBody {
@@ -77,7 +73,7 @@ pub(crate) fn respond_attached<'a>(
     }))
 }
 
-/// The response head from an entry's stored head; false if it does not parse.
+/// The response head from an entry's stored head (parsed when the entry was opened).
 fn set_head(
     worker: &HttpWorker,
     info: &ConnectionInfo,
@@ -86,14 +82,12 @@ fn set_head(
     settings: &ProxyCache,
     entry: &Entry,
     rewrite: &RewriteInput<'_>,
-) -> bool {
-    let Ok(Some(head)) = response::parse(&entry.head) else {
-        return false;
-    };
+) {
+    let head = &*entry.parsed;
     request
         .upstream
         .keep_head(&entry.head, head.len, &head.fields);
-    response::apply(worker, info, request, proxy, &head, &entry.head, rewrite);
+    response::apply(worker, info, request, proxy, head, &entry.head, rewrite);
     let len = entry.body_len();
     request.response.content_length = Some(len);
     if settings.force_ranges
@@ -115,5 +109,4 @@ fn set_head(
         Bytes::Borrowed(b"Age"),
         Bytes::Owned(age.to_string().into_bytes()),
     ));
-    true
 }

@@ -166,6 +166,9 @@ impl<'a> Proxying<'a, '_> {
         let Some(merged) = crate::proxy::cache::merge::merged_head(&entry.head, &update) else {
             return;
         };
+        let Ok(Some(parsed)) = crate::proxy::response::parse(&merged) else {
+            return;
+        };
         let number = self
             .worker
             .generation
@@ -189,6 +192,7 @@ impl<'a> Proxying<'a, '_> {
             temp_number: (number % 10_000_000_000) as u32,
         });
         entry.head = merged;
+        entry.parsed = std::sync::Arc::new(parsed);
     }
 
     /// Whether the response is stored, and its writer if it is: nginx's cacheability (the

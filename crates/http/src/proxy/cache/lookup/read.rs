@@ -144,6 +144,7 @@ fn check_entry(
         path: path.to_owned(),
         header,
         head,
+        parsed: Arc::new(parsed),
         size,
         uniq,
         written,
