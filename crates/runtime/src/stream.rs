@@ -432,21 +432,31 @@ mod tests {
 
     use super::Stream;
 
-    /// A spare-room read keeps the bytes already in the buffer, fills at most the room
-    /// beyond them, and leaves the rest in the socket for the next read.
-    #[test]
-    fn try_read_spare_fills_the_room_past_the_length() {
+    /// Runs `test` on a current-thread runtime with a loopback connection: the accepted
+    /// side as a [`Stream`], the connecting side as a plain blocking socket.
+    fn with_connection<F: std::future::Future<Output = ()>>(
+        test: impl FnOnce(Stream, std::net::TcpStream) -> F,
+    ) {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_io()
             .build()
             .expect("a runtime for the test");
         runtime.block_on(async {
             let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-            let mut peer = std::net::TcpStream::connect(listener.local_addr().expect("address"))
+            let peer = std::net::TcpStream::connect(listener.local_addr().expect("address"))
                 .expect("connect");
             let (accepted, _) = listener.accept().expect("accept");
             accepted.set_nonblocking(true).expect("non-blocking");
             let stream = Stream::Tcp(tokio::net::TcpStream::from_std(accepted).expect("register"));
+            test(stream, peer).await;
+        });
+    }
+
+    /// A spare-room read keeps the bytes already in the buffer, fills at most the room
+    /// beyond them, and leaves the rest in the socket for the next read.
+    #[test]
+    fn try_read_spare_fills_the_room_past_the_length() {
+        with_connection(|stream, mut peer| async move {
             peer.write_all(b"abcdefghij").expect("write");
             stream.readable().await.expect("readable");
 
@@ -474,17 +484,7 @@ mod tests {
     /// 200 ms) and leave with the next plain send, which the peer reads in one piece.
     #[test]
     fn a_send_with_more_waits_for_the_next_send() {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_io()
-            .build()
-            .expect("a runtime for the test");
-        runtime.block_on(async {
-            let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-            let peer = std::net::TcpStream::connect(listener.local_addr().expect("address"))
-                .expect("connect");
-            let (accepted, _) = listener.accept().expect("accept");
-            accepted.set_nonblocking(true).expect("non-blocking");
-            let stream = Stream::Tcp(tokio::net::TcpStream::from_std(accepted).expect("register"));
+        with_connection(|stream, peer| async move {
             stream.writable().await.expect("writable");
             let sent = std::time::Instant::now();
             assert_eq!(stream.try_write_more(b"head ").expect("send"), 5);
