@@ -151,6 +151,7 @@ pub struct Zone {
     wake: Condvar,
     purges: crate::purge::PurgeRules,
     stats: crate::stats::CacheStats,
+    root_dir: crate::store::RootDir,
 }
 
 impl std::fmt::Debug for Zone {
@@ -192,7 +193,6 @@ impl Zone {
             capacity: params.capacity(),
             change_limit: 2 * params.capacity() / SHARDS + 1024,
             ceiling: params.ceiling(),
-            params,
             block_size,
             shards,
             count: AtomicUsize::new(0),
@@ -210,6 +210,8 @@ impl Zone {
             wake: Condvar::new(),
             purges: crate::purge::PurgeRules::default(),
             stats: crate::stats::CacheStats::default(),
+            root_dir: crate::store::RootDir::open(&params.layout.root),
+            params,
         })
     }
 
@@ -220,6 +222,12 @@ impl Zone {
     /// What the zone answered, by cache status.
     pub fn stats(&self) -> &crate::stats::CacheStats {
         &self.stats
+    }
+
+    /// The cache's root directory, held open for opening entries (on the thread that may
+    /// block).
+    pub fn root_dir(&self) -> &crate::store::RootDir {
+        &self.root_dir
     }
 
     /// The zone's purge rules (`proxy_cache_purge`).

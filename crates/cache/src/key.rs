@@ -125,6 +125,25 @@ impl Layout {
         path
     }
 
+    /// [`Layout::entry_path_of`] below the root, NUL-terminated for `openat`:
+    /// `<levels>/<32 hex>`.
+    pub fn relative_name_of(&self, md5: &[u8; 16]) -> RelativeName {
+        let hex = hex_of(md5);
+        let mut name = RelativeName {
+            bytes: [0; RELATIVE_MAX],
+            len: 0,
+        };
+        let mut end = HEX_LEN;
+        for &width in self.levels.widths() {
+            let start = end - usize::from(width);
+            name.push(&hex[start..end]);
+            name.push(b"/");
+            end = start;
+        }
+        name.push(&hex);
+        name
+    }
+
     /// The directory holding a key's file (the level directories to create).
     pub fn entry_dir_of(&self, md5: &[u8; 16]) -> PathBuf {
         let mut path = self.entry_path_of(md5);
@@ -137,6 +156,36 @@ impl Layout {
         let mut path = self.entry_path(key).into_os_string();
         path.push(format!(".{number:0TEMP_DIGITS$}"));
         PathBuf::from(path)
+    }
+}
+
+/// The longest relative name: three levels of two digits, their slashes, the hex name
+/// and a NUL.
+const RELATIVE_MAX: usize = 3 * 3 + HEX_LEN + 1;
+
+/// An entry's path below the cache root ([`Layout::relative_name_of`]), on the stack.
+#[derive(Clone, Copy)]
+pub struct RelativeName {
+    bytes: [u8; RELATIVE_MAX],
+    len: usize,
+}
+
+impl RelativeName {
+    fn push(&mut self, part: &[u8]) {
+        self.bytes[self.len..self.len + part.len()].copy_from_slice(part);
+        self.len += part.len();
+    }
+
+    /// The name with its NUL (hex digits and slashes hold none).
+    pub fn as_c_str(&self) -> &std::ffi::CStr {
+        std::ffi::CStr::from_bytes_with_nul(&self.bytes[..=self.len])
+            .expect("hex digits and slashes, then one NUL")
+    }
+}
+
+impl std::fmt::Debug for RelativeName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&String::from_utf8_lossy(&self.bytes[..self.len]))
     }
 }
 
@@ -250,6 +299,31 @@ mod tests {
             Path::new("/cache/b7f54b2df7773722d382f4809d65029c")
         );
         assert_eq!(flat.entry_dir_of(&key.md5), Path::new("/cache"));
+    }
+
+    #[test]
+    fn relative_names_are_the_entry_paths_below_the_root() {
+        let key = key_with_hex("b7f54b2df7773722d382f4809d65029c");
+        for levels in ["1", "2", "1:2", "2:1:2", "2:2:2"] {
+            let layout = Layout {
+                root: PathBuf::from("/cache"),
+                levels: Levels::parse(levels).expect("levels"),
+            };
+            let relative = layout.relative_name_of(&key.md5);
+            assert_eq!(
+                Path::new("/cache").join(OsStr::from_bytes(relative.as_c_str().to_bytes())),
+                layout.entry_path(&key),
+                "levels={levels}"
+            );
+        }
+        let flat = Layout {
+            root: PathBuf::from("/cache"),
+            levels: Levels::NONE,
+        };
+        assert_eq!(
+            flat.relative_name_of(&key.md5).as_c_str().to_bytes(),
+            b"b7f54b2df7773722d382f4809d65029c"
+        );
     }
 
     #[test]

@@ -87,6 +87,71 @@ pub fn open_for_reading(path: &Path) -> io::Result<File> {
     File::open(path)
 }
 
+/// A cache's root directory, held open (`O_PATH`) from its zone's creation: an entry is
+/// opened by its name below it (`openat`), which spares the kernel the walk down to the
+/// root on every HIT. A root that cannot be opened, or that is no longer the directory
+/// its path names (removed, moved, a symbolic link pointed elsewhere: seen at the first
+/// entry not found below it), gives way to full paths, as without it.
+#[derive(Debug)]
+pub struct RootDir {
+    fd: Option<std::os::fd::OwnedFd>,
+    removed: std::sync::atomic::AtomicBool,
+}
+
+impl RootDir {
+    pub fn open(root: &Path) -> RootDir {
+        use rustix::fs::{Mode, OFlags};
+        let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        RootDir {
+            fd: rustix::fs::open(root, flags, Mode::empty()).ok(),
+            removed: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// Opens the entry `md5` of `layout` (whose root this is) for reading, without a
+    /// `fstat`.
+    pub fn open_entry(&self, layout: &crate::key::Layout, md5: &[u8; 16]) -> io::Result<File> {
+        use rustix::fs::{Mode, OFlags};
+        use std::sync::atomic::Ordering;
+        let Some(dir) = self
+            .fd
+            .as_ref()
+            .filter(|_| !self.removed.load(Ordering::Relaxed))
+        else {
+            return File::open(layout.entry_path_of(md5));
+        };
+        let name = layout.relative_name_of(md5);
+        match rustix::fs::openat(
+            dir,
+            name.as_c_str(),
+            OFlags::RDONLY | OFlags::CLOEXEC,
+            Mode::empty(),
+        ) {
+            Ok(fd) => Ok(File::from(fd)),
+            Err(rustix::io::Errno::NOENT) if !is_still_root(dir, &layout.root) => {
+                self.removed.store(true, Ordering::Relaxed);
+                File::open(layout.entry_path_of(md5))
+            }
+            Err(errno) => Err(errno.into()),
+        }
+    }
+
+    /// Whether entries are opened below the held root.
+    pub fn is_held(&self) -> bool {
+        self.fd.is_some() && !self.removed.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+/// Whether the held directory `dir` is still linked and still the one `root` names.
+fn is_still_root(dir: &std::os::fd::OwnedFd, root: &Path) -> bool {
+    match (rustix::fs::fstat(dir), rustix::fs::stat(root)) {
+        (Ok(held), Ok(named)) => {
+            held.st_nlink > 0 && held.st_dev == named.st_dev && held.st_ino == named.st_ino
+        }
+        _ => false,
+    }
+}
+
 /// Opens an entry for reading and stats it.
 pub fn open_entry(path: &Path) -> io::Result<(File, Metadata)> {
     let file = File::open(path)?;

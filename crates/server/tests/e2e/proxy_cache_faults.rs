@@ -405,3 +405,46 @@ fn a_flood_of_misses_never_fills_a_small_disk() {
     }
     drop(server);
 }
+
+/// The cache directory removed while the server runs (entries are opened below the
+/// directory each zone holds open), then made again: a key stored before is a MISS,
+/// without an error, and is stored again in the new directory, from which it HITs. A key a worker
+/// keeps open (HIT before) is still served from the file it holds, as the index names it.
+#[test]
+fn a_cache_directory_removed_while_running_fills_again() {
+    let (server, upstream) = cached_proxy(BASIC, |_, number| ok(&format!("body {number}"), ""));
+    let cache = server.prefix().join("cache");
+    for path in ["/gone", "/kept"] {
+        assert_eq!(x_cache(&server.get(path)), "MISS", "{path}");
+        wait_stored(&cache, path);
+    }
+    let kept = server.get("/kept");
+    assert_eq!(
+        (x_cache(&kept), kept.body.as_slice()),
+        ("HIT", &b"body 2"[..])
+    );
+
+    // Removed, and made again by hand (open to all: the workers may run as another user).
+    std::fs::remove_dir_all(&cache).expect("remove the cache directory");
+    std::fs::create_dir(&cache).expect("make it again");
+    std::fs::set_permissions(&cache, std::fs::Permissions::from_mode(0o777)).expect("chmod");
+    let kept = server.get("/kept");
+    assert_eq!(
+        (x_cache(&kept), kept.body.as_slice()),
+        ("HIT", &b"body 2"[..])
+    );
+    let again = server.get("/gone");
+    assert_eq!(
+        (again.status, x_cache(&again), again.body.as_slice()),
+        (200, "MISS", &b"body 3"[..])
+    );
+    wait_stored(&cache, "/gone");
+    let hit = server.get("/gone");
+    assert_eq!(
+        (x_cache(&hit), hit.body.as_slice()),
+        ("HIT", &b"body 3"[..])
+    );
+    assert_eq!(asked(&upstream), 3);
+    let log = server.error_log();
+    assert!(!log.contains("[crit]") && !log.contains("[alert]"), "{log}");
+}

@@ -780,8 +780,10 @@ async fn open_entry(
     // Without purge rules the file's time is not needed: a small entry the index knows
     // (its inode) is then opened and read in two calls, without a `fstat`.
     let known = indexed.filter(|_| cache.zone.purges().is_empty());
+    let zone = Arc::clone(&cache.zone);
     let opened = super::run_read(worker, &cache.io, &path, move || {
-        read_entry(&owned, &key, &key_text, known, block_size)
+        let file = zone.root_dir().open_entry(&zone.params().layout, &key.md5);
+        read_entry(file, &owned, &key, &key_text, known, block_size)
     })
     .await;
     match opened {

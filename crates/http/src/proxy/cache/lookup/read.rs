@@ -23,11 +23,13 @@ pub(super) enum EntryError {
     InvalidHead(u64),
 }
 
-/// The blocking part of opening an entry: open, read the header, key and head (and a
-/// small body), with a `fstat` for the file's size, inode and time. With `known` (the
-/// inode the index names, no purge rule to compare the time with) a first read that ends
-/// short of [`FIRST_READ`] has met the file's end, and gives its size: no `fstat`.
+/// The blocking part of opening an entry (`opened`, the file at `path`): read the header,
+/// key and head (and a small body), with a `fstat` for the file's size, inode and time.
+/// With `known` (the inode the index names, no purge rule to compare the time with) a
+/// first read that ends short of [`FIRST_READ`] has met the file's end, and gives its
+/// size: no `fstat`.
 pub(super) fn read_entry(
+    opened: std::io::Result<std::fs::File>,
     path: &std::path::Path,
     key: &Key,
     key_text: &[u8],
@@ -35,7 +37,7 @@ pub(super) fn read_entry(
     block_size: u64,
 ) -> Result<Entry, EntryError> {
     use std::os::unix::fs::MetadataExt;
-    let file = match cache::store::open_for_reading(path) {
+    let file = match opened {
         Ok(file) => file,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
             return Err(EntryError::Missing);
@@ -56,14 +58,15 @@ pub(super) fn read_entry(
         )
         .map_err(EntryError::Io)?;
         if buffer.len() < FIRST_READ {
-            return check_entry(
+            let checked = check_entry(
                 file,
                 path,
                 key,
                 key_text,
                 (buffer.len() as u64, uniq, 0),
-                buffer,
+                &mut buffer,
             );
+            return checked;
         }
         // A larger file: its size from a `fstat`, the bytes already read kept.
         first = Some(buffer);
@@ -77,7 +80,7 @@ pub(super) fn read_entry(
         .map_or(0, |since| {
             u64::try_from(since.as_nanos()).unwrap_or(u64::MAX)
         });
-    let buffer = match first {
+    let mut buffer = match first {
         Some(buffer) => buffer,
         None => {
             let want = usize::try_from(size.min(FIRST_READ as u64)).unwrap_or(FIRST_READ);
@@ -85,14 +88,15 @@ pub(super) fn read_entry(
         }
     };
     let stat = cache::store::file_info(&metadata, block_size);
-    let mut entry = check_entry(
+    let entry = check_entry(
         file,
         path,
         key,
         key_text,
         (size, metadata.ino(), written),
-        buffer,
-    )?;
+        &mut buffer,
+    );
+    let mut entry = entry?;
     entry.stat = Some(stat);
     Ok(entry)
 }
@@ -106,10 +110,10 @@ fn check_entry(
     key: &Key,
     key_text: &[u8],
     (size, uniq, written): (u64, u64, u64),
-    mut buffer: Vec<u8>,
+    buffer: &mut Vec<u8>,
 ) -> Result<Entry, EntryError> {
     use std::os::unix::fs::FileExt;
-    let header = format::check(&buffer, key, key_text, size)
+    let header = format::check(buffer, key, key_text, size)
         .map_err(|error| EntryError::Damaged(error, uniq))?;
     let head_start = usize::from(header.header_start);
     let body_start = usize::from(header.body_start);

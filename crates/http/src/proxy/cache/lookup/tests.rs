@@ -32,7 +32,14 @@ fn entry_file(name: &str, key_text: &[u8], body: &[u8]) -> PathBuf {
 }
 
 fn read(path: &std::path::Path, key_text: &[u8], known: Option<u64>) -> Entry {
-    match read_entry(path, &Key::new(&[key_text]), key_text, known, 4096) {
+    match read_entry(
+        cache::store::open_for_reading(path),
+        path,
+        &Key::new(&[key_text]),
+        key_text,
+        known,
+        4096,
+    ) {
         Ok(entry) => entry,
         Err(_) => panic!("the entry reads"),
     }
