@@ -48,7 +48,8 @@ pub(super) fn read_entry(
     // first, and a regular file's read ends short only at its end.
     let mut first = None;
     if let Some(uniq) = known {
-        let mut buffer = Vec::with_capacity(FIRST_READ);
+        let mut buffer = FIRST_ROOM.take();
+        buffer.clear();
         runtime::sys::read_into::pread_appending(
             &file,
             &mut buffer,
@@ -66,6 +67,7 @@ pub(super) fn read_entry(
                 (buffer.len() as u64, uniq, 0),
                 &mut buffer,
             );
+            give_back(buffer);
             return checked;
         }
         // A larger file: its size from a `fstat`, the bytes already read kept.
@@ -96,9 +98,23 @@ pub(super) fn read_entry(
         (size, metadata.ino(), written),
         &mut buffer,
     );
+    give_back(buffer);
     let mut entry = entry?;
     entry.stat = Some(stat);
     Ok(entry)
+}
+
+thread_local! {
+    /// The first read's room, kept on its thread between entries: a HIT allocates only
+    /// what its entry keeps (a 16 KiB buffer freed per HIT made the allocator consolidate).
+    static FIRST_ROOM: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// Keeps `buffer` for the thread's next first read, unless a long head grew it.
+fn give_back(buffer: Vec<u8>) {
+    if buffer.capacity() <= 2 * FIRST_READ {
+        FIRST_ROOM.set(buffer);
+    }
 }
 
 /// Checks the first bytes of an opened entry (`size`, inode and time known) and makes

@@ -78,3 +78,23 @@ fn larger_bodies_stay_in_the_file() {
     assert_eq!(entry.uniq, std::fs::metadata(&path).expect("stat").ino());
     assert_eq!(entry.body_len(), (FIRST_READ * 2) as u64);
 }
+
+/// The first read's buffer stays with its thread: a small entry read after a larger one
+/// has its own bytes only, head and body.
+#[test]
+fn entries_read_one_after_another_keep_their_own_bytes() {
+    let (large_key, small_key) = (&b"http://backend/first"[..], &b"http://backend/then"[..]);
+    let large = entry_file("first", large_key, &[3u8; SMALL_BODY_MAX]);
+    let small = entry_file("then", small_key, b"tiny");
+    for _ in 0..2 {
+        let entry = read(&large, large_key, Some(1));
+        assert_eq!(entry.body.as_deref(), Some(&[3u8; SMALL_BODY_MAX][..]));
+        let entry = read(&small, small_key, Some(2));
+        assert_eq!(entry.body.as_deref(), Some(&b"tiny"[..]));
+        assert_eq!(entry.size, std::fs::metadata(&small).expect("stat").len());
+        assert_eq!(
+            entry.head,
+            b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\n".to_vec()
+        );
+    }
+}
