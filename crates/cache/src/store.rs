@@ -82,11 +82,6 @@ pub fn file_info(metadata: &Metadata, block_size: u64) -> FileInfo {
     }
 }
 
-/// Opens an entry for reading, without a `fstat`.
-pub fn open_for_reading(path: &Path) -> io::Result<File> {
-    File::open(path)
-}
-
 /// A cache's root directory, held open (`O_PATH`) from its zone's creation: an entry is
 /// opened by its name below it (`openat`), which spares the kernel the walk down to the
 /// root on every HIT. A root that cannot be opened, or that is no longer the directory

@@ -217,6 +217,29 @@ fn parts_are_written_one_after_the_other_at_the_offset() {
     assert_eq!(std::fs::metadata(&path).expect("stat").len(), 70_007);
 }
 
+/// A layout of `levels=1:2` rooted at `dir/name`.
+fn layout_at(dir: &TestDir, name: &str) -> Layout {
+    Layout {
+        root: dir.path().join(name),
+        levels: Levels::parse("1:2").expect("levels"),
+    }
+}
+
+/// Writes `body` as `key`'s entry file (its levels made), then opens it through `root`
+/// and returns what it reads.
+fn store_then_read(root: &RootDir, layout: &Layout, key: &Key, body: &str) -> String {
+    let path = layout.entry_path(key);
+    create_parent(&path).expect("levels");
+    std::fs::write(&path, body).expect("write");
+    let mut read = String::new();
+    io::Read::read_to_string(
+        &mut root.open_entry(layout, &key.md5).expect("open"),
+        &mut read,
+    )
+    .expect("read");
+    read
+}
+
 #[test]
 fn entries_open_below_the_held_root() {
     let dir = TestDir::new("root-held");
@@ -230,25 +253,13 @@ fn entries_open_below_the_held_root() {
     assert_eq!(missing.kind(), ErrorKind::NotFound);
     assert!(root.is_held(), "a missing entry keeps the root");
 
-    let path = layout.entry_path(&key);
-    create_parent(&path).expect("levels");
-    std::fs::write(&path, b"entry").expect("write");
-    let mut read = String::new();
-    io::Read::read_to_string(
-        &mut root.open_entry(&layout, &key.md5).expect("open"),
-        &mut read,
-    )
-    .expect("read");
-    assert_eq!(read, "entry");
+    assert_eq!(store_then_read(&root, &layout, &key, "entry"), "entry");
 }
 
 #[test]
 fn a_root_made_again_is_read_by_its_path() {
     let dir = TestDir::new("root-again");
-    let layout = Layout {
-        root: dir.path().join("cache"),
-        levels: Levels::parse("1:2").expect("levels"),
-    };
+    let layout = layout_at(&dir, "cache");
     std::fs::create_dir(&layout.root).expect("root");
     let root = RootDir::open(&layout.root);
     assert!(root.is_held());
@@ -257,33 +268,21 @@ fn a_root_made_again_is_read_by_its_path() {
     std::fs::remove_dir_all(&layout.root).expect("remove");
     std::fs::create_dir(&layout.root).expect("again");
     let key = Key::new(&[b"http://backend/again"]);
-    let path = layout.entry_path(&key);
-    create_parent(&path).expect("levels");
-    std::fs::write(&path, b"new root").expect("write");
-    let mut read = String::new();
-    io::Read::read_to_string(
-        &mut root.open_entry(&layout, &key.md5).expect("open"),
-        &mut read,
-    )
-    .expect("read");
-    assert_eq!(read, "new root");
+    assert_eq!(
+        store_then_read(&root, &layout, &key, "new root"),
+        "new root"
+    );
     assert!(!root.is_held(), "full paths from now on");
 }
 
 #[test]
 fn a_root_that_cannot_be_opened_gives_way_to_full_paths() {
     let dir = TestDir::new("root-missing");
-    let layout = Layout {
-        root: dir.path().join("later"),
-        levels: Levels::parse("1:2").expect("levels"),
-    };
+    let layout = layout_at(&dir, "later");
     let root = RootDir::open(&layout.root);
     assert!(!root.is_held());
     let key = Key::new(&[b"http://backend/later"]);
-    let path = layout.entry_path(&key);
-    create_parent(&path).expect("root and levels");
-    std::fs::write(&path, b"later").expect("write");
-    assert!(root.open_entry(&layout, &key.md5).is_ok());
+    assert_eq!(store_then_read(&root, &layout, &key, "later"), "later");
 }
 
 #[test]
@@ -292,10 +291,7 @@ fn a_root_link_pointed_elsewhere_is_followed() {
     let (first, second) = (dir.path().join("first"), dir.path().join("second"));
     std::fs::create_dir(&first).expect("first");
     std::fs::create_dir(&second).expect("second");
-    let layout = Layout {
-        root: dir.path().join("cache"),
-        levels: Levels::parse("1:2").expect("levels"),
-    };
+    let layout = layout_at(&dir, "cache");
     std::os::unix::fs::symlink(&first, &layout.root).expect("link");
     let root = RootDir::open(&layout.root);
     assert!(root.is_held());
@@ -303,20 +299,12 @@ fn a_root_link_pointed_elsewhere_is_followed() {
     std::fs::remove_file(&layout.root).expect("unlink");
     std::os::unix::fs::symlink(&second, &layout.root).expect("link again");
     let key = Key::new(&[b"http://backend/moved"]);
+    assert_eq!(store_then_read(&root, &layout, &key, "second"), "second");
     let path = layout.entry_path(&key);
-    create_parent(&path).expect("levels");
-    std::fs::write(&path, b"second").expect("write");
     assert!(
         second
             .join(path.strip_prefix(&layout.root).expect("below"))
             .is_file()
     );
-    let mut read = String::new();
-    io::Read::read_to_string(
-        &mut root.open_entry(&layout, &key.md5).expect("open"),
-        &mut read,
-    )
-    .expect("read");
-    assert_eq!(read, "second");
     assert!(!root.is_held(), "full paths from now on");
 }
