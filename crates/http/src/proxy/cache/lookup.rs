@@ -4,7 +4,7 @@
 //! request updates it), or a request that goes upstream knowing what it may store.
 
 use std::fs::File;
-use std::path::PathBuf;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -36,10 +36,11 @@ pub(crate) mod status {
 #[derive(Clone)]
 pub(crate) struct Entry {
     pub file: Arc<File>,
-    pub path: PathBuf,
-    pub header: EntryHeader,
+    pub path: Arc<Path>,
+    /// Shared with the worker's kept copy ([`super::hot`]): a HIT clones no bytes.
+    pub header: Arc<EntryHeader>,
     /// The stored response head, as the upstream sent it (replaced only with `parsed`).
-    pub head: Vec<u8>,
+    pub head: Arc<[u8]>,
     /// `head` parsed (its fields are ranges of it): checked when the entry was opened, and
     /// replayed from here for every response the entry serves.
     pub parsed: Arc<http1::response_head::ResponseHead>,
@@ -373,7 +374,9 @@ async fn look(
         && let Some(mut entry) = super::hot::get(&zone, &cache.key.md5, snapshot.uniq)
     {
         // The index knows of freshness a revalidation rewrote into the file since.
-        entry.header.valid_sec = entry.header.valid_sec.max(snapshot.valid_sec);
+        if snapshot.valid_sec > entry.header.valid_sec {
+            Arc::make_mut(&mut entry.header).valid_sec = snapshot.valid_sec;
+        }
         return found(worker, info, request, settings, cache, entry, now);
     }
     if snapshot.exists || zone.cold() {
@@ -694,13 +697,13 @@ async fn attach(
     let key_text = cache.key_text.clone();
     let reader = Arc::clone(&file);
     let path = std::path::Path::new("cache fill");
-    let read = move || -> Option<(EntryHeader, Vec<u8>)> {
+    let read = move || -> Option<(EntryHeader, Arc<[u8]>)> {
         let want = usize::try_from(written.min(16 * 1024)).ok()?;
         let buffer = cache::store::read_head(&reader, want).ok()?;
         let header = format::check(&buffer, &key, &key_text, written).ok()?;
         let head = buffer
             .get(usize::from(header.header_start)..usize::from(header.body_start))?
-            .to_vec();
+            .into();
         Some((header, head))
     };
     let (header, head) = super::run_read(worker, &cache.io, path, read)
@@ -712,8 +715,8 @@ async fn attach(
     let size = u64::from(header.body_start) + content_length;
     Some(Entry {
         file,
-        path: PathBuf::new(),
-        header,
+        path: Arc::from(Path::new("")),
+        header: Arc::new(header),
         head,
         parsed: Arc::new(parsed),
         size,

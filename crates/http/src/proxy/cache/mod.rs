@@ -223,8 +223,9 @@ pub(crate) fn revalidated<'f>(
             None => return,
         },
     };
-    entry.header.valid_sec = valid_sec;
-    entry.header.date = now;
+    let header = std::sync::Arc::make_mut(&mut entry.header);
+    header.valid_sec = valid_sec;
+    header.date = now;
     cache.zone.set_valid(&cache.key.md5, valid_sec);
     let fixed = cache::format::encode_fixed(&entry.header);
     let path = entry.path.clone();

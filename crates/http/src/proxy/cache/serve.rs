@@ -40,7 +40,7 @@ pub(crate) fn respond_from<'a>(
         file: entry.file,
         offset: u64::from(entry.header.body_start),
         len,
-        path: entry.path,
+        path: entry.path.to_path_buf(),
         io,
         direct: false,
     })

@@ -183,7 +183,7 @@ impl<'a> Proxying<'a, '_> {
             zone: std::sync::Arc::clone(&cache.zone),
             key: cache.key,
             key_text: cache.key_text.clone(),
-            header: entry.header.clone(),
+            header: (*entry.header).clone(),
             head: merged.clone(),
             old: std::sync::Arc::clone(&entry.file),
             old_body_start: u64::from(entry.header.body_start),
@@ -191,7 +191,7 @@ impl<'a> Proxying<'a, '_> {
             pool,
             temp_number: (number % 10_000_000_000) as u32,
         });
-        entry.head = merged;
+        entry.head = merged.into();
         entry.parsed = std::sync::Arc::new(parsed);
     }
 

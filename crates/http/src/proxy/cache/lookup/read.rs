@@ -139,7 +139,7 @@ fn check_entry(
             .map_err(EntryError::Io)?;
         buffer.extend_from_slice(&rest);
     }
-    let head = buffer[head_start..body_start].to_vec();
+    let head: Arc<[u8]> = Arc::from(&buffer[head_start..body_start]);
     let Ok(Some(parsed)) = crate::proxy::response::parse(&head) else {
         return Err(EntryError::InvalidHead(uniq));
     };
@@ -161,8 +161,8 @@ fn check_entry(
         .then(|| Arc::from(&buffer[body_start..]));
     Ok(Entry {
         file: Arc::new(file),
-        path: path.to_owned(),
-        header,
+        path: Arc::from(path),
+        header: Arc::new(header),
         head,
         parsed: Arc::new(parsed),
         size,

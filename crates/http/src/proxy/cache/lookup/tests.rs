@@ -1,4 +1,5 @@
 use std::os::unix::fs::MetadataExt;
+use std::path::PathBuf;
 
 use cache::format::{self, EntryHeader};
 
@@ -93,8 +94,8 @@ fn entries_read_one_after_another_keep_their_own_bytes() {
         assert_eq!(entry.body.as_deref(), Some(&b"tiny"[..]));
         assert_eq!(entry.size, std::fs::metadata(&small).expect("stat").len());
         assert_eq!(
-            entry.head,
-            b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\n".to_vec()
+            &entry.head[..],
+            b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\n"
         );
     }
 }
