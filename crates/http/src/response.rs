@@ -10,6 +10,8 @@ pub enum Bytes<'a> {
     Owned(Vec<u8>),
     /// Kept elsewhere too (a small cached body, with its open entry).
     Shared(std::sync::Arc<[u8]>),
+    /// Bytes `start..end` of bytes kept elsewhere (a field of a cached entry's stored head).
+    Part(std::sync::Arc<[u8]>, u32, u32),
 }
 
 impl Bytes<'_> {
@@ -18,6 +20,7 @@ impl Bytes<'_> {
             Bytes::Borrowed(bytes) => bytes,
             Bytes::Owned(bytes) => bytes,
             Bytes::Shared(bytes) => bytes,
+            Bytes::Part(bytes, start, end) => &bytes[*start as usize..*end as usize],
         }
     }
 

@@ -467,7 +467,15 @@ impl<'a> Proxying<'a, '_> {
             location: self.location.prefix(),
         };
         request.upstream.keep_head(&buffer, head.len, &head.fields);
-        response::apply(self.worker, info, request, proxy, &head, &buffer, &rewrite);
+        response::apply(
+            self.worker,
+            info,
+            request,
+            proxy,
+            &head,
+            response::RawHead::Buffer(&buffer),
+            &rewrite,
+        );
         if head.status == 101 && asked_to_upgrade(request) {
             // An upgrade (WebSocket): the connection becomes a tunnel to the upstream. A 101
             // to a client that sent no `Upgrade` is passed on as a response without a body,

@@ -80,6 +80,35 @@ pub struct RewriteInput<'r> {
     pub location: &'r [u8],
 }
 
+/// The bytes of an upstream head: a buffer whose fields are copied into the response, or
+/// a cached entry's stored head, whose fields the response refers to.
+#[derive(Clone, Copy)]
+pub enum RawHead<'r> {
+    Buffer(&'r [u8]),
+    Stored(&'r std::sync::Arc<[u8]>),
+}
+
+impl RawHead<'_> {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            RawHead::Buffer(bytes) => bytes,
+            RawHead::Stored(bytes) => bytes,
+        }
+    }
+
+    /// The response's copy of `range`, or its reference to it.
+    fn take(&self, range: &std::ops::Range<usize>) -> Bytes<'static> {
+        match self {
+            RawHead::Buffer(bytes) => Bytes::Owned(bytes[range.clone()].to_vec()),
+            RawHead::Stored(bytes) => Bytes::Part(
+                std::sync::Arc::clone(bytes),
+                range.start as u32,
+                range.end as u32,
+            ),
+        }
+    }
+}
+
 /// Fills the client's response from the upstream's head and its fields.
 pub fn apply(
     worker: &HttpWorker,
@@ -87,9 +116,10 @@ pub fn apply(
     request: &mut crate::request::Request<'_>,
     proxy: &Proxy,
     head: &UpstreamHead,
-    raw: &[u8],
+    source: RawHead<'_>,
     input: &RewriteInput<'_>,
 ) {
+    let raw = source.bytes();
     let mut fields = head
         .fields
         .iter()
@@ -115,7 +145,8 @@ pub fn apply(
         }
     }
     let mut expires_seen = false;
-    for (name, value) in fields.clone() {
+    for (name_range, value_range) in &head.fields {
+        let (name, value) = (&raw[name_range.clone()], &raw[value_range.clone()]);
         if HOP_BY_HOP.iter().any(|hop| is(name, hop))
             && !(is(name, b"upgrade") && head.status == 101)
         {
@@ -125,7 +156,7 @@ pub fn apply(
             continue;
         }
         if is(name, b"content-type") {
-            request.response.content_type = Some(Bytes::Owned(value.to_vec()));
+            request.response.content_type = Some(source.take(value_range));
             continue;
         }
         if is(name, b"last-modified")
@@ -157,29 +188,31 @@ pub fn apply(
         }
         let value = if is(name, b"refresh") {
             let prefix = find_ascii_ci(value, b"url=").map_or(value.len(), |at| at + 4);
-            rewrite_redirect(worker, connection, request, proxy, input, value, prefix)
+            Bytes::Owned(rewrite_redirect(
+                worker, connection, request, proxy, input, value, prefix,
+            ))
         } else if is(name, b"set-cookie") {
             let value = rewrite_cookie(worker, connection, request, proxy, value);
-            match &proxy.cookie_flags {
+            Bytes::Owned(match &proxy.cookie_flags {
                 crate::proxy::settings::CookieFlags::Rules(rules) => {
                     crate::proxy::cookie_flags::apply(worker, connection, request, rules, value)
                 }
                 crate::proxy::settings::CookieFlags::Off => value,
-            }
+            })
         } else if is(name, b"expires") {
             // nginx keeps the first `Expires` only.
             if expires_seen {
                 continue;
             }
             expires_seen = true;
-            value.to_vec()
+            source.take(value_range)
         } else {
-            value.to_vec()
+            source.take(value_range)
         };
         request
             .response
             .headers
-            .push((Bytes::Owned(name.to_vec()), Bytes::Owned(value)));
+            .push((source.take(name_range), value));
     }
     if !proxy.ignore_headers.has(IgnoreHeaders::X_ACCEL_CHARSET)
         && let Some((_, value)) = fields

@@ -115,6 +115,11 @@ impl<'a> Pieces<'a> {
                         Bytes::Borrowed(slice) => Bytes::Borrowed(&slice[range]),
                         Bytes::Owned(vec) => Bytes::Owned(vec[range].to_vec()),
                         Bytes::Shared(shared) => Bytes::Owned(shared[range].to_vec()),
+                        Bytes::Part(shared, start, _) => Bytes::Part(
+                            std::sync::Arc::clone(shared),
+                            start + range.start as u32,
+                            start + range.end as u32,
+                        ),
                     })
                 }
                 Piece::File { offset, .. } => Piece::File {
@@ -249,5 +254,17 @@ mod tests {
             }]
         ));
         assert!(pieces.slice(7, 7).is_empty());
+    }
+
+    #[test]
+    fn a_slice_of_a_part_is_a_narrower_part() {
+        let stored: std::sync::Arc<[u8]> = std::sync::Arc::from(&b"xxheadyy"[..]);
+        let pieces = Pieces {
+            pieces: vec![Piece::Bytes(Bytes::Part(stored, 2, 6))],
+            ..Pieces::default()
+        };
+        let sliced = pieces.slice(1, 3);
+        assert!(matches!(&sliced[..], [Piece::Bytes(Bytes::Part(_, 3, 5))]));
+        assert!(matches!(&sliced[0], Piece::Bytes(bytes) if bytes.as_slice() == b"ea"));
     }
 }

@@ -87,7 +87,15 @@ fn set_head(
     request
         .upstream
         .keep_head(&entry.head, head.len, &head.fields);
-    response::apply(worker, info, request, proxy, head, &entry.head, rewrite);
+    response::apply(
+        worker,
+        info,
+        request,
+        proxy,
+        head,
+        response::RawHead::Stored(&entry.head),
+        rewrite,
+    );
     let len = entry.body_len();
     request.response.content_length = Some(len);
     if settings.force_ranges

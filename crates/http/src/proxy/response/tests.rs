@@ -27,3 +27,20 @@ fn standard_reason_phrases_are_not_kept() {
     assert!(!is_portico_line(200, b"200 Fine"));
     assert!(!is_portico_line(299, b"299 Custom"));
 }
+
+#[test]
+fn a_stored_head_is_referred_to_and_a_buffer_copied() {
+    let head: std::sync::Arc<[u8]> =
+        std::sync::Arc::from(&b"HTTP/1.1 200 OK\r\nExpires: soon\r\n\r\n"[..]);
+    let value = 26..30;
+    match RawHead::Stored(&head).take(&value) {
+        Bytes::Part(bytes, start, end) => {
+            assert!(std::sync::Arc::ptr_eq(&bytes, &head));
+            assert_eq!(&bytes[start as usize..end as usize], b"soon");
+        }
+        other => panic!("a stored head's field was copied: {other:?}"),
+    }
+    let taken = RawHead::Buffer(&head).take(&value);
+    assert!(matches!(taken, Bytes::Owned(_)));
+    assert_eq!(taken.as_slice(), b"soon");
+}
