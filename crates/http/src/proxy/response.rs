@@ -96,16 +96,15 @@ impl RawHead<'_> {
         }
     }
 
-    /// The response's copy of `range`, or its reference to it.
+    /// The response's copy of `range`, or its reference to it (a stored head is at most
+    /// 64 KiB; a range past `u32` would be copied).
     fn take(&self, range: &std::ops::Range<usize>) -> Bytes<'static> {
-        match self {
-            RawHead::Buffer(bytes) => Bytes::Owned(bytes[range.clone()].to_vec()),
-            RawHead::Stored(bytes) => Bytes::Part(
-                std::sync::Arc::clone(bytes),
-                range.start as u32,
-                range.end as u32,
-            ),
+        if let RawHead::Stored(bytes) = self
+            && let (Ok(start), Ok(end)) = (u32::try_from(range.start), u32::try_from(range.end))
+        {
+            return Bytes::Part(std::sync::Arc::clone(bytes), start, end);
         }
+        Bytes::Owned(self.bytes()[range.clone()].to_vec())
     }
 }
 
@@ -186,6 +185,13 @@ pub fn apply(
             request.response.location = Some(Location { value });
             continue;
         }
+        // nginx keeps the first `Expires` only.
+        if is(name, b"expires") {
+            if expires_seen {
+                continue;
+            }
+            expires_seen = true;
+        }
         let value = if is(name, b"refresh") {
             let prefix = find_ascii_ci(value, b"url=").map_or(value.len(), |at| at + 4);
             Bytes::Owned(rewrite_redirect(
@@ -199,13 +205,6 @@ pub fn apply(
                 }
                 crate::proxy::settings::CookieFlags::Off => value,
             })
-        } else if is(name, b"expires") {
-            // nginx keeps the first `Expires` only.
-            if expires_seen {
-                continue;
-            }
-            expires_seen = true;
-            source.take(value_range)
         } else {
             source.take(value_range)
         };

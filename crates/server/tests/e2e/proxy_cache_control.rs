@@ -658,3 +658,35 @@ fn wait_stored_after_miss(server: &Instance, path: &str) -> std::path::PathBuf {
     assert_eq!(x_cache(&server.get(path)), "MISS");
     wait_stored(&server.prefix().join("cache"), path)
 }
+
+/// A HIT sends the stored head's fields as the MISS did (copied from the upstream's buffer
+/// on the MISS, referred to in the stored head on the HIT): the first of two `Expires`
+/// only, as nginx, and every other passed field with its value and in its order.
+#[test]
+fn a_hit_passes_the_stored_fields_as_the_miss_did() {
+    let fields = "Content-Type: text/x-stored\r\nX-One: first value\r\nExpires: Thu, 01 Jan 2099 00:00:00 GMT\r\nExpires: Fri, 02 Jan 2099 00:00:00 GMT\r\nX-Two: second\r\n";
+    let (server, upstream) = cached_proxy(BASIC, move |_, _| ok("stored body", fields));
+    let miss = server.get("/fields");
+    wait_stored(&server.prefix().join("cache"), "/fields");
+    let hit = server.get("/fields");
+    assert_eq!((x_cache(&miss), x_cache(&hit)), ("MISS", "HIT"));
+    assert_eq!(asked(&upstream), 1);
+    for response in [&miss, &hit] {
+        assert_eq!(response.header("Content-Type"), Some("text/x-stored"));
+        let passed: Vec<(&str, &str)> = response
+            .headers
+            .iter()
+            .filter(|(name, _)| name.starts_with("X-") && name != "X-Cache" || name == "Expires")
+            .map(|(name, value)| (name.as_str(), value.as_str()))
+            .collect();
+        assert_eq!(
+            passed,
+            [
+                ("X-One", "first value"),
+                ("Expires", "Thu, 01 Jan 2099 00:00:00 GMT"),
+                ("X-Two", "second"),
+            ]
+        );
+        assert_eq!(response.body_text(), "stored body");
+    }
+}
