@@ -664,7 +664,13 @@ fn wait_stored_after_miss(server: &Instance, path: &str) -> std::path::PathBuf {
 /// only, as nginx, and every other passed field with its value and in its order.
 #[test]
 fn a_hit_passes_the_stored_fields_as_the_miss_did() {
-    let fields = "Content-Type: text/x-stored\r\nX-One: first value\r\nExpires: Thu, 01 Jan 2099 00:00:00 GMT\r\nExpires: Fri, 02 Jan 2099 00:00:00 GMT\r\nX-Two: second\r\n";
+    let fields = concat!(
+        "Content-Type: text/x-stored\r\n",
+        "X-One: first value\r\n",
+        "Expires: Thu, 01 Jan 2099 00:00:00 GMT\r\n",
+        "Expires: Fri, 02 Jan 2099 00:00:00 GMT\r\n",
+        "X-Two: second\r\n",
+    );
     let (server, upstream) = cached_proxy(BASIC, move |_, _| ok("stored body", fields));
     let miss = server.get("/fields");
     wait_stored(&server.prefix().join("cache"), "/fields");
