@@ -95,8 +95,8 @@ pub(crate) enum Lookup {
     Serve(Entry),
     /// Answer from an entry another request is still writing (its fill).
     Attach(Entry, Arc<cache::Fill>),
-    /// Go upstream.
-    Upstream(CacheRequest),
+    /// Go upstream (boxed: a HIT's answer moves through the lookup without its bytes).
+    Upstream(Box<CacheRequest>),
 }
 
 /// A request that goes upstream with the cache involved.
@@ -305,7 +305,7 @@ pub(crate) async fn lookup(
         }
         cache.fill = start_filling(&cache.zone, &cache.key);
         request.upstream.cache_status = Some(status::EXPIRED);
-        return Lookup::Upstream(cache);
+        return Lookup::Upstream(Box::new(cache));
     }
     if purging {
         return Lookup::Fail(purge(&cache));
@@ -317,23 +317,23 @@ pub(crate) async fn lookup(
     if any_true(worker, info, request, &settings.bypass) {
         request.upstream.cache_status = Some(status::BYPASS);
         cache.fill = start_filling(&cache.zone, &cache.key);
-        return Lookup::Upstream(cache);
+        return Lookup::Upstream(Box::new(cache));
     }
     // A waiter whose filler finished, or aged past `proxy_cache_lock_age`, looks again:
     // the entry is there now, or the waiter fills it itself.
     for _ in 0..8 {
         match look(worker, info, request, settings, &mut cache).await {
-            Look::Done(lookup) => return *lookup,
+            Look::Done(lookup) => return lookup,
             Look::Again => {}
         }
     }
     request.upstream.cache_status = Some(status::MISS);
     cache.store = false;
-    Lookup::Upstream(cache)
+    Lookup::Upstream(Box::new(cache))
 }
 
 enum Look {
-    Done(Box<Lookup>),
+    Done(Lookup),
     Again,
 }
 
@@ -361,12 +361,12 @@ async fn look(
             );
             request.upstream.cache_status = Some(status::MISS);
             cache.store = false;
-            return Look::Done(Box::new(Lookup::Upstream(take(cache))));
+            return Look::Done(Lookup::Upstream(Box::new(take(cache))));
         }
     };
     if snapshot.error != 0 && snapshot.valid_sec >= now {
         request.upstream.cache_status = Some(status::HIT);
-        return Look::Done(Box::new(Lookup::Error(snapshot.error)));
+        return Look::Done(Lookup::Error(snapshot.error));
     }
     // While the zone is cold (its directory not yet read), a key the index does not
     // know may still be on disk.
@@ -411,7 +411,7 @@ async fn look(
         // Not requested often enough yet: an ordinary upstream request, nothing stored.
         request.upstream.cache_status = Some(status::MISS);
         cache.store = false;
-        return Look::Done(Box::new(Lookup::Upstream(take(cache))));
+        return Look::Done(Lookup::Upstream(Box::new(take(cache))));
     }
     // A miss that may be stored: one request fills, others wait for it with the lock.
     let lock_age = settings.lock.then_some(settings.lock_age);
@@ -419,12 +419,12 @@ async fn look(
         Err(_) => {
             request.upstream.cache_status = Some(status::MISS);
             cache.store = false;
-            Look::Done(Box::new(Lookup::Upstream(take(cache))))
+            Look::Done(Lookup::Upstream(Box::new(take(cache))))
         }
         Ok(FillStart::Filler(guard)) => {
             cache.fill = Some(guard);
             request.upstream.cache_status = Some(status::MISS);
-            Look::Done(Box::new(Lookup::Upstream(take(cache))))
+            Look::Done(Lookup::Upstream(Box::new(take(cache))))
         }
         Ok(FillStart::Wait(fill)) => {
             let left = lock_wait_left(settings, cache);
@@ -432,7 +432,7 @@ async fn look(
                 && let Some(entry) = attach(worker, request, cache, &fill, left).await
             {
                 request.upstream.cache_status = Some(status::HIT);
-                return Look::Done(Box::new(Lookup::Attach(entry, fill)));
+                return Look::Done(Lookup::Attach(entry, fill));
             }
             wait_outcome(worker, info, request, settings, cache, &fill).await
         }
@@ -462,7 +462,7 @@ async fn wait_outcome(
             );
             request.upstream.cache_status = Some(status::MISS);
             cache.store = false;
-            Look::Done(Box::new(Lookup::Upstream(take(cache))))
+            Look::Done(Lookup::Upstream(Box::new(take(cache))))
         }
     }
 }
@@ -509,7 +509,7 @@ fn found(
     // Fresh through the second `valid_sec` names, as nginx counts.
     if entry.header.valid_sec >= now {
         request.upstream.cache_status = Some(status::HIT);
-        return Look::Done(Box::new(Lookup::Serve(entry)));
+        return Look::Done(Lookup::Serve(entry));
     }
     let backstop = settings.lock_age.max(Duration::from_secs(60));
     match cache
@@ -529,14 +529,14 @@ fn found(
                 // The stale entry answers now; the refresh runs after the response.
                 request.upstream.refresh = Some((update, request.upstream.slice));
                 request.upstream.cache_status = Some(status::STALE);
-                return Look::Done(Box::new(Lookup::Serve(entry)));
+                return Look::Done(Lookup::Serve(entry));
             }
             cache.update = Some(update);
             cache.revalidate = settings.revalidate && entry.revalidatable();
             cache.stale = Some(entry);
             cache.fill = start_filling(&cache.zone, &cache.key);
             request.upstream.cache_status = Some(status::EXPIRED);
-            Look::Done(Box::new(Lookup::Upstream(take(cache))))
+            Look::Done(Lookup::Upstream(Box::new(take(cache))))
         }
         None => {
             let within_swr = now
@@ -548,12 +548,12 @@ fn found(
                 && !entry.must_revalidate()
             {
                 request.upstream.cache_status = Some(status::UPDATING);
-                return Look::Done(Box::new(Lookup::Serve(entry)));
+                return Look::Done(Lookup::Serve(entry));
             }
             cache.stale = Some(entry);
             cache.fill = start_filling(&cache.zone, &cache.key);
             request.upstream.cache_status = Some(status::EXPIRED);
-            Look::Done(Box::new(Lookup::Upstream(take(cache))))
+            Look::Done(Lookup::Upstream(Box::new(take(cache))))
         }
     }
 }
@@ -608,7 +608,7 @@ fn purge(cache: &CacheRequest) -> u16 {
 fn miss_to_fill(request: &mut Request<'_>, cache: &mut CacheRequest) -> Look {
     cache.fill = start_filling(&cache.zone, &cache.key);
     request.upstream.cache_status = Some(status::MISS);
-    Look::Done(Box::new(Lookup::Upstream(take(cache))))
+    Look::Done(Lookup::Upstream(Box::new(take(cache))))
 }
 
 /// A fill without the lock: every such request stores, the last to finish wins.

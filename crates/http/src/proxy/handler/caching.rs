@@ -364,7 +364,7 @@ pub(super) fn answer<'a>(
     let rewrite = rewrite_input(location, target);
     let body = match looked_up {
         Lookup::Off => return Ok(None),
-        Lookup::Upstream(cache) => return Ok(Some(cache)),
+        Lookup::Upstream(cache) => return Ok(Some(*cache)),
         Lookup::Fail(status) | Lookup::Error(status) => {
             return Err(ProxyOutcome::Finalize(status));
         }
