@@ -380,7 +380,7 @@ pub(crate) fn log_request_info(
         &mut worker.log_buffers.borrow_mut(),
         targets,
         &variables,
-        Instant::now(),
+        now.monotonic,
     );
     for line in deferred {
         write_path_line(worker, connection, location, line);
