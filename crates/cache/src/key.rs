@@ -114,7 +114,9 @@ impl Layout {
     /// [`Layout::entry_path`] from the MD5 alone (the index knows no key text).
     pub fn entry_path_of(&self, md5: &[u8; 16]) -> PathBuf {
         let hex = hex_of(md5);
-        let mut path = self.root.clone();
+        // One allocation: the root, a separator and name per level, and the name.
+        let mut path = PathBuf::with_capacity(self.root.as_os_str().len() + 3 * 4 + HEX_LEN + 1);
+        path.push(&self.root);
         let mut end = HEX_LEN;
         for &width in self.levels.widths() {
             let start = end - usize::from(width);

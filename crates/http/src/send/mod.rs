@@ -358,9 +358,11 @@ pub(crate) fn log_request_info(
 ) {
     let location = location(worker, request);
     crate::observe::zones::record(worker, location, request);
-    if let (Some(zone), Some(status)) =
-        (&request.upstream.cache_zone, request.upstream.cache_status)
-    {
+    let zone = request
+        .upstream
+        .cache_zone
+        .and_then(|index| worker.generation.cache_zones.get(index));
+    if let (Some(zone), Some(status)) = (zone, request.upstream.cache_status) {
         zone.stats().record(status, request.sent.body_bytes);
     }
     let settings = &location.settings.access_log;

@@ -41,8 +41,10 @@ pub struct UpstreamInfo {
     pub trying: bool,
     /// `$upstream_cache_status`: `HIT`, `MISS`, ..., when a cache was involved.
     pub cache_status: Option<&'static str>,
-    /// The zone that answered, for its statistics.
-    pub cache_zone: Option<std::sync::Arc<cache::Zone>>,
+    /// The zone that answered, for its statistics: its place in the worker's
+    /// `generation.cache_zones` (an index, so that a HIT does not count references to a
+    /// zone every worker shares).
+    pub cache_zone: Option<usize>,
     /// A stale entry was sent and its refresh is due once the response is out
     /// (`proxy_cache_background_update`): the mark that this request updates it.
     /// With the slice it was for, whose range the refresh asks again.

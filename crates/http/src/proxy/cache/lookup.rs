@@ -264,7 +264,9 @@ pub(crate) async fn lookup(
         Ok(None) => return Lookup::Off,
         Err(status) => return Lookup::Fail(status),
     };
-    let Some(zone) = worker.generation.cache_zones.get(zone_index).cloned() else {
+    // Borrowed from the worker's generation: the zone's reference count is shared by
+    // every worker, so only a request that keeps the zone (its CacheRequest) counts one.
+    let Some(zone) = worker.generation.cache_zones.get(zone_index) else {
         return Lookup::Off;
     };
     let key_text = match &settings.key {
@@ -277,10 +279,10 @@ pub(crate) async fn lookup(
         }
     };
     let key = Key::new(&[&key_text]);
-    request.upstream.cache_zone = Some(Arc::clone(&zone));
+    request.upstream.cache_zone = Some(zone_index);
     let io = crate::file::cache::file_io(worker, info, request, location);
     let mut cache = CacheRequest {
-        zone,
+        zone: Arc::clone(zone),
         key,
         main_md5: key.md5,
         key_text,
@@ -322,7 +324,7 @@ pub(crate) async fn lookup(
     // A waiter whose filler finished, or aged past `proxy_cache_lock_age`, looks again:
     // the entry is there now, or the waiter fills it itself.
     for _ in 0..8 {
-        match look(worker, info, request, settings, &mut cache).await {
+        match look(worker, info, request, settings, zone, &mut cache).await {
             Look::Done(lookup) => return lookup,
             Look::Again => {}
         }
@@ -337,15 +339,17 @@ enum Look {
     Again,
 }
 
+/// One look at the index (and the disk) for the request's key; `zone` is `cache.zone`,
+/// borrowed from the worker.
 async fn look(
     worker: &HttpWorker,
     info: &ConnectionInfo,
     request: &mut Request<'_>,
     settings: &ProxyCache,
+    zone: &Arc<Zone>,
     cache: &mut CacheRequest,
 ) -> Look {
     let now = worker.clock.wall().unix_seconds;
-    let zone = Arc::clone(&cache.zone);
     let snapshot = match zone.touch(&cache.key.md5, Instant::now()) {
         Ok(snapshot) => snapshot,
         Err(_) => {
@@ -371,7 +375,7 @@ async fn look(
     // While the zone is cold (its directory not yet read), a key the index does not
     // know may still be on disk.
     if snapshot.exists
-        && let Some(mut entry) = super::hot::get(&zone, &cache.key.md5, snapshot.uniq)
+        && let Some(mut entry) = super::hot::get(zone, &cache.key.md5, snapshot.uniq)
     {
         // The index knows of freshness a revalidation rewrote into the file since.
         if snapshot.valid_sec > entry.header.valid_sec {
@@ -384,7 +388,7 @@ async fn look(
         match open_entry(worker, info, request, cache, indexed).await {
             Some(entry) => {
                 if snapshot.exists && entry.uniq == snapshot.uniq {
-                    super::hot::put(&zone, &cache.key.md5, &entry);
+                    super::hot::put(zone, &cache.key.md5, &entry);
                 } else if !snapshot.exists
                     && let Some(file) = entry.stat
                 {
@@ -775,20 +779,28 @@ async fn open_entry(
     cache: &CacheRequest,
     indexed: Option<u64>,
 ) -> Option<Entry> {
-    let path = cache.zone.params().layout.entry_path(&cache.key);
+    let path: Arc<Path> = Arc::from(cache.zone.params().layout.entry_path(&cache.key));
     let key = cache.key;
-    let key_text = cache.key_text.clone();
-    let owned = path.clone();
     let block_size = cache.zone.block_size();
     // Without purge rules the file's time is not needed: a small entry the index knows
     // (its inode) is then opened and read in two calls, without a `fstat`.
     let known = indexed.filter(|_| cache.zone.purges().is_empty());
-    let zone = Arc::clone(&cache.zone);
-    let opened = super::run_read(worker, &cache.io, &path, move || {
+    let read = move |zone: &Zone, path: Arc<Path>, key_text: &[u8]| {
         let file = zone.root_dir().open_entry(&zone.params().layout, &key.md5);
-        read_entry(file, &owned, &key, &key_text, known, block_size)
-    })
-    .await;
+        read_entry(file, path, &key, key_text, known, block_size)
+    };
+    let opened = match &cache.io {
+        // On the worker: borrowed, so the zone every worker shares is not counted.
+        FileIo::Worker => Ok(super::run_here(worker, &path, || {
+            read(&cache.zone, Arc::clone(&path), &cache.key_text)
+        })),
+        io => {
+            let zone = Arc::clone(&cache.zone);
+            let key_text = cache.key_text.clone();
+            let owned = Arc::clone(&path);
+            super::run_read(worker, io, &path, move || read(&zone, owned, &key_text)).await
+        }
+    };
     match opened {
         Ok(Ok(entry)) => Some(entry),
         Ok(Err(EntryError::Missing)) => None,

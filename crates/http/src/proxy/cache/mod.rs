@@ -55,15 +55,22 @@ pub(crate) async fn run_read<T: Send + 'static>(
             crate::worker::offload_to(pool, threadpool::TaskKind::Read, work).await
         }
         FileIo::Missing(_) => worker.offload(threadpool::TaskKind::Read, work).await,
-        FileIo::Worker => {
-            let started = crate::worker::BlockingTimer::start();
-            let result = work();
-            worker.note_blocking(started.elapsed(), || {
-                format!("read of cache file \"{}\"", path.display())
-            });
-            Ok(result)
-        }
+        FileIo::Worker => Ok(run_here(worker, path, work)),
     }
+}
+
+/// [`run_read`] under `aio off`: `work` runs on the worker, now, and may borrow.
+pub(crate) fn run_here<T>(
+    worker: &crate::worker::HttpWorker,
+    path: &std::path::Path,
+    work: impl FnOnce() -> T,
+) -> T {
+    let started = crate::worker::BlockingTimer::start();
+    let result = work();
+    worker.note_blocking(started.elapsed(), || {
+        format!("read of cache file \"{}\"", path.display())
+    });
+    result
 }
 
 /// Whether a response may be stored and how fresh it is: the fields' rules, then

@@ -30,7 +30,7 @@ pub(super) enum EntryError {
 /// size: no `fstat`.
 pub(super) fn read_entry(
     opened: std::io::Result<std::fs::File>,
-    path: &std::path::Path,
+    path: Arc<std::path::Path>,
     key: &Key,
     key_text: &[u8],
     known: Option<u64>,
@@ -122,7 +122,7 @@ fn give_back(buffer: Vec<u8>) {
 /// `Content-Length`, a small body kept when the bytes hold it whole.
 fn check_entry(
     file: std::fs::File,
-    path: &std::path::Path,
+    path: Arc<std::path::Path>,
     key: &Key,
     key_text: &[u8],
     (size, uniq, written): (u64, u64, u64),
@@ -161,7 +161,7 @@ fn check_entry(
         .then(|| Arc::from(&buffer[body_start..]));
     Ok(Entry {
         file: Arc::new(file),
-        path: Arc::from(path),
+        path,
         header: Arc::new(header),
         head,
         parsed: Arc::new(parsed),

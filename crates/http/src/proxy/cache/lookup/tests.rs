@@ -35,7 +35,7 @@ fn entry_file(name: &str, key_text: &[u8], body: &[u8]) -> PathBuf {
 fn read(path: &std::path::Path, key_text: &[u8], known: Option<u64>) -> Entry {
     match read_entry(
         cache::store::open_entry(path).map(|(file, _)| file),
-        path,
+        Arc::from(path),
         &Key::new(&[key_text]),
         key_text,
         known,
