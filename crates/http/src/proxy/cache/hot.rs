@@ -148,30 +148,26 @@ mod tests {
     fn a_full_map_keeps_one_entry_opened_in_eight() {
         let zone = zone();
         let shared = entry(0);
-        for n in 0..ENTRIES_MAX {
+        // Entry `n`: key `md5(n)`, file (inode) `n`.
+        let put_nth = |n: usize| {
+            let uniq = n as u64;
             put(
                 &zone,
                 &md5(n),
                 &Entry {
-                    uniq: n as u64,
+                    uniq,
                     ..shared.clone()
                 },
             );
-        }
+        };
+        (0..ENTRIES_MAX).for_each(put_nth);
         assert!(
             (0..ENTRIES_MAX).all(|n| get(&zone, &md5(n), n as u64).is_some()),
             "every entry is kept until the map is full"
         );
         let admitted: Vec<usize> = (ENTRIES_MAX..ENTRIES_MAX + 80)
             .filter(|&n| {
-                put(
-                    &zone,
-                    &md5(n),
-                    &Entry {
-                        uniq: n as u64,
-                        ..shared.clone()
-                    },
-                );
+                put_nth(n);
                 get(&zone, &md5(n), n as u64).is_some()
             })
             .collect();
