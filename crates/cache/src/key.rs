@@ -48,6 +48,35 @@ impl Key {
     }
 }
 
+/// The hasher of maps keyed by an MD5 (the index's shards, the workers' kept entries):
+/// the key writes one `u64` taken from its digest ([`md5_bits`]), which the map uses as
+/// it is, since an MD5 is spread already. Other writes fold their bytes in.
+#[derive(Debug, Default)]
+pub struct Md5Hasher(u64);
+
+impl std::hash::Hasher for Md5Hasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(byte);
+        }
+    }
+
+    fn write_u64(&mut self, value: u64) {
+        self.0 = value;
+    }
+}
+
+/// An MD5's first eight bytes, what a key hashed by [`Md5Hasher`] writes.
+pub fn md5_bits(md5: &[u8; 16]) -> u64 {
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&md5[..8]);
+    u64::from_le_bytes(first)
+}
+
 /// Lowercase hex of a 16-byte hash.
 pub fn hex_of(md5: &[u8; 16]) -> [u8; HEX_LEN] {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";

@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use super::Snapshot;
 use crate::fill::{Fill, FillState};
+use crate::key::{Md5Hasher, md5_bits};
 
 /// The end of a list.
 pub(super) const NIL: u32 = u32::MAX;
@@ -116,35 +117,14 @@ pub(super) struct Md5Key([u8; 16]);
 
 impl Hash for Md5Key {
     fn hash<H: Hasher>(&self, state: &mut H) {
-        let mut first = [0u8; 8];
-        first.copy_from_slice(&self.0[..8]);
-        state.write_u64(u64::from_le_bytes(first));
-    }
-}
-
-#[derive(Debug, Default)]
-pub(super) struct IdentityHasher(u64);
-
-impl Hasher for IdentityHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &byte in bytes {
-            self.0 = self.0.rotate_left(8) ^ u64::from(byte);
-        }
-    }
-
-    fn write_u64(&mut self, value: u64) {
-        self.0 = value;
+        state.write_u64(md5_bits(&self.0));
     }
 }
 
 /// One shard: map, slab and LRU list.
 #[derive(Debug)]
 pub(super) struct Shard {
-    pub(super) map: HashMap<Md5Key, u32, BuildHasherDefault<IdentityHasher>>,
+    pub(super) map: HashMap<Md5Key, u32, BuildHasherDefault<Md5Hasher>>,
     pub(super) nodes: Vec<Node>,
     pub(super) free: Vec<u32>,
     pub(super) head: u32,

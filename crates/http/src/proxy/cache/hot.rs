@@ -6,10 +6,11 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::sync::Arc;
 
 use cache::Zone;
+use cache::key::Md5Hasher;
 
 use crate::proxy::cache::lookup::Entry;
 
@@ -22,27 +23,16 @@ const ENTRIES_MAX: usize = 1024;
 /// it never uses per HIT.
 const ADMIT_WHEN_FULL: u32 = 8;
 
-type HotKey = (usize, [u8; 16]);
+/// A kept entry's key: its zone (by address) and MD5.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct HotKey {
+    zone: usize,
+    md5: [u8; 16],
+}
 
-/// The map's hasher: the key is an MD5 already, so its first eight bytes, mixed with the
-/// zone's address, spread as well as any hash of them would.
-#[derive(Default)]
-struct Md5Hasher(u64);
-
-impl Hasher for Md5Hasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        let mut first = [0u8; 8];
-        let n = bytes.len().min(8);
-        first[..n].copy_from_slice(&bytes[..n]);
-        self.0 = self.0.rotate_left(5) ^ u64::from_ne_bytes(first);
-    }
-
-    fn write_usize(&mut self, value: usize) {
-        self.0 = self.0.rotate_left(5) ^ value as u64;
+impl Hash for HotKey {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u64(cache::key::md5_bits(&self.md5) ^ self.zone as u64);
     }
 }
 
@@ -54,7 +44,10 @@ thread_local! {
 }
 
 fn key_of(zone: &Arc<Zone>, md5: &[u8; 16]) -> HotKey {
-    (Arc::as_ptr(zone) as usize, *md5)
+    HotKey {
+        zone: Arc::as_ptr(zone) as usize,
+        md5: *md5,
+    }
 }
 
 /// The kept entry of `md5` if it is still the file the index names (`uniq`).
