@@ -686,20 +686,7 @@ seed_wait_loaders() {
     done
 }
 
-cat >"$WORK/seed-random.lua" <<EOF
--- b6: one of the $B6_OBJECTS stored keys at random, per request.
-local counter = 0
-function setup(thread)
-    counter = counter + 1
-    thread:set("seed", counter)
-end
-function init(args)
-    math.randomseed(os.time() * 1000 + seed)
-end
-function request()
-    return wrk.format("GET", "/b6/obj.bin?" .. math.random(0, $B6_OBJECTS - 1))
-end
-EOF
+write_random_keys_lua "$WORK/seed-random.lua" "$B6_OBJECTS" "/b6/obj.bin?"
 
 cat >"$WORK/hot-latency.lua" <<'LUA'
 -- b6's hot key: after the run, wrk's latency (us) at every 0.01 percentile from 90 to 100,

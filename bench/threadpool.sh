@@ -37,6 +37,7 @@
 # memory, which keeps it because the hot load keeps using it).
 
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+source "$BENCH_DIR/lib/cache_setup.sh"
 
 REPS=${REPS:-5}
 DURATION=${DURATION:-20}
@@ -166,20 +167,7 @@ http {
 EOF
 }
 
-cat >"$WORK/random.lua" <<EOF
-local files = $FILES
-local counter = 0
-function setup(thread)
-    counter = counter + 1
-    thread:set("seed", counter)
-end
-function init(args)
-    math.randomseed(os.time() * 1000 + seed)
-end
-function request()
-    return wrk.format("GET", "/data/" .. math.random(0, files - 1) .. ".bin")
-end
-EOF
+write_random_keys_lua "$WORK/random.lua" "$FILES" /data/ .bin
 
 # Bytes from wrk's "N requests in T, X.YYGB read".
 read_bytes() {

@@ -1,7 +1,9 @@
-# What bench/cache.sh (b1-b4) and bench/cache_floor.sh share: the static origin's and the
-# HIT scenarios' configuration files, b2's random-keys script, and the body check. Sourced
-# after lib/common.sh, not run. The caller sets WORK, PORT and user_line ("user root;" as
-# root, else empty); WORKER_PROCESSES [auto] and WORKER_CONNECTIONS [4096] are read.
+# What the cache benchmarks share: the static origin's configuration (cache.sh,
+# cache_floor.sh, cache_flood.sh, cache_restart.sh, cache_zone.sh), the HIT scenarios'
+# (cache.sh b1-b4, cache_floor.sh), the random-keys script (those two, cache_zone.sh,
+# cache_restart.sh, threadpool.sh) and the body check. Sourced after lib/common.sh, not
+# run. The caller sets WORK, PORT and user_line ("user root;" as root, else empty);
+# WORKER_PROCESSES [auto] and WORKER_CONNECTIONS [4096] are read.
 
 # write_origin_conf FILE PORT DOCROOT SCRIPT: nginx serving DOCROOT's files of random bytes
 # on PORT; `expires 1d` makes every response cacheable for a day (Cache-Control:
@@ -70,11 +72,13 @@ http {
 CONF
 }
 
-# write_random_keys_lua FILE KEYS: wrk's script for b2, /keys/4k.bin?N with N one of KEYS
-# at random per request, each thread seeded apart.
+# write_random_keys_lua FILE KEYS [PREFIX [SUFFIX]]: wrk's script asking for PREFIX N SUFFIX,
+# N one of KEYS at random per request (PREFIX "/keys/4k.bin?", b2's), each thread seeded
+# apart.
 write_random_keys_lua() {
+    local prefix=${3:-/keys/4k.bin?} suffix=${4:-}
     cat >"$1" <<LUA
--- b2: a key among $2 at random, per request.
+-- ${prefix}N${suffix}, N one of $2 at random, per request.
 local counter = 0
 function setup(thread)
     counter = counter + 1
@@ -84,7 +88,7 @@ function init(args)
     math.randomseed(os.time() * 1000 + seed)
 end
 function request()
-    return wrk.format("GET", "/keys/4k.bin?" .. math.random(0, $2 - 1))
+    return wrk.format("GET", "$prefix" .. math.random(0, $2 - 1)${suffix:+ .. \"$suffix\"})
 end
 LUA
 }
