@@ -12,6 +12,7 @@ use tokio::time::timeout_at;
 
 use crate::body::BodyState;
 use crate::request::ConnectionInfo;
+use crate::response::FieldList;
 
 /// The client of one request as its phases and handlers see it: who it is, where its body
 /// comes from, and how much of that body has been read.
@@ -209,8 +210,15 @@ impl<'c> BodySource<'c> {
 }
 
 /// A response sink that frames what it is given itself (an HTTP/2 stream): it takes the
-/// HTTP/1 head the header filter wrote, then body bytes, and never a file descriptor.
+/// head as fields, then body bytes, then trailers as fields, and never a file descriptor.
 pub trait FramedSink {
+    /// An empty field list to write the head into (one kept from an earlier response).
+    fn spare_fields(&self) -> FieldList {
+        FieldList::default()
+    }
+    /// Takes the response head; it goes out with the first body bytes or the end.
+    /// Returns the bytes it counts for the head (`$bytes_sent`).
+    fn head(&self, fields: FieldList) -> usize;
     /// Takes what it can of `bytes` now; `WouldBlock` when its queue is full.
     fn try_write(&self, bytes: &[u8]) -> io::Result<usize>;
     /// As [`try_write`](Self::try_write), but the sink may keep a reference to `bytes`
@@ -226,9 +234,8 @@ pub trait FramedSink {
     /// Waits until [`try_write`](Self::try_write) may take bytes again.
     fn writable(&self)
     -> std::pin::Pin<Box<dyn std::future::Future<Output = io::Result<()>> + '_>>;
-    /// Ends the response with trailers, given as the last chunk HTTP/1 would send
-    /// (`0\r\n`, the field lines, `\r\n`); without field lines it just ends.
-    fn trailers(&self, last_chunk: &[u8]);
+    /// Ends the response with trailers; without fields it just ends.
+    fn trailers(&self, fields: FieldList);
 }
 
 /// Waits until `framed` may take bytes again, at most `send_timeout`.

@@ -170,7 +170,109 @@ impl ResponseHead<'_> {
     }
 }
 
+/// A response head or trailer section as name and value pairs, for the protocols that
+/// encode fields rather than write text (HTTP/2, and HTTP/3 after it): names in lower case,
+/// and none of the fields that only an HTTP/1 connection has (RFC 9113 §8.2.2). The bytes
+/// live in one buffer, kept with its capacity from one response to the next.
+#[derive(Clone, Debug, Default)]
+pub struct FieldList {
+    /// `:status`; 0 for a trailer section.
+    pub status: u16,
+    bytes: Vec<u8>,
+    /// Each field's name start, value start (the name's end) and value end in `bytes`.
+    fields: Vec<(u32, u32, u32)>,
+}
+
+impl FieldList {
+    pub fn clear(&mut self) {
+        self.status = 0;
+        self.bytes.clear();
+        self.fields.clear();
+    }
+
+    pub fn len(&self) -> usize {
+        self.fields.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.fields.is_empty()
+    }
+
+    /// Adds a field; a connection-specific one is left out.
+    pub fn push(&mut self, name: &[u8], value: &[u8]) {
+        self.push_with(name, |out| out.extend_from_slice(value));
+    }
+
+    /// Adds a field whose value `value` appends; a connection-specific one is left out
+    /// (and `value` not called).
+    pub fn push_with(&mut self, name: &[u8], value: impl FnOnce(&mut Vec<u8>)) {
+        if is_connection_specific(name) {
+            return;
+        }
+        let start = self.bytes.len();
+        self.bytes.extend(name.iter().map(u8::to_ascii_lowercase));
+        let value_start = self.bytes.len();
+        value(&mut self.bytes);
+        let offset = |at: usize| u32::try_from(at).unwrap_or(u32::MAX);
+        self.fields
+            .push((offset(start), offset(value_start), offset(self.bytes.len())));
+    }
+
+    /// The fields in order, names in lower case.
+    pub fn iter(&self) -> impl Iterator<Item = (&[u8], &[u8])> + '_ {
+        self.fields.iter().map(|&(name, value, end)| {
+            (
+                &self.bytes[name as usize..value as usize],
+                &self.bytes[value as usize..end as usize],
+            )
+        })
+    }
+
+    /// The first value of a field, by its lower-case name.
+    pub fn get(&self, name: &[u8]) -> Option<&[u8]> {
+        self.iter()
+            .find(|(have, _)| *have == name)
+            .map(|(_, value)| value)
+    }
+}
+
+/// The fields that belong to an HTTP/1 connection, not to a message (RFC 9113 §8.2.2):
+/// other protocols never send them.
+pub fn is_connection_specific(name: &[u8]) -> bool {
+    const NAMES: [&[u8]; 5] = [
+        b"connection",
+        b"keep-alive",
+        b"proxy-connection",
+        b"transfer-encoding",
+        b"upgrade",
+    ];
+    NAMES.iter().any(|known| known.eq_ignore_ascii_case(name))
+}
+
 /// Whether a response with this status and method carries a body.
 pub(crate) fn status_has_body(status: u16) -> bool {
     !(status == 204 || status == 304 || (100..200).contains(&status))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_field_list_lowers_names_and_leaves_out_connection_fields() {
+        let mut fields = FieldList::default();
+        fields.push(b"Content-Type", b"text/html");
+        fields.push(b"Connection", b"keep-alive");
+        fields.push(b"Transfer-Encoding", b"chunked");
+        fields.push_with(b"X-Count", |out| out.extend_from_slice(b"12"));
+        fields.push(b"UPGRADE", b"websocket");
+        let pairs: Vec<(&[u8], &[u8])> = fields.iter().collect();
+        let want: Vec<(&[u8], &[u8])> = vec![(b"content-type", b"text/html"), (b"x-count", b"12")];
+        assert_eq!(pairs, want);
+        assert_eq!(fields.get(b"x-count"), Some(&b"12"[..]));
+        assert_eq!(fields.get(b"connection"), None);
+        fields.clear();
+        assert!(fields.is_empty());
+        assert_eq!(fields.iter().count(), 0);
+    }
 }

@@ -16,6 +16,7 @@ use crate::method::Method;
 use crate::uri::{self, Target, TargetForm};
 
 mod analyze;
+pub mod assemble;
 mod buffers;
 mod fast_path;
 mod header_line;

@@ -1,5 +1,7 @@
-//! nginx's header filter: the status line and header fields in nginx's order, the
-//! `add_header` fields, and the trailer section `add_trailer` gives a chunked response.
+//! nginx's header filter: the status and header fields in nginx's order, the `add_header`
+//! fields, and the trailer section `add_trailer` gives a response. The filter writes to a
+//! [`HeadWriter`]: HTTP/1 text for an HTTP/1 connection, a [`FieldList`] that HTTP/2
+//! encodes (nothing is written as text and read back).
 
 use logging::time::push_number;
 
@@ -7,25 +9,87 @@ use crate::conf::Location;
 use crate::core::{CoreLocation, ServerTokens};
 use crate::headers::settings::{AddHeader, status_takes_added_headers};
 use crate::request::{ConnectionInfo, Request};
-use crate::response::ResponseHead;
+use crate::response::{FieldList, ResponseHead};
 use crate::send::framing::{Framing, push_last_chunk};
 use crate::special;
 use crate::variables::RequestVariables;
 use crate::worker::HttpWorker;
 
+/// Where the header filter writes a head: each protocol's own form of it.
+pub(crate) trait HeadWriter {
+    /// Whether the fields of an HTTP/1 connection (`Connection`, `Keep-Alive`,
+    /// `Transfer-Encoding`) belong in this head.
+    const CONNECTION_FIELDS: bool;
+    /// The status; `line` is a proxied server's own `NNN Reason`, kept where the protocol
+    /// has a reason phrase.
+    fn status(&mut self, status: u16, line: Option<&[u8]>);
+    /// A field whose value `value` appends.
+    fn field_with(&mut self, name: &[u8], value: impl FnOnce(&mut Vec<u8>));
+    fn field(&mut self, name: &[u8], value: &[u8]) {
+        self.field_with(name, |out| out.extend_from_slice(value));
+    }
+    /// The head is complete.
+    fn end(&mut self) {}
+}
+
+/// An HTTP/1 head: the status line and field lines as text, ended by the empty line.
+pub(crate) struct Text<'o>(pub &'o mut Vec<u8>);
+
+impl HeadWriter for Text<'_> {
+    const CONNECTION_FIELDS: bool = true;
+
+    fn status(&mut self, status: u16, line: Option<&[u8]>) {
+        match line {
+            Some(line) => {
+                self.0.extend_from_slice(b"HTTP/1.1 ");
+                self.0.extend_from_slice(line);
+                self.0.extend_from_slice(b"\r\n");
+            }
+            None => http1::response::write_status_line(self.0, status),
+        }
+    }
+
+    fn field_with(&mut self, name: &[u8], value: impl FnOnce(&mut Vec<u8>)) {
+        self.0.extend_from_slice(name);
+        self.0.extend_from_slice(b": ");
+        value(self.0);
+        self.0.extend_from_slice(b"\r\n");
+    }
+
+    fn field(&mut self, name: &[u8], value: &[u8]) {
+        http1::response::write_header(self.0, name, value);
+    }
+
+    fn end(&mut self) {
+        self.0.extend_from_slice(b"\r\n");
+    }
+}
+
+impl HeadWriter for FieldList {
+    const CONNECTION_FIELDS: bool = false;
+
+    fn status(&mut self, status: u16, _line: Option<&[u8]>) {
+        self.status = status;
+    }
+
+    fn field_with(&mut self, name: &[u8], value: impl FnOnce(&mut Vec<u8>)) {
+        self.push_with(name, value);
+    }
+}
+
 fn server_header(tokens: ServerTokens) -> &'static [u8] {
     special::server_signature(tokens).as_bytes()
 }
 
-/// Appends the response head.
-pub(super) fn write_head(
+/// Writes the response head.
+pub(super) fn write_head<W: HeadWriter>(
     worker: &HttpWorker,
     connection: &ConnectionInfo,
     request: &Request<'_>,
     location: &Location,
     framing: Framing,
     now_seconds: i64,
-    out: &mut Vec<u8>,
+    out: &mut W,
 ) {
     let core = &location.settings.core;
     let response = &request.response;
@@ -33,114 +97,99 @@ pub(super) fn write_head(
     let no_content = status == 204;
     // A proxied server's own status line is kept (its reason phrase included) while the
     // status is still the one it sent.
-    match response
+    let own_line = response
         .status_line
-        .as_ref()
-        .filter(|line| line.get(..3) == Some(status_digits(status).as_slice()))
-    {
-        Some(line) => {
-            out.extend_from_slice(b"HTTP/1.1 ");
-            out.extend_from_slice(line);
-            out.extend_from_slice(b"\r\n");
-        }
-        None => http1::response::write_status_line(out, status),
-    }
+        .as_deref()
+        .filter(|line| line.get(..3) == Some(status_digits(status).as_slice()));
+    out.status(status, own_line);
     // An empty value is a proxied response's own absence of the field, passed on
     // (`proxy_pass_header Server` with no `Server` from the upstream).
     match &response.server {
         Some(server) if server.is_empty() => {}
-        Some(server) => http1::response::write_header(out, b"Server", server),
-        None => {
-            out.extend_from_slice(b"Server: ");
-            out.extend_from_slice(server_header(core.server_tokens));
-            out.extend_from_slice(b"\r\n");
-        }
+        Some(server) => out.field(b"Server", server),
+        None => out.field(b"Server", server_header(core.server_tokens)),
     }
     match &response.date {
         Some(date) if date.is_empty() => {}
-        Some(date) => http1::response::write_header(out, b"Date", date),
-        None => {
-            out.extend_from_slice(b"Date: ");
-            worker.write_date(now_seconds, out);
-            out.extend_from_slice(b"\r\n");
-        }
+        Some(date) => out.field(b"Date", date),
+        None => out.field_with(b"Date", |out| worker.write_date(now_seconds, out)),
     }
     if let Some(content_type) = response.content_type.as_ref().filter(|_| !no_content) {
-        out.extend_from_slice(b"Content-Type: ");
-        out.extend_from_slice(content_type.as_slice());
-        out.extend_from_slice(b"\r\n");
+        out.field(b"Content-Type", content_type.as_slice());
     }
     if let Some(length) = response.content_length.filter(|_| !no_content) {
-        out.extend_from_slice(b"Content-Length: ");
-        push_number(out, length as i64, 1);
-        out.extend_from_slice(b"\r\n");
+        out.field_with(b"Content-Length", |out| push_number(out, length as i64, 1));
     }
     // nginx's header filter sends `Last-Modified` only with 200, 206 and 304.
     let dated = matches!(status, 200 | 206 | 304);
     if let Some(modified) = response.last_modified.filter(|_| dated) {
-        out.extend_from_slice(b"Last-Modified: ");
-        http1::response::write_http_date(out, modified);
-        out.extend_from_slice(b"\r\n");
+        out.field_with(b"Last-Modified", |out| {
+            http1::response::write_http_date(out, modified);
+        });
     }
     let relative_location = response
         .location
         .as_ref()
         .filter(|location| location.value.starts_with(b"/") && core.absolute_redirect);
     if let Some(location) = relative_location {
-        out.extend_from_slice(b"Location: ");
-        write_absolute_prefix(
-            request,
-            connection,
-            location_server_name(worker, request),
-            core,
-            out,
-        );
-        out.extend_from_slice(&location.value);
-        out.extend_from_slice(b"\r\n");
+        out.field_with(b"Location", |out| {
+            write_absolute_prefix(
+                request,
+                connection,
+                location_server_name(worker, request),
+                core,
+                out,
+            );
+            out.extend_from_slice(&location.value);
+        });
     }
-    if framing == Framing::Chunked {
-        out.extend_from_slice(b"Transfer-Encoding: chunked\r\n");
-    }
-    out.extend_from_slice(if request.response.status == 101 {
-        b"Connection: upgrade\r\n"
-    } else if request.keepalive {
-        b"Connection: keep-alive\r\n"
-    } else {
-        b"Connection: close\r\n"
-    });
-    if request.keepalive
-        && let Some(header) = core.keepalive_timeout.header
-    {
-        out.extend_from_slice(b"Keep-Alive: timeout=");
-        push_number(out, header.as_secs() as i64, 1);
-        out.extend_from_slice(b"\r\n");
+    if W::CONNECTION_FIELDS {
+        if framing == Framing::Chunked {
+            out.field(b"Transfer-Encoding", b"chunked");
+        }
+        let connection = if request.response.status == 101 {
+            &b"upgrade"[..]
+        } else if request.keepalive {
+            &b"keep-alive"[..]
+        } else {
+            &b"close"[..]
+        };
+        out.field(b"Connection", connection);
+        if request.keepalive
+            && let Some(header) = core.keepalive_timeout.header
+        {
+            out.field_with(b"Keep-Alive", |out| {
+                out.extend_from_slice(b"timeout=");
+                push_number(out, header.as_secs() as i64, 1);
+            });
+        }
     }
     if let Some(location) = response
         .location
         .as_ref()
         .filter(|_| relative_location.is_none())
     {
-        http1::response::write_header(out, b"Location", &location.value);
+        out.field(b"Location", &location.value);
     }
     if let Some(etag) = response
         .etag
         .as_ref()
         .filter(|_| response.etag_added_at.is_none())
     {
-        http1::response::write_header(out, b"ETag", etag);
+        out.field(b"ETag", etag);
     }
     for (name, value) in &response.headers {
-        http1::response::write_header(out, name.as_slice(), value.as_slice());
+        out.field(name.as_slice(), value.as_slice());
     }
     let added = &location.settings.headers.add_header;
     write_added_fields(worker, connection, request, added, Fields::Headers, out);
     if let Some(content_range) = &response.content_range {
-        http1::response::write_header(out, b"Content-Range", content_range);
+        out.field(b"Content-Range", content_range);
     }
     if response.accept_ranges {
-        out.extend_from_slice(b"Accept-Ranges: bytes\r\n");
+        out.field(b"Accept-Ranges", b"bytes");
     }
-    out.extend_from_slice(b"\r\n");
+    out.end();
 }
 
 fn status_digits(status: u16) -> [u8; 3] {
@@ -195,13 +244,13 @@ enum Fields {
 
 /// `add_header` (or `add_trailer`) fields: for the statuses nginx allows (or `always`),
 /// skipping empty values.
-fn write_added_fields(
+fn write_added_fields<W: HeadWriter>(
     worker: &HttpWorker,
     connection: &ConnectionInfo,
     request: &Request<'_>,
     fields: &[AddHeader],
     kind: Fields,
-    out: &mut Vec<u8>,
+    out: &mut W,
 ) {
     if fields.is_empty() {
         return;
@@ -228,17 +277,17 @@ fn write_added_fields(
         if value.is_empty() {
             continue;
         }
-        http1::response::write_header(out, &field.name, &value);
+        out.field(&field.name, &value);
     }
 }
 
 /// An `add_header ETag` or `Last-Modified` is written only where it added the field (see
 /// `filters::own_fields`); `true` when `field` is one of those.
-fn write_own_field(
+fn write_own_field<W: HeadWriter>(
     response: &ResponseHead<'_>,
     index: usize,
     field: &AddHeader,
-    out: &mut Vec<u8>,
+    out: &mut W,
 ) -> bool {
     match OwnField::of(&field.name) {
         OwnField::None => false,
@@ -246,7 +295,7 @@ fn write_own_field(
             if let Some(etag) = &response.etag
                 && response.etag_added_at == Some(index)
             {
-                http1::response::write_header(out, &field.name, etag);
+                out.field(&field.name, etag);
             }
             true
         }
@@ -254,7 +303,7 @@ fn write_own_field(
             if let Some((at, value)) = &response.last_modified_added
                 && *at == index
             {
-                http1::response::write_header(out, &field.name, value);
+                out.field(&field.name, value);
             }
             true
         }
@@ -270,16 +319,26 @@ pub(super) fn write_last_chunk(
     out: &mut Vec<u8>,
 ) {
     let mut fields = Vec::new();
-    let trailers = &location.settings.headers.add_trailer;
-    write_added_fields(
+    write_trailers(
         worker,
         connection,
         request,
-        trailers,
-        Fields::Trailers,
-        &mut fields,
+        location,
+        &mut Text(&mut fields),
     );
     push_last_chunk(out, &fields);
+}
+
+/// Writes the `add_trailer` fields.
+pub(super) fn write_trailers<W: HeadWriter>(
+    worker: &HttpWorker,
+    connection: &ConnectionInfo,
+    request: &Request<'_>,
+    location: &Location,
+    out: &mut W,
+) {
+    let trailers = &location.settings.headers.add_trailer;
+    write_added_fields(worker, connection, request, trailers, Fields::Trailers, out);
 }
 
 /// The response fields `add_header` sets rather than adds.

@@ -211,18 +211,36 @@ pub(crate) async fn send_response_to<'a>(
     if sink.is_framed() && framing == Framing::Chunked {
         framing = Framing::Close;
     }
-    if request.head.version != Version::Http09 {
-        head::write_head(
-            worker,
-            info,
-            request,
-            location,
-            framing,
-            now.unix_seconds,
-            out,
-        );
+    match sink.framed_sink() {
+        // A framed sink (HTTP/2) takes the head as fields; HTTP/1 writes it as text in
+        // front of the body (HTTP/0.9 has none).
+        Some(framed) => {
+            let mut fields = framed.spare_fields();
+            head::write_head(
+                worker,
+                info,
+                request,
+                location,
+                framing,
+                now.unix_seconds,
+                &mut fields,
+            );
+            request.sent.header_bytes = framed.head(fields) as u64;
+        }
+        None if request.head.version != Version::Http09 => {
+            head::write_head(
+                worker,
+                info,
+                request,
+                location,
+                framing,
+                now.unix_seconds,
+                &mut head::Text(out),
+            );
+            request.sent.header_bytes = out.len() as u64;
+        }
+        None => {}
     }
-    request.sent.header_bytes = out.len() as u64;
     if outcome == Outcome::PreconditionFailed {
         // nginx's header filter answers 412 by ending the request with an error once the
         // page is out: the connection closes although the head said keep-alive.
@@ -243,13 +261,17 @@ pub(crate) async fn send_response_to<'a>(
         Body::Upstream(streamed) => streamed.send(&context, &mut output, request, out).await,
         body => body::send(&context, &mut output, request, body, out).await,
     };
-    // A framed sink (HTTP/2) gets the trailers as frames after the body.
+    // A framed sink (HTTP/2) gets the trailers as fields after the body.
     if let (Ok(()), Some(framed), true) = (&result, sink.framed_sink(), expect_trailers) {
-        let mut last_chunk = Vec::new();
-        head::write_last_chunk(worker, info, request, location, &mut last_chunk);
-        framed.trailers(&last_chunk);
+        let mut fields = crate::response::FieldList::default();
+        head::write_trailers(worker, info, request, location, &mut fields);
+        framed.trailers(fields);
     }
-    request.sent.body_bytes = output.sent.saturating_sub(request.sent.header_bytes);
+    request.sent.body_bytes = match sink.is_framed() {
+        // A framed sink counts only body bytes: its head went aside.
+        true => output.sent,
+        false => output.sent.saturating_sub(request.sent.header_bytes),
+    };
     if result.is_ok() {
         request.completed = true;
     }

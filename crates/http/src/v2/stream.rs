@@ -9,7 +9,6 @@ use std::io;
 use std::time::Instant;
 
 use bytes::Bytes;
-use http1::request::Progress;
 use http2::ErrorCode;
 use http2::hpack::HeaderField;
 use http2::request::RequestHead;
@@ -20,6 +19,7 @@ use crate::client::{BodySource, Client, FramedSink, ReadAhead, ResponseSink};
 use crate::conf::AddressConf;
 use crate::phases;
 use crate::request::{ConnectionInfo, Request};
+use crate::response::FieldList;
 use crate::send;
 use crate::special::Reply;
 use crate::v2::body::StreamFeed;
@@ -96,8 +96,7 @@ pub(crate) async fn run_stream(started: Started<'_>, opened: Opened) {
             started.log_malformed(&message);
             return Err(400);
         }
-        let (bytes, added) = http1_head(&head, body);
-        read_head(worker, &started, info, &mut request, bytes, added)
+        read_head(worker, &started, info, &mut request, &head, body)
     });
     // The body's bytes are added as the body reader takes them.
     request.length = block_len as u64;
@@ -144,7 +143,7 @@ pub(crate) async fn run_stream(started: Started<'_>, opened: Opened) {
             let sink = StreamSink {
                 shared: started.shared,
                 stream_id,
-                state: RefCell::new(SinkState::Head(Vec::new())),
+                state: RefCell::new(SinkState::AwaitingHead),
             };
             let sent = match reply {
                 // A body that stopped past `client_body_timeout`: nginx resets the stream.
@@ -247,80 +246,63 @@ fn refusal(head: &RequestHead, body: bool) -> Option<String> {
     })
 }
 
-/// The HTTP/1.1 head the request's fields make: the request line from `:method` and
-/// `:path`, `Host` from `:authority` when no `host` field was sent, and for a body without
-/// `content-length`, `transfer-encoding: chunked` (its DATA frames are read as chunks).
-/// Also returns how many lines it added that the client did not send (`max_headers`
-/// counts the client's fields only).
-fn http1_head(head: &RequestHead, body: bool) -> (Vec<u8>, usize) {
-    let mut bytes = Vec::with_capacity(256);
-    bytes.extend_from_slice(&head.method);
-    bytes.push(b' ');
-    bytes.extend_from_slice(head.path.as_deref().unwrap_or(b"*"));
-    bytes.extend_from_slice(b" HTTP/1.1\r\n");
+/// The fields of the request head: `host` from `:authority` first when the client sent
+/// no `host`, then the client's fields, without a `content-length` on a request that has
+/// no body (a non-zero one was refused). Also says whether `host` was added.
+fn request_fields(head: &RequestHead, body: bool) -> (Vec<(&[u8], &[u8])>, bool) {
+    let mut fields = Vec::with_capacity(head.fields.len() + 1);
     let has_host = head.fields.iter().any(|field| field.name == b"host");
-    let mut added = 0;
-    if let (Some(authority), false) = (&head.authority, has_host) {
-        push_field(&mut bytes, b"host", authority);
-        added += 1;
-    }
-    let mut has_length = false;
-    for field in &head.fields {
-        // A request without a body has none, whatever it says (a non-zero one is refused).
-        if field.name == b"content-length" {
-            if !body {
-                continue;
-            }
-            has_length = true;
+    let add_host = match (&head.authority, has_host) {
+        (Some(authority), false) => {
+            fields.push((&b"host"[..], authority.as_slice()));
+            true
         }
-        push_field(&mut bytes, &field.name, &field.value);
-    }
-    if body && !has_length {
-        push_field(&mut bytes, b"transfer-encoding", b"chunked");
-        added += 1;
-    }
-    bytes.extend_from_slice(b"\r\n");
-    (bytes, added)
+        _ => false,
+    };
+    fields.extend(
+        head.fields
+            .iter()
+            .filter(|field| body || field.name != b"content-length")
+            .map(|field| (field.name.as_slice(), field.value.as_slice())),
+    );
+    (fields, add_host)
 }
 
-fn push_field(bytes: &mut Vec<u8>, name: &[u8], value: &[u8]) {
-    bytes.extend_from_slice(name);
-    bytes.extend_from_slice(b": ");
-    bytes.extend_from_slice(value);
-    bytes.extend_from_slice(b"\r\n");
-}
-
-/// Reads the built head into `request` with the default server's rules, chooses the
+/// Makes the stream's head into `request` with the default server's rules, chooses the
 /// server by `Host`, and runs realip's post-read step. `Err` is the status to answer.
 fn read_head(
     worker: &HttpWorker,
     started: &Started<'_>,
     info: &ConnectionInfo,
     request: &mut Request<'_>,
-    bytes: Vec<u8>,
-    added: usize,
+    head: &RequestHead,
+    body: bool,
 ) -> Result<(), u16> {
     let conf = worker.conf();
     let core = &conf.server(started.address.default_server).core;
-    // HPACK's limits bounded the fields already; the head is read in one buffer.
-    let mut limits = core.head_limits();
-    limits.client_header_buffer_size = limits.client_header_buffer_size.max(bytes.len() + 1);
-    limits.large_client_header_buffers.1 =
-        limits.large_client_header_buffers.1.max(bytes.len() + 1);
-    limits.max_headers = limits.max_headers.map(|max| max + added);
-    let parsed = http1::request::parse_head(&bytes, &limits, &mut request.head);
-    request.head_bytes = bytes;
-    match parsed {
-        Ok(Progress::Complete) => {}
-        Ok(Progress::Partial) => return Err(400),
-        Err(error) => return Err(error.status()),
-    }
-    // `$request` and `$server_protocol` say HTTP/2.0, as nginx's do (same length).
-    if let Some(protocol) = request.head_bytes.get_mut(request.head.protocol.clone()) {
-        protocol.copy_from_slice(b"HTTP/2.0");
-    }
+    let limits = core.head_limits();
+    let (fields, added) = request_fields(head, body);
+    let parts = http1::request::assemble::Parts {
+        method: &head.method,
+        path: head.path.as_deref().unwrap_or(b"*"),
+        protocol: b"HTTP/2.0",
+    };
+    http1::request::assemble::assemble(
+        parts,
+        fields,
+        usize::from(added),
+        &limits,
+        &mut request.head_bytes,
+        &mut request.head,
+    )
+    .map_err(|error| error.status())?;
     http1::request::analyze(&request.head_bytes, &request.head, &mut request.info)
         .map_err(|error| error.status())?;
+    // A body without `content-length` is read to the stream's end, as nginx reads it
+    // (chunked, in its terms).
+    if body && request.info.framing == http1::request::BodyFraming::None {
+        request.info.framing = http1::request::BodyFraming::Chunked;
+    }
     let server = crate::request::select_server(worker, started.address, request);
     request.server = Some(server);
     // TLS's own refusals (a host other than SNI's with client certificates: 421).
@@ -360,12 +342,11 @@ fn read_head(
 
 /// Where the sink is in the response.
 enum SinkState {
-    /// Collecting the head the header filter writes.
-    Head(Vec<u8>),
-    /// The head is read and not sent yet (it goes with the first body bytes or the end):
-    /// the HTTP/1 head with its field names in lower case, and its `content-length`, when
-    /// it has one.
-    HeadReady(Vec<u8>, Option<u64>),
+    /// The header filter has not given the head yet.
+    AwaitingHead,
+    /// The head is in and not sent yet (it goes with the first body bytes or the end),
+    /// with its `content-length`, when it has one.
+    HeadReady(FieldList, Option<u64>),
     /// Sending the body; the bytes still to come when the length is known (the last
     /// ones carry END_STREAM, as nginx's last DATA frame does).
     Body(Option<u64>),
@@ -387,10 +368,8 @@ impl StreamSink<'_> {
         let state = std::mem::replace(&mut *self.state.borrow_mut(), SinkState::Ended);
         let mut h2 = self.shared.h2.borrow_mut();
         let _ = match state {
-            SinkState::HeadReady(head, _) => {
-                h2.send_header_pairs(self.stream_id, response_pairs(&head), true)
-            }
-            SinkState::Head(_) => {
+            SinkState::HeadReady(fields, _) => send_head(&mut h2, self.stream_id, &fields, true),
+            SinkState::AwaitingHead => {
                 let fields = [field(b":status", b"500")];
                 h2.send_headers(self.stream_id, &fields, true)
             }
@@ -414,41 +393,17 @@ impl StreamSink<'_> {
         }
     }
 
-    /// Takes what it can of `bytes`: the head the header filter wrote, then body bytes
-    /// queued on the stream, copied, or with `shared` (the same bytes) by reference.
+    /// Takes what it can of the body bytes `bytes`, queued on the stream, copied, or with
+    /// `shared` (the same bytes) by reference; the head goes first.
     fn take(&self, bytes: &[u8], shared: Option<&Bytes>) -> io::Result<usize> {
         let mut state = self.state.borrow_mut();
-        if let SinkState::Head(head) = &mut *state {
-            let Some(end) = head_end(head, bytes)
-                .or_else(|| memchr::memmem::find(bytes, b"\r\n\r\n").map(|at| at + 4))
-            else {
-                head.extend_from_slice(bytes);
-                return Ok(bytes.len());
-            };
-            head.extend_from_slice(&bytes[..end]);
-            lower_field_names(head);
-            let length = response_pairs(head)
-                .find(|(name, _)| *name == b"content-length")
-                .and_then(|(_, value)| std::str::from_utf8(value).ok()?.parse().ok());
-            let head = std::mem::take(head);
-            *state = SinkState::HeadReady(head, length);
-            if end == bytes.len() {
-                return Ok(end);
-            }
-            drop(state);
-            let rest = shared.map(|shared| shared.slice(end..));
-            return self
-                .take(&bytes[end..], rest.as_ref())
-                .map(|written| end + written);
-        }
         let mut h2 = self.shared.h2.borrow_mut();
         let queued = h2.queued(self.stream_id);
         if queued >= QUEUED_MAX {
             return Err(io::ErrorKind::WouldBlock.into());
         }
-        if let SinkState::HeadReady(head, length) = &*state {
-            h2.send_header_pairs(self.stream_id, response_pairs(head), false)
-                .map_err(|_| Self::gone())?;
+        if let SinkState::HeadReady(fields, length) = &*state {
+            send_head(&mut h2, self.stream_id, fields, false).map_err(|_| Self::gone())?;
             *state = SinkState::Body(*length);
         }
         let take = bytes.len().min(QUEUED_MAX - queued);
@@ -458,7 +413,7 @@ impl StreamSink<'_> {
                 (Some(left), left == 0)
             }
             SinkState::Body(None) => (None, false),
-            SinkState::Ended | SinkState::Head(_) | SinkState::HeadReady(..) => {
+            SinkState::Ended | SinkState::AwaitingHead | SinkState::HeadReady(..) => {
                 return Err(Self::gone());
             }
         };
@@ -483,18 +438,58 @@ impl StreamSink<'_> {
     }
 }
 
+/// HPACK-encodes a response head (`:status` first) into a HEADERS frame of the stream.
+fn send_head(
+    h2: &mut http2::connection::Connection,
+    stream_id: u32,
+    fields: &FieldList,
+    end_stream: bool,
+) -> Result<(), http2::connection::SendError> {
+    let status = status_digits(fields.status);
+    let pairs = std::iter::once((&b":status"[..], &status[..])).chain(fields.iter());
+    h2.send_header_pairs(stream_id, pairs, end_stream)
+}
+
+/// A status as its three digits (a status outside 100..=999 is sent as 500).
+fn status_digits(status: u16) -> [u8; 3] {
+    let status = if (100..1000).contains(&status) {
+        status
+    } else {
+        500
+    };
+    [
+        b'0' + (status / 100) as u8,
+        b'0' + (status / 10 % 10) as u8,
+        b'0' + (status % 10) as u8,
+    ]
+}
+
 impl FramedSink for StreamSink<'_> {
-    fn trailers(&self, last_chunk: &[u8]) {
-        let fields = trailer_fields(last_chunk);
+    fn head(&self, fields: FieldList) -> usize {
+        let length = fields
+            .get(b"content-length")
+            .and_then(|value| std::str::from_utf8(value).ok()?.parse().ok());
+        let mut state = self.state.borrow_mut();
+        if matches!(&*state, SinkState::AwaitingHead) {
+            *state = SinkState::HeadReady(fields, length);
+        }
+        0
+    }
+
+    fn trailers(&self, fields: FieldList) {
         let mut state = self.state.borrow_mut();
         let mut h2 = self.shared.h2.borrow_mut();
         if let SinkState::HeadReady(head, _) = &*state {
-            let _ = h2.send_header_pairs(self.stream_id, response_pairs(head), false);
+            let _ = send_head(&mut h2, self.stream_id, head, false);
         }
         if !matches!(&*state, SinkState::Ended) {
             let _ = if fields.is_empty() {
                 h2.send_data(self.stream_id, &[], true)
             } else {
+                let fields = fields
+                    .iter()
+                    .map(|(name, value)| field(name, value))
+                    .collect();
                 h2.send_trailers(self.stream_id, fields)
             };
         }
@@ -535,14 +530,6 @@ impl FramedSink for StreamSink<'_> {
     }
 }
 
-/// Where the head ends when its blank line straddles two writes.
-fn head_end(head: &[u8], bytes: &[u8]) -> Option<usize> {
-    let tail = &head[head.len().saturating_sub(3)..];
-    let mut joined = tail.to_vec();
-    joined.extend_from_slice(&bytes[..bytes.len().min(3)]);
-    memchr::memmem::find(&joined, b"\r\n\r\n").map(|at| at + 4 - tail.len())
-}
-
 fn field(name: &[u8], value: &[u8]) -> HeaderField {
     HeaderField {
         name: name.to_vec(),
@@ -551,94 +538,20 @@ fn field(name: &[u8], value: &[u8]) -> HeaderField {
     }
 }
 
-/// Lowers the field names of an HTTP/1 head or last chunk in place (HTTP/2 names are lower
-/// case), so that its fields can be sent as they are, without a copy each.
-fn lower_field_names(head: &mut [u8]) {
-    for line in head.split_mut(|&byte| byte == b'\n').skip(1) {
-        if let Some(colon) = line.iter().position(|&byte| byte == b':') {
-            line[..colon].make_ascii_lowercase();
-        }
-    }
-}
-
-/// The HTTP/2 fields of an HTTP/1 response head whose names are in lower case
-/// ([`lower_field_names`]): `:status`, then each field, without the connection-specific
-/// ones (RFC 9113 §8.2.2).
-fn response_pairs(head: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> {
-    let mut lines = head.split(|&byte| byte == b'\n');
-    let status = lines
-        .next()
-        .and_then(|line| line.get(9..12))
-        .unwrap_or(b"500");
-    std::iter::once((&b":status"[..], status)).chain(line_pairs(lines))
-}
-
-/// The trailer fields of an HTTP/1 last chunk (`0`, the field lines, the blank line).
-fn trailer_fields(last_chunk: &[u8]) -> Vec<HeaderField> {
-    let mut chunk = last_chunk.to_vec();
-    lower_field_names(&mut chunk);
-    line_pairs(chunk.split(|&byte| byte == b'\n').skip(1))
-        .map(|(name, value)| field(name, value))
-        .collect()
-}
-
-/// `name: value` lines (names already in lower case) as HTTP/2 fields, without the
-/// connection-specific ones.
-fn line_pairs<'b>(
-    lines: impl Iterator<Item = &'b [u8]> + 'b,
-) -> impl Iterator<Item = (&'b [u8], &'b [u8])> + 'b {
-    lines.filter_map(|line| {
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
-        let colon = line.iter().position(|&byte| byte == b':')?;
-        let name = &line[..colon];
-        let value = line[colon + 1..].trim_ascii_start();
-        let connection_specific = matches!(
-            name,
-            b"connection" | b"keep-alive" | b"transfer-encoding" | b"upgrade" | b"proxy-connection"
-        );
-        (!connection_specific).then_some((name, value))
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn a_response_head_becomes_fields_without_connection_ones() {
-        let mut head = b"HTTP/1.1 404 Not Found\r\nServer: portico\r\nContent-Length: 3\r\n\
-            Connection: keep-alive\r\nX-A: B:C\r\n\r\n"
-            .to_vec();
-        lower_field_names(&mut head);
-        let pairs: Vec<(&[u8], &[u8])> = response_pairs(&head).collect();
-        let want: Vec<(&[u8], &[u8])> = vec![
-            (b":status", b"404"),
-            (b"server", b"portico"),
-            (b"content-length", b"3"),
-            (b"x-a", b"B:C"),
-        ];
-        assert_eq!(pairs, want);
+    fn a_status_becomes_three_digits() {
+        assert_eq!(&status_digits(200), b"200");
+        assert_eq!(&status_digits(404), b"404");
+        assert_eq!(&status_digits(0), b"500");
+        assert_eq!(&status_digits(1000), b"500");
     }
 
     #[test]
-    fn trailers_become_fields_with_names_in_lower_case() {
-        let fields = trailer_fields(b"0\r\nX-Checksum: AbC\r\nConnection: close\r\n\r\n");
-        assert_eq!(fields, vec![field(b"x-checksum", b"AbC")]);
-        assert!(trailer_fields(b"0\r\n\r\n").is_empty());
-    }
-
-    #[test]
-    fn the_head_end_is_found_across_writes() {
-        for split in 1..4 {
-            let whole = b"HTTP/1.1 200 OK\r\nA: b\r\n\r\nbody";
-            let at = 25 - 4 + split;
-            let (first, second) = whole.split_at(at);
-            assert_eq!(head_end(first, second), Some(25 - at), "split {split}");
-        }
-    }
-
-    #[test]
-    fn a_request_head_is_built_from_the_fields() {
+    fn the_request_fields_take_host_from_authority() {
         let head = RequestHead {
             method: b"POST".to_vec(),
             scheme: Some(b"http".to_vec()),
@@ -646,11 +559,15 @@ mod tests {
             path: Some(b"/a?b".to_vec()),
             fields: vec![field(b"content-length", b"9"), field(b"x-y", b"z")],
         };
-        let (bytes, added) = http1_head(&head, true);
-        assert_eq!(added, 1);
-        assert_eq!(
-            bytes,
-            b"POST /a?b HTTP/1.1\r\nhost: example.com\r\ncontent-length: 9\r\nx-y: z\r\n\r\n"
-        );
+        let (fields, added) = request_fields(&head, true);
+        assert!(added);
+        let want: Vec<(&[u8], &[u8])> = vec![
+            (b"host", b"example.com"),
+            (b"content-length", b"9"),
+            (b"x-y", b"z"),
+        ];
+        assert_eq!(fields, want);
+        let (fields, _) = request_fields(&head, false);
+        assert!(fields.iter().all(|(name, _)| *name != b"content-length"));
     }
 }
