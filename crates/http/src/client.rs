@@ -145,6 +145,15 @@ impl<'c> BodySource<'c> {
         }
     }
 
+    /// The same source for a shorter while (a step after the response that needs one).
+    pub(crate) fn reborrow(&mut self) -> BodySource<'_> {
+        BodySource {
+            socket: self.socket,
+            read_ahead: self.read_ahead,
+            feed: self.feed,
+        }
+    }
+
     /// The body bytes received and not consumed yet.
     pub fn buffered(&self) -> &[u8] {
         self.read_ahead.bytes()

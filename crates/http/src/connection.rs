@@ -528,30 +528,15 @@ async fn handle_request<'a>(
     let sent = send::send_response(worker, connection, request, body).await;
     send::log_request(worker, connection, request);
     // Rare steps are boxed, else every request's future holds their state (9.4 KiB).
-    if !request.mirrors.is_empty() {
-        let mirrors = phases::run_mirrors(worker, &connection.info, &connection.stream, request);
-        Box::pin(mirrors).await;
-    }
-    if let Some(uri) = current_core(worker, request).post_action.clone() {
-        let mut done = BodyState::Done;
-        let client = Client {
-            info: &connection.info,
-            source: BodySource::http1(&connection.stream, &mut connection.read_ahead),
-            body: &mut done,
-        };
-        Box::pin(phases::post_action(worker, client, request, uri.into_vec())).await;
-    }
-    if request.upstream.refresh.is_some() {
-        // The stale entry is out: the connection waits while it is refreshed, as
-        // nginx's background subrequest holds it.
-        let mut done = BodyState::Done;
-        let client = Client {
-            info: &connection.info,
-            source: BodySource::http1(&connection.stream, &mut connection.read_ahead),
-            body: &mut done,
-        };
-        Box::pin(phases::background_update(worker, client, request)).await;
-        request.upstream.refresh = None;
+    if phases::has_work_after_response(worker, request) {
+        let mut source = BodySource::http1(&connection.stream, &mut connection.read_ahead);
+        Box::pin(phases::after_response(
+            worker,
+            &connection.info,
+            &mut source,
+            request,
+        ))
+        .await;
     }
     if let Err(error) = sent {
         if error.kind() == std::io::ErrorKind::TimedOut {

@@ -472,9 +472,61 @@ async fn proxy_content<'a>(
     }
 }
 
+/// Whether [`after_response`] has anything to do for `request`: a cheap look, so that the
+/// usual request does not make (or box) its future.
+pub(crate) fn has_work_after_response(worker: &HttpWorker, request: &Request<'_>) -> bool {
+    !request.mirrors.is_empty()
+        || request.upstream.refresh.is_some()
+        || current_location(worker, request)
+            .settings
+            .core
+            .post_action
+            .is_some()
+}
+
+/// What runs once a request's response is out and logged, whatever the protocol that
+/// carried it (nginx's posted subrequests and `post_action`): the mirrors, `post_action`,
+/// and the background refresh of a stale cache entry that was just sent
+/// (`proxy_cache_background_update`). The client's connection (or stream) waits for them,
+/// as nginx's main request waits for its subrequests.
+pub(crate) async fn after_response<'a>(
+    worker: &'a HttpWorker,
+    info: &ConnectionInfo,
+    source: &mut BodySource<'_>,
+    request: &mut Request<'a>,
+) {
+    if !request.mirrors.is_empty() {
+        run_mirrors(worker, info, source.socket(), request).await;
+    }
+    if let Some(uri) = current_location(worker, request)
+        .settings
+        .core
+        .post_action
+        .clone()
+    {
+        let mut done = BodyState::Done;
+        let client = Client {
+            info,
+            source: source.reborrow(),
+            body: &mut done,
+        };
+        post_action(worker, client, request, uri.into_vec()).await;
+    }
+    if request.upstream.refresh.is_some() {
+        let mut done = BodyState::Done;
+        let client = Client {
+            info,
+            source: source.reborrow(),
+            body: &mut done,
+        };
+        background_update(worker, client, request).await;
+        request.upstream.refresh = None;
+    }
+}
+
 /// `post_action`: once the response is out, the request goes on to the URI as an internal
 /// redirect, through every phase; what it answers is discarded.
-pub(crate) async fn post_action<'a>(
+async fn post_action<'a>(
     worker: &'a HttpWorker,
     client: Client<'_>,
     request: &mut Request<'a>,
@@ -485,6 +537,7 @@ pub(crate) async fn post_action<'a>(
         None => (uri, Vec::new()),
     };
     request.response.clear();
+    request.background = true;
     let reply = run_from(worker, client, request, Step::Redirect { uri, args }).await;
     drop(reply);
 }
@@ -549,7 +602,7 @@ async fn run_subrequest<'a>(
 /// The request's mirrors, once its response is out: their subrequests run together, their
 /// answers are read to the end and dropped; each writes its access-log line where
 /// `log_subrequest` says. A mirror that fails never touches the client's response.
-pub(crate) async fn run_mirrors<'a>(
+async fn run_mirrors<'a>(
     worker: &'a HttpWorker,
     connection: &ConnectionInfo,
     socket: &runtime::Stream,
@@ -571,6 +624,7 @@ pub(crate) async fn run_mirrors<'a>(
                 child.head.method = request.head.method;
                 child.method_is_get = request.method_is_get;
                 child.without_body = without_body;
+                child.background = true;
                 runs.push(run_subrequest(worker, connection, socket, Box::new(child)));
             }
             Err(refused) => {
@@ -626,7 +680,7 @@ async fn join_runs<F: Future>(runs: Vec<F>) -> Vec<F::Output> {
 
 /// After a stale response went out (`proxy_cache_background_update`): the request goes
 /// upstream again from its location, and the answer is read into the cache, not sent.
-pub(crate) async fn background_update<'a>(
+async fn background_update<'a>(
     worker: &'a HttpWorker,
     mut client: Client<'_>,
     request: &mut Request<'a>,

@@ -135,6 +135,9 @@ pub struct Request<'a> {
     pub mirrors: Vec<crate::subrequest::PendingMirror>,
     /// `mirror_request_body off` applied to the mirror that made this subrequest.
     pub without_body: bool,
+    /// Nobody waits for this request's answer (a mirror's subrequest, `post_action`): a
+    /// client that goes away does not end it, as nginx's upstream does not watch for it.
+    pub background: bool,
 }
 
 /// Values a module holds for as long as the request runs (nginx's request-pool cleanups,
@@ -195,6 +198,7 @@ impl<'a> Request<'a> {
         self.subrequest_depth = 0;
         self.mirrors.clear();
         self.without_body = false;
+        self.background = false;
         self.subrequests_left =
             std::rc::Rc::new(std::cell::Cell::new(crate::subrequest::SUBREQUESTS_MAX));
     }

@@ -238,7 +238,7 @@ impl<'a> Proxying<'a, '_> {
                 selected,
                 peer,
             };
-            let mut streaming = self.client(client);
+            let mut streaming = self.client(client, request.background);
             let result = try_peer(
                 &self.outgoing,
                 &choice,
@@ -292,8 +292,13 @@ impl<'a> Proxying<'a, '_> {
         }
     }
 
-    /// The client as a try sees it: its body may be passed on as it arrives.
-    fn client<'c, 's>(&self, client: &'c mut RequestClient<'s>) -> Client<'c, 's> {
+    /// The client as a try sees it: its body may be passed on as it arrives. A
+    /// `background` request does not watch for the client going away.
+    fn client<'c, 's>(
+        &self,
+        client: &'c mut RequestClient<'s>,
+        background: bool,
+    ) -> Client<'c, 's> {
         let core = &self.location.settings.core;
         Client {
             source: &mut client.source,
@@ -301,6 +306,7 @@ impl<'a> Proxying<'a, '_> {
             timeout: core.client_body_timeout,
             keep: usize::try_from(core.client_body_buffer_size).unwrap_or(usize::MAX),
             watch_abort: !self.outgoing.proxy.ignore_client_abort
+                && !background
                 && !self
                     .cache
                     .borrow()

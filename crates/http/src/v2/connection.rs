@@ -58,6 +58,10 @@ pub(crate) struct Shared {
     pub(crate) inboxes: RefCell<HashMap<u32, Inbox>>,
     /// Body bytes the streams queued since the connection last wrote.
     pub(crate) queued_since_write: Cell<usize>,
+    /// Streams whose response is out and whose request still runs what comes after it
+    /// (mirrors, `post_action`, a background cache refresh): they finish even when the
+    /// connection closes first.
+    pub(crate) after_response: RefCell<Vec<u32>>,
 }
 
 impl Shared {
@@ -181,6 +185,7 @@ async fn serve(worker: &HttpWorker, address: &AddressConf, connection: Connectio
         progress: Notify::new(),
         inboxes: RefCell::default(),
         queued_since_write: Cell::new(0),
+        after_response: RefCell::default(),
     };
     let read_size = usize::try_from(conf.v2.recv_buffer_size).unwrap_or(usize::MAX);
     let mut buffer = vec![0; read_size.clamp(PREFACE.len() * 2, 64 * 1024)];
@@ -316,6 +321,15 @@ async fn serve(worker: &HttpWorker, address: &AddressConf, connection: Connectio
             Woken::Writable | Woken::StreamDone | Woken::Queued => {}
         }
     };
+    // The work after a response goes on without the client, as over HTTP/1; the rest of
+    // the requests end with the connection.
+    let after_response = shared.after_response.borrow().clone();
+    streams
+        .running
+        .retain(|(id, _)| after_response.contains(id));
+    while !streams.running.is_empty() {
+        poll_streams(&mut streams.running, &mut streams.cursor, &shared).await;
+    }
     drop(streams);
     // nginx has written a request's log line before it closes the connection.
     crate::log_buffers::log_lines_written(worker).await;

@@ -109,6 +109,7 @@ pub(crate) async fn run_stream(started: Started<'_>, opened: Opened) {
     // A request still running when `worker_shutdown_timeout` passes stops here and is
     // logged (499 if no answer was begun), as nginx logs the requests it cuts.
     let _cuttable = worker.cuttable_request();
+    let mut logged = false;
     let cut = {
         let served = async {
             let reply = match refused {
@@ -201,6 +202,16 @@ pub(crate) async fn run_stream(started: Started<'_>, opened: Opened) {
                     ),
                 );
             }
+            // Logged once the response is out, then what runs after it (mirrors,
+            // `post_action`, a background cache refresh), as over HTTP/1.
+            send::log_request_info(worker, info, &request);
+            logged = true;
+            if phases::has_work_after_response(worker, &request) {
+                started.shared.after_response.borrow_mut().push(stream_id);
+                let mut source = BodySource::framed(started.socket, &mut read_ahead, &feed);
+                let after = phases::after_response(worker, info, &mut source, &mut request);
+                Box::pin(after).await;
+            }
         };
         tokio::select! {
             biased;
@@ -216,7 +227,11 @@ pub(crate) async fn run_stream(started: Started<'_>, opened: Opened) {
             .shared
             .reset_stream(stream_id, ErrorCode::INTERNAL_ERROR);
     }
-    send::log_request_info(worker, info, &request);
+    if !logged {
+        send::log_request_info(worker, info, &request);
+    }
+    let mut after_response = started.shared.after_response.borrow_mut();
+    after_response.retain(|&id| id != stream_id);
 }
 
 /// Why nginx refuses a head with 400 before it becomes a request, in its words: a
@@ -246,10 +261,13 @@ fn refusal(head: &RequestHead, body: bool) -> Option<String> {
     })
 }
 
+/// A field's name and value.
+type Field<'a> = (&'a [u8], &'a [u8]);
+
 /// The fields of the request head: `host` from `:authority` first when the client sent
 /// no `host`, then the client's fields, without a `content-length` on a request that has
 /// no body (a non-zero one was refused). Also says whether `host` was added.
-fn request_fields(head: &RequestHead, body: bool) -> (Vec<(&[u8], &[u8])>, bool) {
+fn request_fields(head: &RequestHead, body: bool) -> (Vec<Field<'_>>, bool) {
     let mut fields = Vec::with_capacity(head.fields.len() + 1);
     let has_host = head.fields.iter().any(|field| field.name == b"host");
     let add_host = match (&head.authority, has_host) {

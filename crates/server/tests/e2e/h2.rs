@@ -3,12 +3,11 @@
 //! port), a stream's head runs the phases as any request, and responses come back as
 //! HEADERS and DATA under flow control, several streams at once on one connection.
 
-use std::time::Duration;
-
 use bytes::Bytes;
 use http_types::{Method, Request};
 
 use crate::support::Instance;
+use crate::support::h2::{exchange, exchange_in_turn, get, with_method};
 use crate::support::proxy::OK;
 use crate::support::upstream::MockUpstream;
 
@@ -23,128 +22,12 @@ const CONFIG: &str = r#"server {
     location = /trailers { add_trailer X-Checksum "42 $request_method"; return 200 "body"; }
 }"#;
 
-/// A response as the test sees it.
-struct Answer {
-    status: u16,
-    headers: http_types::HeaderMap,
-    body: Vec<u8>,
-    trailers: Option<http_types::HeaderMap>,
-}
-
 fn start() -> Instance {
     let big: Vec<u8> = (0..1_000_000u32).map(|index| (index % 251) as u8).collect();
     Instance::http_builder(CONFIG)
         .file("html/index.html", "hello h2\n")
         .file("html/big.bin", big)
         .start()
-}
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a test runtime starts")
-}
-
-/// Sends `requests` at once on one h2c connection and returns their answers in order.
-fn exchange(port: u16, requests: Vec<(Request<()>, Option<Bytes>)>) -> Vec<Answer> {
-    exchange_with(port, requests, false)
-}
-
-/// As [`exchange`], each request sent once the one before is answered.
-fn exchange_in_turn(port: u16, requests: Vec<(Request<()>, Option<Bytes>)>) -> Vec<Answer> {
-    exchange_with(port, requests, true)
-}
-
-fn exchange_with(
-    port: u16,
-    requests: Vec<(Request<()>, Option<Bytes>)>,
-    in_turn: bool,
-) -> Vec<Answer> {
-    runtime().block_on(async move {
-        let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port))
-            .await
-            .expect("the server listens");
-        let (client, connection) = h2::client::handshake(tcp).await.expect("h2 handshake");
-        let driver = tokio::spawn(async move {
-            let _ = connection.await;
-        });
-        let mut pending = Vec::new();
-        let mut answers = Vec::new();
-        for (request, body) in requests {
-            let mut client = client
-                .clone()
-                .ready()
-                .await
-                .expect("the connection is ready");
-            let (response, mut send) = client
-                .send_request(request, body.is_none())
-                .expect("the request goes out");
-            if let Some(body) = body {
-                send.send_data(body, true).expect("the body goes out");
-            }
-            pending.push(response);
-            if in_turn {
-                answers.extend(receive(std::mem::take(&mut pending)).await);
-            }
-        }
-        answers.extend(receive(pending).await);
-        drop(client);
-        driver.abort();
-        answers
-    })
-}
-
-/// The answers to `pending` responses, in order.
-async fn receive(pending: Vec<h2::client::ResponseFuture>) -> Vec<Answer> {
-    let mut answers = Vec::new();
-    for response in pending {
-        let response = tokio::time::timeout(Duration::from_secs(20), response)
-            .await
-            .expect("the response comes in time")
-            .expect("a response");
-        let status = response.status().as_u16();
-        let headers = response.headers().clone();
-        let mut stream = response.into_body();
-        let mut body = Vec::new();
-        while let Some(chunk) = stream.data().await {
-            let chunk = chunk.expect("body data");
-            let _ = stream.flow_control().release_capacity(chunk.len());
-            body.extend_from_slice(&chunk);
-        }
-        let trailers = stream.trailers().await.expect("trailers or none");
-        answers.push(Answer {
-            status,
-            headers,
-            body,
-            trailers,
-        });
-    }
-    answers
-}
-
-fn get(path: &str) -> (Request<()>, Option<Bytes>) {
-    let request = Request::builder()
-        .uri(format!("http://localhost{path}"))
-        .body(())
-        .expect("a valid request");
-    (request, None)
-}
-
-fn with_method(
-    method: Method,
-    path: &str,
-    body: Option<&'static [u8]>,
-) -> (Request<()>, Option<Bytes>) {
-    let mut builder = Request::builder()
-        .method(method)
-        .uri(format!("http://localhost{path}"));
-    // A body is sent with its length: `$content_length` shows it.
-    if let Some(body) = body {
-        builder = builder.header("content-length", body.len());
-    }
-    let request = builder.body(()).expect("a valid request");
-    (request, body.map(Bytes::from_static))
 }
 
 #[test]

@@ -2,6 +2,7 @@
 //! and talks to it over sockets. One module per directive family, named like nginx-tests.
 //! The harness is in `support/`; `PORTICO_E2E_KEEP=1` keeps every test's prefix directory.
 
+mod after_response;
 mod distribution_configs;
 mod support;
 

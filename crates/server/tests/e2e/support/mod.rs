@@ -6,6 +6,7 @@
 pub mod cli;
 pub mod client;
 pub mod dns;
+pub mod h2;
 pub mod instance;
 pub mod log;
 pub mod ports;
