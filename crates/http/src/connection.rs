@@ -1,6 +1,7 @@
 //! A client connection: reading request heads, keep-alive and pipelining, sending
 //! responses, discarding unread bodies, lingering close.
 
+use std::pin::Pin;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -8,7 +9,6 @@ use http1::request::{HeadLimits, Progress};
 use http1::{RequestError, Version};
 use logging::Level;
 use runtime::{ConnectionGuard, PeerAddress, Stream};
-use std::pin::Pin;
 use tokio::time::{Sleep, timeout_at};
 
 use crate::body::BodyState;
@@ -16,11 +16,11 @@ use crate::client::{BodySource, Client, ReadAhead, ResponseSink};
 use crate::conf::{AddressConf, ServerId};
 use crate::connection_log::{log_connection, log_idle_end, log_ignored_headers};
 use crate::core::LingeringClose;
-use crate::phases;
-use crate::request::{ConnectionInfo, Request, select_server};
-use crate::send;
+use crate::find::select_server;
+use crate::request::{ConnectionInfo, Request};
 use crate::special::{self, Reply};
 use crate::worker::HttpWorker;
+use crate::{phases, send};
 
 /// A client connection and its buffers.
 pub struct Connection {
@@ -510,7 +510,7 @@ async fn handle_request<'a>(
         if let Err(error) = connection.discard_buffered(&mut body_state) {
             // A malformed body nobody reads still ends the request with nginx's answer.
             let message = error.log_message_in(&request.head_bytes);
-            crate::request::log(
+            crate::request_log::log(
                 worker,
                 &connection.info,
                 request,
@@ -540,7 +540,7 @@ async fn handle_request<'a>(
     }
     if let Err(error) = sent {
         if error.kind() == std::io::ErrorKind::TimedOut {
-            crate::request::log(
+            crate::request_log::log(
                 worker,
                 &connection.info,
                 request,

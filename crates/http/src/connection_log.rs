@@ -18,7 +18,7 @@ pub(crate) fn log_idle_end(
     message: &str,
 ) {
     if connection.requests == 0 {
-        crate::request::log_connection_to(
+        crate::request_log::log_connection_to(
             worker,
             connection,
             server,
@@ -90,7 +90,7 @@ pub(crate) fn log_connection(
     message: &str,
     action: &'static str,
 ) {
-    crate::request::log_during(
+    crate::request_log::log_during(
         worker,
         connection,
         request,

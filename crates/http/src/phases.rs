@@ -23,30 +23,29 @@ use std::pin::Pin;
 use logging::Level;
 
 use crate::access::{self, Action};
-use crate::auth_basic;
-use crate::auth_request;
 use crate::body::BodyState;
 use crate::client::{BodySource, Client, ReadAhead};
-use crate::conf::location;
 use crate::conf::scope::Content;
-use crate::conf::{LocationId, ServerId};
+use crate::conf::{LocationId, ServerId, location};
 use crate::core::error_page::ErrorPage;
 use crate::file::resolve_realpath_root;
-use crate::limit;
+use crate::find::current_location;
 use crate::observe::{self, Endpoint};
 use crate::proxy::handler::{self as proxy_handler, ProxyOutcome};
-use crate::realip;
 use crate::request::{ConnectionInfo, Request};
-use crate::request::{current_location, log};
-use crate::response::{Body, Bytes, Location};
+use crate::request_log::log;
+use crate::response::{Bytes, Location};
 use crate::rewrite::{self, ScriptOutcome, status_is_redirect};
+use crate::send::body::Body;
 use crate::special::{Reply, STATUS_CLOSE, special_response};
 use crate::static_files::content::serve_static;
 use crate::static_files::handler::{self as static_handler, StaticOutcome};
 use crate::static_files::try_files::{self, TryOutcome};
 use crate::subrequest::{Subrequest, SubrequestRunner};
-use crate::variables::{HttpTemplate, render};
+use crate::variables::HttpTemplate;
+use crate::variables::evaluate::render;
 use crate::worker::HttpWorker;
+use crate::{auth_basic, auth_request, limit, realip};
 
 /// Where the request goes next.
 enum Step<'a> {

@@ -5,13 +5,12 @@ use std::net::SocketAddr;
 use std::time::Instant;
 
 use http1::{RequestHead, RequestInfo};
-use logging::{Level, LogContext};
+use logging::LogContext;
 use runtime::PeerAddress;
 
 use crate::conf::location::MatchState;
 use crate::conf::{HttpConf, LocationId, ServerId};
 use crate::response::ResponseHead;
-use crate::worker::HttpWorker;
 
 /// What the connection knows that requests and variables need (an HTTP/2 stream has its
 /// own copy: its `requests` count, and the address realip finds for its request).
@@ -27,7 +26,7 @@ pub struct ConnectionInfo {
     pub socket_peer: PeerAddress,
     /// What the PROXY protocol header said, on a `proxy_protocol` address
     /// (`$proxy_protocol_addr`); `None` for `UNKNOWN`, `LOCAL` or no header.
-    pub proxy_protocol: Option<Box<crate::proxy_protocol::ProxyHeader>>,
+    pub proxy_protocol: Option<Box<crate::proxy_protocol::parse::ProxyHeader>>,
     /// The address the client connected to, when known (`$server_addr`).
     pub local: Option<SocketAddr>,
     pub accepted: Instant,
@@ -112,7 +111,7 @@ pub struct Request<'a> {
     /// upstream in the later block's settings and answers 500.
     pub proxy_handler_orphaned: bool,
     /// The body, once a handler has read it (`$request_body` for a body in memory).
-    pub body: Option<crate::body::reader::RequestBody>,
+    pub body: Option<crate::body::temp::RequestBody>,
     /// `$request_body_file`: where the body was written, when it went to a file.
     pub body_file: Option<std::path::PathBuf>,
     /// What the proxy did: for `$upstream_*` and the error log.
@@ -132,12 +131,22 @@ pub struct Request<'a> {
     /// Subrequests the main request may still make, shared by all its subrequests.
     pub subrequests_left: std::rc::Rc<std::cell::Cell<u32>>,
     /// Mirrors the precontent phase recorded, run once the response is out.
-    pub mirrors: Vec<crate::subrequest::PendingMirror>,
+    pub mirrors: Vec<PendingMirror>,
     /// `mirror_request_body off` applied to the mirror that made this subrequest.
     pub without_body: bool,
     /// Nobody waits for this request's answer (a mirror's subrequest, `post_action`): a
     /// client that goes away does not end it, as nginx's upstream does not watch for it.
     pub background: bool,
+}
+
+/// Subrequests one client request may make in all (nginx's reference counter limit).
+pub const SUBREQUESTS_MAX: u32 = 65_535;
+
+/// A subrequest to run once the response is out (a `mirror`): its URI and arguments.
+#[derive(Clone, Debug)]
+pub struct PendingMirror {
+    pub uri: Vec<u8>,
+    pub args: Vec<u8>,
 }
 
 /// Values a module holds for as long as the request runs (nginx's request-pool cleanups,
@@ -199,8 +208,7 @@ impl<'a> Request<'a> {
         self.mirrors.clear();
         self.without_body = false;
         self.background = false;
-        self.subrequests_left =
-            std::rc::Rc::new(std::cell::Cell::new(crate::subrequest::SUBREQUESTS_MAX));
+        self.subrequests_left = std::rc::Rc::new(std::cell::Cell::new(SUBREQUESTS_MAX));
     }
 
     /// Whether this is a subrequest (nginx's `r != r->main`).
@@ -383,95 +391,6 @@ pub(crate) fn write_peer(out: &mut Vec<u8>, peer: &PeerAddress) {
     }
 }
 
-/// The request's current location: the server's own level before one is found.
-pub(crate) fn current_location<'a>(
-    worker: &'a HttpWorker,
-    request: &Request<'_>,
-) -> &'a crate::conf::Location {
-    let conf = worker.conf();
-    let id = request
-        .location
-        .or_else(|| request.server.map(|server| conf.server(server).location));
-    conf.location(id.unwrap_or(LocationId(0)))
-}
-
-/// Writes an error-log line about this request to its location's error log.
-pub fn log(
-    worker: &HttpWorker,
-    connection: &ConnectionInfo,
-    request: &Request<'_>,
-    level: Level,
-    message: std::fmt::Arguments<'_>,
-) {
-    log_during(worker, connection, request, level, None, message);
-}
-
-/// [`log`], with what the connection was doing (`action`) as nginx adds it: `while
-/// reading client request headers`.
-pub(crate) fn log_during(
-    worker: &HttpWorker,
-    connection: &ConnectionInfo,
-    request: &Request<'_>,
-    level: Level,
-    action: Option<&'static str>,
-    message: std::fmt::Arguments<'_>,
-) {
-    let conf = worker.conf();
-    let error_log = match request.location {
-        Some(location) => &conf.location(location).settings.core.error_log,
-        None => &worker.generation.error_log,
-    };
-    if !error_log.enabled(level) {
-        return;
-    }
-    let mut context = request.log_context(connection, conf);
-    if let Some(action) = action {
-        context = context.with_action(action);
-    }
-    error_log.write(
-        level,
-        &worker.clock.wall(),
-        Some(connection.id),
-        message,
-        Some(&context),
-    );
-}
-
-/// Writes an error-log line about a connection before any request exists (its PROXY
-/// header, its handshake, its first wait) to `server`'s error log, with what the connection
-/// was doing (`action`) as nginx adds it: `while waiting for request`.
-pub(crate) fn log_connection_to(
-    worker: &HttpWorker,
-    connection: &ConnectionInfo,
-    server: crate::conf::ServerId,
-    level: Level,
-    action: Option<&'static str>,
-    message: std::fmt::Arguments<'_>,
-) {
-    let conf = worker.conf();
-    let error_log = &conf
-        .location(conf.server(server).location)
-        .settings
-        .core
-        .error_log;
-    if !error_log.enabled(level) {
-        return;
-    }
-    let context = RequestLogContext {
-        request: None,
-        connection,
-        conf,
-        action,
-    };
-    error_log.write(
-        level,
-        &worker.clock.wall(),
-        Some(connection.id),
-        message,
-        Some(&context),
-    );
-}
-
 /// Client bytes for a log line: printable ASCII as is, anything else as `\xNN`.
 pub(crate) fn push_quoted(out: &mut String, bytes: &[u8]) {
     for &byte in bytes {
@@ -480,30 +399,6 @@ pub(crate) fn push_quoted(out: &mut String, bytes: &[u8]) {
         } else {
             out.push_str(&format!("\\x{byte:02X}"));
         }
-    }
-}
-
-/// The server for the request's host on this address, else the address's default.
-pub(crate) fn select_server(
-    worker: &HttpWorker,
-    address: &crate::conf::AddressConf,
-    request: &mut Request<'_>,
-) -> ServerId {
-    let conf = worker.conf();
-    let found = address.names.find(
-        &request.info.host,
-        |index| &conf.server_regexes[index],
-        &mut request.matches.get_mut().captures,
-    );
-    match found {
-        Some((server, regex)) => {
-            if let Some(regex) = regex {
-                let matches = request.matches.get_mut();
-                regex.store(&matches.captures, &mut matches.named);
-            }
-            server
-        }
-        None => address.default_server,
     }
 }
 

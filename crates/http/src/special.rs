@@ -2,8 +2,10 @@
 //! nginx's shape (CRLF line ends, title, centred heading, server tokens).
 
 use crate::core::ServerTokens;
-use crate::request::{Request, current_location};
-use crate::response::{Body, Bytes};
+use crate::find::current_location;
+use crate::request::Request;
+use crate::response::Bytes;
+use crate::send::body::Body;
 use crate::worker::HttpWorker;
 
 /// nginx's non-standard code: close the connection without a response.

@@ -9,14 +9,11 @@ use std::pin::Pin;
 use runtime::Stream;
 
 use crate::request::{ConnectionInfo, Request, URI_CHANGES};
-use crate::response::Body;
+use crate::send::body::Body;
 use crate::worker::HttpWorker;
 
 /// Subrequests nested in one another, as nginx allows (`NGX_HTTP_MAX_SUBREQUESTS`).
 pub const SUBREQUEST_DEPTH_MAX: u8 = 50;
-/// Subrequests one client request may make in all (nginx's reference counter limit).
-pub const SUBREQUESTS_MAX: u32 = 65_535;
-
 /// A child request once its phases have run: its head and its body (`None` when it
 /// ended without a response, as `return 444` does).
 pub struct Subrequest<'a> {
@@ -39,19 +36,12 @@ pub trait SubrequestRunner {
         'a: 's;
 }
 
-/// A subrequest to run once the response is out (a `mirror`): its URI and arguments.
-#[derive(Clone, Debug)]
-pub struct PendingMirror {
-    pub uri: Vec<u8>,
-    pub args: Vec<u8>,
-}
-
 /// Why a subrequest was not made.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Refused {
     /// Nested deeper than [`SUBREQUEST_DEPTH_MAX`] (an include loop, usually).
     Cycle,
-    /// More than [`SUBREQUESTS_MAX`] for one client request.
+    /// More than [`SUBREQUESTS_MAX`](crate::request::SUBREQUESTS_MAX) for one client request.
     TooMany,
 }
 
@@ -105,8 +95,8 @@ impl Request<'_> {
         // A child never reads the client's socket: it has the parent's body when that was
         // read into memory, else none.
         child.info.framing = http1::request::BodyFraming::None;
-        if let Some(crate::body::reader::RequestBody::Memory(bytes)) = &self.body {
-            child.body = Some(crate::body::reader::RequestBody::Memory(bytes.clone()));
+        if let Some(crate::body::temp::RequestBody::Memory(bytes)) = &self.body {
+            child.body = Some(crate::body::temp::RequestBody::Memory(bytes.clone()));
         }
         let _ = child.request_id.set(id);
         Ok(child)

@@ -86,7 +86,7 @@ pub struct HttpWorker {
     /// Idle keep-alive connections, woken by a read shutdown when the worker drains.
     idle: RefCell<IdleSet>,
     /// This worker's `open_file_cache`s.
-    pub open_files: RefCell<crate::file::cache::OpenFileCaches>,
+    pub open_files: RefCell<crate::file::open_cache::OpenFileCaches>,
     /// The longest blocking file operation made on this worker since the stall watcher
     /// last looked, and what it was.
     slowest_blocking: RefCell<Option<(Duration, String)>>,
@@ -382,7 +382,7 @@ impl HttpWorker {
         &self,
         kind: TaskKind,
         work: impl FnOnce() -> T + Send + 'static,
-    ) -> Result<T, crate::file::FileError> {
+    ) -> Result<T, crate::file::io::FileError> {
         offload_to(self.pools.default_pool(), kind, work).await
     }
 
@@ -507,14 +507,14 @@ pub(crate) async fn offload_to<T: Send + 'static>(
     pool: &ThreadPool,
     kind: TaskKind,
     work: impl FnOnce() -> T + Send + 'static,
-) -> Result<T, crate::file::FileError> {
+) -> Result<T, crate::file::io::FileError> {
     match pool.submit_as(kind, work) {
-        Ok(completion) => completion.await.map_err(|_| crate::file::FileError {
+        Ok(completion) => completion.await.map_err(|_| crate::file::io::FileError {
             status: 500,
             level: logging::Level::Alert,
             message: format!("thread pool \"{}\" task was lost", pool.name()),
         }),
-        Err(overflow) => Err(crate::file::FileError {
+        Err(overflow) => Err(crate::file::io::FileError {
             status: 500,
             level: logging::Level::Error,
             message: format!(

@@ -14,10 +14,10 @@ use logging::Level;
 use runtime::Stream;
 
 use crate::conf::Location;
-use crate::request::{ConnectionInfo, Request, log};
-use crate::response::Body;
+use crate::request::{ConnectionInfo, Request};
+use crate::request_log::log;
+use crate::send::body::{Body, BodyContext, StreamedBody};
 use crate::send::pull::{PulledBody, Puller, child_context};
-use crate::send::{BodyContext, StreamedBody};
 use crate::subrequest::SubrequestRunner;
 use crate::worker::HttpWorker;
 

@@ -10,8 +10,9 @@ pub mod settings;
 use logging::Level;
 
 use crate::file::io::FileIo;
-use crate::request::{ConnectionInfo, Request, log};
-use crate::variables::render;
+use crate::request::{ConnectionInfo, Request};
+use crate::request_log::log;
+use crate::variables::evaluate::render;
 use crate::worker::HttpWorker;
 
 /// What the check found.

@@ -11,10 +11,12 @@ use logging::Level;
 use runtime::Stream;
 
 use crate::conf::Location;
-use crate::request::{ConnectionInfo, Request, log};
+use crate::request::{ConnectionInfo, Request};
+use crate::request_log::log;
 use crate::response::Bytes;
 use crate::subrequest::SubrequestRunner;
-use crate::variables::{Settable, render};
+use crate::variables::Settable;
+use crate::variables::evaluate::render;
 use crate::worker::HttpWorker;
 
 /// What the subrequest decided.

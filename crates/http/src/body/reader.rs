@@ -2,7 +2,6 @@
 //! beyond that (or always, with `client_body_in_file_only`) into a temporary file under
 //! `client_body_temp_path`, written through the thread pool.
 
-use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
@@ -13,8 +12,8 @@ use std::time::Duration;
 use http1::RequestError;
 use threadpool::ThreadPool;
 
-use crate::body::BodyState;
-use crate::body::temp;
+use crate::body::temp::{RequestBody, TempBody};
+use crate::body::{BodyState, temp};
 use crate::client::{BodyRead, BodySource};
 use crate::core::{BodyInFileOnly, TempPath};
 
@@ -41,48 +40,6 @@ impl BodySettings {
             temp_path: core.client_body_temp_path.clone(),
             in_file_only: core.client_body_in_file_only,
         }
-    }
-}
-
-/// A body that was read.
-#[derive(Debug)]
-pub enum RequestBody {
-    Memory(Vec<u8>),
-    File(TempBody),
-}
-
-impl RequestBody {
-    pub fn len(&self) -> u64 {
-        match self {
-            RequestBody::Memory(bytes) => bytes.len() as u64,
-            RequestBody::File(file) => file.len,
-        }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-}
-
-/// A body in a temp file. Unless it is kept (`client_body_in_file_only on`), the file is
-/// removed, on the pool, when the body is dropped.
-#[derive(Debug)]
-pub struct TempBody {
-    pub path: PathBuf,
-    pub file: Arc<File>,
-    pub len: u64,
-    pub keep: bool,
-    pool: ThreadPool,
-}
-
-impl Drop for TempBody {
-    fn drop(&mut self) {
-        if self.keep {
-            return;
-        }
-        let path = std::mem::take(&mut self.path);
-        // A full queue leaves the file behind; nginx would leak it the same way on error.
-        let _ = self.pool.submit(move || temp::remove(&path));
     }
 }
 

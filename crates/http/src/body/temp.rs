@@ -5,6 +5,7 @@ use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::core::TempPath;
 
@@ -54,6 +55,48 @@ pub fn create(path: &Path) -> io::Result<File> {
 /// Removes a temp file; a file already gone is fine.
 pub fn remove(path: &Path) {
     let _ = std::fs::remove_file(path);
+}
+
+/// A body that was read.
+#[derive(Debug)]
+pub enum RequestBody {
+    Memory(Vec<u8>),
+    File(TempBody),
+}
+
+impl RequestBody {
+    pub fn len(&self) -> u64 {
+        match self {
+            RequestBody::Memory(bytes) => bytes.len() as u64,
+            RequestBody::File(file) => file.len,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A body in a temp file. Unless it is kept (`client_body_in_file_only on`), the file is
+/// removed, on the pool, when the body is dropped.
+#[derive(Debug)]
+pub struct TempBody {
+    pub path: PathBuf,
+    pub file: Arc<File>,
+    pub len: u64,
+    pub keep: bool,
+    pub(crate) pool: threadpool::ThreadPool,
+}
+
+impl Drop for TempBody {
+    fn drop(&mut self) {
+        if self.keep {
+            return;
+        }
+        let path = std::mem::take(&mut self.path);
+        // A full queue leaves the file behind; nginx would leak it the same way on error.
+        let _ = self.pool.submit(move || remove(&path));
+    }
 }
 
 #[cfg(test)]

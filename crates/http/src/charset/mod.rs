@@ -7,21 +7,21 @@ pub mod directives;
 pub mod recode;
 pub mod settings;
 
-pub use settings::{Charset, CharsetConf, CharsetMaps, CharsetName, CharsetTypes, same_name};
-
 use std::sync::Arc;
 
 use logging::Level;
 
 use crate::conf::Location;
 use crate::request::{ConnectionInfo, Request};
-use crate::response::{Body, Bytes, ResponseHead};
+use crate::response::{Bytes, ResponseHead};
+use crate::send::body::Body;
 use crate::send::coding::Coding;
 use crate::send::pieces::Pieces;
 use crate::variables::{RequestVariables, Variable};
 use crate::worker::HttpWorker;
 
 pub use recode::{CharsetMap, Recoder, Table};
+pub use settings::{Charset, CharsetConf, CharsetMaps, CharsetName, CharsetTypes, same_name};
 
 /// nginx's default `charset_types`.
 const DEFAULT_TYPES: &[&str] = &[

@@ -23,13 +23,13 @@ use std::sync::Arc;
 use conf::{ConfError, Directive, DirectiveSpec};
 use logging::ErrorLog;
 
+use crate::conf::regex::{Captures, Regex};
+use crate::variables::{NamedSlot, VariableRegistry};
+
 pub use context::{LoadContext, LoadEnv};
 pub use load::load_http;
 pub use location::{Location, LocationId, LocationKind, LocationTree};
 pub use scope::{LocationScope, LocationSettings, MainScope, ServerScope};
-
-use crate::conf::regex::{Captures, Regex};
-use crate::variables::{NamedSlot, VariableRegistry};
 
 /// What a merge needs besides the two scopes: where relative defaults point.
 #[derive(Clone, Debug)]
@@ -136,7 +136,7 @@ pub struct Server {
     pub tls: Option<Arc<tls::ServerTls>>,
     /// When a certificate name has variables: what loads the pairs per handshake (`tls`
     /// is then the configuration without certificates).
-    pub variable_certificates: Option<Arc<crate::ssl::certificates::VariableCertificates>>,
+    pub variable_certificates: Option<Arc<crate::ssl::pairs::VariableCertificates>>,
     /// The settings of the server level itself, used when no location matches and for
     /// the server rewrite phase.
     pub location: LocationId,

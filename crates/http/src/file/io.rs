@@ -6,9 +6,32 @@ use std::fs::File;
 use std::io;
 use std::os::fd::OwnedFd;
 use std::os::unix::fs::FileExt;
+use std::path::PathBuf;
+use std::sync::Arc;
 
 use runtime::sys::read_into::{ReadWait, pread_appending};
 use threadpool::ThreadPool;
+
+/// A file being sent: the open file and the range still to send.
+#[derive(Debug)]
+pub struct FileBody {
+    pub file: Arc<File>,
+    pub offset: u64,
+    pub len: u64,
+    pub path: PathBuf,
+    /// Where reads (and the disk side of `sendfile`) run.
+    pub io: FileIo,
+    /// Opened with `O_DIRECT` (`directio`): read in aligned blocks, never sent by `sendfile`.
+    pub direct: bool,
+}
+
+/// An error to log and the status to answer with.
+#[derive(Debug)]
+pub struct FileError {
+    pub status: u16,
+    pub level: logging::Level,
+    pub message: String,
+}
 
 /// Where a file's blocking work runs, chosen per request from `aio`.
 #[derive(Clone, Debug)]

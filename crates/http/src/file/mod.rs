@@ -6,40 +6,21 @@
 pub mod cache;
 pub mod io;
 pub mod open;
+pub mod open_cache;
 
 use std::fs::File;
-use std::path::PathBuf;
-use std::sync::Arc;
 
 use logging::Level;
 
 use crate::conf::Location;
 use crate::core::{AliasPart, DocumentRoot};
+use crate::file::io::FileError;
 use crate::file::open::OpenFailure;
-use crate::request::{ConnectionInfo, Request, current_location, log};
-use crate::variables::render;
+use crate::find::current_location;
+use crate::request::{ConnectionInfo, Request};
+use crate::request_log::log;
+use crate::variables::evaluate::render;
 use crate::worker::HttpWorker;
-
-/// A file being sent: the open file and the range still to send.
-#[derive(Debug)]
-pub struct FileBody {
-    pub file: Arc<File>,
-    pub offset: u64,
-    pub len: u64,
-    pub path: PathBuf,
-    /// Where reads (and the disk side of `sendfile`) run.
-    pub io: crate::file::io::FileIo,
-    /// Opened with `O_DIRECT` (`directio`): read in aligned blocks, never sent by `sendfile`.
-    pub direct: bool,
-}
-
-/// An error to log and the status to answer with.
-#[derive(Debug)]
-pub struct FileError {
-    pub status: u16,
-    pub level: Level,
-    pub message: String,
-}
 
 /// Appends `len` bytes of the file at `offset` to `buffer` (never zeroed first); fewer
 /// bytes only at the end of the file. Returns how many it read. May wait for the disk:

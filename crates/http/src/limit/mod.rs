@@ -22,14 +22,16 @@ use std::time::Duration;
 use conf::ConfError;
 use logging::Level;
 use runtime::Stream;
+use vars::Segment;
 
+use crate::find::current_location;
 use crate::limit::settings::{Limit, LimitZones, ReqLimit};
 use crate::limit::zone::{ConnZone, Lookup, Take};
-use crate::request::{ConnectionInfo, Request, current_location, log};
-use crate::variables::evaluate::BinaryAddress;
-use crate::variables::{HttpTemplate, Variable, render};
+use crate::request::{ConnectionInfo, Request};
+use crate::request_log::log;
+use crate::variables::evaluate::{BinaryAddress, render};
+use crate::variables::{HttpTemplate, Variable};
 use crate::worker::HttpWorker;
-use vars::Segment;
 
 /// `$limit_req_status` values.
 pub const PASSED: &str = "PASSED";

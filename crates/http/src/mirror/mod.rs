@@ -9,8 +9,7 @@ pub mod directives;
 pub mod settings;
 
 use crate::conf::Location;
-use crate::request::Request;
-use crate::subrequest::PendingMirror;
+use crate::request::{PendingMirror, Request};
 
 /// The precontent phase's part: records the location's mirrors for the request.
 pub fn record(request: &mut Request<'_>, location: &Location) {

@@ -13,9 +13,10 @@ pub(crate) mod zones;
 
 use std::sync::Arc;
 
-use crate::file::FileError;
+use crate::file::io::FileError;
 use crate::request::{ConnectionInfo, Request};
-use crate::response::{Body, Bytes};
+use crate::response::Bytes;
+use crate::send::body::Body;
 use crate::worker::HttpWorker;
 
 /// Which endpoint a location serves.

@@ -6,8 +6,8 @@ use logging::Level;
 use crate::proxy::handler::ProxyOutcome;
 use crate::proxy::response::UpstreamHead;
 use crate::proxy::{IgnoreHeaders, Proxy};
-use crate::request::log;
 use crate::request::{ConnectionInfo, Request};
+use crate::request_log::log;
 use crate::worker::HttpWorker;
 
 /// Fields of an `X-Accel-Redirect` response that the redirected request keeps.

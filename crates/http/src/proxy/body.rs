@@ -447,7 +447,7 @@ pub(crate) fn log_failure(
     request: &Request<'_>,
     failure: &Failure,
 ) {
-    crate::request::log(
+    crate::request_log::log(
         worker,
         connection,
         request,

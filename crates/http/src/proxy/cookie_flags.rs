@@ -5,7 +5,7 @@
 
 use crate::proxy::settings::{CookieFlagRule, CookieName};
 use crate::request::{ConnectionInfo, Request};
-use crate::variables::render;
+use crate::variables::evaluate::render;
 use crate::worker::HttpWorker;
 
 /// What one rule does to each attribute: `Some(None)` removes it, `Some(Some(value))` sets

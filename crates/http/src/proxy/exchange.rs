@@ -37,7 +37,7 @@ pub(super) struct Client<'c, 's> {
 pub(super) enum OutBody {
     None,
     Memory(Vec<u8>),
-    File(crate::body::reader::TempBody),
+    File(crate::body::temp::TempBody),
     /// `proxy_request_buffering off`: the body is passed on as it arrives, chunked when
     /// the client sent it chunked; `length` is its `Content-Length`, if it has one.
     Stream {
@@ -296,7 +296,7 @@ async fn send_request(
 async fn send_file_body(
     stream: &Stream,
     outgoing: &Outgoing<'_>,
-    file: &crate::body::reader::TempBody,
+    file: &crate::body::temp::TempBody,
 ) -> Result<u64, Failure> {
     let failed = |error| Failure::io(error, Action::SendingRequest, true);
     let mut offset = 0;
@@ -487,7 +487,7 @@ async fn stream_body(
         }
         if done {
             if let Some(bytes) = kept {
-                request.body = Some(crate::body::reader::RequestBody::Memory(bytes));
+                request.body = Some(crate::body::temp::RequestBody::Memory(bytes));
             }
             return Ok(written);
         }

@@ -15,6 +15,7 @@ use crate::proxy::accel::accel_redirect;
 use crate::proxy::body::{BodyStart, Keepalive, Release, UpstreamBody};
 use crate::proxy::cache::lookup::{CacheRequest, lookup};
 use crate::proxy::cache::settings::UseStale;
+
 mod caching;
 mod request_body;
 
@@ -33,13 +34,13 @@ use crate::proxy::pass::{ProxyPass, host_header, literal_address, parse_url};
 use crate::proxy::request::{CacheFields, HeadInput, is_idempotent, upstream_uri, write_head};
 use crate::proxy::response::{self, RewriteInput, UpstreamFraming, UpstreamHead};
 use crate::proxy::{IgnoreHeaders, Proxy};
-use crate::request::log;
 use crate::request::{ConnectionInfo, Request};
-use crate::response::Body;
+use crate::request_log::log;
+use crate::send::body::Body;
 use crate::upstream::balancer::SelectKey;
 use crate::upstream::info::Attempt;
 use crate::upstream::{Balancer, Group, Peer, PeerAddr, Selected, Tried};
-use crate::variables::render;
+use crate::variables::evaluate::render;
 use crate::worker::HttpWorker;
 
 /// How the proxy ends the content phase.

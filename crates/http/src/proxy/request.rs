@@ -6,7 +6,8 @@ use logging::time::push_number;
 use crate::conf::Location;
 use crate::proxy::Proxy;
 use crate::request::{ConnectionInfo, Request};
-use crate::variables::{HttpTemplate, render};
+use crate::variables::HttpTemplate;
+use crate::variables::evaluate::render;
 use crate::worker::HttpWorker;
 
 /// Fields the proxy sets itself unless `proxy_set_header` names them; the client's fields

@@ -4,7 +4,7 @@
 
 use crate::proxy::{CookieRewrite, IgnoreHeaders, Proxy, Redirect, RedirectRule};
 use crate::response::{Bytes, Location};
-use crate::variables::render;
+use crate::variables::evaluate::render;
 use crate::worker::HttpWorker;
 
 // The head is parsed by the codec's client role; the proxy keeps its own names for it.

@@ -11,8 +11,9 @@ use logging::Level;
 use crate::client::Client as RequestClient;
 use crate::conf::LocationId;
 use crate::proxy::handler::{ProxyOutcome, proxy_one};
-use crate::request::{Request, log};
-use crate::response::Body;
+use crate::request::Request;
+use crate::request_log::log;
+use crate::send::body::Body;
 use crate::worker::HttpWorker;
 
 /// A slice's `Content-Range: bytes FIRST-LAST/TOTAL`.

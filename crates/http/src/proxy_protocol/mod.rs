@@ -13,14 +13,14 @@ use std::io;
 use std::time::Duration;
 
 use logging::Level;
+use parse::{MAX_HEADER, Parsed};
 use runtime::Stream;
-
-pub use parse::{ProxyHeader, TlvName};
 
 use crate::conf::{AddressConf, ServerId};
 use crate::request::ConnectionInfo;
 use crate::worker::HttpWorker;
-use parse::{MAX_HEADER, Parsed};
+
+pub use parse::{ProxyHeader, TlvName};
 
 /// What the connection's error-log lines say it was doing.
 const ACTION: &str = "reading PROXY protocol";
@@ -78,7 +78,7 @@ async fn read(
             "client timed out (110: Connection timed out)".to_owned(),
         ),
     };
-    crate::request::log_connection_to(
+    crate::request_log::log_connection_to(
         worker,
         info,
         server,

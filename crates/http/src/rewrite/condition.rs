@@ -5,54 +5,7 @@ use conf::{Argument, ConfError, Span};
 
 use crate::conf::regex::Regex;
 use crate::conf::{LoadContext, NamedCaptures};
-use crate::variables::{HttpTemplate, Variable};
-
-/// What an `if` tests.
-#[derive(Clone, Debug)]
-pub enum Condition {
-    /// `($var)`: true unless the value is empty or `0`.
-    Variable(Variable),
-    /// `($var = text)`, `($var != text)`.
-    Equal {
-        variable: Variable,
-        value: HttpTemplate,
-        negate: bool,
-    },
-    /// `($var ~ re)`, `~*`, `!~`, `!~*`. A match sets the captures.
-    Match {
-        variable: Variable,
-        regex: NamedCaptures,
-        negate: bool,
-    },
-    /// `(-f path)`, `-d`, `-e`, `-x`, and the `!` forms.
-    File {
-        path: HttpTemplate,
-        test: FileTest,
-        negate: bool,
-    },
-}
-
-/// The file tests.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FileTest {
-    /// `-f`: a regular file.
-    Plain,
-    /// `-d`: a directory.
-    Directory,
-    /// `-e`: a file or a directory (symbolic links followed).
-    Exists,
-    /// `-x`: executable (by its owner, as nginx tests it).
-    Executable,
-}
-
-/// What a `stat()` of a tested path found.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct FileKind {
-    pub exists: bool,
-    pub is_file: bool,
-    pub is_dir: bool,
-    pub is_exec: bool,
-}
+use crate::rewrite::settings::{Condition, FileKind, FileTest};
 
 impl FileTest {
     /// The test's answer before `!` is applied.
@@ -168,6 +121,7 @@ pub fn parse(
 mod tests {
     use super::*;
     use crate::conf::context::test_context;
+    use crate::variables::Variable;
 
     fn args(text: &[&str]) -> Vec<Argument> {
         text.iter()

@@ -6,8 +6,8 @@ use conf::{Arity, BlockKind as Shape, ConfError, Contexts, Directive};
 use crate::conf::regex::Regex;
 use crate::conf::{BlockKind, HttpDirective, LoadContext, LocationScope, NamedCaptures, Setter};
 use crate::core::directives::flag;
-use crate::rewrite::replacement::{self, Replacement};
-use crate::rewrite::{Flag, Op, Rewrite, SetTarget};
+use crate::rewrite::settings::Replacement;
+use crate::rewrite::{Flag, Op, Rewrite, SetTarget, replacement};
 use crate::set_once;
 use crate::variables::Settable;
 

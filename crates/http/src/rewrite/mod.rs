@@ -14,11 +14,10 @@ pub mod replacement;
 pub mod run;
 pub mod settings;
 
-pub use settings::{Flag, If, Op, Rewrite, RewriteConf, RewriteSettings, Script, SetTarget};
-
-pub use condition::{Condition, FileTest};
-pub use replacement::Replacement;
 pub use run::{ScriptOutcome, run};
+pub use settings::Replacement;
+pub use settings::{Condition, FileTest};
+pub use settings::{Flag, If, Op, Rewrite, RewriteConf, RewriteSettings, Script, SetTarget};
 
 /// Whether `return`'s text for `status` is a URL for the Location header.
 pub(crate) fn status_is_redirect(status: u16) -> bool {

@@ -1,21 +1,6 @@
 //! A `rewrite` replacement: how its text splits into the new URI and arguments, and the
 //! escaping nginx applies when it builds a redirect or arguments from regex captures.
 
-use crate::variables::HttpTemplate;
-
-/// A compiled replacement.
-#[derive(Clone, Debug)]
-pub struct Replacement {
-    /// The new URI; for a redirect, the whole `Location`.
-    pub uri: HttpTemplate,
-    /// The text after the first `?` of an internal rewrite: the new arguments.
-    pub args: Option<HttpTemplate>,
-    /// Keep the request's arguments: the replacement does not end with `?`.
-    pub add_args: bool,
-    /// A redirect's text has a `?`, so kept arguments follow a `&` rather than a `?`.
-    pub has_query: bool,
-}
-
 /// The replacement text cut as nginx reads it: a last `?` drops the request's arguments
 /// and is not part of the text; an internal rewrite's first `?` starts the new arguments.
 #[derive(Debug, PartialEq, Eq)]

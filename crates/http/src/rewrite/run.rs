@@ -5,11 +5,12 @@ use logging::Level;
 use crate::conf::LocationId;
 use crate::conf::scope::Content;
 use crate::file::cache;
-use crate::request::log;
 use crate::request::{ConnectionInfo, Request};
+use crate::request_log::log;
 use crate::response::Location;
-use crate::rewrite::condition::{Condition, FileKind, value_is_true};
+use crate::rewrite::condition::value_is_true;
 use crate::rewrite::replacement::{escape_args, path_was_escaped, unescape_redirect};
+use crate::rewrite::settings::{Condition, FileKind};
 use crate::rewrite::{Flag, Op, Rewrite, SetTarget};
 use crate::variables::{HttpTemplate, RequestVariables, Variable};
 use crate::worker::HttpWorker;
@@ -253,7 +254,7 @@ async fn test(
         Condition::File { path, test, negate } => {
             let path = render(worker, connection, request, path, false);
             // As nginx's file tests: through `open_file_cache` and `disable_symlinks`.
-            let location = crate::request::current_location(worker, request);
+            let location = crate::find::current_location(worker, request);
             let check = cache::symlink_check(worker, connection, request, location, &path);
             let io = cache::file_io(worker, connection, request, location);
             let tested = cache::test(worker, location, &io, &path, check)

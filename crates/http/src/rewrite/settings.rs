@@ -2,9 +2,8 @@
 //! modules may read.
 
 use crate::conf::NamedCaptures;
-use crate::rewrite::{Condition, Replacement};
 use crate::settings;
-use crate::variables::{HttpTemplate, NamedSlot};
+use crate::variables::{HttpTemplate, NamedSlot, Variable};
 
 /// One step of a level's script.
 #[derive(Clone, Debug)]
@@ -89,4 +88,64 @@ settings! {
         /// `uninitialized_variable_warn`
         uninitialized_variable_warn: bool = true,
     }
+}
+
+/// What an `if` tests.
+#[derive(Clone, Debug)]
+pub enum Condition {
+    /// `($var)`: true unless the value is empty or `0`.
+    Variable(Variable),
+    /// `($var = text)`, `($var != text)`.
+    Equal {
+        variable: Variable,
+        value: HttpTemplate,
+        negate: bool,
+    },
+    /// `($var ~ re)`, `~*`, `!~`, `!~*`. A match sets the captures.
+    Match {
+        variable: Variable,
+        regex: NamedCaptures,
+        negate: bool,
+    },
+    /// `(-f path)`, `-d`, `-e`, `-x`, and the `!` forms.
+    File {
+        path: HttpTemplate,
+        test: FileTest,
+        negate: bool,
+    },
+}
+
+/// The file tests.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FileTest {
+    /// `-f`: a regular file.
+    Plain,
+    /// `-d`: a directory.
+    Directory,
+    /// `-e`: a file or a directory (symbolic links followed).
+    Exists,
+    /// `-x`: executable (by its owner, as nginx tests it).
+    Executable,
+}
+
+/// What a `stat()` of a tested path found.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FileKind {
+    pub exists: bool,
+    pub is_file: bool,
+    pub is_dir: bool,
+    pub is_exec: bool,
+}
+
+/// A compiled replacement.
+#[derive(Clone, Debug)]
+pub struct Replacement {
+    /// The new URI; for a redirect, the whole `Location`.
+    pub uri: HttpTemplate,
+    /// The text after the first `?` of an internal rewrite: the new arguments.
+    pub args: Option<HttpTemplate>,
+    /// Keep the request's arguments: the replacement does not end with `?`.
+    pub add_args: bool,
+    /// A redirect's text has a `?`, so kept arguments follow a `&` rather than a `?`.
+    pub has_query: bool,
 }

@@ -13,11 +13,42 @@ use runtime::Clock;
 use crate::client::ResponseSink;
 use crate::conf::Location;
 use crate::request::{ConnectionInfo, Request};
-use crate::response::Body;
 use crate::send::framing::{CHUNK_END, Framing};
 use crate::send::head::write_last_chunk;
 use crate::send::rate::RateLimit;
 use crate::worker::HttpWorker;
+
+/// Where the body comes from.
+#[derive(Debug, Default)]
+pub enum Body<'a> {
+    #[default]
+    Empty,
+    Bytes(crate::response::Bytes<'a>),
+    /// A file opened by the static handler, read on the thread pool as it is sent.
+    File(crate::file::io::FileBody),
+    /// A proxied response's body, read from the upstream as it is sent.
+    Upstream(Box<dyn StreamedBody<'a> + 'a>),
+    /// Pieces of memory and of a file, possibly recoded on the way: what the range filter
+    /// (`multipart/byteranges`) and the charset filter make of a body.
+    Pieces(crate::send::pieces::Pieces<'a>),
+}
+
+impl Body<'_> {
+    /// The length when it is known before sending.
+    pub fn is_empty(&self) -> bool {
+        self.len() == Some(0)
+    }
+
+    pub fn len(&self) -> Option<u64> {
+        match self {
+            Body::Empty => Some(0),
+            Body::Bytes(bytes) => Some(bytes.len() as u64),
+            Body::File(file) => Some(file.len),
+            Body::Upstream(_) => None,
+            Body::Pieces(pieces) => pieces.len(),
+        }
+    }
+}
 
 /// Bodies up to this size (in memory, or small files) are copied behind the head and sent
 /// with it in one `write`.

@@ -11,8 +11,7 @@ use std::pin::Pin;
 use flate2::Compression;
 use flate2::write::GzEncoder;
 
-use crate::file::FileBody;
-use crate::file::io::FileIo;
+use crate::file::io::{FileBody, FileIo};
 use crate::request::Request;
 use crate::send::body::{BodyContext, Output, StreamedBody, finish};
 use crate::send::coding::{Coding, CodingError};
@@ -258,7 +257,7 @@ pub fn coding_failed(
     request: &Request<'_>,
     error: &CodingError,
 ) -> io::Error {
-    crate::request::log(
+    crate::request_log::log(
         context.worker,
         context.connection,
         request,

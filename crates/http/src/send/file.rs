@@ -12,10 +12,10 @@ use bytes::Bytes;
 use threadpool::{TaskKind, ThreadPool};
 
 use crate::file::io::{
-    FileIo, NowaitEnd, PoolSendEnd, all_cached, cache_state_visible, read_direct, read_nowait,
-    sendfile_from_pool,
+    FileBody, FileError, FileIo, NowaitEnd, PoolSendEnd, all_cached, cache_state_visible,
+    read_direct, read_nowait, sendfile_from_pool,
 };
-use crate::file::{FileBody, FileError, read_chunk_into};
+use crate::file::read_chunk_into;
 use crate::request::Request;
 use crate::send::body::{BodyContext, INLINE_BODY_BYTES_MAX, Output, finish};
 use crate::send::framing::{CHUNK_END, Framing, chunk_header_len_max};
@@ -36,7 +36,7 @@ pub(super) async fn send_file(
         output.write(head).await?;
         head.clear();
         let message = format!("thread pool \"{name}\" not found");
-        crate::request::log(
+        crate::request_log::log(
             context.worker,
             context.connection,
             request,
@@ -693,7 +693,7 @@ pub(super) fn log_file_failure(
     } else {
         return;
     };
-    crate::request::log(
+    crate::request_log::log(
         context.worker,
         context.connection,
         request,

@@ -11,7 +11,7 @@ use crate::headers::expires::{self, Expires, SendTime};
 use crate::headers::status_takes_added_headers;
 use crate::not_modified::{self, Conditions, Outcome, Validators};
 use crate::request::{ConnectionInfo, Request};
-use crate::response::Body;
+use crate::send::body::Body;
 use crate::send::head::OwnField;
 use crate::send::rate::{self, RateLimit};
 use crate::special::{self, Reply};

@@ -4,20 +4,19 @@
 //! that lists the filters; a new filter is one call here at its place in that order.
 
 pub(crate) mod attach;
-mod body;
+pub mod body;
 pub mod coding;
 pub(crate) mod compress;
-pub(crate) mod slice;
-pub(crate) mod tunnel;
-pub use body::{BodyContext, Output, StreamedBody, finish};
-mod file;
+pub(crate) mod file;
 mod filters;
 pub mod framing;
-mod head;
+pub(crate) mod head;
 pub mod pieces;
 pub mod pull;
 pub mod ranges;
 pub mod rate;
+pub(crate) mod slice;
+pub(crate) mod tunnel;
 mod turn;
 mod upstream;
 
@@ -27,17 +26,17 @@ use std::time::Instant;
 use http1::Version;
 use http1::request::ConnectionOption;
 
-use crate::charset;
 use crate::client::ResponseSink;
 use crate::conf::Location;
 use crate::connection::Connection;
 use crate::not_modified::Outcome;
 use crate::request::{ConnectionInfo, Request};
-use crate::response::{Body, status_has_body};
+use crate::response::status_has_body;
+use crate::send::body::Body;
 use crate::send::framing::{Framing, FramingInput, response_framing};
-use crate::special;
 use crate::variables::RequestVariables;
 use crate::worker::HttpWorker;
+use crate::{charset, special};
 
 /// The head buffer is kept for the connection's next request up to this capacity.
 const OUT_BUFFER_KEPT_BYTES_MAX: usize = 64 * 1024;

@@ -4,10 +4,10 @@
 
 use std::io;
 
-use crate::file::FileBody;
+use crate::file::io::FileBody;
 use crate::request::Request;
-use crate::response::{Body, Bytes};
-use crate::send::body::{BodyContext, Output, finish};
+use crate::response::Bytes;
+use crate::send::body::{Body, BodyContext, Output, finish};
 use crate::send::file::{CacheFirst, read_file};
 use crate::send::framing::{CHUNK_END, Framing};
 use crate::send::turn::Turn;

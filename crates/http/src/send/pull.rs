@@ -9,11 +9,11 @@ use std::pin::Pin;
 
 use runtime::Stream;
 
-use crate::file::FileBody;
-use crate::request::{Request, current_location};
-use crate::response::{Body, Bytes};
-use crate::send::body::BodyContext;
-use crate::send::body::{Output, finish};
+use crate::file::io::FileBody;
+use crate::find::current_location;
+use crate::request::Request;
+use crate::response::Bytes;
+use crate::send::body::{Body, BodyContext, Output, finish};
 use crate::send::compress::framed;
 use crate::send::framing::Framing;
 use crate::worker::HttpWorker;
@@ -133,8 +133,8 @@ macro_rules! send_by_pulling {
     ($a:lifetime) => {
         fn send<'s, 'o>(
             self: Box<Self>,
-            context: &'s $crate::send::BodyContext<'s>,
-            output: &'s mut $crate::send::Output<'o>,
+            context: &'s $crate::send::body::BodyContext<'s>,
+            output: &'s mut $crate::send::body::Output<'o>,
             request: &'s mut $crate::request::Request<$a>,
             head: &'s mut Vec<u8>,
         ) -> ::std::pin::Pin<Box<dyn ::std::future::Future<Output = ::std::io::Result<()>> + 's>>

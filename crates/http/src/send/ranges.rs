@@ -11,11 +11,12 @@ use http1::range::{ByteRange, Decision, RangeInput, decide};
 
 use crate::conf::Location;
 use crate::request::{ConnectionInfo, Request};
-use crate::response::{Body, Bytes, ResponseHead};
+use crate::response::{Bytes, ResponseHead};
+use crate::send::body::Body;
 use crate::send::head::OwnField;
 use crate::send::pieces::{Piece, Pieces};
 use crate::special::{self, Reply};
-use crate::variables::render;
+use crate::variables::evaluate::render;
 use crate::worker::HttpWorker;
 
 /// What the filter did, for the filters after it.

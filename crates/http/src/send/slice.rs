@@ -13,9 +13,9 @@ use crate::client::{BodySource, Client, ReadAhead};
 use crate::conf::LocationId;
 use crate::proxy::handler::{ProxyOutcome, proxy_one};
 use crate::proxy::slice::parse_content_range;
-use crate::request::{Request, log};
-use crate::response::Body;
-use crate::send::body::{BodyContext, Output, StreamedBody};
+use crate::request::Request;
+use crate::request_log::log;
+use crate::send::body::{Body, BodyContext, Output, StreamedBody};
 use crate::worker::HttpWorker;
 
 /// A response made of slices.

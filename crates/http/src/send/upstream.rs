@@ -203,7 +203,7 @@ fn store_failed(context: &BodyContext<'_>, request: &Request<'_>, failure: &Stor
             return;
         }
     }
-    crate::request::log(
+    crate::request_log::log(
         context.worker,
         context.connection,
         request,
@@ -701,7 +701,7 @@ fn temp_failure(
     path: &std::path::Path,
     error: io::Error,
 ) -> io::Error {
-    crate::request::log(
+    crate::request_log::log(
         context.worker,
         context.connection,
         request,

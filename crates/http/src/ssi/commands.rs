@@ -7,7 +7,7 @@ use logging::Level;
 use runtime::Stream;
 
 use crate::request::Request;
-use crate::send::BodyContext;
+use crate::send::body::BodyContext;
 use crate::send::pull::Puller;
 use crate::ssi::parse::{Command, Event};
 use crate::ssi::{Active, DEFAULT_ERRMSG, SsiBody, child_context, expr};
@@ -264,7 +264,7 @@ impl<'a> SsiBody<'a> {
         let captured_max = match (command.param("set"), &stub) {
             // `subrequest_output_buffer_size` of the subrequest's location, as nginx reads it.
             (Some(_), _) => usize::try_from(
-                crate::request::current_location(self.worker, &child)
+                crate::find::current_location(self.worker, &child)
                     .settings
                     .ssi
                     .subrequest_output_buffer_size,
@@ -402,7 +402,7 @@ impl<'a> SsiBody<'a> {
         out: &mut Vec<u8>,
         message: &str,
     ) {
-        crate::request::log(
+        crate::request_log::log(
             self.worker,
             context.connection,
             request,

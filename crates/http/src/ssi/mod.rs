@@ -22,9 +22,8 @@ use runtime::Stream;
 
 use crate::conf::Location;
 use crate::request::{ConnectionInfo, Request};
-use crate::response::Body;
+use crate::send::body::{Body, BodyContext, StreamedBody};
 use crate::send::pull::{PulledBody, Puller, child_context};
-use crate::send::{BodyContext, StreamedBody};
 use crate::ssi::parse::{Event, Scanner};
 use crate::ssi::settings::Ssi;
 use crate::subrequest::{Subrequest, SubrequestRunner};
@@ -82,7 +81,7 @@ pub fn filter<'a>(
         response.etag = None;
     }
     let Some(source) = Puller::new(body) else {
-        crate::request::log(
+        crate::request_log::log(
             worker,
             connection,
             request,

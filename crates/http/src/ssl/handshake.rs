@@ -138,5 +138,12 @@ async fn choose(
 }
 
 fn log(worker: &HttpWorker, server: ServerId, info: &ConnectionInfo, level: Level, message: &str) {
-    crate::request::log_connection_to(worker, info, server, level, None, format_args!("{message}"));
+    crate::request_log::log_connection_to(
+        worker,
+        info,
+        server,
+        level,
+        None,
+        format_args!("{message}"),
+    );
 }

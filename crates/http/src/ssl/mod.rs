@@ -5,6 +5,7 @@
 pub mod certificates;
 pub mod directives;
 pub mod handshake;
+pub mod pairs;
 pub mod settings;
 pub mod variables;
 
@@ -13,9 +14,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use conf::{ConfError, ConfErrorKind, Directive, Span};
+use settings::{SessionCacheSetting, SslServer, VerifyClient};
 
 use crate::conf::LoadContext;
-use settings::{SessionCacheSetting, SslServer, VerifyClient};
+use crate::ssl::pairs::VariableCertificates;
 
 /// nginx's answer to a request on a TLS port that it refuses once the head is read: plain
 /// HTTP (497), a client certificate that failed verification (495) or is missing under
@@ -190,7 +192,7 @@ pub(crate) fn check_defaults(
 /// what loads the pairs per handshake (the configuration then has no certificate).
 pub(crate) type ServerTlsParts = (
     Option<Arc<tls::ServerTls>>,
-    Option<Arc<certificates::VariableCertificates>>,
+    Option<Arc<VariableCertificates>>,
 );
 
 /// The TLS configuration of one virtual server, or `None` when it has no certificate.
@@ -244,8 +246,7 @@ pub(crate) fn server_tls(
     if !has_variables {
         return Ok((Some(server), None));
     }
-    let variable =
-        certificates::VariableCertificates::new(names, settings, ocsp, prefix, server.clone());
+    let variable = VariableCertificates::new(names, settings, ocsp, prefix, server.clone());
     Ok((Some(server), Some(Arc::new(variable))))
 }
 

@@ -6,17 +6,17 @@
 use logging::Level;
 
 use crate::conf::{Location, LocationId};
-use crate::file::FileBody;
-use crate::file::FileError;
 use crate::file::cache::{self, symlink_check};
+use crate::file::io::{FileBody, FileError};
 use crate::file::open::{ENAMETOOLONG, ENOENT, ENOTDIR};
-use crate::request::log;
 use crate::request::{ConnectionInfo, Request};
-use crate::response::{Body, Bytes};
+use crate::request_log::log;
+use crate::response::Bytes;
+use crate::send::body::Body;
 use crate::static_files::autoindex;
 use crate::static_files::handler::{self as static_handler, StaticOutcome};
 use crate::static_files::settings::AutoindexFormat;
-use crate::variables::render;
+use crate::variables::evaluate::render;
 use crate::worker::HttpWorker;
 
 /// The content phase's static handler.

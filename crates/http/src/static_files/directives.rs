@@ -12,9 +12,8 @@ use crate::conf::{HttpDirective, LoadContext, LocationScope, Setter};
 use crate::file::open::Symlinks;
 use crate::set_once;
 use crate::static_files::settings::{
-    Aio, AutoindexFormat, DisableSymlinks, OpenFileCacheConf, OutputBuffers, PoolChoice,
+    Aio, AutoindexFormat, DisableSymlinks, OpenFileCacheConf, OutputBuffers, PoolChoice, TryFiles,
 };
-use crate::static_files::try_files::TryFiles;
 
 const fn entry(
     name: &'static str,

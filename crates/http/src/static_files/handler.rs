@@ -6,7 +6,8 @@ use http1::Method;
 use crate::conf::Location;
 use crate::core::types::extension_of;
 use crate::request::Request;
-use crate::response::{Body, Bytes};
+use crate::response::Bytes;
+use crate::send::body::Body;
 
 /// What the static handler decided.
 #[derive(Debug)]

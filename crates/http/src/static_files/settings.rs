@@ -111,4 +111,28 @@ settings! {
 }
 
 /// `try_files` of one level: not inherited by nested locations, as in nginx.
-pub(crate) type TryFilesSetting = Option<Arc<crate::static_files::try_files::TryFiles>>;
+pub(crate) type TryFilesSetting = Option<Arc<TryFiles>>;
+
+/// One level's `try_files`.
+#[derive(Debug)]
+pub struct TryFiles {
+    pub candidates: Vec<Candidate>,
+    pub fallback: Fallback,
+}
+
+/// A file (or, written with a trailing `/`, a directory) to look for.
+#[derive(Debug)]
+pub struct Candidate {
+    /// The name below the root, without the trailing `/` of a directory.
+    pub name: HttpTemplate,
+    pub test_dir: bool,
+}
+
+/// The last parameter.
+#[derive(Debug)]
+pub enum Fallback {
+    /// A URI (with `?args`) or `@name`.
+    Uri(HttpTemplate),
+    /// `=code`.
+    Code(u16),
+}

@@ -7,37 +7,15 @@ use logging::Level;
 
 use crate::conf::{LoadContext, Location};
 use crate::core::{AliasPart, DocumentRoot};
-use crate::file::FileError;
 use crate::file::cache;
-use crate::request::log;
+use crate::file::io::FileError;
 use crate::request::{ConnectionInfo, Request};
+use crate::request_log::log;
 use crate::special::STATUS_CLOSE;
-use crate::variables::{HttpTemplate, render};
+use crate::static_files::settings::{Candidate, Fallback, TryFiles};
+use crate::variables::HttpTemplate;
+use crate::variables::evaluate::render;
 use crate::worker::HttpWorker;
-
-/// One level's `try_files`.
-#[derive(Debug)]
-pub struct TryFiles {
-    pub candidates: Vec<Candidate>,
-    pub fallback: Fallback,
-}
-
-/// A file (or, written with a trailing `/`, a directory) to look for.
-#[derive(Debug)]
-pub struct Candidate {
-    /// The name below the root, without the trailing `/` of a directory.
-    pub name: HttpTemplate,
-    pub test_dir: bool,
-}
-
-/// The last parameter.
-#[derive(Debug)]
-pub enum Fallback {
-    /// A URI (with `?args`) or `@name`.
-    Uri(HttpTemplate),
-    /// `=code`.
-    Code(u16),
-}
 
 /// What the phase decided.
 #[derive(Debug, PartialEq, Eq)]

@@ -6,7 +6,8 @@ pub mod directives;
 use std::io::Write as _;
 
 use crate::request::Request;
-use crate::response::{Body, Bytes};
+use crate::response::Bytes;
+use crate::send::body::Body;
 
 /// The location's answer: the page, or the status to finalize with (405 for a method other
 /// than GET and HEAD).

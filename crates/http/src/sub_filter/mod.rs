@@ -15,11 +15,11 @@ use logging::Level;
 use runtime::Stream;
 
 use crate::conf::Location;
-use crate::request::{ConnectionInfo, Request, log};
-use crate::response::Body;
+use crate::request::{ConnectionInfo, Request};
+use crate::request_log::log;
+use crate::send::body::{Body, BodyContext, StreamedBody};
 use crate::send::pull::{PulledBody, Puller};
-use crate::send::{BodyContext, StreamedBody};
-use crate::variables::render;
+use crate::variables::evaluate::render;
 use crate::worker::HttpWorker;
 
 pub use matcher::Matcher;

@@ -17,14 +17,13 @@ use logging::Level;
 use crate::body::BodyState;
 use crate::client::{BodySource, Client, FramedSink, ReadAhead, ResponseSink};
 use crate::conf::AddressConf;
-use crate::phases;
 use crate::request::{ConnectionInfo, Request};
 use crate::response::FieldList;
-use crate::send;
 use crate::special::Reply;
 use crate::v2::body::StreamFeed;
 use crate::v2::connection::Shared;
 use crate::worker::HttpWorker;
+use crate::{phases, send};
 
 /// Body bytes a stream may have queued and not yet framed before its writer waits.
 const QUEUED_MAX: usize = 64 * 1024;
@@ -47,7 +46,7 @@ impl Started<'_> {
             location: Some(conf.server(self.address.default_server).location),
             ..Request::default()
         };
-        crate::request::log(
+        crate::request_log::log(
             self.worker,
             self.info,
             &request,
@@ -192,7 +191,7 @@ pub(crate) async fn run_stream(started: Started<'_>, opened: Opened) {
                 started
                     .shared
                     .reset_stream(stream_id, ErrorCode::INTERNAL_ERROR);
-                crate::request::log(
+                crate::request_log::log(
                     worker,
                     info,
                     &request,
@@ -321,14 +320,14 @@ fn read_head(
     if body && request.info.framing == http1::request::BodyFraming::None {
         request.info.framing = http1::request::BodyFraming::Chunked;
     }
-    let server = crate::request::select_server(worker, started.address, request);
+    let server = crate::find::select_server(worker, started.address, request);
     request.server = Some(server);
     // TLS's own refusals (a host other than SNI's with client certificates: 421).
     if let Some((status, message)) =
         crate::ssl::refusal(worker, (info, false), server, &request.info.host)
     {
         request.location = Some(conf.server(server).location);
-        crate::request::log(
+        crate::request_log::log(
             worker,
             info,
             request,
@@ -341,7 +340,7 @@ fn read_head(
         // The host names a server without HTTP/2: nginx answers 421.
         request.location = Some(conf.server(server).location);
         let message = "client attempted to request the server name different from the one that was negotiated";
-        crate::request::log(
+        crate::request_log::log(
             worker,
             info,
             request,

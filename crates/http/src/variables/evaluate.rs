@@ -224,9 +224,7 @@ impl RequestVariables<'_> {
             }
             // No handler reads a body into memory yet.
             Variable::RequestBody => match &request.body {
-                Some(crate::body::reader::RequestBody::Memory(bytes)) => {
-                    out.extend_from_slice(bytes)
-                }
+                Some(crate::body::temp::RequestBody::Memory(bytes)) => out.extend_from_slice(bytes),
                 _ => return false,
             },
             Variable::RequestBodyFile => match &request.body_file {
@@ -799,7 +797,7 @@ fn append_cookie(request: &Request<'_>, name: &[u8], out: &mut Vec<u8>) -> bool 
 /// `$proxy_protocol_*` from the connection's PROXY protocol header.
 fn append_proxy_protocol(
     variable: &Variable,
-    header: &crate::proxy_protocol::ProxyHeader,
+    header: &crate::proxy_protocol::parse::ProxyHeader,
     out: &mut Vec<u8>,
 ) {
     match variable {
@@ -856,6 +854,28 @@ pub(crate) fn gzip_ratio(taken: u64, given: u64) -> String {
         }
     }
     format!("{whole}.{hundredths:02}")
+}
+
+/// A template's value for a request.
+pub fn render(
+    worker: &crate::worker::HttpWorker,
+    connection: &crate::request::ConnectionInfo,
+    request: &crate::request::Request<'_>,
+    template: &super::HttpTemplate,
+) -> Vec<u8> {
+    if let Some(literal) = template.as_literal() {
+        return literal.to_vec();
+    }
+    let mut variables = RequestVariables::new(
+        request,
+        connection,
+        worker.conf(),
+        worker.clock.now(),
+        &worker.generation.hostname,
+    );
+    let mut out = Vec::new();
+    template.evaluate(&mut variables, &mut out);
+    out
 }
 
 #[cfg(test)]

@@ -5,11 +5,11 @@ pub(crate) mod evaluate;
 mod registry;
 pub mod time_format;
 
+use vars::Template;
+
 pub(crate) use evaluate::Reborrow;
 pub use evaluate::{NGINX_COMPATIBLE_VERSION, RequestVariables, escape_header_name};
 pub use registry::{NamedSlot, Settable, VariableRegistry, find, find_prefixed};
-
-use vars::Template;
 
 /// A template whose variables are ours.
 pub(crate) type HttpTemplate = Template<Variable>;
@@ -59,7 +59,7 @@ pub enum Variable {
     ProxyProtocolServerPort,
     /// `$proxy_protocol_tlv_NAME`: a TLV of a version 2 header; `None` for a name nginx
     /// does not know, which is always empty.
-    ProxyProtocolTlv(Option<crate::proxy_protocol::TlvName>),
+    ProxyProtocolTlv(Option<crate::proxy_protocol::parse::TlvName>),
     ServerAddr,
     ServerPort,
     /// `$connection`: the connection serial number.
@@ -160,26 +160,4 @@ pub enum Variable {
     /// A variable of the configuration: a named regex capture, a `set` variable, or a
     /// `map` or `split_clients` variable.
     Named(NamedSlot),
-}
-
-/// A template's value for a request.
-pub fn render(
-    worker: &crate::worker::HttpWorker,
-    connection: &crate::request::ConnectionInfo,
-    request: &crate::request::Request<'_>,
-    template: &HttpTemplate,
-) -> Vec<u8> {
-    if let Some(literal) = template.as_literal() {
-        return literal.to_vec();
-    }
-    let mut variables = RequestVariables::new(
-        request,
-        connection,
-        worker.conf(),
-        worker.clock.now(),
-        &worker.generation.hostname,
-    );
-    let mut out = Vec::new();
-    template.evaluate(&mut variables, &mut out);
-    out
 }

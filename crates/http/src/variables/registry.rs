@@ -171,7 +171,7 @@ impl VariableRegistry {
             return Variable::Named(*slot);
         }
         if let Some(tlv) = lower.strip_prefix("proxy_protocol_tlv_") {
-            return Variable::ProxyProtocolTlv(crate::proxy_protocol::TlvName::parse(tlv));
+            return Variable::ProxyProtocolTlv(crate::proxy_protocol::parse::TlvName::parse(tlv));
         }
         for (prefix, make) in PREFIXED {
             // A bare prefix (`$arg_`) is accepted too and names nothing, as in nginx.

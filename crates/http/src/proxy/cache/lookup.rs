@@ -11,15 +11,17 @@ use std::time::{Duration, Instant};
 use cache::format::{self, EntryHeader};
 use cache::{FillStart, FillState, Key, Zone};
 use logging::Level;
+use read::{EntryError, read_entry};
 
 use crate::conf::Location;
 use crate::file::io::FileIo;
 use crate::proxy::cache::settings::{CacheUse, ProxyCache, UseStale};
 use crate::proxy::cache::zone_id;
-use crate::request::{ConnectionInfo, Request, log};
-use crate::variables::{HttpTemplate, render};
+use crate::request::{ConnectionInfo, Request};
+use crate::request_log::log;
+use crate::variables::HttpTemplate;
+use crate::variables::evaluate::render;
 use crate::worker::HttpWorker;
-use read::{EntryError, read_entry};
 
 /// `$upstream_cache_status` values.
 pub(crate) mod status {

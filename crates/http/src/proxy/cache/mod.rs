@@ -48,7 +48,7 @@ pub(crate) async fn run_read<T: Send + 'static>(
     io: &crate::file::io::FileIo,
     path: &std::path::Path,
     work: impl FnOnce() -> T + Send + 'static,
-) -> Result<T, crate::file::FileError> {
+) -> Result<T, crate::file::io::FileError> {
     use crate::file::io::FileIo;
     match io {
         FileIo::Pool(pool) => {

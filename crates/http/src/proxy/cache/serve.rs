@@ -3,14 +3,14 @@
 //! `Age`, and its body sent from the file by the static send path (a small one read with
 //! the head, from memory).
 
-use crate::file::FileBody;
-use crate::file::io::FileIo;
+use crate::file::io::{FileBody, FileIo};
 use crate::proxy::Proxy;
 use crate::proxy::cache::lookup::Entry;
 use crate::proxy::cache::settings::ProxyCache;
 use crate::proxy::response::{self, RewriteInput};
 use crate::request::{ConnectionInfo, Request};
-use crate::response::{Body, Bytes};
+use crate::response::Bytes;
+use crate::send::body::Body;
 use crate::worker::HttpWorker;
 
 /// Sets the response from `entry` and gives its body. The entry's head was parsed when it

@@ -6,13 +6,13 @@ use super::{Proxying, UpstreamFraming, UpstreamHead, rewrite_input};
 use crate::proxy::IgnoreHeaders;
 use crate::proxy::cache::lookup::{Entry, status as cache_status};
 use crate::proxy::cache::serve;
-use crate::proxy::cache::settings::Store;
-use crate::proxy::cache::settings::UseStale;
+use crate::proxy::cache::settings::{Store, UseStale};
 use crate::proxy::cache::store::{FileStore, Keeper};
 use crate::proxy::failure::Failure;
 use crate::proxy::handler::ProxyOutcome;
 use crate::proxy::settings::NextUpstream as NextUpstreamFlags;
-use crate::request::{ConnectionInfo, Request, log};
+use crate::request::{ConnectionInfo, Request};
+use crate::request_log::log;
 
 impl<'a> Proxying<'a, '_> {
     /// The stale entry answers for a failed refresh when `proxy_cache_use_stale` (or its
@@ -308,7 +308,7 @@ impl<'a> Proxying<'a, '_> {
             return None;
         }
         let worker = self.worker;
-        let target = crate::variables::render(worker, info, request, template);
+        let target = crate::variables::evaluate::render(worker, info, request, template);
         if target.is_empty() {
             return None;
         }

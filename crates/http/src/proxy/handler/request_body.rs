@@ -6,13 +6,15 @@ use std::sync::atomic::AtomicU64;
 use logging::Level;
 
 use crate::body::BodyState;
-use crate::body::reader::{BodyError, BodySettings, RequestBody, read_body};
+use crate::body::reader::{BodyError, BodySettings, read_body};
+use crate::body::temp::RequestBody;
 use crate::client::Client as RequestClient;
 use crate::conf::Location;
 use crate::proxy::exchange::OutBody;
 use crate::proxy::failure::errno_text;
-use crate::request::{ConnectionInfo, Request, log};
-use crate::variables::render;
+use crate::request::{ConnectionInfo, Request};
+use crate::request_log::log;
+use crate::variables::evaluate::render;
 use crate::worker::HttpWorker;
 
 /// Temporary files for request bodies are numbered across the process.
