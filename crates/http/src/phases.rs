@@ -27,7 +27,7 @@ use crate::body::BodyState;
 use crate::client::{BodySource, Client, ReadAhead};
 use crate::conf::scope::Content;
 use crate::conf::{LocationId, ServerId, location};
-use crate::core::error_page::ErrorPage;
+use crate::core::settings::ErrorPage;
 use crate::file::resolve_realpath_root;
 use crate::find::current_location;
 use crate::observe::{self, Endpoint};

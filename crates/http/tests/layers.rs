@@ -70,7 +70,8 @@ const KNOWN: &[(&str, &str, &str)] = &[];
 enum Layer {
     Kernel,
     Feature(&'static str),
-    /// A feature's `settings`: data, which may name its own feature's types.
+    /// A feature's `settings` (`settings.rs` or `settings/`): data, which names the kernel
+    /// and other settings only.
     Settings(&'static str),
     Assembly,
 }
@@ -81,7 +82,7 @@ fn layer_of(file: &str) -> Layer {
     }
     for (prefix, feature) in FEATURES {
         if file.starts_with(prefix) {
-            if file.ends_with("/settings.rs") {
+            if file.ends_with("/settings.rs") || file.contains("/settings/") {
                 return Layer::Settings(feature);
             }
             return Layer::Feature(feature);
@@ -96,7 +97,9 @@ fn allowed(from: Layer, to: Layer) -> bool {
         (Layer::Assembly, _) => true,
         (_, Layer::Assembly) => false,
         (_, Layer::Kernel | Layer::Settings(_)) => true,
-        (Layer::Feature(a) | Layer::Settings(a), Layer::Feature(b)) => a == b,
+        // What a feature's directives set is data: it names nothing of its feature's code.
+        (Layer::Settings(_), Layer::Feature(_)) => false,
+        (Layer::Feature(a), Layer::Feature(b)) => a == b,
         (Layer::Kernel, Layer::Feature(_)) => false,
     }
 }
@@ -339,6 +342,11 @@ fn features_read_each_others_settings_but_not_their_code() {
             ("file/mod.rs".to_string(), "phases.rs".to_string()),
             ("proxy/handler.rs".to_string(), "rewrite/run.rs".to_string()),
             ("send/body.rs".to_string(), "send/ranges.rs".to_string()),
+            // Settings are data: not even their own feature's code.
+            (
+                "static_files/settings.rs".to_string(),
+                "static_files/try_files.rs".to_string()
+            ),
         ]
     );
 }

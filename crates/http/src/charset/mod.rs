@@ -20,8 +20,9 @@ use crate::send::pieces::Pieces;
 use crate::variables::{RequestVariables, Variable};
 use crate::worker::HttpWorker;
 
-pub use recode::{CharsetMap, Recoder, Table};
+pub use recode::Recoder;
 pub use settings::{Charset, CharsetConf, CharsetMaps, CharsetName, CharsetTypes, same_name};
+pub use settings::{CharsetMap, Table};
 
 /// nginx's default `charset_types`.
 const DEFAULT_TYPES: &[&str] = &[

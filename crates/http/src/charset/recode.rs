@@ -4,6 +4,8 @@
 
 use std::sync::Arc;
 
+use crate::charset::settings::{CharsetMap, Table};
+
 /// The most bytes a character of a one-byte charset may take in UTF-8 (nginx's limit).
 const UTF8_BYTES_MAX: usize = 3;
 
@@ -16,32 +18,11 @@ const UTF8_INCOMPLETE: u32 = 0xffff_fffe;
 /// The longest text an unmapped character becomes: `&#1114111;`.
 const ENTITY_BYTES_MAX: usize = 10;
 
-/// One direction of a `charset_map`.
-#[derive(Debug)]
-pub enum Table {
-    /// One byte to one byte; bytes without a mapping become `?` above 0x7f.
-    Byte(Box<[u8; 256]>),
-    /// A one-byte charset to UTF-8: each byte's length and its up to three bytes.
-    ToUtf8(Box<[[u8; 4]; 256]>),
-    /// UTF-8 to a one-byte charset: code points below 0x10000 by their high byte; 0 means
-    /// no mapping.
-    FromUtf8(Vec<Option<Box<[u8; 256]>>>),
-}
-
 impl Table {
     /// Whether recoding may change the body's length (nginx then drops `Content-Length`).
     pub(crate) fn changes_length(&self) -> bool {
         !matches!(self, Table::Byte(_))
     }
-}
-
-/// One `charset_map FROM TO { ... }`, both ways.
-#[derive(Debug)]
-pub struct CharsetMap {
-    pub from: Box<str>,
-    pub to: Box<str>,
-    pub forward: Arc<Table>,
-    pub backward: Arc<Table>,
 }
 
 /// What a line of a `charset_map` block was wrong about.

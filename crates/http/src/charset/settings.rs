@@ -3,7 +3,6 @@
 
 use std::sync::Arc;
 
-use crate::charset::recode::{CharsetMap, Table};
 use crate::settings;
 use crate::variables::Variable;
 
@@ -122,4 +121,25 @@ impl CharsetMaps {
 /// Charset names compare case-insensitively.
 pub fn same_name(a: &str, b: &str) -> bool {
     a.eq_ignore_ascii_case(b)
+}
+
+/// One direction of a `charset_map`.
+#[derive(Debug)]
+pub enum Table {
+    /// One byte to one byte; bytes without a mapping become `?` above 0x7f.
+    Byte(Box<[u8; 256]>),
+    /// A one-byte charset to UTF-8: each byte's length and its up to three bytes.
+    ToUtf8(Box<[[u8; 4]; 256]>),
+    /// UTF-8 to a one-byte charset: code points below 0x10000 by their high byte; 0 means
+    /// no mapping.
+    FromUtf8(Vec<Option<Box<[u8; 256]>>>),
+}
+
+/// One `charset_map FROM TO { ... }`, both ways.
+#[derive(Debug)]
+pub struct CharsetMap {
+    pub from: Box<str>,
+    pub to: Box<str>,
+    pub forward: Arc<Table>,
+    pub backward: Arc<Table>,
 }

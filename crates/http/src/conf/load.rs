@@ -15,7 +15,8 @@ use crate::conf::{
     AddressConf, BlockKind, HttpConf, MergeEnv, NamedCaptures, Server, ServerId, Setter, SocketConf,
 };
 use crate::core::limit_except::Methods;
-use crate::core::types::{MimeTypes, TypesWarning};
+use crate::core::settings::MimeTypes;
+use crate::core::types::TypesWarning;
 use crate::core::{AliasPart, DocumentRoot};
 use crate::log::AccessLogTarget;
 use crate::modules;

@@ -3,20 +3,8 @@
 use conf::{ConfError, Directive};
 
 use crate::conf::{LoadContext, LocationScope};
+use crate::core::settings::ErrorPage;
 use crate::variables::HttpTemplate;
-
-/// One status of an `error_page` directive.
-#[derive(Clone, Debug)]
-pub struct ErrorPage {
-    pub status: u16,
-    /// `None`: the response keeps the error's status; `Some(0)` (a bare `=`): it takes the
-    /// status of whatever the URI answers; `Some(code)`: it takes `code`.
-    pub overwrite: Option<u16>,
-    /// A URI (internal redirect), `@name` (named location) or anything else (a redirect).
-    pub uri: HttpTemplate,
-    /// The arguments of a literal URI with `?`, split at load as nginx does.
-    pub args: Option<Box<[u8]>>,
-}
 
 /// nginx's internal 49x codes: their error pages answer 400 unless `=` says otherwise.
 fn reported_as_bad_request(status: u16) -> bool {

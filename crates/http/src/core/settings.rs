@@ -1,12 +1,13 @@
 //! The core module's settings per scope, with nginx's defaults.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use logging::ErrorLog;
 
-use crate::core::types::MimeTypes;
+use crate::conf::lookup_hash::LookupHash;
 use crate::settings;
 use crate::variables::HttpTemplate;
 
@@ -259,7 +260,7 @@ settings! {
         /// `tcp_nodelay`
         tcp_nodelay: bool = true,
         /// `error_page`: a level with its own list replaces the enclosing level's.
-        error_page: Vec<crate::core::error_page::ErrorPage> = Vec::new(),
+        error_page: Vec<ErrorPage> = Vec::new(),
         /// `recursive_error_pages`
         recursive_error_pages: bool = false,
         /// `internal`: only internal redirects reach this location.
@@ -269,4 +270,23 @@ settings! {
         /// `post_action URI`: a request to it once the response is out; `None` is `off`.
         post_action: Option<Box<[u8]>> = None,
     }
+}
+
+/// A map from lowercase file extension to MIME type.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MimeTypes {
+    pub(crate) by_extension: HashMap<Box<[u8]>, Arc<[u8]>, LookupHash>,
+}
+
+/// One status of an `error_page` directive.
+#[derive(Clone, Debug)]
+pub struct ErrorPage {
+    pub status: u16,
+    /// `None`: the response keeps the error's status; `Some(0)` (a bare `=`): it takes the
+    /// status of whatever the URI answers; `Some(code)`: it takes `code`.
+    pub overwrite: Option<u16>,
+    /// A URI (internal redirect), `@name` (named location) or anything else (a redirect).
+    pub uri: HttpTemplate,
+    /// The arguments of a literal URI with `?`, split at load as nginx does.
+    pub args: Option<Box<[u8]>>,
 }

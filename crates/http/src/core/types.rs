@@ -1,17 +1,10 @@
 //! `types { ... }`: file extensions to MIME types.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use conf::{ConfError, Directive};
 
-use crate::conf::lookup_hash::LookupHash;
-
-/// A map from lowercase file extension to MIME type.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct MimeTypes {
-    by_extension: HashMap<Box<[u8]>, Arc<[u8]>, LookupHash>,
-}
+use crate::core::settings::MimeTypes;
 
 /// An extension a later `types` block mapped again.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -4,7 +4,8 @@ use conf::{Arity, BlockKind, ConfError, Contexts, Directive};
 
 use crate::conf::{HttpDirective, LoadContext, LocationScope, Setter};
 use crate::headers::AddHeader;
-use crate::headers::expires::{Expires, parse_expires};
+use crate::headers::expires::parse_expires;
+use crate::headers::settings::Expires;
 
 const ANY_LEVEL_AND_IF: Contexts = Contexts::HTTP_SERVER_LOCATION.with(Contexts::LOCATION_IF);
 

@@ -1,36 +1,8 @@
 //! `expires`: parsing its value and computing the `Expires` and `Cache-Control` headers it
 //! gives a response, as nginx's headers filter writes them. Pure: the time is a parameter.
 
+use crate::headers::settings::ExpiresValue;
 use crate::response::{Bytes, ResponseHead};
-use crate::variables::HttpTemplate;
-
-/// What `expires` says once its value is parsed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ExpiresValue {
-    /// `off`: no headers.
-    Off,
-    /// `epoch`: expired long ago, `no-cache`.
-    Epoch,
-    /// `max`: far in the future, ten years of `max-age`.
-    Max,
-    /// Seconds after the response is sent; negative is before (`no-cache`).
-    Access(i64),
-    /// `modified`: seconds after the response's `Last-Modified` (after now without one).
-    Modified(i64),
-    /// `@TIME`: the next time this time of day (seconds after local midnight) comes.
-    Daily(i64),
-}
-
-/// The `expires` setting of a location.
-#[derive(Clone, Debug)]
-pub enum Expires {
-    Fixed(ExpiresValue),
-    /// A value with variables, parsed for each response; `modified` was written before it.
-    Variable {
-        modified: bool,
-        value: HttpTemplate,
-    },
-}
 
 /// Why an `expires` value is refused; `Display` is nginx's text after `"expires" directive`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -5,5 +5,5 @@ pub mod directives;
 pub mod expires;
 pub mod settings;
 
-pub use expires::{Expires, ExpiresValue};
 pub use settings::{AddHeader, Headers, HeadersConf, status_takes_added_headers};
+pub use settings::{Expires, ExpiresValue};

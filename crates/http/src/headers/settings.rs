@@ -1,6 +1,5 @@
 //! What the headers module's directives set: the data other modules may read.
 
-use crate::headers::expires::{Expires, ExpiresValue};
 use crate::settings;
 use crate::variables::HttpTemplate;
 
@@ -43,4 +42,32 @@ impl Headers {
             .iter()
             .any(|trailer| trailer.always || status_ok)
     }
+}
+
+/// The `expires` setting of a location.
+#[derive(Clone, Debug)]
+pub enum Expires {
+    Fixed(ExpiresValue),
+    /// A value with variables, parsed for each response; `modified` was written before it.
+    Variable {
+        modified: bool,
+        value: HttpTemplate,
+    },
+}
+
+/// What `expires` says once its value is parsed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExpiresValue {
+    /// `off`: no headers.
+    Off,
+    /// `epoch`: expired long ago, `no-cache`.
+    Epoch,
+    /// `max`: far in the future, ten years of `max-age`.
+    Max,
+    /// Seconds after the response is sent; negative is before (`no-cache`).
+    Access(i64),
+    /// `modified`: seconds after the response's `Last-Modified` (after now without one).
+    Modified(i64),
+    /// `@TIME`: the next time this time of day (seconds after local midnight) comes.
+    Daily(i64),
 }

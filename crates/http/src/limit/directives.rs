@@ -6,8 +6,8 @@ use conf::{Arity, BlockKind, ConfError, Contexts, Directive, Span};
 use logging::Level;
 
 use crate::conf::{HttpDirective, LoadContext, LocationScope, MainScope, Setter};
+use crate::limit::settings::zone::{ConnZone, MIN_ZONE_SIZE, ReqZone};
 use crate::limit::settings::{ConnLimit, ConnZoneUse, LimitZones, ReqLimit, ReqZoneUse};
-use crate::limit::zone::{ConnZone, MIN_ZONE_SIZE, ReqZone};
 use crate::set_once;
 
 const fn location(

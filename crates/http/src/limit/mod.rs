@@ -2,8 +2,8 @@
 //! ngx_http_limit_conn_module): the preaccess phase's limits on how fast, and how many at
 //! once, requests with the same key are served.
 //!
-//! Config path: [`directives`] declares each zone ([`zone::ReqZone`], [`zone::ConnZone`])
-//! and each level's limits; [`resolve_zones`] points the limits at their zones once the
+//! Config path: [`directives`] declares each zone ([`settings::zone::ReqZone`],
+//! [`settings::zone::ConnZone`]) and each level's limits; [`resolve_zones`] points the limits at their zones once the
 //! `http` block is read; the server keeps a zone of the same name, kind and size across a
 //! reload. Request path: [`preaccess`] runs once per request (an internal redirect does not
 //! count a request again): `limit_req` looks the key up in each zone, in order, and the
@@ -14,7 +14,6 @@
 
 pub mod directives;
 pub mod settings;
-pub mod zone;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,8 +24,8 @@ use runtime::Stream;
 use vars::Segment;
 
 use crate::find::current_location;
+use crate::limit::settings::zone::{ConnZone, Lookup, Take};
 use crate::limit::settings::{Limit, LimitZones, ReqLimit};
-use crate::limit::zone::{ConnZone, Lookup, Take};
 use crate::request::{ConnectionInfo, Request};
 use crate::request_log::log;
 use crate::variables::evaluate::{BinaryAddress, render};

@@ -8,7 +8,8 @@ use crate::conf::regex::Regex;
 use crate::conf::scope::Content;
 use crate::conf::{HttpDirective, LoadContext, LocationScope, Setter};
 use crate::core::directives::{flag, invalid_value, size, size_value, time};
-use crate::proxy::pass::{ProxyPass, load_target};
+use crate::proxy::pass::load_target;
+use crate::proxy::settings::ProxyPass;
 use crate::proxy::{
     Buffers, CookieRewrite, IgnoreHeaders, NextUpstream, Redirect, RedirectRule, SetHeader,
 };

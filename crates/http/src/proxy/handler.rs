@@ -30,9 +30,10 @@ use crate::proxy::exchange::{
 pub use crate::proxy::failure::errno_text;
 use crate::proxy::failure::{Failure, Side};
 use crate::proxy::next_upstream::{Next, Outcome, Policy, decide, status_counts_against_peer};
-use crate::proxy::pass::{ProxyPass, host_header, literal_address, parse_url};
+use crate::proxy::pass::{host_header, literal_address, parse_url};
 use crate::proxy::request::{CacheFields, HeadInput, is_idempotent, upstream_uri, write_head};
 use crate::proxy::response::{self, RewriteInput, UpstreamFraming, UpstreamHead};
+use crate::proxy::settings::ProxyPass;
 use crate::proxy::{IgnoreHeaders, Proxy};
 use crate::request::{ConnectionInfo, Request};
 use crate::request_log::log;

@@ -24,9 +24,8 @@ pub mod settings;
 pub(crate) mod slice;
 pub mod ssl;
 
+pub use settings::ProxyPass;
 pub use settings::{
     Buffers, CookieRewrite, IgnoreHeaders, NextUpstream, Proxy, ProxyConf, Redirect, RedirectRule,
     SetHeader,
 };
-
-pub use pass::ProxyPass;

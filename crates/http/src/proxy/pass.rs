@@ -3,34 +3,9 @@
 use conf::{ConfError, Span};
 
 use crate::conf::{Location, LocationKind};
+use crate::proxy::settings::{ProxyPass, Target};
+use crate::upstream::PeerAddr;
 use crate::upstream::registry::split_host_port;
-use crate::upstream::{PeerAddr, UpstreamId};
-use crate::variables::HttpTemplate;
-
-/// Where a location proxies to.
-#[derive(Debug)]
-pub enum ProxyPass {
-    Static(Target),
-    /// A URL with variables, parsed per request.
-    Variables(HttpTemplate),
-}
-
-/// A parsed `proxy_pass` URL whose group is known at load.
-#[derive(Debug)]
-pub struct Target {
-    /// The URL as written (`proxy_redirect default` replaces it).
-    pub url: Box<str>,
-    pub upstream: UpstreamId,
-    /// `$proxy_host`: the host, with the port when one other than 80 was given.
-    pub host: Box<[u8]>,
-    /// `$proxy_port`.
-    pub port: Box<[u8]>,
-    /// The URI part (from the `/` on), if any: it replaces the location's prefix.
-    pub uri: Option<Box<[u8]>>,
-    /// `https://`: the upstream speaks TLS.
-    pub tls: bool,
-    pub span: Span,
-}
 
 /// A URL split into its parts (at load or per request).
 #[derive(Debug, PartialEq, Eq)]

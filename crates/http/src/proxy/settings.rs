@@ -1,11 +1,14 @@
 //! What the proxy's directives set: the data other modules may read.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use conf::Span;
+
 use crate::core::TempPath;
-use crate::proxy::{ProxyPass, resolver};
 use crate::settings;
+use crate::upstream::UpstreamId;
 use crate::variables::HttpTemplate;
 
 /// `proxy_set_header NAME VALUE`; an empty value removes the field.
@@ -177,9 +180,43 @@ settings! {
         next_upstream_tries: u64 = 0,
         next_upstream_timeout: Duration = Duration::ZERO,
         /// `resolver`: name servers for `proxy_pass` with variables.
-        resolver: Option<Arc<resolver::ResolverConf>> = None,
+        resolver: Option<Arc<ResolverConf>> = None,
         resolver_timeout: Duration = Duration::from_secs(30),
         /// `proxy_temp_path`: where buffered upstream responses spill to disk.
         proxy_temp_path: TempPath = TempPath { path: env.prefix.join("proxy_temp"), levels: Vec::new() },
     }
+}
+
+/// Where a location proxies to.
+#[derive(Debug)]
+pub enum ProxyPass {
+    Static(Target),
+    /// A URL with variables, parsed per request.
+    Variables(HttpTemplate),
+}
+
+/// `resolver address ... [valid=time] [ipv4=on|off] [ipv6=on|off]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResolverConf {
+    pub servers: Vec<SocketAddr>,
+    pub valid: Option<Duration>,
+    pub ipv4: bool,
+    pub ipv6: bool,
+}
+
+/// A parsed `proxy_pass` URL whose group is known at load.
+#[derive(Debug)]
+pub struct Target {
+    /// The URL as written (`proxy_redirect default` replaces it).
+    pub url: Box<str>,
+    pub upstream: UpstreamId,
+    /// `$proxy_host`: the host, with the port when one other than 80 was given.
+    pub host: Box<[u8]>,
+    /// `$proxy_port`.
+    pub port: Box<[u8]>,
+    /// The URI part (from the `/` on), if any: it replaces the location's prefix.
+    pub uri: Option<Box<[u8]>>,
+    /// `https://`: the upstream speaks TLS.
+    pub tls: bool,
+    pub span: Span,
 }

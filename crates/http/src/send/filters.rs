@@ -7,7 +7,8 @@ use logging::time::Timestamp;
 
 use crate::conf::Location;
 use crate::core::SizeValue;
-use crate::headers::expires::{self, Expires, SendTime};
+use crate::headers::expires::{self, SendTime};
+use crate::headers::settings::{Expires, ExpiresValue};
 use crate::headers::status_takes_added_headers;
 use crate::not_modified::{self, Conditions, Outcome, Validators};
 use crate::request::{ConnectionInfo, Request};
@@ -91,7 +92,7 @@ fn expires(
     now: &Timestamp,
 ) {
     let setting = &location.settings.headers.expires;
-    if let Expires::Fixed(expires::ExpiresValue::Off) = setting {
+    if let Expires::Fixed(ExpiresValue::Off) = setting {
         return;
     }
     if !status_takes_added_headers(special::status_on_wire(request.response.status)) {
@@ -164,10 +165,10 @@ fn own_fields(
     }
 }
 
-fn value_is_negative(value: expires::ExpiresValue) -> bool {
+fn value_is_negative(value: ExpiresValue) -> bool {
     matches!(
         value,
-        expires::ExpiresValue::Access(seconds) | expires::ExpiresValue::Modified(seconds)
+        ExpiresValue::Access(seconds) | ExpiresValue::Modified(seconds)
             if seconds < 0
     )
 }

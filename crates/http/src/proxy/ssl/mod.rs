@@ -215,8 +215,8 @@ fn source(prefix: &Path, value: &str, what: &str) -> Result<tls::PemSource, Conf
 pub(crate) fn finish(locations: &mut [Location], prefix: &Path) -> Result<(), ConfError> {
     for location in locations {
         let may_use_tls = match location.settings.proxy.pass.as_deref() {
-            Some(crate::proxy::ProxyPass::Static(target)) => target.tls,
-            Some(crate::proxy::ProxyPass::Variables(_)) => true,
+            Some(crate::proxy::settings::ProxyPass::Static(target)) => target.tls,
+            Some(crate::proxy::settings::ProxyPass::Variables(_)) => true,
             None => false,
         };
         if !may_use_tls {

@@ -1,12 +1,14 @@
 //! What the limit_req and limit_conn directives set: the zones the `http` block declares,
 //! and each level's limits.
 
+pub mod zone;
+
 use std::sync::Arc;
 
 use conf::Span;
 use logging::Level;
 
-use crate::limit::zone::{ConnZone, ReqZone};
+use crate::limit::settings::zone::{ConnZone, ReqZone};
 use crate::settings;
 use crate::variables::HttpTemplate;
 
