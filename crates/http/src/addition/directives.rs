@@ -2,30 +2,31 @@
 
 use std::sync::Arc;
 
-use conf::{Arity, BlockKind, ConfError, Contexts, Directive};
+use conf::{Arity, ConfError, Contexts, Directive};
 
 use crate::addition::settings::AdditionTypes;
-use crate::conf::{HttpDirective, LoadContext, LocationScope, Setter};
+use crate::conf::{HttpDirective, LoadContext, LocationScope, location_directive};
 use crate::set_once;
 
-const fn entry(
-    name: &'static str,
-    arity: Arity,
-    set: fn(&mut LocationScope, &Directive, &mut LoadContext<'_>) -> Result<(), ConfError>,
-) -> HttpDirective {
-    HttpDirective {
-        name,
-        contexts: Contexts::HTTP_SERVER_LOCATION,
-        arity,
-        block: BlockKind::Simple,
-        set: Setter::Location(set),
-    }
-}
-
 pub const DIRECTIVES: &[HttpDirective] = &[
-    entry("add_before_body", Arity::TAKE1, set_before_body),
-    entry("add_after_body", Arity::TAKE1, set_after_body),
-    entry("addition_types", Arity::ONE_OR_MORE, set_types),
+    location_directive(
+        "add_before_body",
+        Contexts::HTTP_SERVER_LOCATION,
+        Arity::TAKE1,
+        set_before_body,
+    ),
+    location_directive(
+        "add_after_body",
+        Contexts::HTTP_SERVER_LOCATION,
+        Arity::TAKE1,
+        set_after_body,
+    ),
+    location_directive(
+        "addition_types",
+        Contexts::HTTP_SERVER_LOCATION,
+        Arity::ONE_OR_MORE,
+        set_types,
+    ),
 ];
 
 /// A URI; an empty one turns the addition off at this level, as in nginx.

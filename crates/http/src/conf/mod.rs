@@ -51,7 +51,7 @@ pub enum Setter {
     /// Settings nginx keeps per server (also allowed in `http`, inherited by servers).
     Server(fn(&mut ServerScope, &Directive, &mut LoadContext<'_>) -> Result<(), ConfError>),
     /// Settings nginx keeps per location (also in `http` and `server`, inherited down).
-    Location(fn(&mut LocationScope, &Directive, &mut LoadContext<'_>) -> Result<(), ConfError>),
+    Location(LocationSetter),
     /// Directives of an `upstream` block.
     Upstream(
         fn(
@@ -92,6 +92,37 @@ pub enum BlockKind {
 
 /// One entry of an HTTP module's directive table.
 pub type HttpDirective = DirectiveSpec<Setter>;
+
+/// A setter of location-level settings.
+pub type LocationSetter =
+    fn(&mut LocationScope, &Directive, &mut LoadContext<'_>) -> Result<(), ConfError>;
+
+/// A directive without a block, in `contexts`, taking `arity` arguments.
+pub const fn directive(
+    name: &'static str,
+    contexts: conf::Contexts,
+    arity: conf::Arity,
+    set: Setter,
+) -> HttpDirective {
+    HttpDirective {
+        name,
+        contexts,
+        arity,
+        block: conf::BlockKind::Simple,
+        set,
+    }
+}
+
+/// A directive without a block that fills location-level settings (also allowed in
+/// `http` and `server` where `contexts` says, inherited by the locations below).
+pub const fn location_directive(
+    name: &'static str,
+    contexts: conf::Contexts,
+    arity: conf::Arity,
+    set: LocationSetter,
+) -> HttpDirective {
+    directive(name, contexts, arity, Setter::Location(set))
+}
 
 /// A regex whose named groups are variables (`(?<name>...)` sets `$name`).
 #[derive(Clone, Debug)]

@@ -5,10 +5,9 @@ use std::time::Duration;
 
 use conf::{Arity, BlockKind as Shape, ConfError, Contexts, Directive};
 
-use crate::conf::listen;
-use crate::conf::server_names;
 use crate::conf::{
     BlockKind, HttpDirective, LoadContext, LocationScope, MainScope, ServerScope, Setter,
+    directive, listen, server_names,
 };
 use crate::core::settings::{
     AliasPart, BodyInFileOnly, DocumentRoot, IfModifiedSince, KeepaliveDisable, KeepaliveTimeout,
@@ -18,16 +17,6 @@ use crate::set_once;
 
 const HTTP_SERVER: Contexts = Contexts::HTTP.with(Contexts::SERVER);
 const ANY_LEVEL: Contexts = Contexts::HTTP_SERVER_LOCATION;
-
-const fn entry(name: &'static str, contexts: Contexts, arity: Arity, set: Setter) -> HttpDirective {
-    HttpDirective {
-        name,
-        contexts,
-        arity,
-        block: Shape::Simple,
-        set,
-    }
-}
 
 const fn block(
     name: &'static str,
@@ -53,302 +42,302 @@ pub const DIRECTIVES: &[HttpDirective] = &[
         BlockKind::Location,
     ),
     block("types", ANY_LEVEL, Arity::NONE, BlockKind::Types),
-    entry(
+    directive(
         "listen",
         Contexts::SERVER,
         Arity::ONE_OR_MORE,
         Setter::Server(set_listen),
     ),
-    entry(
+    directive(
         "server_name",
         Contexts::SERVER,
         Arity::ONE_OR_MORE,
         Setter::Server(set_server_name),
     ),
-    entry(
+    directive(
         "root",
         ANY_LEVEL.with(Contexts::LOCATION_IF),
         Arity::TAKE1,
         Setter::Location(set_root),
     ),
-    entry(
+    directive(
         "alias",
         Contexts::LOCATION,
         Arity::TAKE1,
         Setter::Location(set_alias),
     ),
-    entry(
+    directive(
         "server_names_hash_bucket_size",
         Contexts::HTTP,
         Arity::TAKE1,
         Setter::Main(set_server_names_hash_bucket_size),
     ),
-    entry(
+    directive(
         "server_names_hash_max_size",
         Contexts::HTTP,
         Arity::TAKE1,
         Setter::Main(set_server_names_hash_max_size),
     ),
-    entry(
+    directive(
         "variables_hash_bucket_size",
         Contexts::HTTP,
         Arity::TAKE1,
         Setter::Main(set_variables_hash_bucket_size),
     ),
-    entry(
+    directive(
         "variables_hash_max_size",
         Contexts::HTTP,
         Arity::TAKE1,
         Setter::Main(set_variables_hash_max_size),
     ),
-    entry(
+    directive(
         "client_header_buffer_size",
         HTTP_SERVER,
         Arity::TAKE1,
         Setter::Server(set_client_header_buffer_size),
     ),
-    entry(
+    directive(
         "large_client_header_buffers",
         HTTP_SERVER,
         Arity::TAKE2,
         Setter::Server(set_large_client_header_buffers),
     ),
-    entry(
+    directive(
         "client_header_timeout",
         HTTP_SERVER,
         Arity::TAKE1,
         Setter::Server(set_client_header_timeout),
     ),
-    entry(
+    directive(
         "ignore_invalid_headers",
         HTTP_SERVER,
         Arity::FLAG,
         Setter::Server(set_ignore_invalid_headers),
     ),
-    entry(
+    directive(
         "underscores_in_headers",
         HTTP_SERVER,
         Arity::FLAG,
         Setter::Server(set_underscores_in_headers),
     ),
-    entry(
+    directive(
         "merge_slashes",
         HTTP_SERVER,
         Arity::FLAG,
         Setter::Server(set_merge_slashes),
     ),
-    entry(
+    directive(
         "max_headers",
         HTTP_SERVER,
         Arity::TAKE1,
         Setter::Server(set_max_headers),
     ),
-    entry(
+    directive(
         "connection_pool_size",
         HTTP_SERVER,
         Arity::TAKE1,
         Setter::Server(set_connection_pool_size),
     ),
-    entry(
+    directive(
         "request_pool_size",
         HTTP_SERVER,
         Arity::TAKE1,
         Setter::Server(set_request_pool_size),
     ),
-    entry(
+    directive(
         "types_hash_bucket_size",
         ANY_LEVEL,
         Arity::TAKE1,
         Setter::Location(set_types_hash_bucket_size),
     ),
-    entry(
+    directive(
         "types_hash_max_size",
         ANY_LEVEL,
         Arity::TAKE1,
         Setter::Location(set_types_hash_max_size),
     ),
-    entry(
+    directive(
         "client_max_body_size",
         ANY_LEVEL,
         Arity::TAKE1,
         Setter::Location(set_client_max_body_size),
     ),
-    entry(
+    directive(
         "client_body_buffer_size",
         ANY_LEVEL,
         Arity::TAKE1,
         Setter::Location(set_client_body_buffer_size),
     ),
-    entry(
+    directive(
         "client_body_timeout",
         ANY_LEVEL,
         Arity::TAKE1,
         Setter::Location(set_client_body_timeout),
     ),
-    entry(
+    directive(
         "client_body_temp_path",
         ANY_LEVEL,
         Arity::TAKE1234,
         Setter::Location(set_client_body_temp_path),
     ),
-    entry(
+    directive(
         "client_body_in_file_only",
         ANY_LEVEL,
         Arity::TAKE1,
         Setter::Location(set_client_body_in_file_only),
     ),
-    entry(
+    directive(
         "client_body_in_single_buffer",
         ANY_LEVEL,
         Arity::FLAG,
         Setter::Location(set_client_body_in_single_buffer),
     ),
-    entry(
+    directive(
         "send_timeout",
         ANY_LEVEL,
         Arity::TAKE1,
         Setter::Location(set_send_timeout),
     ),
-    entry(
+    directive(
         "keepalive_timeout",
         ANY_LEVEL,
         Arity::TAKE12,
         Setter::Location(set_keepalive_timeout),
     ),
-    entry(
+    directive(
         "keepalive_requests",
         ANY_LEVEL,
         Arity::TAKE1,
         Setter::Location(set_keepalive_requests),
     ),
-    entry(
+    directive(
         "max_ranges",
         ANY_LEVEL,
         Arity::TAKE1,
         Setter::Location(set_max_ranges),
     ),
-    entry(
+    directive(
         "keepalive_time",
         ANY_LEVEL,
         Arity::TAKE1,
         Setter::Location(set_keepalive_time),
     ),
-    entry(
+    directive(
         "keepalive_disable",
         ANY_LEVEL,
         Arity::TAKE12,
         Setter::Location(set_keepalive_disable),
     ),
-    entry(
+    directive(
         "lingering_close",
         ANY_LEVEL,
         Arity::TAKE1,
         Setter::Location(set_lingering_close),
     ),
-    entry(
+    directive(
         "lingering_time",
         ANY_LEVEL,
         Arity::TAKE1,
         Setter::Location(set_lingering_time),
     ),
-    entry(
+    directive(
         "lingering_timeout",
         ANY_LEVEL,
         Arity::TAKE1,
         Setter::Location(set_lingering_timeout),
     ),
-    entry(
+    directive(
         "reset_timedout_connection",
         ANY_LEVEL,
         Arity::FLAG,
         Setter::Location(set_reset_timedout_connection),
     ),
-    entry(
+    directive(
         "default_type",
         ANY_LEVEL,
         Arity::TAKE1,
         Setter::Location(set_default_type),
     ),
-    entry(
+    directive(
         "server_tokens",
         ANY_LEVEL,
         Arity::TAKE1,
         Setter::Location(set_server_tokens),
     ),
-    entry(
+    directive(
         "chunked_transfer_encoding",
         ANY_LEVEL,
         Arity::FLAG,
         Setter::Location(set_chunked_transfer_encoding),
     ),
-    entry("etag", ANY_LEVEL, Arity::FLAG, Setter::Location(set_etag)),
-    entry(
+    directive("etag", ANY_LEVEL, Arity::FLAG, Setter::Location(set_etag)),
+    directive(
         "if_modified_since",
         ANY_LEVEL,
         Arity::TAKE1,
         Setter::Location(set_if_modified_since),
     ),
-    entry(
+    directive(
         "limit_rate",
         ANY_LEVEL.with(Contexts::LOCATION_IF),
         Arity::TAKE1,
         Setter::Location(set_limit_rate),
     ),
-    entry(
+    directive(
         "limit_rate_after",
         ANY_LEVEL.with(Contexts::LOCATION_IF),
         Arity::TAKE1,
         Setter::Location(set_limit_rate_after),
     ),
-    entry(
+    directive(
         "log_not_found",
         ANY_LEVEL,
         Arity::FLAG,
         Setter::Location(set_log_not_found),
     ),
-    entry(
+    directive(
         "absolute_redirect",
         ANY_LEVEL,
         Arity::FLAG,
         Setter::Location(set_absolute_redirect),
     ),
-    entry(
+    directive(
         "port_in_redirect",
         ANY_LEVEL,
         Arity::FLAG,
         Setter::Location(set_port_in_redirect),
     ),
-    entry(
+    directive(
         "server_name_in_redirect",
         ANY_LEVEL,
         Arity::FLAG,
         Setter::Location(set_server_name_in_redirect),
     ),
-    entry(
+    directive(
         "msie_padding",
         ANY_LEVEL,
         Arity::FLAG,
         Setter::Location(set_msie_padding),
     ),
-    entry(
+    directive(
         "tcp_nodelay",
         ANY_LEVEL,
         Arity::FLAG,
         Setter::Location(set_tcp_nodelay),
     ),
-    entry(
+    directive(
         "error_page",
         ANY_LEVEL.with(Contexts::LOCATION_IF),
         Arity::TWO_OR_MORE,
         Setter::Location(crate::core::error_page::set_error_page),
     ),
-    entry(
+    directive(
         "recursive_error_pages",
         ANY_LEVEL,
         Arity::FLAG,
         Setter::Location(set_recursive_error_pages),
     ),
-    entry(
+    directive(
         "internal",
         Contexts::LOCATION,
         Arity::NONE,
@@ -360,13 +349,13 @@ pub const DIRECTIVES: &[HttpDirective] = &[
         Arity::ONE_OR_MORE,
         BlockKind::LimitExcept,
     ),
-    entry(
+    directive(
         "satisfy",
         ANY_LEVEL,
         Arity::TAKE1,
         Setter::Location(set_satisfy),
     ),
-    entry(
+    directive(
         "post_action",
         ANY_LEVEL,
         Arity::TAKE1,

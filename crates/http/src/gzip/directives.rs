@@ -2,40 +2,32 @@
 
 use std::sync::Arc;
 
-use conf::{Arity, BlockKind, ConfError, Contexts, Directive};
+use conf::{Arity, ConfError, Contexts, Directive};
 
 use crate::conf::regex::Regex;
-use crate::conf::{HttpDirective, LoadContext, LocationScope, Setter};
+use crate::conf::{HttpDirective, LoadContext, LocationScope, location_directive};
 use crate::core::directives::{flag, size};
 use crate::gzip::settings::{GzipStatic, Proxied};
 use crate::set_once;
 
 const ANY_LEVEL: Contexts = Contexts::HTTP_SERVER_LOCATION.with(Contexts::LOCATION_IF);
 
-type LocationSetter =
-    fn(&mut LocationScope, &Directive, &mut LoadContext<'_>) -> Result<(), ConfError>;
-
-const fn entry(name: &'static str, arity: Arity, set: LocationSetter) -> HttpDirective {
-    HttpDirective {
-        name,
-        contexts: ANY_LEVEL,
-        arity,
-        block: BlockKind::Simple,
-        set: Setter::Location(set),
-    }
-}
-
 pub const DIRECTIVES: &[HttpDirective] = &[
-    entry("gzip", Arity::FLAG, set_gzip),
-    entry("gzip_buffers", Arity::TAKE2, set_buffers),
-    entry("gzip_comp_level", Arity::TAKE1, set_comp_level),
-    entry("gzip_min_length", Arity::TAKE1, set_min_length),
-    entry("gzip_types", Arity::ONE_OR_MORE, set_types),
-    entry("gzip_http_version", Arity::TAKE1, set_http_version),
-    entry("gzip_proxied", Arity::ONE_OR_MORE, set_proxied),
-    entry("gzip_disable", Arity::ONE_OR_MORE, set_disable),
-    entry("gzip_vary", Arity::FLAG, set_vary),
-    entry("gzip_static", Arity::TAKE1, set_static),
+    location_directive("gzip", ANY_LEVEL, Arity::FLAG, set_gzip),
+    location_directive("gzip_buffers", ANY_LEVEL, Arity::TAKE2, set_buffers),
+    location_directive("gzip_comp_level", ANY_LEVEL, Arity::TAKE1, set_comp_level),
+    location_directive("gzip_min_length", ANY_LEVEL, Arity::TAKE1, set_min_length),
+    location_directive("gzip_types", ANY_LEVEL, Arity::ONE_OR_MORE, set_types),
+    location_directive(
+        "gzip_http_version",
+        ANY_LEVEL,
+        Arity::TAKE1,
+        set_http_version,
+    ),
+    location_directive("gzip_proxied", ANY_LEVEL, Arity::ONE_OR_MORE, set_proxied),
+    location_directive("gzip_disable", ANY_LEVEL, Arity::ONE_OR_MORE, set_disable),
+    location_directive("gzip_vary", ANY_LEVEL, Arity::FLAG, set_vary),
+    location_directive("gzip_static", ANY_LEVEL, Arity::TAKE1, set_static),
 ];
 
 set_once!(

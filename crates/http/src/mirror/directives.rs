@@ -1,29 +1,30 @@
 //! The mirror module's directives, and `log_subrequest`, which its subrequests obey.
 
-use conf::{Arity, BlockKind, ConfError, Contexts, Directive};
+use conf::{Arity, ConfError, Contexts, Directive};
 
-use crate::conf::{HttpDirective, LoadContext, LocationScope, Setter};
+use crate::conf::{HttpDirective, LoadContext, LocationScope, location_directive};
 use crate::core::directives::flag;
 use crate::set_once;
 
-const fn entry(
-    name: &'static str,
-    arity: Arity,
-    set: fn(&mut LocationScope, &Directive, &mut LoadContext<'_>) -> Result<(), ConfError>,
-) -> HttpDirective {
-    HttpDirective {
-        name,
-        contexts: Contexts::HTTP_SERVER_LOCATION,
-        arity,
-        block: BlockKind::Simple,
-        set: Setter::Location(set),
-    }
-}
-
 pub const DIRECTIVES: &[HttpDirective] = &[
-    entry("mirror", Arity::TAKE1, set_mirror),
-    entry("mirror_request_body", Arity::FLAG, set_request_body),
-    entry("log_subrequest", Arity::FLAG, set_log_subrequest),
+    location_directive(
+        "mirror",
+        Contexts::HTTP_SERVER_LOCATION,
+        Arity::TAKE1,
+        set_mirror,
+    ),
+    location_directive(
+        "mirror_request_body",
+        Contexts::HTTP_SERVER_LOCATION,
+        Arity::FLAG,
+        set_request_body,
+    ),
+    location_directive(
+        "log_subrequest",
+        Contexts::HTTP_SERVER_LOCATION,
+        Arity::FLAG,
+        set_log_subrequest,
+    ),
 ];
 
 set_once!(set_request_body, LocationScope, mirror.request_body, flag);

@@ -2,11 +2,11 @@
 
 use std::sync::Arc;
 
-use conf::{Arity, BlockKind, ConfError, Contexts, Directive};
+use conf::{Arity, ConfError, Contexts, Directive};
 
 use crate::conf::regex::Regex;
 use crate::conf::scope::Content;
-use crate::conf::{HttpDirective, LoadContext, LocationScope, Setter};
+use crate::conf::{HttpDirective, LoadContext, LocationScope, location_directive};
 use crate::core::directives::{flag, invalid_value, size, size_value, time};
 use crate::proxy::pass::load_target;
 use crate::proxy::settings::ProxyPass;
@@ -17,26 +17,8 @@ use crate::set_once;
 
 const ANY_LEVEL: Contexts = Contexts::HTTP_SERVER_LOCATION;
 
-type LocationSetter =
-    fn(&mut LocationScope, &Directive, &mut LoadContext<'_>) -> Result<(), ConfError>;
-
-const fn entry(
-    name: &'static str,
-    contexts: Contexts,
-    arity: Arity,
-    set: LocationSetter,
-) -> HttpDirective {
-    HttpDirective {
-        name,
-        contexts,
-        arity,
-        block: BlockKind::Simple,
-        set: Setter::Location(set),
-    }
-}
-
 pub const DIRECTIVES: &[HttpDirective] = &[
-    entry(
+    location_directive(
         "proxy_pass",
         Contexts::LOCATION
             .with(Contexts::LOCATION_IF)
@@ -44,172 +26,172 @@ pub const DIRECTIVES: &[HttpDirective] = &[
         Arity::TAKE1,
         set_proxy_pass,
     ),
-    entry(
+    location_directive(
         "proxy_http_version",
         ANY_LEVEL,
         Arity::TAKE1,
         set_http_version,
     ),
-    entry("proxy_set_header", ANY_LEVEL, Arity::TAKE2, set_set_header),
-    entry(
+    location_directive("proxy_set_header", ANY_LEVEL, Arity::TAKE2, set_set_header),
+    location_directive(
         "proxy_pass_request_headers",
         ANY_LEVEL,
         Arity::FLAG,
         set_pass_request_headers,
     ),
-    entry(
+    location_directive(
         "proxy_pass_request_body",
         ANY_LEVEL,
         Arity::FLAG,
         set_pass_request_body,
     ),
-    entry("proxy_set_body", ANY_LEVEL, Arity::TAKE1, set_set_body),
-    entry("proxy_method", ANY_LEVEL, Arity::TAKE1, set_method),
-    entry(
+    location_directive("proxy_set_body", ANY_LEVEL, Arity::TAKE1, set_set_body),
+    location_directive("proxy_method", ANY_LEVEL, Arity::TAKE1, set_method),
+    location_directive(
         "proxy_request_buffering",
         ANY_LEVEL,
         Arity::FLAG,
         set_request_buffering,
     ),
-    entry(
+    location_directive(
         "proxy_connect_timeout",
         ANY_LEVEL,
         Arity::TAKE1,
         set_connect_timeout,
     ),
-    entry(
+    location_directive(
         "proxy_send_timeout",
         ANY_LEVEL,
         Arity::TAKE1,
         set_send_timeout,
     ),
-    entry(
+    location_directive(
         "proxy_read_timeout",
         ANY_LEVEL,
         Arity::TAKE1,
         set_read_timeout,
     ),
-    entry("proxy_bind", ANY_LEVEL, Arity::TAKE12, set_bind),
-    entry("proxy_buffering", ANY_LEVEL, Arity::FLAG, set_buffering),
-    entry("proxy_buffers", ANY_LEVEL, Arity::TAKE2, set_buffers),
-    entry(
+    location_directive("proxy_bind", ANY_LEVEL, Arity::TAKE12, set_bind),
+    location_directive("proxy_buffering", ANY_LEVEL, Arity::FLAG, set_buffering),
+    location_directive("proxy_buffers", ANY_LEVEL, Arity::TAKE2, set_buffers),
+    location_directive(
         "proxy_buffer_size",
         ANY_LEVEL,
         Arity::TAKE1,
         set_buffer_size,
     ),
-    entry(
+    location_directive(
         "proxy_busy_buffers_size",
         ANY_LEVEL,
         Arity::TAKE1,
         set_busy_buffers_size,
     ),
-    entry(
+    location_directive(
         "proxy_max_temp_file_size",
         ANY_LEVEL,
         Arity::TAKE1,
         set_max_temp_file_size,
     ),
-    entry(
+    location_directive(
         "proxy_temp_file_write_size",
         ANY_LEVEL,
         Arity::TAKE1,
         set_temp_file_write_size,
     ),
-    entry(
+    location_directive(
         "proxy_temp_path",
         ANY_LEVEL,
         Arity::TAKE1234,
         set_proxy_temp_path,
     ),
-    entry(
+    location_directive(
         "proxy_hide_header",
         ANY_LEVEL,
         Arity::TAKE1,
         set_hide_header,
     ),
-    entry(
+    location_directive(
         "proxy_pass_header",
         ANY_LEVEL,
         Arity::TAKE1,
         set_pass_header,
     ),
-    entry(
+    location_directive(
         "proxy_ignore_headers",
         ANY_LEVEL,
         Arity::ONE_OR_MORE,
         set_ignore_headers,
     ),
-    entry("proxy_redirect", ANY_LEVEL, Arity::TAKE12, set_redirect),
-    entry(
+    location_directive("proxy_redirect", ANY_LEVEL, Arity::TAKE12, set_redirect),
+    location_directive(
         "proxy_intercept_errors",
         ANY_LEVEL,
         Arity::FLAG,
         set_intercept_errors,
     ),
-    entry(
+    location_directive(
         "proxy_cookie_domain",
         ANY_LEVEL,
         Arity::TAKE12,
         set_cookie_domain,
     ),
-    entry(
+    location_directive(
         "proxy_cookie_path",
         ANY_LEVEL,
         Arity::TAKE12,
         set_cookie_path,
     ),
-    entry(
+    location_directive(
         "proxy_cookie_flags",
         ANY_LEVEL,
         Arity::TAKE1234,
         set_cookie_flags,
     ),
-    entry("proxy_limit_rate", ANY_LEVEL, Arity::TAKE1, set_limit_rate),
-    entry(
+    location_directive("proxy_limit_rate", ANY_LEVEL, Arity::TAKE1, set_limit_rate),
+    location_directive(
         "proxy_next_upstream",
         ANY_LEVEL,
         Arity::ONE_OR_MORE,
         set_next_upstream,
     ),
-    entry(
+    location_directive(
         "proxy_next_upstream_tries",
         ANY_LEVEL,
         Arity::TAKE1,
         set_next_upstream_tries,
     ),
-    entry(
+    location_directive(
         "proxy_next_upstream_timeout",
         ANY_LEVEL,
         Arity::TAKE1,
         set_next_upstream_timeout,
     ),
-    entry("resolver", ANY_LEVEL, Arity::ONE_OR_MORE, set_resolver),
-    entry(
+    location_directive("resolver", ANY_LEVEL, Arity::ONE_OR_MORE, set_resolver),
+    location_directive(
         "resolver_timeout",
         ANY_LEVEL,
         Arity::TAKE1,
         set_resolver_timeout,
     ),
-    entry(
+    location_directive(
         "proxy_headers_hash_max_size",
         ANY_LEVEL,
         Arity::TAKE1,
         accept_number,
     ),
-    entry(
+    location_directive(
         "proxy_headers_hash_bucket_size",
         ANY_LEVEL,
         Arity::TAKE1,
         accept_size,
     ),
-    entry(
+    location_directive(
         "proxy_ignore_client_abort",
         ANY_LEVEL,
         Arity::FLAG,
         set_ignore_client_abort,
     ),
-    entry(
+    location_directive(
         "proxy_socket_keepalive",
         ANY_LEVEL,
         Arity::FLAG,

@@ -4,7 +4,9 @@
 use conf::{Arity, BlockKind as Shape, ConfError, Contexts, Directive};
 
 use crate::conf::regex::Regex;
-use crate::conf::{BlockKind, HttpDirective, LoadContext, LocationScope, NamedCaptures, Setter};
+use crate::conf::{
+    BlockKind, HttpDirective, LoadContext, LocationScope, NamedCaptures, Setter, directive,
+};
 use crate::core::directives::flag;
 use crate::rewrite::settings::Replacement;
 use crate::rewrite::{Flag, Op, Rewrite, SetTarget, replacement};
@@ -19,31 +21,21 @@ const SCRIPT: Contexts = Contexts::SERVER
 
 const SETTING: Contexts = Contexts::HTTP.with(SCRIPT);
 
-const fn entry(name: &'static str, contexts: Contexts, arity: Arity, set: Setter) -> HttpDirective {
-    HttpDirective {
-        name,
-        contexts,
-        arity,
-        block: Shape::Simple,
-        set,
-    }
-}
-
 pub const DIRECTIVES: &[HttpDirective] = &[
-    entry(
+    directive(
         "rewrite",
         SCRIPT,
         Arity::TAKE23,
         Setter::Location(set_rewrite),
     ),
-    entry(
+    directive(
         "return",
         SCRIPT,
         Arity::TAKE12,
         Setter::Location(set_return),
     ),
-    entry("break", SCRIPT, Arity::NONE, Setter::Location(set_break)),
-    entry("set", SCRIPT, Arity::TAKE2, Setter::Location(set_set)),
+    directive("break", SCRIPT, Arity::NONE, Setter::Location(set_break)),
+    directive("set", SCRIPT, Arity::TAKE2, Setter::Location(set_set)),
     HttpDirective {
         name: "if",
         contexts: Contexts::SERVER.with(Contexts::LOCATION),
@@ -51,13 +43,13 @@ pub const DIRECTIVES: &[HttpDirective] = &[
         block: Shape::Block,
         set: Setter::Block(BlockKind::If),
     },
-    entry(
+    directive(
         "rewrite_log",
         SETTING,
         Arity::FLAG,
         Setter::Location(set_rewrite_log),
     ),
-    entry(
+    directive(
         "uninitialized_variable_warn",
         SETTING,
         Arity::FLAG,

@@ -2,47 +2,29 @@
 
 use std::sync::Arc;
 
-use conf::{Arity, BlockKind, ConfError, Contexts, Directive};
+use conf::{Arity, ConfError, Contexts, Directive};
 
-use crate::conf::{HttpDirective, LoadContext, LocationScope, Setter};
+use crate::conf::{HttpDirective, LoadContext, LocationScope, location_directive};
 use crate::core::directives::{flag, size};
 use crate::set_once;
-
-type LocationSetter =
-    fn(&mut LocationScope, &Directive, &mut LoadContext<'_>) -> Result<(), ConfError>;
-
-const fn entry(
-    name: &'static str,
-    contexts: Contexts,
-    arity: Arity,
-    set: LocationSetter,
-) -> HttpDirective {
-    HttpDirective {
-        name,
-        contexts,
-        arity,
-        block: BlockKind::Simple,
-        set: Setter::Location(set),
-    }
-}
 
 const WITH_IF: Contexts = Contexts::HTTP_SERVER_LOCATION.with(Contexts::LOCATION_IF);
 const LEVELS: Contexts = Contexts::HTTP_SERVER_LOCATION;
 
 pub const DIRECTIVES: &[HttpDirective] = &[
-    entry("ssi", WITH_IF, Arity::FLAG, set_ssi),
-    entry("ssi_silent_errors", LEVELS, Arity::FLAG, set_silent_errors),
-    entry("ssi_types", LEVELS, Arity::ONE_OR_MORE, set_types),
-    entry("ssi_value_length", LEVELS, Arity::TAKE1, set_value_length),
-    entry(
+    location_directive("ssi", WITH_IF, Arity::FLAG, set_ssi),
+    location_directive("ssi_silent_errors", LEVELS, Arity::FLAG, set_silent_errors),
+    location_directive("ssi_types", LEVELS, Arity::ONE_OR_MORE, set_types),
+    location_directive("ssi_value_length", LEVELS, Arity::TAKE1, set_value_length),
+    location_directive(
         "ssi_min_file_chunk",
         LEVELS,
         Arity::TAKE1,
         set_min_file_chunk,
     ),
-    entry("ssi_last_modified", LEVELS, Arity::FLAG, set_last_modified),
+    location_directive("ssi_last_modified", LEVELS, Arity::FLAG, set_last_modified),
     // nginx's core directive; only SSI's `include set=` captures a subrequest here.
-    entry(
+    location_directive(
         "subrequest_output_buffer_size",
         LEVELS,
         Arity::TAKE1,

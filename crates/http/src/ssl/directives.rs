@@ -5,139 +5,172 @@
 
 use conf::{Arity, ConfError, Contexts, Directive};
 
-use crate::conf::{HttpDirective, LoadContext, ServerScope, Setter};
+use crate::conf::{HttpDirective, LoadContext, ServerScope, Setter, directive};
 use crate::set_once;
 use crate::ssl::settings::{CertificateCacheConf, SessionCacheSetting, VerifyClient};
 
 const HTTP_SERVER: Contexts = Contexts::HTTP.with(Contexts::SERVER);
 
-const fn entry(name: &'static str, arity: Arity, set: Setter) -> HttpDirective {
-    HttpDirective {
-        name,
-        contexts: HTTP_SERVER,
-        arity,
-        block: conf::BlockKind::Simple,
-        set,
-    }
-}
-
 pub const DIRECTIVES: &[HttpDirective] = &[
-    entry(
+    directive(
         "ssl_certificate",
+        HTTP_SERVER,
         Arity::TAKE1,
         Setter::Server(add_certificate),
     ),
-    entry(
+    directive(
         "ssl_certificate_key",
+        HTTP_SERVER,
         Arity::TAKE1,
         Setter::Server(add_certificate_key),
     ),
-    entry(
+    directive(
         "ssl_certificate_cache",
+        HTTP_SERVER,
         Arity::TAKE123,
         Setter::Server(set_certificate_cache),
     ),
-    entry(
+    directive(
         "ssl_password_file",
+        HTTP_SERVER,
         Arity::TAKE1,
         Setter::Server(set_password_file),
     ),
-    entry(
+    directive(
         "ssl_protocols",
+        HTTP_SERVER,
         Arity::ONE_OR_MORE,
         Setter::Server(set_protocols),
     ),
-    entry("ssl_ciphers", Arity::TAKE1, Setter::Server(set_ciphers)),
-    entry(
+    directive(
+        "ssl_ciphers",
+        HTTP_SERVER,
+        Arity::TAKE1,
+        Setter::Server(set_ciphers),
+    ),
+    directive(
         "ssl_prefer_server_ciphers",
+        HTTP_SERVER,
         Arity::FLAG,
         Setter::Server(set_prefer_server_ciphers),
     ),
-    entry(
+    directive(
         "ssl_ecdh_curve",
+        HTTP_SERVER,
         Arity::TAKE1,
         Setter::Server(set_ecdh_curve),
     ),
-    entry(
+    directive(
         "ssl_conf_command",
+        HTTP_SERVER,
         Arity::TAKE2,
         Setter::Server(accept_conf_command),
     ),
-    entry(
+    directive(
         "ssl_session_cache",
+        HTTP_SERVER,
         Arity::TAKE12,
         Setter::Server(set_session_cache),
     ),
-    entry(
+    directive(
         "ssl_session_timeout",
+        HTTP_SERVER,
         Arity::TAKE1,
         Setter::Server(set_session_timeout),
     ),
-    entry(
+    directive(
         "ssl_session_tickets",
+        HTTP_SERVER,
         Arity::FLAG,
         Setter::Server(set_session_tickets),
     ),
-    entry(
+    directive(
         "ssl_session_ticket_key",
+        HTTP_SERVER,
         Arity::TAKE1,
         Setter::Server(add_session_ticket_key),
     ),
-    entry(
+    directive(
         "ssl_buffer_size",
+        HTTP_SERVER,
         Arity::TAKE1,
         Setter::Server(set_buffer_size),
     ),
-    entry(
+    directive(
         "ssl_handshake_timeout",
+        HTTP_SERVER,
         Arity::TAKE1,
         Setter::Server(set_handshake_timeout),
     ),
-    entry("ssl_dhparam", Arity::TAKE1, Setter::Server(accept_dhparam)),
-    entry(
+    directive(
+        "ssl_dhparam",
+        HTTP_SERVER,
+        Arity::TAKE1,
+        Setter::Server(accept_dhparam),
+    ),
+    directive(
         "ssl_reject_handshake",
+        HTTP_SERVER,
         Arity::FLAG,
         Setter::Server(set_reject_handshake),
     ),
-    entry(
+    directive(
         "ssl_early_data",
+        HTTP_SERVER,
         Arity::FLAG,
         Setter::Server(set_early_data),
     ),
-    entry(
+    directive(
         "ssl_verify_client",
+        HTTP_SERVER,
         Arity::TAKE1,
         Setter::Server(set_verify_client),
     ),
-    entry(
+    directive(
         "ssl_verify_depth",
+        HTTP_SERVER,
         Arity::TAKE1,
         Setter::Server(set_verify_depth),
     ),
-    entry(
+    directive(
         "ssl_client_certificate",
+        HTTP_SERVER,
         Arity::TAKE1,
         Setter::Server(set_client_certificate),
     ),
-    entry(
+    directive(
         "ssl_trusted_certificate",
+        HTTP_SERVER,
         Arity::TAKE1,
         Setter::Server(set_trusted_certificate),
     ),
-    entry("ssl_crl", Arity::TAKE1, Setter::Server(set_crl)),
-    entry("ssl_stapling", Arity::FLAG, Setter::Server(accept_stapling)),
-    entry(
+    directive(
+        "ssl_crl",
+        HTTP_SERVER,
+        Arity::TAKE1,
+        Setter::Server(set_crl),
+    ),
+    directive(
+        "ssl_stapling",
+        HTTP_SERVER,
+        Arity::FLAG,
+        Setter::Server(accept_stapling),
+    ),
+    directive(
         "ssl_stapling_file",
+        HTTP_SERVER,
         Arity::TAKE1,
         Setter::Server(set_stapling_file),
     ),
-    entry(
+    directive(
         "ssl_stapling_responder",
+        HTTP_SERVER,
         Arity::TAKE1,
         Setter::Server(accept_stapling_option),
     ),
-    entry(
+    directive(
         "ssl_stapling_verify",
+        HTTP_SERVER,
         Arity::FLAG,
         Setter::Server(accept_stapling_option),
     ),

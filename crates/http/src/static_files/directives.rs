@@ -6,119 +6,104 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use conf::{Arity, BlockKind, ConfError, Contexts, Directive};
+use conf::{Arity, ConfError, Contexts, Directive};
 
-use crate::conf::{HttpDirective, LoadContext, LocationScope, Setter};
+use crate::conf::{HttpDirective, LoadContext, LocationScope, location_directive};
 use crate::file::open::Symlinks;
 use crate::set_once;
 use crate::static_files::settings::{
     Aio, AutoindexFormat, DisableSymlinks, OpenFileCacheConf, OutputBuffers, PoolChoice, TryFiles,
 };
 
-const fn entry(
-    name: &'static str,
-    contexts: Contexts,
-    arity: Arity,
-    set: fn(&mut LocationScope, &Directive, &mut LoadContext<'_>) -> Result<(), ConfError>,
-) -> HttpDirective {
-    HttpDirective {
-        name,
-        contexts,
-        arity,
-        block: BlockKind::Simple,
-        set: Setter::Location(set),
-    }
-}
-
 const ANY_LEVEL: Contexts = Contexts::HTTP_SERVER_LOCATION;
 
 pub const DIRECTIVES: &[HttpDirective] = &[
-    entry("index", ANY_LEVEL, Arity::ONE_OR_MORE, set_index),
-    entry(
+    location_directive("index", ANY_LEVEL, Arity::ONE_OR_MORE, set_index),
+    location_directive(
         "try_files",
         Contexts::SERVER.with(Contexts::LOCATION),
         Arity::TWO_OR_MORE,
         set_try_files,
     ),
-    entry("autoindex", ANY_LEVEL, Arity::FLAG, set_autoindex),
-    entry(
+    location_directive("autoindex", ANY_LEVEL, Arity::FLAG, set_autoindex),
+    location_directive(
         "autoindex_format",
         ANY_LEVEL,
         Arity::TAKE1,
         set_autoindex_format,
     ),
-    entry(
+    location_directive(
         "autoindex_exact_size",
         ANY_LEVEL,
         Arity::FLAG,
         set_autoindex_exact_size,
     ),
-    entry(
+    location_directive(
         "autoindex_localtime",
         ANY_LEVEL,
         Arity::FLAG,
         set_autoindex_localtime,
     ),
-    entry(
+    location_directive(
         "disable_symlinks",
         ANY_LEVEL,
         Arity::TAKE12,
         set_disable_symlinks,
     ),
-    entry(
+    location_directive(
         "open_file_cache",
         ANY_LEVEL,
         Arity::TAKE12,
         set_open_file_cache,
     ),
-    entry(
+    location_directive(
         "open_file_cache_valid",
         ANY_LEVEL,
         Arity::TAKE1,
         set_open_file_cache_valid,
     ),
-    entry(
+    location_directive(
         "open_file_cache_min_uses",
         ANY_LEVEL,
         Arity::TAKE1,
         set_open_file_cache_min_uses,
     ),
-    entry(
+    location_directive(
         "open_file_cache_errors",
         ANY_LEVEL,
         Arity::FLAG,
         set_open_file_cache_errors,
     ),
-    entry("aio", ANY_LEVEL, Arity::TAKE1, set_aio),
-    entry("aio_write", ANY_LEVEL, Arity::FLAG, set_aio_write),
-    entry("aio_nowait", ANY_LEVEL, Arity::FLAG, set_aio_nowait),
-    entry(
+    location_directive("aio", ANY_LEVEL, Arity::TAKE1, set_aio),
+    location_directive("aio_write", ANY_LEVEL, Arity::FLAG, set_aio_write),
+    location_directive("aio_nowait", ANY_LEVEL, Arity::FLAG, set_aio_nowait),
+    location_directive(
         "sendfile",
         ANY_LEVEL.with(Contexts::LOCATION_IF),
         Arity::FLAG,
         set_sendfile,
     ),
-    entry(
+    location_directive(
         "sendfile_max_chunk",
         ANY_LEVEL,
         Arity::TAKE1,
         set_sendfile_max_chunk,
     ),
-    entry("tcp_nopush", ANY_LEVEL, Arity::FLAG, set_tcp_nopush),
-    entry(
+    location_directive("tcp_nopush", ANY_LEVEL, Arity::FLAG, set_tcp_nopush),
+    location_directive(
         "output_buffers",
         ANY_LEVEL,
         Arity::TAKE2,
         set_output_buffers,
     ),
-    entry("directio", ANY_LEVEL, Arity::TAKE1, set_directio),
-    entry(
+    location_directive("directio", ANY_LEVEL, Arity::TAKE1, set_directio),
+    location_directive(
         "directio_alignment",
         ANY_LEVEL,
         Arity::TAKE1,
         set_directio_alignment,
     ),
-    entry("read_ahead", ANY_LEVEL, Arity::TAKE1, set_read_ahead),
+    location_directive("read_ahead", ANY_LEVEL, Arity::TAKE1, set_read_ahead),
 ];
 
 /// Several `index` directives at one level accumulate, as nginx's do.

@@ -2,32 +2,38 @@
 
 use std::sync::Arc;
 
-use conf::{Arity, BlockKind, ConfError, Contexts, Directive};
+use conf::{Arity, ConfError, Contexts, Directive};
 
-use crate::conf::{HttpDirective, LoadContext, LocationScope, Setter};
+use crate::conf::{HttpDirective, LoadContext, LocationScope, location_directive};
 use crate::core::directives::flag;
 use crate::set_once;
 use crate::sub_filter::settings::{SubFilterTypes, Substitution};
 
-const fn entry(
-    name: &'static str,
-    arity: Arity,
-    set: fn(&mut LocationScope, &Directive, &mut LoadContext<'_>) -> Result<(), ConfError>,
-) -> HttpDirective {
-    HttpDirective {
-        name,
-        contexts: Contexts::HTTP_SERVER_LOCATION,
-        arity,
-        block: BlockKind::Simple,
-        set: Setter::Location(set),
-    }
-}
-
 pub const DIRECTIVES: &[HttpDirective] = &[
-    entry("sub_filter", Arity::TAKE2, set_sub_filter),
-    entry("sub_filter_once", Arity::FLAG, set_once_flag),
-    entry("sub_filter_types", Arity::ONE_OR_MORE, set_types),
-    entry("sub_filter_last_modified", Arity::FLAG, set_last_modified),
+    location_directive(
+        "sub_filter",
+        Contexts::HTTP_SERVER_LOCATION,
+        Arity::TAKE2,
+        set_sub_filter,
+    ),
+    location_directive(
+        "sub_filter_once",
+        Contexts::HTTP_SERVER_LOCATION,
+        Arity::FLAG,
+        set_once_flag,
+    ),
+    location_directive(
+        "sub_filter_types",
+        Contexts::HTTP_SERVER_LOCATION,
+        Arity::ONE_OR_MORE,
+        set_types,
+    ),
+    location_directive(
+        "sub_filter_last_modified",
+        Contexts::HTTP_SERVER_LOCATION,
+        Arity::FLAG,
+        set_last_modified,
+    ),
 ];
 
 set_once!(set_once_flag, LocationScope, sub_filter.once, flag);

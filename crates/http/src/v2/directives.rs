@@ -5,9 +5,11 @@
 //! apply); since 1.25.1 so are the server push directives. nginx accepts each with a
 //! warning and ignores its value; so does Portico.
 
-use conf::{Arity, BlockKind, ConfError, Contexts, Directive};
+use conf::{Arity, ConfError, Contexts, Directive};
 
-use crate::conf::{HttpDirective, LoadContext, LocationScope, MainScope, ServerScope, Setter};
+use crate::conf::{
+    HttpDirective, LoadContext, LocationScope, MainScope, ServerScope, Setter, directive,
+};
 use crate::core::directives::{flag, number, size};
 use crate::set_once;
 
@@ -20,85 +22,75 @@ const MAX_WINDOW: u64 = (1 << 31) - 1;
 /// nginx refuses a receive buffer no larger than twice its 16-byte state buffer.
 const RECV_BUFFER_MIN: u64 = 2 * 16;
 
-const fn entry(name: &'static str, contexts: Contexts, arity: Arity, set: Setter) -> HttpDirective {
-    HttpDirective {
-        name,
-        contexts,
-        arity,
-        block: BlockKind::Simple,
-        set,
-    }
-}
-
 pub const DIRECTIVES: &[HttpDirective] = &[
-    entry("http2", HTTP_SERVER, Arity::FLAG, Setter::Server(set_http2)),
-    entry(
+    directive("http2", HTTP_SERVER, Arity::FLAG, Setter::Server(set_http2)),
+    directive(
         "http2_max_concurrent_streams",
         HTTP_SERVER,
         Arity::TAKE1,
         Setter::Server(set_max_concurrent_streams),
     ),
-    entry(
+    directive(
         "http2_body_preread_size",
         HTTP_SERVER,
         Arity::TAKE1,
         Setter::Server(set_body_preread_size),
     ),
-    entry(
+    directive(
         "http2_chunk_size",
         Contexts::HTTP_SERVER_LOCATION,
         Arity::TAKE1,
         Setter::Location(set_chunk_size),
     ),
-    entry(
+    directive(
         "http2_recv_buffer_size",
         Contexts::HTTP,
         Arity::TAKE1,
         Setter::Main(set_recv_buffer_size),
     ),
-    entry(
+    directive(
         "http2_idle_timeout",
         HTTP_SERVER,
         Arity::TAKE1,
         Setter::Server(obsolete),
     ),
-    entry(
+    directive(
         "http2_max_requests",
         HTTP_SERVER,
         Arity::TAKE1,
         Setter::Server(obsolete),
     ),
-    entry(
+    directive(
         "http2_max_field_size",
         HTTP_SERVER,
         Arity::TAKE1,
         Setter::Server(obsolete),
     ),
-    entry(
+    directive(
         "http2_max_header_size",
         HTTP_SERVER,
         Arity::TAKE1,
         Setter::Server(obsolete),
     ),
-    entry(
+    directive(
         "http2_recv_timeout",
         HTTP_SERVER,
         Arity::TAKE1,
         Setter::Server(obsolete),
     ),
-    entry(
+    directive(
         "http2_push",
         Contexts::HTTP_SERVER_LOCATION,
         Arity::TAKE1,
         Setter::Location(obsolete_location),
     ),
-    entry(
+    directive(
         "http2_push_preload",
         Contexts::HTTP_SERVER_LOCATION,
         Arity::FLAG,
         Setter::Location(obsolete_location),
     ),
-    entry(
+    directive(
         "http2_max_concurrent_pushes",
         HTTP_SERVER,
         Arity::TAKE1,

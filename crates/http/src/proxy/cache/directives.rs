@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use conf::{Arity, BlockKind, ConfError, Contexts, Directive};
 
-use crate::conf::{HttpDirective, LoadContext, LocationScope, MainScope, Setter};
+use crate::conf::{
+    HttpDirective, LoadContext, LocationScope, MainScope, Setter, location_directive,
+};
 use crate::core::directives::{flag, size, time};
 use crate::proxy::cache::settings::{
     CacheMethods, CachePath, CacheUse, Store, UseStale, ValidRule,
@@ -14,24 +16,6 @@ use crate::proxy::cache::settings::{
 use crate::set_once;
 
 const ANY_LEVEL: Contexts = Contexts::HTTP_SERVER_LOCATION;
-
-type LocationSetter =
-    fn(&mut LocationScope, &Directive, &mut LoadContext<'_>) -> Result<(), ConfError>;
-
-const fn entry(
-    name: &'static str,
-    contexts: Contexts,
-    arity: Arity,
-    set: LocationSetter,
-) -> HttpDirective {
-    HttpDirective {
-        name,
-        contexts,
-        arity,
-        block: BlockKind::Simple,
-        set: Setter::Location(set),
-    }
-}
 
 pub const DIRECTIVES: &[HttpDirective] = &[
     HttpDirective {
@@ -41,101 +25,101 @@ pub const DIRECTIVES: &[HttpDirective] = &[
         block: BlockKind::Simple,
         set: Setter::Main(set_cache_path),
     },
-    entry("proxy_cache", ANY_LEVEL, Arity::TAKE1, set_cache),
-    entry("proxy_cache_key", ANY_LEVEL, Arity::TAKE1, set_key),
-    entry(
+    location_directive("proxy_cache", ANY_LEVEL, Arity::TAKE1, set_cache),
+    location_directive("proxy_cache_key", ANY_LEVEL, Arity::TAKE1, set_key),
+    location_directive(
         "proxy_cache_valid",
         ANY_LEVEL,
         Arity::ONE_OR_MORE,
         set_valid,
     ),
-    entry(
+    location_directive(
         "proxy_cache_min_uses",
         ANY_LEVEL,
         Arity::TAKE1,
         set_min_uses,
     ),
-    entry(
+    location_directive(
         "proxy_cache_use_stale",
         ANY_LEVEL,
         Arity::ONE_OR_MORE,
         set_use_stale,
     ),
-    entry(
+    location_directive(
         "proxy_cache_background_update",
         ANY_LEVEL,
         Arity::FLAG,
         set_background_update,
     ),
-    entry("proxy_cache_lock", ANY_LEVEL, Arity::FLAG, set_lock),
-    entry(
+    location_directive("proxy_cache_lock", ANY_LEVEL, Arity::FLAG, set_lock),
+    location_directive(
         "proxy_cache_lock_timeout",
         ANY_LEVEL,
         Arity::TAKE1,
         set_lock_timeout,
     ),
-    entry(
+    location_directive(
         "proxy_cache_lock_age",
         ANY_LEVEL,
         Arity::TAKE1,
         set_lock_age,
     ),
-    entry(
+    location_directive(
         "proxy_cache_lock_stream",
         ANY_LEVEL,
         Arity::FLAG,
         set_lock_stream,
     ),
-    entry(
+    location_directive(
         "proxy_cache_revalidate",
         ANY_LEVEL,
         Arity::FLAG,
         set_revalidate,
     ),
-    entry(
+    location_directive(
         "proxy_cache_bypass",
         ANY_LEVEL,
         Arity::ONE_OR_MORE,
         set_bypass,
     ),
-    entry(
+    location_directive(
         "proxy_no_cache",
         ANY_LEVEL,
         Arity::ONE_OR_MORE,
         set_no_cache,
     ),
-    entry(
+    location_directive(
         "proxy_cache_methods",
         ANY_LEVEL,
         Arity::ONE_OR_MORE,
         set_methods,
     ),
-    entry(
+    location_directive(
         "proxy_cache_convert_head",
         ANY_LEVEL,
         Arity::FLAG,
         set_convert_head,
     ),
-    entry(
+    location_directive(
         "proxy_cache_max_range_offset",
         ANY_LEVEL,
         Arity::TAKE1,
         set_max_range_offset,
     ),
-    entry(
+    location_directive(
         "proxy_force_ranges",
         ANY_LEVEL,
         Arity::FLAG,
         set_force_ranges,
     ),
-    entry("proxy_store", ANY_LEVEL, Arity::TAKE1, set_store),
-    entry(
+    location_directive("proxy_store", ANY_LEVEL, Arity::TAKE1, set_store),
+    location_directive(
         "proxy_store_access",
         ANY_LEVEL,
         Arity::TAKE123,
         set_store_access,
     ),
-    entry(
+    location_directive(
         "proxy_cache_purge",
         ANY_LEVEL,
         Arity::ONE_OR_MORE,
@@ -143,8 +127,8 @@ pub const DIRECTIVES: &[HttpDirective] = &[
     ),
     // nginx's postpone filter holds small outputs back; Portico writes as soon as a write
     // is due, so the size is checked and has no other effect.
-    entry("slice", ANY_LEVEL, Arity::TAKE1, set_slice),
-    entry("postpone_output", ANY_LEVEL, Arity::TAKE1, accept_size),
+    location_directive("slice", ANY_LEVEL, Arity::TAKE1, set_slice),
+    location_directive("postpone_output", ANY_LEVEL, Arity::TAKE1, accept_size),
 ];
 
 fn accept_size(

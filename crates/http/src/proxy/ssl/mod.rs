@@ -5,9 +5,9 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use conf::{Arity, BlockKind, ConfError, ConfErrorKind, Contexts, Directive};
+use conf::{Arity, ConfError, ConfErrorKind, Contexts, Directive};
 
-use crate::conf::{HttpDirective, LoadContext, Location, LocationScope, Setter};
+use crate::conf::{HttpDirective, LoadContext, Location, LocationScope, Setter, directive};
 use crate::set_once;
 use crate::variables::HttpTemplate;
 
@@ -17,70 +17,76 @@ pub use settings::{ProxySsl, ProxySslConf};
 
 const CONTEXTS: Contexts = Contexts::HTTP_SERVER_LOCATION;
 
-const fn entry(name: &'static str, arity: Arity, set: Setter) -> HttpDirective {
-    HttpDirective {
-        name,
-        contexts: CONTEXTS,
-        arity,
-        block: BlockKind::Simple,
-        set,
-    }
-}
-
 pub const DIRECTIVES: &[HttpDirective] = &[
-    entry(
+    directive(
         "proxy_ssl_server_name",
+        CONTEXTS,
         Arity::FLAG,
         Setter::Location(set_server_name),
     ),
-    entry("proxy_ssl_name", Arity::TAKE1, Setter::Location(set_name)),
-    entry(
+    directive(
+        "proxy_ssl_name",
+        CONTEXTS,
+        Arity::TAKE1,
+        Setter::Location(set_name),
+    ),
+    directive(
         "proxy_ssl_verify",
+        CONTEXTS,
         Arity::FLAG,
         Setter::Location(set_verify),
     ),
-    entry(
+    directive(
         "proxy_ssl_trusted_certificate",
+        CONTEXTS,
         Arity::TAKE1,
         Setter::Location(set_trusted),
     ),
-    entry(
+    directive(
         "proxy_ssl_verify_depth",
+        CONTEXTS,
         Arity::TAKE1,
         Setter::Location(set_verify_depth),
     ),
-    entry(
+    directive(
         "proxy_ssl_certificate",
+        CONTEXTS,
         Arity::TAKE1,
         Setter::Location(set_certificate),
     ),
-    entry(
+    directive(
         "proxy_ssl_certificate_key",
+        CONTEXTS,
         Arity::TAKE1,
         Setter::Location(set_certificate_key),
     ),
-    entry(
+    directive(
         "proxy_ssl_password_file",
+        CONTEXTS,
         Arity::TAKE1,
         Setter::Location(set_password_file),
     ),
-    entry(
+    directive(
         "proxy_ssl_protocols",
+        CONTEXTS,
         Arity::ONE_OR_MORE,
         Setter::Location(set_protocols),
     ),
-    entry(
+    directive(
         "proxy_ssl_ciphers",
+        CONTEXTS,
         Arity::TAKE1,
         Setter::Location(set_ciphers),
     ),
-    entry(
+    directive(
         "proxy_ssl_session_reuse",
+        CONTEXTS,
         Arity::FLAG,
         Setter::Location(set_session_reuse),
     ),
-    entry(
+    directive(
         "proxy_ssl_conf_command",
+        CONTEXTS,
         Arity::TAKE2,
         Setter::Location(accept_conf_command),
     ),
