@@ -8,18 +8,22 @@
 //! multiple of 8 bytes, as nginx pads them (the specification recommends it, §3.3).
 //!
 //! The answer is read by [`Decoder`] (records to events: stdout and stderr bytes, the end
-//! of stdout, END_REQUEST with its statuses), which takes bytes as they arrive, in any
-//! split, and borrows stdout and stderr bytes from the input instead of copying them.
+//! of stdout, END_REQUEST with its statuses) or, one level up, by [`ResponseReader`], which
+//! also reads the CGI head from stdout and applies nginx's rules on which record may come
+//! when. Both take bytes as they arrive, in any split, and borrow stdout and stderr bytes
+//! from the input instead of copying them.
 
 mod decoder;
 mod params;
 mod record;
 mod request;
+mod response;
 
 pub use decoder::{Decoder, EndRequest, Event, ProtocolStatus};
 pub use params::NameValuePairs;
 pub use record::{CONTENT_LEN_MAX, HEADER_LEN, RecordHeader, RecordType, VERSION_1, padding_len};
 pub use request::{KeepConn, RequestEncoder, STDIN_RECORD_CONTENT_MAX};
+pub use response::{ResponseEvent, ResponseReader};
 
 /// What nginx logs of a piece of stderr, as `FastCGI sent in stderr: "..."`: the piece
 /// without its trailing line ends, spaces and dots (PHP ends its messages with `.` and

@@ -14,13 +14,18 @@
 //! On the request path it sits where `http1` sits for `proxy_pass`: the `http` crate's
 //! upstream engine evaluates the `fastcgi_param` / `uwsgi_param` / `scgi_param` values,
 //! hands them here with the request body, writes the bytes to the peer, and feeds what
-//! the peer answers back here.
+//! the peer answers to [`fastcgi::ResponseReader`] (FastCGI) or [`head::HeadParser`]
+//! (uwsgi and SCGI, whose body is then the rest of the stream until the peer closes).
 //!
 //! - [`fastcgi`]: records (FastCGI 1.0 §3), name-value pairs (§3.4), the request a
 //!   responder is sent ([`fastcgi::RequestEncoder`]), the records it answers with
-//!   ([`fastcgi::Decoder`]).
+//!   ([`fastcgi::Decoder`]) and the response read as nginx reads it
+//!   ([`fastcgi::ResponseReader`]).
+//! - [`head`]: the CGI response head (RFC 3875 §6), or an HTTP status line and header
+//!   lines (uwsgi and SCGI applications may send either), read as nginx reads them.
 
 pub mod error;
 pub mod fastcgi;
+pub mod head;
 
 pub use error::{FastcgiError, HeadError, RecordError, RequestError};
