@@ -23,9 +23,11 @@
 //!   ([`fastcgi::ResponseReader`]).
 //! - [`head`]: the CGI response head (RFC 3875 §6), or an HTTP status line and header
 //!   lines (uwsgi and SCGI applications may send either), read as nginx reads them.
+//! - [`uwsgi`]: the request packet (modifier1, 16-bit little-endian size, modifier2, vars).
 
 pub mod error;
 pub mod fastcgi;
 pub mod head;
+pub mod uwsgi;
 
 pub use error::{FastcgiError, HeadError, RecordError, RequestError};
