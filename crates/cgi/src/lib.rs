@@ -24,10 +24,12 @@
 //! - [`head`]: the CGI response head (RFC 3875 §6), or an HTTP status line and header
 //!   lines (uwsgi and SCGI applications may send either), read as nginx reads them.
 //! - [`uwsgi`]: the request packet (modifier1, 16-bit little-endian size, modifier2, vars).
+//! - [`scgi`]: the request netstring (`CONTENT_LENGTH` first).
 
 pub mod error;
 pub mod fastcgi;
 pub mod head;
+pub mod scgi;
 pub mod uwsgi;
 
 pub use error::{FastcgiError, HeadError, RecordError, RequestError};
