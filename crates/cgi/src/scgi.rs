@@ -111,9 +111,14 @@ impl<'a> Request<'a> {
     /// The headers in order (`CONTENT_LENGTH` first). An odd count of NUL-ended strings
     /// leaves the last name without a value: it is not returned.
     pub fn headers(&self) -> impl Iterator<Item = (&'a [u8], &'a [u8])> + 'a {
+        // Every string ends with a NUL (checked by `parse`), so the split's last piece is
+        // the empty one after the final NUL, never a name.
         let mut strings = self.headers.split(|&byte| byte == 0);
-        std::iter::from_fn(move || Some((strings.next()?, strings.next()?)))
-            .filter(|(name, _)| !name.is_empty())
+        std::iter::from_fn(move || {
+            let name = strings.next()?;
+            let value = strings.next()?;
+            Some((name, value))
+        })
     }
 }
 
@@ -146,6 +151,22 @@ mod tests {
                 (&b"SCGI"[..], &b"1"[..]),
                 (b"REQUEST_METHOD", b"POST"),
                 (b"REQUEST_URI", b"/deepthought")
+            ]
+        );
+    }
+
+    #[test]
+    fn empty_names_and_values_read_back() {
+        let mut out = Vec::new();
+        encode_request(&mut out, 0, [("", "v"), ("N", "")]).expect("no NUL");
+        let request = Request::parse(&out).expect("valid").expect("whole");
+        let read: Vec<_> = request.headers().collect();
+        assert_eq!(
+            read,
+            [
+                (&b"CONTENT_LENGTH"[..], &b"0"[..]),
+                (b"", b"v"),
+                (b"N", b"")
             ]
         );
     }
