@@ -44,11 +44,17 @@ struct PhpFpm {
     _dir: TempDir,
 }
 
+/// PHP-FPM started for one test, or `None` (said on stderr) where it is not installed.
+#[allow(clippy::print_stderr, reason = "a skipped test says so")]
 fn start_php_fpm() -> Option<PhpFpm> {
     let program = find_program(|name| {
         name.strip_prefix("php-fpm")
             .is_some_and(|version| version.chars().all(|c| c.is_ascii_digit() || c == '.'))
-    })?;
+    });
+    let Some(program) = program else {
+        eprintln!("skipped: php-fpm not found (Debian: apt-get install php-fpm)");
+        return None;
+    };
     let dir = TempDir::new("php-fpm");
     let socket = dir.join("php.sock");
     let script = dir.write("index.php", SCRIPT);
@@ -162,7 +168,6 @@ fn request(encoder: &RequestEncoder, params: &[(&str, String)], body: &[u8]) -> 
 #[test]
 fn php_fpm_status_headers_stdout_stderr_and_end_request() {
     let Some(php) = start_php_fpm() else {
-        eprintln!("skipped: php-fpm not found (Debian: apt-get install php-fpm)");
         return;
     };
     let encoder = RequestEncoder::new(1, KeepConn::Close);
@@ -203,7 +208,6 @@ fn php_fpm_status_headers_stdout_stderr_and_end_request() {
 #[test]
 fn php_fpm_body_and_params_over_several_records_then_a_kept_connection() {
     let Some(php) = start_php_fpm() else {
-        eprintln!("skipped: php-fpm not found (Debian: apt-get install php-fpm)");
         return;
     };
     let encoder = RequestEncoder::new(1, KeepConn::Keep);
