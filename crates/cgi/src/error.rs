@@ -160,7 +160,8 @@ pub enum RequestError {
     /// 65535; Portico splits the pairs over several records, so only a single pair that
     /// does not fit one is refused. `len` is that pair's encoded length.
     FastcgiRecordTooBig { len: usize },
-    /// uwsgi vars longer than the packet's 16-bit size can say. `len` is their total.
+    /// uwsgi vars longer than the packet's 16-bit size can say. `len` is their total up to
+    /// the var that went past the limit.
     UwsgiTooBig { len: usize },
     /// An SCGI header name or value with a NUL byte, which would end it early and start
     /// another header the configuration never set. nginx writes it unchanged; Portico

@@ -24,7 +24,7 @@ where
     put_header(
         out,
         b"CONTENT_LENGTH",
-        content_length.to_string().as_bytes(),
+        itoa::Buffer::new().format(content_length).as_bytes(),
     );
     for (name, value) in headers {
         let (name, value) = (name.as_ref(), value.as_ref());
@@ -39,10 +39,13 @@ where
     // The length goes before the headers, which had to be written to be counted: move
     // them up by its size (headers are small; the body is never moved).
     let end = out.len();
-    let prefix = format!("{}:", end - start);
-    out.resize(end + prefix.len(), 0);
-    out.copy_within(start..end, start + prefix.len());
-    out[start..start + prefix.len()].copy_from_slice(prefix.as_bytes());
+    let mut digits = itoa::Buffer::new();
+    let length = digits.format(end - start).as_bytes();
+    let prefix_len = length.len() + 1;
+    out.resize(end + prefix_len, 0);
+    out.copy_within(start..end, start + prefix_len);
+    out[start..start + length.len()].copy_from_slice(length);
+    out[start + length.len()] = b':';
     out.push(b',');
     Ok(())
 }

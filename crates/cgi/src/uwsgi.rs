@@ -39,7 +39,7 @@ where
         let (key, value) = (key.as_ref(), value.as_ref());
         len = len.saturating_add(4 + key.len() + value.len());
         if len > VARS_LEN_MAX {
-            // nginx reports the total of every var; the rest only adds to it.
+            // The total so far, past the limit; nginx adds up every var before it looks.
             out.truncate(start);
             return Err(RequestError::UwsgiTooBig { len });
         }
