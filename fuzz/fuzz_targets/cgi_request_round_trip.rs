@@ -64,7 +64,7 @@ fn uwsgi_round_trip(pairs: &[(&[u8], &[u8])]) {
         Ok(()) => {}
     }
     let packet = uwsgi::Packet::parse(&out).expect("a whole packet");
-    assert_eq!(packet.len(), out.len());
+    assert_eq!(packet.byte_len(), out.len());
     let mut vars = packet.vars();
     assert!(vars.by_ref().eq(pairs.iter().copied()));
     assert!(vars.rest().is_empty());
@@ -86,7 +86,7 @@ fn scgi_round_trip(pairs: &[(&[u8], &[u8])], content_length: u64) {
         Ok(()) => {}
     }
     let request = scgi::Request::parse(&out).expect("valid").expect("whole");
-    assert_eq!(request.len(), out.len());
+    assert_eq!(request.byte_len(), out.len());
     let mut headers = request.headers();
     let length = content_length.to_string();
     assert_eq!(

@@ -102,13 +102,8 @@ impl<'a> Request<'a> {
     }
 
     /// Bytes the netstring takes; the body starts after them.
-    pub fn len(&self) -> usize {
+    pub fn byte_len(&self) -> usize {
         self.len
-    }
-
-    /// Always false: a netstring has at least its length, `:` and `,`.
-    pub fn is_empty(&self) -> bool {
-        false
     }
 
     /// The headers in order (`CONTENT_LENGTH` first). An odd count of NUL-ended strings
@@ -145,7 +140,7 @@ mod tests {
         let expected = expected.as_bytes();
         assert_eq!(out, expected);
         let request = Request::parse(&out).expect("valid").expect("whole");
-        assert_eq!(request.len(), out.len());
+        assert_eq!(request.byte_len(), out.len());
         let read: Vec<_> = request.headers().collect();
         assert_eq!(read[0], (&b"CONTENT_LENGTH"[..], &b"27"[..]));
         assert_eq!(
@@ -209,7 +204,10 @@ mod tests {
         }
         out.extend_from_slice(b"hello");
         assert_eq!(
-            Request::parse(&out).expect("valid").expect("whole").len(),
+            Request::parse(&out)
+                .expect("valid")
+                .expect("whole")
+                .byte_len(),
             out.len() - 5
         );
     }

@@ -77,13 +77,8 @@ impl<'a> Packet<'a> {
     }
 
     /// Bytes the packet takes; the body starts after them.
-    pub fn len(&self) -> usize {
+    pub fn byte_len(&self) -> usize {
         HEADER_LEN + self.vars.len()
-    }
-
-    /// Always false: a packet has at least its header.
-    pub fn is_empty(&self) -> bool {
-        false
     }
 
     /// The vars in order. Iteration stops at the first var that is not whole;
@@ -151,7 +146,10 @@ mod tests {
             .extend_from_slice(b"\x0e\x00REQUEST_METHOD\x03\x00GET\x0c\x00QUERY_STRING\x00\x00");
         assert_eq!(out, expected);
         let packet = Packet::parse(&out).expect("whole");
-        assert_eq!((packet.modifiers, packet.len()), (modifiers, out.len()));
+        assert_eq!(
+            (packet.modifiers, packet.byte_len()),
+            (modifiers, out.len())
+        );
         let vars: Vec<_> = packet.vars().collect();
         assert_eq!(
             vars,
@@ -201,7 +199,10 @@ mod tests {
         }
         let mut with_body = out.clone();
         with_body.extend_from_slice(b"body");
-        assert_eq!(Packet::parse(&with_body).expect("whole").len(), out.len());
+        assert_eq!(
+            Packet::parse(&with_body).expect("whole").byte_len(),
+            out.len()
+        );
     }
 
     #[test]

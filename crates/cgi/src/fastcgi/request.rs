@@ -47,10 +47,6 @@ impl RequestEncoder {
         }
     }
 
-    pub fn request_id(&self) -> u16 {
-        self.request_id
-    }
-
     /// BEGIN_REQUEST: role RESPONDER, `FCGI_KEEP_CONN` as asked (§5.1).
     pub fn begin(&self, out: &mut Vec<u8>) {
         let [role_high, role_low] = ROLE_RESPONDER.to_be_bytes();
