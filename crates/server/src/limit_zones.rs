@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 
 use http::limit::settings::LimitZones;
-use http::limit::zone::{ConnZone, ReqZone};
+use http::limit::settings::zone::{ConnZone, ReqZone};
 
 #[derive(Default)]
 struct Registry {
