@@ -42,6 +42,16 @@ impl ReadAhead {
         }
     }
 
+    /// A buffer that takes its memory only when bytes are appended (an HTTP/2 stream's,
+    /// whose body bytes arrive through its feed, and which most requests never need).
+    pub(crate) fn unallocated() -> ReadAhead {
+        ReadAhead {
+            buf: Vec::new(),
+            filled: 0,
+            size: 1,
+        }
+    }
+
     /// Frees the buffer while it holds nothing, so that a connection waiting for a request
     /// holds no buffer (nginx frees its header buffer then too). [`ReadAhead::restore`]
     /// gives it back before the next read.

@@ -208,7 +208,14 @@ impl<'a> Request<'a> {
         self.mirrors.clear();
         self.without_body = false;
         self.background = false;
-        self.subrequests_left = std::rc::Rc::new(std::cell::Cell::new(SUBREQUESTS_MAX));
+        // The count is shared with subrequests; once they are gone it is this request's
+        // alone and is set again rather than made anew.
+        match std::rc::Rc::get_mut(&mut self.subrequests_left) {
+            Some(left) => left.set(SUBREQUESTS_MAX),
+            None => {
+                self.subrequests_left = std::rc::Rc::new(std::cell::Cell::new(SUBREQUESTS_MAX));
+            }
+        }
     }
 
     /// Whether this is a subrequest (nginx's `r != r->main`).

@@ -152,6 +152,15 @@ pub struct FieldList {
 }
 
 impl FieldList {
+    /// A list with room for `bytes` bytes of names and values and `fields` fields.
+    pub fn with_capacity(bytes: usize, fields: usize) -> FieldList {
+        FieldList {
+            status: 0,
+            bytes: Vec::with_capacity(bytes),
+            fields: Vec::with_capacity(fields),
+        }
+    }
+
     pub fn clear(&mut self) {
         self.status = 0;
         self.bytes.clear();

@@ -35,7 +35,9 @@ const FILESYSTEM_CALLS: &[&str] = &[
 ];
 
 /// Crates whose code runs on a worker's loop.
-const LOOP_CRATES: &[&str] = &["http", "http1", "http2", "cgi", "vars", "runtime", "upstream"];
+const LOOP_CRATES: &[&str] = &[
+    "http", "http1", "http2", "cgi", "vars", "runtime", "upstream",
+];
 
 /// Files of loop crates that may touch the file system because their code runs on the
 /// master or on a thread pool, never on a worker's loop.

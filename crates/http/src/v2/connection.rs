@@ -62,6 +62,8 @@ pub(crate) struct Shared {
     /// (mirrors, `post_action`, a background cache refresh): they finish even when the
     /// connection closes first.
     pub(crate) after_response: RefCell<Vec<u32>>,
+    /// Field lists of heads already encoded, kept with their memory for the next ones.
+    pub(crate) spare_fields: RefCell<Vec<crate::response::FieldList>>,
 }
 
 impl Shared {
@@ -186,9 +188,12 @@ async fn serve(worker: &HttpWorker, address: &AddressConf, connection: Connectio
         inboxes: RefCell::default(),
         queued_since_write: Cell::new(0),
         after_response: RefCell::default(),
+        spare_fields: RefCell::default(),
     };
     let read_size = usize::try_from(conf.v2.recv_buffer_size).unwrap_or(usize::MAX);
     let mut buffer = vec![0; read_size.clamp(PREFACE.len() * 2, 64 * 1024)];
+    // Declared before the streams, which borrow it.
+    let spare_requests = RefCell::new(Vec::new());
     let mut streams = Streams::default();
     let mut idle_since = Instant::now();
     let mut stalled_since: Option<Instant> = None;
@@ -211,6 +216,7 @@ async fn serve(worker: &HttpWorker, address: &AddressConf, connection: Connectio
                 info: &info,
                 socket: &socket,
                 shared: &shared,
+                spare_requests: &spare_requests,
             };
             dispatch(&started, &mut streams, &rules);
             shared.progress.notify_waiters();

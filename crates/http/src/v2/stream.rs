@@ -36,7 +36,14 @@ pub(crate) struct Started<'a> {
     pub(crate) info: &'a ConnectionInfo,
     pub(crate) socket: &'a runtime::Stream,
     pub(crate) shared: &'a Shared,
+    /// Requests of finished streams, kept with their buffers for the next streams. Boxed:
+    /// a stream's future holds a pointer to its request, not the request.
+    #[allow(clippy::vec_box)]
+    pub(crate) spare_requests: &'a RefCell<Vec<Box<Request<'a>>>>,
 }
+
+/// Finished streams' requests a connection keeps for its next streams.
+const SPARE_REQUESTS_MAX: usize = 16;
 
 impl Started<'_> {
     /// A refused head is logged at `info`, as nginx logs it, in the default server's log.
@@ -83,9 +90,13 @@ pub(crate) async fn run_stream(started: Started<'_>, opened: Opened) {
     let mut info = started.info.clone();
     info.requests = requests;
     let info = &info;
-    let mut request = Request::default();
-    // `reset` sets what a new request starts with (the internal redirects allowed).
-    request.reset();
+    let spare = started.spare_requests.borrow_mut().pop();
+    let mut request = spare.unwrap_or_else(|| {
+        let mut request = Box::<Request>::default();
+        // `reset` sets what a new request starts with (the internal redirects allowed).
+        request.reset();
+        request
+    });
     request.started = Some(Instant::now());
     request.keepalive = true;
     let conf = worker.conf();
@@ -99,7 +110,7 @@ pub(crate) async fn run_stream(started: Started<'_>, opened: Opened) {
     });
     // The body's bytes are added as the body reader takes them.
     request.length = block_len as u64;
-    let mut read_ahead = ReadAhead::new(0);
+    let mut read_ahead = ReadAhead::unallocated();
     let feed = StreamFeed {
         shared: started.shared,
         stream_id,
@@ -231,6 +242,12 @@ pub(crate) async fn run_stream(started: Started<'_>, opened: Opened) {
     }
     let mut after_response = started.shared.after_response.borrow_mut();
     after_response.retain(|&id| id != stream_id);
+    // What the request holds (a `limit_conn` count) is let go here, as when it is dropped.
+    request.reset();
+    let mut spare = started.spare_requests.borrow_mut();
+    if spare.len() < SPARE_REQUESTS_MAX {
+        spare.push(request);
+    }
 }
 
 /// Why nginx refuses a head with 400 before it becomes a request, in its words: a
@@ -260,29 +277,26 @@ fn refusal(head: &RequestHead, body: bool) -> Option<String> {
     })
 }
 
-/// A field's name and value.
-type Field<'a> = (&'a [u8], &'a [u8]);
-
 /// The fields of the request head: `host` from `:authority` first when the client sent
 /// no `host`, then the client's fields, without a `content-length` on a request that has
 /// no body (a non-zero one was refused). Also says whether `host` was added.
-fn request_fields(head: &RequestHead, body: bool) -> (Vec<Field<'_>>, bool) {
-    let mut fields = Vec::with_capacity(head.fields.len() + 1);
+fn request_fields(
+    head: &RequestHead,
+    body: bool,
+) -> (impl Iterator<Item = (&[u8], &[u8])> + '_, bool) {
     let has_host = head.fields.iter().any(|field| field.name == b"host");
-    let add_host = match (&head.authority, has_host) {
-        (Some(authority), false) => {
-            fields.push((&b"host"[..], authority.as_slice()));
-            true
-        }
-        _ => false,
-    };
-    fields.extend(
-        head.fields
-            .iter()
-            .filter(|field| body || field.name != b"content-length")
-            .map(|field| (field.name.as_slice(), field.value.as_slice())),
-    );
-    (fields, add_host)
+    let host = head
+        .authority
+        .as_deref()
+        .filter(|_| !has_host)
+        .map(|authority| (&b"host"[..], authority));
+    let added = host.is_some();
+    let fields = head
+        .fields
+        .iter()
+        .filter(move |field| body || field.name != b"content-length")
+        .map(|field| (field.name.as_slice(), field.value.as_slice()));
+    (host.into_iter().chain(fields), added)
 }
 
 /// Makes the stream's head into `request` with the default server's rules, chooses the
@@ -385,7 +399,11 @@ impl StreamSink<'_> {
         let state = std::mem::replace(&mut *self.state.borrow_mut(), SinkState::Ended);
         let mut h2 = self.shared.h2.borrow_mut();
         let _ = match state {
-            SinkState::HeadReady(fields, _) => send_head(&mut h2, self.stream_id, &fields, true),
+            SinkState::HeadReady(fields, _) => {
+                let sent = send_head(&mut h2, self.stream_id, &fields, true);
+                self.recycle(fields);
+                sent
+            }
             SinkState::AwaitingHead => {
                 let fields = [field(b":status", b"500")];
                 h2.send_headers(self.stream_id, &fields, true)
@@ -419,9 +437,15 @@ impl StreamSink<'_> {
         if queued >= QUEUED_MAX {
             return Err(io::ErrorKind::WouldBlock.into());
         }
-        if let SinkState::HeadReady(fields, length) = &*state {
-            send_head(&mut h2, self.stream_id, fields, false).map_err(|_| Self::gone())?;
-            *state = SinkState::Body(*length);
+        if let SinkState::HeadReady(_, length) = &*state {
+            let length = *length;
+            if let SinkState::HeadReady(fields, _) =
+                std::mem::replace(&mut *state, SinkState::Body(length))
+            {
+                let sent = send_head(&mut h2, self.stream_id, &fields, false);
+                self.recycle(fields);
+                sent.map_err(|_| Self::gone())?;
+            }
         }
         let take = bytes.len().min(QUEUED_MAX - queued);
         let (left, last) = match &*state {
@@ -448,6 +472,16 @@ impl StreamSink<'_> {
         };
         self.shared.wake.notify_one();
         Ok(take)
+    }
+
+    /// Keeps an encoded head's field list for the connection's next head.
+    fn recycle(&self, mut fields: FieldList) {
+        const KEPT_MAX: usize = 8;
+        let mut spare = self.shared.spare_fields.borrow_mut();
+        if spare.len() < KEPT_MAX {
+            fields.clear();
+            spare.push(fields);
+        }
     }
 
     fn gone() -> io::Error {
@@ -482,6 +516,11 @@ fn status_digits(status: u16) -> [u8; 3] {
 }
 
 impl FramedSink for StreamSink<'_> {
+    fn spare_fields(&self) -> FieldList {
+        let spare = self.shared.spare_fields.borrow_mut().pop();
+        spare.unwrap_or_else(|| FieldList::with_capacity(256, 12))
+    }
+
     fn head(&self, fields: FieldList) -> usize {
         let length = fields
             .get(b"content-length")
@@ -578,13 +617,14 @@ mod tests {
         };
         let (fields, added) = request_fields(&head, true);
         assert!(added);
+        let fields: Vec<(&[u8], &[u8])> = fields.collect();
         let want: Vec<(&[u8], &[u8])> = vec![
             (b"host", b"example.com"),
             (b"content-length", b"9"),
             (b"x-y", b"z"),
         ];
         assert_eq!(fields, want);
-        let (fields, _) = request_fields(&head, false);
-        assert!(fields.iter().all(|(name, _)| *name != b"content-length"));
+        let (mut fields, _) = request_fields(&head, false);
+        assert!(fields.all(|(name, _)| name != b"content-length"));
     }
 }

@@ -33,6 +33,9 @@ pub fn assemble<'f>(
 ) -> Result<(), RequestError> {
     head.clear();
     buf.clear();
+    // The line and the fields in one allocation (the fields' sizes are a guess that holds
+    // for most heads: a line of 40 bytes each).
+    buf.reserve(parts.method.len() + parts.path.len() + 16 + 40 * 8);
     buf.extend_from_slice(parts.method);
     buf.push(b' ');
     buf.extend_from_slice(parts.path);
