@@ -54,6 +54,8 @@ pub mod static_files;
 pub mod stub_status;
 pub mod sub_filter;
 pub mod subrequest;
+#[cfg(test)]
+mod testing;
 pub mod upstream;
 pub mod v2;
 pub mod variables;

@@ -1,79 +1,13 @@
-//! Timeouts and closing: `client_header_timeout`, `client_body_timeout`, `send_timeout`,
-//! `reset_timedout_connection`, `lingering_close` and `lingering_time`.
+//! Closing over TCP: `reset_timedout_connection`, `lingering_close` and `lingering_time`.
+//! The timeouts themselves (`client_header_timeout`, `client_body_timeout`,
+//! `send_timeout`, `keepalive_timeout`) are tested in process, on a paused clock
+//! (`crates/http/src/testing/tests.rs`).
 
 use std::time::{Duration, Instant};
 
 use crate::support::proxy::OK;
 use crate::support::upstream::MockUpstream;
 use crate::support::{Ending, Instance};
-
-#[test]
-fn client_header_timeout_closes_without_a_response() {
-    let server = Instance::http(
-        "server { listen 127.0.0.1:8080; client_header_timeout 1s; location / { return 200 ok; } }",
-    );
-    let mut client = server.connect().with_timeout(Duration::from_secs(10));
-    client.write("GET / HTTP/1.1\r\nHost: localhost\r\n");
-    client.expect_closed_without_response();
-    let line = server.wait_for_error_log("client timed out");
-    assert!(
-        line.contains(
-            "[info]"
-        ) && line.contains(
-            "client timed out (110: Connection timed out) while reading client request headers, \
-             client: 127.0.0.1, server: , request: \"GET / HTTP/1.1\", host: \"localhost\""
-        ),
-        "{line}"
-    );
-}
-
-#[test]
-fn client_header_timeout_applies_to_an_idle_new_connection() {
-    let server = Instance::http(
-        "server { listen 127.0.0.1:8080; client_header_timeout 1s; location / { return 200 ok; } }",
-    );
-    let mut client = server.connect().with_timeout(Duration::from_secs(10));
-    client.expect_closed_without_response();
-    let line = server.wait_for_error_log("while waiting for request");
-    assert!(
-        line.contains("[info]")
-            && line.contains(
-                "client timed out (110: Connection timed out) while waiting for request, \
-                 client: 127.0.0.1, server: 127.0.0.1:"
-            ),
-        "{line}"
-    );
-}
-
-#[test]
-fn send_timeout_closes_a_client_that_does_not_read() {
-    let size = 16 * 1024 * 1024;
-    let server = Instance::http_builder(
-        "server {
-            listen 127.0.0.1:8080 sndbuf=32k;
-            send_timeout 1s;
-            root html;
-        }",
-    )
-    .file("html/big.bin", vec![b'z'; size])
-    .start();
-    let mut client = server.connect().with_timeout(Duration::from_secs(20));
-    client.write("GET /big.bin HTTP/1.1\r\nHost: localhost\r\n\r\n");
-    let line = server.wait_for_error_log("client timed out");
-    assert!(
-        line.contains("[info]")
-            && line.contains(
-                "client timed out (110: Connection timed out) while sending response to client"
-            ),
-        "{line}"
-    );
-    let (_, received) = client.wait_closed();
-    assert!(
-        received.len() < size,
-        "the whole file arrived ({} bytes)",
-        received.len()
-    );
-}
 
 const LINGERING: &str = "server {
     listen 127.0.0.1:8080;
@@ -125,47 +59,6 @@ server {
     location / { proxy_pass http://127.0.0.1:8081; }
     location /reset { reset_timedout_connection on; proxy_pass http://127.0.0.1:8081; }
 }";
-
-#[test]
-fn client_body_timeout_ends_the_request_with_408() {
-    let mut builder = Instance::http_builder(BODY_TIMEOUT);
-    let upstream = MockUpstream::answering(builder.port(8081), OK);
-    let server = builder.start();
-    let mut client = server.connect().with_timeout(Duration::from_secs(10));
-    let started = Instant::now();
-    client.write("POST / HTTP/1.1\r\nHost: localhost\r\nContent-Length: 10\r\n\r\nabc");
-    let (ending, received) = client.wait_closed();
-    let waited = started.elapsed();
-    assert!(
-        waited >= Duration::from_millis(900),
-        "closed after {waited:?}"
-    );
-    assert!(waited < Duration::from_secs(5), "closed after {waited:?}");
-    // As after `client_header_timeout`, nginx sends nothing: 408 is the logged status.
-    assert!(
-        received.is_empty(),
-        "{:?}",
-        String::from_utf8_lossy(&received)
-    );
-    assert_eq!(ending, Ending::Closed);
-    server.wait_for_line("logs/st.log", "408");
-    assert_eq!(upstream.connections(), 0);
-}
-
-/// nginx ends the request with 408 from the body reader's timeout handler, which logs
-/// nothing (unlike `client_header_timeout`'s "client timed out" at `info`).
-#[test]
-fn client_body_timeout_writes_no_error_log_line() {
-    let mut builder = Instance::http_builder(BODY_TIMEOUT);
-    let _upstream = MockUpstream::answering(builder.port(8081), OK);
-    let server = builder.start();
-    let mut client = server.connect().with_timeout(Duration::from_secs(10));
-    client.write("POST / HTTP/1.1\r\nHost: localhost\r\nContent-Length: 10\r\n\r\nabc");
-    let _ = client.wait_closed();
-    server.wait_for_line("logs/st.log", "408");
-    let log = server.error_log();
-    assert!(!log.contains("client timed out"), "{log}");
-}
 
 #[test]
 fn reset_timedout_connection_resets_after_client_body_timeout() {
