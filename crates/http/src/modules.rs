@@ -2,6 +2,8 @@
 //! a directive name finds its table entry under the module that owns it.
 
 use crate::conf::HttpDirective;
+use crate::variables::evaluate::{VariableDef, register_module_getters};
+use crate::variables::{ModuleNames, ModuleVariable, register_module_names};
 
 /// Every module's directive table.
 pub const TABLES: &[&[HttpDirective]] = &[
@@ -34,6 +36,53 @@ pub const TABLES: &[&[HttpDirective]] = &[
     crate::v2::directives::DIRECTIVES,
     crate::proxy::ssl::DIRECTIVES,
 ];
+
+/// Every module's variable table; the kernel's own variables (`$uri`, `$remote_addr`, ...)
+/// are the `variables` module's.
+pub const VARIABLES: &[&[VariableDef]] = &[
+    crate::realip::variables::VARIABLES,
+    crate::limit::variables::VARIABLES,
+    crate::gzip::variables::VARIABLES,
+    crate::proxy::variables::VARIABLES,
+    crate::stub_status::variables::VARIABLES,
+    crate::ssl::variables::VARIABLES,
+    crate::v2::variables::VARIABLES,
+];
+
+/// The modules' variables by name, for the registry.
+struct Names;
+
+impl ModuleNames for Names {
+    fn find(&self, lower: &str) -> Option<ModuleVariable> {
+        for (table, definitions) in VARIABLES.iter().enumerate() {
+            for (index, definition) in definitions.iter().enumerate() {
+                let arg = if definition.prefix {
+                    match lower.strip_prefix(definition.name) {
+                        Some(rest) => rest.as_bytes(),
+                        None => continue,
+                    }
+                } else if definition.name == lower {
+                    b""
+                } else {
+                    continue;
+                };
+                return Some(ModuleVariable {
+                    table: u16::try_from(table).ok()?,
+                    index: u16::try_from(index).ok()?,
+                    arg: arg.into(),
+                });
+            }
+        }
+        None
+    }
+}
+
+/// Makes the modules' variables known to the kernel: their names to the registry, their
+/// getters to the evaluator. Once per process, before the first load.
+pub fn register_variables() {
+    register_module_names(&Names);
+    register_module_getters(VARIABLES);
+}
 
 /// All directives of all modules, for [`conf::spec::check`].
 pub fn directives() -> impl Iterator<Item = &'static HttpDirective> {

@@ -27,6 +27,9 @@ const ASSEMBLY: &[&str] = &[
     "v2/body.rs",
     "v2/connection.rs",
     "v2/stream.rs",
+    // The in-process test sessions drive the whole server, as a connection does.
+    "testing.rs",
+    "testing/tests.rs",
 ];
 
 /// Features by file prefix (a directory with `/`, or one file); every other file is kernel.

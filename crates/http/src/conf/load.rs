@@ -44,6 +44,7 @@ struct PendingServer {
 
 /// Loads the `http { ... }` block.
 pub fn load_http(block: &[Directive], env: LoadEnv<'_>) -> Result<HttpConf, ConfError> {
+    modules::register_variables();
     let merge_env = MergeEnv {
         prefix: env.prefix.to_owned(),
         main_error_log: env.main_error_log,

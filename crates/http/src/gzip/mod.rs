@@ -7,6 +7,7 @@
 
 pub mod directives;
 pub mod settings;
+pub mod variables;
 
 use crate::conf::Location;
 use crate::request::Request;

@@ -14,6 +14,7 @@
 
 pub mod directives;
 pub mod settings;
+pub mod variables;
 
 use std::sync::Arc;
 use std::time::Duration;

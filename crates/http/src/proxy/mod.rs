@@ -23,6 +23,7 @@ pub mod response;
 pub mod settings;
 pub(crate) mod slice;
 pub mod ssl;
+pub mod variables;
 
 pub use settings::ProxyPass;
 pub use settings::{

@@ -12,6 +12,7 @@
 
 pub mod directives;
 pub mod settings;
+pub mod variables;
 
 use std::net::{IpAddr, SocketAddr};
 

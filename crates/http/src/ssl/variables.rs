@@ -2,6 +2,25 @@
 
 use tls::HandshakeInfo;
 
+use crate::variables::evaluate::VariableDef;
+
+/// A table entry for `$NAME`, the fact `VARIANT` of the handshake.
+macro_rules! ssl {
+    ($name:literal, $variant:ident) => {
+        VariableDef {
+            name: $name,
+            prefix: false,
+            get: |variables, _, out| {
+                append(
+                    SslVariable::$variant,
+                    variables.connection.tls.as_deref(),
+                    out,
+                )
+            },
+        }
+    };
+}
+
 /// One `$ssl_*` variable.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum SslVariable {
@@ -30,36 +49,32 @@ pub enum SslVariable {
     ClientVRemain,
 }
 
-/// The variable a name (lowercased) refers to, if it is one of ours.
-pub fn builtin(name: &str) -> Option<SslVariable> {
-    use SslVariable as V;
-    Some(match name {
-        "ssl_protocol" => V::Protocol,
-        "ssl_cipher" => V::Cipher,
-        "ssl_ciphers" => V::Ciphers,
-        "ssl_curve" => V::Curve,
-        "ssl_curves" => V::Curves,
-        "ssl_session_id" => V::SessionId,
-        "ssl_session_reused" => V::SessionReused,
-        "ssl_server_name" => V::ServerName,
-        "ssl_alpn_protocol" => V::AlpnProtocol,
-        "ssl_early_data" => V::EarlyData,
-        "ssl_client_verify" => V::ClientVerify,
-        "ssl_client_s_dn" => V::ClientSDn,
-        "ssl_client_i_dn" => V::ClientIDn,
-        "ssl_client_s_dn_legacy" => V::ClientSDnLegacy,
-        "ssl_client_i_dn_legacy" => V::ClientIDnLegacy,
-        "ssl_client_serial" => V::ClientSerial,
-        "ssl_client_fingerprint" => V::ClientFingerprint,
-        "ssl_client_cert" => V::ClientCert,
-        "ssl_client_raw_cert" => V::ClientRawCert,
-        "ssl_client_escaped_cert" => V::ClientEscapedCert,
-        "ssl_client_v_start" => V::ClientVStart,
-        "ssl_client_v_end" => V::ClientVEnd,
-        "ssl_client_v_remain" => V::ClientVRemain,
-        _ => return None,
-    })
-}
+/// The `$ssl_*` variables: each reads its fact of the connection's handshake.
+pub const VARIABLES: &[VariableDef] = &[
+    ssl!("ssl_protocol", Protocol),
+    ssl!("ssl_cipher", Cipher),
+    ssl!("ssl_ciphers", Ciphers),
+    ssl!("ssl_curve", Curve),
+    ssl!("ssl_curves", Curves),
+    ssl!("ssl_session_id", SessionId),
+    ssl!("ssl_session_reused", SessionReused),
+    ssl!("ssl_server_name", ServerName),
+    ssl!("ssl_alpn_protocol", AlpnProtocol),
+    ssl!("ssl_early_data", EarlyData),
+    ssl!("ssl_client_verify", ClientVerify),
+    ssl!("ssl_client_s_dn", ClientSDn),
+    ssl!("ssl_client_i_dn", ClientIDn),
+    ssl!("ssl_client_s_dn_legacy", ClientSDnLegacy),
+    ssl!("ssl_client_i_dn_legacy", ClientIDnLegacy),
+    ssl!("ssl_client_serial", ClientSerial),
+    ssl!("ssl_client_fingerprint", ClientFingerprint),
+    ssl!("ssl_client_cert", ClientCert),
+    ssl!("ssl_client_raw_cert", ClientRawCert),
+    ssl!("ssl_client_escaped_cert", ClientEscapedCert),
+    ssl!("ssl_client_v_start", ClientVStart),
+    ssl!("ssl_client_v_end", ClientVEnd),
+    ssl!("ssl_client_v_remain", ClientVRemain),
+];
 
 /// Appends the value; `false` is "not found" (a plain connection, or no such fact).
 pub fn append(variable: SslVariable, info: Option<&HandshakeInfo>, out: &mut Vec<u8>) -> bool {

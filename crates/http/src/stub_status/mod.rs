@@ -2,6 +2,7 @@
 //! writes them, byte for byte, summed over every worker of every generation.
 
 pub mod directives;
+pub mod variables;
 
 use std::io::Write as _;
 

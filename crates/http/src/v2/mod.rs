@@ -7,3 +7,4 @@ pub(crate) mod connection;
 pub mod directives;
 pub mod settings;
 mod stream;
+pub mod variables;

@@ -52,6 +52,27 @@ impl<'a> RequestVariables<'a> {
     }
 }
 
+/// A variable a module defines: its name (a prefix such as `ssl_client_` when `prefix`),
+/// and the getter that appends its value for a request, `false` when it is not found
+/// (the access log then writes `-`). `arg` is the rest of a prefixed name.
+#[derive(Debug)]
+pub struct VariableDef {
+    pub name: &'static str,
+    pub prefix: bool,
+    pub get: Getter,
+}
+
+/// Appends a module variable's value; `false` for "not found".
+pub type Getter = fn(variables: &RequestVariables<'_>, arg: &[u8], out: &mut Vec<u8>) -> bool;
+
+static MODULE_GETTERS: std::sync::OnceLock<&'static [&'static [VariableDef]]> =
+    std::sync::OnceLock::new();
+
+/// Makes the modules' variable tables the ones evaluated (the assembly does, before a load).
+pub fn register_module_getters(tables: &'static [&'static [VariableDef]]) {
+    let _ = MODULE_GETTERS.set(tables);
+}
+
 impl Evaluator<Variable> for RequestVariables<'_> {
     fn variable(&mut self, variable: &Variable, out: &mut Vec<u8>) {
         self.append(variable, out);
@@ -87,23 +108,21 @@ impl RequestVariables<'_> {
                 Some(_) => out.extend_from_slice(b"https"),
                 None => out.extend_from_slice(b"http"),
             },
-            // Only an HTTP/2 stream's head says HTTP/2.0: HTTP/1 refuses that version.
-            Variable::Http2 if request.protocol() == b"HTTP/2.0" => match self.connection.tls {
-                Some(_) => out.extend_from_slice(b"h2"),
-                None => out.extend_from_slice(b"h2c"),
-            },
-            Variable::Http2 => {}
             Variable::Https => {
                 if self.connection.tls.is_some() {
                     out.extend_from_slice(b"on");
                 }
             }
-            Variable::Ssl(variable) => {
-                return crate::ssl::variables::append(
-                    *variable,
-                    self.connection.tls.as_deref(),
-                    out,
-                );
+            Variable::Module(variable) => {
+                let definition = MODULE_GETTERS.get().and_then(|tables| {
+                    tables
+                        .get(usize::from(variable.table))?
+                        .get(usize::from(variable.index))
+                });
+                return match definition {
+                    Some(definition) => (definition.get)(self, &variable.arg, out),
+                    None => false,
+                };
             }
             Variable::RequestLength => push_number(out, request.length as i64, 1),
             Variable::RemoteAddr => write_peer(out, &self.connection.peer.get()),
@@ -117,12 +136,6 @@ impl RequestVariables<'_> {
                 }
                 _ => {}
             },
-            Variable::RealipRemoteAddr => write_peer(out, &self.connection.socket_peer),
-            Variable::RealipRemotePort => {
-                if let PeerAddress::Inet(address) = self.connection.socket_peer {
-                    push_number(out, address.port().into(), 1);
-                }
-            }
             Variable::ProxyProtocolAddr
             | Variable::ProxyProtocolPort
             | Variable::ProxyProtocolServerAddr
@@ -190,10 +203,6 @@ impl RequestVariables<'_> {
                 push_seconds_millis(out, self.now_monotonic.saturating_duration_since(started));
             }
             Variable::Msec => self.now.write_msec(out),
-            Variable::ConnectionsActive => push_number(out, connections().active as i64, 1),
-            Variable::ConnectionsReading => push_number(out, connections().reading as i64, 1),
-            Variable::ConnectionsWriting => push_number(out, connections().writing as i64, 1),
-            Variable::ConnectionsWaiting => push_number(out, connections().waiting as i64, 1),
             Variable::TimeLocal => self.now.write_time_local(out),
             Variable::DateLocal | Variable::DateGmt => super::time_format::format_time(
                 super::time_format::DEFAULT_TIME_FORMAT,
@@ -231,55 +240,13 @@ impl RequestVariables<'_> {
                 Some(path) => out.extend_from_slice(path.as_os_str().as_encoded_bytes()),
                 None => return false,
             },
-            Variable::ProxyHost => out.extend_from_slice(&request.upstream.proxy_host),
-            Variable::ProxyPort => out.extend_from_slice(&request.upstream.proxy_port),
-            Variable::ProxyAddXForwardedFor => {
-                let mut first = true;
-                for value in request.headers(b"x_forwarded_for") {
-                    if !first {
-                        out.extend_from_slice(b", ");
-                    }
-                    out.extend_from_slice(value);
-                    first = false;
-                }
-                if !first {
-                    out.extend_from_slice(b", ");
-                }
-                write_peer(out, &self.connection.peer.get());
-            }
             Variable::UpstreamAddr => {
                 return upstream_list(request, out, |attempt, out| {
                     out.extend_from_slice(attempt.addr.as_bytes())
                 });
             }
-            Variable::SliceRange => {
-                if let Some((first, last)) = request.upstream.slice {
-                    out.extend_from_slice(format!("bytes={first}-{last}").as_bytes());
-                }
-            }
             Variable::UpstreamCacheStatus => {
                 let Some(status) = request.upstream.cache_status else {
-                    return false;
-                };
-                out.extend_from_slice(status.as_bytes());
-            }
-            Variable::LimitReqStatus => {
-                let Some(status) = request.limit_req_status else {
-                    return false;
-                };
-                out.extend_from_slice(status.as_bytes());
-            }
-            Variable::GzipRatio => {
-                let Some((taken, given)) = request.gzip_ratio else {
-                    return false;
-                };
-                if taken == 0 || given == 0 {
-                    return false;
-                }
-                out.extend_from_slice(gzip_ratio(taken, given).as_bytes());
-            }
-            Variable::LimitConnStatus => {
-                let Some(status) = request.limit_conn_status else {
                     return false;
                 };
                 out.extend_from_slice(status.as_bytes());
@@ -810,10 +777,6 @@ fn append_proxy_protocol(
     }
 }
 
-fn connections() -> metrics::WorkerSnapshot {
-    metrics::GLOBAL.totals()
-}
-
 fn push_seconds_millis(out: &mut Vec<u8>, elapsed: std::time::Duration) {
     push_number(out, elapsed.as_secs() as i64, 1);
     out.push(b'.');
@@ -838,22 +801,6 @@ pub fn escape_header_name(name: &[u8]) -> Vec<u8> {
             }
         })
         .collect()
-}
-
-/// `$gzip_ratio` as nginx writes it: the ratio with two decimals, the third rounding the
-/// second half up.
-pub(crate) fn gzip_ratio(taken: u64, given: u64) -> String {
-    let (taken, given) = (u128::from(taken), u128::from(given));
-    let mut whole = taken / given;
-    let mut hundredths = (taken * 100 / given) % 100;
-    if (taken * 1000 / given) % 10 > 4 {
-        hundredths += 1;
-        if hundredths > 99 {
-            whole += 1;
-            hundredths = 0;
-        }
-    }
-    format!("{whole}.{hundredths:02}")
 }
 
 /// A template's value for a request.
@@ -922,14 +869,6 @@ mod tests {
         let mut out = Vec::new();
         push_seconds_millis(&mut out, std::time::Duration::from_millis(1005));
         assert_eq!(out, b"1.005");
-    }
-
-    #[test]
-    fn gzip_ratio_rounds_as_nginx() {
-        assert_eq!(super::gzip_ratio(2125, 1000), "2.13");
-        assert_eq!(super::gzip_ratio(2124, 1000), "2.12");
-        assert_eq!(super::gzip_ratio(1999, 1000), "2.00");
-        assert_eq!(super::gzip_ratio(100, 300), "0.33");
     }
 }
 

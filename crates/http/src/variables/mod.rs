@@ -9,7 +9,9 @@ use vars::Template;
 
 pub(crate) use evaluate::Reborrow;
 pub use evaluate::{NGINX_COMPATIBLE_VERSION, RequestVariables, escape_header_name};
-pub use registry::{NamedSlot, Settable, VariableRegistry, find, find_prefixed};
+pub use registry::{
+    ModuleNames, NamedSlot, Settable, VariableRegistry, find, find_prefixed, register_module_names,
+};
 
 /// A template whose variables are ours.
 pub(crate) type HttpTemplate = Template<Variable>;
@@ -35,20 +37,12 @@ pub enum Variable {
     Scheme,
     /// `$https`: `on` or empty.
     Https,
-    /// `$http2`: `h2` (over TLS), `h2c` (cleartext) or empty for HTTP/1.
-    Http2,
-    /// `$ssl_*`
-    Ssl(crate::ssl::variables::SslVariable),
     /// `$request_length`: bytes of the request head and body read so far.
     RequestLength,
     RemoteAddr,
     /// `$binary_remote_addr`: 4 or 16 bytes.
     BinaryRemoteAddr,
     RemotePort,
-    /// `$realip_remote_addr`: the socket's peer, whatever realip found.
-    RealipRemoteAddr,
-    /// `$realip_remote_port`.
-    RealipRemotePort,
     /// `$proxy_protocol_addr`: the source address of the PROXY protocol header.
     ProxyProtocolAddr,
     /// `$proxy_protocol_port`.
@@ -120,12 +114,6 @@ pub enum Variable {
     Pipe,
     /// `$request_body_file`: the temporary file holding the body, when it went to one.
     RequestBodyFile,
-    /// `$proxy_host`: the `proxy_pass` URL's host (and port, unless 80).
-    ProxyHost,
-    /// `$proxy_port`.
-    ProxyPort,
-    /// `$proxy_add_x_forwarded_for`: the client's `X-Forwarded-For` plus its address.
-    ProxyAddXForwardedFor,
     /// `$upstream_addr`: each server tried, `, `-separated.
     UpstreamAddr,
     UpstreamStatus,
@@ -138,26 +126,22 @@ pub enum Variable {
     /// `$upstream_cache_status`: how the cache answered (HIT, MISS, ...), not found when
     /// no cache was involved.
     UpstreamCacheStatus,
-    /// `$limit_req_status`, `$limit_conn_status`: not found until the module judged the
-    /// request.
-    LimitReqStatus,
-    LimitConnStatus,
-    /// `$gzip_ratio`: original over compressed size as `N.NN`; not found until a
-    /// compressed body has ended.
-    GzipRatio,
-    /// `$slice_range`: `bytes=S-E` of the slice being fetched, empty otherwise.
-    SliceRange,
     /// `$upstream_http_NAME`: a field of the upstream's response.
     UpstreamHttp(Box<[u8]>),
     /// `$upstream_cookie_NAME`: a cookie the upstream's `Set-Cookie` fields set.
     UpstreamCookie(Box<[u8]>),
-    /// `$connections_active`, `$connections_reading`, `$connections_writing`,
-    /// `$connections_waiting`: the `stub_status` figures, summed over the workers.
-    ConnectionsActive,
-    ConnectionsReading,
-    ConnectionsWriting,
-    ConnectionsWaiting,
     /// A variable of the configuration: a named regex capture, a `set` variable, or a
     /// `map` or `split_clients` variable.
     Named(NamedSlot),
+    /// A variable a module defines in its table (`$ssl_protocol`, `$gzip_ratio`, ...).
+    Module(ModuleVariable),
+}
+
+/// A module's variable as a template holds it: where its definition is in the modules'
+/// tables (`variables::evaluate::VariableDef`), and for a prefixed one the rest of the name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ModuleVariable {
+    pub table: u16,
+    pub index: u16,
+    pub arg: Box<[u8]>,
 }

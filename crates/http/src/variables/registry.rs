@@ -42,6 +42,25 @@ pub struct VariableRegistry {
     pub uses_realpath_root: bool,
 }
 
+/// The variables the modules define, by name: what the registry asks about a name that is
+/// not one of the kernel's. The assembly answers from the modules' tables.
+pub trait ModuleNames: Sync {
+    /// The module variable a lower-cased name names: a whole name, or a prefix of its
+    /// table followed by the rest.
+    fn find(&self, lower: &str) -> Option<super::ModuleVariable>;
+}
+
+static MODULE_NAMES: std::sync::OnceLock<&'static dyn ModuleNames> = std::sync::OnceLock::new();
+
+/// Makes the modules' variables known by name (the assembly does, before a load).
+pub fn register_module_names(names: &'static dyn ModuleNames) {
+    let _ = MODULE_NAMES.set(names);
+}
+
+fn module_variable(lower: &str) -> Option<Variable> {
+    MODULE_NAMES.get()?.find(lower).map(Variable::Module)
+}
+
 /// Makes a variable from the rest of a prefixed name (`http_x_foo` gives `x_foo`).
 type FromSuffix = fn(Box<[u8]>) -> Variable;
 
@@ -66,13 +85,10 @@ fn builtin(name: &str) -> Option<Variable> {
         "server_protocol" => Variable::ServerProtocol,
         "scheme" => Variable::Scheme,
         "https" => Variable::Https,
-        "http2" => Variable::Http2,
         "request_length" => Variable::RequestLength,
         "remote_addr" => Variable::RemoteAddr,
         "binary_remote_addr" => Variable::BinaryRemoteAddr,
         "remote_port" => Variable::RemotePort,
-        "realip_remote_addr" => Variable::RealipRemoteAddr,
-        "realip_remote_port" => Variable::RealipRemotePort,
         "proxy_protocol_addr" => Variable::ProxyProtocolAddr,
         "proxy_protocol_port" => Variable::ProxyProtocolPort,
         "proxy_protocol_server_addr" => Variable::ProxyProtocolServerAddr,
@@ -110,9 +126,6 @@ fn builtin(name: &str) -> Option<Variable> {
         "request_body_file" => Variable::RequestBodyFile,
         "limit_rate" => Variable::LimitRate,
         "pipe" => Variable::Pipe,
-        "proxy_host" => Variable::ProxyHost,
-        "proxy_port" => Variable::ProxyPort,
-        "proxy_add_x_forwarded_for" => Variable::ProxyAddXForwardedFor,
         "upstream_addr" => Variable::UpstreamAddr,
         "upstream_status" => Variable::UpstreamStatus,
         "upstream_response_time" => Variable::UpstreamResponseTime,
@@ -122,15 +135,7 @@ fn builtin(name: &str) -> Option<Variable> {
         "upstream_bytes_received" => Variable::UpstreamBytesReceived,
         "upstream_bytes_sent" => Variable::UpstreamBytesSent,
         "upstream_cache_status" => Variable::UpstreamCacheStatus,
-        "limit_req_status" => Variable::LimitReqStatus,
-        "limit_conn_status" => Variable::LimitConnStatus,
-        "gzip_ratio" => Variable::GzipRatio,
-        "slice_range" => Variable::SliceRange,
-        "connections_active" => Variable::ConnectionsActive,
-        "connections_reading" => Variable::ConnectionsReading,
-        "connections_writing" => Variable::ConnectionsWriting,
-        "connections_waiting" => Variable::ConnectionsWaiting,
-        _ => return crate::ssl::variables::builtin(name).map(Variable::Ssl),
+        _ => return module_variable(name),
     })
 }
 
