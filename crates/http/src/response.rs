@@ -128,6 +128,35 @@ impl ResponseHead<'_> {
         }
     }
 
+    /// The media type of `Content-Type`: before any `;`, without the spaces around it;
+    /// empty without the field.
+    pub fn media_type(&self) -> &[u8] {
+        let Some(value) = &self.content_type else {
+            return b"";
+        };
+        let value = value.as_slice();
+        let end = memchr::memchr(b';', value).unwrap_or(value.len());
+        value[..end].trim_ascii()
+    }
+
+    /// A filter will change the body: its length and ranges of it are unknown from here
+    /// (nginx's clear-content-length and clear-accept-ranges).
+    pub fn body_changes(&mut self) {
+        self.content_length = None;
+        self.accept_ranges = false;
+        self.headers
+            .retain(|(name, _)| !name.as_slice().eq_ignore_ascii_case(b"accept-ranges"));
+    }
+
+    /// Makes a strong `ETag` weak (`W/`), as a body that changes keeps only a weak one.
+    pub fn weaken_etag(&mut self) {
+        if let Some(etag) = &mut self.etag
+            && !etag.starts_with(b"W/")
+        {
+            etag.splice(0..0, b"W/".iter().copied());
+        }
+    }
+
     /// A header set by a handler or filter, looked up case-insensitively (for
     /// `$sent_http_NAME`).
     pub fn find(&self, name: &[u8]) -> Option<&[u8]> {

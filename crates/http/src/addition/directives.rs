@@ -4,8 +4,8 @@ use std::sync::Arc;
 
 use conf::{Arity, ConfError, Contexts, Directive};
 
-use crate::addition::settings::AdditionTypes;
 use crate::conf::{HttpDirective, LoadContext, LocationScope, location_directive};
+use crate::core::settings::MimeTypeList;
 use crate::set_once;
 
 pub const DIRECTIVES: &[HttpDirective] = &[
@@ -49,15 +49,8 @@ fn set_types(
     if scope.addition.types.is_some() {
         return Err(context.duplicate(directive));
     }
-    let mut types = AdditionTypes::default();
-    for argument in &directive.args {
-        match argument.as_str() {
-            "*" => types.any = true,
-            value => types
-                .types
-                .push(value.to_ascii_lowercase().into_bytes().into()),
-        }
-    }
+    let mut types = MimeTypeList::default();
+    types.add(&directive.args);
     scope.addition.types = Some(Arc::new(types));
     Ok(())
 }

@@ -38,30 +38,12 @@ pub fn filter<'a>(
     {
         return body;
     }
-    let content_type = request
-        .response
-        .content_type
-        .as_ref()
-        .map(|value| {
-            let value = value.as_slice();
-            let end = memchr::memchr(b';', value).unwrap_or(value.len());
-            value[..end].trim_ascii().to_vec()
-        })
-        .unwrap_or_default();
-    if !settings.types.contains(&content_type) {
+    if !settings.types.contains(request.response.media_type()) {
         return body;
     }
     let response = &mut request.response;
-    response.content_length = None;
-    response.accept_ranges = false;
-    response
-        .headers
-        .retain(|(name, _)| !name.as_slice().eq_ignore_ascii_case(b"accept-ranges"));
-    if let Some(etag) = &mut response.etag
-        && !etag.starts_with(b"W/")
-    {
-        etag.splice(0..0, b"W/".iter().copied());
-    }
+    response.body_changes();
+    response.weaken_etag();
     let Some(main) = Puller::new(body) else {
         log(
             worker,

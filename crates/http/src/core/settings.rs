@@ -290,3 +290,37 @@ pub struct ErrorPage {
     /// The arguments of a literal URI with `?`, split at load as nginx does.
     pub args: Option<Box<[u8]>>,
 }
+
+/// A `*_types` list (`gzip_types`, `ssi_types`, `sub_filter_types`, `addition_types`):
+/// lower-cased MIME types, `text/html` always among them, or `*` for any (nginx's types
+/// slot and its content-type test).
+#[derive(Clone, Debug, Default)]
+pub struct MimeTypeList {
+    pub any: bool,
+    pub types: Vec<Box<[u8]>>,
+}
+
+impl MimeTypeList {
+    /// Whether a response whose media type is `media_type` (as
+    /// [`crate::response::ResponseHead::media_type`] gives it) is in the list.
+    pub fn contains(&self, media_type: &[u8]) -> bool {
+        self.any
+            || media_type.eq_ignore_ascii_case(b"text/html")
+            || self
+                .types
+                .iter()
+                .any(|listed| listed.eq_ignore_ascii_case(media_type))
+    }
+
+    /// Adds a directive's arguments: `*`, or types.
+    pub fn add(&mut self, arguments: &[conf::Argument]) {
+        for argument in arguments {
+            match argument.as_str() {
+                "*" => self.any = true,
+                value => self
+                    .types
+                    .push(value.to_ascii_lowercase().into_bytes().into()),
+            }
+        }
+    }
+}

@@ -102,14 +102,7 @@ fn set_types(
         .take()
         .map(Arc::unwrap_or_clone)
         .unwrap_or_default();
-    for argument in &directive.args {
-        match argument.as_str() {
-            "*" => types.any = true,
-            value => types
-                .types
-                .push(value.to_ascii_lowercase().into_bytes().into()),
-        }
-    }
+    types.add(&directive.args);
     scope.gzip.types = Some(Arc::new(types));
     Ok(())
 }

@@ -32,18 +32,9 @@ pub fn filter(request: &mut Request<'_>, location: &Location, body_len: Option<u
         .iter()
         .any(|(name, _)| name.as_slice().eq_ignore_ascii_case(b"content-encoding"));
     let length = response.content_length.or(body_len);
-    let content_type = response
-        .content_type
-        .as_ref()
-        .map(|value| {
-            let value = value.as_slice();
-            let end = memchr::memchr(b';', value).unwrap_or(value.len());
-            value[..end].trim_ascii().to_vec()
-        })
-        .unwrap_or_default();
     if encoded
         || length.is_some_and(|length| length < settings.min_length)
-        || !settings.types.contains(&content_type)
+        || !settings.types.contains(response.media_type())
     {
         return Decision::default();
     }

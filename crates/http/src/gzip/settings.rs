@@ -2,25 +2,8 @@
 
 use std::sync::Arc;
 
+use crate::core::settings::MimeTypeList;
 use crate::settings;
-
-/// `gzip_types`: lower-cased MIME types (`text/html` always), or `*` for any.
-#[derive(Clone, Debug, Default)]
-pub struct GzipTypes {
-    pub any: bool,
-    pub types: Vec<Box<[u8]>>,
-}
-
-impl GzipTypes {
-    pub fn contains(&self, content_type: &[u8]) -> bool {
-        self.any
-            || content_type.eq_ignore_ascii_case(b"text/html")
-            || self
-                .types
-                .iter()
-                .any(|listed| listed.eq_ignore_ascii_case(content_type))
-    }
-}
 
 /// `gzip_proxied`: which answers to requests with `Via` are compressed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -71,7 +54,7 @@ settings! {
         gzip: bool = false,
         comp_level: u32 = 1,
         min_length: u64 = 20,
-        types: Arc<GzipTypes> = Arc::new(GzipTypes::default()),
+        types: Arc<MimeTypeList> = Arc::new(MimeTypeList::default()),
         /// `gzip_http_version 1.1` (the default) or `1.0`.
         http_11: bool = true,
         proxied: Proxied = Proxied(Proxied::OFF),

@@ -6,6 +6,7 @@ use conf::{Arity, ConfError, Contexts, Directive};
 
 use crate::conf::{HttpDirective, LoadContext, LocationScope, location_directive};
 use crate::core::directives::{flag, size};
+use crate::core::settings::MimeTypeList;
 use crate::set_once;
 
 const WITH_IF: Contexts = Contexts::HTTP_SERVER_LOCATION.with(Contexts::LOCATION_IF);
@@ -52,15 +53,8 @@ fn set_types(
     if scope.ssi.types.is_some() {
         return Err(context.duplicate(directive));
     }
-    let mut types = crate::ssi::settings::SsiTypes::default();
-    for argument in &directive.args {
-        match argument.as_str() {
-            "*" => types.any = true,
-            value => types
-                .types
-                .push(value.to_ascii_lowercase().into_bytes().into()),
-        }
-    }
+    let mut types = MimeTypeList::default();
+    types.add(&directive.args);
     scope.ssi.types = Some(Arc::new(types));
     Ok(())
 }

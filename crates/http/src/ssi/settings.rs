@@ -2,32 +2,15 @@
 
 use std::sync::Arc;
 
+use crate::core::settings::MimeTypeList;
 use crate::settings;
-
-/// `ssi_types`: lower-cased MIME types (`text/html` always), or `*` for any.
-#[derive(Clone, Debug, Default)]
-pub struct SsiTypes {
-    pub any: bool,
-    pub types: Vec<Box<[u8]>>,
-}
-
-impl SsiTypes {
-    pub fn contains(&self, content_type: &[u8]) -> bool {
-        self.any
-            || content_type.eq_ignore_ascii_case(b"text/html")
-            || self
-                .types
-                .iter()
-                .any(|listed| listed.eq_ignore_ascii_case(content_type))
-    }
-}
 
 settings! {
     /// The SSI filter's settings per location.
     pub struct SsiConf => Ssi (env) {
         ssi: bool = false,
         silent_errors: bool = false,
-        types: Arc<SsiTypes> = Arc::new(SsiTypes::default()),
+        types: Arc<MimeTypeList> = Arc::new(MimeTypeList::default()),
         /// `ssi_value_length`: the longest parameter value.
         value_length: u64 = 256,
         /// `ssi_min_file_chunk`: accepted; Portico reads a file body in pieces anyway.

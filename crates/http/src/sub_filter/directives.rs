@@ -6,8 +6,9 @@ use conf::{Arity, ConfError, Contexts, Directive};
 
 use crate::conf::{HttpDirective, LoadContext, LocationScope, location_directive};
 use crate::core::directives::flag;
+use crate::core::settings::MimeTypeList;
 use crate::set_once;
-use crate::sub_filter::settings::{SubFilterTypes, Substitution};
+use crate::sub_filter::settings::Substitution;
 
 pub const DIRECTIVES: &[HttpDirective] = &[
     location_directive(
@@ -76,15 +77,8 @@ fn set_types(
     if scope.sub_filter.types.is_some() {
         return Err(context.duplicate(directive));
     }
-    let mut types = SubFilterTypes::default();
-    for argument in &directive.args {
-        match argument.as_str() {
-            "*" => types.any = true,
-            value => types
-                .types
-                .push(value.to_ascii_lowercase().into_bytes().into()),
-        }
-    }
+    let mut types = MimeTypeList::default();
+    types.add(&directive.args);
     scope.sub_filter.types = Some(Arc::new(types));
     Ok(())
 }

@@ -46,17 +46,7 @@ pub fn filter<'a>(
     {
         return body;
     }
-    let content_type = request
-        .response
-        .content_type
-        .as_ref()
-        .map(|value| {
-            let value = value.as_slice();
-            let end = memchr::memchr(b';', value).unwrap_or(value.len());
-            value[..end].trim_ascii().to_vec()
-        })
-        .unwrap_or_default();
-    if !settings.types.contains(&content_type) {
+    if !settings.types.contains(request.response.media_type()) {
         return body;
     }
     let pairs = settings
@@ -73,17 +63,9 @@ pub fn filter<'a>(
         return body;
     };
     let response = &mut request.response;
-    response.content_length = None;
-    response.accept_ranges = false;
-    response
-        .headers
-        .retain(|(name, _)| !name.as_slice().eq_ignore_ascii_case(b"accept-ranges"));
+    response.body_changes();
     if settings.last_modified {
-        if let Some(etag) = &mut response.etag
-            && !etag.starts_with(b"W/")
-        {
-            etag.splice(0..0, b"W/".iter().copied());
-        }
+        response.weaken_etag();
     } else {
         response.last_modified = None;
         response.etag = None;
