@@ -15,9 +15,9 @@ use std::pin::Pin;
 use std::task::Poll;
 use std::time::Duration;
 
-use http2::ErrorCode;
 use http2::connection::{Connection as H2, Event, PREFACE};
 use http2::request::FieldPolicy;
+use http2::{ErrorCode, Reason};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
@@ -192,14 +192,10 @@ async fn serve(worker: &HttpWorker, address: &AddressConf, connection: Connectio
     // `client_header_timeout` the stream is reset, as nginx resets it.
     let mut partial_head: Option<(Instant, u32)> = None;
     let mut since_yield = 0;
+    // A connection error was sent: nothing more is read.
+    let mut failed = false;
     let closing = loop {
-        if !input.is_empty() {
-            let used = shared.h2.borrow_mut().receive(&input);
-            match used {
-                Ok(used) => drop(input.drain(..used)),
-                // The connection error's GOAWAY is in the output; nothing more is read.
-                Err(_) => input.clear(),
-            }
+        if !input.is_empty() && !failed {
             let started = Started {
                 worker,
                 address,
@@ -207,6 +203,23 @@ async fn serve(worker: &HttpWorker, address: &AddressConf, connection: Connectio
                 socket: &socket,
                 shared: &shared,
             };
+            let used = shared.h2.borrow_mut().receive(&input);
+            match used {
+                Ok(used) => drop(input.drain(..used)),
+                Err(error) => {
+                    input.clear();
+                    failed = true;
+                    // nginx logs a client's protocol errors and floods at `info`.
+                    started.log_malformed(&error.to_string());
+                    if matches!(error.reason(), Reason::Flood(_)) {
+                        // A flooding client is cut off at once: its GOAWAY goes if the
+                        // socket takes it now, and neither `send_timeout` nor a lingering
+                        // close waits for a client that does not read.
+                        let _ = write_output(&socket, &shared, &mut since_yield);
+                        break Closing::Cut;
+                    }
+                }
+            }
             dispatch(&started, &mut streams, &rules);
             shared.progress.notify_waiters();
             partial_head = partial_head_of(&input, &shared).map(|stream_id| match partial_head {
@@ -222,8 +235,10 @@ async fn serve(worker: &HttpWorker, address: &AddressConf, connection: Connectio
             Ok(blocked) => blocked,
             Err(()) => break Closing::Now,
         };
-        // A client that reads as fast as the streams produce would keep this task busy
-        // for ever: other connections of the worker get their turn every YIELD_AFTER.
+        // A client that reads as fast as the streams produce, or sends as fast as the loop
+        // reads, would keep this task busy for ever (a socket that stays readable never
+        // makes it wait): other connections of the worker get their turn every
+        // YIELD_AFTER bytes written or read.
         if since_yield >= YIELD_AFTER {
             since_yield = 0;
             tokio::task::yield_now().await;
@@ -276,7 +291,7 @@ async fn serve(worker: &HttpWorker, address: &AddressConf, connection: Connectio
                 Ok(()) => Woken::Writable,
                 Err(_) => break Closing::Now,
             },
-            ready = socket.readable() => match ready {
+            ready = socket.readable(), if !failed => match ready {
                 Ok(()) => Woken::Readable,
                 Err(_) => break Closing::Now,
             },
@@ -288,6 +303,7 @@ async fn serve(worker: &HttpWorker, address: &AddressConf, connection: Connectio
                 Ok(count) => {
                     // Idleness is silence: any frame starts it over.
                     idle_since = Instant::now();
+                    since_yield += count;
                     input.extend_from_slice(&buffer[..count]);
                 }
                 Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {}
@@ -319,6 +335,9 @@ async fn serve(worker: &HttpWorker, address: &AddressConf, connection: Connectio
     drop(streams);
     // nginx has written a request's log line before it closes the connection.
     crate::log_buffers::log_lines_written(worker).await;
+    if closing == Closing::Cut {
+        return;
+    }
     // A TLS session may hold encrypted output the socket has not taken yet.
     if socket.flush_timed(send_timeout).await.is_err() {
         return;
@@ -343,17 +362,30 @@ enum Closing {
     /// input does not reset the connection and lose the answers in flight, as nginx's
     /// lingering close for HTTP/2 avoids.
     Linger,
+    /// A flood: closed at once, whatever output is left.
+    Cut,
 }
 
 async fn linger(socket: &runtime::Stream, time: Duration, timeout: Duration) {
     let _ = socket.shutdown_write();
     let end = Instant::now() + time;
     let mut buffer = [0; 4096];
+    let mut since_yield = 0;
     loop {
-        let deadline = end.min(Instant::now() + timeout);
-        match tokio::time::timeout_at(deadline, socket.read(&mut buffer)).await {
-            Ok(Ok(count)) if count > 0 => {}
+        // A read that finds bytes waiting returns before its timeout is looked at.
+        let now = Instant::now();
+        if now >= end {
+            return;
+        }
+        match tokio::time::timeout_at(end.min(now + timeout), socket.read(&mut buffer)).await {
+            Ok(Ok(count)) if count > 0 => since_yield += count,
             _ => return,
+        }
+        // Nor does it let the worker's other tasks run: a client that keeps sending would
+        // hold the worker for all of `lingering_time`.
+        if since_yield >= YIELD_AFTER {
+            since_yield = 0;
+            tokio::task::yield_now().await;
         }
     }
 }

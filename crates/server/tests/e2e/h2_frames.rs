@@ -1,11 +1,12 @@
 //! HTTP/2 as frames on the wire (the cases `h2_request_body.t`,
-//! `h2_proxy_request_buffering.t` and `worker_shutdown_timeout_h2.t` check in nginx-tests):
-//! a raw client writes exact frames and reads the server's, for what the `h2` client
-//! does not let a test do or see (a body longer than its `content-length`, the size of a
-//! WINDOW_UPDATE).
+//! `h2_proxy_request_buffering.t` and `worker_shutdown_timeout_h2.t` check in nginx-tests,
+//! and hostile clients): a raw client writes exact frames and reads the server's, for what
+//! the `h2` client does not let a test do or see (a body longer than its `content-length`,
+//! the size of a WINDOW_UPDATE, floods, malformed trailers).
 
-use std::io::{Read, Write};
+use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
+use std::time::{Duration, Instant};
 
 use crate::support::upstream::MockUpstream;
 use crate::support::{Instance, PATIENCE, wait_until};
@@ -13,6 +14,8 @@ use crate::support::{Instance, PATIENCE, wait_until};
 const HEADERS: u8 = 0x1;
 const DATA: u8 = 0x0;
 const SETTINGS: u8 = 0x4;
+const PING: u8 = 0x6;
+const GOAWAY: u8 = 0x7;
 const WINDOW_UPDATE: u8 = 0x8;
 const END_STREAM: u8 = 0x1;
 const END_HEADERS: u8 = 0x4;
@@ -45,11 +48,7 @@ impl RawClient {
     }
 
     fn frame(&mut self, kind: u8, flags: u8, stream_id: u32, payload: &[u8]) {
-        let length = u32::try_from(payload.len()).expect("a small frame");
-        let mut bytes = length.to_be_bytes()[1..].to_vec();
-        bytes.extend_from_slice(&[kind, flags]);
-        bytes.extend_from_slice(&stream_id.to_be_bytes());
-        bytes.extend_from_slice(payload);
+        let bytes = frame_bytes(kind, flags, stream_id, payload);
         self.socket.write_all(&bytes).expect("a frame written");
     }
 
@@ -107,6 +106,16 @@ impl RawClient {
             other => panic!("a :status from the static table, not {other:?}"),
         }
     }
+}
+
+/// One frame as it goes on the wire.
+fn frame_bytes(kind: u8, flags: u8, stream_id: u32, payload: &[u8]) -> Vec<u8> {
+    let length = u32::try_from(payload.len()).expect("a small frame");
+    let mut bytes = length.to_be_bytes()[1..].to_vec();
+    bytes.extend_from_slice(&[kind, flags]);
+    bytes.extend_from_slice(&stream_id.to_be_bytes());
+    bytes.extend_from_slice(payload);
+    bytes
 }
 
 fn post(path: &str, length: Option<&str>) -> Vec<(&'static str, String)> {
@@ -237,4 +246,81 @@ fn a_stream_cut_by_worker_shutdown_timeout_is_logged() {
     let logged = server.read("logs/access.log");
     assert_eq!(logged, "GET /waiting HTTP/2.0 499\n");
     drop(client);
+}
+
+/// A client that sends PING or SETTINGS frames and never reads the answers is cut off
+/// (the connection reset) soon after it passes the flood limit: not after the seconds the
+/// socket's buffers took to fill, and without holding the worker's loop meanwhile. One
+/// that reads the answers is cut off too, with GOAWAY(ENHANCE_YOUR_CALM), after at most
+/// 10,000 of them.
+#[test]
+fn a_control_frame_flood_is_cut_off() {
+    let config = r#"server {
+        listen 127.0.0.1:8080;
+        http2 on;
+        location = /metrics { portico_metrics; }
+    }"#;
+    let server = Instance::http(config);
+    let ping = frame_bytes(PING, 0, 0, b"flooding");
+    let settings = frame_bytes(SETTINGS, 0, 0, &[]);
+    for frame in [&ping, &settings] {
+        let mut client = RawClient::connect(server.port());
+        let batch = frame.repeat(16);
+        let started = Instant::now();
+        // Bounded: before the fix the connection took 8 s and more to end.
+        let error = loop {
+            if let Err(error) = client.socket.write_all(&batch) {
+                break error;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(4),
+                "a flood still taken after 4 s"
+            );
+        };
+        assert!(
+            matches!(
+                error.kind(),
+                ErrorKind::ConnectionReset | ErrorKind::BrokenPipe
+            ),
+            "the connection was reset, not {error:?}"
+        );
+    }
+    // A client that reads every answer is answered until the limit, then told why.
+    let mut client = RawClient::connect(server.port());
+    let mut writer = client.socket.try_clone().expect("a second handle");
+    let flood = std::thread::spawn(move || {
+        for _ in 0..2_000 {
+            if writer.write_all(&settings.repeat(10)).is_err() {
+                return;
+            }
+        }
+    });
+    let mut answers = 0;
+    let goaway = loop {
+        let frame = client.read_frame();
+        match frame.kind {
+            SETTINGS if frame.payload.is_empty() => answers += 1,
+            GOAWAY => break frame,
+            _ => {}
+        }
+    };
+    let _ = flood.join();
+    let code = u32::from_be_bytes(goaway.payload[4..8].try_into().expect("a code"));
+    assert_eq!(code, 0xb, "ENHANCE_YOUR_CALM");
+    assert!(answers <= 10_001, "{answers} answers");
+    let log = server.wait_for_error_log("client flood detected");
+    assert!(
+        log.contains("[info]") && log.contains("too many"),
+        "the flood is logged at info: {log}"
+    );
+    // The worker's loop went on turning: no tick a second late (before the fix one flood
+    // held it for seconds), and it still serves.
+    let metrics = server.get("/metrics");
+    assert_eq!(metrics.status, 200);
+    let stalls = "portico_worker_loop_stalls_total{worker=\"0\",min_seconds=\"1\"} 0";
+    assert!(
+        metrics.body_text().lines().any(|line| line == stalls),
+        "{}",
+        metrics.body_text()
+    );
 }
