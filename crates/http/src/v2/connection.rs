@@ -401,9 +401,17 @@ fn dispatch<'a>(started: &Started<'a>, streams: &mut Streams<'a>, rules: &Rules)
         match event {
             Event::Headers {
                 stream_id,
+                fields,
                 trailers: true,
                 ..
             } => {
+                // Trailers are not passed on, but malformed ones end the request before it
+                // goes anywhere (RFC 9113 §8.1; nginx closes the connection for any).
+                if let Err(malformed) = http2::request::check_trailers(&fields) {
+                    started.log_malformed(malformed.message());
+                    refuse_stream(started, streams, stream_id);
+                    continue;
+                }
                 if let Some(inbox) = started.shared.inboxes.borrow_mut().get_mut(&stream_id) {
                     inbox.end();
                 }
@@ -429,10 +437,17 @@ fn dispatch<'a>(started: &Started<'a>, streams: &mut Streams<'a>, rules: &Rules)
                     // nginx serves no CONNECT: 405, whatever the other fields.
                     Err(405)
                 } else {
-                    http2::request::parse(fields, rules.policy).map_err(|malformed| {
-                        started.log_malformed(malformed.message());
-                        400
-                    })
+                    match http2::request::parse(fields, rules.policy) {
+                        Ok(head) => Ok(head),
+                        Err(malformed) => {
+                            started.log_malformed(malformed.message());
+                            if malformed.resets_stream() {
+                                refuse_stream(started, streams, stream_id);
+                                continue;
+                            }
+                            Err(400)
+                        }
+                    }
                 };
                 let body = !end_stream && head.is_ok();
                 if let (true, Ok(head)) = (body, &head) {
@@ -476,6 +491,18 @@ fn dispatch<'a>(started: &Started<'a>, streams: &mut Streams<'a>, rules: &Rules)
             Event::GoAway { .. } => {}
         }
     }
+}
+
+/// Resets a stream whose head or trailers are malformed (PROTOCOL_ERROR) and drops its
+/// request and body, if they started.
+fn refuse_stream(started: &Started<'_>, streams: &mut Streams<'_>, stream_id: u32) {
+    started
+        .shared
+        .h2
+        .borrow_mut()
+        .reset(stream_id, ErrorCode::PROTOCOL_ERROR);
+    started.shared.inboxes.borrow_mut().remove(&stream_id);
+    streams.running.retain(|(id, _)| *id != stream_id);
 }
 
 /// The stream a HEADERS frame at the front of `input` opens, when the frame has arrived
