@@ -335,8 +335,9 @@ fn a_control_frame_flood_is_cut_off() {
 
 /// Trailers with a pseudo-header field, or another malformed field, reset the stream with
 /// PROTOCOL_ERROR before its request goes upstream (RFC 9113 §8.1; nginx closes the
-/// connection for any trailers); the connection goes on, and well-formed trailers end a
-/// body as before.
+/// connection for any trailers), even when the body's `content-length` bytes came well
+/// before them: a buffered body ends at END_STREAM, as nginx's does. The connection goes
+/// on, and well-formed trailers end a body as before.
 #[test]
 fn malformed_trailers_reset_the_stream_before_the_request_goes_upstream() {
     let config = r#"server {
@@ -359,6 +360,9 @@ fn malformed_trailers_reset_the_stream_before_the_request_goes_upstream() {
     for (stream_id, trailer, _) in malformed {
         send_head(&mut client, stream_id, &post("/upload", Some("5")));
         client.data(stream_id, b"hello", false);
+        // The whole body is in before the trailers: the request must still wait for them.
+        client.frame(PING, 0, 0, b"in order");
+        client.read_until(|frame| frame.kind == PING);
         client.headers(stream_id, &[trailer], true);
         // The window the proxy opens for a body it buffers may come first.
         let reset =
