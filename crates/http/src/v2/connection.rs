@@ -101,8 +101,11 @@ enum Woken {
 }
 
 /// Reads the first bytes of a connection on an address where HTTP/2 may be spoken: a
-/// client preface makes it an HTTP/2 connection, served here to its end (`None`); any
-/// other start is HTTP/1, given back with the bytes read in its read-ahead.
+/// client preface makes it an HTTP/2 connection, served here to its end (`None`); a first
+/// line that is an HTTP/1 request line (or would be, but for its details) is HTTP/1,
+/// given back with the bytes read in its read-ahead. Anything else is a broken preface:
+/// GOAWAY(PROTOCOL_ERROR), as RFC 9113 §3.4 wants and as nginx 1.22's `listen ... http2`
+/// answers (nginx 1.25 and later answer it as HTTP/1, with 400).
 pub(crate) async fn detect(
     worker: &HttpWorker,
     address: &AddressConf,
@@ -129,13 +132,20 @@ pub(crate) async fn detect(
         let filled = ahead.filled;
         let seen = filled.min(PREFACE.len());
         if ahead.buf[..seen] != PREFACE[..seen] {
-            return Some(connection);
-        }
-        if seen == PREFACE.len() {
+            match first_line(&ahead.buf[..filled]) {
+                FirstLine::Http1 => return Some(connection),
+                FirstLine::Other => {
+                    serve(worker, address, connection).await;
+                    return None;
+                }
+                // A line longer than the buffer is HTTP/1's to refuse or to read on.
+                FirstLine::Incomplete if filled == ahead.buf.len() => return Some(connection),
+                FirstLine::Incomplete => {}
+            }
+        } else if seen == PREFACE.len() {
             serve(worker, address, connection).await;
             return None;
-        }
-        if filled == ahead.buf.len() {
+        } else if filled == ahead.buf.len() {
             ahead.buf.resize(filled + PREFACE.len(), 0);
         }
         match connection.stream.try_read(&mut ahead.buf[filled..]) {
@@ -150,6 +160,40 @@ pub(crate) async fn detect(
             }
             Err(_) => return Some(connection),
         }
+    }
+}
+
+/// What the first line of a connection that is not the HTTP/2 preface looks like.
+#[derive(Debug, PartialEq, Eq)]
+enum FirstLine {
+    /// Empty, `METHOD TARGET` (HTTP/0.9) or ending with an `HTTP/` version: HTTP/1 reads
+    /// it, and answers it with 400 if its details are wrong.
+    Http1,
+    /// Neither HTTP/1 nor HTTP/2.
+    Other,
+    /// No line feed yet.
+    Incomplete,
+}
+
+fn first_line(bytes: &[u8]) -> FirstLine {
+    let Some(end) = bytes.iter().position(|&byte| byte == b'\n') else {
+        return FirstLine::Incomplete;
+    };
+    let line = bytes[..end].strip_suffix(b"\r").unwrap_or(&bytes[..end]);
+    let words: Vec<&[u8]> = line
+        .split(|&byte| byte == b' ')
+        .filter(|word| !word.is_empty())
+        .collect();
+    let versioned = words.len() >= 3
+        && words.last().is_some_and(|version| {
+            version
+                .get(..5)
+                .is_some_and(|start| start.eq_ignore_ascii_case(b"HTTP/"))
+        });
+    if words.is_empty() || words.len() == 2 || versioned {
+        FirstLine::Http1
+    } else {
+        FirstLine::Other
     }
 }
 
@@ -607,4 +651,36 @@ fn write_output(
         shared.progress.notify_waiters();
     }
     Ok(blocked)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_first_line_is_http1_or_not() {
+        for line in [
+            "GET / HTTP/1.1\r\n",
+            "GET /index.html HTTP/1.0\n",
+            "get  /a%20b  http/1.1\r\n",
+            "GET /a b HTTP/1.1\r\n",
+            "PRI * HTTP/1.1\r\n",
+            "GET /\r\n",
+            "\r\n",
+            "GET / HTTP/2.0\r\nHost: x\r\n\r\n",
+        ] {
+            assert_eq!(first_line(line.as_bytes()), FirstLine::Http1, "{line:?}");
+        }
+        for line in [
+            "INVALID CONNECTION PREFACE\r\n\r\n",
+            "GET\r\n",
+            "GET / HTTP\r\n",
+            "\x16\x03\x01 \x02 hello\n",
+        ] {
+            assert_eq!(first_line(line.as_bytes()), FirstLine::Other, "{line:?}");
+        }
+        for partial in ["", "GET / HTTP/1.1", "INVALID CONNECTION PREFACE\r"] {
+            assert_eq!(first_line(partial.as_bytes()), FirstLine::Incomplete);
+        }
+    }
 }

@@ -424,3 +424,40 @@ fn an_upper_case_field_name_resets_the_stream() {
         .filter(|line| line.contains("[info]") && line.contains("client sent invalid header name"));
     assert_eq!(refused.count(), 2, "{log}");
 }
+
+/// On a cleartext address with `http2 on`, a first line that is neither the HTTP/2
+/// preface nor an HTTP/1 request line is a broken preface: SETTINGS, then
+/// GOAWAY(PROTOCOL_ERROR) and the connection closed (RFC 9113 §3.4, h2spec 3.5/2, as
+/// nginx 1.22's `listen ... http2` answers). HTTP/1 requests, good or bad, are HTTP/1's.
+#[test]
+fn an_invalid_preface_gets_goaway() {
+    let config = r#"server {
+        listen 127.0.0.1:8080;
+        http2 on;
+        location / { return 200 "ok"; }
+    }"#;
+    let server = Instance::http(config);
+    let socket = TcpStream::connect(("127.0.0.1", server.port())).expect("the server listens");
+    socket
+        .set_read_timeout(Some(PATIENCE))
+        .expect("a read timeout");
+    let mut client = RawClient { socket };
+    client
+        .socket
+        .write_all(b"INVALID CONNECTION PREFACE\r\n\r\n")
+        .expect("written");
+    assert_eq!(client.read_frame().kind, SETTINGS);
+    let goaway = client.read_until(|frame| frame.kind == GOAWAY);
+    assert_eq!(goaway.payload[4..8], [0, 0, 0, 1], "PROTOCOL_ERROR");
+    let mut rest = Vec::new();
+    client
+        .socket
+        .read_to_end(&mut rest)
+        .expect("the server closes the connection");
+    assert!(rest.is_empty(), "nothing after GOAWAY: {rest:?}");
+    let logged = server.wait_for_error_log("invalid connection preface");
+    assert!(logged.contains("[info]"), "{logged}");
+    assert_eq!(server.request("GET / HTTP/1.0\r\n\r\n").status, 200);
+    let bad = server.request("GET /a b HTTP/1.1\r\nHost: localhost\r\n\r\n");
+    assert_eq!(bad.status, 400);
+}
