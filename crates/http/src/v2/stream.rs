@@ -27,7 +27,7 @@ use crate::v2::connection::Shared;
 use crate::worker::HttpWorker;
 
 /// Body bytes a stream may have queued and not yet framed before its writer waits.
-const QUEUED_MAX: usize = 64 * 1024;
+const QUEUED_MAX: usize = 32 * 1024;
 
 /// What every stream of a connection borrows.
 #[derive(Clone)]
