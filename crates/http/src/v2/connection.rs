@@ -166,17 +166,38 @@ pub(crate) async fn detect(
 /// What the first line of a connection that is not the HTTP/2 preface looks like.
 #[derive(Debug, PartialEq, Eq)]
 enum FirstLine {
-    /// Empty, `METHOD TARGET` (HTTP/0.9) or ending with an `HTTP/` version: HTTP/1 reads
-    /// it, and answers it with 400 if its details are wrong.
+    /// HTTP/1 reads it, and answers it with 400 if its details are wrong: a line that
+    /// does not start with a method (upper-case letters, `_`, `-`; refused at once, as
+    /// nginx refuses it), or `METHOD TARGET` (HTTP/0.9), or ending with an `HTTP/` version.
     Http1,
-    /// Neither HTTP/1 nor HTTP/2.
+    /// Neither HTTP/1 nor HTTP/2: a method alone, or words after it that end without a
+    /// version.
     Other,
-    /// No line feed yet.
+    /// A method so far, and no line feed yet.
     Incomplete,
 }
 
 fn first_line(bytes: &[u8]) -> FirstLine {
-    let Some(end) = bytes.iter().position(|&byte| byte == b'\n') else {
+    let method_end = bytes
+        .iter()
+        .position(|&byte| byte == b' ')
+        .unwrap_or(bytes.len());
+    let method = &bytes[..method_end];
+    let valid_method = |method: &[u8]| {
+        !method.is_empty()
+            && method
+                .iter()
+                .all(|&byte| byte.is_ascii_uppercase() || byte == b'_' || byte == b'-')
+    };
+    let line_end = bytes.iter().position(|&byte| byte == b'\n');
+    let method = match line_end {
+        Some(end) if end < method_end => bytes[..end].strip_suffix(b"\r").unwrap_or(method),
+        _ => method,
+    };
+    if !bytes.is_empty() && !valid_method(method) {
+        return FirstLine::Http1;
+    }
+    let Some(end) = line_end else {
         return FirstLine::Incomplete;
     };
     let line = bytes[..end].strip_suffix(b"\r").unwrap_or(&bytes[..end]);
@@ -190,7 +211,7 @@ fn first_line(bytes: &[u8]) -> FirstLine {
                 .get(..5)
                 .is_some_and(|start| start.eq_ignore_ascii_case(b"HTTP/"))
         });
-    if words.is_empty() || words.len() == 2 || versioned {
+    if words.len() == 2 || versioned {
         FirstLine::Http1
     } else {
         FirstLine::Other
@@ -662,12 +683,18 @@ mod tests {
         for line in [
             "GET / HTTP/1.1\r\n",
             "GET /index.html HTTP/1.0\n",
-            "get  /a%20b  http/1.1\r\n",
+            "GET  /a%20b  http/1.1\r\n",
             "GET /a b HTTP/1.1\r\n",
             "PRI * HTTP/1.1\r\n",
+            "PRI * HTTP/2.0\r\n\r\nxxxxxxxx",
             "GET /\r\n",
-            "\r\n",
             "GET / HTTP/2.0\r\nHost: x\r\n\r\n",
+            // Not a method: HTTP/1 refuses it at once, line or not (h2.t "invalid preface").
+            "xxxxxxxxxxxxxxxx",
+            "get / HTTP/1.1\r\n",
+            " GET / HTTP/1.1\r\n",
+            "\r\n",
+            "\x16\x03\x01\x02\x00",
         ] {
             assert_eq!(first_line(line.as_bytes()), FirstLine::Http1, "{line:?}");
         }
@@ -675,12 +702,22 @@ mod tests {
             "INVALID CONNECTION PREFACE\r\n\r\n",
             "GET\r\n",
             "GET / HTTP\r\n",
-            "\x16\x03\x01 \x02 hello\n",
+            "FOO BAR BAZ QUX\n",
         ] {
             assert_eq!(first_line(line.as_bytes()), FirstLine::Other, "{line:?}");
         }
-        for partial in ["", "GET / HTTP/1.1", "INVALID CONNECTION PREFACE\r"] {
-            assert_eq!(first_line(partial.as_bytes()), FirstLine::Incomplete);
+        for partial in [
+            "",
+            "G",
+            "GET",
+            "GET / HTTP/1.1",
+            "INVALID CONNECTION PREFACE\r",
+        ] {
+            assert_eq!(
+                first_line(partial.as_bytes()),
+                FirstLine::Incomplete,
+                "{partial:?}"
+            );
         }
     }
 }
