@@ -93,6 +93,8 @@ def flood(port, kind, batch, seconds, probe_port, pids):
     conn.sendall(PREFACE + frame(SETTINGS, 0, 0))
     conn.setblocking(False)
     payload = one * batch
+    # What is left of the batch a short write cut: frames must stay whole.
+    pending = memoryview(payload)
     sent_bytes, timeline, reset_at = 0, [], None
     cpu_before = cpu_seconds(pids)
     started = time.monotonic()
@@ -100,12 +102,13 @@ def flood(port, kind, batch, seconds, probe_port, pids):
         if not select.select([], [conn], [], 0.05)[1]:
             continue
         try:
-            written = conn.send(payload)
+            written = conn.send(pending)
         except BlockingIOError:
             continue
         except OSError:
             reset_at = time.monotonic() - started
             break
+        pending = pending[written:] or memoryview(payload)
         sent_bytes += written
         timeline.append((time.monotonic() - started, sent_bytes // len(one)))
     cpu_used = cpu_seconds(pids) - cpu_before

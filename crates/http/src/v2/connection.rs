@@ -101,11 +101,11 @@ enum Woken {
 }
 
 /// Reads the first bytes of a connection on an address where HTTP/2 may be spoken: a
-/// client preface makes it an HTTP/2 connection, served here to its end (`None`); a first
-/// line that is an HTTP/1 request line (or would be, but for its details) is HTTP/1,
-/// given back with the bytes read in its read-ahead. Anything else is a broken preface:
-/// GOAWAY(PROTOCOL_ERROR), as RFC 9113 §3.4 wants and as nginx 1.22's `listen ... http2`
-/// answers (nginx 1.25 and later answer it as HTTP/1, with 400).
+/// client preface makes it an HTTP/2 connection, served here to its end (`None`); HTTP/1's
+/// start ([`FirstLine::Http1`]) is given back with the bytes read in its read-ahead. A
+/// method followed by a line that is not HTTP/1 is a broken preface: GOAWAY
+/// (PROTOCOL_ERROR), as RFC 9113 §3.4 wants and as nginx 1.22's `listen ... http2` answers
+/// (nginx 1.25 and later answer it as HTTP/1, with 400).
 pub(crate) async fn detect(
     worker: &HttpWorker,
     address: &AddressConf,
