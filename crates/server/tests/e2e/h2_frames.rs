@@ -139,6 +139,21 @@ fn post(path: &str, length: Option<&str>) -> Vec<(&'static str, String)> {
     fields
 }
 
+/// A server with HTTP/2 on that proxies every request to an upstream answering 200 "ok".
+fn proxy_to_ok() -> (Instance, MockUpstream) {
+    let config = r#"server {
+        listen 127.0.0.1:8080;
+        http2 on;
+        location / { proxy_pass http://127.0.0.1:8081; }
+    }"#;
+    let mut builder = Instance::http_builder(config);
+    let upstream = MockUpstream::answering(
+        builder.port(8081),
+        "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok",
+    );
+    (builder.start(), upstream)
+}
+
 fn send_head(client: &mut RawClient, stream_id: u32, fields: &[(&'static str, String)]) {
     let pairs: Vec<(&str, &str)> = fields
         .iter()
@@ -153,17 +168,7 @@ fn send_head(client: &mut RawClient, stream_id: u32, fields: &[(&'static str, St
 /// goes gets.
 #[test]
 fn a_buffered_body_gets_a_wider_window_at_once() {
-    let config = r#"server {
-        listen 127.0.0.1:8080;
-        http2 on;
-        location / { proxy_pass http://127.0.0.1:8081; }
-    }"#;
-    let mut builder = Instance::http_builder(config);
-    let upstream = MockUpstream::answering(
-        builder.port(8081),
-        "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok",
-    );
-    let server = builder.start();
+    let (server, upstream) = proxy_to_ok();
     let mut client = RawClient::connect(server.port());
     send_head(&mut client, 1, &post("/upload", None));
     let piece = vec![b'x'; 16_384];
@@ -340,17 +345,7 @@ fn a_control_frame_flood_is_cut_off() {
 /// on, and well-formed trailers end a body as before.
 #[test]
 fn malformed_trailers_reset_the_stream_before_the_request_goes_upstream() {
-    let config = r#"server {
-        listen 127.0.0.1:8080;
-        http2 on;
-        location / { proxy_pass http://127.0.0.1:8081; }
-    }"#;
-    let mut builder = Instance::http_builder(config);
-    let upstream = MockUpstream::answering(
-        builder.port(8081),
-        "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok",
-    );
-    let server = builder.start();
+    let (server, upstream) = proxy_to_ok();
     let mut client = RawClient::connect(server.port());
     let malformed = [
         (1, (":path", "/elsewhere"), "pseudo-header in trailers"),
