@@ -62,16 +62,6 @@ http {
 EOF
 }
 
-# The sum of Pss (kB) over the server's processes.
-pss_kb() {
-    local total=0 pid value
-    for pid in $(process_family "$1"); do
-        value=$(awk '/^Pss:/ { print $2 }' "/proc/$pid/smaps_rollup" 2>/dev/null || echo 0)
-        total=$((total + ${value:-0}))
-    done
-    echo "$total"
-}
-
 # field LINE KEY: the value of KEY=VALUE in LINE.
 field() { tr ' ' '\n' <<<"$1" | awk -F= -v k="$2" '$1 == k { print $2 }'; }
 
