@@ -59,16 +59,6 @@ http {
 CONF
 }
 
-# The sum of Pss (kB) over the server's processes.
-pss_kb() {
-    local total=0 pid value
-    for pid in $(process_family "$1"); do
-        value=$(awk '/^Pss:/ { print $2 }' "/proc/$pid/smaps_rollup" 2>/dev/null || echo 0)
-        total=$((total + ${value:-0}))
-    done
-    echo "$total"
-}
-
 RUNS=$WORK/runs.tsv
 : >"$RUNS"
 run_one() {

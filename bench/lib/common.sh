@@ -93,6 +93,16 @@ process_family() {
     return 0
 }
 
+# The sum of Pss (kB) over a server's processes (the pid and its children).
+pss_kb() {
+    local total=0 pid value
+    for pid in $(process_family "$1"); do
+        value=$(awk '/^Pss:/ { print $2 }' "/proc/$pid/smaps_rollup" 2>/dev/null || echo 0)
+        total=$((total + ${value:-0}))
+    done
+    echo "$total"
+}
+
 # Sum of user+sys CPU ticks over the pids given; fails if one of them has exited.
 family_ticks() {
     local total=0 pid ticks

@@ -76,29 +76,17 @@ pub enum Reason {
     /// The first 24 bytes were not the connection preface.
     BadPreface,
     /// A frame longer than the SETTINGS_MAX_FRAME_SIZE we announced.
-    FrameTooLarge {
-        length: u32,
-    },
+    FrameTooLarge { length: u32 },
     /// A frame whose length is wrong for its type.
-    BadFrameLength {
-        kind: u8,
-        length: u32,
-    },
+    BadFrameLength { kind: u8, length: u32 },
     /// A frame that must name a stream named stream 0.
-    StreamIdZero {
-        kind: u8,
-    },
+    StreamIdZero { kind: u8 },
     /// A frame that must be on stream 0 named a stream.
-    StreamIdNonZero {
-        kind: u8,
-    },
+    StreamIdNonZero { kind: u8 },
     /// The padding length was not less than the payload.
     PaddingTooLong,
     /// A SETTINGS parameter with a value outside its range.
-    BadSetting {
-        id: u16,
-        value: u32,
-    },
+    BadSetting { id: u16, value: u32 },
     /// A WINDOW_UPDATE with an increment of 0.
     ZeroWindowIncrement,
     /// A window grew past 2^31-1.
@@ -112,24 +100,18 @@ pub enum Reason {
     /// A CONTINUATION with no header block open on its stream.
     UnexpectedContinuation,
     /// A new stream with an even id or an id not above the last one.
-    BadStreamId {
-        stream_id: u32,
-    },
+    BadStreamId { stream_id: u32 },
     /// A frame on a stream that was never opened.
-    IdleStream {
-        kind: u8,
-    },
+    IdleStream { kind: u8 },
     /// A frame on a stream already closed, or half-closed by the peer.
-    ClosedStream {
-        kind: u8,
-    },
+    ClosedStream { kind: u8 },
     /// A client sent PUSH_PROMISE.
     PushPromiseFromClient,
     /// HEADERS after the request head without END_STREAM (trailers must end the stream).
     TrailersWithoutEndStream,
-    /// More streams than SETTINGS_MAX_CONCURRENT_STREAMS allows.
     /// A request with a body before the client acknowledged our smaller stream window.
     SettingsNotAcknowledged,
+    /// More streams than SETTINGS_MAX_CONCURRENT_STREAMS allows.
     TooManyStreams,
     /// The HPACK decoder failed; the connection cannot go on.
     Compression(crate::hpack::HpackError),

@@ -1,7 +1,8 @@
 //! Limits on what one connection may cost, and the counters that enforce the flood
 //! defences: rapid reset (CVE-2023-44487), CONTINUATION flood (2024), control-frame floods
-//! (SETTINGS and PING, CVE-2019-9512/9515), empty frames (CVE-2019-9518), PRIORITY floods.
-//! A flood is a connection error ENHANCE_YOUR_CALM.
+//! (SETTINGS and PING, CVE-2019-9512/9515, whether or not the client reads the answers),
+//! empty frames (CVE-2019-9518), PRIORITY floods. A flood is a connection error
+//! ENHANCE_YOUR_CALM.
 
 use std::fmt;
 
@@ -30,6 +31,11 @@ pub struct Limits {
     pub early_resets_max: u32,
     /// Frames that ask for an answer (SETTINGS, PING) while our output is not drained.
     pub pending_control_max: u32,
+    /// SETTINGS and PING frames beyond the responses sent: each HEADERS or DATA frame of a
+    /// response pays one back. The socket's buffers take megabytes of answers from a
+    /// client that does not read them before `pending_control_max` can notice, so this
+    /// one counts whether or not the answers were written.
+    pub control_frames_max: u32,
     /// Frames that carry nothing (DATA without payload or END_STREAM, empty header
     /// fragments without END_HEADERS).
     pub empty_frames_max: u32,
@@ -54,6 +60,7 @@ impl Default for Limits {
             header_list_max: 32 * 1024,
             early_resets_max: 256,
             pending_control_max: 1024,
+            control_frames_max: 10_000,
             empty_frames_max: 1024,
             priority_frames_max: 1024,
             priority_nodes_retained: 256,
@@ -70,6 +77,8 @@ pub enum Flood {
     Continuation,
     /// SETTINGS or PING frames faster than their answers are written.
     ControlFrames,
+    /// SETTINGS or PING frames far beyond the responses sent.
+    ControlFramesBeyondResponses,
     /// Frames without content.
     EmptyFrames,
     /// PRIORITY frames far beyond the streams opened.
@@ -82,6 +91,7 @@ impl fmt::Display for Flood {
             Self::RapidReset => "too many streams reset",
             Self::Continuation => "too many CONTINUATION frames",
             Self::ControlFrames => "too many control frames awaiting answers",
+            Self::ControlFramesBeyondResponses => "too many SETTINGS and PING frames",
             Self::EmptyFrames => "too many empty frames",
             Self::Priority => "too many PRIORITY frames",
         })
@@ -95,6 +105,8 @@ pub struct Counters {
     pub early_resets: u32,
     /// SETTINGS and PING answers queued since our output was last drained.
     pub pending_control: u32,
+    /// SETTINGS and PING frames received, less one for each response frame sent.
+    pub control_frames: u32,
     /// Empty frames received.
     pub empty_frames: u32,
     /// PRIORITY frames received, less the allowance of streams opened.
@@ -113,6 +125,9 @@ impl Counters {
         let (counter, limit) = match flood {
             Flood::RapidReset => (&mut self.early_resets, limits.early_resets_max),
             Flood::ControlFrames => (&mut self.pending_control, limits.pending_control_max),
+            Flood::ControlFramesBeyondResponses => {
+                (&mut self.control_frames, limits.control_frames_max)
+            }
             Flood::EmptyFrames => (&mut self.empty_frames, limits.empty_frames_max),
             Flood::Priority => (&mut self.priority_frames, limits.priority_frames_max),
             Flood::Continuation => return Err(Flood::Continuation),

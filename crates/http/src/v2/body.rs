@@ -32,6 +32,8 @@ pub(crate) struct Inbox {
     received: u64,
     /// END_STREAM came (or trailers).
     pub(crate) ended: bool,
+    /// The body is read whole before its request goes on (see `StreamFeed::take`).
+    whole: bool,
     /// More than `content-length`, or less at the end: the body is refused, with nginx's
     /// words.
     failed: Option<String>,
@@ -114,16 +116,23 @@ impl StreamFeed<'_> {
         if let Some(message) = &inbox.failed {
             return Look::Refused(message.clone());
         }
-        if inbox.data.is_empty() {
+        // A body read whole ends at END_STREAM, not where its `content-length` says, as
+        // nginx's does: its last byte waits for it, so that the request does not go on
+        // (upstream) before trailers that may refuse the stream (RFC 9113 §8.1).
+        let held = usize::from(inbox.whole && !inbox.chunked && !inbox.ended);
+        if inbox.data.len() <= held {
             return if inbox.ended {
                 Look::Closed
             } else {
                 Look::Wait
             };
         }
-        into.append(&inbox.data);
-        inbox.data.clear();
-        let released = std::mem::take(&mut inbox.unreleased);
+        let moved = inbox.data.len() - held;
+        into.append(&inbox.data[..moved]);
+        inbox.data.drain(..moved);
+        let held = u32::try_from(held).unwrap_or(0);
+        let released = inbox.unreleased.saturating_sub(held);
+        inbox.unreleased -= released;
         drop(inboxes);
         self.shared
             .h2
@@ -136,6 +145,9 @@ impl StreamFeed<'_> {
 
 impl BodyFeed for StreamFeed<'_> {
     fn whole_body_wanted(&self) {
+        if let Some(inbox) = self.shared.inboxes.borrow_mut().get_mut(&self.stream_id) {
+            inbox.whole = true;
+        }
         self.shared
             .h2
             .borrow_mut()
@@ -187,7 +199,77 @@ impl BodyFeed for StreamFeed<'_> {
 
 #[cfg(test)]
 mod tests {
+    use std::cell::{Cell, RefCell};
+
+    use tokio::sync::Notify;
+
     use super::*;
+
+    fn shared_with(stream_id: u32, inbox: Inbox) -> Shared {
+        let shared = Shared {
+            h2: RefCell::new(http2::connection::Connection::new(Default::default())),
+            wake: Notify::new(),
+            progress: Notify::new(),
+            inboxes: RefCell::default(),
+            queued_since_write: Cell::new(0),
+        };
+        shared.inboxes.borrow_mut().insert(stream_id, inbox);
+        shared
+    }
+
+    /// A body read whole (a buffered proxy's) is complete at END_STREAM, not at its
+    /// `content-length`: its last byte waits, so trailers can still refuse the stream
+    /// before the request goes on. A body read as it comes gets every byte at once.
+    #[test]
+    fn a_body_read_whole_ends_at_end_stream() {
+        let shared = shared_with(1, Inbox::new(Some(5)));
+        let feed = StreamFeed {
+            shared: &shared,
+            stream_id: 1,
+        };
+        feed.whole_body_wanted();
+        let mut into = ReadAhead::new(64);
+        let push = |payload: &[u8], end_stream| {
+            let mut inboxes = shared.inboxes.borrow_mut();
+            let inbox = inboxes.get_mut(&1).expect("the inbox");
+            inbox.push(payload, end_stream);
+        };
+        push(b"hel", false);
+        assert!(matches!(feed.take(&mut into), Look::Moved));
+        assert_eq!(into.bytes(), b"he");
+        push(b"lo", false);
+        assert!(matches!(feed.take(&mut into), Look::Moved));
+        assert_eq!(
+            into.bytes(),
+            b"hell",
+            "all of content-length but its last byte"
+        );
+        assert!(matches!(feed.take(&mut into), Look::Wait));
+        shared
+            .inboxes
+            .borrow_mut()
+            .get_mut(&1)
+            .expect("inbox")
+            .end();
+        assert!(matches!(feed.take(&mut into), Look::Moved));
+        assert_eq!(into.bytes(), b"hello");
+        assert!(matches!(feed.take(&mut into), Look::Closed));
+
+        let shared = shared_with(3, Inbox::new(Some(5)));
+        let feed = StreamFeed {
+            shared: &shared,
+            stream_id: 3,
+        };
+        let mut into = ReadAhead::new(64);
+        shared
+            .inboxes
+            .borrow_mut()
+            .get_mut(&3)
+            .expect("inbox")
+            .push(b"hello", false);
+        assert!(matches!(feed.take(&mut into), Look::Moved));
+        assert_eq!(into.bytes(), b"hello");
+    }
 
     #[test]
     fn a_body_without_length_becomes_chunks() {

@@ -15,9 +15,9 @@ use std::pin::Pin;
 use std::task::Poll;
 use std::time::Duration;
 
-use http2::ErrorCode;
 use http2::connection::{Connection as H2, Event, PREFACE};
 use http2::request::FieldPolicy;
+use http2::{ErrorCode, Reason};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
@@ -107,8 +107,11 @@ enum Woken {
 }
 
 /// Reads the first bytes of a connection on an address where HTTP/2 may be spoken: a
-/// client preface makes it an HTTP/2 connection, served here to its end (`None`); any
-/// other start is HTTP/1, given back with the bytes read in its read-ahead.
+/// client preface makes it an HTTP/2 connection, served here to its end (`None`); HTTP/1's
+/// start ([`FirstLine::Http1`]) is given back with the bytes read in its read-ahead. A
+/// method followed by a line that is not HTTP/1 is a broken preface: GOAWAY
+/// (PROTOCOL_ERROR), as RFC 9113 §3.4 wants and as nginx 1.22's `listen ... http2` answers
+/// (nginx 1.25 and later answer it as HTTP/1, with 400).
 pub(crate) async fn detect(
     worker: &HttpWorker,
     address: &AddressConf,
@@ -135,13 +138,20 @@ pub(crate) async fn detect(
         let filled = ahead.filled;
         let seen = filled.min(PREFACE.len());
         if ahead.buf[..seen] != PREFACE[..seen] {
-            return Some(connection);
-        }
-        if seen == PREFACE.len() {
+            match first_line(&ahead.buf[..filled]) {
+                FirstLine::Http1 => return Some(connection),
+                FirstLine::Other => {
+                    serve(worker, address, connection).await;
+                    return None;
+                }
+                // A line longer than the buffer is HTTP/1's to refuse or to read on.
+                FirstLine::Incomplete if filled == ahead.buf.len() => return Some(connection),
+                FirstLine::Incomplete => {}
+            }
+        } else if seen == PREFACE.len() {
             serve(worker, address, connection).await;
             return None;
-        }
-        if filled == ahead.buf.len() {
+        } else if filled == ahead.buf.len() {
             ahead.buf.resize(filled + PREFACE.len(), 0);
         }
         match connection.stream.try_read(&mut ahead.buf[filled..]) {
@@ -156,6 +166,61 @@ pub(crate) async fn detect(
             }
             Err(_) => return Some(connection),
         }
+    }
+}
+
+/// What the first line of a connection that is not the HTTP/2 preface looks like.
+#[derive(Debug, PartialEq, Eq)]
+enum FirstLine {
+    /// HTTP/1 reads it, and answers it with 400 if its details are wrong: a line that
+    /// does not start with a method (upper-case letters, `_`, `-`; refused at once, as
+    /// nginx refuses it), or `METHOD TARGET` (HTTP/0.9), or ending with an `HTTP/` version.
+    Http1,
+    /// Neither HTTP/1 nor HTTP/2: a method alone, or words after it that end without a
+    /// version.
+    Other,
+    /// A method so far, and no line feed yet.
+    Incomplete,
+}
+
+fn first_line(bytes: &[u8]) -> FirstLine {
+    let method_end = bytes
+        .iter()
+        .position(|&byte| byte == b' ')
+        .unwrap_or(bytes.len());
+    let method = &bytes[..method_end];
+    let valid_method = |method: &[u8]| {
+        !method.is_empty()
+            && method
+                .iter()
+                .all(|&byte| byte.is_ascii_uppercase() || byte == b'_' || byte == b'-')
+    };
+    let line_end = bytes.iter().position(|&byte| byte == b'\n');
+    let method = match line_end {
+        Some(end) if end < method_end => bytes[..end].strip_suffix(b"\r").unwrap_or(method),
+        _ => method,
+    };
+    if !bytes.is_empty() && !valid_method(method) {
+        return FirstLine::Http1;
+    }
+    let Some(end) = line_end else {
+        return FirstLine::Incomplete;
+    };
+    let line = bytes[..end].strip_suffix(b"\r").unwrap_or(&bytes[..end]);
+    let words: Vec<&[u8]> = line
+        .split(|&byte| byte == b' ')
+        .filter(|word| !word.is_empty())
+        .collect();
+    let versioned = words.len() >= 3
+        && words.last().is_some_and(|version| {
+            version
+                .get(..5)
+                .is_some_and(|start| start.eq_ignore_ascii_case(b"HTTP/"))
+        });
+    if words.len() == 2 || versioned {
+        FirstLine::Http1
+    } else {
+        FirstLine::Other
     }
 }
 
@@ -202,14 +267,10 @@ async fn serve(worker: &HttpWorker, address: &AddressConf, connection: Connectio
     // `client_header_timeout` the stream is reset, as nginx resets it.
     let mut partial_head: Option<(Instant, u32)> = None;
     let mut since_yield = 0;
+    // A connection error was sent: nothing more is read.
+    let mut failed = false;
     let closing = loop {
-        if !input.is_empty() {
-            let used = shared.h2.borrow_mut().receive(&input);
-            match used {
-                Ok(used) => drop(input.drain(..used)),
-                // The connection error's GOAWAY is in the output; nothing more is read.
-                Err(_) => input.clear(),
-            }
+        if !input.is_empty() && !failed {
             let started = Started {
                 worker,
                 address,
@@ -218,6 +279,23 @@ async fn serve(worker: &HttpWorker, address: &AddressConf, connection: Connectio
                 shared: &shared,
                 spare_requests: &spare_requests,
             };
+            let used = shared.h2.borrow_mut().receive(&input);
+            match used {
+                Ok(used) => drop(input.drain(..used)),
+                Err(error) => {
+                    input.clear();
+                    failed = true;
+                    // nginx logs a client's protocol errors and floods at `info`.
+                    started.log_malformed(&error.to_string());
+                    if matches!(error.reason(), Reason::Flood(_)) {
+                        // A flooding client is cut off at once: its GOAWAY goes if the
+                        // socket takes it now, and neither `send_timeout` nor a lingering
+                        // close waits for a client that does not read.
+                        let _ = write_output(&socket, &shared, &mut since_yield);
+                        break Closing::Cut;
+                    }
+                }
+            }
             dispatch(&started, &mut streams, &rules);
             shared.progress.notify_waiters();
             partial_head = partial_head_of(&input, &shared).map(|stream_id| match partial_head {
@@ -233,8 +311,10 @@ async fn serve(worker: &HttpWorker, address: &AddressConf, connection: Connectio
             Ok(blocked) => blocked,
             Err(()) => break Closing::Now,
         };
-        // A client that reads as fast as the streams produce would keep this task busy
-        // for ever: other connections of the worker get their turn every YIELD_AFTER.
+        // A client that reads as fast as the streams produce, or sends as fast as the loop
+        // reads, would keep this task busy for ever (a socket that stays readable never
+        // makes it wait): other connections of the worker get their turn every
+        // YIELD_AFTER bytes written or read.
         if since_yield >= YIELD_AFTER {
             since_yield = 0;
             tokio::task::yield_now().await;
@@ -287,7 +367,7 @@ async fn serve(worker: &HttpWorker, address: &AddressConf, connection: Connectio
                 Ok(()) => Woken::Writable,
                 Err(_) => break Closing::Now,
             },
-            ready = socket.readable() => match ready {
+            ready = socket.readable(), if !failed => match ready {
                 Ok(()) => Woken::Readable,
                 Err(_) => break Closing::Now,
             },
@@ -299,6 +379,7 @@ async fn serve(worker: &HttpWorker, address: &AddressConf, connection: Connectio
                 Ok(count) => {
                     // Idleness is silence: any frame starts it over.
                     idle_since = Instant::now();
+                    since_yield += count;
                     input.extend_from_slice(&buffer[..count]);
                 }
                 Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {}
@@ -339,6 +420,9 @@ async fn serve(worker: &HttpWorker, address: &AddressConf, connection: Connectio
     drop(streams);
     // nginx has written a request's log line before it closes the connection.
     crate::log_buffers::log_lines_written(worker).await;
+    if closing == Closing::Cut {
+        return;
+    }
     // A TLS session may hold encrypted output the socket has not taken yet.
     if socket.flush_timed(send_timeout).await.is_err() {
         return;
@@ -363,17 +447,30 @@ enum Closing {
     /// input does not reset the connection and lose the answers in flight, as nginx's
     /// lingering close for HTTP/2 avoids.
     Linger,
+    /// A flood: closed at once, whatever output is left.
+    Cut,
 }
 
 async fn linger(socket: &runtime::Stream, time: Duration, timeout: Duration) {
     let _ = socket.shutdown_write();
     let end = Instant::now() + time;
     let mut buffer = [0; 4096];
+    let mut since_yield = 0;
     loop {
-        let deadline = end.min(Instant::now() + timeout);
-        match tokio::time::timeout_at(deadline, socket.read(&mut buffer)).await {
-            Ok(Ok(count)) if count > 0 => {}
+        // A read that finds bytes waiting returns before its timeout is looked at.
+        let now = Instant::now();
+        if now >= end {
+            return;
+        }
+        match tokio::time::timeout_at(end.min(now + timeout), socket.read(&mut buffer)).await {
+            Ok(Ok(count)) if count > 0 => since_yield += count,
             _ => return,
+        }
+        // Nor does it let the worker's other tasks run: a client that keeps sending would
+        // hold the worker for all of `lingering_time`.
+        if since_yield >= YIELD_AFTER {
+            since_yield = 0;
+            tokio::task::yield_now().await;
         }
     }
 }
@@ -389,9 +486,17 @@ fn dispatch<'a>(started: &Started<'a>, streams: &mut Streams<'a>, rules: &Rules)
         match event {
             Event::Headers {
                 stream_id,
+                fields,
                 trailers: true,
                 ..
             } => {
+                // Trailers are not passed on, but malformed ones end the request before it
+                // goes anywhere (RFC 9113 §8.1; nginx closes the connection for any).
+                if let Err(malformed) = http2::request::check_trailers(&fields) {
+                    started.log_malformed(malformed.message());
+                    refuse_stream(started, streams, stream_id);
+                    continue;
+                }
                 if let Some(inbox) = started.shared.inboxes.borrow_mut().get_mut(&stream_id) {
                     inbox.end();
                 }
@@ -417,10 +522,17 @@ fn dispatch<'a>(started: &Started<'a>, streams: &mut Streams<'a>, rules: &Rules)
                     // nginx serves no CONNECT: 405, whatever the other fields.
                     Err(405)
                 } else {
-                    http2::request::parse(fields, rules.policy).map_err(|malformed| {
-                        started.log_malformed(malformed.message());
-                        400
-                    })
+                    match http2::request::parse(fields, rules.policy) {
+                        Ok(head) => Ok(head),
+                        Err(malformed) => {
+                            started.log_malformed(malformed.message());
+                            if malformed.resets_stream() {
+                                refuse_stream(started, streams, stream_id);
+                                continue;
+                            }
+                            Err(400)
+                        }
+                    }
                 };
                 let body = !end_stream && head.is_ok();
                 if let (true, Ok(head)) = (body, &head) {
@@ -464,6 +576,18 @@ fn dispatch<'a>(started: &Started<'a>, streams: &mut Streams<'a>, rules: &Rules)
             Event::GoAway { .. } => {}
         }
     }
+}
+
+/// Resets a stream whose head or trailers are malformed (PROTOCOL_ERROR) and drops its
+/// request and body, if they started.
+fn refuse_stream(started: &Started<'_>, streams: &mut Streams<'_>, stream_id: u32) {
+    started
+        .shared
+        .h2
+        .borrow_mut()
+        .reset(stream_id, ErrorCode::PROTOCOL_ERROR);
+    started.shared.inboxes.borrow_mut().remove(&stream_id);
+    streams.running.retain(|(id, _)| *id != stream_id);
 }
 
 /// The stream a HEADERS frame at the front of `input` opens, when the frame has arrived
@@ -568,4 +692,52 @@ fn write_output(
         shared.progress.notify_waiters();
     }
     Ok(blocked)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_first_line_is_http1_or_not() {
+        for line in [
+            "GET / HTTP/1.1\r\n",
+            "GET /index.html HTTP/1.0\n",
+            "GET  /a%20b  http/1.1\r\n",
+            "GET /a b HTTP/1.1\r\n",
+            "PRI * HTTP/1.1\r\n",
+            "PRI * HTTP/2.0\r\n\r\nxxxxxxxx",
+            "GET /\r\n",
+            "GET / HTTP/2.0\r\nHost: x\r\n\r\n",
+            // Not a method: HTTP/1 refuses it at once, line or not (h2.t "invalid preface").
+            "xxxxxxxxxxxxxxxx",
+            "get / HTTP/1.1\r\n",
+            " GET / HTTP/1.1\r\n",
+            "\r\n",
+            "\x16\x03\x01\x02\x00",
+        ] {
+            assert_eq!(first_line(line.as_bytes()), FirstLine::Http1, "{line:?}");
+        }
+        for line in [
+            "INVALID CONNECTION PREFACE\r\n\r\n",
+            "GET\r\n",
+            "GET / HTTP\r\n",
+            "FOO BAR BAZ QUX\n",
+        ] {
+            assert_eq!(first_line(line.as_bytes()), FirstLine::Other, "{line:?}");
+        }
+        for partial in [
+            "",
+            "G",
+            "GET",
+            "GET / HTTP/1.1",
+            "INVALID CONNECTION PREFACE\r",
+        ] {
+            assert_eq!(
+                first_line(partial.as_bytes()),
+                FirstLine::Incomplete,
+                "{partial:?}"
+            );
+        }
+    }
 }

@@ -28,6 +28,19 @@ use crate::{phases, send};
 /// Body bytes a stream may have queued and not yet framed before its writer waits.
 const QUEUED_MAX: usize = 64 * 1024;
 
+/// What a stream whose windows let it send less than [`QUEUED_MAX`] may queue, at least:
+/// a client that holds a stream's window shut then makes its writer hold one file piece
+/// (`output_buffers`), not a second one read behind it, as nginx holds
+/// (`bench/h2_attack.sh`, "held").
+const QUEUED_STALLED_MIN: usize = 32 * 1024;
+
+/// What the stream may have queued: [`QUEUED_MAX`], or as much as its windows allow now,
+/// but not less than [`QUEUED_STALLED_MIN`].
+fn queued_max(h2: &http2::connection::Connection, stream_id: u32) -> usize {
+    let capacity = usize::try_from(h2.send_capacity(stream_id)).unwrap_or(usize::MAX);
+    capacity.clamp(QUEUED_STALLED_MIN, QUEUED_MAX)
+}
+
 /// What every stream of a connection borrows.
 #[derive(Clone)]
 pub(crate) struct Started<'a> {
@@ -434,7 +447,8 @@ impl StreamSink<'_> {
         let mut state = self.state.borrow_mut();
         let mut h2 = self.shared.h2.borrow_mut();
         let queued = h2.queued(self.stream_id);
-        if queued >= QUEUED_MAX {
+        let queued_max = queued_max(&h2, self.stream_id);
+        if queued >= queued_max {
             return Err(io::ErrorKind::WouldBlock.into());
         }
         if let SinkState::HeadReady(_, length) = &*state {
@@ -447,7 +461,7 @@ impl StreamSink<'_> {
                 sent.map_err(|_| Self::gone())?;
             }
         }
-        let take = bytes.len().min(QUEUED_MAX - queued);
+        let take = bytes.len().min(queued_max - queued);
         let (left, last) = match &*state {
             SinkState::Body(Some(left)) => {
                 let left = left.saturating_sub(take as u64);
@@ -573,7 +587,7 @@ impl FramedSink for StreamSink<'_> {
                 let progress = self.shared.progress.notified();
                 {
                     let h2 = self.shared.h2.borrow();
-                    if h2.queued(self.stream_id) < QUEUED_MAX {
+                    if h2.queued(self.stream_id) < queued_max(&h2, self.stream_id) {
                         return Ok(());
                     }
                     if h2.is_done() {

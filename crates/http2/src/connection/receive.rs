@@ -127,13 +127,7 @@ impl Connection {
             )),
             Frame::Ping { ack, payload } => {
                 if !ack {
-                    if self
-                        .counters
-                        .count(Flood::ControlFrames, &self.config.limits)
-                        .is_err()
-                    {
-                        return self.flood(Flood::ControlFrames);
-                    }
+                    self.count_control_frame()?;
                     Frame::Ping { ack: true, payload }.write(self.output.frames());
                 }
                 Ok(())
@@ -578,18 +572,24 @@ impl Connection {
                 _ => {}
             }
         }
-        if self
-            .counters
-            .count(Flood::ControlFrames, &self.config.limits)
-            .is_err()
-        {
-            return self.flood(Flood::ControlFrames);
-        }
+        self.count_control_frame()?;
         Frame::Settings {
             ack: true,
             params: &[],
         }
         .write(self.output.frames());
+        Ok(())
+    }
+
+    /// Counts a SETTINGS or PING frame, which asks for an answer, against both of their
+    /// limits: answers not written yet, and frames beyond the responses sent.
+    fn count_control_frame(&mut self) -> Result<(), Error> {
+        let limits = self.config.limits;
+        for flood in [Flood::ControlFrames, Flood::ControlFramesBeyondResponses] {
+            if self.counters.count(flood, &limits).is_err() {
+                return self.flood(flood);
+            }
+        }
         Ok(())
     }
 

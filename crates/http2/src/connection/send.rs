@@ -54,6 +54,7 @@ impl Connection {
     }
 
     fn write_head_block(&mut self, stream_id: u32, block: &[u8], end_stream: bool) {
+        self.pay_back_control_frame();
         frame::write_header_block(
             self.output.frames(),
             stream_id,
@@ -205,6 +206,13 @@ impl Connection {
         }
     }
 
+    /// A response frame went out: it pays back one SETTINGS or PING frame (see
+    /// `Limits::control_frames_max`), so a client that pings while it downloads, as gRPC
+    /// clients measure the link, is never cut off for it.
+    fn pay_back_control_frame(&mut self) {
+        self.counters.control_frames = self.counters.control_frames.saturating_sub(1);
+    }
+
     pub(super) fn release_connection(&mut self, bytes: u32) {
         if let Some(increment) = self.recv_window.release(bytes) {
             Frame::WindowUpdate {
@@ -276,6 +284,7 @@ impl Connection {
         self.send_window.consume(sent);
         let end_stream = last && trailers.is_none();
         if length > 0 || end_stream {
+            self.counters.control_frames = self.counters.control_frames.saturating_sub(1);
             let queued = &mut stream.queued;
             let mut left = length;
             // Each part is the rest of one queued buffer or the start of the next.

@@ -1,7 +1,7 @@
 //! The flood defences and size limits, each driven past its limit by a hostile client.
 
 use super::Config;
-use super::tests_client::{Client, get, goaway, resets};
+use super::tests_client::{Client, data, get, goaway, resets};
 use crate::error::{Error, ErrorCode, Reason};
 use crate::frame::{Frame, PrioritySpec, Setting};
 use crate::hpack::{HeaderField, Limit, integer};
@@ -198,41 +198,110 @@ fn one_field_past_its_size_ends_the_connection() {
 }
 
 #[test]
-fn settings_and_ping_floods_are_cut_off_unless_the_client_reads() {
+fn settings_and_ping_floods_are_cut_off_when_the_answers_are_not_written() {
+    let limit = Config::default().limits.pending_control_max;
     let mut client = Client::new(Config::default());
-    for round in 0..5_000 {
-        client
-            .frame(Frame::Ping {
-                ack: false,
-                payload: [1; 8],
-            })
-            .expect("a client that reads");
-        client.settings(&[]).expect("a client that reads");
-        if round % 100 == 0 {
-            client.take_frames();
-        }
-    }
-    let mut client = Client::new(Config::default());
+    let mut sent = 0;
     let mut result = Ok(());
-    for _ in 0..2_000 {
+    while result.is_ok() {
         result = client.settings(&[Setting { id: 0x9, value: 1 }]);
-        if result.is_err() {
-            break;
-        }
+        sent += 1;
     }
     assert_eq!(flood_of(result), Flood::ControlFrames);
+    assert_eq!(sent, limit + 1, "cut off one past pending_control_max");
     let mut client = Client::new(Config::default());
+    let mut sent = 0;
     let mut result = Ok(());
-    for _ in 0..2_000 {
+    while result.is_ok() {
         result = client.frame(Frame::Ping {
             ack: false,
             payload: [2; 8],
         });
-        if result.is_err() {
-            break;
-        }
+        sent += 1;
     }
     assert_eq!(flood_of(result), Flood::ControlFrames);
+    assert_eq!(sent, limit + 1);
+}
+
+#[test]
+fn settings_and_ping_floods_are_cut_off_even_when_the_answers_are_written() {
+    // The answers are drained after every frame (as a socket with megabytes of buffers
+    // takes them from a client that does not read): the count does not start over.
+    let config = Config::default();
+    let limit = config.limits.control_frames_max;
+    let mut client = Client::new(config);
+    // The handshake's SETTINGS counted one.
+    let mut sent = 1;
+    let mut result = Ok(());
+    while result.is_ok() {
+        result = if sent % 2 == 0 {
+            client.settings(&[])
+        } else {
+            client.frame(Frame::Ping {
+                ack: false,
+                payload: [3; 8],
+            })
+        };
+        sent += 1;
+        if result.is_ok() {
+            let answers = client.take_frames();
+            assert_eq!(answers.len(), 1, "every frame answered until the limit");
+        }
+    }
+    assert_eq!(flood_of(result), Flood::ControlFramesBeyondResponses);
+    assert_eq!(sent, limit + 1, "cut off one past control_frames_max");
+    let (_, code) = goaway(&client.take_frames()).expect("GOAWAY");
+    assert_eq!(code, ErrorCode::ENHANCE_YOUR_CALM);
+}
+
+#[test]
+fn pings_while_responses_go_out_are_never_a_flood() {
+    // A client that measures the link with a PING per DATA frame it receives (gRPC does)
+    // sends more PINGs than the limit over a long response, and is answered every time.
+    let config = Config {
+        chunk_size: 16,
+        ..Config::default()
+    };
+    let limit = config.limits.control_frames_max;
+    let mut client = Client::new(config);
+    client.headers(1, &get("/"), true).expect("request");
+    let head = [HeaderField::new(":status", "200")];
+    client
+        .connection
+        .send_headers(1, &head, false)
+        .expect("head");
+    let rounds = limit as usize * 2;
+    for round in 0..rounds {
+        client
+            .connection
+            .send_data(1, &[b'x'; 16], round + 1 == rounds)
+            .expect("body");
+        client.connection.flush();
+        client
+            .frame(Frame::Ping {
+                ack: false,
+                payload: [4; 8],
+            })
+            .expect("a PING per DATA frame is not a flood");
+        let frames = client.take_frames();
+        if round % 3_000 == 0 {
+            // The stream's window (64 KiB) is given back now and then, as a client does.
+            client
+                .frame(Frame::WindowUpdate {
+                    stream_id: 1,
+                    increment: 60_000,
+                })
+                .expect("window");
+            client
+                .frame(Frame::WindowUpdate {
+                    stream_id: 0,
+                    increment: 60_000,
+                })
+                .expect("window");
+        }
+        assert_eq!(data(&frames).len(), 1, "one DATA frame in round {round}");
+    }
+    assert!(client.connection.counters().control_frames <= 1);
 }
 
 #[test]
