@@ -212,6 +212,8 @@ mod tests {
             progress: Notify::new(),
             inboxes: RefCell::default(),
             queued_since_write: Cell::new(0),
+            after_response: RefCell::default(),
+            spare_fields: RefCell::default(),
         };
         shared.inboxes.borrow_mut().insert(stream_id, inbox);
         shared
