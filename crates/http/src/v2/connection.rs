@@ -35,6 +35,10 @@ const DRAIN_CHECK: Duration = Duration::from_millis(250);
 /// get a turn.
 const POLL_SLICE: Duration = Duration::from_millis(2);
 
+/// How long an idle connection keeps its finished streams' requests and field lists for
+/// the next streams (the loop looks at least every `DRAIN_CHECK`).
+const SPARES_KEPT_IDLE: Duration = Duration::from_millis(100);
+
 /// Bytes a connection writes before it lets the worker's other tasks run.
 const YIELD_AFTER: usize = 256 * 1024;
 
@@ -334,6 +338,10 @@ async fn serve(worker: &HttpWorker, address: &AddressConf, connection: Connectio
         }
         if !idle {
             idle_since = Instant::now();
+        } else if idle_since.elapsed() >= SPARES_KEPT_IDLE {
+            // An idle connection holds no request, as an HTTP/1 one lets its go.
+            spare_requests.borrow_mut().clear();
+            shared.spare_fields.borrow_mut().clear();
         }
         // `client_header_timeout` until the first request, then `keepalive_timeout`.
         let wait_max = if streams.started == 0 {
