@@ -158,6 +158,8 @@ pub struct Connection {
     /// Where the look through the header block arriving in part has reached.
     block_scan: hpack::BlockScan,
     events: VecDeque<Event>,
+    /// The header block being encoded, kept with its memory between heads.
+    encoded: Vec<u8>,
     output: Output,
     send_window: SendWindow,
     recv_window: RecvWindow,
@@ -192,6 +194,7 @@ impl Connection {
             block: None,
             block_scan: hpack::BlockScan::default(),
             events: VecDeque::new(),
+            encoded: Vec::new(),
             output: Output::default(),
             send_window: SendWindow::new(65_535),
             recv_window: RecvWindow::new(65_535, config.connection_window.max(65_535)),

@@ -168,6 +168,7 @@ pub(crate) async fn run_stream(started: Started<'_>, opened: Opened) {
                 shared: started.shared,
                 stream_id,
                 state: RefCell::new(SinkState::AwaitingHead),
+                head_bytes: std::cell::Cell::new(0),
             };
             let sent = match reply {
                 // A body that stopped past `client_body_timeout`: nginx resets the stream.
@@ -225,6 +226,7 @@ pub(crate) async fn run_stream(started: Started<'_>, opened: Opened) {
                     ),
                 );
             }
+            request.sent.header_bytes = sink.head_bytes.get();
             // Logged once the response is out, then what runs after it (mirrors,
             // `post_action`, a background cache refresh), as over HTTP/1.
             send::log_request_info(worker, info, &request);
@@ -403,6 +405,8 @@ struct StreamSink<'a> {
     shared: &'a Shared,
     stream_id: u32,
     state: RefCell<SinkState>,
+    /// The HEADERS frame's size once the head is encoded (`$bytes_sent` counts it).
+    head_bytes: std::cell::Cell<u64>,
 }
 
 impl StreamSink<'_> {
@@ -415,7 +419,7 @@ impl StreamSink<'_> {
             SinkState::HeadReady(fields, _) => {
                 let sent = send_head(&mut h2, self.stream_id, &fields, true);
                 self.recycle(fields);
-                sent
+                self.count_head(sent)
             }
             SinkState::AwaitingHead => {
                 let fields = [field(b":status", b"500")];
@@ -458,7 +462,7 @@ impl StreamSink<'_> {
             {
                 let sent = send_head(&mut h2, self.stream_id, &fields, false);
                 self.recycle(fields);
-                sent.map_err(|_| Self::gone())?;
+                self.count_head(sent).map_err(|_| Self::gone())?;
             }
         }
         let take = bytes.len().min(queued_max - queued);
@@ -488,6 +492,17 @@ impl StreamSink<'_> {
         Ok(take)
     }
 
+    /// Counts an encoded head for `$bytes_sent`: its block and the HEADERS frame's header,
+    /// as nginx counts the frame.
+    fn count_head(
+        &self,
+        sent: Result<usize, http2::connection::SendError>,
+    ) -> Result<(), http2::connection::SendError> {
+        let block = sent?;
+        self.head_bytes.set((block + 9) as u64);
+        Ok(())
+    }
+
     /// Keeps an encoded head's field list for the connection's next head.
     fn recycle(&self, mut fields: FieldList) {
         const KEPT_MAX: usize = 8;
@@ -503,13 +518,14 @@ impl StreamSink<'_> {
     }
 }
 
-/// HPACK-encodes a response head (`:status` first) into a HEADERS frame of the stream.
+/// HPACK-encodes a response head (`:status` first) into a HEADERS frame of the stream;
+/// returns the header block's size.
 fn send_head(
     h2: &mut http2::connection::Connection,
     stream_id: u32,
     fields: &FieldList,
     end_stream: bool,
-) -> Result<(), http2::connection::SendError> {
+) -> Result<usize, http2::connection::SendError> {
     let status = status_digits(fields.status);
     let pairs = std::iter::once((&b":status"[..], &status[..])).chain(fields.iter());
     h2.send_header_pairs(stream_id, pairs, end_stream)
@@ -550,7 +566,7 @@ impl FramedSink for StreamSink<'_> {
         let mut state = self.state.borrow_mut();
         let mut h2 = self.shared.h2.borrow_mut();
         if let SinkState::HeadReady(head, _) = &*state {
-            let _ = send_head(&mut h2, self.stream_id, head, false);
+            let _ = self.count_head(send_head(&mut h2, self.stream_id, head, false));
         }
         if !matches!(&*state, SinkState::Ended) {
             let _ = if fields.is_empty() {

@@ -31,26 +31,31 @@ impl Connection {
         end_stream: bool,
     ) -> Result<(), SendError> {
         self.sendable(stream_id)?;
-        let mut block = Vec::new();
+        let mut block = std::mem::take(&mut self.encoded);
+        block.clear();
         self.encoder.encode(fields, &mut block);
         self.write_head_block(stream_id, &block, end_stream);
+        self.encoded = block;
         Ok(())
     }
 
     /// As [`send_headers`](Self::send_headers), for fields given as name and value (names
     /// in lower case), none of them never-indexed: a head passed on without building
-    /// a [`HeaderField`] for each.
+    /// a [`HeaderField`] for each. Returns the size of the header block.
     pub fn send_header_pairs<'f>(
         &mut self,
         stream_id: u32,
         fields: impl IntoIterator<Item = (&'f [u8], &'f [u8])>,
         end_stream: bool,
-    ) -> Result<(), SendError> {
+    ) -> Result<usize, SendError> {
         self.sendable(stream_id)?;
-        let mut block = Vec::new();
+        let mut block = std::mem::take(&mut self.encoded);
+        block.clear();
         self.encoder.encode_pairs(fields, &mut block);
         self.write_head_block(stream_id, &block, end_stream);
-        Ok(())
+        let len = block.len();
+        self.encoded = block;
+        Ok(len)
     }
 
     fn write_head_block(&mut self, stream_id: u32, block: &[u8], end_stream: bool) {

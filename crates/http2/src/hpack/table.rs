@@ -177,14 +177,90 @@ pub fn lookup(dynamic: &DynamicTable, index: u64) -> Option<(&[u8], &[u8])> {
 
 /// The static index of an entry with this name and value, and of one with this name.
 pub fn find_static(name: &[u8], value: &[u8]) -> (Option<usize>, Option<usize>) {
-    let mut name_only = None;
-    for (position, &(entry_name, entry_value)) in STATIC.iter().enumerate() {
-        if entry_name.as_bytes() == name {
-            if entry_value.as_bytes() == value {
-                return (Some(position + 1), Some(position + 1));
-            }
-            name_only.get_or_insert(position + 1);
+    let Some((first, count)) = static_name(name) else {
+        return (None, None);
+    };
+    // Entries of one name stand together in the table; the 1-based index is position + 1.
+    let exact = STATIC[first..first + count]
+        .iter()
+        .position(|&(_, entry_value)| entry_value.as_bytes() == value)
+        .map(|offset| first + offset + 1);
+    (exact, Some(first + 1))
+}
+
+/// Where the static table's entries of `name` start (0-based) and how many there are: one
+/// comparison per length and first bytes, rather than a walk over the 61 entries.
+fn static_name(name: &[u8]) -> Option<(usize, usize)> {
+    Some(match name {
+        b":authority" => (0, 1),
+        b":method" => (1, 2),
+        b":path" => (3, 2),
+        b":scheme" => (5, 2),
+        b":status" => (7, 7),
+        b"accept-charset" => (14, 1),
+        b"accept-encoding" => (15, 1),
+        b"accept-language" => (16, 1),
+        b"accept-ranges" => (17, 1),
+        b"accept" => (18, 1),
+        b"access-control-allow-origin" => (19, 1),
+        b"age" => (20, 1),
+        b"allow" => (21, 1),
+        b"authorization" => (22, 1),
+        b"cache-control" => (23, 1),
+        b"content-disposition" => (24, 1),
+        b"content-encoding" => (25, 1),
+        b"content-language" => (26, 1),
+        b"content-length" => (27, 1),
+        b"content-location" => (28, 1),
+        b"content-range" => (29, 1),
+        b"content-type" => (30, 1),
+        b"cookie" => (31, 1),
+        b"date" => (32, 1),
+        b"etag" => (33, 1),
+        b"expect" => (34, 1),
+        b"expires" => (35, 1),
+        b"from" => (36, 1),
+        b"host" => (37, 1),
+        b"if-match" => (38, 1),
+        b"if-modified-since" => (39, 1),
+        b"if-none-match" => (40, 1),
+        b"if-range" => (41, 1),
+        b"if-unmodified-since" => (42, 1),
+        b"last-modified" => (43, 1),
+        b"link" => (44, 1),
+        b"location" => (45, 1),
+        b"max-forwards" => (46, 1),
+        b"proxy-authenticate" => (47, 1),
+        b"proxy-authorization" => (48, 1),
+        b"range" => (49, 1),
+        b"referer" => (50, 1),
+        b"refresh" => (51, 1),
+        b"retry-after" => (52, 1),
+        b"server" => (53, 1),
+        b"set-cookie" => (54, 1),
+        b"strict-transport-security" => (55, 1),
+        b"transfer-encoding" => (56, 1),
+        b"user-agent" => (57, 1),
+        b"vary" => (58, 1),
+        b"via" => (59, 1),
+        b"www-authenticate" => (60, 1),
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod static_name_tests {
+    use super::*;
+
+    #[test]
+    fn every_static_entry_is_found_by_its_name_and_value() {
+        for (position, &(name, value)) in STATIC.iter().enumerate() {
+            let (exact, name_only) = find_static(name.as_bytes(), value.as_bytes());
+            assert_eq!(exact, Some(position + 1), "{name}: {value}");
+            let first = STATIC.iter().position(|&(other, _)| other == name);
+            assert_eq!(name_only, first.map(|at| at + 1), "{name}");
         }
+        assert_eq!(find_static(b":status", b"201"), (None, Some(8)));
+        assert_eq!(find_static(b"x-unknown", b""), (None, None));
     }
-    (None, name_only)
 }
