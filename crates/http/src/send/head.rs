@@ -28,6 +28,11 @@ pub(crate) trait HeadWriter {
     fn field(&mut self, name: &[u8], value: &[u8]) {
         self.field_with(name, |out| out.extend_from_slice(value));
     }
+    /// A field whose whole HTTP/1 line (`Name: value\r\n`) is known in advance: HTTP/1
+    /// copies the line in one piece.
+    fn field_line(&mut self, _line: &'static [u8], name: &'static [u8], value: &'static [u8]) {
+        self.field(name, value);
+    }
     /// The head is complete.
     fn end(&mut self) {}
 }
@@ -58,6 +63,10 @@ impl HeadWriter for Text<'_> {
 
     fn field(&mut self, name: &[u8], value: &[u8]) {
         http1::response::write_header(self.0, name, value);
+    }
+
+    fn field_line(&mut self, line: &'static [u8], _name: &'static [u8], _value: &'static [u8]) {
+        self.0.extend_from_slice(line);
     }
 
     fn end(&mut self) {
@@ -107,7 +116,15 @@ pub(super) fn write_head<W: HeadWriter>(
     match &response.server {
         Some(server) if server.is_empty() => {}
         Some(server) => out.field(b"Server", server),
-        None => out.field(b"Server", server_header(core.server_tokens)),
+        None => match core.server_tokens {
+            ServerTokens::On => out.field_line(
+                concat!("Server: portico/", env!("CARGO_PKG_VERSION"), "\r\n").as_bytes(),
+                b"Server",
+                server_header(ServerTokens::On),
+            ),
+            ServerTokens::Off => out.field_line(b"Server: portico\r\n", b"Server", b"portico"),
+            tokens => out.field(b"Server", server_header(tokens)),
+        },
     }
     match &response.date {
         Some(date) if date.is_empty() => {}
@@ -145,16 +162,19 @@ pub(super) fn write_head<W: HeadWriter>(
     }
     if W::CONNECTION_FIELDS {
         if framing == Framing::Chunked {
-            out.field(b"Transfer-Encoding", b"chunked");
+            out.field_line(
+                b"Transfer-Encoding: chunked\r\n",
+                b"Transfer-Encoding",
+                b"chunked",
+            );
         }
-        let connection = if request.response.status == 101 {
-            &b"upgrade"[..]
+        if request.response.status == 101 {
+            out.field_line(b"Connection: upgrade\r\n", b"Connection", b"upgrade");
         } else if request.keepalive {
-            &b"keep-alive"[..]
+            out.field_line(b"Connection: keep-alive\r\n", b"Connection", b"keep-alive");
         } else {
-            &b"close"[..]
-        };
-        out.field(b"Connection", connection);
+            out.field_line(b"Connection: close\r\n", b"Connection", b"close");
+        }
         if request.keepalive
             && let Some(header) = core.keepalive_timeout.header
         {
@@ -187,7 +207,7 @@ pub(super) fn write_head<W: HeadWriter>(
         out.field(b"Content-Range", content_range);
     }
     if response.accept_ranges {
-        out.field(b"Accept-Ranges", b"bytes");
+        out.field_line(b"Accept-Ranges: bytes\r\n", b"Accept-Ranges", b"bytes");
     }
     out.end();
 }
