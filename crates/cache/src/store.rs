@@ -22,8 +22,31 @@ const TEMP_DIGITS: usize = 10;
 /// missing directories; if the name is taken and ends in `.NNNNNNNNNN`, the next numbers
 /// are tried. Returns the file and the name it got.
 pub fn create_temp(path: &Path) -> io::Result<(File, PathBuf)> {
-    let mut path = path.to_path_buf();
+    let mut next = Some(path.to_path_buf());
+    let taken = path.to_path_buf();
+    create_temp_among(move || {
+        let current = next.take()?;
+        next = next_temp_name(&current);
+        Some(current)
+    })
+    .map_err(|error| match error.kind() {
+        ErrorKind::AlreadyExists => io::Error::new(
+            ErrorKind::AlreadyExists,
+            format!("no free temp file name from {}", taken.display()),
+        ),
+        _ => error,
+    })
+}
+
+/// Creates a temp file at the first of `names` that is free (`O_CREAT | O_EXCL`, 0600,
+/// close-on-exec), creating missing directories: a name taken by a file that a crash
+/// left, or another writer's, is skipped, as nginx skips it. At most [`TEMP_TRIES`]
+/// names, or until `names` has no more.
+pub fn create_temp_among(
+    mut names: impl FnMut() -> Option<PathBuf>,
+) -> io::Result<(File, PathBuf)> {
     let mut created_dirs = false;
+    let mut path = names().ok_or_else(|| io::Error::from(ErrorKind::InvalidInput))?;
     for _ in 0..TEMP_TRIES {
         match OpenOptions::new()
             .write(true)
@@ -36,8 +59,12 @@ pub fn create_temp(path: &Path) -> io::Result<(File, PathBuf)> {
                 create_parent(&path)?;
                 created_dirs = true;
             }
+            Err(error) if error.kind() == ErrorKind::NotFound => {
+                // Another level directory (the name's number chose it).
+                create_parent(&path)?;
+            }
             Err(error) if error.kind() == ErrorKind::AlreadyExists => {
-                path = next_temp_name(&path).ok_or(error)?;
+                path = names().ok_or(error)?;
             }
             Err(error) => return Err(error),
         }

@@ -130,7 +130,7 @@ pub fn start(
         http,
         worker_pools,
         connection_ids,
-        temp_numbers: std::sync::atomic::AtomicU64::new(0),
+        temp_numbers: std::sync::atomic::AtomicU64::new(http::body::temp::first_number()),
         hostname: crate::config::hostname(),
         error_log: Arc::clone(&config.error_log),
         cache_zones,

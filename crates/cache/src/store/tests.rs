@@ -46,6 +46,34 @@ fn a_taken_name_without_a_number_is_an_error() {
 }
 
 #[test]
+fn taken_names_are_skipped_for_the_next_one_given() {
+    let dir = TestDir::new("among");
+    // A crash left 0000000001 and 0000000002 (in their level directories).
+    let name = |number: u64| {
+        let digits = format!("{number:010}");
+        dir.path().join(&digits[9..]).join(digits)
+    };
+    for number in 1..=2 {
+        create_temp(&name(number)).expect("a leftover");
+    }
+    let mut next = 1;
+    let (_, path) = create_temp_among(|| {
+        let path = name(next);
+        next += 1;
+        Some(path)
+    })
+    .expect("a free name");
+    assert_eq!(
+        path,
+        name(3),
+        "the first free one, in its own level directory"
+    );
+    let mut given = vec![name(1), name(2)].into_iter();
+    let error = create_temp_among(|| given.next()).expect_err("every name given is taken");
+    assert_eq!(error.kind(), ErrorKind::AlreadyExists);
+}
+
+#[test]
 fn next_temp_names_wrap() {
     assert_eq!(
         next_temp_name(Path::new("/a/b.0000000009")),

@@ -122,21 +122,28 @@ pub(crate) fn persist(rewrite: Rewrite) {
         let block_size = zone.block_size();
         let write = move || -> std::io::Result<(File, std::path::PathBuf)> {
             let (file, temp) = cache::store::create_temp(&temp)?;
-            let mut start = Vec::with_capacity(usize::from(body_start));
-            format::encode(&header, &key_text, &mut start);
-            start.extend_from_slice(&head);
-            file.write_all_at(&start, 0)?;
-            let mut buffer = vec![0u8; 256 * 1024];
-            let mut copied = 0u64;
-            while copied < body_len {
-                let want = (body_len - copied).min(buffer.len() as u64) as usize;
-                let read = old.read_at(&mut buffer[..want], old_body_start + copied)?;
-                if read == 0 {
-                    let _ = cache::store::unlink(&temp);
-                    return Err(std::io::ErrorKind::UnexpectedEof.into());
+            let copy = || -> std::io::Result<()> {
+                let mut start = Vec::with_capacity(usize::from(body_start));
+                format::encode(&header, &key_text, &mut start);
+                start.extend_from_slice(&head);
+                file.write_all_at(&start, 0)?;
+                let mut buffer = vec![0u8; 256 * 1024];
+                let mut copied = 0u64;
+                while copied < body_len {
+                    let want = (body_len - copied).min(buffer.len() as u64) as usize;
+                    let read = old.read_at(&mut buffer[..want], old_body_start + copied)?;
+                    if read == 0 {
+                        return Err(std::io::ErrorKind::UnexpectedEof.into());
+                    }
+                    file.write_all_at(&buffer[..read], u64::from(body_start) + copied)?;
+                    copied += read as u64;
                 }
-                file.write_all_at(&buffer[..read], u64::from(body_start) + copied)?;
-                copied += read as u64;
+                Ok(())
+            };
+            // A failed copy (the old file cut short, a full disk) leaves no temp file.
+            if let Err(error) = copy() {
+                let _ = cache::store::unlink(&temp);
+                return Err(error);
             }
             Ok((file, temp))
         };

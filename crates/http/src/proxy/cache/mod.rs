@@ -157,13 +157,15 @@ pub(crate) fn start_writer(
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
         + 1;
     let temp = if cache.zone.params().use_temp_path {
-        crate::body::temp::temp_file_path(&location.settings.proxy.proxy_temp_path, number)
+        store::TempName::Numbered(location.settings.proxy.proxy_temp_path.clone(), number)
     } else {
-        cache
-            .zone
-            .params()
-            .layout
-            .temp_path(&cache.key, (number % 10_000_000_000) as u32)
+        store::TempName::Beside(
+            cache
+                .zone
+                .params()
+                .layout
+                .temp_path(&cache.key, (number % 10_000_000_000) as u32),
+        )
     };
     store::CacheWriter::start(store::StoreStart {
         zone: std::sync::Arc::clone(&cache.zone),

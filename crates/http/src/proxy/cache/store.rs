@@ -26,11 +26,43 @@ pub(crate) struct StoreFailure {
     pub message: String,
 }
 
+/// Where an entry's temporary file goes, and the names it takes when one is taken.
+#[derive(Clone)]
+pub(crate) enum TempName {
+    /// Beside the entry (`use_temp_path=off`): `<entry>.NNNNNNNNNN`, then the next numbers.
+    Beside(PathBuf),
+    /// Under `proxy_temp_path` (`use_temp_path=on`), by temporary number.
+    Numbered(crate::core::TempPath, u64),
+}
+
+impl TempName {
+    /// The first name, for log lines written before the file was made.
+    fn first(&self) -> PathBuf {
+        match self {
+            TempName::Beside(path) => path.clone(),
+            TempName::Numbered(temp, number) => crate::body::temp::temp_file_path(temp, *number),
+        }
+    }
+
+    /// Creates the file under the first free name (on a pool thread).
+    fn create(&self) -> std::io::Result<(File, PathBuf)> {
+        match self {
+            TempName::Beside(path) => cache::store::create_temp(path),
+            TempName::Numbered(temp, number) => {
+                let mut names = crate::body::temp::numbered_names(temp.clone(), *number);
+                cache::store::create_temp_among(|| Some(names()))
+            }
+        }
+    }
+}
+
 /// A response being stored.
 pub(crate) struct CacheWriter {
     zone: Arc<Zone>,
     key: Key,
+    /// The temporary file's name: the first one to try until it is made.
     temp: PathBuf,
+    names: TempName,
     file: Option<Arc<File>>,
     pool: ThreadPool,
     pending: Vec<u8>,
@@ -62,7 +94,7 @@ pub(crate) struct StoreStart<'a> {
     pub io: &'a FileIo,
     pub default_pool: &'a ThreadPool,
     /// Where the temporary file goes.
-    pub temp: PathBuf,
+    pub temp: TempName,
     pub content_length: Option<u64>,
 }
 
@@ -130,7 +162,8 @@ impl CacheWriter {
         Ok(CacheWriter {
             zone: start.zone,
             key: start.key,
-            temp: start.temp,
+            temp: start.temp.first(),
+            names: start.temp,
             file: None,
             pool,
             pending,
@@ -185,11 +218,10 @@ impl CacheWriter {
             None => {
                 // The file is made and its first bytes written in one pool task. Waiters
                 // read it through a handle of their own (it is opened for writing only).
-                let path = self.temp.clone();
+                let names = self.names.clone();
                 let (file, reader, path, bytes) = self
                     .run_steps("open()", move || {
-                        let (file, path) =
-                            cache::store::create_temp(&path).map_err(|error| ("open()", error))?;
+                        let (file, path) = names.create().map_err(|error| ("open()", error))?;
                         std::os::unix::fs::FileExt::write_all_at(&file, &bytes, offset)
                             .map_err(|error| ("pwrite()", error))?;
                         let reader = cache::store::open_entry(&path)
@@ -295,6 +327,7 @@ impl CacheWriter {
             });
         }
         let temp = self.temp.clone();
+        let names = self.names.clone();
         let target = self.zone.params().layout.entry_path(&self.key);
         let block_size = self.zone.block_size();
         if let Some(fill) = self.fill.as_mut() {
@@ -304,7 +337,7 @@ impl CacheWriter {
             .run_steps("rename()", move || {
                 let tail: &[u8] = tail.as_ref().map_or(&[], |(buffer, from)| &buffer[*from..]);
                 let Some(file) = file else {
-                    return create_write_commit(&temp, &[&last, tail], &target, block_size);
+                    return create_write_commit(&names, &[&last, tail], &target, block_size);
                 };
                 if !last.is_empty() || !tail.is_empty() {
                     cache::store::write_all_parts_at(&file, &[&last, tail], offset)
@@ -400,12 +433,12 @@ impl CacheWriter {
 /// A whole entry in one go, on a pool thread: the temporary file made, written and renamed
 /// into place. A failure after the file was made removes it.
 fn create_write_commit(
-    temp: &std::path::Path,
+    names: &TempName,
     parts: &[&[u8]],
     target: &std::path::Path,
     block_size: u64,
 ) -> Result<cache::FileInfo, (&'static str, std::io::Error)> {
-    let (file, path) = cache::store::create_temp(temp).map_err(|error| ("open()", error))?;
+    let (file, path) = names.create().map_err(|error| ("open()", error))?;
     let result = cache::store::write_all_parts_at(&file, parts, 0)
         .map_err(|error| ("pwrite()", error))
         .and_then(|()| {
@@ -478,7 +511,10 @@ impl Keeper {
 /// `proxy_temp_path` on the pool, and renamed to its path when it ended where its framing
 /// said; removed otherwise.
 pub(crate) struct FileStore {
+    /// The temporary file's name (the first one to try until it is made).
     pub temp: PathBuf,
+    /// `proxy_temp_path` and the temporary number the name was made from.
+    pub temp_dir: (crate::core::TempPath, u64),
     pub target: PathBuf,
     pub file: Option<Arc<File>>,
     pub pool: ThreadPool,
@@ -505,11 +541,14 @@ impl FileStore {
         let file = match &self.file {
             Some(file) => Arc::clone(file),
             None => {
-                let path = self.temp.clone();
-                let file = Arc::new(
-                    self.run("open()", move || crate::body::temp::create(&path))
-                        .await?,
-                );
+                let (dir, number) = self.temp_dir.clone();
+                let (file, path) = self
+                    .run("open()", move || {
+                        crate::body::temp::create_numbered(&dir, number)
+                    })
+                    .await?;
+                let file = Arc::new(file);
+                self.temp = path;
                 self.file = Some(Arc::clone(&file));
                 file
             }

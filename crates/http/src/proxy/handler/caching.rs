@@ -317,10 +317,8 @@ impl<'a> Proxying<'a, '_> {
             .temp_numbers
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
             + 1;
-        let temp = crate::body::temp::temp_file_path(
-            &self.location.settings.proxy.proxy_temp_path,
-            number,
-        );
+        let temp_dir = self.location.settings.proxy.proxy_temp_path.clone();
+        let temp = crate::body::temp::temp_file_path(&temp_dir, number);
         let modified = head
             .fields
             .iter()
@@ -332,6 +330,7 @@ impl<'a> Proxying<'a, '_> {
         };
         Some(Box::new(Keeper::File(FileStore {
             temp,
+            temp_dir: (temp_dir, number),
             target: crate::pool_fs::path_from_vec(target),
             file: None,
             pool,
