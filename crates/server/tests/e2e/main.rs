@@ -66,6 +66,7 @@ mod proxy_cache_path;
 mod proxy_cache_purge;
 mod proxy_cache_rfc;
 mod proxy_cache_seed;
+mod proxy_cache_use_stale;
 mod proxy_cookie_flags;
 mod proxy_headers;
 mod proxy_keepalive;

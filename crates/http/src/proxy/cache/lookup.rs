@@ -125,6 +125,10 @@ pub(crate) struct CacheRequest {
     lock_deadline: Option<Instant>,
     /// A background refresh: the response goes into the cache only.
     pub background: bool,
+    /// How old another request's UPDATING mark may grow before this one takes over
+    /// (the refresh holds it until its response is stored, so it must outlast a slow
+    /// body): `max(proxy_cache_lock_age, 10 × proxy_read_timeout)`.
+    update_backstop: Duration,
 }
 
 impl CacheRequest {
@@ -294,6 +298,9 @@ pub(crate) async fn lookup(
         io,
         lock_deadline: None,
         background: false,
+        update_backstop: settings
+            .lock_age
+            .max(location.settings.proxy.read_timeout.saturating_mul(10)),
     };
     // The refresh a stale answer left for after its response: it updates the entry.
     if let Some((update, _)) = request.upstream.refresh.take() {
@@ -515,12 +522,24 @@ fn found(
         request.upstream.cache_status = Some(status::HIT);
         return Look::Done(Lookup::Serve(entry));
     }
-    let backstop = settings.lock_age.max(Duration::from_secs(60));
     match cache
         .zone
-        .try_update(&cache.key.md5, Instant::now(), backstop)
+        .try_update(&cache.key.md5, Instant::now(), cache.update_backstop)
     {
         Some(update) => {
+            if update.took_over() {
+                log(
+                    worker,
+                    info,
+                    request,
+                    Level::Warn,
+                    format_args!(
+                        "cache entry \"{}\" was updating for more than {} s, updating it again",
+                        String::from_utf8_lossy(&cache.key_text),
+                        cache.update_backstop.as_secs()
+                    ),
+                );
+            }
             let within_swr = now
                 <= entry
                     .header
@@ -638,6 +657,7 @@ fn take(cache: &mut CacheRequest) -> CacheRequest {
         io: cache.io.clone(),
         lock_deadline: cache.lock_deadline,
         background: cache.background,
+        update_backstop: cache.update_backstop,
     }
 }
 

@@ -172,6 +172,7 @@ pub(crate) fn start_writer(
         key: cache.key,
         key_text: &cache.key_text,
         fill: cache.fill.take(),
+        update: cache.update.take(),
         fresh,
         raw_head,
         variant,

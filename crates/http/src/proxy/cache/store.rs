@@ -71,6 +71,11 @@ pub(crate) struct CacheWriter {
     written: u64,
     /// `None` once committed.
     fill: Option<FillGuard>,
+    /// The expired entry's UPDATING mark, held until the new entry is in place (or the
+    /// store fails): nginx keeps an entry `updating` until its refresh is stored, so
+    /// `proxy_cache_use_stale updating` keeps other requests off the upstream for the
+    /// whole body, not only until its head arrived.
+    update: Option<cache::UpdateGuard>,
     valid_sec: i64,
     body_start: u16,
     /// The body's length from its framing, when it had one.
@@ -86,6 +91,8 @@ pub(crate) struct StoreStart<'a> {
     pub key: Key,
     pub key_text: &'a [u8],
     pub fill: Option<FillGuard>,
+    /// The mark of the expired entry this response refreshes, if it does.
+    pub update: Option<cache::UpdateGuard>,
     pub fresh: Freshness,
     /// The upstream's head as received.
     pub raw_head: &'a [u8],
@@ -170,6 +177,7 @@ impl CacheWriter {
             capacity,
             written: 0,
             fill: Some(fill),
+            update: start.update,
             valid_sec: header.valid_sec,
             body_start,
             expected: start.content_length,
@@ -370,6 +378,8 @@ impl CacheWriter {
                 body_start: self.body_start,
             });
         }
+        // The new entry answers now: the old one is no longer being updated.
+        self.update = None;
         Ok(())
     }
 
