@@ -109,6 +109,16 @@ pub fn file_info(metadata: &Metadata, block_size: u64) -> FileInfo {
     }
 }
 
+/// A file's modification time as nanoseconds since the epoch (what an entry's checks
+/// compare; 0 before the epoch).
+pub fn modified_nanos(seconds: i64, nanoseconds: impl TryInto<u64>) -> u64 {
+    let nanoseconds = nanoseconds.try_into().unwrap_or(0);
+    u64::try_from(seconds)
+        .unwrap_or(0)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(nanoseconds)
+}
+
 /// A cache's root directory, held open (`O_PATH`) from its zone's creation: an entry is
 /// opened by its name below it (`openat`), which spares the kernel the walk down to the
 /// root on every HIT. A root that cannot be opened, or that is no longer the directory
@@ -198,8 +208,8 @@ pub fn read_head(file: &File, max: usize) -> io::Result<Vec<u8>> {
 }
 
 /// Writes a new fixed header over an entry's first 336 bytes (after a 304), if the file
-/// is still inode `expected_uniq` of `expected_len` bytes. Returns whether it was
-/// rewritten.
+/// is still inode `expected_uniq` of `expected_len` bytes, and gives the file its
+/// modification time back. Returns whether it was rewritten.
 pub fn rewrite_header(
     path: &Path,
     expected_uniq: u64,
@@ -212,6 +222,9 @@ pub fn rewrite_header(
         return Ok(false);
     }
     file.write_all_at(header, 0)?;
+    // The file keeps its modification time: it says when the entry was stored (purges
+    // compare it), and a change of it is how a HIT sees a file damaged in place.
+    file.set_modified(metadata.modified()?)?;
     Ok(true)
 }
 

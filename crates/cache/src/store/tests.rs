@@ -204,6 +204,13 @@ fn header_rewrites_check_inode_and_length() {
     let path = dir.path().join("entry");
     let bytes = entry_bytes(key_text, b"body");
     std::fs::write(&path, &bytes).expect("write");
+    // Stored long ago: a write now would give it another time.
+    let stored = std::time::UNIX_EPOCH + std::time::Duration::new(1_000_000, 123_456_789);
+    std::fs::File::options()
+        .write(true)
+        .open(&path)
+        .and_then(|file| file.set_modified(stored))
+        .expect("set the time");
     let metadata = std::fs::metadata(&path).expect("stat");
     let mut header = format::decode(&bytes).expect("header");
     header.valid_sec = 999;
@@ -219,6 +226,26 @@ fn header_rewrites_check_inode_and_length() {
     assert_eq!(after.len(), bytes.len());
     assert_eq!(format::decode(&after).expect("header").valid_sec, 999);
     assert_eq!(&after[HEADER_SIZE..], &bytes[HEADER_SIZE..]);
+    assert_eq!(
+        std::fs::metadata(&path)
+            .expect("stat")
+            .modified()
+            .expect("mtime"),
+        stored,
+        "the rewrite keeps the file's time, to the nanosecond"
+    );
+}
+
+#[test]
+fn modified_nanos_counts_from_the_epoch() {
+    assert_eq!(modified_nanos(0, 5u32), 5);
+    assert_eq!(modified_nanos(2, 7i64), 2_000_000_007);
+    assert_eq!(modified_nanos(-1, 0u32), 0, "before the epoch");
+    assert_eq!(
+        modified_nanos(1, -3i64),
+        1_000_000_000,
+        "a bad nanosecond count"
+    );
 }
 
 #[test]

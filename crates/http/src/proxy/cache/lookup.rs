@@ -379,26 +379,43 @@ async fn look(
         request.upstream.cache_status = Some(status::HIT);
         return Look::Done(Lookup::Error(snapshot.error));
     }
-    // While the zone is cold (its directory not yet read), a key the index does not
-    // know may still be on disk.
-    if snapshot.exists
-        && let Some(mut entry) = super::hot::get(zone, &cache.key.md5, snapshot.uniq)
-    {
-        // The index knows of freshness a revalidation rewrote into the file since.
-        if snapshot.valid_sec > entry.header.valid_sec {
-            Arc::make_mut(&mut entry.header).valid_sec = snapshot.valid_sec;
+    let mut exists = snapshot.exists;
+    let mut damaged = false;
+    if exists && let Some(mut entry) = super::hot::get(zone, &cache.key.md5, snapshot.uniq) {
+        if super::hot::unchanged(&entry) {
+            // The index knows of freshness a revalidation rewrote into the file since.
+            if snapshot.valid_sec > entry.header.valid_sec {
+                Arc::make_mut(&mut entry.header).valid_sec = snapshot.valid_sec;
+            }
+            return found(worker, info, request, settings, cache, entry, now);
         }
-        return found(worker, info, request, settings, cache, entry, now);
+        super::hot::forget(zone, &cache.key.md5);
+        if changed_on_disk(worker, &cache.io, &entry).await {
+            // Written in place since it was checked: nothing of it is served again.
+            log(
+                worker,
+                info,
+                request,
+                Level::Crit,
+                format_args!(
+                    "cache file \"{}\" was changed after it was stored",
+                    entry.path.display()
+                ),
+            );
+            zone.remove(&cache.key.md5, entry.uniq);
+            exists = false;
+            damaged = true;
+        }
     }
-    if snapshot.exists || zone.cold() {
-        let indexed = snapshot.exists.then_some(snapshot.uniq);
+    // While the zone is cold (its directory not yet read), a key the index does not
+    // know may still be on disk (not the damaged file, which waits for its unlink).
+    if exists || (zone.cold() && !damaged) {
+        let indexed = exists.then_some(snapshot.uniq);
         match open_entry(worker, info, request, cache, indexed).await {
             Some(entry) => {
-                if snapshot.exists && entry.uniq == snapshot.uniq {
+                if exists && entry.uniq == snapshot.uniq {
                     super::hot::put(zone, &cache.key.md5, &entry);
-                } else if !snapshot.exists
-                    && let Some(file) = entry.stat
-                {
+                } else if !exists && let Some(file) = entry.stat {
                     // Found while the zone is cold: the index takes the file, so that the
                     // key stays a HIT once the loader is done (it leaves indexed keys).
                     let header = &entry.header;
@@ -412,7 +429,7 @@ async fn look(
                 return found(worker, info, request, settings, cache, entry, now);
             }
             // The index (a checkpoint after a crash, say) named a file that is gone.
-            None if snapshot.exists => {
+            None if exists => {
                 zone.remove(&cache.key.md5, snapshot.uniq);
             }
             None => {}
@@ -448,6 +465,23 @@ async fn look(
             wait_outcome(worker, info, request, settings, cache, &fill).await
         }
     }
+}
+
+/// A kept entry whose file no longer has the size or time it was checked with: whether
+/// that holds on a second look from where the cache's file work runs. Portico's own
+/// rewrite of a header after a 304 changes the time for a moment and puts it back, so a
+/// worker that looked in between opens the entry again instead of dropping it.
+async fn changed_on_disk(worker: &HttpWorker, io: &FileIo, entry: &Entry) -> bool {
+    let (file, size, written) = (Arc::clone(&entry.file), entry.size, entry.written);
+    let look = move || {
+        rustix::fs::fstat(&*file).map_or(true, |stat| {
+            u64::try_from(stat.st_size) != Ok(size)
+                || cache::store::modified_nanos(stat.st_mtime, stat.st_mtime_nsec) != written
+        })
+    };
+    super::run_read(worker, io, &entry.path, look)
+        .await
+        .unwrap_or(true)
 }
 
 /// The lock's wait for another request's fill, and what follows it.
@@ -802,9 +836,10 @@ async fn open_entry(
     let path: Arc<Path> = Arc::from(cache.zone.params().layout.entry_path(&cache.key));
     let key = cache.key;
     let block_size = cache.zone.block_size();
-    // Without purge rules the file's time is not needed: a small entry the index knows
-    // (its inode) is then opened and read in two calls, without a `fstat`.
-    let known = indexed.filter(|_| cache.zone.purges().is_empty());
+    // Without purge rules, and unless the worker will keep the entry (whose HITs compare
+    // the file's time), the file's time is not needed: a small entry the index knows (its
+    // inode) is then opened and read in two calls, without a `fstat`.
+    let known = indexed.filter(|_| cache.zone.purges().is_empty() && !super::hot::would_keep());
     let read = move |zone: &Zone, path: Arc<Path>, key_text: &[u8]| {
         let file = zone.root_dir().open_entry(&zone.params().layout, &key.md5);
         read_entry(file, path, &key, key_text, known, block_size)
