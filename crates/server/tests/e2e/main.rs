@@ -60,6 +60,7 @@ mod proxy_cache_accepted;
 mod proxy_cache_control;
 mod proxy_cache_crash;
 mod proxy_cache_damage;
+mod proxy_cache_dirs;
 mod proxy_cache_faults;
 mod proxy_cache_journal;
 mod proxy_cache_lock;

@@ -139,13 +139,7 @@ impl CacheWriter {
             .content_length
             .map_or(1 << 20, |length| length + u64::from(body_start));
         if !fill.reserve(expected_size) {
-            return Err(StoreFailure {
-                level: Level::Warn,
-                message: format!(
-                    "cache \"{}\" is full, response not cached",
-                    start.zone.params().name
-                ),
-            });
+            return Err(no_room(&start.zone, expected_size));
         }
         // Room for a whole small entry (kept for one write with the commit) or for a batch
         // and the read that completes it, taken with the first body bytes pushed (a body
@@ -258,13 +252,7 @@ impl CacheWriter {
             // A body without a length reserves as it grows, a mebibyte at a time.
             let step = grown.max(1 << 20);
             if !fill.reserve(step) {
-                return Err(StoreFailure {
-                    level: Level::Warn,
-                    message: format!(
-                        "cache \"{}\" is full, response not cached",
-                        self.zone.params().name
-                    ),
-                });
+                return Err(no_room(&self.zone, step));
             }
             self.reserved += step;
         }
@@ -326,13 +314,7 @@ impl CacheWriter {
             && self.written > self.reserved
             && !fill.reserve(self.written - self.reserved)
         {
-            return Err(StoreFailure {
-                level: Level::Warn,
-                message: format!(
-                    "cache \"{}\" is full, response not cached",
-                    self.zone.params().name
-                ),
-            });
+            return Err(no_room(&self.zone, self.written - self.reserved));
         }
         let temp = self.temp.clone();
         let names = self.names.clone();
@@ -435,6 +417,19 @@ impl CacheWriter {
             level: Level::Crit,
             message: failure_text(call, &self.temp, &error),
         })
+    }
+}
+
+/// A store refused for room, and why: `cache "NAME" is full (...)`, or its file system
+/// is read-only or has too little free space (not the same advice for the operator).
+fn no_room(zone: &Zone, bytes: u64) -> StoreFailure {
+    StoreFailure {
+        level: Level::Warn,
+        message: format!(
+            "cache \"{}\" has no room for the response, not cached: {}",
+            zone.params().name,
+            zone.no_room(bytes)
+        ),
     }
 }
 
