@@ -64,6 +64,7 @@ mod proxy_cache_dirs;
 mod proxy_cache_faults;
 mod proxy_cache_journal;
 mod proxy_cache_lock;
+mod proxy_cache_lock_fail;
 mod proxy_cache_path;
 mod proxy_cache_purge;
 mod proxy_cache_rfc;

@@ -7,6 +7,7 @@ pub mod freshness;
 pub(crate) mod hot;
 pub(crate) mod lookup;
 pub(crate) mod merge;
+pub(crate) mod resume;
 pub(crate) mod serve;
 pub mod settings;
 pub(crate) mod store;

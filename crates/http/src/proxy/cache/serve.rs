@@ -13,6 +13,11 @@ use crate::request::{ConnectionInfo, Request};
 use crate::response::{Body, Bytes};
 use crate::worker::HttpWorker;
 
+/// How much longer than `proxy_read_timeout` a reader of a fill waits for its progress:
+/// the fill's own upstream read times out first, fails the fill, and the reader finishes
+/// its response from a fetch of its own instead of being cut.
+const STALL_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Sets the response from `entry` and gives its body. The entry's head was parsed when it
 /// was opened; that parse is replayed here.
 #[allow(clippy::too_many_arguments)]
@@ -69,7 +74,8 @@ pub(crate) fn respond_attached<'a>(
         end: entry.size,
         file: entry.file,
         io,
-        stall_timeout: proxy.read_timeout,
+        stall_timeout: proxy.read_timeout + STALL_GRACE,
+        status: entry.parsed.status,
     }))
 }
 
