@@ -11,6 +11,7 @@ pub(crate) mod resume;
 pub(crate) mod serve;
 pub mod settings;
 pub(crate) mod store;
+pub(crate) mod targeted;
 
 use conf::ConfError;
 

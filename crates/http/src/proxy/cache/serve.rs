@@ -112,9 +112,20 @@ fn set_head(
     {
         super::allow_ranges(request);
     }
-    // The response's age (RFC 9111 section 5.1): how long ago it was stored or revalidated.
+    // The response's age (RFC 9111 sections 4.2.3 and 5.1): the age it arrived with (its
+    // stored `Age`, the first member of a valid one) plus how long ago it was stored or
+    // revalidated.
     let now = worker.clock.wall().unix_seconds;
-    let age = now.saturating_sub(entry.header.date).max(0);
+    let arrived = head
+        .fields
+        .iter()
+        .find(|(name, _)| entry.head[name.clone()].eq_ignore_ascii_case(b"age"))
+        .and_then(|(_, value)| super::freshness::parse_age(&entry.head[value.clone()]))
+        .unwrap_or(0);
+    let age = now
+        .saturating_sub(entry.header.date)
+        .max(0)
+        .saturating_add(arrived);
     request
         .response
         .headers
