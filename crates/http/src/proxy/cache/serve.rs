@@ -104,12 +104,17 @@ fn set_head(
     );
     let len = entry.body_len();
     request.response.content_length = Some(len);
-    if settings.force_ranges
-        || head
-            .fields
-            .iter()
-            .any(|(name, _)| entry.head[name.clone()].eq_ignore_ascii_case(b"accept-ranges"))
-    {
+    // A complete stored response can always be served in parts (RFC 9111 section 3.4
+    // combines them, RFC 9110 section 14.2 lets a cache answer ranges): unless the
+    // upstream said `Accept-Ranges: none`. nginx wants the upstream's `Accept-Ranges`
+    // (or `proxy_force_ranges`) for cached responses too.
+    let refused = head.fields.iter().any(|(name, value)| {
+        entry.head[name.clone()].eq_ignore_ascii_case(b"accept-ranges")
+            && entry.head[value.clone()]
+                .trim_ascii()
+                .eq_ignore_ascii_case(b"none")
+    });
+    if settings.force_ranges || !refused {
         super::allow_ranges(request);
     }
     // The response's age (RFC 9111 sections 4.2.3 and 5.1): the age it arrived with (its
