@@ -132,12 +132,22 @@ pub(crate) struct CacheRequest {
 }
 
 impl CacheRequest {
-    /// The conditional fields of a revalidation: `If-Modified-Since` and `If-None-Match`.
-    pub fn validators(&self) -> (Option<i64>, Option<&[u8]>) {
+    /// The conditional fields sent upstream: a revalidation's, from the stored entry; for
+    /// a key the cache holds nothing of, the client's own `If-None-Match` and (a valid)
+    /// `If-Modified-Since` (RFC 9111 section 4.3.2: a cache may forward a client's
+    /// conditional request; a 304 to it then goes to the client, and nothing is stored).
+    /// An `If-Modified-Since` that is not a date is dropped, as nginx drops any.
+    pub fn validators<'r>(&'r self, request: &'r Request<'_>) -> (Option<i64>, Option<&'r [u8]>) {
         match (&self.stale, self.revalidate) {
             (Some(entry), true) => (
                 (entry.header.last_modified != -1).then_some(entry.header.last_modified),
                 (!entry.header.etag.is_empty()).then_some(entry.header.etag.as_slice()),
+            ),
+            (None, _) if self.store && !self.background => (
+                request
+                    .header(b"if-modified-since")
+                    .and_then(http1::response::parse_http_date),
+                request.header(b"if-none-match"),
             ),
             _ => (None, None),
         }

@@ -228,6 +228,15 @@ impl<'a> Proxying<'a, '_> {
                 .iter()
                 .map(|(name, value)| (&buffer[name.clone()], &buffer[value.clone()]))
         };
+        // A 304 answers the client's own validators, passed on for a key the cache holds
+        // nothing of: it goes to the client, and is no entry (whatever proxy_cache_valid
+        // says), so the next request fills it.
+        if head.status == 304 {
+            if let Some(fill) = cache.fill.take() {
+                fill.not_cacheable();
+            }
+            return None;
+        }
         let verdict = crate::proxy::cache::judge_response(
             self.worker,
             info,
