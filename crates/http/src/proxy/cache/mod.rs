@@ -5,6 +5,7 @@
 pub mod directives;
 pub mod freshness;
 pub(crate) mod hot;
+pub(crate) mod invalidate;
 pub(crate) mod lookup;
 pub(crate) mod merge;
 pub(crate) mod resume;
