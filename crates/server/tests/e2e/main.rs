@@ -68,6 +68,7 @@ mod proxy_cache_lock_fail;
 mod proxy_cache_path;
 mod proxy_cache_purge;
 mod proxy_cache_rfc;
+mod proxy_cache_rfc9111;
 mod proxy_cache_seed;
 mod proxy_cache_use_stale;
 mod proxy_cookie_flags;
