@@ -418,8 +418,23 @@ async fn look(
         }
     }
     // While the zone is cold (its directory not yet read), a key the index does not
-    // know may still be on disk (not the damaged file, which waits for its unlink).
-    if exists || (zone.cold() && !damaged) {
+    // know may still be on disk (not the damaged file, which waits for its unlink). The
+    // request takes its place in the lock before it looks (a look may go to a pool, and
+    // two looks may come back in either order): requests keep the order in which they
+    // reached the index, as when the zone is warm.
+    let probing = !exists && zone.cold() && !damaged;
+    let lock_age = settings.lock.then_some(settings.lock_age);
+    let mut claimed = None;
+    if probing && u64::from(snapshot.uses) >= settings.min_uses {
+        match zone.start_fill(&cache.key.md5, lock_age, Instant::now()) {
+            Ok(FillStart::Filler(guard)) => claimed = Some(guard),
+            waiting @ Ok(FillStart::Wait(_)) => {
+                return fill_or_wait(worker, info, request, settings, cache, waiting).await;
+            }
+            Err(_) => {}
+        }
+    }
+    if exists || probing {
         let indexed = exists.then_some(snapshot.uniq);
         match open_entry(worker, info, request, cache, indexed).await {
             Some(entry) => {
@@ -436,6 +451,8 @@ async fn look(
                         Some(header.body_start),
                     );
                 }
+                // Waiters of the place taken look again, and find the entry.
+                drop(claimed);
                 return found(worker, info, request, settings, cache, entry, now);
             }
             // The index (a checkpoint after a crash, say) named a file that is gone.
@@ -452,8 +469,24 @@ async fn look(
         return Look::Done(Lookup::Upstream(Box::new(take(cache))));
     }
     // A miss that may be stored: one request fills, others wait for it with the lock.
-    let lock_age = settings.lock.then_some(settings.lock_age);
-    match zone.start_fill(&cache.key.md5, lock_age, Instant::now()) {
+    let start = match claimed {
+        Some(guard) => Ok(FillStart::Filler(guard)),
+        None => zone.start_fill(&cache.key.md5, lock_age, Instant::now()),
+    };
+    fill_or_wait(worker, info, request, settings, cache, start).await
+}
+
+/// This request fills the key (MISS), waits for the fill another request started, or
+/// goes upstream without storing (a full zone).
+async fn fill_or_wait(
+    worker: &HttpWorker,
+    info: &ConnectionInfo,
+    request: &mut Request<'_>,
+    settings: &ProxyCache,
+    cache: &mut CacheRequest,
+    start: Result<FillStart, cache::ZoneFull>,
+) -> Look {
+    match start {
         Err(_) => {
             request.upstream.cache_status = Some(status::MISS);
             cache.store = false;
