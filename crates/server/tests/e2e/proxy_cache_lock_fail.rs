@@ -127,18 +127,17 @@ fn parse(bytes: &[u8]) -> Option<Answer> {
     })
 }
 
-/// One filler and eight waiters against an origin whose first answer fails as `first`
-/// says and whose second is `later_version`'s body; the filler's answer and the waiters'.
-fn run(
-    first: FirstAnswer,
-    later_version: u8,
-    extra: &str,
-) -> (
+/// What [`run`] gives: the server, its upstream, the filler's answer and the waiters'.
+type Run = (
     Instance,
     MockUpstream,
     Result<Answer, String>,
     Vec<Result<Answer, String>>,
-) {
+);
+
+/// One filler and eight waiters against an origin whose first answer fails as `first`
+/// says and whose second is `later_version`'s body; the filler's answer and the waiters'.
+fn run(first: FirstAnswer, later_version: u8, extra: &str) -> Run {
     let waiters_in = Arc::new(AtomicUsize::new(0));
     let mut builder = Instance::http_builder(&config(extra));
     let upstream = origin(&mut builder, first, later_version, Arc::clone(&waiters_in));

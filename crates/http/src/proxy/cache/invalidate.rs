@@ -174,9 +174,11 @@ mod tests {
 
     #[test]
     fn a_request_is_copied_as_a_get_of_another_target() {
-        let mut request = Request::default();
-        request.head_bytes =
-            b"POST /items HTTP/1.1\r\nHost: example.com\r\nAccept-Language: de\r\n\r\n".to_vec();
+        let mut request = Request {
+            head_bytes: b"POST /items HTTP/1.1\r\nHost: example.com\r\nAccept-Language: de\r\n\r\n"
+                .to_vec(),
+            ..Request::default()
+        };
         let mut head = RequestHead::default();
         assert!(matches!(
             http1::request::parse_head(&request.head_bytes, &HeadLimits::default(), &mut head),
