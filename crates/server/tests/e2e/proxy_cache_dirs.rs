@@ -6,9 +6,10 @@
 //! `manager_files=0` is accepted, as nginx accepts it.
 
 use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::proxy_cache::{asked, cached_proxy, ok, wait_stored, x_cache};
+use crate::proxy_cache_faults::SmallTmpfs;
 use crate::support::cli::{CliOutput, run_in};
 use crate::support::log::matches;
 use crate::support::{Instance, TempPrefix};
@@ -99,53 +100,6 @@ fn a_cache_path_below_a_file_fails_the_test_and_the_start() {
     );
 }
 
-/// A tmpfs mounted for one test (root only), unmounted when dropped.
-struct Tmpfs {
-    path: PathBuf,
-}
-
-impl Tmpfs {
-    /// `None` (the test says why) when not root or when `mount` fails.
-    fn mount(path: PathBuf, size: &str) -> Option<Tmpfs> {
-        #[allow(clippy::print_stderr, reason = "the test says why it was skipped")]
-        if !rustix::process::geteuid().is_root() {
-            eprintln!("skipped: mounting a tmpfs needs root");
-            return None;
-        }
-        std::fs::create_dir_all(&path).expect("the mount point");
-        let options = format!("size={size}");
-        let mounted = std::process::Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &options, "portico-test"])
-            .arg(&path)
-            .status()
-            .is_ok_and(|status| status.success());
-        #[allow(clippy::print_stderr, reason = "the test says why it was skipped")]
-        if !mounted {
-            eprintln!("skipped: mount -t tmpfs failed");
-            return None;
-        }
-        Some(Tmpfs { path })
-    }
-
-    fn remount_read_only(&self) {
-        let status = std::process::Command::new("mount")
-            .args(["-o", "remount,ro"])
-            .arg(&self.path)
-            .status()
-            .expect("run mount");
-        assert!(status.success(), "remount read-only");
-    }
-}
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("umount")
-            .arg("-l")
-            .arg(&self.path)
-            .status();
-    }
-}
-
 /// On a read-only file system: `-t` fails for a cache directory that would have to be
 /// made (EROFS from mkdir) or taken over (EROFS from chown), as nginx's does. One the
 /// workers' user already owns starts: responses are served uncached, and the log says
@@ -153,7 +107,7 @@ impl Drop for Tmpfs {
 #[test]
 fn a_read_only_file_system_is_reported_as_one() {
     let prefix = TempPrefix::new();
-    let Some(disk) = Tmpfs::mount(prefix.join("ro"), "4m") else {
+    let Some(disk) = SmallTmpfs::mount_sized(prefix.join("ro"), "4m") else {
         return;
     };
     let owned_by_root = disk.path.join("root");
@@ -182,19 +136,7 @@ fn a_read_only_file_system_is_reported_as_one() {
     );
     assert!(emerg_reported(&test, &message), "{}", test.stderr);
 
-    let body = format!(
-        "proxy_cache_path {} keys_zone=one:1m;
-server {{
-    listen 127.0.0.1:8080;
-    location / {{
-        proxy_pass http://127.0.0.1:8081;
-        proxy_cache one;
-        proxy_cache_valid 200 1h;
-        add_header X-Cache $upstream_cache_status always;
-    }}
-}}",
-        owned_by_workers.display()
-    );
+    let body = cached_at(&owned_by_workers);
     let (mut server, upstream) = cached_proxy(&body, |_, number| ok(&format!("#{number}"), ""));
     server.expect_log("[warn]");
     for number in 1..=3 {
@@ -216,6 +158,23 @@ server {{
     assert_eq!(log.matches("read-only file system").count(), 1, "{log}");
 }
 
+/// An `http` block body caching everything for an hour at `path`.
+fn cached_at(path: &Path) -> String {
+    format!(
+        "proxy_cache_path {} keys_zone=one:1m;
+server {{
+    listen 127.0.0.1:8080;
+    location / {{
+        proxy_pass http://127.0.0.1:8081;
+        proxy_cache one;
+        proxy_cache_valid 200 1h;
+        add_header X-Cache $upstream_cache_status always;
+    }}
+}}",
+        path.display()
+    )
+}
+
 /// The uid of a user, from `/etc/passwd`.
 fn runtime_uid(name: &str) -> u32 {
     let passwd = std::fs::read_to_string("/etc/passwd").expect("/etc/passwd");
@@ -233,23 +192,11 @@ fn runtime_uid(name: &str) -> u32 {
 #[test]
 fn a_file_system_short_of_space_is_named_as_such() {
     let prefix = TempPrefix::new();
-    let Some(disk) = Tmpfs::mount(prefix.join("small"), "8m") else {
+    let Some(disk) = SmallTmpfs::mount_sized(prefix.join("small"), "8m") else {
         return;
     };
     let cache = disk.path.join("cache");
-    let body = format!(
-        "proxy_cache_path {} keys_zone=one:1m;
-server {{
-    listen 127.0.0.1:8080;
-    location / {{
-        proxy_pass http://127.0.0.1:8081;
-        proxy_cache one;
-        proxy_cache_valid 200 1h;
-        add_header X-Cache $upstream_cache_status always;
-    }}
-}}",
-        cache.display()
-    );
+    let body = cached_at(&cache);
     let (mut server, upstream) = cached_proxy(&body, |_, number| ok(&format!("#{number}"), ""));
     server.expect_log("[warn]");
     // The manager's first look at the file system comes within a second of the start.
