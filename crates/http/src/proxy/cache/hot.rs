@@ -1,9 +1,10 @@
 //! Each worker keeps its most used entries open, with their checked header and head, so a
-//! HIT on one costs one `fstat` before its body is sent (spec: the hot-entry cache).
-//! An entry is used only while the index names the same file (its inode) and the file
-//! has the size and modification time it had when it was checked ([`unchanged`]): a file
-//! replaced or removed since is opened again, one written in place is damaged. Workers
-//! are threads, so the map is thread-local and never locked; pool threads never touch it.
+//! HIT on one costs one `fstat` before its body is sent (spec: the hot-entry cache). An
+//! entry is used only while the index names the same file (its inode) and the file has
+//! the size and modification time it had when it was checked ([`unchanged`]), looked at
+//! on every HIT: a file replaced or removed since is opened again, one written in place
+//! is damaged. Workers are threads, so the map is thread-local and never locked; pool
+//! threads never touch it.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -37,6 +38,14 @@ impl Hash for HotKey {
     }
 }
 
+/// What a worker has of an entry.
+pub(crate) enum Hot {
+    /// Kept, and its file as it was checked.
+    Unchanged(Entry),
+    /// Kept, but its file was changed since it was checked (no longer kept).
+    Changed(Entry),
+}
+
 thread_local! {
     static HOT: RefCell<HashMap<HotKey, Entry, BuildHasherDefault<Md5Hasher>>> =
         RefCell::new(HashMap::default());
@@ -51,19 +60,21 @@ fn key_of(zone: &Arc<Zone>, md5: &[u8; 16]) -> HotKey {
     }
 }
 
-/// The kept entry of `md5` if it is still the file the index names (`uniq`).
-pub(crate) fn get(zone: &Arc<Zone>, md5: &[u8; 16], uniq: u64) -> Option<Entry> {
+/// The kept entry of `md5` if it is still the file the index names (`uniq`), checked
+/// against its file ([`unchanged`]).
+pub(crate) fn get(zone: &Arc<Zone>, md5: &[u8; 16], uniq: u64) -> Option<Hot> {
     HOT.with(|hot| {
         let mut hot = hot.borrow_mut();
         let key = key_of(zone, md5);
-        match hot.get(&key) {
-            Some(entry) if entry.uniq == uniq => Some(entry.clone()),
-            Some(_) => {
-                hot.remove(&key);
-                None
-            }
-            None => None,
+        let entry = hot.get(&key)?;
+        if entry.uniq != uniq {
+            hot.remove(&key);
+            return None;
         }
+        if unchanged(entry) {
+            return Some(Hot::Unchanged(entry.clone()));
+        }
+        hot.remove(&key).map(Hot::Changed)
     })
 }
 
@@ -150,18 +161,48 @@ mod tests {
             Ok(Some(parsed)) => parsed,
             _ => panic!("the head parses"),
         };
+        // An empty file nobody writes, its time as checked: every check finds it
+        // unchanged.
+        let path = std::env::temp_dir().join(format!("portico-hot-empty-{}", std::process::id()));
+        if !path.exists() {
+            std::fs::write(&path, b"").expect("an empty file");
+        }
+        let file = std::fs::File::open(&path).expect("the empty file");
+        let stat = rustix::fs::fstat(&file).expect("fstat");
         Entry {
-            file: Arc::new(std::fs::File::open("/dev/null").expect("/dev/null")),
-            path: Arc::from(Path::new("/dev/null")),
+            file: Arc::new(file),
+            path: Arc::from(path.as_path()),
             header: Arc::new(EntryHeader::default()),
             head,
             parsed: Arc::new(parsed),
             size: 0,
             uniq,
-            written: 1,
+            written: cache::store::modified_nanos(stat.st_mtime, stat.st_mtime_nsec),
             body: None,
             stat: None,
         }
+    }
+
+    /// A kept entry whose file changes is reported changed at the next HIT, and kept no
+    /// more.
+    #[test]
+    fn a_change_is_seen_by_the_next_hit() {
+        use std::os::unix::fs::FileExt;
+        let zone = zone();
+        let dir = std::env::temp_dir().join(format!("portico-hot-tick-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let path = dir.join("entry");
+        std::fs::write(&path, b"0123456789").expect("write");
+        put(&zone, &md5(40), &entry_of(&path));
+        assert!(matches!(get(&zone, &md5(40), 1), Some(Hot::Unchanged(_))));
+        let file = std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .expect("open");
+        file.write_all_at(b"X", 3).expect("write in place");
+        assert!(matches!(get(&zone, &md5(40), 1), Some(Hot::Changed(_))));
+        assert!(get(&zone, &md5(40), 1).is_none(), "no longer kept");
+        std::fs::remove_dir_all(dir).expect("clean up");
     }
 
     #[test]

@@ -391,15 +391,17 @@ async fn look(
     }
     let mut exists = snapshot.exists;
     let mut damaged = false;
-    if exists && let Some(mut entry) = super::hot::get(zone, &cache.key.md5, snapshot.uniq) {
-        if super::hot::unchanged(&entry) {
-            // The index knows of freshness a revalidation rewrote into the file since.
-            if snapshot.valid_sec > entry.header.valid_sec {
-                Arc::make_mut(&mut entry.header).valid_sec = snapshot.valid_sec;
+    if exists && let Some(kept) = super::hot::get(zone, &cache.key.md5, snapshot.uniq) {
+        let entry = match kept {
+            super::hot::Hot::Unchanged(mut entry) => {
+                // The index knows of freshness a revalidation rewrote into the file since.
+                if snapshot.valid_sec > entry.header.valid_sec {
+                    Arc::make_mut(&mut entry.header).valid_sec = snapshot.valid_sec;
+                }
+                return found(worker, info, request, settings, cache, entry, now);
             }
-            return found(worker, info, request, settings, cache, entry, now);
-        }
-        super::hot::forget(zone, &cache.key.md5);
+            super::hot::Hot::Changed(entry) => entry,
+        };
         if changed_on_disk(worker, &cache.io, &entry).await {
             // Written in place since it was checked: nothing of it is served again.
             log(
