@@ -142,6 +142,8 @@ pub struct Zone {
     reserved_bytes: AtomicU64,
     /// Free space of the cache path's file system, as the manager last saw it.
     free_bytes: AtomicU64,
+    /// The cache path's file system is mounted read-only, as the manager last saw it.
+    read_only: AtomicBool,
     next_id: AtomicU64,
     cold: AtomicBool,
     created: SystemTime,
@@ -200,6 +202,7 @@ impl Zone {
             tombstone_bytes: AtomicU64::new(0),
             reserved_bytes: AtomicU64::new(0),
             free_bytes: AtomicU64::new(UNKNOWN_FREE),
+            read_only: AtomicBool::new(false),
             next_id: AtomicU64::new(1),
             cold: AtomicBool::new(true),
             created: SystemTime::now(),
@@ -266,6 +269,36 @@ impl Zone {
     pub fn set_free_space(&self, bytes: u64) {
         self.free_bytes
             .store(bytes.min(UNKNOWN_FREE - 1), Ordering::Relaxed);
+    }
+
+    /// Records whether the cache path's file system is mounted read-only (the manager
+    /// looks with the free space): nothing is reserved, so nothing is stored, meanwhile.
+    /// Returns whether that changed.
+    pub fn set_read_only(&self, read_only: bool) -> bool {
+        self.read_only.swap(read_only, Ordering::Relaxed) != read_only
+    }
+
+    pub fn read_only(&self) -> bool {
+        self.read_only.load(Ordering::Relaxed)
+    }
+
+    /// Why a reservation of `bytes` more was refused (a store not made), for its log
+    /// line: the file system is read-only, it has too little free space, or the zone's
+    /// ceiling (`max_size` + slack) cannot be met.
+    pub fn no_room(&self, bytes: u64) -> NoRoom {
+        if self.read_only() {
+            return NoRoom::ReadOnly;
+        }
+        let reserved = self.reserved().saturating_add(bytes);
+        if !self.leaves_free_space(reserved) {
+            return NoRoom::FreeSpace {
+                free: self.free_space().unwrap_or(0),
+                floor: self.free_floor(),
+            };
+        }
+        NoRoom::Ceiling {
+            ceiling: self.ceiling.unwrap_or(u64::MAX),
+        }
     }
 
     /// `usize::MAX` until the zone was once full.
@@ -551,6 +584,9 @@ impl Zone {
 
     pub(crate) fn reserve_bytes(&self, bytes: u64) -> bool {
         let ceiling = self.ceiling.unwrap_or(u64::MAX);
+        if self.read_only() {
+            return false;
+        }
         loop {
             let used = self
                 .size()
@@ -584,11 +620,14 @@ impl Zone {
         if free == UNKNOWN_FREE {
             return true;
         }
-        let floor = self
-            .params
+        free.saturating_sub(reserved) >= self.free_floor()
+    }
+
+    /// The free space a store must leave: `min_free / 2`, or 16 MiB without `min_free`.
+    fn free_floor(&self) -> u64 {
+        self.params
             .min_free
-            .map_or(DEFAULT_FREE_FLOOR, |min_free| min_free / 2);
-        free.saturating_sub(reserved) >= floor
+            .map_or(DEFAULT_FREE_FLOOR, |min_free| min_free / 2)
     }
 
     pub(crate) fn release_bytes(&self, bytes: u64) {
@@ -791,6 +830,41 @@ impl Zone {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
+}
+
+/// Why a store found no room (see [`Zone::no_room`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NoRoom {
+    /// The cache path's file system is mounted read-only.
+    ReadOnly,
+    /// The file system has `free` bytes, and stores leave `floor` free.
+    FreeSpace { free: u64, floor: u64 },
+    /// `max_size` + slack, and nothing more can be evicted.
+    Ceiling { ceiling: u64 },
+}
+
+impl std::fmt::Display for NoRoom {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NoRoom::ReadOnly => f.write_str("its file system is read-only"),
+            NoRoom::FreeSpace { free, floor } => write!(
+                f,
+                "its file system has {} free, stores leave {} free",
+                crate::index::size_text(*free),
+                crate::index::size_text(*floor)
+            ),
+            NoRoom::Ceiling { ceiling } => write!(
+                f,
+                "it is full ({} with its slack above max_size)",
+                crate::index::size_text(*ceiling)
+            ),
+        }
+    }
+}
+
+/// A size as nginx's notices write it: mebibytes with three decimals (`12.345M`).
+pub(crate) fn size_text(bytes: u64) -> String {
+    format!("{:.3}M", bytes as f64 / (1024.0 * 1024.0))
 }
 
 /// A committed file: its inode and the bytes it takes on disk.

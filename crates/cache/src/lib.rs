@@ -41,7 +41,7 @@ mod test_dir;
 pub use fill::{Fill, FillGuard, FillState, Reservation, UpdateGuard};
 pub use format::{EntryHeader, FormatError, ReadError};
 pub use index::{
-    CommitInfo, Expired, FileInfo, FillStart, SavedEntry, Snapshot, Unlink, Zone, ZoneFull,
+    CommitInfo, Expired, FileInfo, FillStart, NoRoom, SavedEntry, Snapshot, Unlink, Zone, ZoneFull,
     ZoneParams,
 };
 pub use key::{Key, Layout, Levels};

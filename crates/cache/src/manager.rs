@@ -110,6 +110,10 @@ fn run(zone: &Arc<Zone>, log: &dyn Fn(Level, String)) {
     let mut next_purge = Instant::now();
     loop {
         drain_unlinks(zone, log);
+        if Instant::now() >= next_statvfs {
+            look_at_file_system(zone, log);
+            next_statvfs = Instant::now() + FREE_SPACE_AGE;
+        }
         if Instant::now() >= next_commit {
             if journal.commit(zone, log) {
                 // The loader has restored the index: the schedule sees it now.
@@ -127,12 +131,6 @@ fn run(zone: &Arc<Zone>, log: &dyn Fn(Level, String)) {
             checkpoint(zone, log, &mut checkpoint_room, &mut journal);
             last_checkpoint = Instant::now();
             next_checkpoint = last_checkpoint + crate::persist::CHECKPOINT_EVERY;
-        }
-        if Instant::now() >= next_statvfs {
-            if let Some(free) = free_space(zone) {
-                zone.set_free_space(free);
-            }
-            next_statvfs = Instant::now() + FREE_SPACE_AGE;
         }
         if Instant::now() >= next_run {
             let delay = run_once(zone, log, &Instant::now);
@@ -183,8 +181,9 @@ fn checkpoint(
         Err(error) => log(
             Level::Crit,
             format!(
-                "cache \"{}\" checkpoint not written: {error}",
-                zone.params().name
+                "cache \"{}\" checkpoint not written ({})",
+                zone.params().name,
+                errno_text(&error)
             ),
         ),
     }
@@ -296,6 +295,40 @@ fn free_space(zone: &Zone) -> Option<u64> {
         stat.f_bsize
     };
     Some(stat.f_bavail.saturating_mul(block))
+}
+
+/// The free space and the read-only flag of the cache path's file system, for the
+/// zone's reservations; a change of the flag is logged (at `warn` when stores stop).
+fn look_at_file_system(zone: &Zone, log: &dyn Fn(Level, String)) {
+    let Ok(stat) = rustix::fs::statvfs(&zone.params().layout.root) else {
+        return;
+    };
+    let block = if stat.f_frsize > 0 {
+        stat.f_frsize
+    } else {
+        stat.f_bsize
+    };
+    zone.set_free_space(stat.f_bavail.saturating_mul(block));
+    let read_only = stat.f_flag.contains(rustix::fs::StatVfsMountFlags::RDONLY);
+    if zone.set_read_only(read_only) {
+        let params = zone.params();
+        let (level, what) = if read_only {
+            (
+                Level::Warn,
+                "is on a read-only file system: responses are not stored",
+            )
+        } else {
+            (Level::Notice, "is writable again: responses are stored")
+        };
+        log(
+            level,
+            format!(
+                "cache \"{}\" directory \"{}\" {what}",
+                params.name,
+                params.layout.root.display()
+            ),
+        );
+    }
 }
 
 /// Unlinks a file the zone says is due, then tells the zone.

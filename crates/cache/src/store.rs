@@ -22,8 +22,31 @@ const TEMP_DIGITS: usize = 10;
 /// missing directories; if the name is taken and ends in `.NNNNNNNNNN`, the next numbers
 /// are tried. Returns the file and the name it got.
 pub fn create_temp(path: &Path) -> io::Result<(File, PathBuf)> {
-    let mut path = path.to_path_buf();
+    let mut next = Some(path.to_path_buf());
+    let taken = path.to_path_buf();
+    create_temp_among(move || {
+        let current = next.take()?;
+        next = next_temp_name(&current);
+        Some(current)
+    })
+    .map_err(|error| match error.kind() {
+        ErrorKind::AlreadyExists => io::Error::new(
+            ErrorKind::AlreadyExists,
+            format!("no free temp file name from {}", taken.display()),
+        ),
+        _ => error,
+    })
+}
+
+/// Creates a temp file at the first of `names` that is free (`O_CREAT | O_EXCL`, 0600,
+/// close-on-exec), creating missing directories: a name taken by a file that a crash
+/// left, or another writer's, is skipped, as nginx skips it. At most [`TEMP_TRIES`]
+/// names, or until `names` has no more.
+pub fn create_temp_among(
+    mut names: impl FnMut() -> Option<PathBuf>,
+) -> io::Result<(File, PathBuf)> {
     let mut created_dirs = false;
+    let mut path = names().ok_or_else(|| io::Error::from(ErrorKind::InvalidInput))?;
     for _ in 0..TEMP_TRIES {
         match OpenOptions::new()
             .write(true)
@@ -36,8 +59,12 @@ pub fn create_temp(path: &Path) -> io::Result<(File, PathBuf)> {
                 create_parent(&path)?;
                 created_dirs = true;
             }
+            Err(error) if error.kind() == ErrorKind::NotFound => {
+                // Another level directory (the name's number chose it).
+                create_parent(&path)?;
+            }
             Err(error) if error.kind() == ErrorKind::AlreadyExists => {
-                path = next_temp_name(&path).ok_or(error)?;
+                path = names().ok_or(error)?;
             }
             Err(error) => return Err(error),
         }
@@ -80,6 +107,16 @@ pub fn file_info(metadata: &Metadata, block_size: u64) -> FileInfo {
         uniq: metadata.ino(),
         fs_size: bytes.div_ceil(block_size) * block_size,
     }
+}
+
+/// A file's modification time as nanoseconds since the epoch (what an entry's checks
+/// compare; 0 before the epoch).
+pub fn modified_nanos(seconds: i64, nanoseconds: impl TryInto<u64>) -> u64 {
+    let nanoseconds = nanoseconds.try_into().unwrap_or(0);
+    u64::try_from(seconds)
+        .unwrap_or(0)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(nanoseconds)
 }
 
 /// A cache's root directory, held open (`O_PATH`) from its zone's creation: an entry is
@@ -171,8 +208,8 @@ pub fn read_head(file: &File, max: usize) -> io::Result<Vec<u8>> {
 }
 
 /// Writes a new fixed header over an entry's first 336 bytes (after a 304), if the file
-/// is still inode `expected_uniq` of `expected_len` bytes. Returns whether it was
-/// rewritten.
+/// is still inode `expected_uniq` of `expected_len` bytes, and gives the file its
+/// modification time back. Returns whether it was rewritten.
 pub fn rewrite_header(
     path: &Path,
     expected_uniq: u64,
@@ -185,6 +222,9 @@ pub fn rewrite_header(
         return Ok(false);
     }
     file.write_all_at(header, 0)?;
+    // The file keeps its modification time: it says when the entry was stored (purges
+    // compare it), and a change of it is how a HIT sees a file damaged in place.
+    file.set_modified(metadata.modified()?)?;
     Ok(true)
 }
 

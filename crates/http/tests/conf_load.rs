@@ -757,6 +757,7 @@ fn cache_settings_resolve() {
         "http {
             proxy_cache_path /c levels=1:2 keys_zone=one:1m inactive=1h max_size=1g use_temp_path=off;
             proxy_cache_path /d keys_zone=two:16k manager_sleep=5 manager_files=2;
+            proxy_cache_path /e keys_zone=three:16k manager_files=0 loader_files=0 purger_files=0;
             proxy_cache_valid 10m;
             server {
                 location /a { proxy_cache two; proxy_cache_valid 404 1m; }
@@ -778,6 +779,12 @@ fn cache_settings_resolve() {
     let two = &conf.cache_paths[1];
     assert_eq!(two.manager_sleep, std::time::Duration::from_secs(5));
     assert_eq!((two.manager_files, two.keys_zone_size), (2, 16 * 1024));
+    let three = &conf.cache_paths[2];
+    assert_eq!(
+        (three.manager_files, three.loader_files, three.purger_files),
+        (0, 0, 0),
+        "0 is accepted, as nginx accepts it"
+    );
     let settings = |uri: &str| {
         let name = select(conf, uri);
         let location = conf.locations.iter().find(|l| l.name == name).unwrap();

@@ -3,7 +3,6 @@
 //! included, as nginx keeps its shared zones across reloads.
 
 use std::collections::HashMap;
-use std::os::unix::fs::DirBuilderExt;
 use std::sync::Arc;
 
 use cache::loader::{Loader, LoaderHandle};
@@ -11,8 +10,6 @@ use cache::manager::{Manager, ManagerHandle};
 use cache::{Layout, Levels, Zone, ZoneParams};
 use http::proxy::cache::settings::CachePath;
 use logging::{ErrorLog, Level};
-
-use crate::config::UserSetting;
 
 /// The zones the master has started, by name, with their manager and loader threads.
 #[derive(Default)]
@@ -28,12 +25,12 @@ struct Running {
 
 impl ZoneRegistry {
     /// The zones of a configuration's cache paths, in their order: existing ones kept
-    /// (their limits updated), new ones created with their directories. A zone whose
-    /// path or levels changed fails the load with nginx's words.
+    /// (their limits updated), new ones created (their directories are made by
+    /// `work_dirs::prepare` first). A zone whose path or levels changed fails the load
+    /// with nginx's words.
     pub fn zones_for(
         &mut self,
         paths: &[CachePath],
-        user: Option<&UserSetting>,
         error_log: &Arc<ErrorLog>,
     ) -> Result<Vec<Arc<Zone>>, String> {
         let mut zones = Vec::with_capacity(paths.len());
@@ -59,7 +56,6 @@ impl ZoneRegistry {
                 zones.push(Arc::clone(zone));
                 continue;
             }
-            create_directory(path, user)?;
             let zone = Zone::new(params);
             let manager = Manager::spawn(Arc::clone(&zone), logger(error_log))
                 .map_err(|error| format!("cache manager could not start: {error}"))?;
@@ -87,6 +83,10 @@ impl ZoneRegistry {
             if let Some(manager) = running.manager.take() {
                 manager.stop();
             }
+            if running.zone.read_only() {
+                // Nothing can be saved there; the next start walks the directory.
+                continue;
+            }
             if let Err(error) =
                 cache::persist::write_snapshot(&running.zone, std::time::Instant::now())
             {
@@ -94,8 +94,12 @@ impl ZoneRegistry {
                     error_log,
                     Level::Crit,
                     &format!(
-                        "cache \"{}\" index could not be saved: {error}",
-                        running.zone.params().name
+                        "cache \"{}\" index could not be saved ({})",
+                        running.zone.params().name,
+                        match error.raw_os_error() {
+                            Some(_) => crate::generation::errno_text(&error),
+                            None => error.to_string(),
+                        }
                     ),
                 );
             }
@@ -151,48 +155,4 @@ fn params_of(path: &CachePath) -> ZoneParams {
     params.purger_sleep = path.purger_sleep;
     params.purger_threshold = path.purger_threshold;
     params
-}
-
-/// The cache directory, 0700 and owned by `user`, as nginx creates it.
-fn create_directory(path: &CachePath, user: Option<&UserSetting>) -> Result<(), String> {
-    let dir = &path.path;
-    if dir.is_dir() {
-        return Ok(());
-    }
-    // Missing parents are made searchable (0755), the cache directory itself private.
-    if let Some(parent) = dir.parent()
-        && !parent.is_dir()
-    {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o755)
-            .create(parent)
-            .map_err(|error| {
-                format!(
-                    "mkdir() \"{}\" failed ({})",
-                    parent.display(),
-                    crate::generation::errno_text(&error)
-                )
-            })?;
-    }
-    std::fs::DirBuilder::new()
-        .mode(0o700)
-        .create(dir)
-        .map_err(|error| {
-            format!(
-                "mkdir() \"{}\" failed ({})",
-                dir.display(),
-                crate::generation::errno_text(&error)
-            )
-        })?;
-    if let Some(user) = user.filter(|user| user.uid != 0) {
-        std::os::unix::fs::chown(dir, Some(user.uid), Some(user.gid)).map_err(|error| {
-            format!(
-                "chown() \"{}\" failed ({})",
-                dir.display(),
-                crate::generation::errno_text(&error)
-            )
-        })?;
-    }
-    Ok(())
 }

@@ -1,6 +1,5 @@
 //! A generation: the workers, thread pools and log files of one loaded configuration.
 
-use std::os::unix::fs::DirBuilderExt;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
@@ -75,10 +74,11 @@ pub fn start(
             "no \"http\" section in configuration".to_owned(),
         ));
     };
-    create_temp_paths(&http, config.user.as_ref())?;
+    // A reload's new paths (the first start made them before it forked).
+    crate::work_dirs::prepare(&http, config.user.as_ref()).map_err(StartError)?;
     crate::limit_zones::adopt(&mut http.limit_zones).map_err(StartError)?;
     let cache_zones = cache_zones
-        .zones_for(&http.cache_paths, config.user.as_ref(), &config.error_log)
+        .zones_for(&http.cache_paths, &config.error_log)
         .map_err(StartError)?;
     let privileges = config.user.clone().map(drop_privileges_hook);
     let on_start = Some(loop_start_hook(
@@ -130,7 +130,7 @@ pub fn start(
         http,
         worker_pools,
         connection_ids,
-        temp_numbers: std::sync::atomic::AtomicU64::new(0),
+        temp_numbers: std::sync::atomic::AtomicU64::new(http::body::temp::first_number()),
         hostname: crate::config::hostname(),
         error_log: Arc::clone(&config.error_log),
         cache_zones,
@@ -185,55 +185,6 @@ pub fn start(
         sockets,
         draining: false,
     })
-}
-
-/// Creates the directories of `client_body_temp_path` and `proxy_temp_path` (mode 0700)
-/// and gives them to the workers' user, as nginx's master does before it starts workers:
-/// the workers themselves may not create them inside a directory root owns.
-fn create_temp_paths(
-    http: &http::conf::HttpConf,
-    user: Option<&UserSetting>,
-) -> Result<(), StartError> {
-    let mut paths: Vec<&std::path::Path> = Vec::new();
-    for location in &http.locations {
-        for path in [
-            location.settings.core.client_body_temp_path.path.as_path(),
-            location.settings.proxy.proxy_temp_path.path.as_path(),
-        ] {
-            if !paths.contains(&path) {
-                paths.push(path);
-            }
-        }
-    }
-    for path in paths {
-        if path.is_dir() {
-            continue;
-        }
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(path)
-            .map_err(|error| {
-                StartError(format!(
-                    "mkdir() \"{}\" failed ({})",
-                    path.display(),
-                    errno_text(&error)
-                ))
-            })?;
-        if let Some(user) = user.filter(|user| user.uid != 0) {
-            let uid = rustix::process::Uid::from_raw(user.uid);
-            let gid = rustix::process::Gid::from_raw(user.gid);
-            rustix::fs::chown(path, Some(uid), Some(gid)).map_err(|errno| {
-                StartError(format!(
-                    "chown(\"{}\", {}) failed ({})",
-                    path.display(),
-                    user.uid,
-                    errno_text(&errno.into())
-                ))
-            })?;
-        }
-    }
-    Ok(())
 }
 
 /// `13: Permission denied`, as nginx writes an errno.

@@ -9,6 +9,7 @@ mod limit_zones;
 mod listeners;
 mod master;
 mod pid_file;
+mod work_dirs;
 
 use std::process::ExitCode;
 

@@ -119,6 +119,20 @@ pub fn main(options: Options) -> ExitCode {
                 "the configuration file {} syntax is ok",
                 paths.conf_file.display()
             ));
+        }
+        // As nginx's `-t`: the directories the workers write to are made (or taken over)
+        // now, so a path that cannot be fails the test rather than the start.
+        if let Some(http) = &config.http
+            && let Err(error) = crate::work_dirs::prepare(http, config.user.as_ref())
+        {
+            report(&startup, Level::Emerg, &error);
+            say(&format!(
+                "configuration file {} test failed",
+                paths.conf_file.display()
+            ));
+            return ExitCode::FAILURE;
+        }
+        if !options.quiet {
             say(&format!(
                 "configuration file {} test is successful",
                 paths.conf_file.display()
@@ -203,6 +217,14 @@ impl Master {
             set_nofile(&config.error_log, limit);
         }
         let error_log = Arc::clone(&config.error_log);
+        // Before the sockets and before `daemon on` forks, as nginx: a directory that
+        // cannot be made is reported on the terminal and the start fails.
+        if let Some(http) = &config.http
+            && let Err(error) = crate::work_dirs::prepare(http, config.user.as_ref())
+        {
+            report(&error_log, Level::Emerg, &error);
+            return ExitCode::FAILURE;
+        }
         let mut listeners = ListenerSet::default();
         let socket_list = socket_list(&config);
         let sockets = match listeners.acquire(&socket_list, config.workers, |retry| {

@@ -254,10 +254,6 @@ const UNTESTED_DIRECTIVES: &[(&str, &str)] = &[
         "only tunes the size of writes to a buffering temp file",
     ),
     (
-        "proxy_temp_path",
-        "the temp file is unlinked at once, so its place cannot be seen",
-    ),
-    (
         "client_body_in_single_buffer",
         "memory layout only; the body a handler sees is the same",
     ),

@@ -324,7 +324,20 @@ fn random_pick<K>(
 ) -> Option<usize> {
     let first = probe(group, state, tried, now, |_| random_u64())?;
     let chosen = if two && group.primary.len() > 1 {
-        let second = probe(group, state, tried, now, |_| random_u64()).unwrap_or(first);
+        // Two different peers are compared, as nginx's `random two` does: a second pick
+        // of the first would send a request to a busy peer while another is idle.
+        let second = loop {
+            match probe(group, state, tried, now, |_| random_u64()) {
+                Some(index) if index == first => {
+                    tried.attempts += 1;
+                    if tried.attempts > HASH_ATTEMPTS_MAX {
+                        break first;
+                    }
+                }
+                Some(index) => break index,
+                None => break first,
+            }
+        };
         if ratio_less(&group.primary, &state.primary, second, first) {
             second
         } else {

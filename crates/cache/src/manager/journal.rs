@@ -40,6 +40,11 @@ impl JournalWriter {
     /// Commits the changes since the last call. True when this call opened the journal
     /// (the loader has just restored the index).
     pub(super) fn commit(&mut self, zone: &Arc<Zone>, log: &dyn Fn(Level, String)) -> bool {
+        if zone.read_only() && self.journal.is_none() {
+            // Nothing can be written on a read-only file system: not an error each time.
+            zone.take_changes(Instant::now());
+            return false;
+        }
         let mut opened = false;
         if self.journal.is_none() {
             // Until the loader has replayed the old journal, changes wait in the index.

@@ -46,6 +46,34 @@ fn a_taken_name_without_a_number_is_an_error() {
 }
 
 #[test]
+fn taken_names_are_skipped_for_the_next_one_given() {
+    let dir = TestDir::new("among");
+    // A crash left 0000000001 and 0000000002 (in their level directories).
+    let name = |number: u64| {
+        let digits = format!("{number:010}");
+        dir.path().join(&digits[9..]).join(digits)
+    };
+    for number in 1..=2 {
+        create_temp(&name(number)).expect("a leftover");
+    }
+    let mut next = 1;
+    let (_, path) = create_temp_among(|| {
+        let path = name(next);
+        next += 1;
+        Some(path)
+    })
+    .expect("a free name");
+    assert_eq!(
+        path,
+        name(3),
+        "the first free one, in its own level directory"
+    );
+    let mut given = vec![name(1), name(2)].into_iter();
+    let error = create_temp_among(|| given.next()).expect_err("every name given is taken");
+    assert_eq!(error.kind(), ErrorKind::AlreadyExists);
+}
+
+#[test]
 fn next_temp_names_wrap() {
     assert_eq!(
         next_temp_name(Path::new("/a/b.0000000009")),
@@ -176,6 +204,13 @@ fn header_rewrites_check_inode_and_length() {
     let path = dir.path().join("entry");
     let bytes = entry_bytes(key_text, b"body");
     std::fs::write(&path, &bytes).expect("write");
+    // Stored long ago: a write now would give it another time.
+    let stored = std::time::UNIX_EPOCH + std::time::Duration::new(1_000_000, 123_456_789);
+    std::fs::File::options()
+        .write(true)
+        .open(&path)
+        .and_then(|file| file.set_modified(stored))
+        .expect("set the time");
     let metadata = std::fs::metadata(&path).expect("stat");
     let mut header = format::decode(&bytes).expect("header");
     header.valid_sec = 999;
@@ -191,6 +226,26 @@ fn header_rewrites_check_inode_and_length() {
     assert_eq!(after.len(), bytes.len());
     assert_eq!(format::decode(&after).expect("header").valid_sec, 999);
     assert_eq!(&after[HEADER_SIZE..], &bytes[HEADER_SIZE..]);
+    assert_eq!(
+        std::fs::metadata(&path)
+            .expect("stat")
+            .modified()
+            .expect("mtime"),
+        stored,
+        "the rewrite keeps the file's time, to the nanosecond"
+    );
+}
+
+#[test]
+fn modified_nanos_counts_from_the_epoch() {
+    assert_eq!(modified_nanos(0, 5u32), 5);
+    assert_eq!(modified_nanos(2, 7i64), 2_000_000_007);
+    assert_eq!(modified_nanos(-1, 0u32), 0, "before the epoch");
+    assert_eq!(
+        modified_nanos(1, -3i64),
+        1_000_000_000,
+        "a bad nanosecond count"
+    );
 }
 
 #[test]

@@ -154,11 +154,11 @@ impl Sink<'_> {
 
     async fn open_file(&mut self) -> Result<(), BodyError> {
         let number = self.temp_numbers.fetch_add(1, Ordering::Relaxed);
-        let path = temp::temp_file_path(&self.settings.temp_path, number);
-        let task_path = path.clone();
-        let created = run(self.pool, move || temp::create(&task_path)).await?;
-        let file = created.map_err(|error| BodyError::File {
-            path: path.clone(),
+        let first = temp::temp_file_path(&self.settings.temp_path, number);
+        let dir = self.settings.temp_path.clone();
+        let created = run(self.pool, move || temp::create_numbered(&dir, number)).await?;
+        let (file, path) = created.map_err(|error| BodyError::File {
+            path: first,
             call: "open",
             error,
         })?;

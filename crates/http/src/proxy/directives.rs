@@ -544,6 +544,7 @@ fn set_ignore_headers(
             "cache-control" => IgnoreHeaders::CACHE_CONTROL,
             "set-cookie" => IgnoreHeaders::SET_COOKIE,
             "vary" => IgnoreHeaders::VARY,
+            "cdn-cache-control" => IgnoreHeaders::CDN_CACHE_CONTROL,
             _ => {
                 return Err(ConfError::message(
                     format!("invalid value \"{}\"", argument.as_str()),

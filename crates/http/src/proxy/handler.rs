@@ -743,7 +743,7 @@ fn build_head(
         },
         chunked: matches!(out_body, OutBody::Stream { chunked: true, .. }),
         cache: cache.map(|cache| {
-            let (last_modified, etag) = cache.validators();
+            let (last_modified, etag) = cache.validators(request);
             CacheFields {
                 if_modified_since: last_modified,
                 if_none_match: etag.map(<[u8]>::to_vec),

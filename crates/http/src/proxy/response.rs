@@ -67,6 +67,12 @@ fn is_portico_line(status: u16, line: &[u8]) -> bool {
     line.len() == 4 + reason.len() && line[4..] == *reason.as_bytes() && line[3] == b' '
 }
 
+/// The statuses whose `Last-Modified` the header filter writes (nginx's 200, 206 and
+/// 304); a 301, 404 or 410 keeps the upstream's field, which its revalidation needs.
+fn dates_its_response(status: u16) -> bool {
+    matches!(status, 200 | 206 | 304)
+}
+
 fn is(name: &[u8], lowercase: &[u8]) -> bool {
     name.eq_ignore_ascii_case(lowercase)
 }
@@ -158,7 +164,12 @@ pub fn apply(
             request.response.content_type = Some(source.take(value_range));
             continue;
         }
+        // The response's own `Last-Modified` (conditional requests, `expires`, the header
+        // filter's rewrite) only where the header filter writes one: other statuses pass
+        // the upstream's field on as it came, as nginx's header filter leaves it (it
+        // drops only a `Last-Modified` it computed itself).
         if is(name, b"last-modified")
+            && dates_its_response(head.status)
             && let Some(time) = http1::response::parse_http_date(value)
         {
             request.response.last_modified = Some(time);

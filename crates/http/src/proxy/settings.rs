@@ -122,6 +122,8 @@ impl IgnoreHeaders {
     pub(crate) const CACHE_CONTROL: u16 = 1 << 6;
     pub(crate) const SET_COOKIE: u16 = 1 << 7;
     pub(crate) const VARY: u16 = 1 << 8;
+    /// Portico's: `CDN-Cache-Control` (RFC 9213), which the cache honours by default.
+    pub(crate) const CDN_CACHE_CONTROL: u16 = 1 << 9;
 
     pub fn has(self, flag: u16) -> bool {
         self.0 & flag != 0

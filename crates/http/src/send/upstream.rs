@@ -656,16 +656,15 @@ async fn open_spill(context: &BodyContext<'_>, request: &Request<'_>) -> io::Res
         .temp_numbers
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
         + 1;
-    let path =
-        crate::body::temp::temp_file_path(&context.location.settings.proxy.proxy_temp_path, number);
+    let dir = context.location.settings.proxy.proxy_temp_path.clone();
+    let first = crate::body::temp::temp_file_path(&dir, number);
     let pool = worker.pools.default_pool().clone();
-    let target = path.clone();
-    let file = run_on(&pool, threadpool::TaskKind::Write, move || {
-        crate::body::temp::create(&target)
+    let (file, path) = run_on(&pool, threadpool::TaskKind::Write, move || {
+        crate::body::temp::create_numbered(&dir, number)
     })
     .await
     .and_then(|result| result)
-    .map_err(|error| temp_failure(context, request, "open()", &path, error))?;
+    .map_err(|error| temp_failure(context, request, "open()", &first, error))?;
     Ok(Spill {
         file: std::sync::Arc::new(file),
         path,

@@ -315,28 +315,28 @@ fn a_failed_refresh_does_not_leave_the_entry_updating() {
 }
 
 /// An 8 MiB tmpfs mounted for one test, unmounted when dropped.
-struct SmallTmpfs {
-    path: std::path::PathBuf,
+pub(crate) struct SmallTmpfs {
+    pub path: std::path::PathBuf,
 }
 
 impl SmallTmpfs {
-    /// `None` (the test says why) when not root or when `mount` fails.
+    /// An 8 MiB tmpfs; `None` (the test says why) when not root or when `mount` fails.
     fn mount(path: std::path::PathBuf) -> Option<SmallTmpfs> {
+        SmallTmpfs::mount_sized(path, "8m")
+    }
+
+    /// A tmpfs of `size` (`mount -o size=`).
+    pub(crate) fn mount_sized(path: std::path::PathBuf, size: &str) -> Option<SmallTmpfs> {
         #[allow(clippy::print_stderr, reason = "the test says why it was skipped")]
         if !rustix::process::geteuid().is_root() {
             eprintln!("skipped: mounting a tmpfs needs root");
             return None;
         }
         std::fs::create_dir_all(&path).expect("the mount point");
+        let options = format!("size={size}");
         let mounted = std::process::Command::new("mount")
-            .args([
-                "-t",
-                "tmpfs",
-                "-o",
-                "size=8m",
-                "portico-test",
-                path.to_str()?,
-            ])
+            .args(["-t", "tmpfs", "-o", &options, "portico-test"])
+            .arg(&path)
             .status()
             .is_ok_and(|status| status.success());
         #[allow(clippy::print_stderr, reason = "the test says why it was skipped")]
@@ -345,6 +345,16 @@ impl SmallTmpfs {
             return None;
         }
         Some(SmallTmpfs { path })
+    }
+
+    /// Makes the file system read-only from now on.
+    pub(crate) fn remount_read_only(&self) {
+        let status = std::process::Command::new("mount")
+            .args(["-o", "remount,ro"])
+            .arg(&self.path)
+            .status()
+            .expect("run mount");
+        assert!(status.success(), "remount read-only");
     }
 
     fn available(&self) -> u64 {

@@ -262,6 +262,34 @@ fn consistent_hash_moves_only_the_keys_of_a_removed_server() {
     assert_eq!(four.ring.len(), 4 * 160);
 }
 
+/// `random two` compares two different peers: with one of two peers busy, every request
+/// goes to the other (a pick of the same peer twice would send one in four to the busy
+/// one).
+#[test]
+fn random_two_compares_two_different_peers() {
+    let group = group(
+        vec![peer(1, 1), peer(2, 1)],
+        vec![],
+        Balancer::Random { two: true },
+    );
+    let now = Instant::now();
+    let mut tried = Tried::new(&group);
+    let busy = group
+        .select(&mut tried, &SelectKey::default(), now)
+        .expect("a peer");
+    let busy_port = match group.peer(busy).address {
+        PeerAddr::Inet(address) => address.port(),
+        PeerAddr::Unix(_) => 0,
+    };
+    // `busy` keeps its connection while the others come and go.
+    let others = ports(&group, 200);
+    assert!(
+        others.iter().all(|port| *port != busy_port),
+        "a request went to the busy peer {busy_port}: {others:?}"
+    );
+    group.release(busy, false, now);
+}
+
 #[test]
 fn random_spreads_over_every_peer() {
     let group = group(

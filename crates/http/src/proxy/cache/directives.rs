@@ -274,9 +274,8 @@ fn set_cache_path(
                 path.min_free = Some(conf::value::parse_offset(value).ok_or_else(invalid)?);
             }
             "manager_files" | "loader_files" | "purger_files" => {
-                let files = conf::value::parse_number(value)
-                    .filter(|files| *files > 0)
-                    .ok_or_else(invalid)?;
+                // 0 is accepted, as nginx's does: a run then stops after one file.
+                let files = conf::value::parse_number(value).ok_or_else(invalid)?;
                 match name {
                     "manager_files" => path.manager_files = files,
                     "loader_files" => path.loader_files = files,

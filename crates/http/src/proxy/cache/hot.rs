@@ -1,8 +1,10 @@
 //! Each worker keeps its most used entries open, with their checked header and head, so a
-//! HIT on one costs no system call before its body is sent (spec: the hot-entry cache).
-//! An entry is used only while the index names the same file (its inode): a file replaced
-//! or removed since is opened again. Workers are threads, so the map is thread-local and
-//! never locked; pool threads never touch it.
+//! HIT on one costs one `fstat` before its body is sent (spec: the hot-entry cache). An
+//! entry is used only while the index names the same file (its inode) and the file has
+//! the size and modification time it had when it was checked ([`unchanged`]), looked at
+//! on every HIT: a file replaced or removed since is opened again, one written in place
+//! is damaged. Workers are threads, so the map is thread-local and never locked; pool
+//! threads never touch it.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -36,6 +38,14 @@ impl Hash for HotKey {
     }
 }
 
+/// What a worker has of an entry.
+pub(crate) enum Hot {
+    /// Kept, and its file as it was checked.
+    Unchanged(Entry),
+    /// Kept, but its file was changed since it was checked (no longer kept).
+    Changed(Entry),
+}
+
 thread_local! {
     static HOT: RefCell<HashMap<HotKey, Entry, BuildHasherDefault<Md5Hasher>>> =
         RefCell::new(HashMap::default());
@@ -50,27 +60,55 @@ fn key_of(zone: &Arc<Zone>, md5: &[u8; 16]) -> HotKey {
     }
 }
 
-/// The kept entry of `md5` if it is still the file the index names (`uniq`).
-pub(crate) fn get(zone: &Arc<Zone>, md5: &[u8; 16], uniq: u64) -> Option<Entry> {
+/// The kept entry of `md5` if it is still the file the index names (`uniq`), checked
+/// against its file ([`unchanged`]).
+pub(crate) fn get(zone: &Arc<Zone>, md5: &[u8; 16], uniq: u64) -> Option<Hot> {
     HOT.with(|hot| {
         let mut hot = hot.borrow_mut();
         let key = key_of(zone, md5);
-        match hot.get(&key) {
-            Some(entry) if entry.uniq == uniq => Some(entry.clone()),
-            Some(_) => {
-                hot.remove(&key);
-                None
-            }
-            None => None,
+        let entry = hot.get(&key)?;
+        if entry.uniq != uniq {
+            hot.remove(&key);
+            return None;
         }
+        if unchanged(entry) {
+            return Some(Hot::Unchanged(entry.clone()));
+        }
+        hot.remove(&key).map(Hot::Changed)
     })
 }
 
+/// Whether an entry opened now would be kept: then its open takes the file's size and
+/// modification time (a `fstat`), which every HIT from the kept copy compares.
+pub(crate) fn would_keep() -> bool {
+    HOT.with(|hot| hot.borrow().len() < ENTRIES_MAX) || SKIPPED.get() + 1 >= ADMIT_WHEN_FULL
+}
+
+/// Whether the kept entry's file is the one that was checked: the same size and
+/// modification time (to the nanosecond). Every write to a file changes its modification
+/// time, a truncation its size too; Portico's own rewrite of a header in place
+/// (`cache::store::rewrite_header`) puts the time back. One `fstat` of the open file,
+/// which the kernel answers from the inode it holds, without the disk.
+pub(crate) fn unchanged(entry: &Entry) -> bool {
+    entry.written != 0
+        && rustix::fs::fstat(&*entry.file).is_ok_and(|stat| {
+            u64::try_from(stat.st_size) == Ok(entry.size)
+                && cache::store::modified_nanos(stat.st_mtime, stat.st_mtime_nsec) == entry.written
+        })
+}
+
 /// Keeps an entry just opened; when the map is full, one in [`ADMIT_WHEN_FULL`] is kept
-/// and an arbitrary one makes room for it.
+/// and an arbitrary one makes room for it. An entry opened without its modification time
+/// ([`would_keep`] said no) is not kept: its HITs could not be checked.
 pub(crate) fn put(zone: &Arc<Zone>, md5: &[u8; 16], entry: &Entry) {
     HOT.with(|hot| {
         let mut hot = hot.borrow_mut();
+        if entry.written == 0 {
+            if hot.len() >= ENTRIES_MAX {
+                SKIPPED.set(SKIPPED.get().saturating_add(1).min(ADMIT_WHEN_FULL - 1));
+            }
+            return;
+        }
         if hot.len() >= ENTRIES_MAX {
             let skipped = SKIPPED.get() + 1;
             if skipped < ADMIT_WHEN_FULL {
@@ -123,18 +161,48 @@ mod tests {
             Ok(Some(parsed)) => parsed,
             _ => panic!("the head parses"),
         };
+        // An empty file nobody writes, its time as checked: every check finds it
+        // unchanged.
+        let path = std::env::temp_dir().join(format!("portico-hot-empty-{}", std::process::id()));
+        if !path.exists() {
+            std::fs::write(&path, b"").expect("an empty file");
+        }
+        let file = std::fs::File::open(&path).expect("the empty file");
+        let stat = rustix::fs::fstat(&file).expect("fstat");
         Entry {
-            file: Arc::new(std::fs::File::open("/dev/null").expect("/dev/null")),
-            path: Arc::from(Path::new("/dev/null")),
+            file: Arc::new(file),
+            path: Arc::from(path.as_path()),
             header: Arc::new(EntryHeader::default()),
             head,
             parsed: Arc::new(parsed),
             size: 0,
             uniq,
-            written: 0,
+            written: cache::store::modified_nanos(stat.st_mtime, stat.st_mtime_nsec),
             body: None,
             stat: None,
         }
+    }
+
+    /// A kept entry whose file changes is reported changed at the next HIT, and kept no
+    /// more.
+    #[test]
+    fn a_change_is_seen_by_the_next_hit() {
+        use std::os::unix::fs::FileExt;
+        let zone = zone();
+        let dir = std::env::temp_dir().join(format!("portico-hot-tick-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let path = dir.join("entry");
+        std::fs::write(&path, b"0123456789").expect("write");
+        put(&zone, &md5(40), &entry_of(&path));
+        assert!(matches!(get(&zone, &md5(40), 1), Some(Hot::Unchanged(_))));
+        let file = std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .expect("open");
+        file.write_all_at(b"X", 3).expect("write in place");
+        assert!(matches!(get(&zone, &md5(40), 1), Some(Hot::Changed(_))));
+        assert!(get(&zone, &md5(40), 1).is_none(), "no longer kept");
+        std::fs::remove_dir_all(dir).expect("clean up");
     }
 
     #[test]
@@ -173,6 +241,70 @@ mod tests {
             ENTRIES_MAX,
             "one made room for each"
         );
+    }
+
+    #[test]
+    fn an_entry_opened_without_its_time_is_not_kept() {
+        let zone = zone();
+        put(
+            &zone,
+            &md5(3),
+            &Entry {
+                written: 0,
+                ..entry(5)
+            },
+        );
+        assert!(get(&zone, &md5(3), 5).is_none());
+    }
+
+    /// A kept entry of a real file: its size and time as checked.
+    fn entry_of(path: &Path) -> Entry {
+        let file = std::fs::File::open(path).expect("open");
+        let stat = rustix::fs::fstat(&file).expect("fstat");
+        Entry {
+            file: Arc::new(file),
+            size: stat.st_size as u64,
+            written: cache::store::modified_nanos(stat.st_mtime, stat.st_mtime_nsec),
+            ..entry(1)
+        }
+    }
+
+    #[test]
+    fn a_file_written_in_place_is_changed() {
+        use std::os::unix::fs::FileExt;
+        let dir = std::env::temp_dir().join(format!("portico-hot-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let path = dir.join("entry");
+        let stored = std::time::UNIX_EPOCH + std::time::Duration::new(1_000, 1);
+        let write_stored = |bytes: &[u8]| {
+            std::fs::write(&path, bytes).expect("write");
+            let file = std::fs::File::options()
+                .write(true)
+                .open(&path)
+                .expect("open");
+            file.set_modified(stored).expect("set the time");
+        };
+        write_stored(b"0123456789");
+        let kept = entry_of(&path);
+        assert!(unchanged(&kept), "as checked");
+        // The same bytes at the same place: the time changes all the same.
+        let file = std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .expect("open");
+        file.write_all_at(b"5", 5).expect("write in place");
+        assert!(!unchanged(&kept), "written in place");
+        write_stored(b"0123456789");
+        let kept = entry_of(&path);
+        file.set_len(4).expect("truncate");
+        file.set_modified(stored).expect("the old time back");
+        assert!(!unchanged(&kept), "shorter, whatever its time says");
+        let unknown = Entry {
+            written: 0,
+            ..entry_of(&path)
+        };
+        assert!(!unchanged(&unknown), "a time never taken matches nothing");
+        std::fs::remove_dir_all(dir).expect("clean up");
     }
 
     #[test]

@@ -127,15 +127,29 @@ pub(crate) struct CacheRequest {
     lock_deadline: Option<Instant>,
     /// A background refresh: the response goes into the cache only.
     pub background: bool,
+    /// How old another request's UPDATING mark may grow before this one takes over
+    /// (the refresh holds it until its response is stored, so it must outlast a slow
+    /// body): `max(proxy_cache_lock_age, 10 × proxy_read_timeout)`.
+    update_backstop: Duration,
 }
 
 impl CacheRequest {
-    /// The conditional fields of a revalidation: `If-Modified-Since` and `If-None-Match`.
-    pub fn validators(&self) -> (Option<i64>, Option<&[u8]>) {
+    /// The conditional fields sent upstream: a revalidation's, from the stored entry; for
+    /// a key the cache holds nothing of, the client's own `If-None-Match` and (a valid)
+    /// `If-Modified-Since` (RFC 9111 section 4.3.2: a cache may forward a client's
+    /// conditional request; a 304 to it then goes to the client, and nothing is stored).
+    /// An `If-Modified-Since` that is not a date is dropped, as nginx drops any.
+    pub fn validators<'r>(&'r self, request: &'r Request<'_>) -> (Option<i64>, Option<&'r [u8]>) {
         match (&self.stale, self.revalidate) {
             (Some(entry), true) => (
                 (entry.header.last_modified != -1).then_some(entry.header.last_modified),
                 (!entry.header.etag.is_empty()).then_some(entry.header.etag.as_slice()),
+            ),
+            (None, _) if self.store && !self.background => (
+                request
+                    .header(b"if-modified-since")
+                    .and_then(http1::response::parse_http_date),
+                request.header(b"if-none-match"),
             ),
             _ => (None, None),
         }
@@ -296,6 +310,9 @@ pub(crate) async fn lookup(
         io,
         lock_deadline: None,
         background: false,
+        update_backstop: settings
+            .lock_age
+            .max(location.settings.proxy.read_timeout.saturating_mul(10)),
     };
     // The refresh a stale answer left for after its response: it updates the entry.
     if let Some((update, _)) = request.upstream.refresh.take() {
@@ -374,26 +391,60 @@ async fn look(
         request.upstream.cache_status = Some(status::HIT);
         return Look::Done(Lookup::Error(snapshot.error));
     }
-    // While the zone is cold (its directory not yet read), a key the index does not
-    // know may still be on disk.
-    if snapshot.exists
-        && let Some(mut entry) = super::hot::get(zone, &cache.key.md5, snapshot.uniq)
-    {
-        // The index knows of freshness a revalidation rewrote into the file since.
-        if snapshot.valid_sec > entry.header.valid_sec {
-            Arc::make_mut(&mut entry.header).valid_sec = snapshot.valid_sec;
+    let mut exists = snapshot.exists;
+    let mut damaged = false;
+    if exists && let Some(kept) = super::hot::get(zone, &cache.key.md5, snapshot.uniq) {
+        let entry = match kept {
+            super::hot::Hot::Unchanged(mut entry) => {
+                // The index knows of freshness a revalidation rewrote into the file since.
+                if snapshot.valid_sec > entry.header.valid_sec {
+                    Arc::make_mut(&mut entry.header).valid_sec = snapshot.valid_sec;
+                }
+                return found(worker, info, request, settings, cache, entry, now);
+            }
+            super::hot::Hot::Changed(entry) => entry,
+        };
+        if changed_on_disk(worker, &cache.io, &entry).await {
+            // Written in place since it was checked: nothing of it is served again.
+            log(
+                worker,
+                info,
+                request,
+                Level::Crit,
+                format_args!(
+                    "cache file \"{}\" was changed after it was stored",
+                    entry.path.display()
+                ),
+            );
+            zone.remove(&cache.key.md5, entry.uniq);
+            exists = false;
+            damaged = true;
         }
-        return found(worker, info, request, settings, cache, entry, now);
     }
-    if snapshot.exists || zone.cold() {
-        let indexed = snapshot.exists.then_some(snapshot.uniq);
+    // While the zone is cold (its directory not yet read), a key the index does not
+    // know may still be on disk (not the damaged file, which waits for its unlink). The
+    // request takes its place in the lock before it looks (a look may go to a pool, and
+    // two looks may come back in either order): requests keep the order in which they
+    // reached the index, as when the zone is warm.
+    let probing = !exists && zone.cold() && !damaged;
+    let lock_age = settings.lock.then_some(settings.lock_age);
+    let mut claimed = None;
+    if probing && u64::from(snapshot.uses) >= settings.min_uses {
+        match zone.start_fill(&cache.key.md5, lock_age, Instant::now()) {
+            Ok(FillStart::Filler(guard)) => claimed = Some(guard),
+            waiting @ Ok(FillStart::Wait(_)) => {
+                return fill_or_wait(worker, info, request, settings, cache, waiting).await;
+            }
+            Err(_) => {}
+        }
+    }
+    if exists || probing {
+        let indexed = exists.then_some(snapshot.uniq);
         match open_entry(worker, info, request, cache, indexed).await {
             Some(entry) => {
-                if snapshot.exists && entry.uniq == snapshot.uniq {
+                if exists && entry.uniq == snapshot.uniq {
                     super::hot::put(zone, &cache.key.md5, &entry);
-                } else if !snapshot.exists
-                    && let Some(file) = entry.stat
-                {
+                } else if !exists && let Some(file) = entry.stat {
                     // Found while the zone is cold: the index takes the file, so that the
                     // key stays a HIT once the loader is done (it leaves indexed keys).
                     let header = &entry.header;
@@ -404,10 +455,12 @@ async fn look(
                         Some(header.body_start),
                     );
                 }
+                // Waiters of the place taken look again, and find the entry.
+                drop(claimed);
                 return found(worker, info, request, settings, cache, entry, now);
             }
             // The index (a checkpoint after a crash, say) named a file that is gone.
-            None if snapshot.exists => {
+            None if exists => {
                 zone.remove(&cache.key.md5, snapshot.uniq);
             }
             None => {}
@@ -420,8 +473,24 @@ async fn look(
         return Look::Done(Lookup::Upstream(Box::new(take(cache))));
     }
     // A miss that may be stored: one request fills, others wait for it with the lock.
-    let lock_age = settings.lock.then_some(settings.lock_age);
-    match zone.start_fill(&cache.key.md5, lock_age, Instant::now()) {
+    let start = match claimed {
+        Some(guard) => Ok(FillStart::Filler(guard)),
+        None => zone.start_fill(&cache.key.md5, lock_age, Instant::now()),
+    };
+    fill_or_wait(worker, info, request, settings, cache, start).await
+}
+
+/// This request fills the key (MISS), waits for the fill another request started, or
+/// goes upstream without storing (a full zone).
+async fn fill_or_wait(
+    worker: &HttpWorker,
+    info: &ConnectionInfo,
+    request: &mut Request<'_>,
+    settings: &ProxyCache,
+    cache: &mut CacheRequest,
+    start: Result<FillStart, cache::ZoneFull>,
+) -> Look {
+    match start {
         Err(_) => {
             request.upstream.cache_status = Some(status::MISS);
             cache.store = false;
@@ -443,6 +512,23 @@ async fn look(
             wait_outcome(worker, info, request, settings, cache, &fill).await
         }
     }
+}
+
+/// A kept entry whose file no longer has the size or time it was checked with: whether
+/// that holds on a second look from where the cache's file work runs. Portico's own
+/// rewrite of a header after a 304 changes the time for a moment and puts it back, so a
+/// worker that looked in between opens the entry again instead of dropping it.
+async fn changed_on_disk(worker: &HttpWorker, io: &FileIo, entry: &Entry) -> bool {
+    let (file, size, written) = (Arc::clone(&entry.file), entry.size, entry.written);
+    let look = move || {
+        rustix::fs::fstat(&*file).map_or(true, |stat| {
+            u64::try_from(stat.st_size) != Ok(size)
+                || cache::store::modified_nanos(stat.st_mtime, stat.st_mtime_nsec) != written
+        })
+    };
+    super::run_read(worker, io, &entry.path, look)
+        .await
+        .unwrap_or(true)
 }
 
 /// The lock's wait for another request's fill, and what follows it.
@@ -517,12 +603,24 @@ fn found(
         request.upstream.cache_status = Some(status::HIT);
         return Look::Done(Lookup::Serve(entry));
     }
-    let backstop = settings.lock_age.max(Duration::from_secs(60));
     match cache
         .zone
-        .try_update(&cache.key.md5, Instant::now(), backstop)
+        .try_update(&cache.key.md5, Instant::now(), cache.update_backstop)
     {
         Some(update) => {
+            if update.took_over() {
+                log(
+                    worker,
+                    info,
+                    request,
+                    Level::Warn,
+                    format_args!(
+                        "cache entry \"{}\" was updating for more than {} s, updating it again",
+                        String::from_utf8_lossy(&cache.key_text),
+                        cache.update_backstop.as_secs()
+                    ),
+                );
+            }
             let within_swr = now
                 <= entry
                     .header
@@ -640,6 +738,7 @@ fn take(cache: &mut CacheRequest) -> CacheRequest {
         io: cache.io.clone(),
         lock_deadline: cache.lock_deadline,
         background: cache.background,
+        update_backstop: cache.update_backstop,
     }
 }
 
@@ -784,9 +883,10 @@ async fn open_entry(
     let path: Arc<Path> = Arc::from(cache.zone.params().layout.entry_path(&cache.key));
     let key = cache.key;
     let block_size = cache.zone.block_size();
-    // Without purge rules the file's time is not needed: a small entry the index knows
-    // (its inode) is then opened and read in two calls, without a `fstat`.
-    let known = indexed.filter(|_| cache.zone.purges().is_empty());
+    // Without purge rules, and unless the worker will keep the entry (whose HITs compare
+    // the file's time), the file's time is not needed: a small entry the index knows (its
+    // inode) is then opened and read in two calls, without a `fstat`.
+    let known = indexed.filter(|_| cache.zone.purges().is_empty() && !super::hot::would_keep());
     let read = move |zone: &Zone, path: Arc<Path>, key_text: &[u8]| {
         let file = zone.root_dir().open_entry(&zone.params().layout, &key.md5);
         read_entry(file, path, &key, key_text, known, block_size)

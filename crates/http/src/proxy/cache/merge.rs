@@ -1,8 +1,11 @@
-//! A 304 to a revalidation updates the stored head (RFC 9111 section 4.3.4): each field
-//! the 304 carries replaces the stored fields of that name, except the ones that describe
-//! the stored body or this hop only. When that changes the head, the entry is written
-//! again, its body copied from the old file on the pool, and renamed over it; the
-//! request that revalidated is answered with the new head at once.
+//! A 304 to a revalidation updates the stored head (RFC 9111 sections 3.2 and 4.3.4):
+//! each field the 304 carries replaces the stored fields of that name (`Content-Type`
+//! and `Date` included), except the ones section 3.2 leaves out: `Content-Length`, the
+//! `Content-Range` the stored body was cut by, the `Content-Encoding` it is stored in, and
+//! this hop's fields. The stored `Age` goes in any case: the entry's age counts from
+//! this validation now, with the 304's own `Age` if it has one. When that changes the
+//! head, the entry is written again, its body copied from the old file on the pool, and
+//! renamed over it; the request that revalidated is answered with the new head at once.
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -17,7 +20,6 @@ use threadpool::ThreadPool;
 const KEPT: &[&[u8]] = &[
     b"content-length",
     b"content-encoding",
-    b"content-type",
     b"content-range",
     b"transfer-encoding",
     b"connection",
@@ -33,8 +35,9 @@ const KEPT: &[&[u8]] = &[
 pub(crate) fn merged_head(stored: &[u8], update: &[(Vec<u8>, Vec<u8>)]) -> Option<Vec<u8>> {
     let head = crate::proxy::response::parse(stored).ok()??;
     let replaced = |name: &[u8]| {
-        !KEPT.iter().any(|kept| name.eq_ignore_ascii_case(kept))
-            && update.iter().any(|(new, _)| new.eq_ignore_ascii_case(name))
+        name.eq_ignore_ascii_case(b"age")
+            || !KEPT.iter().any(|kept| name.eq_ignore_ascii_case(kept))
+                && update.iter().any(|(new, _)| new.eq_ignore_ascii_case(name))
     };
     let field = |range: &std::ops::Range<usize>| &stored[range.clone()];
     let mut changed = false;
@@ -122,21 +125,28 @@ pub(crate) fn persist(rewrite: Rewrite) {
         let block_size = zone.block_size();
         let write = move || -> std::io::Result<(File, std::path::PathBuf)> {
             let (file, temp) = cache::store::create_temp(&temp)?;
-            let mut start = Vec::with_capacity(usize::from(body_start));
-            format::encode(&header, &key_text, &mut start);
-            start.extend_from_slice(&head);
-            file.write_all_at(&start, 0)?;
-            let mut buffer = vec![0u8; 256 * 1024];
-            let mut copied = 0u64;
-            while copied < body_len {
-                let want = (body_len - copied).min(buffer.len() as u64) as usize;
-                let read = old.read_at(&mut buffer[..want], old_body_start + copied)?;
-                if read == 0 {
-                    let _ = cache::store::unlink(&temp);
-                    return Err(std::io::ErrorKind::UnexpectedEof.into());
+            let copy = || -> std::io::Result<()> {
+                let mut start = Vec::with_capacity(usize::from(body_start));
+                format::encode(&header, &key_text, &mut start);
+                start.extend_from_slice(&head);
+                file.write_all_at(&start, 0)?;
+                let mut buffer = vec![0u8; 256 * 1024];
+                let mut copied = 0u64;
+                while copied < body_len {
+                    let want = (body_len - copied).min(buffer.len() as u64) as usize;
+                    let read = old.read_at(&mut buffer[..want], old_body_start + copied)?;
+                    if read == 0 {
+                        return Err(std::io::ErrorKind::UnexpectedEof.into());
+                    }
+                    file.write_all_at(&buffer[..read], u64::from(body_start) + copied)?;
+                    copied += read as u64;
                 }
-                file.write_all_at(&buffer[..read], u64::from(body_start) + copied)?;
-                copied += read as u64;
+                Ok(())
+            };
+            // A failed copy (the old file cut short, a full disk) leaves no temp file.
+            if let Err(error) = copy() {
+                let _ = cache::store::unlink(&temp);
+                return Err(error);
             }
             Ok((file, temp))
         };
@@ -164,4 +174,74 @@ pub(crate) fn persist(rewrite: Rewrite) {
             }
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn update(fields: &[(&str, &str)]) -> Vec<(Vec<u8>, Vec<u8>)> {
+        fields
+            .iter()
+            .map(|(name, value)| (name.as_bytes().to_vec(), value.as_bytes().to_vec()))
+            .collect()
+    }
+
+    fn merged(stored: &str, fields: &[(&str, &str)]) -> Option<String> {
+        merged_head(stored.as_bytes(), &update(fields))
+            .map(|head| String::from_utf8(head).expect("text"))
+    }
+
+    const STORED: &str = "HTTP/1.1 200 OK\r\nDate: Mon, 01 Jan 2024 00:00:00 GMT\r\n\
+        Content-Type: text/plain\r\nContent-Length: 5\r\nETag: \"a\"\r\nAge: 30\r\n\
+        Cache-Control: max-age=60\r\n\r\n";
+
+    /// RFC 9111 section 3.2: each field of the 304 replaces the stored ones of its name,
+    /// `Content-Type` and `Date` too; `Content-Length` and hop-by-hop fields do not.
+    #[test]
+    fn a_304_replaces_the_stored_fields() {
+        let head = merged(
+            STORED,
+            &[
+                ("Date", "Tue, 02 Jan 2024 00:00:00 GMT"),
+                ("Content-Type", "text/html"),
+                ("Content-Length", "0"),
+                ("Connection", "keep-alive"),
+                ("X-New", "1"),
+            ],
+        )
+        .expect("changed");
+        assert!(
+            head.contains("Date: Tue, 02 Jan 2024 00:00:00 GMT\r\n"),
+            "{head}"
+        );
+        assert!(head.contains("Content-Type: text/html\r\n"), "{head}");
+        assert!(!head.contains("text/plain"), "{head}");
+        assert!(head.contains("Content-Length: 5\r\n"), "{head}");
+        assert!(!head.contains("Connection"), "{head}");
+        assert!(
+            head.contains("X-New: 1\r\n") && head.contains("ETag: \"a\"\r\n"),
+            "{head}"
+        );
+        assert!(head.ends_with("\r\n\r\n"));
+    }
+
+    /// RFC 9111 section 4.2.3: after a validation the entry's age counts from it: the
+    /// stored `Age` goes, replaced by the 304's when it has one.
+    #[test]
+    fn the_stored_age_restarts_with_the_validation() {
+        let head = merged(STORED, &[("ETag", "\"a\"")]).expect("the Age went");
+        assert!(!head.contains("Age:"), "{head}");
+        let head = merged(STORED, &[("Age", "3")]).expect("changed");
+        assert!(
+            head.contains("Age: 3\r\n") && !head.contains("Age: 30"),
+            "{head}"
+        );
+        let without_age = STORED.replace("Age: 30\r\n", "");
+        assert_eq!(
+            merged(&without_age, &[("ETag", "\"a\"")]),
+            None,
+            "nothing changes: the entry is not written again"
+        );
+    }
 }

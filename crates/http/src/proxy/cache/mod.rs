@@ -5,11 +5,14 @@
 pub mod directives;
 pub mod freshness;
 pub(crate) mod hot;
+pub(crate) mod invalidate;
 pub(crate) mod lookup;
 pub(crate) mod merge;
+pub(crate) mod resume;
 pub(crate) mod serve;
 pub mod settings;
 pub(crate) mod store;
+pub(crate) mod targeted;
 
 use conf::ConfError;
 
@@ -157,19 +160,22 @@ pub(crate) fn start_writer(
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
         + 1;
     let temp = if cache.zone.params().use_temp_path {
-        crate::body::temp::temp_file_path(&location.settings.proxy.proxy_temp_path, number)
+        store::TempName::Numbered(location.settings.proxy.proxy_temp_path.clone(), number)
     } else {
-        cache
-            .zone
-            .params()
-            .layout
-            .temp_path(&cache.key, (number % 10_000_000_000) as u32)
+        store::TempName::Beside(
+            cache
+                .zone
+                .params()
+                .layout
+                .temp_path(&cache.key, (number % 10_000_000_000) as u32),
+        )
     };
     store::CacheWriter::start(store::StoreStart {
         zone: std::sync::Arc::clone(&cache.zone),
         key: cache.key,
         key_text: &cache.key_text,
         fill: cache.fill.take(),
+        update: cache.update.take(),
         fresh,
         raw_head,
         variant,

@@ -13,6 +13,11 @@ use crate::response::Bytes;
 use crate::send::body::Body;
 use crate::worker::HttpWorker;
 
+/// How much longer than `proxy_read_timeout` a reader of a fill waits for its progress:
+/// the fill's own upstream read times out first, fails the fill, and the reader finishes
+/// its response from a fetch of its own instead of being cut.
+const STALL_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Sets the response from `entry` and gives its body. The entry's head was parsed when it
 /// was opened; that parse is replayed here.
 #[allow(clippy::too_many_arguments)]
@@ -69,7 +74,8 @@ pub(crate) fn respond_attached<'a>(
         end: entry.size,
         file: entry.file,
         io,
-        stall_timeout: proxy.read_timeout,
+        stall_timeout: proxy.read_timeout + STALL_GRACE,
+        status: entry.parsed.status,
     }))
 }
 
@@ -98,17 +104,33 @@ fn set_head(
     );
     let len = entry.body_len();
     request.response.content_length = Some(len);
-    if settings.force_ranges
-        || head
-            .fields
-            .iter()
-            .any(|(name, _)| entry.head[name.clone()].eq_ignore_ascii_case(b"accept-ranges"))
-    {
+    // A complete stored response can always be served in parts (RFC 9111 section 3.4
+    // combines them, RFC 9110 section 14.2 lets a cache answer ranges): unless the
+    // upstream said `Accept-Ranges: none`. nginx wants the upstream's `Accept-Ranges`
+    // (or `proxy_force_ranges`) for cached responses too.
+    let refused = head.fields.iter().any(|(name, value)| {
+        entry.head[name.clone()].eq_ignore_ascii_case(b"accept-ranges")
+            && entry.head[value.clone()]
+                .trim_ascii()
+                .eq_ignore_ascii_case(b"none")
+    });
+    if settings.force_ranges || !refused {
         super::allow_ranges(request);
     }
-    // The response's age (RFC 9111 section 5.1): how long ago it was stored or revalidated.
+    // The response's age (RFC 9111 sections 4.2.3 and 5.1): the age it arrived with (its
+    // stored `Age`, the first member of a valid one) plus how long ago it was stored or
+    // revalidated.
     let now = worker.clock.wall().unix_seconds;
-    let age = now.saturating_sub(entry.header.date).max(0);
+    let arrived = head
+        .fields
+        .iter()
+        .find(|(name, _)| entry.head[name.clone()].eq_ignore_ascii_case(b"age"))
+        .and_then(|(_, value)| super::freshness::parse_age(&entry.head[value.clone()]))
+        .unwrap_or(0);
+    let age = now
+        .saturating_sub(entry.header.date)
+        .max(0)
+        .saturating_add(arrived);
     request
         .response
         .headers

@@ -26,11 +26,43 @@ pub(crate) struct StoreFailure {
     pub message: String,
 }
 
+/// Where an entry's temporary file goes, and the names it takes when one is taken.
+#[derive(Clone)]
+pub(crate) enum TempName {
+    /// Beside the entry (`use_temp_path=off`): `<entry>.NNNNNNNNNN`, then the next numbers.
+    Beside(PathBuf),
+    /// Under `proxy_temp_path` (`use_temp_path=on`), by temporary number.
+    Numbered(crate::core::TempPath, u64),
+}
+
+impl TempName {
+    /// The first name, for log lines written before the file was made.
+    fn first(&self) -> PathBuf {
+        match self {
+            TempName::Beside(path) => path.clone(),
+            TempName::Numbered(temp, number) => crate::body::temp::temp_file_path(temp, *number),
+        }
+    }
+
+    /// Creates the file under the first free name (on a pool thread).
+    fn create(&self) -> std::io::Result<(File, PathBuf)> {
+        match self {
+            TempName::Beside(path) => cache::store::create_temp(path),
+            TempName::Numbered(temp, number) => {
+                let mut names = crate::body::temp::numbered_names(temp.clone(), *number);
+                cache::store::create_temp_among(|| Some(names()))
+            }
+        }
+    }
+}
+
 /// A response being stored.
 pub(crate) struct CacheWriter {
     zone: Arc<Zone>,
     key: Key,
+    /// The temporary file's name: the first one to try until it is made.
     temp: PathBuf,
+    names: TempName,
     file: Option<Arc<File>>,
     pool: ThreadPool,
     pending: Vec<u8>,
@@ -39,6 +71,11 @@ pub(crate) struct CacheWriter {
     written: u64,
     /// `None` once committed.
     fill: Option<FillGuard>,
+    /// The expired entry's UPDATING mark, held until the new entry is in place (or the
+    /// store fails): nginx keeps an entry `updating` until its refresh is stored, so
+    /// `proxy_cache_use_stale updating` keeps other requests off the upstream for the
+    /// whole body, not only until its head arrived.
+    update: Option<cache::UpdateGuard>,
     valid_sec: i64,
     body_start: u16,
     /// The body's length from its framing, when it had one.
@@ -54,6 +91,8 @@ pub(crate) struct StoreStart<'a> {
     pub key: Key,
     pub key_text: &'a [u8],
     pub fill: Option<FillGuard>,
+    /// The mark of the expired entry this response refreshes, if it does.
+    pub update: Option<cache::UpdateGuard>,
     pub fresh: Freshness,
     /// The upstream's head as received.
     pub raw_head: &'a [u8],
@@ -62,7 +101,7 @@ pub(crate) struct StoreStart<'a> {
     pub io: &'a FileIo,
     pub default_pool: &'a ThreadPool,
     /// Where the temporary file goes.
-    pub temp: PathBuf,
+    pub temp: TempName,
     pub content_length: Option<u64>,
 }
 
@@ -100,13 +139,7 @@ impl CacheWriter {
             .content_length
             .map_or(1 << 20, |length| length + u64::from(body_start));
         if !fill.reserve(expected_size) {
-            return Err(StoreFailure {
-                level: Level::Warn,
-                message: format!(
-                    "cache \"{}\" is full, response not cached",
-                    start.zone.params().name
-                ),
-            });
+            return Err(no_room(&start.zone, expected_size));
         }
         // Room for a whole small entry (kept for one write with the commit) or for a batch
         // and the read that completes it, taken with the first body bytes pushed (a body
@@ -130,13 +163,15 @@ impl CacheWriter {
         Ok(CacheWriter {
             zone: start.zone,
             key: start.key,
-            temp: start.temp,
+            temp: start.temp.first(),
+            names: start.temp,
             file: None,
             pool,
             pending,
             capacity,
             written: 0,
             fill: Some(fill),
+            update: start.update,
             valid_sec: header.valid_sec,
             body_start,
             expected: start.content_length,
@@ -185,11 +220,10 @@ impl CacheWriter {
             None => {
                 // The file is made and its first bytes written in one pool task. Waiters
                 // read it through a handle of their own (it is opened for writing only).
-                let path = self.temp.clone();
+                let names = self.names.clone();
                 let (file, reader, path, bytes) = self
                     .run_steps("open()", move || {
-                        let (file, path) =
-                            cache::store::create_temp(&path).map_err(|error| ("open()", error))?;
+                        let (file, path) = names.create().map_err(|error| ("open()", error))?;
                         std::os::unix::fs::FileExt::write_all_at(&file, &bytes, offset)
                             .map_err(|error| ("pwrite()", error))?;
                         let reader = cache::store::open_entry(&path)
@@ -218,13 +252,7 @@ impl CacheWriter {
             // A body without a length reserves as it grows, a mebibyte at a time.
             let step = grown.max(1 << 20);
             if !fill.reserve(step) {
-                return Err(StoreFailure {
-                    level: Level::Warn,
-                    message: format!(
-                        "cache \"{}\" is full, response not cached",
-                        self.zone.params().name
-                    ),
-                });
+                return Err(no_room(&self.zone, step));
             }
             self.reserved += step;
         }
@@ -286,15 +314,10 @@ impl CacheWriter {
             && self.written > self.reserved
             && !fill.reserve(self.written - self.reserved)
         {
-            return Err(StoreFailure {
-                level: Level::Warn,
-                message: format!(
-                    "cache \"{}\" is full, response not cached",
-                    self.zone.params().name
-                ),
-            });
+            return Err(no_room(&self.zone, self.written - self.reserved));
         }
         let temp = self.temp.clone();
+        let names = self.names.clone();
         let target = self.zone.params().layout.entry_path(&self.key);
         let block_size = self.zone.block_size();
         if let Some(fill) = self.fill.as_mut() {
@@ -304,7 +327,7 @@ impl CacheWriter {
             .run_steps("rename()", move || {
                 let tail: &[u8] = tail.as_ref().map_or(&[], |(buffer, from)| &buffer[*from..]);
                 let Some(file) = file else {
-                    return create_write_commit(&temp, &[&last, tail], &target, block_size);
+                    return create_write_commit(&names, &[&last, tail], &target, block_size);
                 };
                 if !last.is_empty() || !tail.is_empty() {
                     cache::store::write_all_parts_at(&file, &[&last, tail], offset)
@@ -337,6 +360,8 @@ impl CacheWriter {
                 body_start: self.body_start,
             });
         }
+        // The new entry answers now: the old one is no longer being updated.
+        self.update = None;
         Ok(())
     }
 
@@ -395,17 +420,30 @@ impl CacheWriter {
     }
 }
 
+/// A store refused for room, and why: `cache "NAME" is full (...)`, or its file system
+/// is read-only or has too little free space (not the same advice for the operator).
+fn no_room(zone: &Zone, bytes: u64) -> StoreFailure {
+    StoreFailure {
+        level: Level::Warn,
+        message: format!(
+            "cache \"{}\" has no room for the response, not cached: {}",
+            zone.params().name,
+            zone.no_room(bytes)
+        ),
+    }
+}
+
 /// nginx's `CALL "FILE" failed (ERRNO: TEXT)`; a call that names its files itself
 /// (`rename() "A" to "B"`) is written as it is.
 /// A whole entry in one go, on a pool thread: the temporary file made, written and renamed
 /// into place. A failure after the file was made removes it.
 fn create_write_commit(
-    temp: &std::path::Path,
+    names: &TempName,
     parts: &[&[u8]],
     target: &std::path::Path,
     block_size: u64,
 ) -> Result<cache::FileInfo, (&'static str, std::io::Error)> {
-    let (file, path) = cache::store::create_temp(temp).map_err(|error| ("open()", error))?;
+    let (file, path) = names.create().map_err(|error| ("open()", error))?;
     let result = cache::store::write_all_parts_at(&file, parts, 0)
         .map_err(|error| ("pwrite()", error))
         .and_then(|()| {
@@ -478,7 +516,10 @@ impl Keeper {
 /// `proxy_temp_path` on the pool, and renamed to its path when it ended where its framing
 /// said; removed otherwise.
 pub(crate) struct FileStore {
+    /// The temporary file's name (the first one to try until it is made).
     pub temp: PathBuf,
+    /// `proxy_temp_path` and the temporary number the name was made from.
+    pub temp_dir: (crate::core::TempPath, u64),
     pub target: PathBuf,
     pub file: Option<Arc<File>>,
     pub pool: ThreadPool,
@@ -505,11 +546,14 @@ impl FileStore {
         let file = match &self.file {
             Some(file) => Arc::clone(file),
             None => {
-                let path = self.temp.clone();
-                let file = Arc::new(
-                    self.run("open()", move || crate::body::temp::create(&path))
-                        .await?,
-                );
+                let (dir, number) = self.temp_dir.clone();
+                let (file, path) = self
+                    .run("open()", move || {
+                        crate::body::temp::create_numbered(&dir, number)
+                    })
+                    .await?;
+                let file = Arc::new(file);
+                self.temp = path;
                 self.file = Some(Arc::clone(&file));
                 file
             }

@@ -212,6 +212,7 @@ impl<'a> Proxying<'a, '_> {
             && head.status < 400
         {
             crate::proxy::cache::lookup::invalidate(&zone, &key, &key_text);
+            self.invalidate_related(info, request, &zone, head, buffer);
         }
         if let Store::Path(template) = &self.location.settings.proxy_cache.store {
             return self.file_store(info, request, head, buffer, framing, template);
@@ -228,6 +229,15 @@ impl<'a> Proxying<'a, '_> {
                 .iter()
                 .map(|(name, value)| (&buffer[name.clone()], &buffer[value.clone()]))
         };
+        // A 304 answers the client's own validators, passed on for a key the cache holds
+        // nothing of: it goes to the client, and is no entry (whatever proxy_cache_valid
+        // says), so the next request fills it.
+        if head.status == 304 {
+            if let Some(fill) = cache.fill.take() {
+                fill.not_cacheable();
+            }
+            return None;
+        }
         let verdict = crate::proxy::cache::judge_response(
             self.worker,
             info,
@@ -293,6 +303,43 @@ impl<'a> Proxying<'a, '_> {
 }
 
 impl<'a> Proxying<'a, '_> {
+    /// After a successful unsafe request: the same-host URIs its response's `Location`
+    /// and `Content-Location` name answer from the cache no more either (RFC 9111
+    /// section 4.4), each keyed as a `GET` of it would be in this location.
+    fn invalidate_related(
+        &self,
+        info: &ConnectionInfo,
+        request: &Request<'a>,
+        zone: &std::sync::Arc<cache::Zone>,
+        head: &UpstreamHead,
+        buffer: &[u8],
+    ) {
+        use crate::proxy::cache::invalidate::{as_get_of, same_origin_targets};
+        let values = head.fields.iter().filter_map(|(name, value)| {
+            let name = &buffer[name.clone()];
+            (name.eq_ignore_ascii_case(b"location")
+                || name.eq_ignore_ascii_case(b"content-location"))
+            .then(|| &buffer[value.clone()])
+        });
+        let targets = same_origin_targets(request.request_uri(), &request.info.host, values);
+        for target in targets {
+            let Some(copy) = as_get_of(request, &target) else {
+                continue;
+            };
+            let key_text = match &self.location.settings.proxy_cache.key {
+                Some(template) => crate::variables::evaluate::render(self.worker, info, &copy, template),
+                None => {
+                    let mut text = b"http://".to_vec();
+                    text.extend_from_slice(&copy.upstream.proxy_host);
+                    text.extend_from_slice(&key_uri(&copy, self.location, &self.target));
+                    text
+                }
+            };
+            let key = cache::Key::new(&[&key_text]);
+            crate::proxy::cache::lookup::invalidate(zone, &key, &key_text);
+        }
+    }
+
     /// `proxy_store`: a 200 to a request that was not HEAD is written to its file as it
     /// passes.
     fn file_store(
@@ -317,10 +364,8 @@ impl<'a> Proxying<'a, '_> {
             .temp_numbers
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
             + 1;
-        let temp = crate::body::temp::temp_file_path(
-            &self.location.settings.proxy.proxy_temp_path,
-            number,
-        );
+        let temp_dir = self.location.settings.proxy.proxy_temp_path.clone();
+        let temp = crate::body::temp::temp_file_path(&temp_dir, number);
         let modified = head
             .fields
             .iter()
@@ -332,6 +377,7 @@ impl<'a> Proxying<'a, '_> {
         };
         Some(Box::new(Keeper::File(FileStore {
             temp,
+            temp_dir: (temp_dir, number),
             target: crate::pool_fs::path_from_vec(target),
             file: None,
             pool,

@@ -44,3 +44,15 @@ fn a_stored_head_is_referred_to_and_a_buffer_copied() {
     assert!(matches!(taken, Bytes::Owned(_)));
     assert_eq!(taken.as_slice(), b"soon");
 }
+
+/// nginx's header filter drops only the `Last-Modified` it made; an upstream's goes on with
+/// any status (a cached 301 or 404 is revalidated with it, RFC 9111 section 4.3.1).
+#[test]
+fn only_dated_statuses_take_the_last_modified_apart() {
+    for status in [200, 206, 304] {
+        assert!(dates_its_response(status), "{status}");
+    }
+    for status in [201, 301, 302, 404, 410, 500] {
+        assert!(!dates_its_response(status), "{status}");
+    }
+}

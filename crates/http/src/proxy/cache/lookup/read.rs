@@ -25,9 +25,9 @@ pub(super) enum EntryError {
 
 /// The blocking part of opening an entry (`opened`, the file at `path`): read the header,
 /// key and head (and a small body), with a `fstat` for the file's size, inode and time.
-/// With `known` (the inode the index names, no purge rule to compare the time with) a
-/// first read that ends short of [`FIRST_READ`] has met the file's end, and gives its
-/// size: no `fstat`.
+/// With `known` (the inode the index names, and neither a purge rule nor the worker's
+/// kept entries to compare the time with) a first read that ends short of
+/// [`FIRST_READ`] has met the file's end, and gives its size: no `fstat`.
 pub(super) fn read_entry(
     opened: std::io::Result<std::fs::File>,
     path: Arc<std::path::Path>,
