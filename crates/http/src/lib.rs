@@ -25,6 +25,7 @@ mod connection_state;
 pub mod core;
 pub mod file;
 pub mod find;
+pub mod gateway;
 pub mod gunzip;
 pub mod gzip;
 pub mod gzip_ok;

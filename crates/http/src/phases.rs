@@ -416,7 +416,9 @@ async fn content<'a>(
         return Step::Finalize(500);
     }
     match worker.conf().location(location_id).settings.content {
-        Content::Proxy => proxy_content(worker, client, request, location_id).await,
+        Content::Proxy | Content::Gateway(_) => {
+            proxy_content(worker, client, request, location_id).await
+        }
         Content::Static => static_content(worker, client.info, request, location_id).await,
         Content::StubStatus => match crate::stub_status::respond(request) {
             Ok(body) => Step::Done(Reply::Respond(body)),

@@ -72,6 +72,9 @@ pub fn load_http(block: &[Directive], env: LoadEnv<'_>) -> Result<HttpConf, Conf
             Setter::Main(set) => set(&mut main, directive, &mut context)?,
             Setter::Server(set) => set(&mut http_server, directive, &mut context)?,
             Setter::Location(set) => set(&mut http_location, directive, &mut context)?,
+            Setter::Gateway(protocol, set) => {
+                http_location.as_gateway(*protocol, |scope| set(scope, directive, &mut context))?
+            }
             Setter::Block(BlockKind::Server) => servers.push(read_server(directive, &mut context)?),
             Setter::Block(BlockKind::Types) => {
                 set_types(&mut http_location, directive, &mut context)?
@@ -178,6 +181,9 @@ fn read_server(
             }
             Setter::Server(set) => set(&mut server, inner, context)?,
             Setter::Location(set) => set(&mut location, inner, context)?,
+            Setter::Gateway(protocol, set) => {
+                location.as_gateway(*protocol, |scope| set(scope, inner, context))?
+            }
             Setter::Block(BlockKind::Types) => set_types(&mut location, inner, context)?,
             Setter::Block(BlockKind::Location) => {
                 let pending = read_location(inner, None, context)?;
@@ -319,6 +325,9 @@ fn read_location(
         }
         match &spec.set {
             Setter::Location(set) => set(&mut pending.scope, inner, context)?,
+            Setter::Gateway(protocol, set) => pending
+                .scope
+                .as_gateway(*protocol, |scope| set(scope, inner, context))?,
             Setter::Block(BlockKind::Types) => set_types(&mut pending.scope, inner, context)?,
             Setter::Block(BlockKind::Location) => {
                 let child = read_location(inner, Some(&pending), context)?;
@@ -417,6 +426,9 @@ fn read_block_settings(
         let spec = context.check_directive(inner, inner_context)?;
         match &spec.set {
             Setter::Location(set) => set(block, inner, context)?,
+            Setter::Gateway(protocol, set) => {
+                block.as_gateway(*protocol, |scope| set(scope, inner, context))?
+            }
             _ => {
                 return Err(ConfError::at(
                     ConfErrorKind::NotAllowedHere {

@@ -175,7 +175,7 @@ fn auto_redirect_in(
         path.len() == uri.len() + 1
             && path.starts_with(uri)
             && path.ends_with(b"/")
-            && locations[id.0 as usize].settings.proxy.pass.is_some()
+            && locations[id.0 as usize].settings.content.is_upstream()
     };
     if let Some((_, id)) = tree
         .exact

@@ -52,6 +52,9 @@ pub enum Setter {
     Server(fn(&mut ServerScope, &Directive, &mut LoadContext<'_>) -> Result<(), ConfError>),
     /// Settings nginx keeps per location (also in `http` and `server`, inherited down).
     Location(LocationSetter),
+    /// A proxy directive under a gateway module's name (`fastcgi_buffers`): the setter
+    /// fills that module's copy of the proxy's settings.
+    Gateway(crate::gateway::Protocol, LocationSetter),
     /// Directives of an `upstream` block.
     Upstream(
         fn(
@@ -70,6 +73,7 @@ impl std::fmt::Debug for Setter {
             Setter::Main(_) => "Setter::Main",
             Setter::Server(_) => "Setter::Server",
             Setter::Location(_) => "Setter::Location",
+            Setter::Gateway(..) => "Setter::Gateway",
             Setter::Upstream(_) => "Setter::Upstream",
             Setter::Block(_) => "Setter::Block",
         })
@@ -122,6 +126,22 @@ pub const fn location_directive(
     set: LocationSetter,
 ) -> HttpDirective {
     directive(name, contexts, arity, Setter::Location(set))
+}
+
+/// A proxy directive under a gateway module's name, allowed where the proxy's is (`http`,
+/// `server`, `location`).
+pub const fn gateway_directive(
+    name: &'static str,
+    protocol: crate::gateway::Protocol,
+    arity: conf::Arity,
+    set: LocationSetter,
+) -> HttpDirective {
+    directive(
+        name,
+        conf::Contexts::HTTP_SERVER_LOCATION,
+        arity,
+        Setter::Gateway(protocol, set),
+    )
 }
 
 /// A regex whose named groups are variables (`(?<name>...)` sets `$name`).

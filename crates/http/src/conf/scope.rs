@@ -11,6 +11,7 @@ use crate::conf::MergeEnv;
 use crate::conf::listen::ListenSpec;
 use crate::conf::server_names::ServerName;
 use crate::core::{CoreLocation, CoreLocationConf, CoreMainConf, CoreServerConf};
+use crate::gateway::{Gateway, GatewayScope, Protocol};
 use crate::gunzip::settings::{Gunzip, GunzipConf};
 use crate::gzip::settings::{Gzip, GzipConf};
 use crate::headers::settings::{Headers, HeadersConf};
@@ -69,6 +70,11 @@ pub struct LocationScope {
     pub proxy: ProxyConf,
     pub proxy_cache: ProxyCacheConf,
     pub proxy_ssl: crate::proxy::ssl::settings::ProxySslConf,
+    /// `fastcgi_*`, `uwsgi_*`, `scgi_*`: each module's own settings and its copies of the
+    /// proxy's.
+    pub fastcgi: GatewayScope,
+    pub uwsgi: GatewayScope,
+    pub scgi: GatewayScope,
     pub rewrite: RewriteConf,
     pub charset: CharsetConf,
     pub gzip: GzipConf,
@@ -100,6 +106,8 @@ pub enum Content {
     Static,
     /// `proxy_pass`.
     Proxy,
+    /// `fastcgi_pass`, `uwsgi_pass`, `scgi_pass`.
+    Gateway(Protocol),
     /// `stub_status`.
     StubStatus,
     /// `portico_metrics`.
@@ -108,6 +116,13 @@ pub enum Content {
     Api,
     /// `portico_status_page`.
     StatusPage,
+}
+
+impl Content {
+    /// `proxy_pass` or a gateway's `*_pass`: the handler goes to an upstream.
+    pub fn is_upstream(self) -> bool {
+        matches!(self, Content::Proxy | Content::Gateway(_))
+    }
 }
 
 /// A location's settings after merge and defaults.
@@ -124,6 +139,9 @@ pub struct LocationSettings {
     pub proxy: Proxy,
     pub proxy_cache: ProxyCache,
     pub proxy_ssl: crate::proxy::ssl::settings::ProxySsl,
+    /// The gateway module's own settings: the content handler's, else FastCGI's (for
+    /// `$fastcgi_script_name`).
+    pub gateway: Gateway,
     pub rewrite: RewriteSettings,
     pub charset: Charset,
     pub gzip: Gzip,
@@ -154,6 +172,9 @@ impl LocationScope {
         self.proxy.merge_from(&parent.proxy);
         self.proxy_cache.merge_from(&parent.proxy_cache);
         self.proxy_ssl.merge_from(&parent.proxy_ssl);
+        self.fastcgi.merge_from(&parent.fastcgi);
+        self.uwsgi.merge_from(&parent.uwsgi);
+        self.scgi.merge_from(&parent.scgi);
         self.rewrite.merge_from(&parent.rewrite);
         self.charset.merge_from(&parent.charset);
         self.gzip.merge_from(&parent.gzip);
@@ -185,6 +206,9 @@ impl LocationScope {
             proxy: self.proxy.clone(),
             proxy_cache: self.proxy_cache.clone(),
             proxy_ssl: self.proxy_ssl.clone(),
+            fastcgi: self.fastcgi.clone(),
+            uwsgi: self.uwsgi.clone(),
+            scgi: self.scgi.clone(),
             rewrite: self.rewrite.clone(),
             charset: self.charset.clone(),
             gzip: self.gzip.clone(),
@@ -202,6 +226,55 @@ impl LocationScope {
         }
     }
 
+    /// The gateway module whose handler the location has, if one has.
+    fn gateway_content(&self) -> Option<(Protocol, &GatewayScope)> {
+        match self.content {
+            Some(Content::Gateway(protocol)) => Some((protocol, self.gateway(protocol))),
+            _ => None,
+        }
+    }
+
+    /// A gateway module's settings at this level.
+    pub(crate) fn gateway(&self, protocol: Protocol) -> &GatewayScope {
+        match protocol {
+            Protocol::Fastcgi | Protocol::Http => &self.fastcgi,
+            Protocol::Uwsgi => &self.uwsgi,
+            Protocol::Scgi => &self.scgi,
+        }
+    }
+
+    pub(crate) fn gateway_mut(&mut self, protocol: Protocol) -> &mut GatewayScope {
+        match protocol {
+            Protocol::Fastcgi | Protocol::Http => &mut self.fastcgi,
+            Protocol::Uwsgi => &mut self.uwsgi,
+            Protocol::Scgi => &mut self.scgi,
+        }
+    }
+
+    /// Runs a proxy directive's setter on a gateway module's copy of the proxy's settings
+    /// (`fastcgi_buffers` is `proxy_buffers` for FastCGI): the copies trade places with
+    /// the proxy's for the call.
+    pub(crate) fn as_gateway<T>(
+        &mut self,
+        protocol: Protocol,
+        set: impl FnOnce(&mut LocationScope) -> T,
+    ) -> T {
+        self.trade_with_gateway(protocol);
+        let result = set(self);
+        self.trade_with_gateway(protocol);
+        result
+    }
+
+    fn trade_with_gateway(&mut self, protocol: Protocol) {
+        let gateway = match protocol {
+            Protocol::Fastcgi | Protocol::Http => &mut self.fastcgi,
+            Protocol::Uwsgi => &mut self.uwsgi,
+            Protocol::Scgi => &mut self.scgi,
+        };
+        std::mem::swap(&mut self.proxy, &mut gateway.upstream);
+        std::mem::swap(&mut self.proxy_cache, &mut gateway.cache);
+    }
+
     pub fn resolve(&self, env: &MergeEnv) -> LocationSettings {
         LocationSettings {
             core: self.core.resolve(env),
@@ -212,9 +285,20 @@ impl LocationScope {
             headers: self.headers.resolve(env),
             access_log: self.access_log.resolve(env),
             static_files: self.static_files.resolve(env),
-            proxy: self.proxy.resolve(env),
-            proxy_cache: self.proxy_cache.resolve(env),
+            proxy: match self.gateway_content() {
+                Some((protocol, gateway)) => gateway.resolve_upstream(protocol, env),
+                None => self.proxy.resolve(env),
+            },
+            proxy_cache: match self.gateway_content() {
+                Some((_, gateway)) => gateway.cache.resolve(env),
+                None => self.proxy_cache.resolve(env),
+            },
             proxy_ssl: self.proxy_ssl.resolve(env),
+            gateway: self
+                .gateway_content()
+                .map_or(&self.fastcgi, |(_, gateway)| gateway)
+                .own
+                .resolve(env),
             rewrite: self.rewrite.resolve(env),
             charset: self.charset.resolve(env),
             gzip: self.gzip.resolve(env),

@@ -7,12 +7,14 @@ use std::time::{Duration, Instant};
 use http1::chunked::ChunkedDecoder;
 use runtime::Stream;
 
+use crate::gateway::response::FastcgiBody;
 use crate::proxy::cache::store::Keeper;
 use crate::proxy::exchange::{read_timed, read_timed_appending, read_timed_spare};
 use crate::proxy::failure::{Action, Failure, Fault};
-use crate::proxy::response::UpstreamFraming;
+use crate::proxy::response::{InvalidHead, UpstreamFraming};
 use crate::request::Request;
 use crate::upstream::{Group, Selected};
+use cgi::fastcgi::ResponseEvent;
 
 /// A buffer this many times larger than one read (`proxy_buffers`) is not read into: it
 /// is given up for one of the read's size.
@@ -65,6 +67,8 @@ pub struct BodyStart<'a> {
     pub(crate) cache: Option<Box<Keeper>>,
     /// `proxy_limit_rate`: bytes per second read from the upstream; 0 is no limit.
     pub limit_rate: u64,
+    /// A FastCGI answer: the body is in its records (the framing is then `Close`).
+    pub(crate) gateway: Option<Box<FastcgiBody>>,
 }
 
 /// A piece of the body read by [`UpstreamBody::next_detached`].
@@ -101,6 +105,7 @@ pub struct UpstreamBody<'a> {
     limit_rate: u64,
     /// When the first body read waited, and the bytes read since (for the rate).
     read_since: Option<(u64, u64)>,
+    gateway: Option<Box<FastcgiBody>>,
 }
 
 impl std::fmt::Debug for UpstreamBody<'_> {
@@ -146,6 +151,7 @@ impl<'a> UpstreamBody<'a> {
             cache: start.cache,
             limit_rate: start.limit_rate,
             read_since: None,
+            gateway: start.gateway,
         }
     }
 
@@ -278,6 +284,17 @@ impl<'a> UpstreamBody<'a> {
                 *read += count as u64;
             }
             if count == 0 {
+                if let Some(gateway) = &self.gateway {
+                    let error = gateway.reader.finish().err();
+                    return match error {
+                        None => Ok(false),
+                        Some(error) => Err(Failure::upstream(
+                            Fault::InvalidHead(InvalidHead(error.to_string())),
+                            Action::ReadingBody,
+                            true,
+                        )),
+                    };
+                }
                 return match self.framing {
                     UpstreamFraming::Close => Ok(false),
                     _ => Err(Failure::upstream(Fault::Closed, Action::ReadingBody, true)),
@@ -325,6 +342,9 @@ impl<'a> UpstreamBody<'a> {
     /// Decodes buffered input into `out`: `Some(false)` at the body's end, `Some(true)` when
     /// input remains or output was produced, `None` when the input is used up.
     fn decode(&mut self, out: &mut Vec<u8>) -> Result<Option<bool>, Failure> {
+        if self.gateway.is_some() {
+            return self.decode_records(out);
+        }
         let input = &self.input[self.position..self.end];
         match self.framing {
             UpstreamFraming::None => Ok(Some(false)),
@@ -369,6 +389,45 @@ impl<'a> UpstreamBody<'a> {
                 }
                 self.position += offset;
                 Ok(if out.is_empty() { None } else { Some(true) })
+            }
+        }
+    }
+
+    /// [`UpstreamBody::decode`] of a FastCGI answer: STDOUT records' content into `out`,
+    /// STDERR kept for the log, END_REQUEST the end (the framing is `None` after it).
+    fn decode_records(&mut self, out: &mut Vec<u8>) -> Result<Option<bool>, Failure> {
+        let Some(gateway) = self.gateway.as_deref_mut() else {
+            return Ok(None);
+        };
+        if !gateway.pending.is_empty() {
+            out.append(&mut gateway.pending);
+        }
+        if self.framing == UpstreamFraming::None {
+            return Ok(Some(false));
+        }
+        loop {
+            let input = &self.input[self.position..self.end];
+            let (taken, event) = gateway.reader.read(input).map_err(|error| {
+                Failure::upstream(
+                    Fault::InvalidHead(InvalidHead(error.to_string())),
+                    Action::ReadingBody,
+                    true,
+                )
+            })?;
+            self.position += taken;
+            match event {
+                Some(ResponseEvent::Body(piece)) => out.extend_from_slice(piece),
+                Some(ResponseEvent::Stderr(piece)) => {
+                    if let Some(log) = &gateway.log {
+                        log.write(piece);
+                    }
+                }
+                Some(ResponseEvent::End(_)) => {
+                    self.framing = UpstreamFraming::None;
+                    return Ok(Some(false));
+                }
+                Some(ResponseEvent::Head { .. }) => {}
+                None => return Ok(if out.is_empty() { None } else { Some(true) }),
             }
         }
     }

@@ -6,8 +6,11 @@ use conf::{Arity, ConfError, Contexts, Directive};
 
 use crate::conf::regex::Regex;
 use crate::conf::scope::Content;
-use crate::conf::{HttpDirective, LoadContext, LocationScope, location_directive};
+use crate::conf::{
+    HttpDirective, LoadContext, LocationScope, gateway_directive, location_directive,
+};
 use crate::core::directives::{flag, invalid_value, size, size_value, time};
+use crate::gateway::Protocol;
 use crate::proxy::pass::load_target;
 use crate::proxy::settings::ProxyPass;
 use crate::proxy::{
@@ -198,6 +201,163 @@ pub const DIRECTIVES: &[HttpDirective] = &[
         accept_flag,
     ),
 ];
+
+/// The proxy directives the gateway modules have too, under their own prefix
+/// (`fastcgi_buffers`), each filling that module's copy of the proxy's settings.
+macro_rules! gateway_directives {
+    ($prefix:literal, $protocol:expr) => {
+        &[
+            gateway_directive(
+                concat!($prefix, "_bind"),
+                $protocol,
+                Arity::TAKE12,
+                set_bind,
+            ),
+            gateway_directive(
+                concat!($prefix, "_buffer_size"),
+                $protocol,
+                Arity::TAKE1,
+                set_buffer_size,
+            ),
+            gateway_directive(
+                concat!($prefix, "_buffering"),
+                $protocol,
+                Arity::FLAG,
+                set_buffering,
+            ),
+            gateway_directive(
+                concat!($prefix, "_buffers"),
+                $protocol,
+                Arity::TAKE2,
+                set_buffers,
+            ),
+            gateway_directive(
+                concat!($prefix, "_busy_buffers_size"),
+                $protocol,
+                Arity::TAKE1,
+                set_busy_buffers_size,
+            ),
+            gateway_directive(
+                concat!($prefix, "_connect_timeout"),
+                $protocol,
+                Arity::TAKE1,
+                set_connect_timeout,
+            ),
+            gateway_directive(
+                concat!($prefix, "_hide_header"),
+                $protocol,
+                Arity::TAKE1,
+                set_hide_header,
+            ),
+            gateway_directive(
+                concat!($prefix, "_ignore_client_abort"),
+                $protocol,
+                Arity::FLAG,
+                set_ignore_client_abort,
+            ),
+            gateway_directive(
+                concat!($prefix, "_ignore_headers"),
+                $protocol,
+                Arity::ONE_OR_MORE,
+                set_ignore_headers,
+            ),
+            gateway_directive(
+                concat!($prefix, "_intercept_errors"),
+                $protocol,
+                Arity::FLAG,
+                set_intercept_errors,
+            ),
+            gateway_directive(
+                concat!($prefix, "_limit_rate"),
+                $protocol,
+                Arity::TAKE1,
+                set_limit_rate,
+            ),
+            gateway_directive(
+                concat!($prefix, "_max_temp_file_size"),
+                $protocol,
+                Arity::TAKE1,
+                set_max_temp_file_size,
+            ),
+            gateway_directive(
+                concat!($prefix, "_next_upstream"),
+                $protocol,
+                Arity::ONE_OR_MORE,
+                set_next_upstream,
+            ),
+            gateway_directive(
+                concat!($prefix, "_next_upstream_timeout"),
+                $protocol,
+                Arity::TAKE1,
+                set_next_upstream_timeout,
+            ),
+            gateway_directive(
+                concat!($prefix, "_next_upstream_tries"),
+                $protocol,
+                Arity::TAKE1,
+                set_next_upstream_tries,
+            ),
+            gateway_directive(
+                concat!($prefix, "_pass_header"),
+                $protocol,
+                Arity::TAKE1,
+                set_pass_header,
+            ),
+            gateway_directive(
+                concat!($prefix, "_pass_request_body"),
+                $protocol,
+                Arity::FLAG,
+                set_pass_request_body,
+            ),
+            gateway_directive(
+                concat!($prefix, "_pass_request_headers"),
+                $protocol,
+                Arity::FLAG,
+                set_pass_request_headers,
+            ),
+            gateway_directive(
+                concat!($prefix, "_read_timeout"),
+                $protocol,
+                Arity::TAKE1,
+                set_read_timeout,
+            ),
+            gateway_directive(
+                concat!($prefix, "_request_buffering"),
+                $protocol,
+                Arity::FLAG,
+                set_request_buffering,
+            ),
+            gateway_directive(
+                concat!($prefix, "_send_timeout"),
+                $protocol,
+                Arity::TAKE1,
+                set_send_timeout,
+            ),
+            gateway_directive(
+                concat!($prefix, "_socket_keepalive"),
+                $protocol,
+                Arity::FLAG,
+                accept_flag,
+            ),
+            gateway_directive(
+                concat!($prefix, "_temp_file_write_size"),
+                $protocol,
+                Arity::TAKE1,
+                set_temp_file_write_size,
+            ),
+            gateway_directive(
+                concat!($prefix, "_temp_path"),
+                $protocol,
+                Arity::TAKE1234,
+                set_proxy_temp_path,
+            ),
+        ]
+    };
+}
+
+pub const FASTCGI_DIRECTIVES: &[HttpDirective] = gateway_directives!("fastcgi", Protocol::Fastcgi);
+pub const UWSGI_DIRECTIVES: &[HttpDirective] = gateway_directives!("uwsgi", Protocol::Uwsgi);
+pub const SCGI_DIRECTIVES: &[HttpDirective] = gateway_directives!("scgi", Protocol::Scgi);
 
 set_once!(
     set_pass_request_headers,
@@ -486,7 +646,7 @@ fn set_buffers(
         .ok_or_else(|| invalid_value(directive))?;
     if count < 2 {
         return Err(ConfError::message(
-            "there must be at least 2 \"proxy_buffers\"",
+            format!("there must be at least 2 \"{}\"", directive.name),
             &directive.span,
         ));
     }

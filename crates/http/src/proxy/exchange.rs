@@ -19,7 +19,7 @@ use crate::upstream::{Peer, PeerAddr, Selected};
 use crate::worker::HttpWorker;
 
 /// The client whose body an unbuffered request streams upstream.
-pub(super) struct Client<'c, 's> {
+pub(crate) struct Client<'c, 's> {
     pub source: &'c mut BodySource<'s>,
     pub body: &'c mut crate::body::BodyState,
     /// `client_body_timeout`.
@@ -34,7 +34,7 @@ pub(super) struct Client<'c, 's> {
 }
 
 /// The request's body as it goes upstream.
-pub(super) enum OutBody {
+pub(crate) enum OutBody {
     None,
     Memory(Vec<u8>),
     File(crate::body::temp::TempBody),
@@ -58,9 +58,12 @@ impl OutBody {
 }
 
 /// The request as every try sends it.
-pub(super) struct Outgoing<'r> {
+pub(crate) struct Outgoing<'r> {
     pub worker: &'r HttpWorker,
+    pub connection: &'r crate::request::ConnectionInfo,
     pub proxy: &'r Proxy,
+    /// The gateway module's own settings, for a gateway's request.
+    pub gateway: &'r crate::gateway::Gateway,
     pub head: &'r [u8],
     pub body: &'r OutBody,
     /// `proxy_bind`.
@@ -98,10 +101,12 @@ pub(super) struct PeerChoice<'g> {
 }
 
 /// A response head read from the upstream.
-pub(super) struct ReceivedHead {
+pub(crate) struct ReceivedHead {
     pub head: UpstreamHead,
     /// The head's bytes, and the body bytes that arrived with it.
     pub buffer: Vec<u8>,
+    /// A FastCGI answer's record reader, which the body goes on with.
+    pub gateway: Option<Box<crate::gateway::response::FastcgiBody>>,
 }
 
 /// A try that got a response head.
@@ -236,7 +241,12 @@ async fn exchange(
         Ok(bytes) => {
             sent = bytes;
             request.upstream.attempts[attempt].bytes_sent = bytes;
-            read_head(stream, outgoing.proxy, client, request, attempt).await
+            if outgoing.proxy.protocol == crate::gateway::Protocol::Http {
+                read_head(stream, outgoing.proxy, client, request, attempt).await
+            } else {
+                crate::gateway::response::read_head(stream, outgoing, client, request, attempt)
+                    .await
+            }
         }
         Err(failure) => Err(failure),
     };
@@ -249,6 +259,52 @@ async fn exchange(
     result
 }
 
+/// How the body is framed on the wire besides the client's own framing.
+#[derive(Clone, Copy)]
+enum Framing {
+    /// As it is: with `Content-Length`, or chunked when `chunked` (HTTP), or raw (uwsgi,
+    /// SCGI).
+    Plain { chunked: bool },
+    /// In FastCGI STDIN records, ended by an empty one.
+    Fastcgi(cgi::fastcgi::RequestEncoder),
+}
+
+impl Framing {
+    fn of(outgoing: &Outgoing<'_>) -> Framing {
+        match outgoing.proxy.protocol {
+            crate::gateway::Protocol::Fastcgi => {
+                Framing::Fastcgi(crate::gateway::request::fastcgi_encoder(outgoing.gateway))
+            }
+            crate::gateway::Protocol::Http => Framing::Plain {
+                chunked: matches!(outgoing.body, OutBody::Stream { chunked: true, .. }),
+            },
+            _ => Framing::Plain { chunked: false },
+        }
+    }
+
+    /// Appends one piece of the body, framed.
+    fn piece(self, out: &mut Vec<u8>, piece: &[u8]) {
+        match self {
+            Framing::Plain { chunked: true } => {
+                http1::response::write_chunk_header(out, piece.len());
+                out.extend_from_slice(piece);
+                out.extend_from_slice(b"\r\n");
+            }
+            Framing::Plain { chunked: false } => out.extend_from_slice(piece),
+            Framing::Fastcgi(encoder) => encoder.stdin(out, piece),
+        }
+    }
+
+    /// Appends the body's end.
+    fn end(self, out: &mut Vec<u8>) {
+        match self {
+            Framing::Plain { chunked: true } => out.extend_from_slice(b"0\r\n\r\n"),
+            Framing::Plain { chunked: false } => {}
+            Framing::Fastcgi(encoder) => encoder.stdin_end(out),
+        }
+    }
+}
+
 /// Sends the head and the body; returns the bytes written.
 async fn send_request(
     stream: &Stream,
@@ -258,8 +314,9 @@ async fn send_request(
 ) -> Result<u64, Failure> {
     let (head, timeout) = (outgoing.head, outgoing.proxy.send_timeout);
     let failed = |error| Failure::io(error, Action::SendingRequest, false);
-    match outgoing.body {
-        OutBody::None => {
+    let framing = Framing::of(outgoing);
+    match (outgoing.body, framing) {
+        (OutBody::None, Framing::Plain { .. }) => {
             stream
                 .write_all_timed(head, timeout)
                 .await
@@ -267,26 +324,33 @@ async fn send_request(
             Ok(head.len() as u64)
         }
         // Head and body in one write, as one `writev` would send them.
-        OutBody::Memory(bytes) => {
-            let mut request_bytes = Vec::with_capacity(head.len() + bytes.len());
+        (OutBody::None, Framing::Fastcgi(_)) | (OutBody::Memory(_), _) => {
+            let bytes: &[u8] = match outgoing.body {
+                OutBody::Memory(bytes) => bytes,
+                _ => &[],
+            };
+            let mut request_bytes = Vec::with_capacity(head.len() + bytes.len() + 64);
             request_bytes.extend_from_slice(head);
-            request_bytes.extend_from_slice(bytes);
+            if !bytes.is_empty() {
+                framing.piece(&mut request_bytes, bytes);
+            }
+            framing.end(&mut request_bytes);
             stream
                 .write_all_timed(&request_bytes, timeout)
                 .await
                 .map_err(failed)?;
             Ok(request_bytes.len() as u64)
         }
-        OutBody::File(file) => {
+        (OutBody::File(file), _) => {
             stream
                 .write_all_timed(head, timeout)
                 .await
                 .map_err(failed)?;
-            let body = send_file_body(stream, outgoing, file).await?;
+            let body = send_file_body(stream, outgoing, file, framing).await?;
             Ok(head.len() as u64 + body)
         }
-        OutBody::Stream { chunked, .. } => {
-            stream_body(stream, outgoing, client, *chunked, request).await
+        (OutBody::Stream { .. }, _) => {
+            stream_body(stream, outgoing, client, framing, request).await
         }
     }
 }
@@ -297,9 +361,12 @@ async fn send_file_body(
     stream: &Stream,
     outgoing: &Outgoing<'_>,
     file: &crate::body::temp::TempBody,
+    framing: Framing,
 ) -> Result<u64, Failure> {
     let failed = |error| Failure::io(error, Action::SendingRequest, true);
     let mut offset = 0;
+    let mut written = 0;
+    let mut framed = Vec::new();
     while offset < file.len {
         let len = (file.len - offset).min(64 * 1024) as usize;
         let handle = std::sync::Arc::clone(&file.file);
@@ -316,13 +383,25 @@ async fn send_file_body(
             Ok(Err(error)) => return Err(failed(error)),
             Err(error) => return Err(failed(io::Error::other(error.message))),
         };
+        offset += len as u64;
+        let bytes = match framing {
+            Framing::Plain { .. } => &chunk,
+            Framing::Fastcgi(_) => {
+                framed.clear();
+                framing.piece(&mut framed, &chunk);
+                if offset == file.len {
+                    framing.end(&mut framed);
+                }
+                &framed
+            }
+        };
         stream
-            .write_all_timed(&chunk, outgoing.proxy.send_timeout)
+            .write_all_timed(bytes, outgoing.proxy.send_timeout)
             .await
             .map_err(failed)?;
-        offset += len as u64;
+        written += bytes.len() as u64;
     }
-    Ok(offset)
+    Ok(written)
 }
 
 /// Reads the response head, skipping interim 1xx answers (other than 101).
@@ -352,7 +431,11 @@ async fn read_head(
                     ..UpstreamHead::default()
                 };
                 buffer.truncate(filled);
-                return Ok(ReceivedHead { head, buffer });
+                return Ok(ReceivedHead {
+                    head,
+                    buffer,
+                    gateway: None,
+                });
             }
             return Err(Failure {
                 head_started: filled > 0,
@@ -372,7 +455,11 @@ async fn read_head(
                 // The buffer goes on with the response: the body bytes read with the head
                 // are decoded from it in place.
                 buffer.truncate(filled);
-                return Ok(ReceivedHead { head, buffer });
+                return Ok(ReceivedHead {
+                    head,
+                    buffer,
+                    gateway: None,
+                });
             }
             Ok(None) if filled == buffer.len() => return Err(invalid(Fault::HeadTooBig)),
             Ok(None) => {}
@@ -382,7 +469,7 @@ async fn read_head(
 }
 
 /// The next bytes of the head into `buffer[filled..]`; 0 when the upstream closed.
-async fn read_head_bytes(
+pub(crate) async fn read_head_bytes(
     stream: &Stream,
     proxy: &Proxy,
     client: &mut Client<'_, '_>,
@@ -443,7 +530,7 @@ async fn stream_body(
     stream: &Stream,
     outgoing: &Outgoing<'_>,
     client: &mut Client<'_, '_>,
-    chunked: bool,
+    framing: Framing,
     request: &mut Request<'_>,
 ) -> Result<u64, Failure> {
     let mut written = 0u64;
@@ -458,13 +545,7 @@ async fn stream_body(
             framed.extend_from_slice(outgoing.head);
         }
         if !payload.is_empty() {
-            if chunked {
-                http1::response::write_chunk_header(&mut framed, payload.len());
-            }
-            framed.extend_from_slice(&payload);
-            if chunked {
-                framed.extend_from_slice(b"\r\n");
-            }
+            framing.piece(&mut framed, &payload);
             request.length += payload.len() as u64;
             if let Some(bytes) = &mut kept {
                 if bytes.len() + payload.len() <= client.keep {
@@ -475,8 +556,8 @@ async fn stream_body(
             }
         }
         let done = client.body.is_done();
-        if done && chunked {
-            framed.extend_from_slice(b"0\r\n\r\n");
+        if done {
+            framing.end(&mut framed);
         }
         if !framed.is_empty() {
             stream
@@ -540,7 +621,7 @@ const BUFFERS_KEPT: usize = 64;
 const BUFFER_KEPT_BYTES_MAX: usize = 1 << 20;
 
 /// A buffer of exactly `len` bytes (their values are whatever they were).
-pub(super) fn take_buffer(len: usize) -> Vec<u8> {
+pub(crate) fn take_buffer(len: usize) -> Vec<u8> {
     let mut buffer = BUFFERS
         .with(|buffers| buffers.borrow_mut().pop())
         .unwrap_or_default();
@@ -559,7 +640,7 @@ impl Drop for PooledBuffer {
 }
 
 /// Gives a buffer back for another request.
-pub(super) fn give_buffer(buffer: Vec<u8>) {
+pub(crate) fn give_buffer(buffer: Vec<u8>) {
     if buffer.capacity() == 0 || buffer.capacity() > BUFFER_KEPT_BYTES_MAX {
         return;
     }

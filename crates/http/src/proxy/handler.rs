@@ -22,6 +22,7 @@ mod request_body;
 use caching::{key_uri, stale_condition};
 use request_body::read_request_body;
 
+use crate::gateway::Protocol;
 pub use crate::proxy::exchange::read_timed;
 use crate::proxy::exchange::{
     Answer, Client, OutBody, Outgoing, PeerChoice, PooledBuffer, ReceivedHead, take_buffer,
@@ -149,6 +150,9 @@ pub(crate) async fn proxy_one<'a>(
 ) -> ProxyOutcome<'a> {
     let location: &'a Location = worker.conf().location(location_id);
     let proxy = &location.settings.proxy;
+    if proxy.protocol != Protocol::Http {
+        request.upstream.scheme = proxy.protocol.scheme();
+    }
     let target = match find_target(worker, client.info, request, proxy).await {
         Ok(target) => target,
         Err(status) => return ProxyOutcome::Finalize(status),
@@ -188,7 +192,9 @@ pub(crate) async fn proxy_one<'a>(
         location,
         outgoing: Outgoing {
             worker,
+            connection: client.info,
             proxy,
+            gateway: &location.settings.gateway,
             head: &head.bytes.0,
             body: &out_body,
             bind,
@@ -402,7 +408,7 @@ impl<'a> Proxying<'a, '_> {
         current: PeerTry,
     ) -> ProxyOutcome<'a> {
         let proxy = self.outgoing.proxy;
-        let ReceivedHead { head, buffer } = &answer.received;
+        let ReceivedHead { head, buffer, .. } = &answer.received;
         if let Some(outcome) = self.cache_answer(info, request, head, buffer) {
             self.release(info, request, current.selected, false);
             request.upstream.attempts[current.attempt].response_time =
@@ -464,7 +470,12 @@ impl<'a> Proxying<'a, '_> {
         let proxy = self.outgoing.proxy;
         let Answer {
             stream,
-            received: ReceivedHead { head, buffer },
+            received:
+                ReceivedHead {
+                    head,
+                    buffer,
+                    gateway,
+                },
             opened,
             requests,
             purpose,
@@ -499,21 +510,36 @@ impl<'a> Proxying<'a, '_> {
                 upstream_send_timeout: proxy.send_timeout,
             })));
         }
-        let framing = response::framing(&head, self.is_head);
-        let keepalive = match &self.target.group {
-            GroupRef::Conf(group)
-                if group.keepalive.is_some()
-                    && head.status != 101
-                    && !head.connection_close
-                    && framing != UpstreamFraming::Close =>
-            {
-                Some(Keepalive {
-                    group,
-                    opened,
-                    requests: requests + 1,
-                    purpose,
-                })
+        // A gateway's body ends with FastCGI's END_REQUEST or with the connection, whatever
+        // its `Content-Length` says.
+        let gateway = gateway.map(|mut gateway| {
+            gateway.log = Some(crate::gateway::response::StderrLog::new(
+                self.worker,
+                info,
+                request,
+                self.location,
+            ));
+            gateway
+        });
+        let framing = match proxy.protocol {
+            Protocol::Http => response::framing(&head, self.is_head),
+            _ if self.is_head && gateway.is_none() => UpstreamFraming::None,
+            _ => UpstreamFraming::Close,
+        };
+        let reusable = match proxy.protocol {
+            Protocol::Http => {
+                head.status != 101 && !head.connection_close && framing != UpstreamFraming::Close
             }
+            Protocol::Fastcgi => !head.connection_close,
+            Protocol::Uwsgi | Protocol::Scgi => false,
+        };
+        let keepalive = match &self.target.group {
+            GroupRef::Conf(group) if group.keepalive.is_some() && reusable => Some(Keepalive {
+                group,
+                opened,
+                requests: requests + 1,
+                purpose,
+            }),
             _ => None,
         };
         let release = match &self.target.group {
@@ -551,6 +577,7 @@ impl<'a> Proxying<'a, '_> {
             attempt: current.attempt,
             cache: writer,
             limit_rate: self.limit_rate(info, request, proxy),
+            gateway,
         });
         if background {
             return ProxyOutcome::Drain(Box::new(body));
@@ -750,6 +777,29 @@ fn build_head(
             }
         }),
     };
+    if proxy.protocol != Protocol::Http {
+        let written = crate::gateway::request::write_request(
+            worker,
+            info,
+            request,
+            location,
+            proxy.protocol,
+            input.body_len,
+            input.cache.as_ref(),
+            &mut bytes.0,
+        );
+        if let Err(error) = written {
+            log(worker, info, request, Level::Alert, format_args!("{error}"));
+            return Err(500);
+        }
+        uri.clear();
+        request.upstream.uri = uri;
+        return Ok(OutgoingHead {
+            bytes,
+            is_head,
+            idempotent,
+        });
+    }
     upstream_uri(request, location, &input, &mut uri);
     if !uri.is_empty() {
         write_head(worker, info, request, proxy, &uri, &input, &mut bytes.0);

@@ -22,7 +22,8 @@ pub fn parse(buf: &[u8]) -> Result<Option<UpstreamHead>, InvalidHead> {
     http1::response_head::parse(buf).map_err(|invalid| InvalidHead(invalid.to_string()))
 }
 
-/// Fields nginx hides from the client unless `proxy_pass_header` names them.
+/// Fields nginx hides from the client unless `proxy_pass_header` names them; the gateways
+/// hide the `X-Accel-*` ones only (from the fourth on).
 const HIDDEN_BY_DEFAULT: &[&[u8]] = &[
     b"date",
     b"server",
@@ -50,7 +51,12 @@ fn hidden(proxy: &Proxy, name: &[u8]) -> bool {
     {
         return true;
     }
-    HIDDEN_BY_DEFAULT
+    // A gateway's `Date` and `Server` are passed (its `Status` never is).
+    let defaults = match proxy.protocol {
+        crate::gateway::Protocol::Http => HIDDEN_BY_DEFAULT,
+        _ => &HIDDEN_BY_DEFAULT[3..],
+    };
+    defaults
         .iter()
         .any(|hidden| hidden.eq_ignore_ascii_case(name))
         && !proxy

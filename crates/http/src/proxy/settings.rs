@@ -186,6 +186,8 @@ settings! {
         resolver_timeout: Duration = Duration::from_secs(30),
         /// `proxy_temp_path`: where buffered upstream responses spill to disk.
         proxy_temp_path: TempPath = TempPath { path: env.prefix.join("proxy_temp"), levels: Vec::new() },
+        /// What the upstream speaks: set by the content handler's module, no directive.
+        protocol: crate::gateway::Protocol = crate::gateway::Protocol::Http,
     }
 }
 

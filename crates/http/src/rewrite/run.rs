@@ -3,7 +3,6 @@
 use logging::Level;
 
 use crate::conf::LocationId;
-use crate::conf::scope::Content;
 use crate::file::cache;
 use crate::request::{ConnectionInfo, Request};
 use crate::request_log::log;
@@ -113,8 +112,8 @@ fn orphan_proxy_handler(worker: &HttpWorker, request: &mut Request<'_>, next: Lo
         return;
     };
     let next = conf.location(next);
-    if current.own_content && current.settings.content == Content::Proxy && !next.own_content {
-        request.proxy_handler_orphaned = next.settings.content != Content::Proxy;
+    if current.own_content && current.settings.content.is_upstream() && !next.own_content {
+        request.proxy_handler_orphaned = !next.settings.content.is_upstream();
     } else if next.own_content {
         request.proxy_handler_orphaned = false;
     }

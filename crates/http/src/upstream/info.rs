@@ -37,6 +37,8 @@ pub struct UpstreamInfo {
     /// The URI sent upstream; with the current try's address it makes the error log's
     /// `upstream: "http://ADDR/URI"`.
     pub uri: Vec<u8>,
+    /// The protocol's name in that line (`fastcgi`); empty is `http`.
+    pub scheme: &'static str,
     /// Whether a try is under way (the error log then names it).
     pub trying: bool,
     /// `$upstream_cache_status`: `HIT`, `MISS`, ..., when a cache was involved.

@@ -7,9 +7,11 @@ use std::time::Duration;
 use conf::{Arity, BlockKind, ConfError, Contexts, Directive};
 
 use crate::conf::{
-    HttpDirective, LoadContext, LocationScope, MainScope, Setter, location_directive,
+    HttpDirective, LoadContext, LocationScope, MainScope, Setter, gateway_directive,
+    location_directive,
 };
 use crate::core::directives::{flag, size, time};
+use crate::gateway::Protocol;
 use crate::proxy::cache::settings::{
     CacheMethods, CachePath, CacheUse, Store, UseStale, ValidRule,
 };
@@ -130,6 +132,140 @@ pub const DIRECTIVES: &[HttpDirective] = &[
     location_directive("slice", ANY_LEVEL, Arity::TAKE1, set_slice),
     location_directive("postpone_output", ANY_LEVEL, Arity::TAKE1, accept_size),
 ];
+
+/// The cache directives the gateway modules have too, under their own prefix
+/// (`fastcgi_cache_valid`); `fastcgi_cache_path` declares zones any module may use.
+macro_rules! gateway_directives {
+    ($prefix:literal, $protocol:expr) => {
+        &[
+            HttpDirective {
+                name: concat!($prefix, "_cache_path"),
+                contexts: Contexts::HTTP,
+                arity: Arity::TWO_OR_MORE,
+                block: BlockKind::Simple,
+                set: Setter::Main(set_cache_path),
+            },
+            gateway_directive(
+                concat!($prefix, "_cache"),
+                $protocol,
+                Arity::TAKE1,
+                set_cache,
+            ),
+            gateway_directive(
+                concat!($prefix, "_cache_key"),
+                $protocol,
+                Arity::TAKE1,
+                set_key,
+            ),
+            gateway_directive(
+                concat!($prefix, "_cache_valid"),
+                $protocol,
+                Arity::ONE_OR_MORE,
+                set_valid,
+            ),
+            gateway_directive(
+                concat!($prefix, "_cache_min_uses"),
+                $protocol,
+                Arity::TAKE1,
+                set_min_uses,
+            ),
+            gateway_directive(
+                concat!($prefix, "_cache_use_stale"),
+                $protocol,
+                Arity::ONE_OR_MORE,
+                set_use_stale,
+            ),
+            gateway_directive(
+                concat!($prefix, "_cache_background_update"),
+                $protocol,
+                Arity::FLAG,
+                set_background_update,
+            ),
+            gateway_directive(
+                concat!($prefix, "_cache_lock"),
+                $protocol,
+                Arity::FLAG,
+                set_lock,
+            ),
+            gateway_directive(
+                concat!($prefix, "_cache_lock_timeout"),
+                $protocol,
+                Arity::TAKE1,
+                set_lock_timeout,
+            ),
+            gateway_directive(
+                concat!($prefix, "_cache_lock_age"),
+                $protocol,
+                Arity::TAKE1,
+                set_lock_age,
+            ),
+            gateway_directive(
+                concat!($prefix, "_cache_lock_stream"),
+                $protocol,
+                Arity::FLAG,
+                set_lock_stream,
+            ),
+            gateway_directive(
+                concat!($prefix, "_cache_revalidate"),
+                $protocol,
+                Arity::FLAG,
+                set_revalidate,
+            ),
+            gateway_directive(
+                concat!($prefix, "_cache_bypass"),
+                $protocol,
+                Arity::ONE_OR_MORE,
+                set_bypass,
+            ),
+            gateway_directive(
+                concat!($prefix, "_no_cache"),
+                $protocol,
+                Arity::ONE_OR_MORE,
+                set_no_cache,
+            ),
+            gateway_directive(
+                concat!($prefix, "_cache_methods"),
+                $protocol,
+                Arity::ONE_OR_MORE,
+                set_methods,
+            ),
+            gateway_directive(
+                concat!($prefix, "_cache_max_range_offset"),
+                $protocol,
+                Arity::TAKE1,
+                set_max_range_offset,
+            ),
+            gateway_directive(
+                concat!($prefix, "_force_ranges"),
+                $protocol,
+                Arity::FLAG,
+                set_force_ranges,
+            ),
+            gateway_directive(
+                concat!($prefix, "_store"),
+                $protocol,
+                Arity::TAKE1,
+                set_store,
+            ),
+            gateway_directive(
+                concat!($prefix, "_store_access"),
+                $protocol,
+                Arity::TAKE123,
+                set_store_access,
+            ),
+            gateway_directive(
+                concat!($prefix, "_cache_purge"),
+                $protocol,
+                Arity::ONE_OR_MORE,
+                set_purge,
+            ),
+        ]
+    };
+}
+
+pub const FASTCGI_DIRECTIVES: &[HttpDirective] = gateway_directives!("fastcgi", Protocol::Fastcgi);
+pub const UWSGI_DIRECTIVES: &[HttpDirective] = gateway_directives!("uwsgi", Protocol::Uwsgi);
+pub const SCGI_DIRECTIVES: &[HttpDirective] = gateway_directives!("scgi", Protocol::Scgi);
 
 fn accept_size(
     _scope: &mut LocationScope,
@@ -337,6 +473,12 @@ fn set_cache_path(
     Ok(())
 }
 
+/// The module a directive belongs to: `proxy` of `proxy_cache`, `fastcgi` of
+/// `fastcgi_store`.
+fn module_prefix(directive: &Directive) -> &str {
+    directive.name.split('_').next().unwrap_or("proxy")
+}
+
 /// `levels=1:2`: one to three levels of one or two hex digits.
 fn parse_levels(text: &str) -> Option<Vec<u8>> {
     let levels: Vec<u8> = text
@@ -366,7 +508,10 @@ fn set_cache(
     if matches!(scope.proxy_cache.store, Some(Store::Path(_))) {
         return Err(ConfError::directive(
             &directive.name,
-            "is incompatible with \"proxy_store\"",
+            format!(
+                "is incompatible with \"{}_store\"",
+                module_prefix(directive)
+            ),
             &directive.span,
         ));
     }
@@ -401,7 +546,10 @@ fn set_store(
     ) {
         return Err(ConfError::directive(
             &directive.name,
-            "is incompatible with \"proxy_cache\"",
+            format!(
+                "is incompatible with \"{}_cache\"",
+                module_prefix(directive)
+            ),
             &directive.span,
         ));
     }

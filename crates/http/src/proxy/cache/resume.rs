@@ -21,9 +21,9 @@ use crate::file::io::FileIo;
 use crate::proxy::handler::{ProxyOutcome, proxy_one};
 use crate::request::Request;
 use crate::request_log::log;
+use crate::send::body::{BodyContext, Output};
 use crate::send::compress::Coder;
 use crate::send::pull::{Puller, child_context};
-use crate::send::body::{BodyContext, Output};
 
 /// Fetches made for one response before it is given up.
 const FETCHES_MAX: u32 = 2;

@@ -327,7 +327,9 @@ impl<'a> Proxying<'a, '_> {
                 continue;
             };
             let key_text = match &self.location.settings.proxy_cache.key {
-                Some(template) => crate::variables::evaluate::render(self.worker, info, &copy, template),
+                Some(template) => {
+                    crate::variables::evaluate::render(self.worker, info, &copy, template)
+                }
                 None => {
                     let mut text = b"http://".to_vec();
                     text.extend_from_slice(&copy.upstream.proxy_host);

@@ -1,0 +1,252 @@
+//! A gateway's answer: the CGI head read (from FastCGI's STDOUT records, or from the
+//! start of a uwsgi or SCGI stream) and written into the response buffer as an HTTP/1
+//! head, which the proxy then reads as it reads any upstream's (and the cache stores and
+//! reads back); then, for FastCGI, the body decoded from its records.
+
+use cgi::fastcgi::{ResponseEvent, ResponseReader};
+use cgi::head::{CgiHead, HeadParser, HeadProgress, HeadStyle};
+use logging::Level;
+
+use crate::gateway::Protocol;
+use crate::gateway::request::FASTCGI_REQUEST_ID;
+use crate::proxy::exchange::{Client, Outgoing, ReceivedHead, read_head_bytes, take_buffer};
+use crate::proxy::failure::{Action, Failure, Fault};
+use crate::proxy::response::{self, InvalidHead};
+use crate::request::Request;
+use runtime::Stream;
+
+/// What is left of a FastCGI answer after its head: the record reader, and the body
+/// bytes that came in the head's last record.
+#[derive(Debug)]
+pub(crate) struct FastcgiBody {
+    pub reader: ResponseReader,
+    pub pending: Vec<u8>,
+    /// Where stderr that comes with the body is logged.
+    pub log: Option<StderrLog>,
+}
+
+/// The error log of a FastCGI body's stderr, and the request's context as it was when the
+/// body started (`while reading upstream, client: ...`).
+#[derive(Debug)]
+pub(crate) struct StderrLog {
+    pub error_log: std::sync::Arc<logging::ErrorLog>,
+    pub connection: u64,
+    pub context: Vec<u8>,
+}
+
+impl StderrLog {
+    pub(crate) fn new(
+        worker: &crate::worker::HttpWorker,
+        connection: &crate::request::ConnectionInfo,
+        request: &Request<'_>,
+        location: &crate::conf::Location,
+    ) -> StderrLog {
+        let mut context = Vec::new();
+        logging::LogContext::write_context(
+            &request
+                .log_context(connection, worker.conf())
+                .with_action("reading upstream"),
+            &mut context,
+        );
+        StderrLog {
+            error_log: std::sync::Arc::clone(&location.settings.core.error_log),
+            connection: connection.id,
+            context,
+        }
+    }
+
+    /// Logs one piece of stderr.
+    pub(crate) fn write(&self, piece: &[u8]) {
+        if !self.error_log.enabled(Level::Error) {
+            return;
+        }
+        struct Written<'c>(&'c [u8]);
+        impl logging::LogContext for Written<'_> {
+            fn write_context(&self, out: &mut Vec<u8>) {
+                out.extend_from_slice(self.0);
+            }
+        }
+        self.error_log.write(
+            Level::Error,
+            &runtime::clock::wall_now(),
+            Some(self.connection),
+            format_args!(
+                "FastCGI sent in stderr: \"{}\"",
+                String::from_utf8_lossy(cgi::fastcgi::stderr_message(piece))
+            ),
+            Some(&Written(&self.context)),
+        );
+    }
+}
+
+/// Reads a gateway's response head within `*_read_timeout`: the head as HTTP/1 text at
+/// the start of the buffer the body continues from.
+pub(crate) async fn read_head(
+    stream: &Stream,
+    outgoing: &Outgoing<'_>,
+    client: &mut Client<'_, '_>,
+    request: &mut Request<'_>,
+    attempt: usize,
+) -> Result<ReceivedHead, Failure> {
+    let proxy = outgoing.proxy;
+    let started = request.upstream.attempts[attempt].started;
+    let buffer_size = usize::try_from(proxy.buffer_size)
+        .unwrap_or(usize::MAX)
+        .max(1024);
+    let mut input = take_buffer(buffer_size.max(16 * 1024));
+    let mut filled = 0;
+    let mut used = 0;
+    let invalid = |message: String| {
+        Failure::upstream(
+            Fault::InvalidHead(InvalidHead(message)),
+            Action::ReadingHead,
+            true,
+        )
+    };
+    let mut fastcgi = (proxy.protocol == Protocol::Fastcgi)
+        .then(|| ResponseReader::new(FASTCGI_REQUEST_ID, buffer_size));
+    let mut parser = HeadParser::new(HeadStyle::StatusLineOrCgi, buffer_size);
+    loop {
+        if used == filled {
+            used = 0;
+            filled = 0;
+        } else if filled == input.len() {
+            input.copy_within(used..filled, 0);
+            filled -= used;
+            used = 0;
+        }
+        let count = read_head_bytes(stream, proxy, client, &mut input, filled).await?;
+        request.upstream.attempts[attempt].bytes_received += count as u64;
+        if count == 0 {
+            let started = filled > 0 || request.upstream.attempts[attempt].bytes_received > 0;
+            return Err(Failure {
+                head_started: started,
+                ..Failure::upstream(Fault::Closed, Action::ReadingHead, true)
+            });
+        }
+        filled += count;
+        let found = match &mut fastcgi {
+            Some(reader) => loop {
+                let (taken, event) = reader
+                    .read(&input[used..filled])
+                    .map_err(|error| invalid(error.to_string()))?;
+                used += taken;
+                match event {
+                    None => break None,
+                    Some(ResponseEvent::Stderr(piece)) => {
+                        log_stderr(outgoing, request, piece, "reading response header");
+                        let catch = &outgoing.gateway.catch_stderr;
+                        if catch.iter().any(|text| contains(piece, text)) {
+                            return Err(invalid("upstream sent invalid header".to_owned()));
+                        }
+                    }
+                    Some(ResponseEvent::Head { head, body }) => {
+                        break Some((head, body.to_vec()));
+                    }
+                    // The reader refuses these before a head.
+                    Some(ResponseEvent::Body(_) | ResponseEvent::End(_)) => {
+                        return Err(invalid(
+                            "upstream sent unexpected FastCGI record".to_owned(),
+                        ));
+                    }
+                }
+            },
+            None => {
+                let progress = parser
+                    .push(&input[used..filled])
+                    .map_err(|error| invalid(error.to_string()))?;
+                match progress {
+                    HeadProgress::Partial => {
+                        used = filled;
+                        None
+                    }
+                    HeadProgress::Complete { head, body_offset } => {
+                        used += body_offset;
+                        Some((head, Vec::new()))
+                    }
+                }
+            }
+        };
+        let Some((head, pending)) = found else {
+            continue;
+        };
+        request.upstream.attempts[attempt].header_time = Some(started.elapsed());
+        // The head as HTTP/1 text, then the bytes read past it (records, or the body).
+        let mut buffer = take_buffer(0);
+        write_head_text(&head, &mut buffer);
+        let text_len = buffer.len();
+        buffer.extend_from_slice(&input[used..filled]);
+        crate::proxy::exchange::give_buffer(input);
+        let mut parsed = match response::parse(&buffer[..text_len]) {
+            Ok(Some(parsed)) => parsed,
+            Ok(None) => return Err(invalid("upstream sent invalid header".to_owned())),
+            Err(error) => return Err(invalid(error.0)),
+        };
+        parsed.connection_close =
+            proxy.protocol != Protocol::Fastcgi || !outgoing.gateway.keep_conn;
+        let gateway = fastcgi.map(|reader| {
+            Box::new(FastcgiBody {
+                reader,
+                pending,
+                log: None,
+            })
+        });
+        return Ok(ReceivedHead {
+            head: parsed,
+            buffer,
+            gateway,
+        });
+    }
+}
+
+/// `Status: 404 Not Found` or the status line becomes `HTTP/1.1 404 Not Found`; the other
+/// fields follow as they came.
+fn write_head_text(head: &CgiHead, out: &mut Vec<u8>) {
+    out.extend_from_slice(b"HTTP/1.1 ");
+    match head.status_line() {
+        Some(line) => out.extend_from_slice(line),
+        None => {
+            let status = head.status();
+            out.extend_from_slice(status.to_string().as_bytes());
+            out.push(b' ');
+            if let Some(reason) = http1::status::reason_phrase(status) {
+                out.extend_from_slice(reason.as_bytes());
+            }
+        }
+    }
+    out.extend_from_slice(b"\r\n");
+    for (name, value) in head.fields() {
+        if name.eq_ignore_ascii_case(b"status") {
+            continue;
+        }
+        out.extend_from_slice(name);
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(value);
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(b"\r\n");
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    needle.is_empty() || memchr::memmem::find(haystack, needle).is_some()
+}
+
+/// `FastCGI sent in stderr: "..." while ACTION`, at `error`, as nginx logs each piece.
+pub(crate) fn log_stderr(
+    outgoing: &Outgoing<'_>,
+    request: &Request<'_>,
+    piece: &[u8],
+    action: &str,
+) {
+    let message = cgi::fastcgi::stderr_message(piece);
+    crate::request_log::log(
+        outgoing.worker,
+        outgoing.connection,
+        request,
+        Level::Error,
+        format_args!(
+            "FastCGI sent in stderr: \"{}\" while {action} from upstream",
+            String::from_utf8_lossy(message)
+        ),
+    );
+}
