@@ -114,6 +114,9 @@ pub struct Request<'a> {
     pub body: Option<crate::body::temp::RequestBody>,
     /// `$request_body_file`: where the body was written, when it went to a file.
     pub body_file: Option<std::path::PathBuf>,
+    /// The length of a body read whole, framed by `Content-Length` or not (`$content_length`
+    /// of a chunked body once it is read).
+    pub body_length: Option<u64>,
     /// What the proxy did: for `$upstream_*` and the error log.
     pub upstream: crate::upstream::info::UpstreamInfo,
     /// `$limit_req_status`: set once limit_req has judged the request, which it then does
@@ -199,6 +202,7 @@ impl<'a> Request<'a> {
         self.realip = false;
         self.body = None;
         self.body_file = None;
+        self.body_length = None;
         self.upstream.clear();
         self.limit_req_status = None;
         self.limit_conn_status = None;

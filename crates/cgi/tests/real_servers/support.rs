@@ -105,23 +105,12 @@ impl Server {
     /// connection. Panics with the log when the server exits or never listens.
     pub fn start(
         name: &'static str,
-        mut command: Command,
+        command: Command,
         socket: &Path,
         log: PathBuf,
         stop_signal: &'static str,
     ) -> Server {
-        let output = File::create(&log).expect("create the server log");
-        let errors = output.try_clone().expect("share the server log");
-        command.stdin(Stdio::null()).stdout(output).stderr(errors);
-        let child = command
-            .spawn()
-            .unwrap_or_else(|error| panic!("start {name}: {error}"));
-        let mut server = Server {
-            name,
-            child,
-            stop_signal,
-            log,
-        };
+        let mut server = Server::spawn(name, command, log, stop_signal);
         let deadline = Instant::now() + PATIENCE;
         while UnixStream::connect(socket).is_err() {
             if let Ok(Some(status)) = server.child.try_wait() {
@@ -140,6 +129,27 @@ impl Server {
             std::thread::sleep(POLL_INTERVAL);
         }
         server
+    }
+
+    /// Starts `command` with its output in `log`, without waiting for it to listen.
+    pub fn spawn(
+        name: &'static str,
+        mut command: Command,
+        log: PathBuf,
+        stop_signal: &'static str,
+    ) -> Server {
+        let output = File::create(&log).expect("create the server log");
+        let errors = output.try_clone().expect("share the server log");
+        command.stdin(Stdio::null()).stdout(output).stderr(errors);
+        let child = command
+            .spawn()
+            .unwrap_or_else(|error| panic!("start {name}: {error}"));
+        Server {
+            name,
+            child,
+            stop_signal,
+            log,
+        }
     }
 
     pub fn log_text(&self) -> String {

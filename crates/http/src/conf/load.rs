@@ -568,7 +568,12 @@ fn build(
     for location in &mut builder.locations {
         main.charset
             .resolve_location(&mut location.settings.charset)?;
-        crate::proxy::cache::resolve_zone(&mut location.settings.proxy_cache, &main.cache_paths)?;
+        let protocol = location.settings.proxy.protocol;
+        crate::proxy::cache::resolve_zone(
+            &mut location.settings.proxy_cache,
+            &main.cache_paths,
+            protocol,
+        )?;
         crate::limit::resolve_zones(&mut location.settings.limit, &main.limit)?;
     }
     // Zones named only where no server inherits them fail too, as in nginx.

@@ -175,9 +175,13 @@ impl RequestVariables<'_> {
             Variable::ServerName => out.extend_from_slice(self.server_name()),
             Variable::HttpHeader(name) => return self.append_request_header(name, out),
             Variable::Cookie(name) => return append_cookie(request, name, out),
-            Variable::ContentLength => {
-                return append_known(request, request.info.known.content_length, out);
-            }
+            // A body read whole without a `Content-Length` (chunked) counts as its length.
+            Variable::ContentLength => match request.body_length {
+                Some(length) if request.info.known.content_length.is_none() => {
+                    push_number(out, length as i64, 1);
+                }
+                _ => return append_known(request, request.info.known.content_length, out),
+            },
             // Several `Content-Type` fields are joined, as `$http_content_type` joins them.
             Variable::ContentType => return self.append_request_header(b"content_type", out),
             Variable::RemoteUser => return append_remote_user(request, out),

@@ -24,6 +24,7 @@ mod error_log;
 mod error_page;
 mod events;
 mod expires;
+mod fastcgi;
 mod gunzip;
 mod gzip;
 mod h2;

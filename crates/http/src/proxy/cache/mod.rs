@@ -21,14 +21,29 @@ use crate::proxy::cache::settings::{CachePath, CacheUse, CacheZoneId, ProxyCache
 /// Once the whole `http` block is read: a literal `proxy_cache NAME` becomes its zone's id,
 /// or the load fails with nginx's `"proxy_cache" zone "NAME" is unknown`. `proxy_store`
 /// at a level turns an inherited cache off, as nginx's merge does.
-pub fn resolve_zone(settings: &mut ProxyCache, paths: &[CachePath]) -> Result<(), ConfError> {
+pub fn resolve_zone(
+    settings: &mut ProxyCache,
+    paths: &[CachePath],
+    protocol: crate::gateway::Protocol,
+) -> Result<(), ConfError> {
     if !matches!(settings.store, Store::Off) {
         settings.cache = CacheUse::Off;
         return Ok(());
     }
     if let CacheUse::Named { name, span } = &settings.cache {
+        let module = protocol.prefix();
+        // Only the proxy has a default key.
+        if settings.key.is_none() && protocol != crate::gateway::Protocol::Http {
+            return Err(ConfError::message(
+                format!("no \"{module}_cache_key\" for \"{module}_cache\""),
+                span,
+            ));
+        }
         let id = zone_id(paths, name.as_bytes()).ok_or_else(|| {
-            ConfError::message(format!("\"proxy_cache\" zone \"{name}\" is unknown"), span)
+            ConfError::message(
+                format!("\"{module}_cache\" zone \"{name}\" is unknown"),
+                span,
+            )
         })?;
         settings.cache = CacheUse::Zone(id);
     }

@@ -129,6 +129,7 @@ fn body_failed(
 /// `$request_body_file`.
 fn keep_request_body(request: &mut Request<'_>, body: RequestBody) -> OutBody {
     request.length += body.len();
+    request.body_length = Some(body.len());
     match body {
         RequestBody::Memory(bytes) => {
             request.body = Some(RequestBody::Memory(bytes.clone()));

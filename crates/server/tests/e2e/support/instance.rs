@@ -65,6 +65,12 @@ pub struct Builder {
 }
 
 impl Builder {
+    /// Replaces the config text (for a test that picks ports before it can write it).
+    pub fn config(mut self, text: &str) -> Builder {
+        text.clone_into(&mut self.text);
+        self
+    }
+
     /// Puts the config at `relative` (given to `-c` as written) instead of `portico.conf`.
     pub fn conf_file(mut self, relative: &str) -> Builder {
         self.conf_file = relative.to_owned();

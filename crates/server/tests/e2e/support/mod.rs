@@ -3,6 +3,10 @@
 
 #![allow(dead_code)]
 
+/// Servers started by a test and stopped by their pid, temporary directories: the helpers
+/// of `crates/cgi`'s real-server tests, shared here for PHP-FPM and uWSGI.
+#[path = "../../../../cgi/tests/real_servers/support.rs"]
+pub mod app_servers;
 pub mod cli;
 pub mod client;
 pub mod dns;

@@ -1,0 +1,473 @@
+//! FastCGI against a real PHP-FPM (Debian's `php-fpm`), started by each test and stopped
+//! by its pid: the stock parameter files and Debian's PHP snippet, request bodies, stderr,
+//! kept connections, the cache, and what a down, slow or broken application gets. Each
+//! test is skipped, with a message, where PHP-FPM is not installed.
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::process::Command;
+
+use crate::support::app_servers::{Server, TempDir, find_program, running_as_root};
+use crate::support::{Client, Instance, PATIENCE, proc_net, wait_until};
+
+/// The one script every test serves; `?do=` says what it does.
+const APP: &str = r#"<?php
+$do = $_GET['do'] ?? 'info';
+if ($do === 'info') {
+    error_log('info ran');
+    header('X-App: php');
+    $body = file_get_contents('php://input');
+    foreach (['SCRIPT_NAME', 'PATH_INFO', 'QUERY_STRING', 'REQUEST_METHOD', 'HTTP_HOST',
+              'HTTP_X_CUSTOM', 'CONTENT_LENGTH', 'CONTENT_TYPE', 'REDIRECT_STATUS'] as $name) {
+        echo $name, '=', $_SERVER[$name] ?? '', "\n";
+    }
+    echo 'SCRIPT_FILENAME=', basename($_SERVER['SCRIPT_FILENAME'] ?? ''), "\n";
+    $sum = 0;
+    for ($i = 0; $i < strlen($body); $i++) {
+        $sum = ($sum * 31 + ord($body[$i])) % 1000000007;
+    }
+    echo 'BODY=', strlen($body), ' ', $sum, "\n";
+} elseif ($do === 'status') {
+    http_response_code(404);
+    header('X-From: php');
+    echo "missing\n";
+} elseif ($do === 'redirect') {
+    header('Location: /elsewhere');
+} elseif ($do === 'big') {
+    echo str_repeat('0123456789', 30000);
+} elseif ($do === 'noisy') {
+    echo "start\n";
+    flush();
+    error_log('after the head');
+    echo "end\n";
+} elseif ($do === 'slow') {
+    sleep(5);
+    echo "late\n";
+}
+"#;
+
+/// A PHP-FPM pool serving [`APP`] as `app.php` from its own directory.
+struct PhpFpm {
+    // Dropped first: the server stops before its directory goes.
+    _server: Server,
+    dir: TempDir,
+}
+
+impl PhpFpm {
+    /// The directory the scripts are in (the `root` of the locations that pass to it).
+    fn root(&self) -> String {
+        self.dir.join("").display().to_string()
+    }
+
+    fn socket(&self) -> String {
+        self.dir.join("php.sock").display().to_string()
+    }
+}
+
+/// Starts PHP-FPM listening on `port` (TCP on 127.0.0.1) or on a unix socket in its
+/// directory; `None`, said on stderr, where it is not installed.
+#[allow(clippy::print_stderr, reason = "a skipped test says so")]
+fn start_php_fpm(port: Option<u16>) -> Option<PhpFpm> {
+    let program = find_program(|name| {
+        name.strip_prefix("php-fpm")
+            .is_some_and(|version| version.chars().all(|c| c.is_ascii_digit() || c == '.'))
+    });
+    let Some(program) = program else {
+        eprintln!("skipped: php-fpm not found (Debian: apt-get install php-fpm)");
+        return None;
+    };
+    let dir = TempDir::new("e2e-php-fpm");
+    dir.write("app.php", APP);
+    let socket = dir.join("php.sock");
+    let listen = match port {
+        Some(port) => format!("127.0.0.1:{port}"),
+        None => socket.display().to_string(),
+    };
+    let user = if running_as_root() {
+        "user = root\ngroup = root\n"
+    } else {
+        ""
+    };
+    let config = format!(
+        "[global]\npid = {pid}\nerror_log = {log}\ndaemonize = no\n\n\
+         [portico]\nlisten = {listen}\nlisten.mode = 0666\npm = static\npm.max_children = 2\n\
+         clear_env = yes\n{user}",
+        pid = dir.join("php-fpm.pid").display(),
+        log = dir.join("php-fpm-error.log").display(),
+    );
+    let config = dir.write("php-fpm.conf", &config);
+    let mut command = Command::new(&program);
+    // -n: no php.ini, so that the system's settings (error_log among them) do not apply:
+    // `error_log()` goes to FastCGI's stderr.
+    command
+        .arg("-n")
+        .arg("--nodaemonize")
+        .arg("--fpm-config")
+        .arg(&config);
+    if running_as_root() {
+        command.arg("--allow-to-run-as-root");
+    }
+    let server = match port {
+        Some(port) => {
+            let server = Server::spawn("php-fpm", command, dir.join("php-fpm.out"), "QUIT");
+            wait_until("php-fpm to listen", PATIENCE, || {
+                proc_net::is_listening(port)
+            });
+            server
+        }
+        None => Server::start("php-fpm", command, &socket, dir.join("php-fpm.out"), "QUIT"),
+    };
+    Some(PhpFpm {
+        _server: server,
+        dir,
+    })
+}
+
+/// The stock files, as a user's `include` names them.
+fn conf_file(name: &str) -> String {
+    format!("{}/../../conf/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Debian's `snippets/fastcgi-php.conf`, written out, around `fastcgi_pass PASS`.
+fn php_location(pass: &str, extra: &str) -> String {
+    format!(
+        r"location ~ [^/]\.php(/|$) {{
+            fastcgi_split_path_info ^(.+?\.php)(/.*)$;
+            try_files $fastcgi_script_name =404;
+            set $path_info $fastcgi_path_info;
+            fastcgi_param PATH_INFO $path_info;
+            fastcgi_index index.php;
+            include {conf};
+            fastcgi_pass {pass};
+            {extra}
+        }}",
+        conf = conf_file("fastcgi.conf"),
+    )
+}
+
+fn get(port: u16, path: &str) -> crate::support::Response {
+    Client::connect(port).request(format!(
+        "GET {path} HTTP/1.1\r\nHost: localhost\r\nX-Custom: yes\r\nConnection: close\r\n\r\n"
+    ))
+}
+
+#[test]
+fn php_through_debians_snippet_and_the_stock_params() {
+    let Some(php) = start_php_fpm(None) else {
+        return;
+    };
+    let config = format!(
+        "server {{ listen 127.0.0.1:8080; root {root}; {location} }}",
+        root = php.root(),
+        location = php_location(&format!("unix:{}", php.socket()), ""),
+    );
+    let server = Instance::http(&config);
+    let port = server.port();
+
+    let info = get(port, "/app.php/extra/path?do=info");
+    assert_eq!(info.status, 200, "{}", info.body_text());
+    assert_eq!(info.header("X-App"), Some("php"));
+    let body = info.body_text();
+    for line in [
+        "SCRIPT_NAME=/app.php\n",
+        "PATH_INFO=/extra/path\n",
+        "QUERY_STRING=do=info\n",
+        "REQUEST_METHOD=GET\n",
+        "HTTP_HOST=localhost\n",
+        "HTTP_X_CUSTOM=yes\n",
+        "REDIRECT_STATUS=200\n",
+        "SCRIPT_FILENAME=app.php\n",
+    ] {
+        assert!(body.contains(line), "{line:?} in {body}");
+    }
+    let line = server.wait_for_error_log("FastCGI sent in stderr");
+    assert!(
+        line.contains(r#"[error]"#)
+            && line.contains(r#"FastCGI sent in stderr: "PHP message: info ran" while reading response header from upstream"#)
+            && line.contains(&format!(r#"upstream: "fastcgi://unix:{}""#, php.socket())),
+        "{line}"
+    );
+
+    // A script that is not there is never passed (`try_files $fastcgi_script_name`).
+    assert_eq!(get(port, "/missing.php").status, 404);
+
+    let status = get(port, "/app.php?do=status");
+    assert_eq!(
+        (status.status, status.body_text().as_str()),
+        (404, "missing\n")
+    );
+    assert_eq!(status.header("X-From"), Some("php"));
+    assert_eq!(status.header("Status"), None);
+
+    let redirect = get(port, "/app.php?do=redirect");
+    assert_eq!(redirect.status, 302);
+    assert_eq!(
+        redirect.header("Location"),
+        Some(format!("http://localhost:{port}/elsewhere").as_str())
+    );
+
+    // A body over many STDOUT records.
+    let big = get(port, "/app.php?do=big");
+    assert_eq!(big.status, 200);
+    assert_eq!(big.body_text(), "0123456789".repeat(30000));
+
+    // Stderr after the head is logged while the body is read.
+    let noisy = get(port, "/app.php?do=noisy");
+    assert_eq!(noisy.body_text(), "start\nend\n");
+    let line = server.wait_for_error_log("after the head");
+    assert!(
+        line.contains(
+            r#"FastCGI sent in stderr: "PHP message: after the head" while reading upstream"#
+        ),
+        "{line}"
+    );
+}
+
+#[test]
+fn request_bodies_in_memory_in_a_file_and_unbuffered() {
+    let Some(php) = start_php_fpm(None) else {
+        return;
+    };
+    let pass = format!("unix:{}", php.socket());
+    let config = format!(
+        "server {{
+            listen 127.0.0.1:8080;
+            root {root};
+            client_body_buffer_size 16k;
+            client_max_body_size 10m;
+            {buffered}
+            location ^~ /unbuffered/ {{
+                rewrite ^/unbuffered(/.*)$ $1 break;
+                include {params};
+                fastcgi_param SCRIPT_FILENAME $document_root$uri;
+                fastcgi_request_buffering off;
+                fastcgi_pass {pass};
+            }}
+        }}",
+        root = php.root(),
+        buffered = php_location(&pass, ""),
+        params = conf_file("fastcgi_params"),
+    );
+    let server = Instance::http(&config);
+    let port = server.port();
+    let post = |path: &str, body: &[u8], chunked: bool| {
+        let mut request =
+            format!("POST {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n");
+        if chunked {
+            request.push_str("Transfer-Encoding: chunked\r\n\r\n");
+            let mut bytes = request.into_bytes();
+            for piece in body.chunks(10_000) {
+                bytes.extend_from_slice(format!("{:x}\r\n", piece.len()).as_bytes());
+                bytes.extend_from_slice(piece);
+                bytes.extend_from_slice(b"\r\n");
+            }
+            bytes.extend_from_slice(b"0\r\n\r\n");
+            return Client::connect(port).request(bytes);
+        }
+        request.push_str(&format!("Content-Length: {}\r\n\r\n", body.len()));
+        let mut bytes = request.into_bytes();
+        bytes.extend_from_slice(body);
+        Client::connect(port).request(bytes)
+    };
+    let small = b"name=value".to_vec();
+    // Over client_body_buffer_size: the body is kept in a temporary file, and sent from it
+    // in STDIN records.
+    let large: Vec<u8> = (0..300_000u32).map(|index| (index % 251) as u8).collect();
+    for (path, body, chunked) in [
+        ("/app.php?do=info", &small, false),
+        ("/app.php?do=info", &large, false),
+        // A chunked body read whole: `$content_length` is its length then.
+        ("/app.php?do=info", &large, true),
+        // Passed on as it arrives, in STDIN records. (PHP reads no body without a
+        // CONTENT_LENGTH, so a chunked one cannot go unbuffered to it, with nginx either.)
+        ("/unbuffered/app.php?do=info", &large, false),
+        ("/unbuffered/app.php?do=info", &small, false),
+    ] {
+        let response = post(path, body, chunked);
+        assert_eq!(response.status, 200, "{path}: {}", response.body_text());
+        let expected = format!("BODY={} {}\n", body.len(), checksum(body));
+        assert!(
+            response.body_text().contains(&expected),
+            "{path} chunked={chunked}: {expected:?} in {}",
+            response.body_text()
+        );
+        assert!(response.body_text().contains("REQUEST_METHOD=POST\n"));
+    }
+}
+
+#[test]
+fn kept_connections_carry_many_requests() {
+    let mut builder = Instance::http_builder("");
+    let fpm_port = builder.port(8081);
+    let Some(php) = start_php_fpm(Some(fpm_port)) else {
+        return;
+    };
+    let config = format!(
+        "upstream php {{ server 127.0.0.1:8081; keepalive 4; }}
+         server {{
+            listen 127.0.0.1:8080;
+            root {root};
+            {kept}
+            location ^~ /closed/ {{
+                rewrite ^/closed(/.*)$ $1 break;
+                include {params};
+                fastcgi_param SCRIPT_FILENAME $document_root$uri;
+                fastcgi_pass 127.0.0.1:8081;
+            }}
+        }}",
+        root = php.root(),
+        kept = php_location("php", "fastcgi_keep_conn on;"),
+        params = conf_file("fastcgi_params"),
+    );
+    let server = builder.config(&config).start();
+    let established = || {
+        proc_net::rows()
+            .iter()
+            .filter(|row| row.local_port == fpm_port && row.state == "01")
+            .count()
+    };
+    let mut client = Client::connect(server.port());
+    for round in 0..20 {
+        let response = client
+            .request("GET /app.php?do=info HTTP/1.1\r\nHost: localhost\r\nX-Custom: yes\r\n\r\n");
+        assert_eq!(response.status, 200, "round {round}");
+        assert!(response.body_text().contains("HTTP_X_CUSTOM=yes\n"));
+        // One connection to PHP-FPM, kept between the requests.
+        assert_eq!(established(), 1, "round {round}");
+    }
+    // Without fastcgi_keep_conn, PHP-FPM closes each connection after its answer.
+    for round in 0..5 {
+        let response =
+            client.request("GET /closed/app.php?do=big HTTP/1.1\r\nHost: localhost\r\n\r\n");
+        assert_eq!(response.body_text().len(), 300_000, "round {round}");
+    }
+    // The kept connection stays, the closed ones go.
+    wait_until("one connection to php-fpm", PATIENCE, || established() == 1);
+    drop(php);
+}
+
+#[test]
+fn a_down_slow_or_broken_application_gets_nginxs_answers() {
+    let Some(php) = start_php_fpm(None) else {
+        return;
+    };
+    let mut builder = Instance::http_builder("");
+    let garbage_port = builder.port(8082);
+    let garbage = TcpListener::bind(("127.0.0.1", garbage_port)).expect("bind the garbage peer");
+    let answering = std::thread::spawn(move || {
+        for stream in garbage.incoming().take(1) {
+            let mut stream = stream.expect("accept");
+            let mut request = [0u8; 4096];
+            let _ = stream.read(&mut request);
+            // An HTTP answer where FastCGI records belong: version byte 'H' (72).
+            let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+        }
+    });
+    let config = format!(
+        "server {{
+            listen 127.0.0.1:8080;
+            root {root};
+            location ^~ /down/ {{ include {params}; fastcgi_pass unix:{root}/none.sock; }}
+            location ^~ /garbage/ {{ include {params}; fastcgi_pass 127.0.0.1:8082; }}
+            location ^~ /slow/ {{
+                rewrite ^/slow(/.*)$ $1 break;
+                include {params};
+                fastcgi_param SCRIPT_FILENAME $document_root$uri;
+                fastcgi_read_timeout 1s;
+                fastcgi_pass unix:{socket};
+            }}
+            {php}
+        }}",
+        root = php.root(),
+        socket = php.socket(),
+        params = conf_file("fastcgi_params"),
+        php = php_location(&format!("unix:{}", php.socket()), ""),
+    );
+    let server = builder.config(&config).start();
+    let port = server.port();
+
+    assert_eq!(get(port, "/down/x.php").status, 502);
+    let line = server.wait_for_error_log("while connecting to upstream");
+    assert!(line.contains("(2: No such file or directory)"), "{line}");
+
+    assert_eq!(get(port, "/garbage/x.php").status, 502);
+    let line = server.wait_for_error_log("FastCGI protocol version");
+    assert!(
+        line.contains("upstream sent unsupported FastCGI protocol version: 72 while reading response header from upstream"),
+        "{line}"
+    );
+    answering.join().expect("the garbage peer");
+
+    assert_eq!(get(port, "/slow/app.php?do=slow").status, 504);
+    let line = server.wait_for_error_log("timed out");
+    assert!(
+        line.contains("upstream timed out (110: Connection timed out) while reading response header from upstream"),
+        "{line}"
+    );
+
+    // The worker goes on serving.
+    assert_eq!(get(port, "/app.php?do=status").status, 404);
+}
+
+#[test]
+fn fastcgi_cache_hits_and_shares_zones_with_the_proxy() {
+    let Some(php) = start_php_fpm(None) else {
+        return;
+    };
+    let config = format!(
+        "fastcgi_cache_path %%PREFIX%%/cache keys_zone=php:1m;
+         server {{
+            listen 127.0.0.1:8080;
+            root {root};
+            add_header X-Cache $upstream_cache_status;
+            {php}
+        }}",
+        root = php.root(),
+        php = php_location(
+            &format!("unix:{}", php.socket()),
+            "fastcgi_cache php; fastcgi_cache_key $request_uri; fastcgi_cache_valid 200 1m;"
+        ),
+    );
+    let server = Instance::http(&config);
+    let port = server.port();
+    let first = get(port, "/app.php?do=big");
+    assert_eq!((first.status, first.header("X-Cache")), (200, Some("MISS")));
+    wait_until("a HIT", PATIENCE, || {
+        get(port, "/app.php?do=big").header("X-Cache") == Some("HIT")
+    });
+    let hit = get(port, "/app.php?do=big");
+    assert_eq!(hit.header("X-Cache"), Some("HIT"));
+    assert_eq!(hit.body_text(), "0123456789".repeat(30000));
+}
+
+#[test]
+fn a_gateway_without_a_cache_key_or_with_a_bad_split_is_refused() {
+    for (config, message) in [
+        (
+            "fastcgi_cache_path %%PREFIX%%/c keys_zone=z:1m;
+             server { listen 127.0.0.1:8080; location / { fastcgi_cache z; fastcgi_pass 127.0.0.1:9; } }",
+            "no \"fastcgi_cache_key\" for \"fastcgi_cache\"",
+        ),
+        (
+            "server { listen 127.0.0.1:8080; location / { fastcgi_split_path_info ^(.+)$; } }",
+            "pattern \"^(.+)$\" must have 2 captures",
+        ),
+        (
+            "server { listen 127.0.0.1:8080; location / { fastcgi_param A b c; } }",
+            "invalid parameter \"c\"",
+        ),
+    ] {
+        let failure = Instance::http_builder(config)
+            .expect_log("[emerg]")
+            .try_start()
+            .expect_err("refused");
+        assert!(failure.stderr.contains(message), "{message}: {}", failure.stderr);
+    }
+}
+
+/// The script's checksum of a body.
+fn checksum(bytes: &[u8]) -> u64 {
+    bytes
+        .iter()
+        .fold(0, |sum, &byte| (sum * 31 + u64::from(byte)) % 1_000_000_007)
+}
