@@ -111,4 +111,5 @@ mod trailers;
 mod upstream_hash;
 mod upstream_max_fails;
 mod upstream_random;
+mod uwsgi_scgi;
 mod variables;
