@@ -101,6 +101,8 @@ pub struct UserSetting {
 #[derive(Debug, Default)]
 pub struct MainLoad {
     pub prefix: PathBuf,
+    /// `env`: names, and the values given, in order.
+    pub env: Vec<(String, Option<String>)>,
     pub worker_processes: Option<WorkerCount>,
     pub worker_cpu_affinity: Option<CpuAffinity>,
     pub worker_rlimit_nofile: Option<u64>,

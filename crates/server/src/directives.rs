@@ -136,7 +136,27 @@ pub const DIRECTIVES: &[MainDirective] = &[
     ),
     simple("use", Contexts::EVENTS, Arity::TAKE1, set_use),
     simple("load_module", Contexts::MAIN, Arity::TAKE1, set_load_module),
+    simple("env", Contexts::MAIN, Arity::TAKE1, set_env),
 ];
+
+/// `env NAME[=VALUE]`: nginx keeps (or sets) the variable for its workers and removes the
+/// others. Portico's workers run nothing that reads the environment (no embedded
+/// interpreter), so the line is checked and kept, and the environment is left as it is.
+fn set_env(main: &mut MainLoad, directive: &Directive) -> Result<(), ConfError> {
+    let text = directive.arg(0);
+    let (name, value) = match text.split_once('=') {
+        Some((name, value)) => (name, Some(value)),
+        None => (text, None),
+    };
+    if name.is_empty() {
+        return Err(ConfError::message(
+            format!("invalid parameter \"{text}\""),
+            &directive.span,
+        ));
+    }
+    main.env.push((name.to_owned(), value.map(str::to_owned)));
+    Ok(())
+}
 
 /// `load_module FILE`: Portico has no dynamic modules. A module Portico has built in is
 /// accepted with a notice (distribution configs name them in `modules-enabled/`); any
