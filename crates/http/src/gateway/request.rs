@@ -98,6 +98,7 @@ fn params<'r>(
     }
     let set = |name: &[u8]| gateway.params.iter().any(|param| &*param.name == name);
     if location.settings.proxy.pass_request_headers {
+        let first_field = pairs.len();
         for header in &request.head.headers {
             let (Some(name), Some(value)) = (
                 request.head_bytes.get(header.name.clone()),
@@ -114,6 +115,21 @@ fn params<'r>(
             }
             let param = http_name(name);
             if set(&param) {
+                continue;
+            }
+            // Fields of one name go as one param: `Cookie` values joined by `; `, the
+            // others' by `, ` (RFC 9110 §5.3).
+            if let Some((_, joined)) = pairs[first_field..]
+                .iter_mut()
+                .find(|(existing, _)| **existing == *param)
+            {
+                let joined = joined.to_mut();
+                joined.extend_from_slice(if name.eq_ignore_ascii_case(b"cookie") {
+                    b"; "
+                } else {
+                    b", "
+                });
+                joined.extend_from_slice(value);
                 continue;
             }
             pairs.push((Cow::Owned(param), Cow::Borrowed(value)));

@@ -21,8 +21,31 @@ use runtime::Stream;
 pub(crate) struct FastcgiBody {
     pub reader: ResponseReader,
     pub pending: Vec<u8>,
+    /// What is left of the body's `Content-Length` (0 for a body the status or the
+    /// method rules out): bytes past it are dropped, and an answer that ends short of it
+    /// is cut.
+    pub remaining: Option<u64>,
+    /// END_REQUEST came short of `remaining`: the next read fails.
+    pub ended_short: bool,
     /// Where stderr that comes with the body is logged.
     pub log: Option<StderrLog>,
+}
+
+impl FastcgiBody {
+    /// Appends a piece of the body, up to what `Content-Length` leaves.
+    pub(crate) fn take_body(&mut self, out: &mut Vec<u8>, piece: &[u8]) {
+        let take = match &mut self.remaining {
+            Some(left) => {
+                let take = usize::try_from(*left)
+                    .unwrap_or(usize::MAX)
+                    .min(piece.len());
+                *left -= take as u64;
+                take
+            }
+            None => piece.len(),
+        };
+        out.extend_from_slice(&piece[..take]);
+    }
 }
 
 /// The error log of a FastCGI body's stderr, and the request's context as it was when the
@@ -188,6 +211,8 @@ pub(crate) async fn read_head(
             Box::new(FastcgiBody {
                 reader,
                 pending,
+                remaining: None,
+                ended_short: false,
                 log: None,
             })
         });

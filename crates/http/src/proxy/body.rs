@@ -400,10 +400,14 @@ impl<'a> UpstreamBody<'a> {
             return Ok(None);
         };
         if !gateway.pending.is_empty() {
-            out.append(&mut gateway.pending);
+            let pending = std::mem::take(&mut gateway.pending);
+            gateway.take_body(out, &pending);
         }
         if self.framing == UpstreamFraming::None {
             return Ok(Some(false));
+        }
+        if gateway.ended_short {
+            return Err(Failure::upstream(Fault::Closed, Action::ReadingBody, true));
         }
         loop {
             let input = &self.input[self.position..self.end];
@@ -416,13 +420,25 @@ impl<'a> UpstreamBody<'a> {
             })?;
             self.position += taken;
             match event {
-                Some(ResponseEvent::Body(piece)) => out.extend_from_slice(piece),
+                Some(ResponseEvent::Body(piece)) => gateway.take_body(out, piece),
                 Some(ResponseEvent::Stderr(piece)) => {
                     if let Some(log) = &gateway.log {
                         log.write(piece);
                     }
                 }
                 Some(ResponseEvent::End(_)) => {
+                    if gateway.remaining.is_some_and(|left| left > 0) {
+                        // Short of its length: what came goes out first, then the failure.
+                        gateway.ended_short = true;
+                        if out.is_empty() {
+                            return Err(Failure::upstream(
+                                Fault::Closed,
+                                Action::ReadingBody,
+                                true,
+                            ));
+                        }
+                        return Ok(Some(true));
+                    }
                     self.framing = UpstreamFraming::None;
                     return Ok(Some(false));
                 }

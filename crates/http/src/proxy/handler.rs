@@ -512,6 +512,12 @@ impl<'a> Proxying<'a, '_> {
         }
         // A gateway's body ends with FastCGI's END_REQUEST or with the connection, whatever
         // its `Content-Length` says.
+        // The length the head says: a FastCGI body is cut there (or is short of it), uwsgi
+        // and SCGI bodies are read to it, else to the connection's end.
+        let said = match response::framing(&head, self.is_head) {
+            UpstreamFraming::Chunked => UpstreamFraming::Close,
+            said => said,
+        };
         let gateway = gateway.map(|mut gateway| {
             gateway.log = Some(crate::gateway::response::StderrLog::new(
                 self.worker,
@@ -519,12 +525,17 @@ impl<'a> Proxying<'a, '_> {
                 request,
                 self.location,
             ));
+            gateway.remaining = match said {
+                UpstreamFraming::Length(length) => Some(length),
+                UpstreamFraming::None => Some(0),
+                _ => None,
+            };
             gateway
         });
         let framing = match proxy.protocol {
             Protocol::Http => response::framing(&head, self.is_head),
-            _ if self.is_head && gateway.is_none() => UpstreamFraming::None,
-            _ => UpstreamFraming::Close,
+            Protocol::Fastcgi => UpstreamFraming::Close,
+            Protocol::Uwsgi | Protocol::Scgi => said,
         };
         let reusable = match proxy.protocol {
             Protocol::Http => {

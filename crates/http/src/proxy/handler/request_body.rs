@@ -76,7 +76,9 @@ pub(super) async fn read_request_body(
         let _ = client.source.send_continue(settings.timeout).await;
     }
     let chunked = request.info.framing == http1::request::BodyFraming::Chunked;
-    if !proxy.request_buffering && (!chunked || proxy.http_11) {
+    // A chunked body is passed on as it comes in HTTP/1.1's chunks or FastCGI's records.
+    let framed = proxy.http_11 || proxy.protocol == crate::gateway::Protocol::Fastcgi;
+    if !proxy.request_buffering && (!chunked || framed) {
         let length = match request.info.framing {
             http1::request::BodyFraming::Length(length) => Some(length),
             _ => None,
