@@ -44,6 +44,7 @@ pub const TABLES: &[&[HttpDirective]] = &[
     crate::ssl::directives::DIRECTIVES,
     crate::v2::directives::DIRECTIVES,
     crate::proxy::ssl::DIRECTIVES,
+    crate::proxy::ssl::UWSGI_DIRECTIVES,
 ];
 
 /// Every module's variable table; the kernel's own variables (`$uri`, `$remote_addr`, ...)

@@ -41,6 +41,8 @@ const FEATURES: &[(&str, &str)] = &[
     ("charset/", "charset"),
     ("gunzip/", "gunzip"),
     ("gzip/", "gzip"),
+    // FastCGI, uwsgi and SCGI: the proxy with other protocols on the wire.
+    ("gateway/", "proxy"),
     ("headers/", "headers"),
     ("limit/", "limit"),
     ("log/", "log"),

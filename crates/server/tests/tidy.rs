@@ -206,6 +206,54 @@ fn without_strings(line: &str) -> String {
 /// directive leaves this list when a test starts naming it (the rule reports the entry).
 const UNTESTED_DIRECTIVES: &[(&str, &str)] = &[
     (
+        "uwsgi_ssl_server_name",
+        "proxy_ssl_server_name under uwsgi's name; nginx-tests uwsgi_ssl*.t run it",
+    ),
+    (
+        "uwsgi_ssl_name",
+        "proxy_ssl_name under uwsgi's name; nginx-tests uwsgi_ssl*.t run it",
+    ),
+    (
+        "uwsgi_ssl_verify",
+        "proxy_ssl_verify under uwsgi's name; nginx-tests uwsgi_ssl*.t run it",
+    ),
+    (
+        "uwsgi_ssl_trusted_certificate",
+        "proxy_ssl_trusted_certificate under uwsgi's name; nginx-tests uwsgi_ssl*.t run it",
+    ),
+    (
+        "uwsgi_ssl_verify_depth",
+        "proxy_ssl_verify_depth under uwsgi's name; nginx-tests uwsgi_ssl*.t run it",
+    ),
+    (
+        "uwsgi_ssl_certificate",
+        "proxy_ssl_certificate under uwsgi's name; nginx-tests uwsgi_ssl*.t run it",
+    ),
+    (
+        "uwsgi_ssl_certificate_key",
+        "proxy_ssl_certificate_key under uwsgi's name; nginx-tests uwsgi_ssl*.t run it",
+    ),
+    (
+        "uwsgi_ssl_password_file",
+        "proxy_ssl_password_file under uwsgi's name; nginx-tests uwsgi_ssl*.t run it",
+    ),
+    (
+        "uwsgi_ssl_protocols",
+        "proxy_ssl_protocols under uwsgi's name; nginx-tests uwsgi_ssl*.t run it",
+    ),
+    (
+        "uwsgi_ssl_ciphers",
+        "proxy_ssl_ciphers under uwsgi's name; nginx-tests uwsgi_ssl*.t run it",
+    ),
+    (
+        "uwsgi_ssl_session_reuse",
+        "proxy_ssl_session_reuse under uwsgi's name; nginx-tests uwsgi_ssl*.t run it",
+    ),
+    (
+        "uwsgi_ssl_conf_command",
+        "proxy_ssl_conf_command under uwsgi's name; nginx-tests uwsgi_ssl*.t run it",
+    ),
+    (
         "accept_mutex",
         "accepted for nginx's configs; workers accept on their own sockets",
     ),

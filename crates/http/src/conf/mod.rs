@@ -54,7 +54,7 @@ pub enum Setter {
     Location(LocationSetter),
     /// A proxy directive under a gateway module's name (`fastcgi_buffers`): the setter
     /// fills that module's copy of the proxy's settings.
-    Gateway(crate::gateway::Protocol, LocationSetter),
+    Gateway(crate::gateway::settings::Protocol, LocationSetter),
     /// Directives of an `upstream` block.
     Upstream(
         fn(
@@ -132,7 +132,7 @@ pub const fn location_directive(
 /// `server`, `location`).
 pub const fn gateway_directive(
     name: &'static str,
-    protocol: crate::gateway::Protocol,
+    protocol: crate::gateway::settings::Protocol,
     arity: conf::Arity,
     set: LocationSetter,
 ) -> HttpDirective {

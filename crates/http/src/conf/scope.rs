@@ -11,7 +11,7 @@ use crate::conf::MergeEnv;
 use crate::conf::listen::ListenSpec;
 use crate::conf::server_names::ServerName;
 use crate::core::{CoreLocation, CoreLocationConf, CoreMainConf, CoreServerConf};
-use crate::gateway::{Gateway, GatewayScope, Protocol};
+use crate::gateway::settings::{Gateway, GatewayScope, Protocol};
 use crate::gunzip::settings::{Gunzip, GunzipConf};
 use crate::gzip::settings::{Gzip, GzipConf};
 use crate::headers::settings::{Headers, HeadersConf};
@@ -273,6 +273,7 @@ impl LocationScope {
         };
         std::mem::swap(&mut self.proxy, &mut gateway.upstream);
         std::mem::swap(&mut self.proxy_cache, &mut gateway.cache);
+        std::mem::swap(&mut self.proxy_ssl, &mut gateway.ssl);
     }
 
     pub fn resolve(&self, env: &MergeEnv) -> LocationSettings {
@@ -293,7 +294,10 @@ impl LocationScope {
                 Some((_, gateway)) => gateway.cache.resolve(env),
                 None => self.proxy_cache.resolve(env),
             },
-            proxy_ssl: self.proxy_ssl.resolve(env),
+            proxy_ssl: match self.gateway_content() {
+                Some((_, gateway)) => gateway.ssl.resolve(env),
+                None => self.proxy_ssl.resolve(env),
+            },
             gateway: self
                 .gateway_content()
                 .map_or(&self.fastcgi, |(_, gateway)| gateway)

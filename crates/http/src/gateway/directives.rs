@@ -87,11 +87,16 @@ fn set_pass(
         return Err(context.duplicate(directive));
     }
     let mut address = directive.arg(0);
-    // uwsgi's `suwsgi://` (TLS) is not offered; its plain scheme may be written.
+    // uwsgi may name its scheme: `uwsgi://`, or `suwsgi://` for TLS (`uwsgi_ssl_*`).
+    let mut scheme = "http";
     if protocol == Protocol::Uwsgi {
-        address = address.strip_prefix("uwsgi://").unwrap_or(address);
+        if let Some(rest) = address.strip_prefix("suwsgi://") {
+            (address, scheme) = (rest, "https");
+        } else {
+            address = address.strip_prefix("uwsgi://").unwrap_or(address);
+        }
     }
-    let url = format!("http://{address}");
+    let url = format!("{scheme}://{address}");
     let template = context.template(&url, &directive.span)?;
     let pass = if template.as_literal().is_some() {
         let target = load_target(&url, &directive.span, &mut context.upstreams)?;
@@ -259,13 +264,8 @@ fn set_modifier2(
 
 /// A modifier: a number from 0 to 255.
 fn modifier(directive: &Directive) -> Result<u8, ConfError> {
-    conf::value::parse_number(directive.arg(0))
-        .and_then(|number| u8::try_from(number).ok())
-        .ok_or_else(|| {
-            if conf::value::parse_number(directive.arg(0)).is_some() {
-                ConfError::message("value must be less than or equal to 255", &directive.span)
-            } else {
-                invalid_value(directive)
-            }
-        })
+    let number =
+        conf::value::parse_number(directive.arg(0)).ok_or_else(|| invalid_value(directive))?;
+    u8::try_from(number)
+        .map_err(|_| ConfError::message("value must be between 0 and 255", &directive.span))
 }

@@ -10,7 +10,7 @@ use cgi::fastcgi::{KeepConn, RequestEncoder};
 
 use crate::conf::Location;
 use crate::gateway::{Gateway, Protocol};
-use crate::proxy::request::CacheFields;
+use crate::proxy::request::{CacheFields, HeadInput};
 use crate::request::{ConnectionInfo, Request};
 use crate::variables::evaluate::render;
 use crate::worker::HttpWorker;
@@ -41,19 +41,33 @@ pub fn fastcgi_encoder(gateway: &Gateway) -> RequestEncoder {
     )
 }
 
-/// Writes the start of the request, everything before the body, into `out`.
-#[allow(clippy::too_many_arguments)]
+/// Writes the start of the request, everything before the body, into `out`; a request
+/// the protocol cannot carry is logged (`alert`, as nginx logs it) and ends with 500.
 pub(crate) fn write_request(
     worker: &HttpWorker,
     connection: &ConnectionInfo,
     request: &Request<'_>,
     location: &Location,
-    protocol: Protocol,
-    body_len: Option<u64>,
-    cache: Option<&CacheFields>,
+    input: &HeadInput<'_>,
+    out: &mut Vec<u8>,
+) -> Result<(), u16> {
+    encode(worker, connection, request, location, input, out).map_err(|error| {
+        let level = logging::Level::Alert;
+        crate::request_log::log(worker, connection, request, level, format_args!("{error}"));
+        500
+    })
+}
+
+fn encode(
+    worker: &HttpWorker,
+    connection: &ConnectionInfo,
+    request: &Request<'_>,
+    location: &Location,
+    input: &HeadInput<'_>,
     out: &mut Vec<u8>,
 ) -> Result<(), RequestError> {
-    let pairs = params(worker, connection, request, location, cache);
+    let protocol = location.settings.proxy.protocol;
+    let pairs = params(worker, connection, request, location, input.cache.as_ref());
     let pairs = pairs.iter().map(|(name, value)| (&**name, &**value));
     match protocol {
         Protocol::Fastcgi | Protocol::Http => {
@@ -69,7 +83,7 @@ pub(crate) fn write_request(
             };
             cgi::uwsgi::encode_request(out, modifiers, pairs)
         }
-        Protocol::Scgi => cgi::scgi::encode_request(out, body_len.unwrap_or(0), pairs),
+        Protocol::Scgi => cgi::scgi::encode_request(out, input.body_len.unwrap_or(0), pairs),
     }
 }
 

@@ -32,6 +32,23 @@ pub(crate) struct FastcgiBody {
 }
 
 impl FastcgiBody {
+    /// The body's reader once the head is passed on: `said` is the framing the head says
+    /// (its `Content-Length`, or none for a HEAD, 204 or 304).
+    pub(crate) fn into_body(
+        mut self: Box<Self>,
+        said: crate::proxy::response::UpstreamFraming,
+        log: StderrLog,
+    ) -> Box<Self> {
+        use crate::proxy::response::UpstreamFraming;
+        self.remaining = match said {
+            UpstreamFraming::Length(length) => Some(length),
+            UpstreamFraming::None => Some(0),
+            UpstreamFraming::Chunked | UpstreamFraming::Close => None,
+        };
+        self.log = Some(log);
+        self
+    }
+
     /// Appends a piece of the body, up to what `Content-Length` leaves.
     pub(crate) fn take_body(&mut self, out: &mut Vec<u8>, piece: &[u8]) {
         let take = match &mut self.remaining {

@@ -7,6 +7,7 @@ use crate::conf::MergeEnv;
 use crate::conf::regex::Regex;
 use crate::proxy::cache::settings::ProxyCacheConf;
 use crate::proxy::settings::{Proxy, ProxyConf};
+use crate::proxy::ssl::settings::ProxySslConf;
 use crate::settings;
 use crate::variables::HttpTemplate;
 
@@ -77,6 +78,8 @@ pub struct GatewayScope {
     pub own: GatewayConf,
     pub upstream: ProxyConf,
     pub cache: ProxyCacheConf,
+    /// `uwsgi_ssl_*` (the others have no TLS).
+    pub ssl: ProxySslConf,
 }
 
 impl GatewayScope {
@@ -84,6 +87,7 @@ impl GatewayScope {
         self.own.merge_from(&parent.own);
         self.upstream.merge_from(&parent.upstream);
         self.cache.merge_from(&parent.cache);
+        self.ssl.merge_from(&parent.ssl);
     }
 
     /// The proxy settings a location of this module runs with: its `*_temp_path` defaults

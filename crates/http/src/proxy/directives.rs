@@ -10,7 +10,7 @@ use crate::conf::{
     HttpDirective, LoadContext, LocationScope, gateway_directive, location_directive,
 };
 use crate::core::directives::{flag, invalid_value, size, size_value, time};
-use crate::gateway::Protocol;
+use crate::gateway::settings::Protocol;
 use crate::proxy::pass::load_target;
 use crate::proxy::settings::ProxyPass;
 use crate::proxy::{

@@ -63,7 +63,7 @@ pub(crate) struct Outgoing<'r> {
     pub connection: &'r crate::request::ConnectionInfo,
     pub proxy: &'r Proxy,
     /// The gateway module's own settings, for a gateway's request.
-    pub gateway: &'r crate::gateway::Gateway,
+    pub gateway: &'r crate::gateway::settings::Gateway,
     pub head: &'r [u8],
     pub body: &'r OutBody,
     /// `proxy_bind`.
@@ -241,7 +241,7 @@ async fn exchange(
         Ok(bytes) => {
             sent = bytes;
             request.upstream.attempts[attempt].bytes_sent = bytes;
-            if outgoing.proxy.protocol == crate::gateway::Protocol::Http {
+            if outgoing.proxy.protocol == crate::gateway::settings::Protocol::Http {
                 read_head(stream, outgoing.proxy, client, request, attempt).await
             } else {
                 crate::gateway::response::read_head(stream, outgoing, client, request, attempt)
@@ -272,10 +272,10 @@ enum Framing {
 impl Framing {
     fn of(outgoing: &Outgoing<'_>) -> Framing {
         match outgoing.proxy.protocol {
-            crate::gateway::Protocol::Fastcgi => {
+            crate::gateway::settings::Protocol::Fastcgi => {
                 Framing::Fastcgi(crate::gateway::request::fastcgi_encoder(outgoing.gateway))
             }
-            crate::gateway::Protocol::Http => Framing::Plain {
+            crate::gateway::settings::Protocol::Http => Framing::Plain {
                 chunked: matches!(outgoing.body, OutBody::Stream { chunked: true, .. }),
             },
             _ => Framing::Plain { chunked: false },

@@ -22,7 +22,8 @@ mod request_body;
 use caching::{key_uri, stale_condition};
 use request_body::read_request_body;
 
-use crate::gateway::Protocol;
+use crate::gateway::response::StderrLog;
+use crate::gateway::settings::Protocol;
 pub use crate::proxy::exchange::read_timed;
 use crate::proxy::exchange::{
     Answer, Client, OutBody, Outgoing, PeerChoice, PooledBuffer, ReceivedHead, take_buffer,
@@ -518,19 +519,9 @@ impl<'a> Proxying<'a, '_> {
             UpstreamFraming::Chunked => UpstreamFraming::Close,
             said => said,
         };
-        let gateway = gateway.map(|mut gateway| {
-            gateway.log = Some(crate::gateway::response::StderrLog::new(
-                self.worker,
-                info,
-                request,
-                self.location,
-            ));
-            gateway.remaining = match said {
-                UpstreamFraming::Length(length) => Some(length),
-                UpstreamFraming::None => Some(0),
-                _ => None,
-            };
-            gateway
+        let gateway = gateway.map(|gateway| {
+            let log = StderrLog::new(self.worker, info, request, self.location);
+            gateway.into_body(said, log)
         });
         let framing = match proxy.protocol {
             Protocol::Http => response::framing(&head, self.is_head),
@@ -789,20 +780,14 @@ fn build_head(
         }),
     };
     if proxy.protocol != Protocol::Http {
-        let written = crate::gateway::request::write_request(
+        crate::gateway::request::write_request(
             worker,
             info,
             request,
             location,
-            proxy.protocol,
-            input.body_len,
-            input.cache.as_ref(),
+            &input,
             &mut bytes.0,
-        );
-        if let Err(error) = written {
-            log(worker, info, request, Level::Alert, format_args!("{error}"));
-            return Err(500);
-        }
+        )?;
         uri.clear();
         request.upstream.uri = uri;
         return Ok(OutgoingHead {

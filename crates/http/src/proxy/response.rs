@@ -53,7 +53,7 @@ fn hidden(proxy: &Proxy, name: &[u8]) -> bool {
     }
     // A gateway's `Date` and `Server` are passed (its `Status` never is).
     let defaults = match proxy.protocol {
-        crate::gateway::Protocol::Http => HIDDEN_BY_DEFAULT,
+        crate::gateway::settings::Protocol::Http => HIDDEN_BY_DEFAULT,
         _ => &HIDDEN_BY_DEFAULT[3..],
     };
     defaults

@@ -187,7 +187,7 @@ settings! {
         /// `proxy_temp_path`: where buffered upstream responses spill to disk.
         proxy_temp_path: TempPath = TempPath { path: env.prefix.join("proxy_temp"), levels: Vec::new() },
         /// What the upstream speaks: set by the content handler's module, no directive.
-        protocol: crate::gateway::Protocol = crate::gateway::Protocol::Http,
+        protocol: crate::gateway::settings::Protocol = crate::gateway::settings::Protocol::Http,
     }
 }
 

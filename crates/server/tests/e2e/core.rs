@@ -40,6 +40,23 @@ const HTTP: &str =
     "http { server { listen 127.0.0.1:8080; location / { return 200 \"ok\\n\"; } } }";
 
 #[test]
+fn env_lines_are_checked_and_kept() {
+    let server = Instance::start(&format!(
+        "env TZ;\nenv PORTICO_E2E=1;\nevents {{\n}}\n{HTTP}\n"
+    ));
+    assert_eq!(server.get("/").status, 200);
+    let failure = Instance::builder(&format!("env =1;\nevents {{\n}}\n{HTTP}\n"))
+        .expect_log("[emerg]")
+        .try_start()
+        .expect_err("an empty name is refused");
+    assert!(
+        failure.stderr.contains("invalid parameter \"=1\""),
+        "{}",
+        failure.stderr
+    );
+}
+
+#[test]
 fn worker_processes_starts_that_many_worker_threads() {
     let server = Instance::start(&format!("worker_processes 3;\nevents {{\n}}\n{HTTP}\n"));
     assert_eq!(server.get("/").status, 200);

@@ -181,9 +181,13 @@ fn php_through_debians_snippet_and_the_stock_params() {
         assert!(body.contains(line), "{line:?} in {body}");
     }
     let line = server.wait_for_error_log("FastCGI sent in stderr");
+    let logged = concat!(
+        r#"FastCGI sent in stderr: "PHP message: info ran" "#,
+        "while reading response header from upstream"
+    );
     assert!(
-        line.contains(r#"[error]"#)
-            && line.contains(r#"FastCGI sent in stderr: "PHP message: info ran" while reading response header from upstream"#)
+        line.contains("[error]")
+            && line.contains(logged)
             && line.contains(&format!(r#"upstream: "fastcgi://unix:{}""#, php.socket())),
         "{line}"
     );
@@ -368,6 +372,13 @@ fn a_down_slow_or_broken_application_gets_nginxs_answers() {
             listen 127.0.0.1:8080;
             root {root};
             location ^~ /down/ {{ include {params}; fastcgi_pass unix:{root}/none.sock; }}
+            location ^~ /caught/ {{
+                rewrite ^/caught(/.*)$ $1 break;
+                include {params};
+                fastcgi_param SCRIPT_FILENAME $document_root$uri;
+                fastcgi_catch_stderr \"info ran\";
+                fastcgi_pass unix:{socket};
+            }}
             location ^~ /garbage/ {{ include {params}; fastcgi_pass 127.0.0.1:8082; }}
             location ^~ /slow/ {{
                 rewrite ^/slow(/.*)$ $1 break;
@@ -393,7 +404,10 @@ fn a_down_slow_or_broken_application_gets_nginxs_answers() {
     assert_eq!(get(port, "/garbage/x.php").status, 502);
     let line = server.wait_for_error_log("FastCGI protocol version");
     assert!(
-        line.contains("upstream sent unsupported FastCGI protocol version: 72 while reading response header from upstream"),
+        line.contains(concat!(
+            "upstream sent unsupported FastCGI protocol version: 72 ",
+            "while reading response header from upstream"
+        )),
         "{line}"
     );
     answering.join().expect("the garbage peer");
@@ -401,9 +415,16 @@ fn a_down_slow_or_broken_application_gets_nginxs_answers() {
     assert_eq!(get(port, "/slow/app.php?do=slow").status, 504);
     let line = server.wait_for_error_log("timed out");
     assert!(
-        line.contains("upstream timed out (110: Connection timed out) while reading response header from upstream"),
+        line.contains(concat!(
+            "upstream timed out (110: Connection timed out) ",
+            "while reading response header from upstream"
+        )),
         "{line}"
     );
+
+    // Stderr holding a `fastcgi_catch_stderr` string before the head: an invalid head.
+    assert_eq!(get(port, "/caught/app.php?do=info").status, 502);
+    server.wait_for_error_log("FastCGI sent in stderr: \"PHP message: info ran\"");
 
     // The worker goes on serving.
     assert_eq!(get(port, "/app.php?do=status").status, 404);
@@ -455,6 +476,10 @@ fn a_gateway_without_a_cache_key_or_with_a_bad_split_is_refused() {
         (
             "server { listen 127.0.0.1:8080; location / { fastcgi_param A b c; } }",
             "invalid parameter \"c\"",
+        ),
+        (
+            "server { listen 127.0.0.1:8080; location / { uwsgi_modifier1 256; } }",
+            "value must be between 0 and 255",
         ),
     ] {
         let failure = Instance::http_builder(config)

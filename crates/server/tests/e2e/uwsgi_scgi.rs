@@ -72,6 +72,13 @@ fn a_wsgi_app_through_uwsgi_params() {
             listen 127.0.0.1:8080;
             location /py/ {{
                 include {params};
+                uwsgi_modifier1 0;
+                uwsgi_modifier2 0;
+                uwsgi_pass unix:{socket};
+            }}
+            location /py/set/ {{
+                include {params};
+                uwsgi_param HTTP_X_CUSTOM from-config;
                 uwsgi_pass unix:{socket};
             }}
         }}",
@@ -87,6 +94,16 @@ fn a_wsgi_app_through_uwsgi_params() {
     assert_eq!(
         get.body_text(),
         "method=GET uri=/py/path?x=1 path=/py/path query=x=1 x=yes len=0\n"
+    );
+
+    // A param names the field the client sent: the param's value goes instead.
+    let set = Client::connect(server.port()).request(
+        "GET /py/set/x HTTP/1.1\r\nHost: localhost\r\nX-Custom: yes\r\nConnection: close\r\n\r\n",
+    );
+    assert!(
+        set.body_text().contains(" x=from-config "),
+        "{}",
+        set.body_text()
     );
 
     let body = "posted ".repeat(20_000);
@@ -153,7 +170,11 @@ fn an_scgi_app_gets_its_netstring_and_answers_with_a_cgi_head() {
     let config = format!(
         "server {{
             listen 127.0.0.1:8080;
-            location / {{ include {params}; scgi_pass 127.0.0.1:8081; }}
+            location / {{
+                include {params};
+                scgi_param X_FROM_CONFIG yes;
+                scgi_pass 127.0.0.1:8081;
+            }}
         }}",
         params = conf_file("scgi_params"),
     );
@@ -173,6 +194,7 @@ fn an_scgi_app_gets_its_netstring_and_answers_with_a_cgi_head() {
         "QUERY_STRING=a=b\n",
         "HTTP_HOST=localhost\n",
         "BODY=hello\n",
+        "X_FROM_CONFIG=yes\n",
     ] {
         assert!(text.contains(line), "{line:?} in {text}");
     }

@@ -11,7 +11,7 @@ use crate::conf::{
     location_directive,
 };
 use crate::core::directives::{flag, size, time};
-use crate::gateway::Protocol;
+use crate::gateway::settings::Protocol;
 use crate::proxy::cache::settings::{
     CacheMethods, CachePath, CacheUse, Store, UseStale, ValidRule,
 };

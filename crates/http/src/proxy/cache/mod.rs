@@ -24,7 +24,7 @@ use crate::proxy::cache::settings::{CachePath, CacheUse, CacheZoneId, ProxyCache
 pub fn resolve_zone(
     settings: &mut ProxyCache,
     paths: &[CachePath],
-    protocol: crate::gateway::Protocol,
+    protocol: crate::gateway::settings::Protocol,
 ) -> Result<(), ConfError> {
     if !matches!(settings.store, Store::Off) {
         settings.cache = CacheUse::Off;
@@ -33,7 +33,7 @@ pub fn resolve_zone(
     if let CacheUse::Named { name, span } = &settings.cache {
         let module = protocol.prefix();
         // Only the proxy has a default key.
-        if settings.key.is_none() && protocol != crate::gateway::Protocol::Http {
+        if settings.key.is_none() && protocol != crate::gateway::settings::Protocol::Http {
             return Err(ConfError::message(
                 format!("no \"{module}_cache_key\" for \"{module}_cache\""),
                 span,

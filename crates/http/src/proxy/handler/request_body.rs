@@ -77,7 +77,7 @@ pub(super) async fn read_request_body(
     }
     let chunked = request.info.framing == http1::request::BodyFraming::Chunked;
     // A chunked body is passed on as it comes in HTTP/1.1's chunks or FastCGI's records.
-    let framed = proxy.http_11 || proxy.protocol == crate::gateway::Protocol::Fastcgi;
+    let framed = proxy.http_11 || proxy.protocol == crate::gateway::settings::Protocol::Fastcgi;
     if !proxy.request_buffering && (!chunked || framed) {
         let length = match request.info.framing {
             http1::request::BodyFraming::Length(length) => Some(length),

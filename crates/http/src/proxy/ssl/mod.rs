@@ -7,7 +7,10 @@ use std::sync::Arc;
 
 use conf::{Arity, ConfError, ConfErrorKind, Contexts, Directive};
 
-use crate::conf::{HttpDirective, LoadContext, Location, LocationScope, Setter, directive};
+use crate::conf::{
+    HttpDirective, LoadContext, Location, LocationScope, Setter, directive, gateway_directive,
+};
+use crate::gateway::settings::Protocol;
 use crate::set_once;
 use crate::variables::HttpTemplate;
 
@@ -89,6 +92,72 @@ pub const DIRECTIVES: &[HttpDirective] = &[
         CONTEXTS,
         Arity::TAKE2,
         Setter::Location(accept_conf_command),
+    ),
+];
+
+/// The `proxy_ssl_*` directives uwsgi has too (`uwsgi_ssl_verify`), filling its copy.
+pub const UWSGI_DIRECTIVES: &[HttpDirective] = &[
+    gateway_directive(
+        "uwsgi_ssl_server_name",
+        Protocol::Uwsgi,
+        Arity::FLAG,
+        set_server_name,
+    ),
+    gateway_directive("uwsgi_ssl_name", Protocol::Uwsgi, Arity::TAKE1, set_name),
+    gateway_directive("uwsgi_ssl_verify", Protocol::Uwsgi, Arity::FLAG, set_verify),
+    gateway_directive(
+        "uwsgi_ssl_trusted_certificate",
+        Protocol::Uwsgi,
+        Arity::TAKE1,
+        set_trusted,
+    ),
+    gateway_directive(
+        "uwsgi_ssl_verify_depth",
+        Protocol::Uwsgi,
+        Arity::TAKE1,
+        set_verify_depth,
+    ),
+    gateway_directive(
+        "uwsgi_ssl_certificate",
+        Protocol::Uwsgi,
+        Arity::TAKE1,
+        set_certificate,
+    ),
+    gateway_directive(
+        "uwsgi_ssl_certificate_key",
+        Protocol::Uwsgi,
+        Arity::TAKE1,
+        set_certificate_key,
+    ),
+    gateway_directive(
+        "uwsgi_ssl_password_file",
+        Protocol::Uwsgi,
+        Arity::TAKE1,
+        set_password_file,
+    ),
+    gateway_directive(
+        "uwsgi_ssl_protocols",
+        Protocol::Uwsgi,
+        Arity::ONE_OR_MORE,
+        set_protocols,
+    ),
+    gateway_directive(
+        "uwsgi_ssl_ciphers",
+        Protocol::Uwsgi,
+        Arity::TAKE1,
+        set_ciphers,
+    ),
+    gateway_directive(
+        "uwsgi_ssl_session_reuse",
+        Protocol::Uwsgi,
+        Arity::FLAG,
+        set_session_reuse,
+    ),
+    gateway_directive(
+        "uwsgi_ssl_conf_command",
+        Protocol::Uwsgi,
+        Arity::TAKE2,
+        accept_conf_command,
     ),
 ];
 
@@ -228,6 +297,7 @@ pub(crate) fn finish(locations: &mut [Location], prefix: &Path) -> Result<(), Co
         if !may_use_tls {
             continue;
         }
+        let module = location.settings.proxy.protocol.prefix();
         let settings = &location.settings.proxy_ssl;
         let pair = match (&settings.certificate, &settings.certificate_key) {
             (Some(certificate), Some(key)) => Some(
@@ -240,16 +310,16 @@ pub(crate) fn finish(locations: &mut [Location], prefix: &Path) -> Result<(), Co
             ),
             (Some(certificate), None) => {
                 return Err(load_error(tls::TlsError(format!(
-                    "no \"proxy_ssl_certificate_key\" is defined for certificate \"{certificate}\""
+                    "no \"{module}_ssl_certificate_key\" is defined for certificate \"{certificate}\""
                 ))));
             }
             _ => None,
         };
         let verify = if settings.verify {
             let Some(trusted) = &settings.trusted_certificate else {
-                return Err(load_error(tls::TlsError(
-                    "no proxy_ssl_trusted_certificate for proxy_ssl_verify".to_owned(),
-                )));
+                return Err(load_error(tls::TlsError(format!(
+                    "no {module}_ssl_trusted_certificate for {module}_ssl_verify"
+                ))));
             };
             Some(tls::load_trusted(&source(prefix, trusted, "certificate")?).map_err(load_error)?)
         } else {
