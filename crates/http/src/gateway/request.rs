@@ -3,16 +3,17 @@
 //! uwsgi's packet, SCGI's netstring). The body follows: in STDIN records for FastCGI
 //! (written as it is sent, [`crate::proxy::exchange`]), raw for the others.
 
-use std::borrow::Cow;
+use std::ops::Range;
 
 use cgi::RequestError;
 use cgi::fastcgi::{KeepConn, RequestEncoder};
 
 use crate::conf::Location;
 use crate::gateway::{Gateway, Protocol};
+use crate::proxy::exchange::{PooledBuffer, take_buffer};
 use crate::proxy::request::{CacheFields, HeadInput};
 use crate::request::{ConnectionInfo, Request};
-use crate::variables::evaluate::render;
+use crate::variables::evaluate::RequestVariables;
 use crate::worker::HttpWorker;
 
 /// The FastCGI request id: one request per connection at a time, as nginx sends.
@@ -67,8 +68,8 @@ fn encode(
     out: &mut Vec<u8>,
 ) -> Result<(), RequestError> {
     let protocol = location.settings.proxy.protocol;
-    let pairs = params(worker, connection, request, location, input.cache.as_ref());
-    let pairs = pairs.iter().map(|(name, value)| (&**name, &**value));
+    let params = params(worker, connection, request, location, input.cache.as_ref());
+    let pairs = params.iter();
     match protocol {
         Protocol::Fastcgi | Protocol::Http => {
             let encoder = fastcgi_encoder(&location.settings.gateway);
@@ -87,32 +88,67 @@ fn encode(
     }
 }
 
-type Pair<'r> = (Cow<'r, [u8]>, Cow<'r, [u8]>);
+/// A param's name: the configuration's, or made in [`Params::bytes`] (`HTTP_NAME`).
+#[derive(Clone)]
+enum Name<'r> {
+    Config(&'r [u8]),
+    Made(Range<usize>),
+}
+
+/// The params of one request: their values (and made names) in one buffer, evaluated
+/// with one set of request variables, so that a request costs no allocation per param.
+struct Params<'r> {
+    bytes: PooledBuffer,
+    pairs: Vec<(Name<'r>, Range<usize>)>,
+}
+
+impl Params<'_> {
+    fn iter(&self) -> impl Iterator<Item = (&[u8], &[u8])> + '_ {
+        self.pairs.iter().map(|(name, value)| {
+            let name = match name {
+                Name::Config(name) => name,
+                Name::Made(range) => &self.bytes.0[range.clone()],
+            };
+            (name, &self.bytes.0[value.clone()])
+        })
+    }
+}
 
 /// The params in the order they are sent: the configuration's, then the client's fields
 /// as `HTTP_NAME` (unless a param of that name was set), then the cache's validators.
 fn params<'r>(
     worker: &HttpWorker,
     connection: &ConnectionInfo,
-    request: &'r Request<'_>,
+    request: &Request<'_>,
     location: &'r Location,
     cache: Option<&CacheFields>,
-) -> Vec<Pair<'r>> {
+) -> Params<'r> {
     let gateway = &location.settings.gateway;
-    let mut pairs: Vec<Pair<'r>> = Vec::with_capacity(gateway.params.len() + 16);
+    let mut params = Params {
+        bytes: PooledBuffer(take_buffer(0)),
+        pairs: Vec::with_capacity(gateway.params.len() + 16),
+    };
+    let mut variables = RequestVariables::new(
+        request,
+        connection,
+        worker.conf(),
+        worker.clock.now(),
+        &worker.generation.hostname,
+    );
+    let bytes = &mut params.bytes.0;
     for param in gateway.params.iter() {
-        let value: Cow<'r, [u8]> = match param.value.as_literal() {
-            Some(literal) => Cow::Borrowed(literal),
-            None => Cow::Owned(render(worker, connection, request, &param.value)),
-        };
-        if param.if_not_empty && value.is_empty() {
+        let start = bytes.len();
+        param.value.evaluate(&mut variables, bytes);
+        if param.if_not_empty && bytes.len() == start {
             continue;
         }
-        pairs.push((Cow::Borrowed(&param.name), value));
+        params
+            .pairs
+            .push((Name::Config(&param.name), start..bytes.len()));
     }
     let set = |name: &[u8]| gateway.params.iter().any(|param| &*param.name == name);
     if location.settings.proxy.pass_request_headers {
-        let first_field = pairs.len();
+        let first_field = params.pairs.len();
         for header in &request.head.headers {
             let (Some(name), Some(value)) = (
                 request.head_bytes.get(header.name.clone()),
@@ -127,67 +163,85 @@ fn params<'r>(
             {
                 continue;
             }
-            let param = http_name(name);
-            if set(&param) {
+            let name_start = bytes.len();
+            push_http_name(bytes, name);
+            let made = name_start..bytes.len();
+            if set(&bytes[made.clone()]) {
+                bytes.truncate(name_start);
                 continue;
             }
             // Fields of one name go as one param: `Cookie` values joined by `; `, the
-            // others' by `, ` (RFC 9110 §5.3).
-            if let Some((_, joined)) = pairs[first_field..]
-                .iter_mut()
-                .find(|(existing, _)| **existing == *param)
-            {
-                let joined = joined.to_mut();
-                joined.extend_from_slice(if name.eq_ignore_ascii_case(b"cookie") {
+            // others' by `, ` (RFC 9110 §5.3). The joined value is made anew at the end.
+            let earlier = params.pairs[first_field..].iter().position(|(existing, _)| {
+                matches!(existing, Name::Made(range) if bytes[range.clone()] == bytes[made.clone()])
+            });
+            if let Some(index) = earlier {
+                bytes.truncate(name_start);
+                let pair = &mut params.pairs[first_field + index];
+                let start = bytes.len();
+                bytes.extend_from_within(pair.1.clone());
+                bytes.extend_from_slice(if name.eq_ignore_ascii_case(b"cookie") {
                     b"; "
                 } else {
                     b", "
                 });
-                joined.extend_from_slice(value);
+                bytes.extend_from_slice(value);
+                pair.1 = start..bytes.len();
                 continue;
             }
-            pairs.push((Cow::Owned(param), Cow::Borrowed(value)));
+            let value_start = bytes.len();
+            bytes.extend_from_slice(value);
+            params
+                .pairs
+                .push((Name::Made(made), value_start..bytes.len()));
         }
     }
     if let Some(cache) = cache {
         if let Some(time) = cache.if_modified_since
             && !set(b"HTTP_IF_MODIFIED_SINCE")
         {
-            let mut value = Vec::new();
-            http1::response::write_http_date(&mut value, time);
-            pairs.push((Cow::Borrowed(b"HTTP_IF_MODIFIED_SINCE"), Cow::Owned(value)));
+            let start = bytes.len();
+            http1::response::write_http_date(bytes, time);
+            params
+                .pairs
+                .push((Name::Config(b"HTTP_IF_MODIFIED_SINCE"), start..bytes.len()));
         }
         if let Some(etag) = &cache.if_none_match
             && !set(b"HTTP_IF_NONE_MATCH")
         {
-            pairs.push((
-                Cow::Borrowed(b"HTTP_IF_NONE_MATCH"),
-                Cow::Owned(etag.clone()),
-            ));
+            let start = bytes.len();
+            bytes.extend_from_slice(etag);
+            params
+                .pairs
+                .push((Name::Config(b"HTTP_IF_NONE_MATCH"), start..bytes.len()));
         }
     }
-    pairs
+    params
 }
 
-/// `HTTP_` and the field's name in upper case with `-` as `_` (RFC 3875 §4.1.18).
-pub fn http_name(name: &[u8]) -> Vec<u8> {
-    let mut param = Vec::with_capacity(5 + name.len());
-    param.extend_from_slice(b"HTTP_");
-    param.extend(name.iter().map(|&byte| match byte {
+/// Appends `HTTP_` and the field's name in upper case with `-` as `_` (RFC 3875 §4.1.18).
+fn push_http_name(out: &mut Vec<u8>, name: &[u8]) {
+    out.extend_from_slice(b"HTTP_");
+    out.extend(name.iter().map(|&byte| match byte {
         b'-' => b'_',
         other => other.to_ascii_uppercase(),
     }));
-    param
 }
 
 #[cfg(test)]
 mod tests {
-    use super::http_name;
+    use super::push_http_name;
 
     #[test]
     fn field_names_become_cgi_variables() {
-        assert_eq!(http_name(b"Accept-Encoding"), b"HTTP_ACCEPT_ENCODING");
-        assert_eq!(http_name(b"x-real-ip"), b"HTTP_X_REAL_IP");
-        assert_eq!(http_name(b"Host"), b"HTTP_HOST");
+        for (field, param) in [
+            (&b"Accept-Encoding"[..], &b"HTTP_ACCEPT_ENCODING"[..]),
+            (b"x-real-ip", b"HTTP_X_REAL_IP"),
+            (b"Host", b"HTTP_HOST"),
+        ] {
+            let mut out = Vec::new();
+            push_http_name(&mut out, field);
+            assert_eq!(out, param);
+        }
     }
 }

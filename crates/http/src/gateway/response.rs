@@ -27,8 +27,8 @@ pub(crate) struct FastcgiBody {
     pub remaining: Option<u64>,
     /// END_REQUEST came short of `remaining`: the next read fails.
     pub ended_short: bool,
-    /// Where stderr that comes with the body is logged.
-    pub log: Option<StderrLog>,
+    /// Stderr that came with the body, not logged yet.
+    pub stderr: Vec<Vec<u8>>,
 }
 
 impl FastcgiBody {
@@ -37,7 +37,6 @@ impl FastcgiBody {
     pub(crate) fn into_body(
         mut self: Box<Self>,
         said: crate::proxy::response::UpstreamFraming,
-        log: StderrLog,
     ) -> Box<Self> {
         use crate::proxy::response::UpstreamFraming;
         self.remaining = match said {
@@ -45,7 +44,6 @@ impl FastcgiBody {
             UpstreamFraming::None => Some(0),
             UpstreamFraming::Chunked | UpstreamFraming::Close => None,
         };
-        self.log = Some(log);
         self
     }
 
@@ -65,57 +63,29 @@ impl FastcgiBody {
     }
 }
 
-/// The error log of a FastCGI body's stderr, and the request's context as it was when the
-/// body started (`while reading upstream, client: ...`).
-#[derive(Debug)]
-pub(crate) struct StderrLog {
-    pub error_log: std::sync::Arc<logging::ErrorLog>,
-    pub connection: u64,
-    pub context: Vec<u8>,
+/// Where a FastCGI body's stderr is logged: the request's location's error log, with the
+/// request's context (`while reading upstream, client: ...`), made only when stderr comes.
+pub(crate) struct StderrLog<'a> {
+    pub worker: &'a crate::worker::HttpWorker,
+    pub connection: crate::request::ConnectionInfo,
 }
 
-impl StderrLog {
-    pub(crate) fn new(
-        worker: &crate::worker::HttpWorker,
-        connection: &crate::request::ConnectionInfo,
-        request: &Request<'_>,
-        location: &crate::conf::Location,
-    ) -> StderrLog {
-        let mut context = Vec::new();
-        logging::LogContext::write_context(
-            &request
-                .log_context(connection, worker.conf())
-                .with_action("reading upstream"),
-            &mut context,
-        );
-        StderrLog {
-            error_log: std::sync::Arc::clone(&location.settings.core.error_log),
-            connection: connection.id,
-            context,
+impl StderrLog<'_> {
+    /// Logs the pieces of stderr that came with the body.
+    pub(crate) fn write(&self, request: &Request<'_>, pieces: Vec<Vec<u8>>) {
+        for piece in pieces {
+            crate::request_log::log_during(
+                self.worker,
+                &self.connection,
+                request,
+                Level::Error,
+                Some("reading upstream"),
+                format_args!(
+                    "FastCGI sent in stderr: \"{}\"",
+                    String::from_utf8_lossy(cgi::fastcgi::stderr_message(&piece))
+                ),
+            );
         }
-    }
-
-    /// Logs one piece of stderr.
-    pub(crate) fn write(&self, piece: &[u8]) {
-        if !self.error_log.enabled(Level::Error) {
-            return;
-        }
-        struct Written<'c>(&'c [u8]);
-        impl logging::LogContext for Written<'_> {
-            fn write_context(&self, out: &mut Vec<u8>) {
-                out.extend_from_slice(self.0);
-            }
-        }
-        self.error_log.write(
-            Level::Error,
-            &runtime::clock::wall_now(),
-            Some(self.connection),
-            format_args!(
-                "FastCGI sent in stderr: \"{}\"",
-                String::from_utf8_lossy(cgi::fastcgi::stderr_message(piece))
-            ),
-            Some(&Written(&self.context)),
-        );
     }
 }
 
@@ -133,8 +103,11 @@ pub(crate) async fn read_head(
     let buffer_size = usize::try_from(proxy.buffer_size)
         .unwrap_or(usize::MAX)
         .max(1024);
-    let mut input = take_buffer(buffer_size.max(16 * 1024));
-    let mut filled = 0;
+    // Records are read into the window's spare room (nothing zeroed); what the reader used
+    // is dropped from its front when the window is full.
+    let window = buffer_size.max(16 * 1024);
+    let mut input = take_buffer(0);
+    input.reserve(window);
     let mut used = 0;
     let invalid = |message: String| {
         Failure::upstream(
@@ -147,28 +120,27 @@ pub(crate) async fn read_head(
         .then(|| ResponseReader::new(FASTCGI_REQUEST_ID, buffer_size));
     let mut parser = HeadParser::new(HeadStyle::StatusLineOrCgi, buffer_size);
     loop {
-        if used == filled {
+        if used == input.len() {
+            input.clear();
             used = 0;
-            filled = 0;
-        } else if filled == input.len() {
-            input.copy_within(used..filled, 0);
-            filled -= used;
+        } else if input.len() >= window {
+            input.drain(..used);
             used = 0;
         }
-        let count = read_head_bytes(stream, proxy, client, &mut input, filled).await?;
+        let count = read_head_bytes(stream, proxy, client, &mut input, window).await?;
         request.upstream.attempts[attempt].bytes_received += count as u64;
         if count == 0 {
-            let started = filled > 0 || request.upstream.attempts[attempt].bytes_received > 0;
+            let started =
+                !input.is_empty() || request.upstream.attempts[attempt].bytes_received > 0;
             return Err(Failure {
                 head_started: started,
                 ..Failure::upstream(Fault::Closed, Action::ReadingHead, true)
             });
         }
-        filled += count;
         let found = match &mut fastcgi {
             Some(reader) => loop {
                 let (taken, event) = reader
-                    .read(&input[used..filled])
+                    .read(&input[used..])
                     .map_err(|error| invalid(error.to_string()))?;
                 used += taken;
                 match event {
@@ -193,11 +165,11 @@ pub(crate) async fn read_head(
             },
             None => {
                 let progress = parser
-                    .push(&input[used..filled])
+                    .push(&input[used..])
                     .map_err(|error| invalid(error.to_string()))?;
                 match progress {
                     HeadProgress::Partial => {
-                        used = filled;
+                        used = input.len();
                         None
                     }
                     HeadProgress::Complete { head, body_offset } => {
@@ -215,7 +187,7 @@ pub(crate) async fn read_head(
         let mut buffer = take_buffer(0);
         write_head_text(&head, &mut buffer);
         let text_len = buffer.len();
-        buffer.extend_from_slice(&input[used..filled]);
+        buffer.extend_from_slice(&input[used..]);
         crate::proxy::exchange::give_buffer(input);
         let mut parsed = match response::parse(&buffer[..text_len]) {
             Ok(Some(parsed)) => parsed,
@@ -230,7 +202,7 @@ pub(crate) async fn read_head(
                 pending,
                 remaining: None,
                 ended_short: false,
-                log: None,
+                stderr: Vec::new(),
             })
         });
         return Ok(ReceivedHead {

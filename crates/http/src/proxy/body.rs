@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use http1::chunked::ChunkedDecoder;
 use runtime::Stream;
 
-use crate::gateway::response::FastcgiBody;
+use crate::gateway::response::{FastcgiBody, StderrLog};
 use crate::proxy::cache::store::Keeper;
 use crate::proxy::exchange::{read_timed, read_timed_appending, read_timed_spare};
 use crate::proxy::failure::{Action, Failure, Fault};
@@ -69,6 +69,8 @@ pub struct BodyStart<'a> {
     pub limit_rate: u64,
     /// A FastCGI answer: the body is in its records (the framing is then `Close`).
     pub(crate) gateway: Option<Box<FastcgiBody>>,
+    /// Where its stderr is logged.
+    pub(crate) stderr_log: Option<StderrLog<'a>>,
 }
 
 /// A piece of the body read by [`UpstreamBody::next_detached`].
@@ -106,6 +108,7 @@ pub struct UpstreamBody<'a> {
     /// When the first body read waited, and the bytes read since (for the rate).
     read_since: Option<(u64, u64)>,
     gateway: Option<Box<FastcgiBody>>,
+    stderr_log: Option<StderrLog<'a>>,
 }
 
 impl std::fmt::Debug for UpstreamBody<'_> {
@@ -152,6 +155,7 @@ impl<'a> UpstreamBody<'a> {
             limit_rate: start.limit_rate,
             read_since: None,
             gateway: start.gateway,
+            stderr_log: start.stderr_log,
         }
     }
 
@@ -184,6 +188,11 @@ impl<'a> UpstreamBody<'a> {
     ) -> Result<bool, Failure> {
         let mut received = 0;
         let result = self.next_counted(out, may_wait, &mut received).await;
+        if let (Some(gateway), Some(log)) = (self.gateway.as_deref_mut(), &self.stderr_log)
+            && !gateway.stderr.is_empty()
+        {
+            log.write(request, std::mem::take(&mut gateway.stderr));
+        }
         if let Some(attempt) = request.upstream.attempts.get_mut(self.attempt) {
             attempt.bytes_received += received;
         }
@@ -421,11 +430,7 @@ impl<'a> UpstreamBody<'a> {
             self.position += taken;
             match event {
                 Some(ResponseEvent::Body(piece)) => gateway.take_body(out, piece),
-                Some(ResponseEvent::Stderr(piece)) => {
-                    if let Some(log) = &gateway.log {
-                        log.write(piece);
-                    }
-                }
+                Some(ResponseEvent::Stderr(piece)) => gateway.stderr.push(piece.to_vec()),
                 Some(ResponseEvent::End(_)) => {
                     if gateway.remaining.is_some_and(|left| left > 0) {
                         // Short of its length: what came goes out first, then the failure.

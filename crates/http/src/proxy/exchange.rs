@@ -416,13 +416,14 @@ async fn read_head(
     let limit = usize::try_from(proxy.buffer_size)
         .unwrap_or(usize::MAX)
         .max(1024);
-    let mut buffer = take_buffer(limit);
-    let mut filled = 0;
+    // Read into the buffer's spare room: no byte of it is zeroed first.
+    let mut buffer = take_buffer(0);
+    buffer.reserve(limit);
     loop {
-        let count = read_head_bytes(stream, proxy, client, &mut buffer, filled).await?;
+        let count = read_head_bytes(stream, proxy, client, &mut buffer, limit).await?;
         request.upstream.attempts[attempt].bytes_received += count as u64;
         if count == 0 {
-            if filled > 0 && !buffer.starts_with(b"HTTP/") {
+            if !buffer.is_empty() && !buffer.starts_with(b"HTTP/") {
                 // An HTTP/0.9 answer ends with the connection.
                 let head = UpstreamHead {
                     status: 200,
@@ -430,7 +431,6 @@ async fn read_head(
                     connection_close: true,
                     ..UpstreamHead::default()
                 };
-                buffer.truncate(filled);
                 return Ok(ReceivedHead {
                     head,
                     buffer,
@@ -438,49 +438,49 @@ async fn read_head(
                 });
             }
             return Err(Failure {
-                head_started: filled > 0,
+                head_started: !buffer.is_empty(),
                 ..Failure::upstream(Fault::Closed, Action::ReadingHead, true)
             });
         }
-        filled += count;
         let invalid = |fault| Failure::upstream(fault, Action::ReadingHead, true);
-        match response::parse(&buffer[..filled]) {
+        match response::parse(&buffer) {
             Ok(Some(head)) => {
                 if (100..200).contains(&head.status) && head.status != 101 && !head.http_09 {
-                    buffer.copy_within(head.len..filled, 0);
-                    filled -= head.len;
+                    buffer.drain(..head.len);
                     continue;
                 }
                 request.upstream.attempts[attempt].header_time = Some(started.elapsed());
                 // The buffer goes on with the response: the body bytes read with the head
                 // are decoded from it in place.
-                buffer.truncate(filled);
                 return Ok(ReceivedHead {
                     head,
                     buffer,
                     gateway: None,
                 });
             }
-            Ok(None) if filled == buffer.len() => return Err(invalid(Fault::HeadTooBig)),
+            Ok(None) if buffer.len() >= limit => return Err(invalid(Fault::HeadTooBig)),
             Ok(None) => {}
             Err(head) => return Err(invalid(Fault::InvalidHead(head))),
         }
     }
 }
 
-/// The next bytes of the head into `buffer[filled..]`; 0 when the upstream closed.
+/// The next bytes of the head, appended to `buffer` up to `limit` bytes in all (read into
+/// its spare room, nothing zeroed); 0 when the upstream closed.
 pub(crate) async fn read_head_bytes(
     stream: &Stream,
     proxy: &Proxy,
     client: &mut Client<'_, '_>,
-    buffer: &mut [u8],
-    filled: usize,
+    buffer: &mut Vec<u8>,
+    limit: usize,
 ) -> Result<usize, Failure> {
+    let filled = buffer.len();
+    let room = limit.saturating_sub(filled);
     // While waiting, a client that goes away ends the request (nginx's check for a
     // broken connection), unless `proxy_ignore_client_abort` or a refresh says not to.
     let read = tokio::select! {
         biased;
-        read = read_after_wait(stream, &mut buffer[filled..], proxy.read_timeout) => read,
+        read = read_after_wait_appending(stream, buffer, room, proxy.read_timeout) => read,
         () = client_gone(client.source.socket()), if client.watch_abort => {
             // nginx's words; its action is still "sending" until the upstream answers.
             let action = if filled == 0 {
@@ -631,7 +631,7 @@ pub(crate) fn take_buffer(len: usize) -> Vec<u8> {
 }
 
 /// A buffer that goes back to the pool when dropped.
-pub(super) struct PooledBuffer(pub Vec<u8>);
+pub(crate) struct PooledBuffer(pub Vec<u8>);
 
 impl Drop for PooledBuffer {
     fn drop(&mut self) {
@@ -687,6 +687,27 @@ pub async fn read_timed_appending(
         Err(error) if error.kind() == io::ErrorKind::WouldBlock => {}
         result => return result,
     }
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        match tokio::time::timeout_at(deadline, stream.readable()).await {
+            Ok(result) => result?,
+            Err(_) => return Err(io::ErrorKind::TimedOut.into()),
+        }
+        match stream.try_read_appending(buffer, max) {
+            Err(error) if error.kind() == io::ErrorKind::WouldBlock => continue,
+            result => return result,
+        }
+    }
+}
+
+/// [`read_after_wait`] into the room `buffer` has (at most `max` bytes; it grows to take
+/// them), none of it zeroed first.
+async fn read_after_wait_appending(
+    stream: &Stream,
+    buffer: &mut Vec<u8>,
+    max: usize,
+    timeout: Duration,
+) -> io::Result<usize> {
     let deadline = tokio::time::Instant::now() + timeout;
     loop {
         match tokio::time::timeout_at(deadline, stream.readable()).await {

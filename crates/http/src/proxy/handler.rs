@@ -519,9 +519,10 @@ impl<'a> Proxying<'a, '_> {
             UpstreamFraming::Chunked => UpstreamFraming::Close,
             said => said,
         };
-        let gateway = gateway.map(|gateway| {
-            let log = StderrLog::new(self.worker, info, request, self.location);
-            gateway.into_body(said, log)
+        let gateway = gateway.map(|gateway| gateway.into_body(said));
+        let stderr_log = gateway.is_some().then(|| StderrLog {
+            worker: self.worker,
+            connection: info.clone(),
         });
         let framing = match proxy.protocol {
             Protocol::Http => response::framing(&head, self.is_head),
@@ -580,6 +581,7 @@ impl<'a> Proxying<'a, '_> {
             cache: writer,
             limit_rate: self.limit_rate(info, request, proxy),
             gateway,
+            stderr_log,
         });
         if background {
             return ProxyOutcome::Drain(Box::new(body));
