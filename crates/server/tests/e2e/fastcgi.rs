@@ -46,6 +46,20 @@ if ($do === 'info') {
 }
 "#;
 
+/// A front controller as WordPress's `index.php` is one: every permalink comes to it.
+const INDEX: &str = r#"<?php
+if (isset($_FILES['upload'])) {
+    $file = $_FILES['upload'];
+    $data = file_get_contents($file['tmp_name']);
+    $sum = 0;
+    for ($i = 0; $i < strlen($data); $i++) {
+        $sum = ($sum * 31 + ord($data[$i])) % 1000000007;
+    }
+    echo 'UPLOAD=', $file['name'], ' ', $file['size'], ' ', $sum, "\n";
+}
+echo 'INDEX REQUEST_URI=', $_SERVER['REQUEST_URI'], ' QUERY_STRING=', $_SERVER['QUERY_STRING'], "\n";
+"#;
+
 /// A PHP-FPM pool serving [`APP`] as `app.php` from its own directory.
 struct PhpFpm {
     // Dropped first: the server stops before its directory goes.
@@ -78,6 +92,8 @@ fn start_php_fpm(port: Option<u16>) -> Option<PhpFpm> {
     };
     let dir = TempDir::new("e2e-php-fpm");
     dir.write("app.php", APP);
+    dir.write("index.php", INDEX);
+    dir.write("style.css", "body { color: black; }\n");
     let socket = dir.join("php.sock");
     let listen = match port {
         Some(port) => format!("127.0.0.1:{port}"),
@@ -224,6 +240,136 @@ fn php_through_debians_snippet_and_the_stock_params() {
             r#"FastCGI sent in stderr: "PHP message: after the head" while reading upstream"#
         ),
         "{line}"
+    );
+}
+
+/// Debian's `snippets/fastcgi-php.conf`, as Debian ships it (its comments left out).
+const DEBIAN_SNIPPET: &str = "fastcgi_split_path_info ^(.+?\\.php)(/.*)$;
+try_files $fastcgi_script_name =404;
+set $path_info $fastcgi_path_info;
+fastcgi_param PATH_INFO $path_info;
+fastcgi_index index.php;
+include fastcgi.conf;
+";
+
+#[test]
+fn debians_default_site_and_wordpresss_documented_config() {
+    let Some(php) = start_php_fpm(None) else {
+        return;
+    };
+    let fastcgi_conf =
+        std::fs::read_to_string(conf_file("fastcgi.conf")).expect("conf/fastcgi.conf");
+    // Debian's sites-available/default with its PHP block uncommented; WordPress's
+    // documented server (an upstream named php, permalinks to index.php, long expiry for
+    // static files, errors intercepted) on the second port.
+    let config = format!(
+        "worker_processes 1;
+events {{}}
+http {{
+    include mime.types;
+    upstream php {{ server unix:{socket}; }}
+    server {{
+        listen 127.0.0.1:8080 default_server;
+        root {root};
+        index index.html index.htm index.nginx-debian.html index.php;
+        server_name _;
+        location / {{ try_files $uri $uri/ =404; }}
+        location ~ \\.php$ {{
+            include snippets/fastcgi-php.conf;
+            fastcgi_pass unix:{socket};
+        }}
+        location ~ /\\.ht {{ deny all; }}
+    }}
+    server {{
+        listen 127.0.0.1:8081;
+        server_name wordpress.test;
+        root {root};
+        index index.php;
+        client_max_body_size 8m;
+        location = /favicon.ico {{ log_not_found off; access_log off; }}
+        location / {{ try_files $uri $uri/ /index.php?$args; }}
+        location ~ \\.php$ {{
+            include fastcgi_params;
+            fastcgi_intercept_errors on;
+            fastcgi_pass php;
+            fastcgi_param SCRIPT_FILENAME $document_root$fastcgi_script_name;
+        }}
+        location ~* \\.(js|css|png|jpg|jpeg|gif|ico)$ {{ expires max; log_not_found off; }}
+    }}
+}}
+",
+        root = php.root(),
+        socket = php.socket(),
+    );
+    let server = Instance::builder(&config)
+        .file("fastcgi.conf", &fastcgi_conf)
+        .file(
+            "fastcgi_params",
+            std::fs::read_to_string(conf_file("fastcgi_params")).expect("conf/fastcgi_params"),
+        )
+        .file("snippets/fastcgi-php.conf", DEBIAN_SNIPPET)
+        .file(
+            "mime.types",
+            std::fs::read_to_string(conf_file("mime.types")).expect("conf/mime.types"),
+        )
+        .start();
+    let status = crate::support::cli::run(&server.cli_args(&["-t"]));
+    status.assert_code(0);
+
+    // Debian's site: the directory index is index.php, run by PHP-FPM.
+    let front = get(server.port(), "/");
+    assert_eq!(front.status, 200, "{}", front.body_text());
+    assert!(
+        front.body_text().contains("INDEX REQUEST_URI=/ "),
+        "{}",
+        front.body_text()
+    );
+    assert_eq!(get(server.port(), "/nothing.php").status, 404);
+
+    // WordPress: a permalink, a static file, an upload.
+    let wordpress = server.port_of(8081);
+    let permalink = get(wordpress, "/2026/11/hello-world/?replytocom=5");
+    assert_eq!(permalink.status, 200);
+    assert!(
+        permalink.body_text().contains(
+            "INDEX REQUEST_URI=/2026/11/hello-world/?replytocom=5 QUERY_STRING=replytocom=5"
+        ),
+        "{}",
+        permalink.body_text()
+    );
+    let css = get(wordpress, "/style.css");
+    assert_eq!(css.status, 200);
+    assert_eq!(css.header("Cache-Control"), Some("max-age=315360000"));
+    let file: Vec<u8> = (0..200_000u32).map(|index| (index % 256) as u8).collect();
+    let boundary = "portico-e2e-boundary";
+    let mut body = format!(
+        "--{boundary}\r\nContent-Disposition: form-data; name=\"upload\"; filename=\"photo.jpg\"\r\n\
+         Content-Type: image/jpeg\r\n\r\n"
+    )
+    .into_bytes();
+    body.extend_from_slice(&file);
+    body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+    let upload = |path: &str| {
+        let mut request = format!(
+            "POST {path} HTTP/1.1\r\nHost: wordpress.test\r\n\
+             Content-Type: multipart/form-data; boundary={boundary}\r\n\
+             Content-Length: {}\r\nConnection: close\r\n\r\n",
+            body.len()
+        )
+        .into_bytes();
+        request.extend_from_slice(&body);
+        Client::connect(wordpress).request(request)
+    };
+    // A script that is not there: `location / { try_files }` does not apply to `\.php$`,
+    // so PHP-FPM answers 404 (intercepted: nginx's page).
+    assert_eq!(upload("/wp-admin/async-upload.php").status, 404);
+    let uploaded = upload("/index.php");
+    assert_eq!(uploaded.status, 200, "{}", uploaded.body_text());
+    let expected = format!("UPLOAD=photo.jpg {} {}\n", file.len(), checksum(&file));
+    assert!(
+        uploaded.body_text().contains(&expected),
+        "{expected:?} in {}",
+        uploaded.body_text()
     );
 }
 
