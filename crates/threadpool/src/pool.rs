@@ -399,13 +399,17 @@ impl ThreadPool {
     /// Whether an urgent task submitted now ([`ThreadPool::submit_urgent_as`]) would
     /// start within `max_delay`: a thread waits for work and no urgent task is queued, or
     /// the oldest urgent task has waited less than `max_delay`. Ordinary tasks, however
-    /// many wait, do not count: urgent ones go first. A pool not started yet has its
-    /// threads start with the task. A hint, like [`ThreadPool::keeps_up`].
+    /// many wait, do not count: urgent ones go first; but a full queue (`max_queue`)
+    /// would refuse it. A pool not started yet has its threads start with the task. A
+    /// hint, like [`ThreadPool::keeps_up`].
     pub fn starts_urgent_within(&self, max_delay: Duration) -> bool {
+        let state = self.shared.lock();
+        if state.queued() >= self.shared.max_queue {
+            return false;
+        }
         if !self.is_started() {
             return true;
         }
-        let state = self.shared.lock();
         match state.urgent.front() {
             Some(oldest) => oldest.since.elapsed() < max_delay,
             None => state.idle > 0,

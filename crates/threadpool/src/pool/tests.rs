@@ -187,6 +187,10 @@ fn max_queue_zero_refuses_every_task() {
     let pool = ThreadPool::start(&settings(2, 0), None).unwrap();
     assert_eq!(pool.submit(|| 1).unwrap_err(), QueueOverflow { waiting: 0 });
     assert_eq!(pool.counters().overflowed, 1);
+    assert!(
+        !pool.starts_urgent_within(Duration::from_secs(1)),
+        "an urgent task would be refused too"
+    );
     pool.shutdown();
 }
 
@@ -410,7 +414,9 @@ fn urgent_tasks_go_before_the_queue() {
 #[test]
 fn urgent_tasks_share_the_queue_limit_and_shutdown_drains_both() {
     let pool = ThreadPool::start(&settings(4, 2), None).unwrap();
-    let releases = occupy(&pool, 3);
+    // One at a time: three submitted at once could overflow the queue of 2 before a
+    // thread takes them.
+    let releases: Vec<_> = (0..3).flat_map(|_| occupy(&pool, 1)).collect();
     let ordinary = pool.submit(|| 1).unwrap();
     let urgent_blocker = occupy_urgent(&pool);
     let urgent = pool.submit_urgent_as(TaskKind::Sendfile, || 2).unwrap();
