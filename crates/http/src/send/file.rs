@@ -251,8 +251,8 @@ fn urgent_lane_free(file: &FileBody) -> bool {
 
 /// Whether page cache holds a piece about to be sent: `mincore` over the whole piece where
 /// the worker can see the file's state ([`Route::Hinted`]), else one-byte reads that may
-/// not wait, every [`PROBE_STRIDE`](crate::file::io::PROBE_STRIDE) bytes ([`probe_cached`]). Timed for the stall watcher
-/// and counted in the residency answers.
+/// not wait, every [`PROBE_STRIDE`](crate::file::io::PROBE_STRIDE) bytes
+/// ([`probe_cached`]). Timed for the stall watcher and counted in the residency answers.
 fn probe_piece(
     context: &BodyContext<'_>,
     file: &FileBody,
