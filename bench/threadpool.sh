@@ -217,6 +217,18 @@ read_bytes() {
 RUNS=$WORK/runs.tsv
 : >"$RUNS"
 
+# SAMPLE_HOT=1: every 100 ms, how much of the hot file page cache holds (fincore, run as
+# root, so it sees the real state), to tell a hot file evicted by the memory group from a
+# server's own delay. The run's line then ends with the smallest share seen and the number
+# of samples under 100 %.
+sample_hot() {
+    local out=$1 end=$((SECONDS + DURATION))
+    while [ $SECONDS -lt $end ]; do
+        echo "$(date +%s.%N) $(fincore -b -n -o RES "$DATA_DIR/hot.bin" 2>/dev/null || echo 0)" >>"$out"
+        sleep 0.1
+    done
+}
+
 # SAMPLE_STACKS=1: every 50 ms, the kernel stack of each server thread that is not asleep
 # in epoll or a futex (where a worker should be), to find what holds a worker's loop.
 sample_stacks() {
@@ -304,6 +316,7 @@ run_one() {
         "http://127.0.0.1:$port/hot.bin" >"$hot_out" 2>&1 &
     HOT_PID=$!
     if [ -n "${SAMPLE_STACKS:-}" ]; then sample_stacks "$SERVER_PID" "$prefix/stacks.txt" & fi
+    if [ -n "${SAMPLE_HOT:-}" ]; then sample_hot "$prefix/hot-resident.txt" & fi
     wait "$HOT_PID" || die "hot wrk failed: $(cat "$hot_out")"
     wait "$RANDOM_PID" || die "random wrk failed: $(cat "$random_out")"
     HOT_PID="" RANDOM_PID=""
@@ -326,7 +339,15 @@ run_one() {
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$key" "$rep" "$2" "$3" "$4" "$5" \
         "$(awk -v h="$hot_bytes" -v r="$random_bytes" -v d="$DURATION" 'BEGIN { printf "%.0f", (h + r) / d }')" \
         "$random_requests" "$1" "${stalls// /$'\t'}" "$load_start" "$load_end" "$p50" >>"$RUNS"
-    note "$key rep $rep: load $load_start-$load_end; hot $2 req/s, p50 $p50 us, avg $3 us, p99 $4 us, errors $5; random $random_requests requests; total $(tail -1 "$RUNS" | cut -f7) B/s; stalls (10 ms, 100 ms, 1 s) $stalls"
+    local hot_resident="" resident_min=- resident_short=-
+    if [ -s "$prefix/hot-resident.txt" ]; then
+        read -r resident_min resident_short < <(awk -v full="$FILE_BYTES" '
+            { if (min == "" || $2 < min) min = $2; if ($2 < full) short++; n++ }
+            END { printf "%.1f %d/%d\n", 100 * min / full, short, n }' "$prefix/hot-resident.txt")
+        hot_resident="; hot file resident: min $resident_min %, $resident_short samples under 100 %"
+    fi
+    sed -i "\$s|\$|\t$resident_min\t$resident_short|" "$RUNS"
+    note "$key rep $rep: load $load_start-$load_end; hot $2 req/s, p50 $p50 us, avg $3 us, p99 $4 us, errors $5; random $random_requests requests; total $(tail -1 "$RUNS" | cut -f7) B/s; stalls (10 ms, 100 ms, 1 s) $stalls$hot_resident"
 }
 
 make_data
@@ -461,11 +482,11 @@ done
         fi
     done
     echo
-    echo "Every run (hot req/s, p50, avg and p99 in µs, socket errors + non-2xx of the hot load, total B/s, random requests, hot requests, Portico's loop stalls of 10 ms, 100 ms and 1 s or more, the machine's 1-minute load average from /proc/loadavg when the loads started and ended):"
+    echo "Every run (hot req/s, p50, avg and p99 in µs, socket errors + non-2xx of the hot load, total B/s, random requests, hot requests, Portico's loop stalls of 10 ms, 100 ms and 1 s or more, the machine's 1-minute load average from /proc/loadavg when the loads started and ended, and with SAMPLE_HOT=1 the smallest share of the hot file page cache held and how many 100 ms samples found it short):"
     echo
-    echo "| configuration | rep | hot req/s | p50 µs | avg µs | p99 µs | errors | total B/s | random req | hot req | stalls ≥ 10 ms | ≥ 100 ms | ≥ 1 s | load start | load end |"
-    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
-    awk -F'\t' '{ printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $15, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14 }' "$RUNS"
+    echo "| configuration | rep | hot req/s | p50 µs | avg µs | p99 µs | errors | total B/s | random req | hot req | stalls ≥ 10 ms | ≥ 100 ms | ≥ 1 s | load start | load end | hot resident min % | samples < 100 % |"
+    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    awk -F'\t' '{ printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $15, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $16, $17 }' "$RUNS"
     echo
     echo "![hot-file latency per configuration]($SVG_NAME)"
     echo
