@@ -308,9 +308,9 @@ impl ThreadPool {
 
     /// [`ThreadPool::submit_as`] for a short task that must not wait behind the queue: the
     /// `sendfile` of data already in page cache, while other tasks wait for the disk. It
-    /// is taken before every ordinary task, and a few of the pool's threads take only
-    /// such tasks ([`urgent_only_threads`]), so it starts at once unless those are busy
-    /// too ([`ThreadPool::starts_urgent_within`]). It counts against `max_queue` like any
+    /// is taken before every ordinary task, and a quarter of the pool's threads (at most
+    /// 4) take only such tasks, so it starts at once unless those are busy too
+    /// ([`ThreadPool::starts_urgent_within`]). It counts against `max_queue` like any
     /// other task.
     pub fn submit_urgent_as<T, F>(
         &self,
