@@ -22,11 +22,24 @@
 #   SERVER_USER [www-data]   the `user` directive of both servers: their workers' user,
 #                            who can read the data set but does not own it (as with
 #                            Debian's nginx); "root" measures a server that owns its files
+#   USERS [$SERVER_USER]     several users, e.g. "root www-data": every configuration runs
+#                            under each, in the same repetition (rows "CONFIG@USER")
+#   PRESET                   "hot-tail": issue 34's run of the seed's location, as root and
+#                            as www-data (USERS="root www-data", 24 random and 16 hot
+#                            connections, CONFIGS="nginx:threads portico:threads nginx:off
+#                            portico:off", section threadpool-hot-tail of RESULTS.md)
+#   LOCK [/tmp/portico-bench.lock]   held (flock) for each repetition, so that other
+#                            benchmarks on the shared machine never overlap one; "-" = none
 #   READ_BPS [31457280]      READ_IOPS [200]    the emulated disk: blkio throttle on reads
 #   MEMORY_LIMIT [268435456] the servers' memory cgroup limit (page cache included)
 #   CONFIGS [all eleven]     e.g. "nginx:off portico:threads"; a third part ":alone" runs
 #                            the hot load alone, ":cached" the whole data set in page cache
 #                            with no memory limit (the old no-pressure rows)
+#   METRICS [0]              1: Portico's configuration also has a `portico_metrics`
+#                            location, read after each run into the run's prefix
+#                            (with KEEP_TMP=1: its pools' waits, residency answers)
+#   BASE_BIN                 an earlier Portico build: configurations "base:MODE" run it
+#                            (with PRESET=hot-tail, "base:threads" is added to CONFIGS)
 #   PORTICO_BIN, CARGO_TARGET_DIR, RESULTS [bench/RESULTS.md] ("-" = don't write), KEEP_TMP [0]
 #
 # The disk: the servers run in a cgroup v1 blkio group whose read_bps_device and
@@ -39,6 +52,19 @@
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 source "$BENCH_DIR/lib/cache_setup.sh"
 
+if [ "${PRESET:-}" = hot-tail ]; then
+    USERS=${USERS:-"root www-data"}
+    RANDOM_CONNECTIONS=${RANDOM_CONNECTIONS:-24}
+    HOT_CONNECTIONS=${HOT_CONNECTIONS:-16}
+    if [ -n "${BASE_BIN:-}" ]; then
+        CONFIGS=${CONFIGS:-"nginx:threads portico:threads base:threads nginx:off portico:off"}
+    fi
+    CONFIGS=${CONFIGS:-"nginx:threads portico:threads nginx:off portico:off"}
+    SECTION=${SECTION:-threadpool-hot-tail}
+elif [ -n "${PRESET:-}" ]; then
+    echo "unknown PRESET=$PRESET" >&2
+    exit 1
+fi
 REPS=${REPS:-5}
 DURATION=${DURATION:-20}
 FILES=${FILES:-512}
@@ -48,13 +74,16 @@ HOT_CONNECTIONS=${HOT_CONNECTIONS:-50}
 HOT_THREADS=${HOT_THREADS:-2}
 WORKERS=${WORKERS:-2}
 SERVER_USER=${SERVER_USER:-www-data}
+USERS=${USERS:-$SERVER_USER}
+LOCK=${LOCK:-/tmp/portico-bench.lock}
 READ_BPS=${READ_BPS:-31457280}
 READ_IOPS=${READ_IOPS:-200}
 MEMORY_LIMIT=${MEMORY_LIMIT:-268435456}
 CONFIGS=${CONFIGS:-"nginx:off portico:off nginx:threads portico:threads nginx:threads-sendfile-off portico:threads-sendfile-off portico:threads-nowait-off nginx:threads:alone portico:threads:alone nginx:threads:cached portico:threads:cached"}
 RESULTS=${RESULTS:-$BENCH_DIR/RESULTS.md}
 KEEP_TMP=${KEEP_TMP:-0}
-SECTION=threadpool
+METRICS=${METRICS:-0}
+SECTION=${SECTION:-threadpool}
 FILE_BYTES=$((4 * 1024 * 1024))
 CGROUP=/sys/fs/cgroup/blkio/portico-bench-threadpool
 MEMCG=/sys/fs/cgroup/memory/portico-bench-threadpool
@@ -115,9 +144,13 @@ echo \$\$ > $MEMCG/cgroup.procs || exit 1
 exec "\$@"
 EOF
     chmod +x "$WORK/in-cgroups"
-    for bin in nginx portico; do
+    for bin in nginx portico base; do
         local real
-        if [ "$bin" = nginx ]; then real=$NGINX_BIN; else real=$PORTICO_BIN; fi
+        case $bin in
+            nginx) real=$NGINX_BIN ;;
+            portico) real=$PORTICO_BIN ;;
+            base) [ -n "${BASE_BIN:-}" ] || continue; real=$BASE_BIN ;;
+        esac
         cat >"$WORK/$bin-in-cgroup" <<EOF
 #!/bin/sh
 exec $WORK/in-cgroups $real "\$@"
@@ -134,7 +167,10 @@ EOF
 # Both servers read the same file; only Portico's `aio_nowait off` run has a line nginx lacks.
 # A location's `sendfile off` overrides the http level's `sendfile on`.
 write_conf() {
-    local mode=$1 port=$2 file=$3 aio_lines
+    local mode=$1 port=$2 file=$3 user=$4 kind=$5 aio_lines metrics_lines=""
+    if [ "$kind" != nginx ] && [ "$METRICS" = 1 ]; then
+        metrics_lines="location = /portico-metrics { portico_metrics; }"
+    fi
     case $mode in
         off) aio_lines="aio off;" ;;
         threads) aio_lines="aio threads;" ;;
@@ -143,7 +179,7 @@ write_conf() {
         *) die "unknown mode $mode" ;;
     esac
     cat >"$file" <<EOF
-user $SERVER_USER;
+user $user;
 daemon off;
 worker_processes $WORKERS;
 error_log logs/error.log notice;
@@ -162,6 +198,7 @@ http {
             root $DATA_DIR;
             $aio_lines
         }
+        $metrics_lines
     }
 }
 EOF
@@ -179,6 +216,18 @@ read_bytes() {
 
 RUNS=$WORK/runs.tsv
 : >"$RUNS"
+
+# SAMPLE_HOT=1: every 100 ms, how much of the hot file page cache holds (fincore, run as
+# root, so it sees the real state), to tell a hot file evicted by the memory group from a
+# server's own delay. The run's line then ends with the smallest share seen and the number
+# of samples under 100 %.
+sample_hot() {
+    local out=$1 end=$((SECONDS + DURATION))
+    while [ $SECONDS -lt $end ]; do
+        echo "$(date +%s.%N) $(fincore -b -n -o RES "$DATA_DIR/hot.bin" 2>/dev/null || echo 0)" >>"$out"
+        sleep 0.1
+    done
+}
 
 # SAMPLE_STACKS=1: every 50 ms, the kernel stack of each server thread that is not asleep
 # in epoll or a futex (where a worker should be), to find what holds a worker's loop.
@@ -202,7 +251,7 @@ sample_stacks() {
 # writes when it exits; "- - -" for nginx, which has no stall watcher.
 stall_counts() {
     local kind=$1 log=$2
-    if [ "$kind" != portico ]; then
+    if [ "$kind" = nginx ]; then
         echo "- - -"
         return
     fi
@@ -213,8 +262,15 @@ stall_counts() {
         END { if (n) printf "%d %d %d\n", a, b, c; else print "? ? ?" }' "$log"
 }
 
+# The name of a configuration's rows: "CONFIG", or "CONFIG@USER" when USERS has several.
+row_key() {
+    if [ "$(wc -w <<<"$USERS")" -gt 1 ]; then echo "$1@$2"; else echo "$1"; fi
+}
+
 run_one() {
-    local config=$1 rep=$2 kind mode variant alone=0 cached=0 port conf prefix hot_out random_out parsed
+    local config=$1 user=$2 rep=$3 kind mode variant alone=0 cached=0 port conf prefix hot_out random_out parsed key
+    local load_start load_end
+    key=$(row_key "$config" "$user")
     IFS=: read -r kind mode variant <<<"$config"
     case $variant in
         "") ;;
@@ -223,10 +279,10 @@ run_one() {
         *) die "unknown config $config" ;;
     esac
     port=$(free_port)
-    prefix=$WORK/${config//:/-}-$rep
-    conf=$WORK/$kind-$mode.conf
+    prefix=$WORK/${key//[:@]/-}-$rep
+    conf=$WORK/$kind-$mode-$user.conf
     mkdir -p "$prefix/logs"
-    write_conf "$mode" "$port" "$conf"
+    write_conf "$mode" "$port" "$conf" "$user" "$kind"
     sync
     echo 3 >/proc/sys/vm/drop_caches
     if [ "$cached" = 1 ]; then
@@ -237,9 +293,17 @@ run_one() {
         echo "$MEMORY_LIMIT" >"$MEMCG/memory.limit_in_bytes"
     fi
     "$WORK/in-cgroups" cat "$DATA_DIR/hot.bin" >/dev/null
-    start_server "$kind" "$prefix" "$conf" "$port"
-    hot_out=$WORK/hot-${config//:/-}-$rep.txt
-    random_out=$WORK/random-${config//:/-}-$rep.txt
+    if [ "$kind" = base ]; then
+        local current=$PORTICO_BIN
+        PORTICO_BIN=$WORK/base-in-cgroup
+        start_server portico "$prefix" "$conf" "$port"
+        PORTICO_BIN=$current
+    else
+        start_server "$kind" "$prefix" "$conf" "$port"
+    fi
+    hot_out=$WORK/hot-${key//[:@]/-}-$rep.txt
+    random_out=$WORK/random-${key//[:@]/-}-$rep.txt
+    load_start=$(cut -d' ' -f1 /proc/loadavg)
     if [ "$alone" = 1 ]; then
         echo "0 requests in ${DURATION}s, 0B read" >"$random_out"
         sleep 0 &
@@ -252,9 +316,14 @@ run_one() {
         "http://127.0.0.1:$port/hot.bin" >"$hot_out" 2>&1 &
     HOT_PID=$!
     if [ -n "${SAMPLE_STACKS:-}" ]; then sample_stacks "$SERVER_PID" "$prefix/stacks.txt" & fi
+    if [ -n "${SAMPLE_HOT:-}" ]; then sample_hot "$prefix/hot-resident.txt" & fi
     wait "$HOT_PID" || die "hot wrk failed: $(cat "$hot_out")"
     wait "$RANDOM_PID" || die "random wrk failed: $(cat "$random_out")"
     HOT_PID="" RANDOM_PID=""
+    load_end=$(cut -d' ' -f1 /proc/loadavg)
+    if [ "$kind" != nginx ] && [ "$METRICS" = 1 ]; then
+        curl -s -m 10 "http://127.0.0.1:$port/portico-metrics" >"$prefix/metrics.txt" || true
+    fi
     stop_server "$SERVER_PID"
     local stalls
     stalls=$(stall_counts "$kind" "$prefix/logs/error.log")
@@ -265,19 +334,38 @@ run_one() {
     hot_bytes=$(read_bytes "$hot_out")
     random_bytes=$(read_bytes "$random_out")
     random_requests=$(awk '/ requests in / { print $1; exit }' "$random_out")
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$config" "$rep" "$2" "$3" "$4" "$5" \
+    local p50
+    p50=$(to_us "$(awk '$1 == "50%" { print $2; exit }' "$hot_out")")
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$key" "$rep" "$2" "$3" "$4" "$5" \
         "$(awk -v h="$hot_bytes" -v r="$random_bytes" -v d="$DURATION" 'BEGIN { printf "%.0f", (h + r) / d }')" \
-        "$random_requests" "$1" "${stalls// /$'\t'}" >>"$RUNS"
-    note "$config rep $rep: hot $2 req/s, avg $3 us, p99 $4 us, errors $5; random $random_requests requests; total $(tail -1 "$RUNS" | cut -f7) B/s; stalls (10 ms, 100 ms, 1 s) $stalls"
+        "$random_requests" "$1" "${stalls// /$'\t'}" "$load_start" "$load_end" "$p50" >>"$RUNS"
+    local hot_resident="" resident_min=- resident_short=-
+    if [ -s "$prefix/hot-resident.txt" ]; then
+        read -r resident_min resident_short < <(awk -v full="$FILE_BYTES" '
+            { if (min == "" || $2 < min) min = $2; if ($2 < full) short++; n++ }
+            END { printf "%.1f %d/%d\n", 100 * min / full, short, n }' "$prefix/hot-resident.txt")
+        hot_resident="; hot file resident: min $resident_min %, $resident_short samples under 100 %"
+    fi
+    sed -i "\$s|\$|\t$resident_min\t$resident_short|" "$RUNS"
+    note "$key rep $rep: load $load_start-$load_end; hot $2 req/s, p50 $p50 us, avg $3 us, p99 $4 us, errors $5; random $random_requests requests; total $(tail -1 "$RUNS" | cut -f7) B/s; stalls (10 ms, 100 ms, 1 s) $stalls$hot_resident"
 }
 
 make_data
 setup_disk
-note "configs: $CONFIGS; $REPS reps of ${DURATION}s"
+note "configs: $CONFIGS; users: $USERS; $REPS reps of ${DURATION}s"
 for ((rep = 1; rep <= REPS; rep++)); do
-    for config in $CONFIGS; do
-        run_one "$config" "$rep"
+    # One repetition holds the shared benchmark lock, so that its nginx and Portico runs
+    # see the same machine and no other benchmark runs between them.
+    if [ "$LOCK" != - ]; then
+        exec 9>>"$LOCK"
+        flock 9
+    fi
+    for user in $USERS; do
+        for config in $CONFIGS; do
+            run_one "$config" "$user" "$rep"
+        done
     done
+    if [ "$LOCK" != - ]; then flock -u 9; fi
 done
 
 # ---------------------------------------------------------------- report ----
@@ -302,33 +390,42 @@ col_sum() {
         END { if (dash) print "-"; else print total + 0 }' "$RUNS"
 }
 
-SVG_NAME=threadpool-hot-latency.svg
+SVG_NAME=$SECTION-hot-latency.svg
 section=$WORK/section.md
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else if (a > 0) print "unbounded (nginx: 0)"; else print "n/a" }'; }
 # "- name: hot req/s R (≥ T1), hot p99 P (≤ T2), total bytes/s B (≥ T3), stalls ≥ 100 ms S"
 target_line() {
-    local label=$1 mode=$2 rps_target=$3
+    local label=$1 mode=$2 rps_target=$3 user=${4:-$SERVER_USER}
     [[ " $CONFIGS " == *" portico:$mode "* && " $CONFIGS " == *" nginx:$mode "* ]] || return 0
-    local p99_ratio nginx_idle
-    p99_ratio=$(ratio "$(p99_median "portico:$mode")" "$(p99_median "nginx:$mode")")
+    local p99_ratio nginx_idle portico nginx
+    portico=$(row_key "portico:$mode" "$user")
+    nginx=$(row_key "nginx:$mode" "$user")
+    if [ "$(wc -w <<<"$USERS")" -gt 1 ]; then label="$label, \`user $user\`"; fi
+    p99_ratio=$(ratio "$(p99_median "$portico")" "$(p99_median "$nginx")")
     # A run in which nginx completed no hot request has no latency from wrk: every hot
     # request it answered took longer than the run. When that is the median run, its p99
     # is only known to be above DURATION, and the ratio is an upper bound.
-    nginx_idle=$(awk -F'\t' -v c="nginx:$mode" '$1 == c && $9 == 0 { n++ } END { print n + 0 }' "$RUNS")
-    if [ "$(p99_median "nginx:$mode")" = "$ABOVE_RUN" ]; then
-        p99_ratio="< $(ratio "$(p99_median "portico:$mode")" "$((DURATION * 1000000))")"
+    nginx_idle=$(awk -F'\t' -v c="$nginx" '$1 == c && $9 == 0 { n++ } END { print n + 0 }' "$RUNS")
+    if [ "$(p99_median "$nginx")" = "$ABOVE_RUN" ]; then
+        p99_ratio="< $(ratio "$(p99_median "$portico")" "$((DURATION * 1000000))")"
         p99_ratio+=" (nginx completed no hot request in $nginx_idle of $REPS runs: its p99 is above ${DURATION} s)"
     fi
-    echo "- $label: hot req/s $(ratio "$(col_median "portico:$mode" 3)" "$(col_median "nginx:$mode" 3)") (≥ $rps_target)," \
+    echo "- $label: hot req/s $(ratio "$(col_median "$portico" 3)" "$(col_median "$nginx" 3)") (≥ $rps_target)," \
         "hot p99 $p99_ratio (≤ 0.5 where req/s ≥ 1.5)," \
-        "total bytes/s $(ratio "$(col_median "portico:$mode" 7)" "$(col_median "nginx:$mode" 7)") (≥ 1);" \
-        "Portico's loop stalls of 100 ms or more in all $REPS runs: $(col_sum "portico:$mode" 11) (target 0)"
+        "total bytes/s $(ratio "$(col_median "$portico" 7)" "$(col_median "$nginx" 7)") (≥ 1);" \
+        "Portico's loop stalls of 100 ms or more in all $REPS runs: $(col_sum "$portico" 11) (target 0)"
 }
+ROWS=()
+for user in $USERS; do
+    for config in $CONFIGS; do
+        ROWS+=("$(row_key "$config" "$user")")
+    done
+done
 {
     echo "<!-- BEGIN $SECTION -->"
     echo "## threadpool (seed 000): random load from a slow disk and a small page cache, plus one hot file"
     echo
-    echo "Command: \`bench/threadpool.sh\` (REPS=$REPS DURATION=$DURATION FILES=$FILES WORKERS=$WORKERS SERVER_USER=$SERVER_USER" \
+    echo "Command: \`bench/threadpool.sh\` (${PRESET:+PRESET=$PRESET }REPS=$REPS DURATION=$DURATION FILES=$FILES WORKERS=$WORKERS USERS=\"$USERS\"" \
         "RANDOM_CONNECTIONS=$RANDOM_CONNECTIONS HOT_CONNECTIONS=$HOT_CONNECTIONS HOT_THREADS=$HOT_THREADS READ_BPS=$READ_BPS READ_IOPS=$READ_IOPS" \
         "MEMORY_LIMIT=$MEMORY_LIMIT)," \
         "$(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, kernel $(uname -r), $("$NGINX_BIN_REAL" -v 2>&1 | head -1 || true)" \
@@ -338,7 +435,7 @@ target_line() {
         "throttle on the server processes); memory: the servers' cgroup v1 memory group is limited to $((MEMORY_LIMIT / 1048576)) MiB," \
         "page cache included, so most of the data set cannot stay cached (\`:cached\` rows: no limit, the whole data set read in first);" \
         "page cache dropped before every run, then the hot file read back in from inside the groups." \
-        "Both servers: \`user $SERVER_USER; worker_processes $WORKERS; sendfile on; sendfile_max_chunk 512k;\` and the \`aio\` line of the row" \
+        "Both servers: \`user $(echo "$USERS" | sed 's/ / or /g'); worker_processes $WORKERS; sendfile on; sendfile_max_chunk 512k;\` and the \`aio\` line of the row" \
         "(\`threads\`: \`aio threads;\`, the seed's location; \`threads-sendfile-off\`: \`aio threads; sendfile off;\`;" \
         "\`threads-nowait-off\`: Portico's \`aio threads; aio_nowait off;\`)." \
         "Random load: \`wrk -t2 -c$RANDOM_CONNECTIONS\` with a Lua script picking a file at random; hot load:" \
@@ -347,38 +444,49 @@ target_line() {
     echo
     echo "Medians of $REPS runs (each run: both loads at once; stalls: the sum over all runs):"
     echo
-    echo "| configuration | hot req/s | hot avg latency | hot p99 latency | total bytes/s | random requests | stalls ≥ 10 ms | ≥ 100 ms | ≥ 1 s |"
-    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
-    for config in $CONFIGS; do
-        awk -v c="$config" -v rps="$(col_median "$config" 3)" -v avg="$(col_median "$config" 4)" \
+    echo "| configuration | hot req/s | hot p50 latency | hot avg latency | hot p99 latency | total bytes/s | random requests | stalls ≥ 10 ms | ≥ 100 ms | ≥ 1 s |"
+    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    for config in "${ROWS[@]}"; do
+        awk -v c="$config" -v rps="$(col_median "$config" 3)" -v avg="$(col_median "$config" 4)" -v p50="$(col_median "$config" 15)" \
             -v p99="$(col_median "$config" 5)" -v bytes="$(col_median "$config" 7)" \
             -v random="$(col_median "$config" 8)" -v s10="$(col_sum "$config" 10)" \
             -v s100="$(col_sum "$config" 11)" -v s1000="$(col_sum "$config" 12)" 'BEGIN {
-            printf "| %s | %.1f | %.1f ms | %.1f ms | %.1f MB/s | %d | %s | %s | %s |\n", c, rps, avg / 1000, p99 / 1000, bytes / 1e6, random, s10, s100, s1000 }'
+            printf "| %s | %.1f | %.1f ms | %.1f ms | %.1f ms | %.1f MB/s | %d | %s | %s | %s |\n", c, rps, p50 / 1000, avg / 1000, p99 / 1000, bytes / 1e6, random, s10, s100, s1000 }'
     done
     echo
     echo "Ratios, Portico / nginx (medians; the targets in brackets):"
     echo
-    target_line "\`aio threads\` (the seed's location)" threads 1.5
-    target_line "\`aio threads; sendfile off\`" threads-sendfile-off 1.5
-    target_line "\`aio off\`" off 1.0
-    target_line "\`aio threads\`, the hot file alone" threads:alone 1.0
-    target_line "\`aio threads\`, the whole data set cached" threads:cached 1.0
-    if [[ " $CONFIGS " == *" portico:threads:alone "* && " $CONFIGS " == *" nginx:threads:alone "* ]]; then
-        echo "- The hot file under the cold load, as a share of the hot file alone:" \
-            "Portico $(ratio "$(col_median portico:threads 3)" "$(col_median portico:threads:alone 3)")," \
-            "nginx $(ratio "$(col_median nginx:threads 3)" "$(col_median nginx:threads:alone 3)")"
-    fi
-    if [[ " $CONFIGS " == *" portico:threads-nowait-off "* ]]; then
-        echo "- Portico \`aio_nowait on\` / \`off\` (both \`aio threads\`): hot req/s $(ratio "$(col_median portico:threads 3)" "$(col_median portico:threads-nowait-off 3)")," \
-            "hot p99 $(ratio "$(col_median portico:threads 5)" "$(col_median portico:threads-nowait-off 5)")"
-    fi
+    for user in $USERS; do
+        target_line "\`aio threads\` (the seed's location)" threads 1.5 "$user"
+        target_line "\`aio threads; sendfile off\`" threads-sendfile-off 1.5 "$user"
+        target_line "\`aio off\`" off 1.0 "$user"
+        target_line "\`aio threads\`, the hot file alone" threads:alone 1.0 "$user"
+        target_line "\`aio threads\`, the whole data set cached" threads:cached 1.0 "$user"
+    done
+    for user in $USERS; do
+        k() { row_key "$1" "$user"; }
+        if [[ " $CONFIGS " == *" portico:threads:alone "* && " $CONFIGS " == *" nginx:threads:alone "* ]]; then
+            echo "- The hot file under the cold load, as a share of the hot file alone ($user):" \
+                "Portico $(ratio "$(col_median "$(k portico:threads)" 3)" "$(col_median "$(k portico:threads:alone)" 3)")," \
+                "nginx $(ratio "$(col_median "$(k nginx:threads)" 3)" "$(col_median "$(k nginx:threads:alone)" 3)")"
+        fi
+        if [[ " $CONFIGS " == *" base:threads "* && " $CONFIGS " == *" portico:threads "* ]]; then
+            echo "- Portico / the base build (\`BASE_BIN\`), \`aio threads\`, $user: hot req/s $(ratio "$(col_median "$(k portico:threads)" 3)" "$(col_median "$(k base:threads)" 3)")," \
+                "hot p99 $(ratio "$(p99_median "$(k portico:threads)")" "$(p99_median "$(k base:threads)")");" \
+                "base / nginx: hot req/s $(ratio "$(col_median "$(k base:threads)" 3)" "$(col_median "$(k nginx:threads)" 3)")," \
+                "hot p99 $(ratio "$(p99_median "$(k base:threads)")" "$(p99_median "$(k nginx:threads)")")"
+        fi
+        if [[ " $CONFIGS " == *" portico:threads-nowait-off "* ]]; then
+            echo "- Portico \`aio_nowait on\` / \`off\` (both \`aio threads\`, $user): hot req/s $(ratio "$(col_median "$(k portico:threads)" 3)" "$(col_median "$(k portico:threads-nowait-off)" 3)")," \
+                "hot p99 $(ratio "$(col_median "$(k portico:threads)" 5)" "$(col_median "$(k portico:threads-nowait-off)" 5)")"
+        fi
+    done
     echo
-    echo "Every run (hot req/s, avg and p99 in µs, socket errors + non-2xx of the hot load, total B/s, random requests, hot requests, Portico's loop stalls of 10 ms, 100 ms and 1 s or more):"
+    echo "Every run (hot req/s, p50, avg and p99 in µs, socket errors + non-2xx of the hot load, total B/s, random requests, hot requests, Portico's loop stalls of 10 ms, 100 ms and 1 s or more, the machine's 1-minute load average from /proc/loadavg when the loads started and ended, and with SAMPLE_HOT=1 the smallest share of the hot file page cache held and how many 100 ms samples found it short):"
     echo
-    echo "| configuration | rep | hot req/s | avg µs | p99 µs | errors | total B/s | random req | hot req | stalls ≥ 10 ms | ≥ 100 ms | ≥ 1 s |"
-    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
-    awk -F'\t' '{ printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12 }' "$RUNS"
+    echo "| configuration | rep | hot req/s | p50 µs | avg µs | p99 µs | errors | total B/s | random req | hot req | stalls ≥ 10 ms | ≥ 100 ms | ≥ 1 s | load start | load end | hot resident min % | samples < 100 % |"
+    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    awk -F'\t' '{ printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $15, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $16, $17 }' "$RUNS"
     echo
     echo "![hot-file latency per configuration]($SVG_NAME)"
     echo
@@ -388,7 +496,7 @@ target_line() {
 # The plot: hot-file average and p99 latency per configuration, log scale.
 svg=$WORK/$SVG_NAME
 {
-    for config in $CONFIGS; do
+    for config in "${ROWS[@]}"; do
         printf '%s %s %s\n' "$config" "$(col_median "$config" 4)" "$(col_median "$config" 5)"
     done
 } | awk -v title="seed 000: hot 4 MiB file latency under a random load from a slow disk and a small page cache (medians of $REPS runs)" '

@@ -92,10 +92,6 @@ pub struct HttpWorker {
     slowest_blocking: RefCell<Option<(Duration, String)>>,
     /// The loop stalls the stall watcher has measured, by length.
     stall_counts: Cell<StallCounts>,
-    /// When this worker last found file data it asked about not in page cache (a
-    /// `mincore` hint or an `RWF_NOWAIT` read): a sign of memory pressure, under which
-    /// cached pieces stay on the worker rather than going to the pool.
-    last_cache_miss: Cell<Option<std::time::Instant>>,
     /// This worker's counters (`stub_status`, metrics); it is their only writer.
     pub stats: Arc<metrics::WorkerStats>,
     /// The end `worker_shutdown_timeout` puts to the requests still running.
@@ -252,7 +248,6 @@ impl HttpWorker {
             open_files: RefCell::default(),
             slowest_blocking: RefCell::new(None),
             stall_counts: Cell::new(StallCounts::default()),
-            last_cache_miss: Cell::new(None),
             stopping,
             stats: metrics::GLOBAL.register(index),
             cut: Cut::default(),
@@ -460,18 +455,6 @@ impl HttpWorker {
         }
     }
 
-    /// Notes that data asked about was not in page cache.
-    pub(crate) fn note_cache_miss(&self) {
-        self.last_cache_miss.set(Some(std::time::Instant::now()));
-    }
-
-    /// Whether this worker found data not in page cache within `window`.
-    pub(crate) fn missed_cache_within(&self, window: Duration) -> bool {
-        self.last_cache_miss
-            .get()
-            .is_some_and(|at| at.elapsed() < window)
-    }
-
     /// The loop stalls measured so far.
     pub(crate) fn stall_counts(&self) -> StallCounts {
         self.stall_counts.get()
@@ -508,7 +491,25 @@ pub(crate) async fn offload_to<T: Send + 'static>(
     kind: TaskKind,
     work: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, crate::file::io::FileError> {
-    match pool.submit_as(kind, work) {
+    finish_offload(pool, pool.submit_as(kind, work)).await
+}
+
+/// [`offload_to`] on the pool's urgent lane ([`ThreadPool::submit_urgent_as`]): for work
+/// on data judged in page cache, which must not wait behind the disk reads of the queue.
+pub(crate) async fn offload_urgent_to<T: Send + 'static>(
+    pool: &ThreadPool,
+    kind: TaskKind,
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, crate::file::io::FileError> {
+    finish_offload(pool, pool.submit_urgent_as(kind, work)).await
+}
+
+/// Awaits a submitted task, or turns a refusal into nginx's overflow error.
+async fn finish_offload<T: Send + 'static>(
+    pool: &ThreadPool,
+    submitted: Result<threadpool::Completion<T>, threadpool::QueueOverflow>,
+) -> Result<T, crate::file::io::FileError> {
+    match submitted {
         Ok(completion) => completion.await.map_err(|_| crate::file::io::FileError {
             status: 500,
             level: logging::Level::Alert,

@@ -118,11 +118,6 @@ impl Counters {
         self.run_buckets[bucket(micros(ran))].fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Tasks running now.
-    pub(crate) fn running(&self) -> u64 {
-        self.running.load(Ordering::Relaxed)
-    }
-
     pub fn snapshot(&self) -> CountersSnapshot {
         CountersSnapshot {
             queued: self.queued.load(Ordering::Relaxed),

@@ -92,12 +92,39 @@ struct Queued {
 
 struct State {
     jobs: VecDeque<Queued>,
+    /// Tasks submitted with [`ThreadPool::submit_urgent_as`]: taken before any of `jobs`.
+    urgent: VecDeque<Queued>,
+    /// Threads running a task from `jobs` now.
+    running_jobs: usize,
+    /// Threads waiting for a task now.
+    idle: usize,
     closed: bool,
+}
+
+impl State {
+    fn queued(&self) -> usize {
+        self.jobs.len() + self.urgent.len()
+    }
+}
+
+/// How many of a pool's threads never take an ordinary task: they are kept for urgent
+/// ones ([`ThreadPool::submit_urgent_as`]), so that a pool whose other threads all wait for
+/// the disk still starts an urgent task at once. A quarter of the threads, at most this
+/// many (a pool of 32 keeps 4; a pool of 1 to 3 keeps none, and its urgent tasks only go
+/// ahead of the queue).
+const URGENT_THREADS_MAX: usize = 4;
+
+/// The threads of a pool of `threads` that only take urgent tasks.
+fn urgent_only_threads(threads: usize) -> usize {
+    (threads / 4).min(URGENT_THREADS_MAX)
 }
 
 struct Shared {
     name: String,
     max_queue: usize,
+    /// The most threads that run ordinary tasks at once: the pool's threads less the
+    /// ones kept for urgent tasks ([`urgent_only_threads`]).
+    jobs_running_max: usize,
     state: Mutex<State>,
     available: Condvar,
     counters: Counters,
@@ -157,8 +184,12 @@ impl ThreadPool {
         let shared = Arc::new(Shared {
             name: settings.name.clone(),
             max_queue: settings.max_queue,
+            jobs_running_max: settings.threads - urgent_only_threads(settings.threads),
             state: Mutex::new(State {
                 jobs: VecDeque::new(),
+                urgent: VecDeque::new(),
+                running_jobs: 0,
+                idle: 0,
                 closed: false,
             }),
             available: Condvar::new(),
@@ -275,8 +306,42 @@ impl ThreadPool {
         Ok(completion)
     }
 
+    /// [`ThreadPool::submit_as`] for a short task that must not wait behind the queue: the
+    /// `sendfile` of data already in page cache, while other tasks wait for the disk. It
+    /// is taken before every ordinary task, and a quarter of the pool's threads (at most
+    /// 4) take only such tasks, so it starts at once unless those are busy too
+    /// ([`ThreadPool::starts_urgent_within`]). It counts against `max_queue` like any
+    /// other task.
+    pub fn submit_urgent_as<T, F>(
+        &self,
+        kind: TaskKind,
+        work: F,
+    ) -> Result<Completion<T>, QueueOverflow>
+    where
+        T: Send + 'static,
+        F: FnOnce() -> T + Send + 'static,
+    {
+        let completion = self.queue_in(kind, Lane::Urgent, work)?;
+        self.shared.available.notify_one();
+        Ok(completion)
+    }
+
     /// Queues a task without waking a thread.
     fn queue<T, F>(&self, kind: TaskKind, work: F) -> Result<Completion<T>, QueueOverflow>
+    where
+        T: Send + 'static,
+        F: FnOnce() -> T + Send + 'static,
+    {
+        self.queue_in(kind, Lane::Ordinary, work)
+    }
+
+    /// Queues a task in `lane` without waking a thread.
+    fn queue_in<T, F>(
+        &self,
+        kind: TaskKind,
+        lane: Lane,
+        work: F,
+    ) -> Result<Completion<T>, QueueOverflow>
     where
         T: Send + 'static,
         F: FnOnce() -> T + Send + 'static,
@@ -292,17 +357,21 @@ impl ThreadPool {
         });
         {
             let mut state = self.shared.lock();
-            if state.closed || state.jobs.len() >= self.shared.max_queue {
+            if state.closed || state.queued() >= self.shared.max_queue {
                 self.shared.counters.task_overflowed();
                 return Err(QueueOverflow {
-                    waiting: state.jobs.len(),
+                    waiting: state.queued(),
                 });
             }
-            state.jobs.push_back(Queued {
+            let queued = Queued {
                 job,
                 since: Instant::now(),
                 kind,
-            });
+            };
+            match lane {
+                Lane::Ordinary => state.jobs.push_back(queued),
+                Lane::Urgent => state.urgent.push_back(queued),
+            }
             self.shared.counters.task_queued();
         }
         Ok(Completion { receiver })
@@ -313,8 +382,8 @@ impl ThreadPool {
         self.threads.count
     }
 
-    /// Whether a task submitted now would start within `max_delay`: a thread is free and
-    /// nothing waits, or tasks wait but the oldest has waited less than `max_delay` (the
+    /// Whether a task submitted now would start within `max_delay`: a thread for ordinary
+    /// tasks is free and nothing waits, or tasks wait but the oldest has waited less than `max_delay` (the
     /// threads are taking them). A pool whose threads wait for the disk shows it at once,
     /// before any of them has finished: every thread busy, or a queue that does not move.
     /// Read from the pool's state and its relaxed counters, so a moment late either way;
@@ -323,7 +392,27 @@ impl ThreadPool {
         let state = self.shared.lock();
         match state.jobs.front() {
             Some(oldest) => oldest.since.elapsed() < max_delay,
-            None => self.shared.counters.running() < self.threads.count as u64,
+            None => state.running_jobs < self.shared.jobs_running_max,
+        }
+    }
+
+    /// Whether an urgent task submitted now ([`ThreadPool::submit_urgent_as`]) would
+    /// start within `max_delay`: a thread waits for work and no urgent task is queued, or
+    /// the oldest urgent task has waited less than `max_delay`. Ordinary tasks, however
+    /// many wait, do not count: urgent ones go first; but a full queue (`max_queue`)
+    /// would refuse it. A pool not started yet has its threads start with the task. A
+    /// hint, like [`ThreadPool::keeps_up`].
+    pub fn starts_urgent_within(&self, max_delay: Duration) -> bool {
+        let state = self.shared.lock();
+        if state.queued() >= self.shared.max_queue {
+            return false;
+        }
+        if !self.is_started() {
+            return true;
+        }
+        match state.urgent.front() {
+            Some(oldest) => oldest.since.elapsed() < max_delay,
+            None => state.idle > 0,
         }
     }
 
@@ -355,21 +444,36 @@ impl ThreadPool {
     }
 }
 
+/// The two queues of a pool.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Lane {
+    Ordinary,
+    Urgent,
+}
+
 fn run_thread(shared: &Shared) {
     loop {
-        let queued = {
+        let (queued, lane) = {
             let mut state = shared.lock();
             loop {
-                if let Some(queued) = state.jobs.pop_front() {
-                    break queued;
+                if let Some(queued) = state.urgent.pop_front() {
+                    break (queued, Lane::Urgent);
                 }
-                if state.closed {
+                if state.running_jobs < shared.jobs_running_max
+                    && let Some(queued) = state.jobs.pop_front()
+                {
+                    state.running_jobs += 1;
+                    break (queued, Lane::Ordinary);
+                }
+                if state.closed && state.jobs.is_empty() {
                     return;
                 }
+                state.idle += 1;
                 state = shared
                     .available
                     .wait(state)
                     .unwrap_or_else(|poisoned| poisoned.into_inner());
+                state.idle -= 1;
             }
         };
         let started = Instant::now();
@@ -382,6 +486,19 @@ fn run_thread(shared: &Shared) {
         shared
             .counters
             .task_finished(queued.kind, started.elapsed());
+        if lane == Lane::Ordinary {
+            let mut state = shared.lock();
+            debug_assert!(state.running_jobs > 0, "this thread ran an ordinary task");
+            state.running_jobs -= 1;
+            if state.closed {
+                // Threads that waited for a thread slot may have nothing left but to exit.
+                shared.available.notify_all();
+            } else if !state.urgent.is_empty() && !state.jobs.is_empty() {
+                // This thread takes the urgent task next; a waiting thread can take the
+                // ordinary one that its slot frees.
+                shared.available.notify_one();
+            }
+        }
     }
 }
 

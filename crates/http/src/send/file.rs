@@ -13,14 +13,14 @@ use threadpool::{TaskKind, ThreadPool};
 
 use crate::file::io::{
     FileBody, FileError, FileIo, NowaitEnd, PoolSendEnd, all_cached, cache_state_visible,
-    read_direct, read_nowait, sendfile_from_pool,
+    probe_cached, read_direct, read_nowait, sendfile_from_pool,
 };
 use crate::file::read_chunk_into;
 use crate::request::Request;
 use crate::send::body::{BodyContext, INLINE_BODY_BYTES_MAX, Output, finish};
 use crate::send::framing::{CHUNK_END, Framing, chunk_header_len_max};
 use crate::send::turn::Turn;
-use crate::worker::{HttpWorker, offload_to};
+use crate::worker::{HttpWorker, offload_to, offload_urgent_to};
 
 /// Sends `file` after `head` (which goes out first, or with the first piece).
 pub(super) async fn send_file(
@@ -147,20 +147,27 @@ async fn send_with_sendfile(
             .min(max_chunk)
             .min(allowed)
             .min(isize::MAX as u64) as usize;
+        let mut lane = Lane::Ordinary;
         let on_worker = match route {
             Route::Worker => true,
             Route::Pool => false,
-            Route::Hinted | Route::Copied
-                if offset > file.offset
-                    && count >= POOL_SEND_MIN
-                    && !context.worker.missed_cache_within(MISS_WINDOW)
-                    && pool_keeps_up(file) =>
-            {
-                false
-            }
             Route::Hinted | Route::Copied => {
                 let len = count.min(copy_max);
-                let cached = route == Route::Copied || timed_hint(context, file, offset, len);
+                let mut judged = None;
+                if offset > file.offset && count >= POOL_SEND_MIN && urgent_lane_free(file) {
+                    let resident =
+                        probe_piece(context, file, route, offset, count, &mut copy_buffer);
+                    judged = Some(resident);
+                    if resident {
+                        lane = Lane::Urgent;
+                    }
+                }
+                let cached = match judged {
+                    Some(true) => false,
+                    // A hidden file's probe found a hole; what lies before it is copied.
+                    Some(false) => route == Route::Copied,
+                    None => route == Route::Copied || timed_hint(context, file, offset, len),
+                };
                 let sent = if cached {
                     copy_cached(context, output, file, offset, len, &mut copy_buffer).await?
                 } else {
@@ -175,7 +182,7 @@ async fn send_with_sendfile(
                 }
                 // Not cached. A file whose state is hidden is cold from here: the rest goes
                 // to the pool ([`CacheFirst`]). An owned one is asked about again next piece.
-                if route == Route::Copied {
+                if route == Route::Copied && lane == Lane::Ordinary {
                     route = Route::Pool;
                 }
                 false
@@ -183,7 +190,7 @@ async fn send_with_sendfile(
         };
         let sent = match &file.io {
             FileIo::Pool(pool) if !on_worker => {
-                let sent = sendfile_on_pool(output, pool, file, offset, count).await?;
+                let sent = sendfile_on_pool(output, pool, lane, file, offset, count).await?;
                 context.worker.stats.file_bytes_on_pool.add(sent as u64);
                 turn.restart();
                 sent
@@ -212,31 +219,58 @@ async fn send_with_sendfile(
     Ok(())
 }
 
-/// From this size on, a piece is sent by a pool thread's `sendfile` even when page cache
-/// holds it, as long as the pool keeps up ([`POOL_DELAY_MAX`]): the worker then spends one
+/// From this size on, a piece that page cache holds is sent by `sendfile` on the pool's
+/// urgent lane ([`Lane::Urgent`]) when a thread is free for it: the worker then spends one
 /// hand-off (tens of microseconds, whatever the size) instead of copying the piece twice
 /// (into its buffer, then into the socket), and the pool's `sendfile` copies nothing. With
 /// the whole data set cached, `bench/threadpool.sh` measured the worker's copies at 0.43x
-/// nginx's hot req/s (the workers CPU-bound), and this rule at 1.04x.
+/// nginx's hot req/s (the workers CPU-bound), and the pool's `sendfile` at 1.04x. Smaller
+/// pieces are copied: the hand-off would cost more than the copy.
 const POOL_SEND_MIN: usize = 128 * 1024;
 
-/// A pool whose threads are all busy with nothing queued, or whose oldest queued task has
-/// waited this long, is taken to be waiting for the disk (under memory pressure its threads
-/// read for hundreds of milliseconds): cached pieces are then copied by the worker, so they
-/// never queue behind reads of data that is not cached (the seed's hot file).
-const POOL_DELAY_MAX: Duration = Duration::from_millis(5);
+/// An urgent task that would wait longer than this for a pool thread is not submitted: the
+/// worker copies the piece from page cache instead. A piece judged resident never waits in
+/// a queue (issue 34).
+const URGENT_DELAY_MAX: Duration = Duration::from_millis(1);
 
-/// A worker that found data not in page cache this recently is under memory pressure (or
-/// serving a data set larger than memory): it keeps copying cached pieces itself. The
-/// first piece of every response is always asked about (copied if cached), so the
-/// misses of cold files are seen. With only the pool's own load as the test, the seed's
-/// hot file went to the pool under pressure and its p99 grew from 0.13 s to 1.7-9.7 s
-/// (`bench/threadpool.sh`, `CONFIGS=portico:threads`).
-const MISS_WINDOW: Duration = Duration::from_secs(1);
+/// Which of the pool's queues a `sendfile` piece goes to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Lane {
+    /// Data that may have to come from the disk: the pool's ordinary queue.
+    Ordinary,
+    /// Data judged in page cache ([`probe_piece`]): ahead of every ordinary task, on
+    /// threads that disk reads cannot all hold ([`ThreadPool::submit_urgent_as`]), so the
+    /// hot file never waits behind reads of cold ones (the seed's scenario).
+    Urgent,
+}
 
-/// Whether the file's pool starts what it is given without a wait worth avoiding.
-fn pool_keeps_up(file: &FileBody) -> bool {
-    matches!(&file.io, FileIo::Pool(pool) if pool.keeps_up(POOL_DELAY_MAX))
+/// Whether the file's pool would start an urgent task now.
+fn urgent_lane_free(file: &FileBody) -> bool {
+    matches!(&file.io, FileIo::Pool(pool) if pool.starts_urgent_within(URGENT_DELAY_MAX))
+}
+
+/// Whether page cache holds a piece about to be sent: `mincore` over the whole piece where
+/// the worker can see the file's state ([`Route::Hinted`]), else one-byte reads that may
+/// not wait, every [`PROBE_STRIDE`](crate::file::io::PROBE_STRIDE) bytes
+/// ([`probe_cached`]). Timed for the stall watcher and counted in the residency answers.
+fn probe_piece(
+    context: &BodyContext<'_>,
+    file: &FileBody,
+    route: Route,
+    offset: u64,
+    count: usize,
+    scratch: &mut Vec<u8>,
+) -> bool {
+    if route == Route::Hinted {
+        return timed_hint(context, file, offset, count);
+    }
+    let started = crate::worker::BlockingTimer::start();
+    let end = probe_cached(&file.file, offset, count as u64, scratch);
+    context.worker.note_blocking(started.elapsed(), || {
+        format!("preadv2() of \"{}\"", file.path.display())
+    });
+    count_nowait(context.worker, end);
+    end == NowaitEnd::Complete
 }
 
 /// Who sends a piece of a file under `sendfile on`, decided once per response.
@@ -315,9 +349,6 @@ fn timed_hint(context: &BodyContext<'_>, file: &FileBody, offset: u64, len: usiz
 /// Counts a `mincore` hint's answer (the metrics' residency answers).
 fn count_hint(worker: &HttpWorker, cached: bool) {
     let stats = &worker.stats;
-    if !cached {
-        worker.note_cache_miss();
-    }
     if cached {
         stats.hints_cached.add(1);
     } else {
@@ -328,9 +359,6 @@ fn count_hint(worker: &HttpWorker, cached: bool) {
 /// Counts how a read that may not wait ended: with every byte (or the file's end), or short.
 fn count_nowait(worker: &HttpWorker, end: NowaitEnd) {
     let stats = &worker.stats;
-    if matches!(end, NowaitEnd::WouldBlock | NowaitEnd::Unsupported) {
-        worker.note_cache_miss();
-    }
     match end {
         NowaitEnd::Complete | NowaitEnd::EndOfFile => stats.nowait_reads_cached.add(1),
         NowaitEnd::WouldBlock | NowaitEnd::Unsupported => stats.nowait_reads_short.add(1),
@@ -344,6 +372,7 @@ fn count_nowait(worker: &HttpWorker, end: NowaitEnd) {
 async fn sendfile_on_pool(
     output: &Output<'_>,
     pool: &ThreadPool,
+    lane: Lane,
     file: &FileBody,
     offset: u64,
     count: usize,
@@ -353,10 +382,11 @@ async fn sendfile_on_pool(
         wait_writable(output).await?;
         let socket = stream.duplicate()?;
         let handle = Arc::clone(&file.file);
-        let result = offload_to(pool, TaskKind::Sendfile, move || {
-            sendfile_from_pool(&socket, &handle, offset, count)
-        })
-        .await
+        let send = move || sendfile_from_pool(&socket, &handle, offset, count);
+        let result = match lane {
+            Lane::Ordinary => offload_to(pool, TaskKind::Sendfile, send).await,
+            Lane::Urgent => offload_urgent_to(pool, TaskKind::Sendfile, send).await,
+        }
         .map_err(pool_failure)??;
         match result.end {
             _ if result.sent > 0 => return Ok(result.sent),

@@ -358,9 +358,10 @@ fn queue_overflow_fails_the_request_with_nginx_line() {
 }
 
 /// `sendfile on` under `aio threads`: a large piece page cache holds goes to the pool's
-/// `sendfile` (no copy) while the pool keeps up, and is copied by the worker while every
-/// thread of the pool is busy, so that it never waits behind them. The pool's one thread
-/// is held by an `auth_basic_user_file` that is a FIFO nobody writes yet.
+/// `sendfile` (no copy) while a thread is free for it, and is copied by the worker while
+/// every thread of the pool is busy, so that it never waits behind them. The pool's one
+/// thread (a pool of one keeps none for urgent tasks) is held by an
+/// `auth_basic_user_file` that is a FIFO nobody writes yet.
 #[test]
 fn large_cached_pieces_go_to_the_pool_only_while_it_keeps_up() {
     const BIG: usize = 1 << 20;
@@ -450,4 +451,126 @@ fn large_cached_pieces_go_to_the_pool_only_while_it_keeps_up() {
         "{pool} bytes by the pool, {worker} by the worker"
     );
     assert_eq!(pool + worker, BIG as f64);
+}
+
+/// The seed's hot file under a cold load: while every thread a pool has for ordinary tasks
+/// waits (three opens of a FIFO nobody writes, as reads wait for a slow disk) and a fourth
+/// ordinary task waits in the queue, the large cached pieces of a file still go to the
+/// pool's `sendfile` at once, on the thread it keeps for urgent tasks (issue 34).
+#[test]
+fn cached_pieces_never_wait_behind_a_busy_pool() {
+    const BIG: usize = 2 << 20;
+    let server = Instance::builder(
+        "worker_processes 1;
+        thread_pool four threads=4;
+        events {
+        }
+        http {
+            server {
+                listen 127.0.0.1:8080;
+                root html;
+                sendfile on;
+                sendfile_max_chunk 256k;
+                aio threads=four;
+                location /held/ { auth_basic on; auth_basic_user_file fifo; }
+                location = /metrics { portico_metrics; }
+            }
+        }",
+    )
+    .file("html/big.bin", vec![7u8; BIG])
+    .file("html/held/index.html", "held")
+    .start();
+    let fifo = server.prefix().path().join("fifo");
+    let made = std::process::Command::new("mkfifo")
+        .args(["-m", "666"])
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success(), "mkfifo {}", fifo.display());
+    let scrape = || server.get("/metrics").body_text();
+    let value = |text: &str, series: &str| {
+        text.lines()
+            .find_map(|line| line.strip_prefix(series)?.strip_prefix(' '))
+            .and_then(|value| value.parse::<f64>().ok())
+            .unwrap_or_else(|| panic!("no {series} in:\n{text}"))
+    };
+    let moved = |text: &str, route: &str| {
+        let series =
+            format!("portico_worker_file_body_bytes_total{{worker=\"0\",route=\"{route}\"}}");
+        value(text, &series)
+    };
+    let pool_series =
+        |name: &str| format!("portico_thread_pool_{name}{{pool=\"four\",worker=\"0\"}}");
+
+    // Three ordinary tasks hold the three threads a pool of four has for them; a fourth
+    // waits in the queue.
+    let mut held = Vec::new();
+    for _ in 0..4 {
+        let mut client = crate::support::Client::connect(server.port());
+        client.write("GET /held/ HTTP/1.1\r\nHost: x\r\nAuthorization: Basic dTpw\r\n\r\n");
+        held.push(client);
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let text = scrape();
+        if value(&text, &pool_series("running_tasks")) >= 3.0
+            && value(&text, &pool_series("queued_tasks")) >= 1.0
+        {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the held tasks never filled the pool:\n{text}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+
+    let before = scrape();
+    let response = crate::support::Client::connect(server.port())
+        .with_timeout(std::time::Duration::from_secs(5))
+        .request("GET /big.bin HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    assert_eq!(response.status, 200);
+    assert!(response.body == vec![7u8; BIG], "the body's bytes");
+    let after = scrape();
+    let pool = moved(&after, "pool") - moved(&before, "pool");
+    let worker = moved(&after, "cached_on_worker") - moved(&before, "cached_on_worker");
+    assert_eq!(pool + worker, BIG as f64);
+    // Only the first piece (at most `output_buffers`, 64 KiB) and the pieces a busy moment
+    // left to the worker are copied; most of the file goes by the pool's sendfile.
+    assert!(
+        pool >= (BIG / 2) as f64,
+        "{pool} bytes by the pool, {worker} by the worker"
+    );
+    assert!(
+        value(&after, &pool_series("queued_tasks")) >= 1.0,
+        "the fourth ordinary task still waits:\n{after}"
+    );
+
+    // Writers let the held requests go: the fourth opens the FIFO only after one of the
+    // first three is done, so a writer comes back until every answer is in.
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let done = std::sync::Arc::clone(&done);
+        std::thread::spawn(move || {
+            use std::io::Write;
+            use std::os::unix::fs::OpenOptionsExt;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                // Without a reader, a non-blocking open for writing fails (ENXIO).
+                if let Ok(mut pipe) = std::fs::OpenOptions::new()
+                    .write(true)
+                    .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+                    .open(&fifo)
+                {
+                    let _ = pipe.write_all(b"other:{PLAIN}x\n");
+                }
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+        })
+    };
+    for mut client in held {
+        let status = client.read_response().status;
+        assert!(status == 401 || status == 500, "held request: {status}");
+    }
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    writer.join().unwrap();
 }

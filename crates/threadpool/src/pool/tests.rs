@@ -187,6 +187,10 @@ fn max_queue_zero_refuses_every_task() {
     let pool = ThreadPool::start(&settings(2, 0), None).unwrap();
     assert_eq!(pool.submit(|| 1).unwrap_err(), QueueOverflow { waiting: 0 });
     assert_eq!(pool.counters().overflowed, 1);
+    assert!(
+        !pool.starts_urgent_within(Duration::from_secs(1)),
+        "an urgent task would be refused too"
+    );
     pool.shutdown();
 }
 
@@ -338,4 +342,108 @@ fn a_thread_that_does_not_defer_wakes_the_pool_at_once() {
         .unwrap();
     assert!(ran_rx.recv_timeout(Duration::from_secs(10)).is_ok());
     block_on(completion).unwrap();
+}
+
+/// Threads kept for urgent tasks: a pool of 8 runs at most 6 ordinary tasks at once, and
+/// while those 6 wait (as for a slow disk) and more ordinary tasks queue, an urgent task
+/// starts at once on a kept thread.
+#[test]
+fn an_urgent_task_starts_while_every_ordinary_thread_waits() {
+    let pool = ThreadPool::start(&settings(8, 64), None).unwrap();
+    assert_eq!(urgent_only_threads(8), 2);
+    let releases = occupy(&pool, 6);
+    let queued = pool.submit(|| "ordinary").unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    assert_eq!(pool.counters().running, 6, "the 7th ordinary task waits");
+    assert_eq!(pool.counters().queued, 1);
+    assert!(pool.starts_urgent_within(Duration::from_millis(1)));
+    assert!(
+        !pool.keeps_up(Duration::from_millis(1)),
+        "the ordinary queue waited 20 ms"
+    );
+    let urgent = pool
+        .submit_urgent_as(TaskKind::Sendfile, || "urgent")
+        .unwrap();
+    assert_eq!(block_on(urgent), Ok("urgent"));
+    assert_eq!(pool.counters().queued, 1, "the ordinary task still waits");
+    drop(releases);
+    assert_eq!(block_on(queued), Ok("ordinary"));
+    pool.shutdown();
+    assert_eq!(pool.counters().completed, 8);
+}
+
+/// A free thread takes the urgent task before ordinary ones queued earlier.
+#[test]
+fn urgent_tasks_go_before_the_queue() {
+    let pool = ThreadPool::start(&settings(1, 64), None).unwrap();
+    assert_eq!(urgent_only_threads(1), 0, "a pool of one keeps no thread");
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let release = occupy(&pool, 1);
+    let mut completions = Vec::new();
+    for name in ["first", "second"] {
+        let order = Arc::clone(&order);
+        completions.push(
+            pool.submit(move || order.lock().unwrap().push(name))
+                .unwrap(),
+        );
+    }
+    assert!(
+        !pool.starts_urgent_within(Duration::ZERO),
+        "the only thread is busy"
+    );
+    let urgent = {
+        let order = Arc::clone(&order);
+        pool.submit_urgent_as(TaskKind::Sendfile, move || {
+            order.lock().unwrap().push("urgent")
+        })
+        .unwrap()
+    };
+    drop(release);
+    block_on(async {
+        urgent.await.unwrap();
+        for completion in completions {
+            completion.await.unwrap();
+        }
+    });
+    assert_eq!(*order.lock().unwrap(), ["urgent", "first", "second"]);
+    pool.shutdown();
+}
+
+/// Urgent tasks count against `max_queue`, and shutdown still runs every queued task when
+/// ordinary ones waited for a thread slot.
+#[test]
+fn urgent_tasks_share_the_queue_limit_and_shutdown_drains_both() {
+    let pool = ThreadPool::start(&settings(4, 2), None).unwrap();
+    // One at a time: three submitted at once could overflow the queue of 2 before a
+    // thread takes them.
+    let releases: Vec<_> = (0..3).flat_map(|_| occupy(&pool, 1)).collect();
+    let ordinary = pool.submit(|| 1).unwrap();
+    let urgent_blocker = occupy_urgent(&pool);
+    let urgent = pool.submit_urgent_as(TaskKind::Sendfile, || 2).unwrap();
+    assert_eq!(
+        pool.submit_urgent_as(TaskKind::Sendfile, || 3).err(),
+        Some(QueueOverflow { waiting: 2 })
+    );
+    drop(urgent_blocker);
+    drop(releases);
+    let stopper = {
+        let pool = pool.clone();
+        std::thread::spawn(move || pool.shutdown())
+    };
+    assert_eq!(block_on(urgent), Ok(2));
+    assert_eq!(block_on(ordinary), Ok(1));
+    stopper.join().unwrap();
+}
+
+/// Occupies the thread a pool of 4 keeps for urgent tasks.
+fn occupy_urgent(pool: &ThreadPool) -> mpsc::Sender<()> {
+    let (started_tx, started_rx) = mpsc::channel();
+    let (release_tx, release_rx) = mpsc::channel::<()>();
+    pool.submit_urgent_as(TaskKind::Other, move || {
+        started_tx.send(()).unwrap();
+        let _ = release_rx.recv();
+    })
+    .unwrap();
+    started_rx.recv_timeout(Duration::from_secs(10)).unwrap();
+    release_tx
 }

@@ -214,3 +214,42 @@ fn direct_reads_return_the_exact_unaligned_range() {
     assert_eq!(tail, 10);
     assert_eq!(buffer[..10], test.bytes[LEN - 10..]);
 }
+
+/// The sampled probe answers for cached ranges, finds a hole at a probed page, and
+/// reports the file's end.
+#[test]
+fn the_probe_finds_cached_ranges_and_holes() {
+    let test = test_file("probe");
+    cache_all(&test.file);
+    let mut scratch = Vec::new();
+    let len = LEN as u64;
+    assert_eq!(
+        probe_cached(&test.file, 0, len, &mut scratch),
+        NowaitEnd::Complete
+    );
+    assert_eq!(
+        probe_cached(&test.file, 5, 0, &mut scratch),
+        NowaitEnd::Complete
+    );
+    assert_eq!(
+        probe_cached(&test.file, len - 10, 20, &mut scratch),
+        NowaitEnd::EndOfFile,
+        "the range's last byte is past the end"
+    );
+    // Where large folios cannot straddle it (as in the test above).
+    let hole = len / 2;
+    assert_eq!(hole % PROBE_STRIDE, 0);
+    evict(&test.file, hole);
+    // No readahead on this descriptor: a probe next to the hole must not fill it.
+    rustix::fs::fadvise(&test.file, 0, None, rustix::fs::Advice::Random).unwrap();
+    assert_eq!(
+        probe_cached(&test.file, 0, hole, &mut scratch),
+        NowaitEnd::Complete,
+        "everything before the hole is cached"
+    );
+    // The probe at `hole` misses (and may start readahead there, so nothing is asked after).
+    assert_eq!(
+        probe_cached(&test.file, 1, hole + 100, &mut scratch),
+        NowaitEnd::WouldBlock
+    );
+}
