@@ -188,11 +188,7 @@ impl<'a> UpstreamBody<'a> {
     ) -> Result<bool, Failure> {
         let mut received = 0;
         let result = self.next_counted(out, may_wait, &mut received).await;
-        if let (Some(gateway), Some(log)) = (self.gateway.as_deref_mut(), &self.stderr_log)
-            && !gateway.stderr.is_empty()
-        {
-            log.write(request, std::mem::take(&mut gateway.stderr));
-        }
+        self.log_stderr(request);
         if let Some(attempt) = request.upstream.attempts.get_mut(self.attempt) {
             attempt.bytes_received += received;
         }
@@ -202,9 +198,19 @@ impl<'a> UpstreamBody<'a> {
         result
     }
 
+    /// Logs the stderr a FastCGI application sent with the body since the last call.
+    pub(crate) fn log_stderr(&mut self, request: &Request<'_>) {
+        if let (Some(gateway), Some(log)) = (self.gateway.as_deref_mut(), &self.stderr_log)
+            && !gateway.stderr.is_empty()
+        {
+            log.write(request, std::mem::take(&mut gateway.stderr));
+        }
+    }
+
     /// [`UpstreamBody::next`], waiting as needed, for a caller that counts the bytes
     /// received itself: whether more follows, and the bytes read from the connection.
-    /// Dropping it while it waits loses nothing.
+    /// Dropping it while it waits loses nothing. A FastCGI body's stderr waits for
+    /// [`UpstreamBody::log_stderr`].
     pub(crate) async fn next_detached(&mut self, out: &mut Vec<u8>) -> Result<BodyRead, Failure> {
         let mut received = 0;
         let result = self.next_counted(out, true, &mut received).await;

@@ -487,6 +487,9 @@ async fn send_buffered(
                     }
                 };
                 received += data.len() as u64;
+                if let Some(body) = body.as_mut() {
+                    body.log_stderr(request);
+                }
                 store.push(context, request, &data).await;
                 if let Some(entry) = request.upstream.attempts.get_mut(attempt) {
                     entry.bytes_received += bytes;
