@@ -40,7 +40,7 @@ pub fn create_temp(path: &Path) -> io::Result<(File, PathBuf)> {
 
 /// Creates a temp file at the first of `names` that is free (`O_CREAT | O_EXCL`, 0600,
 /// close-on-exec), creating missing directories: a name taken by a file that a crash
-/// left, or another writer's, is skipped, as nginx skips it. At most [`TEMP_TRIES`]
+/// left, or another writer's, is skipped, as nginx skips it. At most `TEMP_TRIES`
 /// names, or until `names` has no more.
 pub fn create_temp_among(
     mut names: impl FnMut() -> Option<PathBuf>,

@@ -1,7 +1,7 @@
 //! The request a gateway sends: the module's params evaluated, the client's fields as
 //! `HTTP_*` params, framed by the protocol (FastCGI's BEGIN_REQUEST and PARAMS records,
 //! uwsgi's packet, SCGI's netstring). The body follows: in STDIN records for FastCGI
-//! (written as it is sent, [`crate::proxy::exchange`]), raw for the others.
+//! (written as it is sent, `proxy/exchange.rs`), raw for the others.
 
 use std::ops::Range;
 
