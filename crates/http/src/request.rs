@@ -400,11 +400,34 @@ impl LogContext for RequestLogContext<'_> {
 /// `$remote_addr`.
 pub(crate) fn write_peer(out: &mut Vec<u8>, peer: &PeerAddress) {
     match peer {
-        PeerAddress::Inet(address) => {
-            use std::io::Write;
-            let _ = write!(out, "{}", address.ip());
-        }
+        PeerAddress::Inet(address) => push_ip(out, address.ip()),
         PeerAddress::Unix => out.extend_from_slice(b"unix:"),
+    }
+}
+
+/// Appends an address as its `Display` writes it; an IPv4 one without the formatting
+/// machinery (`$remote_addr` is in most access-log lines, `$server_addr` in every
+/// gateway's params).
+pub(crate) fn push_ip(out: &mut Vec<u8>, ip: std::net::IpAddr) {
+    match ip {
+        std::net::IpAddr::V4(v4) => {
+            for (index, octet) in v4.octets().into_iter().enumerate() {
+                if index > 0 {
+                    out.push(b'.');
+                }
+                if octet >= 100 {
+                    out.push(b'0' + octet / 100);
+                }
+                if octet >= 10 {
+                    out.push(b'0' + octet / 10 % 10);
+                }
+                out.push(b'0' + octet % 10);
+            }
+        }
+        std::net::IpAddr::V6(v6) => {
+            use std::io::Write;
+            let _ = write!(out, "{v6}");
+        }
     }
 }
 
@@ -415,6 +438,30 @@ pub(crate) fn push_quoted(out: &mut String, bytes: &[u8]) {
             out.push(char::from(byte));
         } else {
             out.push_str(&format!("\\x{byte:02X}"));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests_ip {
+    use super::push_ip;
+
+    #[test]
+    fn addresses_are_written_as_display_writes_them() {
+        for text in [
+            "127.0.0.1",
+            "0.0.0.0",
+            "255.255.255.255",
+            "10.20.30.4",
+            "192.168.100.9",
+            "::1",
+            "2001:db8::8:800:200c:417a",
+            "::ffff:10.0.0.1",
+        ] {
+            let ip: std::net::IpAddr = text.parse().expect("an address");
+            let mut out = Vec::new();
+            push_ip(&mut out, ip);
+            assert_eq!(out, ip.to_string().as_bytes(), "{text}");
         }
     }
 }

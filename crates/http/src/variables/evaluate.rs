@@ -146,10 +146,7 @@ impl RequestVariables<'_> {
                 }
             }
             Variable::ServerAddr => match self.connection.local {
-                Some(address) => {
-                    use std::io::Write;
-                    let _ = write!(out, "{}", address.ip());
-                }
+                Some(address) => crate::request::push_ip(out, address.ip()),
                 None => out.extend_from_slice(b"unix:"),
             },
             Variable::ServerPort => {
