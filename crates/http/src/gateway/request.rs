@@ -11,24 +11,13 @@ use cgi::fastcgi::{KeepConn, RequestEncoder};
 use crate::conf::Location;
 use crate::gateway::{Gateway, Protocol};
 use crate::proxy::exchange::{PooledBuffer, take_buffer};
-use crate::proxy::request::{CacheFields, HeadInput};
+use crate::proxy::request::{CACHE_CLEARED_FIELDS, CacheFields, HeadInput};
 use crate::request::{ConnectionInfo, Request};
 use crate::variables::evaluate::RequestVariables;
 use crate::worker::HttpWorker;
 
 /// The FastCGI request id: one request per connection at a time, as nginx sends.
 pub const FASTCGI_REQUEST_ID: u16 = 1;
-
-/// The client's fields a request that may fill the cache does not pass on; the entry's
-/// validators take the place of the conditional ones.
-const CACHE_CLEARED: &[&[u8]] = &[
-    b"if-modified-since",
-    b"if-unmodified-since",
-    b"if-none-match",
-    b"if-match",
-    b"range",
-    b"if-range",
-];
 
 /// The encoder of a location's FastCGI requests.
 pub fn fastcgi_encoder(gateway: &Gateway) -> RequestEncoder {
@@ -157,7 +146,7 @@ fn params<'r>(
                 continue;
             };
             if cache.is_some()
-                && CACHE_CLEARED
+                && CACHE_CLEARED_FIELDS
                     .iter()
                     .any(|cleared| cleared.eq_ignore_ascii_case(name))
             {

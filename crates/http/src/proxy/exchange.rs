@@ -684,19 +684,10 @@ pub async fn read_timed_appending(
     timeout: Duration,
 ) -> io::Result<usize> {
     match stream.try_read_appending(buffer, max) {
-        Err(error) if error.kind() == io::ErrorKind::WouldBlock => {}
-        result => return result,
-    }
-    let deadline = tokio::time::Instant::now() + timeout;
-    loop {
-        match tokio::time::timeout_at(deadline, stream.readable()).await {
-            Ok(result) => result?,
-            Err(_) => return Err(io::ErrorKind::TimedOut.into()),
+        Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
+            read_after_wait_appending(stream, buffer, max, timeout).await
         }
-        match stream.try_read_appending(buffer, max) {
-            Err(error) if error.kind() == io::ErrorKind::WouldBlock => continue,
-            result => return result,
-        }
+        result => result,
     }
 }
 

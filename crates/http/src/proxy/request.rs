@@ -50,7 +50,7 @@ pub(crate) struct CacheFields {
 }
 
 /// The client's fields a cacheable request does not pass on.
-const CACHE_CLEARED_FIELDS: &[&[u8]] = &[
+pub(crate) const CACHE_CLEARED_FIELDS: &[&[u8]] = &[
     b"if-modified-since",
     b"if-unmodified-since",
     b"if-none-match",
