@@ -476,6 +476,10 @@ async fn send_buffered(
         tokio::select! {
             ready = output.ready(), if writing => ready?,
             read = next_waiting(body.as_mut(), &mut data), if reading => {
+                // What the application wrote to stderr comes first, even before a failure.
+                if let Some(body) = body.as_mut() {
+                    body.log_stderr(request);
+                }
                 let BodyRead { more, received: bytes } = match read {
                     Ok(read) => read,
                     Err(failure) => {
@@ -487,9 +491,6 @@ async fn send_buffered(
                     }
                 };
                 received += data.len() as u64;
-                if let Some(body) = body.as_mut() {
-                    body.log_stderr(request);
-                }
                 store.push(context, request, &data).await;
                 if let Some(entry) = request.upstream.attempts.get_mut(attempt) {
                     entry.bytes_received += bytes;

@@ -642,3 +642,47 @@ fn checksum(bytes: &[u8]) -> u64 {
         .iter()
         .fold(0, |sum, &byte| (sum * 31 + u64::from(byte)) % 1_000_000_007)
 }
+
+/// One FastCGI record of request 1.
+fn record(kind: u8, content: &[u8]) -> Vec<u8> {
+    let len = u16::try_from(content.len()).expect("a short record");
+    let mut out = vec![1, kind, 0, 1];
+    out.extend_from_slice(&len.to_be_bytes());
+    out.extend_from_slice(&[0, 0]);
+    out.extend_from_slice(content);
+    out
+}
+
+#[test]
+fn stderr_before_a_cut_body_is_logged() {
+    let mut builder = Instance::http_builder("");
+    let port = builder.port(8081);
+    let listener = TcpListener::bind(("127.0.0.1", port)).expect("bind the FastCGI peer");
+    let peer = std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().expect("accept");
+        let mut request = [0u8; 4096];
+        let _ = stream.read(&mut request);
+        // STDOUT with the head and part of a 100-byte body, STDERR, then the close: no
+        // END_REQUEST.
+        let mut answer = record(6, b"Content-Length: 100\r\n\r\npart of it");
+        answer.extend(record(7, b"dying now\n"));
+        stream.write_all(&answer).expect("answer");
+    });
+    let server = builder
+        .config("server { listen 127.0.0.1:8080; location / { fastcgi_pass 127.0.0.1:8081; } }")
+        .start();
+    let mut client = Client::connect(server.port());
+    client.write("GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+    let received = String::from_utf8_lossy(&client.read_to_end()).into_owned();
+    peer.join().expect("the FastCGI peer");
+    // The head and what came of the body, then the close, short of its length.
+    assert!(received.starts_with("HTTP/1.1 200 OK\r\n"), "{received}");
+    assert!(received.contains("Content-Length: 100\r\n"), "{received}");
+    assert!(received.ends_with("\r\n\r\npart of it"), "{received}");
+    let line = server.wait_for_error_log("dying now");
+    assert!(
+        line.contains(r#"FastCGI sent in stderr: "dying now" while reading upstream"#),
+        "{line}"
+    );
+    server.wait_for_error_log("upstream prematurely closed");
+}
