@@ -70,7 +70,7 @@ pub struct BodyStart<'a> {
     /// A FastCGI answer: the body is in its records (the framing is then `Close`).
     pub(crate) gateway: Option<Box<FastcgiBody>>,
     /// Where its stderr is logged.
-    pub(crate) stderr_log: Option<StderrLog<'a>>,
+    pub(crate) stderr_log: Option<Box<StderrLog<'a>>>,
 }
 
 /// A piece of the body read by [`UpstreamBody::next_detached`].
@@ -108,7 +108,7 @@ pub struct UpstreamBody<'a> {
     /// When the first body read waited, and the bytes read since (for the rate).
     read_since: Option<(u64, u64)>,
     gateway: Option<Box<FastcgiBody>>,
-    stderr_log: Option<StderrLog<'a>>,
+    stderr_log: Option<Box<StderrLog<'a>>>,
 }
 
 impl std::fmt::Debug for UpstreamBody<'_> {

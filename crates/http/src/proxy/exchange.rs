@@ -159,7 +159,8 @@ pub(super) async fn try_peer(
         .await
         .map_err(|error| Failure::io(error, Action::Connecting, false))?;
     if let Some(upstream_tls) = &outgoing.tls {
-        stream = secure(stream, upstream_tls, proxy.connect_timeout)
+        // Boxed: a handshake's state is large and only a new TLS connection makes it.
+        stream = Box::pin(secure(stream, upstream_tls, proxy.connect_timeout))
             .await
             .map_err(|error| Failure::io(error, Action::SslHandshaking, false))?;
     }

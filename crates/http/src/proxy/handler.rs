@@ -520,9 +520,11 @@ impl<'a> Proxying<'a, '_> {
             said => said,
         };
         let gateway = gateway.map(|gateway| gateway.into_body(said));
-        let stderr_log = gateway.is_some().then(|| StderrLog {
-            worker: self.worker,
-            connection: info.clone(),
+        let stderr_log = gateway.is_some().then(|| {
+            Box::new(StderrLog {
+                worker: self.worker,
+                connection: info.clone(),
+            })
         });
         let framing = match proxy.protocol {
             Protocol::Http => response::framing(&head, self.is_head),

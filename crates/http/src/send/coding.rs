@@ -20,9 +20,10 @@ const WINDOW_BITS: u8 = 15;
 /// The codings a body goes through; none by default.
 #[derive(Default)]
 pub struct Coding {
-    pub gunzip: Option<Inflater>,
+    // Boxed: a body's futures hold a `Coding`, and most bodies have none of these.
+    pub gunzip: Option<Box<Inflater>>,
     pub recoder: Option<Box<dyn Recode>>,
-    pub gzip: Option<Compressor>,
+    pub gzip: Option<Box<Compressor>>,
     /// The bytes gzip took and gave, once its stream has ended (`$gzip_ratio`).
     pub gzip_ratio: Option<(u64, u64)>,
 }

@@ -158,12 +158,12 @@ pub(crate) async fn send_response_to<'a>(
         _ => true,
     };
     if codable && crate::gunzip::filter(request, location) {
-        coding.gunzip = Some(coding::Inflater::default());
+        coding.gunzip = Some(Box::default());
     }
     if matches!(body, Body::Upstream(_)) {
         body = charset_filter(worker, info, request, location, body, &mut coding)?;
         if codable && let Some(level) = crate::gzip::filter(request, location, None).level {
-            coding.gzip = Some(compress::Compressor::new(level));
+            coding.gzip = Some(Box::new(compress::Compressor::new(level)));
         }
         if request.response.accept_ranges {
             (body, _) = ranges::filter(worker, info, request, location, body);
@@ -174,7 +174,7 @@ pub(crate) async fn send_response_to<'a>(
         if !matches!(body, Body::Pieces(_))
             && let Some(level) = crate::gzip::filter(request, location, body.len()).level
         {
-            coding.gzip = Some(compress::Compressor::new(level));
+            coding.gzip = Some(Box::new(compress::Compressor::new(level)));
         }
         body = coded(body, &mut coding);
         let range;

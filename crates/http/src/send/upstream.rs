@@ -33,7 +33,7 @@ impl<'a> StreamedBody<'a> for UpstreamBody<'a> {
         'a: 's,
         'o: 's,
     {
-        Box::pin(send_upstream(context, output, request, *self, head))
+        Box::pin(send_upstream(context, output, request, self, head))
     }
 
     fn into_pulled(self: Box<Self>) -> Option<Box<dyn PulledBody<'a> + 'a>> {
@@ -101,11 +101,13 @@ impl<'a> PulledBody<'a> for Pulled<'a> {
     }
 }
 
+/// The body stays boxed (as the trait object it came in) and the rare paths' futures are
+/// boxed where they start: this future is allocated for every proxied response.
 async fn send_upstream(
     context: &BodyContext<'_>,
     output: &mut Output<'_>,
     request: &mut Request<'_>,
-    mut body: UpstreamBody<'_>,
+    mut body: Box<UpstreamBody<'_>>,
     head: &mut Vec<u8>,
 ) -> io::Result<()> {
     let attempt = body.attempt();
@@ -115,7 +117,7 @@ async fn send_upstream(
         let written = output.write(head).await;
         if store.0.is_some() {
             // A HEAD turned into GET for the cache: the body is read into the cache.
-            drain(context, request, &mut slot, &mut store).await;
+            Box::pin(drain(context, request, &mut slot, &mut store)).await;
         } else {
             end_attempt(request, attempt, 0);
             if let Some(body) = slot.take()
@@ -134,11 +136,14 @@ async fn send_upstream(
             .max(GATHER_BYTES_MAX);
         send_buffered(context, output, request, &mut slot, head, limit, &mut store).await
     } else {
-        send_streamed(context, output, request, &mut slot, head, &mut store).await
+        Box::pin(send_streamed(
+            context, output, request, &mut slot, head, &mut store,
+        ))
+        .await
     };
     if result.is_err() && store.0.is_some() && slot.is_some() {
         // The client went away; the response goes on into the cache.
-        drain(context, request, &mut slot, &mut store).await;
+        Box::pin(drain(context, request, &mut slot, &mut store)).await;
     }
     result
 }
@@ -165,7 +170,8 @@ impl Store {
         let Some(writer) = self.0.take() else {
             return;
         };
-        if let Err(failure) = writer.finish().await {
+        // Boxed: only a stored response makes this future.
+        if let Err(failure) = Box::pin(writer.finish()).await {
             store_failed(context, request, &failure);
         }
     }
@@ -182,7 +188,7 @@ impl Store {
         let Some(writer) = self.0.take() else {
             return;
         };
-        if let Err(failure) = writer.finish_from(buffer, from).await {
+        if let Err(failure) = Box::pin(writer.finish_from(buffer, from)).await {
             store_failed(context, request, &failure);
         }
     }
@@ -222,7 +228,7 @@ pub(super) async fn drain_detached(
     if store.0.is_none() {
         return;
     }
-    let mut slot = Some(body);
+    let mut slot = Some(Box::new(body));
     drain(context, request, &mut slot, &mut store).await;
 }
 
@@ -230,7 +236,7 @@ pub(super) async fn drain_detached(
 async fn drain(
     context: &BodyContext<'_>,
     request: &mut Request<'_>,
-    slot: &mut Option<UpstreamBody<'_>>,
+    slot: &mut Option<Box<UpstreamBody<'_>>>,
     store: &mut Store,
 ) {
     let Some(body) = slot.as_mut() else {
@@ -272,7 +278,7 @@ async fn send_streamed(
     context: &BodyContext<'_>,
     output: &mut Output<'_>,
     request: &mut Request<'_>,
-    slot: &mut Option<UpstreamBody<'_>>,
+    slot: &mut Option<Box<UpstreamBody<'_>>>,
     head: &mut Vec<u8>,
     store: &mut Store,
 ) -> io::Result<()> {
@@ -353,12 +359,12 @@ async fn send_buffered(
     context: &BodyContext<'_>,
     output: &mut Output<'_>,
     request: &mut Request<'_>,
-    body: &mut Option<UpstreamBody<'_>>,
+    body: &mut Option<Box<UpstreamBody<'_>>>,
     head: &mut Vec<u8>,
     limit: usize,
     store: &mut Store,
 ) -> io::Result<()> {
-    let Some(attempt) = body.as_ref().map(UpstreamBody::attempt) else {
+    let Some(attempt) = body.as_deref().map(UpstreamBody::attempt) else {
         return Ok(());
     };
     let mut window = Window::of(request);
@@ -372,7 +378,7 @@ async fn send_buffered(
         spill_max: proxy.max_temp_file_size,
     };
     // A body of known length that fits is gathered whole without growing the buffer by steps.
-    if let Some(left) = body.as_ref().and_then(UpstreamBody::length_left) {
+    if let Some(left) = body.as_deref().and_then(UpstreamBody::length_left) {
         spool
             .memory
             .reserve(usize::try_from(left).unwrap_or(usize::MAX).min(limit));
@@ -475,7 +481,7 @@ async fn send_buffered(
         let reading = body.is_some() && spool.has_room();
         tokio::select! {
             ready = output.ready(), if writing => ready?,
-            read = next_waiting(body.as_mut(), &mut data), if reading => {
+            read = next_waiting(body.as_deref_mut(), &mut data), if reading => {
                 // What the application wrote to stderr comes first, even before a failure.
                 if let Some(body) = body.as_mut() {
                     body.log_stderr(request);
