@@ -251,12 +251,13 @@ fn status_line(buf: &[u8], head: &mut ResponseHead) -> StatusLine {
     };
     let (major, minor) = (&version[..dot], &version[dot + 1..]);
     let number = |digits: &[u8]| -> Option<u32> {
-        (!digits.is_empty() && digits.len() <= 3 && digits.iter().all(u8::is_ascii_digit))
-            .then(|| {
+        (!digits.is_empty() && digits.len() <= 3 && digits.iter().all(u8::is_ascii_digit)).then(
+            || {
                 digits
                     .iter()
                     .fold(0, |number, digit| number * 10 + u32::from(digit - b'0'))
-            })
+            },
+        )
     };
     let (Some(major), Some(minor)) = (number(major), number(minor)) else {
         return StatusLine::Invalid;

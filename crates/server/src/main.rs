@@ -13,6 +13,10 @@ mod work_dirs;
 
 use std::process::ExitCode;
 
+/// The system allocator with medium blocks recycled per thread (`runtime::sys::alloc`).
+#[global_allocator]
+static ALLOCATOR: runtime::sys::alloc::Recycling = runtime::sys::alloc::Recycling;
+
 fn main() -> ExitCode {
     match cli::parse(std::env::args_os()) {
         Ok(options) => master::main(options),

@@ -1,7 +1,9 @@
 //! Linux system calls the rest of Portico needs and neither the standard library nor rustix
-//! offers safely. Every `unsafe` block of the project lives under this module.
+//! offers safely, and the global allocator. Every `unsafe` block of the project lives under
+//! this module.
 
 #![allow(unsafe_code)]
 
+pub mod alloc;
 pub mod linux;
 pub mod read_into;
