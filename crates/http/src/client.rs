@@ -178,7 +178,7 @@ impl<'c> BodySource<'c> {
         if let Some(feed) = self.feed {
             return feed.next(self.read_ahead, timeout).await;
         }
-        let deadline = tokio::time::Instant::now() + timeout;
+        let deadline = tokio::time::Instant::from_std(runtime::clock::monotonic()) + timeout;
         let ahead = &mut *self.read_ahead;
         if ahead.filled == ahead.buf.len() {
             let grown = ahead.buf.len() * 2;
@@ -259,7 +259,7 @@ pub trait FramedSink {
 
 /// Waits until `framed` may take bytes again, at most `send_timeout`.
 async fn writable_within(framed: &dyn FramedSink, send_timeout: Duration) -> io::Result<()> {
-    let deadline = tokio::time::Instant::now() + send_timeout;
+    let deadline = tokio::time::Instant::from_std(runtime::clock::monotonic()) + send_timeout;
     timeout_at(deadline, framed.writable())
         .await
         .map_err(|_| io::Error::from(io::ErrorKind::TimedOut))?

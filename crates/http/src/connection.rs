@@ -3,7 +3,7 @@
 
 use std::pin::Pin;
 use std::rc::Rc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use http1::request::{HeadLimits, Progress};
 use http1::{RequestError, Version};
@@ -297,7 +297,7 @@ fn abandon(
     let conf = worker.conf();
     request.server = Some(server);
     request.location = Some(conf.server(server).location);
-    request.started = Some(Instant::now());
+    request.started = Some(runtime::clock::monotonic());
     request.response.status = status;
     let action = if request.head.request_line.is_empty() {
         "reading client request line"
@@ -446,7 +446,7 @@ async fn handle_request<'a>(
     address: &AddressConf,
     request: &mut Request<'a>,
 ) -> After {
-    request.started = Some(Instant::now());
+    request.started = Some(runtime::clock::monotonic());
     request.length = request.head.len as u64;
     if let Err(error) =
         http1::request::analyze(&request.head_bytes, &request.head, &mut request.info)
@@ -715,8 +715,9 @@ impl Connection {
                 .try_read(&mut self.read_ahead.buf[self.read_ahead.filled..])
             {
                 Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {
-                    let deadline =
-                        *deadline.get_or_insert_with(|| tokio::time::Instant::now() + timeout);
+                    let deadline = *deadline.get_or_insert_with(|| {
+                        tokio::time::Instant::from_std(runtime::clock::monotonic()) + timeout
+                    });
                     // Only an idle keep-alive connection is closed when the worker stops;
                     // a new connection still gets its first request served, as in nginx.
                     let closable = !started && self.info.requests > 0;
@@ -731,7 +732,9 @@ impl Connection {
                         // a round trip: they are let go only once the connection has been
                         // idle for IDLE_RELEASE_AFTER, so that a busy connection does not
                         // make them again for every request.
-                        let soon = (tokio::time::Instant::now() + IDLE_RELEASE_AFTER).min(deadline);
+                        let soon = (tokio::time::Instant::from_std(runtime::clock::monotonic())
+                            + IDLE_RELEASE_AFTER)
+                            .min(deadline);
                         if soon < deadline {
                             match self.wait_readable(worker, soon, closable).await {
                                 Wait::TimedOut => return HeadRead::Idle(deadline),

@@ -121,7 +121,7 @@ impl Server {
         let worker = Rc::clone(&self.worker);
         let serve =
             crate::connection::serve(worker, 0, Stream::Unix(theirs), PeerAddress::Unix, guard);
-        tokio::task::spawn_local(serve);
+        tokio::task::spawn_local(runtime::clock::turn_clocked(serve));
         ours
     }
 

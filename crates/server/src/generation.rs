@@ -354,12 +354,15 @@ async fn run_worker(
                     } => {
                         handler.stats.accepted.add(1);
                         handler.stats.handled.add(1);
-                        tokio::task::spawn_local(http::connection::serve(
-                            Rc::clone(&handler),
-                            socket_index,
-                            stream,
-                            peer,
-                            guard,
+                        // The time is read once per turn of the connection's task.
+                        tokio::task::spawn_local(runtime::clock::turn_clocked(
+                            http::connection::serve(
+                                Rc::clone(&handler),
+                                socket_index,
+                                stream,
+                                peer,
+                                guard,
+                            ),
                         ));
                     }
                     Accepted::LimitReached { .. } => {

@@ -125,7 +125,7 @@ impl Drop for UpstreamBody<'_> {
         if let Some(release) = self.release.take() {
             release
                 .group
-                .release(release.selected, false, Instant::now());
+                .release(release.selected, false, runtime::clock::monotonic());
         }
     }
 }
@@ -513,7 +513,7 @@ impl<'a> UpstreamBody<'a> {
         };
         keepalive
             .group
-            .put_idle(self.selected, idle, Instant::now());
+            .put_idle(self.selected, idle, runtime::clock::monotonic());
     }
 
     /// The cache's writer, for the code that passes the body on.

@@ -131,7 +131,7 @@ pub(super) async fn try_peer(
     // A cached connection first; one that turns out stale is replaced by a new one.
     let purpose = outgoing.tls.as_ref().map_or(0, UpstreamTls::purpose);
     if let GroupRef::Conf(group) = choice.group
-        && let Some(idle) = group.take_idle(choice.selected, purpose, Instant::now())
+        && let Some(idle) = group.take_idle(choice.selected, purpose, runtime::clock::monotonic())
     {
         request.upstream.attempts[attempt].connect_time = Some(Duration::ZERO);
         match exchange(&idle.stream, outgoing, choice, client, request, attempt).await {
@@ -164,7 +164,7 @@ pub(super) async fn try_peer(
             .await
             .map_err(|error| Failure::io(error, Action::SslHandshaking, false))?;
     }
-    let opened = Instant::now();
+    let opened = runtime::clock::monotonic();
     let entry = &mut request.upstream.attempts[attempt];
     entry.connect_time = Some(opened.saturating_duration_since(entry.started));
     let received = exchange(&stream, outgoing, choice, client, request, attempt).await?;
@@ -450,7 +450,8 @@ async fn read_head(
                     buffer.drain(..head.len);
                     continue;
                 }
-                request.upstream.attempts[attempt].header_time = Some(started.elapsed());
+                request.upstream.attempts[attempt].header_time =
+                    Some(runtime::clock::since(started));
                 // The buffer goes on with the response: the body bytes read with the head
                 // are decoded from it in place.
                 return Ok(ReceivedHead {
@@ -700,7 +701,7 @@ async fn read_after_wait_appending(
     max: usize,
     timeout: Duration,
 ) -> io::Result<usize> {
-    let deadline = tokio::time::Instant::now() + timeout;
+    let deadline = tokio::time::Instant::from_std(runtime::clock::monotonic()) + timeout;
     loop {
         match tokio::time::timeout_at(deadline, stream.readable()).await {
             Ok(result) => result?,
@@ -720,7 +721,7 @@ pub(crate) async fn read_after_wait(
     buffer: &mut [u8],
     timeout: Duration,
 ) -> io::Result<usize> {
-    let deadline = tokio::time::Instant::now() + timeout;
+    let deadline = tokio::time::Instant::from_std(runtime::clock::monotonic()) + timeout;
     loop {
         match tokio::time::timeout_at(deadline, stream.readable()).await {
             Ok(result) => result?,

@@ -227,7 +227,7 @@ impl<'a> Proxying<'a, '_> {
         let mut tried = Tried::new(group);
         let mut tries = 0;
         loop {
-            let now = Instant::now();
+            let now = runtime::clock::monotonic();
             let Some(selected) = group.select(&mut tried, key, now) else {
                 return self.no_live_upstreams(client.info, request, now);
             };
@@ -268,7 +268,9 @@ impl<'a> Proxying<'a, '_> {
                         attempt.header_time,
                     );
                     let outcome = Outcome::Response(status);
-                    if decide(&self.policy, outcome, tries, Instant::now()) != Next::Retry {
+                    if decide(&self.policy, outcome, tries, runtime::clock::monotonic())
+                        != Next::Retry
+                    {
                         if status == 101 && asked_to_upgrade(request) {
                             // Bytes the client sent after its upgrade request go through
                             // the tunnel first.
@@ -288,7 +290,9 @@ impl<'a> Proxying<'a, '_> {
                         *client.body = BodyState::Done;
                     }
                     let outcome = Outcome::Failed(&failure);
-                    if decide(&self.policy, outcome, tries, Instant::now()) != Next::Retry {
+                    if decide(&self.policy, outcome, tries, runtime::clock::monotonic())
+                        != Next::Retry
+                    {
                         let condition = stale_condition(&failure);
                         if let Some(outcome) = self.stale_answer(client.info, request, condition) {
                             return outcome;
@@ -363,7 +367,7 @@ impl<'a> Proxying<'a, '_> {
     ) {
         let entry = &mut request.upstream.attempts[current.attempt];
         entry.failed_status = failure.status();
-        entry.response_time = Some(self.policy.started.elapsed());
+        entry.response_time = Some(runtime::clock::since(self.policy.started));
         log(
             self.worker,
             info,
@@ -387,7 +391,7 @@ impl<'a> Proxying<'a, '_> {
             .target
             .group
             .group()
-            .release(selected, failed, Instant::now())
+            .release(selected, failed, runtime::clock::monotonic())
         {
             log(
                 self.worker,
@@ -413,7 +417,7 @@ impl<'a> Proxying<'a, '_> {
         if let Some(outcome) = self.cache_answer(info, request, head, buffer) {
             self.release(info, request, current.selected, false);
             request.upstream.attempts[current.attempt].response_time =
-                Some(self.policy.started.elapsed());
+                Some(runtime::clock::since(self.policy.started));
             return outcome;
         }
         if head.status >= 300
@@ -428,7 +432,7 @@ impl<'a> Proxying<'a, '_> {
         {
             self.release(info, request, current.selected, false);
             request.upstream.attempts[current.attempt].response_time =
-                Some(self.policy.started.elapsed());
+                Some(runtime::clock::since(self.policy.started));
             self.cache_error(info, request, head.status, Some((head, buffer)));
             return intercept(request, head, buffer);
         }
@@ -437,7 +441,7 @@ impl<'a> Proxying<'a, '_> {
         {
             self.release(info, request, current.selected, false);
             request.upstream.attempts[current.attempt].response_time =
-                Some(self.policy.started.elapsed());
+                Some(runtime::clock::since(self.policy.started));
             let Answer {
                 stream, received, ..
             } = answer;
@@ -502,7 +506,7 @@ impl<'a> Proxying<'a, '_> {
             // as nginx does.
             self.release(info, request, current.selected, false);
             request.upstream.attempts[current.attempt].response_time =
-                Some(self.policy.started.elapsed());
+                Some(runtime::clock::since(self.policy.started));
             return ProxyOutcome::Respond(Body::Upstream(Box::new(crate::send::tunnel::Tunnel {
                 upstream: stream,
                 upstream_early: buffer[head.len..].to_vec(),
@@ -842,7 +846,7 @@ fn next_upstream_policy(
             group_tries,
             proxy.next_upstream_tries,
             proxy.next_upstream_timeout,
-            Instant::now(),
+            runtime::clock::monotonic(),
         )
     }
 }

@@ -205,7 +205,7 @@ pub(super) fn limit_rate(
     let now_millis = wall.unix_seconds * 1000 + i64::from(wall.milliseconds);
     let elapsed = request
         .started
-        .map(|started| started.elapsed())
+        .map(runtime::clock::since)
         .unwrap_or_default();
     Some(RateLimit {
         rate,

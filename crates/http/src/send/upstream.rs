@@ -882,6 +882,6 @@ async fn end_coded(
 fn end_attempt(request: &mut Request<'_>, attempt: usize, received: u64) {
     if let Some(entry) = request.upstream.attempts.get_mut(attempt) {
         entry.response_length = received;
-        entry.response_time = Some(entry.started.elapsed());
+        entry.response_time = Some(runtime::clock::since(entry.started));
     }
 }
