@@ -299,7 +299,12 @@ pub(crate) fn finish(locations: &mut [Location], prefix: &Path) -> Result<(), Co
         }
         let module = location.settings.proxy.protocol.prefix();
         let settings = &location.settings.proxy_ssl;
-        let pair = match (&settings.certificate, &settings.certificate_key) {
+        // An empty name (`proxy_ssl_certificate ""`) takes back an inherited certificate.
+        let certificate = settings
+            .certificate
+            .as_ref()
+            .filter(|name| !name.is_empty());
+        let pair = match (certificate, &settings.certificate_key) {
             (Some(certificate), Some(key)) => Some(
                 tls::load_pair(
                     &source(prefix, certificate, "certificate")?,
