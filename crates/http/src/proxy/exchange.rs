@@ -14,6 +14,7 @@ use crate::proxy::Proxy;
 use crate::proxy::failure::{Action, Failure, Fault};
 use crate::proxy::handler::GroupRef;
 use crate::proxy::response::{self, UpstreamHead};
+pub(crate) use crate::proxy::ssl::upstream::UpstreamTls;
 use crate::request::Request;
 use crate::upstream::{Peer, PeerAddr, Selected};
 use crate::worker::HttpWorker;
@@ -72,25 +73,6 @@ pub(crate) struct Outgoing<'r> {
     pub idempotent: bool,
     /// `https://`: each new connection starts with a TLS handshake.
     pub tls: Option<UpstreamTls<'r>>,
-}
-
-/// How a connection to an `https` upstream is secured.
-pub(crate) struct UpstreamTls<'r> {
-    pub client: &'r tls::ClientTls,
-    /// The name sent (`proxy_ssl_server_name`) and verified (`proxy_ssl_verify`).
-    pub name: String,
-}
-
-impl UpstreamTls<'_> {
-    /// The keep-alive purpose of connections secured this way: the client settings (one
-    /// per location, alive as long as the configuration) and the name.
-    fn purpose(&self) -> u64 {
-        use std::hash::{Hash, Hasher};
-        let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        std::ptr::from_ref(self.client).addr().hash(&mut hasher);
-        self.name.hash(&mut hasher);
-        hasher.finish() | 1
-    }
 }
 
 /// The server one try goes to.

@@ -15,6 +15,7 @@ use crate::set_once;
 use crate::variables::HttpTemplate;
 
 pub mod settings;
+pub(crate) mod upstream;
 
 pub use settings::{ProxySsl, ProxySslConf};
 
