@@ -141,7 +141,11 @@ pub(super) async fn try_peer(
         .await
         .map_err(|error| Failure::io(error, Action::Connecting, false))?;
     if let Some(upstream_tls) = &outgoing.tls {
-        stream = secure(stream, upstream_tls, proxy.connect_timeout)
+        let client = upstream_tls
+            .configuration(outgoing.worker)
+            .await
+            .map_err(|error| Failure::internal(error, Action::Connecting))?;
+        stream = secure(stream, client, &upstream_tls.name, proxy.connect_timeout)
             .await
             .map_err(|error| Failure::io(error, Action::SslHandshaking, false))?;
     }
@@ -191,15 +195,15 @@ pub async fn connect(
 /// Runs the TLS handshake of a new upstream connection within `timeout`.
 async fn secure(
     stream: Stream,
-    upstream: &UpstreamTls<'_>,
+    client: &tls::ClientTls,
+    name: &str,
     timeout: Duration,
 ) -> io::Result<Stream> {
     let Stream::Tcp(tcp) = stream else {
         return Ok(stream);
     };
-    let session = upstream
-        .client
-        .connect(&upstream.name)
+    let session = client
+        .connect(name)
         .map_err(|error| io::Error::other(error.0))?;
     match tokio::time::timeout(timeout, runtime::tls::connect(tcp, session)).await {
         Ok(result) => result,

@@ -283,9 +283,15 @@ impl<'a> Proxying<'a, '_> {
                 }
                 Err(failure) => {
                     self.fail(client.info, request, current, &failure);
-                    if failure.side() == Side::Client {
-                        request.keepalive = false;
-                        *client.body = BodyState::Done;
+                    match failure.side() {
+                        Side::Client => {
+                            request.keepalive = false;
+                            *client.body = BodyState::Done;
+                        }
+                        // Neither a stale entry nor the cache stands in for Portico's
+                        // own failure, as in nginx.
+                        Side::Internal => return ProxyOutcome::Finalize(failure.status()),
+                        Side::Upstream => {}
                     }
                     let outcome = Outcome::Failed(&failure);
                     if decide(&self.policy, outcome, tries, Instant::now()) != Next::Retry {

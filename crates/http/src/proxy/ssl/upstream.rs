@@ -1,7 +1,10 @@
 //! How one request's connections to an `https` (or `suwsgi`) upstream are secured: the
-//! location's configuration and the name sent and verified.
+//! location's configuration, the name sent and verified, and the client certificate the
+//! request names when the location's names have variables.
 
 use crate::conf::Location;
+use crate::file::io::FileError;
+use crate::proxy::ssl::certificates::RequestPair;
 use crate::request::{ConnectionInfo, Request};
 use crate::variables::evaluate::render;
 use crate::worker::HttpWorker;
@@ -11,6 +14,8 @@ pub(crate) struct UpstreamTls<'r> {
     pub client: &'r tls::ClientTls,
     /// The name sent (`proxy_ssl_server_name`) and verified (`proxy_ssl_verify`).
     pub name: String,
+    /// The client certificate this request names (`proxy_ssl_certificate $arg_cert.crt`).
+    pub pair: Option<RequestPair>,
 }
 
 impl UpstreamTls<'_> {
@@ -36,17 +41,36 @@ impl UpstreamTls<'_> {
             .trim_start_matches('[')
             .trim_end_matches(']')
             .to_owned();
-        Some(UpstreamTls { client, name })
+        let pair = settings.variable_pair.as_ref().and_then(|names| {
+            names.for_request(|template| render(worker, info, request, template))
+        });
+        Some(UpstreamTls { client, name, pair })
     }
 
     /// The keep-alive purpose of connections secured this way: the client settings (one
-    /// per location, alive as long as the configuration) and the name.
+    /// per location, alive as long as the configuration), the name, and the files of a
+    /// client certificate named by variables.
     pub(crate) fn purpose(&self) -> u64 {
         use std::hash::{Hash, Hasher};
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         std::ptr::from_ref(self.client).addr().hash(&mut hasher);
         self.name.hash(&mut hasher);
+        if let Some(pair) = &self.pair {
+            pair.files().hash(&mut hasher);
+        }
         hasher.finish() | 1
+    }
+
+    /// The configuration a new connection is secured with: the location's, or it with
+    /// the request's client certificate, loaded the first time.
+    pub(crate) async fn configuration(
+        &self,
+        worker: &HttpWorker,
+    ) -> Result<&tls::ClientTls, FileError> {
+        match &self.pair {
+            Some(pair) => pair.configuration(worker, self.client).await,
+            None => Ok(self.client),
+        }
     }
 }
 
