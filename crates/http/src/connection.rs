@@ -666,7 +666,9 @@ impl Connection {
         });
         // Parsing starts over from the first byte each time, so it runs only when a line
         // may have ended (or the buffer is full and a limit may be hit): a client sending
-        // one byte at a time costs a scan per line, not a scan per byte.
+        // one byte at a time costs a scan per line, not a scan per byte. The first bytes
+        // of a head are parsed whatever they hold, so that a client speaking another
+        // protocol (a uwsgi packet has no line end) gets its 400 at once, as from nginx.
         let mut parse = self.read_ahead.filled > 0;
         loop {
             if parse {
@@ -788,7 +790,8 @@ impl Connection {
                 Ok(count) => {
                     let fresh = &self.read_ahead.buf
                         [self.read_ahead.filled..self.read_ahead.filled + count];
-                    parse = memchr::memchr(b'\n', fresh).is_some()
+                    parse = !started
+                        || memchr::memchr(b'\n', fresh).is_some()
                         || self.read_ahead.filled + count == self.read_ahead.buf.len();
                     self.read_ahead.filled += count;
                     if !started {

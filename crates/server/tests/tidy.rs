@@ -226,28 +226,12 @@ const UNTESTED_DIRECTIVES: &[(&str, &str)] = &[
         "proxy_ssl_verify_depth under uwsgi's name; nginx-tests uwsgi_ssl*.t run it",
     ),
     (
-        "uwsgi_ssl_certificate",
-        "proxy_ssl_certificate under uwsgi's name; nginx-tests uwsgi_ssl*.t run it",
-    ),
-    (
-        "uwsgi_ssl_certificate_key",
-        "proxy_ssl_certificate_key under uwsgi's name; nginx-tests uwsgi_ssl*.t run it",
-    ),
-    (
-        "uwsgi_ssl_password_file",
-        "proxy_ssl_password_file under uwsgi's name; nginx-tests uwsgi_ssl*.t run it",
-    ),
-    (
         "uwsgi_ssl_protocols",
         "proxy_ssl_protocols under uwsgi's name; nginx-tests uwsgi_ssl*.t run it",
     ),
     (
         "uwsgi_ssl_ciphers",
         "proxy_ssl_ciphers under uwsgi's name; nginx-tests uwsgi_ssl*.t run it",
-    ),
-    (
-        "uwsgi_ssl_session_reuse",
-        "proxy_ssl_session_reuse under uwsgi's name; nginx-tests uwsgi_ssl*.t run it",
     ),
     (
         "uwsgi_ssl_conf_command",

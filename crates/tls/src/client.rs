@@ -33,6 +33,8 @@ pub struct ClientSettings {
 #[derive(Debug)]
 pub struct ClientTls {
     config: Arc<ClientConfig>,
+    /// `proxy_ssl_session_reuse`, for the configurations made from this one.
+    session_reuse: bool,
 }
 
 impl ClientTls {
@@ -83,15 +85,25 @@ impl ClientTls {
             None => builder.with_no_client_auth(),
         };
         config.enable_sni = settings.server_name;
-        config.resumption = if settings.session_reuse {
-            Resumption::in_memory_sessions(256)
-        } else {
-            Resumption::disabled()
-        };
+        config.resumption = resumption(settings.session_reuse);
         config.alpn_protocols = Vec::new();
         Ok(ClientTls {
             config: Arc::new(config),
+            session_reuse: settings.session_reuse,
         })
+    }
+
+    /// This configuration presenting `pair` (a `proxy_ssl_certificate` named by variables,
+    /// loaded for one request). Its sessions are its own: a session made with one client
+    /// certificate is never resumed with another.
+    pub fn with_pair(&self, pair: &CertificatePair) -> ClientTls {
+        let mut config = ClientConfig::clone(&self.config);
+        config.client_auth_cert_resolver = Arc::new(OnePair(pair.key.clone()));
+        config.resumption = resumption(self.session_reuse);
+        ClientTls {
+            config: Arc::new(config),
+            session_reuse: self.session_reuse,
+        }
     }
 
     /// A new session towards `name` (an address gives no SNI, as in nginx).
@@ -101,6 +113,15 @@ impl ClientTls {
         let connection = rustls::ClientConnection::new(self.config.clone(), server_name)
             .map_err(|error| TlsError(error.to_string()))?;
         Ok(Session::client(connection))
+    }
+}
+
+/// `proxy_ssl_session_reuse`: sessions kept in memory for resumption, or none.
+fn resumption(session_reuse: bool) -> Resumption {
+    if session_reuse {
+        Resumption::in_memory_sessions(256)
+    } else {
+        Resumption::disabled()
     }
 }
 

@@ -14,6 +14,7 @@ use crate::proxy::Proxy;
 use crate::proxy::failure::{Action, Failure, Fault};
 use crate::proxy::handler::GroupRef;
 use crate::proxy::response::{self, UpstreamHead};
+pub(crate) use crate::proxy::ssl::upstream::UpstreamTls;
 use crate::request::Request;
 use crate::upstream::{Peer, PeerAddr, Selected};
 use crate::worker::HttpWorker;
@@ -72,25 +73,6 @@ pub(crate) struct Outgoing<'r> {
     pub idempotent: bool,
     /// `https://`: each new connection starts with a TLS handshake.
     pub tls: Option<UpstreamTls<'r>>,
-}
-
-/// How a connection to an `https` upstream is secured.
-pub(crate) struct UpstreamTls<'r> {
-    pub client: &'r tls::ClientTls,
-    /// The name sent (`proxy_ssl_server_name`) and verified (`proxy_ssl_verify`).
-    pub name: String,
-}
-
-impl UpstreamTls<'_> {
-    /// The keep-alive purpose of connections secured this way: the client settings (one
-    /// per location, alive as long as the configuration) and the name.
-    fn purpose(&self) -> u64 {
-        use std::hash::{Hash, Hasher};
-        let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        std::ptr::from_ref(self.client).addr().hash(&mut hasher);
-        self.name.hash(&mut hasher);
-        hasher.finish() | 1
-    }
 }
 
 /// The server one try goes to.
@@ -159,10 +141,19 @@ pub(super) async fn try_peer(
         .await
         .map_err(|error| Failure::io(error, Action::Connecting, false))?;
     if let Some(upstream_tls) = &outgoing.tls {
-        // Boxed: a handshake's state is large and only a new TLS connection makes it.
-        stream = Box::pin(secure(stream, upstream_tls, proxy.connect_timeout))
+        // Boxed: a handshake's state (and a certificate's load) is large, and only a new
+        // TLS connection makes it.
+        let client = Box::pin(upstream_tls.configuration(outgoing.worker))
             .await
-            .map_err(|error| Failure::io(error, Action::SslHandshaking, false))?;
+            .map_err(|error| Failure::internal(error, Action::Connecting))?;
+        stream = Box::pin(secure(
+            stream,
+            client,
+            &upstream_tls.name,
+            proxy.connect_timeout,
+        ))
+        .await
+        .map_err(|error| Failure::io(error, Action::SslHandshaking, false))?;
     }
     let opened = runtime::clock::monotonic();
     let entry = &mut request.upstream.attempts[attempt];
@@ -210,15 +201,15 @@ pub async fn connect(
 /// Runs the TLS handshake of a new upstream connection within `timeout`.
 async fn secure(
     stream: Stream,
-    upstream: &UpstreamTls<'_>,
+    client: &tls::ClientTls,
+    name: &str,
     timeout: Duration,
 ) -> io::Result<Stream> {
     let Stream::Tcp(tcp) = stream else {
         return Ok(stream);
     };
-    let session = upstream
-        .client
-        .connect(&upstream.name)
+    let session = client
+        .connect(name)
         .map_err(|error| io::Error::other(error.0))?;
     match tokio::time::timeout(timeout, runtime::tls::connect(tcp, session)).await {
         Ok(result) => result,

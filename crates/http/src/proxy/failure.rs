@@ -8,6 +8,7 @@ use std::io;
 
 use logging::Level;
 
+use crate::file::io::FileError;
 use crate::proxy::NextUpstream;
 use crate::proxy::response::InvalidHead;
 
@@ -18,6 +19,8 @@ pub enum Side {
     Client,
     /// The upstream server.
     Upstream,
+    /// Portico itself: it could not do its part of the try.
+    Internal,
 }
 
 /// What the proxy was doing, in nginx's words for the log line's `while ...`.
@@ -78,6 +81,9 @@ pub enum Fault {
     /// `client_body_timeout` ran out while the client's body was being passed on.
     ClientTimedOut,
     ClientInvalidBody,
+    /// Portico could not do its part: a client certificate named by variables did not
+    /// load. The request ends with the error's status; no other server is tried.
+    Internal(FileError),
 }
 
 /// A failed try, or a failure while the response's body was read.
@@ -116,6 +122,17 @@ impl Failure {
         Failure::upstream(fault, action, sent)
     }
 
+    /// A failure of Portico's own in `action`, before anything was sent.
+    pub fn internal(error: FileError, action: Action) -> Failure {
+        Failure {
+            fault: Fault::Internal(error),
+            action,
+            sent: false,
+            reused: false,
+            head_started: false,
+        }
+    }
+
     /// A failure of the client while the request was with the upstream.
     pub fn client(fault: Fault, action: Action) -> Failure {
         debug_assert_eq!(fault_side(&fault), Side::Client);
@@ -144,14 +161,16 @@ impl Failure {
             Fault::ClientAborted | Fault::ClientClosed => 499,
             Fault::ClientTimedOut => 408,
             Fault::ClientInvalidBody => 400,
+            Fault::Internal(ref error) => error.status,
         }
     }
 
     /// The client's own failures are logged at `info`, as nginx logs them.
     pub fn level(&self) -> Level {
-        match self.side() {
-            Side::Client => Level::Info,
-            Side::Upstream => Level::Error,
+        match (&self.fault, self.side()) {
+            (Fault::Internal(error), _) => error.level,
+            (_, Side::Client) => Level::Info,
+            (_, Side::Upstream | Side::Internal) => Level::Error,
         }
     }
 
@@ -164,7 +183,8 @@ impl Failure {
             Fault::ClientAborted
             | Fault::ClientClosed
             | Fault::ClientTimedOut
-            | Fault::ClientInvalidBody => None,
+            | Fault::ClientInvalidBody
+            | Fault::Internal(_) => None,
         }
     }
 
@@ -201,6 +221,7 @@ fn fault_side(fault: &Fault) -> Side {
         | Fault::ClientClosed
         | Fault::ClientTimedOut
         | Fault::ClientInvalidBody => Side::Client,
+        Fault::Internal(_) => Side::Internal,
     }
 }
 
@@ -222,6 +243,7 @@ impl fmt::Display for Failure {
             Fault::ClientTimedOut => f.write_str("client timed out (110: Connection timed out)")?,
             // nginx logs it where the body is parsed, without the action.
             Fault::ClientInvalidBody => return f.write_str("client sent invalid chunked body"),
+            Fault::Internal(error) => f.write_str(&error.message)?,
         }
         write!(f, " while {}", self.action.text())
     }
@@ -254,6 +276,14 @@ mod tests {
 
     fn refused() -> io::Error {
         io::Error::from_raw_os_error(111)
+    }
+
+    fn certificate_not_loaded() -> FileError {
+        FileError {
+            status: 500,
+            level: Level::Error,
+            message: "cannot load certificate \"/x.crt\"".to_owned(),
+        }
     }
 
     #[test]
@@ -329,6 +359,10 @@ mod tests {
                 Failure::client(Fault::ClientInvalidBody, Action::StreamingBody),
                 "client sent invalid chunked body",
             ),
+            (
+                Failure::internal(certificate_not_loaded(), Action::Connecting),
+                "cannot load certificate \"/x.crt\" while connecting to upstream",
+            ),
         ];
         for (failure, message) in cases {
             assert_eq!(failure.to_string(), message);
@@ -367,6 +401,12 @@ mod tests {
             (Fault::ClientClosed, 499, Level::Info, None),
             (Fault::ClientTimedOut, 408, Level::Info, None),
             (Fault::ClientInvalidBody, 400, Level::Info, None),
+            (
+                Fault::Internal(certificate_not_loaded()),
+                500,
+                Level::Error,
+                None,
+            ),
         ];
         for (fault, status, level, condition) in cases {
             let failure = Failure {
@@ -382,6 +422,11 @@ mod tests {
             assert_eq!(
                 failure.counts_against_peer(),
                 condition.is_some(),
+                "{failure:?}"
+            );
+            assert_eq!(
+                failure.side() == Side::Internal,
+                matches!(failure.fault, Fault::Internal(_)),
                 "{failure:?}"
             );
         }

@@ -26,8 +26,8 @@ use crate::gateway::response::StderrLog;
 use crate::gateway::settings::Protocol;
 pub use crate::proxy::exchange::read_timed;
 use crate::proxy::exchange::{
-    Answer, Client, OutBody, Outgoing, PeerChoice, PooledBuffer, ReceivedHead, take_buffer,
-    try_peer,
+    Answer, Client, OutBody, Outgoing, PeerChoice, PooledBuffer, ReceivedHead, UpstreamTls,
+    take_buffer, try_peer,
 };
 pub use crate::proxy::failure::errno_text;
 use crate::proxy::failure::{Failure, Side};
@@ -187,7 +187,7 @@ pub(crate) async fn proxy_one<'a>(
         crate::proxy::directives::parse_bind(&render(worker, client.info, request, template))
     });
     let policy = next_upstream_policy(proxy, target.group.group(), &head, &out_body);
-    let tls = upstream_tls(worker, client.info, request, location, target.tls);
+    let tls = UpstreamTls::for_request(worker, client.info, request, location, target.tls);
     let proxying = Proxying {
         worker,
         location,
@@ -285,9 +285,15 @@ impl<'a> Proxying<'a, '_> {
                 }
                 Err(failure) => {
                     self.fail(client.info, request, current, &failure);
-                    if failure.side() == Side::Client {
-                        request.keepalive = false;
-                        *client.body = BodyState::Done;
+                    match failure.side() {
+                        Side::Client => {
+                            request.keepalive = false;
+                            *client.body = BodyState::Done;
+                        }
+                        // Neither a stale entry nor the cache stands in for Portico's
+                        // own failure, as in nginx.
+                        Side::Internal => return ProxyOutcome::Finalize(failure.status()),
+                        Side::Upstream => {}
                     }
                     let outcome = Outcome::Failed(&failure);
                     if decide(&self.policy, outcome, tries, runtime::clock::monotonic())
@@ -639,43 +645,6 @@ fn accel_target(head: &UpstreamHead, buffer: &[u8]) -> Option<Vec<u8>> {
         .map(|(name, value)| (&buffer[name.clone()], &buffer[value.clone()]))
         .find(|(name, value)| name.eq_ignore_ascii_case(b"x-accel-redirect") && !value.is_empty())
         .map(|(_, value)| value.to_vec())
-}
-
-/// The TLS configuration and the name (`proxy_ssl_name`, else `$proxy_host` without its
-/// port) for an `https` upstream.
-fn upstream_tls<'a>(
-    worker: &HttpWorker,
-    info: &ConnectionInfo,
-    request: &Request<'_>,
-    location: &'a Location,
-    tls: bool,
-) -> Option<crate::proxy::exchange::UpstreamTls<'a>> {
-    if !tls {
-        return None;
-    }
-    let settings = &location.settings.proxy_ssl;
-    let client = settings.client.as_deref()?;
-    let name = match &settings.name {
-        Some(template) => render(worker, info, request, template),
-        None => {
-            let host = &request.upstream.proxy_host;
-            let end = if host.starts_with(b"[") {
-                host.iter()
-                    .position(|byte| *byte == b']')
-                    .map_or(host.len(), |at| at + 1)
-            } else {
-                host.iter()
-                    .position(|byte| *byte == b':')
-                    .unwrap_or(host.len())
-            };
-            host[..end].to_vec()
-        }
-    };
-    let name = String::from_utf8_lossy(&name)
-        .trim_start_matches('[')
-        .trim_end_matches(']')
-        .to_owned();
-    Some(crate::proxy::exchange::UpstreamTls { client, name })
 }
 
 /// Where `proxy_pass` points: its group and URL parts; sets `$proxy_host` and

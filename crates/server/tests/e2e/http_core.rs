@@ -158,6 +158,19 @@ fn lowercase_method_is_rejected() {
     );
 }
 
+/// A client speaking another protocol (here the start of a uwsgi packet, which has no line
+/// end) gets its 400 without having to send a line end, as from nginx.
+#[test]
+fn binary_bytes_without_a_line_end_are_rejected_at_once() {
+    let server = Instance::http(ECHO_URI);
+    let mut client = server.connect();
+    client.write(b"\x00\x2a\x00\x00\x0e\x00REQUEST_METHOD\x03\x00GET");
+    let response = client.read_response();
+    assert_eq!(response.status, 400);
+    assert_eq!(response.header("Connection"), Some("close"));
+    server.wait_for_error_log("client sent invalid method while reading client request line");
+}
+
 #[test]
 fn unknown_uppercase_method_is_served() {
     let server = Instance::http(ECHO_URI);

@@ -82,6 +82,7 @@ mod proxy_protocol;
 mod proxy_redirect;
 mod proxy_response;
 mod proxy_ssl;
+mod proxy_ssl_certificate_vars;
 mod proxy_store;
 mod proxy_timeouts;
 mod proxy_upgrade;

@@ -140,6 +140,23 @@ fn proxy_ssl_certificate_presents_a_client_certificate() {
 }
 
 #[test]
+fn an_empty_proxy_ssl_certificate_takes_back_an_inherited_one() {
+    if !have_openssl() {
+        return;
+    }
+    let server = start(
+        "proxy_ssl_certificate proxy.crt; proxy_ssl_certificate_key proxy.key;
+         location /inherit { proxy_pass https://127.0.0.1:8443/; }
+         location /cancel { proxy_pass https://127.0.0.1:8443/;
+            proxy_ssl_certificate \"\"; proxy_ssl_certificate_key \"\"; }",
+    );
+    let (_, inherited) = fields(&server, "/inherit");
+    assert_eq!(inherited[4], "O=Portico Test,CN=proxy");
+    let (_, cancelled) = fields(&server, "/cancel");
+    assert_eq!(cancelled[4], "", "no client certificate");
+}
+
+#[test]
 fn proxy_ssl_protocols_and_ciphers_choose_the_upstream_suite() {
     if !have_openssl() {
         return;

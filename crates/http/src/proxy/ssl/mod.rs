@@ -14,9 +14,11 @@ use crate::gateway::settings::Protocol;
 use crate::set_once;
 use crate::variables::HttpTemplate;
 
+pub mod certificates;
 pub mod settings;
+pub(crate) mod upstream;
 
-pub use settings::{ProxySsl, ProxySslConf};
+pub use settings::{CertificateName, ProxySsl, ProxySslConf, VariablePair};
 
 const CONTEXTS: Contexts = Contexts::HTTP_SERVER_LOCATION;
 
@@ -196,12 +198,30 @@ set_once!(
     proxy_ssl.trusted_certificate,
     text
 );
-set_once!(set_certificate, LocationScope, proxy_ssl.certificate, text);
+/// A certificate or key name, compiled when it has variables (`$arg_cert.crt`).
+fn certificate_name(
+    directive: &Directive,
+    context: &mut LoadContext<'_>,
+) -> Result<Option<CertificateName>, ConfError> {
+    let text = directive.arg(0);
+    let template = context.template(text, &directive.span)?;
+    Ok(Some(CertificateName {
+        text: text.to_owned(),
+        variables: template.as_literal().is_none().then_some(template),
+    }))
+}
+
+set_once!(
+    set_certificate,
+    LocationScope,
+    proxy_ssl.certificate,
+    certificate_name
+);
 set_once!(
     set_certificate_key,
     LocationScope,
     proxy_ssl.certificate_key,
-    text
+    certificate_name
 );
 
 fn number(directive: &Directive, _context: &mut LoadContext<'_>) -> Result<u64, ConfError> {
@@ -299,21 +319,10 @@ pub(crate) fn finish(locations: &mut [Location], prefix: &Path) -> Result<(), Co
         }
         let module = location.settings.proxy.protocol.prefix();
         let settings = &location.settings.proxy_ssl;
-        let pair = match (&settings.certificate, &settings.certificate_key) {
-            (Some(certificate), Some(key)) => Some(
-                tls::load_pair(
-                    &source(prefix, certificate, "certificate")?,
-                    &source(prefix, key, "certificate key")?,
-                    &settings.passwords,
-                )
-                .map_err(load_error)?,
-            ),
-            (Some(certificate), None) => {
-                return Err(load_error(tls::TlsError(format!(
-                    "no \"{module}_ssl_certificate_key\" is defined for certificate \"{certificate}\""
-                ))));
-            }
-            _ => None,
+        let (pair, variable_pair) = match client_certificate(settings, prefix, module)? {
+            ClientCertificate::None => (None, None),
+            ClientCertificate::Loaded(pair) => (Some(pair), None),
+            ClientCertificate::Variables(names) => (None, Some(Arc::new(names))),
         };
         let verify = if settings.verify {
             let Some(trusted) = &settings.trusted_certificate else {
@@ -338,6 +347,47 @@ pub(crate) fn finish(locations: &mut [Location], prefix: &Path) -> Result<(), Co
         })
         .map_err(load_error)?;
         location.settings.proxy_ssl.client = Some(Arc::new(client));
+        location.settings.proxy_ssl.variable_pair = variable_pair;
     }
     Ok(())
+}
+
+/// The client certificate a location presents to its upstreams.
+enum ClientCertificate {
+    None,
+    Loaded(tls::CertificatePair),
+    /// Named by variables: loaded per request.
+    Variables(VariablePair),
+}
+
+fn client_certificate(
+    settings: &ProxySsl,
+    prefix: &Path,
+    module: &str,
+) -> Result<ClientCertificate, ConfError> {
+    // An empty name (`proxy_ssl_certificate ""`) takes back an inherited certificate.
+    let Some(certificate) = settings
+        .certificate
+        .as_ref()
+        .filter(|name| !name.text.is_empty())
+    else {
+        return Ok(ClientCertificate::None);
+    };
+    let Some(key) = &settings.certificate_key else {
+        return Err(load_error(tls::TlsError(format!(
+            "no \"{module}_ssl_certificate_key\" is defined for certificate \"{}\"",
+            certificate.text
+        ))));
+    };
+    if certificate.variables.is_some() || key.variables.is_some() {
+        let names = VariablePair::new(certificate, key, &settings.passwords, prefix);
+        return Ok(ClientCertificate::Variables(names));
+    }
+    let pair = tls::load_pair(
+        &source(prefix, &certificate.text, "certificate")?,
+        &source(prefix, &key.text, "certificate key")?,
+        &settings.passwords,
+    )
+    .map_err(load_error)?;
+    Ok(ClientCertificate::Loaded(pair))
 }

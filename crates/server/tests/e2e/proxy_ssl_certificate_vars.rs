@@ -1,0 +1,182 @@
+//! Variables in `proxy_ssl_certificate` / `proxy_ssl_certificate_key` and in uwsgi's
+//! `uwsgi_ssl_certificate` / `uwsgi_ssl_certificate_key`: each request presents the pair its
+//! variables name, loaded when it opens a connection; a kept connection serves only requests
+//! naming the same files; an empty name sends no certificate; a pair that does not load
+//! ends its request with 500. The upstream is Portico itself, on a TLS port of the same
+//! instance, reporting the client certificate it saw.
+
+use crate::support::Instance;
+use crate::support::cli::{assert_http_body_fails, test_http_body};
+use crate::support::tls::{self, have_openssl};
+
+fn start(locations: &str) -> Instance {
+    let body = format!(
+        "upstream kept {{ server 127.0.0.1:8443; keepalive 4; }}
+         server {{ listen 127.0.0.1:8443 ssl; server_name backend.test;
+            ssl_certificate backend.test.crt; ssl_certificate_key backend.test.key;
+            ssl_verify_client optional_no_ca;
+            add_header X-Name $ssl_client_s_dn always;
+            location / {{ return 200 \"$ssl_client_s_dn|$connection\"; }} }}
+         server {{ listen 127.0.0.1:8080; {locations} }}"
+    );
+    tls::with_files(Instance::http_builder(&body), |directory| {
+        tls::authority(directory, "ca");
+        for name in ["backend.test", "one", "two", "secret"] {
+            tls::issued(directory, name, "ca", (-1, 30));
+        }
+        encrypt_key(directory, "secret", "right");
+    })
+    .file("passwords", "wrong\nright\n")
+    .start()
+}
+
+/// Replaces `NAME.key` with the same key encrypted with `password`.
+fn encrypt_key(directory: &std::path::Path, name: &str, password: &str) {
+    let (key, encrypted) = (format!("{name}.key"), format!("{name}.enc"));
+    let status = std::process::Command::new("openssl")
+        .current_dir(directory)
+        .args(["pkcs8", "-topk8", "-in", &key, "-out", &encrypted])
+        .args(["-passout", &format!("pass:{password}")])
+        .status()
+        .expect("run openssl pkcs8");
+    assert!(status.success());
+    std::fs::rename(directory.join(encrypted), directory.join(key)).expect("replace the key");
+}
+
+/// The client certificate's subject the upstream saw, and its connection number.
+fn seen(server: &Instance, path: &str) -> (String, String) {
+    let response = server.get(path);
+    assert_eq!(response.status, 200, "{path}: {}", response.body_text());
+    let body = response.body_text();
+    let (subject, connection) = body.split_once('|').expect("subject|connection");
+    (subject.to_owned(), connection.to_owned())
+}
+
+const BY_ARGUMENT: &str = "proxy_ssl_certificate $arg_cert.crt;
+    proxy_ssl_certificate_key $arg_cert.key;";
+
+#[test]
+fn each_request_presents_the_pair_its_variables_name() {
+    if !have_openssl() {
+        return;
+    }
+    let server = start(&format!(
+        "location / {{ proxy_pass https://127.0.0.1:8443; {BY_ARGUMENT} }}
+         location /none {{ proxy_pass https://127.0.0.1:8443;
+            proxy_ssl_certificate $arg_cert; proxy_ssl_certificate_key $arg_cert; }}"
+    ));
+    assert_eq!(seen(&server, "/?cert=one").0, "O=Portico Test,CN=one");
+    assert_eq!(seen(&server, "/?cert=two").0, "O=Portico Test,CN=two");
+    assert_eq!(
+        seen(&server, "/none").0,
+        "",
+        "an empty name sends no certificate"
+    );
+}
+
+#[test]
+fn a_kept_connection_serves_only_requests_naming_its_files() {
+    if !have_openssl() {
+        return;
+    }
+    let server = start(&format!(
+        "location / {{ proxy_pass https://kept; proxy_http_version 1.1;
+            proxy_set_header Connection \"\"; {BY_ARGUMENT} }}"
+    ));
+    let first_one = seen(&server, "/?cert=one");
+    let two = seen(&server, "/?cert=two");
+    let second_one = seen(&server, "/?cert=one");
+    assert_eq!(two.0, "O=Portico Test,CN=two", "two got one's connection");
+    assert_ne!(first_one.1, two.1);
+    assert_eq!(second_one.0, "O=Portico Test,CN=one");
+    assert_eq!(
+        first_one.1, second_one.1,
+        "one's connection was kept for one"
+    );
+}
+
+#[test]
+fn a_pair_that_does_not_load_ends_the_request_with_500() {
+    if !have_openssl() {
+        return;
+    }
+    let server = start(&format!(
+        "location / {{ proxy_pass https://127.0.0.1:8443; {BY_ARGUMENT} }}"
+    ));
+    assert_eq!(server.get("/?cert=missing").status, 500);
+    let prefix = server.prefix().path().display().to_string();
+    let line = server.wait_for_error_log(&format!(
+        "cannot load certificate \"{prefix}/missing.crt\": BIO_new_file() failed"
+    ));
+    assert!(line.contains("[error]"), "{line}");
+    assert!(
+        line.contains(" while connecting to upstream, client: 127.0.0.1"),
+        "{line}"
+    );
+    // Without the password, the encrypted key does not load either.
+    assert_eq!(server.get("/?cert=secret").status, 500);
+    server.wait_for_error_log("secret.key\": PEM_read_bio_PrivateKey() failed");
+    assert_eq!(seen(&server, "/?cert=one").0, "O=Portico Test,CN=one");
+}
+
+#[test]
+fn proxy_ssl_password_file_opens_an_encrypted_key_named_by_variables() {
+    if !have_openssl() {
+        return;
+    }
+    let server = start(&format!(
+        "location / {{ proxy_pass https://127.0.0.1:8443; {BY_ARGUMENT}
+            proxy_ssl_password_file %%PREFIX%%/passwords; }}"
+    ));
+    assert_eq!(seen(&server, "/?cert=secret").0, "O=Portico Test,CN=secret");
+}
+
+/// The upstream, an HTTP server, answers uwsgi's packet with a 400 that carries the
+/// subject it saw (`add_header ... always`), as in nginx-tests' uwsgi_ssl_certificate.t.
+#[test]
+fn uwsgi_ssl_certificate_takes_variables_too() {
+    if !have_openssl() {
+        return;
+    }
+    let server = start(
+        "uwsgi_ssl_session_reuse off;
+         location /fixed { uwsgi_pass suwsgi://127.0.0.1:8443;
+            uwsgi_ssl_certificate secret.crt; uwsgi_ssl_certificate_key secret.key;
+            uwsgi_ssl_password_file %%PREFIX%%/passwords; }
+         location /named { uwsgi_pass suwsgi://127.0.0.1:8443;
+            uwsgi_ssl_certificate $arg_cert.crt; uwsgi_ssl_certificate_key $arg_cert.key; }
+         location /none { uwsgi_pass suwsgi://127.0.0.1:8443;
+            uwsgi_ssl_certificate $arg_cert; uwsgi_ssl_certificate_key $arg_cert; }",
+    );
+    let subject = |path: &str| {
+        let response = server.get(path);
+        assert_eq!(response.status, 400, "{path}");
+        response.header("X-Name").unwrap_or_default().to_owned()
+    };
+    assert_eq!(subject("/fixed"), "O=Portico Test,CN=secret");
+    assert_eq!(subject("/named?cert=two"), "O=Portico Test,CN=two");
+    assert_eq!(subject("/none"), "");
+}
+
+#[test]
+fn a_certificate_named_by_variables_needs_a_key() {
+    assert_http_body_fails(
+        "server { listen 127.0.0.1:8080; location / { proxy_pass https://127.0.0.1:1;
+            proxy_ssl_certificate $arg_cert.crt; } }",
+        "no \"proxy_ssl_certificate_key\" is defined for certificate \"$arg_cert.crt\"",
+    );
+}
+
+#[test]
+fn an_unknown_variable_in_a_certificate_name_fails_the_load() {
+    let (_, output) = test_http_body(
+        "server { listen 127.0.0.1:8080; location / { proxy_pass https://127.0.0.1:1;
+            proxy_ssl_certificate $nonexistent.crt; proxy_ssl_certificate_key k.key; } }",
+    );
+    output.assert_code(1);
+    assert!(
+        output.stderr.contains("unknown \"nonexistent\" variable"),
+        "{}",
+        output.stderr
+    );
+}
