@@ -13,6 +13,7 @@ pub mod dns;
 pub mod h2;
 pub mod instance;
 pub mod log;
+pub mod php_fpm;
 pub mod ports;
 pub mod prefix;
 pub mod proc_net;
