@@ -8,6 +8,7 @@ use std::net::TcpListener;
 
 use crate::support::app_servers::TempDir;
 use crate::support::php_fpm::{Listen, PhpFpm, conf_file};
+use crate::support::wordpress;
 use crate::support::{Client, Instance, PATIENCE, proc_net, wait_until};
 
 /// The one script every test serves; `?do=` says what it does.
@@ -209,26 +210,12 @@ http {{
         }}
         location ~ /\\.ht {{ deny all; }}
     }}
-    server {{
-        listen 127.0.0.1:8081;
-        server_name wordpress.test;
-        root {root};
-        index index.php;
-        client_max_body_size 8m;
-        location = /favicon.ico {{ log_not_found off; access_log off; }}
-        location / {{ try_files $uri $uri/ /index.php?$args; }}
-        location ~ \\.php$ {{
-            include fastcgi_params;
-            fastcgi_intercept_errors on;
-            fastcgi_pass php;
-            fastcgi_param SCRIPT_FILENAME $document_root$fastcgi_script_name;
-        }}
-        location ~* \\.(js|css|png|jpg|jpeg|gif|ico)$ {{ expires max; log_not_found off; }}
-    }}
+    {wordpress}
 }}
 ",
         root = php.root(),
         socket = php.socket(),
+        wordpress = wordpress::documented_server(8081, &php.root()),
     );
     let server = Instance::builder(&config)
         .file("fastcgi.conf", &fastcgi_conf)
