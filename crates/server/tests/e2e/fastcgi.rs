@@ -277,8 +277,13 @@ http {{
         Client::connect(wordpress).request(request)
     };
     // A script that is not there: `location / { try_files }` does not apply to `\.php$`,
-    // so PHP-FPM answers 404 (intercepted: nginx's page).
-    assert_eq!(upload("/wp-admin/async-upload.php").status, 404);
+    // so PHP-FPM answers 404. Its page is passed: `fastcgi_intercept_errors` takes only the
+    // statuses that have an `error_page`.
+    let missing = upload("/wp-admin/async-upload.php");
+    assert_eq!(
+        (missing.status, missing.body_text().as_str()),
+        (404, "File not found.\n")
+    );
     let uploaded = upload("/index.php");
     assert_eq!(uploaded.status, 200, "{}", uploaded.body_text());
     let expected = format!("UPLOAD=photo.jpg {} {}\n", file.len(), checksum(&file));
