@@ -5,9 +5,10 @@
 
 use std::io::{Read, Write};
 use std::net::TcpListener;
-use std::process::Command;
 
-use crate::support::app_servers::{Server, TempDir, find_program, running_as_root};
+use crate::support::app_servers::TempDir;
+use crate::support::php_fpm::{Listen, PhpFpm, conf_file};
+use crate::support::wordpress;
 use crate::support::{Client, Instance, PATIENCE, proc_net, wait_until};
 
 /// The one script every test serves; `?do=` says what it does.
@@ -60,88 +61,17 @@ if (isset($_FILES['upload'])) {
 echo 'INDEX REQUEST_URI=', $_SERVER['REQUEST_URI'], ' QUERY_STRING=', $_SERVER['QUERY_STRING'], "\n";
 "#;
 
-/// A PHP-FPM pool serving [`APP`] as `app.php` from its own directory.
-struct PhpFpm {
-    // Dropped first: the server stops before its directory goes.
-    _server: Server,
-    dir: TempDir,
-}
-
-impl PhpFpm {
-    /// The directory the scripts are in (the `root` of the locations that pass to it).
-    fn root(&self) -> String {
-        self.dir.join("").display().to_string()
-    }
-
-    fn socket(&self) -> String {
-        self.dir.join("php.sock").display().to_string()
-    }
-}
-
-/// Starts PHP-FPM listening on `port` (TCP on 127.0.0.1) or on a unix socket in its
-/// directory; `None`, said on stderr, where it is not installed.
-#[allow(clippy::print_stderr, reason = "a skipped test says so")]
+/// A PHP-FPM pool serving [`APP`] as `app.php` and [`INDEX`] as `index.php` from its own
+/// directory, listening on `port` (TCP on 127.0.0.1) or on a unix socket there; `None`,
+/// said on stderr, where it is not installed.
 fn start_php_fpm(port: Option<u16>) -> Option<PhpFpm> {
-    let program = find_program(|name| {
-        name.strip_prefix("php-fpm")
-            .is_some_and(|version| version.chars().all(|c| c.is_ascii_digit() || c == '.'))
-    });
-    let Some(program) = program else {
-        eprintln!("skipped: php-fpm not found (Debian: apt-get install php-fpm)");
-        return None;
-    };
+    let program = PhpFpm::find()?;
     let dir = TempDir::new("e2e-php-fpm");
     dir.write("app.php", APP);
     dir.write("index.php", INDEX);
     dir.write("style.css", "body { color: black; }\n");
-    let socket = dir.join("php.sock");
-    let listen = match port {
-        Some(port) => format!("127.0.0.1:{port}"),
-        None => socket.display().to_string(),
-    };
-    let user = if running_as_root() {
-        "user = root\ngroup = root\n"
-    } else {
-        ""
-    };
-    let config = format!(
-        "[global]\npid = {pid}\nerror_log = {log}\ndaemonize = no\n\n\
-         [portico]\nlisten = {listen}\nlisten.mode = 0666\npm = static\npm.max_children = 2\n\
-         clear_env = yes\n{user}",
-        pid = dir.join("php-fpm.pid").display(),
-        log = dir.join("php-fpm-error.log").display(),
-    );
-    let config = dir.write("php-fpm.conf", &config);
-    let mut command = Command::new(&program);
-    // -n: no php.ini, so that the system's settings (error_log among them) do not apply:
-    // `error_log()` goes to FastCGI's stderr.
-    command
-        .arg("-n")
-        .arg("--nodaemonize")
-        .arg("--fpm-config")
-        .arg(&config);
-    if running_as_root() {
-        command.arg("--allow-to-run-as-root");
-    }
-    let server = match port {
-        Some(port) => {
-            let server = Server::spawn("php-fpm", command, dir.join("php-fpm.out"), "QUIT");
-            wait_until("php-fpm to listen", PATIENCE, || {
-                proc_net::is_listening(port)
-            });
-            server
-        }
-        None => Server::start("php-fpm", command, &socket, dir.join("php-fpm.out"), "QUIT"),
-    };
-    Some(PhpFpm {
-        _server: server,
-        dir,
-    })
-}
-
-/// The stock files, as a user's `include` names them.
-fn conf_file(name: &str) -> String {
-    format!("{}/../../conf/{name}", env!("CARGO_MANIFEST_DIR"))
+    let listen = port.map_or(Listen::UnixSocket, Listen::Port);
+    Some(PhpFpm::start(&program, dir, listen, &[]))
 }
 
 /// Debian's `snippets/fastcgi-php.conf`, written out, around `fastcgi_pass PASS`.
@@ -280,26 +210,12 @@ http {{
         }}
         location ~ /\\.ht {{ deny all; }}
     }}
-    server {{
-        listen 127.0.0.1:8081;
-        server_name wordpress.test;
-        root {root};
-        index index.php;
-        client_max_body_size 8m;
-        location = /favicon.ico {{ log_not_found off; access_log off; }}
-        location / {{ try_files $uri $uri/ /index.php?$args; }}
-        location ~ \\.php$ {{
-            include fastcgi_params;
-            fastcgi_intercept_errors on;
-            fastcgi_pass php;
-            fastcgi_param SCRIPT_FILENAME $document_root$fastcgi_script_name;
-        }}
-        location ~* \\.(js|css|png|jpg|jpeg|gif|ico)$ {{ expires max; log_not_found off; }}
-    }}
+    {wordpress}
 }}
 ",
         root = php.root(),
         socket = php.socket(),
+        wordpress = wordpress::documented_server(8081, &php.root()),
     );
     let server = Instance::builder(&config)
         .file("fastcgi.conf", &fastcgi_conf)
@@ -361,8 +277,13 @@ http {{
         Client::connect(wordpress).request(request)
     };
     // A script that is not there: `location / { try_files }` does not apply to `\.php$`,
-    // so PHP-FPM answers 404 (intercepted: nginx's page).
-    assert_eq!(upload("/wp-admin/async-upload.php").status, 404);
+    // so PHP-FPM answers 404. Its page is passed: `fastcgi_intercept_errors` takes only the
+    // statuses that have an `error_page`.
+    let missing = upload("/wp-admin/async-upload.php");
+    assert_eq!(
+        (missing.status, missing.body_text().as_str()),
+        (404, "File not found.\n")
+    );
     let uploaded = upload("/index.php");
     assert_eq!(uploaded.status, 200, "{}", uploaded.body_text());
     let expected = format!("UPLOAD=photo.jpg {} {}\n", file.len(), checksum(&file));

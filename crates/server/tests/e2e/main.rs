@@ -114,3 +114,4 @@ mod upstream_max_fails;
 mod upstream_random;
 mod uwsgi_scgi;
 mod variables;
+mod wordpress;

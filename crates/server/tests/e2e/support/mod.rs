@@ -13,6 +13,8 @@ pub mod dns;
 pub mod h2;
 pub mod instance;
 pub mod log;
+pub mod mariadb;
+pub mod php_fpm;
 pub mod ports;
 pub mod prefix;
 pub mod proc_net;
@@ -21,6 +23,7 @@ pub mod slow_disk;
 pub mod tls;
 pub mod upstream;
 pub mod wait;
+pub mod wordpress;
 
 pub use client::{Client, Ending, ReadError, Response, get, get_host, get_keepalive};
 pub use instance::{Builder, Instance};
