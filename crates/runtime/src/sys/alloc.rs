@@ -7,7 +7,7 @@
 //! and the body's futures, 1 to 3 KiB; `bench/instructions.sh` counted 487 instructions for
 //! the body's `malloc` alone). Here a block of 1,025 to 4,096 bytes is taken from the
 //! system rounded up to its 256-byte class, and when freed it goes on its thread's list for
-//! that class, at most [`KEPT`] per class; the next allocation of the class on that thread
+//! that class, at most `KEPT` (4) per class; the next allocation of the class on that thread
 //! takes it back. A block freed on another thread joins that thread's list, which is
 //! harmless: every block is the system's, of its class's size. The lists hold at most
 //! 12 classes x 4 blocks (about 120 KiB) per thread and are given back to the system when
