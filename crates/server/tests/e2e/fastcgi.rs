@@ -607,3 +607,68 @@ fn stderr_before_a_cut_body_is_logged() {
     );
     server.wait_for_error_log("upstream prematurely closed");
 }
+
+/// An application that writes to stderr without end before its head: every piece is
+/// logged as it comes, `fastcgi_read_timeout` counts from the last read (not from the
+/// request), the worker serves other clients meanwhile, and the answer that finally comes
+/// is passed on.
+#[test]
+fn an_endless_stderr_stream_is_logged_and_the_worker_serves_others() {
+    let mut builder = Instance::http_builder("");
+    let port = builder.port(8081);
+    let listener = TcpListener::bind(("127.0.0.1", port)).expect("bind the FastCGI peer");
+    let peer = std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().expect("accept");
+        let mut request = [0u8; 4096];
+        let _ = stream.read(&mut request);
+        // 1.5 s of stderr, a record every millisecond, longer than the read timeout.
+        let started = std::time::Instant::now();
+        let mut pieces = 0;
+        while started.elapsed() < std::time::Duration::from_millis(1500) {
+            let line = format!("warning {pieces}: {}\n", "x".repeat(900));
+            stream
+                .write_all(&record(7, line.as_bytes()))
+                .expect("stderr");
+            pieces += 1;
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let mut answer = record(6, b"Content-Type: text/plain\r\n\r\nfinally");
+        answer.extend(record(6, b""));
+        answer.extend(record(3, &[0, 0, 0, 0, 0, 0, 0, 0]));
+        stream.write_all(&answer).expect("answer");
+        pieces
+    });
+    let server = builder
+        .config(
+            "server { listen 127.0.0.1:8080;
+                 location / { fastcgi_pass 127.0.0.1:8081; fastcgi_read_timeout 1s; }
+                 location = /other { return 200 'other'; } }",
+        )
+        .start();
+    let mut client = Client::connect(server.port());
+    client.write("GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+    server.wait_for_error_log("FastCGI sent in stderr");
+    // While the stream goes on, another client is answered.
+    let mut other = Client::connect(server.port());
+    other.write("GET /other HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+    let answer = String::from_utf8_lossy(&other.read_to_end()).into_owned();
+    assert!(answer.ends_with("\r\n\r\nother"), "{answer}");
+    assert!(
+        !peer.is_finished(),
+        "the other client waited for the stream's end"
+    );
+    let received = String::from_utf8_lossy(&client.read_to_end()).into_owned();
+    let pieces = peer.join().expect("the FastCGI peer");
+    assert!(pieces > 200, "{pieces} stderr records");
+    assert!(received.starts_with("HTTP/1.1 200 OK\r\n"), "{received}");
+    // No length from the application: chunked to an HTTP/1.1 client.
+    assert!(
+        received.ends_with("\r\n\r\n7\r\nfinally\r\n0\r\n\r\n"),
+        "{received}"
+    );
+    let log = server.error_log();
+    let logged = log.matches("FastCGI sent in stderr: \"warning ").count();
+    assert!(logged >= pieces / 2, "{logged} of {pieces} pieces logged");
+    assert!(log.contains("\" while reading response header from upstream, client: "));
+    assert!(!log.contains("timed out"), "an upstream timeout was logged");
+}
