@@ -419,7 +419,7 @@ impl HttpWorker {
                 .record_lag(u64::try_from(stall.as_micros()).unwrap_or(u64::MAX));
             // The thread's CPU time is a system call (no vDSO for it): read every tenth tick.
             ticks = ticks.wrapping_add(1);
-            if ticks % BUSY_SAMPLE_TICKS == 0 {
+            if ticks.is_multiple_of(BUSY_SAMPLE_TICKS) {
                 let cpu = runtime::sys::linux::thread_cpu_time();
                 let busy = cpu.saturating_sub(cpu_last);
                 cpu_last = cpu;
