@@ -166,13 +166,7 @@ pub fn filter<'a>(
             response.charset.as_ref().map(Bytes::as_slice),
         ),
     };
-    let variables = RequestVariables::new(
-        request,
-        connection,
-        worker.conf(),
-        worker.clock.now(),
-        &worker.generation.hostname,
-    );
+    let variables = RequestVariables::of(worker, connection, request);
     let decision = decide(
         settings,
         &worker.conf().charset_maps,

@@ -117,13 +117,7 @@ fn params<'r>(
         bytes: PooledBuffer(take_buffer(0)),
         pairs: Vec::with_capacity(gateway.params.len() + 16),
     };
-    let mut variables = RequestVariables::new(
-        request,
-        connection,
-        worker.conf(),
-        worker.clock.now(),
-        &worker.generation.hostname,
-    );
+    let mut variables = RequestVariables::of(worker, connection, request);
     let bytes = &mut params.bytes.0;
     for param in gateway.params.iter() {
         let start = bytes.len();

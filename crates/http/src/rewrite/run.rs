@@ -145,13 +145,7 @@ fn request_variables<'r>(
     connection: &'r ConnectionInfo,
     request: &'r Request<'_>,
 ) -> RequestVariables<'r> {
-    RequestVariables::new(
-        request,
-        connection,
-        worker.conf(),
-        worker.clock.now(),
-        &worker.generation.hostname,
-    )
+    RequestVariables::of(worker, connection, request)
 }
 
 /// Evaluates templates with regex captures escaped for arguments.

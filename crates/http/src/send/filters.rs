@@ -16,7 +16,7 @@ use crate::send::body::Body;
 use crate::send::head::OwnField;
 use crate::send::rate::{self, RateLimit};
 use crate::special::{self, Reply};
-use crate::variables::{HttpTemplate, RequestVariables};
+use crate::variables::evaluate::render;
 use crate::worker::HttpWorker;
 
 /// nginx's not-modified filter, for a 200 response: a 304 keeps the head without its
@@ -101,7 +101,7 @@ fn expires(
     let (value, configured_negative) = match setting {
         Expires::Fixed(value) => (*value, value_is_negative(*value)),
         Expires::Variable { modified, value } => {
-            let text = evaluate(worker, connection, request, value);
+            let text = render(worker, connection, request, value);
             match expires::parse_expires(&text, *modified) {
                 Ok(parsed) => (parsed, false),
                 Err(_) => return,
@@ -139,7 +139,7 @@ fn own_fields(
         if field == OwnField::None {
             continue;
         }
-        let value = evaluate(worker, connection, request, &header.value);
+        let value = render(worker, connection, request, &header.value);
         let response = &mut request.response;
         match field {
             OwnField::ETag if value.is_empty() => {
@@ -227,7 +227,7 @@ fn size(
         SizeValue::Fixed(size) => return *size,
         SizeValue::Variable(template) => template,
     };
-    let text = evaluate(worker, connection, request, template);
+    let text = render(worker, connection, request, template);
     let parsed = std::str::from_utf8(&text)
         .ok()
         .and_then(conf::value::parse_size);
@@ -270,20 +270,4 @@ fn log_while_sending(
         message,
         Some(&context),
     );
-}
-
-fn evaluate(
-    worker: &HttpWorker,
-    connection: &ConnectionInfo,
-    request: &Request<'_>,
-    template: &HttpTemplate,
-) -> Vec<u8> {
-    let mut variables = RequestVariables::new(
-        request,
-        connection,
-        worker.conf(),
-        worker.clock.now(),
-        &worker.generation.hostname,
-    );
-    template.render(&mut variables)
 }

@@ -50,6 +50,21 @@ impl<'a> RequestVariables<'a> {
             computed_budget: Cell::new(crate::map::ComputedBudget::FULL),
         }
     }
+
+    /// The variables of `request` on `worker`, at the worker clock's time now.
+    pub fn of(
+        worker: &'a crate::worker::HttpWorker,
+        connection: &'a ConnectionInfo,
+        request: &'a Request<'a>,
+    ) -> RequestVariables<'a> {
+        RequestVariables::new(
+            request,
+            connection,
+            worker.conf(),
+            worker.clock.now(),
+            &worker.generation.hostname,
+        )
+    }
 }
 
 /// A variable a module defines: its name (a prefix such as `ssl_client_` when `prefix`),
@@ -814,13 +829,7 @@ pub fn render(
     if let Some(literal) = template.as_literal() {
         return literal.to_vec();
     }
-    let mut variables = RequestVariables::new(
-        request,
-        connection,
-        worker.conf(),
-        worker.clock.now(),
-        &worker.generation.hostname,
-    );
+    let mut variables = RequestVariables::of(worker, connection, request);
     let mut out = Vec::new();
     template.evaluate(&mut variables, &mut out);
     out
