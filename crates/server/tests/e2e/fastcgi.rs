@@ -564,6 +564,22 @@ fn checksum(bytes: &[u8]) -> u64 {
         .fold(0, |sum, &byte| (sum * 31 + u64::from(byte)) % 1_000_000_007)
 }
 
+/// A hand-made FastCGI application on the config's port 8081: it takes one connection,
+/// reads the request, and `answer`s on it (on its own thread, joined by the test).
+fn fastcgi_peer<T: Send + 'static>(
+    builder: &mut crate::support::Builder,
+    answer: impl FnOnce(&mut std::net::TcpStream) -> T + Send + 'static,
+) -> std::thread::JoinHandle<T> {
+    let port = builder.port(8081);
+    let listener = TcpListener::bind(("127.0.0.1", port)).expect("bind the FastCGI peer");
+    std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().expect("accept");
+        let mut request = [0u8; 4096];
+        let _ = stream.read(&mut request);
+        answer(&mut stream)
+    })
+}
+
 /// One FastCGI record of request 1.
 fn record(kind: u8, content: &[u8]) -> Vec<u8> {
     let len = u16::try_from(content.len()).expect("a short record");
@@ -577,12 +593,7 @@ fn record(kind: u8, content: &[u8]) -> Vec<u8> {
 #[test]
 fn stderr_before_a_cut_body_is_logged() {
     let mut builder = Instance::http_builder("");
-    let port = builder.port(8081);
-    let listener = TcpListener::bind(("127.0.0.1", port)).expect("bind the FastCGI peer");
-    let peer = std::thread::spawn(move || {
-        let (mut stream, _) = listener.accept().expect("accept");
-        let mut request = [0u8; 4096];
-        let _ = stream.read(&mut request);
+    let peer = fastcgi_peer(&mut builder, |stream| {
         // STDOUT with the head and part of a 100-byte body, STDERR, then the close: no
         // END_REQUEST.
         let mut answer = record(6, b"Content-Length: 100\r\n\r\npart of it");
@@ -615,12 +626,7 @@ fn stderr_before_a_cut_body_is_logged() {
 #[test]
 fn an_endless_stderr_stream_is_logged_and_the_worker_serves_others() {
     let mut builder = Instance::http_builder("");
-    let port = builder.port(8081);
-    let listener = TcpListener::bind(("127.0.0.1", port)).expect("bind the FastCGI peer");
-    let peer = std::thread::spawn(move || {
-        let (mut stream, _) = listener.accept().expect("accept");
-        let mut request = [0u8; 4096];
-        let _ = stream.read(&mut request);
+    let peer = fastcgi_peer(&mut builder, |stream| {
         // 1.5 s of stderr, a record every millisecond, longer than the read timeout.
         let started = std::time::Instant::now();
         let mut pieces = 0;
