@@ -1,6 +1,6 @@
 //! `auth_request`: access decided by a subrequest, as nginx's module does. The access
 //! phase runs a subrequest to the URI and waits for its answer: 2xx lets the request
-//! through, 401 (with the subrequest's `WWW-Authenticate`) and 403 refuse it, anything
+//! through, 401 (with the subrequest's `WWW-Authenticate` fields, all of them) and 403 refuse it, anything
 //! else is a 500. `auth_request_set` then copies values of the subrequest's variables
 //! (`$upstream_http_*`, ...) into the request's.
 
@@ -73,10 +73,16 @@ pub async fn check<'a>(
     match child.response.status {
         403 => Verdict::Status(403),
         401 => {
-            if let Some(challenge) = child.response.find(b"www-authenticate") {
+            // Every challenge the subrequest sent, in its order (nginx since 1.23.0).
+            let challenges = child
+                .response
+                .headers
+                .iter()
+                .filter(|(name, _)| name.as_slice().eq_ignore_ascii_case(b"www-authenticate"));
+            for (_, challenge) in challenges {
                 request.response.headers.push((
                     Bytes::Borrowed(b"WWW-Authenticate"),
-                    Bytes::Owned(challenge.to_vec()),
+                    Bytes::Owned(challenge.as_slice().to_vec()),
                 ));
             }
             Verdict::Status(401)

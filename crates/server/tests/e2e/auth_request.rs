@@ -48,6 +48,9 @@ fn auth_request_lets_in_refuses_and_copies_values() {
             );
             let answer = if text.contains("Authorization: yes") {
                 "HTTP/1.1 204 No Content\r\nX-User: alice\r\n\r\n"
+            } else if text.contains("Authorization: two") {
+                "HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Basic realm=\"a\"\r\n\
+                 WWW-Authenticate: Bearer\r\nContent-Length: 0\r\n\r\n"
             } else if text.contains("Authorization: forbidden") {
                 "HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n"
             } else {
@@ -84,6 +87,13 @@ fn auth_request_lets_in_refuses_and_copies_values() {
     assert_eq!(
         challenged.header("WWW-Authenticate"),
         Some("Bearer realm=\"app\"")
+    );
+    // Every challenge the subrequest sent is passed, in its order.
+    let two = get("/app/", "two");
+    assert_eq!(two.status, 401);
+    assert_eq!(
+        two.header_all("WWW-Authenticate"),
+        ["Basic realm=\"a\"", "Bearer"]
     );
     assert_eq!(get("/app/", "forbidden").status, 403);
     // The subrequest is a GET without the client's body, whatever the request.
