@@ -123,6 +123,8 @@ pub(crate) trait BodyFeed {
         &self,
         timeout: Duration,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), BodyRead>> + '_>>;
+    /// Whether the stream's end has arrived (or the stream is gone).
+    fn stream_ended(&self) -> bool;
 }
 
 /// How waiting for more of the body ended.
@@ -209,9 +211,10 @@ impl<'c> BodySource<'c> {
         }
     }
 
-    /// Whether the body comes framed by the connection (HTTP/2), not from the socket.
-    pub(crate) fn is_framed(&self) -> bool {
-        self.feed.is_some()
+    /// Whether the body comes framed by a connection (HTTP/2) whose stream has not ended
+    /// yet: its end is then to be awaited ([`Self::end_of_stream`]).
+    pub(crate) fn stream_open(&self) -> bool {
+        self.feed.is_some_and(|feed| !feed.stream_ended())
     }
 
     /// Waits for a framed body's end of stream (see [`BodyFeed::end_of_stream`]); at once

@@ -173,6 +173,14 @@ impl BodyFeed for StreamFeed<'_> {
         })
     }
 
+    fn stream_ended(&self) -> bool {
+        self.shared
+            .inboxes
+            .borrow()
+            .get(&self.stream_id)
+            .is_none_or(|inbox| inbox.ended)
+    }
+
     fn end_of_stream(
         &self,
         timeout: Duration,

@@ -557,10 +557,11 @@ async fn stream_body(
             }
         }
         let done = client.body.is_done();
-        if done && framing.marks_end() && client.source.is_framed() {
+        if done && framing.marks_end() && client.source.stream_open() {
             // An HTTP/2 body ends at END_STREAM, not where its `content-length` says, as
             // nginx's does: what arrived goes on at once, the end once the stream says so
-            // (and a client that sends more gets 400 with nothing more passed on).
+            // (and a client that sends more gets 400 with nothing more passed on). An end
+            // that came with the last bytes goes with them, in one write.
             if !framed.is_empty() {
                 stream
                     .write_all_timed(&framed, outgoing.proxy.send_timeout)
