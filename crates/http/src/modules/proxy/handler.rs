@@ -596,7 +596,7 @@ impl<'a> Proxying<'a, '_> {
         if self.location.settings.proxy_cache.force_ranges || (writer.is_some() && accepts) {
             crate::modules::proxy::cache::allow_ranges(request);
         }
-        let body = UpstreamBody::new(BodyStart {
+        let start = BodyStart {
             stream,
             input: buffer,
             position: head.len,
@@ -611,11 +611,13 @@ impl<'a> Proxying<'a, '_> {
             limit_rate: self.limit_rate(info, request, proxy),
             gateway,
             stderr_log,
-        });
+        };
+        // Made in its box, not copied there.
+        let body = runtime::boxed::boxed(|| UpstreamBody::new(start));
         if background {
-            return ProxyOutcome::Drain(Box::new(body));
+            return ProxyOutcome::Drain(body);
         }
-        ProxyOutcome::Respond(Body::Upstream(Box::new(body)))
+        ProxyOutcome::Respond(Body::Upstream(body))
     }
 }
 
