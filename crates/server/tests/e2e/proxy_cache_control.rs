@@ -369,9 +369,11 @@ fn proxy_cache_use_stale_serves_an_expired_entry_when_the_upstream_fails() {
 /// slow upstream, another gets the old entry as UPDATING at once; then the new one HITs.
 #[test]
 fn proxy_cache_use_stale_updating_answers_during_a_refresh() {
-    let (server, upstream) = cached_proxy(STALE, |_, number| {
+    let gate = crate::support::Gate::new();
+    let held = gate.clone();
+    let (server, upstream) = cached_proxy(STALE, move |_, number| {
         if number == 2 {
-            std::thread::sleep(Duration::from_secs(2));
+            held.wait();
         }
         ok(
             &format!("#{number}"),
@@ -398,6 +400,7 @@ fn proxy_cache_use_stale_updating_answers_during_a_refresh() {
         (x_cache(&during), during.body_text().as_str()),
         ("UPDATING", "#1")
     );
+    gate.open();
     let (status, body) = refresher.join().expect("the refreshing client");
     assert_eq!((status.as_str(), body.as_str()), ("EXPIRED", "#2"));
     wait_until("the refreshed entry", PATIENCE, || {
@@ -562,9 +565,11 @@ server {
 fn proxy_cache_background_update_refreshes_after_a_stale_answer() {
     let answered = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let flag = std::sync::Arc::clone(&answered);
+    let gate = crate::support::Gate::new();
+    let held = gate.clone();
     let (server, upstream) = cached_proxy(BACKGROUND, move |_, number| {
         if number == 2 {
-            std::thread::sleep(Duration::from_secs(2));
+            held.wait();
             flag.store(true, std::sync::atomic::Ordering::Release);
         }
         ok(
@@ -592,6 +597,7 @@ fn proxy_cache_background_update_refreshes_after_a_stale_answer() {
         PATIENCE,
         || asked(&upstream) == 2,
     );
+    gate.open();
     wait_until("the refreshed entry", PATIENCE, || {
         std::fs::read(&path).is_ok_and(|bytes| bytes.ends_with(b"#2"))
     });
