@@ -464,8 +464,10 @@ async fn proxy_content<'a>(
 ) -> Step<'a> {
     // Boxed, as the other heavy handlers: their state is not part of every request's; made
     // in its box, not copied there (3 KiB).
-    match runtime::boxed::pin_boxed(|| proxy_handler::proxy(worker, client, request, location_id))
-        .await
+    match runtime::sys::boxed::pin_boxed(|| {
+        proxy_handler::proxy(worker, client, request, location_id)
+    })
+    .await
     {
         ProxyOutcome::Respond(body) => Step::Done(Reply::Respond(body)),
         ProxyOutcome::Finalize(status) => Step::Finalize(status),

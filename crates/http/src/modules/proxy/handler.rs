@@ -613,7 +613,7 @@ impl<'a> Proxying<'a, '_> {
             stderr_log,
         };
         // Made in its box, not copied there.
-        let body = runtime::boxed::boxed(|| UpstreamBody::new(start));
+        let body = runtime::sys::boxed::boxed(|| UpstreamBody::new(start));
         if background {
             return ProxyOutcome::Drain(body);
         }

@@ -33,7 +33,7 @@ impl<'a> StreamedBody<'a> for UpstreamBody<'a> {
         'a: 's,
         'o: 's,
     {
-        runtime::boxed::pin_boxed(|| send_upstream(context, output, request, self, head))
+        runtime::sys::boxed::pin_boxed(|| send_upstream(context, output, request, self, head))
     }
 
     fn into_pulled(self: Box<Self>) -> Option<Box<dyn PulledBody<'a> + 'a>> {

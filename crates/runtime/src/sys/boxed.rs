@@ -6,7 +6,6 @@
 //! future). Allocating first and writing the future into the allocation lets the call
 //! return it straight into the heap.
 
-#![allow(unsafe_code)]
 
 use std::pin::Pin;
 
