@@ -515,12 +515,15 @@ fn build(
             .first()
             .map(|(_, text)| text.as_bytes().into())
             .unwrap_or_default();
-        let specs = if server_scope.listens.is_empty() {
+        let mut specs = if server_scope.listens.is_empty() {
             vec![listen::default_listen(&pending.span)]
         } else {
             std::mem::take(&mut server_scope.listens)
         };
         let ssl = server_scope.ssl.resolve(env);
+        if let Some(span) = &ssl.enable {
+            crate::kernel::ssl::enable_on_listens(&ssl, span, &mut specs)?;
+        }
         let ssl_listen = specs
             .iter()
             .find(|spec| spec.ssl)
