@@ -543,10 +543,12 @@ fn build(
         if !server_scope.has_server_name {
             names.push((ServerName::Exact(Box::from(&b""[..])), String::new()));
         }
+        let every_name = names.iter().map(|(name, _)| name.clone()).collect();
         server_names.push((id, names));
         servers.push(Server {
             id,
             name,
+            names: every_name,
             core: server_scope.core.resolve(env),
             ssl,
             v2,

@@ -21,8 +21,11 @@ use crate::modules::observe::settings::{StatusZone, StatusZoneConf};
 use crate::modules::proxy::cache::settings::{CachePath, ProxyCache, ProxyCacheConf};
 use crate::modules::proxy::gateway::settings::{Gateway, GatewayScope, Protocol};
 use crate::modules::proxy::settings::{Proxy, ProxyConf};
+use crate::modules::random_index::settings::{RandomIndex, RandomIndexConf};
 use crate::modules::realip::settings::{RealIp, RealIpConf};
+use crate::modules::referer::settings::{Referer, RefererConf};
 use crate::modules::rewrite::settings::{RewriteConf, RewriteSettings, Script};
+use crate::modules::secure_link::settings::{SecureLink, SecureLinkConf};
 use crate::modules::ssi::settings::{Ssi, SsiConf};
 use crate::modules::static_files::settings::{Static, StaticConf, TryFilesSetting};
 use crate::modules::sub_filter::settings::{SubFilter, SubFilterConf};
@@ -85,6 +88,9 @@ pub struct LocationScope {
     pub addition: AdditionConf,
     pub mirror: MirrorConf,
     pub sub_filter: SubFilterConf,
+    pub referer: RefererConf,
+    pub random_index: RandomIndexConf,
+    pub secure_link: SecureLinkConf,
     pub status_zone: StatusZoneConf,
     pub limit: LimitConf,
     pub v2: Http2LocationConf,
@@ -112,6 +118,8 @@ pub enum Content {
     Gateway(Protocol),
     /// `stub_status`.
     StubStatus,
+    /// `empty_gif`.
+    EmptyGif,
     /// `portico_metrics`.
     Metrics,
     /// `api`.
@@ -152,6 +160,9 @@ pub struct LocationSettings {
     pub addition: Addition,
     pub mirror: Mirror,
     pub sub_filter: SubFilter,
+    pub referer: Referer,
+    pub random_index: RandomIndex,
+    pub secure_link: SecureLink,
     pub status_zone: StatusZone,
     pub limit: Limit,
     pub v2: Http2Location,
@@ -185,6 +196,9 @@ impl LocationScope {
         self.addition.merge_from(&parent.addition);
         self.mirror.merge_from(&parent.mirror);
         self.sub_filter.merge_from(&parent.sub_filter);
+        self.referer.merge_from(&parent.referer);
+        self.random_index.merge_from(&parent.random_index);
+        self.secure_link.merge_from(&parent.secure_link);
         self.status_zone.merge_from(&parent.status_zone);
         self.limit.merge_from(&parent.limit);
         self.v2.merge_from(&parent.v2);
@@ -219,6 +233,9 @@ impl LocationScope {
             addition: self.addition.clone(),
             mirror: self.mirror.clone(),
             sub_filter: self.sub_filter.clone(),
+            referer: self.referer.clone(),
+            random_index: self.random_index.clone(),
+            secure_link: self.secure_link.clone(),
             status_zone: self.status_zone.clone(),
             limit: self.limit.clone(),
             v2: self.v2.clone(),
@@ -313,6 +330,9 @@ impl LocationScope {
             addition: self.addition.resolve(env),
             mirror: self.mirror.resolve(env),
             sub_filter: self.sub_filter.resolve(env),
+            referer: self.referer.resolve(env),
+            random_index: self.random_index.resolve(env),
+            secure_link: self.secure_link.resolve(env),
             status_zone: self.status_zone.resolve(env),
             limit: self.limit.resolve(env),
             v2: self.v2.resolve(env),
