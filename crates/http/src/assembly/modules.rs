@@ -21,6 +21,7 @@ pub const TABLES: &[&[HttpDirective]] = &[
     crate::modules::rewrite::directives::DIRECTIVES,
     crate::modules::referer::directives::DIRECTIVES,
     crate::modules::secure_link::directives::DIRECTIVES,
+    crate::modules::browser::directives::DIRECTIVES,
     crate::modules::random_index::directives::DIRECTIVES,
     crate::modules::static_files::directives::DIRECTIVES,
     crate::modules::charset::directives::DIRECTIVES,
@@ -62,6 +63,7 @@ pub const VARIABLES: &[&[VariableDef]] = &[
     crate::modules::stub_status::variables::VARIABLES,
     crate::modules::referer::variables::VARIABLES,
     crate::modules::secure_link::variables::VARIABLES,
+    crate::modules::browser::variables::VARIABLES,
     crate::kernel::ssl::variables::VARIABLES,
     crate::modules::v2::variables::VARIABLES,
 ];
@@ -122,6 +124,7 @@ pub const FAMILIES: &[&str] = &[
     "http_rewrite",
     "http_referer",
     "http_secure_link",
+    "http_browser",
     "http_static",
     "http_random_index",
     "http_index",

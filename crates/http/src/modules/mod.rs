@@ -6,6 +6,7 @@ pub mod access;
 pub mod addition;
 pub mod auth_basic;
 pub mod auth_request;
+pub mod browser;
 pub mod charset;
 pub mod empty_gif;
 pub mod gunzip;

@@ -10,6 +10,7 @@ use crate::modules::access::settings::{Access, AccessConf};
 use crate::modules::addition::settings::{Addition, AdditionConf};
 use crate::modules::auth_basic::settings::{AuthBasic, AuthBasicConf};
 use crate::modules::auth_request::settings::{AuthRequest, AuthRequestConf};
+use crate::modules::browser::settings::{Browser, BrowserConf};
 use crate::modules::charset::settings::{Charset, CharsetConf, CharsetMaps};
 use crate::modules::gunzip::settings::{Gunzip, GunzipConf};
 use crate::modules::gzip::settings::{Gzip, GzipConf};
@@ -89,6 +90,7 @@ pub struct LocationScope {
     pub mirror: MirrorConf,
     pub sub_filter: SubFilterConf,
     pub referer: RefererConf,
+    pub browser: BrowserConf,
     pub random_index: RandomIndexConf,
     pub secure_link: SecureLinkConf,
     pub status_zone: StatusZoneConf,
@@ -161,6 +163,7 @@ pub struct LocationSettings {
     pub mirror: Mirror,
     pub sub_filter: SubFilter,
     pub referer: Referer,
+    pub browser: Browser,
     pub random_index: RandomIndex,
     pub secure_link: SecureLink,
     pub status_zone: StatusZone,
@@ -197,6 +200,7 @@ impl LocationScope {
         self.mirror.merge_from(&parent.mirror);
         self.sub_filter.merge_from(&parent.sub_filter);
         self.referer.merge_from(&parent.referer);
+        self.browser.merge_from(&parent.browser);
         self.random_index.merge_from(&parent.random_index);
         self.secure_link.merge_from(&parent.secure_link);
         self.status_zone.merge_from(&parent.status_zone);
@@ -234,6 +238,7 @@ impl LocationScope {
             mirror: self.mirror.clone(),
             sub_filter: self.sub_filter.clone(),
             referer: self.referer.clone(),
+            browser: self.browser.clone(),
             random_index: self.random_index.clone(),
             secure_link: self.secure_link.clone(),
             status_zone: self.status_zone.clone(),
@@ -331,6 +336,7 @@ impl LocationScope {
             mirror: self.mirror.resolve(env),
             sub_filter: self.sub_filter.resolve(env),
             referer: self.referer.resolve(env),
+            browser: self.browser.resolve(env),
             random_index: self.random_index.resolve(env),
             secure_link: self.secure_link.resolve(env),
             status_zone: self.status_zone.resolve(env),

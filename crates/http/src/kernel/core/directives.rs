@@ -320,6 +320,12 @@ pub const DIRECTIVES: &[HttpDirective] = &[
         Setter::Location(set_msie_padding),
     ),
     directive(
+        "msie_refresh",
+        ANY_LEVEL,
+        Arity::FLAG,
+        Setter::Location(set_msie_refresh),
+    ),
+    directive(
         "tcp_nodelay",
         ANY_LEVEL,
         Arity::FLAG,
@@ -610,6 +616,7 @@ set_once!(
     flag
 );
 set_once!(set_msie_padding, LocationScope, core.msie_padding, flag);
+set_once!(set_msie_refresh, LocationScope, core.msie_refresh, flag);
 set_once!(set_tcp_nodelay, LocationScope, core.tcp_nodelay, flag);
 set_once!(
     set_recursive_error_pages,
