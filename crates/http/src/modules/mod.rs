@@ -9,6 +9,7 @@ pub mod auth_request;
 pub mod browser;
 pub mod charset;
 pub mod empty_gif;
+pub mod geo;
 pub mod gunzip;
 pub mod gzip;
 pub mod headers;

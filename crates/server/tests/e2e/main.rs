@@ -27,6 +27,7 @@ mod error_page;
 mod events;
 mod expires;
 mod fastcgi;
+mod geo;
 mod gunzip;
 mod gzip;
 mod h2;
