@@ -23,6 +23,7 @@ pub const TABLES: &[&[HttpDirective]] = &[
     crate::modules::referer::directives::DIRECTIVES,
     crate::modules::secure_link::directives::DIRECTIVES,
     crate::modules::browser::directives::DIRECTIVES,
+    crate::modules::userid::directives::DIRECTIVES,
     crate::modules::random_index::directives::DIRECTIVES,
     crate::modules::static_files::directives::DIRECTIVES,
     crate::modules::charset::directives::DIRECTIVES,
@@ -65,6 +66,7 @@ pub const VARIABLES: &[&[VariableDef]] = &[
     crate::modules::referer::variables::VARIABLES,
     crate::modules::secure_link::variables::VARIABLES,
     crate::modules::browser::variables::VARIABLES,
+    crate::modules::userid::variables::VARIABLES,
     crate::kernel::ssl::variables::VARIABLES,
     crate::modules::v2::variables::VARIABLES,
 ];
@@ -127,6 +129,7 @@ pub const FAMILIES: &[&str] = &[
     "http_referer",
     "http_secure_link",
     "http_browser",
+    "http_userid",
     "http_static",
     "http_random_index",
     "http_index",

@@ -128,6 +128,9 @@ pub struct Request<'a> {
     pub realip: bool,
     /// `$gzip_ratio`: the bytes gzip took and gave, once a compressed body has ended.
     pub gzip_ratio: Option<(u64, u64)>,
+    /// The userid module's decision, made once per request: the 16 bytes of the
+    /// identifier to send in a cookie, or `None` when none is sent.
+    pub userid_set: std::cell::OnceCell<Option<[u8; 16]>>,
     pub cleanups: Cleanups,
     /// How deep this request is among subrequests: 0 for the client's own request.
     pub subrequest_depth: u8,
@@ -207,6 +210,7 @@ impl<'a> Request<'a> {
         self.limit_req_status = None;
         self.limit_conn_status = None;
         self.gzip_ratio = None;
+        self.userid_set = std::cell::OnceCell::new();
         self.cleanups.0.clear();
         self.subrequest_depth = 0;
         self.mirrors.clear();

@@ -30,4 +30,5 @@ pub mod static_files;
 pub mod stub_status;
 pub mod sub_filter;
 pub mod upstream;
+pub mod userid;
 pub mod v2;

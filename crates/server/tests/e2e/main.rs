@@ -119,6 +119,7 @@ mod trailers;
 mod upstream_hash;
 mod upstream_max_fails;
 mod upstream_random;
+mod userid;
 mod uwsgi_scgi;
 mod variables;
 mod wordpress;

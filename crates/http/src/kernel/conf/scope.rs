@@ -30,6 +30,7 @@ use crate::modules::secure_link::settings::{SecureLink, SecureLinkConf};
 use crate::modules::ssi::settings::{Ssi, SsiConf};
 use crate::modules::static_files::settings::{Static, StaticConf, TryFilesSetting};
 use crate::modules::sub_filter::settings::{SubFilter, SubFilterConf};
+use crate::modules::userid::settings::{UserId, UserIdConf};
 use crate::modules::v2::settings::{
     Http2Location, Http2LocationConf, Http2MainConf, Http2ServerConf,
 };
@@ -90,6 +91,7 @@ pub struct LocationScope {
     pub mirror: MirrorConf,
     pub sub_filter: SubFilterConf,
     pub referer: RefererConf,
+    pub userid: UserIdConf,
     pub browser: BrowserConf,
     pub random_index: RandomIndexConf,
     pub secure_link: SecureLinkConf,
@@ -163,6 +165,7 @@ pub struct LocationSettings {
     pub mirror: Mirror,
     pub sub_filter: SubFilter,
     pub referer: Referer,
+    pub userid: UserId,
     pub browser: Browser,
     pub random_index: RandomIndex,
     pub secure_link: SecureLink,
@@ -200,6 +203,7 @@ impl LocationScope {
         self.mirror.merge_from(&parent.mirror);
         self.sub_filter.merge_from(&parent.sub_filter);
         self.referer.merge_from(&parent.referer);
+        self.userid.merge_from(&parent.userid);
         self.browser.merge_from(&parent.browser);
         self.random_index.merge_from(&parent.random_index);
         self.secure_link.merge_from(&parent.secure_link);
@@ -238,6 +242,7 @@ impl LocationScope {
             mirror: self.mirror.clone(),
             sub_filter: self.sub_filter.clone(),
             referer: self.referer.clone(),
+            userid: self.userid.clone(),
             browser: self.browser.clone(),
             random_index: self.random_index.clone(),
             secure_link: self.secure_link.clone(),
@@ -336,6 +341,7 @@ impl LocationScope {
             mirror: self.mirror.resolve(env),
             sub_filter: self.sub_filter.resolve(env),
             referer: self.referer.resolve(env),
+            userid: self.userid.resolve(env),
             browser: self.browser.resolve(env),
             random_index: self.random_index.resolve(env),
             secure_link: self.secure_link.resolve(env),
