@@ -70,14 +70,6 @@ fn listen_ssl_without_a_certificate_fails() {
 }
 
 #[test]
-fn ssl_on_is_gone_as_in_nginx_1_25() {
-    assert_http_body_fails(
-        "server { listen 127.0.0.1:8443; ssl on; }",
-        "unknown directive \"ssl\" in {conf}:4",
-    );
-}
-
-#[test]
 fn old_protocols_and_openssl_only_settings_load_with_warnings() {
     if !have_openssl() {
         return;
