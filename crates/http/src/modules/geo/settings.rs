@@ -14,6 +14,8 @@ pub struct GeoTable {
     pub proxy_recursive: bool,
     /// Every distinct value, once; the tables hold indexes.
     pub values: Vec<Box<[u8]>>,
+    /// Each value's index in `values`, for building the table in linear time.
+    pub value_index: HashMap<Box<[u8]>, usize>,
     /// `default`'s value index (0, the empty value, without it).
     pub default: usize,
     pub lookup: Lookup,

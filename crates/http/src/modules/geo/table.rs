@@ -63,10 +63,16 @@ pub fn parse_range(text: &str) -> Option<(u32, u32)> {
 impl GeoTable {
     /// The index of `value`, added if new.
     pub fn intern(&mut self, value: &[u8]) -> usize {
-        if let Some(index) = self.values.iter().position(|known| **known == *value) {
-            return index;
+        if self.value_index.is_empty() {
+            for (index, known) in self.values.iter().enumerate() {
+                self.value_index.insert(known.clone(), index);
+            }
+        }
+        if let Some(index) = self.value_index.get(value) {
+            return *index;
         }
         self.values.push(value.into());
+        self.value_index.insert(value.into(), self.values.len() - 1);
         self.values.len() - 1
     }
 
@@ -113,33 +119,33 @@ impl GeoTable {
     }
 
     /// Removes every address of `start..=end` from the ranges; whether any was there.
+    /// Only the ranges that overlap it are touched (found by binary search), so a block
+    /// of ranges written in order builds in linear time.
     pub fn delete_range(&mut self, start: u32, end: u32) -> bool {
         let Lookup::Ranges(ranges) = &mut self.lookup else {
             return false;
         };
-        let mut kept = Vec::with_capacity(ranges.len() + 1);
-        let mut removed = false;
-        for range in ranges.drain(..) {
-            if range.end < start || range.start > end {
-                kept.push(range);
-                continue;
-            }
-            removed = true;
-            if range.start < start {
-                kept.push(Range {
-                    end: start - 1,
-                    ..range
-                });
-            }
-            if range.end > end {
-                kept.push(Range {
-                    start: end + 1,
-                    ..range
-                });
-            }
+        let first = ranges.partition_point(|range| range.end < start);
+        let last = first + ranges[first..].partition_point(|range| range.start <= end);
+        if first == last {
+            return false;
         }
-        *ranges = kept;
-        removed
+        let mut kept = Vec::with_capacity(2);
+        let (head, tail) = (ranges[first], ranges[last - 1]);
+        if head.start < start {
+            kept.push(Range {
+                end: start - 1,
+                ..head
+            });
+        }
+        if tail.end > end {
+            kept.push(Range {
+                start: end + 1,
+                ..tail
+            });
+        }
+        ranges.splice(first..last, kept);
+        true
     }
 
     /// The value for `address` (IPv4-mapped IPv6 addresses are looked up as IPv4).

@@ -180,3 +180,20 @@ fn forwarded_addresses_from_trusted_proxies() {
     );
     assert_eq!(table.forwarded(local, b"127.0.0.1, 127.0.0.1"), local);
 }
+
+#[test]
+fn a_hundred_thousand_ranges_in_order() {
+    let mut table = GeoTable {
+        values: vec![Box::from(&b""[..])],
+        lookup: Lookup::Ranges(Vec::new()),
+        ..GeoTable::default()
+    };
+    for n in 0..100_001u32 {
+        let address = 0x7f00_0000 + n;
+        let index = table.intern(format!("range{n}").as_bytes());
+        table.insert_range(address, address, index);
+    }
+    assert_eq!(find(&table, "127.0.0.1"), "range1");
+    assert_eq!(find(&table, "127.1.134.160"), "range100000");
+    assert_eq!(find(&table, "127.1.134.161"), "");
+}
