@@ -272,11 +272,19 @@ set_once!(
 
 fn curves(directive: &Directive, context: &mut LoadContext<'_>) -> Result<String, ConfError> {
     let text = directive.arg(0);
-    let (_, unknown) =
+    let (curves, unsupported) =
         tls::parse_curves(text).map_err(|message| ConfError::message(message, &directive.span))?;
-    for name in unknown {
+    for name in &unsupported {
         context.warn(
             format!("curve \"{name}\" is not supported by Portico's TLS, ignored"),
+            &directive.span,
+        );
+    }
+    if curves.is_default() && text != "auto" {
+        context.warn(
+            format!(
+                "no curve of \"{text}\" is supported by Portico's TLS, its default curves are used"
+            ),
             &directive.span,
         );
     }
