@@ -524,10 +524,11 @@ fn build(
         if let Some(span) = &ssl.enable {
             crate::kernel::ssl::enable_on_listens(&ssl, span, &mut specs)?;
         }
+        // nginx names the `server` block, not the `listen`, when its certificate is missing.
         let ssl_listen = specs
             .iter()
-            .find(|spec| spec.ssl)
-            .map(|spec| spec.span.clone());
+            .any(|spec| spec.ssl)
+            .then(|| pending.span.clone());
         let v2 = server_scope.v2.resolve(env);
         let alpn_h2 = v2.enable || specs.iter().any(|spec| spec.http2);
         let (tls, variable_certificates) = crate::kernel::ssl::server_tls(

@@ -63,8 +63,9 @@ fn plain_http_on_an_https_port_gets_nginx_400() {
 
 #[test]
 fn listen_ssl_without_a_certificate_fails() {
+    // The line is the `server` block's, as nginx reports it.
     assert_http_body_fails(
-        "server { listen 127.0.0.1:8443 ssl; }",
+        "server {\n    listen 127.0.0.1:8443 ssl;\n}",
         "no \"ssl_certificate\" is defined for the \"listen ... ssl\" directive in {conf}:4",
     );
 }
