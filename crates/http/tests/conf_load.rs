@@ -811,3 +811,36 @@ fn cache_settings_resolve() {
     assert_eq!((c.min_uses, c.lock, c.convert_head), (1, false, true));
     assert_eq!(c.lock_timeout, std::time::Duration::from_secs(5));
 }
+
+#[test]
+fn conf_commands_are_warned_about_under_their_own_names() {
+    let loaded = load(
+        r#"http {
+            server {
+                listen 127.0.0.1:8080;
+                ssl_conf_command Options KTLS;
+                location / {
+                    proxy_ssl_conf_command Options PrioritizeChaCha;
+                    proxy_pass https://127.0.0.1:8443;
+                }
+                location /u {
+                    uwsgi_ssl_conf_command Protocol TLSv1.3;
+                    uwsgi_pass suwsgi://127.0.0.1:8444;
+                }
+            }
+        }"#,
+    )
+    .unwrap();
+    let warnings: Vec<String> = loaded.conf.warnings.iter().map(|w| w.to_string()).collect();
+    assert_eq!(
+        warnings,
+        [
+            "\"ssl_conf_command Options KTLS\" has no effect in Portico \
+             in /test/portico.conf:4",
+            "\"proxy_ssl_conf_command Options PrioritizeChaCha\" has no effect in Portico \
+             in /test/portico.conf:6",
+            "\"uwsgi_ssl_conf_command Protocol TLSv1.3\" has no effect in Portico \
+             in /test/portico.conf:10",
+        ]
+    );
+}

@@ -45,7 +45,7 @@ use crate::modules::rewrite::{self, ScriptOutcome, status_is_redirect};
 use crate::modules::static_files::content::serve_static;
 use crate::modules::static_files::handler::{self as static_handler, StaticOutcome};
 use crate::modules::static_files::try_files::{self, TryOutcome};
-use crate::modules::{auth_basic, auth_request, limit, realip};
+use crate::modules::{auth_basic, auth_request, limit, mirror, realip};
 
 /// Where the request goes next.
 enum Step<'a> {
@@ -485,7 +485,7 @@ async fn proxy_content<'a>(
 /// Whether [`after_response`] has anything to do for `request`: a cheap look, so that the
 /// usual request does not make (or box) its future.
 pub(crate) fn has_work_after_response(worker: &HttpWorker, request: &Request<'_>) -> bool {
-    !request.mirrors.is_empty()
+    mirror::pending(request)
         || request.upstream.refresh.is_some()
         || current_location(worker, request)
             .settings
@@ -505,7 +505,7 @@ pub(crate) async fn after_response<'a>(
     source: &mut BodySource<'_>,
     request: &mut Request<'a>,
 ) {
-    if !request.mirrors.is_empty() {
+    if mirror::pending(request) {
         run_mirrors(worker, info, source.socket(), request).await;
     }
     if let Some(uri) = current_location(worker, request)
@@ -619,10 +619,10 @@ async fn run_mirrors<'a>(
     socket: &runtime::Stream,
     request: &mut Request<'a>,
 ) {
-    if request.mirrors.is_empty() {
+    let mirrors = mirror::take(request);
+    if mirrors.is_empty() {
         return;
     }
-    let mirrors = std::mem::take(&mut request.mirrors);
     let without_body = !current_location(worker, request)
         .settings
         .mirror

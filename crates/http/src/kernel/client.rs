@@ -116,6 +116,15 @@ pub(crate) trait BodyFeed {
     /// Resolves, with nginx's words, once the body breaks its own rules (HTTP/2: more than
     /// its `content-length`), also after the reader took all of it it wanted.
     fn refused(&self) -> std::pin::Pin<Box<dyn std::future::Future<Output = String> + '_>>;
+    /// Waits, at most `timeout`, for the stream's end (HTTP/2: END_STREAM) once the reader
+    /// has all of the body its `content-length` promised: `Ok` at the end, else how the
+    /// wait failed (more than promised is `Refused`).
+    fn end_of_stream(
+        &self,
+        timeout: Duration,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), BodyRead>> + '_>>;
+    /// Whether the stream's end has arrived (or the stream is gone).
+    fn stream_ended(&self) -> bool;
 }
 
 /// How waiting for more of the body ended.
@@ -199,6 +208,21 @@ impl<'c> BodySource<'c> {
     pub(crate) fn whole_body_wanted(&self) {
         if let Some(feed) = self.feed {
             feed.whole_body_wanted();
+        }
+    }
+
+    /// Whether the body comes framed by a connection (HTTP/2) whose stream has not ended
+    /// yet: its end is then to be awaited ([`Self::end_of_stream`]).
+    pub(crate) fn stream_open(&self) -> bool {
+        self.feed.is_some_and(|feed| !feed.stream_ended())
+    }
+
+    /// Waits for a framed body's end of stream (see [`BodyFeed::end_of_stream`]); at once
+    /// for HTTP/1, whose body ends where its framing says.
+    pub(crate) async fn end_of_stream(&self, timeout: Duration) -> Result<(), BodyRead> {
+        match self.feed {
+            Some(feed) => feed.end_of_stream(timeout).await,
+            None => Ok(()),
         }
     }
 

@@ -11,6 +11,7 @@ pub mod find;
 pub mod gzip_ok;
 pub mod log_buffers;
 pub mod map;
+pub mod module_state;
 pub mod pool_fs;
 pub mod proxy_protocol;
 pub mod request;

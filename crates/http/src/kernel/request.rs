@@ -119,13 +119,6 @@ pub struct Request<'a> {
     pub body_length: Option<u64>,
     /// What the proxy did: for `$upstream_*` and the error log.
     pub upstream: crate::kernel::upstream::info::UpstreamInfo,
-    /// `$limit_req_status`: set once limit_req has judged the request, which it then does
-    /// not do again after an internal redirect.
-    pub limit_req_status: Option<&'static str>,
-    /// `$limit_conn_status`, likewise.
-    pub limit_conn_status: Option<&'static str>,
-    /// realip changed the client's address: it does not look again in this request.
-    pub realip: bool,
     /// `$gzip_ratio`: the bytes gzip took and gave, once a compressed body has ended.
     pub gzip_ratio: Option<(u64, u64)>,
     /// The userid module's decision, made once per request: the 16 bytes of the
@@ -136,8 +129,8 @@ pub struct Request<'a> {
     pub subrequest_depth: u8,
     /// Subrequests the main request may still make, shared by all its subrequests.
     pub subrequests_left: std::rc::Rc<std::cell::Cell<u32>>,
-    /// Mirrors the precontent phase recorded, run once the response is out.
-    pub mirrors: Vec<PendingMirror>,
+    /// What modules keep for this request, each in its own slot (nginx's `r->ctx`).
+    pub modules: crate::kernel::module_state::ModuleStates,
     /// `mirror_request_body off` applied to the mirror that made this subrequest.
     pub without_body: bool,
     /// Nobody waits for this request's answer (a mirror's subrequest, `post_action`): a
@@ -147,13 +140,6 @@ pub struct Request<'a> {
 
 /// Subrequests one client request may make in all (nginx's reference counter limit).
 pub const SUBREQUESTS_MAX: u32 = 65_535;
-
-/// A subrequest to run once the response is out (a `mirror`): its URI and arguments.
-#[derive(Clone, Debug)]
-pub struct PendingMirror {
-    pub uri: Vec<u8>,
-    pub args: Vec<u8>,
-}
 
 /// Values a module holds for as long as the request runs (nginx's request-pool cleanups,
 /// such as a `limit_conn` count): dropped when the request ends, on every path.
@@ -202,18 +188,15 @@ impl<'a> Request<'a> {
         self.args_changed = false;
         self.location_uri_changed = false;
         self.proxy_handler_orphaned = false;
-        self.realip = false;
         self.body = None;
         self.body_file = None;
         self.body_length = None;
         self.upstream.clear();
-        self.limit_req_status = None;
-        self.limit_conn_status = None;
         self.gzip_ratio = None;
         self.userid_set = std::cell::OnceCell::new();
         self.cleanups.0.clear();
         self.subrequest_depth = 0;
-        self.mirrors.clear();
+        self.modules.clear();
         self.without_body = false;
         self.background = false;
         // The count is shared with subrequests; once they are gone it is this request's

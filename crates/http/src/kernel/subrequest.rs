@@ -60,8 +60,9 @@ impl Refused {
 
 impl Request<'_> {
     /// A child of this request for `uri` with `args`, as nginx makes one: a GET, internal,
-    /// with the parent's head, server, `$request_id`, and `limit_req`/`limit_conn`
-    /// verdicts (the main request is judged once).
+    /// with the parent's head, server, `$request_id`, and the module states that say a
+    /// subrequest inherits them (`limit_req`/`limit_conn` verdicts: the main request is
+    /// judged once).
     pub fn child<'b>(&self, uri: Vec<u8>, args: Vec<u8>) -> Result<Request<'b>, Refused> {
         if self.subrequest_depth >= SUBREQUEST_DEPTH_MAX {
             return Err(Refused::Cycle);
@@ -88,8 +89,7 @@ impl Request<'_> {
             method_is_get: self.head.method != http1::Method::Get,
             subrequest_depth: self.subrequest_depth + 1,
             subrequests_left: std::rc::Rc::clone(&self.subrequests_left),
-            limit_req_status: self.limit_req_status,
-            limit_conn_status: self.limit_conn_status,
+            modules: self.modules.for_subrequest(),
             ..Request::default()
         };
         child.head.method = http1::Method::Get;

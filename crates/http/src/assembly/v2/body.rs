@@ -173,6 +173,44 @@ impl BodyFeed for StreamFeed<'_> {
         })
     }
 
+    fn stream_ended(&self) -> bool {
+        self.shared
+            .inboxes
+            .borrow()
+            .get(&self.stream_id)
+            .is_none_or(|inbox| inbox.ended)
+    }
+
+    fn end_of_stream(
+        &self,
+        timeout: Duration,
+    ) -> std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<(), crate::kernel::client::BodyRead>> + '_>,
+    > {
+        use crate::kernel::client::BodyRead;
+        Box::pin(async move {
+            let deadline = tokio::time::Instant::now() + timeout;
+            loop {
+                let arrived = self.shared.progress.notified();
+                {
+                    let inboxes = self.shared.inboxes.borrow();
+                    let Some(inbox) = inboxes.get(&self.stream_id) else {
+                        return Err(BodyRead::Closed);
+                    };
+                    if let Some(message) = &inbox.failed {
+                        return Err(BodyRead::Refused(message.clone()));
+                    }
+                    if inbox.ended {
+                        return Ok(());
+                    }
+                }
+                if tokio::time::timeout_at(deadline, arrived).await.is_err() {
+                    return Err(BodyRead::TimedOut);
+                }
+            }
+        })
+    }
+
     fn next<'s>(
         &'s self,
         into: &'s mut ReadAhead,

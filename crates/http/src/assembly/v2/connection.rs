@@ -545,10 +545,9 @@ fn dispatch<'a>(started: &Started<'a>, streams: &mut Streams<'a>, rules: &Rules)
                 let body = !end_stream && head.is_ok();
                 if let (true, Ok(head)) = (body, &head) {
                     let declared = head
-                        .fields
-                        .iter()
+                        .fields()
                         .find(|field| field.name == b"content-length")
-                        .and_then(|field| std::str::from_utf8(&field.value).ok()?.parse().ok());
+                        .and_then(|field| std::str::from_utf8(field.value).ok()?.parse().ok());
                     let inbox = Inbox::new(declared);
                     started.shared.inboxes.borrow_mut().insert(stream_id, inbox);
                 }

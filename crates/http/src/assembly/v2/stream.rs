@@ -270,12 +270,11 @@ pub(crate) async fn run_stream(started: Started<'_>, opened: Opened) {
 /// (A body that is not its `content-length` fails as it is read.)
 fn refusal(head: &RequestHead, body: bool) -> Option<String> {
     let value = |name: &[u8]| {
-        head.fields
-            .iter()
+        head.fields()
             .find(|field| field.name == name)
-            .map(|field| field.value.as_slice())
+            .map(|field| field.value)
     };
-    if let (Some(authority), Some(host)) = (&head.authority, value(b"host"))
+    if let (Some(authority), Some(host)) = (head.authority(), value(b"host"))
         && !authority.eq_ignore_ascii_case(host)
     {
         return Some("client sent \":authority\" and \"host\" headers that differ".to_owned());
@@ -299,18 +298,16 @@ fn request_fields(
     head: &RequestHead,
     body: bool,
 ) -> (impl Iterator<Item = (&[u8], &[u8])> + '_, bool) {
-    let has_host = head.fields.iter().any(|field| field.name == b"host");
+    let has_host = head.fields().any(|field| field.name == b"host");
     let host = head
-        .authority
-        .as_deref()
+        .authority()
         .filter(|_| !has_host)
         .map(|authority| (&b"host"[..], authority));
     let added = host.is_some();
     let fields = head
-        .fields
-        .iter()
+        .fields()
         .filter(move |field| body || field.name != b"content-length")
-        .map(|field| (field.name.as_slice(), field.value.as_slice()));
+        .map(|field| (field.name, field.value));
     (host.into_iter().chain(fields), added)
 }
 
@@ -329,8 +326,8 @@ fn read_head(
     let limits = core.head_limits();
     let (fields, added) = request_fields(head, body);
     let parts = http1::request::assemble::Parts {
-        method: &head.method,
-        path: head.path.as_deref().unwrap_or(b"*"),
+        method: head.method(),
+        path: head.path().unwrap_or(b"*"),
         protocol: b"HTTP/2.0",
     };
     http1::request::assemble::assemble(
@@ -638,13 +635,19 @@ mod tests {
 
     #[test]
     fn the_request_fields_take_host_from_authority() {
-        let head = RequestHead {
-            method: b"POST".to_vec(),
-            scheme: Some(b"http".to_vec()),
-            authority: Some(b"example.com".to_vec()),
-            path: Some(b"/a?b".to_vec()),
-            fields: vec![field(b"content-length", b"9"), field(b"x-y", b"z")],
-        };
+        let mut list = http2::hpack::FieldList::new();
+        for (name, value) in [
+            (&b":method"[..], &b"POST"[..]),
+            (b":scheme", b"http"),
+            (b":authority", b"example.com"),
+            (b":path", b"/a?b"),
+            (b"content-length", b"9"),
+            (b"x-y", b"z"),
+        ] {
+            list.push(name, value, false);
+        }
+        let head = http2::request::parse(list, http2::request::FieldPolicy::default())
+            .expect("a valid head");
         let (fields, added) = request_fields(&head, true);
         assert!(added);
         let fields: Vec<(&[u8], &[u8])> = fields.collect();

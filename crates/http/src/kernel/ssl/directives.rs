@@ -197,22 +197,6 @@ fn add_certificate_key(
     Ok(())
 }
 
-/// Reads the passwords now, as nginx does: one per line, tried in order.
-fn set_password_file(
-    scope: &mut ServerScope,
-    directive: &Directive,
-    context: &mut LoadContext<'_>,
-) -> Result<(), ConfError> {
-    if scope.ssl.passwords.is_some() {
-        return Err(context.duplicate(directive));
-    }
-    let path = context.path(directive.arg(0));
-    let passwords = super::read_passwords(&path)
-        .map_err(|message| ConfError::message(message, &directive.span))?;
-    scope.ssl.passwords = Some(passwords);
-    Ok(())
-}
-
 /// `ssl on|off`: the span of an `on` is kept for the error when no certificate follows.
 fn set_ssl(
     scope: &mut ServerScope,
@@ -232,32 +216,20 @@ fn set_ssl(
     Ok(())
 }
 
-fn set_protocols(
-    scope: &mut ServerScope,
-    directive: &Directive,
-    context: &mut LoadContext<'_>,
-) -> Result<(), ConfError> {
-    if scope.ssl.protocols.is_some() {
-        return Err(context.duplicate(directive));
-    }
-    scope.ssl.protocols = Some(super::parse_protocols(directive, context)?);
-    Ok(())
-}
-
-fn ciphers(directive: &Directive, context: &mut LoadContext<'_>) -> Result<String, ConfError> {
-    let text = directive.arg(0);
-    let list = tls::parse_cipher_list(text)
-        .map_err(|message| ConfError::message(message, &directive.span))?;
-    for word in &list.unsupported {
-        context.warn(
-            format!("cipher \"{word}\" is not supported by Portico's TLS, ignored"),
-            &directive.span,
-        );
-    }
-    Ok(text.to_owned())
-}
-
-set_once!(set_ciphers, ServerScope, ssl.ciphers, ciphers);
+// The passwords are read now, as nginx does: one per line, tried in order.
+set_once!(
+    set_password_file,
+    ServerScope,
+    ssl.passwords,
+    super::parse_password_file
+);
+set_once!(
+    set_protocols,
+    ServerScope,
+    ssl.protocols,
+    super::parse_protocols
+);
+set_once!(set_ciphers, ServerScope, ssl.ciphers, super::parse_ciphers);
 
 fn flag(directive: &Directive, context: &mut LoadContext<'_>) -> Result<bool, ConfError> {
     context.flag(directive)
@@ -293,21 +265,12 @@ fn curves(directive: &Directive, context: &mut LoadContext<'_>) -> Result<String
 
 set_once!(set_ecdh_curve, ServerScope, ssl.ecdh_curve, curves);
 
-/// `ssl_conf_command NAME VALUE`: OpenSSL's configuration commands; accepted so configs
-/// load, and meaningless to rustls (see docs/tls.md).
 fn accept_conf_command(
     _scope: &mut ServerScope,
     directive: &Directive,
     context: &mut LoadContext<'_>,
 ) -> Result<(), ConfError> {
-    context.warn(
-        format!(
-            "\"ssl_conf_command {} {}\" has no effect in Portico",
-            directive.arg(0),
-            directive.arg(1)
-        ),
-        &directive.span,
-    );
+    super::warn_conf_command(directive, context);
     Ok(())
 }
 

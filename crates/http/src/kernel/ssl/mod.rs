@@ -98,6 +98,48 @@ pub(crate) fn read_passwords(path: &Path) -> Result<Vec<Vec<u8>>, String> {
     Ok(passwords)
 }
 
+/// `ssl_password_file` and its upstream siblings (`proxy_ssl_password_file`, ...): the
+/// file, read at load.
+pub(crate) fn parse_password_file(
+    directive: &Directive,
+    context: &mut LoadContext<'_>,
+) -> Result<Vec<Vec<u8>>, ConfError> {
+    let path = context.path(directive.arg(0));
+    read_passwords(&path).map_err(|message| ConfError::message(message, &directive.span))
+}
+
+/// `ssl_ciphers` and its upstream siblings: OpenSSL's cipher list, checked; a cipher the
+/// TLS engine does not have is warned about and ignored.
+pub(crate) fn parse_ciphers(
+    directive: &Directive,
+    context: &mut LoadContext<'_>,
+) -> Result<String, ConfError> {
+    let text = directive.arg(0);
+    let list = tls::parse_cipher_list(text)
+        .map_err(|message| ConfError::message(message, &directive.span))?;
+    for word in &list.unsupported {
+        context.warn(
+            format!("cipher \"{word}\" is not supported by Portico's TLS, ignored"),
+            &directive.span,
+        );
+    }
+    Ok(text.to_owned())
+}
+
+/// `ssl_conf_command NAME VALUE` and its upstream siblings: OpenSSL's configuration
+/// commands, accepted so that configs load, and meaningless to rustls (docs/tls.md).
+pub(crate) fn warn_conf_command(directive: &Directive, context: &mut LoadContext<'_>) {
+    context.warn(
+        format!(
+            "\"{} {} {}\" has no effect in Portico",
+            directive.name,
+            directive.arg(0),
+            directive.arg(1)
+        ),
+        &directive.span,
+    );
+}
+
 /// The C library's text for an error, without std's ` (os error N)`.
 fn strerror(error: &std::io::Error) -> String {
     let text = error.to_string();

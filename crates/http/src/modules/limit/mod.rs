@@ -25,6 +25,7 @@ use runtime::Stream;
 use vars::Segment;
 
 use crate::kernel::find::current_location;
+use crate::kernel::module_state::ModuleState;
 use crate::kernel::request::{ConnectionInfo, Request};
 use crate::kernel::request_log::log;
 use crate::kernel::variables::evaluate::{BinaryAddress, render};
@@ -32,6 +33,30 @@ use crate::kernel::variables::{HttpTemplate, Variable};
 use crate::kernel::worker::HttpWorker;
 use crate::modules::limit::settings::zone::{ConnZone, Lookup, Take};
 use crate::modules::limit::settings::{Limit, LimitZones, ReqLimit};
+
+/// What the module judged of this request (its state in the request's module slots):
+/// `$limit_req_status` and `$limit_conn_status`. A limit that judged the request does not
+/// judge it again after an internal redirect, nor in its subrequests.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Verdicts {
+    pub req: Option<&'static str>,
+    pub conn: Option<&'static str>,
+}
+
+impl ModuleState for Verdicts {
+    fn for_subrequest(&self) -> Option<Box<dyn ModuleState>> {
+        Some(Box::new(*self))
+    }
+}
+
+/// The verdicts so far.
+pub fn verdicts(request: &Request<'_>) -> Verdicts {
+    request
+        .modules
+        .get::<Verdicts>()
+        .copied()
+        .unwrap_or_default()
+}
 
 /// `$limit_req_status` values.
 pub const PASSED: &str = "PASSED";
@@ -101,7 +126,7 @@ pub async fn preaccess<'a>(
 ) -> Option<u16> {
     let location = current_location(worker, request);
     let limit = &location.settings.limit;
-    if !limit.limit_req.is_empty() && request.limit_req_status.is_none() {
+    if !limit.limit_req.is_empty() && verdicts(request).req.is_none() {
         match limit_req(worker, connection, request, limit) {
             ReqVerdict::Pass => {}
             ReqVerdict::End(status) => return Some(status),
@@ -112,7 +137,7 @@ pub async fn preaccess<'a>(
             }
         }
     }
-    if !limit.limit_conn.is_empty() && request.limit_conn_status.is_none() {
+    if !limit.limit_conn.is_empty() && verdicts(request).conn.is_none() {
         return limit_conn(worker, connection, request, limit);
     }
     None
@@ -198,7 +223,7 @@ fn limit_req<'a>(
             None => return ReqVerdict::Pass,
             // One zone that accounted the request under its `delay`: the usual verdict.
             Some((Lookup::Accounted { excess }, used)) if excess <= used.delay => {
-                request.limit_req_status = Some(PASSED);
+                request.modules.get_or_default::<Verdicts>().req = Some(PASSED);
                 return ReqVerdict::Pass;
             }
             _ => {}
@@ -242,7 +267,7 @@ fn limit_req<'a>(
         Some((Lookup::Held, _)) | None => (0, None),
     };
     let Some((delay, excess, chosen)) = account_held(zones, &held, excess, chosen) else {
-        request.limit_req_status = Some(PASSED);
+        request.modules.get_or_default::<Verdicts>().req = Some(PASSED);
         return ReqVerdict::Pass;
     };
     let name = &zones[chosen.zone].zone.name;
@@ -259,10 +284,10 @@ fn limit_req<'a>(
         format_args!("{message}"),
     );
     if limit.limit_req_dry_run {
-        request.limit_req_status = Some(DELAYED_DRY_RUN);
+        request.modules.get_or_default::<Verdicts>().req = Some(DELAYED_DRY_RUN);
         return ReqVerdict::Pass;
     }
-    request.limit_req_status = Some(DELAYED);
+    request.modules.get_or_default::<Verdicts>().req = Some(DELAYED);
     ReqVerdict::Delay(delay)
 }
 
@@ -400,10 +425,10 @@ fn refuse(
         zones[entry.limit.zone].zone.release(&entry.key);
     }
     if limit.limit_req_dry_run {
-        request.limit_req_status = Some(REJECTED_DRY_RUN);
+        request.modules.get_or_default::<Verdicts>().req = Some(REJECTED_DRY_RUN);
         return None;
     }
-    request.limit_req_status = Some(REJECTED);
+    request.modules.get_or_default::<Verdicts>().req = Some(REJECTED);
     Some(limit.limit_req_status)
 }
 
@@ -445,7 +470,7 @@ fn limit_conn<'a>(
             );
             continue;
         }
-        request.limit_conn_status = Some(PASSED);
+        request.modules.get_or_default::<Verdicts>().conn = Some(PASSED);
         match zone.zone.take(&key, used.connections) {
             Take::Taken => slots.push(ConnSlot {
                 zone: Arc::clone(&zone.zone),
@@ -479,10 +504,10 @@ fn limit_conn<'a>(
                 // The counts taken for earlier limits go back, as nginx's cleanups run.
                 drop(slots);
                 if limit.limit_conn_dry_run {
-                    request.limit_conn_status = Some(REJECTED_DRY_RUN);
+                    request.modules.get_or_default::<Verdicts>().conn = Some(REJECTED_DRY_RUN);
                     return None;
                 }
-                request.limit_conn_status = Some(REJECTED);
+                request.modules.get_or_default::<Verdicts>().conn = Some(REJECTED);
                 return Some(limit.limit_conn_status);
             }
         }

@@ -2,12 +2,13 @@
 //! request.
 
 use crate::kernel::variables::evaluate::VariableDef;
+use crate::modules::limit::verdicts;
 
 pub const VARIABLES: &[VariableDef] = &[
     VariableDef {
         name: "limit_req_status",
         prefix: false,
-        get: |variables, _, out| match variables.request.limit_req_status {
+        get: |variables, _, out| match verdicts(variables.request).req {
             Some(status) => {
                 out.extend_from_slice(status.as_bytes());
                 true
@@ -18,7 +19,7 @@ pub const VARIABLES: &[VariableDef] = &[
     VariableDef {
         name: "limit_conn_status",
         prefix: false,
-        get: |variables, _, out| match variables.request.limit_conn_status {
+        get: |variables, _, out| match verdicts(variables.request).conn {
             Some(status) => {
                 out.extend_from_slice(status.as_bytes());
                 true

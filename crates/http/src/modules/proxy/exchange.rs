@@ -289,6 +289,12 @@ impl Framing {
         }
     }
 
+    /// Whether the body's end is written as something of its own (FastCGI's empty STDIN
+    /// record, the last chunk), not only implied by its length.
+    fn marks_end(self) -> bool {
+        !matches!(self, Framing::Plain { chunked: false })
+    }
+
     /// Appends the body's end.
     fn end(self, out: &mut Vec<u8>) {
         match self {
@@ -488,13 +494,13 @@ pub(crate) async fn read_head_bytes(
         // An HTTP/2 body passed on unbuffered whose client sends more than its
         // `content-length` after it: the request ends with 400, as nginx ends it, even
         // though the upstream had all it was to get.
-        _ = client.source.body_refused() => {
+        message = client.source.body_refused() => {
             let action = if filled == 0 {
                 Action::SendingRequest
             } else {
                 Action::ReadingHead
             };
-            return Err(Failure::client(Fault::ClientInvalidBody, action));
+            return Err(Failure::client(Fault::ClientRefusedBody(message), action));
         }
     };
     read.map_err(|error| Failure {
@@ -551,6 +557,25 @@ async fn stream_body(
             }
         }
         let done = client.body.is_done();
+        if done && framing.marks_end() && client.source.stream_open() {
+            // An HTTP/2 body ends at END_STREAM, not where its `content-length` says, as
+            // nginx's does: what arrived goes on at once, the end once the stream says so
+            // (and a client that sends more gets 400 with nothing more passed on). An end
+            // that came with the last bytes goes with them, in one write.
+            if !framed.is_empty() {
+                stream
+                    .write_all_timed(&framed, outgoing.proxy.send_timeout)
+                    .await
+                    .map_err(|error| Failure::io(error, Action::StreamingBody, true))?;
+                written += framed.len() as u64;
+                framed.clear();
+            }
+            client
+                .source
+                .end_of_stream(client.timeout)
+                .await
+                .map_err(body_read_failure)?;
+        }
         if done {
             framing.end(&mut framed);
         }
@@ -593,15 +618,21 @@ fn take_client_payload(client: &mut Client<'_, '_>, payload: &mut Vec<u8>) -> Re
 async fn read_client(client: &mut Client<'_, '_>) -> Result<(), Failure> {
     match client.source.read_more(client.timeout).await {
         BodyRead::More => Ok(()),
-        BodyRead::TimedOut => Err(Failure::client(
-            Fault::ClientTimedOut,
-            Action::StreamingBody,
-        )),
-        BodyRead::Closed => Err(Failure::client(Fault::ClientClosed, Action::StreamingBody)),
-        BodyRead::Refused(_) => Err(Failure::client(
-            Fault::ClientInvalidBody,
-            Action::StreamingBody,
-        )),
+        other => Err(body_read_failure(other)),
+    }
+}
+
+/// The failure a wait for the client's body ended in.
+fn body_read_failure(read: BodyRead) -> Failure {
+    match read {
+        // (Not a failure where it is asked for; the client's stream counts as gone.)
+        BodyRead::More | BodyRead::Closed => {
+            Failure::client(Fault::ClientClosed, Action::StreamingBody)
+        }
+        BodyRead::TimedOut => Failure::client(Fault::ClientTimedOut, Action::StreamingBody),
+        BodyRead::Refused(message) => {
+            Failure::client(Fault::ClientRefusedBody(message), Action::StreamingBody)
+        }
     }
 }
 

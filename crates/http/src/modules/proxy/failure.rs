@@ -81,6 +81,9 @@ pub enum Fault {
     /// `client_body_timeout` ran out while the client's body was being passed on.
     ClientTimedOut,
     ClientInvalidBody,
+    /// The client's framed body broke its own rules (HTTP/2: not its `content-length`);
+    /// the words are nginx's.
+    ClientRefusedBody(String),
     /// Portico could not do its part: a client certificate named by variables did not
     /// load. The request ends with the error's status; no other server is tried.
     Internal(FileError),
@@ -160,7 +163,7 @@ impl Failure {
             | Fault::InvalidChunkedBody => 502,
             Fault::ClientAborted | Fault::ClientClosed => 499,
             Fault::ClientTimedOut => 408,
-            Fault::ClientInvalidBody => 400,
+            Fault::ClientInvalidBody | Fault::ClientRefusedBody(_) => 400,
             Fault::Internal(ref error) => error.status,
         }
     }
@@ -184,6 +187,7 @@ impl Failure {
             | Fault::ClientClosed
             | Fault::ClientTimedOut
             | Fault::ClientInvalidBody
+            | Fault::ClientRefusedBody(_)
             | Fault::Internal(_) => None,
         }
     }
@@ -220,7 +224,8 @@ fn fault_side(fault: &Fault) -> Side {
         Fault::ClientAborted
         | Fault::ClientClosed
         | Fault::ClientTimedOut
-        | Fault::ClientInvalidBody => Side::Client,
+        | Fault::ClientInvalidBody
+        | Fault::ClientRefusedBody(_) => Side::Client,
         Fault::Internal(_) => Side::Internal,
     }
 }
@@ -243,6 +248,7 @@ impl fmt::Display for Failure {
             Fault::ClientTimedOut => f.write_str("client timed out (110: Connection timed out)")?,
             // nginx logs it where the body is parsed, without the action.
             Fault::ClientInvalidBody => return f.write_str("client sent invalid chunked body"),
+            Fault::ClientRefusedBody(message) => return f.write_str(message),
             Fault::Internal(error) => f.write_str(&error.message)?,
         }
         write!(f, " while {}", self.action.text())
@@ -401,6 +407,12 @@ mod tests {
             (Fault::ClientClosed, 499, Level::Info, None),
             (Fault::ClientTimedOut, 408, Level::Info, None),
             (Fault::ClientInvalidBody, 400, Level::Info, None),
+            (
+                Fault::ClientRefusedBody("client intended to send too much".to_owned()),
+                400,
+                Level::Info,
+                None,
+            ),
             (
                 Fault::Internal(certificate_not_loaded()),
                 500,

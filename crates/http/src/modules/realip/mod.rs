@@ -19,6 +19,7 @@ use std::net::{IpAddr, SocketAddr};
 use runtime::PeerAddress;
 
 use crate::kernel::conf::ServerId;
+use crate::kernel::module_state::ModuleState;
 use crate::kernel::request::{ConnectionInfo, Request};
 use crate::kernel::worker::HttpWorker;
 pub use settings::{RealIp, RealIpConf, RealIpHeader, Trusted};
@@ -35,10 +36,16 @@ pub fn post_read(
     apply(settings, connection, request);
 }
 
+/// The module's state in a request: it changed the client's address, and does not look
+/// again in this request.
+struct Applied;
+
+impl ModuleState for Applied {}
+
 /// Replaces the client's address for this request when `settings` say whom to trust and
 /// where to look, and what is found there is an address.
 pub fn apply(settings: &RealIp, connection: &ConnectionInfo, request: &mut Request<'_>) {
-    if request.realip || settings.from.is_empty() {
+    if settings.from.is_empty() || request.modules.get::<Applied>().is_some() {
         return;
     }
     let peer = connection.peer.get();
@@ -72,7 +79,7 @@ pub fn apply(settings: &RealIp, connection: &ConnectionInfo, request: &mut Reque
     };
     if let Some(address) = found {
         connection.peer.set(PeerAddress::Inet(address));
-        request.realip = true;
+        request.modules.set(Applied);
     }
 }
 

@@ -9,6 +9,7 @@
 pub mod app_servers;
 pub mod cli;
 pub mod client;
+pub mod clock;
 pub mod dns;
 pub mod h2;
 pub mod instance;

@@ -10,6 +10,7 @@ use conf::{Arity, ConfError, ConfErrorKind, Contexts, Directive};
 use crate::kernel::conf::{
     HttpDirective, LoadContext, Location, LocationScope, Setter, directive, gateway_directive,
 };
+use crate::kernel::ssl;
 use crate::kernel::variables::HttpTemplate;
 use crate::modules::proxy::gateway::settings::Protocol;
 use crate::set_once;
@@ -236,59 +237,31 @@ set_once!(
     number
 );
 
-fn passwords(
-    directive: &Directive,
-    context: &mut LoadContext<'_>,
-) -> Result<Vec<Vec<u8>>, ConfError> {
-    let path = context.path(directive.arg(0));
-    crate::kernel::ssl::read_passwords(&path)
-        .map_err(|message| ConfError::message(message, &directive.span))
-}
-
 set_once!(
     set_password_file,
     LocationScope,
     proxy_ssl.passwords,
-    passwords
+    ssl::parse_password_file
 );
-
-fn protocols(
-    directive: &Directive,
-    context: &mut LoadContext<'_>,
-) -> Result<tls::Protocols, ConfError> {
-    crate::kernel::ssl::parse_protocols(directive, context)
-}
-
-set_once!(set_protocols, LocationScope, proxy_ssl.protocols, protocols);
-
-fn ciphers(directive: &Directive, context: &mut LoadContext<'_>) -> Result<String, ConfError> {
-    let text = directive.arg(0);
-    let list = tls::parse_cipher_list(text)
-        .map_err(|message| ConfError::message(message, &directive.span))?;
-    for word in &list.unsupported {
-        context.warn(
-            format!("cipher \"{word}\" is not supported by Portico's TLS, ignored"),
-            &directive.span,
-        );
-    }
-    Ok(text.to_owned())
-}
-
-set_once!(set_ciphers, LocationScope, proxy_ssl.ciphers, ciphers);
+set_once!(
+    set_protocols,
+    LocationScope,
+    proxy_ssl.protocols,
+    ssl::parse_protocols
+);
+set_once!(
+    set_ciphers,
+    LocationScope,
+    proxy_ssl.ciphers,
+    ssl::parse_ciphers
+);
 
 fn accept_conf_command(
     _scope: &mut LocationScope,
     directive: &Directive,
     context: &mut LoadContext<'_>,
 ) -> Result<(), ConfError> {
-    context.warn(
-        format!(
-            "\"proxy_ssl_conf_command {} {}\" has no effect in Portico",
-            directive.arg(0),
-            directive.arg(1)
-        ),
-        &directive.span,
-    );
+    ssl::warn_conf_command(directive, context);
     Ok(())
 }
 
