@@ -119,6 +119,10 @@ pub struct MainLoad {
     pub accept_mutex: Option<bool>,
     pub accept_mutex_delay: Option<Duration>,
     pub event_method: Option<&'static str>,
+    /// `timer_resolution`: kept, not used (see `directives::set_timer_resolution`).
+    pub timer_resolution: Option<Duration>,
+    /// `pcre_jit`: kept, not used.
+    pub pcre_jit: Option<bool>,
     /// `[notice]` lines the directives ask for (a `load_module` of a built-in module).
     pub notices: Vec<ConfError>,
 }
@@ -151,6 +155,8 @@ pub struct Config {
     pub warnings: Vec<ConfError>,
     /// Reported at `notice`, like `warnings` at `warn`.
     pub notices: Vec<ConfError>,
+    /// `env`: the variables the workers keep, or are given.
+    pub env: Vec<(String, Option<String>)>,
 }
 
 /// nginx's default for `worker_connections`.
@@ -254,6 +260,7 @@ pub fn load(paths: &Paths, command_line: Option<&str>) -> Result<Config, ConfErr
         http,
         warnings,
         notices: std::mem::take(&mut main.notices),
+        env: std::mem::take(&mut main.env),
         tree,
     })
 }

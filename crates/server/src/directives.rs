@@ -136,6 +136,13 @@ pub const DIRECTIVES: &[MainDirective] = &[
     ),
     simple("use", Contexts::EVENTS, Arity::TAKE1, set_use),
     simple("load_module", Contexts::MAIN, Arity::TAKE1, set_load_module),
+    simple(
+        "timer_resolution",
+        Contexts::MAIN,
+        Arity::TAKE1,
+        set_timer_resolution,
+    ),
+    simple("pcre_jit", Contexts::MAIN, Arity::FLAG, set_pcre_jit),
     simple("env", Contexts::MAIN, Arity::TAKE1, set_env),
 ];
 
@@ -414,6 +421,21 @@ fn set_accept_mutex_delay(main: &mut MainLoad, directive: &Directive) -> Result<
     let value =
         conf::value::parse_time(directive.arg(0)).ok_or_else(|| invalid_value(directive))?;
     once(&mut main.accept_mutex_delay, directive, value)
+}
+
+/// `timer_resolution TIME`: checked and kept; a worker reads the clock once per turn of a
+/// connection's task whatever it says.
+fn set_timer_resolution(main: &mut MainLoad, directive: &Directive) -> Result<(), ConfError> {
+    let value =
+        conf::value::parse_time(directive.arg(0)).ok_or_else(|| invalid_value(directive))?;
+    once(&mut main.timer_resolution, directive, value)
+}
+
+/// `pcre_jit on|off`: checked and kept; Portico's regular expressions (PCRE2) are
+/// always JIT-compiled.
+fn set_pcre_jit(main: &mut MainLoad, directive: &Directive) -> Result<(), ConfError> {
+    let value = conf::value::parse_flag(directive)?;
+    once(&mut main.pcre_jit, directive, value)
 }
 
 /// `use epoll`: the only method on Linux; anything else is nginx's error.

@@ -270,6 +270,15 @@ impl Master {
                 ),
             );
         }
+        // Before the log writer, the pools and the workers start: threads share the
+        // environment, so a reload keeps this one.
+        if !sys::keep_environment(&config.env) {
+            log(
+                &error_log,
+                Level::Alert,
+                "the environment was not changed for \"env\": another thread runs",
+            );
+        }
         if let Err(error) = sys::block_master_signals() {
             report(
                 &error_log,

@@ -49,8 +49,46 @@ impl Protocols {
 #[derive(Clone, Debug, Default)]
 pub struct Curves(Option<Vec<&'static dyn SupportedKxGroup>>);
 
+/// Group names OpenSSL knows that rustls does not offer: skipped with a warning, so that
+/// configurations written for OpenSSL (`ssl_ecdh_curve secp521r1:secp384r1`) load.
+const OPENSSL_ONLY_CURVES: &[&str] = &[
+    "secp521r1",
+    "P-521",
+    "X448",
+    "x448",
+    "secp224r1",
+    "P-224",
+    "secp256k1",
+    "prime192v1",
+    "P-192",
+    "brainpoolP256r1",
+    "brainpoolP384r1",
+    "brainpoolP512r1",
+    "brainpoolP256r1tls13",
+    "brainpoolP384r1tls13",
+    "brainpoolP512r1tls13",
+    "ffdhe2048",
+    "ffdhe3072",
+    "ffdhe4096",
+    "ffdhe6144",
+    "ffdhe8192",
+    "MLKEM512",
+    "MLKEM768",
+    "MLKEM1024",
+    "X448MLKEM1024",
+    "SecP384r1MLKEM1024",
+];
+
+impl Curves {
+    /// Whether rustls's own list is used (`auto`, or no name of the list is offered).
+    pub fn is_default(&self) -> bool {
+        self.0.is_none()
+    }
+}
+
 /// Parses `ssl_ecdh_curve`: `auto`, or names joined by `:` (OpenSSL's and the IANA names).
-/// Names rustls lacks are returned for a warning; a list of only those fails.
+/// Names OpenSSL knows and rustls lacks are returned for a warning (with only those, the
+/// default list is used); a name neither knows fails.
 pub fn parse_curves(text: &str) -> Result<(Curves, Vec<String>), String> {
     if text == "auto" {
         return Ok((Curves(None), Vec::new()));
@@ -64,18 +102,20 @@ pub fn parse_curves(text: &str) -> Result<(Curves, Vec<String>), String> {
             "secp384r1" | "P-384" => kx_group::SECP384R1,
             "X25519MLKEM768" => kx_group::X25519MLKEM768,
             "SecP256r1MLKEM768" => kx_group::SECP256R1MLKEM768,
-            _ => {
+            _ if OPENSSL_ONLY_CURVES.contains(&name) => {
                 unknown.push(name.to_owned());
                 continue;
+            }
+            _ => {
+                return Err(format!(
+                    "unknown curve \"{name}\" in \"ssl_ecdh_curve {text}\""
+                ));
             }
         };
         groups.push(group);
     }
     if groups.is_empty() {
-        return Err(format!(
-            "SSL_CTX_set1_curves_list(\"{text}\") failed (SSL: error:0A080106:SSL routines::passed \
-             invalid argument)"
-        ));
+        return Ok((Curves(None), unknown));
     }
     Ok((Curves(Some(groups)), unknown))
 }
@@ -248,5 +288,25 @@ impl ResolvesServerCert for PairResolver {
             }
         }
         self.pairs.first().cloned()
+    }
+}
+
+#[cfg(test)]
+mod curve_tests {
+    use super::*;
+
+    #[test]
+    fn curves_rustls_offers_openssl_only_ones_and_unknown_ones() {
+        let (curves, skipped) = parse_curves("secp521r1:X25519:P-384").unwrap();
+        assert_eq!(skipped, ["secp521r1"]);
+        assert_eq!(curves.0.as_ref().map(Vec::len), Some(2));
+        let (curves, skipped) = parse_curves("secp521r1:X448").unwrap();
+        assert!(curves.is_default());
+        assert_eq!(skipped, ["secp521r1", "X448"]);
+        assert!(parse_curves("auto").unwrap().0.is_default());
+        assert_eq!(
+            parse_curves("X25519:nosuchcurve").unwrap_err(),
+            "unknown curve \"nosuchcurve\" in \"ssl_ecdh_curve X25519:nosuchcurve\""
+        );
     }
 }

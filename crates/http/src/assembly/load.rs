@@ -515,16 +515,20 @@ fn build(
             .first()
             .map(|(_, text)| text.as_bytes().into())
             .unwrap_or_default();
-        let specs = if server_scope.listens.is_empty() {
+        let mut specs = if server_scope.listens.is_empty() {
             vec![listen::default_listen(&pending.span)]
         } else {
             std::mem::take(&mut server_scope.listens)
         };
         let ssl = server_scope.ssl.resolve(env);
+        if let Some(span) = &ssl.enable {
+            crate::kernel::ssl::enable_on_listens(&ssl, span, &mut specs)?;
+        }
+        // nginx names the `server` block, not the `listen`, when its certificate is missing.
         let ssl_listen = specs
             .iter()
-            .find(|spec| spec.ssl)
-            .map(|spec| spec.span.clone());
+            .any(|spec| spec.ssl)
+            .then(|| pending.span.clone());
         let v2 = server_scope.v2.resolve(env);
         let alpn_h2 = v2.enable || specs.iter().any(|spec| spec.http2);
         let (tls, variable_certificates) = crate::kernel::ssl::server_tls(
@@ -540,10 +544,12 @@ fn build(
         if !server_scope.has_server_name {
             names.push((ServerName::Exact(Box::from(&b""[..])), String::new()));
         }
+        let every_name = names.iter().map(|(name, _)| name.clone()).collect();
         server_names.push((id, names));
         servers.push(Server {
             id,
             name,
+            names: every_name,
             core: server_scope.core.resolve(env),
             ssl,
             v2,

@@ -419,8 +419,17 @@ async fn content<'a>(
         Content::Proxy | Content::Gateway(_) => {
             proxy_content(worker, client, request, location_id).await
         }
-        Content::Static => static_content(worker, client.info, request, location_id).await,
+        Content::Static => {
+            if let Some(step) = random_index(worker, client.info, request, location_id).await {
+                return step;
+            }
+            static_content(worker, client.info, request, location_id).await
+        }
         Content::StubStatus => match crate::modules::stub_status::respond(request) {
+            Ok(body) => Step::Done(Reply::Respond(body)),
+            Err(status) => Step::Finalize(status),
+        },
+        Content::EmptyGif => match crate::modules::empty_gif::respond(request) {
             Ok(body) => Step::Done(Reply::Respond(body)),
             Err(status) => Step::Finalize(status),
         },
@@ -737,6 +746,37 @@ async fn static_content<'a>(
                 format_args!("{}", error.message),
             );
             Step::Finalize(error.status)
+        }
+    }
+}
+
+/// `random_index`: before the static handler, as nginx's handler runs before the index
+/// module's; `None` when it declines.
+async fn random_index<'a>(
+    worker: &'a HttpWorker,
+    connection: &ConnectionInfo,
+    request: &mut Request<'a>,
+    location_id: LocationId,
+) -> Option<Step<'a>> {
+    let location = worker.conf().location(location_id);
+    if !location.settings.random_index.random_index {
+        return None;
+    }
+    match crate::modules::random_index::choose(worker, connection, request, location).await {
+        Ok(crate::modules::random_index::Choice::Declined) => None,
+        Ok(crate::modules::random_index::Choice::Redirect(uri)) => Some(Step::Redirect {
+            uri,
+            args: request.args.clone(),
+        }),
+        Err(error) => {
+            log(
+                worker,
+                connection,
+                request,
+                error.level,
+                format_args!("{}", error.message),
+            );
+            Some(Step::Finalize(error.status))
         }
     }
 }

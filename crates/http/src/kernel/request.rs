@@ -121,6 +121,9 @@ pub struct Request<'a> {
     pub upstream: crate::kernel::upstream::info::UpstreamInfo,
     /// `$gzip_ratio`: the bytes gzip took and gave, once a compressed body has ended.
     pub gzip_ratio: Option<(u64, u64)>,
+    /// The userid module's decision, made once per request: the 16 bytes of the
+    /// identifier to send in a cookie, or `None` when none is sent.
+    pub userid_set: std::cell::OnceCell<Option<[u8; 16]>>,
     pub cleanups: Cleanups,
     /// How deep this request is among subrequests: 0 for the client's own request.
     pub subrequest_depth: u8,
@@ -190,6 +193,7 @@ impl<'a> Request<'a> {
         self.body_length = None;
         self.upstream.clear();
         self.gzip_ratio = None;
+        self.userid_set = std::cell::OnceCell::new();
         self.cleanups.0.clear();
         self.subrequest_depth = 0;
         self.modules.clear();

@@ -131,6 +131,30 @@ pub fn page(status: u16, tokens: ServerTokens, msie_padding: bool) -> Option<Vec
     Some(body.into_bytes())
 }
 
+/// `msie_refresh`: the page that sends MSIE to `location` with a `Refresh` meta tag
+/// instead of a redirect, with nginx's words; spaces, quotes, `%` and bytes outside
+/// printable ASCII in the address are percent-escaped.
+pub fn refresh_page(location: &[u8]) -> Vec<u8> {
+    const HEAD: &[u8] = b"<html><head><meta http-equiv=\"Refresh\" content=\"0; URL=";
+    const TAIL: &[u8] = b"\"></head><body></body></html>\r\n";
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    let mut page = Vec::with_capacity(HEAD.len() + location.len() * 3 + TAIL.len());
+    page.extend_from_slice(HEAD);
+    for &byte in location {
+        if byte <= b' ' || byte >= 0x7f || matches!(byte, b'"' | b'%' | b'\'') {
+            page.extend_from_slice(&[
+                b'%',
+                HEX[usize::from(byte >> 4)],
+                HEX[usize::from(byte & 0xf)],
+            ]);
+        } else {
+            page.push(byte);
+        }
+    }
+    page.extend_from_slice(TAIL);
+    page
+}
+
 /// Whether nginx drops keep-alive after answering this status itself.
 pub(crate) fn status_closes_connection(status: u16) -> bool {
     matches!(status, 400 | 413 | 414 | 494..=497 | 500 | 501)
@@ -161,6 +185,17 @@ pub(crate) fn special_response<'a>(
     request.response.accept_ranges = false;
     request.response.special = true;
     let browser = request.info.browser;
+    if core.msie_refresh
+        && browser.msie
+        && matches!(status, 301 | 302)
+        && let Some(location) = request.response.location.take()
+    {
+        // The page replaces the status `error_page` may have decided too, as in nginx.
+        request.response.status = 200;
+        request.err_status = 200;
+        request.response.content_type = Some(Bytes::Borrowed(b"text/html"));
+        return Reply::Respond(Body::Bytes(Bytes::Owned(refresh_page(&location.value))));
+    }
     let padding = core.msie_padding && (browser.msie || browser.chrome);
     match page(status, core.server_tokens, padding) {
         Some(page) => {
@@ -174,6 +209,15 @@ pub(crate) fn special_response<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn refresh_pages_escape_the_address() {
+        assert_eq!(
+            refresh_page(b"/a b\"%'\xff?x=1"),
+            b"<html><head><meta http-equiv=\"Refresh\" content=\"0; URL=\
+              /a%20b%22%25%27%FF?x=1\"></head><body></body></html>\r\n"
+        );
+    }
 
     #[test]
     fn not_found_page_has_nginx_shape() {

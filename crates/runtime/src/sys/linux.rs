@@ -20,6 +20,52 @@ pub fn utc_offset_seconds(unix_seconds: i64) -> i32 {
     }
 }
 
+/// nginx's `env` for its workers: of the environment, only `TZ` and the variables named
+/// are kept, a name given a value is set to it, and the time zone is read again. Only
+/// while the process has one thread: with others running (their `getenv` could read the
+/// environment as it changes) nothing is changed and `false` is returned.
+pub fn keep_environment(variables: &[(String, Option<String>)]) -> bool {
+    if thread_count() != Some(1) {
+        return false;
+    }
+    let names: Vec<std::ffi::OsString> = std::env::vars_os()
+        .map(|(name, _)| name)
+        .filter(|name| {
+            name != "TZ"
+                && !variables
+                    .iter()
+                    .any(|(kept, _)| std::ffi::OsStr::new(kept) == name.as_os_str())
+        })
+        .collect();
+    // SAFETY: the process has one thread (checked above), so no `getenv` runs meanwhile.
+    unsafe {
+        for name in names {
+            std::env::remove_var(name);
+        }
+        for (name, value) in variables {
+            if let Some(value) = value {
+                std::env::set_var(name, value);
+            }
+        }
+        tzset();
+    }
+    true
+}
+
+unsafe extern "C" {
+    /// glibc's `tzset(3)`: reads `TZ` again (the libc crate does not declare it).
+    fn tzset();
+}
+
+/// The number of threads of this process, from `/proc/self/status`.
+fn thread_count() -> Option<usize> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("Threads:"))
+        .and_then(|count| count.trim().parse().ok())
+}
+
 /// `setsockopt(TCP_DEFER_ACCEPT)`: the kernel wakes `accept` only once data arrived (or the
 /// timeout passed), as nginx's `listen ... deferred` does.
 pub fn set_tcp_defer_accept(socket: impl AsFd, timeout: Duration) -> io::Result<()> {

@@ -113,6 +113,12 @@ pub(crate) async fn send_response_to<'a>(
     // One reading of the clock for `Date` and `Expires`, as nginx's cached time.
     let now = worker.clock.wall();
     filters::headers(worker, info, request, location, &now);
+    let userid = &location.settings.userid;
+    if userid.mode != crate::modules::userid::settings::Mode::Off {
+        let variables = crate::kernel::variables::RequestVariables::of(worker, info, request);
+        let fields = crate::modules::userid::filter(&variables, userid);
+        crate::modules::userid::apply(request, fields);
+    }
     // The headers filter decides on trailers before the range filter changes the status.
     let status = special::status_on_wire(request.response.status);
     let expect_trailers = location.settings.headers.expects_trailers(status);

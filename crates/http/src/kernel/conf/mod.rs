@@ -182,6 +182,8 @@ pub struct Server {
     pub id: ServerId,
     /// The first name of `server_name` (`$server_name`), or empty.
     pub name: Box<[u8]>,
+    /// Every name of `server_name` (`valid_referers server_names` reads them).
+    pub names: Vec<server_names::ServerName>,
     pub core: crate::kernel::core::CoreServer,
     pub ssl: crate::kernel::ssl::settings::SslServer,
     pub v2: crate::modules::v2::settings::Http2Server,

@@ -10,6 +10,7 @@ use crate::modules::access::settings::{Access, AccessConf};
 use crate::modules::addition::settings::{Addition, AdditionConf};
 use crate::modules::auth_basic::settings::{AuthBasic, AuthBasicConf};
 use crate::modules::auth_request::settings::{AuthRequest, AuthRequestConf};
+use crate::modules::browser::settings::{Browser, BrowserConf};
 use crate::modules::charset::settings::{Charset, CharsetConf, CharsetMaps};
 use crate::modules::gunzip::settings::{Gunzip, GunzipConf};
 use crate::modules::gzip::settings::{Gzip, GzipConf};
@@ -21,11 +22,15 @@ use crate::modules::observe::settings::{StatusZone, StatusZoneConf};
 use crate::modules::proxy::cache::settings::{CachePath, ProxyCache, ProxyCacheConf};
 use crate::modules::proxy::gateway::settings::{Gateway, GatewayScope, Protocol};
 use crate::modules::proxy::settings::{Proxy, ProxyConf};
+use crate::modules::random_index::settings::{RandomIndex, RandomIndexConf};
 use crate::modules::realip::settings::{RealIp, RealIpConf};
+use crate::modules::referer::settings::{Referer, RefererConf};
 use crate::modules::rewrite::settings::{RewriteConf, RewriteSettings, Script};
+use crate::modules::secure_link::settings::{SecureLink, SecureLinkConf};
 use crate::modules::ssi::settings::{Ssi, SsiConf};
 use crate::modules::static_files::settings::{Static, StaticConf, TryFilesSetting};
 use crate::modules::sub_filter::settings::{SubFilter, SubFilterConf};
+use crate::modules::userid::settings::{UserId, UserIdConf};
 use crate::modules::v2::settings::{
     Http2Location, Http2LocationConf, Http2MainConf, Http2ServerConf,
 };
@@ -85,6 +90,11 @@ pub struct LocationScope {
     pub addition: AdditionConf,
     pub mirror: MirrorConf,
     pub sub_filter: SubFilterConf,
+    pub referer: RefererConf,
+    pub userid: UserIdConf,
+    pub browser: BrowserConf,
+    pub random_index: RandomIndexConf,
+    pub secure_link: SecureLinkConf,
     pub status_zone: StatusZoneConf,
     pub limit: LimitConf,
     pub v2: Http2LocationConf,
@@ -112,6 +122,8 @@ pub enum Content {
     Gateway(Protocol),
     /// `stub_status`.
     StubStatus,
+    /// `empty_gif`.
+    EmptyGif,
     /// `portico_metrics`.
     Metrics,
     /// `api`.
@@ -152,6 +164,11 @@ pub struct LocationSettings {
     pub addition: Addition,
     pub mirror: Mirror,
     pub sub_filter: SubFilter,
+    pub referer: Referer,
+    pub userid: UserId,
+    pub browser: Browser,
+    pub random_index: RandomIndex,
+    pub secure_link: SecureLink,
     pub status_zone: StatusZone,
     pub limit: Limit,
     pub v2: Http2Location,
@@ -185,6 +202,11 @@ impl LocationScope {
         self.addition.merge_from(&parent.addition);
         self.mirror.merge_from(&parent.mirror);
         self.sub_filter.merge_from(&parent.sub_filter);
+        self.referer.merge_from(&parent.referer);
+        self.userid.merge_from(&parent.userid);
+        self.browser.merge_from(&parent.browser);
+        self.random_index.merge_from(&parent.random_index);
+        self.secure_link.merge_from(&parent.secure_link);
         self.status_zone.merge_from(&parent.status_zone);
         self.limit.merge_from(&parent.limit);
         self.v2.merge_from(&parent.v2);
@@ -219,6 +241,11 @@ impl LocationScope {
             addition: self.addition.clone(),
             mirror: self.mirror.clone(),
             sub_filter: self.sub_filter.clone(),
+            referer: self.referer.clone(),
+            userid: self.userid.clone(),
+            browser: self.browser.clone(),
+            random_index: self.random_index.clone(),
+            secure_link: self.secure_link.clone(),
             status_zone: self.status_zone.clone(),
             limit: self.limit.clone(),
             v2: self.v2.clone(),
@@ -313,6 +340,11 @@ impl LocationScope {
             addition: self.addition.resolve(env),
             mirror: self.mirror.resolve(env),
             sub_filter: self.sub_filter.resolve(env),
+            referer: self.referer.resolve(env),
+            userid: self.userid.resolve(env),
+            browser: self.browser.resolve(env),
+            random_index: self.random_index.resolve(env),
+            secure_link: self.secure_link.resolve(env),
             status_zone: self.status_zone.resolve(env),
             limit: self.limit.resolve(env),
             v2: self.v2.resolve(env),

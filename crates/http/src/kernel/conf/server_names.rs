@@ -10,7 +10,7 @@ use crate::kernel::conf::{NamedCaptures, ServerId};
 use crate::kernel::variables::VariableRegistry;
 
 /// One name of `server_name`.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub enum ServerName {
     /// `example.com`, or `""` for requests without a host.
     Exact(Box<[u8]>),
@@ -21,6 +21,22 @@ pub enum ServerName {
     Tail(Box<[u8]>),
     /// `~regex`, matched case-insensitively as nginx does.
     Regex(NamedCaptures),
+}
+
+impl ServerName {
+    /// Whether `host` (lowercased, port stripped) is this name, by the rules of
+    /// [`ServerNames::find`] for one name.
+    pub fn matches(&self, host: &[u8]) -> bool {
+        match self {
+            ServerName::Exact(name) => **name == *host,
+            ServerName::Head { suffix, also_bare } => {
+                (host.len() > suffix.len() && host.ends_with(suffix))
+                    || (*also_bare && host == &suffix[1..])
+            }
+            ServerName::Tail(prefix) => host.len() > prefix.len() && host.starts_with(prefix),
+            ServerName::Regex(regex) => regex.regex.is_match(host),
+        }
+    }
 }
 
 /// Parses one `server_name` argument; `hostname` is the machine's name for `$hostname`.

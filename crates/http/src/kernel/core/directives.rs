@@ -320,6 +320,12 @@ pub const DIRECTIVES: &[HttpDirective] = &[
         Setter::Location(set_msie_padding),
     ),
     directive(
+        "msie_refresh",
+        ANY_LEVEL,
+        Arity::FLAG,
+        Setter::Location(set_msie_refresh),
+    ),
+    directive(
         "tcp_nodelay",
         ANY_LEVEL,
         Arity::FLAG,
@@ -610,6 +616,7 @@ set_once!(
     flag
 );
 set_once!(set_msie_padding, LocationScope, core.msie_padding, flag);
+set_once!(set_msie_refresh, LocationScope, core.msie_refresh, flag);
 set_once!(set_tcp_nodelay, LocationScope, core.tcp_nodelay, flag);
 set_once!(
     set_recursive_error_pages,
@@ -669,11 +676,11 @@ fn body_in_file_only(
     directive: &Directive,
     _context: &mut LoadContext<'_>,
 ) -> Result<BodyInFileOnly, ConfError> {
-    match directive.arg(0) {
+    match directive.arg(0).to_ascii_lowercase().as_str() {
         "off" => Ok(BodyInFileOnly::Off),
         "on" => Ok(BodyInFileOnly::On),
         "clean" => Ok(BodyInFileOnly::Clean),
-        other => Err(invalid_choice(directive, other)),
+        _ => Err(invalid_choice(directive, directive.arg(0))),
     }
 }
 
@@ -700,11 +707,12 @@ fn keepalive_disable(
 ) -> Result<KeepaliveDisable, ConfError> {
     let mut disable = KeepaliveDisable::default();
     for argument in &directive.args {
-        match argument.as_str() {
+        let argument = argument.as_str();
+        match argument.to_ascii_lowercase().as_str() {
             "none" => disable = KeepaliveDisable::default(),
             "msie6" => disable.msie6 = true,
             "safari" => disable.safari = true,
-            other => return Err(invalid_choice(directive, other)),
+            _ => return Err(invalid_choice(directive, argument)),
         }
     }
     Ok(disable)
@@ -714,11 +722,11 @@ fn lingering_close(
     directive: &Directive,
     _context: &mut LoadContext<'_>,
 ) -> Result<LingeringClose, ConfError> {
-    match directive.arg(0) {
+    match directive.arg(0).to_ascii_lowercase().as_str() {
         "off" => Ok(LingeringClose::Off),
         "on" => Ok(LingeringClose::On),
         "always" => Ok(LingeringClose::Always),
-        other => Err(invalid_choice(directive, other)),
+        _ => Err(invalid_choice(directive, directive.arg(0))),
     }
 }
 
@@ -726,19 +734,19 @@ fn server_tokens(
     directive: &Directive,
     _context: &mut LoadContext<'_>,
 ) -> Result<ServerTokens, ConfError> {
-    match directive.arg(0) {
+    match directive.arg(0).to_ascii_lowercase().as_str() {
         "on" => Ok(ServerTokens::On),
         "off" => Ok(ServerTokens::Off),
         "build" => Ok(ServerTokens::Build),
-        other => Err(invalid_choice(directive, other)),
+        _ => Err(invalid_choice(directive, directive.arg(0))),
     }
 }
 
 fn satisfy(directive: &Directive, _context: &mut LoadContext<'_>) -> Result<Satisfy, ConfError> {
-    match directive.arg(0) {
+    match directive.arg(0).to_ascii_lowercase().as_str() {
         "all" => Ok(Satisfy::All),
         "any" => Ok(Satisfy::Any),
-        other => Err(invalid_choice(directive, other)),
+        _ => Err(invalid_choice(directive, directive.arg(0))),
     }
 }
 
@@ -746,11 +754,11 @@ fn if_modified_since(
     directive: &Directive,
     _context: &mut LoadContext<'_>,
 ) -> Result<IfModifiedSince, ConfError> {
-    match directive.arg(0) {
+    match directive.arg(0).to_ascii_lowercase().as_str() {
         "off" => Ok(IfModifiedSince::Off),
         "exact" => Ok(IfModifiedSince::Exact),
         "before" => Ok(IfModifiedSince::Before),
-        other => Err(invalid_choice(directive, other)),
+        _ => Err(invalid_choice(directive, directive.arg(0))),
     }
 }
 

@@ -257,6 +257,8 @@ settings! {
         server_name_in_redirect: bool = false,
         /// `msie_padding`
         msie_padding: bool = true,
+        /// `msie_refresh`
+        msie_refresh: bool = false,
         /// `tcp_nodelay`
         tcp_nodelay: bool = true,
         /// `error_page`: a level with its own list replaces the enclosing level's.

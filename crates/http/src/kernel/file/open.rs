@@ -96,6 +96,7 @@ impl OpenFailure {
 pub(crate) const ENOENT: i32 = 2;
 pub(crate) const ENOTDIR: i32 = 20;
 pub(crate) const ENAMETOOLONG: i32 = 36;
+pub(crate) const EACCES: i32 = 13;
 const ELOOP: i32 = 40;
 
 /// Opens `path` for reading and stats it. A directory is not kept open.

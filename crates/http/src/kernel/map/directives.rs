@@ -202,7 +202,7 @@ fn set_number(
 
 /// The variable a block defines: `$name`, not a built-in variable (nginx's built-ins
 /// cannot be redefined: `the duplicate "uri" variable`).
-fn define_target(
+pub(crate) fn define_target(
     text: &str,
     span: &Span,
     registry: &mut VariableRegistry,
@@ -222,7 +222,7 @@ fn define_target(
 }
 
 /// A line of these blocks cannot open a block of its own: nginx stops at its `{`.
-fn refuse_block(line: &Directive) -> Result<(), ConfError> {
+pub(crate) fn refuse_block(line: &Directive) -> Result<(), ConfError> {
     if line.block.is_some() {
         return Err(ConfError::at(
             ConfErrorKind::UnexpectedCharacter { found: '{' },

@@ -33,6 +33,7 @@ impl RequestVariables<'_> {
         let value = match &variable.kind {
             Kind::Map(map) => self.map_value(map, source),
             Kind::SplitClients(parts) => parts.choose(&source).to_vec(),
+            Kind::Lookup(table) => table.value(self, &source),
         };
         let mut budget = self.computed_budget.get();
         budget.depth_left += 1;

@@ -51,6 +51,19 @@ pub struct ComputedVariable {
 pub enum Kind {
     Map(Map),
     SplitClients(split_clients::Parts),
+    /// A table a module built from its block (`geo`), which finds the value itself.
+    Lookup(Box<dyn Lookup>),
+}
+
+/// A module's table for a block-defined variable (nginx's `geo`): the kernel computes the
+/// source and keeps the value for the request, the module finds it.
+pub trait Lookup: std::fmt::Debug + Send + Sync {
+    /// The value for the request whose source evaluated to `source`.
+    fn value(
+        &self,
+        variables: &crate::kernel::variables::RequestVariables<'_>,
+        source: &[u8],
+    ) -> Vec<u8>;
 }
 
 /// A `map` block: its keys, and the values they name.

@@ -1,7 +1,7 @@
 //! The SSL module's directive table (nginx's `ngx_http_ssl_module`).
 //!
-//! `ssl on` is gone, as in nginx since 1.25.1: the `ssl` parameter of `listen` says which
-//! addresses speak TLS, and the directive is unknown.
+//! `ssl on` is accepted with the deprecation warning nginx 1.22 gave (nginx 1.25.1 removed
+//! it): it makes every `listen` of its servers a `listen ... ssl`.
 
 use conf::{Arity, ConfError, Contexts, Directive};
 
@@ -12,6 +12,7 @@ use crate::set_once;
 const HTTP_SERVER: Contexts = Contexts::HTTP.with(Contexts::SERVER);
 
 pub const DIRECTIVES: &[HttpDirective] = &[
+    directive("ssl", HTTP_SERVER, Arity::FLAG, Setter::Server(set_ssl)),
     directive(
         "ssl_certificate",
         HTTP_SERVER,
@@ -196,6 +197,25 @@ fn add_certificate_key(
     Ok(())
 }
 
+/// `ssl on|off`: the span of an `on` is kept for the error when no certificate follows.
+fn set_ssl(
+    scope: &mut ServerScope,
+    directive: &Directive,
+    context: &mut LoadContext<'_>,
+) -> Result<(), ConfError> {
+    if scope.ssl.enable.is_some() {
+        return Err(context.duplicate(directive));
+    }
+    let on = context.flag(directive)?;
+    context.warn(
+        "the \"ssl\" directive is deprecated, use the \"listen ... ssl\" directive instead"
+            .to_owned(),
+        &directive.span,
+    );
+    scope.ssl.enable = Some(on.then(|| directive.span.clone()));
+    Ok(())
+}
+
 // The passwords are read now, as nginx does: one per line, tried in order.
 set_once!(
     set_password_file,
@@ -224,11 +244,19 @@ set_once!(
 
 fn curves(directive: &Directive, context: &mut LoadContext<'_>) -> Result<String, ConfError> {
     let text = directive.arg(0);
-    let (_, unknown) =
+    let (curves, unsupported) =
         tls::parse_curves(text).map_err(|message| ConfError::message(message, &directive.span))?;
-    for name in unknown {
+    for name in &unsupported {
         context.warn(
             format!("curve \"{name}\" is not supported by Portico's TLS, ignored"),
+            &directive.span,
+        );
+    }
+    if curves.is_default() && text != "auto" {
+        context.warn(
+            format!(
+                "no curve of \"{text}\" is supported by Portico's TLS, its default curves are used"
+            ),
             &directive.span,
         );
     }
@@ -409,12 +437,13 @@ fn verify_client(
     directive: &Directive,
     _context: &mut LoadContext<'_>,
 ) -> Result<VerifyClient, ConfError> {
-    Ok(match directive.arg(0) {
+    Ok(match directive.arg(0).to_ascii_lowercase().as_str() {
         "off" => VerifyClient::Off,
         "on" => VerifyClient::On,
         "optional" => VerifyClient::Optional,
         "optional_no_ca" => VerifyClient::OptionalNoCa,
-        other => {
+        _ => {
+            let other = directive.arg(0);
             return Err(ConfError::message(
                 format!(
                     "invalid value \"{other}\" in \"ssl_verify_client\" directive, it must be \

@@ -160,14 +160,16 @@ pub(crate) fn parse_protocols(
         tls13: false,
     };
     for argument in &directive.args {
-        match argument.as_str() {
-            "TLSv1.2" => protocols.tls12 = true,
-            "TLSv1.3" => protocols.tls13 = true,
-            old @ ("SSLv2" | "SSLv3" | "TLSv1" | "TLSv1.1") => context.warn(
-                format!("the \"{old}\" protocol is not supported by Portico, ignored"),
+        let argument = argument.as_str();
+        match argument.to_ascii_lowercase().as_str() {
+            "tlsv1.2" => protocols.tls12 = true,
+            "tlsv1.3" => protocols.tls13 = true,
+            "sslv2" | "sslv3" | "tlsv1" | "tlsv1.1" => context.warn(
+                format!("the \"{argument}\" protocol is not supported by Portico, ignored"),
                 &directive.span,
             ),
-            other => {
+            _ => {
+                let other = argument;
                 return Err(ConfError::message(
                     format!("invalid value \"{other}\""),
                     &directive.span,
@@ -206,6 +208,27 @@ fn source(prefix: &Path, value: &str, what: &str) -> Result<tls::PemSource, Conf
 /// nginx's check once the servers are known: the default server of every `ssl` address
 /// needs a certificate, unless it rejects handshakes. `ssl_listens` holds each server's
 /// first `listen ... ssl`, by server index.
+/// `ssl on`: every `listen` of the server becomes a `listen ... ssl`; a server without a
+/// certificate fails as nginx 1.22 failed it, naming where `ssl on` was written.
+pub(crate) fn enable_on_listens(
+    settings: &SslServer,
+    span: &Span,
+    specs: &mut [crate::kernel::conf::listen::ListenSpec],
+) -> Result<(), ConfError> {
+    if settings.certificates.is_empty() && !settings.reject_handshake {
+        return Err(ConfError::new(
+            ConfErrorKind::Message(format!(
+                "no \"ssl_certificate\" is defined for the \"ssl\" directive in {span}"
+            )),
+            None,
+        ));
+    }
+    for spec in specs {
+        spec.ssl = true;
+    }
+    Ok(())
+}
+
 pub(crate) fn check_defaults(
     servers: &[crate::kernel::conf::Server],
     sockets: &[crate::kernel::conf::SocketConf],

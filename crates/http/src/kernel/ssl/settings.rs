@@ -60,6 +60,9 @@ pub type Names = Vec<String>;
 settings! {
     /// The TLS settings of a virtual server.
     pub struct SslServerConf => SslServer (env) {
+        /// `ssl on` (deprecated): where it was written; every `listen` of the server
+        /// speaks TLS.
+        enable: Option<conf::Span> = None,
         /// `ssl_certificate` (several: one pair per key type).
         certificates: Names = Vec::new(),
         /// `ssl_certificate_key`, matched with the certificates by position.

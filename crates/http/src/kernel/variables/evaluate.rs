@@ -52,6 +52,24 @@ impl<'a> RequestVariables<'a> {
     }
 
     /// The variables of `request` on `worker`, at the worker clock's time now.
+    /// Writes a line about the request to its location's error log, at `level`.
+    pub fn log(&self, level: logging::Level, message: std::fmt::Arguments<'_>) {
+        let Some(location) = self.request.location.map(|id| self.conf.location(id)) else {
+            return;
+        };
+        let error_log = &location.settings.core.error_log;
+        if error_log.enabled(level) {
+            let context = self.request.log_context(self.connection, self.conf);
+            error_log.write(
+                level,
+                &self.now,
+                Some(self.connection.id),
+                message,
+                Some(&context),
+            );
+        }
+    }
+
     pub fn of(
         worker: &'a crate::kernel::worker::HttpWorker,
         connection: &'a ConnectionInfo,

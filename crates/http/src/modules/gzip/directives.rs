@@ -35,12 +35,12 @@ set_once!(
     LocationScope,
     gzip.static_files,
     |d: &Directive, _c: &mut LoadContext<'_>| -> Result<GzipStatic, ConfError> {
-        match d.arg(0) {
+        match d.arg(0).to_ascii_lowercase().as_str() {
             "on" => Ok(GzipStatic::On),
             "off" => Ok(GzipStatic::Off),
             "always" => Ok(GzipStatic::Always),
-            other => Err(ConfError::message(
-                format!("invalid value \"{other}\""),
+            _ => Err(ConfError::message(
+                format!("invalid value \"{}\"", d.arg(0)),
                 &d.span,
             )),
         }
@@ -120,7 +120,7 @@ fn set_proxied(
         let value = argument.as_str();
         let (_, flag) = Proxied::NAMES
             .iter()
-            .find(|(name, _)| *name == value)
+            .find(|(name, _)| name.eq_ignore_ascii_case(value))
             .ok_or_else(|| {
                 ConfError::message(format!("invalid value \"{value}\""), &directive.span)
             })?;

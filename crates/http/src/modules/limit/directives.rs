@@ -310,7 +310,7 @@ fn set_limit_conn(
 /// `info | notice | warn | error`.
 fn log_level(directive: &Directive, _context: &mut LoadContext<'_>) -> Result<Level, ConfError> {
     let text = directive.arg(0);
-    match text {
+    match text.to_ascii_lowercase().as_str() {
         "info" => Ok(Level::Info),
         "notice" => Ok(Level::Notice),
         "warn" => Ok(Level::Warn),

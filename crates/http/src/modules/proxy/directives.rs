@@ -727,7 +727,8 @@ fn set_next_upstream(
     }
     let mut flags = 0;
     for argument in &directive.args {
-        flags |= match argument.as_str() {
+        let argument = argument.as_str();
+        flags |= match argument.to_ascii_lowercase().as_str() {
             "error" => NextUpstream::ERROR,
             "timeout" => NextUpstream::TIMEOUT,
             "invalid_header" => NextUpstream::INVALID_HEADER,
@@ -742,9 +743,9 @@ fn set_next_upstream(
             "off" => NextUpstream::OFF,
             // Cache-only conditions: accepted, nothing to do without a cache.
             "updating" => 0,
-            other => {
+            _ => {
                 return Err(ConfError::message(
-                    format!("invalid value \"{other}\""),
+                    format!("invalid value \"{argument}\""),
                     &directive.span,
                 ));
             }

@@ -206,13 +206,13 @@ fn autoindex_format(
     directive: &Directive,
     _context: &mut LoadContext<'_>,
 ) -> Result<AutoindexFormat, ConfError> {
-    match directive.arg(0) {
+    match directive.arg(0).to_ascii_lowercase().as_str() {
         "html" => Ok(AutoindexFormat::Html),
         "xml" => Ok(AutoindexFormat::Xml),
         "json" => Ok(AutoindexFormat::Json),
         "jsonp" => Ok(AutoindexFormat::Jsonp),
-        other => Err(ConfError::message(
-            format!("invalid value \"{other}\""),
+        _ => Err(ConfError::message(
+            format!("invalid value \"{}\"", directive.arg(0)),
             &directive.span,
         )),
     }

@@ -670,7 +670,7 @@ fn set_use_stale(
         let argument = argument.as_str();
         let (_, flag) = UseStale::NAMES
             .iter()
-            .find(|(name, _)| *name == argument)
+            .find(|(name, _)| name.eq_ignore_ascii_case(argument))
             .ok_or_else(|| {
                 ConfError::message(format!("invalid value \"{argument}\""), &directive.span)
             })?;
@@ -692,7 +692,7 @@ fn set_methods(
         .map_or(CacheMethods::GET | CacheMethods::HEAD, |mask| mask.0);
     for argument in &directive.args {
         let argument = argument.as_str();
-        mask |= match argument {
+        mask |= match argument.to_ascii_uppercase().as_str() {
             "GET" => CacheMethods::GET,
             "HEAD" => CacheMethods::HEAD,
             "POST" => CacheMethods::POST,
