@@ -1,0 +1,869 @@
+//! The directive table of the `stream` block, its servers and its upstreams, with each
+//! directive's setter. Names, contexts and arities are nginx's; error texts too.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use conf::{Arity, BlockKind, ConfError, ConfErrorKind, Context, Contexts, Directive, DirectiveSpec};
+use http::access::settings::{Action, parse_target};
+use logging::{ErrorLog, ErrorSink, Level};
+use upstream::registry::{ServerEntry, UpstreamScope};
+use upstream::{Balancer, registry::split_host_port};
+
+use super::settings::{AccessLog, Bind, LimitConn, Settings};
+use super::{AccessLogTarget, Content, Escape, LimitZone, LogFormat, Loader, ServerLoad};
+use crate::variables::StreamTemplate;
+
+type Result = std::result::Result<(), ConfError>;
+
+/// What a directive does.
+pub enum Setter {
+    /// `server { }` in the `stream` block.
+    Server,
+    /// `upstream NAME { }`.
+    Upstream,
+    Map,
+    SplitClients,
+    /// A directive of the `stream` level only.
+    Main(fn(&mut Loader<'_>, &Directive) -> Result),
+    /// A setting of the `stream` level or of a server.
+    Settings(fn(&mut Settings, &Directive, &mut Loader<'_>) -> Result),
+    /// A directive of a server only.
+    ServerOnly(fn(&mut ServerLoad, &Directive, &mut Loader<'_>) -> Result),
+    /// A line of an `upstream` block.
+    UpstreamLine(fn(&mut UpstreamScope<StreamTemplate>, &Directive, &mut Loader<'_>) -> Result),
+    /// Accepted and without effect (hash sizes, which Portico's lookups do not need).
+    Ignored,
+}
+
+impl std::fmt::Debug for Setter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Setter")
+    }
+}
+
+pub type StreamDirective = DirectiveSpec<Setter>;
+
+const fn block(name: &'static str, arity: Arity, set: Setter) -> StreamDirective {
+    StreamDirective {
+        name,
+        contexts: Contexts::STREAM,
+        arity,
+        block: BlockKind::Block,
+        set,
+    }
+}
+
+const fn main(name: &'static str, arity: Arity, set: fn(&mut Loader<'_>, &Directive) -> Result) -> StreamDirective {
+    StreamDirective {
+        name,
+        contexts: Contexts::STREAM,
+        arity,
+        block: BlockKind::Simple,
+        set: Setter::Main(set),
+    }
+}
+
+const fn setting(
+    name: &'static str,
+    arity: Arity,
+    set: fn(&mut Settings, &Directive, &mut Loader<'_>) -> Result,
+) -> StreamDirective {
+    StreamDirective {
+        name,
+        contexts: Contexts::STREAM_AND_SERVER,
+        arity,
+        block: BlockKind::Simple,
+        set: Setter::Settings(set),
+    }
+}
+
+const fn server(
+    name: &'static str,
+    arity: Arity,
+    set: fn(&mut ServerLoad, &Directive, &mut Loader<'_>) -> Result,
+) -> StreamDirective {
+    StreamDirective {
+        name,
+        contexts: Contexts::STREAM_SERVER,
+        arity,
+        block: BlockKind::Simple,
+        set: Setter::ServerOnly(set),
+    }
+}
+
+const fn upstream_line(
+    name: &'static str,
+    arity: Arity,
+    set: fn(&mut UpstreamScope<StreamTemplate>, &Directive, &mut Loader<'_>) -> Result,
+) -> StreamDirective {
+    StreamDirective {
+        name,
+        contexts: Contexts::STREAM_UPSTREAM,
+        arity,
+        block: BlockKind::Simple,
+        set: Setter::UpstreamLine(set),
+    }
+}
+
+const fn ignored(name: &'static str, contexts: Contexts, arity: Arity) -> StreamDirective {
+    StreamDirective {
+        name,
+        contexts,
+        arity,
+        block: BlockKind::Simple,
+        set: Setter::Ignored,
+    }
+}
+
+/// Every stream directive Portico knows, in nginx's module order.
+pub const DIRECTIVES: &[StreamDirective] = &[
+    // core
+    block("server", Arity::NONE, Setter::Server),
+    server("listen", Arity::ONE_OR_MORE, set_listen),
+    server("server_name", Arity::ONE_OR_MORE, set_server_name),
+    setting("error_log", Arity::ONE_OR_MORE, set_error_log),
+    setting("tcp_nodelay", Arity::FLAG, set_tcp_nodelay),
+    setting("preread_buffer_size", Arity::TAKE1, set_preread_buffer_size),
+    setting("preread_timeout", Arity::TAKE1, set_preread_timeout),
+    setting("proxy_protocol_timeout", Arity::TAKE1, set_proxy_protocol_timeout),
+    ignored("resolver", Contexts::STREAM_AND_SERVER, Arity::ONE_OR_MORE),
+    ignored("resolver_timeout", Contexts::STREAM_AND_SERVER, Arity::TAKE1),
+    ignored("variables_hash_max_size", Contexts::STREAM, Arity::TAKE1),
+    ignored("variables_hash_bucket_size", Contexts::STREAM, Arity::TAKE1),
+    ignored("server_names_hash_max_size", Contexts::STREAM, Arity::TAKE1),
+    ignored("server_names_hash_bucket_size", Contexts::STREAM, Arity::TAKE1),
+    // log
+    main("log_format", Arity::TWO_OR_MORE, set_log_format),
+    setting("access_log", Arity::ONE_OR_MORE, set_access_log),
+    ignored("open_log_file_cache", Contexts::STREAM_AND_SERVER, Arity::TAKE1234),
+    // proxy
+    server("proxy_pass", Arity::TAKE1, set_proxy_pass),
+    setting("proxy_bind", Arity::TAKE12, set_proxy_bind),
+    setting("proxy_socket_keepalive", Arity::FLAG, set_proxy_socket_keepalive),
+    setting("proxy_connect_timeout", Arity::TAKE1, set_proxy_connect_timeout),
+    setting("proxy_timeout", Arity::TAKE1, set_proxy_timeout),
+    setting("proxy_buffer_size", Arity::TAKE1, set_proxy_buffer_size),
+    setting("proxy_downstream_buffer", Arity::TAKE1, set_proxy_buffer_size),
+    setting("proxy_upstream_buffer", Arity::TAKE1, set_proxy_buffer_size),
+    setting("proxy_upload_rate", Arity::TAKE1, set_proxy_upload_rate),
+    setting("proxy_download_rate", Arity::TAKE1, set_proxy_download_rate),
+    setting("proxy_requests", Arity::TAKE1, set_proxy_requests),
+    setting("proxy_responses", Arity::TAKE1, set_proxy_responses),
+    setting("proxy_next_upstream", Arity::FLAG, set_proxy_next_upstream),
+    setting("proxy_next_upstream_tries", Arity::TAKE1, set_proxy_next_upstream_tries),
+    setting("proxy_next_upstream_timeout", Arity::TAKE1, set_proxy_next_upstream_timeout),
+    setting("proxy_protocol", Arity::FLAG, set_proxy_protocol),
+    setting("proxy_half_close", Arity::FLAG, set_proxy_half_close),
+    // upstream
+    block("upstream", Arity::TAKE1, Setter::Upstream),
+    upstream_line("server", Arity::ONE_OR_MORE, set_upstream_server),
+    upstream_line("zone", Arity::TAKE12, set_upstream_zone),
+    upstream_line("hash", Arity::TAKE12, set_upstream_hash),
+    upstream_line("least_conn", Arity::NONE, set_upstream_least_conn),
+    upstream_line("random", Arity::counts(&[0, 1, 2]), set_upstream_random),
+    // limit_conn
+    main("limit_conn_zone", Arity::TAKE2, set_limit_conn_zone),
+    setting("limit_conn", Arity::TAKE2, set_limit_conn),
+    setting("limit_conn_log_level", Arity::TAKE1, set_limit_conn_log_level),
+    setting("limit_conn_dry_run", Arity::FLAG, set_limit_conn_dry_run),
+    // access
+    setting("allow", Arity::TAKE1, set_allow),
+    setting("deny", Arity::TAKE1, set_deny),
+    // map, split_clients, set, return, pass
+    block("map", Arity::TAKE2, Setter::Map),
+    block("split_clients", Arity::TAKE2, Setter::SplitClients),
+    ignored("map_hash_max_size", Contexts::STREAM, Arity::TAKE1),
+    ignored("map_hash_bucket_size", Contexts::STREAM, Arity::TAKE1),
+    server("set", Arity::TAKE2, set_set),
+    server("return", Arity::TAKE1, set_return),
+    server("pass", Arity::TAKE1, set_pass),
+    // realip
+    setting("set_real_ip_from", Arity::TAKE1, set_real_ip_from),
+    // ssl_preread
+    setting("ssl_preread", Arity::FLAG, set_ssl_preread),
+];
+
+fn duplicate<T>(slot: &Option<T>, directive: &Directive) -> Result {
+    if slot.is_some() {
+        return Err(ConfError::at(
+            ConfErrorKind::Duplicate {
+                name: directive.name.clone(),
+            },
+            &directive.span,
+        ));
+    }
+    Ok(())
+}
+
+fn invalid_value(directive: &Directive) -> ConfError {
+    ConfError::directive(
+        &directive.name,
+        format!("invalid value \"{}\"", directive.arg(0)),
+        &directive.span,
+    )
+}
+
+fn time(directive: &Directive) -> std::result::Result<Duration, ConfError> {
+    conf::value::parse_time(directive.arg(0)).ok_or_else(|| invalid_value(directive))
+}
+
+fn size(directive: &Directive) -> std::result::Result<usize, ConfError> {
+    conf::value::parse_size(directive.arg(0))
+        .and_then(|size| usize::try_from(size).ok())
+        .ok_or_else(|| invalid_value(directive))
+}
+
+macro_rules! set_time {
+    ($fn_name:ident, $field:ident) => {
+        fn $fn_name(settings: &mut Settings, directive: &Directive, _: &mut Loader<'_>) -> Result {
+            duplicate(&settings.$field, directive)?;
+            settings.$field = Some(time(directive)?);
+            Ok(())
+        }
+    };
+}
+
+macro_rules! set_size {
+    ($fn_name:ident, $field:ident) => {
+        fn $fn_name(settings: &mut Settings, directive: &Directive, _: &mut Loader<'_>) -> Result {
+            duplicate(&settings.$field, directive)?;
+            settings.$field = Some(size(directive)?);
+            Ok(())
+        }
+    };
+}
+
+macro_rules! set_flag {
+    ($fn_name:ident, $field:ident) => {
+        fn $fn_name(settings: &mut Settings, directive: &Directive, _: &mut Loader<'_>) -> Result {
+            duplicate(&settings.$field, directive)?;
+            settings.$field = Some(conf::value::parse_flag(directive)?);
+            Ok(())
+        }
+    };
+}
+
+set_time!(set_preread_timeout, preread_timeout);
+set_time!(set_proxy_protocol_timeout, proxy_protocol_timeout);
+set_time!(set_proxy_connect_timeout, proxy_connect_timeout);
+set_time!(set_proxy_timeout, proxy_timeout);
+set_time!(set_proxy_next_upstream_timeout, proxy_next_upstream_timeout);
+set_size!(set_preread_buffer_size, preread_buffer_size);
+set_size!(set_proxy_buffer_size, proxy_buffer_size);
+set_flag!(set_tcp_nodelay, tcp_nodelay);
+set_flag!(set_proxy_socket_keepalive, proxy_socket_keepalive);
+set_flag!(set_proxy_next_upstream, proxy_next_upstream);
+set_flag!(set_proxy_protocol, proxy_protocol);
+set_flag!(set_proxy_half_close, proxy_half_close);
+set_flag!(set_limit_conn_dry_run, limit_conn_dry_run);
+set_flag!(set_ssl_preread, ssl_preread);
+
+fn set_listen(server: &mut ServerLoad, directive: &Directive, _: &mut Loader<'_>) -> Result {
+    server.listens.extend(super::listen::parse(directive)?);
+    Ok(())
+}
+
+fn set_server_name(server: &mut ServerLoad, directive: &Directive, _: &mut Loader<'_>) -> Result {
+    for argument in &directive.args {
+        server.names.push(argument.value.to_ascii_lowercase());
+    }
+    Ok(())
+}
+
+/// `error_log FILE [LEVEL]`, several per level.
+fn set_error_log(settings: &mut Settings, directive: &Directive, loader: &mut Loader<'_>) -> Result {
+    if directive.args.len() > 2 {
+        return Err(ConfError::at(
+            ConfErrorKind::InvalidArgumentCount {
+                name: directive.name.clone(),
+            },
+            &directive.span,
+        ));
+    }
+    let level = match directive.args.get(1) {
+        Some(argument) => Level::parse(argument.as_str()).ok_or_else(|| {
+            ConfError::message(
+                format!("invalid log level \"{}\"", argument.as_str()),
+                &directive.span,
+            )
+        })?,
+        None => Level::Error,
+    };
+    let target = directive.arg(0);
+    if target.starts_with("syslog:") || target.starts_with("memory:") {
+        return Err(ConfError::message(
+            format!("error_log target \"{target}\" is not supported"),
+            &directive.span,
+        ));
+    }
+    let file = loader.open_log(target, &directive.span)?;
+    let mut sinks: Vec<ErrorSink> = settings
+        .error_log
+        .as_ref()
+        .map(|log| log.sinks().to_vec())
+        .unwrap_or_default();
+    sinks.push(ErrorSink { file, level });
+    settings.error_log = Some(Arc::new(ErrorLog::new(sinks)));
+    Ok(())
+}
+
+/// `log_format NAME [escape=default|json|none] STRING...`.
+fn set_log_format(loader: &mut Loader<'_>, directive: &Directive) -> Result {
+    let name = directive.arg(0).to_owned();
+    if loader.log_formats.iter().any(|format| format.name == name) {
+        return Err(ConfError::message(
+            format!("duplicate \"log_format\" name \"{name}\""),
+            &directive.span,
+        ));
+    }
+    let mut parts = &directive.args[1..];
+    let mut escape = Escape::Default;
+    if let Some(first) = parts.first()
+        && let Some(value) = first.value.strip_prefix("escape=")
+    {
+        escape = match value {
+            "default" => Escape::Default,
+            "json" => Escape::Json,
+            "none" => Escape::None,
+            _ => {
+                return Err(ConfError::message(
+                    format!("unknown log format escaping \"{value}\""),
+                    &directive.span,
+                ));
+            }
+        };
+        parts = &parts[1..];
+    }
+    if parts.is_empty() {
+        return Err(ConfError::at(
+            ConfErrorKind::InvalidArgumentCount {
+                name: directive.name.clone(),
+            },
+            &directive.span,
+        ));
+    }
+    let text: String = parts.iter().map(|part| part.value.as_str()).collect();
+    let template = loader.template(&text, &directive.span)?;
+    loader.log_formats.push(LogFormat {
+        name,
+        escape,
+        template,
+    });
+    Ok(())
+}
+
+/// `access_log PATH FORMAT [buffer=SIZE] [gzip[=LEVEL]] [flush=TIME] [if=CONDITION]` or
+/// `access_log off`.
+fn set_access_log(settings: &mut Settings, directive: &Directive, loader: &mut Loader<'_>) -> Result {
+    let logs = settings.access_log.get_or_insert_with(Vec::new);
+    if directive.arg(0) == "off" {
+        if directive.args.len() > 1 {
+            return Err(ConfError::at(
+                ConfErrorKind::InvalidArgumentCount {
+                    name: directive.name.clone(),
+                },
+                &directive.span,
+            ));
+        }
+        logs.clear();
+        return Ok(());
+    }
+    if directive.args.len() < 2 {
+        return Err(ConfError::at(
+            ConfErrorKind::InvalidArgumentCount {
+                name: directive.name.clone(),
+            },
+            &directive.span,
+        ));
+    }
+    let format_name = directive.arg(1);
+    let format = loader
+        .log_formats
+        .iter()
+        .position(|format| format.name == format_name)
+        .ok_or_else(|| {
+            ConfError::message(
+                format!("unknown log format \"{format_name}\""),
+                &directive.span,
+            )
+        })?;
+    let mut buffer = 0;
+    let mut flush = None;
+    let mut gzip = None;
+    let mut condition = None;
+    for argument in &directive.args[2..] {
+        let text = argument.as_str();
+        let invalid = || ConfError::message(format!("invalid parameter \"{text}\""), &directive.span);
+        if let Some(value) = text.strip_prefix("buffer=") {
+            buffer = conf::value::parse_size(value)
+                .and_then(|size| usize::try_from(size).ok())
+                .ok_or_else(|| {
+                    ConfError::message(format!("invalid buffer size \"{value}\""), &directive.span)
+                })?;
+        } else if let Some(value) = text.strip_prefix("flush=") {
+            flush = Some(conf::value::parse_time(value).ok_or_else(|| {
+                ConfError::message(format!("invalid flush time \"{value}\""), &directive.span)
+            })?);
+        } else if text == "gzip" {
+            gzip = Some(1);
+        } else if let Some(value) = text.strip_prefix("gzip=") {
+            gzip = Some(
+                value
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|level| (1..=9).contains(level))
+                    .ok_or_else(|| {
+                        ConfError::message(format!("invalid compression level \"{value}\""), &directive.span)
+                    })?,
+            );
+        } else if let Some(value) = text.strip_prefix("if=") {
+            condition = Some(loader.template(value, &directive.span)?);
+        } else {
+            return Err(invalid());
+        }
+    }
+    if (flush.is_some() || gzip.is_some()) && buffer == 0 {
+        buffer = 64 * 1024;
+    }
+    if flush.is_some() && buffer == 0 {
+        return Err(ConfError::message("no buffer is defined for access_log \"\"", &directive.span));
+    }
+    let file = loader.open_log(directive.arg(0), &directive.span)?;
+    let target = match loader.access_logs.iter().position(|target| {
+        Arc::ptr_eq(&target.file, &file) && target.buffer == buffer && target.flush == flush && target.gzip == gzip
+    }) {
+        Some(index) => index,
+        None => {
+            loader.access_logs.push(AccessLogTarget {
+                file,
+                buffer,
+                flush,
+                gzip,
+            });
+            loader.access_logs.len() - 1
+        }
+    };
+    logs.push(AccessLog {
+        target,
+        format,
+        condition,
+    });
+    Ok(())
+}
+
+fn set_proxy_pass(server: &mut ServerLoad, directive: &Directive, loader: &mut Loader<'_>) -> Result {
+    duplicate(&server.content, directive)?;
+    let text = directive.arg(0);
+    if text.contains('$') {
+        let template = loader.template(text, &directive.span)?;
+        server.content = Some(Content::ProxyVariable(template));
+        return Ok(());
+    }
+    let (host, port) = split_host_port(text, &directive.span, "upstream")?;
+    if port.is_none() && !host.starts_with("unix:") {
+        loader.upstream_names.push((host.clone(), directive.span.clone()));
+    }
+    let id = loader.upstreams.reference(&host, port, 0, &directive.span)?;
+    server.content = Some(Content::Proxy(id));
+    Ok(())
+}
+
+fn set_return(server: &mut ServerLoad, directive: &Directive, loader: &mut Loader<'_>) -> Result {
+    duplicate(&server.content, directive)?;
+    let template = loader.template(directive.arg(0), &directive.span)?;
+    server.content = Some(Content::Return(template));
+    Ok(())
+}
+
+fn set_pass(server: &mut ServerLoad, directive: &Directive, loader: &mut Loader<'_>) -> Result {
+    duplicate(&server.content, directive)?;
+    let text = directive.arg(0);
+    if !text.contains('$') {
+        crate::session::pass_address(text.as_bytes()).ok_or_else(|| {
+            ConfError::message(format!("invalid address \"{text}\""), &directive.span)
+        })?;
+    }
+    let template = loader.template(text, &directive.span)?;
+    server.content = Some(Content::Pass(template));
+    Ok(())
+}
+
+fn set_set(server: &mut ServerLoad, directive: &Directive, loader: &mut Loader<'_>) -> Result {
+    let Some(name) = directive.arg(0).strip_prefix('$') else {
+        return Err(ConfError::message(
+            format!("invalid variable name \"{}\"", directive.arg(0)),
+            &directive.span,
+        ));
+    };
+    let slot = loader.registry.slot(name);
+    let template = loader.template(directive.arg(1), &directive.span)?;
+    server.sets.push((slot, template));
+    Ok(())
+}
+
+/// `proxy_bind ADDRESS [transparent] | off`.
+fn set_proxy_bind(settings: &mut Settings, directive: &Directive, loader: &mut Loader<'_>) -> Result {
+    duplicate(&settings.proxy_bind, directive)?;
+    if directive.arg(0) == "off" {
+        settings.proxy_bind = Some(None);
+        return Ok(());
+    }
+    let transparent = match directive.args.get(1).map(|argument| argument.as_str()) {
+        None => false,
+        Some("transparent") => true,
+        Some(other) => {
+            return Err(ConfError::message(
+                format!("invalid parameter \"{other}\""),
+                &directive.span,
+            ));
+        }
+    };
+    let address = loader.template(directive.arg(0), &directive.span)?;
+    if let Some(literal) = address.as_literal()
+        && crate::proxy::bind_address(literal).is_none()
+    {
+        return Err(ConfError::message(
+            format!("invalid address \"{}\"", directive.arg(0)),
+            &directive.span,
+        ));
+    }
+    settings.proxy_bind = Some(Some(Bind {
+        address,
+        transparent,
+    }));
+    Ok(())
+}
+
+fn rate(directive: &Directive, loader: &mut Loader<'_>) -> std::result::Result<StreamTemplate, ConfError> {
+    let template = loader.template(directive.arg(0), &directive.span)?;
+    if let Some(literal) = template.as_literal()
+        && std::str::from_utf8(literal)
+            .ok()
+            .and_then(conf::value::parse_size)
+            .is_none()
+    {
+        return Err(invalid_value(directive));
+    }
+    Ok(template)
+}
+
+fn set_proxy_upload_rate(settings: &mut Settings, directive: &Directive, loader: &mut Loader<'_>) -> Result {
+    duplicate(&settings.proxy_upload_rate, directive)?;
+    settings.proxy_upload_rate = Some(rate(directive, loader)?);
+    Ok(())
+}
+
+fn set_proxy_download_rate(settings: &mut Settings, directive: &Directive, loader: &mut Loader<'_>) -> Result {
+    duplicate(&settings.proxy_download_rate, directive)?;
+    settings.proxy_download_rate = Some(rate(directive, loader)?);
+    Ok(())
+}
+
+fn number(directive: &Directive) -> std::result::Result<u64, ConfError> {
+    conf::value::parse_number(directive.arg(0)).ok_or_else(|| invalid_value(directive))
+}
+
+fn set_proxy_requests(settings: &mut Settings, directive: &Directive, _: &mut Loader<'_>) -> Result {
+    duplicate(&settings.proxy_requests, directive)?;
+    settings.proxy_requests = Some(number(directive)?);
+    Ok(())
+}
+
+fn set_proxy_responses(settings: &mut Settings, directive: &Directive, _: &mut Loader<'_>) -> Result {
+    duplicate(&settings.proxy_responses, directive)?;
+    settings.proxy_responses = Some(Some(number(directive)?));
+    Ok(())
+}
+
+fn set_proxy_next_upstream_tries(settings: &mut Settings, directive: &Directive, _: &mut Loader<'_>) -> Result {
+    duplicate(&settings.proxy_next_upstream_tries, directive)?;
+    let tries = u32::try_from(number(directive)?).map_err(|_| invalid_value(directive))?;
+    settings.proxy_next_upstream_tries = Some(tries);
+    Ok(())
+}
+
+/// `limit_conn_zone KEY zone=NAME:SIZE`.
+fn set_limit_conn_zone(loader: &mut Loader<'_>, directive: &Directive) -> Result {
+    let key = loader.template(directive.arg(0), &directive.span)?;
+    let Some(zone) = directive.arg(1).strip_prefix("zone=") else {
+        return Err(ConfError::message(
+            format!("invalid parameter \"{}\"", directive.arg(1)),
+            &directive.span,
+        ));
+    };
+    let Some((name, size)) = zone.split_once(':') else {
+        return Err(ConfError::message(
+            format!("invalid zone size \"{zone}\""),
+            &directive.span,
+        ));
+    };
+    if name.is_empty() || conf::value::parse_size(size).is_none_or(|size| size < 8192) {
+        return Err(ConfError::message(
+            format!("invalid zone size \"{size}\""),
+            &directive.span,
+        ));
+    }
+    if loader.limit_zones.iter().any(|existing| existing.name == name) {
+        return Err(ConfError::message(
+            format!("duplicate zone \"{name}\""),
+            &directive.span,
+        ));
+    }
+    loader.limit_zones.push(LimitZone {
+        name: name.to_owned(),
+        key,
+        counts: Mutex::default(),
+        span: directive.span.clone(),
+    });
+    Ok(())
+}
+
+fn set_limit_conn(settings: &mut Settings, directive: &Directive, loader: &mut Loader<'_>) -> Result {
+    let name = directive.arg(0);
+    let number = conf::value::parse_number(directive.arg(1))
+        .and_then(|number| u32::try_from(number).ok())
+        .filter(|number| *number > 0)
+        .ok_or_else(|| {
+            ConfError::message(
+                format!("invalid number of connections \"{}\"", directive.arg(1)),
+                &directive.span,
+            )
+        })?;
+    let limits = settings.limit_conn.get_or_insert_with(Vec::new);
+    if limits.iter().any(|limit| &*limit.name == name) {
+        return Err(ConfError::message("duplicate limit_conn", &directive.span));
+    }
+    // The zone may be declared below; its index is found once the block is read.
+    loader
+        .limit_zone_uses
+        .push((name.to_owned(), directive.span.clone()));
+    limits.push(LimitConn {
+        name: name.into(),
+        zone: usize::MAX,
+        number,
+    });
+    Ok(())
+}
+
+fn set_limit_conn_log_level(settings: &mut Settings, directive: &Directive, _: &mut Loader<'_>) -> Result {
+    duplicate(&settings.limit_conn_log_level, directive)?;
+    let level = match directive.arg(0) {
+        "info" => Level::Info,
+        "notice" => Level::Notice,
+        "warn" => Level::Warn,
+        "error" => Level::Error,
+        other => {
+            return Err(ConfError::message(
+                format!("invalid value \"{other}\""),
+                &directive.span,
+            ));
+        }
+    };
+    settings.limit_conn_log_level = Some(level);
+    Ok(())
+}
+
+fn access_rule(settings: &mut Settings, directive: &Directive, loader: &mut Loader<'_>, action: Action) -> Result {
+    let text = directive.arg(0);
+    let parsed = parse_target(text).ok_or_else(|| {
+        ConfError::message(format!("invalid parameter \"{text}\""), &directive.span)
+    })?;
+    if parsed.host_bits_cleared {
+        loader.warnings.push(ConfError::message(
+            format!("low address bits of {text} are meaningless"),
+            &directive.span,
+        ));
+    }
+    settings
+        .access
+        .get_or_insert_with(Default::default)
+        .push(action, parsed.target);
+    Ok(())
+}
+
+fn set_allow(settings: &mut Settings, directive: &Directive, loader: &mut Loader<'_>) -> Result {
+    access_rule(settings, directive, loader, Action::Allow)
+}
+
+fn set_deny(settings: &mut Settings, directive: &Directive, loader: &mut Loader<'_>) -> Result {
+    access_rule(settings, directive, loader, Action::Deny)
+}
+
+fn set_real_ip_from(settings: &mut Settings, directive: &Directive, loader: &mut Loader<'_>) -> Result {
+    let text = directive.arg(0);
+    let parsed = parse_target(text).filter(|parsed| {
+        !matches!(parsed.target, http::access::settings::Target::All) || text == "all"
+    });
+    let parsed = parsed.ok_or_else(|| {
+        ConfError::message(format!("invalid parameter \"{text}\""), &directive.span)
+    })?;
+    if parsed.host_bits_cleared {
+        loader.warnings.push(ConfError::message(
+            format!("low address bits of {text} are meaningless"),
+            &directive.span,
+        ));
+    }
+    settings
+        .set_real_ip_from
+        .get_or_insert_with(Default::default)
+        .push(parsed.target);
+    Ok(())
+}
+
+/// `upstream NAME { ... }`.
+pub fn read_upstream(loader: &mut Loader<'_>, directive: &Directive) -> Result {
+    let name = directive.arg(0).to_owned();
+    let mut scope = UpstreamScope::default();
+    for line in directive.block.as_deref().unwrap_or_default() {
+        let spec = conf::spec::check(DIRECTIVES, line, Context::StreamUpstream)?;
+        match spec.set {
+            Setter::UpstreamLine(set) => set(&mut scope, line, loader)?,
+            Setter::Ignored => {}
+            _ => unreachable!("only upstream lines are allowed in an upstream block by the table"),
+        }
+    }
+    if scope.servers.is_empty() {
+        return Err(ConfError::new(
+            ConfErrorKind::Message(format!("no servers are inside upstream in {}", directive.span)),
+            None,
+        ));
+    }
+    loader.upstreams.define(&name, scope, &directive.span)?;
+    loader.defined_upstreams.push(name);
+    Ok(())
+}
+
+/// `server ADDRESS [weight=N] [max_fails=N] [fail_timeout=TIME] [max_conns=N] [backup]
+/// [down]`; a stream upstream server always names a port.
+fn set_upstream_server(
+    scope: &mut UpstreamScope<StreamTemplate>,
+    directive: &Directive,
+    _: &mut Loader<'_>,
+) -> Result {
+    let address = directive.arg(0).to_owned();
+    let span = &directive.span;
+    let (host, port) = split_host_port(&address, span, "upstream")?;
+    if port.is_none() && !host.starts_with("unix:") {
+        return Err(ConfError::message(
+            format!("no port in upstream \"{address}\""),
+            span,
+        ));
+    }
+    let mut entry = ServerEntry {
+        address,
+        weight: 1,
+        max_fails: 1,
+        fail_timeout: Duration::from_secs(10),
+        max_conns: 0,
+        backup: false,
+        down: false,
+        span: span.clone(),
+    };
+    for argument in &directive.args[1..] {
+        let text = argument.as_str();
+        let invalid = || ConfError::message(format!("invalid parameter \"{text}\""), span);
+        let number = |value: &str| conf::value::parse_number(value).and_then(|n| u32::try_from(n).ok());
+        match text.split_once('=') {
+            Some(("weight", value)) => {
+                entry.weight = number(value).filter(|weight| *weight > 0).ok_or_else(invalid)?;
+            }
+            Some(("max_fails", value)) => entry.max_fails = number(value).ok_or_else(invalid)?,
+            Some(("max_conns", value)) => entry.max_conns = number(value).ok_or_else(invalid)?,
+            Some(("fail_timeout", value)) => {
+                entry.fail_timeout = conf::value::parse_time(value).ok_or_else(invalid)?;
+            }
+            None if text == "backup" => {
+                if !scope.allows_backup() {
+                    return Err(ConfError::message(
+                        "balancing method does not support parameter \"backup\"",
+                        span,
+                    ));
+                }
+                entry.backup = true;
+            }
+            None if text == "down" => entry.down = true,
+            None if text == "resolve" => {}
+            _ => return Err(invalid()),
+        }
+    }
+    scope.servers.push(entry);
+    Ok(())
+}
+
+fn set_upstream_zone(_: &mut UpstreamScope<StreamTemplate>, directive: &Directive, _: &mut Loader<'_>) -> Result {
+    if let Some(size) = directive.args.get(1)
+        && conf::value::parse_size(size.as_str()).is_none_or(|size| size < 8192)
+    {
+        return Err(ConfError::message(
+            format!("invalid zone size \"{}\"", size.as_str()),
+            &directive.span,
+        ));
+    }
+    Ok(())
+}
+
+fn balancer_once(scope: &UpstreamScope<StreamTemplate>, directive: &Directive) -> Result {
+    if scope.balancer.is_some() {
+        return Err(ConfError::message("load balancing method redefined", &directive.span));
+    }
+    Ok(())
+}
+
+fn warn_backup_ignored(scope: &UpstreamScope<StreamTemplate>, loader: &mut Loader<'_>, directive: &Directive) {
+    if scope.servers.iter().any(|server| server.backup) {
+        loader.warnings.push(ConfError::message(
+            "load balancing method redefined",
+            &directive.span,
+        ));
+    }
+}
+
+fn set_upstream_hash(scope: &mut UpstreamScope<StreamTemplate>, directive: &Directive, loader: &mut Loader<'_>) -> Result {
+    balancer_once(scope, directive)?;
+    let consistent = match directive.args.get(1).map(|argument| argument.as_str()) {
+        None => false,
+        Some("consistent") => true,
+        Some(other) => {
+            return Err(ConfError::message(
+                format!("invalid parameter \"{other}\""),
+                &directive.span,
+            ));
+        }
+    };
+    warn_backup_ignored(scope, loader, directive);
+    let key = loader.template(directive.arg(0), &directive.span)?;
+    scope.balancer = Some(Balancer::Hash { key, consistent });
+    Ok(())
+}
+
+fn set_upstream_least_conn(scope: &mut UpstreamScope<StreamTemplate>, directive: &Directive, _: &mut Loader<'_>) -> Result {
+    balancer_once(scope, directive)?;
+    scope.balancer = Some(Balancer::LeastConn);
+    Ok(())
+}
+
+fn set_upstream_random(scope: &mut UpstreamScope<StreamTemplate>, directive: &Directive, loader: &mut Loader<'_>) -> Result {
+    balancer_once(scope, directive)?;
+    let two = match directive.args.first().map(|argument| argument.as_str()) {
+        None => false,
+        Some("two") => true,
+        Some(other) => {
+            return Err(ConfError::message(
+                format!("invalid parameter \"{other}\""),
+                &directive.span,
+            ));
+        }
+    };
+    if let Some(method) = directive.args.get(1)
+        && method.as_str() != "least_conn"
+    {
+        return Err(ConfError::message(
+            format!("invalid parameter \"{}\"", method.as_str()),
+            &directive.span,
+        ));
+    }
+    warn_backup_ignored(scope, loader, directive);
+    scope.balancer = Some(Balancer::Random { two });
+    Ok(())
+}

@@ -1,0 +1,544 @@
+//! `proxy_pass` for TCP: a peer chosen by the group's balancer, connected within
+//! `proxy_connect_timeout` (the next peer on failure, as `proxy_next_upstream*` allow),
+//! then bytes relayed both ways until either side is done, under `proxy_timeout`, the
+//! rate limits and `proxy_half_close`.
+
+use std::io;
+use std::net::{IpAddr, SocketAddr};
+use std::time::{Duration, Instant};
+
+use logging::Level;
+use runtime::{PeerAddress, Stream};
+use upstream::balancer::SelectKey;
+use upstream::{Balancer, Group, Peer, PeerAddr, Tried};
+
+use crate::conf::{Content, StreamConf, settings::Bind};
+use crate::session::{Session, status};
+use crate::variables::StreamTemplate;
+
+/// The group a session proxies to: one of the configuration's, or one made for the
+/// address a `proxy_pass` with variables gave.
+pub enum Target<'c> {
+    Conf(&'c Group<StreamTemplate>),
+    Owned(Box<Group<StreamTemplate>>),
+}
+
+impl Target<'_> {
+    pub fn group(&self) -> &Group<StreamTemplate> {
+        match self {
+            Target::Conf(group) => group,
+            Target::Owned(group) => group,
+        }
+    }
+}
+
+/// A one-peer group for an address written out in a `proxy_pass` value.
+fn address_group(text: &[u8]) -> Option<Group<StreamTemplate>> {
+    let text = std::str::from_utf8(text).ok()?;
+    let (address, port) = if let Some(path) = text.strip_prefix("unix:") {
+        (PeerAddr::Unix(path.into()), None)
+    } else {
+        let address: SocketAddr = text.parse().ok()?;
+        (PeerAddr::Inet(address), Some(address.port()))
+    };
+    let peer = Peer {
+        name: address.to_string().into(),
+        address,
+        server: text.into(),
+        weight: 1,
+        max_fails: 1,
+        fail_timeout: Duration::from_secs(10),
+        max_conns: 0,
+        down: false,
+    };
+    Some(Group::new(
+        text.into(),
+        vec![peer],
+        Vec::new(),
+        Balancer::RoundRobin,
+        None,
+        true,
+        port,
+    ))
+}
+
+/// The group of the server's `proxy_pass`; `Err` with the text to log when a value
+/// names none.
+pub fn target<'c>(conf: &'c StreamConf, content: &Content, value: Option<&[u8]>) -> Result<Target<'c>, String> {
+    match content {
+        Content::Proxy(id) => Ok(Target::Conf(&conf.groups[id.0 as usize])),
+        _ => {
+            let value = value.unwrap_or_default();
+            if let Some(group) = conf.group_named(value) {
+                return Ok(Target::Conf(group));
+            }
+            address_group(value).map(|group| Target::Owned(Box::new(group))).ok_or_else(|| {
+                format!(
+                    "no resolver defined to resolve {}",
+                    String::from_utf8_lossy(value)
+                )
+            })
+        }
+    }
+}
+
+/// What a `proxy_bind` value says: an address, with a port or without.
+pub fn bind_address(text: &[u8]) -> Option<SocketAddr> {
+    let text = std::str::from_utf8(text).ok()?;
+    if let Ok(address) = text.parse::<SocketAddr>() {
+        return Some(address);
+    }
+    let trimmed = text.trim_start_matches('[').trim_end_matches(']');
+    trimmed
+        .parse::<IpAddr>()
+        .ok()
+        .map(|ip| SocketAddr::new(ip, 0))
+}
+
+/// Opens a TCP or Unix connection to `address` within `timeout`.
+pub async fn connect(
+    address: &PeerAddr,
+    bind: Option<(SocketAddr, bool)>,
+    timeout: Duration,
+    keepalive: bool,
+) -> io::Result<Stream> {
+    let connecting = async {
+        match address {
+            PeerAddr::Inet(address) => {
+                let domain = socket2::Domain::for_address(*address);
+                let socket = socket2::Socket::new(
+                    domain,
+                    socket2::Type::STREAM,
+                    Some(socket2::Protocol::TCP),
+                )?;
+                socket.set_nonblocking(true)?;
+                if keepalive {
+                    socket.set_keepalive(true)?;
+                }
+                if let Some((local, transparent)) = bind {
+                    if transparent {
+                        socket.set_ip_transparent_v4(true)?;
+                    }
+                    socket.bind(&local.into())?;
+                }
+                let std_stream: std::net::TcpStream = socket.into();
+                let socket = tokio::net::TcpSocket::from_std_stream(std_stream);
+                Ok(Stream::Tcp(socket.connect(*address).await?))
+            }
+            PeerAddr::Unix(path) => Ok(Stream::Unix(tokio::net::UnixStream::connect(path).await?)),
+        }
+    };
+    match tokio::time::timeout(timeout, connecting).await {
+        Ok(result) => result,
+        Err(_) => Err(io::ErrorKind::TimedOut.into()),
+    }
+}
+
+/// The key the hash balancers hash, rendered for this session.
+pub fn balancer_key(session: &mut Session<'_>, group: &Group<StreamTemplate>) -> Vec<u8> {
+    match &group.balancer {
+        Balancer::Hash { key, .. } => session.eval().render(key),
+        _ => Vec::new(),
+    }
+}
+
+pub fn client_ip(peer: &PeerAddress) -> Option<IpAddr> {
+    match peer {
+        PeerAddress::Inet(address) => Some(address.ip()),
+        PeerAddress::Unix => None,
+    }
+}
+
+/// The `proxy_bind` address for this session, if any.
+pub fn bind_for(session: &mut Session<'_>, bind: &Option<Bind>) -> Result<Option<(SocketAddr, bool)>, ()> {
+    let Some(bind) = bind else {
+        return Ok(None);
+    };
+    let value = session.eval().render(&bind.address);
+    if value.is_empty() {
+        return Ok(None);
+    }
+    match bind_address(&value) {
+        Some(address) => Ok(Some((address, bind.transparent))),
+        None => {
+            session.log(
+                Level::Error,
+                format_args!("invalid local address \"{}\"", value.escape_ascii()),
+            );
+            Err(())
+        }
+    }
+}
+
+/// A rate from its template: bytes per second, 0 for none.
+pub fn rate(session: &mut Session<'_>, template: &StreamTemplate) -> u64 {
+    let value = session.eval().render(template);
+    std::str::from_utf8(&value)
+        .ok()
+        .and_then(conf::value::parse_size)
+        .unwrap_or(0)
+}
+
+/// The content phase of a TCP session that `proxy_pass` serves; the status it ends with.
+pub async fn run(session: &mut Session<'_>, client: &Stream) -> u16 {
+    let server = session.server;
+    let settings = &server.settings;
+    let value = match &server.content {
+        Content::ProxyVariable(template) => Some(session.eval().render(template)),
+        _ => None,
+    };
+    let target = match target(session.conf, &server.content, value.as_deref()) {
+        Ok(target) => target,
+        Err(message) => {
+            session.log(Level::Error, format_args!("{message}"));
+            return status::BAD_GATEWAY;
+        }
+    };
+    let group = target.group();
+    if settings.tcp_nodelay {
+        let _ = client.set_nodelay(true);
+    }
+    let Ok(bind) = bind_for(session, &settings.proxy_bind) else {
+        return status::BAD_GATEWAY;
+    };
+    let key = balancer_key(session, group);
+    let Some((upstream, selected)) = connect_with_retries(session, group, &key, bind).await else {
+        return status::BAD_GATEWAY;
+    };
+    let rates = (
+        rate(session, &settings.proxy_upload_rate),
+        rate(session, &settings.proxy_download_rate),
+    );
+    let status = relay_session(session, client, &upstream, rates).await;
+    group.release(selected, false, runtime::clock::monotonic());
+    status
+}
+
+/// Chooses and connects peers until one answers or the tries run out; logs each failure
+/// as nginx does.
+pub async fn connect_with_retries(
+    session: &mut Session<'_>,
+    group: &Group<StreamTemplate>,
+    key: &[u8],
+    bind: Option<(SocketAddr, bool)>,
+) -> Option<(Stream, upstream::Selected)> {
+    let settings = &session.server.settings;
+    let began = runtime::clock::monotonic();
+    let mut tried = Tried::new(group);
+    let mut tries_left = group.peer_count().max(1);
+    if settings.proxy_next_upstream_tries > 0 {
+        tries_left = tries_left.min(settings.proxy_next_upstream_tries as usize);
+    }
+    let select_key = SelectKey {
+        client: client_ip(&session.vars.remote),
+        hash: key,
+    };
+    loop {
+        session.action = Some("connecting to upstream");
+        let now = runtime::clock::monotonic();
+        let Some(selected) = group.select(&mut tried, &select_key, now) else {
+            session.upstream_name = Some(group.name.to_string());
+            session.log(Level::Error, format_args!("no live upstreams"));
+            return None;
+        };
+        let peer = group.peer(selected);
+        session.upstream_name = Some(peer.name.to_string());
+        session.vars.upstream.push(crate::variables::UpstreamTry {
+            name: peer.name.to_string(),
+            ..Default::default()
+        });
+        let attempt_started = Instant::now();
+        let connected = connect(
+            &peer.address,
+            bind,
+            settings.proxy_connect_timeout,
+            settings.proxy_socket_keepalive,
+        )
+        .await;
+        match connected {
+            Ok(stream) => {
+                session.vars.last_try().connect_time = Some(attempt_started.elapsed());
+                let local = match &stream {
+                    Stream::Tcp(tcp) => tcp
+                        .local_addr()
+                        .map(|address| address.to_string())
+                        .unwrap_or_default(),
+                    _ => String::new(),
+                };
+                session.log(
+                    Level::Info,
+                    format_args!("proxy {local} connected to {}", peer.name),
+                );
+                if settings.tcp_nodelay {
+                    let _ = stream.set_nodelay(true);
+                }
+                return Some((stream, selected));
+            }
+            Err(error) => {
+                if error.kind() == io::ErrorKind::TimedOut && error.raw_os_error().is_none() {
+                    session.log(
+                        Level::Error,
+                        format_args!("upstream timed out (110: Connection timed out)"),
+                    );
+                } else {
+                    let text = runtime::sys::linux::error_text(&error);
+                    session.log(Level::Error, format_args!("connect() failed ({text})"));
+                }
+                let now = runtime::clock::monotonic();
+                if group.release(selected, true, now) {
+                    session.log(Level::Warn, format_args!("upstream server temporarily disabled"));
+                }
+                tries_left = tries_left.saturating_sub(1);
+                let timeout = settings.proxy_next_upstream_timeout;
+                let out_of_time = !timeout.is_zero() && now.saturating_duration_since(began) >= timeout;
+                if !settings.proxy_next_upstream || tries_left == 0 || out_of_time {
+                    return None;
+                }
+            }
+        }
+    }
+}
+
+/// The PROXY protocol version 1 line for this session's client and local addresses.
+pub fn proxy_protocol_line(session: &Session<'_>) -> Vec<u8> {
+    let (PeerAddress::Inet(source), Some(destination)) = (session.vars.remote, session.vars.local) else {
+        return b"PROXY UNKNOWN\r\n".to_vec();
+    };
+    let family = if source.is_ipv4() { "TCP4" } else { "TCP6" };
+    let show = |ip: IpAddr| match ip {
+        IpAddr::V6(v6) if source.is_ipv4() => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        _ => ip,
+    };
+    format!(
+        "PROXY {family} {} {} {} {}\r\n",
+        show(source.ip()),
+        show(destination.ip()),
+        source.port(),
+        destination.port()
+    )
+    .into_bytes()
+}
+
+/// One direction of the relay: a buffer filled from one side and drained to the other.
+struct Pump {
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+    eof: bool,
+    shut: bool,
+    total: u64,
+    written: u64,
+    rate: u64,
+    began: Instant,
+    /// The rate limit holds reading until then.
+    delayed_until: Option<tokio::time::Instant>,
+}
+
+impl Pump {
+    fn new(size: usize, rate: u64) -> Pump {
+        Pump {
+            buf: vec![0; size.max(1)],
+            start: 0,
+            end: 0,
+            eof: false,
+            shut: false,
+            total: 0,
+            written: 0,
+            rate,
+            began: Instant::now(),
+            delayed_until: None,
+        }
+    }
+
+    fn pending(&self) -> usize {
+        self.end - self.start
+    }
+
+    fn wants_read(&self) -> bool {
+        !self.eof && self.end < self.buf.len() && self.delayed_until.is_none()
+    }
+
+    fn done(&self) -> bool {
+        self.eof && self.pending() == 0
+    }
+
+    /// Moves what it can without waiting; whether anything moved. An error ends the
+    /// direction as an end of stream would.
+    fn run(&mut self, from: &Stream, to: &Stream) -> bool {
+        let mut moved = false;
+        loop {
+            while self.start < self.end {
+                match to.try_write(&self.buf[self.start..self.end]) {
+                    Ok(written) => {
+                        self.start += written;
+                        self.written += written as u64;
+                        moved = true;
+                    }
+                    Err(error) if error.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(_) => {
+                        // The receiving side is gone: nothing more can be delivered.
+                        self.eof = true;
+                        self.start = self.end;
+                        return true;
+                    }
+                }
+            }
+            if self.start == self.end {
+                self.start = 0;
+                self.end = 0;
+            }
+            if !self.wants_read() {
+                return moved;
+            }
+            let mut room = self.buf.len() - self.end;
+            if self.rate > 0 {
+                let elapsed = self.began.elapsed().as_secs() + 1;
+                let allowed = (self.rate * elapsed) as i128 - self.total as i128;
+                if allowed <= 0 {
+                    let wait = (-allowed) as u64 * 1000 / self.rate + 1;
+                    self.delayed_until =
+                        Some(tokio::time::Instant::now() + Duration::from_millis(wait));
+                    return moved;
+                }
+                room = room.min(allowed as usize);
+            }
+            match from.try_read(&mut self.buf[self.end..self.end + room]) {
+                Ok(0) => {
+                    self.eof = true;
+                    return true;
+                }
+                Ok(read) => {
+                    self.end += read;
+                    self.total += read as u64;
+                    moved = true;
+                    if self.rate > 0 {
+                        let wait = read as u64 * 1000 / self.rate;
+                        if wait > 0 {
+                            self.delayed_until =
+                                Some(tokio::time::Instant::now() + Duration::from_millis(wait));
+                        }
+                    }
+                }
+                Err(error) if error.kind() == io::ErrorKind::WouldBlock => return moved,
+                Err(_) => {
+                    self.eof = true;
+                    return true;
+                }
+            }
+        }
+    }
+}
+
+/// Why relaying ended.
+enum RelayEnd {
+    /// The client's or the upstream's side ended (`true` for the upstream).
+    Closed { upstream: bool },
+    TimedOut,
+}
+
+async fn sleep_until(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Sends the PROXY line and the preread bytes, then relays; updates the byte counts and
+/// the `$upstream_*` times, and logs the end.
+async fn relay_session(
+    session: &mut Session<'_>,
+    client: &Stream,
+    upstream: &Stream,
+    (upload_rate, download_rate): (u64, u64),
+) -> u16 {
+    let settings = &session.server.settings;
+    let try_started = Instant::now();
+    let mut first = Vec::new();
+    if settings.proxy_protocol {
+        first = proxy_protocol_line(session);
+    }
+    let header_len = first.len() as u64;
+    first.extend_from_slice(&std::mem::take(&mut session.preread));
+    session.action = Some("proxying connection");
+    let buffer_size = settings.proxy_buffer_size;
+    let mut up = Pump::new(buffer_size.max(first.len()), upload_rate);
+    up.buf[..first.len()].copy_from_slice(&first);
+    up.end = first.len();
+    let mut down = Pump::new(buffer_size, download_rate);
+    let half_close = settings.proxy_half_close;
+    let timeout = settings.proxy_timeout;
+    let received_before = session.vars.bytes_received;
+    let mut last_activity = tokio::time::Instant::now();
+    let mut first_byte = None;
+    let end = loop {
+        let up_moved = up.run(client, upstream);
+        let down_moved = down.run(upstream, client);
+        if up_moved || down_moved {
+            last_activity = tokio::time::Instant::now();
+        }
+        if first_byte.is_none() && down.total > 0 {
+            first_byte = Some(try_started.elapsed());
+        }
+        if half_close {
+            if up.done() && !up.shut {
+                up.shut = true;
+                let _ = upstream.shutdown_write();
+            }
+            if down.done() && !down.shut {
+                down.shut = true;
+                let _ = client.shutdown_write();
+            }
+            if up.done() && down.done() {
+                break RelayEnd::Closed { upstream: true };
+            }
+        } else if down.done() {
+            break RelayEnd::Closed { upstream: true };
+        } else if up.done() {
+            break RelayEnd::Closed { upstream: false };
+        }
+        let deadline = last_activity + timeout;
+        tokio::select! {
+            _ = client.readable(), if up.wants_read() => {}
+            _ = upstream.writable(), if up.pending() > 0 => {}
+            _ = upstream.readable(), if down.wants_read() => {}
+            _ = client.writable(), if down.pending() > 0 => {}
+            _ = sleep_until(up.delayed_until), if up.delayed_until.is_some() => {
+                up.delayed_until = None;
+                last_activity = tokio::time::Instant::now();
+            }
+            _ = sleep_until(down.delayed_until), if down.delayed_until.is_some() => {
+                down.delayed_until = None;
+                last_activity = tokio::time::Instant::now();
+            }
+            _ = tokio::time::sleep_until(deadline) => break RelayEnd::TimedOut,
+        }
+    };
+    let _ = client.flush().await;
+    let from_client = received_before + up.total;
+    let to_client = down.written;
+    let to_upstream = up.written.saturating_sub(header_len.min(up.written));
+    let from_upstream = down.total;
+    session.vars.bytes_received = from_client;
+    session.vars.bytes_sent = to_client;
+    {
+        let attempt = session.vars.last_try();
+        attempt.bytes_sent = up.written;
+        attempt.bytes_received = from_upstream;
+        attempt.first_byte_time = first_byte;
+        attempt.session_time = Some(try_started.elapsed() + attempt.connect_time.unwrap_or_default());
+    }
+    match end {
+        RelayEnd::Closed { upstream } => session.log(
+            Level::Info,
+            format_args!(
+                "{} disconnected, bytes from/to client:{from_client}/{to_client}, bytes from/to upstream:{from_upstream}/{to_upstream}",
+                if upstream { "upstream" } else { "client" }
+            ),
+        ),
+        RelayEnd::TimedOut => session.log(
+            Level::Info,
+            format_args!("connection timed out (110: Connection timed out)"),
+        ),
+    }
+    status::OK
+}

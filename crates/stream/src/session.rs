@@ -1,0 +1,503 @@
+//! One TCP session through nginx's stream phases, in order: post-accept (the PROXY
+//! protocol header, then realip), preaccess (`set`, `limit_conn`), access (`allow`,
+//! `deny`), preread (`ssl_preread`), content (`proxy_pass`, `return`, `pass`), log.
+
+use std::rc::Rc;
+use std::sync::Arc;
+
+use http::access::settings::Action;
+use http::proxy_protocol::parse::{MAX_HEADER, Parsed};
+use logging::Level;
+use runtime::{ConnectionGuard, PeerAddress, Stream};
+
+use crate::conf::{AddressConf, Content, ServerConf, StreamConf};
+use crate::log::SessionContext;
+use crate::variables::{Eval, Protocol, SessionVars};
+use crate::worker::StreamWorker;
+
+/// nginx's stream status codes.
+pub mod status {
+    pub const OK: u16 = 200;
+    pub const BAD_REQUEST: u16 = 400;
+    pub const FORBIDDEN: u16 = 403;
+    pub const INTERNAL_SERVER_ERROR: u16 = 500;
+    pub const BAD_GATEWAY: u16 = 502;
+    pub const SERVICE_UNAVAILABLE: u16 = 503;
+}
+
+/// How many times a connection may be handed on by `pass` (a loop of `pass` directives
+/// ends there).
+const PASS_DEPTH_MAX: u32 = 8;
+
+/// A session's state shared by its phases.
+pub struct Session<'w> {
+    pub worker: &'w StreamWorker,
+    pub conf: &'w StreamConf,
+    pub entry: &'w AddressConf,
+    pub server: &'w ServerConf,
+    pub vars: SessionVars,
+    /// The client's address as error-log lines show it.
+    pub client_text: Vec<u8>,
+    /// What the session is doing, for error-log lines.
+    pub action: Option<&'static str>,
+    /// The upstream being talked to, for error-log lines.
+    pub upstream_name: Option<String>,
+    /// Bytes from/to the client and from/to the upstream, once proxying began.
+    pub bytes: Option<[u64; 4]>,
+    /// Bytes read from the client ahead of the content phase (the PROXY header's rest,
+    /// `ssl_preread`), which the content phase sends on first.
+    pub preread: Vec<u8>,
+    /// Connections counted by `limit_conn`, given back when the session ends.
+    limits: Vec<(usize, Vec<u8>)>,
+}
+
+impl Drop for Session<'_> {
+    fn drop(&mut self) {
+        for (zone, key) in self.limits.drain(..) {
+            let Some(zone) = self.conf.limit_zones.get(zone) else {
+                continue;
+            };
+            let mut counts = zone
+                .counts
+                .lock()
+                .unwrap_or_else(|poison| poison.into_inner());
+            if let Some(count) = counts.get_mut(&key) {
+                *count = count.saturating_sub(1);
+                if *count == 0 {
+                    counts.remove(&key);
+                }
+            }
+        }
+    }
+}
+
+impl<'w> Session<'w> {
+    pub fn new(
+        worker: &'w StreamWorker,
+        entry: &'w AddressConf,
+        vars: SessionVars,
+    ) -> Session<'w> {
+        let conf = &*worker.conf;
+        let server = &conf.servers[entry.servers[0]];
+        let mut client_text = Vec::new();
+        match vars.remote {
+            PeerAddress::Inet(address) => {
+                client_text.extend_from_slice(address.ip().to_string().as_bytes());
+            }
+            PeerAddress::Unix => client_text.extend_from_slice(b"unix:"),
+        }
+        Session {
+            worker,
+            conf,
+            entry,
+            server,
+            vars,
+            client_text,
+            action: None,
+            upstream_name: None,
+            bytes: None,
+            preread: Vec::new(),
+            limits: Vec::new(),
+        }
+    }
+
+    pub fn eval(&mut self) -> Eval<'_> {
+        Eval::new(
+            self.conf,
+            &mut self.vars,
+            self.worker.clock.wall(),
+            &self.worker.hostname,
+        )
+    }
+
+    /// Writes an error-log line about this session to its server's error log.
+    pub fn log(&self, level: Level, message: std::fmt::Arguments<'_>) {
+        let error_log = &self.server.settings.error_log;
+        if !error_log.enabled(level) {
+            return;
+        }
+        let context = SessionContext {
+            action: self.action,
+            protocol: self.vars.protocol,
+            client: &self.client_text,
+            server: &self.entry.text,
+            upstream: self.upstream_name.as_deref(),
+            bytes: self.bytes,
+        };
+        error_log.write(
+            level,
+            &self.worker.clock.wall(),
+            Some(self.vars.connection),
+            message,
+            Some(&context),
+        );
+    }
+
+    /// The log phase: every `access_log` of the server whose condition holds.
+    pub fn log_phase(&mut self) {
+        let server = self.server;
+        for log in &server.settings.access_log {
+            let conf = self.conf;
+            let mut eval = self.eval();
+            if let Some(condition) = &log.condition {
+                let value = eval.render(condition);
+                if value.is_empty() || value == b"0" {
+                    continue;
+                }
+            }
+            let line = crate::log::render_line(&conf.log_formats[log.format], &mut eval);
+            self.worker.write_access_log(log.target, &line);
+        }
+    }
+
+    /// The post-accept, preaccess and access phases' modules that need no reading:
+    /// realip, `set`, `limit_conn`, `allow`/`deny`.
+    pub fn run_preaccess(&mut self) -> Result<(), u16> {
+        self.realip();
+        self.run_sets();
+        self.limit_conn()?;
+        self.access()
+    }
+
+    /// `set`: the server's assignments, in order.
+    fn run_sets(&mut self) {
+        let server = self.server;
+        for (slot, template) in &server.sets {
+            let value = self.eval().render(template);
+            if let Some(stored) = self.vars.slots.get_mut(*slot) {
+                *stored = Some(value);
+            }
+        }
+    }
+
+    /// `limit_conn`: counts this session in each zone; a zone at its limit ends the
+    /// session with 503 (unless `limit_conn_dry_run`).
+    fn limit_conn(&mut self) -> Result<(), u16> {
+        let server = self.server;
+        for limit in &server.settings.limit_conn {
+            let Some(zone) = self.conf.limit_zones.get(limit.zone) else {
+                continue;
+            };
+            let key = self.eval().render(&zone.key);
+            if key.is_empty() {
+                continue;
+            }
+            if key.len() > 255 {
+                self.log(
+                    Level::Error,
+                    format_args!(
+                        "the value of the \"{}\" key is more than 255 bytes: \"{}\"",
+                        zone.name,
+                        key.escape_ascii()
+                    ),
+                );
+                continue;
+            }
+            let mut counts = zone
+                .counts
+                .lock()
+                .unwrap_or_else(|poison| poison.into_inner());
+            let count = counts.entry(key.clone()).or_insert(0);
+            if *count >= limit.number {
+                if counts.get(&key) == Some(&0) {
+                    counts.remove(&key);
+                }
+                drop(counts);
+                let dry_run = server.settings.limit_conn_dry_run;
+                self.log(
+                    server.settings.limit_conn_log_level,
+                    format_args!(
+                        "limiting connections{} by zone \"{}\"",
+                        if dry_run { ", dry run," } else { "" },
+                        zone.name
+                    ),
+                );
+                if dry_run {
+                    continue;
+                }
+                return Err(status::SERVICE_UNAVAILABLE);
+            }
+            *count += 1;
+            drop(counts);
+            self.limits.push((limit.zone, key));
+        }
+        Ok(())
+    }
+
+    /// `allow`/`deny`.
+    fn access(&mut self) -> Result<(), u16> {
+        if self.server.settings.access.check(&self.vars.remote) == Some(Action::Deny) {
+            self.log(Level::Error, format_args!("access forbidden by rule"));
+            return Err(status::FORBIDDEN);
+        }
+        Ok(())
+    }
+
+    /// realip: with the client's own address trusted, the PROXY header's source is the
+    /// client.
+    fn realip(&mut self) {
+        let trusted = &self.server.settings.set_real_ip_from;
+        if trusted.is_empty() || !trusted.contains(&self.vars.socket_remote) {
+            return;
+        }
+        let Some(header) = &self.vars.proxy_header else {
+            return;
+        };
+        let Some(ip) = std::str::from_utf8(&header.source_addr)
+            .ok()
+            .and_then(|text| text.parse::<std::net::IpAddr>().ok())
+        else {
+            return;
+        };
+        let address = std::net::SocketAddr::new(ip, header.source_port);
+        self.vars.remote = PeerAddress::Inet(address);
+        self.client_text = ip.to_string().into_bytes();
+    }
+}
+
+/// Serves one accepted TCP connection on socket `socket_index`.
+pub async fn serve(
+    worker: Rc<StreamWorker>,
+    socket_index: usize,
+    stream: Stream,
+    peer: PeerAddress,
+    guard: ConnectionGuard,
+) {
+    let local = stream.local_address();
+    let conf = Arc::clone(&worker.conf);
+    let Some(socket) = conf.sockets.get(socket_index) else {
+        return;
+    };
+    let entry = socket.address_for(local);
+    let number = worker.next_connection();
+    run(&worker, entry, stream, peer, local, number, Vec::new(), 0).await;
+    drop(guard);
+}
+
+/// The phases of one connection on `entry`; `carried` is what a `pass` read before it.
+#[allow(clippy::too_many_arguments)]
+fn run<'w>(
+    worker: &'w StreamWorker,
+    entry: &'w AddressConf,
+    stream: Stream,
+    peer: PeerAddress,
+    local: Option<std::net::SocketAddr>,
+    number: u64,
+    carried: Vec<u8>,
+    depth: u32,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + 'w>> {
+    Box::pin(async move {
+        let slots = worker.conf.slots.len();
+        let vars = SessionVars::new(number, Protocol::Tcp, peer, local, slots);
+        let mut session = Session::new(worker, entry, vars);
+        session.preread = carried;
+        if depth == 0 {
+            let server_text = match local {
+                Some(local) => local.to_string(),
+                None => entry.text.clone(),
+            };
+            session.log(
+                Level::Info,
+                format_args!(
+                    "client {} connected to {server_text}",
+                    peer_text(&peer)
+                ),
+            );
+        }
+        let status = match phases(&mut session, &stream).await {
+            Ok(Next::Done(status)) => status,
+            Ok(Next::Pass(target)) => {
+                return pass(session, stream, target, depth).await;
+            }
+            Err(status) => status,
+        };
+        session.vars.status = status;
+        session.log_phase();
+    })
+}
+
+/// `127.0.0.1:5555` or `unix:`, as the connect line shows the client.
+fn peer_text(peer: &PeerAddress) -> String {
+    match peer {
+        PeerAddress::Inet(address) => address.to_string(),
+        PeerAddress::Unix => "unix:".to_owned(),
+    }
+}
+
+enum Next<'w> {
+    Done(u16),
+    Pass(&'w AddressConf),
+}
+
+async fn phases<'w>(session: &mut Session<'w>, stream: &Stream) -> Result<Next<'w>, u16> {
+    if session.entry.proxy_protocol && session.vars.proxy_header.is_none() {
+        read_proxy_protocol(session, stream).await?;
+    }
+    session.run_preaccess()?;
+    if session.server.settings.ssl_preread {
+        crate::preread::run(session, stream).await?;
+    }
+    session.action = None;
+    let server = session.server;
+    match &server.content {
+        Content::Return(template) => {
+            let value = session.eval().render(template);
+            Ok(Next::Done(return_value(session, stream, &value).await))
+        }
+        Content::Proxy(_) | Content::ProxyVariable(_) => {
+            Ok(Next::Done(crate::proxy::run(session, stream).await))
+        }
+        Content::Pass(template) => {
+            let value = session.eval().render(template);
+            match find_pass_target(session.conf, &value) {
+                Some(target) => Ok(Next::Pass(target)),
+                None => {
+                    session.log(
+                        Level::Error,
+                        format_args!("pass to \"{}\" failed: no such listen address", value.escape_ascii()),
+                    );
+                    Err(status::INTERNAL_SERVER_ERROR)
+                }
+            }
+        }
+    }
+}
+
+/// `return`: the value, then the connection closes.
+async fn return_value(session: &mut Session<'_>, stream: &Stream, value: &[u8]) -> u16 {
+    let timeout = std::time::Duration::from_secs(60);
+    match stream.write_all_timed(value, timeout).await {
+        Ok(()) => {
+            session.vars.bytes_sent = value.len() as u64;
+            let _ = stream.flush().await;
+            status::OK
+        }
+        Err(_) => status::OK,
+    }
+}
+
+/// The address a `pass` names: `ADDRESS:PORT`, `[IPV6]:PORT` or `unix:PATH`.
+pub fn pass_address(text: &[u8]) -> Option<runtime::ListenAddress> {
+    let text = std::str::from_utf8(text).ok()?;
+    if let Some(path) = text.strip_prefix("unix:") {
+        return Some(runtime::ListenAddress::Unix(path.into()));
+    }
+    text.parse::<std::net::SocketAddr>()
+        .ok()
+        .map(runtime::ListenAddress::Inet)
+}
+
+fn find_pass_target<'c>(conf: &'c StreamConf, value: &[u8]) -> Option<&'c AddressConf> {
+    let address = pass_address(value)?;
+    let mut wildcard = None;
+    for socket in &conf.sockets {
+        if socket.options.datagram {
+            continue;
+        }
+        for entry in &socket.addresses {
+            if entry.address == address {
+                return Some(entry);
+            }
+            if let (runtime::ListenAddress::Inet(listen), runtime::ListenAddress::Inet(wanted)) =
+                (&entry.address, &address)
+                && listen.ip().is_unspecified()
+                && listen.port() == wanted.port()
+            {
+                wildcard = Some(entry);
+            }
+        }
+    }
+    wildcard
+}
+
+/// `pass`: the connection goes through the phases again as if it had arrived at `target`.
+async fn pass<'w>(session: Session<'w>, stream: Stream, target: &'w AddressConf, depth: u32) {
+    let worker = session.worker;
+    let peer = session.vars.socket_remote;
+    let local = match &target.address {
+        runtime::ListenAddress::Inet(address) => Some(*address),
+        runtime::ListenAddress::Unix(_) => None,
+    };
+    let number = session.vars.connection;
+    let mut session = session;
+    let carried = std::mem::take(&mut session.preread);
+    if depth >= PASS_DEPTH_MAX {
+        session.log(Level::Error, format_args!("pass loop detected"));
+        session.vars.status = status::INTERNAL_SERVER_ERROR;
+        session.log_phase();
+        return;
+    }
+    drop(session);
+    run(worker, target, stream, peer, local, number, carried, depth + 1).await;
+}
+
+/// Reads the PROXY protocol header within `proxy_protocol_timeout`; what follows it
+/// stays in the session's preread bytes.
+async fn read_proxy_protocol(session: &mut Session<'_>, stream: &Stream) -> Result<(), u16> {
+    session.action = Some("reading PROXY protocol");
+    let timeout = session.server.settings.proxy_protocol_timeout;
+    let reading = async {
+        let mut buf = std::mem::take(&mut session.preread);
+        loop {
+            match http::proxy_protocol::parse::parse(&buf, false) {
+                Parsed::Done { len, header } => {
+                    buf.drain(..len);
+                    return Ok((header, buf));
+                }
+                Parsed::Invalid(broken) => return Err(Some(broken.to_string())),
+                Parsed::Incomplete => {}
+            }
+            if buf.len() >= MAX_HEADER {
+                return Err(Some("too long PROXY protocol header".to_owned()));
+            }
+            let mut chunk = [0u8; 512];
+            let room = (MAX_HEADER - buf.len()).min(chunk.len());
+            match stream.read(&mut chunk[..room]).await {
+                Ok(0) => {
+                    return match http::proxy_protocol::parse::parse(&buf, true) {
+                        Parsed::Invalid(broken) => Err(Some(broken.to_string())),
+                        _ => Err(None),
+                    };
+                }
+                Ok(read) => buf.extend_from_slice(&chunk[..read]),
+                Err(_) => return Err(None),
+            }
+        }
+    };
+    match tokio::time::timeout(timeout, reading).await {
+        Ok(Ok((header, rest))) => {
+            session.vars.bytes_received += rest.len() as u64;
+            session.preread = rest;
+            session.vars.proxy_header = Some(header.unwrap_or_default());
+            if let Some(header) = &session.vars.proxy_header
+                && !header.source_addr.is_empty()
+            {
+                session.log(
+                    Level::Debug,
+                    format_args!(
+                        "PROXY protocol address: {} {}",
+                        header.source_addr.escape_ascii(),
+                        header.source_port
+                    ),
+                );
+            }
+            session.action = None;
+            Ok(())
+        }
+        Ok(Err(Some(message))) => {
+            session.log(Level::Error, format_args!("{message}"));
+            Err(status::BAD_REQUEST)
+        }
+        Ok(Err(None)) => {
+            session.log(Level::Info, format_args!("client closed connection"));
+            Err(status::BAD_REQUEST)
+        }
+        Err(_) => {
+            session.log(
+                Level::Info,
+                format_args!("client timed out (110: Connection timed out)"),
+            );
+            Err(status::OK)
+        }
+    }
+}
