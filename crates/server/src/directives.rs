@@ -15,6 +15,8 @@ pub enum MainSetter {
     Events,
     /// `http { ... }`
     Http,
+    /// `stream { ... }`
+    Stream,
 }
 
 impl std::fmt::Debug for MainSetter {
@@ -23,6 +25,7 @@ impl std::fmt::Debug for MainSetter {
             MainSetter::Set(_) => "Set",
             MainSetter::Events => "Events",
             MainSetter::Http => "Http",
+            MainSetter::Stream => "Stream",
         })
     }
 }
@@ -58,6 +61,13 @@ pub const DIRECTIVES: &[MainDirective] = &[
         arity: Arity::NONE,
         block: BlockKind::Block,
         set: MainSetter::Http,
+    },
+    MainDirective {
+        name: "stream",
+        contexts: Contexts::MAIN,
+        arity: Arity::NONE,
+        block: BlockKind::Block,
+        set: MainSetter::Stream,
     },
     simple(
         "worker_processes",

@@ -1,0 +1,104 @@
+//! The stream block's listening sockets on a worker: TCP and Unix sockets accept within
+//! `worker_connections` (the same gauge as the http block's), UDP sockets read datagrams.
+
+use std::rc::Rc;
+
+use http::HttpWorker;
+use logging::Level;
+use runtime::accept::{Accepted, WorkerListener, accept_loop};
+use runtime::{AcceptSettings, ListenAddress, Listener, WorkerContext};
+use stream::StreamWorker;
+
+/// Registers `listener` (stream socket `socket_index`) with this worker and starts serving
+/// it.
+pub fn start(
+    stream_worker: &Rc<StreamWorker>,
+    socket_index: usize,
+    listener: &Listener,
+    context: &WorkerContext,
+    accept: AcceptSettings,
+    http_worker: &Rc<HttpWorker>,
+) {
+    if listener.is_datagram() {
+        match listener.to_tokio_udp() {
+            Ok(socket) => {
+                let gauge = Rc::clone(&context.gauge);
+                tokio::task::spawn_local(stream::udp::serve_socket(
+                    Rc::clone(stream_worker),
+                    socket_index,
+                    socket,
+                    gauge,
+                ));
+            }
+            Err(error) => not_registered(http_worker, listener, &error),
+        }
+        return;
+    }
+    let registered = match &listener.address {
+        ListenAddress::Inet(_) => listener.to_tokio_tcp().map(WorkerListener::Tcp),
+        ListenAddress::Unix(_) => listener.to_tokio_unix().map(WorkerListener::Unix),
+    };
+    let registered = match registered {
+        Ok(registered) => registered,
+        Err(error) => {
+            not_registered(http_worker, listener, &error);
+            return;
+        }
+    };
+    let phase = context.phase.clone();
+    let gauge = Rc::clone(&context.gauge);
+    let handler = Rc::clone(stream_worker);
+    let log_worker = Rc::clone(http_worker);
+    tokio::task::spawn_local(async move {
+        accept_loop(
+            registered,
+            phase,
+            gauge,
+            accept,
+            move |accepted| match accepted {
+                Accepted::Connection {
+                    stream,
+                    peer,
+                    guard,
+                } => {
+                    log_worker.stats.accepted.add(1);
+                    log_worker.stats.handled.add(1);
+                    tokio::task::spawn_local(runtime::clock::turn_clocked(stream::serve(
+                        Rc::clone(&handler),
+                        socket_index,
+                        stream,
+                        peer,
+                        guard,
+                    )));
+                }
+                Accepted::LimitReached { .. } => {
+                    log_worker.stats.accepted.add(1);
+                    let configured = accept.worker_connections;
+                    crate::generation::log(
+                        &log_worker,
+                        Level::Alert,
+                        format_args!("{configured} worker_connections are not enough"),
+                    );
+                }
+                Accepted::Failed(error) => {
+                    let text = runtime::sys::linux::error_text(&error);
+                    crate::generation::log(
+                        &log_worker,
+                        Level::Crit,
+                        format_args!("accept4() failed ({text})"),
+                    );
+                }
+            },
+        )
+        .await;
+    });
+}
+
+fn not_registered(worker: &HttpWorker, listener: &Listener, error: &std::io::Error) {
+    let text = runtime::sys::linux::error_text(error);
+    crate::generation::log(
+        worker,
+        Level::Alert,
+        format_args!("listener {} could not be registered ({text})", listener.address),
+    );
+}
