@@ -78,6 +78,25 @@ pub fn declare(loader: &mut Loader, directive: &Directive) -> Result<(), ConfErr
     define_target(loader, directive.arg(1), kind, directive)
 }
 
+/// Declares the named captures of a map's regex keys (`~(?<name>...)` sets `$name`), so
+/// that templates anywhere may use them.
+pub fn declare_captures(loader: &mut Loader, directive: &Directive) {
+    for line in directive.block.as_deref().unwrap_or_default() {
+        let Some(pattern) = line.name.strip_prefix('~') else {
+            continue;
+        };
+        let (pattern, caseless) = match pattern.strip_prefix('*') {
+            Some(pattern) => (pattern, true),
+            None => (pattern, false),
+        };
+        if let Ok(regex) = Regex::compile(pattern, caseless) {
+            for (name, _) in regex.names() {
+                loader.registry.slot(name);
+            }
+        }
+    }
+}
+
 /// Reads a `map` block.
 pub fn load_map(loader: &mut Loader, directive: &Directive) -> Result<StreamMap, ConfError> {
     let source = loader.template(directive.arg(0), &directive.span)?;

@@ -272,6 +272,7 @@ pub async fn connect_with_retries(
                 if settings.tcp_nodelay {
                     let _ = stream.set_nodelay(true);
                 }
+                group.note_success(selected);
                 return Some((stream, selected));
             }
             Err(error) => {

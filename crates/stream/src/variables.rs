@@ -276,6 +276,12 @@ impl<'a> Eval<'a> {
             return;
         }
         self.depth += 1;
+        // A `set` of a `map` variable replaces the map's value.
+        if let Some(Some(value)) = self.vars.slots.get(slot) {
+            out.extend_from_slice(value);
+            self.depth -= 1;
+            return;
+        }
         match self.conf.slots.get(slot).copied() {
             Some(SlotKind::Stored) => {
                 if let Some(Some(value)) = self.vars.slots.get(slot) {

@@ -291,6 +291,9 @@ fn declare_variables(loader: &mut Loader<'_>, block: &[Directive]) -> Result<(),
         match directive.name.as_str() {
             "map" | "split_clients" if directive.args.len() == 2 => {
                 crate::map::declare(loader, directive)?;
+                if directive.name == "map" {
+                    crate::map::declare_captures(loader, directive);
+                }
             }
             "server" if directive.block.is_some() => {
                 for inner in directive.block.as_deref().unwrap_or_default() {
