@@ -318,6 +318,7 @@ async fn run_worker(
         .get(context.index)
         .cloned()
         .expect("one pool set is started per worker");
+    let stream_pool = pools.default_pool().clone();
     let worker = Rc::new(HttpWorker::new(
         Arc::clone(&generation),
         pools,
@@ -336,6 +337,7 @@ async fn run_worker(
             Arc::clone(&generation.connection_ids),
             generation.hostname.clone(),
             context.phase.clone(),
+            Some(stream_pool),
         ))
     });
     if let Some(stream_worker) = &stream_worker {

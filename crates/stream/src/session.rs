@@ -2,6 +2,7 @@
 //! protocol header, then realip), preaccess (`set`, `limit_conn`), access (`allow`,
 //! `deny`), preread (`ssl_preread`), content (`proxy_pass`, `return`, `pass`), log.
 
+use std::os::unix::ffi::OsStrExt as _;
 use std::rc::Rc;
 use std::sync::Arc;
 
@@ -146,7 +147,15 @@ impl<'w> Session<'w> {
                 }
             }
             let line = crate::log::render_line(&conf.log_formats[log.format], &mut eval);
-            self.worker.write_access_log(log.target, &line);
+            match &conf.access_logs[log.target].path {
+                crate::conf::LogPath::File(_) => self.worker.write_access_log(log.target, &line),
+                crate::conf::LogPath::Template(template) => {
+                    let path = eval.render(template);
+                    let path = std::path::PathBuf::from(std::ffi::OsStr::from_bytes(&path));
+                    let error_log = Arc::clone(&server.settings.error_log);
+                    self.worker.write_path_line(path, line, error_log);
+                }
+            }
         }
     }
 
@@ -213,13 +222,18 @@ impl<'w> Session<'w> {
                     ),
                 );
                 if dry_run {
+                    self.vars.limit_conn_status = Some("REJECTED_DRY_RUN");
                     continue;
                 }
+                self.vars.limit_conn_status = Some("REJECTED");
                 return Err(status::SERVICE_UNAVAILABLE);
             }
             *count += 1;
             drop(counts);
             self.limits.push((limit.zone, key));
+            if self.vars.limit_conn_status.is_none() {
+                self.vars.limit_conn_status = Some("PASSED");
+            }
         }
         Ok(())
     }

@@ -55,6 +55,7 @@ pub enum Variable {
     SslPrereadServerName,
     SslPrereadAlpnProtocols,
     SslPrereadProtocol,
+    LimitConnStatus,
     /// A `set`, `map`, `split_clients` or named-capture variable, by slot.
     Named(usize),
 }
@@ -104,6 +105,7 @@ const BUILT_IN: &[(&str, Variable)] = &[
     ("ssl_preread_server_name", Variable::SslPrereadServerName),
     ("ssl_preread_alpn_protocols", Variable::SslPrereadAlpnProtocols),
     ("ssl_preread_protocol", Variable::SslPrereadProtocol),
+    ("limit_conn_status", Variable::LimitConnStatus),
 ];
 
 /// Names to variables while a configuration loads.
@@ -197,6 +199,8 @@ pub struct SessionVars {
     pub upstream: Vec<UpstreamTry>,
     pub proxy_header: Option<ProxyHeader>,
     pub preread: Preread,
+    /// `$limit_conn_status`: `PASSED`, `REJECTED` or `REJECTED_DRY_RUN`.
+    pub limit_conn_status: Option<&'static str>,
     /// Values of `Stored` slots.
     pub slots: Vec<Option<Vec<u8>>>,
     /// The groups of the last regex that matched (`$1`..`$9`).
@@ -224,6 +228,7 @@ impl SessionVars {
             upstream: Vec::new(),
             proxy_header: None,
             preread: Preread::default(),
+            limit_conn_status: None,
             slots: vec![None; slots],
             captures: Captures::default(),
         }
@@ -437,6 +442,11 @@ impl Evaluator<Variable> for Eval<'_> {
                 out.extend_from_slice(&vars.preread.alpn_protocols);
             }
             Variable::SslPrereadProtocol => out.extend_from_slice(&vars.preread.protocol),
+            Variable::LimitConnStatus => {
+                if let Some(status) = vars.limit_conn_status {
+                    out.extend_from_slice(status.as_bytes());
+                }
+            }
             Variable::Named(slot) => self.named(slot, out),
         }
     }

@@ -12,7 +12,7 @@ use logging::{AccessLogBuffer, Level};
 use runtime::{Clock, Phase};
 use tokio::sync::watch;
 
-use crate::conf::StreamConf;
+use crate::conf::{LogPath, StreamConf};
 
 /// How often buffered access logs are looked at for their `flush=` time.
 const FLUSH_CHECK_INTERVAL: Duration = Duration::from_millis(500);
@@ -24,8 +24,10 @@ pub struct StreamWorker {
     pub connection_ids: Arc<AtomicU64>,
     pub hostname: String,
     pub phase: watch::Receiver<Phase>,
-    /// One buffer per `StreamConf::access_logs` entry.
-    access_logs: RefCell<Vec<AccessLogBuffer>>,
+    /// One buffer per `StreamConf::access_logs` entry (`None` for a path with variables).
+    access_logs: RefCell<Vec<Option<AccessLogBuffer>>>,
+    /// The worker's `default` pool, which writes the logs whose paths have variables.
+    pool: Option<threadpool::ThreadPool>,
 }
 
 impl StreamWorker {
@@ -35,17 +37,20 @@ impl StreamWorker {
         connection_ids: Arc<AtomicU64>,
         hostname: String,
         phase: watch::Receiver<Phase>,
+        pool: Option<threadpool::ThreadPool>,
     ) -> StreamWorker {
         let access_logs = conf
             .access_logs
             .iter()
             .map(|target| {
-                let buffer =
-                    AccessLogBuffer::new(Arc::clone(&target.file), target.buffer, target.flush);
-                match target.gzip {
+                let LogPath::File(file) = &target.path else {
+                    return None;
+                };
+                let buffer = AccessLogBuffer::new(Arc::clone(file), target.buffer, target.flush);
+                Some(match target.gzip {
                     Some(level) => buffer.compressed(level),
                     None => buffer,
-                }
+                })
             })
             .collect();
         StreamWorker {
@@ -55,6 +60,7 @@ impl StreamWorker {
             hostname,
             phase,
             access_logs: RefCell::new(access_logs),
+            pool,
         }
     }
 
@@ -67,7 +73,7 @@ impl StreamWorker {
     /// Appends one access-log line to its buffer (or hands it to the log writer).
     pub fn write_access_log(&self, target: usize, line: &[u8]) {
         let mut logs = self.access_logs.borrow_mut();
-        if let Some(buffer) = logs.get_mut(target)
+        if let Some(Some(buffer)) = logs.get_mut(target)
             && let Err(error) = buffer.append(line, runtime::clock::monotonic())
         {
             let error_log = &self.conf.servers.first().map(|server| &server.settings.error_log);
@@ -85,9 +91,49 @@ impl StreamWorker {
         }
     }
 
+    /// Appends `line` to the file at `path` on the worker's pool (opened, written and
+    /// closed there, never on the loop); a failure is logged at `crit` as nginx logs it.
+    pub fn write_path_line(&self, path: std::path::PathBuf, line: Vec<u8>, error_log: Arc<logging::ErrorLog>) {
+        let Some(pool) = self.pool.clone() else {
+            return;
+        };
+        let clock = Rc::clone(&self.clock);
+        tokio::task::spawn_local(async move {
+            let shown = path.display().to_string();
+            let written = pool.submit(move || {
+                use std::io::Write as _;
+                use std::os::unix::fs::OpenOptionsExt as _;
+                std::fs::OpenOptions::new()
+                    .append(true)
+                    .create(true)
+                    .mode(0o644)
+                    .open(&path)
+                    .and_then(|mut file| file.write_all(&line))
+            });
+            let result = match written {
+                Ok(completion) => completion.await,
+                Err(_) => return,
+            };
+            if let Ok(Err(error)) = result
+                && error_log.enabled(Level::Crit)
+            {
+                error_log.write(
+                    Level::Crit,
+                    &clock.wall(),
+                    None,
+                    format_args!(
+                        "open() \"{shown}\" failed ({})",
+                        runtime::sys::linux::error_text(&error)
+                    ),
+                    None,
+                );
+            }
+        });
+    }
+
     /// Writes every buffered line (the worker is stopping).
     pub fn flush_access_logs(&self) {
-        for buffer in self.access_logs.borrow_mut().iter_mut() {
+        for buffer in self.access_logs.borrow_mut().iter_mut().flatten() {
             let _ = buffer.flush();
         }
     }
@@ -105,7 +151,7 @@ impl StreamWorker {
         loop {
             tokio::time::sleep(FLUSH_CHECK_INTERVAL).await;
             let now = std::time::Instant::now();
-            for buffer in self.access_logs.borrow_mut().iter_mut() {
+            for buffer in self.access_logs.borrow_mut().iter_mut().flatten() {
                 if buffer.flush_due(now) {
                     let _ = buffer.flush();
                 }

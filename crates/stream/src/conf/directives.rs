@@ -11,7 +11,7 @@ use upstream::registry::{ServerEntry, UpstreamScope};
 use upstream::{Balancer, registry::split_host_port};
 
 use super::settings::{AccessLog, Bind, LimitConn, Settings};
-use super::{AccessLogTarget, Content, Escape, LimitZone, LogFormat, Loader, ServerLoad};
+use super::{AccessLogTarget, Content, Escape, LimitZone, LogFormat, LogPath, Loader, ServerLoad};
 use crate::variables::StreamTemplate;
 
 type Result = std::result::Result<(), ConfError>;
@@ -429,14 +429,23 @@ fn set_access_log(settings: &mut Settings, directive: &Directive, loader: &mut L
     if flush.is_some() && buffer == 0 {
         return Err(ConfError::message("no buffer is defined for access_log \"\"", &directive.span));
     }
-    let file = loader.open_log(directive.arg(0), &directive.span)?;
-    let target = match loader.access_logs.iter().position(|target| {
-        Arc::ptr_eq(&target.file, &file) && target.buffer == buffer && target.flush == flush && target.gzip == gzip
-    }) {
+    let path = if directive.arg(0).contains('$') {
+        let template = loader.template(directive.arg(0), &directive.span)?;
+        LogPath::Template(template)
+    } else {
+        LogPath::File(loader.open_log(directive.arg(0), &directive.span)?)
+    };
+    let same = |target: &AccessLogTarget| match (&target.path, &path) {
+        (LogPath::File(known), LogPath::File(file)) => {
+            Arc::ptr_eq(known, file) && target.buffer == buffer && target.flush == flush && target.gzip == gzip
+        }
+        _ => false,
+    };
+    let target = match loader.access_logs.iter().position(same) {
         Some(index) => index,
         None => {
             loader.access_logs.push(AccessLogTarget {
-                file,
+                path,
                 buffer,
                 flush,
                 gzip,

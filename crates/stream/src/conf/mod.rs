@@ -51,11 +51,19 @@ pub struct LogFormat {
     pub template: StreamTemplate,
 }
 
+/// Where an access log goes.
+#[derive(Debug)]
+pub enum LogPath {
+    File(Arc<LogFile>),
+    /// A path with variables: opened, written and closed on the worker's pool per line.
+    Template(StreamTemplate),
+}
+
 /// One access log file as a set of `access_log` directives with the same buffering uses it;
 /// each worker keeps its own buffer for it.
 #[derive(Debug)]
 pub struct AccessLogTarget {
-    pub file: Arc<LogFile>,
+    pub path: LogPath,
     pub buffer: usize,
     pub flush: Option<Duration>,
     pub gzip: Option<u32>,
