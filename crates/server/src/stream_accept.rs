@@ -20,6 +20,11 @@ pub fn start(
     http_worker: &Rc<HttpWorker>,
 ) {
     if listener.is_datagram() {
+        // Without `reuseport` one worker reads a UDP socket, so that a client's datagrams
+        // all reach the same session; with it, the kernel keeps a client on one worker.
+        if !listener.options().reuseport && context.index != 0 {
+            return;
+        }
         match listener.to_tokio_udp() {
             Ok(socket) => {
                 let gauge = Rc::clone(&context.gauge);

@@ -42,6 +42,9 @@ pub fn parse(bytes: &[u8]) -> Hello {
         if rest.is_empty() {
             return Hello::Incomplete;
         }
+        if rest[0] & 0x80 != 0 && message.is_empty() {
+            return ssl2_hello(rest);
+        }
         if rest[0] != HANDSHAKE {
             return Hello::NotTls;
         }
@@ -73,6 +76,27 @@ pub fn parse(bytes: &[u8]) -> Hello {
             }
         }
     }
+}
+
+/// An SSLv2-format ClientHello (a two-byte length with its top bit set): only the
+/// version is read.
+fn ssl2_hello(bytes: &[u8]) -> Hello {
+    let Some(header) = bytes.get(..5) else {
+        return Hello::Incomplete;
+    };
+    if header[2] != CLIENT_HELLO {
+        return Hello::NotTls;
+    }
+    let version = u16::from_be_bytes([header[3], header[4]]);
+    let protocol: &[u8] = if version == 0x0002 {
+        b"SSLv2"
+    } else {
+        version_name(version).unwrap_or_default()
+    };
+    Hello::Done(PrereadFields {
+        protocol: protocol.to_vec(),
+        ..PrereadFields::default()
+    })
 }
 
 struct Reader<'a> {
@@ -112,6 +136,8 @@ fn version_name(version: u16) -> Option<&'static [u8]> {
         0x0302 => b"TLSv1.1",
         0x0303 => b"TLSv1.2",
         0x0304 => b"TLSv1.3",
+        // The drafts of TLS 1.3.
+        0x7f00..=0x7fff => b"TLSv1.3",
         _ => return None,
     })
 }
@@ -129,13 +155,18 @@ fn parse_body(body: &[u8]) -> Option<PrereadFields> {
         fields.protocol = version_name(highest).unwrap_or_default().to_vec();
         return Some(fields);
     }
+    // Lengths that say more than arrived are read as far as the bytes go, as nginx's
+    // parser reads them.
+    let extensions_bytes = reader.vector16().unwrap_or(&reader.bytes[2.min(reader.bytes.len())..]);
     let mut extensions = Reader {
-        bytes: reader.vector16()?,
+        bytes: extensions_bytes,
     };
-    while !extensions.bytes.is_empty() {
+    while extensions.bytes.len() >= 4 {
         let kind = extensions.u16()?;
+        let declared = usize::from(extensions.u16()?);
+        let len = declared.min(extensions.bytes.len());
         let mut data = Reader {
-            bytes: extensions.vector16()?,
+            bytes: extensions.take(len)?,
         };
         match kind {
             EXTENSION_SERVER_NAME => {
@@ -168,6 +199,7 @@ fn parse_body(body: &[u8]) -> Option<PrereadFields> {
                 };
                 while !versions.bytes.is_empty() {
                     let version = versions.u16()?;
+                    let version = if version >> 8 == 0x7f { 0x0304 } else { version };
                     if version_name(version).is_some() && version > highest {
                         highest = version;
                     }

@@ -191,7 +191,7 @@ pub async fn run(session: &mut Session<'_>, client: &Stream) -> u16 {
         Ok(target) => target,
         Err(message) => {
             session.log(Level::Error, format_args!("{message}"));
-            return status::BAD_GATEWAY;
+            return status::INTERNAL_SERVER_ERROR;
         }
     };
     let group = target.group();
@@ -238,6 +238,13 @@ pub async fn connect_with_retries(
         let now = runtime::clock::monotonic();
         let Some(selected) = group.select(&mut tried, &select_key, now) else {
             session.upstream_name = Some(group.name.to_string());
+            if session.vars.upstream.is_empty() {
+                // `$upstream_addr` names the group when no peer could be tried at all.
+                session.vars.upstream.push(crate::variables::UpstreamTry {
+                    name: group.name.to_string(),
+                    ..Default::default()
+                });
+            }
             session.log(Level::Error, format_args!("no live upstreams"));
             return None;
         };

@@ -134,6 +134,21 @@ impl<'w> Session<'w> {
         );
     }
 
+    /// The `client ... connected to ...` line, which nginx writes before the session's
+    /// context exists.
+    pub fn log_connected(&self, message: std::fmt::Arguments<'_>) {
+        let error_log = &self.server.settings.error_log;
+        if error_log.enabled(Level::Info) {
+            error_log.write(
+                Level::Info,
+                &self.worker.clock.wall(),
+                Some(self.vars.connection),
+                message,
+                None,
+            );
+        }
+    }
+
     /// The log phase: every `access_log` of the server whose condition holds.
     pub fn log_phase(&mut self) {
         let server = self.server;
@@ -310,13 +325,10 @@ fn run<'w>(
                 Some(local) => local.to_string(),
                 None => entry.text.clone(),
             };
-            session.log(
-                Level::Info,
-                format_args!(
-                    "client {} connected to {server_text}",
-                    peer_text(&peer)
-                ),
-            );
+            session.log_connected(format_args!(
+                "client {} connected to {server_text}",
+                peer_text(&peer)
+            ));
         }
         let status = match phases(&mut session, &stream).await {
             Ok(Next::Done(status)) => status,
@@ -453,7 +465,10 @@ async fn read_proxy_protocol(session: &mut Session<'_>, stream: &Stream) -> Resu
     let reading = async {
         let mut buf = std::mem::take(&mut session.preread);
         loop {
-            match http::proxy_protocol::parse::parse(&buf, false) {
+            // A version 1 line is judged on the bytes that arrived, as nginx reads it in
+            // one go; a version 2 header says its length and is awaited whole.
+            let complete = buf.starts_with(b"PROXY");
+            match http::proxy_protocol::parse::parse(&buf, complete && buf.len() >= 8) {
                 Parsed::Done { len, header } => {
                     buf.drain(..len);
                     return Ok((header, buf));

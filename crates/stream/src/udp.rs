@@ -174,10 +174,7 @@ async fn run_session(
     );
     let mut session = Session::new(&worker, entry, vars);
     let shown = local.map_or_else(|| entry.text.clone(), |local| local.to_string());
-    session.log(
-        Level::Info,
-        format_args!("udp client {client} connected to {shown}"),
-    );
+    session.log_connected(format_args!("udp client {client} connected to {shown}"));
     let status = match phases(&mut session, &socket, client, &mut receiver).await {
         Ok(status) | Err(status) => status,
     };
@@ -289,11 +286,18 @@ async fn proxy(
     }
     let mut counts = Counts::default();
     let mut buf = vec![0u8; DATAGRAM_MAX];
-    'peers: loop {
+    loop {
         session.action = Some("connecting to upstream");
         let now = runtime::clock::monotonic();
         let Some(selected) = group.select(&mut tried, &select_key, now) else {
             session.upstream_name = Some(group.name.to_string());
+            if session.vars.upstream.is_empty() {
+                // `$upstream_addr` names the group when no peer could be tried at all.
+                session.vars.upstream.push(crate::variables::UpstreamTry {
+                    name: group.name.to_string(),
+                    ..Default::default()
+                });
+            }
             session.log(Level::Error, format_args!("no live upstreams"));
             return status::BAD_GATEWAY;
         };
@@ -398,11 +402,8 @@ async fn proxy(
                             session.log(Level::Warn, format_args!("upstream server temporarily disabled"));
                         }
                         record_try(session, &counts, started);
-                        tries_left = tries_left.saturating_sub(1);
-                        if received_any || tries_left == 0 || !settings.proxy_next_upstream {
-                            return status::BAD_GATEWAY;
-                        }
-                        continue 'peers;
+                        // nginx does not try another peer for datagrams once one was sent.
+                        return status::BAD_GATEWAY;
                     }
                 },
                 _ = tokio::time::sleep_until(deadline) => {
