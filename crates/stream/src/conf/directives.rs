@@ -701,22 +701,35 @@ fn set_deny(settings: &mut Settings, directive: &Directive, loader: &mut Loader<
 
 fn set_real_ip_from(settings: &mut Settings, directive: &Directive, loader: &mut Loader<'_>) -> Result {
     let text = directive.arg(0);
-    let parsed = parse_target(text).filter(|parsed| {
-        !matches!(parsed.target, http::access::settings::Target::All) || text == "all"
-    });
-    let parsed = parsed.ok_or_else(|| {
-        ConfError::message(format!("invalid parameter \"{text}\""), &directive.span)
-    })?;
-    if parsed.host_bits_cleared {
-        loader.warnings.push(ConfError::message(
-            format!("low address bits of {text} are meaningless"),
-            &directive.span,
-        ));
+    let trusted = settings.set_real_ip_from.get_or_insert_with(Default::default);
+    if let Some(parsed) = parse_target(text) {
+        if parsed.host_bits_cleared {
+            loader.warnings.push(ConfError::message(
+                format!("low address bits of {text} are meaningless"),
+                &directive.span,
+            ));
+        }
+        trusted.push(parsed.target);
+        return Ok(());
     }
-    settings
-        .set_real_ip_from
-        .get_or_insert_with(Default::default)
-        .push(parsed.target);
+    // A host name stands for every address it has when the configuration loads.
+    use std::net::ToSocketAddrs as _;
+    let addresses = (text, 0)
+        .to_socket_addrs()
+        .map_err(|_| ConfError::message(format!("host not found in set_real_ip_from \"{text}\""), &directive.span))?;
+    for address in addresses {
+        let exact = match address.ip() {
+            std::net::IpAddr::V4(ip) => http::access::settings::Target::Inet {
+                address: u32::from(ip),
+                mask: u32::MAX,
+            },
+            std::net::IpAddr::V6(ip) => http::access::settings::Target::Inet6 {
+                address: u128::from(ip),
+                mask: u128::MAX,
+            },
+        };
+        trusted.push(exact);
+    }
     Ok(())
 }
 
