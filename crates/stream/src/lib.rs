@@ -20,6 +20,7 @@ pub mod preread;
 pub mod proxy;
 pub mod server_name;
 pub mod session;
+pub mod ssl;
 pub mod udp;
 pub mod variables;
 pub mod worker;

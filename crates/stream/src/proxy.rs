@@ -262,6 +262,14 @@ pub async fn connect_with_retries(
             settings.proxy_socket_keepalive,
         )
         .await;
+        let connected = match (connected, &session.server.upstream_tls) {
+            (Ok(stream), Some(client)) => {
+                session.action = Some("SSL handshaking to upstream");
+                let name = crate::ssl::upstream_name(session, &peer.server);
+                crate::ssl::connect_upstream(stream, client, &name, settings.proxy_connect_timeout).await
+            }
+            (connected, _) => connected,
+        };
         match connected {
             Ok(stream) => {
                 session.vars.last_try().connect_time = Some(attempt_started.elapsed());

@@ -330,16 +330,32 @@ fn run<'w>(
                 peer_text(&peer)
             ));
         }
-        let status = match phases(&mut session, &stream).await {
+        if let Err(status) = first_phases(&mut session, &stream).await {
+            return finish(session, status);
+        }
+        let stream = if session.entry.ssl {
+            match crate::ssl::handshake(&mut session, stream).await {
+                Ok(stream) => stream,
+                Err(status) => return finish(session, status),
+            }
+        } else {
+            stream
+        };
+        let status = match content_phases(&mut session, &stream).await {
             Ok(Next::Done(status)) => status,
             Ok(Next::Pass(target)) => {
                 return pass(session, stream, target, depth).await;
             }
             Err(status) => status,
         };
-        session.vars.status = status;
-        session.log_phase();
+        finish(session, status);
     })
+}
+
+/// The log phase, with the status the session ended with.
+fn finish(mut session: Session<'_>, status: u16) {
+    session.vars.status = status;
+    session.log_phase();
 }
 
 /// `127.0.0.1:5555` or `unix:`, as the connect line shows the client.
@@ -355,11 +371,16 @@ enum Next<'w> {
     Pass(&'w AddressConf),
 }
 
-async fn phases<'w>(session: &mut Session<'w>, stream: &Stream) -> Result<Next<'w>, u16> {
+/// Post-accept, preaccess and access.
+async fn first_phases(session: &mut Session<'_>, stream: &Stream) -> Result<(), u16> {
     if session.entry.proxy_protocol && session.vars.proxy_header.is_none() {
         read_proxy_protocol(session, stream).await?;
     }
-    session.run_preaccess()?;
+    session.run_preaccess()
+}
+
+/// Preread and content.
+async fn content_phases<'w>(session: &mut Session<'w>, stream: &Stream) -> Result<Next<'w>, u16> {
     if session.server.settings.ssl_preread {
         crate::preread::run(session, stream).await?;
     }
@@ -462,34 +483,41 @@ async fn pass<'w>(session: Session<'w>, stream: Stream, target: &'w AddressConf,
 async fn read_proxy_protocol(session: &mut Session<'_>, stream: &Stream) -> Result<(), u16> {
     session.action = Some("reading PROXY protocol");
     let timeout = session.server.settings.proxy_protocol_timeout;
+    // Peeked until whole, then exactly its bytes read: what follows (a TLS hello) stays
+    // in the socket.
     let reading = async {
-        let mut buf = std::mem::take(&mut session.preread);
+        let mut buf = vec![0u8; MAX_HEADER];
+        let mut closed = false;
         loop {
+            let peeked = match stream.try_peek(&mut buf) {
+                Ok(0) => return Err(None),
+                Ok(peeked) => peeked,
+                Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {
+                    closed = stream.readable_or_closed().await.map_err(|_| None)?;
+                    continue;
+                }
+                Err(_) => return Err(None),
+            };
             // A version 1 line is judged on the bytes that arrived, as nginx reads it in
             // one go; a version 2 header says its length and is awaited whole.
-            let complete = buf.starts_with(b"PROXY");
-            match http::proxy_protocol::parse::parse(&buf, complete && buf.len() >= 8) {
+            let complete = closed || (buf.starts_with(b"PROXY") && peeked >= 8);
+            match http::proxy_protocol::parse::parse(&buf[..peeked], complete) {
                 Parsed::Done { len, header } => {
-                    buf.drain(..len);
-                    return Ok((header, buf));
+                    let mut done = 0;
+                    while done < len {
+                        match stream.read(&mut buf[done..len]).await {
+                            Ok(0) | Err(_) => return Err(None),
+                            Ok(read) => done += read,
+                        }
+                    }
+                    return Ok((header, Vec::new()));
                 }
                 Parsed::Invalid(broken) => return Err(Some(broken.to_string())),
-                Parsed::Incomplete => {}
-            }
-            if buf.len() >= MAX_HEADER {
-                return Err(Some("too long PROXY protocol header".to_owned()));
-            }
-            let mut chunk = [0u8; 512];
-            let room = (MAX_HEADER - buf.len()).min(chunk.len());
-            match stream.read(&mut chunk[..room]).await {
-                Ok(0) => {
-                    return match http::proxy_protocol::parse::parse(&buf, true) {
-                        Parsed::Invalid(broken) => Err(Some(broken.to_string())),
-                        _ => Err(None),
-                    };
+                Parsed::Incomplete if closed => return Err(None),
+                Parsed::Incomplete => {
+                    stream.clear_readable();
+                    closed = stream.readable_or_closed().await.map_err(|_| None)?;
                 }
-                Ok(read) => buf.extend_from_slice(&chunk[..read]),
-                Err(_) => return Err(None),
             }
         }
     };

@@ -56,6 +56,7 @@ pub enum Variable {
     SslPrereadAlpnProtocols,
     SslPrereadProtocol,
     LimitConnStatus,
+    Ssl(http::ssl::variables::SslVariable),
     /// A `set`, `map`, `split_clients` or named-capture variable, by slot.
     Named(usize),
 }
@@ -142,6 +143,9 @@ impl Registry {
         if let Some((_, variable)) = BUILT_IN.iter().find(|(known, _)| *known == lower) {
             return Ok(*variable);
         }
+        if let Some((_, ssl)) = crate::ssl::VARIABLES.iter().find(|(known, _)| *known == lower) {
+            return Ok(Variable::Ssl(*ssl));
+        }
         if let Some(tlv) = lower.strip_prefix("proxy_protocol_tlv_")
             && let Some(tlv) = TlvName::parse(tlv)
         {
@@ -199,6 +203,8 @@ pub struct SessionVars {
     pub upstream: Vec<UpstreamTry>,
     pub proxy_header: Option<ProxyHeader>,
     pub preread: Preread,
+    /// What the TLS handshake with the client agreed on.
+    pub tls: Option<std::rc::Rc<tls::HandshakeInfo>>,
     /// `$limit_conn_status`: `PASSED`, `REJECTED` or `REJECTED_DRY_RUN`.
     pub limit_conn_status: Option<&'static str>,
     /// Values of `Stored` slots.
@@ -229,6 +235,7 @@ impl SessionVars {
             proxy_header: None,
             preread: Preread::default(),
             limit_conn_status: None,
+            tls: None,
             slots: vec![None; slots],
             captures: Captures::default(),
         }
@@ -442,6 +449,9 @@ impl Evaluator<Variable> for Eval<'_> {
                 out.extend_from_slice(&vars.preread.alpn_protocols);
             }
             Variable::SslPrereadProtocol => out.extend_from_slice(&vars.preread.protocol),
+            Variable::Ssl(ssl) => {
+                http::ssl::variables::append(ssl, vars.tls.as_deref(), out);
+            }
             Variable::LimitConnStatus => {
                 if let Some(status) = vars.limit_conn_status {
                     out.extend_from_slice(status.as_bytes());

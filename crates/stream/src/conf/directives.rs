@@ -11,6 +11,7 @@ use upstream::registry::{ServerEntry, UpstreamScope};
 use upstream::{Balancer, registry::split_host_port};
 
 use super::settings::{AccessLog, Bind, LimitConn, Settings};
+use super::ssl_directives as ssl;
 use super::{AccessLogTarget, Content, Escape, LimitZone, LogFormat, LogPath, Loader, ServerLoad};
 use crate::variables::StreamTemplate;
 
@@ -182,6 +183,41 @@ pub const DIRECTIVES: &[StreamDirective] = &[
     setting("set_real_ip_from", Arity::TAKE1, set_real_ip_from),
     // ssl_preread
     setting("ssl_preread", Arity::FLAG, set_ssl_preread),
+    // ssl
+    setting("ssl_certificate", Arity::TAKE1, ssl::set_ssl_certificate),
+    setting("ssl_certificate_key", Arity::TAKE1, ssl::set_ssl_certificate_key),
+    setting("ssl_password_file", Arity::TAKE1, ssl::set_ssl_password_file),
+    setting("ssl_protocols", Arity::ONE_OR_MORE, ssl::set_ssl_protocols),
+    setting("ssl_ciphers", Arity::TAKE1, ssl::set_ssl_ciphers),
+    setting("ssl_prefer_server_ciphers", Arity::FLAG, ssl::set_ssl_prefer_server_ciphers),
+    setting("ssl_ecdh_curve", Arity::TAKE1, ssl::set_ssl_ecdh_curve),
+    setting("ssl_session_cache", Arity::TAKE12, ssl::set_ssl_session_cache),
+    setting("ssl_session_timeout", Arity::TAKE1, ssl::set_ssl_session_timeout),
+    setting("ssl_session_tickets", Arity::FLAG, ssl::set_ssl_session_tickets),
+    setting("ssl_session_ticket_key", Arity::TAKE1, ssl::set_ssl_session_ticket_key),
+    setting("ssl_handshake_timeout", Arity::TAKE1, ssl::set_ssl_handshake_timeout),
+    setting("ssl_alpn", Arity::ONE_OR_MORE, ssl::set_ssl_alpn),
+    setting("ssl_verify_client", Arity::TAKE1, ssl::set_ssl_verify_client),
+    setting("ssl_verify_depth", Arity::TAKE1, ssl::set_ssl_verify_depth),
+    setting("ssl_client_certificate", Arity::TAKE1, ssl::set_ssl_client_certificate),
+    setting("ssl_trusted_certificate", Arity::TAKE1, ssl::set_ssl_trusted_certificate),
+    setting("ssl_crl", Arity::TAKE1, ssl::set_ssl_crl),
+    setting("ssl_reject_handshake", Arity::FLAG, ssl::set_ssl_reject_handshake),
+    ignored("ssl_dhparam", Contexts::STREAM_AND_SERVER, Arity::TAKE1),
+    ignored("ssl_certificate_cache", Contexts::STREAM_AND_SERVER, Arity::TAKE123),
+    // proxy_ssl
+    setting("proxy_ssl", Arity::FLAG, ssl::set_proxy_ssl),
+    setting("proxy_ssl_name", Arity::TAKE1, ssl::set_proxy_ssl_name),
+    setting("proxy_ssl_server_name", Arity::FLAG, ssl::set_proxy_ssl_server_name),
+    setting("proxy_ssl_verify", Arity::FLAG, ssl::set_proxy_ssl_verify),
+    setting("proxy_ssl_verify_depth", Arity::TAKE1, ssl::set_proxy_ssl_verify_depth),
+    setting("proxy_ssl_trusted_certificate", Arity::TAKE1, ssl::set_proxy_ssl_trusted_certificate),
+    setting("proxy_ssl_certificate", Arity::TAKE1, ssl::set_proxy_ssl_certificate),
+    setting("proxy_ssl_certificate_key", Arity::TAKE1, ssl::set_proxy_ssl_certificate_key),
+    setting("proxy_ssl_password_file", Arity::TAKE1, ssl::set_proxy_ssl_password_file),
+    setting("proxy_ssl_protocols", Arity::ONE_OR_MORE, ssl::set_proxy_ssl_protocols),
+    setting("proxy_ssl_ciphers", Arity::TAKE1, ssl::set_proxy_ssl_ciphers),
+    setting("proxy_ssl_session_reuse", Arity::FLAG, ssl::set_proxy_ssl_session_reuse),
 ];
 
 fn duplicate<T>(slot: &Option<T>, directive: &Directive) -> Result {

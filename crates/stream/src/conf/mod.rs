@@ -5,6 +5,7 @@
 pub mod directives;
 pub mod listen;
 pub mod settings;
+pub mod ssl_directives;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -87,6 +88,10 @@ pub struct ServerConf {
     pub content: Content,
     /// `set $name VALUE`, in order.
     pub sets: Vec<(usize, StreamTemplate)>,
+    /// The server's TLS configuration (`ssl_certificate`), for `listen ... ssl`.
+    pub tls: Option<Arc<tls::ServerTls>>,
+    /// `proxy_ssl on`: the configuration of TLS to its upstreams.
+    pub upstream_tls: Option<Arc<tls::ClientTls>>,
 }
 
 /// The servers of one listen address.
@@ -374,6 +379,7 @@ fn finish(
     }
     let mut listens = Vec::new();
     let mut resolved = Vec::new();
+    let mut tls_build = crate::ssl::TlsBuild::default();
     for (index, (mut server, _span)) in servers.into_iter().enumerate() {
         server.settings.merge_from(&main);
         for listen in server.listens.drain(..) {
@@ -390,14 +396,37 @@ fn finish(
                 .position(|zone| *zone.name == *limit.name)
                 .unwrap_or(usize::MAX);
         }
+        let tls = crate::ssl::server_tls(&settings, &mut tls_build, loader.prefix)?;
+        let upstream_tls = crate::ssl::upstream_tls(&settings, loader.prefix)?;
         resolved.push(ServerConf {
             settings,
             names: server.names,
             content,
             sets: server.sets,
+            tls,
+            upstream_tls,
         });
     }
+    let ssl_listens: Vec<(usize, Span)> = listens
+        .iter()
+        .filter(|(listen, _)| listen.spec.ssl)
+        .map(|(listen, server)| (*server, listen.spec.span.clone()))
+        .collect();
     let sockets = listen::group_sockets(listens)?;
+    // The default server of every `ssl` address needs a certificate, unless it rejects
+    // handshakes.
+    for entry in sockets.iter().flat_map(|socket| &socket.addresses) {
+        let server = &resolved[entry.servers[0]];
+        if !entry.ssl || server.tls.is_some() || server.settings.ssl_reject_handshake {
+            continue;
+        }
+        if let Some((_, span)) = ssl_listens.iter().find(|(index, _)| *index == entry.servers[0]) {
+            return Err(ConfError::message(
+                "no \"ssl_certificate\" is defined for the \"listen ... ssl\" directive",
+                span,
+            ));
+        }
+    }
     let groups = loader.upstreams.finish()?;
     Ok(StreamConf {
         sockets,

@@ -44,6 +44,28 @@ macro_rules! stream_settings {
     };
 }
 
+/// `ssl_session_cache`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SessionCache {
+    Off,
+    /// nginx's default: no session is stored.
+    None,
+    /// `builtin[:SIZE]` or `shared:NAME:SIZE` (servers naming it share it).
+    Cache {
+        name: Option<String>,
+        sessions: usize,
+    },
+}
+
+/// `ssl_verify_client`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VerifyClient {
+    Off,
+    On,
+    Optional,
+    OptionalNoCa,
+}
+
 /// `proxy_bind ADDRESS [transparent] | off`.
 #[derive(Clone, Debug)]
 pub struct Bind {
@@ -107,5 +129,40 @@ stream_settings! {
         access_log: Vec<AccessLog> = Vec::new(),
         error_log: Arc<ErrorLog> = Arc::clone(main_error_log),
         ssl_preread: bool = false,
+        /// `ssl_certificate`, several for several key types.
+        ssl_certificate: Vec<String> = Vec::new(),
+        /// `ssl_certificate_key`, matched with the certificates by position.
+        ssl_certificate_key: Vec<String> = Vec::new(),
+        /// `ssl_password_file`: the passwords it holds.
+        ssl_password_file: Vec<Vec<u8>> = Vec::new(),
+        ssl_protocols: tls::Protocols = tls::Protocols::default(),
+        ssl_ciphers: String = "HIGH:!aNULL:!MD5".to_owned(),
+        ssl_prefer_server_ciphers: bool = false,
+        ssl_ecdh_curve: String = "auto".to_owned(),
+        ssl_session_cache: SessionCache = SessionCache::None,
+        ssl_session_timeout: Duration = Duration::from_secs(300),
+        ssl_session_tickets: bool = true,
+        ssl_session_ticket_key: Vec<String> = Vec::new(),
+        ssl_handshake_timeout: Duration = Duration::from_secs(60),
+        ssl_alpn: Vec<Vec<u8>> = Vec::new(),
+        ssl_verify_client: VerifyClient = VerifyClient::Off,
+        ssl_verify_depth: usize = 1,
+        ssl_client_certificate: Option<String> = None,
+        ssl_trusted_certificate: Option<String> = None,
+        ssl_crl: Option<String> = None,
+        ssl_reject_handshake: bool = false,
+        proxy_ssl: bool = false,
+        /// `proxy_ssl_name`; `None`: the host of the `proxy_pass` or `server` address.
+        proxy_ssl_name: Option<StreamTemplate> = None,
+        proxy_ssl_server_name: bool = false,
+        proxy_ssl_verify: bool = false,
+        proxy_ssl_verify_depth: usize = 1,
+        proxy_ssl_trusted_certificate: Option<String> = None,
+        proxy_ssl_certificate: Option<String> = None,
+        proxy_ssl_certificate_key: Option<String> = None,
+        proxy_ssl_password_file: Vec<Vec<u8>> = Vec::new(),
+        proxy_ssl_protocols: tls::Protocols = tls::Protocols::default(),
+        proxy_ssl_ciphers: String = "DEFAULT".to_owned(),
+        proxy_ssl_session_reuse: bool = true,
     }
 }

@@ -1,0 +1,332 @@
+//! TLS in the stream block: termination on `listen ... ssl` addresses (`ssl_*`, the
+//! server chosen by SNI among the address's servers) and TLS to upstreams (`proxy_ssl*`).
+//! Every TLS call is the `tls` crate's, the handshake driver is the runtime's, and the
+//! `$ssl_*` variables are read as the http block reads them (`http::ssl::variables`).
+
+use std::path::Path;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use conf::{ConfError, ConfErrorKind};
+use http::ssl::variables::SslVariable;
+use logging::Level;
+use runtime::Stream;
+use runtime::tls::{Accepted, Choice};
+
+use crate::conf::Resolved;
+use crate::conf::settings::{SessionCache, VerifyClient};
+use crate::session::{Session, status};
+
+/// The `$ssl_*` variables of the stream block, by name.
+pub const VARIABLES: &[(&str, SslVariable)] = &[
+    ("ssl_protocol", SslVariable::Protocol),
+    ("ssl_cipher", SslVariable::Cipher),
+    ("ssl_ciphers", SslVariable::Ciphers),
+    ("ssl_curve", SslVariable::Curve),
+    ("ssl_curves", SslVariable::Curves),
+    ("ssl_session_id", SslVariable::SessionId),
+    ("ssl_session_reused", SslVariable::SessionReused),
+    ("ssl_server_name", SslVariable::ServerName),
+    ("ssl_alpn_protocol", SslVariable::AlpnProtocol),
+    ("ssl_client_verify", SslVariable::ClientVerify),
+    ("ssl_client_s_dn", SslVariable::ClientSDn),
+    ("ssl_client_i_dn", SslVariable::ClientIDn),
+    ("ssl_client_s_dn_legacy", SslVariable::ClientSDnLegacy),
+    ("ssl_client_i_dn_legacy", SslVariable::ClientIDnLegacy),
+    ("ssl_client_serial", SslVariable::ClientSerial),
+    ("ssl_client_fingerprint", SslVariable::ClientFingerprint),
+    ("ssl_client_cert", SslVariable::ClientCert),
+    ("ssl_client_raw_cert", SslVariable::ClientRawCert),
+    ("ssl_client_escaped_cert", SslVariable::ClientEscapedCert),
+    ("ssl_client_v_start", SslVariable::ClientVStart),
+    ("ssl_client_v_end", SslVariable::ClientVEnd),
+    ("ssl_client_v_remain", SslVariable::ClientVRemain),
+];
+
+fn load_error(error: tls::TlsError) -> ConfError {
+    ConfError::new(ConfErrorKind::Message(error.0), None)
+}
+
+fn source(prefix: &Path, value: &str, what: &str) -> Result<tls::PemSource, ConfError> {
+    let path = if value.starts_with("data:") || Path::new(value).is_absolute() {
+        Path::new(value).to_owned()
+    } else {
+        prefix.join(value)
+    };
+    tls::PemSource::read(value, &path, what).map_err(load_error)
+}
+
+/// The session caches and ticket keys named by `shared:NAME`, shared by the servers of
+/// one load.
+#[derive(Debug, Default)]
+pub struct TlsBuild {
+    caches: Vec<(String, Arc<tls::SessionCache>)>,
+    tickets: Vec<(String, Arc<tls::TicketKeys>)>,
+}
+
+/// A server's TLS configuration for handshakes, or `None` without `ssl_certificate`.
+pub fn server_tls(
+    settings: &Resolved,
+    build: &mut TlsBuild,
+    prefix: &Path,
+) -> Result<Option<Arc<tls::ServerTls>>, ConfError> {
+    if settings.ssl_certificate.is_empty() {
+        return Ok(None);
+    }
+    let mut pairs = Vec::new();
+    for (index, certificate) in settings.ssl_certificate.iter().enumerate() {
+        let Some(key) = settings.ssl_certificate_key.get(index) else {
+            return Err(load_error(tls::TlsError(format!(
+                "no \"ssl_certificate_key\" is defined for certificate \"{certificate}\""
+            ))));
+        };
+        let certificate = source(prefix, certificate, "certificate")?;
+        let key = source(prefix, key, "certificate key")?;
+        pairs.push(
+            tls::load_pair(&certificate, &key, &settings.ssl_password_file).map_err(load_error)?,
+        );
+    }
+    let ciphers = tls::parse_cipher_list(&settings.ssl_ciphers)
+        .map_err(|message| ConfError::new(ConfErrorKind::Message(message), None))?;
+    let (curves, _) = tls::parse_curves(&settings.ssl_ecdh_curve)
+        .map_err(|message| ConfError::new(ConfErrorKind::Message(message), None))?;
+    let timeout = settings.ssl_session_timeout;
+    let session_cache = match &settings.ssl_session_cache {
+        SessionCache::Off | SessionCache::None => None,
+        SessionCache::Cache {
+            name: None,
+            sessions,
+        } => Some(Arc::new(tls::SessionCache::new(*sessions, timeout))),
+        SessionCache::Cache {
+            name: Some(name),
+            sessions,
+        } => {
+            let shared = match build.caches.iter().find(|(known, _)| known == name) {
+                Some((_, cache)) => Arc::clone(cache),
+                None => {
+                    let cache = Arc::new(tls::SessionCache::new(*sessions, timeout));
+                    build.caches.push((name.clone(), Arc::clone(&cache)));
+                    cache
+                }
+            };
+            Some(Arc::new(shared.with_timeout(timeout)))
+        }
+    };
+    let tickets = if !settings.ssl_session_tickets {
+        None
+    } else if settings.ssl_session_ticket_key.is_empty() {
+        match &settings.ssl_session_cache {
+            SessionCache::Cache {
+                name: Some(name), ..
+            } => {
+                let keys = match build.tickets.iter().find(|(known, _)| known == name) {
+                    Some((_, keys)) => Arc::clone(keys),
+                    None => {
+                        let keys = Arc::new(tls::TicketKeys::random(timeout, true).map_err(load_error)?);
+                        build.tickets.push((name.clone(), Arc::clone(&keys)));
+                        keys
+                    }
+                };
+                Some(Arc::new(keys.with_lifetime(timeout)))
+            }
+            _ => Some(Arc::new(
+                tls::TicketKeys::random(timeout, false).map_err(load_error)?,
+            )),
+        }
+    } else {
+        let mut files = Vec::new();
+        for name in &settings.ssl_session_ticket_key {
+            let key = source(prefix, name, "ticket key")?;
+            files.push((key.name, key.bytes));
+        }
+        Some(Arc::new(
+            tls::TicketKeys::from_files(&files, timeout).map_err(load_error)?,
+        ))
+    };
+    let verify = client_verify(settings, prefix)?;
+    let server = tls::ServerTls::new(tls::ServerSettings {
+        pairs,
+        certificate_names: settings.ssl_certificate.clone(),
+        protocols: settings.ssl_protocols,
+        ciphers: Some(ciphers),
+        prefer_server_ciphers: settings.ssl_prefer_server_ciphers,
+        curves,
+        session_cache,
+        tickets,
+        alpn: settings.ssl_alpn.clone(),
+        verify,
+        early_data: false,
+    })
+    .map_err(load_error)?;
+    Ok(Some(Arc::new(server)))
+}
+
+fn client_verify(settings: &Resolved, prefix: &Path) -> Result<Option<Arc<tls::ClientVerify>>, ConfError> {
+    if settings.ssl_verify_client == VerifyClient::Off {
+        return Ok(None);
+    }
+    let mut sent = Vec::new();
+    if let Some(name) = &settings.ssl_client_certificate {
+        sent = tls::load_trusted(&source(prefix, name, "certificate")?).map_err(load_error)?;
+    }
+    let mut trusted = Vec::new();
+    if let Some(name) = &settings.ssl_trusted_certificate {
+        trusted = tls::load_trusted(&source(prefix, name, "certificate")?).map_err(load_error)?;
+    }
+    let no_ca = settings.ssl_verify_client == VerifyClient::OptionalNoCa;
+    if sent.is_empty() && trusted.is_empty() && !no_ca {
+        return Err(load_error(tls::TlsError(
+            "no ssl_client_certificate or ssl_trusted_certificate for ssl_verify_client".to_owned(),
+        )));
+    }
+    let crl = match &settings.ssl_crl {
+        Some(name) => Some(source(prefix, name, "CRL")?),
+        None => None,
+    };
+    let verify = tls::ClientVerify::new(
+        settings.ssl_verify_client == VerifyClient::On,
+        !no_ca,
+        settings.ssl_verify_depth,
+        &sent,
+        &trusted,
+        crl.as_ref(),
+    )
+    .map_err(load_error)?;
+    Ok(Some(Arc::new(verify)))
+}
+
+/// A server's TLS configuration towards its upstreams, or `None` without `proxy_ssl on`.
+pub fn upstream_tls(settings: &Resolved, prefix: &Path) -> Result<Option<Arc<tls::ClientTls>>, ConfError> {
+    if !settings.proxy_ssl {
+        return Ok(None);
+    }
+    let verify = if settings.proxy_ssl_verify {
+        let Some(name) = &settings.proxy_ssl_trusted_certificate else {
+            return Err(load_error(tls::TlsError(
+                "no proxy_ssl_trusted_certificate for proxy_ssl_verify".to_owned(),
+            )));
+        };
+        Some(tls::load_trusted(&source(prefix, name, "certificate")?).map_err(load_error)?)
+    } else {
+        None
+    };
+    let pair = match (&settings.proxy_ssl_certificate, &settings.proxy_ssl_certificate_key) {
+        (Some(certificate), Some(key)) => {
+            let certificate = source(prefix, certificate, "certificate")?;
+            let key = source(prefix, key, "certificate key")?;
+            Some(tls::load_pair(&certificate, &key, &settings.proxy_ssl_password_file).map_err(load_error)?)
+        }
+        (Some(certificate), None) => {
+            return Err(load_error(tls::TlsError(format!(
+                "no \"proxy_ssl_certificate_key\" is defined for certificate \"{certificate}\""
+            ))));
+        }
+        _ => None,
+    };
+    let ciphers = tls::parse_cipher_list(&settings.proxy_ssl_ciphers)
+        .map_err(|message| ConfError::new(ConfErrorKind::Message(message), None))?;
+    let client = tls::ClientTls::new(tls::ClientSettings {
+        verify,
+        verify_depth: settings.proxy_ssl_verify_depth,
+        pair,
+        protocols: settings.proxy_ssl_protocols,
+        ciphers: Some(ciphers),
+        server_name: settings.proxy_ssl_server_name,
+        session_reuse: settings.proxy_ssl_session_reuse,
+    })
+    .map_err(load_error)?;
+    Ok(Some(Arc::new(client)))
+}
+
+/// The TLS handshake of a session on an `ssl` address, under the default server's
+/// `ssl_handshake_timeout`: SNI picks the server, whose configuration finishes it. The
+/// stream carries TLS after; `Err` is the status the session ends with (logged).
+pub async fn handshake(session: &mut Session<'_>, stream: Stream) -> Result<Stream, u16> {
+    let Stream::Tcp(tcp) = stream else {
+        return Ok(stream);
+    };
+    session.action = Some("SSL handshaking");
+    let timeout = session.server.settings.ssl_handshake_timeout;
+    let conf = session.conf;
+    let entry = session.entry;
+    let chosen = std::cell::Cell::new(entry.servers[0]);
+    let handshake = async {
+        let pending = match runtime::tls::read_hello(tcp).await {
+            Ok(pending) => pending,
+            Err(accepted) => return accepted,
+        };
+        if let Some(name) = pending.server_name()
+            && entry.servers.len() > 1
+            && let Some(index) =
+                crate::server_name::find(conf, &entry.servers, name.to_ascii_lowercase().as_bytes())
+        {
+            chosen.set(index);
+        }
+        let server = &conf.servers[chosen.get()];
+        let choice = if server.settings.ssl_reject_handshake {
+            Choice::Reject
+        } else {
+            let owner = if server.tls.is_some() {
+                server
+            } else {
+                &conf.servers[entry.servers[0]]
+            };
+            match &owner.tls {
+                Some(tls) => Choice::Serve(Arc::clone(tls), 16 * 1024),
+                None => Choice::Reject,
+            }
+        };
+        pending.finish(choice).await
+    };
+    let accepted = tokio::time::timeout(timeout, handshake).await;
+    session.server = &conf.servers[chosen.get()];
+    let message = match accepted {
+        Ok(Accepted::Tls(stream, info)) => {
+            session.vars.tls = Some(Rc::new(info));
+            session.action = None;
+            return Ok(stream);
+        }
+        Ok(Accepted::Plain(_)) => "SSL_do_handshake() failed (SSL: error:0A00010B:SSL routines::wrong version number)".to_owned(),
+        Ok(Accepted::Closed) => "peer closed connection in SSL handshake".to_owned(),
+        Ok(Accepted::Rejected) => {
+            "SSL_do_handshake() failed (SSL: error:0A0000E0:SSL routines::tlsv1 alert unrecognized name)".to_owned()
+        }
+        Ok(Accepted::Failed(reason)) => format!("SSL_do_handshake() failed (SSL: {reason})"),
+        Err(_) => "client timed out (110: Connection timed out)".to_owned(),
+    };
+    session.log(Level::Info, format_args!("{message}"));
+    Err(status::INTERNAL_SERVER_ERROR)
+}
+
+/// The name to verify and send as SNI for an upstream: `proxy_ssl_name`, else the
+/// host of the peer's `server` (or the `proxy_pass` value).
+pub fn upstream_name(session: &mut Session<'_>, peer_server: &str) -> String {
+    if let Some(template) = &session.server.settings.proxy_ssl_name {
+        let value = session.eval().render(template);
+        return String::from_utf8_lossy(&value).into_owned();
+    }
+    let host = match peer_server.rsplit_once(':') {
+        Some((host, port)) if port.bytes().all(|byte| byte.is_ascii_digit()) => host,
+        _ => peer_server,
+    };
+    host.trim_start_matches('[').trim_end_matches(']').to_owned()
+}
+
+/// Runs the TLS handshake with an upstream within `timeout`.
+pub async fn connect_upstream(
+    stream: Stream,
+    client: &tls::ClientTls,
+    name: &str,
+    timeout: std::time::Duration,
+) -> std::io::Result<Stream> {
+    let Stream::Tcp(tcp) = stream else {
+        return Ok(stream);
+    };
+    let session = client
+        .connect(name)
+        .map_err(|error| std::io::Error::other(error.0))?;
+    match tokio::time::timeout(timeout, runtime::tls::connect(tcp, session)).await {
+        Ok(result) => result,
+        Err(_) => Err(std::io::ErrorKind::TimedOut.into()),
+    }
+}
