@@ -262,10 +262,21 @@ pub async fn connect_with_retries(
             settings.proxy_socket_keepalive,
         )
         .await;
+        // The PROXY line goes first, before any TLS to the upstream.
+        let connected = match connected {
+            Ok(stream) if settings.proxy_protocol => {
+                let line = proxy_protocol_line(session);
+                stream
+                    .write_all_timed(&line, settings.proxy_connect_timeout)
+                    .await
+                    .map(|()| stream)
+            }
+            other => other,
+        };
         let connected = match (connected, &session.server.upstream_tls) {
             (Ok(stream), Some(client)) => {
                 session.action = Some("SSL handshaking to upstream");
-                let name = crate::ssl::upstream_name(session, &peer.server);
+                let name = crate::ssl::upstream_name(session, &group.name);
                 crate::ssl::connect_upstream(stream, client, &name, settings.proxy_connect_timeout).await
             }
             (connected, _) => connected,
@@ -469,12 +480,13 @@ async fn relay_session(
 ) -> u16 {
     let settings = &session.server.settings;
     let try_started = Instant::now();
-    let mut first = Vec::new();
-    if settings.proxy_protocol {
-        first = proxy_protocol_line(session);
-    }
-    let header_len = first.len() as u64;
-    first.extend_from_slice(&std::mem::take(&mut session.preread));
+    // The PROXY line, if any, was sent when the connection opened.
+    let header_len = if settings.proxy_protocol {
+        proxy_protocol_line(session).len() as u64
+    } else {
+        0
+    };
+    let first = std::mem::take(&mut session.preread);
     session.action = Some("proxying connection");
     let buffer_size = settings.proxy_buffer_size;
     let mut up = Pump::new(buffer_size.max(first.len()), upload_rate);
@@ -532,13 +544,13 @@ async fn relay_session(
     let _ = client.flush().await;
     let from_client = received_before + up.total;
     let to_client = down.written;
-    let to_upstream = up.written.saturating_sub(header_len.min(up.written));
+    let to_upstream = up.written;
     let from_upstream = down.total;
     session.vars.bytes_received = from_client;
     session.vars.bytes_sent = to_client;
     {
         let attempt = session.vars.last_try();
-        attempt.bytes_sent = up.written;
+        attempt.bytes_sent = up.written + header_len;
         attempt.bytes_received = from_upstream;
         attempt.first_byte_time = first_byte;
         attempt.session_time = Some(try_started.elapsed() + attempt.connect_time.unwrap_or_default());

@@ -103,6 +103,7 @@ impl<'w> Session<'w> {
     }
 
     pub fn eval(&mut self) -> Eval<'_> {
+        self.vars.server = server_index(self.conf, self.server);
         Eval::new(
             self.conf,
             &mut self.vars,
@@ -356,6 +357,13 @@ fn run<'w>(
 fn finish(mut session: Session<'_>, status: u16) {
     session.vars.status = status;
     session.log_phase();
+}
+
+fn server_index(conf: &StreamConf, server: &ServerConf) -> usize {
+    conf.servers
+        .iter()
+        .position(|known| std::ptr::eq(known, server))
+        .unwrap_or(0)
 }
 
 /// `127.0.0.1:5555` or `unix:`, as the connect line shows the client.

@@ -282,7 +282,12 @@ pub async fn handshake(session: &mut Session<'_>, stream: Stream) -> Result<Stre
     session.server = &conf.servers[chosen.get()];
     let message = match accepted {
         Ok(Accepted::Tls(stream, info)) => {
-            session.vars.tls = Some(Rc::new(info));
+            let info = Rc::new(info);
+            session.vars.tls = Some(Rc::clone(&info));
+            if let Some(refusal) = client_refusal(session.server.settings.ssl_verify_client, &info) {
+                session.log(Level::Info, format_args!("{refusal}"));
+                return Err(status::INTERNAL_SERVER_ERROR);
+            }
             session.action = None;
             return Ok(stream);
         }
@@ -298,16 +303,42 @@ pub async fn handshake(session: &mut Session<'_>, stream: Stream) -> Result<Stre
     Err(status::INTERNAL_SERVER_ERROR)
 }
 
-/// The name to verify and send as SNI for an upstream: `proxy_ssl_name`, else the
-/// host of the peer's `server` (or the `proxy_pass` value).
-pub fn upstream_name(session: &mut Session<'_>, peer_server: &str) -> String {
-    if let Some(template) = &session.server.settings.proxy_ssl_name {
-        let value = session.eval().render(template);
-        return String::from_utf8_lossy(&value).into_owned();
+/// Why a client whose certificate was asked for is refused after the handshake, in
+/// nginx's words: none under `ssl_verify_client on`, or one that failed verification.
+fn client_refusal(mode: VerifyClient, info: &tls::HandshakeInfo) -> Option<String> {
+    if matches!(mode, VerifyClient::Off | VerifyClient::OptionalNoCa) {
+        return None;
     }
-    let host = match peer_server.rsplit_once(':') {
-        Some((host, port)) if port.bytes().all(|byte| byte.is_ascii_digit()) => host,
-        _ => peer_server,
+    let mut verdict = Vec::new();
+    http::ssl::variables::append(SslVariable::ClientVerify, Some(info), &mut verdict);
+    if let Some(reason) = verdict.strip_prefix(b"FAILED:") {
+        return Some(format!(
+            "client SSL certificate verify error: ({})",
+            String::from_utf8_lossy(reason)
+        ));
+    }
+    if verdict == b"NONE" && mode == VerifyClient::On {
+        return Some("client sent no required SSL certificate".to_owned());
+    }
+    None
+}
+
+/// The name to verify and send as SNI for an upstream: `proxy_ssl_name`, else the host
+/// the `proxy_pass` names (an `upstream` block's name); a port is left out.
+pub fn upstream_name(session: &mut Session<'_>, proxy_host: &str) -> String {
+    let value = match &session.server.settings.proxy_ssl_name {
+        Some(template) => String::from_utf8_lossy(&session.eval().render(template)).into_owned(),
+        None => proxy_host.to_owned(),
+    };
+    let host = match value.rsplit_once(':') {
+        Some((host, port)) if !host.contains(':') || host.ends_with(']') => {
+            if port.bytes().all(|byte| byte.is_ascii_digit()) {
+                host.to_owned()
+            } else {
+                value.clone()
+            }
+        }
+        _ => value.clone(),
     };
     host.trim_start_matches('[').trim_end_matches(']').to_owned()
 }

@@ -56,6 +56,7 @@ pub enum Variable {
     SslPrereadAlpnProtocols,
     SslPrereadProtocol,
     LimitConnStatus,
+    ServerName,
     Ssl(http::ssl::variables::SslVariable),
     /// A `set`, `map`, `split_clients` or named-capture variable, by slot.
     Named(usize),
@@ -107,6 +108,7 @@ const BUILT_IN: &[(&str, Variable)] = &[
     ("ssl_preread_alpn_protocols", Variable::SslPrereadAlpnProtocols),
     ("ssl_preread_protocol", Variable::SslPrereadProtocol),
     ("limit_conn_status", Variable::LimitConnStatus),
+    ("server_name", Variable::ServerName),
 ];
 
 /// Names to variables while a configuration loads.
@@ -203,6 +205,8 @@ pub struct SessionVars {
     pub upstream: Vec<UpstreamTry>,
     pub proxy_header: Option<ProxyHeader>,
     pub preread: Preread,
+    /// The server serving the session (`$server_name`), by index.
+    pub server: usize,
     /// What the TLS handshake with the client agreed on.
     pub tls: Option<std::rc::Rc<tls::HandshakeInfo>>,
     /// `$limit_conn_status`: `PASSED`, `REJECTED` or `REJECTED_DRY_RUN`.
@@ -236,6 +240,7 @@ impl SessionVars {
             preread: Preread::default(),
             limit_conn_status: None,
             tls: None,
+            server: 0,
             slots: vec![None; slots],
             captures: Captures::default(),
         }
@@ -451,6 +456,11 @@ impl Evaluator<Variable> for Eval<'_> {
             Variable::SslPrereadProtocol => out.extend_from_slice(&vars.preread.protocol),
             Variable::Ssl(ssl) => {
                 http::ssl::variables::append(ssl, vars.tls.as_deref(), out);
+            }
+            Variable::ServerName => {
+                if let Some(name) = self.conf.servers.get(vars.server).and_then(|server| server.names.first()) {
+                    out.extend_from_slice(name.as_bytes());
+                }
             }
             Variable::LimitConnStatus => {
                 if let Some(status) = vars.limit_conn_status {
