@@ -278,7 +278,9 @@ fn select_server(session: &mut Session<'_>) {
         return;
     }
     let conf = session.conf;
-    if let Some(index) = crate::server_name::find(conf, &session.entry.servers, &name) {
+    if let Some(index) =
+        crate::server_name::find(conf, &session.entry.servers, &name, &mut session.vars)
+    {
         session.server = &conf.servers[index];
     }
 }

@@ -250,6 +250,7 @@ pub async fn handshake(session: &mut Session<'_>, stream: Stream) -> Result<Stre
     let conf = session.conf;
     let entry = session.entry;
     let chosen = std::cell::Cell::new(entry.servers[0]);
+    let vars = &mut session.vars;
     let handshake = async {
         let pending = match runtime::tls::read_hello(tcp).await {
             Ok(pending) => pending,
@@ -257,8 +258,12 @@ pub async fn handshake(session: &mut Session<'_>, stream: Stream) -> Result<Stre
         };
         if let Some(name) = pending.server_name()
             && entry.servers.len() > 1
-            && let Some(index) =
-                crate::server_name::find(conf, &entry.servers, name.to_ascii_lowercase().as_bytes())
+            && let Some(index) = crate::server_name::find(
+                conf,
+                &entry.servers,
+                name.to_ascii_lowercase().as_bytes(),
+                vars,
+            )
         {
             chosen.set(index);
         }

@@ -459,6 +459,8 @@ impl Evaluator<Variable> for Eval<'_> {
             }
             Variable::ServerName => {
                 if let Some(name) = self.conf.servers.get(vars.server).and_then(|server| server.names.first()) {
+                    // `.example.com` is named `example.com`.
+                    let name = name.strip_prefix('.').unwrap_or(name);
                     out.extend_from_slice(name.as_bytes());
                 }
             }

@@ -300,9 +300,23 @@ fn set_listen(server: &mut ServerLoad, directive: &Directive, _: &mut Loader<'_>
     Ok(())
 }
 
-fn set_server_name(server: &mut ServerLoad, directive: &Directive, _: &mut Loader<'_>) -> Result {
+fn set_server_name(server: &mut ServerLoad, directive: &Directive, loader: &mut Loader<'_>) -> Result {
     for argument in &directive.args {
-        server.names.push(argument.value.to_ascii_lowercase());
+        let Some(pattern) = argument.value.strip_prefix('~') else {
+            server.names.push(argument.value.to_ascii_lowercase());
+            continue;
+        };
+        let regex = http::conf::regex::Regex::compile(pattern, true)
+            .map_err(|error| ConfError::message(error.0, &directive.span))?;
+        let slots = regex
+            .names()
+            .iter()
+            .map(|(name, group)| (*group, http::variables::NamedSlot(loader.registry.slot(name) as u32)))
+            .collect();
+        server.names.push(argument.value.clone());
+        server
+            .regexes
+            .push(http::conf::NamedCaptures { regex, slots });
     }
     Ok(())
 }

@@ -83,8 +83,10 @@ pub struct LimitZone {
 #[derive(Debug)]
 pub struct ServerConf {
     pub settings: Resolved,
-    /// `server_name`, lower-case, as written.
+    /// `server_name`, lower-case, as written (a regex keeps its `~` and its case).
     pub names: Vec<String>,
+    /// The `server_name` regexes, compiled, in order.
+    pub regexes: Vec<http::conf::NamedCaptures>,
     pub content: Content,
     /// `set $name VALUE`, in order.
     pub sets: Vec<(usize, StreamTemplate)>,
@@ -181,6 +183,8 @@ pub struct ServerLoad {
     pub settings: Settings,
     pub listens: Vec<StreamListen>,
     pub names: Vec<String>,
+    /// `server_name ~REGEX`, in order.
+    pub regexes: Vec<http::conf::NamedCaptures>,
     pub content: Option<Content>,
     pub sets: Vec<(usize, StreamTemplate)>,
 }
@@ -315,6 +319,18 @@ fn declare_variables(loader: &mut Loader<'_>, block: &[Directive]) -> Result<(),
                     {
                         loader.registry.slot(name);
                     }
+                    if inner.name == "server_name" {
+                        for argument in &inner.args {
+                            let Some(pattern) = argument.value.strip_prefix('~') else {
+                                continue;
+                            };
+                            if let Ok(regex) = http::conf::regex::Regex::compile(pattern, true) {
+                                for (name, _) in regex.names() {
+                                    loader.registry.slot(name);
+                                }
+                            }
+                        }
+                    }
                 }
             }
             _ => {}
@@ -401,6 +417,7 @@ fn finish(
         resolved.push(ServerConf {
             settings,
             names: server.names,
+            regexes: server.regexes,
             content,
             sets: server.sets,
             tls,
