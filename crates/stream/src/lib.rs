@@ -14,6 +14,7 @@
 //! thread (`logging`), so a worker never waits on a disk.
 
 pub mod conf;
+pub mod geo;
 pub mod log;
 pub mod map;
 pub mod preread;

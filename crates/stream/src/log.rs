@@ -84,8 +84,9 @@ impl Evaluator<Variable> for Escaping<'_, '_> {
 /// ASCII as `\xHH`; `json` writes JSON string escapes; `none` writes the value as it is.
 pub fn escape_into(escape: Escape, value: &[u8], out: &mut Vec<u8>) {
     const HEX: &[u8; 16] = b"0123456789ABCDEF";
-    // A variable without a value is `-`, except in JSON, where it is the empty string.
-    if value.is_empty() && escape != Escape::Json {
+    // A variable without a value is `-` under the default escaping; JSON and `none`
+    // write nothing.
+    if value.is_empty() && escape == Escape::Default {
         out.push(b'-');
         return;
     }

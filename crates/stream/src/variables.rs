@@ -71,6 +71,8 @@ pub enum SlotKind {
     Map(usize),
     /// `split_clients`: its index in [`StreamConf::splits`].
     Split(usize),
+    /// `geo`: its index in [`StreamConf::geos`].
+    Geo(usize),
 }
 
 /// The built-in variables by name.
@@ -308,6 +310,10 @@ impl<'a> Eval<'a> {
             Some(SlotKind::Map(index)) => {
                 let map = &self.conf.maps[index];
                 crate::map::evaluate(map, self, out);
+            }
+            Some(SlotKind::Geo(index)) => {
+                let geo = &self.conf.geos[index];
+                crate::geo::evaluate(geo, self, out);
             }
             Some(SlotKind::Split(index)) => {
                 let split = &self.conf.splits[index];

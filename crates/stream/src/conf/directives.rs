@@ -25,6 +25,7 @@ pub enum Setter {
     Upstream,
     Map,
     SplitClients,
+    Geo,
     /// A directive of the `stream` level only.
     Main(fn(&mut Loader<'_>, &Directive) -> Result),
     /// A setting of the `stream` level or of a server.
@@ -174,6 +175,7 @@ pub const DIRECTIVES: &[StreamDirective] = &[
     // map, split_clients, set, return, pass
     block("map", Arity::TAKE2, Setter::Map),
     block("split_clients", Arity::TAKE2, Setter::SplitClients),
+    block("geo", Arity::TAKE12, Setter::Geo),
     ignored("map_hash_max_size", Contexts::STREAM, Arity::TAKE1),
     ignored("map_hash_bucket_size", Contexts::STREAM, Arity::TAKE1),
     server("set", Arity::TAKE2, set_set),

@@ -147,6 +147,7 @@ pub struct StreamConf {
     pub slots: Vec<SlotKind>,
     pub maps: Vec<StreamMap>,
     pub splits: Vec<Split>,
+    pub geos: Vec<crate::geo::Geo>,
     pub log_formats: Vec<LogFormat>,
     pub access_logs: Vec<AccessLogTarget>,
     pub limit_zones: Vec<LimitZone>,
@@ -199,6 +200,8 @@ pub struct Loader<'a> {
     pub splits_declared: usize,
     pub maps: Vec<StreamMap>,
     pub splits: Vec<Split>,
+    pub geos_declared: usize,
+    pub geos: Vec<crate::geo::Geo>,
     pub log_formats: Vec<LogFormat>,
     pub access_logs: Vec<AccessLogTarget>,
     /// `limit_conn_zone` zones; `limit_conn` may name one defined later.
@@ -262,6 +265,8 @@ pub fn load_stream(block: &[Directive], env: LoadEnv<'_>) -> Result<StreamConf, 
         splits_declared: 0,
         maps: Vec::new(),
         splits: Vec::new(),
+        geos_declared: 0,
+        geos: Vec::new(),
         log_formats: Vec::new(),
         access_logs: Vec::new(),
         limit_zones: Vec::new(),
@@ -290,6 +295,10 @@ pub fn load_stream(block: &[Directive], env: LoadEnv<'_>) -> Result<StreamConf, 
                 let split = crate::map::load_split(&mut loader, directive)?;
                 loader.splits.push(split);
             }
+            Setter::Geo => {
+                let geo = crate::geo::load(&mut loader, directive)?;
+                loader.geos.push(geo);
+            }
             Setter::Main(set) => set(&mut loader, directive)?,
             Setter::Settings(set) => set(&mut main, directive, &mut loader)?,
             Setter::Ignored => {}
@@ -312,6 +321,7 @@ fn declare_variables(loader: &mut Loader<'_>, block: &[Directive]) -> Result<(),
                     crate::map::declare_captures(loader, directive);
                 }
             }
+            "geo" if matches!(directive.args.len(), 1 | 2) => crate::geo::declare(loader, directive)?,
             "server" if directive.block.is_some() => {
                 for inner in directive.block.as_deref().unwrap_or_default() {
                     if inner.name == "set"
@@ -457,6 +467,7 @@ fn finish(
             .collect(),
         maps: loader.maps,
         splits: loader.splits,
+        geos: loader.geos,
         log_formats: loader.log_formats,
         access_logs: loader.access_logs,
         limit_zones: loader.limit_zones,
