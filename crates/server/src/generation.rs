@@ -341,6 +341,7 @@ async fn run_worker(
         ))
     });
     if let Some(stream_worker) = &stream_worker {
+        stream_worker.set_pass_hook(crate::stream_accept::pass_hook(&worker, http_sockets));
         for (socket_index, listeners) in sockets[http_sockets..].iter().enumerate() {
             let Some(listener) = listeners.get(context.index % listeners.len().max(1)) else {
                 continue;

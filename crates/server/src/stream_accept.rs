@@ -107,3 +107,35 @@ fn not_registered(worker: &HttpWorker, listener: &Listener, error: &std::io::Err
         format_args!("listener {} could not be registered ({text})", listener.address),
     );
 }
+
+/// Where the stream block's `pass` sends a connection to an address it does not listen on
+/// itself: the http block's socket there (or its wildcard socket of that port), served as
+/// if it had been accepted on it.
+pub fn pass_hook(http_worker: &Rc<HttpWorker>, http_sockets: usize) -> stream::worker::PassHook {
+    let worker = Rc::clone(http_worker);
+    Box::new(move |address, stream, peer, guard| {
+        let sockets = &worker.generation.http.sockets;
+        let matches = |socket_address: &ListenAddress| match (socket_address, address) {
+            (ListenAddress::Inet(listen), ListenAddress::Inet(wanted)) => {
+                listen == wanted || (listen.ip().is_unspecified() && listen.port() == wanted.port())
+            }
+            (listen, wanted) => listen == wanted,
+        };
+        let found = sockets
+            .iter()
+            .take(http_sockets)
+            .position(|socket| socket.address == *address)
+            .or_else(|| sockets.iter().take(http_sockets).position(|socket| matches(&socket.address)));
+        let Some(socket_index) = found else {
+            return Err((stream, guard));
+        };
+        tokio::task::spawn_local(runtime::clock::turn_clocked(http::connection::serve(
+            Rc::clone(&worker),
+            socket_index,
+            stream,
+            peer,
+            guard,
+        )));
+        Ok(())
+    })
+}

@@ -219,40 +219,22 @@ pub async fn run(session: &mut Session<'_>, stream: &Stream) -> Result<(), u16> 
     let settings = &session.server.settings;
     let limit = settings.preread_buffer_size;
     let timeout = settings.preread_timeout;
-    let mut buf = std::mem::take(&mut session.preread);
-    let before = buf.len();
+    let before = session.preread.len();
     let reading = async {
-        loop {
-            match parse(&buf) {
-                Hello::Done(fields) => return (buf, Ok(Some(fields))),
-                Hello::NotTls => return (buf, Ok(None)),
-                Hello::Incomplete => {}
-            }
-            if buf.len() >= limit {
-                return (buf, Err(status::BAD_REQUEST));
-            }
-            let start = buf.len();
-            buf.resize(limit, 0);
-            let read = stream.read(&mut buf[start..]).await;
-            match read {
-                Ok(0) | Err(_) => {
-                    buf.truncate(start);
-                    return (buf, Ok(None));
-                }
-                Ok(read) => buf.truncate(start + read),
-            }
+        if stream.is_tls() {
+            read_hello(stream, &mut session.preread, limit).await
+        } else {
+            peek_hello(stream, limit).await
         }
     };
-    let result = tokio::time::timeout(timeout, reading).await;
-    let (buf, outcome) = match result {
-        Ok(done) => done,
+    let outcome = match tokio::time::timeout(timeout, reading).await {
+        Ok(outcome) => outcome,
         Err(_) => {
             session.log(Level::Info, format_args!("preread timed out"));
             return Err(status::OK);
         }
     };
-    session.vars.bytes_received += (buf.len() - before) as u64;
-    session.preread = buf;
+    session.vars.bytes_received += (session.preread.len() - before) as u64;
     match outcome {
         Ok(Some(fields)) => {
             session.vars.preread = Preread {
@@ -267,6 +249,60 @@ pub async fn run(session: &mut Session<'_>, stream: &Stream) -> Result<(), u16> 
         Err(code) => {
             session.log(Level::Error, format_args!("preread buffer full"));
             Err(code)
+        }
+    }
+}
+
+/// Peeks at a plain connection until the hello is whole: its bytes stay in the socket
+/// for whatever serves the session next (a proxy, or another socket by `pass`).
+async fn peek_hello(stream: &Stream, limit: usize) -> Result<Option<PrereadFields>, u16> {
+    let mut buf = vec![0u8; limit.max(1)];
+    // The client closed its side: what is queued is all there will be.
+    let mut closed = false;
+    loop {
+        let peeked = match stream.try_peek(&mut buf) {
+            Ok(0) => return Ok(None),
+            Ok(peeked) => peeked,
+            Err(error) if error.kind() == std::io::ErrorKind::WouldBlock && !closed => {
+                closed = stream.readable_or_closed().await.unwrap_or(true);
+                continue;
+            }
+            Err(_) => return Ok(None),
+        };
+        match parse(&buf[..peeked]) {
+            Hello::Done(fields) => return Ok(Some(fields)),
+            Hello::NotTls => return Ok(None),
+            Hello::Incomplete if peeked >= limit => return Err(status::BAD_REQUEST),
+            Hello::Incomplete if closed => return Ok(None),
+            Hello::Incomplete => {
+                stream.clear_readable();
+                closed = stream.readable_or_closed().await.unwrap_or(true);
+            }
+        }
+    }
+}
+
+/// Reads a TLS connection's first bytes into `buf` (they cannot be peeked at) until
+/// they are a whole hello or not one.
+async fn read_hello(stream: &Stream, buf: &mut Vec<u8>, limit: usize) -> Result<Option<PrereadFields>, u16> {
+    loop {
+        match parse(buf) {
+            Hello::Done(fields) => return Ok(Some(fields)),
+            Hello::NotTls => return Ok(None),
+            Hello::Incomplete => {}
+        }
+        if buf.len() >= limit {
+            return Err(status::BAD_REQUEST);
+        }
+        let start = buf.len();
+        buf.resize(limit, 0);
+        let read = stream.read(&mut buf[start..]).await;
+        match read {
+            Ok(0) | Err(_) => {
+                buf.truncate(start);
+                return Ok(None);
+            }
+            Ok(read) => buf.truncate(start + read),
         }
     }
 }

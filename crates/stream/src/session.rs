@@ -300,11 +300,11 @@ pub async fn serve(
     };
     let entry = socket.address_for(local);
     let number = worker.next_connection();
-    run(&worker, entry, stream, peer, local, number, Vec::new(), 0).await;
-    drop(guard);
+    run(&worker, entry, stream, peer, local, number, guard, 0).await;
 }
 
-/// The phases of one connection on `entry`; `carried` is what a `pass` read before it.
+/// The phases of one connection on `entry`; `guard` is its `worker_connections` slot,
+/// held until it ends or is passed on.
 #[allow(clippy::too_many_arguments)]
 fn run<'w>(
     worker: &'w StreamWorker,
@@ -313,14 +313,13 @@ fn run<'w>(
     peer: PeerAddress,
     local: Option<std::net::SocketAddr>,
     number: u64,
-    carried: Vec<u8>,
+    guard: ConnectionGuard,
     depth: u32,
 ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + 'w>> {
     Box::pin(async move {
         let slots = worker.conf.slots.len();
         let vars = SessionVars::new(number, Protocol::Tcp, peer, local, slots);
         let mut session = Session::new(worker, entry, vars);
-        session.preread = carried;
         if depth == 0 {
             let server_text = match local {
                 Some(local) => local.to_string(),
@@ -345,7 +344,7 @@ fn run<'w>(
         let status = match content_phases(&mut session, &stream).await {
             Ok(Next::Done(status)) => status,
             Ok(Next::Pass(target)) => {
-                return pass(session, stream, target, depth).await;
+                return pass(session, stream, target, guard, depth).await;
             }
             Err(status) => status,
         };
@@ -376,7 +375,14 @@ fn peer_text(peer: &PeerAddress) -> String {
 
 enum Next<'w> {
     Done(u16),
-    Pass(&'w AddressConf),
+    Pass(PassTarget<'w>),
+}
+
+/// Where `pass` hands a connection: another stream address, or any other listening
+/// socket of the worker (the http block's), through [`StreamWorker::pass_elsewhere`].
+enum PassTarget<'w> {
+    Stream(&'w AddressConf),
+    Other(runtime::ListenAddress),
 }
 
 /// Post-accept, preaccess and access.
@@ -404,15 +410,23 @@ async fn content_phases<'w>(session: &mut Session<'w>, stream: &Stream) -> Resul
         }
         Content::Pass(template) => {
             let value = session.eval().render(template);
-            match find_pass_target(session.conf, &value) {
-                Some(target) => Ok(Next::Pass(target)),
-                None => {
-                    session.log(
-                        Level::Error,
-                        format_args!("pass to \"{}\" failed: no such listen address", value.escape_ascii()),
-                    );
-                    Err(status::INTERNAL_SERVER_ERROR)
-                }
+            if !session.preread.is_empty() {
+                session.log(
+                    Level::Error,
+                    format_args!("cannot pass connection with preread data"),
+                );
+                return Err(status::INTERNAL_SERVER_ERROR);
+            }
+            let Some(address) = pass_address(&value) else {
+                session.log(
+                    Level::Error,
+                    format_args!("invalid pass address \"{}\"", value.escape_ascii()),
+                );
+                return Err(status::INTERNAL_SERVER_ERROR);
+            };
+            match find_pass_target(session.conf, &address) {
+                Some(target) => Ok(Next::Pass(PassTarget::Stream(target))),
+                None => Ok(Next::Pass(PassTarget::Other(address))),
             }
         }
     }
@@ -442,8 +456,8 @@ pub fn pass_address(text: &[u8]) -> Option<runtime::ListenAddress> {
         .map(runtime::ListenAddress::Inet)
 }
 
-fn find_pass_target<'c>(conf: &'c StreamConf, value: &[u8]) -> Option<&'c AddressConf> {
-    let address = pass_address(value)?;
+fn find_pass_target<'c>(conf: &'c StreamConf, address: &runtime::ListenAddress) -> Option<&'c AddressConf> {
+    let address = address.clone();
     let mut wildcard = None;
     for socket in &conf.sockets {
         if socket.options.datagram {
@@ -465,25 +479,41 @@ fn find_pass_target<'c>(conf: &'c StreamConf, value: &[u8]) -> Option<&'c Addres
     wildcard
 }
 
-/// `pass`: the connection goes through the phases again as if it had arrived at `target`.
-async fn pass<'w>(session: Session<'w>, stream: Stream, target: &'w AddressConf, depth: u32) {
+/// `pass`: the connection goes through the phases again as if it had arrived at the
+/// target (a stream address), or to the http block's socket there.
+async fn pass<'w>(
+    session: Session<'w>,
+    stream: Stream,
+    target: PassTarget<'w>,
+    guard: ConnectionGuard,
+    depth: u32,
+) {
     let worker = session.worker;
     let peer = session.vars.socket_remote;
-    let local = match &target.address {
-        runtime::ListenAddress::Inet(address) => Some(*address),
-        runtime::ListenAddress::Unix(_) => None,
-    };
     let number = session.vars.connection;
-    let mut session = session;
-    let carried = std::mem::take(&mut session.preread);
     if depth >= PASS_DEPTH_MAX {
         session.log(Level::Error, format_args!("pass loop detected"));
-        session.vars.status = status::INTERNAL_SERVER_ERROR;
-        session.log_phase();
-        return;
+        return finish(session, status::INTERNAL_SERVER_ERROR);
     }
-    drop(session);
-    run(worker, target, stream, peer, local, number, carried, depth + 1).await;
+    match target {
+        PassTarget::Stream(entry) => {
+            let local = match &entry.address {
+                runtime::ListenAddress::Inet(address) => Some(*address),
+                runtime::ListenAddress::Unix(_) => None,
+            };
+            drop(session);
+            run(worker, entry, stream, peer, local, number, guard, depth + 1).await;
+        }
+        PassTarget::Other(address) => {
+            if worker.pass_elsewhere(&address, stream, peer, guard).is_err() {
+                session.log(
+                    Level::Error,
+                    format_args!("no listening socket for pass to {address}"),
+                );
+                finish(session, status::INTERNAL_SERVER_ERROR);
+            }
+        }
+    }
 }
 
 /// Reads the PROXY protocol header within `proxy_protocol_timeout`; what follows it

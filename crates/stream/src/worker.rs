@@ -17,6 +17,17 @@ use crate::conf::{LogPath, StreamConf};
 /// How often buffered access logs are looked at for their `flush=` time.
 const FLUSH_CHECK_INTERVAL: Duration = Duration::from_millis(500);
 
+/// Hands a connection that `pass` sends to an address the stream block does not listen on
+/// to whatever serves it (the http block); gives it back when nothing listens there.
+pub type PassHook = Box<
+    dyn Fn(
+        &runtime::ListenAddress,
+        runtime::Stream,
+        runtime::PeerAddress,
+        runtime::ConnectionGuard,
+    ) -> Result<(), (runtime::Stream, runtime::ConnectionGuard)>,
+>;
+
 /// What one worker keeps for the stream block of one generation.
 pub struct StreamWorker {
     pub conf: Arc<StreamConf>,
@@ -28,6 +39,8 @@ pub struct StreamWorker {
     access_logs: RefCell<Vec<Option<AccessLogBuffer>>>,
     /// The worker's `default` pool, which writes the logs whose paths have variables.
     pool: Option<threadpool::ThreadPool>,
+    /// Set by the server: where `pass` sends connections to non-stream sockets.
+    pass_hook: RefCell<Option<PassHook>>,
 }
 
 impl StreamWorker {
@@ -61,6 +74,26 @@ impl StreamWorker {
             phase,
             access_logs: RefCell::new(access_logs),
             pool,
+            pass_hook: RefCell::new(None),
+        }
+    }
+
+    /// Sets where `pass` sends connections to addresses the stream block does not serve.
+    pub fn set_pass_hook(&self, hook: PassHook) {
+        *self.pass_hook.borrow_mut() = Some(hook);
+    }
+
+    /// Hands a connection to the socket at `address` outside the stream block.
+    pub fn pass_elsewhere(
+        &self,
+        address: &runtime::ListenAddress,
+        stream: runtime::Stream,
+        peer: runtime::PeerAddress,
+        guard: runtime::ConnectionGuard,
+    ) -> Result<(), (runtime::Stream, runtime::ConnectionGuard)> {
+        match &*self.pass_hook.borrow() {
+            Some(hook) => hook(address, stream, peer, guard),
+            None => Err((stream, guard)),
         }
     }
 
