@@ -163,7 +163,14 @@ pub fn start(
             first_socket: http_socket_count,
         });
         let spawned = worker::spawn(spec, move |context| {
-            run_worker(context, generation, listeners, stream, accept, shutdown_timeout)
+            run_worker(
+                context,
+                generation,
+                listeners,
+                stream,
+                accept,
+                shutdown_timeout,
+            )
         });
         match spawned {
             Ok(handle) => workers.push(handle),

@@ -104,7 +104,10 @@ fn not_registered(worker: &HttpWorker, listener: &Listener, error: &std::io::Err
     crate::generation::log(
         worker,
         Level::Alert,
-        format_args!("listener {} could not be registered ({text})", listener.address),
+        format_args!(
+            "listener {} could not be registered ({text})",
+            listener.address
+        ),
     );
 }
 
@@ -125,7 +128,12 @@ pub fn pass_hook(http_worker: &Rc<HttpWorker>, http_sockets: usize) -> stream::w
             .iter()
             .take(http_sockets)
             .position(|socket| socket.address == *address)
-            .or_else(|| sockets.iter().take(http_sockets).position(|socket| matches(&socket.address)));
+            .or_else(|| {
+                sockets
+                    .iter()
+                    .take(http_sockets)
+                    .position(|socket| matches(&socket.address))
+            });
         let Some(socket_index) = found else {
             return Err((stream, guard));
         };

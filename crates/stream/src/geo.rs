@@ -89,7 +89,11 @@ fn find(geo: &Geo, address: IpAddr) -> Option<&[u8]> {
 
 /// Declares the variable a `geo` block fills.
 pub fn declare(loader: &mut Loader<'_>, directive: &Directive) -> Result<(), ConfError> {
-    let target = directive.args.last().map(|argument| argument.as_str()).unwrap_or("");
+    let target = directive
+        .args
+        .last()
+        .map(|argument| argument.as_str())
+        .unwrap_or("");
     let Some(name) = target.strip_prefix('$') else {
         return Err(ConfError::message(
             format!("invalid variable name \"{target}\""),
@@ -122,7 +126,11 @@ fn parse_network(text: &str) -> Option<Network> {
             if bits > 32 {
                 return None;
             }
-            let mask = if bits == 0 { 0 } else { u32::MAX << (32 - bits) };
+            let mask = if bits == 0 {
+                0
+            } else {
+                u32::MAX << (32 - bits)
+            };
             Some(Network::Inet(u32::from(ip) & mask, mask))
         }
         IpAddr::V6(ip) => {
@@ -130,7 +138,11 @@ fn parse_network(text: &str) -> Option<Network> {
             if bits > 128 {
                 return None;
             }
-            let mask = if bits == 0 { 0 } else { u128::MAX << (128 - bits) };
+            let mask = if bits == 0 {
+                0
+            } else {
+                u128::MAX << (128 - bits)
+            };
             Some(Network::Inet6(u128::from(ip) & mask, mask))
         }
     }
@@ -170,7 +182,9 @@ pub fn load(loader: &mut Loader<'_>, directive: &Directive) -> Result<Geo, ConfE
         None
     };
     let lines = directive.block.as_deref().unwrap_or_default();
-    let ranges = lines.iter().any(|line| line.name == "ranges" && line.args.is_empty());
+    let ranges = lines
+        .iter()
+        .any(|line| line.name == "ranges" && line.args.is_empty());
     let mut default: Box<[u8]> = Box::default();
     let mut inet = Vec::new();
     let mut inet6 = Vec::new();
@@ -201,17 +215,24 @@ pub fn load(loader: &mut Loader<'_>, directive: &Directive) -> Result<Geo, ConfE
             }
             "default" => default = value,
             "delete" if ranges => {
-                let (start, end) = parse_range(line.arg(0)).ok_or_else(|| invalid("range", line.arg(0)))?;
+                let (start, end) =
+                    parse_range(line.arg(0)).ok_or_else(|| invalid("range", line.arg(0)))?;
                 cut(&mut range_list, start, end);
             }
-            "delete" => match parse_network(line.arg(0)).ok_or_else(|| invalid("network", line.arg(0)))? {
-                Network::Inet(network, mask) => {
-                    inet.retain(|(known, known_mask, _)| !(*known == network && *known_mask == mask));
+            "delete" => {
+                match parse_network(line.arg(0)).ok_or_else(|| invalid("network", line.arg(0)))? {
+                    Network::Inet(network, mask) => {
+                        inet.retain(|(known, known_mask, _)| {
+                            !(*known == network && *known_mask == mask)
+                        });
+                    }
+                    Network::Inet6(network, mask) => {
+                        inet6.retain(|(known, known_mask, _)| {
+                            !(*known == network && *known_mask == mask)
+                        });
+                    }
                 }
-                Network::Inet6(network, mask) => {
-                    inet6.retain(|(known, known_mask, _)| !(*known == network && *known_mask == mask));
-                }
-            },
+            }
             _ if ranges => {
                 let (start, end) = parse_range(key).ok_or_else(|| invalid("range", key))?;
                 cut(&mut range_list, start, end);
@@ -220,11 +241,15 @@ pub fn load(loader: &mut Loader<'_>, directive: &Directive) -> Result<Geo, ConfE
             }
             _ => match parse_network(key).ok_or_else(|| invalid("network", key))? {
                 Network::Inet(network, mask) => {
-                    inet.retain(|(known, known_mask, _)| !(*known == network && *known_mask == mask));
+                    inet.retain(|(known, known_mask, _)| {
+                        !(*known == network && *known_mask == mask)
+                    });
                     inet.push((network, mask, value));
                 }
                 Network::Inet6(network, mask) => {
-                    inet6.retain(|(known, known_mask, _)| !(*known == network && *known_mask == mask));
+                    inet6.retain(|(known, known_mask, _)| {
+                        !(*known == network && *known_mask == mask)
+                    });
                     inet6.push((network, mask, value));
                 }
             },

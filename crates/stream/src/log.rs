@@ -143,8 +143,14 @@ mod tests {
 
     #[test]
     fn default_escaping_writes_quotes_backslashes_and_controls_in_hex() {
-        assert_eq!(escaped(Escape::Default, b"a\"b\\c\x01\xff"), b"a\\x22b\\x5Cc\\x01\\xFF");
-        assert_eq!(escaped(Escape::Json, b"a\"b\\c\x01\n"), b"a\\\"b\\\\c\\u0001\\n");
+        assert_eq!(
+            escaped(Escape::Default, b"a\"b\\c\x01\xff"),
+            b"a\\x22b\\x5Cc\\x01\\xFF"
+        );
+        assert_eq!(
+            escaped(Escape::Json, b"a\"b\\c\x01\n"),
+            b"a\\\"b\\\\c\\u0001\\n"
+        );
         assert_eq!(escaped(Escape::None, b"a\"\x01"), b"a\"\x01");
     }
 

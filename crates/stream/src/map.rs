@@ -48,7 +48,12 @@ pub fn evaluate(map: &StreamMap, eval: &mut Eval<'_>, out: &mut Vec<u8>) {
     }
 }
 
-fn define_target(loader: &mut Loader, text: &str, kind: SlotKind, directive: &Directive) -> Result<(), ConfError> {
+fn define_target(
+    loader: &mut Loader,
+    text: &str,
+    kind: SlotKind,
+    directive: &Directive,
+) -> Result<(), ConfError> {
     let Some(name) = text.strip_prefix('$') else {
         return Err(ConfError::message(
             format!("invalid variable name \"{text}\""),
@@ -112,7 +117,11 @@ pub fn load_map(loader: &mut Loader, directive: &Directive) -> Result<StreamMap,
     Ok(map)
 }
 
-fn read_map_line(loader: &mut Loader, line: &Directive, map: &mut StreamMap) -> Result<(), ConfError> {
+fn read_map_line(
+    loader: &mut Loader,
+    line: &Directive,
+    map: &mut StreamMap,
+) -> Result<(), ConfError> {
     if line.block.is_some() {
         return Err(ConfError::message("unexpected \"{\"", &line.span));
     }
@@ -183,7 +192,7 @@ pub fn load_split(loader: &mut Loader, directive: &Directive) -> Result<Split, C
             .map_err(|error| ConfError::message(error.to_string(), &line.span))?;
         lines.push(part);
     }
-    let parts =
-        Parts::build(lines).map_err(|error| ConfError::message(error.to_string(), &directive.span))?;
+    let parts = Parts::build(lines)
+        .map_err(|error| ConfError::message(error.to_string(), &directive.span))?;
     Ok(Split { source, parts })
 }

@@ -115,7 +115,8 @@ impl<'a> Reader<'a> {
     }
 
     fn u16(&mut self) -> Option<u16> {
-        self.take(2).map(|bytes| u16::from_be_bytes([bytes[0], bytes[1]]))
+        self.take(2)
+            .map(|bytes| u16::from_be_bytes([bytes[0], bytes[1]]))
     }
 
     fn vector8(&mut self) -> Option<&'a [u8]> {
@@ -157,7 +158,9 @@ fn parse_body(body: &[u8]) -> Option<PrereadFields> {
     }
     // Lengths that say more than arrived are read as far as the bytes go, as nginx's
     // parser reads them.
-    let extensions_bytes = reader.vector16().unwrap_or(&reader.bytes[2.min(reader.bytes.len())..]);
+    let extensions_bytes = reader
+        .vector16()
+        .unwrap_or(&reader.bytes[2.min(reader.bytes.len())..]);
     let mut extensions = Reader {
         bytes: extensions_bytes,
     };
@@ -199,7 +202,11 @@ fn parse_body(body: &[u8]) -> Option<PrereadFields> {
                 };
                 while !versions.bytes.is_empty() {
                     let version = versions.u16()?;
-                    let version = if version >> 8 == 0x7f { 0x0304 } else { version };
+                    let version = if version >> 8 == 0x7f {
+                        0x0304
+                    } else {
+                        version
+                    };
                     if version_name(version).is_some() && version > highest {
                         highest = version;
                     }
@@ -284,7 +291,11 @@ async fn peek_hello(stream: &Stream, limit: usize) -> Result<Option<PrereadField
 
 /// Reads a TLS connection's first bytes into `buf` (they cannot be peeked at) until
 /// they are a whole hello or not one.
-async fn read_hello(stream: &Stream, buf: &mut Vec<u8>, limit: usize) -> Result<Option<PrereadFields>, u16> {
+async fn read_hello(
+    stream: &Stream,
+    buf: &mut Vec<u8>,
+    limit: usize,
+) -> Result<Option<PrereadFields>, u16> {
     loop {
         match parse(buf) {
             Hello::Done(fields) => return Ok(Some(fields)),

@@ -64,7 +64,11 @@ fn address_group(text: &[u8]) -> Option<Group<StreamTemplate>> {
 
 /// The group of the server's `proxy_pass`; `Err` with the text to log when a value
 /// names none.
-pub fn target<'c>(conf: &'c StreamConf, content: &Content, value: Option<&[u8]>) -> Result<Target<'c>, String> {
+pub fn target<'c>(
+    conf: &'c StreamConf,
+    content: &Content,
+    value: Option<&[u8]>,
+) -> Result<Target<'c>, String> {
     match content {
         Content::Proxy(id) => Ok(Target::Conf(&conf.groups[id.0 as usize])),
         _ => {
@@ -72,12 +76,14 @@ pub fn target<'c>(conf: &'c StreamConf, content: &Content, value: Option<&[u8]>)
             if let Some(group) = conf.group_named(value) {
                 return Ok(Target::Conf(group));
             }
-            address_group(value).map(|group| Target::Owned(Box::new(group))).ok_or_else(|| {
-                format!(
-                    "no resolver defined to resolve {}",
-                    String::from_utf8_lossy(value)
-                )
-            })
+            address_group(value)
+                .map(|group| Target::Owned(Box::new(group)))
+                .ok_or_else(|| {
+                    format!(
+                        "no resolver defined to resolve {}",
+                        String::from_utf8_lossy(value)
+                    )
+                })
         }
     }
 }
@@ -150,7 +156,10 @@ pub fn client_ip(peer: &PeerAddress) -> Option<IpAddr> {
 }
 
 /// The `proxy_bind` address for this session, if any.
-pub fn bind_for(session: &mut Session<'_>, bind: &Option<Bind>) -> Result<Option<(SocketAddr, bool)>, ()> {
+pub fn bind_for(
+    session: &mut Session<'_>,
+    bind: &Option<Bind>,
+) -> Result<Option<(SocketAddr, bool)>, ()> {
     let Some(bind) = bind else {
         return Ok(None);
     };
@@ -277,7 +286,8 @@ pub async fn connect_with_retries(
             (Ok(stream), Some(client)) => {
                 session.action = Some("SSL handshaking to upstream");
                 let name = crate::ssl::upstream_name(session, &group.name);
-                crate::ssl::connect_upstream(stream, client, &name, settings.proxy_connect_timeout).await
+                crate::ssl::connect_upstream(stream, client, &name, settings.proxy_connect_timeout)
+                    .await
             }
             (connected, _) => connected,
         };
@@ -313,11 +323,15 @@ pub async fn connect_with_retries(
                 }
                 let now = runtime::clock::monotonic();
                 if group.release(selected, true, now) {
-                    session.log(Level::Warn, format_args!("upstream server temporarily disabled"));
+                    session.log(
+                        Level::Warn,
+                        format_args!("upstream server temporarily disabled"),
+                    );
                 }
                 tries_left = tries_left.saturating_sub(1);
                 let timeout = settings.proxy_next_upstream_timeout;
-                let out_of_time = !timeout.is_zero() && now.saturating_duration_since(began) >= timeout;
+                let out_of_time =
+                    !timeout.is_zero() && now.saturating_duration_since(began) >= timeout;
                 if !settings.proxy_next_upstream || tries_left == 0 || out_of_time {
                     return None;
                 }
@@ -328,7 +342,8 @@ pub async fn connect_with_retries(
 
 /// The PROXY protocol version 1 line for this session's client and local addresses.
 pub fn proxy_protocol_line(session: &Session<'_>) -> Vec<u8> {
-    let (PeerAddress::Inet(source), Some(destination)) = (session.vars.remote, session.vars.local) else {
+    let (PeerAddress::Inet(source), Some(destination)) = (session.vars.remote, session.vars.local)
+    else {
         return b"PROXY UNKNOWN\r\n".to_vec();
     };
     let family = if source.is_ipv4() { "TCP4" } else { "TCP6" };
@@ -459,7 +474,9 @@ impl Pump {
 /// Why relaying ended.
 enum RelayEnd {
     /// The client's or the upstream's side ended (`true` for the upstream).
-    Closed { upstream: bool },
+    Closed {
+        upstream: bool,
+    },
     TimedOut,
 }
 
@@ -553,14 +570,22 @@ async fn relay_session(
         attempt.bytes_sent = up.written + header_len;
         attempt.bytes_received = from_upstream;
         attempt.first_byte_time = first_byte;
-        attempt.session_time = Some(try_started.elapsed() + attempt.connect_time.unwrap_or_default());
+        attempt.session_time =
+            Some(try_started.elapsed() + attempt.connect_time.unwrap_or_default());
     }
     match end {
         RelayEnd::Closed { upstream } => session.log(
             Level::Info,
             format_args!(
-                "{} disconnected, bytes from/to client:{from_client}/{to_client}, bytes from/to upstream:{from_upstream}/{to_upstream}",
-                if upstream { "upstream" } else { "client" }
+                concat!(
+                    "{} disconnected, bytes from/to client:{}/{}, ",
+                    "bytes from/to upstream:{}/{}"
+                ),
+                if upstream { "upstream" } else { "client" },
+                from_client,
+                to_client,
+                from_upstream,
+                to_upstream
             ),
         ),
         RelayEnd::TimedOut => session.log(

@@ -73,11 +73,7 @@ impl Drop for Session<'_> {
 }
 
 impl<'w> Session<'w> {
-    pub fn new(
-        worker: &'w StreamWorker,
-        entry: &'w AddressConf,
-        vars: SessionVars,
-    ) -> Session<'w> {
+    pub fn new(worker: &'w StreamWorker, entry: &'w AddressConf, vars: SessionVars) -> Session<'w> {
         let conf = &*worker.conf;
         let server = &conf.servers[entry.servers[0]];
         let mut client_text = Vec::new();
@@ -456,7 +452,10 @@ pub fn pass_address(text: &[u8]) -> Option<runtime::ListenAddress> {
         .map(runtime::ListenAddress::Inet)
 }
 
-fn find_pass_target<'c>(conf: &'c StreamConf, address: &runtime::ListenAddress) -> Option<&'c AddressConf> {
+fn find_pass_target<'c>(
+    conf: &'c StreamConf,
+    address: &runtime::ListenAddress,
+) -> Option<&'c AddressConf> {
     let address = address.clone();
     let mut wildcard = None;
     for socket in &conf.sockets {
@@ -505,7 +504,10 @@ async fn pass<'w>(
             run(worker, entry, stream, peer, local, number, guard, depth + 1).await;
         }
         PassTarget::Other(address) => {
-            if worker.pass_elsewhere(&address, stream, peer, guard).is_err() {
+            if worker
+                .pass_elsewhere(&address, stream, peer, guard)
+                .is_err()
+            {
                 session.log(
                     Level::Error,
                     format_args!("no listening socket for pass to {address}"),

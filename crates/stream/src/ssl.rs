@@ -122,7 +122,8 @@ pub fn server_tls(
                 let keys = match build.tickets.iter().find(|(known, _)| known == name) {
                     Some((_, keys)) => Arc::clone(keys),
                     None => {
-                        let keys = Arc::new(tls::TicketKeys::random(timeout, true).map_err(load_error)?);
+                        let keys =
+                            Arc::new(tls::TicketKeys::random(timeout, true).map_err(load_error)?);
                         build.tickets.push((name.clone(), Arc::clone(&keys)));
                         keys
                     }
@@ -161,7 +162,10 @@ pub fn server_tls(
     Ok(Some(Arc::new(server)))
 }
 
-fn client_verify(settings: &Resolved, prefix: &Path) -> Result<Option<Arc<tls::ClientVerify>>, ConfError> {
+fn client_verify(
+    settings: &Resolved,
+    prefix: &Path,
+) -> Result<Option<Arc<tls::ClientVerify>>, ConfError> {
     if settings.ssl_verify_client == VerifyClient::Off {
         return Ok(None);
     }
@@ -196,7 +200,10 @@ fn client_verify(settings: &Resolved, prefix: &Path) -> Result<Option<Arc<tls::C
 }
 
 /// A server's TLS configuration towards its upstreams, or `None` without `proxy_ssl on`.
-pub fn upstream_tls(settings: &Resolved, prefix: &Path) -> Result<Option<Arc<tls::ClientTls>>, ConfError> {
+pub fn upstream_tls(
+    settings: &Resolved,
+    prefix: &Path,
+) -> Result<Option<Arc<tls::ClientTls>>, ConfError> {
     if !settings.proxy_ssl {
         return Ok(None);
     }
@@ -210,11 +217,17 @@ pub fn upstream_tls(settings: &Resolved, prefix: &Path) -> Result<Option<Arc<tls
     } else {
         None
     };
-    let pair = match (&settings.proxy_ssl_certificate, &settings.proxy_ssl_certificate_key) {
+    let pair = match (
+        &settings.proxy_ssl_certificate,
+        &settings.proxy_ssl_certificate_key,
+    ) {
         (Some(certificate), Some(key)) => {
             let certificate = source(prefix, certificate, "certificate")?;
             let key = source(prefix, key, "certificate key")?;
-            Some(tls::load_pair(&certificate, &key, &settings.proxy_ssl_password_file).map_err(load_error)?)
+            Some(
+                tls::load_pair(&certificate, &key, &settings.proxy_ssl_password_file)
+                    .map_err(load_error)?,
+            )
         }
         (Some(certificate), None) => {
             return Err(load_error(tls::TlsError(format!(
@@ -296,7 +309,11 @@ pub async fn handshake(session: &mut Session<'_>, stream: Stream) -> Result<Stre
             session.action = None;
             return Ok(stream);
         }
-        Ok(Accepted::Plain(_)) => "SSL_do_handshake() failed (SSL: error:0A00010B:SSL routines::wrong version number)".to_owned(),
+        Ok(Accepted::Plain(_)) => concat!(
+            "SSL_do_handshake() failed ",
+            "(SSL: error:0A00010B:SSL routines::wrong version number)"
+        )
+        .to_owned(),
         Ok(Accepted::Closed) => "peer closed connection in SSL handshake".to_owned(),
         Ok(Accepted::Rejected) => {
             "SSL_do_handshake() failed (SSL: error:0A0000E0:SSL routines::tlsv1 alert unrecognized name)".to_owned()
@@ -345,7 +362,9 @@ pub fn upstream_name(session: &mut Session<'_>, proxy_host: &str) -> String {
         }
         _ => value.clone(),
     };
-    host.trim_start_matches('[').trim_end_matches(']').to_owned()
+    host.trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_owned()
 }
 
 /// Runs the TLS handshake with an upstream within `timeout`.

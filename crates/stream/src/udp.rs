@@ -71,10 +71,11 @@ pub async fn serve_socket(
             continue;
         }
         let Some(guard) = gauge.try_acquire() else {
-            log_process(&worker, Level::Alert, format_args!(
-                "{} worker_connections are not enough",
-                gauge.limit()
-            ));
+            log_process(
+                &worker,
+                Level::Alert,
+                format_args!("{} worker_connections are not enough", gauge.limit()),
+            );
             continue;
         };
         next_id += 1;
@@ -227,7 +228,10 @@ struct Counts {
     bytes_from_upstream: u64,
 }
 
-async fn connect_udp(address: &PeerAddr, bind: Option<(SocketAddr, bool)>) -> io::Result<UdpSocket> {
+async fn connect_udp(
+    address: &PeerAddr,
+    bind: Option<(SocketAddr, bool)>,
+) -> io::Result<UdpSocket> {
     let PeerAddr::Inet(address) = address else {
         return Err(io::Error::from_raw_os_error(libc::EAFNOSUPPORT));
     };
@@ -349,7 +353,10 @@ async fn proxy(
                 session.log(
                     Level::Info,
                     format_args!(
-                        "udp done, packets from/to client:{}/{}, packets from/to upstream:{}/{}, bytes from/to client:{}/{}, bytes from/to upstream:{}/{}",
+                        concat!(
+                            "udp done, packets from/to client:{}/{}, packets from/to upstream:{}/{}, ",
+                            "bytes from/to client:{}/{}, bytes from/to upstream:{}/{}"
+                        ),
                         counts.requests,
                         counts.responses,
                         counts.responses,

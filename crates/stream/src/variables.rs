@@ -102,12 +102,21 @@ const BUILT_IN: &[(&str, Variable)] = &[
     ("upstream_session_time", Variable::UpstreamSessionTime),
     ("proxy_protocol_addr", Variable::ProxyProtocolAddr),
     ("proxy_protocol_port", Variable::ProxyProtocolPort),
-    ("proxy_protocol_server_addr", Variable::ProxyProtocolServerAddr),
-    ("proxy_protocol_server_port", Variable::ProxyProtocolServerPort),
+    (
+        "proxy_protocol_server_addr",
+        Variable::ProxyProtocolServerAddr,
+    ),
+    (
+        "proxy_protocol_server_port",
+        Variable::ProxyProtocolServerPort,
+    ),
     ("realip_remote_addr", Variable::RealipRemoteAddr),
     ("realip_remote_port", Variable::RealipRemotePort),
     ("ssl_preread_server_name", Variable::SslPrereadServerName),
-    ("ssl_preread_alpn_protocols", Variable::SslPrereadAlpnProtocols),
+    (
+        "ssl_preread_alpn_protocols",
+        Variable::SslPrereadAlpnProtocols,
+    ),
     ("ssl_preread_protocol", Variable::SslPrereadProtocol),
     ("limit_conn_status", Variable::LimitConnStatus),
     ("server_name", Variable::ServerName),
@@ -147,7 +156,10 @@ impl Registry {
         if let Some((_, variable)) = BUILT_IN.iter().find(|(known, _)| *known == lower) {
             return Ok(*variable);
         }
-        if let Some((_, ssl)) = crate::ssl::VARIABLES.iter().find(|(known, _)| *known == lower) {
+        if let Some((_, ssl)) = crate::ssl::VARIABLES
+            .iter()
+            .find(|(known, _)| *known == lower)
+        {
             return Ok(Variable::Ssl(*ssl));
         }
         if let Some(tlv) = lower.strip_prefix("proxy_protocol_tlv_")
@@ -353,7 +365,11 @@ pub fn push_seconds(out: &mut Vec<u8>, took: Duration) {
 }
 
 /// The values of every try, joined as nginx joins them (`, `).
-fn push_tries(out: &mut Vec<u8>, tries: &[UpstreamTry], value: impl Fn(&UpstreamTry, &mut Vec<u8>)) {
+fn push_tries(
+    out: &mut Vec<u8>,
+    tries: &[UpstreamTry],
+    value: impl Fn(&UpstreamTry, &mut Vec<u8>),
+) {
     for (index, attempt) in tries.iter().enumerate() {
         if index > 0 {
             out.extend_from_slice(b", ");
@@ -464,7 +480,12 @@ impl Evaluator<Variable> for Eval<'_> {
                 http::ssl::variables::append(ssl, vars.tls.as_deref(), out);
             }
             Variable::ServerName => {
-                if let Some(name) = self.conf.servers.get(vars.server).and_then(|server| server.names.first()) {
+                if let Some(name) = self
+                    .conf
+                    .servers
+                    .get(vars.server)
+                    .and_then(|server| server.names.first())
+                {
                     // `.example.com` is named `example.com`.
                     let name = name.strip_prefix('.').unwrap_or(name);
                     out.extend_from_slice(name.as_bytes());

@@ -109,7 +109,11 @@ impl StreamWorker {
         if let Some(Some(buffer)) = logs.get_mut(target)
             && let Err(error) = buffer.append(line, runtime::clock::monotonic())
         {
-            let error_log = &self.conf.servers.first().map(|server| &server.settings.error_log);
+            let error_log = &self
+                .conf
+                .servers
+                .first()
+                .map(|server| &server.settings.error_log);
             if let Some(error_log) = error_log
                 && error_log.enabled(Level::Alert)
             {
@@ -126,7 +130,12 @@ impl StreamWorker {
 
     /// Appends `line` to the file at `path` on the worker's pool (opened, written and
     /// closed there, never on the loop); a failure is logged at `crit` as nginx logs it.
-    pub fn write_path_line(&self, path: std::path::PathBuf, line: Vec<u8>, error_log: Arc<logging::ErrorLog>) {
+    pub fn write_path_line(
+        &self,
+        path: std::path::PathBuf,
+        line: Vec<u8>,
+        error_log: Arc<logging::ErrorLog>,
+    ) {
         let Some(pool) = self.pool.clone() else {
             return;
         };

@@ -7,6 +7,7 @@ use std::net::{TcpListener, TcpStream, UdpSocket};
 use std::time::{Duration, Instant};
 
 use crate::support::Instance;
+use crate::support::tls;
 
 const TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -76,7 +77,8 @@ worker_processes 2;
 events {
 }
 stream {
-    log_format session "$remote_addr $protocol $status $bytes_received $bytes_sent $upstream_addr $upstream_bytes_sent $upstream_bytes_received";
+    log_format session "$remote_addr $protocol $status $bytes_received $bytes_sent"
+                       " $upstream_addr $upstream_bytes_sent $upstream_bytes_received";
     upstream backend {
         server 127.0.0.1:8081;
     }
@@ -149,7 +151,10 @@ fn a_dead_upstream_ends_with_502_and_nginx_s_error_line() {
     let mut client = connect(instance.port_of(8084));
     assert_eq!(read_to_close(&mut client), b"");
     let line = instance.wait_for_line("logs/dead.log", "TCP");
-    assert!(line.starts_with("127.0.0.1 TCP 502 0 0 127.0.0.1:"), "{line}");
+    assert!(
+        line.starts_with("127.0.0.1 TCP 502 0 0 127.0.0.1:"),
+        "{line}"
+    );
     let error = instance.wait_for_error_log("connect() failed");
     assert!(
         error.contains("(111: Connection refused) while connecting to upstream, client: 127.0.0.1"),
@@ -203,14 +208,20 @@ fn silent_clients_and_endless_proxy_headers_time_out_while_others_are_served() {
     assert_eq!(read_to_close(&mut proxied), b"192.0.2.1:1234");
     assert_eq!(read_to_close(&mut endless), b"", "closed at the timeout");
     for mut client in silent {
-        assert_eq!(read_to_close(&mut client), b"", "closed at the preread timeout");
+        assert_eq!(
+            read_to_close(&mut client),
+            b"",
+            "closed at the preread timeout"
+        );
     }
     let took = started.elapsed();
     assert!(
         took < Duration::from_secs(5),
         "the timeouts are 1s, the clients waited {took:?}"
     );
-    instance.wait_for_error_log("client timed out (110: Connection timed out) while reading PROXY protocol");
+    instance.wait_for_error_log(
+        "client timed out (110: Connection timed out) while reading PROXY protocol",
+    );
 }
 
 #[test]
@@ -278,7 +289,9 @@ fn unknown_directives_and_missing_handlers_are_refused_as_nginx_words_them() {
     .try_start()
     .expect_err("an unknown directive");
     assert!(
-        unknown.stderr.contains("unknown directive \"frobnicate\" in ")
+        unknown
+            .stderr
+            .contains("unknown directive \"frobnicate\" in ")
             && unknown.stderr.contains("portico.conf:6"),
         "{}",
         unknown.stderr
@@ -293,11 +306,9 @@ fn unknown_directives_and_missing_handlers_are_refused_as_nginx_words_them() {
         "{}",
         no_handler.stderr
     );
-    let misplaced = Instance::builder(
-        "events {\n}\nproxy_timeout 1s;\nstream {\n}\n",
-    )
-    .try_start()
-    .expect_err("a stream directive in the main context");
+    let misplaced = Instance::builder("events {\n}\nproxy_timeout 1s;\nstream {\n}\n")
+        .try_start()
+        .expect_err("a stream directive in the main context");
     assert!(
         misplaced
             .stderr
@@ -305,4 +316,231 @@ fn unknown_directives_and_missing_handlers_are_refused_as_nginx_words_them() {
         "{}",
         misplaced.stderr
     );
+}
+
+#[test]
+fn tls_is_terminated_with_alpn_and_spoken_again_to_an_https_upstream() {
+    let builder = Instance::builder(
+        r#"
+worker_processes 1;
+events {
+}
+http {
+    server {
+        listen 127.0.0.1:8085 ssl;
+        ssl_certificate localhost.crt;
+        ssl_certificate_key localhost.key;
+        location / {
+            return 200 "backend $ssl_server_name";
+        }
+    }
+}
+stream {
+    server {
+        listen 127.0.0.1:8080 ssl;
+        ssl_certificate localhost.crt;
+        ssl_certificate_key localhost.key;
+        ssl_alpn h2 http/1.1;
+        proxy_pass 127.0.0.1:8085;
+        proxy_ssl on;
+        proxy_ssl_server_name on;
+        proxy_ssl_name localhost;
+    }
+}
+"#,
+    );
+    let instance = tls::with_files(builder, |directory| {
+        tls::self_signed(directory, "localhost", tls::Key::Rsa);
+    })
+    .start();
+    let options = tls::Options {
+        server_name: Some("localhost".to_owned()),
+        alpn: vec![b"http/1.1".to_vec()],
+        ..tls::Options::default()
+    };
+    let mut client = tls::connect(instance.port(), &options).expect("a TLS handshake");
+    let negotiated = client
+        .tls()
+        .expect("a TLS client")
+        .conn
+        .alpn_protocol()
+        .map(<[u8]>::to_vec);
+    assert_eq!(negotiated.as_deref(), Some(&b"http/1.1"[..]));
+    let response = client.request("GET / HTTP/1.0\r\nHost: localhost\r\n\r\n");
+    assert_eq!(response.status, 200);
+    assert_eq!(response.body_text(), "backend localhost");
+}
+
+/// An upstream that reads until the client's end of stream, then answers how many bytes
+/// it read, and (on `answer_bytes`) that many more bytes of its own.
+fn counting_upstream(port: u16, answer_bytes: usize) {
+    let listener = TcpListener::bind(("127.0.0.1", port)).expect("bind the upstream");
+    std::thread::spawn(move || {
+        for connection in listener.incoming() {
+            let Ok(mut connection) = connection else {
+                continue;
+            };
+            std::thread::spawn(move || {
+                let _ = connection.set_read_timeout(Some(TIMEOUT));
+                let mut all = Vec::new();
+                let _ = connection.read_to_end(&mut all);
+                let mut answer = format!("read {}\n", all.len()).into_bytes();
+                answer.resize(answer.len() + answer_bytes, b'x');
+                let _ = connection.write_all(&answer);
+            });
+        }
+    });
+}
+
+#[test]
+fn half_close_and_rate_limits_hold() {
+    let mut builder = Instance::builder(
+        r#"
+worker_processes 1;
+events {
+}
+stream {
+    proxy_half_close on;
+    server {
+        listen 127.0.0.1:8080;
+        proxy_pass 127.0.0.1:8081;
+        proxy_upload_rate 32k;
+    }
+    server {
+        listen 127.0.0.1:8082;
+        proxy_pass 127.0.0.1:8083;
+        proxy_download_rate 32k;
+    }
+}
+"#,
+    );
+    counting_upstream(builder.port(8081), 0);
+    counting_upstream(builder.port(8083), 64 * 1024);
+    let instance = builder.start();
+    // Upload: 64 KiB at 32 KiB/s takes a second at least; the answer comes after the
+    // client's half close reached the upstream.
+    let started = Instant::now();
+    let mut client = connect(instance.port());
+    client.write_all(&[b'u'; 64 * 1024]).expect("write");
+    client
+        .shutdown(std::net::Shutdown::Write)
+        .expect("half close");
+    assert_eq!(read_to_close(&mut client), b"read 65536\n");
+    let took = started.elapsed();
+    assert!(took >= Duration::from_millis(900), "upload rate: {took:?}");
+    assert!(took < TIMEOUT, "upload rate: {took:?}");
+    // Download: the same from the upstream's side.
+    let started = Instant::now();
+    let mut client = connect(instance.port_of(8082));
+    client
+        .shutdown(std::net::Shutdown::Write)
+        .expect("half close");
+    let answer = read_to_close(&mut client);
+    assert_eq!(answer.len(), "read 0\n".len() + 64 * 1024);
+    let took = started.elapsed();
+    assert!(
+        took >= Duration::from_millis(900),
+        "download rate: {took:?}"
+    );
+    assert!(took < TIMEOUT, "download rate: {took:?}");
+}
+
+#[test]
+fn geo_pass_and_preread_buffer_size() {
+    let instance = Instance::start(
+        r#"
+worker_processes 1;
+events {
+}
+stream {
+    geo $where {
+        default elsewhere;
+        127.0.0.0/8 loopback;
+    }
+    geo $remote_addr $ranged {
+        ranges;
+        default none;
+        127.0.0.0-127.0.0.255 low;
+    }
+    server {
+        listen 127.0.0.1:8080;
+        return "$where $ranged";
+    }
+    server {
+        listen 127.0.0.1:8081;
+        ssl_preread on;
+        pass 127.0.0.1:8082;
+    }
+    server {
+        listen 127.0.0.1:8082;
+        return "passed";
+    }
+    server {
+        listen 127.0.0.1:8083;
+        ssl_preread on;
+        preread_buffer_size 64;
+        return "read";
+    }
+}
+"#,
+    );
+    assert_eq!(
+        read_to_close(&mut connect(instance.port())),
+        b"loopback low"
+    );
+    let mut passed = connect(instance.port_of(8081));
+    passed.write_all(b"not tls").expect("write");
+    assert_eq!(read_to_close(&mut passed), b"passed");
+    // A handshake record longer than the preread buffer.
+    let mut long = connect(instance.port_of(8083));
+    let mut record = vec![0x16, 3, 1, 0x10, 0, 1, 0, 0x0f, 0xfc];
+    record.resize(100, 0);
+    long.write_all(&record).expect("write");
+    assert_eq!(read_to_close(&mut long), b"");
+    instance.wait_for_error_log("preread buffer full while prereading client data");
+}
+
+/// A UDP upstream on `port` that answers every datagram with the port it came from.
+fn port_telling_udp_upstream(port: u16) {
+    let socket = UdpSocket::bind(("127.0.0.1", port)).expect("bind the udp upstream");
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 2048];
+        while let Ok((_, from)) = socket.recv_from(&mut buf) {
+            let _ = socket.send_to(from.port().to_string().as_bytes(), from);
+        }
+    });
+}
+
+#[test]
+fn proxy_requests_ends_a_client_s_binding_to_its_udp_session() {
+    let mut builder = Instance::builder(
+        r#"
+worker_processes 1;
+events {
+}
+stream {
+    server {
+        listen 127.0.0.1:8080 udp;
+        proxy_pass 127.0.0.1:8081;
+        proxy_requests 2;
+        proxy_timeout 5s;
+    }
+}
+"#,
+    );
+    port_telling_udp_upstream(builder.port(8081));
+    let instance = builder.start();
+    let client = UdpSocket::bind("127.0.0.1:0").expect("bind the client");
+    client.set_read_timeout(Some(TIMEOUT)).expect("timeout");
+    let mut answers = Vec::new();
+    for _ in 0..3 {
+        client
+            .send_to(b"which", ("127.0.0.1", instance.port()))
+            .expect("send");
+        let mut buf = [0u8; 64];
+        let len = client.recv(&mut buf).expect("an answer");
+        answers.push(String::from_utf8_lossy(&buf[..len]).into_owned());
+    }
+    assert_eq!(answers[0], answers[1], "the first two share a session");
+    assert_ne!(answers[1], answers[2], "the third starts a new session");
 }

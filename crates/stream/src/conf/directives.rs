@@ -4,16 +4,18 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use conf::{Arity, BlockKind, ConfError, ConfErrorKind, Context, Contexts, Directive, DirectiveSpec};
+use conf::{Arity, BlockKind, ConfError, ConfErrorKind, Contexts, Directive, DirectiveSpec};
 use http::access::settings::{Action, parse_target};
 use logging::{ErrorLog, ErrorSink, Level};
-use upstream::registry::{ServerEntry, UpstreamScope};
-use upstream::{Balancer, registry::split_host_port};
+use upstream::registry::UpstreamScope;
+use upstream::registry::split_host_port;
 
 use super::settings::{AccessLog, Bind, LimitConn, Settings};
 use super::ssl_directives as ssl;
-use super::{AccessLogTarget, Content, Escape, LimitZone, LogFormat, LogPath, Loader, ServerLoad};
+use super::upstream_directives as upstream_lines;
+use super::{AccessLogTarget, Content, Escape, LimitZone, Loader, LogFormat, LogPath, ServerLoad};
 use crate::variables::StreamTemplate;
+pub use upstream_lines::read_upstream;
 
 type Result = std::result::Result<(), ConfError>;
 
@@ -56,7 +58,11 @@ const fn block(name: &'static str, arity: Arity, set: Setter) -> StreamDirective
     }
 }
 
-const fn main(name: &'static str, arity: Arity, set: fn(&mut Loader<'_>, &Directive) -> Result) -> StreamDirective {
+const fn main(
+    name: &'static str,
+    arity: Arity,
+    set: fn(&mut Loader<'_>, &Directive) -> Result,
+) -> StreamDirective {
     StreamDirective {
         name,
         contexts: Contexts::STREAM,
@@ -128,46 +134,98 @@ pub const DIRECTIVES: &[StreamDirective] = &[
     setting("tcp_nodelay", Arity::FLAG, set_tcp_nodelay),
     setting("preread_buffer_size", Arity::TAKE1, set_preread_buffer_size),
     setting("preread_timeout", Arity::TAKE1, set_preread_timeout),
-    setting("proxy_protocol_timeout", Arity::TAKE1, set_proxy_protocol_timeout),
+    setting(
+        "proxy_protocol_timeout",
+        Arity::TAKE1,
+        set_proxy_protocol_timeout,
+    ),
     ignored("resolver", Contexts::STREAM_AND_SERVER, Arity::ONE_OR_MORE),
-    ignored("resolver_timeout", Contexts::STREAM_AND_SERVER, Arity::TAKE1),
+    ignored(
+        "resolver_timeout",
+        Contexts::STREAM_AND_SERVER,
+        Arity::TAKE1,
+    ),
     ignored("variables_hash_max_size", Contexts::STREAM, Arity::TAKE1),
     ignored("variables_hash_bucket_size", Contexts::STREAM, Arity::TAKE1),
     ignored("server_names_hash_max_size", Contexts::STREAM, Arity::TAKE1),
-    ignored("server_names_hash_bucket_size", Contexts::STREAM, Arity::TAKE1),
+    ignored(
+        "server_names_hash_bucket_size",
+        Contexts::STREAM,
+        Arity::TAKE1,
+    ),
     // log
     main("log_format", Arity::TWO_OR_MORE, set_log_format),
     setting("access_log", Arity::ONE_OR_MORE, set_access_log),
-    ignored("open_log_file_cache", Contexts::STREAM_AND_SERVER, Arity::TAKE1234),
+    ignored(
+        "open_log_file_cache",
+        Contexts::STREAM_AND_SERVER,
+        Arity::TAKE1234,
+    ),
     // proxy
     server("proxy_pass", Arity::TAKE1, set_proxy_pass),
     setting("proxy_bind", Arity::TAKE12, set_proxy_bind),
-    setting("proxy_socket_keepalive", Arity::FLAG, set_proxy_socket_keepalive),
-    setting("proxy_connect_timeout", Arity::TAKE1, set_proxy_connect_timeout),
+    setting(
+        "proxy_socket_keepalive",
+        Arity::FLAG,
+        set_proxy_socket_keepalive,
+    ),
+    setting(
+        "proxy_connect_timeout",
+        Arity::TAKE1,
+        set_proxy_connect_timeout,
+    ),
     setting("proxy_timeout", Arity::TAKE1, set_proxy_timeout),
     setting("proxy_buffer_size", Arity::TAKE1, set_proxy_buffer_size),
-    setting("proxy_downstream_buffer", Arity::TAKE1, set_proxy_buffer_size),
+    setting(
+        "proxy_downstream_buffer",
+        Arity::TAKE1,
+        set_proxy_buffer_size,
+    ),
     setting("proxy_upstream_buffer", Arity::TAKE1, set_proxy_buffer_size),
     setting("proxy_upload_rate", Arity::TAKE1, set_proxy_upload_rate),
     setting("proxy_download_rate", Arity::TAKE1, set_proxy_download_rate),
     setting("proxy_requests", Arity::TAKE1, set_proxy_requests),
     setting("proxy_responses", Arity::TAKE1, set_proxy_responses),
     setting("proxy_next_upstream", Arity::FLAG, set_proxy_next_upstream),
-    setting("proxy_next_upstream_tries", Arity::TAKE1, set_proxy_next_upstream_tries),
-    setting("proxy_next_upstream_timeout", Arity::TAKE1, set_proxy_next_upstream_timeout),
+    setting(
+        "proxy_next_upstream_tries",
+        Arity::TAKE1,
+        set_proxy_next_upstream_tries,
+    ),
+    setting(
+        "proxy_next_upstream_timeout",
+        Arity::TAKE1,
+        set_proxy_next_upstream_timeout,
+    ),
     setting("proxy_protocol", Arity::FLAG, set_proxy_protocol),
     setting("proxy_half_close", Arity::FLAG, set_proxy_half_close),
     // upstream
     block("upstream", Arity::TAKE1, Setter::Upstream),
-    upstream_line("server", Arity::ONE_OR_MORE, set_upstream_server),
-    upstream_line("zone", Arity::TAKE12, set_upstream_zone),
-    upstream_line("hash", Arity::TAKE12, set_upstream_hash),
-    upstream_line("least_conn", Arity::NONE, set_upstream_least_conn),
-    upstream_line("random", Arity::counts(&[0, 1, 2]), set_upstream_random),
+    upstream_line(
+        "server",
+        Arity::ONE_OR_MORE,
+        upstream_lines::set_upstream_server,
+    ),
+    upstream_line("zone", Arity::TAKE12, upstream_lines::set_upstream_zone),
+    upstream_line("hash", Arity::TAKE12, upstream_lines::set_upstream_hash),
+    upstream_line(
+        "least_conn",
+        Arity::NONE,
+        upstream_lines::set_upstream_least_conn,
+    ),
+    upstream_line(
+        "random",
+        Arity::counts(&[0, 1, 2]),
+        upstream_lines::set_upstream_random,
+    ),
     // limit_conn
     main("limit_conn_zone", Arity::TAKE2, set_limit_conn_zone),
     setting("limit_conn", Arity::TAKE2, set_limit_conn),
-    setting("limit_conn_log_level", Arity::TAKE1, set_limit_conn_log_level),
+    setting(
+        "limit_conn_log_level",
+        Arity::TAKE1,
+        set_limit_conn_log_level,
+    ),
     setting("limit_conn_dry_run", Arity::FLAG, set_limit_conn_dry_run),
     // access
     setting("allow", Arity::TAKE1, set_allow),
@@ -187,39 +245,127 @@ pub const DIRECTIVES: &[StreamDirective] = &[
     setting("ssl_preread", Arity::FLAG, set_ssl_preread),
     // ssl
     setting("ssl_certificate", Arity::TAKE1, ssl::set_ssl_certificate),
-    setting("ssl_certificate_key", Arity::TAKE1, ssl::set_ssl_certificate_key),
-    setting("ssl_password_file", Arity::TAKE1, ssl::set_ssl_password_file),
+    setting(
+        "ssl_certificate_key",
+        Arity::TAKE1,
+        ssl::set_ssl_certificate_key,
+    ),
+    setting(
+        "ssl_password_file",
+        Arity::TAKE1,
+        ssl::set_ssl_password_file,
+    ),
     setting("ssl_protocols", Arity::ONE_OR_MORE, ssl::set_ssl_protocols),
     setting("ssl_ciphers", Arity::TAKE1, ssl::set_ssl_ciphers),
-    setting("ssl_prefer_server_ciphers", Arity::FLAG, ssl::set_ssl_prefer_server_ciphers),
+    setting(
+        "ssl_prefer_server_ciphers",
+        Arity::FLAG,
+        ssl::set_ssl_prefer_server_ciphers,
+    ),
     setting("ssl_ecdh_curve", Arity::TAKE1, ssl::set_ssl_ecdh_curve),
-    setting("ssl_session_cache", Arity::TAKE12, ssl::set_ssl_session_cache),
-    setting("ssl_session_timeout", Arity::TAKE1, ssl::set_ssl_session_timeout),
-    setting("ssl_session_tickets", Arity::FLAG, ssl::set_ssl_session_tickets),
-    setting("ssl_session_ticket_key", Arity::TAKE1, ssl::set_ssl_session_ticket_key),
-    setting("ssl_handshake_timeout", Arity::TAKE1, ssl::set_ssl_handshake_timeout),
+    setting(
+        "ssl_session_cache",
+        Arity::TAKE12,
+        ssl::set_ssl_session_cache,
+    ),
+    setting(
+        "ssl_session_timeout",
+        Arity::TAKE1,
+        ssl::set_ssl_session_timeout,
+    ),
+    setting(
+        "ssl_session_tickets",
+        Arity::FLAG,
+        ssl::set_ssl_session_tickets,
+    ),
+    setting(
+        "ssl_session_ticket_key",
+        Arity::TAKE1,
+        ssl::set_ssl_session_ticket_key,
+    ),
+    setting(
+        "ssl_handshake_timeout",
+        Arity::TAKE1,
+        ssl::set_ssl_handshake_timeout,
+    ),
     setting("ssl_alpn", Arity::ONE_OR_MORE, ssl::set_ssl_alpn),
-    setting("ssl_verify_client", Arity::TAKE1, ssl::set_ssl_verify_client),
+    setting(
+        "ssl_verify_client",
+        Arity::TAKE1,
+        ssl::set_ssl_verify_client,
+    ),
     setting("ssl_verify_depth", Arity::TAKE1, ssl::set_ssl_verify_depth),
-    setting("ssl_client_certificate", Arity::TAKE1, ssl::set_ssl_client_certificate),
-    setting("ssl_trusted_certificate", Arity::TAKE1, ssl::set_ssl_trusted_certificate),
+    setting(
+        "ssl_client_certificate",
+        Arity::TAKE1,
+        ssl::set_ssl_client_certificate,
+    ),
+    setting(
+        "ssl_trusted_certificate",
+        Arity::TAKE1,
+        ssl::set_ssl_trusted_certificate,
+    ),
     setting("ssl_crl", Arity::TAKE1, ssl::set_ssl_crl),
-    setting("ssl_reject_handshake", Arity::FLAG, ssl::set_ssl_reject_handshake),
+    setting(
+        "ssl_reject_handshake",
+        Arity::FLAG,
+        ssl::set_ssl_reject_handshake,
+    ),
     ignored("ssl_dhparam", Contexts::STREAM_AND_SERVER, Arity::TAKE1),
-    ignored("ssl_certificate_cache", Contexts::STREAM_AND_SERVER, Arity::TAKE123),
+    ignored(
+        "ssl_certificate_cache",
+        Contexts::STREAM_AND_SERVER,
+        Arity::TAKE123,
+    ),
     // proxy_ssl
     setting("proxy_ssl", Arity::FLAG, ssl::set_proxy_ssl),
     setting("proxy_ssl_name", Arity::TAKE1, ssl::set_proxy_ssl_name),
-    setting("proxy_ssl_server_name", Arity::FLAG, ssl::set_proxy_ssl_server_name),
+    setting(
+        "proxy_ssl_server_name",
+        Arity::FLAG,
+        ssl::set_proxy_ssl_server_name,
+    ),
     setting("proxy_ssl_verify", Arity::FLAG, ssl::set_proxy_ssl_verify),
-    setting("proxy_ssl_verify_depth", Arity::TAKE1, ssl::set_proxy_ssl_verify_depth),
-    setting("proxy_ssl_trusted_certificate", Arity::TAKE1, ssl::set_proxy_ssl_trusted_certificate),
-    setting("proxy_ssl_certificate", Arity::TAKE1, ssl::set_proxy_ssl_certificate),
-    setting("proxy_ssl_certificate_key", Arity::TAKE1, ssl::set_proxy_ssl_certificate_key),
-    setting("proxy_ssl_password_file", Arity::TAKE1, ssl::set_proxy_ssl_password_file),
-    setting("proxy_ssl_protocols", Arity::ONE_OR_MORE, ssl::set_proxy_ssl_protocols),
-    setting("proxy_ssl_ciphers", Arity::TAKE1, ssl::set_proxy_ssl_ciphers),
-    setting("proxy_ssl_session_reuse", Arity::FLAG, ssl::set_proxy_ssl_session_reuse),
+    setting(
+        "proxy_ssl_verify_depth",
+        Arity::TAKE1,
+        ssl::set_proxy_ssl_verify_depth,
+    ),
+    setting(
+        "proxy_ssl_trusted_certificate",
+        Arity::TAKE1,
+        ssl::set_proxy_ssl_trusted_certificate,
+    ),
+    setting(
+        "proxy_ssl_certificate",
+        Arity::TAKE1,
+        ssl::set_proxy_ssl_certificate,
+    ),
+    setting(
+        "proxy_ssl_certificate_key",
+        Arity::TAKE1,
+        ssl::set_proxy_ssl_certificate_key,
+    ),
+    setting(
+        "proxy_ssl_password_file",
+        Arity::TAKE1,
+        ssl::set_proxy_ssl_password_file,
+    ),
+    setting(
+        "proxy_ssl_protocols",
+        Arity::ONE_OR_MORE,
+        ssl::set_proxy_ssl_protocols,
+    ),
+    setting(
+        "proxy_ssl_ciphers",
+        Arity::TAKE1,
+        ssl::set_proxy_ssl_ciphers,
+    ),
+    setting(
+        "proxy_ssl_session_reuse",
+        Arity::FLAG,
+        ssl::set_proxy_ssl_session_reuse,
+    ),
 ];
 
 fn duplicate<T>(slot: &Option<T>, directive: &Directive) -> Result {
@@ -302,7 +448,11 @@ fn set_listen(server: &mut ServerLoad, directive: &Directive, _: &mut Loader<'_>
     Ok(())
 }
 
-fn set_server_name(server: &mut ServerLoad, directive: &Directive, loader: &mut Loader<'_>) -> Result {
+fn set_server_name(
+    server: &mut ServerLoad,
+    directive: &Directive,
+    loader: &mut Loader<'_>,
+) -> Result {
     for argument in &directive.args {
         let Some(pattern) = argument.value.strip_prefix('~') else {
             server.names.push(argument.value.to_ascii_lowercase());
@@ -313,7 +463,12 @@ fn set_server_name(server: &mut ServerLoad, directive: &Directive, loader: &mut 
         let slots = regex
             .names()
             .iter()
-            .map(|(name, group)| (*group, http::variables::NamedSlot(loader.registry.slot(name) as u32)))
+            .map(|(name, group)| {
+                (
+                    *group,
+                    http::variables::NamedSlot(loader.registry.slot(name) as u32),
+                )
+            })
             .collect();
         server.names.push(argument.value.clone());
         server
@@ -324,7 +479,11 @@ fn set_server_name(server: &mut ServerLoad, directive: &Directive, loader: &mut 
 }
 
 /// `error_log FILE [LEVEL]`, several per level.
-fn set_error_log(settings: &mut Settings, directive: &Directive, loader: &mut Loader<'_>) -> Result {
+fn set_error_log(
+    settings: &mut Settings,
+    directive: &Directive,
+    loader: &mut Loader<'_>,
+) -> Result {
     if directive.args.len() > 2 {
         return Err(ConfError::at(
             ConfErrorKind::InvalidArgumentCount {
@@ -407,7 +566,11 @@ fn set_log_format(loader: &mut Loader<'_>, directive: &Directive) -> Result {
 
 /// `access_log PATH FORMAT [buffer=SIZE] [gzip[=LEVEL]] [flush=TIME] [if=CONDITION]` or
 /// `access_log off`.
-fn set_access_log(settings: &mut Settings, directive: &Directive, loader: &mut Loader<'_>) -> Result {
+fn set_access_log(
+    settings: &mut Settings,
+    directive: &Directive,
+    loader: &mut Loader<'_>,
+) -> Result {
     let logs = settings.access_log.get_or_insert_with(Vec::new);
     if directive.arg(0) == "off" {
         if directive.args.len() > 1 {
@@ -446,7 +609,8 @@ fn set_access_log(settings: &mut Settings, directive: &Directive, loader: &mut L
     let mut condition = None;
     for argument in &directive.args[2..] {
         let text = argument.as_str();
-        let invalid = || ConfError::message(format!("invalid parameter \"{text}\""), &directive.span);
+        let invalid =
+            || ConfError::message(format!("invalid parameter \"{text}\""), &directive.span);
         if let Some(value) = text.strip_prefix("buffer=") {
             buffer = conf::value::parse_size(value)
                 .and_then(|size| usize::try_from(size).ok())
@@ -466,7 +630,10 @@ fn set_access_log(settings: &mut Settings, directive: &Directive, loader: &mut L
                     .ok()
                     .filter(|level| (1..=9).contains(level))
                     .ok_or_else(|| {
-                        ConfError::message(format!("invalid compression level \"{value}\""), &directive.span)
+                        ConfError::message(
+                            format!("invalid compression level \"{value}\""),
+                            &directive.span,
+                        )
                     })?,
             );
         } else if let Some(value) = text.strip_prefix("if=") {
@@ -479,7 +646,10 @@ fn set_access_log(settings: &mut Settings, directive: &Directive, loader: &mut L
         buffer = 64 * 1024;
     }
     if flush.is_some() && buffer == 0 {
-        return Err(ConfError::message("no buffer is defined for access_log \"\"", &directive.span));
+        return Err(ConfError::message(
+            "no buffer is defined for access_log \"\"",
+            &directive.span,
+        ));
     }
     let path = if directive.arg(0).contains('$') {
         let template = loader.template(directive.arg(0), &directive.span)?;
@@ -489,7 +659,10 @@ fn set_access_log(settings: &mut Settings, directive: &Directive, loader: &mut L
     };
     let same = |target: &AccessLogTarget| match (&target.path, &path) {
         (LogPath::File(known), LogPath::File(file)) => {
-            Arc::ptr_eq(known, file) && target.buffer == buffer && target.flush == flush && target.gzip == gzip
+            Arc::ptr_eq(known, file)
+                && target.buffer == buffer
+                && target.flush == flush
+                && target.gzip == gzip
         }
         _ => false,
     };
@@ -513,7 +686,11 @@ fn set_access_log(settings: &mut Settings, directive: &Directive, loader: &mut L
     Ok(())
 }
 
-fn set_proxy_pass(server: &mut ServerLoad, directive: &Directive, loader: &mut Loader<'_>) -> Result {
+fn set_proxy_pass(
+    server: &mut ServerLoad,
+    directive: &Directive,
+    loader: &mut Loader<'_>,
+) -> Result {
     duplicate(&server.content, directive)?;
     let text = directive.arg(0);
     if text.contains('$') {
@@ -523,9 +700,13 @@ fn set_proxy_pass(server: &mut ServerLoad, directive: &Directive, loader: &mut L
     }
     let (host, port) = split_host_port(text, &directive.span, "upstream")?;
     if port.is_none() && !host.starts_with("unix:") {
-        loader.upstream_names.push((host.clone(), directive.span.clone()));
+        loader
+            .upstream_names
+            .push((host.clone(), directive.span.clone()));
     }
-    let id = loader.upstreams.reference(&host, port, 0, &directive.span)?;
+    let id = loader
+        .upstreams
+        .reference(&host, port, 0, &directive.span)?;
     server.content = Some(Content::Proxy(id));
     Ok(())
 }
@@ -564,7 +745,11 @@ fn set_set(server: &mut ServerLoad, directive: &Directive, loader: &mut Loader<'
 }
 
 /// `proxy_bind ADDRESS [transparent] | off`.
-fn set_proxy_bind(settings: &mut Settings, directive: &Directive, loader: &mut Loader<'_>) -> Result {
+fn set_proxy_bind(
+    settings: &mut Settings,
+    directive: &Directive,
+    loader: &mut Loader<'_>,
+) -> Result {
     duplicate(&settings.proxy_bind, directive)?;
     if directive.arg(0) == "off" {
         settings.proxy_bind = Some(None);
@@ -596,7 +781,10 @@ fn set_proxy_bind(settings: &mut Settings, directive: &Directive, loader: &mut L
     Ok(())
 }
 
-fn rate(directive: &Directive, loader: &mut Loader<'_>) -> std::result::Result<StreamTemplate, ConfError> {
+fn rate(
+    directive: &Directive,
+    loader: &mut Loader<'_>,
+) -> std::result::Result<StreamTemplate, ConfError> {
     let template = loader.template(directive.arg(0), &directive.span)?;
     if let Some(literal) = template.as_literal()
         && std::str::from_utf8(literal)
@@ -609,13 +797,21 @@ fn rate(directive: &Directive, loader: &mut Loader<'_>) -> std::result::Result<S
     Ok(template)
 }
 
-fn set_proxy_upload_rate(settings: &mut Settings, directive: &Directive, loader: &mut Loader<'_>) -> Result {
+fn set_proxy_upload_rate(
+    settings: &mut Settings,
+    directive: &Directive,
+    loader: &mut Loader<'_>,
+) -> Result {
     duplicate(&settings.proxy_upload_rate, directive)?;
     settings.proxy_upload_rate = Some(rate(directive, loader)?);
     Ok(())
 }
 
-fn set_proxy_download_rate(settings: &mut Settings, directive: &Directive, loader: &mut Loader<'_>) -> Result {
+fn set_proxy_download_rate(
+    settings: &mut Settings,
+    directive: &Directive,
+    loader: &mut Loader<'_>,
+) -> Result {
     duplicate(&settings.proxy_download_rate, directive)?;
     settings.proxy_download_rate = Some(rate(directive, loader)?);
     Ok(())
@@ -625,19 +821,31 @@ fn number(directive: &Directive) -> std::result::Result<u64, ConfError> {
     conf::value::parse_number(directive.arg(0)).ok_or_else(|| invalid_value(directive))
 }
 
-fn set_proxy_requests(settings: &mut Settings, directive: &Directive, _: &mut Loader<'_>) -> Result {
+fn set_proxy_requests(
+    settings: &mut Settings,
+    directive: &Directive,
+    _: &mut Loader<'_>,
+) -> Result {
     duplicate(&settings.proxy_requests, directive)?;
     settings.proxy_requests = Some(number(directive)?);
     Ok(())
 }
 
-fn set_proxy_responses(settings: &mut Settings, directive: &Directive, _: &mut Loader<'_>) -> Result {
+fn set_proxy_responses(
+    settings: &mut Settings,
+    directive: &Directive,
+    _: &mut Loader<'_>,
+) -> Result {
     duplicate(&settings.proxy_responses, directive)?;
     settings.proxy_responses = Some(Some(number(directive)?));
     Ok(())
 }
 
-fn set_proxy_next_upstream_tries(settings: &mut Settings, directive: &Directive, _: &mut Loader<'_>) -> Result {
+fn set_proxy_next_upstream_tries(
+    settings: &mut Settings,
+    directive: &Directive,
+    _: &mut Loader<'_>,
+) -> Result {
     duplicate(&settings.proxy_next_upstream_tries, directive)?;
     let tries = u32::try_from(number(directive)?).map_err(|_| invalid_value(directive))?;
     settings.proxy_next_upstream_tries = Some(tries);
@@ -665,7 +873,11 @@ fn set_limit_conn_zone(loader: &mut Loader<'_>, directive: &Directive) -> Result
             &directive.span,
         ));
     }
-    if loader.limit_zones.iter().any(|existing| existing.name == name) {
+    if loader
+        .limit_zones
+        .iter()
+        .any(|existing| existing.name == name)
+    {
         return Err(ConfError::message(
             format!("duplicate zone \"{name}\""),
             &directive.span,
@@ -680,7 +892,11 @@ fn set_limit_conn_zone(loader: &mut Loader<'_>, directive: &Directive) -> Result
     Ok(())
 }
 
-fn set_limit_conn(settings: &mut Settings, directive: &Directive, loader: &mut Loader<'_>) -> Result {
+fn set_limit_conn(
+    settings: &mut Settings,
+    directive: &Directive,
+    loader: &mut Loader<'_>,
+) -> Result {
     let name = directive.arg(0);
     let number = conf::value::parse_number(directive.arg(1))
         .and_then(|number| u32::try_from(number).ok())
@@ -707,7 +923,11 @@ fn set_limit_conn(settings: &mut Settings, directive: &Directive, loader: &mut L
     Ok(())
 }
 
-fn set_limit_conn_log_level(settings: &mut Settings, directive: &Directive, _: &mut Loader<'_>) -> Result {
+fn set_limit_conn_log_level(
+    settings: &mut Settings,
+    directive: &Directive,
+    _: &mut Loader<'_>,
+) -> Result {
     duplicate(&settings.limit_conn_log_level, directive)?;
     let level = match directive.arg(0) {
         "info" => Level::Info,
@@ -725,7 +945,12 @@ fn set_limit_conn_log_level(settings: &mut Settings, directive: &Directive, _: &
     Ok(())
 }
 
-fn access_rule(settings: &mut Settings, directive: &Directive, loader: &mut Loader<'_>, action: Action) -> Result {
+fn access_rule(
+    settings: &mut Settings,
+    directive: &Directive,
+    loader: &mut Loader<'_>,
+    action: Action,
+) -> Result {
     let text = directive.arg(0);
     let parsed = parse_target(text).ok_or_else(|| {
         ConfError::message(format!("invalid parameter \"{text}\""), &directive.span)
@@ -751,9 +976,15 @@ fn set_deny(settings: &mut Settings, directive: &Directive, loader: &mut Loader<
     access_rule(settings, directive, loader, Action::Deny)
 }
 
-fn set_real_ip_from(settings: &mut Settings, directive: &Directive, loader: &mut Loader<'_>) -> Result {
+fn set_real_ip_from(
+    settings: &mut Settings,
+    directive: &Directive,
+    loader: &mut Loader<'_>,
+) -> Result {
     let text = directive.arg(0);
-    let trusted = settings.set_real_ip_from.get_or_insert_with(Default::default);
+    let trusted = settings
+        .set_real_ip_from
+        .get_or_insert_with(Default::default);
     if let Some(parsed) = parse_target(text) {
         if parsed.host_bits_cleared {
             loader.warnings.push(ConfError::message(
@@ -766,9 +997,12 @@ fn set_real_ip_from(settings: &mut Settings, directive: &Directive, loader: &mut
     }
     // A host name stands for every address it has when the configuration loads.
     use std::net::ToSocketAddrs as _;
-    let addresses = (text, 0)
-        .to_socket_addrs()
-        .map_err(|_| ConfError::message(format!("host not found in set_real_ip_from \"{text}\""), &directive.span))?;
+    let addresses = (text, 0).to_socket_addrs().map_err(|_| {
+        ConfError::message(
+            format!("host not found in set_real_ip_from \"{text}\""),
+            &directive.span,
+        )
+    })?;
     for address in addresses {
         let exact = match address.ip() {
             std::net::IpAddr::V4(ip) => http::access::settings::Target::Inet {
@@ -782,162 +1016,5 @@ fn set_real_ip_from(settings: &mut Settings, directive: &Directive, loader: &mut
         };
         trusted.push(exact);
     }
-    Ok(())
-}
-
-/// `upstream NAME { ... }`.
-pub fn read_upstream(loader: &mut Loader<'_>, directive: &Directive) -> Result {
-    let name = directive.arg(0).to_owned();
-    let mut scope = UpstreamScope::default();
-    for line in directive.block.as_deref().unwrap_or_default() {
-        let spec = conf::spec::check(DIRECTIVES, line, Context::StreamUpstream)?;
-        match spec.set {
-            Setter::UpstreamLine(set) => set(&mut scope, line, loader)?,
-            Setter::Ignored => {}
-            _ => unreachable!("only upstream lines are allowed in an upstream block by the table"),
-        }
-    }
-    if scope.servers.is_empty() {
-        return Err(ConfError::new(
-            ConfErrorKind::Message(format!("no servers are inside upstream in {}", directive.span)),
-            None,
-        ));
-    }
-    loader.upstreams.define(&name, scope, &directive.span)?;
-    loader.defined_upstreams.push(name);
-    Ok(())
-}
-
-/// `server ADDRESS [weight=N] [max_fails=N] [fail_timeout=TIME] [max_conns=N] [backup]
-/// [down]`; a stream upstream server always names a port.
-fn set_upstream_server(
-    scope: &mut UpstreamScope<StreamTemplate>,
-    directive: &Directive,
-    _: &mut Loader<'_>,
-) -> Result {
-    let address = directive.arg(0).to_owned();
-    let span = &directive.span;
-    let (host, port) = split_host_port(&address, span, "upstream")?;
-    if port.is_none() && !host.starts_with("unix:") {
-        return Err(ConfError::message(
-            format!("no port in upstream \"{address}\""),
-            span,
-        ));
-    }
-    let mut entry = ServerEntry {
-        address,
-        weight: 1,
-        max_fails: 1,
-        fail_timeout: Duration::from_secs(10),
-        max_conns: 0,
-        backup: false,
-        down: false,
-        span: span.clone(),
-    };
-    for argument in &directive.args[1..] {
-        let text = argument.as_str();
-        let invalid = || ConfError::message(format!("invalid parameter \"{text}\""), span);
-        let number = |value: &str| conf::value::parse_number(value).and_then(|n| u32::try_from(n).ok());
-        match text.split_once('=') {
-            Some(("weight", value)) => {
-                entry.weight = number(value).filter(|weight| *weight > 0).ok_or_else(invalid)?;
-            }
-            Some(("max_fails", value)) => entry.max_fails = number(value).ok_or_else(invalid)?,
-            Some(("max_conns", value)) => entry.max_conns = number(value).ok_or_else(invalid)?,
-            Some(("fail_timeout", value)) => {
-                entry.fail_timeout = conf::value::parse_time(value).ok_or_else(invalid)?;
-            }
-            None if text == "backup" => {
-                if !scope.allows_backup() {
-                    return Err(ConfError::message(
-                        "balancing method does not support parameter \"backup\"",
-                        span,
-                    ));
-                }
-                entry.backup = true;
-            }
-            None if text == "down" => entry.down = true,
-            None if text == "resolve" => {}
-            _ => return Err(invalid()),
-        }
-    }
-    scope.servers.push(entry);
-    Ok(())
-}
-
-fn set_upstream_zone(_: &mut UpstreamScope<StreamTemplate>, directive: &Directive, _: &mut Loader<'_>) -> Result {
-    if let Some(size) = directive.args.get(1)
-        && conf::value::parse_size(size.as_str()).is_none_or(|size| size < 8192)
-    {
-        return Err(ConfError::message(
-            format!("invalid zone size \"{}\"", size.as_str()),
-            &directive.span,
-        ));
-    }
-    Ok(())
-}
-
-fn balancer_once(scope: &UpstreamScope<StreamTemplate>, directive: &Directive) -> Result {
-    if scope.balancer.is_some() {
-        return Err(ConfError::message("load balancing method redefined", &directive.span));
-    }
-    Ok(())
-}
-
-fn warn_backup_ignored(scope: &UpstreamScope<StreamTemplate>, loader: &mut Loader<'_>, directive: &Directive) {
-    if scope.servers.iter().any(|server| server.backup) {
-        loader.warnings.push(ConfError::message(
-            "load balancing method redefined",
-            &directive.span,
-        ));
-    }
-}
-
-fn set_upstream_hash(scope: &mut UpstreamScope<StreamTemplate>, directive: &Directive, loader: &mut Loader<'_>) -> Result {
-    balancer_once(scope, directive)?;
-    let consistent = match directive.args.get(1).map(|argument| argument.as_str()) {
-        None => false,
-        Some("consistent") => true,
-        Some(other) => {
-            return Err(ConfError::message(
-                format!("invalid parameter \"{other}\""),
-                &directive.span,
-            ));
-        }
-    };
-    warn_backup_ignored(scope, loader, directive);
-    let key = loader.template(directive.arg(0), &directive.span)?;
-    scope.balancer = Some(Balancer::Hash { key, consistent });
-    Ok(())
-}
-
-fn set_upstream_least_conn(scope: &mut UpstreamScope<StreamTemplate>, directive: &Directive, _: &mut Loader<'_>) -> Result {
-    balancer_once(scope, directive)?;
-    scope.balancer = Some(Balancer::LeastConn);
-    Ok(())
-}
-
-fn set_upstream_random(scope: &mut UpstreamScope<StreamTemplate>, directive: &Directive, loader: &mut Loader<'_>) -> Result {
-    balancer_once(scope, directive)?;
-    let two = match directive.args.first().map(|argument| argument.as_str()) {
-        None => false,
-        Some("two") => true,
-        Some(other) => {
-            return Err(ConfError::message(
-                format!("invalid parameter \"{other}\""),
-                &directive.span,
-            ));
-        }
-    };
-    if let Some(method) = directive.args.get(1)
-        && method.as_str() != "least_conn"
-    {
-        return Err(ConfError::message(
-            format!("invalid parameter \"{}\"", method.as_str()),
-            &directive.span,
-        ));
-    }
-    warn_backup_ignored(scope, loader, directive);
-    scope.balancer = Some(Balancer::Random { two });
     Ok(())
 }

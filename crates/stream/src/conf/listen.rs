@@ -20,7 +20,9 @@ pub struct StreamListen {
 
 /// Parses `listen ADDRESS [PARAMETERS]`.
 pub fn parse(directive: &Directive) -> Result<Vec<StreamListen>, ConfError> {
-    let udp = directive.args[1..].iter().any(|argument| argument.value == "udp");
+    let udp = directive.args[1..]
+        .iter()
+        .any(|argument| argument.value == "udp");
     let mut rest: Vec<Argument> = Vec::with_capacity(directive.args.len());
     for argument in &directive.args {
         if argument.value == "udp" {

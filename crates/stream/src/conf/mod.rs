@@ -6,6 +6,7 @@ pub mod directives;
 pub mod listen;
 pub mod settings;
 pub mod ssl_directives;
+pub mod upstream_directives;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -321,7 +322,9 @@ fn declare_variables(loader: &mut Loader<'_>, block: &[Directive]) -> Result<(),
                     crate::map::declare_captures(loader, directive);
                 }
             }
-            "geo" if matches!(directive.args.len(), 1 | 2) => crate::geo::declare(loader, directive)?,
+            "geo" if matches!(directive.args.len(), 1 | 2) => {
+                crate::geo::declare(loader, directive)?
+            }
             "server" if directive.block.is_some() => {
                 for inner in directive.block.as_deref().unwrap_or_default() {
                     if inner.name == "set"
@@ -447,7 +450,10 @@ fn finish(
         if !entry.ssl || server.tls.is_some() || server.settings.ssl_reject_handshake {
             continue;
         }
-        if let Some((_, span)) = ssl_listens.iter().find(|(index, _)| *index == entry.servers[0]) {
+        if let Some((_, span)) = ssl_listens
+            .iter()
+            .find(|(index, _)| *index == entry.servers[0])
+        {
             return Err(ConfError::message(
                 "no \"ssl_certificate\" is defined for the \"listen ... ssl\" directive",
                 span,

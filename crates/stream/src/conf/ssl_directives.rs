@@ -24,7 +24,11 @@ fn invalid(directive: &Directive, value: &str) -> ConfError {
     ConfError::message(format!("invalid value \"{value}\""), &directive.span)
 }
 
-pub fn set_ssl_certificate(settings: &mut Settings, directive: &Directive, _: &mut Loader<'_>) -> Result {
+pub fn set_ssl_certificate(
+    settings: &mut Settings,
+    directive: &Directive,
+    _: &mut Loader<'_>,
+) -> Result {
     settings
         .ssl_certificate
         .get_or_insert_with(Vec::new)
@@ -32,7 +36,11 @@ pub fn set_ssl_certificate(settings: &mut Settings, directive: &Directive, _: &m
     Ok(())
 }
 
-pub fn set_ssl_certificate_key(settings: &mut Settings, directive: &Directive, _: &mut Loader<'_>) -> Result {
+pub fn set_ssl_certificate_key(
+    settings: &mut Settings,
+    directive: &Directive,
+    _: &mut Loader<'_>,
+) -> Result {
     settings
         .ssl_certificate_key
         .get_or_insert_with(Vec::new)
@@ -41,7 +49,10 @@ pub fn set_ssl_certificate_key(settings: &mut Settings, directive: &Directive, _
 }
 
 /// Reads a password file now (one password a line), as nginx does at load.
-fn passwords(directive: &Directive, loader: &Loader<'_>) -> std::result::Result<Vec<Vec<u8>>, ConfError> {
+fn passwords(
+    directive: &Directive,
+    loader: &Loader<'_>,
+) -> std::result::Result<Vec<Vec<u8>>, ConfError> {
     let path = loader.path(directive.arg(0));
     let bytes = std::fs::read(&path).map_err(|error| {
         ConfError::message(
@@ -67,20 +78,31 @@ fn passwords(directive: &Directive, loader: &Loader<'_>) -> std::result::Result<
     Ok(list)
 }
 
-pub fn set_ssl_password_file(settings: &mut Settings, directive: &Directive, loader: &mut Loader<'_>) -> Result {
+pub fn set_ssl_password_file(
+    settings: &mut Settings,
+    directive: &Directive,
+    loader: &mut Loader<'_>,
+) -> Result {
     duplicate(&settings.ssl_password_file, directive)?;
     settings.ssl_password_file = Some(passwords(directive, loader)?);
     Ok(())
 }
 
-pub fn set_proxy_ssl_password_file(settings: &mut Settings, directive: &Directive, loader: &mut Loader<'_>) -> Result {
+pub fn set_proxy_ssl_password_file(
+    settings: &mut Settings,
+    directive: &Directive,
+    loader: &mut Loader<'_>,
+) -> Result {
     duplicate(&settings.proxy_ssl_password_file, directive)?;
     settings.proxy_ssl_password_file = Some(passwords(directive, loader)?);
     Ok(())
 }
 
 /// `ssl_protocols`: TLSv1.2 and TLSv1.3; older ones are accepted with a warning.
-fn protocols(directive: &Directive, loader: &mut Loader<'_>) -> std::result::Result<tls::Protocols, ConfError> {
+fn protocols(
+    directive: &Directive,
+    loader: &mut Loader<'_>,
+) -> std::result::Result<tls::Protocols, ConfError> {
     let mut protocols = tls::Protocols {
         tls12: false,
         tls13: false,
@@ -89,23 +111,33 @@ fn protocols(directive: &Directive, loader: &mut Loader<'_>) -> std::result::Res
         match argument.as_str() {
             "TLSv1.2" => protocols.tls12 = true,
             "TLSv1.3" => protocols.tls13 = true,
-            old @ ("SSLv2" | "SSLv3" | "TLSv1" | "TLSv1.1") => loader.warnings.push(ConfError::message(
-                format!("the \"{old}\" protocol is not supported by Portico, ignored"),
-                &directive.span,
-            )),
+            old @ ("SSLv2" | "SSLv3" | "TLSv1" | "TLSv1.1") => {
+                loader.warnings.push(ConfError::message(
+                    format!("the \"{old}\" protocol is not supported by Portico, ignored"),
+                    &directive.span,
+                ))
+            }
             other => return Err(invalid(directive, other)),
         }
     }
     Ok(protocols)
 }
 
-pub fn set_ssl_protocols(settings: &mut Settings, directive: &Directive, loader: &mut Loader<'_>) -> Result {
+pub fn set_ssl_protocols(
+    settings: &mut Settings,
+    directive: &Directive,
+    loader: &mut Loader<'_>,
+) -> Result {
     duplicate(&settings.ssl_protocols, directive)?;
     settings.ssl_protocols = Some(protocols(directive, loader)?);
     Ok(())
 }
 
-pub fn set_proxy_ssl_protocols(settings: &mut Settings, directive: &Directive, loader: &mut Loader<'_>) -> Result {
+pub fn set_proxy_ssl_protocols(
+    settings: &mut Settings,
+    directive: &Directive,
+    loader: &mut Loader<'_>,
+) -> Result {
     duplicate(&settings.proxy_ssl_protocols, directive)?;
     settings.proxy_ssl_protocols = Some(protocols(directive, loader)?);
     Ok(())
@@ -113,7 +145,11 @@ pub fn set_proxy_ssl_protocols(settings: &mut Settings, directive: &Directive, l
 
 macro_rules! set_text {
     ($fn_name:ident, $field:ident) => {
-        pub fn $fn_name(settings: &mut Settings, directive: &Directive, _: &mut Loader<'_>) -> Result {
+        pub fn $fn_name(
+            settings: &mut Settings,
+            directive: &Directive,
+            _: &mut Loader<'_>,
+        ) -> Result {
             duplicate(&settings.$field, directive)?;
             settings.$field = Some(directive.arg(0).to_owned().into());
             Ok(())
@@ -127,7 +163,11 @@ set_text!(set_proxy_ssl_ciphers, proxy_ssl_ciphers);
 
 macro_rules! set_path {
     ($fn_name:ident, $field:ident) => {
-        pub fn $fn_name(settings: &mut Settings, directive: &Directive, _: &mut Loader<'_>) -> Result {
+        pub fn $fn_name(
+            settings: &mut Settings,
+            directive: &Directive,
+            _: &mut Loader<'_>,
+        ) -> Result {
             duplicate(&settings.$field, directive)?;
             settings.$field = Some(Some(directive.arg(0).to_owned()));
             Ok(())
@@ -138,13 +178,20 @@ macro_rules! set_path {
 set_path!(set_ssl_client_certificate, ssl_client_certificate);
 set_path!(set_ssl_trusted_certificate, ssl_trusted_certificate);
 set_path!(set_ssl_crl, ssl_crl);
-set_path!(set_proxy_ssl_trusted_certificate, proxy_ssl_trusted_certificate);
+set_path!(
+    set_proxy_ssl_trusted_certificate,
+    proxy_ssl_trusted_certificate
+);
 set_path!(set_proxy_ssl_certificate, proxy_ssl_certificate);
 set_path!(set_proxy_ssl_certificate_key, proxy_ssl_certificate_key);
 
 macro_rules! set_flag {
     ($fn_name:ident, $field:ident) => {
-        pub fn $fn_name(settings: &mut Settings, directive: &Directive, _: &mut Loader<'_>) -> Result {
+        pub fn $fn_name(
+            settings: &mut Settings,
+            directive: &Directive,
+            _: &mut Loader<'_>,
+        ) -> Result {
             duplicate(&settings.$field, directive)?;
             settings.$field = Some(conf::value::parse_flag(directive)?);
             Ok(())
@@ -162,7 +209,11 @@ set_flag!(set_proxy_ssl_session_reuse, proxy_ssl_session_reuse);
 
 macro_rules! set_depth {
     ($fn_name:ident, $field:ident) => {
-        pub fn $fn_name(settings: &mut Settings, directive: &Directive, _: &mut Loader<'_>) -> Result {
+        pub fn $fn_name(
+            settings: &mut Settings,
+            directive: &Directive,
+            _: &mut Loader<'_>,
+        ) -> Result {
             duplicate(&settings.$field, directive)?;
             let depth = conf::value::parse_number(directive.arg(0))
                 .and_then(|depth| usize::try_from(depth).ok())
@@ -178,7 +229,11 @@ set_depth!(set_proxy_ssl_verify_depth, proxy_ssl_verify_depth);
 
 macro_rules! set_seconds {
     ($fn_name:ident, $field:ident) => {
-        pub fn $fn_name(settings: &mut Settings, directive: &Directive, _: &mut Loader<'_>) -> Result {
+        pub fn $fn_name(
+            settings: &mut Settings,
+            directive: &Directive,
+            _: &mut Loader<'_>,
+        ) -> Result {
             duplicate(&settings.$field, directive)?;
             settings.$field = Some(
                 conf::value::parse_time(directive.arg(0))
@@ -192,7 +247,11 @@ macro_rules! set_seconds {
 set_seconds!(set_ssl_session_timeout, ssl_session_timeout);
 set_seconds!(set_ssl_handshake_timeout, ssl_handshake_timeout);
 
-pub fn set_ssl_session_ticket_key(settings: &mut Settings, directive: &Directive, _: &mut Loader<'_>) -> Result {
+pub fn set_ssl_session_ticket_key(
+    settings: &mut Settings,
+    directive: &Directive,
+    _: &mut Loader<'_>,
+) -> Result {
     settings
         .ssl_session_ticket_key
         .get_or_insert_with(Vec::new)
@@ -212,7 +271,11 @@ pub fn set_ssl_alpn(settings: &mut Settings, directive: &Directive, _: &mut Load
     Ok(())
 }
 
-pub fn set_ssl_verify_client(settings: &mut Settings, directive: &Directive, _: &mut Loader<'_>) -> Result {
+pub fn set_ssl_verify_client(
+    settings: &mut Settings,
+    directive: &Directive,
+    _: &mut Loader<'_>,
+) -> Result {
     duplicate(&settings.ssl_verify_client, directive)?;
     let mode = match directive.arg(0) {
         "on" => VerifyClient::On,
@@ -226,7 +289,11 @@ pub fn set_ssl_verify_client(settings: &mut Settings, directive: &Directive, _: 
 }
 
 /// `ssl_session_cache off | none | [builtin[:SIZE]] [shared:NAME:SIZE]`.
-pub fn set_ssl_session_cache(settings: &mut Settings, directive: &Directive, _: &mut Loader<'_>) -> Result {
+pub fn set_ssl_session_cache(
+    settings: &mut Settings,
+    directive: &Directive,
+    _: &mut Loader<'_>,
+) -> Result {
     duplicate(&settings.ssl_session_cache, directive)?;
     let mut cache = SessionCache::None;
     for argument in &directive.args {
@@ -274,7 +341,11 @@ pub fn set_ssl_session_cache(settings: &mut Settings, directive: &Directive, _: 
     Ok(())
 }
 
-pub fn set_proxy_ssl_name(settings: &mut Settings, directive: &Directive, loader: &mut Loader<'_>) -> Result {
+pub fn set_proxy_ssl_name(
+    settings: &mut Settings,
+    directive: &Directive,
+    loader: &mut Loader<'_>,
+) -> Result {
     duplicate(&settings.proxy_ssl_name, directive)?;
     let template = loader.template(directive.arg(0), &directive.span)?;
     settings.proxy_ssl_name = Some(Some(template));
