@@ -4,6 +4,7 @@
 
 pub mod directives;
 pub mod listen;
+pub mod log_directives;
 pub mod settings;
 pub mod ssl_directives;
 pub mod upstream_directives;
