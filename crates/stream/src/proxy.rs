@@ -156,10 +156,14 @@ pub fn client_ip(peer: &PeerAddress) -> Option<IpAddr> {
 }
 
 /// The `proxy_bind` address for this session, if any.
+/// A `proxy_bind` value that is no address (logged).
+#[derive(Debug)]
+pub struct InvalidBind;
+
 pub fn bind_for(
     session: &mut Session<'_>,
     bind: &Option<Bind>,
-) -> Result<Option<(SocketAddr, bool)>, ()> {
+) -> Result<Option<(SocketAddr, bool)>, InvalidBind> {
     let Some(bind) = bind else {
         return Ok(None);
     };
@@ -174,7 +178,7 @@ pub fn bind_for(
                 Level::Error,
                 format_args!("invalid local address \"{}\"", value.escape_ascii()),
             );
-            Err(())
+            Err(InvalidBind)
         }
     }
 }
@@ -453,12 +457,11 @@ impl Pump {
                     self.end += read;
                     self.total += read as u64;
                     moved = true;
-                    if self.rate > 0 {
-                        let wait = read as u64 * 1000 / self.rate;
-                        if wait > 0 {
-                            self.delayed_until =
-                                Some(tokio::time::Instant::now() + Duration::from_millis(wait));
-                        }
+                    if let Some(wait) = (read as u64 * 1000).checked_div(self.rate)
+                        && wait > 0
+                    {
+                        self.delayed_until =
+                            Some(tokio::time::Instant::now() + Duration::from_millis(wait));
                     }
                 }
                 Err(error) if error.kind() == io::ErrorKind::WouldBlock => return moved,

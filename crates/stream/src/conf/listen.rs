@@ -69,11 +69,14 @@ fn is_wildcard(address: &ListenAddress) -> bool {
     matches!(address, ListenAddress::Inet(inet) if inet.ip().is_unspecified())
 }
 
+/// The listens on one address and protocol (`true`: udp), with their servers' indexes.
+type AddressGroup = ((ListenAddress, bool), Vec<(StreamListen, usize)>);
+
 /// Groups every server's listen addresses into sockets; `listens` pairs each with its
 /// server's index.
 pub fn group_sockets(listens: Vec<(StreamListen, usize)>) -> Result<Vec<SocketConf>, ConfError> {
     // (address, udp) → the listens on it.
-    let mut addresses: Vec<((ListenAddress, bool), Vec<(StreamListen, usize)>)> = Vec::new();
+    let mut addresses: Vec<AddressGroup> = Vec::new();
     for (listen, server) in listens {
         let key = (listen.spec.address.clone(), listen.udp);
         match addresses.iter_mut().find(|(existing, _)| *existing == key) {
