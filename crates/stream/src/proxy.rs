@@ -62,28 +62,85 @@ fn address_group(text: &[u8]) -> Option<Group<StreamTemplate>> {
     ))
 }
 
-/// The group of the server's `proxy_pass`; `Err` with the text to log when a value
-/// names none.
-pub fn target<'c>(
-    conf: &'c StreamConf,
-    content: &Content,
-    value: Option<&[u8]>,
-) -> Result<Target<'c>, String> {
-    match content {
-        Content::Proxy(id) => Ok(Target::Conf(&conf.groups[id.0 as usize])),
-        _ => {
-            let value = value.unwrap_or_default();
-            if let Some(group) = conf.group_named(value) {
-                return Ok(Target::Conf(group));
+fn one_address_group(name: &str, addresses: &[IpAddr], port: u16) -> Group<StreamTemplate> {
+    let peers = addresses
+        .iter()
+        .map(|ip| {
+            let address = PeerAddr::Inet(SocketAddr::new(*ip, port));
+            Peer {
+                name: address.to_string().into(),
+                address,
+                server: format!("{name}:{port}").into(),
+                weight: 1,
+                max_fails: 1,
+                fail_timeout: Duration::from_secs(10),
+                max_conns: 0,
+                down: false,
             }
-            address_group(value)
-                .map(|group| Target::Owned(Box::new(group)))
-                .ok_or_else(|| {
-                    format!(
-                        "no resolver defined to resolve {}",
-                        String::from_utf8_lossy(value)
-                    )
-                })
+        })
+        .collect();
+    Group::new(
+        name.into(),
+        peers,
+        Vec::new(),
+        Balancer::RoundRobin,
+        None,
+        true,
+        Some(port),
+    )
+}
+
+/// The group of the server's `proxy_pass`: a configured one, an address written out, or
+/// a name looked up by `resolver` (without blocking the worker). `Err` is the status the
+/// session ends with, logged.
+pub async fn find_target<'c>(session: &mut Session<'c>) -> Result<Target<'c>, u16> {
+    let conf: &'c StreamConf = session.conf;
+    let server = session.server;
+    let template = match &server.content {
+        Content::Proxy(id) => return Ok(Target::Conf(&conf.groups[id.0 as usize])),
+        Content::ProxyVariable(template) => template,
+        _ => return Err(status::INTERNAL_SERVER_ERROR),
+    };
+    let value = session.eval().render(template);
+    if let Some(group) = conf.group_named(&value) {
+        return Ok(Target::Conf(group));
+    }
+    if let Some(group) = address_group(&value) {
+        return Ok(Target::Owned(Box::new(group)));
+    }
+    let text = String::from_utf8_lossy(&value).into_owned();
+    let (host, port) = match text.rsplit_once(':') {
+        Some((host, port)) => (
+            host.to_owned(),
+            port.parse::<u16>().ok().filter(|port| *port > 0),
+        ),
+        None => (text.clone(), None),
+    };
+    let Some(port) = port else {
+        session.log(Level::Error, format_args!("no port in upstream \"{text}\""));
+        return Err(status::INTERNAL_SERVER_ERROR);
+    };
+    let Some(resolver) = &server.settings.resolver else {
+        session.log(
+            Level::Error,
+            format_args!("no resolver defined to resolve {host}"),
+        );
+        return Err(status::INTERNAL_SERVER_ERROR);
+    };
+    session.action = Some("resolving");
+    match http::proxy::resolver::resolve(resolver, server.settings.resolver_timeout, &host).await {
+        Ok(addresses) => Ok(Target::Owned(Box::new(one_address_group(
+            &host, &addresses, port,
+        )))),
+        Err(error) => {
+            session.log(
+                Level::Error,
+                format_args!(
+                    "{host} could not be resolved ({}: {})",
+                    error.code, error.text
+                ),
+            );
+            Err(status::BAD_GATEWAY)
         }
     }
 }
@@ -196,16 +253,9 @@ pub fn rate(session: &mut Session<'_>, template: &StreamTemplate) -> u64 {
 pub async fn run(session: &mut Session<'_>, client: &Stream) -> u16 {
     let server = session.server;
     let settings = &server.settings;
-    let value = match &server.content {
-        Content::ProxyVariable(template) => Some(session.eval().render(template)),
-        _ => None,
-    };
-    let target = match target(session.conf, &server.content, value.as_deref()) {
+    let target = match find_target(session).await {
         Ok(target) => target,
-        Err(message) => {
-            session.log(Level::Error, format_args!("{message}"));
-            return status::INTERNAL_SERVER_ERROR;
-        }
+        Err(status) => return status,
     };
     let group = target.group();
     if settings.tcp_nodelay {

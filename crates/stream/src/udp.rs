@@ -254,16 +254,9 @@ async fn proxy(
 ) -> u16 {
     let server = session.server;
     let settings = &server.settings;
-    let value = match &server.content {
-        Content::ProxyVariable(template) => Some(session.eval().render(template)),
-        _ => None,
-    };
-    let target = match crate::proxy::target(session.conf, &server.content, value.as_deref()) {
+    let target = match crate::proxy::find_target(session).await {
         Ok(target) => target,
-        Err(message) => {
-            session.log(Level::Error, format_args!("{message}"));
-            return status::BAD_GATEWAY;
-        }
+        Err(status) => return status,
     };
     let group = target.group();
     let Ok(bind) = crate::proxy::bind_for(session, &settings.proxy_bind) else {
@@ -290,6 +283,11 @@ async fn proxy(
     }
     let mut counts = Counts::default();
     let mut buf = vec![0u8; DATAGRAM_MAX];
+    let mut upload = Pace::new(crate::proxy::rate(session, &settings.proxy_upload_rate));
+    let mut download = Pace::new(crate::proxy::rate(session, &settings.proxy_download_rate));
+    if let Some(first) = unanswered.first() {
+        upload.note(first.len());
+    }
     loop {
         session.action = Some("connecting to upstream");
         let now = runtime::clock::monotonic();
@@ -346,6 +344,8 @@ async fn proxy(
         let mut last_activity = tokio::time::Instant::now();
         let mut client_open = true;
         loop {
+            let upload_open = upload.open();
+            let download_open = download.open();
             if let Some(responses) = settings.proxy_responses
                 && (settings.proxy_requests == 0 || counts.requests >= settings.proxy_requests)
                 && counts.responses >= responses.saturating_mul(counts.requests)
@@ -373,10 +373,13 @@ async fn proxy(
             }
             let deadline = last_activity + settings.proxy_timeout;
             tokio::select! {
-                datagram = receiver.recv(), if client_open => match datagram {
+                _ = sleep_until(upload.until), if upload.until.is_some() => upload.until = None,
+                _ = sleep_until(download.until), if download.until.is_some() => download.until = None,
+                datagram = receiver.recv(), if client_open && upload_open => match datagram {
                     Some(datagram) => {
                         last_activity = tokio::time::Instant::now();
                         session.vars.bytes_received += datagram.len() as u64;
+                        upload.note(datagram.len());
                         if upstream.send(&datagram).await.is_ok() {
                             counts.requests += 1;
                             counts.bytes_to_upstream += datagram.len() as u64;
@@ -387,9 +390,10 @@ async fn proxy(
                     }
                     None => client_open = false,
                 },
-                answer = upstream.recv(&mut buf) => match answer {
+                answer = upstream.recv(&mut buf), if download_open => match answer {
                     Ok(len) => {
                         last_activity = tokio::time::Instant::now();
+                        download.note(len);
                         if !received_any {
                             received_any = true;
                             unanswered.clear();
@@ -430,6 +434,59 @@ async fn proxy(
                 }
             }
         }
+    }
+}
+
+/// `proxy_upload_rate`/`proxy_download_rate` for datagrams, nginx's arithmetic: a
+/// datagram is never split; after one, reading in that direction waits as long as its
+/// bytes take at the rate, and while more than a second's worth has passed.
+struct Pace {
+    rate: u64,
+    began: Instant,
+    total: u64,
+    until: Option<tokio::time::Instant>,
+}
+
+impl Pace {
+    fn new(rate: u64) -> Pace {
+        Pace {
+            rate,
+            began: Instant::now(),
+            total: 0,
+            until: None,
+        }
+    }
+
+    /// Whether the next datagram may be read now; sets the wait otherwise.
+    fn open(&mut self) -> bool {
+        if self.rate == 0 || self.until.is_some() {
+            return self.until.is_none();
+        }
+        let allowed = i128::from(self.rate) * i128::from(self.began.elapsed().as_secs() + 1)
+            - i128::from(self.total);
+        if allowed > 0 {
+            return true;
+        }
+        let wait = u64::try_from(-allowed).unwrap_or(u64::MAX) * 1000 / self.rate + 1;
+        self.until = Some(tokio::time::Instant::now() + Duration::from_millis(wait));
+        false
+    }
+
+    /// Counts a datagram of `len` bytes.
+    fn note(&mut self, len: usize) {
+        self.total += len as u64;
+        if let Some(wait) = (len as u64 * 1000).checked_div(self.rate)
+            && wait > 0
+        {
+            self.until = Some(tokio::time::Instant::now() + Duration::from_millis(wait));
+        }
+    }
+}
+
+async fn sleep_until(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline).await,
+        None => std::future::pending().await,
     }
 }
 

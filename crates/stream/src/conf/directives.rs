@@ -140,12 +140,8 @@ pub const DIRECTIVES: &[StreamDirective] = &[
         Arity::TAKE1,
         set_proxy_protocol_timeout,
     ),
-    ignored("resolver", Contexts::STREAM_AND_SERVER, Arity::ONE_OR_MORE),
-    ignored(
-        "resolver_timeout",
-        Contexts::STREAM_AND_SERVER,
-        Arity::TAKE1,
-    ),
+    setting("resolver", Arity::ONE_OR_MORE, set_resolver),
+    setting("resolver_timeout", Arity::TAKE1, set_resolver_timeout),
     ignored("variables_hash_max_size", Contexts::STREAM, Arity::TAKE1),
     ignored("variables_hash_bucket_size", Contexts::STREAM, Arity::TAKE1),
     ignored("server_names_hash_max_size", Contexts::STREAM, Arity::TAKE1),
@@ -430,6 +426,13 @@ macro_rules! set_flag {
 }
 
 set_time!(set_preread_timeout, preread_timeout);
+set_time!(set_resolver_timeout, resolver_timeout);
+
+fn set_resolver(settings: &mut Settings, directive: &Directive, _: &mut Loader<'_>) -> Result {
+    duplicate(&settings.resolver, directive)?;
+    settings.resolver = Some(Some(http::proxy::resolver::parse(directive)?));
+    Ok(())
+}
 set_time!(set_proxy_protocol_timeout, proxy_protocol_timeout);
 set_time!(set_proxy_connect_timeout, proxy_connect_timeout);
 set_time!(set_proxy_timeout, proxy_timeout);

@@ -129,6 +129,9 @@ stream_settings! {
         access_log: Vec<AccessLog> = Vec::new(),
         error_log: Arc<ErrorLog> = Arc::clone(main_error_log),
         ssl_preread: bool = false,
+        /// `resolver`: names in `proxy_pass` values are looked up with it.
+        resolver: Option<http::proxy::settings::ResolverConf> = None,
+        resolver_timeout: Duration = Duration::from_secs(30),
         /// `ssl_certificate`, several for several key types.
         ssl_certificate: Vec<String> = Vec::new(),
         /// `ssl_certificate_key`, matched with the certificates by position.
