@@ -344,6 +344,11 @@ fn run<'w>(
             }
             Err(status) => status,
         };
+        if stream.is_tls() {
+            // A TLS session ends with its `close_notify`, as nginx's `SSL_shutdown`: a
+            // client that sees none may refuse to resume the session.
+            let _ = stream.shutdown_write();
+        }
         finish(session, status);
     })
 }
