@@ -265,7 +265,16 @@ pub async fn run(session: &mut Session<'_>, client: &Stream) -> u16 {
         return status::BAD_GATEWAY;
     };
     let key = balancer_key(session, group);
-    let Some((upstream, selected)) = connect_with_retries(session, group, &key, bind).await else {
+    let upstream_tls = match &session.server.upstream_tls {
+        Some(base) => match crate::ssl::session_client(session, base).await {
+            Ok(client) => Some(client),
+            Err(status) => return status,
+        },
+        None => None,
+    };
+    let Some((upstream, selected)) =
+        connect_with_retries(session, group, &key, bind, upstream_tls.as_deref()).await
+    else {
         return status::BAD_GATEWAY;
     };
     let rates = (
@@ -284,6 +293,7 @@ pub async fn connect_with_retries(
     group: &Group<StreamTemplate>,
     key: &[u8],
     bind: Option<(SocketAddr, bool)>,
+    upstream_tls: Option<&tls::ClientTls>,
 ) -> Option<(Stream, upstream::Selected)> {
     let settings = &session.server.settings;
     let began = runtime::clock::monotonic();
@@ -336,7 +346,7 @@ pub async fn connect_with_retries(
             }
             other => other,
         };
-        let connected = match (connected, &session.server.upstream_tls) {
+        let connected = match (connected, upstream_tls) {
             (Ok(stream), Some(client)) => {
                 session.action = Some("SSL handshaking to upstream");
                 let name = crate::ssl::upstream_name(session, &group.name);

@@ -217,10 +217,17 @@ pub fn upstream_tls(
     } else {
         None
     };
+    let named = settings
+        .proxy_ssl_certificate
+        .iter()
+        .chain(&settings.proxy_ssl_certificate_key)
+        .any(|name| name.contains('$'));
     let pair = match (
         &settings.proxy_ssl_certificate,
         &settings.proxy_ssl_certificate_key,
     ) {
+        // Names with variables: the pair is loaded per session (`VariablePair`).
+        _ if named => None,
         (Some(certificate), Some(key)) => {
             let certificate = source(prefix, certificate, "certificate")?;
             let key = source(prefix, key, "certificate key")?;
@@ -249,6 +256,80 @@ pub fn upstream_tls(
     })
     .map_err(load_error)?;
     Ok(Some(Arc::new(client)))
+}
+
+/// `proxy_ssl_certificate` and `proxy_ssl_certificate_key` whose names have variables.
+#[derive(Debug)]
+pub struct VariablePair {
+    certificate: crate::variables::StreamTemplate,
+    key: crate::variables::StreamTemplate,
+    passwords: Arc<Vec<Vec<u8>>>,
+    prefix: std::path::PathBuf,
+}
+
+/// The variable pair of a server's `proxy_ssl_certificate`, if its names have variables.
+pub fn variable_pair(
+    settings: &Resolved,
+    loader: &mut crate::conf::Loader<'_>,
+) -> Result<Option<VariablePair>, ConfError> {
+    let (Some(certificate), Some(key)) = (
+        &settings.proxy_ssl_certificate,
+        &settings.proxy_ssl_certificate_key,
+    ) else {
+        return Ok(None);
+    };
+    if !settings.proxy_ssl || !(certificate.contains('$') || key.contains('$')) {
+        return Ok(None);
+    }
+    let span = conf::Span::CommandLine;
+    Ok(Some(VariablePair {
+        certificate: loader.template(certificate, &span)?,
+        key: loader.template(key, &span)?,
+        passwords: Arc::new(settings.proxy_ssl_password_file.clone()),
+        prefix: loader.prefix.to_owned(),
+    }))
+}
+
+/// The upstream TLS configuration of this session: the server's, presenting the pair its
+/// variable names give (loaded on the worker's pool; an empty certificate name is none).
+pub async fn session_client(
+    session: &mut Session<'_>,
+    base: &Arc<tls::ClientTls>,
+) -> Result<Arc<tls::ClientTls>, u16> {
+    let Some(pair) = &session.server.upstream_pair else {
+        return Ok(Arc::clone(base));
+    };
+    let certificate = session.eval().render(&pair.certificate);
+    if certificate.is_empty() {
+        return Ok(Arc::clone(base));
+    }
+    let key = session.eval().render(&pair.key);
+    let absolute = |name: &[u8]| {
+        let name = String::from_utf8_lossy(name).into_owned();
+        if name.starts_with("data:") || Path::new(&name).is_absolute() {
+            name
+        } else {
+            pair.prefix.join(&name).display().to_string()
+        }
+    };
+    let files = [absolute(&certificate), absolute(&key)];
+    let passwords = Arc::clone(&pair.passwords);
+    let loaded = session
+        .worker
+        .on_pool(move || {
+            let certificate = tls::PemSource::read(&files[0], Path::new(&files[0]), "certificate")?;
+            let key = tls::PemSource::read(&files[1], Path::new(&files[1]), "certificate key")?;
+            tls::load_pair(&certificate, &key, &passwords)
+        })
+        .await;
+    match loaded {
+        Some(Ok(pair)) => Ok(Arc::new(base.with_pair(&pair))),
+        Some(Err(error)) => {
+            session.log(Level::Error, format_args!("{}", error.0));
+            Err(status::BAD_GATEWAY)
+        }
+        None => Err(status::BAD_GATEWAY),
+    }
 }
 
 /// The TLS handshake of a session on an `ssl` address, under the default server's

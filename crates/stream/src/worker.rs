@@ -173,6 +173,17 @@ impl StreamWorker {
         });
     }
 
+    /// Runs blocking `work` (file reads) on the worker's `default` pool; `None` when the
+    /// pool refused it (queue full) or has none.
+    pub async fn on_pool<T, F>(&self, work: F) -> Option<T>
+    where
+        T: Send + 'static,
+        F: FnOnce() -> T + Send + 'static,
+    {
+        let pool = self.pool.as_ref()?;
+        pool.submit(work).ok()?.await.ok()
+    }
+
     /// Writes every buffered line (the worker is stopping).
     pub fn flush_access_logs(&self) {
         for buffer in self.access_logs.borrow_mut().iter_mut().flatten() {

@@ -96,6 +96,8 @@ pub struct ServerConf {
     pub tls: Option<Arc<tls::ServerTls>>,
     /// `proxy_ssl on`: the configuration of TLS to its upstreams.
     pub upstream_tls: Option<Arc<tls::ClientTls>>,
+    /// `proxy_ssl_certificate` and `_key` with variables: the pair is loaded per session.
+    pub upstream_pair: Option<crate::ssl::VariablePair>,
 }
 
 /// The servers of one listen address.
@@ -383,7 +385,7 @@ fn read_server(loader: &mut Loader<'_>, block: &Directive) -> Result<ServerLoad,
 }
 
 fn finish(
-    loader: Loader<'_>,
+    mut loader: Loader<'_>,
     main: Settings,
     servers: Vec<(ServerLoad, Span)>,
 ) -> Result<StreamConf, ConfError> {
@@ -427,6 +429,7 @@ fn finish(
                 .unwrap_or(usize::MAX);
         }
         let tls = crate::ssl::server_tls(&settings, &mut tls_build, loader.prefix)?;
+        let upstream_pair = crate::ssl::variable_pair(&settings, &mut loader)?;
         let upstream_tls = crate::ssl::upstream_tls(&settings, loader.prefix)?;
         resolved.push(ServerConf {
             settings,
@@ -436,6 +439,7 @@ fn finish(
             sets: server.sets,
             tls,
             upstream_tls,
+            upstream_pair,
         });
     }
     let ssl_listens: Vec<(usize, Span)> = listens
