@@ -328,7 +328,7 @@ fn select_server(session: &mut Session<'_>) {
     if let Some(index) =
         crate::server_name::find(conf, &session.entry.servers, &name, &mut session.vars)
     {
-        session.server = &conf.servers[index];
+        session.switch_server(index);
     }
 }
 

@@ -75,6 +75,8 @@ impl Drop for Session<'_> {
 impl<'w> Session<'w> {
     pub fn new(worker: &'w StreamWorker, entry: &'w AddressConf, vars: SessionVars) -> Session<'w> {
         let conf = &*worker.conf;
+        let mut vars = vars;
+        vars.server = entry.servers[0];
         let server = &conf.servers[entry.servers[0]];
         let mut client_text = Vec::new();
         match vars.remote {
@@ -98,8 +100,14 @@ impl<'w> Session<'w> {
         }
     }
 
+    /// Makes server `index` of the configuration serve the rest of the session (the
+    /// name a TLS hello gives chose it).
+    pub fn switch_server(&mut self, index: usize) {
+        self.server = &self.conf.servers[index];
+        self.vars.server = index;
+    }
+
     pub fn eval(&mut self) -> Eval<'_> {
-        self.vars.server = server_index(self.conf, self.server);
         Eval::new(
             self.conf,
             &mut self.vars,
@@ -357,13 +365,6 @@ fn run<'w>(
 fn finish(mut session: Session<'_>, status: u16) {
     session.vars.status = status;
     session.log_phase();
-}
-
-fn server_index(conf: &StreamConf, server: &ServerConf) -> usize {
-    conf.servers
-        .iter()
-        .position(|known| std::ptr::eq(known, server))
-        .unwrap_or(0)
 }
 
 /// `127.0.0.1:5555` or `unix:`, as the connect line shows the client.

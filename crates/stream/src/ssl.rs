@@ -378,7 +378,7 @@ pub async fn handshake(session: &mut Session<'_>, stream: Stream) -> Result<Stre
         pending.finish(choice).await
     };
     let accepted = tokio::time::timeout(timeout, handshake).await;
-    session.server = &conf.servers[chosen.get()];
+    session.switch_server(chosen.get());
     let message = match accepted {
         Ok(Accepted::Tls(stream, info)) => {
             let info = Rc::new(info);

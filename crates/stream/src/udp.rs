@@ -162,7 +162,7 @@ async fn run_session(
     routes: Routes,
     id: u64,
 ) {
-    let conf = Rc::clone(&worker).conf.clone();
+    let conf = std::sync::Arc::clone(&worker.conf);
     let local = socket.local_addr().ok();
     let entry = conf.sockets[socket_index].address_for(local);
     let number = worker.next_connection();
