@@ -485,3 +485,6 @@ fn finish(
         warnings: loader.warnings,
     })
 }
+
+#[cfg(test)]
+mod tests;
