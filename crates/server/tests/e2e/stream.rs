@@ -544,3 +544,28 @@ stream {
     assert_eq!(answers[0], answers[1], "the first two share a session");
     assert_ne!(answers[1], answers[2], "the third starts a new session");
 }
+
+#[test]
+fn a_reload_keeps_established_sessions_until_they_end() {
+    let config = |extra: &str| {
+        format!(
+            "worker_processes 1;\nevents {{\n}}\nstream {{\n    server {{\n        listen 127.0.0.1:8080;\n        proxy_pass 127.0.0.1:8081;\n    }}\n{extra}}}\n"
+        )
+    };
+    let mut builder = Instance::builder(&config(""));
+    upper_case_upstream(builder.port(8081));
+    let mut instance = builder.start();
+    let mut client = connect(instance.port());
+    assert_eq!(exchange(&mut client, b"before", 6), b"BEFORE");
+    let reloaded =
+        config("    server {\n        listen 127.0.0.1:8082;\n        return new;\n    }\n");
+    instance.reload(&reloaded, |instance| {
+        TcpStream::connect(("127.0.0.1", instance.port_of(8082)))
+            .map(|mut stream| read_to_close(&mut stream) == b"new")
+            .unwrap_or(false)
+    });
+    // The session began under the old generation and goes on.
+    assert_eq!(exchange(&mut client, b"after", 5), b"AFTER");
+    assert_eq!(exchange(&mut client, b"close", 5), b"CLOSE");
+    assert_eq!(read_to_close(&mut client), b"");
+}
