@@ -73,6 +73,11 @@ pub fn server_tls(
     if settings.ssl_certificate.is_empty() {
         return Ok(None);
     }
+    let has_variables = settings
+        .ssl_certificate
+        .iter()
+        .chain(&settings.ssl_certificate_key)
+        .any(|name| name.contains('$'));
     let mut pairs = Vec::new();
     for (index, certificate) in settings.ssl_certificate.iter().enumerate() {
         let Some(key) = settings.ssl_certificate_key.get(index) else {
@@ -80,6 +85,10 @@ pub fn server_tls(
                 "no \"ssl_certificate_key\" is defined for certificate \"{certificate}\""
             ))));
         };
+        // Names with variables are loaded per handshake (`VariableCertificates`).
+        if has_variables {
+            continue;
+        }
         let certificate = source(prefix, certificate, "certificate")?;
         let key = source(prefix, key, "certificate key")?;
         pairs.push(
@@ -258,6 +267,73 @@ pub fn upstream_tls(
     Ok(Some(Arc::new(client)))
 }
 
+/// `ssl_certificate` and `ssl_certificate_key` whose names have variables: the pairs are
+/// loaded per handshake on the worker's pool (with `$ssl_server_name` known).
+#[derive(Debug)]
+pub struct VariableCertificates {
+    names: Vec<(
+        crate::variables::StreamTemplate,
+        crate::variables::StreamTemplate,
+    )>,
+    passwords: Arc<Vec<Vec<u8>>>,
+    prefix: std::path::PathBuf,
+}
+
+/// The variable certificates of a server, if its names have variables.
+pub fn variable_certificates(
+    settings: &Resolved,
+    loader: &mut crate::conf::Loader<'_>,
+) -> Result<Option<VariableCertificates>, ConfError> {
+    let has_variables = settings
+        .ssl_certificate
+        .iter()
+        .chain(&settings.ssl_certificate_key)
+        .any(|name| name.contains('$'));
+    if !has_variables {
+        return Ok(None);
+    }
+    let span = conf::Span::CommandLine;
+    let mut names = Vec::new();
+    for (certificate, key) in settings
+        .ssl_certificate
+        .iter()
+        .zip(&settings.ssl_certificate_key)
+    {
+        names.push((
+            loader.template(certificate, &span)?,
+            loader.template(key, &span)?,
+        ));
+    }
+    Ok(Some(VariableCertificates {
+        names,
+        passwords: Arc::new(settings.ssl_password_file.clone()),
+        prefix: loader.prefix.to_owned(),
+    }))
+}
+
+fn absolute(prefix: &Path, name: &[u8]) -> String {
+    let name = String::from_utf8_lossy(name).into_owned();
+    if name.starts_with("data:") || Path::new(&name).is_absolute() {
+        name
+    } else {
+        prefix.join(&name).display().to_string()
+    }
+}
+
+/// Loads pairs from `(certificate, key)` files (on a pool thread).
+fn load_pairs(
+    files: &[(String, String)],
+    passwords: &[Vec<u8>],
+) -> Result<Vec<tls::CertificatePair>, tls::TlsError> {
+    let mut pairs = Vec::new();
+    for (certificate, key) in files {
+        let certificate = tls::PemSource::read(certificate, Path::new(certificate), "certificate")?;
+        let key = tls::PemSource::read(key, Path::new(key), "certificate key")?;
+        pairs.push(tls::load_pair(&certificate, &key, passwords)?);
+    }
+    Ok(pairs)
+}
+
 /// `proxy_ssl_certificate` and `proxy_ssl_certificate_key` whose names have variables.
 #[derive(Debug)]
 pub struct VariablePair {
@@ -344,6 +420,8 @@ pub async fn handshake(session: &mut Session<'_>, stream: Stream) -> Result<Stre
     let conf = session.conf;
     let entry = session.entry;
     let chosen = std::cell::Cell::new(entry.servers[0]);
+    let worker = session.worker;
+    let failure: std::cell::RefCell<Option<String>> = std::cell::RefCell::new(None);
     let vars = &mut session.vars;
     let handshake = async {
         let pending = match runtime::tls::read_hello(tcp).await {
@@ -370,15 +448,53 @@ pub async fn handshake(session: &mut Session<'_>, stream: Stream) -> Result<Stre
             } else {
                 &conf.servers[entry.servers[0]]
             };
-            match &owner.tls {
-                Some(tls) => Choice::Serve(Arc::clone(tls), 16 * 1024),
-                None => Choice::Reject,
+            match (&owner.tls, &owner.certificates) {
+                (Some(tls), None) => Choice::Serve(Arc::clone(tls), 16 * 1024),
+                (Some(tls), Some(names)) => {
+                    // The names may use `$ssl_server_name`: the hello's is given.
+                    let name = pending.server_name();
+                    vars.tls = Some(Rc::new(tls::HandshakeInfo::with_server_name(
+                        name.as_deref(),
+                    )));
+                    let mut eval = crate::variables::Eval::new(
+                        conf,
+                        vars,
+                        worker.clock.wall(),
+                        &worker.hostname,
+                    );
+                    let files: Vec<(String, String)> = names
+                        .names
+                        .iter()
+                        .map(|(certificate, key)| {
+                            (
+                                absolute(&names.prefix, &eval.render(certificate)),
+                                absolute(&names.prefix, &eval.render(key)),
+                            )
+                        })
+                        .collect();
+                    vars.tls = None;
+                    let passwords = Arc::clone(&names.passwords);
+                    match worker.on_pool(move || load_pairs(&files, &passwords)).await {
+                        Some(Ok(pairs)) => {
+                            Choice::Serve(Arc::new(tls.with_pairs(&pairs)), 16 * 1024)
+                        }
+                        Some(Err(error)) => {
+                            *failure.borrow_mut() = Some(error.0);
+                            Choice::Fail("cert cb error".to_owned())
+                        }
+                        None => Choice::Fail("cert cb error".to_owned()),
+                    }
+                }
+                (None, _) => Choice::Reject,
             }
         };
         pending.finish(choice).await
     };
     let accepted = tokio::time::timeout(timeout, handshake).await;
     session.switch_server(chosen.get());
+    if let Some(message) = failure.take() {
+        session.log(Level::Error, format_args!("{message}"));
+    }
     let message = match accepted {
         Ok(Accepted::Tls(stream, info)) => {
             let info = Rc::new(info);

@@ -96,6 +96,8 @@ pub struct ServerConf {
     pub tls: Option<Arc<tls::ServerTls>>,
     /// `proxy_ssl on`: the configuration of TLS to its upstreams.
     pub upstream_tls: Option<Arc<tls::ClientTls>>,
+    /// `ssl_certificate` and `_key` with variables: the pairs are loaded per handshake.
+    pub certificates: Option<crate::ssl::VariableCertificates>,
     /// `proxy_ssl_certificate` and `_key` with variables: the pair is loaded per session.
     pub upstream_pair: Option<crate::ssl::VariablePair>,
 }
@@ -430,6 +432,7 @@ fn finish(
         }
         let tls = crate::ssl::server_tls(&settings, &mut tls_build, loader.prefix)?;
         let upstream_pair = crate::ssl::variable_pair(&settings, &mut loader)?;
+        let certificates = crate::ssl::variable_certificates(&settings, &mut loader)?;
         let upstream_tls = crate::ssl::upstream_tls(&settings, loader.prefix)?;
         resolved.push(ServerConf {
             settings,
@@ -440,6 +443,7 @@ fn finish(
             tls,
             upstream_tls,
             upstream_pair,
+            certificates,
         });
     }
     let ssl_listens: Vec<(usize, Span)> = listens
