@@ -310,11 +310,11 @@ pub async fn connect_with_retries(
         session.action = Some("connecting to upstream");
         let now = runtime::clock::monotonic();
         let Some(selected) = group.select(&mut tried, &select_key, now) else {
-            session.upstream_name = Some(group.name.to_string());
+            session.upstream_name = Some(std::sync::Arc::clone(&group.name));
             if session.vars.upstream.is_empty() {
                 // `$upstream_addr` names the group when no peer could be tried at all.
                 session.vars.upstream.push(crate::variables::UpstreamTry {
-                    name: group.name.to_string(),
+                    name: std::sync::Arc::clone(&group.name),
                     ..Default::default()
                 });
             }
@@ -322,9 +322,9 @@ pub async fn connect_with_retries(
             return None;
         };
         let peer = group.peer(selected);
-        session.upstream_name = Some(peer.name.to_string());
+        session.upstream_name = Some(std::sync::Arc::clone(&peer.name));
         session.vars.upstream.push(crate::variables::UpstreamTry {
-            name: peer.name.to_string(),
+            name: std::sync::Arc::clone(&peer.name),
             ..Default::default()
         });
         let attempt_started = Instant::now();
@@ -358,17 +358,19 @@ pub async fn connect_with_retries(
         match connected {
             Ok(stream) => {
                 session.vars.last_try().connect_time = Some(attempt_started.elapsed());
-                let local = match &stream {
-                    Stream::Tcp(tcp) => tcp
-                        .local_addr()
-                        .map(|address| address.to_string())
-                        .unwrap_or_default(),
-                    _ => String::new(),
-                };
-                session.log(
-                    Level::Info,
-                    format_args!("proxy {local} connected to {}", peer.name),
-                );
+                if session.logs(Level::Info) {
+                    let local = match &stream {
+                        Stream::Tcp(tcp) => tcp
+                            .local_addr()
+                            .map(|address| address.to_string())
+                            .unwrap_or_default(),
+                        _ => String::new(),
+                    };
+                    session.log(
+                        Level::Info,
+                        format_args!("proxy {local} connected to {}", peer.name),
+                    );
+                }
                 if settings.tcp_nodelay {
                     let _ = stream.set_nodelay(true);
                 }

@@ -37,12 +37,10 @@ pub struct Session<'w> {
     pub entry: &'w AddressConf,
     pub server: &'w ServerConf,
     pub vars: SessionVars,
-    /// The client's address as error-log lines show it.
-    pub client_text: Vec<u8>,
     /// What the session is doing, for error-log lines.
     pub action: Option<&'static str>,
     /// The upstream being talked to, for error-log lines.
-    pub upstream_name: Option<String>,
+    pub upstream_name: Option<std::sync::Arc<str>>,
     /// Bytes from/to the client and from/to the upstream, once proxying began.
     pub bytes: Option<[u64; 4]>,
     /// Bytes read from the client ahead of the content phase (the PROXY header's rest,
@@ -78,20 +76,12 @@ impl<'w> Session<'w> {
         let mut vars = vars;
         vars.server = entry.servers[0];
         let server = &conf.servers[entry.servers[0]];
-        let mut client_text = Vec::new();
-        match vars.remote {
-            PeerAddress::Inet(address) => {
-                client_text.extend_from_slice(address.ip().to_string().as_bytes());
-            }
-            PeerAddress::Unix => client_text.extend_from_slice(b"unix:"),
-        }
         Session {
             worker,
             conf,
             entry,
             server,
             vars,
-            client_text,
             action: None,
             upstream_name: None,
             bytes: None,
@@ -122,10 +112,15 @@ impl<'w> Session<'w> {
         if !error_log.enabled(level) {
             return;
         }
+        // Made only for a line that is written: most sessions write none.
+        let client = match self.vars.remote {
+            PeerAddress::Inet(address) => address.ip().to_string(),
+            PeerAddress::Unix => "unix:".to_owned(),
+        };
         let context = SessionContext {
             action: self.action,
             protocol: self.vars.protocol,
-            client: &self.client_text,
+            client: client.as_bytes(),
             server: &self.entry.text,
             upstream: self.upstream_name.as_deref(),
             bytes: self.bytes,
@@ -137,6 +132,11 @@ impl<'w> Session<'w> {
             message,
             Some(&context),
         );
+    }
+
+    /// Whether the server's error log takes lines at `level` (check before formatting).
+    pub fn logs(&self, level: Level) -> bool {
+        self.server.settings.error_log.enabled(level)
     }
 
     /// The `client ... connected to ...` line, which nginx writes before the session's
@@ -285,7 +285,6 @@ impl<'w> Session<'w> {
         };
         let address = std::net::SocketAddr::new(ip, header.source_port);
         self.vars.remote = PeerAddress::Inet(address);
-        self.client_text = ip.to_string().into_bytes();
     }
 }
 
@@ -324,7 +323,7 @@ fn run<'w>(
         let slots = worker.conf.slots.len();
         let vars = SessionVars::new(number, Protocol::Tcp, peer, local, slots);
         let mut session = Session::new(worker, entry, vars);
-        if depth == 0 {
+        if depth == 0 && session.logs(Level::Info) {
             let server_text = match local {
                 Some(local) => local.to_string(),
                 None => entry.text.clone(),

@@ -174,8 +174,10 @@ async fn run_session(
         conf.slots.len(),
     );
     let mut session = Session::new(&worker, entry, vars);
-    let shown = local.map_or_else(|| entry.text.clone(), |local| local.to_string());
-    session.log_connected(format_args!("udp client {client} connected to {shown}"));
+    if session.logs(Level::Info) {
+        let shown = local.map_or_else(|| entry.text.clone(), |local| local.to_string());
+        session.log_connected(format_args!("udp client {client} connected to {shown}"));
+    }
     let status = match phases(&mut session, &socket, client, &mut receiver).await {
         Ok(status) | Err(status) => status,
     };
@@ -292,11 +294,11 @@ async fn proxy(
         session.action = Some("connecting to upstream");
         let now = runtime::clock::monotonic();
         let Some(selected) = group.select(&mut tried, &select_key, now) else {
-            session.upstream_name = Some(group.name.to_string());
+            session.upstream_name = Some(std::sync::Arc::clone(&group.name));
             if session.vars.upstream.is_empty() {
                 // `$upstream_addr` names the group when no peer could be tried at all.
                 session.vars.upstream.push(crate::variables::UpstreamTry {
-                    name: group.name.to_string(),
+                    name: std::sync::Arc::clone(&group.name),
                     ..Default::default()
                 });
             }
@@ -304,9 +306,9 @@ async fn proxy(
             return status::BAD_GATEWAY;
         };
         let peer = group.peer(selected);
-        session.upstream_name = Some(peer.name.to_string());
+        session.upstream_name = Some(std::sync::Arc::clone(&peer.name));
         session.vars.upstream.push(UpstreamTry {
-            name: peer.name.to_string(),
+            name: std::sync::Arc::clone(&peer.name),
             ..UpstreamTry::default()
         });
         let started = Instant::now();
@@ -324,14 +326,16 @@ async fn proxy(
             }
         };
         session.vars.last_try().connect_time = Some(started.elapsed());
-        let local = upstream
-            .local_addr()
-            .map(|address| address.to_string())
-            .unwrap_or_default();
-        session.log(
-            Level::Info,
-            format_args!("udp proxy {local} connected to {}", peer.name),
-        );
+        if session.logs(Level::Info) {
+            let local = upstream
+                .local_addr()
+                .map(|address| address.to_string())
+                .unwrap_or_default();
+            session.log(
+                Level::Info,
+                format_args!("udp proxy {local} connected to {}", peer.name),
+            );
+        }
         session.action = Some("proxying connection");
         counts.requests = 0;
         for datagram in &unanswered {

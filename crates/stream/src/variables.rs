@@ -184,7 +184,7 @@ pub enum Protocol {
 /// One try of an upstream peer, for the `$upstream_*` variables.
 #[derive(Clone, Debug, Default)]
 pub struct UpstreamTry {
-    pub name: String,
+    pub name: std::sync::Arc<str>,
     pub bytes_sent: u64,
     pub bytes_received: u64,
     pub connect_time: Option<Duration>,
