@@ -579,12 +579,14 @@ async fn relay_session(
     let timeout = settings.proxy_timeout;
     let received_before = session.vars.bytes_received;
     let mut last_activity = tokio::time::Instant::now();
+    let idle = tokio::time::sleep(timeout);
+    tokio::pin!(idle);
     let mut first_byte = None;
     let end = loop {
         let up_moved = up.run(client, upstream);
         let down_moved = down.run(upstream, client);
         if up_moved || down_moved {
-            last_activity = tokio::time::Instant::now();
+            last_activity = tokio::time::Instant::from_std(runtime::clock::monotonic());
         }
         if first_byte.is_none() && down.total > 0 {
             first_byte = Some(try_started.elapsed());
@@ -606,7 +608,6 @@ async fn relay_session(
         } else if up.done() {
             break RelayEnd::Closed { upstream: false };
         }
-        let deadline = last_activity + timeout;
         tokio::select! {
             _ = client.readable(), if up.wants_read() => {}
             _ = upstream.writable(), if up.pending() > 0 => {}
@@ -620,7 +621,14 @@ async fn relay_session(
                 down.delayed_until = None;
                 last_activity = tokio::time::Instant::now();
             }
-            _ = tokio::time::sleep_until(deadline) => break RelayEnd::TimedOut,
+            () = &mut idle => {
+                // The timer is set again only when it fires, not per byte moved.
+                let deadline = last_activity + timeout;
+                if deadline <= tokio::time::Instant::now() {
+                    break RelayEnd::TimedOut;
+                }
+                idle.as_mut().reset(deadline);
+            }
         }
     };
     let _ = client.flush().await;

@@ -296,10 +296,14 @@ pub async fn serve(
     peer: PeerAddress,
     guard: ConnectionGuard,
 ) {
-    let local = stream.local_address();
     let conf = Arc::clone(&worker.conf);
     let Some(socket) = conf.sockets.get(socket_index) else {
         return;
+    };
+    // A socket on one address says where the client connected without a system call.
+    let local = match &socket.address {
+        runtime::ListenAddress::Inet(address) if !address.ip().is_unspecified() => Some(*address),
+        _ => stream.local_address(),
     };
     let entry = socket.address_for(local);
     let number = worker.next_connection();
