@@ -27,14 +27,18 @@ use crate::session::{Session, status};
 use crate::variables::{Protocol, SessionVars, UpstreamTry};
 use crate::worker::StreamWorker;
 
-/// Datagrams a session may have waiting; more are dropped.
-const SESSION_QUEUE: usize = 256;
+/// Datagrams a session may have waiting, and their bytes; more are dropped, so that a
+/// flood holds at most `worker_connections` times this much memory.
+const SESSION_QUEUE: usize = 64;
+const SESSION_QUEUE_BYTES: usize = 256 * 1024;
 /// The largest datagram read.
 const DATAGRAM_MAX: usize = 65535;
 
 /// A client's binding to its session.
 struct Route {
     sender: mpsc::Sender<Vec<u8>>,
+    /// Bytes waiting in the session's queue.
+    queued: Rc<std::cell::Cell<usize>>,
     /// Datagrams routed to the session.
     count: u64,
     id: u64,
@@ -80,13 +84,19 @@ pub async fn serve_socket(
         };
         next_id += 1;
         let (sender, receiver) = mpsc::channel(SESSION_QUEUE);
+        let queued = Rc::new(std::cell::Cell::new(datagram.len()));
         let _ = sender.try_send(datagram);
+        let receiver = Queue {
+            receiver,
+            queued: Rc::clone(&queued),
+        };
         let requests_max = requests_max(&worker, socket_index, &socket);
         if requests_max != 1 {
             routes.borrow_mut().insert(
                 client,
                 Route {
                     sender,
+                    queued,
                     count: 1,
                     id: next_id,
                 },
@@ -124,8 +134,12 @@ fn route_to_session(
     let Some(route) = routes.get_mut(&client) else {
         return false;
     };
+    let len = datagram.len();
+    if route.queued.get() + len > SESSION_QUEUE_BYTES {
+        return true;
+    }
     match route.sender.try_send(datagram) {
-        Ok(()) => {}
+        Ok(()) => route.queued.set(route.queued.get() + len),
         Err(mpsc::error::TrySendError::Full(_)) => return true,
         Err(mpsc::error::TrySendError::Closed(_)) => {
             routes.remove(&client);
@@ -140,6 +154,21 @@ fn route_to_session(
         routes.remove(&client);
     }
     true
+}
+
+/// The receiving end of a session's queue, which gives back the room of what it takes.
+struct Queue {
+    receiver: mpsc::Receiver<Vec<u8>>,
+    queued: Rc<std::cell::Cell<usize>>,
+}
+
+impl Queue {
+    async fn recv(&mut self) -> Option<Vec<u8>> {
+        let datagram = self.receiver.recv().await?;
+        self.queued
+            .set(self.queued.get().saturating_sub(datagram.len()));
+        Some(datagram)
+    }
 }
 
 fn log_process(worker: &StreamWorker, level: Level, message: std::fmt::Arguments<'_>) {
@@ -157,7 +186,7 @@ async fn run_session(
     socket_index: usize,
     socket: Rc<UdpSocket>,
     client: SocketAddr,
-    mut receiver: mpsc::Receiver<Vec<u8>>,
+    mut receiver: Queue,
     guard: ConnectionGuard,
     routes: Routes,
     id: u64,
@@ -195,7 +224,7 @@ async fn phases(
     session: &mut Session<'_>,
     socket: &UdpSocket,
     client: SocketAddr,
-    receiver: &mut mpsc::Receiver<Vec<u8>>,
+    receiver: &mut Queue,
 ) -> Result<u16, u16> {
     session.run_preaccess()?;
     let server = session.server;
@@ -252,7 +281,7 @@ async fn proxy(
     session: &mut Session<'_>,
     socket: &UdpSocket,
     client: SocketAddr,
-    receiver: &mut mpsc::Receiver<Vec<u8>>,
+    receiver: &mut Queue,
 ) -> u16 {
     let server = session.server;
     let settings = &server.settings;

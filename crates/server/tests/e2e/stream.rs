@@ -569,3 +569,59 @@ fn a_reload_keeps_established_sessions_until_they_end() {
     assert_eq!(exchange(&mut client, b"close", 5), b"CLOSE");
     assert_eq!(read_to_close(&mut client), b"");
 }
+
+#[test]
+fn a_udp_flood_is_bounded_by_worker_connections_and_others_are_served_after() {
+    let mut builder = Instance::builder(
+        r#"
+worker_processes 1;
+events {
+    worker_connections 40;
+}
+stream {
+    server {
+        listen 127.0.0.1:8080 udp;
+        proxy_pass 127.0.0.1:8081;
+        proxy_timeout 1s;
+    }
+    server {
+        listen 127.0.0.1:8082 udp;
+        return "served";
+    }
+}
+"#,
+    )
+    .expect_log("[alert]");
+    // An upstream that takes datagrams and never answers.
+    let silent = UdpSocket::bind(("127.0.0.1", builder.port(8081))).expect("bind the upstream");
+    let instance = builder.start();
+    let flood: Vec<UdpSocket> = (0..100)
+        .map(|_| {
+            let client = UdpSocket::bind("127.0.0.1:0").expect("bind a client");
+            client
+                .send_to(&[b'x'; 1200], ("127.0.0.1", instance.port()))
+                .expect("send");
+            client
+        })
+        .collect();
+    instance.wait_for_error_log("worker_connections are not enough");
+    // The flood's sessions end at their proxy_timeout; a new client is served then.
+    let client = UdpSocket::bind("127.0.0.1:0").expect("bind the client");
+    client
+        .set_read_timeout(Some(Duration::from_millis(500)))
+        .expect("timeout");
+    let started = Instant::now();
+    let answer = loop {
+        client
+            .send_to(b"hello", ("127.0.0.1", instance.port_of(8082)))
+            .expect("send");
+        let mut buf = [0u8; 64];
+        if let Ok(len) = client.recv(&mut buf) {
+            break buf[..len].to_vec();
+        }
+        assert!(started.elapsed() < TIMEOUT, "never served after the flood");
+    };
+    assert_eq!(answer, b"served");
+    drop(flood);
+    drop(silent);
+}
