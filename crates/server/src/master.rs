@@ -167,8 +167,9 @@ fn print_version(options: &Options) {
         );
         let _ = writeln!(
             stderr,
-            "built-in modules: core events thread_pool {}",
-            http::modules::FAMILIES.join(" ")
+            "built-in modules: core events thread_pool {} {}",
+            http::modules::FAMILIES.join(" "),
+            stream::FAMILIES.join(" ")
         );
         let _ = writeln!(stderr, "prefix: {}", cli::DEFAULT_PREFIX);
     }

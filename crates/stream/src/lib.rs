@@ -29,3 +29,29 @@ pub mod worker;
 pub use conf::{LoadEnv, StreamConf, load_stream};
 pub use session::serve;
 pub use worker::StreamWorker;
+
+/// The stream modules Portico has built in, by nginx's module names without `ngx_` and
+/// `_module` (`load_module modules/ngx_stream_module.so;` names `stream`, the one file of
+/// Debian's `libnginx-mod-stream`).
+pub const FAMILIES: &[&str] = &[
+    "stream",
+    "stream_core",
+    "stream_log",
+    "stream_proxy",
+    "stream_upstream",
+    "stream_upstream_hash",
+    "stream_upstream_least_conn",
+    "stream_upstream_random",
+    "stream_upstream_zone",
+    "stream_access",
+    "stream_geo",
+    "stream_map",
+    "stream_split_clients",
+    "stream_set",
+    "stream_return",
+    "stream_pass",
+    "stream_limit_conn",
+    "stream_realip",
+    "stream_ssl",
+    "stream_ssl_preread",
+];
