@@ -429,9 +429,12 @@ pub fn proxy_protocol_line(session: &Session<'_>) -> Vec<u8> {
 
 /// One direction of the relay: a buffer filled from one side and drained to the other.
 struct Pump {
+    /// The bytes read and not yet written are `buf[start..]`; reads append to it, into
+    /// room that is never zeroed.
     buf: Vec<u8>,
     start: usize,
-    end: usize,
+    /// `proxy_buffer_size`: how much may wait.
+    size: usize,
     eof: bool,
     shut: bool,
     total: u64,
@@ -444,10 +447,11 @@ struct Pump {
 
 impl Pump {
     fn new(size: usize, rate: u64) -> Pump {
+        let size = size.max(1);
         Pump {
-            buf: vec![0; size.max(1)],
+            buf: Vec::with_capacity(size),
             start: 0,
-            end: 0,
+            size,
             eof: false,
             shut: false,
             total: 0,
@@ -459,11 +463,11 @@ impl Pump {
     }
 
     fn pending(&self) -> usize {
-        self.end - self.start
+        self.buf.len() - self.start
     }
 
     fn wants_read(&self) -> bool {
-        !self.eof && self.end < self.buf.len() && self.delayed_until.is_none()
+        !self.eof && self.buf.len() < self.size && self.delayed_until.is_none()
     }
 
     fn done(&self) -> bool {
@@ -475,8 +479,8 @@ impl Pump {
     fn run(&mut self, from: &Stream, to: &Stream) -> bool {
         let mut moved = false;
         loop {
-            while self.start < self.end {
-                match to.try_write(&self.buf[self.start..self.end]) {
+            while self.start < self.buf.len() {
+                match to.try_write(&self.buf[self.start..]) {
                     Ok(written) => {
                         self.start += written;
                         self.written += written as u64;
@@ -486,19 +490,19 @@ impl Pump {
                     Err(_) => {
                         // The receiving side is gone: nothing more can be delivered.
                         self.eof = true;
-                        self.start = self.end;
+                        self.start = self.buf.len();
                         return true;
                     }
                 }
             }
-            if self.start == self.end {
+            if self.start == self.buf.len() {
                 self.start = 0;
-                self.end = 0;
+                self.buf.clear();
             }
             if !self.wants_read() {
                 return moved;
             }
-            let mut room = self.buf.len() - self.end;
+            let mut room = self.size - self.buf.len();
             if self.rate > 0 {
                 let elapsed = self.began.elapsed().as_secs() + 1;
                 let allowed = (self.rate * elapsed) as i128 - self.total as i128;
@@ -510,13 +514,12 @@ impl Pump {
                 }
                 room = room.min(allowed as usize);
             }
-            match from.try_read(&mut self.buf[self.end..self.end + room]) {
+            match from.try_read_appending(&mut self.buf, room) {
                 Ok(0) => {
                     self.eof = true;
                     return true;
                 }
                 Ok(read) => {
-                    self.end += read;
                     self.total += read as u64;
                     moved = true;
                     if let Some(wait) = (read as u64 * 1000).checked_div(self.rate)
@@ -572,8 +575,7 @@ async fn relay_session(
     session.action = Some("proxying connection");
     let buffer_size = settings.proxy_buffer_size;
     let mut up = Pump::new(buffer_size.max(first.len()), upload_rate);
-    up.buf[..first.len()].copy_from_slice(&first);
-    up.end = first.len();
+    up.buf.extend_from_slice(&first);
     let mut down = Pump::new(buffer_size, download_rate);
     let half_close = settings.proxy_half_close;
     let timeout = settings.proxy_timeout;
