@@ -1,7 +1,6 @@
 //! What a session writes to its logs: the context that follows an error-log message
 //! (` while proxying connection, client: 127.0.0.1, server: 127.0.0.1:8080, upstream:
-//! "127.0.0.1:8081", bytes from/to client:4/4, bytes from/to upstream:4/4`), and its
-//! access-log lines, rendered with `log_format`'s escaping.
+//! "127.0.0.1:8081"`), and its access-log lines, rendered with `log_format`'s escaping.
 
 use logging::LogContext;
 use vars::Evaluator;
@@ -16,8 +15,6 @@ pub struct SessionContext<'a> {
     pub client: &'a [u8],
     pub server: &'a str,
     pub upstream: Option<&'a str>,
-    /// Bytes from/to the client and from/to the upstream, once proxying started.
-    pub bytes: Option<[u64; 4]>,
 }
 
 impl LogContext for SessionContext<'_> {
@@ -36,12 +33,6 @@ impl LogContext for SessionContext<'_> {
         out.extend_from_slice(self.server.as_bytes());
         if let Some(upstream) = self.upstream {
             let _ = write!(out, ", upstream: \"{upstream}\"");
-        }
-        if let Some([from_client, to_client, from_upstream, to_upstream]) = self.bytes {
-            let _ = write!(
-                out,
-                ", bytes from/to client:{from_client}/{to_client}, bytes from/to upstream:{from_upstream}/{to_upstream}"
-            );
         }
     }
 }
@@ -155,21 +146,20 @@ mod tests {
     }
 
     #[test]
-    fn the_context_names_the_client_server_upstream_and_bytes() {
+    fn the_context_names_the_client_server_and_upstream() {
         let context = SessionContext {
             action: Some("proxying connection"),
             protocol: Protocol::Tcp,
             client: b"127.0.0.1",
             server: "127.0.0.1:8080",
             upstream: Some("127.0.0.1:8081"),
-            bytes: Some([1, 2, 3, 4]),
         };
         let mut out = Vec::new();
         context.write_context(&mut out);
         assert_eq!(
             String::from_utf8(out).unwrap(),
             " while proxying connection, client: 127.0.0.1, server: 127.0.0.1:8080, \
-             upstream: \"127.0.0.1:8081\", bytes from/to client:1/2, bytes from/to upstream:3/4"
+             upstream: \"127.0.0.1:8081\""
         );
     }
 }

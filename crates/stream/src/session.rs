@@ -41,8 +41,6 @@ pub struct Session<'w> {
     pub action: Option<&'static str>,
     /// The upstream being talked to, for error-log lines.
     pub upstream_name: Option<std::sync::Arc<str>>,
-    /// Bytes from/to the client and from/to the upstream, once proxying began.
-    pub bytes: Option<[u64; 4]>,
     /// Bytes read from the client ahead of the content phase (the PROXY header's rest,
     /// `ssl_preread`), which the content phase sends on first.
     pub preread: Vec<u8>,
@@ -84,7 +82,6 @@ impl<'w> Session<'w> {
             vars,
             action: None,
             upstream_name: None,
-            bytes: None,
             preread: Vec::new(),
             limits: Vec::new(),
         }
@@ -123,7 +120,6 @@ impl<'w> Session<'w> {
             client: client.as_bytes(),
             server: &self.entry.text,
             upstream: self.upstream_name.as_deref(),
-            bytes: self.bytes,
         };
         error_log.write(
             level,
