@@ -6,6 +6,8 @@
 #   h2c-return     h2c with prior knowledge, `return 200`, h2load -c 100 -m 10
 #   h2c-static     h2c, a 64 KiB file from `root` (in page cache), h2load -c 4 -m 100:
 #                  100 concurrent streams per connection
+#   h2c-cache      h2c, cache HITs: a 1 KiB response of a second server block stored by
+#                  `proxy_cache` during the warm-up, h2load -c 100 -m 10
 #
 # Each reports the median of REPS runs of the rate (requests/s; bytes/s for h2c-static) and
 # of the server's CPU time per request (nanoseconds, every thread of the server's
@@ -16,8 +18,9 @@
 #   bench/h2.sh
 #
 # Environment (defaults in brackets): REPS [5] REQUESTS [200000] (per run; a quarter of it
-#   for h2c-static) SCENARIOS ["tls-return h2c-return h2c-static"] PORTICO_BIN, CARGO_TARGET_DIR (as in the
-#   other scenarios) KEEP_TMP [0]
+#   for h2c-static) SCENARIOS ["tls-return h2c-return h2c-static h2c-cache"] PORTICO_BIN,
+#   CARGO_TARGET_DIR (as in the other scenarios) KEEP_TMP [0]; BASE_BIN: an earlier Portico
+#   build, run in the same rounds, with the ratios of this build to it ("P/base").
 # Targets (issue 14): req/s at least 1.05x nginx's with CPU per request at most 0.9x;
 # bytes/s at least 1.0x.
 
@@ -25,23 +28,27 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
 REPS=${REPS:-5}
 REQUESTS=${REQUESTS:-200000}
-SCENARIOS=${SCENARIOS:-"tls-return h2c-return h2c-static"}
+SCENARIOS=${SCENARIOS:-"tls-return h2c-return h2c-static h2c-cache"}
+BASE_BIN=${BASE_BIN:-}
 KEEP_TMP=${KEEP_TMP:-0}
 
 ensure_tools
 command -v h2load >/dev/null || die "h2load is needed (apt-get install nghttp2-client)"
 command -v openssl >/dev/null || die "the openssl command is needed"
 ensure_portico
+[ -z "$BASE_BIN" ] || [ -x "$BASE_BIN" ] || die "BASE_BIN=$BASE_BIN is not executable"
+KINDS="nginx portico${BASE_BIN:+ base}"
 
 make_work_dir h2
 
 make_ecdsa_cert "$WORK"
 mkdir -p "$WORK/html"
 head -c 65536 /dev/urandom >"$WORK/html/64k.bin"
+head -c 1024 /dev/urandom | base64 -w 0 | head -c 1024 >"$WORK/html/1k.txt"
 
-# write_conf FILE PORT TLS: one configuration both servers read.
+# write_conf FILE PORT TLS BACKEND_PORT CACHE_DIR: one configuration both servers read.
 write_conf() {
-    local file=$1 port=$2 tls=$3 user_line="" listen
+    local file=$1 port=$2 tls=$3 backend=$4 cache=$5 user_line="" listen
     [ "$(id -u)" -eq 0 ] && user_line="user root;"
     listen="listen 127.0.0.1:$port http2;"
     [ "$tls" = 1 ] && listen="listen 127.0.0.1:$port ssl http2;
@@ -57,10 +64,20 @@ error_log logs/error.log;
 events { worker_connections 1024; }
 http {
     access_log off;
+    proxy_cache_path $cache levels=1:2 keys_zone=h2:10m;
     server {
         $listen
         location / { return 200 'hello world'; }
         location /static/ { alias $WORK/html/; }
+        location /cache/ {
+            proxy_pass http://127.0.0.1:$backend/;
+            proxy_cache h2;
+            proxy_cache_valid 200 1h;
+        }
+    }
+    server {
+        listen 127.0.0.1:$backend;
+        location / { root $WORK/html; }
     }
 }
 EOF
@@ -78,14 +95,23 @@ run_one() {
             url="http://127.0.0.1:$port/static/64k.bin" clients=4 streams=100
             requests=$((REQUESTS / 4))
             ;;
+        h2c-cache) url="http://127.0.0.1:$port/cache/1k.txt" ;;
         *) die "unknown scenario $scenario" ;;
     esac
     conf=$WORK/$kind-$scenario.conf
     prefix=$WORK/$kind-$scenario
-    write_conf "$conf" "$port" "$tls"
+    write_conf "$conf" "$port" "$tls" "$(free_port)" "$prefix/cache"
     # An h2c-only address (nginx's `listen ... http2`) answers curl's probe only in HTTP/2.
     if [ "$tls" = 1 ]; then PROBE_ARGS=""; else PROBE_ARGS="--http2-prior-knowledge"; fi
-    start_server "$kind" "$prefix" "$conf" "$port"
+    case $kind in
+        base)
+            local saved=$PORTICO_BIN
+            PORTICO_BIN=$BASE_BIN
+            start_server portico "$prefix" "$conf" "$port"
+            PORTICO_BIN=$saved
+            ;;
+        *) start_server "$kind" "$prefix" "$conf" "$port" ;;
+    esac
     mapfile -t family < <(process_family "$SERVER_PID")
     out=$WORK/out-$kind-$scenario.txt
     # A warm-up of a tenth of the requests, not counted.
@@ -119,12 +145,12 @@ declare -A RATE CPU
 for scenario in $SCENARIOS; do
     declare -A rates=() cpus=()
     for _ in $(seq "$REPS"); do
-        for kind in nginx portico; do
+        for kind in $KINDS; do
             read -r rate cpu < <(run_one "$kind" "$scenario")
             rates[$kind]+="$rate " cpus[$kind]+="$cpu "
         done
     done
-    for kind in nginx portico; do
+    for kind in $KINDS; do
         # shellcheck disable=SC2086
         RATE[$scenario-$kind]=$(median ${rates[$kind]})
         # shellcheck disable=SC2086
@@ -135,6 +161,11 @@ for scenario in $SCENARIOS; do
     printf '%-12s %-8s %16s %12s\n' "$scenario" "P/n" \
         "$(awk -v p="${RATE[$scenario-portico]}" -v n="${RATE[$scenario-nginx]}" 'BEGIN { printf "%.2fx", p / n }')" \
         "$(awk -v p="${CPU[$scenario-portico]}" -v n="${CPU[$scenario-nginx]}" 'BEGIN { printf "%.2fx", p / n }')"
+    if [ -n "$BASE_BIN" ]; then
+        printf '%-12s %-8s %16s %12s\n' "$scenario" "P/base" \
+            "$(awk -v p="${RATE[$scenario-portico]}" -v n="${RATE[$scenario-base]}" 'BEGIN { printf "%.2fx", p / n }')" \
+            "$(awk -v p="${CPU[$scenario-portico]}" -v n="${CPU[$scenario-base]}" 'BEGIN { printf "%.2fx", p / n }')"
+    fi
     unset rates cpus
 done
 [ "$SCENARIOS" = "${SCENARIOS/h2c-static/}" ] || note "h2c-static's rate is in bytes/s"

@@ -4,9 +4,9 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use portico_http::core::IfModifiedSince;
-use portico_http::headers::expires::{SendTime, expires_headers, parse_expires};
-use portico_http::not_modified::{Conditions, Outcome, Validators, check};
+use portico_http::kernel::core::IfModifiedSince;
+use portico_http::modules::headers::expires::{SendTime, expires_headers, parse_expires};
+use portico_http::modules::not_modified::{Conditions, Outcome, Validators, check};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&selector, input)) = data.split_first() else { return };

@@ -7,11 +7,11 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use portico_http::conf::NamedCaptures;
-use portico_http::conf::regex::{Captures, Regex};
-use portico_http::map::keys::MapKeys;
-use portico_http::map::split_clients::{Part, Parts};
-use portico_http::variables::VariableRegistry;
+use portico_http::kernel::conf::NamedCaptures;
+use portico_http::kernel::conf::regex::{Captures, Regex};
+use portico_http::kernel::map::keys::MapKeys;
+use portico_http::kernel::map::split_clients::{Part, Parts};
+use portico_http::kernel::variables::VariableRegistry;
 
 fn time(name: &str, iterations: u32, mut operation: impl FnMut()) {
     for _ in 0..iterations / 10 {

@@ -16,8 +16,8 @@ use runtime::{Clock, PeerAddress, Stream};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::UnixStream;
 
-use crate::conf::{LoadEnv, load_http};
-use crate::worker::{Generation, HttpWorker};
+use crate::kernel::worker::{Generation, HttpWorker};
+use crate::{assembly::load::load_http, kernel::conf::LoadEnv};
 
 /// Runs `test` on a current-thread runtime with a paused clock (and a `LocalSet`, as the
 /// workers have): time passes only when every task waits, and then at once.
@@ -81,7 +81,7 @@ impl Server {
         let http = load_http(block, env).expect("the http block loads");
         let pools =
             threadpool::ThreadPools::start(&[], None).expect("the default pool starts lazily");
-        let access_log_buffers = Arc::new(crate::log_buffers::SharedBuffers::with_slots(
+        let access_log_buffers = Arc::new(crate::kernel::log_buffers::SharedBuffers::with_slots(
             http.access_log_buffers,
         ));
         let generation = Arc::new(Generation {
@@ -119,8 +119,13 @@ impl Server {
         let (ours, theirs) = UnixStream::pair().expect("a socket pair");
         let guard = self.gauge.try_acquire().expect("under worker_connections");
         let worker = Rc::clone(&self.worker);
-        let serve =
-            crate::connection::serve(worker, 0, Stream::Unix(theirs), PeerAddress::Unix, guard);
+        let serve = crate::assembly::connection::serve(
+            worker,
+            0,
+            Stream::Unix(theirs),
+            PeerAddress::Unix,
+            guard,
+        );
         tokio::task::spawn_local(runtime::clock::turn_clocked(serve));
         ours
     }

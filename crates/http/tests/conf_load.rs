@@ -8,9 +8,12 @@ use std::sync::Arc;
 
 use conf::sources::MemorySources;
 use logging::{ErrorLog, LogFiles};
-use portico_http::conf::location::{self, MatchState};
-use portico_http::conf::regex::Captures;
-use portico_http::conf::{HttpConf, LoadEnv, LocationKind, load_http};
+use portico_http::kernel::conf::regex::Captures;
+use portico_http::kernel::conf::{location, location::MatchState};
+use portico_http::{
+    assembly::load::load_http, kernel::conf::HttpConf, kernel::conf::LoadEnv,
+    kernel::conf::LocationKind,
+};
 
 struct Loaded {
     conf: HttpConf,
@@ -444,8 +447,10 @@ fn relative_paths_hang_off_the_prefix() {
         .core
         .document_root
     {
-        portico_http::core::DocumentRoot::Root(template) => template.as_literal().unwrap().to_vec(),
-        portico_http::core::DocumentRoot::Alias(..) => panic!("root expected"),
+        portico_http::kernel::core::DocumentRoot::Root(template) => {
+            template.as_literal().unwrap().to_vec()
+        }
+        portico_http::kernel::core::DocumentRoot::Alias(..) => panic!("root expected"),
     };
     let expected = Path::new(&loaded._prefix.0).join("site");
     assert_eq!(
@@ -478,8 +483,8 @@ http {
 
 #[test]
 fn if_blocks_are_inline_ops_with_a_pseudo_location() {
-    use portico_http::core::DocumentRoot;
-    use portico_http::rewrite::Op;
+    use portico_http::kernel::core::DocumentRoot;
+    use portico_http::modules::rewrite::Op;
     let loaded = load(SCRIPTS).unwrap();
     let conf = &loaded.conf;
     let server = &conf.servers[0];
@@ -516,7 +521,9 @@ fn if_blocks_are_inline_ops_with_a_pseudo_location() {
     assert!(matches!(block.kind, LocationKind::Block { .. }));
     assert_eq!(block.name, "/x");
     assert!(block.settings.script.is_empty());
-    let root = |settings: &portico_http::conf::LocationSettings| match &settings.core.document_root
+    let root = |settings: &portico_http::kernel::conf::LocationSettings| match &settings
+        .core
+        .document_root
     {
         DocumentRoot::Root(template) => template.as_literal().unwrap().to_vec(),
         DocumentRoot::Alias(..) => panic!("alias"),
@@ -606,8 +613,8 @@ fn header_and_sending_directives_fail_with_nginx_texts() {
 
 #[test]
 fn expires_trailers_and_rates_inherit() {
-    use portico_http::core::{IfModifiedSince, SizeValue};
-    use portico_http::headers::{Expires, ExpiresValue};
+    use portico_http::kernel::core::{IfModifiedSince, SizeValue};
+    use portico_http::modules::headers::{Expires, ExpiresValue};
     let loaded = load(
         r#"http {
             expires 1h;
@@ -752,7 +759,7 @@ fn cache_directive_errors() {
 /// defaults are nginx's.
 #[test]
 fn cache_settings_resolve() {
-    use portico_http::proxy::cache::settings::{CacheUse, CacheZoneId};
+    use portico_http::modules::proxy::cache::settings::{CacheUse, CacheZoneId};
     let loaded = load(
         "http {
             proxy_cache_path /c levels=1:2 keys_zone=one:1m inactive=1h max_size=1g use_temp_path=off;
@@ -803,4 +810,37 @@ fn cache_settings_resolve() {
     assert_eq!(c.valid.len(), 3, "a time alone covers 200, 301 and 302");
     assert_eq!((c.min_uses, c.lock, c.convert_head), (1, false, true));
     assert_eq!(c.lock_timeout, std::time::Duration::from_secs(5));
+}
+
+#[test]
+fn conf_commands_are_warned_about_under_their_own_names() {
+    let loaded = load(
+        r#"http {
+            server {
+                listen 127.0.0.1:8080;
+                ssl_conf_command Options KTLS;
+                location / {
+                    proxy_ssl_conf_command Options PrioritizeChaCha;
+                    proxy_pass https://127.0.0.1:8443;
+                }
+                location /u {
+                    uwsgi_ssl_conf_command Protocol TLSv1.3;
+                    uwsgi_pass suwsgi://127.0.0.1:8444;
+                }
+            }
+        }"#,
+    )
+    .unwrap();
+    let warnings: Vec<String> = loaded.conf.warnings.iter().map(|w| w.to_string()).collect();
+    assert_eq!(
+        warnings,
+        [
+            "\"ssl_conf_command Options KTLS\" has no effect in Portico \
+             in /test/portico.conf:4",
+            "\"proxy_ssl_conf_command Options PrioritizeChaCha\" has no effect in Portico \
+             in /test/portico.conf:6",
+            "\"uwsgi_ssl_conf_command Protocol TLSv1.3\" has no effect in Portico \
+             in /test/portico.conf:10",
+        ]
+    );
 }

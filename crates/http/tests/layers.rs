@@ -1,111 +1,75 @@
-//! The layers of the `http` crate, checked over its source (ARCHITECTURE.md, "Layers"):
+//! The layers of the `http` crate, checked over its source by directory (ARCHITECTURE.md,
+//! "Layers"):
 //!
-//! - the kernel (requests, responses, the worker, configuration machinery, variables, file
-//!   access, the send path's primitives) names no feature;
-//! - a feature (static files, proxy, rewrite, ...) names the kernel and itself, never
-//!   another feature;
-//! - the assembly (directive tables, scope composition, the phase runner, the filter order,
-//!   the connection loop) is the only code that names every module.
+//! - `kernel/` (requests, responses, the worker, configuration machinery, variables, file
+//!   access, the send path's primitives) names no module;
+//! - `modules/NAME/` (or `modules/NAME.rs`) is one module: it names the kernel and itself,
+//!   never another module (FastCGI, uwsgi and SCGI are the proxy with other protocols on
+//!   the wire: `modules/proxy/gateway/`);
+//! - `assembly/` (directive tables, scope composition, the phase runner, the filter order,
+//!   the connection loops) is the only code that names every module; so are the crate's
+//!   root and its in-process test sessions (`testing`).
 //!
-//! What a feature's directives set (its `settings` module) is data anyone may read. A path
+//! What a module's directives set (its `settings` module) is data anyone may read. A path
 //! is classified by the file it names: `crate::a::b::Item` names `a/b.rs` (or
-//! `a/b/mod.rs`), else `a.rs` (or `a/mod.rs`).
+//! `a/b/mod.rs`), else `a.rs` (or `a/mod.rs`). A file in none of the layers fails the test.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-
-/// Files of the assembly layer, relative to `src/`.
-const ASSEMBLY: &[&str] = &[
-    "lib.rs",
-    "modules.rs",
-    "phases.rs",
-    "connection.rs",
-    "connection_open.rs",
-    "conf/load.rs",
-    "send/mod.rs",
-    "send/filters.rs",
-    "v2/body.rs",
-    "v2/connection.rs",
-    "v2/stream.rs",
-    // The in-process test sessions drive the whole server, as a connection does.
-    "testing.rs",
-    "testing/tests.rs",
-];
-
-/// Features by file prefix (a directory with `/`, or one file); every other file is kernel.
-const FEATURES: &[(&str, &str)] = &[
-    ("access/", "access"),
-    ("addition/", "addition"),
-    ("auth_basic/", "auth_basic"),
-    ("auth_request/", "auth_request"),
-    ("charset/", "charset"),
-    ("gunzip/", "gunzip"),
-    ("gzip/", "gzip"),
-    // FastCGI, uwsgi and SCGI: the proxy with other protocols on the wire.
-    ("gateway/", "proxy"),
-    ("headers/", "headers"),
-    ("limit/", "limit"),
-    ("log/", "log"),
-    ("mirror/", "mirror"),
-    ("not_modified.rs", "not_modified"),
-    ("observe/", "observe"),
-    ("proxy/", "proxy"),
-    ("realip/", "realip"),
-    ("rewrite/", "rewrite"),
-    ("ssi/", "ssi"),
-    ("sub_filter/", "sub_filter"),
-    ("send/ranges.rs", "range"),
-    ("send/upstream.rs", "proxy"),
-    ("send/attach.rs", "proxy"),
-    ("send/slice.rs", "proxy"),
-    ("send/tunnel.rs", "proxy"),
-    ("static_files/", "static_files"),
-    ("stub_status/", "stub_status"),
-    // The `upstream` block's directives; the groups (the `upstream` crate's, as the kernel
-    // uses them) and `$upstream_*` data are kernel.
-    ("upstream/directives.rs", "upstream"),
-    ("v2/", "v2"),
-];
 
 /// Imports against the layers that are known and have an issue-sized reason. The test
 /// fails when one is mended and still listed, so the list only shrinks.
 const KNOWN: &[(&str, &str, &str)] = &[];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Layer {
+enum Layer<'a> {
     Kernel,
-    Feature(&'static str),
-    /// A feature's `settings` (`settings.rs` or `settings/`): data, which names the kernel
+    Module(&'a str),
+    /// A module's `settings` (`settings.rs` or `settings/`): data, which names the kernel
     /// and other settings only.
-    Settings(&'static str),
+    Settings(&'a str),
     Assembly,
+    /// A file outside the three directories.
+    Stray,
 }
 
-fn layer_of(file: &str) -> Layer {
-    if ASSEMBLY.contains(&file) {
+fn layer_of(file: &str) -> Layer<'_> {
+    if file == "lib.rs" || file == "testing.rs" || file.starts_with("testing/") {
         return Layer::Assembly;
     }
-    for (prefix, feature) in FEATURES {
-        if file.starts_with(prefix) {
-            if file.ends_with("/settings.rs") || file.contains("/settings/") {
-                return Layer::Settings(feature);
-            }
-            return Layer::Feature(feature);
-        }
+    if file.starts_with("assembly/") {
+        return Layer::Assembly;
     }
-    Layer::Kernel
+    if file.starts_with("kernel/") {
+        return Layer::Kernel;
+    }
+    let Some(rest) = file.strip_prefix("modules/") else {
+        return Layer::Stray;
+    };
+    if rest == "mod.rs" {
+        return Layer::Assembly;
+    }
+    let name = match rest.split_once('/') {
+        Some((name, _)) => name,
+        None => rest.trim_end_matches(".rs"),
+    };
+    if file.ends_with("/settings.rs") || file.contains("/settings/") {
+        return Layer::Settings(name);
+    }
+    Layer::Module(name)
 }
 
 /// Whether a file in `from` may name one in `to`.
 fn allowed(from: Layer, to: Layer) -> bool {
     match (from, to) {
+        (Layer::Stray, _) | (_, Layer::Stray) => false,
         (Layer::Assembly, _) => true,
         (_, Layer::Assembly) => false,
         (_, Layer::Kernel | Layer::Settings(_)) => true,
-        // What a feature's directives set is data: it names nothing of its feature's code.
-        (Layer::Settings(_), Layer::Feature(_)) => false,
-        (Layer::Feature(a), Layer::Feature(b)) => a == b,
-        (Layer::Kernel, Layer::Feature(_)) => false,
+        // What a module's directives set is data: it names nothing of its module's code.
+        (Layer::Settings(_), Layer::Module(_)) => false,
+        (Layer::Module(a), Layer::Module(b)) => a == b,
+        (Layer::Kernel, Layer::Module(_)) => false,
     }
 }
 
@@ -268,6 +232,15 @@ fn imports_follow_the_layers() {
     let mut sources = Vec::new();
     read_tree(&root, &root, &mut sources);
     assert!(sources.len() > 50, "read {} files", sources.len());
+    let stray: Vec<_> = sources
+        .iter()
+        .map(|(file, _)| file)
+        .filter(|file| layer_of(file) == Layer::Stray)
+        .collect();
+    assert!(
+        stray.is_empty(),
+        "files outside kernel/, modules/ and assembly/: {stray:#?}"
+    );
     let found = violations(&sources);
     let known: BTreeSet<(String, String)> = KNOWN
         .iter()
@@ -289,69 +262,101 @@ fn fixture(files: &[(&str, &str)]) -> Vec<(String, String)> {
         .collect()
 }
 
+fn pairs(found: BTreeSet<(String, String)>) -> Vec<(&'static str, &'static str)> {
+    found
+        .into_iter()
+        .map(|(from, to)| (&*from.leak(), &*to.leak()))
+        .collect()
+}
+
 #[test]
-fn a_kernel_file_naming_a_feature_is_rejected() {
+fn a_kernel_file_naming_a_module_is_rejected() {
     let sources = fixture(&[
         (
-            "request.rs",
-            "use crate::proxy::{handler::UpstreamInfo, Pass};\n",
+            "kernel/request.rs",
+            "use crate::modules::proxy::{handler::UpstreamInfo, Pass};\n",
         ),
-        ("proxy/mod.rs", "pub mod handler;\n"),
-        ("proxy/handler.rs", "pub struct UpstreamInfo;\n"),
+        ("modules/proxy/mod.rs", "pub mod handler;\n"),
+        ("modules/proxy/handler.rs", "pub struct UpstreamInfo;\n"),
     ]);
-    let found = violations(&sources);
     assert_eq!(
-        found.into_iter().collect::<Vec<_>>(),
+        pairs(violations(&sources)),
         vec![
-            ("request.rs".to_string(), "proxy/handler.rs".to_string()),
-            ("request.rs".to_string(), "proxy/mod.rs".to_string()),
+            ("kernel/request.rs", "modules/proxy/handler.rs"),
+            ("kernel/request.rs", "modules/proxy/mod.rs"),
         ]
     );
 }
 
 #[test]
-fn features_read_each_others_settings_but_not_their_code() {
+fn modules_read_each_others_settings_but_not_their_code() {
     let sources = fixture(&[
         (
-            "proxy/handler.rs",
-            "use crate::static_files::settings::Aio;\nfn f() { crate::rewrite::run::go(); }\n",
+            "modules/proxy/handler.rs",
+            "use crate::modules::static_files::settings::Aio;\n\
+             fn f() { crate::modules::rewrite::run::go(); }\n",
         ),
         (
-            "static_files/settings.rs",
-            "pub type Try = crate::static_files::try_files::TryFiles;\n",
+            "modules/static_files/settings.rs",
+            "pub type Try = crate::modules::static_files::try_files::TryFiles;\n",
         ),
-        ("static_files/try_files.rs", "pub struct TryFiles;\n"),
         (
-            "static_files/mod.rs",
+            "modules/static_files/try_files.rs",
+            "pub struct TryFiles;\n",
+        ),
+        (
+            "modules/static_files/mod.rs",
             "pub mod settings;\npub use settings::Try;\n",
         ),
-        ("send/file.rs", "use crate::static_files::Try;\n"),
-        ("rewrite/run.rs", "pub fn go() {}\n"),
-        ("rewrite/mod.rs", "pub mod run;\n"),
         (
-            "phases.rs",
-            "use crate::rewrite::run;\nuse crate::proxy::handler;\n",
+            "kernel/send/file.rs",
+            "use crate::modules::static_files::Try;\n",
         ),
-        ("file/mod.rs", "// [`crate::phases`] runs it.\n"),
+        ("modules/rewrite/run.rs", "pub fn go() {}\n"),
+        ("modules/rewrite/mod.rs", "pub mod run;\n"),
         (
-            "send/body.rs",
-            "fn f() { super::ranges::filter(); super::head::write(); }\n",
+            "assembly/phases.rs",
+            "use crate::modules::rewrite::run;\nuse crate::modules::proxy::handler;\n",
         ),
-        ("send/ranges.rs", "pub fn filter() {}\n"),
-        ("send/head.rs", "pub fn write() {}\n"),
+        (
+            "kernel/file/mod.rs",
+            "// [`crate::assembly::phases`] runs it.\n",
+        ),
+        (
+            "kernel/send/body.rs",
+            "fn f() { crate::modules::range::filter(); super::head::write(); }\n",
+        ),
+        ("modules/range.rs", "pub fn filter() {}\n"),
+        ("kernel/send/head.rs", "pub fn write() {}\n"),
     ]);
-    let found: Vec<_> = violations(&sources).into_iter().collect();
     assert_eq!(
-        found,
+        pairs(violations(&sources)),
         vec![
-            ("file/mod.rs".to_string(), "phases.rs".to_string()),
-            ("proxy/handler.rs".to_string(), "rewrite/run.rs".to_string()),
-            ("send/body.rs".to_string(), "send/ranges.rs".to_string()),
-            // Settings are data: not even their own feature's code.
+            ("kernel/file/mod.rs", "assembly/phases.rs"),
+            ("kernel/send/body.rs", "modules/range.rs"),
+            ("modules/proxy/handler.rs", "modules/rewrite/run.rs"),
+            // Settings are data: not even their own module's code.
             (
-                "static_files/settings.rs".to_string(),
-                "static_files/try_files.rs".to_string()
+                "modules/static_files/settings.rs",
+                "modules/static_files/try_files.rs"
             ),
+        ]
+    );
+}
+
+#[test]
+fn a_file_outside_the_layers_names_and_is_named_by_nothing() {
+    let sources = fixture(&[
+        ("stray.rs", "use crate::kernel::request::Request;\n"),
+        ("kernel/request.rs", "pub struct Request;\n"),
+        ("assembly/phases.rs", "use crate::stray::X;\n"),
+    ]);
+    assert_eq!(layer_of("stray.rs"), Layer::Stray);
+    assert_eq!(
+        pairs(violations(&sources)),
+        vec![
+            ("assembly/phases.rs", "stray.rs"),
+            ("stray.rs", "kernel/request.rs"),
         ]
     );
 }
@@ -360,10 +365,10 @@ fn features_read_each_others_settings_but_not_their_code() {
 fn a_file_s_own_tests_are_not_checked() {
     let sources = fixture(&[
         (
-            "request.rs",
-            "#[cfg(test)]\npub fn f() {}\n#[cfg(test)]\nmod tests { use crate::proxy::X; }\n",
+            "kernel/request.rs",
+            "#[cfg(test)]\npub fn f() {}\n#[cfg(test)]\nmod tests { use crate::modules::proxy::X; }\n",
         ),
-        ("proxy/mod.rs", "pub struct X;\n"),
+        ("modules/proxy/mod.rs", "pub struct X;\n"),
     ]);
     assert!(violations(&sources).is_empty());
 }

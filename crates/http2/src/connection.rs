@@ -67,7 +67,7 @@ pub enum Event {
     /// limits ends the connection instead (ENHANCE_YOUR_CALM, as nginx ends it).
     Headers {
         stream_id: u32,
-        fields: Vec<HeaderField>,
+        fields: hpack::FieldList,
         end_stream: bool,
         trailers: bool,
         /// The header block's size as it arrived, HPACK-encoded (nginx's

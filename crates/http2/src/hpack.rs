@@ -20,9 +20,11 @@ pub mod table;
 
 mod decoder;
 mod encoder;
+mod list;
 
 pub use decoder::{DecodeLimits, Decoded, Decoder, Limit};
 pub use encoder::Encoder;
+pub use list::{Field, FieldList};
 pub use scan::BlockScan;
 
 /// A header field as a header block carries it.

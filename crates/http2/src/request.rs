@@ -4,7 +4,7 @@
 //! answered with 400, as nginx answers it, or with a stream reset where nginx resets
 //! ([`Malformed::resets_stream`]); refused trailers always reset the stream.
 
-use crate::hpack::HeaderField;
+use crate::hpack::{Field, FieldList};
 
 /// How field names outside the usual set are treated (nginx's `underscores_in_headers`
 /// and `ignore_invalid_headers`).
@@ -25,19 +25,46 @@ impl Default for FieldPolicy {
     }
 }
 
-/// The pseudo-header fields and the regular fields of a request.
+/// The pseudo-header fields and the regular fields of a request, kept in the decoded
+/// list they came in (no field is copied out of it).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RequestHead {
+    list: FieldList,
+    method: usize,
+    scheme: Option<usize>,
+    authority: Option<usize>,
+    path: Option<usize>,
+}
+
+impl RequestHead {
+    fn value(&self, index: usize) -> &[u8] {
+        self.list.get(index).map_or(&[], |field| field.value)
+    }
+
     /// `:method`.
-    pub method: Vec<u8>,
+    pub fn method(&self) -> &[u8] {
+        self.value(self.method)
+    }
+
     /// `:scheme` (absent only for CONNECT).
-    pub scheme: Option<Vec<u8>>,
+    pub fn scheme(&self) -> Option<&[u8]> {
+        self.scheme.map(|index| self.value(index))
+    }
+
     /// `:authority`, when sent.
-    pub authority: Option<Vec<u8>>,
+    pub fn authority(&self) -> Option<&[u8]> {
+        self.authority.map(|index| self.value(index))
+    }
+
     /// `:path` (absent only for CONNECT).
-    pub path: Option<Vec<u8>>,
+    pub fn path(&self) -> Option<&[u8]> {
+        self.path.map(|index| self.value(index))
+    }
+
     /// The regular fields, in order; several `cookie` fields are joined into the first.
-    pub fields: Vec<HeaderField>,
+    pub fn fields(&self) -> impl Iterator<Item = Field<'_>> + '_ {
+        self.list.iter()
+    }
 }
 
 /// Why a header block is not a valid request; the words are nginx's `info` lines.
@@ -122,85 +149,115 @@ fn check_name(name: &[u8], policy: FieldPolicy) -> NameCheck {
     }
 }
 
+/// What [`parse`] makes of one field.
+enum Step {
+    Pseudo(Pseudo),
+    /// Dropped (`ignore_invalid_headers`).
+    Drop,
+    Cookie,
+    Keep,
+}
+
+#[derive(Clone, Copy)]
+enum Pseudo {
+    Method,
+    Scheme,
+    Authority,
+    Path,
+}
+
 /// Builds the request head, or says why the block is malformed.
-pub fn parse(fields: Vec<HeaderField>, policy: FieldPolicy) -> Result<RequestHead, Malformed> {
-    let mut head = RequestHead::default();
-    let mut method = None;
+pub fn parse(mut list: FieldList, policy: FieldPolicy) -> Result<RequestHead, Malformed> {
+    let mut pseudo = [None; 4];
     let mut regular_seen = false;
-    for field in fields {
-        if field
-            .value
-            .iter()
-            .any(|&byte| matches!(byte, 0 | b'\r' | b'\n'))
-        {
-            return Err(Malformed::InvalidValue);
-        }
-        if let Some(pseudo) = field.name.strip_prefix(b":") {
-            if regular_seen {
-                return Err(Malformed::PseudoAfterRegular);
+    let mut cookies = Vec::new();
+    for index in 0..list.len() {
+        let step = match list.get(index) {
+            Some(field) => classify(field, policy, regular_seen)?,
+            None => break,
+        };
+        match step {
+            Step::Pseudo(which) => {
+                if pseudo[which as usize].replace(index).is_some() {
+                    return Err(Malformed::DuplicatePseudo);
+                }
+                list.hide(index);
+                continue;
             }
-            let slot = match pseudo {
-                b"method" => &mut method,
-                b"scheme" => &mut head.scheme,
-                b"authority" => &mut head.authority,
-                b"path" => &mut head.path,
-                _ => return Err(Malformed::UnknownPseudo),
-            };
-            if slot.replace(field.value).is_some() {
-                return Err(Malformed::DuplicatePseudo);
-            }
-            continue;
+            Step::Drop => list.hide(index),
+            Step::Cookie => cookies.push(index),
+            Step::Keep => {}
         }
         regular_seen = true;
-        match check_name(&field.name, policy) {
-            NameCheck::Bad => return Err(Malformed::InvalidName),
-            NameCheck::Uppercase => return Err(Malformed::UppercaseName),
-            NameCheck::Unusual if policy.ignore_invalid => continue,
-            NameCheck::Valid | NameCheck::Unusual => {}
-        }
-        match &field.name[..] {
-            b"connection" | b"keep-alive" | b"proxy-connection" | b"transfer-encoding"
-            | b"upgrade" => {
-                return Err(Malformed::ConnectionSpecific);
-            }
-            b"te" if field.value != b"trailers" => return Err(Malformed::ConnectionSpecific),
-            b"cookie" => {
-                if let Some(first) = head
-                    .fields
-                    .iter_mut()
-                    .find(|existing| existing.name == b"cookie")
-                {
-                    first.value.extend_from_slice(b"; ");
-                    first.value.extend_from_slice(&field.value);
-                    continue;
-                }
-            }
-            _ => {}
-        }
-        head.fields.push(field);
     }
-    head.method = method.ok_or(Malformed::MissingPseudo)?;
+    if let [first, _, ..] = cookies[..] {
+        list.join_values(first, &cookies, b"; ");
+    }
+    let [method, scheme, authority, path] = pseudo;
+    let head = RequestHead {
+        list,
+        method: method.ok_or(Malformed::MissingPseudo)?,
+        scheme,
+        authority,
+        path,
+    };
     check_pseudo(&head)?;
     Ok(head)
+}
+
+fn classify(field: Field<'_>, policy: FieldPolicy, regular_seen: bool) -> Result<Step, Malformed> {
+    if field
+        .value
+        .iter()
+        .any(|&byte| matches!(byte, 0 | b'\r' | b'\n'))
+    {
+        return Err(Malformed::InvalidValue);
+    }
+    if let Some(pseudo) = field.name.strip_prefix(b":") {
+        if regular_seen {
+            return Err(Malformed::PseudoAfterRegular);
+        }
+        return match pseudo {
+            b"method" => Ok(Step::Pseudo(Pseudo::Method)),
+            b"scheme" => Ok(Step::Pseudo(Pseudo::Scheme)),
+            b"authority" => Ok(Step::Pseudo(Pseudo::Authority)),
+            b"path" => Ok(Step::Pseudo(Pseudo::Path)),
+            _ => Err(Malformed::UnknownPseudo),
+        };
+    }
+    match check_name(field.name, policy) {
+        NameCheck::Bad => return Err(Malformed::InvalidName),
+        NameCheck::Uppercase => return Err(Malformed::UppercaseName),
+        NameCheck::Unusual if policy.ignore_invalid => return Ok(Step::Drop),
+        NameCheck::Valid | NameCheck::Unusual => {}
+    }
+    match field.name {
+        b"connection" | b"keep-alive" | b"proxy-connection" | b"transfer-encoding" | b"upgrade" => {
+            Err(Malformed::ConnectionSpecific)
+        }
+        b"te" if field.value != b"trailers" => Err(Malformed::ConnectionSpecific),
+        b"cookie" => Ok(Step::Cookie),
+        _ => Ok(Step::Keep),
+    }
 }
 
 /// Checks a request's trailers (RFC 9113 §8.1): no pseudo-header fields, and names and
 /// values as in a head, but whatever `underscores_in_headers` says (Portico does not pass
 /// trailers on). A field nginx would only drop from a head (`ignore_invalid_headers`) is
 /// kept; a name with a byte above 0x7e is refused, as §8.2.1 says.
-pub fn check_trailers(fields: &[HeaderField]) -> Result<(), Malformed> {
+pub fn check_trailers(fields: &FieldList) -> Result<(), Malformed> {
     let policy = FieldPolicy {
         underscores: true,
         ignore_invalid: false,
     };
-    for field in fields {
+    for field in fields.iter() {
         if field.name.starts_with(b":") {
             return Err(Malformed::PseudoInTrailers);
         }
         if field.name.iter().any(|&byte| byte > 0x7e) {
             return Err(Malformed::InvalidName);
         }
-        match check_name(&field.name, policy) {
+        match check_name(field.name, policy) {
             NameCheck::Bad => return Err(Malformed::InvalidName),
             NameCheck::Uppercase => return Err(Malformed::UppercaseName),
             NameCheck::Valid | NameCheck::Unusual => {}
@@ -213,7 +270,7 @@ pub fn check_trailers(fields: &[HeaderField]) -> Result<(), Malformed> {
             return Err(Malformed::InvalidValue);
         }
         if matches!(
-            &field.name[..],
+            field.name,
             b"connection" | b"keep-alive" | b"proxy-connection" | b"transfer-encoding" | b"upgrade"
         ) {
             return Err(Malformed::ConnectionSpecific);
@@ -223,20 +280,20 @@ pub fn check_trailers(fields: &[HeaderField]) -> Result<(), Malformed> {
 }
 
 fn check_pseudo(head: &RequestHead) -> Result<(), Malformed> {
-    if head.authority.as_ref().is_some_and(Vec::is_empty) {
+    if head.authority().is_some_and(<[u8]>::is_empty) {
         return Err(Malformed::EmptyAuthority);
     }
-    if head.method == b"CONNECT" {
+    if head.method() == b"CONNECT" {
         // §8.5: only :method and :authority.
         if head.scheme.is_some() || head.path.is_some() || head.authority.is_none() {
             return Err(Malformed::MissingPseudo);
         }
         return Ok(());
     }
-    let (Some(_), Some(path)) = (&head.scheme, &head.path) else {
+    let (Some(_), Some(path)) = (head.scheme, head.path()) else {
         return Err(Malformed::MissingPseudo);
     };
-    let asterisk = path == b"*" && head.method == b"OPTIONS";
+    let asterisk = path == b"*" && head.method() == b"OPTIONS";
     if !path.starts_with(b"/") && !asterisk {
         return Err(Malformed::InvalidPath);
     }
@@ -249,13 +306,24 @@ fn check_pseudo(head: &RequestHead) -> Result<(), Malformed> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hpack::HeaderField;
+
+    fn list(pairs: &[(&str, &str)]) -> FieldList {
+        let mut list = FieldList::new();
+        for (name, value) in pairs {
+            list.push(name.as_bytes(), value.as_bytes(), false);
+        }
+        list
+    }
 
     fn head(pairs: &[(&str, &str)]) -> Result<RequestHead, Malformed> {
-        let fields = pairs
-            .iter()
-            .map(|&(name, value)| HeaderField::new(name, value))
-            .collect();
-        parse(fields, FieldPolicy::default())
+        parse(list(pairs), FieldPolicy::default())
+    }
+
+    fn regular(head: &RequestHead) -> Vec<HeaderField> {
+        head.fields()
+            .map(|field| HeaderField::new(field.name, field.value))
+            .collect()
     }
 
     const BASE: [(&str, &str); 4] = [
@@ -277,10 +345,11 @@ mod tests {
             ("cookie", "b=2"),
         ]))
         .expect("valid");
-        assert_eq!(parsed.method, b"GET");
-        assert_eq!(parsed.path.as_deref(), Some(&b"/"[..]));
+        assert_eq!(parsed.method(), b"GET");
+        assert_eq!(parsed.path(), Some(&b"/"[..]));
+        assert_eq!(parsed.authority(), Some(&b"localhost"[..]));
         assert_eq!(
-            parsed.fields,
+            regular(&parsed),
             [
                 HeaderField::new("cookie", "a=1; b=2"),
                 HeaderField::new("accept", "*/*")
@@ -311,19 +380,13 @@ mod tests {
         assert!(Malformed::UppercaseName.resets_stream());
         // An underscore makes a name invalid, and an invalid name is dropped by default.
         let parsed = head(&with(&[("x_foo", "x-bar"), ("referer", "see-this")])).expect("valid");
-        assert_eq!(parsed.fields, [HeaderField::new("referer", "see-this")]);
+        assert_eq!(regular(&parsed), [HeaderField::new("referer", "see-this")]);
         let policy = FieldPolicy {
             underscores: true,
             ignore_invalid: true,
         };
-        let fields = with(&[("x_foo", "x-bar")])
-            .iter()
-            .map(|&(name, value)| HeaderField::new(name, value))
-            .collect();
-        assert_eq!(
-            parse(fields, policy).expect("valid").fields,
-            [HeaderField::new("x_foo", "x-bar")]
-        );
+        let parsed = parse(list(&with(&[("x_foo", "x-bar")])), policy).expect("valid");
+        assert_eq!(regular(&parsed), [HeaderField::new("x_foo", "x-bar")]);
         assert_eq!(
             head(&with(&[("x-foo", "x-bar\r\nreferer:see-this")])),
             Err(Malformed::InvalidValue)
@@ -376,12 +439,7 @@ mod tests {
 
     #[test]
     fn trailers_without_pseudo_headers_or_bad_fields() {
-        let fields = |pairs: &[(&str, &str)]| -> Vec<HeaderField> {
-            pairs
-                .iter()
-                .map(|&(name, value)| HeaderField::new(name, value))
-                .collect()
-        };
+        let fields = list;
         assert_eq!(
             check_trailers(&fields(&[
                 ("x-checksum", "abc"),
@@ -390,7 +448,7 @@ mod tests {
             ])),
             Ok(())
         );
-        assert_eq!(check_trailers(&[]), Ok(()));
+        assert_eq!(check_trailers(&FieldList::new()), Ok(()));
         let refused = [
             ((":path", "/evil"), Malformed::PseudoInTrailers),
             ((":status", "200"), Malformed::PseudoInTrailers),

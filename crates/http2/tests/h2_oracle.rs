@@ -102,13 +102,12 @@ async fn serve(mut io: DuplexStream, config: Config) -> Connection {
                     let head = request::parse(fields, FieldPolicy::default())
                         .expect("h2 sends valid requests");
                     let echo = head
-                        .fields
-                        .iter()
+                        .fields()
                         .filter(|field| field.name == b"x-echo")
-                        .map(|field| field.value.clone())
+                        .map(|field| field.value.to_vec())
                         .collect();
                     let request = Pending {
-                        path: head.path.unwrap_or_default(),
+                        path: head.path().unwrap_or_default().to_vec(),
                         echo,
                         body: Vec::new(),
                     };

@@ -12,6 +12,7 @@
 //! nothing of HTTP: `http` gets accepted streams and does the rest.
 
 pub mod accept;
+pub mod boxed;
 pub mod clock;
 pub mod listener;
 pub mod stream;

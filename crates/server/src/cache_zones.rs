@@ -8,7 +8,7 @@ use std::sync::Arc;
 use cache::loader::{Loader, LoaderHandle};
 use cache::manager::{Manager, ManagerHandle};
 use cache::{Layout, Levels, Zone, ZoneParams};
-use http::proxy::cache::settings::CachePath;
+use http::modules::proxy::cache::settings::CachePath;
 use logging::{ErrorLog, Level};
 
 /// The zones the master has started, by name, with their manager and loader threads.

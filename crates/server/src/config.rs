@@ -226,19 +226,20 @@ pub fn load(paths: &Paths, command_line: Option<&str>) -> Result<Config, ConfErr
     let mut warnings = Vec::new();
     let http = match http_block {
         Some(block) => {
-            let env = http::conf::LoadEnv {
+            let env = http::kernel::conf::LoadEnv {
                 prefix: &paths.prefix,
                 main_error_log: Arc::clone(&error_log),
                 log_files: &mut log_files,
                 hostname: hostname(),
                 outer_directives: &outer_directives(),
             };
-            let mut http = http::conf::load_http(block.block.as_deref().unwrap_or_default(), env)?;
+            let mut http =
+                http::assembly::load::load_http(block.block.as_deref().unwrap_or_default(), env)?;
             warnings.append(&mut http.warnings);
             check_thread_pools_used(&http, &main.thread_pools)?;
             Some(http)
         }
-        None => Some(HttpConf::empty(&http::conf::MergeEnv {
+        None => Some(HttpConf::empty(&http::kernel::conf::MergeEnv {
             prefix: paths.prefix.clone(),
             main_error_log: Arc::clone(&error_log),
         })),
@@ -302,7 +303,7 @@ fn check_main(
     conf::spec::check(directives::DIRECTIVES, directive, context).map_err(|error| {
         match error.kind {
             ConfErrorKind::UnknownDirective { name }
-                if http::modules::directives().any(|spec| spec.name == name)
+                if http::assembly::modules::directives().any(|spec| spec.name == name)
                     || stream::conf::directives::DIRECTIVES
                         .iter()
                         .any(|spec| spec.name == name) =>

@@ -178,7 +178,7 @@ fn set_load_module(main: &mut MainLoad, directive: &Directive) -> Result<(), Con
         .strip_prefix("ngx_")
         .and_then(|name| name.strip_suffix("_module.so"))
         .unwrap_or(base);
-    if http::modules::FAMILIES.contains(&family) || stream::FAMILIES.contains(&family) {
+    if http::assembly::modules::FAMILIES.contains(&family) || stream::FAMILIES.contains(&family) {
         main.notices.push(ConfError::message(
             format!("load_module \"{file}\": the \"{family}\" module is built into Portico"),
             &directive.span,

@@ -122,7 +122,7 @@ pub fn start(
         .iter()
         .flat_map(|pools| pools.iter().cloned())
         .collect();
-    let access_log_buffers = Arc::new(http::log_buffers::SharedBuffers::with_slots(
+    let access_log_buffers = Arc::new(http::kernel::log_buffers::SharedBuffers::with_slots(
         http.access_log_buffers,
     ));
     let stream_conf = config.stream.take().map(Arc::new);
@@ -132,7 +132,7 @@ pub fn start(
         http,
         worker_pools,
         connection_ids,
-        temp_numbers: std::sync::atomic::AtomicU64::new(http::body::temp::first_number()),
+        temp_numbers: std::sync::atomic::AtomicU64::new(http::kernel::body::temp::first_number()),
         hostname: crate::config::hostname(),
         error_log: Arc::clone(&config.error_log),
         cache_zones,
@@ -406,7 +406,7 @@ async fn run_worker(
                         handler.stats.handled.add(1);
                         // The time is read once per turn of the connection's task.
                         tokio::task::spawn_local(runtime::clock::turn_clocked(
-                            http::connection::serve(
+                            http::assembly::connection::serve(
                                 Rc::clone(&handler),
                                 socket_index,
                                 stream,

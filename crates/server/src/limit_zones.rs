@@ -9,8 +9,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 
-use http::limit::settings::LimitZones;
-use http::limit::settings::zone::{ConnZone, ReqZone};
+use http::modules::limit::settings::LimitZones;
+use http::modules::limit::settings::zone::{ConnZone, ReqZone};
 
 #[derive(Default)]
 struct Registry {

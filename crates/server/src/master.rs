@@ -163,12 +163,12 @@ fn print_version(options: &Options) {
         let _ = writeln!(
             stderr,
             "nginx compatibility: nginx/{}",
-            http::variables::NGINX_COMPATIBLE_VERSION
+            http::kernel::variables::NGINX_COMPATIBLE_VERSION
         );
         let _ = writeln!(
             stderr,
             "built-in modules: core events thread_pool {} {}",
-            http::modules::FAMILIES.join(" "),
+            http::assembly::modules::FAMILIES.join(" "),
             stream::FAMILIES.join(" ")
         );
         let _ = writeln!(stderr, "prefix: {}", cli::DEFAULT_PREFIX);

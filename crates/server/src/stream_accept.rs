@@ -137,13 +137,15 @@ pub fn pass_hook(http_worker: &Rc<HttpWorker>, http_sockets: usize) -> stream::w
         let Some(socket_index) = found else {
             return Err((stream, guard));
         };
-        tokio::task::spawn_local(runtime::clock::turn_clocked(http::connection::serve(
-            Rc::clone(&worker),
-            socket_index,
-            stream,
-            peer,
-            guard,
-        )));
+        tokio::task::spawn_local(runtime::clock::turn_clocked(
+            http::assembly::connection::serve(
+                Rc::clone(&worker),
+                socket_index,
+                stream,
+                peer,
+                guard,
+            ),
+        ));
         Ok(())
     })
 }

@@ -18,7 +18,10 @@ use rustix::io::Errno;
 use crate::config::UserSetting;
 
 /// Makes every directory `http` writes to ready for the workers of `user`.
-pub fn prepare(http: &http::conf::HttpConf, user: Option<&UserSetting>) -> Result<(), String> {
+pub fn prepare(
+    http: &http::kernel::conf::HttpConf,
+    user: Option<&UserSetting>,
+) -> Result<(), String> {
     for path in paths(http) {
         prepare_one(path, user)?;
     }
@@ -26,7 +29,7 @@ pub fn prepare(http: &http::conf::HttpConf, user: Option<&UserSetting>) -> Resul
 }
 
 /// The temp paths of every location, then the cache paths, each once.
-fn paths(http: &http::conf::HttpConf) -> Vec<&Path> {
+fn paths(http: &http::kernel::conf::HttpConf) -> Vec<&Path> {
     let mut paths: Vec<&Path> = Vec::new();
     let temp = http.locations.iter().flat_map(|location| {
         [

@@ -42,12 +42,12 @@ const LOOP_CRATES: &[&str] = &[
 /// Files of loop crates that may touch the file system because their code runs on the
 /// master or on a thread pool, never on a worker's loop.
 const FILESYSTEM_ALLOWED: &[&str] = &[
-    "crates/http/src/static_files/handler.rs",
-    "crates/http/src/static_files/listing.rs",
-    "crates/http/src/file/open.rs",
-    "crates/http/src/body/temp.rs",
-    "crates/http/src/pool_fs.rs",
-    "crates/http/src/ssl/mod.rs",
+    "crates/http/src/modules/static_files/handler.rs",
+    "crates/http/src/modules/static_files/listing.rs",
+    "crates/http/src/kernel/file/open.rs",
+    "crates/http/src/kernel/body/temp.rs",
+    "crates/http/src/kernel/pool_fs.rs",
+    "crates/http/src/kernel/ssl/mod.rs",
     "crates/runtime/src/sys/linux.rs",
     // Test sessions only (`#[cfg(test)]`): a prefix directory for the server under test.
     "crates/http/src/testing.rs",

@@ -1,13 +1,13 @@
 //! `map` and `split_clients` in the `stream` block. The keys and the percentages are the
-//! http modules' own types (`http::map`), so a key or a client lands on the same value in
+//! http modules' own types (`http::kernel::map`), so a key or a client lands on the same value in
 //! both blocks.
 
 use conf::{ConfError, Directive};
-use http::conf::NamedCaptures;
-use http::conf::regex::Regex;
-use http::map::keys::{KeyError, MapKeys};
-use http::map::split_clients::{Part, Parts};
-use http::variables::NamedSlot;
+use http::kernel::conf::NamedCaptures;
+use http::kernel::conf::regex::Regex;
+use http::kernel::map::keys::{KeyError, MapKeys};
+use http::kernel::map::split_clients::{Part, Parts};
+use http::kernel::variables::NamedSlot;
 
 use crate::conf::Loader;
 use crate::variables::{Eval, SlotKind, StreamTemplate};
@@ -31,7 +31,7 @@ pub struct Split {
 /// The value of `map` for the session `eval` reads.
 pub fn evaluate(map: &StreamMap, eval: &mut Eval<'_>, out: &mut Vec<u8>) {
     let key = eval.render(&map.source);
-    let mut captures = http::conf::regex::Captures::default();
+    let mut captures = http::kernel::conf::regex::Captures::default();
     let found = map.keys.find(&key, &mut captures);
     let value = match found {
         Some(found) => {

@@ -128,7 +128,9 @@ pub async fn find_target<'c>(session: &mut Session<'c>) -> Result<Target<'c>, u1
         return Err(status::INTERNAL_SERVER_ERROR);
     };
     session.action = Some("resolving");
-    match http::proxy::resolver::resolve(resolver, server.settings.resolver_timeout, &host).await {
+    match http::modules::proxy::resolver::resolve(resolver, server.settings.resolver_timeout, &host)
+        .await
+    {
         Ok(addresses) => Ok(Target::Owned(Box::new(one_address_group(
             &host, &addresses, port,
         )))),

@@ -1,14 +1,14 @@
 //! TLS in the stream block: termination on `listen ... ssl` addresses (`ssl_*`, the
 //! server chosen by SNI among the address's servers) and TLS to upstreams (`proxy_ssl*`).
 //! Every TLS call is the `tls` crate's, the handshake driver is the runtime's, and the
-//! `$ssl_*` variables are read as the http block reads them (`http::ssl::variables`).
+//! `$ssl_*` variables are read as the http block reads them (`http::kernel::ssl::variables`).
 
 use std::path::Path;
 use std::rc::Rc;
 use std::sync::Arc;
 
 use conf::{ConfError, ConfErrorKind};
-use http::ssl::variables::SslVariable;
+use http::kernel::ssl::variables::SslVariable;
 use logging::Level;
 use runtime::Stream;
 use runtime::tls::{Accepted, Choice};
@@ -529,7 +529,7 @@ fn client_refusal(mode: VerifyClient, info: &tls::HandshakeInfo) -> Option<Strin
         return None;
     }
     let mut verdict = Vec::new();
-    http::ssl::variables::append(SslVariable::ClientVerify, Some(info), &mut verdict);
+    http::kernel::ssl::variables::append(SslVariable::ClientVerify, Some(info), &mut verdict);
     if let Some(reason) = verdict.strip_prefix(b"FAILED:") {
         return Some(format!(
             "client SSL certificate verify error: ({})",

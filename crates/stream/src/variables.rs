@@ -8,8 +8,8 @@
 use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
 
-use http::conf::regex::Captures;
-use http::proxy_protocol::{ProxyHeader, TlvName};
+use http::kernel::conf::regex::Captures;
+use http::kernel::proxy_protocol::{ProxyHeader, TlvName};
 use logging::time::Timestamp;
 use runtime::PeerAddress;
 use vars::{Evaluator, Template};
@@ -57,7 +57,7 @@ pub enum Variable {
     SslPrereadProtocol,
     LimitConnStatus,
     ServerName,
-    Ssl(http::ssl::variables::SslVariable),
+    Ssl(http::kernel::ssl::variables::SslVariable),
     /// A `set`, `map`, `split_clients` or named-capture variable, by slot.
     Named(usize),
 }
@@ -422,7 +422,7 @@ impl Evaluator<Variable> for Eval<'_> {
             Variable::TimeLocal => self.wall.write_time_local(out),
             Variable::TimeIso8601 => self.wall.write_iso8601(out),
             Variable::NginxVersion => {
-                out.extend_from_slice(http::variables::NGINX_COMPATIBLE_VERSION.as_bytes());
+                out.extend_from_slice(http::kernel::variables::NGINX_COMPATIBLE_VERSION.as_bytes());
             }
             Variable::Hostname => out.extend_from_slice(self.hostname.as_bytes()),
             Variable::Pid => out.extend_from_slice(std::process::id().to_string().as_bytes()),
@@ -477,7 +477,7 @@ impl Evaluator<Variable> for Eval<'_> {
             }
             Variable::SslPrereadProtocol => out.extend_from_slice(&vars.preread.protocol),
             Variable::Ssl(ssl) => {
-                http::ssl::variables::append(ssl, vars.tls.as_deref(), out);
+                http::kernel::ssl::variables::append(ssl, vars.tls.as_deref(), out);
             }
             Variable::ServerName => {
                 if let Some(name) = self

@@ -461,7 +461,7 @@ impl Connection {
     fn open_stream(
         &mut self,
         stream_id: u32,
-        fields: Vec<crate::hpack::HeaderField>,
+        fields: crate::hpack::FieldList,
         end_stream: bool,
         block_len: usize,
     ) -> Result<(), Error> {

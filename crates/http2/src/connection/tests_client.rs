@@ -149,11 +149,11 @@ impl Client {
             .expect("the connection's HPACK decodes");
         decoded
             .fields
-            .into_iter()
+            .iter()
             .map(|field| {
                 (
-                    String::from_utf8_lossy(&field.name).into(),
-                    String::from_utf8_lossy(&field.value).into(),
+                    String::from_utf8_lossy(field.name).into(),
+                    String::from_utf8_lossy(field.value).into(),
                 )
             })
             .collect()

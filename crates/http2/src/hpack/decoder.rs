@@ -1,7 +1,7 @@
 //! Decoding a header block (RFC 7541 §3, §6).
 
 use super::table::{self, DynamicTable};
-use super::{HeaderField, HpackError, huffman, integer};
+use super::{FieldList, HpackError, huffman, integer};
 
 /// The limits one header block is decoded under.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -18,7 +18,7 @@ pub struct DecodeLimits {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Decoded {
     /// The fields, in order, up to the first that broke a limit.
-    pub fields: Vec<HeaderField>,
+    pub fields: FieldList,
     /// The whole list's size as the block describes it, all fields counted.
     pub list_size: usize,
     /// The largest single field (name plus value) in the block.
@@ -61,7 +61,14 @@ impl Decoder {
     /// Decodes a complete header block. An error leaves the context unusable: the caller
     /// ends the connection with COMPRESSION_ERROR.
     pub fn decode(&mut self, block: &[u8], limits: DecodeLimits) -> Result<Decoded, HpackError> {
-        let mut decoded = Decoded::default();
+        // Room for what a block usually decodes to, so that the buffer grows at most once:
+        // an index of one byte stands for a whole field (a browser's request of a few
+        // hundred bytes arrives, after the first, as a few dozen), and a Huffman string
+        // decodes to about 1.6 times its length.
+        let mut decoded = Decoded {
+            fields: FieldList::with_capacity(16, 512 + block.len() * 2),
+            ..Decoded::default()
+        };
         let mut rest = block;
         let mut seen_field = false;
         // Names and values, as the list limit counts them.
@@ -80,34 +87,46 @@ impl Decoder {
                 continue;
             }
             seen_field = true;
-            let (field, used) = self.field(rest)?;
+            let start = decoded.fields.bytes_mut().len();
+            let (used, name_len, sensitive) = self.field(rest, decoded.fields.bytes_mut())?;
             rest = &rest[used..];
-            let field_size = field.name.len() + field.value.len();
+            let field_size = decoded.fields.bytes_mut().len() - start;
+            let value_len = field_size - name_len;
             decoded.largest_field = decoded.largest_field.max(field_size);
-            decoded.list_size = decoded.list_size.saturating_add(field.size());
+            decoded.list_size = decoded.list_size.saturating_add(field_size + 32);
             list_bytes = list_bytes.saturating_add(field_size);
             if decoded.over_limit.is_none() {
-                if field.name.len().max(field.value.len()) > limits.max_field_size {
+                if name_len.max(value_len) > limits.max_field_size {
                     decoded.over_limit = Some(Limit::Field);
                 } else if list_bytes > limits.max_list_size {
                     decoded.over_limit = Some(Limit::List);
                 }
             }
             if decoded.over_limit.is_none() {
-                decoded.fields.push(field);
+                decoded.fields.commit(start, name_len, sensitive);
+            } else {
+                decoded.fields.discard(start);
             }
         }
         Ok(decoded)
     }
 
-    /// Decodes one field representation; returns it and the bytes it took.
-    fn field(&mut self, input: &[u8]) -> Result<(HeaderField, usize), HpackError> {
+    /// Decodes one field representation, appending its name and then its value to `out`;
+    /// returns the bytes it took, the name's length and whether it is never indexed.
+    fn field(
+        &mut self,
+        input: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Result<(usize, usize, bool), HpackError> {
         let first = input[0];
+        let start = out.len();
         if first & 0x80 != 0 {
             let (index, used) = integer::decode(input, 7)?;
             let (name, value) =
                 table::lookup(&self.table, index).ok_or(HpackError::BadIndex { index })?;
-            return Ok((HeaderField::new(name, value), used));
+            out.extend_from_slice(name);
+            out.extend_from_slice(value);
+            return Ok((used, name.len(), false));
         }
         // Literal: with incremental indexing (01), never indexed (0001) or without (0000).
         let (prefix_bits, indexing, sensitive) = match first & 0xf0 {
@@ -116,33 +135,25 @@ impl Decoder {
             _ => (4, false, false),
         };
         let (index, mut used) = integer::decode(input, prefix_bits)?;
-        let name = if index == 0 {
-            let (name, taken) = string(&input[used..])?;
-            used += taken;
-            name
+        if index == 0 {
+            used += string(&input[used..], out)?;
         } else {
             let (name, _) =
                 table::lookup(&self.table, index).ok_or(HpackError::BadIndex { index })?;
-            name.to_vec()
-        };
-        let (value, taken) = string(&input[used..])?;
-        used += taken;
-        if indexing {
-            self.table.insert(&name, &value);
+            out.extend_from_slice(name);
         }
-        Ok((
-            HeaderField {
-                name,
-                value,
-                sensitive,
-            },
-            used,
-        ))
+        let name_len = out.len() - start;
+        used += string(&input[used..], out)?;
+        if indexing {
+            let (name, value) = out[start..].split_at(name_len);
+            self.table.insert(name, value);
+        }
+        Ok((used, name_len, sensitive))
     }
 }
 
-/// Decodes a string literal (§5.2); returns it and the bytes it took.
-fn string(input: &[u8]) -> Result<(Vec<u8>, usize), HpackError> {
+/// Decodes a string literal (§5.2), appending it to `out`; returns the bytes it took.
+fn string(input: &[u8], out: &mut Vec<u8>) -> Result<usize, HpackError> {
     let &first = input.first().ok_or(HpackError::Truncated)?;
     let (length, used) = integer::decode(input, 7)?;
     let end = usize::try_from(length)
@@ -151,11 +162,10 @@ fn string(input: &[u8]) -> Result<(Vec<u8>, usize), HpackError> {
     let Some(raw) = end.and_then(|end| input.get(used..end)) else {
         return Err(HpackError::Truncated);
     };
-    let mut value = Vec::with_capacity(raw.len());
     if first & 0x80 != 0 {
-        huffman::decode(raw, &mut value)?;
+        huffman::decode(raw, out)?;
     } else {
-        value.extend_from_slice(raw);
+        out.extend_from_slice(raw);
     }
-    Ok((value, used + raw.len()))
+    Ok(used + raw.len())
 }

@@ -374,7 +374,10 @@ fn hpack_bomb_is_bounded_and_keeps_the_table_in_step() {
     assert_eq!(decoded.list_size, 10_001 * (1 + 4000 + 32));
     // The next block still refers to the same entry.
     let next = decoder.decode(&[0xbe], NO_LIMITS).expect("table in step");
-    assert_eq!(next.fields[0].value.len(), 4000);
+    assert_eq!(
+        next.fields.get(0).map(|field| field.value.len()),
+        Some(4000)
+    );
 }
 
 #[test]

@@ -168,9 +168,11 @@ fn a_background_update_refreshes_after_a_stale_answer() {
     for over in BOTH {
         let answered = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&answered);
+        let gate = crate::support::Gate::new();
+        let held = gate.clone();
         let (server, upstream) = cached_proxy(BACKGROUND, move |_, number| {
             if number == 2 {
-                std::thread::sleep(std::time::Duration::from_millis(500));
+                held.wait();
                 flag.store(true, Ordering::Release);
             }
             let fields = if number > 1 {
@@ -188,6 +190,7 @@ fn a_background_update_refreshes_after_a_stale_answer() {
             "{over:?}"
         );
         let path = wait_stored(&server.prefix().join("cache"), "/bg");
+        server.advance_clock(std::time::Duration::from_secs(2));
         let stale = first_after_expiry(over, port, "/bg");
         assert_eq!(
             (stale.1.as_str(), stale.2.as_str()),
@@ -198,6 +201,7 @@ fn a_background_update_refreshes_after_a_stale_answer() {
             !answered.load(Ordering::Acquire),
             "{over:?}: the stale answer did not wait for the refresh"
         );
+        gate.open();
         wait_until(
             &format!("{over:?}: the background refresh"),
             PATIENCE,
@@ -244,9 +248,11 @@ server {
 #[test]
 fn use_stale_updating_answers_during_a_refresh() {
     for over in BOTH {
-        let (server, upstream) = cached_proxy(UPDATING, |_, number| {
+        let gate = crate::support::Gate::new();
+        let held = gate.clone();
+        let (server, upstream) = cached_proxy(UPDATING, move |_, number| {
             if number == 2 {
-                std::thread::sleep(std::time::Duration::from_secs(2));
+                held.wait();
             }
             let fields = if number > 1 {
                 "Cache-Control: max-age=60\r\n"
@@ -258,6 +264,7 @@ fn use_stale_updating_answers_during_a_refresh() {
         let port = server.port();
         assert_eq!(get(over, port, "/u").2, "#1", "{over:?}");
         wait_stored(&server.prefix().join("cache"), "/u");
+        server.advance_clock(std::time::Duration::from_secs(2));
         let refresher = std::thread::spawn(move || first_after_expiry(over, port, "/u"));
         wait_until(
             &format!("{over:?}: the refresh to reach the upstream"),
@@ -270,6 +277,7 @@ fn use_stale_updating_answers_during_a_refresh() {
             ("UPDATING", "#1"),
             "{over:?}"
         );
+        gate.open();
         let refreshed = refresher.join().expect("the refreshing client");
         assert_eq!(
             (refreshed.1.as_str(), refreshed.2.as_str()),

@@ -678,3 +678,108 @@ fn an_endless_stderr_stream_is_logged_and_the_worker_serves_others() {
     assert!(log.contains("\" while reading response header from upstream, client: "));
     assert!(!log.contains("timed out"), "an upstream timeout was logged");
 }
+
+/// What the FastCGI peer of [`an_http2_body_ends_at_end_stream_not_at_its_length`] saw.
+#[derive(Debug, PartialEq)]
+enum Stdin {
+    Data(Vec<u8>),
+    End,
+}
+
+/// `fastcgi_request_buffering off` over HTTP/2 with `content-length`: the body goes on as
+/// it arrives, and its end (the empty STDIN record) only once the stream ends, as nginx
+/// does; a stream that sends more than its `content-length` gets 400 with nothing more
+/// passed on.
+#[test]
+fn an_http2_body_ends_at_end_stream_not_at_its_length() {
+    let config = "server {
+        listen 127.0.0.1:8080 http2;
+        location / { fastcgi_pass 127.0.0.1:8081; fastcgi_request_buffering off; }
+    }";
+    for more_than_declared in [false, true] {
+        let mut builder = Instance::http_builder(config);
+        let port = builder.port(8081);
+        let listener = TcpListener::bind(("127.0.0.1", port)).expect("bind the FastCGI peer");
+        let (seen, mut heard) = tokio::sync::mpsc::unbounded_channel();
+        let peer = std::thread::spawn(move || {
+            let (mut stream, _) = listener.accept().expect("accept");
+            stream
+                .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+                .expect("a read timeout");
+            let mut buffer = Vec::new();
+            let mut chunk = [0u8; 4096];
+            loop {
+                // Whole records only: version, type, id, length, padding, reserved.
+                while buffer.len() >= 8 {
+                    let len = usize::from(u16::from_be_bytes([buffer[4], buffer[5]]));
+                    let end = 8 + len + usize::from(buffer[6]);
+                    if buffer.len() < end {
+                        break;
+                    }
+                    let received: Vec<u8> = buffer.drain(..end).collect();
+                    if received[1] == 5 {
+                        if len == 0 {
+                            let _ = seen.send(Stdin::End);
+                            let mut answer = record(6, b"Status: 200\r\n\r\nok");
+                            answer.extend(record(3, &[0; 8]));
+                            let _ = stream.write_all(&answer);
+                            return;
+                        }
+                        let _ = seen.send(Stdin::Data(received[8..8 + len].to_vec()));
+                    }
+                }
+                match stream.read(&mut chunk) {
+                    Ok(0) | Err(_) => return,
+                    Ok(count) => buffer.extend_from_slice(&chunk[..count]),
+                }
+            }
+        });
+        let server = builder.start();
+        let status = crate::support::h2::runtime().block_on(async {
+            let tcp = tokio::net::TcpStream::connect(("127.0.0.1", server.port()))
+                .await
+                .expect("the server listens");
+            let (client, connection) = h2::client::handshake(tcp).await.expect("h2 handshake");
+            let driver = tokio::spawn(async move {
+                let _ = connection.await;
+            });
+            let request = http_types::Request::post(format!("http://127.0.0.1:{}/", server.port()))
+                .header("content-length", "10")
+                .body(())
+                .expect("a request");
+            let mut client = client.ready().await.expect("the connection is ready");
+            let (response, mut send) = client.send_request(request, false).expect("sent");
+            send.send_data(bytes::Bytes::from_static(b"0123456789"), false)
+                .expect("the body");
+            let wait = std::time::Duration::from_secs(5);
+            let first = tokio::time::timeout(wait, heard.recv()).await;
+            assert_eq!(first, Ok(Some(Stdin::Data(b"0123456789".to_vec()))));
+            // All that `content-length` promised is there; the end waits for END_STREAM.
+            let a_while = std::time::Duration::from_millis(300);
+            let early = tokio::time::timeout(a_while, heard.recv()).await;
+            assert!(early.is_err(), "the body ended early: {early:?}");
+            if more_than_declared {
+                send.send_data(bytes::Bytes::from_static(b"many"), true)
+                    .expect("more");
+            } else {
+                send.send_data(bytes::Bytes::new(), true).expect("the end");
+            }
+            let response = tokio::time::timeout(std::time::Duration::from_secs(10), response)
+                .await
+                .expect("an answer in time")
+                .expect("a response");
+            driver.abort();
+            response.status().as_u16()
+        });
+        if more_than_declared {
+            assert_eq!(status, 400);
+            assert!(heard.try_recv().is_err(), "nothing more passed on");
+            server.wait_for_error_log("client intended to send body data larger than declared");
+        } else {
+            assert_eq!(status, 200);
+            assert_eq!(heard.try_recv(), Ok(Stdin::End));
+        }
+        drop(server);
+        let _ = peer.join();
+    }
+}

@@ -35,14 +35,41 @@ pub fn origin(
     })
 }
 
-/// A proxy with `config` (the inside of `http`) in front of [`origin`] at nominal port 8081.
+/// A proxy with `config` (the inside of `http`) in front of [`origin`] at nominal port 8081,
+/// on a wall clock the test moves (`Instance::advance_clock`): an entry expires without
+/// waiting for it.
 pub fn cached_proxy(
     config: &str,
     answer: impl Fn(&str, usize) -> String + Send + Sync + 'static,
 ) -> (Instance, MockUpstream) {
-    let mut builder = Instance::http_builder(config);
+    let mut builder = Instance::http_builder(config).movable_clock();
     let upstream = origin(builder.port(8081), answer);
     (builder.start(), upstream)
+}
+
+/// The harness's movable clock moves the server's wall clock (every worker's), at once,
+/// and only forward by what the test says.
+#[test]
+fn the_movable_clock_moves_the_server_s_wall_clock() {
+    let server = Instance::http_builder(
+        "server { listen 127.0.0.1:8080; location / { return 200 $msec; } }",
+    )
+    .movable_clock()
+    .start();
+    let msec = |server: &Instance| -> f64 {
+        server
+            .get("/")
+            .body_text()
+            .parse()
+            .expect("$msec is a number")
+    };
+    let before = msec(&server);
+    server.advance_clock(Duration::from_secs(3600));
+    let after = msec(&server);
+    assert!(
+        (3600.0..3630.0).contains(&(after - before)),
+        "{before} then {after}"
+    );
 }
 
 /// The config most cache tests share: zone `one` at `PREFIX/cache` with nginx's usual
@@ -261,7 +288,7 @@ fn proxy_cache_valid_times_each_status() {
         (hit.status, x_cache(&hit), hit.body_text().as_str()),
         (404, "HIT", "#1")
     );
-    std::thread::sleep(Duration::from_millis(4100));
+    server.advance_clock(Duration::from_millis(4100));
     let expired = server.get("/404");
     assert_eq!(x_cache(&expired), "EXPIRED");
     assert_eq!(expired.body_text(), "#2");

@@ -190,7 +190,7 @@ fn the_fields_override_proxy_cache_valid() {
     assert_eq!(x_cache(&server.get("/valid/short")), "MISS");
     wait_stored(&cache, "/valid/short");
     assert_eq!(x_cache(&server.get("/valid/short")), "HIT");
-    std::thread::sleep(Duration::from_millis(4100));
+    server.advance_clock(Duration::from_millis(4100));
     assert_eq!(x_cache(&server.get("/valid/short")), "EXPIRED");
     assert_eq!(x_cache(&server.get("/valid/plain")), "MISS");
     wait_stored(&cache, "/valid/plain");
@@ -286,7 +286,7 @@ fn proxy_cache_revalidate_turns_a_304_into_revalidated() {
     });
     assert_eq!(x_cache(&server.get("/r")), "MISS");
     wait_stored(&server.prefix().join("cache"), "/r");
-    std::thread::sleep(Duration::from_millis(2100));
+    server.advance_clock(Duration::from_millis(2100));
     let revalidated = server.get("/r");
     assert_eq!(revalidated.status, 200);
     assert_eq!(x_cache(&revalidated), "REVALIDATED");
@@ -335,7 +335,7 @@ server {
 /// failure reaches the client.
 #[test]
 fn proxy_cache_use_stale_serves_an_expired_entry_when_the_upstream_fails() {
-    let mut builder = Instance::http_builder(STALE);
+    let mut builder = Instance::http_builder(STALE).movable_clock();
     let port = builder.port(8081);
     let upstream = crate::proxy_cache::origin(port, |request, number| {
         if number > 2 && request.contains("/500") {
@@ -350,7 +350,7 @@ fn proxy_cache_use_stale_serves_an_expired_entry_when_the_upstream_fails() {
     assert_eq!(x_cache(&server.get("/fresh-only/x")), "MISS");
     wait_stored(&cache, "/500");
     wait_stored(&cache, "/fresh-only/x");
-    std::thread::sleep(Duration::from_millis(2100));
+    server.advance_clock(Duration::from_millis(2100));
     let stale = server.get("/500");
     assert_eq!((stale.status, x_cache(&stale)), (200, "STALE"));
     assert_eq!(stale.body_text(), "#1");
@@ -369,9 +369,11 @@ fn proxy_cache_use_stale_serves_an_expired_entry_when_the_upstream_fails() {
 /// slow upstream, another gets the old entry as UPDATING at once; then the new one HITs.
 #[test]
 fn proxy_cache_use_stale_updating_answers_during_a_refresh() {
-    let (server, upstream) = cached_proxy(STALE, |_, number| {
+    let gate = crate::support::Gate::new();
+    let held = gate.clone();
+    let (server, upstream) = cached_proxy(STALE, move |_, number| {
         if number == 2 {
-            std::thread::sleep(Duration::from_secs(2));
+            held.wait();
         }
         ok(
             &format!("#{number}"),
@@ -384,7 +386,7 @@ fn proxy_cache_use_stale_updating_answers_during_a_refresh() {
     });
     assert_eq!(x_cache(&server.get("/u")), "MISS");
     wait_stored(&server.prefix().join("cache"), "/u");
-    std::thread::sleep(Duration::from_millis(2100));
+    server.advance_clock(Duration::from_millis(2100));
     let port = server.port();
     let refresher = std::thread::spawn(move || {
         let response = crate::support::Client::connect(port).request(crate::support::get("/u"));
@@ -398,6 +400,7 @@ fn proxy_cache_use_stale_updating_answers_during_a_refresh() {
         (x_cache(&during), during.body_text().as_str()),
         ("UPDATING", "#1")
     );
+    gate.open();
     let (status, body) = refresher.join().expect("the refreshing client");
     assert_eq!((status.as_str(), body.as_str()), ("EXPIRED", "#2"));
     wait_until("the refreshed entry", PATIENCE, || {
@@ -562,9 +565,11 @@ server {
 fn proxy_cache_background_update_refreshes_after_a_stale_answer() {
     let answered = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let flag = std::sync::Arc::clone(&answered);
+    let gate = crate::support::Gate::new();
+    let held = gate.clone();
     let (server, upstream) = cached_proxy(BACKGROUND, move |_, number| {
         if number == 2 {
-            std::thread::sleep(Duration::from_secs(2));
+            held.wait();
             flag.store(true, std::sync::atomic::Ordering::Release);
         }
         ok(
@@ -577,7 +582,7 @@ fn proxy_cache_background_update_refreshes_after_a_stale_answer() {
         )
     });
     let path = wait_stored_after_miss(&server, "/bg");
-    std::thread::sleep(Duration::from_millis(2100));
+    server.advance_clock(Duration::from_millis(2100));
     let stale = server.get("/bg");
     assert_eq!(
         (x_cache(&stale), stale.body_text().as_str()),
@@ -592,6 +597,7 @@ fn proxy_cache_background_update_refreshes_after_a_stale_answer() {
         PATIENCE,
         || asked(&upstream) == 2,
     );
+    gate.open();
     wait_until("the refreshed entry", PATIENCE, || {
         std::fs::read(&path).is_ok_and(|bytes| bytes.ends_with(b"#2"))
     });
@@ -630,7 +636,7 @@ fn a_background_refresh_revalidates_with_the_stored_validators() {
         )
     });
     wait_stored_after_miss(&server, "/bgr");
-    std::thread::sleep(Duration::from_millis(2100));
+    server.advance_clock(Duration::from_millis(2100));
     let stale = server.get("/bgr");
     assert_eq!(
         (x_cache(&stale), stale.body_text().as_str()),

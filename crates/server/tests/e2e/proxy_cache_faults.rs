@@ -266,7 +266,7 @@ server {
 /// of getting the old entry as UPDATING for ever.
 #[test]
 fn a_failed_refresh_does_not_leave_the_entry_updating() {
-    let mut builder = Instance::http_builder(UPDATING);
+    let mut builder = Instance::http_builder(UPDATING).movable_clock();
     let count = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let upstream =
         crate::support::upstream::MockUpstream::start(builder.port(8081), move |mut conn| {
@@ -294,7 +294,7 @@ fn a_failed_refresh_does_not_leave_the_entry_updating() {
     let server = builder.start();
     assert_eq!(x_cache(&server.get("/f")), "MISS");
     let path = wait_stored(&server.prefix().join("cache"), "/f");
-    std::thread::sleep(Duration::from_millis(2100));
+    server.advance_clock(Duration::from_millis(2100));
     let mut client = server.connect();
     client.write(crate::support::get("/f"));
     assert!(

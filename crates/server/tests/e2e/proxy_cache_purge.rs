@@ -60,7 +60,7 @@ server {
 /// after a purge are served again.
 #[test]
 fn proxy_cache_purge_removes_a_key_its_variants_and_prefixes() {
-    let mut builder = Instance::http_builder(PURGE);
+    let mut builder = Instance::http_builder(PURGE).movable_clock();
     let (_upstream, asked) = numbered(builder.port(8081), |request, number| {
         let lang = request
             .lines()
@@ -117,7 +117,7 @@ fn proxy_cache_purge_removes_a_key_its_variants_and_prefixes() {
         "HIT",
         "outside the prefix"
     );
-    std::thread::sleep(Duration::from_millis(1100));
+    server.advance_clock(Duration::from_millis(1100));
     assert_eq!(
         cache_status(&server.request(request("GET", "/img/1", ""))),
         "HIT",
@@ -172,7 +172,8 @@ fn a_revalidation_304_updates_the_stored_head() {
                 add_header X-Cache $upstream_cache_status always;
             }
         }",
-    );
+    )
+    .movable_clock();
     let (_upstream, _asked) = numbered(builder.port(8081), |request, number| {
         if request.contains("If-None-Match: \"v1\"") {
             return format!(
@@ -191,7 +192,7 @@ fn a_revalidation_304_updates_the_stored_head() {
         ("MISS", Some("1"))
     );
     // `max-age=1` is fresh through the next second, as in nginx.
-    std::thread::sleep(Duration::from_millis(2100));
+    server.advance_clock(Duration::from_millis(2100));
     let revalidated = server.get("/r");
     assert_eq!(cache_status(&revalidated), "REVALIDATED");
     assert_eq!(revalidated.header("X-Version"), Some("2"));

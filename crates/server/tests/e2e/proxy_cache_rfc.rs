@@ -25,7 +25,7 @@ fn a_hit_has_age_and_content_length() {
         ("MISS", "abcdefg")
     );
     wait_stored(&server.prefix().join("cache"), "/aged");
-    std::thread::sleep(Duration::from_millis(1100));
+    server.advance_clock(Duration::from_millis(1100));
     let hit = server.get("/aged");
     assert_eq!(
         (x_cache(&hit), hit.body_text().as_str()),
@@ -153,7 +153,7 @@ server {
 /// allows stale answers; a response without it is served STALE in the same case.
 #[test]
 fn must_revalidate_forbids_a_stale_answer() {
-    let mut builder = Instance::http_builder(STALE);
+    let mut builder = Instance::http_builder(STALE).movable_clock();
     let upstream = crate::proxy_cache::origin(builder.port(8081), |request, number| {
         if number > 2 {
             return "HTTP/1.1 500 Oops\r\nContent-Length: 4\r\n\r\noops".to_owned();
@@ -173,7 +173,7 @@ fn must_revalidate_forbids_a_stale_answer() {
         assert_eq!(x_cache(&server.get(path)), "MISS");
         wait_stored(&server.prefix().join("cache"), path);
     }
-    std::thread::sleep(Duration::from_millis(2100));
+    server.advance_clock(Duration::from_millis(2100));
     let lenient = server.get("/lenient");
     assert_eq!((lenient.status, x_cache(&lenient)), (200, "STALE"));
     let strict = server.get("/strict");

@@ -102,7 +102,7 @@ fn the_upstream_s_age_counts() {
     let cache = server.prefix().join("cache");
     assert_eq!(x_cache(&server.get("/aged")), "MISS");
     wait_stored(&cache, "/aged");
-    std::thread::sleep(Duration::from_millis(2100));
+    server.advance_clock(Duration::from_millis(2100));
     // Three seconds from the upstream, two of them gone before it arrived.
     assert_eq!(x_cache(&server.get("/aged")), "EXPIRED");
     for _ in 0..2 {
@@ -110,7 +110,7 @@ fn the_upstream_s_age_counts() {
     }
     assert_eq!(x_cache(&server.get("/hundred")), "MISS");
     wait_stored(&cache, "/hundred");
-    std::thread::sleep(Duration::from_millis(1100));
+    server.advance_clock(Duration::from_millis(1100));
     let hit = server.get("/hundred");
     assert_eq!(x_cache(&hit), "HIT");
     let age = age_of(&hit);
@@ -138,7 +138,7 @@ fn cache_control_and_expires_are_read_strictly() {
     }
     assert_eq!(x_cache(&server.get("/twice")), "MISS");
     wait_stored(&cache, "/twice");
-    std::thread::sleep(Duration::from_millis(2100));
+    server.advance_clock(Duration::from_millis(2100));
     assert_eq!(
         x_cache(&server.get("/twice")),
         "EXPIRED",
@@ -172,7 +172,7 @@ fn a_304_updates_the_stored_fields() {
     });
     assert_eq!(x_cache(&server.get("/r")), "MISS");
     wait_stored(&server.prefix().join("cache"), "/r");
-    std::thread::sleep(Duration::from_millis(2100));
+    server.advance_clock(Duration::from_millis(2100));
     let revalidated = server.get("/r");
     assert_eq!(x_cache(&revalidated), "REVALIDATED");
     assert!(
@@ -427,7 +427,7 @@ fn cdn_cache_control_is_followed() {
 #[test]
 fn stale_if_error_covers_a_closed_upstream() {
     let count = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let mut builder = crate::support::Instance::http_builder(RFC);
+    let mut builder = crate::support::Instance::http_builder(RFC).movable_clock();
     let seen = std::sync::Arc::clone(&count);
     let _upstream =
         crate::support::upstream::MockUpstream::start(builder.port(8081), move |mut conn| {
@@ -446,7 +446,7 @@ fn stale_if_error_covers_a_closed_upstream() {
     server.expect_log("[error]");
     assert_eq!(x_cache(&server.get("/s")), "MISS");
     wait_stored(&server.prefix().join("cache"), "/s");
-    std::thread::sleep(Duration::from_millis(2100));
+    server.advance_clock(Duration::from_millis(2100));
     let stale = server.get("/s");
     assert_eq!(
         (stale.status, x_cache(&stale), stale.body_text().as_str()),

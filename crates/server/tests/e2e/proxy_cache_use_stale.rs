@@ -32,7 +32,7 @@ const SIZE: usize = 3 << 20;
 /// then HITs.
 #[test]
 fn updating_holds_until_the_refresh_is_stored() {
-    let mut builder = Instance::http_builder(UPDATING);
+    let mut builder = Instance::http_builder(UPDATING).movable_clock();
     let count = Arc::new(AtomicUsize::new(0));
     let upstream = MockUpstream::start(builder.port(8081), move |mut conn| {
         while conn.read_request().is_some() {
@@ -58,7 +58,7 @@ fn updating_holds_until_the_refresh_is_stored() {
     let first = server.get("/u");
     assert_eq!(x_cache(&first), "MISS");
     let path = wait_stored(&server.prefix().join("cache"), "/u");
-    std::thread::sleep(Duration::from_millis(2100));
+    server.advance_clock(Duration::from_millis(2100));
     let mut clients = Vec::new();
     for index in 0..10 {
         let server = Arc::clone(&server);

@@ -5,8 +5,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use http::access::settings::Rules;
-use http::realip::settings::Trusted;
+use http::modules::access::settings::Rules;
+use http::modules::realip::settings::Trusted;
 use logging::{ErrorLog, Level};
 
 use crate::variables::StreamTemplate;
@@ -130,7 +130,7 @@ stream_settings! {
         error_log: Arc<ErrorLog> = Arc::clone(main_error_log),
         ssl_preread: bool = false,
         /// `resolver`: names in `proxy_pass` values are looked up with it.
-        resolver: Option<http::proxy::settings::ResolverConf> = None,
+        resolver: Option<http::modules::proxy::settings::ResolverConf> = None,
         resolver_timeout: Duration = Duration::from_secs(30),
         /// `ssl_certificate`, several for several key types.
         ssl_certificate: Vec<String> = Vec::new(),

@@ -16,6 +16,7 @@ use std::time::Duration;
 use rustix::process::{Pid, Signal};
 
 use super::client::{Client, Response, get};
+use super::clock::MovableClock;
 use super::ports::PortMap;
 use super::prefix::TempPrefix;
 use super::wait::{PATIENCE, poll, wait_until};
@@ -62,9 +63,16 @@ pub struct Builder {
     expected_markers: Vec<&'static str>,
     ports: PortMap,
     conf_file: String,
+    movable_clock: bool,
 }
 
 impl Builder {
+    /// Runs the server on a wall clock the test moves ([`Instance::advance_clock`]).
+    pub fn movable_clock(mut self) -> Builder {
+        self.movable_clock = true;
+        self
+    }
+
     /// Replaces the config text (for a test that picks ports before it can write it).
     pub fn config(mut self, text: &str) -> Builder {
         text.clone_into(&mut self.text);
@@ -130,7 +138,14 @@ impl Builder {
         let config = render(&mut self.ports, self.shape, &self.text, &prefix);
         prefix.write(&self.conf_file, &config);
         let stderr = File::create(prefix.join(STDERR_FILE)).expect("create the stderr file");
-        let mut child = Command::new(binary())
+        let clock = self
+            .movable_clock
+            .then(|| MovableClock::new(&prefix.join("clock")));
+        let mut command = Command::new(binary());
+        if let Some(clock) = &clock {
+            clock.apply(&mut command);
+        }
+        let mut child = command
             .arg("-p")
             .arg(prefix.arg())
             .arg("-c")
@@ -159,6 +174,7 @@ impl Builder {
             exit: None,
             config,
             conf_file: self.conf_file,
+            clock,
         })
     }
 }
@@ -184,9 +200,20 @@ pub struct Instance {
     exit: Option<ExitStatus>,
     config: String,
     conf_file: String,
+    clock: Option<MovableClock>,
 }
 
 impl Instance {
+    /// Moves the server's wall clock forward by `by` (whole seconds), at once: what waits
+    /// on the wall clock (a cache entry's freshness) sees the time pass; timers do not.
+    /// The instance must have been built with [`Builder::movable_clock`].
+    pub fn advance_clock(&self, by: Duration) {
+        self.clock
+            .as_ref()
+            .expect("built with Builder::movable_clock")
+            .advance(by);
+    }
+
     /// An instance whose config is the whole main context (the test writes `events {}`).
     pub fn builder(config: &str) -> Builder {
         Builder::new(config, Shape::Main)
@@ -480,6 +507,7 @@ impl Builder {
             expected_markers: Vec::new(),
             ports: PortMap::default(),
             conf_file: CONF_FILE.to_owned(),
+            movable_clock: false,
         }
     }
 }

@@ -9,6 +9,7 @@
 pub mod app_servers;
 pub mod cli;
 pub mod client;
+pub mod clock;
 pub mod dns;
 pub mod h2;
 pub mod instance;
@@ -29,4 +30,4 @@ pub use client::{Client, Ending, ReadError, Response, get, get_host, get_keepali
 pub use instance::{Builder, Instance};
 pub use prefix::TempPrefix;
 pub use rustix::process::Signal;
-pub use wait::{PATIENCE, poll, wait_until};
+pub use wait::{Gate, PATIENCE, poll, wait_until};

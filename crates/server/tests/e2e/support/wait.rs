@@ -30,3 +30,31 @@ pub fn wait_until(what: &str, timeout: Duration, mut condition: impl FnMut() -> 
         panic!("timed out after {timeout:?} waiting for {what}");
     }
 }
+
+/// A gate a mock upstream waits at until the test opens it, so that an answer is held
+/// exactly as long as the test needs (a refresh still in flight while another request
+/// is answered), not for a guessed time. Waiting gives up after [`PATIENCE`].
+#[derive(Clone, Debug, Default)]
+pub struct Gate(std::sync::Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>);
+
+impl Gate {
+    pub fn new() -> Gate {
+        Gate::default()
+    }
+
+    /// Lets every waiter, present and future, through.
+    pub fn open(&self) {
+        let (open, opened) = &*self.0;
+        *open.lock().expect("the gate's lock") = true;
+        opened.notify_all();
+    }
+
+    /// Waits until the gate is open, at most [`PATIENCE`].
+    pub fn wait(&self) {
+        let (open, opened) = &*self.0;
+        let guard = open.lock().expect("the gate's lock");
+        let _ = opened
+            .wait_timeout_while(guard, PATIENCE, |open| !*open)
+            .expect("the gate's lock");
+    }
+}

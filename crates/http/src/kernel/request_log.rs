@@ -1,0 +1,84 @@
+//! Error-log lines about a request or a connection, written to the log of the location
+//! (or server) they concern, with nginx's context (client, server, request, host).
+
+use logging::Level;
+
+use crate::kernel::request::{ConnectionInfo, Request, RequestLogContext};
+use crate::kernel::worker::HttpWorker;
+
+/// Writes an error-log line about this request to its location's error log.
+pub fn log(
+    worker: &HttpWorker,
+    connection: &ConnectionInfo,
+    request: &Request<'_>,
+    level: Level,
+    message: std::fmt::Arguments<'_>,
+) {
+    log_during(worker, connection, request, level, None, message);
+}
+
+/// [`log`], with what the connection was doing (`action`) as nginx adds it: `while
+/// reading client request headers`.
+pub(crate) fn log_during(
+    worker: &HttpWorker,
+    connection: &ConnectionInfo,
+    request: &Request<'_>,
+    level: Level,
+    action: Option<&'static str>,
+    message: std::fmt::Arguments<'_>,
+) {
+    let conf = worker.conf();
+    let error_log = match request.location {
+        Some(location) => &conf.location(location).settings.core.error_log,
+        None => &worker.generation.error_log,
+    };
+    if !error_log.enabled(level) {
+        return;
+    }
+    let mut context = request.log_context(connection, conf);
+    if let Some(action) = action {
+        context = context.with_action(action);
+    }
+    error_log.write(
+        level,
+        &worker.clock.wall(),
+        Some(connection.id),
+        message,
+        Some(&context),
+    );
+}
+
+/// Writes an error-log line about a connection before any request exists (its PROXY
+/// header, its handshake, its first wait) to `server`'s error log, with what the connection
+/// was doing (`action`) as nginx adds it: `while waiting for request`.
+pub(crate) fn log_connection_to(
+    worker: &HttpWorker,
+    connection: &ConnectionInfo,
+    server: crate::kernel::conf::ServerId,
+    level: Level,
+    action: Option<&'static str>,
+    message: std::fmt::Arguments<'_>,
+) {
+    let conf = worker.conf();
+    let error_log = &conf
+        .location(conf.server(server).location)
+        .settings
+        .core
+        .error_log;
+    if !error_log.enabled(level) {
+        return;
+    }
+    let context = RequestLogContext {
+        request: None,
+        connection,
+        conf,
+        action,
+    };
+    error_log.write(
+        level,
+        &worker.clock.wall(),
+        Some(connection.id),
+        message,
+        Some(&context),
+    );
+}

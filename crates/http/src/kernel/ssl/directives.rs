@@ -1,0 +1,495 @@
+//! The SSL module's directive table (nginx's `ngx_http_ssl_module`).
+//!
+//! `ssl on` is gone, as in nginx since 1.25.1: the `ssl` parameter of `listen` says which
+//! addresses speak TLS, and the directive is unknown.
+
+use conf::{Arity, ConfError, Contexts, Directive};
+
+use crate::kernel::conf::{HttpDirective, LoadContext, ServerScope, Setter, directive};
+use crate::kernel::ssl::settings::{CertificateCacheConf, SessionCacheSetting, VerifyClient};
+use crate::set_once;
+
+const HTTP_SERVER: Contexts = Contexts::HTTP.with(Contexts::SERVER);
+
+pub const DIRECTIVES: &[HttpDirective] = &[
+    directive(
+        "ssl_certificate",
+        HTTP_SERVER,
+        Arity::TAKE1,
+        Setter::Server(add_certificate),
+    ),
+    directive(
+        "ssl_certificate_key",
+        HTTP_SERVER,
+        Arity::TAKE1,
+        Setter::Server(add_certificate_key),
+    ),
+    directive(
+        "ssl_certificate_cache",
+        HTTP_SERVER,
+        Arity::TAKE123,
+        Setter::Server(set_certificate_cache),
+    ),
+    directive(
+        "ssl_password_file",
+        HTTP_SERVER,
+        Arity::TAKE1,
+        Setter::Server(set_password_file),
+    ),
+    directive(
+        "ssl_protocols",
+        HTTP_SERVER,
+        Arity::ONE_OR_MORE,
+        Setter::Server(set_protocols),
+    ),
+    directive(
+        "ssl_ciphers",
+        HTTP_SERVER,
+        Arity::TAKE1,
+        Setter::Server(set_ciphers),
+    ),
+    directive(
+        "ssl_prefer_server_ciphers",
+        HTTP_SERVER,
+        Arity::FLAG,
+        Setter::Server(set_prefer_server_ciphers),
+    ),
+    directive(
+        "ssl_ecdh_curve",
+        HTTP_SERVER,
+        Arity::TAKE1,
+        Setter::Server(set_ecdh_curve),
+    ),
+    directive(
+        "ssl_conf_command",
+        HTTP_SERVER,
+        Arity::TAKE2,
+        Setter::Server(accept_conf_command),
+    ),
+    directive(
+        "ssl_session_cache",
+        HTTP_SERVER,
+        Arity::TAKE12,
+        Setter::Server(set_session_cache),
+    ),
+    directive(
+        "ssl_session_timeout",
+        HTTP_SERVER,
+        Arity::TAKE1,
+        Setter::Server(set_session_timeout),
+    ),
+    directive(
+        "ssl_session_tickets",
+        HTTP_SERVER,
+        Arity::FLAG,
+        Setter::Server(set_session_tickets),
+    ),
+    directive(
+        "ssl_session_ticket_key",
+        HTTP_SERVER,
+        Arity::TAKE1,
+        Setter::Server(add_session_ticket_key),
+    ),
+    directive(
+        "ssl_buffer_size",
+        HTTP_SERVER,
+        Arity::TAKE1,
+        Setter::Server(set_buffer_size),
+    ),
+    directive(
+        "ssl_handshake_timeout",
+        HTTP_SERVER,
+        Arity::TAKE1,
+        Setter::Server(set_handshake_timeout),
+    ),
+    directive(
+        "ssl_dhparam",
+        HTTP_SERVER,
+        Arity::TAKE1,
+        Setter::Server(accept_dhparam),
+    ),
+    directive(
+        "ssl_reject_handshake",
+        HTTP_SERVER,
+        Arity::FLAG,
+        Setter::Server(set_reject_handshake),
+    ),
+    directive(
+        "ssl_early_data",
+        HTTP_SERVER,
+        Arity::FLAG,
+        Setter::Server(set_early_data),
+    ),
+    directive(
+        "ssl_verify_client",
+        HTTP_SERVER,
+        Arity::TAKE1,
+        Setter::Server(set_verify_client),
+    ),
+    directive(
+        "ssl_verify_depth",
+        HTTP_SERVER,
+        Arity::TAKE1,
+        Setter::Server(set_verify_depth),
+    ),
+    directive(
+        "ssl_client_certificate",
+        HTTP_SERVER,
+        Arity::TAKE1,
+        Setter::Server(set_client_certificate),
+    ),
+    directive(
+        "ssl_trusted_certificate",
+        HTTP_SERVER,
+        Arity::TAKE1,
+        Setter::Server(set_trusted_certificate),
+    ),
+    directive(
+        "ssl_crl",
+        HTTP_SERVER,
+        Arity::TAKE1,
+        Setter::Server(set_crl),
+    ),
+    directive(
+        "ssl_stapling",
+        HTTP_SERVER,
+        Arity::FLAG,
+        Setter::Server(accept_stapling),
+    ),
+    directive(
+        "ssl_stapling_file",
+        HTTP_SERVER,
+        Arity::TAKE1,
+        Setter::Server(set_stapling_file),
+    ),
+    directive(
+        "ssl_stapling_responder",
+        HTTP_SERVER,
+        Arity::TAKE1,
+        Setter::Server(accept_stapling_option),
+    ),
+    directive(
+        "ssl_stapling_verify",
+        HTTP_SERVER,
+        Arity::FLAG,
+        Setter::Server(accept_stapling_option),
+    ),
+];
+
+fn add_certificate(
+    scope: &mut ServerScope,
+    directive: &Directive,
+    _context: &mut LoadContext<'_>,
+) -> Result<(), ConfError> {
+    let list = scope.ssl.certificates.get_or_insert_with(Vec::new);
+    list.push(directive.arg(0).to_owned());
+    Ok(())
+}
+
+fn add_certificate_key(
+    scope: &mut ServerScope,
+    directive: &Directive,
+    _context: &mut LoadContext<'_>,
+) -> Result<(), ConfError> {
+    let list = scope.ssl.certificate_keys.get_or_insert_with(Vec::new);
+    list.push(directive.arg(0).to_owned());
+    Ok(())
+}
+
+// The passwords are read now, as nginx does: one per line, tried in order.
+set_once!(
+    set_password_file,
+    ServerScope,
+    ssl.passwords,
+    super::parse_password_file
+);
+set_once!(
+    set_protocols,
+    ServerScope,
+    ssl.protocols,
+    super::parse_protocols
+);
+set_once!(set_ciphers, ServerScope, ssl.ciphers, super::parse_ciphers);
+
+fn flag(directive: &Directive, context: &mut LoadContext<'_>) -> Result<bool, ConfError> {
+    context.flag(directive)
+}
+
+set_once!(
+    set_prefer_server_ciphers,
+    ServerScope,
+    ssl.prefer_server_ciphers,
+    flag
+);
+
+fn curves(directive: &Directive, context: &mut LoadContext<'_>) -> Result<String, ConfError> {
+    let text = directive.arg(0);
+    let (_, unknown) =
+        tls::parse_curves(text).map_err(|message| ConfError::message(message, &directive.span))?;
+    for name in unknown {
+        context.warn(
+            format!("curve \"{name}\" is not supported by Portico's TLS, ignored"),
+            &directive.span,
+        );
+    }
+    Ok(text.to_owned())
+}
+
+set_once!(set_ecdh_curve, ServerScope, ssl.ecdh_curve, curves);
+
+fn accept_conf_command(
+    _scope: &mut ServerScope,
+    directive: &Directive,
+    context: &mut LoadContext<'_>,
+) -> Result<(), ConfError> {
+    super::warn_conf_command(directive, context);
+    Ok(())
+}
+
+fn session_cache(
+    directive: &Directive,
+    _context: &mut LoadContext<'_>,
+) -> Result<SessionCacheSetting, ConfError> {
+    let mut setting = None;
+    for argument in &directive.args {
+        let text = argument.as_str();
+        let invalid =
+            || ConfError::message(format!("invalid session cache \"{text}\""), &directive.span);
+        setting = Some(match text {
+            "off" => SessionCacheSetting::Off,
+            "none" => SessionCacheSetting::None,
+            "builtin" => SessionCacheSetting::Cache {
+                name: None,
+                sessions: 20480,
+            },
+            _ => {
+                if let Some(count) = text.strip_prefix("builtin:") {
+                    let sessions = count.parse().ok().filter(|n| *n > 0).ok_or_else(invalid)?;
+                    let name = match setting {
+                        Some(SessionCacheSetting::Cache { name, .. }) => name,
+                        _ => None,
+                    };
+                    SessionCacheSetting::Cache { name, sessions }
+                } else if let Some(rest) = text.strip_prefix("shared:") {
+                    let (name, size) = rest.rsplit_once(':').ok_or_else(invalid)?;
+                    let bytes = conf::value::parse_size(size).ok_or_else(invalid)?;
+                    if name.is_empty() || bytes < 8 * 4096 {
+                        return Err(invalid());
+                    }
+                    SessionCacheSetting::Cache {
+                        name: Some(name.to_owned()),
+                        sessions: (bytes / 256) as usize,
+                    }
+                } else {
+                    return Err(invalid());
+                }
+            }
+        });
+    }
+    setting.ok_or_else(|| ConfError::message("invalid session cache", &directive.span))
+}
+
+set_once!(
+    set_session_cache,
+    ServerScope,
+    ssl.session_cache,
+    session_cache
+);
+
+fn time(
+    directive: &Directive,
+    _context: &mut LoadContext<'_>,
+) -> Result<std::time::Duration, ConfError> {
+    conf::value::parse_time(directive.arg(0))
+        .ok_or_else(|| ConfError::directive(&directive.name, "invalid value", &directive.span))
+}
+
+set_once!(set_session_timeout, ServerScope, ssl.session_timeout, time);
+set_once!(
+    set_certificate_cache,
+    ServerScope,
+    ssl.certificate_cache,
+    certificate_cache
+);
+
+/// `ssl_certificate_cache off | max=N [inactive=time] [valid=time]`.
+fn certificate_cache(
+    directive: &Directive,
+    _context: &mut LoadContext<'_>,
+) -> Result<Option<CertificateCacheConf>, ConfError> {
+    let mut max = 0;
+    let mut inactive = CertificateCacheConf::INACTIVE;
+    let mut valid = CertificateCacheConf::VALID;
+    let mut off = false;
+    for argument in &directive.args {
+        let text = argument.as_str();
+        let parsed = if let Some(value) = text.strip_prefix("max=") {
+            conf::value::parse_number(value)
+                .filter(|&max| max > 0)
+                .map(|value| max = usize::try_from(value).unwrap_or(usize::MAX))
+        } else if let Some(value) = text.strip_prefix("inactive=") {
+            conf::value::parse_time_seconds(value).map(|value| inactive = value)
+        } else if let Some(value) = text.strip_prefix("valid=") {
+            conf::value::parse_time_seconds(value).map(|value| valid = value)
+        } else if text == "off" {
+            off = true;
+            Some(())
+        } else {
+            None
+        };
+        if parsed.is_none() {
+            return Err(ConfError::message(
+                format!("invalid \"ssl_certificate_cache\" parameter \"{text}\""),
+                &directive.span,
+            ));
+        }
+    }
+    if off {
+        return Ok(None);
+    }
+    if max == 0 {
+        return Err(ConfError::message(
+            "\"ssl_certificate_cache\" must have the \"max\" parameter",
+            &directive.span,
+        ));
+    }
+    Ok(Some(CertificateCacheConf {
+        max,
+        inactive,
+        valid,
+    }))
+}
+set_once!(set_session_tickets, ServerScope, ssl.session_tickets, flag);
+
+fn add_session_ticket_key(
+    scope: &mut ServerScope,
+    directive: &Directive,
+    _context: &mut LoadContext<'_>,
+) -> Result<(), ConfError> {
+    let list = scope.ssl.session_ticket_keys.get_or_insert_with(Vec::new);
+    list.push(directive.arg(0).to_owned());
+    Ok(())
+}
+
+fn size(directive: &Directive, _context: &mut LoadContext<'_>) -> Result<u64, ConfError> {
+    conf::value::parse_size(directive.arg(0))
+        .ok_or_else(|| ConfError::directive(&directive.name, "invalid value", &directive.span))
+}
+
+set_once!(set_buffer_size, ServerScope, ssl.buffer_size, size);
+set_once!(
+    set_handshake_timeout,
+    ServerScope,
+    ssl.handshake_timeout,
+    time
+);
+
+/// `ssl_dhparam`: rustls has no finite-field Diffie-Hellman suites, so the file is unused.
+fn accept_dhparam(
+    _scope: &mut ServerScope,
+    directive: &Directive,
+    context: &mut LoadContext<'_>,
+) -> Result<(), ConfError> {
+    context.warn(
+        "\"ssl_dhparam\" is ignored: Portico's TLS has no DHE cipher suites".to_owned(),
+        &directive.span,
+    );
+    Ok(())
+}
+
+set_once!(
+    set_reject_handshake,
+    ServerScope,
+    ssl.reject_handshake,
+    flag
+);
+set_once!(set_early_data, ServerScope, ssl.early_data, flag);
+
+fn verify_client(
+    directive: &Directive,
+    _context: &mut LoadContext<'_>,
+) -> Result<VerifyClient, ConfError> {
+    Ok(match directive.arg(0) {
+        "off" => VerifyClient::Off,
+        "on" => VerifyClient::On,
+        "optional" => VerifyClient::Optional,
+        "optional_no_ca" => VerifyClient::OptionalNoCa,
+        other => {
+            return Err(ConfError::message(
+                format!(
+                    "invalid value \"{other}\" in \"ssl_verify_client\" directive, it must be \
+                     \"on\", \"off\", \"optional\" or \"optional_no_ca\""
+                ),
+                &directive.span,
+            ));
+        }
+    })
+}
+
+set_once!(
+    set_verify_client,
+    ServerScope,
+    ssl.verify_client,
+    verify_client
+);
+
+fn number(directive: &Directive, _context: &mut LoadContext<'_>) -> Result<u64, ConfError> {
+    conf::value::parse_number(directive.arg(0))
+        .ok_or_else(|| ConfError::directive(&directive.name, "invalid number", &directive.span))
+}
+
+set_once!(set_verify_depth, ServerScope, ssl.verify_depth, number);
+
+fn name(
+    directive: &Directive,
+    _context: &mut LoadContext<'_>,
+) -> Result<Option<String>, ConfError> {
+    Ok(Some(directive.arg(0).to_owned()))
+}
+
+set_once!(
+    set_client_certificate,
+    ServerScope,
+    ssl.client_certificate,
+    name
+);
+set_once!(
+    set_trusted_certificate,
+    ServerScope,
+    ssl.trusted_certificate,
+    name
+);
+set_once!(set_crl, ServerScope, ssl.crl, name);
+
+set_once!(set_stapling_file, ServerScope, ssl.stapling_file, name);
+
+/// `ssl_stapling on`: the response of `ssl_stapling_file` is stapled; none is fetched from
+/// a responder, which the warning says.
+fn accept_stapling(
+    scope: &mut ServerScope,
+    directive: &Directive,
+    context: &mut LoadContext<'_>,
+) -> Result<(), ConfError> {
+    if scope.ssl.stapling.is_some() {
+        return Err(context.duplicate(directive));
+    }
+    let on = context.flag(directive)?;
+    if on {
+        context.warn(
+            "\"ssl_stapling\": Portico fetches no OCSP responses, only the one of \
+             \"ssl_stapling_file\" is stapled"
+                .to_owned(),
+            &directive.span,
+        );
+    }
+    scope.ssl.stapling = Some(on);
+    Ok(())
+}
+
+fn accept_stapling_option(
+    _scope: &mut ServerScope,
+    _directive: &Directive,
+    _context: &mut LoadContext<'_>,
+) -> Result<(), ConfError> {
+    Ok(())
+}
