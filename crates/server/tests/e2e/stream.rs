@@ -549,7 +549,11 @@ stream {
 fn a_reload_keeps_established_sessions_until_they_end() {
     let config = |extra: &str| {
         format!(
-            "worker_processes 1;\nevents {{\n}}\nstream {{\n    server {{\n        listen 127.0.0.1:8080;\n        proxy_pass 127.0.0.1:8081;\n    }}\n{extra}}}\n"
+            concat!(
+                "worker_processes 1;\nevents {{\n}}\nstream {{\n    server {{\n",
+                "        listen 127.0.0.1:8080;\n        proxy_pass 127.0.0.1:8081;\n    }}\n{}}}\n"
+            ),
+            extra
         )
     };
     let mut builder = Instance::builder(&config(""));
