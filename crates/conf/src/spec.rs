@@ -23,6 +23,12 @@ pub enum Context {
     LocationIf = 1 << 7,
     /// `limit_except` inside `location`.
     LimitExcept = 1 << 8,
+    /// The `stream` block itself.
+    Stream = 1 << 9,
+    /// `server` inside `stream`.
+    StreamServer = 1 << 10,
+    /// `upstream` inside `stream`.
+    StreamUpstream = 1 << 11,
 }
 
 /// A set of contexts.
@@ -39,6 +45,11 @@ impl Contexts {
     pub const SERVER_IF: Contexts = Contexts(Context::ServerIf as u16);
     pub const LOCATION_IF: Contexts = Contexts(Context::LocationIf as u16);
     pub const LIMIT_EXCEPT: Contexts = Contexts(Context::LimitExcept as u16);
+    pub const STREAM: Contexts = Contexts(Context::Stream as u16);
+    pub const STREAM_SERVER: Contexts = Contexts(Context::StreamServer as u16);
+    pub const STREAM_UPSTREAM: Contexts = Contexts(Context::StreamUpstream as u16);
+    /// `stream, server`: most stream directives.
+    pub const STREAM_AND_SERVER: Contexts = Contexts::STREAM.with(Contexts::STREAM_SERVER);
     /// `http, server, location`: the most common set.
     pub const HTTP_SERVER_LOCATION: Contexts = Contexts::HTTP
         .with(Contexts::SERVER)

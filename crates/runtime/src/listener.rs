@@ -58,6 +58,8 @@ pub struct ListenOptions {
     pub so_keepalive: SoKeepalive,
     /// `ipv6only=on|off`; nginx's default is on.
     pub ipv6only: bool,
+    /// `udp` (the `stream` block's `listen`): a datagram socket, bound but not listening.
+    pub datagram: bool,
 }
 
 impl Default for ListenOptions {
@@ -70,6 +72,7 @@ impl Default for ListenOptions {
             sndbuf: None,
             so_keepalive: SoKeepalive::Unset,
             ipv6only: true,
+            datagram: false,
         }
     }
 }
@@ -123,14 +126,15 @@ impl Listener {
                 source,
             }
         };
+        let (kind, protocol) = if options.datagram {
+            (Type::DGRAM, Protocol::UDP)
+        } else {
+            (Type::STREAM, Protocol::TCP)
+        };
         let socket = match address {
             ListenAddress::Inet(inet) => {
-                let socket = Socket::new(
-                    Domain::for_address(*inet),
-                    Type::STREAM,
-                    Some(Protocol::TCP),
-                )
-                .map_err(fail("socket"))?;
+                let socket = Socket::new(Domain::for_address(*inet), kind, Some(protocol))
+                    .map_err(fail("socket"))?;
                 socket
                     .set_reuse_address(true)
                     .map_err(fail("setsockopt(SO_REUSEADDR)"))?;
@@ -142,7 +146,7 @@ impl Listener {
                 socket
             }
             ListenAddress::Unix(_) => {
-                Socket::new(Domain::UNIX, Type::STREAM, None).map_err(fail("socket"))?
+                Socket::new(Domain::UNIX, kind, None).map_err(fail("socket"))?
             }
         };
         configure(&socket, options, address)?;
@@ -151,7 +155,9 @@ impl Listener {
             ListenAddress::Unix(path) => SockAddr::unix(path).map_err(fail("bind"))?,
         };
         socket.bind(&socket_address).map_err(fail("bind"))?;
-        socket.listen(options.backlog).map_err(fail("listen"))?;
+        if !options.datagram {
+            socket.listen(options.backlog).map_err(fail("listen"))?;
+        }
         socket
             .set_nonblocking(true)
             .map_err(fail("ioctl(FIONBIO)"))?;
@@ -179,6 +185,18 @@ impl Listener {
         tokio::net::UnixListener::from_std(std_listener)
     }
 
+    /// A tokio UDP socket on a duplicate of this `udp` socket; call inside the worker's
+    /// runtime.
+    pub fn to_tokio_udp(&self) -> io::Result<tokio::net::UdpSocket> {
+        let std_socket: std::net::UdpSocket = self.duplicate()?.into();
+        tokio::net::UdpSocket::from_std(std_socket)
+    }
+
+    /// Whether this is a datagram (`udp`) socket.
+    pub fn is_datagram(&self) -> bool {
+        self.options().datagram
+    }
+
     /// The address the kernel bound (useful when the configured port was 0).
     pub fn local_address(&self) -> io::Result<Option<SocketAddr>> {
         Ok(self.socket.local_addr()?.as_socket())
@@ -189,6 +207,13 @@ impl Listener {
     /// `listen` again, which Linux allows).
     pub fn apply(&self, options: &ListenOptions) -> Result<(), ListenError> {
         configure(&self.socket, options, &self.address)?;
+        if options.datagram {
+            *self
+                .options
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner()) = options.clone();
+            return Ok(());
+        }
         if !options.deferred
             && self.options().deferred
             && matches!(self.address, ListenAddress::Inet(_))
@@ -225,7 +250,9 @@ impl Listener {
     /// reload when the address matches; options that only apply at bind time need a new one.
     pub fn compatible_with(&self, options: &ListenOptions) -> bool {
         let current = self.options();
-        current.reuseport == options.reuseport && current.ipv6only == options.ipv6only
+        current.reuseport == options.reuseport
+            && current.ipv6only == options.ipv6only
+            && current.datagram == options.datagram
     }
 }
 
@@ -265,6 +292,9 @@ fn configure(
         socket
             .set_reuse_port(true)
             .map_err(fail("setsockopt(SO_REUSEPORT)"))?;
+    }
+    if options.datagram {
+        return Ok(());
     }
     if options.deferred {
         set_tcp_defer_accept(socket, Duration::from_secs(1))
@@ -333,6 +363,31 @@ mod tests {
         let bound = ListenAddress::Inet(first.local_address().unwrap().unwrap());
         let second = Listener::open(&bound, &options).unwrap();
         assert_eq!(second.address, bound);
+    }
+
+    #[test]
+    fn opens_udp_sockets_beside_tcp_on_the_same_port() {
+        let tcp = Listener::open(
+            &ListenAddress::Inet("127.0.0.1:0".parse().unwrap()),
+            &ListenOptions::default(),
+        )
+        .unwrap();
+        let bound = ListenAddress::Inet(tcp.local_address().unwrap().unwrap());
+        let options = ListenOptions {
+            datagram: true,
+            ..ListenOptions::default()
+        };
+        let udp = Listener::open(&bound, &options).unwrap();
+        assert!(udp.is_datagram());
+        assert!(!tcp.compatible_with(&options));
+        let client = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let target = udp.local_address().unwrap().unwrap();
+        client.send_to(b"ping", target).unwrap();
+        let socket: std::net::UdpSocket = udp.duplicate().unwrap().into();
+        socket.set_nonblocking(false).unwrap();
+        let mut buf = [0u8; 8];
+        let (len, _) = socket.recv_from(&mut buf).unwrap();
+        assert_eq!(&buf[..len], b"ping");
     }
 
     #[test]

@@ -152,6 +152,8 @@ pub struct Config {
     pub error_log: Arc<ErrorLog>,
     pub log_files: LogFiles,
     pub http: Option<HttpConf>,
+    /// The `stream` block, if the configuration has one.
+    pub stream: Option<stream::StreamConf>,
     pub warnings: Vec<ConfError>,
     /// Reported at `notice`, like `warnings` at `warn`.
     pub notices: Vec<ConfError>,
@@ -177,6 +179,7 @@ pub fn load(paths: &Paths, command_line: Option<&str>) -> Result<Config, ConfErr
         ..MainLoad::default()
     };
     let mut http_block: Option<&Directive> = None;
+    let mut stream_block: Option<&Directive> = None;
     let mut events_seen = false;
     for directive in &tree.directives {
         let spec = check_main(directive, Context::Main)?;
@@ -204,6 +207,17 @@ pub fn load(paths: &Paths, command_line: Option<&str>) -> Result<Config, ConfErr
                     ));
                 }
                 http_block = Some(directive);
+            }
+            MainSetter::Stream => {
+                if stream_block.is_some() {
+                    return Err(ConfError::at(
+                        ConfErrorKind::Duplicate {
+                            name: directive.name.clone(),
+                        },
+                        &directive.span,
+                    ));
+                }
+                stream_block = Some(directive);
             }
         }
     }
@@ -236,6 +250,19 @@ pub fn load(paths: &Paths, command_line: Option<&str>) -> Result<Config, ConfErr
             main_error_log: Arc::clone(&error_log),
         })),
     };
+    let stream = match stream_block {
+        Some(block) => {
+            let env = stream::LoadEnv {
+                prefix: &paths.prefix,
+                main_error_log: Arc::clone(&error_log),
+                log_files: &mut log_files,
+            };
+            let mut stream = stream::load_stream(block.block.as_deref().unwrap_or_default(), env)?;
+            warnings.append(&mut stream.warnings);
+            Some(stream)
+        }
+        None => None,
+    };
     let user = resolve_user(&main, &mut warnings);
     Ok(Config {
         workers: worker_count(main.worker_processes.unwrap_or(WorkerCount::Auto)),
@@ -258,6 +285,7 @@ pub fn load(paths: &Paths, command_line: Option<&str>) -> Result<Config, ConfErr
         error_log,
         log_files,
         http,
+        stream,
         warnings,
         notices: std::mem::take(&mut main.notices),
         env: std::mem::take(&mut main.env),
@@ -282,7 +310,10 @@ fn check_main(
     conf::spec::check(directives::DIRECTIVES, directive, context).map_err(|error| {
         match error.kind {
             ConfErrorKind::UnknownDirective { name }
-                if http::assembly::modules::directives().any(|spec| spec.name == name) =>
+                if http::assembly::modules::directives().any(|spec| spec.name == name)
+                    || stream::conf::directives::DIRECTIVES
+                        .iter()
+                        .any(|spec| spec.name == name) =>
             {
                 ConfError::at(ConfErrorKind::NotAllowedHere { name }, &directive.span)
             }
@@ -310,7 +341,7 @@ fn read_events(main: &mut MainLoad, block: &Directive) -> Result<(), ConfError> 
         let spec = check_main(directive, Context::Events)?;
         match &spec.set {
             MainSetter::Set(set) => set(main, directive)?,
-            MainSetter::Events | MainSetter::Http => {
+            MainSetter::Events | MainSetter::Http | MainSetter::Stream => {
                 return Err(ConfError::at(
                     ConfErrorKind::NotAllowedHere {
                         name: directive.name.clone(),

@@ -15,6 +15,8 @@ pub enum MainSetter {
     Events,
     /// `http { ... }`
     Http,
+    /// `stream { ... }`
+    Stream,
 }
 
 impl std::fmt::Debug for MainSetter {
@@ -23,6 +25,7 @@ impl std::fmt::Debug for MainSetter {
             MainSetter::Set(_) => "Set",
             MainSetter::Events => "Events",
             MainSetter::Http => "Http",
+            MainSetter::Stream => "Stream",
         })
     }
 }
@@ -58,6 +61,13 @@ pub const DIRECTIVES: &[MainDirective] = &[
         arity: Arity::NONE,
         block: BlockKind::Block,
         set: MainSetter::Http,
+    },
+    MainDirective {
+        name: "stream",
+        contexts: Contexts::MAIN,
+        arity: Arity::NONE,
+        block: BlockKind::Block,
+        set: MainSetter::Stream,
     },
     simple(
         "worker_processes",
@@ -175,7 +185,7 @@ fn set_load_module(main: &mut MainLoad, directive: &Directive) -> Result<(), Con
         .strip_prefix("ngx_")
         .and_then(|name| name.strip_suffix("_module.so"))
         .unwrap_or(base);
-    if http::assembly::modules::FAMILIES.contains(&family) {
+    if http::assembly::modules::FAMILIES.contains(&family) || stream::FAMILIES.contains(&family) {
         main.notices.push(ConfError::message(
             format!("load_module \"{file}\": the \"{family}\" module is built into Portico"),
             &directive.span,

@@ -125,6 +125,8 @@ pub fn start(
     let access_log_buffers = Arc::new(http::kernel::log_buffers::SharedBuffers::with_slots(
         http.access_log_buffers,
     ));
+    let stream_conf = config.stream.take().map(Arc::new);
+    let http_socket_count = http.sockets.len();
     let generation = Arc::new(Generation {
         number,
         http,
@@ -156,8 +158,19 @@ pub fn start(
         let listeners = sockets.clone();
         let accept = config.accept;
         let shutdown_timeout = config.shutdown_timeout;
+        let stream = stream_conf.clone().map(|conf| StreamStart {
+            conf,
+            first_socket: http_socket_count,
+        });
         let spawned = worker::spawn(spec, move |context| {
-            run_worker(context, generation, listeners, accept, shutdown_timeout)
+            run_worker(
+                context,
+                generation,
+                listeners,
+                stream,
+                accept,
+                shutdown_timeout,
+            )
         });
         match spawned {
             Ok(handle) => workers.push(handle),
@@ -290,11 +303,18 @@ fn cpus_for(affinity: Option<&CpuAffinity>, index: usize) -> Option<Vec<usize>> 
 /// How long the requests `worker_shutdown_timeout` cuts get to log their lines.
 const CUT_GRACE: Duration = Duration::from_millis(100);
 
+/// The stream block a worker serves, and where its sockets start in the generation's.
+struct StreamStart {
+    conf: Arc<stream::StreamConf>,
+    first_socket: usize,
+}
+
 /// The body of a worker thread.
 async fn run_worker(
     context: WorkerContext,
     generation: Arc<Generation>,
     sockets: GenerationSockets,
+    stream_start: Option<StreamStart>,
     accept: AcceptSettings,
     shutdown_timeout: Option<Duration>,
 ) {
@@ -305,6 +325,7 @@ async fn run_worker(
         .get(context.index)
         .cloned()
         .expect("one pool set is started per worker");
+    let stream_pool = pools.default_pool().clone();
     let worker = Rc::new(HttpWorker::new(
         Arc::clone(&generation),
         pools,
@@ -313,7 +334,36 @@ async fn run_worker(
         Arc::clone(&context.stopping),
         context.index,
     ));
-    for (socket_index, listeners) in sockets.iter().enumerate() {
+    let http_sockets = stream_start
+        .as_ref()
+        .map_or(sockets.len(), |start| start.first_socket);
+    let stream_worker = stream_start.map(|start| {
+        Rc::new(stream::StreamWorker::new(
+            start.conf,
+            Rc::clone(&context.clock),
+            Arc::clone(&generation.connection_ids),
+            generation.hostname.clone(),
+            context.phase.clone(),
+            Some(stream_pool),
+        ))
+    });
+    if let Some(stream_worker) = &stream_worker {
+        stream_worker.set_pass_hook(crate::stream_accept::pass_hook(&worker, http_sockets));
+        for (socket_index, listeners) in sockets[http_sockets..].iter().enumerate() {
+            let Some(listener) = listeners.get(context.index % listeners.len().max(1)) else {
+                continue;
+            };
+            crate::stream_accept::start(
+                stream_worker,
+                socket_index,
+                listener,
+                &context,
+                accept,
+                &worker,
+            );
+        }
+    }
+    for (socket_index, listeners) in sockets[..http_sockets].iter().enumerate() {
         let Some(listener) = listeners.get(context.index % listeners.len().max(1)) else {
             continue;
         };
@@ -392,6 +442,9 @@ async fn run_worker(
     // them here, or a stopping master could not close its sockets.
     drop(sockets);
     let flusher = tokio::task::spawn_local(Rc::clone(&worker).flush_access_logs_periodically());
+    let stream_flusher = stream_worker
+        .as_ref()
+        .map(|stream| tokio::task::spawn_local(Rc::clone(stream).flush_access_logs_periodically()));
     tokio::task::spawn_local(Rc::clone(&worker).watch_phase());
     let stall_watcher = tokio::task::spawn_local(Rc::clone(&worker).watch_loop_stalls());
     let log_lines = tokio::task::spawn_local(hand_over_log_lines());
@@ -402,6 +455,12 @@ async fn run_worker(
         worker.cut_requests(CUT_GRACE).await;
     }
     flusher.abort();
+    if let Some(stream_flusher) = stream_flusher {
+        stream_flusher.abort();
+    }
+    if let Some(stream) = &stream_worker {
+        stream.flush_access_logs();
+    }
     stall_watcher.abort();
     log_lines.abort();
     worker.report_stall_counts();
@@ -426,7 +485,7 @@ async fn hand_over_log_lines() {
     }
 }
 
-fn log(worker: &HttpWorker, level: Level, message: std::fmt::Arguments<'_>) {
+pub(crate) fn log(worker: &HttpWorker, level: Level, message: std::fmt::Arguments<'_>) {
     let error_log = &worker.generation.error_log;
     if error_log.enabled(level) {
         error_log.write(level, &worker.clock.wall(), None, message, None);

@@ -9,6 +9,7 @@ mod limit_zones;
 mod listeners;
 mod master;
 mod pid_file;
+mod stream_accept;
 mod work_dirs;
 
 use std::process::ExitCode;

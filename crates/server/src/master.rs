@@ -167,8 +167,9 @@ fn print_version(options: &Options) {
         );
         let _ = writeln!(
             stderr,
-            "built-in modules: core events thread_pool {}",
-            http::assembly::modules::FAMILIES.join(" ")
+            "built-in modules: core events thread_pool {} {}",
+            http::assembly::modules::FAMILIES.join(" "),
+            stream::FAMILIES.join(" ")
         );
         let _ = writeln!(stderr, "prefix: {}", cli::DEFAULT_PREFIX);
     }
@@ -548,8 +549,10 @@ impl Master {
     }
 }
 
+/// The http block's sockets, then the stream block's (`generation::run_worker` takes
+/// them in that order).
 fn socket_list(config: &Config) -> Vec<(runtime::ListenAddress, runtime::ListenOptions)> {
-    config
+    let mut list: Vec<_> = config
         .http
         .as_ref()
         .map(|http| {
@@ -558,7 +561,11 @@ fn socket_list(config: &Config) -> Vec<(runtime::ListenAddress, runtime::ListenO
                 .map(|socket| (socket.address.clone(), socket.options.clone()))
                 .collect()
         })
-        .unwrap_or_default()
+        .unwrap_or_default();
+    if let Some(stream) = &config.stream {
+        list.extend(stream.socket_list());
+    }
+    list
 }
 
 /// `worker_rlimit_nofile`: one process, so the limit is the process's.

@@ -207,6 +207,14 @@ fn without_strings(line: &str) -> String {
 /// directive leaves this list when a test starts naming it (the rule reports the entry).
 const UNTESTED_DIRECTIVES: &[(&str, &str)] = &[
     (
+        "proxy_downstream_buffer",
+        "the stream block's old name of proxy_buffer_size, which sets the same field",
+    ),
+    (
+        "proxy_upstream_buffer",
+        "the stream block's old name of proxy_buffer_size, which sets the same field",
+    ),
+    (
         "uwsgi_ssl_server_name",
         "proxy_ssl_server_name under uwsgi's name; nginx-tests uwsgi_ssl*.t run it",
     ),

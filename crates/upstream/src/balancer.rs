@@ -499,6 +499,27 @@ impl<K> Group<K> {
     }
 }
 
+impl<K> Group<K> {
+    /// Counts a try that reached its peer without ending its use of it (a stream session
+    /// that stays connected): a peer whose fail timeout had passed is live again at once,
+    /// not when the session ends. [`Group::release`] still follows.
+    pub fn note_success(&self, selected: Selected) {
+        let mut guard = self
+            .state
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner());
+        let states = if selected.backup {
+            &mut guard.backup
+        } else {
+            &mut guard.primary
+        };
+        let state = &mut states[selected.index];
+        if state.accessed < state.checked {
+            state.fails = 0;
+        }
+    }
+}
+
 /// The points of a `hash ... consistent` ring: 160 per unit of weight for each primary
 /// peer, from CRC32 of the server's host, a NUL, its port, and the previous point.
 pub fn ketama_ring(peers: &[Peer]) -> Vec<(u32, usize)> {

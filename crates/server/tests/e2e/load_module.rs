@@ -24,6 +24,14 @@ fn load_module_accepts_built_in_modules_only() {
         "{}",
         output.stderr
     );
+    // Debian's `modules-enabled/50-mod-stream.conf`.
+    let (_, stream) =
+        test_config("load_module modules/ngx_stream_module.so;\nevents {}\nstream {}\n");
+    stream.assert_code(0);
+    assert_fails(
+        "load_module modules/ngx_stream_geoip_module.so;\nevents {}\n",
+        "load_module \"modules/ngx_stream_geoip_module.so\": Portico has no \"stream_geoip\" module in {conf}:1",
+    );
     assert_fails(
         "load_module modules/ngx_http_geoip_module.so;\nevents {}\nhttp {}\n",
         "load_module \"modules/ngx_http_geoip_module.so\": Portico has no \"http_geoip\" module in {conf}:1",

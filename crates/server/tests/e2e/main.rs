@@ -112,6 +112,7 @@ mod ssl_session;
 mod ssl_sni;
 mod ssl_verify_client;
 mod static_files;
+mod stream;
 mod stub_status;
 mod sub_filter;
 mod thread_pool;

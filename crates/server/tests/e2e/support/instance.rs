@@ -595,6 +595,13 @@ fn listen_targets(config: &str) -> Vec<ListenTarget> {
     let mut targets = Vec::new();
     for line in config.lines() {
         let code = line.split('#').next().unwrap_or_default();
+        // A `udp` socket never shows as listening in the TCP tables.
+        if code
+            .split(|c: char| c.is_whitespace() || c == ';')
+            .any(|word| word == "udp")
+        {
+            continue;
+        }
         let mut words = code.split(|c: char| c.is_whitespace() || matches!(c, ';' | '{' | '}'));
         while let Some(word) = words.next() {
             if word != "listen" {

@@ -1,0 +1,353 @@
+//! The setters of the `ssl_*` and `proxy_ssl*` directives of the stream block (their
+//! table entries are in `directives.rs`).
+
+use conf::{ConfError, Directive};
+
+use super::Loader;
+use super::settings::{SessionCache, Settings, VerifyClient};
+
+type Result = std::result::Result<(), ConfError>;
+
+fn duplicate<T>(slot: &Option<T>, directive: &Directive) -> Result {
+    if slot.is_some() {
+        return Err(ConfError::at(
+            conf::ConfErrorKind::Duplicate {
+                name: directive.name.clone(),
+            },
+            &directive.span,
+        ));
+    }
+    Ok(())
+}
+
+fn invalid(directive: &Directive, value: &str) -> ConfError {
+    ConfError::message(format!("invalid value \"{value}\""), &directive.span)
+}
+
+pub fn set_ssl_certificate(
+    settings: &mut Settings,
+    directive: &Directive,
+    _: &mut Loader<'_>,
+) -> Result {
+    settings
+        .ssl_certificate
+        .get_or_insert_with(Vec::new)
+        .push(directive.arg(0).to_owned());
+    Ok(())
+}
+
+pub fn set_ssl_certificate_key(
+    settings: &mut Settings,
+    directive: &Directive,
+    _: &mut Loader<'_>,
+) -> Result {
+    settings
+        .ssl_certificate_key
+        .get_or_insert_with(Vec::new)
+        .push(directive.arg(0).to_owned());
+    Ok(())
+}
+
+/// Reads a password file now (one password a line), as nginx does at load.
+fn passwords(
+    directive: &Directive,
+    loader: &Loader<'_>,
+) -> std::result::Result<Vec<Vec<u8>>, ConfError> {
+    let path = loader.path(directive.arg(0));
+    let bytes = std::fs::read(&path).map_err(|error| {
+        ConfError::message(
+            format!(
+                "open() \"{}\" failed ({})",
+                path.display(),
+                runtime::sys::linux::error_text(&error)
+            ),
+            &directive.span,
+        )
+    })?;
+    let list: Vec<Vec<u8>> = bytes
+        .split(|byte| *byte == b'\n')
+        .map(|line| line.strip_suffix(b"\r").unwrap_or(line).to_vec())
+        .filter(|line| !line.is_empty())
+        .collect();
+    if list.is_empty() {
+        return Err(ConfError::message(
+            format!("empty file \"{}\"", path.display()),
+            &directive.span,
+        ));
+    }
+    Ok(list)
+}
+
+pub fn set_ssl_password_file(
+    settings: &mut Settings,
+    directive: &Directive,
+    loader: &mut Loader<'_>,
+) -> Result {
+    duplicate(&settings.ssl_password_file, directive)?;
+    settings.ssl_password_file = Some(passwords(directive, loader)?);
+    Ok(())
+}
+
+pub fn set_proxy_ssl_password_file(
+    settings: &mut Settings,
+    directive: &Directive,
+    loader: &mut Loader<'_>,
+) -> Result {
+    duplicate(&settings.proxy_ssl_password_file, directive)?;
+    settings.proxy_ssl_password_file = Some(passwords(directive, loader)?);
+    Ok(())
+}
+
+/// `ssl_protocols`: TLSv1.2 and TLSv1.3; older ones are accepted with a warning.
+fn protocols(
+    directive: &Directive,
+    loader: &mut Loader<'_>,
+) -> std::result::Result<tls::Protocols, ConfError> {
+    let mut protocols = tls::Protocols {
+        tls12: false,
+        tls13: false,
+    };
+    for argument in &directive.args {
+        match argument.as_str() {
+            "TLSv1.2" => protocols.tls12 = true,
+            "TLSv1.3" => protocols.tls13 = true,
+            old @ ("SSLv2" | "SSLv3" | "TLSv1" | "TLSv1.1") => {
+                loader.warnings.push(ConfError::message(
+                    format!("the \"{old}\" protocol is not supported by Portico, ignored"),
+                    &directive.span,
+                ))
+            }
+            other => return Err(invalid(directive, other)),
+        }
+    }
+    Ok(protocols)
+}
+
+pub fn set_ssl_protocols(
+    settings: &mut Settings,
+    directive: &Directive,
+    loader: &mut Loader<'_>,
+) -> Result {
+    duplicate(&settings.ssl_protocols, directive)?;
+    settings.ssl_protocols = Some(protocols(directive, loader)?);
+    Ok(())
+}
+
+pub fn set_proxy_ssl_protocols(
+    settings: &mut Settings,
+    directive: &Directive,
+    loader: &mut Loader<'_>,
+) -> Result {
+    duplicate(&settings.proxy_ssl_protocols, directive)?;
+    settings.proxy_ssl_protocols = Some(protocols(directive, loader)?);
+    Ok(())
+}
+
+macro_rules! set_text {
+    ($fn_name:ident, $field:ident) => {
+        pub fn $fn_name(
+            settings: &mut Settings,
+            directive: &Directive,
+            _: &mut Loader<'_>,
+        ) -> Result {
+            duplicate(&settings.$field, directive)?;
+            settings.$field = Some(directive.arg(0).to_owned().into());
+            Ok(())
+        }
+    };
+}
+
+set_text!(set_ssl_ciphers, ssl_ciphers);
+set_text!(set_ssl_ecdh_curve, ssl_ecdh_curve);
+set_text!(set_proxy_ssl_ciphers, proxy_ssl_ciphers);
+
+macro_rules! set_path {
+    ($fn_name:ident, $field:ident) => {
+        pub fn $fn_name(
+            settings: &mut Settings,
+            directive: &Directive,
+            _: &mut Loader<'_>,
+        ) -> Result {
+            duplicate(&settings.$field, directive)?;
+            settings.$field = Some(Some(directive.arg(0).to_owned()));
+            Ok(())
+        }
+    };
+}
+
+set_path!(set_ssl_client_certificate, ssl_client_certificate);
+set_path!(set_ssl_trusted_certificate, ssl_trusted_certificate);
+set_path!(set_ssl_crl, ssl_crl);
+set_path!(
+    set_proxy_ssl_trusted_certificate,
+    proxy_ssl_trusted_certificate
+);
+set_path!(set_proxy_ssl_certificate, proxy_ssl_certificate);
+set_path!(set_proxy_ssl_certificate_key, proxy_ssl_certificate_key);
+
+macro_rules! set_flag {
+    ($fn_name:ident, $field:ident) => {
+        pub fn $fn_name(
+            settings: &mut Settings,
+            directive: &Directive,
+            _: &mut Loader<'_>,
+        ) -> Result {
+            duplicate(&settings.$field, directive)?;
+            settings.$field = Some(conf::value::parse_flag(directive)?);
+            Ok(())
+        }
+    };
+}
+
+set_flag!(set_ssl_prefer_server_ciphers, ssl_prefer_server_ciphers);
+set_flag!(set_ssl_session_tickets, ssl_session_tickets);
+set_flag!(set_ssl_reject_handshake, ssl_reject_handshake);
+set_flag!(set_proxy_ssl, proxy_ssl);
+set_flag!(set_proxy_ssl_server_name, proxy_ssl_server_name);
+set_flag!(set_proxy_ssl_verify, proxy_ssl_verify);
+set_flag!(set_proxy_ssl_session_reuse, proxy_ssl_session_reuse);
+
+macro_rules! set_depth {
+    ($fn_name:ident, $field:ident) => {
+        pub fn $fn_name(
+            settings: &mut Settings,
+            directive: &Directive,
+            _: &mut Loader<'_>,
+        ) -> Result {
+            duplicate(&settings.$field, directive)?;
+            let depth = conf::value::parse_number(directive.arg(0))
+                .and_then(|depth| usize::try_from(depth).ok())
+                .ok_or_else(|| invalid(directive, directive.arg(0)))?;
+            settings.$field = Some(depth);
+            Ok(())
+        }
+    };
+}
+
+set_depth!(set_ssl_verify_depth, ssl_verify_depth);
+set_depth!(set_proxy_ssl_verify_depth, proxy_ssl_verify_depth);
+
+macro_rules! set_seconds {
+    ($fn_name:ident, $field:ident) => {
+        pub fn $fn_name(
+            settings: &mut Settings,
+            directive: &Directive,
+            _: &mut Loader<'_>,
+        ) -> Result {
+            duplicate(&settings.$field, directive)?;
+            settings.$field = Some(
+                conf::value::parse_time(directive.arg(0))
+                    .ok_or_else(|| invalid(directive, directive.arg(0)))?,
+            );
+            Ok(())
+        }
+    };
+}
+
+set_seconds!(set_ssl_session_timeout, ssl_session_timeout);
+set_seconds!(set_ssl_handshake_timeout, ssl_handshake_timeout);
+
+pub fn set_ssl_session_ticket_key(
+    settings: &mut Settings,
+    directive: &Directive,
+    _: &mut Loader<'_>,
+) -> Result {
+    settings
+        .ssl_session_ticket_key
+        .get_or_insert_with(Vec::new)
+        .push(directive.arg(0).to_owned());
+    Ok(())
+}
+
+pub fn set_ssl_alpn(settings: &mut Settings, directive: &Directive, _: &mut Loader<'_>) -> Result {
+    duplicate(&settings.ssl_alpn, directive)?;
+    settings.ssl_alpn = Some(
+        directive
+            .args
+            .iter()
+            .map(|argument| argument.value.as_bytes().to_vec())
+            .collect(),
+    );
+    Ok(())
+}
+
+pub fn set_ssl_verify_client(
+    settings: &mut Settings,
+    directive: &Directive,
+    _: &mut Loader<'_>,
+) -> Result {
+    duplicate(&settings.ssl_verify_client, directive)?;
+    let mode = match directive.arg(0) {
+        "on" => VerifyClient::On,
+        "off" => VerifyClient::Off,
+        "optional" => VerifyClient::Optional,
+        "optional_no_ca" => VerifyClient::OptionalNoCa,
+        other => return Err(invalid(directive, other)),
+    };
+    settings.ssl_verify_client = Some(mode);
+    Ok(())
+}
+
+/// `ssl_session_cache off | none | [builtin[:SIZE]] [shared:NAME:SIZE]`.
+pub fn set_ssl_session_cache(
+    settings: &mut Settings,
+    directive: &Directive,
+    _: &mut Loader<'_>,
+) -> Result {
+    duplicate(&settings.ssl_session_cache, directive)?;
+    let mut cache = SessionCache::None;
+    for argument in &directive.args {
+        let text = argument.as_str();
+        cache = match text {
+            "off" => SessionCache::Off,
+            "none" => SessionCache::None,
+            "builtin" => SessionCache::Cache {
+                name: None,
+                sessions: 20480,
+            },
+            _ => {
+                if let Some(size) = text.strip_prefix("builtin:") {
+                    let sessions = size
+                        .parse::<usize>()
+                        .map_err(|_| invalid(directive, text))?;
+                    SessionCache::Cache {
+                        name: None,
+                        sessions,
+                    }
+                } else if let Some(rest) = text.strip_prefix("shared:") {
+                    let (name, size) = rest
+                        .split_once(':')
+                        .ok_or_else(|| invalid(directive, text))?;
+                    let bytes = conf::value::parse_size(size)
+                        .filter(|bytes| *bytes >= 8192)
+                        .ok_or_else(|| {
+                            ConfError::message(
+                                format!("session cache \"{text}\" is too small"),
+                                &directive.span,
+                            )
+                        })?;
+                    // nginx keeps about 4000 sessions per megabyte.
+                    SessionCache::Cache {
+                        name: Some(name.to_owned()),
+                        sessions: usize::try_from(bytes / 256).unwrap_or(usize::MAX),
+                    }
+                } else {
+                    return Err(invalid(directive, text));
+                }
+            }
+        };
+    }
+    settings.ssl_session_cache = Some(cache);
+    Ok(())
+}
+
+pub fn set_proxy_ssl_name(
+    settings: &mut Settings,
+    directive: &Directive,
+    loader: &mut Loader<'_>,
+) -> Result {
+    duplicate(&settings.proxy_ssl_name, directive)?;
+    let template = loader.template(directive.arg(0), &directive.span)?;
+    settings.proxy_ssl_name = Some(Some(template));
+    Ok(())
+}

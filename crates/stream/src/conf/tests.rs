@@ -1,0 +1,121 @@
+//! Loading `stream` blocks: what they become, and nginx's words for what is refused.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use conf::MemorySources;
+use logging::{ErrorLog, LogFiles};
+
+use super::{Content, StreamConf, load_stream};
+
+fn load(text: &str) -> Result<StreamConf, String> {
+    let sources =
+        MemorySources::new().with("/conf/portico.conf", format!("stream {{\n{text}\n}}\n"));
+    let tree = conf::parse_file(Path::new("/conf/portico.conf"), &sources)
+        .map_err(|error| error.to_string())?;
+    let block = tree.directives[0].block.clone().unwrap_or_default();
+    let mut log_files = LogFiles::default();
+    let env = super::LoadEnv {
+        prefix: Path::new("/tmp"),
+        main_error_log: Arc::new(ErrorLog::new(Vec::new())),
+        log_files: &mut log_files,
+    };
+    load_stream(&block, env).map_err(|error| error.to_string())
+}
+
+fn error(text: &str) -> String {
+    match load(text) {
+        Ok(_) => panic!("loaded: {text}"),
+        Err(error) => error,
+    }
+}
+
+#[test]
+fn servers_sockets_and_settings_are_resolved_with_defaults_and_inheritance() {
+    let conf = load(
+        "proxy_timeout 5s;\n\
+         upstream u { server 127.0.0.1:1 weight=2; server 127.0.0.1:2 backup; }\n\
+         server { listen 127.0.0.1:9000; listen 127.0.0.1:9000 udp; proxy_pass u; }\n\
+         server { listen 127.0.0.1:9001; proxy_timeout 1s; return ok; }",
+    )
+    .expect("loads");
+    assert_eq!(
+        conf.sockets.len(),
+        3,
+        "tcp and udp on one port are two sockets"
+    );
+    assert_eq!(conf.servers.len(), 2);
+    let first = &conf.servers[0].settings;
+    assert_eq!(first.proxy_timeout, std::time::Duration::from_secs(5));
+    assert_eq!(
+        first.proxy_connect_timeout,
+        std::time::Duration::from_secs(60)
+    );
+    assert!(first.tcp_nodelay);
+    assert_eq!(
+        conf.servers[1].settings.proxy_timeout,
+        std::time::Duration::from_secs(1)
+    );
+    let Content::Proxy(id) = conf.servers[0].content else {
+        panic!("proxy_pass u");
+    };
+    let group = &conf.groups[id.0 as usize];
+    assert_eq!(group.primary.len(), 1);
+    assert_eq!(group.backup.len(), 1);
+    assert_eq!(group.primary[0].weight, 2);
+    assert!(matches!(conf.servers[1].content, Content::Return(_)));
+}
+
+#[test]
+fn unknown_and_misplaced_directives_are_refused_as_nginx_words_them() {
+    assert_eq!(
+        error("server { listen 127.0.0.1:9000; frobnicate; return x; }"),
+        "unknown directive \"frobnicate\" in /conf/portico.conf:2"
+    );
+    assert_eq!(
+        error("listen 127.0.0.1:9000;"),
+        "\"listen\" directive is not allowed here in /conf/portico.conf:2"
+    );
+    assert_eq!(
+        error("server { listen 127.0.0.1:9000; proxy_timeout; return x; }"),
+        "invalid number of arguments in \"proxy_timeout\" directive in /conf/portico.conf:2"
+    );
+    assert_eq!(
+        error("server { listen 127.0.0.1:9000; }"),
+        "no handler for server in /conf/portico.conf:2"
+    );
+    assert_eq!(
+        error("server { return x; }"),
+        "no \"listen\" is defined for server in /conf/portico.conf:2"
+    );
+}
+
+#[test]
+fn upstreams_limits_and_variables_are_checked_at_load() {
+    assert!(
+        error("server { listen 127.0.0.1:9000; proxy_pass backend; }")
+            .starts_with("no port in upstream \"backend\""),
+    );
+    assert!(
+        error("upstream u { server 127.0.0.1; } server { listen 127.0.0.1:9000; proxy_pass u; }")
+            .starts_with("no port in upstream \"127.0.0.1\""),
+    );
+    assert!(
+        error("server { listen 127.0.0.1:9000; limit_conn nope 1; return x; }")
+            .starts_with("zero size shared memory zone \"nope\""),
+    );
+    assert!(
+        error("server { listen 127.0.0.1:9000; return $nope; }")
+            .starts_with("unknown \"nope\" variable"),
+    );
+    // A variable declared by a block below the server that uses it.
+    load(
+        "server { listen 127.0.0.1:9000; return $m; }\n\
+         map $remote_addr $m { default x; }",
+    )
+    .expect("a map declared after its use");
+    assert!(
+        error("server { listen 127.0.0.1:9000 ssl; return x; }")
+            .starts_with("no \"ssl_certificate\" is defined for the \"listen ... ssl\" directive"),
+    );
+}
