@@ -6,7 +6,6 @@
 //! future). Allocating first and writing the future into the allocation lets the call
 //! return it straight into the heap.
 
-
 use std::pin::Pin;
 
 /// The future `make` returns, boxed and pinned, without a copy where the compiler can

@@ -23,6 +23,16 @@ fn library() -> PathBuf {
         .expect("a movable clock needs libfaketime (apt-get install libfaketime)")
 }
 
+/// The variables [`MovableClock::apply`] sets, for the config's `env` directives.
+pub const VARIABLES: &[&str] = &[
+    "LD_PRELOAD",
+    "FAKETIME_TIMESTAMP_FILE",
+    "FAKETIME_NO_CACHE",
+    "FAKETIME_DONT_FAKE_MONOTONIC",
+    "DONT_FAKE_MONOTONIC",
+    "NO_FAKE_STAT",
+];
+
 /// The offset file of one server, and the offset it holds.
 #[derive(Debug)]
 pub struct MovableClock {
@@ -41,7 +51,8 @@ impl MovableClock {
         clock
     }
 
-    /// The environment that makes a process read this clock.
+    /// The environment that makes a process read this clock. The config must keep these
+    /// variables (`env NAME;`, see [`VARIABLES`]): Portico, as nginx, clears the rest.
     pub fn apply(&self, command: &mut Command) {
         command
             .env("LD_PRELOAD", library())

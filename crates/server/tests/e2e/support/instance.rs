@@ -135,7 +135,12 @@ impl Builder {
                 }
             }
         }
-        let config = render(&mut self.ports, self.shape, &self.text, &prefix);
+        let kept: &[&str] = if self.movable_clock {
+            super::clock::VARIABLES
+        } else {
+            &[]
+        };
+        let config = render(&mut self.ports, self.shape, &self.text, &prefix, kept);
         prefix.write(&self.conf_file, &config);
         let stderr = File::create(prefix.join(STDERR_FILE)).expect("create the stderr file");
         let clock = self
@@ -352,7 +357,12 @@ impl Instance {
 
     /// Rewrites the config (same shape and port mapping as at start) without signalling.
     pub fn write_config(&mut self, text: &str) {
-        self.config = render(&mut self.ports, self.shape, text, &self.prefix);
+        let kept: &[&str] = if self.clock.is_some() {
+            super::clock::VARIABLES
+        } else {
+            &[]
+        };
+        self.config = render(&mut self.ports, self.shape, text, &self.prefix, kept);
         self.prefix.write(&self.conf_file, &self.config);
     }
 
@@ -514,14 +524,21 @@ impl Builder {
 
 /// The config file for a test's text: its own text first, so that its line numbers hold,
 /// then the harness's directives.
-fn render(ports: &mut PortMap, shape: Shape, text: &str, prefix: &TempPrefix) -> String {
+fn render(
+    ports: &mut PortMap,
+    shape: Shape,
+    text: &str,
+    prefix: &TempPrefix,
+    kept: &[&str],
+) -> String {
     let text = expand(ports, text, prefix);
     let body = match shape {
         Shape::Main => text,
         Shape::HttpBody => format!("worker_processes 1;\nevents {{\n}}\nhttp {{\n{text}\n}}\n"),
     };
+    let env: String = kept.iter().map(|name| format!("env {name};\n")).collect();
     format!(
-        "{body}\n# Added by the e2e harness.\ndaemon off;\npid {PID_FILE};\nerror_log {ERROR_LOG} info;\n"
+        "{body}\n# Added by the e2e harness.\ndaemon off;\npid {PID_FILE};\nerror_log {ERROR_LOG} info;\n{env}"
     )
 }
 
