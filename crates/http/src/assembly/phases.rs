@@ -390,16 +390,7 @@ async fn precontent<'a>(
         Ok(TryOutcome::Redirect { uri, args }) => Step::Redirect { uri, args },
         Ok(TryOutcome::Named(name)) => Step::Named(name),
         Ok(TryOutcome::Status(status)) => Step::Finalize(status),
-        Err(error) => {
-            log(
-                worker,
-                connection,
-                request,
-                error.level,
-                format_args!("{}", error.message),
-            );
-            Step::Finalize(error.status)
-        }
+        Err(error) => file_failure(worker, connection, request, &error),
     }
 }
 
@@ -451,16 +442,7 @@ async fn observe_content<'a>(
     match Box::pin(observe::respond(worker, connection, request, endpoint)).await {
         observe::Outcome::Respond(body) => Step::Done(Reply::Respond(body)),
         observe::Outcome::Status(status) => Step::Finalize(status),
-        observe::Outcome::Failed(error) => {
-            log(
-                worker,
-                connection,
-                request,
-                error.level,
-                format_args!("{}", error.message),
-            );
-            Step::Finalize(error.status)
-        }
+        observe::Outcome::Failed(error) => file_failure(worker, connection, request, &error),
     }
 }
 
@@ -737,16 +719,7 @@ async fn static_content<'a>(
             uri,
             args: request.args.clone(),
         },
-        Err(error) => {
-            log(
-                worker,
-                connection,
-                request,
-                error.level,
-                format_args!("{}", error.message),
-            );
-            Step::Finalize(error.status)
-        }
+        Err(error) => file_failure(worker, connection, request, &error),
     }
 }
 
@@ -768,17 +741,26 @@ async fn random_index<'a>(
             uri,
             args: request.args.clone(),
         }),
-        Err(error) => {
-            log(
-                worker,
-                connection,
-                request,
-                error.level,
-                format_args!("{}", error.message),
-            );
-            Some(Step::Finalize(error.status))
-        }
+        Err(error) => Some(file_failure(worker, connection, request, &error)),
     }
+}
+
+/// A file the request needed could not be used: its line in the error log, then the
+/// status the failure says.
+fn file_failure<'a>(
+    worker: &HttpWorker,
+    connection: &ConnectionInfo,
+    request: &Request<'_>,
+    error: &crate::kernel::file::io::FileError,
+) -> Step<'a> {
+    log(
+        worker,
+        connection,
+        request,
+        error.level,
+        format_args!("{}", error.message),
+    );
+    Step::Finalize(error.status)
 }
 
 /// An internal redirect: the request starts over at the server rewrite phase.
