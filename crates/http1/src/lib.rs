@@ -19,6 +19,7 @@
 //! Errors are typed ([`error::RequestError`]) and say which nginx status and log message
 //! they map to; the caller decides what to log and what to answer.
 
+pub mod ascii;
 pub mod chunked;
 pub mod conditional;
 pub mod error;

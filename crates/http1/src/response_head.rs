@@ -9,6 +9,8 @@
 use std::fmt;
 use std::ops::Range;
 
+use crate::ascii::eq_ignore_case;
+
 /// How the body after a response head is delimited.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ResponseFraming {
@@ -157,9 +159,9 @@ pub fn parse(buf: &[u8]) -> Result<Option<ResponseHead>, InvalidResponseHead> {
     for field in fields.iter() {
         let name = field.name.as_bytes();
         let value = field.value;
-        if name.eq_ignore_ascii_case(b"content-length") {
+        if eq_ignore_case(name, b"content-length") {
             head.content_length = Some(content_length(name, value, head.content_length)?);
-        } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
+        } else if eq_ignore_case(name, b"transfer-encoding") {
             if head.chunked {
                 return Err(InvalidResponseHead::DuplicateTransferEncoding {
                     name: name.to_vec(),
@@ -172,7 +174,7 @@ pub fn parse(buf: &[u8]) -> Result<Option<ResponseHead>, InvalidResponseHead> {
                 });
             }
             head.chunked = true;
-        } else if name.eq_ignore_ascii_case(b"connection")
+        } else if eq_ignore_case(name, b"connection")
             && value
                 .split(|&byte| byte == b',')
                 .any(|token| token.trim_ascii().eq_ignore_ascii_case(b"close"))

@@ -1,6 +1,7 @@
 //! The request to the upstream server: the request line with nginx's URI rules, the fields
 //! `proxy_set_header` gives (and its defaults), then the client's own fields.
 
+use http1::ascii::eq_ignore_case;
 use logging::time::push_number;
 
 use crate::kernel::conf::Location;
@@ -131,7 +132,7 @@ fn find_set<'p>(proxy: &'p Proxy, name: &[u8]) -> Option<&'p HttpTemplate> {
     proxy
         .set_header
         .iter()
-        .find(|header| header.name.eq_ignore_ascii_case(name))
+        .find(|header| eq_ignore_case(&header.name, name))
         .map(|header| &header.value)
 }
 
@@ -170,7 +171,7 @@ pub(crate) fn write_head(
         None => {}
     }
     for header in &proxy.set_header {
-        if header.name.eq_ignore_ascii_case(b"host") {
+        if eq_ignore_case(&header.name, b"host") {
             continue;
         }
         // A literal value is written from the configuration, without a copy.
@@ -222,15 +223,15 @@ pub(crate) fn write_head(
             };
             let overridden = DEFAULT_FIELDS
                 .iter()
-                .any(|default| default.eq_ignore_ascii_case(name))
+                .any(|default| eq_ignore_case(default, name))
                 || (input.cache.is_some()
                     && CACHE_CLEARED_FIELDS
                         .iter()
-                        .any(|cleared| cleared.eq_ignore_ascii_case(name)))
+                        .any(|cleared| eq_ignore_case(cleared, name)))
                 || proxy
                     .set_header
                     .iter()
-                    .any(|set| set.name.eq_ignore_ascii_case(name));
+                    .any(|set| eq_ignore_case(&set.name, name));
             if !overridden {
                 field(out, name, value);
             }
