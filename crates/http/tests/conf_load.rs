@@ -8,12 +8,12 @@ use std::sync::Arc;
 
 use conf::sources::MemorySources;
 use logging::{ErrorLog, LogFiles};
-use portico_http::kernel::conf::regex::Captures;
 use portico_http::kernel::conf::{location, location::MatchState};
 use portico_http::{
     assembly::load::load_http, kernel::conf::HttpConf, kernel::conf::LoadEnv,
     kernel::conf::LocationKind,
 };
+use shared::regex::Captures;
 
 struct Loaded {
     conf: HttpConf,

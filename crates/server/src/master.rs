@@ -163,7 +163,7 @@ fn print_version(options: &Options) {
         let _ = writeln!(
             stderr,
             "nginx compatibility: nginx/{}",
-            http::kernel::variables::NGINX_COMPATIBLE_VERSION
+            shared::NGINX_COMPATIBLE_VERSION
         );
         let _ = writeln!(
             stderr,

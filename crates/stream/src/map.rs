@@ -3,11 +3,11 @@
 //! both blocks.
 
 use conf::{ConfError, Directive};
-use http::kernel::conf::NamedCaptures;
-use http::kernel::conf::regex::Regex;
-use http::kernel::map::keys::{KeyError, MapKeys};
-use http::kernel::map::split_clients::{Part, Parts};
-use http::kernel::variables::NamedSlot;
+use shared::captures::NamedCaptures;
+use shared::captures::NamedSlot;
+use shared::map::keys::{KeyError, MapKeys};
+use shared::map::split_clients::{Part, Parts};
+use shared::regex::Regex;
 
 use crate::conf::Loader;
 use crate::variables::{Eval, SlotKind, StreamTemplate};
@@ -31,7 +31,7 @@ pub struct Split {
 /// The value of `map` for the session `eval` reads.
 pub fn evaluate(map: &StreamMap, eval: &mut Eval<'_>, out: &mut Vec<u8>) {
     let key = eval.render(&map.source);
-    let mut captures = http::kernel::conf::regex::Captures::default();
+    let mut captures = shared::regex::Captures::default();
     let found = map.keys.find(&key, &mut captures);
     let value = match found {
         Some(found) => {

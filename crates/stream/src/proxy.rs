@@ -128,9 +128,7 @@ pub async fn find_target<'c>(session: &mut Session<'c>) -> Result<Target<'c>, u1
         return Err(status::INTERNAL_SERVER_ERROR);
     };
     session.action = Some("resolving");
-    match http::modules::proxy::resolver::resolve(resolver, server.settings.resolver_timeout, &host)
-        .await
-    {
+    match shared::resolver::resolve(resolver, server.settings.resolver_timeout, &host).await {
         Ok(addresses) => Ok(Target::Owned(Box::new(one_address_group(
             &host, &addresses, port,
         )))),

@@ -18,7 +18,7 @@ pub fn find(
     }
     for &index in candidates {
         for regex in &conf.servers[index].regexes {
-            let mut captures = http::kernel::conf::regex::Captures::default();
+            let mut captures = shared::regex::Captures::default();
             if regex.regex.captures(name, &mut captures) {
                 regex.store(&captures, &mut vars.slots);
                 vars.captures = captures;

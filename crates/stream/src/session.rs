@@ -6,10 +6,10 @@ use std::os::unix::ffi::OsStrExt as _;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use http::kernel::proxy_protocol::parse::{MAX_HEADER, Parsed};
-use http::modules::access::settings::Action;
 use logging::Level;
 use runtime::{ConnectionGuard, PeerAddress, Stream};
+use shared::access::Action;
+use shared::proxy_protocol::{MAX_HEADER, Parsed};
 
 use crate::conf::{AddressConf, Content, ServerConf, StreamConf};
 use crate::log::SessionContext;
@@ -546,7 +546,7 @@ async fn read_proxy_protocol(session: &mut Session<'_>, stream: &Stream) -> Resu
             // A version 1 line is judged on the bytes that arrived, as nginx reads it in
             // one go; a version 2 header says its length and is awaited whole.
             let complete = closed || (buf.starts_with(b"PROXY") && peeked >= 8);
-            match http::kernel::proxy_protocol::parse::parse(&buf[..peeked], complete) {
+            match shared::proxy_protocol::parse(&buf[..peeked], complete) {
                 Parsed::Done { len, header } => {
                     let mut done = 0;
                     while done < len {

@@ -8,10 +8,10 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use conf::{ConfError, ConfErrorKind};
-use http::kernel::ssl::variables::SslVariable;
 use logging::Level;
 use runtime::Stream;
 use runtime::tls::{Accepted, Choice};
+use shared::ssl_variables::SslVariable;
 
 use crate::conf::Resolved;
 use crate::conf::settings::{SessionCache, VerifyClient};
@@ -529,7 +529,7 @@ fn client_refusal(mode: VerifyClient, info: &tls::HandshakeInfo) -> Option<Strin
         return None;
     }
     let mut verdict = Vec::new();
-    http::kernel::ssl::variables::append(SslVariable::ClientVerify, Some(info), &mut verdict);
+    shared::ssl_variables::append(SslVariable::ClientVerify, Some(info), &mut verdict);
     if let Some(reason) = verdict.strip_prefix(b"FAILED:") {
         return Some(format!(
             "client SSL certificate verify error: ({})",

@@ -8,10 +8,10 @@
 use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
 
-use http::kernel::conf::regex::Captures;
-use http::kernel::proxy_protocol::{ProxyHeader, TlvName};
 use logging::time::Timestamp;
 use runtime::PeerAddress;
+use shared::proxy_protocol::{ProxyHeader, TlvName};
+use shared::regex::Captures;
 use vars::{Evaluator, Template};
 
 use crate::conf::StreamConf;
@@ -57,7 +57,7 @@ pub enum Variable {
     SslPrereadProtocol,
     LimitConnStatus,
     ServerName,
-    Ssl(http::kernel::ssl::variables::SslVariable),
+    Ssl(shared::ssl_variables::SslVariable),
     /// A `set`, `map`, `split_clients` or named-capture variable, by slot.
     Named(usize),
 }
@@ -422,7 +422,7 @@ impl Evaluator<Variable> for Eval<'_> {
             Variable::TimeLocal => self.wall.write_time_local(out),
             Variable::TimeIso8601 => self.wall.write_iso8601(out),
             Variable::NginxVersion => {
-                out.extend_from_slice(http::kernel::variables::NGINX_COMPATIBLE_VERSION.as_bytes());
+                out.extend_from_slice(shared::NGINX_COMPATIBLE_VERSION.as_bytes());
             }
             Variable::Hostname => out.extend_from_slice(self.hostname.as_bytes()),
             Variable::Pid => out.extend_from_slice(std::process::id().to_string().as_bytes()),
@@ -477,7 +477,7 @@ impl Evaluator<Variable> for Eval<'_> {
             }
             Variable::SslPrereadProtocol => out.extend_from_slice(&vars.preread.protocol),
             Variable::Ssl(ssl) => {
-                http::kernel::ssl::variables::append(ssl, vars.tls.as_deref(), out);
+                shared::ssl_variables::append(ssl, vars.tls.as_deref(), out);
             }
             Variable::ServerName => {
                 if let Some(name) = self

@@ -7,9 +7,7 @@ use conf::{ConfError, ConfErrorKind, Context, Directive, Span};
 
 use crate::assembly::modules;
 use crate::kernel::conf::context::{LoadContext, LoadEnv};
-use crate::kernel::conf::listen::{self, ListenSpec};
 use crate::kernel::conf::location::{Location, LocationId, LocationKind, LocationTree};
-use crate::kernel::conf::regex::Regex;
 use crate::kernel::conf::scope::{LocationScope, MainScope, ServerScope};
 use crate::kernel::conf::server_names::{ServerName, ServerNames};
 use crate::kernel::conf::{
@@ -22,6 +20,8 @@ use crate::kernel::core::{AliasPart, DocumentRoot};
 use crate::kernel::variables::VariableRegistry;
 use crate::modules::log::AccessLogTarget;
 use crate::modules::rewrite::{If, Op};
+use shared::listen::{self, ListenSpec};
+use shared::regex::Regex;
 
 /// A location as read, before merging.
 struct PendingLocation {
@@ -281,7 +281,9 @@ fn location_kind(
         "~" | "~*" => {
             let regex = Regex::compile(uri, modifier == "~*")
                 .map_err(|error| ConfError::message(error.0, span))?;
-            LocationKind::Regex(NamedCaptures::new(regex, &mut context.variables))
+            LocationKind::Regex(NamedCaptures::new(regex, |name| {
+                context.variables.define(name)
+            }))
         }
         "" if uri.starts_with('@') => LocationKind::Named(uri.into()),
         "" => LocationKind::Prefix {

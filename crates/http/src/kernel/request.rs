@@ -26,7 +26,7 @@ pub struct ConnectionInfo {
     pub socket_peer: PeerAddress,
     /// What the PROXY protocol header said, on a `proxy_protocol` address
     /// (`$proxy_protocol_addr`); `None` for `UNKNOWN`, `LOCAL` or no header.
-    pub proxy_protocol: Option<Box<crate::kernel::proxy_protocol::parse::ProxyHeader>>,
+    pub proxy_protocol: Option<Box<shared::proxy_protocol::ProxyHeader>>,
     /// The address the client connected to, when known (`$server_addr`).
     pub local: Option<SocketAddr>,
     pub accepted: Instant,

@@ -5,8 +5,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use conf::{Arity, BlockKind, ConfError, ConfErrorKind, Contexts, Directive, DirectiveSpec};
-use http::modules::access::settings::{Action, parse_target};
 use logging::{ErrorLog, ErrorSink, Level};
+use shared::access::{Action, parse_target};
 use upstream::registry::UpstreamScope;
 use upstream::registry::split_host_port;
 
@@ -430,7 +430,7 @@ set_time!(set_resolver_timeout, resolver_timeout);
 
 fn set_resolver(settings: &mut Settings, directive: &Directive, _: &mut Loader<'_>) -> Result {
     duplicate(&settings.resolver, directive)?;
-    settings.resolver = Some(Some(http::modules::proxy::resolver::parse(directive)?));
+    settings.resolver = Some(Some(shared::resolver::parse(directive)?));
     Ok(())
 }
 set_time!(set_proxy_protocol_timeout, proxy_protocol_timeout);
@@ -462,7 +462,7 @@ fn set_server_name(
             server.names.push(argument.value.to_ascii_lowercase());
             continue;
         };
-        let regex = http::kernel::conf::regex::Regex::compile(pattern, true)
+        let regex = shared::regex::Regex::compile(pattern, true)
             .map_err(|error| ConfError::message(error.0, &directive.span))?;
         let slots = regex
             .names()
@@ -470,14 +470,14 @@ fn set_server_name(
             .map(|(name, group)| {
                 (
                     *group,
-                    http::kernel::variables::NamedSlot(loader.registry.slot(name) as u32),
+                    shared::captures::NamedSlot(loader.registry.slot(name) as u32),
                 )
             })
             .collect();
         server.names.push(argument.value.clone());
         server
             .regexes
-            .push(http::kernel::conf::NamedCaptures { regex, slots });
+            .push(shared::captures::NamedCaptures { regex, slots });
     }
     Ok(())
 }
@@ -842,11 +842,11 @@ fn set_real_ip_from(
     })?;
     for address in addresses {
         let exact = match address.ip() {
-            std::net::IpAddr::V4(ip) => http::modules::access::settings::Target::Inet {
+            std::net::IpAddr::V4(ip) => shared::access::Target::Inet {
                 address: u32::from(ip),
                 mask: u32::MAX,
             },
-            std::net::IpAddr::V6(ip) => http::modules::access::settings::Target::Inet6 {
+            std::net::IpAddr::V6(ip) => shared::access::Target::Inet6 {
                 address: u128::from(ip),
                 mask: u128::MAX,
             },

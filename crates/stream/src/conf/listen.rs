@@ -1,13 +1,13 @@
 //! The stream `listen` directive and the grouping of listen addresses into sockets.
 //!
-//! The parameters are the http block's (`http::kernel::conf::listen`) plus `udp`; the grouping
+//! The parameters are the http block's (`shared::listen`) plus `udp`; the grouping
 //! follows nginx: one socket per address, protocol and port, except that a specific
 //! address on a port that also has a wildcard socket is served through the wildcard one,
 //! unless it says `bind` or sets socket options.
 
 use conf::{Argument, ConfError, Directive};
-use http::kernel::conf::listen::ListenSpec;
 use runtime::ListenAddress;
+use shared::listen::ListenSpec;
 
 use super::{AddressConf, SocketConf};
 
@@ -42,7 +42,7 @@ pub fn parse(directive: &Directive) -> Result<Vec<StreamListen>, ConfError> {
         block: None,
         span: directive.span.clone(),
     };
-    let specs = http::kernel::conf::listen::parse(&stripped)?;
+    let specs = shared::listen::parse(&stripped)?;
     let mut listens = Vec::with_capacity(specs.len());
     for mut spec in specs {
         if udp {

@@ -88,7 +88,7 @@ pub struct ServerConf {
     /// `server_name`, lower-case, as written (a regex keeps its `~` and its case).
     pub names: Vec<String>,
     /// The `server_name` regexes, compiled, in order.
-    pub regexes: Vec<http::kernel::conf::NamedCaptures>,
+    pub regexes: Vec<shared::captures::NamedCaptures>,
     pub content: Content,
     /// `set $name VALUE`, in order.
     pub sets: Vec<(usize, StreamTemplate)>,
@@ -191,7 +191,7 @@ pub struct ServerLoad {
     pub listens: Vec<StreamListen>,
     pub names: Vec<String>,
     /// `server_name ~REGEX`, in order.
-    pub regexes: Vec<http::kernel::conf::NamedCaptures>,
+    pub regexes: Vec<shared::captures::NamedCaptures>,
     pub content: Option<Content>,
     pub sets: Vec<(usize, StreamTemplate)>,
 }
@@ -342,9 +342,7 @@ fn declare_variables(loader: &mut Loader<'_>, block: &[Directive]) -> Result<(),
                             let Some(pattern) = argument.value.strip_prefix('~') else {
                                 continue;
                             };
-                            if let Ok(regex) =
-                                http::kernel::conf::regex::Regex::compile(pattern, true)
-                            {
+                            if let Ok(regex) = shared::regex::Regex::compile(pattern, true) {
                                 for (name, _) in regex.names() {
                                     loader.registry.slot(name);
                                 }

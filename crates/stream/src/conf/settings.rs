@@ -5,9 +5,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use http::modules::access::settings::Rules;
-use http::modules::realip::settings::Trusted;
 use logging::{ErrorLog, Level};
+use shared::access::Rules;
+use shared::realip::Trusted;
 
 use crate::variables::StreamTemplate;
 
@@ -130,7 +130,7 @@ stream_settings! {
         error_log: Arc<ErrorLog> = Arc::clone(main_error_log),
         ssl_preread: bool = false,
         /// `resolver`: names in `proxy_pass` values are looked up with it.
-        resolver: Option<http::modules::proxy::settings::ResolverConf> = None,
+        resolver: Option<shared::resolver::ResolverConf> = None,
         resolver_timeout: Duration = Duration::from_secs(30),
         /// `ssl_certificate`, several for several key types.
         ssl_certificate: Vec<String> = Vec::new(),

@@ -3,9 +3,9 @@
 //! searched, and then the regex locations of the level are tried in order (unless the
 //! prefix was `^~`); the first regex that matches wins.
 
-use crate::kernel::conf::regex::Captures;
 use crate::kernel::conf::scope::LocationSettings;
 use crate::kernel::conf::{NamedCaptures, ServerId};
+use shared::regex::Captures;
 
 /// A location's index in [`crate::kernel::conf::HttpConf::locations`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

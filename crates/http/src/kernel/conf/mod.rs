@@ -9,10 +9,7 @@
 //! of one generation.
 
 pub mod context;
-pub mod listen;
 pub mod location;
-pub mod lookup_hash;
-pub mod regex;
 pub mod scope;
 pub mod server_names;
 pub mod settings;
@@ -23,12 +20,10 @@ use std::sync::Arc;
 use conf::{ConfError, Directive, DirectiveSpec};
 use logging::ErrorLog;
 
-use crate::kernel::conf::regex::{Captures, Regex};
-use crate::kernel::variables::{NamedSlot, VariableRegistry};
-
 pub use context::{LoadContext, LoadEnv};
 pub use location::{Location, LocationId, LocationKind, LocationTree};
 pub use scope::{LocationScope, LocationSettings, MainScope, ServerScope};
+pub use shared::captures::NamedCaptures;
 
 /// What a merge needs besides the two scopes: where relative defaults point.
 #[derive(Clone, Debug)]
@@ -144,36 +139,6 @@ pub const fn gateway_directive(
         arity,
         Setter::Gateway(protocol, set),
     )
-}
-
-/// A regex whose named groups are variables (`(?<name>...)` sets `$name`).
-#[derive(Clone, Debug)]
-pub struct NamedCaptures {
-    pub regex: Regex,
-    /// Group index and the variable slot it fills.
-    pub slots: Vec<(usize, NamedSlot)>,
-}
-
-impl NamedCaptures {
-    pub fn new(regex: Regex, registry: &mut VariableRegistry) -> NamedCaptures {
-        let slots = regex
-            .names()
-            .iter()
-            .map(|(name, index)| (*index, registry.define(name)))
-            .collect();
-        NamedCaptures { regex, slots }
-    }
-
-    /// Copies the named groups of a successful match into the request's named values.
-    pub fn store(&self, captures: &Captures, named: &mut Vec<Option<Vec<u8>>>) {
-        for (group, slot) in &self.slots {
-            let index = slot.0 as usize;
-            if named.len() <= index {
-                named.resize(index + 1, None);
-            }
-            named[index] = captures.group(*group).map(<[u8]>::to_vec);
-        }
-    }
 }
 
 /// A virtual server, resolved.

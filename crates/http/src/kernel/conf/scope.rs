@@ -3,7 +3,6 @@
 use conf::Span;
 
 use crate::kernel::conf::MergeEnv;
-use crate::kernel::conf::listen::ListenSpec;
 use crate::kernel::conf::server_names::ServerName;
 use crate::kernel::core::{CoreLocation, CoreLocationConf, CoreMainConf, CoreServerConf};
 use crate::modules::access::settings::{Access, AccessConf};
@@ -34,6 +33,7 @@ use crate::modules::userid::settings::{UserId, UserIdConf};
 use crate::modules::v2::settings::{
     Http2Location, Http2LocationConf, Http2MainConf, Http2ServerConf,
 };
+use shared::listen::ListenSpec;
 
 /// What the `http` block sets for itself.
 #[derive(Debug, Default)]

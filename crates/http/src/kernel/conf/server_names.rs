@@ -4,10 +4,10 @@ use std::collections::HashMap;
 
 use conf::{ConfError, Span};
 
-use crate::kernel::conf::lookup_hash::LookupHash;
-use crate::kernel::conf::regex::{Captures, Regex};
 use crate::kernel::conf::{NamedCaptures, ServerId};
 use crate::kernel::variables::VariableRegistry;
+use shared::lookup_hash::LookupHash;
+use shared::regex::{Captures, Regex};
 
 /// One name of `server_name`.
 #[derive(Clone, Debug)]
@@ -49,7 +49,9 @@ pub fn parse(
     if let Some(pattern) = text.strip_prefix('~') {
         let regex =
             Regex::compile(pattern, true).map_err(|error| ConfError::message(error.0, span))?;
-        return Ok(ServerName::Regex(NamedCaptures::new(regex, registry)));
+        return Ok(ServerName::Regex(NamedCaptures::new(regex, |name| {
+            registry.define(name)
+        })));
     }
     let lower = if text == "$hostname" {
         hostname.to_ascii_lowercase()

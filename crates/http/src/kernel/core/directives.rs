@@ -7,7 +7,7 @@ use conf::{Arity, BlockKind as Shape, ConfError, Contexts, Directive};
 
 use crate::kernel::conf::{
     BlockKind, HttpDirective, LoadContext, LocationScope, MainScope, ServerScope, Setter,
-    directive, listen, server_names,
+    directive, server_names,
 };
 use crate::kernel::core::settings::{
     AliasPart, BodyInFileOnly, DocumentRoot, IfModifiedSince, KeepaliveDisable, KeepaliveTimeout,
@@ -786,7 +786,7 @@ fn set_listen(
     directive: &Directive,
     context: &mut LoadContext<'_>,
 ) -> Result<(), ConfError> {
-    let specs = listen::parse(directive)?;
+    let specs = shared::listen::parse(directive)?;
     if specs.iter().any(|spec| spec.http2) {
         context.warn(
             "the \"listen ... http2\" directive is deprecated, use the \"http2\" directive instead"

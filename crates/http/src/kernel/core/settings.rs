@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use logging::ErrorLog;
 
-use crate::kernel::conf::lookup_hash::LookupHash;
 use crate::kernel::variables::HttpTemplate;
 use crate::settings;
+use shared::lookup_hash::LookupHash;
 
 /// `max_ranges`' default: nginx's `NGX_MAX_INT32_VALUE`.
 pub const MAX_RANGES_UNLIMITED: u64 = http1::range::MAX_RANGES_UNLIMITED;

@@ -3,11 +3,11 @@
 
 use conf::{Arity, BlockKind as Shape, ConfError, ConfErrorKind, Contexts, Directive, Span};
 
-use crate::kernel::conf::regex::Regex;
 use crate::kernel::conf::{HttpDirective, LoadContext, MainScope, NamedCaptures, Setter};
-use crate::kernel::map::split_clients::{Part, Parts};
 use crate::kernel::map::{ComputedVariable, Kind, Map};
 use crate::kernel::variables::{NamedSlot, VariableRegistry};
+use shared::map::split_clients::{Part, Parts};
+use shared::regex::Regex;
 
 const fn entry(
     name: &'static str,
@@ -120,18 +120,18 @@ fn read_map_line(
         };
         let regex = Regex::compile(pattern, caseless)
             .map_err(|error| ConfError::message(error.0, &line.span))?;
-        let regex = NamedCaptures::new(regex, &mut context.variables);
+        let regex = NamedCaptures::new(regex, |name| context.variables.define(name));
         map.keys.add_regex(regex, value);
         return Ok(());
     }
     let key = key.strip_prefix('\\').unwrap_or(key);
     map.keys.add(key, value).map_err(|error| {
         let message = match error {
-            super::keys::KeyError::InvalidWildcard => {
+            shared::map::keys::KeyError::InvalidWildcard => {
                 format!("invalid hostname or wildcard \"{key}\"")
             }
             // nginx lowercases the key in place before it finds the conflict.
-            super::keys::KeyError::Conflicting => {
+            shared::map::keys::KeyError::Conflicting => {
                 format!("conflicting parameter \"{}\"", key.to_ascii_lowercase())
             }
         };

@@ -1,8 +1,8 @@
 //! Computing a `map` or `split_clients` variable for a request, on its first use.
 
-use crate::kernel::map::keys::Found;
 use crate::kernel::map::{ComputedVariable, Kind, Map};
 use crate::kernel::variables::{NamedSlot, Reborrow, RequestVariables};
+use shared::map::keys::Found;
 
 impl RequestVariables<'_> {
     /// Appends the value of the computed variable in `slot`, which has no value yet in

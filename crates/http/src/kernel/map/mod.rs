@@ -2,15 +2,12 @@
 //!
 //! Config path: [`directives`] reads each block into a [`ComputedVariable`] for the
 //! variable's named slot (`crate::kernel::variables::NamedSlot`); the keys are compiled once
-//! ([`keys`], [`split_clients`]). Request path: a named variable with no value yet is
+//! (`shared::map`, which the stream block's `map` uses too). Request path: a named variable with no value yet is
 //! computed on first use, and its value is kept in the request's named
 //! values for the rest of the request, unless the map is `volatile`.
 
 pub mod directives;
 mod evaluate;
-pub mod keys;
-pub mod murmur;
-pub mod split_clients;
 
 use crate::kernel::variables::{HttpTemplate, NamedSlot};
 
@@ -50,7 +47,7 @@ pub struct ComputedVariable {
 #[derive(Debug)]
 pub enum Kind {
     Map(Map),
-    SplitClients(split_clients::Parts),
+    SplitClients(shared::map::split_clients::Parts),
     /// A table a module built from its block (`geo`), which finds the value itself.
     Lookup(Box<dyn Lookup>),
 }
@@ -69,7 +66,7 @@ pub trait Lookup: std::fmt::Debug + Send + Sync {
 /// A `map` block: its keys, and the values they name.
 #[derive(Debug, Default)]
 pub struct Map {
-    pub keys: keys::MapKeys,
+    pub keys: shared::map::keys::MapKeys,
     /// Each value as written, compiled; keys refer to them by index.
     pub values: Vec<HttpTemplate>,
     /// The `default` value's index; without one the default is empty.

@@ -7,20 +7,18 @@
 //! first read; Portico waits for a header that arrives in pieces, within the default
 //! server's `client_header_timeout`, as nginx bounds the wait for the header.
 
-pub mod parse;
-
 use std::io;
 use std::time::Duration;
 
 use logging::Level;
-use parse::{MAX_HEADER, Parsed};
 use runtime::Stream;
+use shared::proxy_protocol::{MAX_HEADER, Parsed};
 
 use crate::kernel::conf::{AddressConf, ServerId};
 use crate::kernel::request::ConnectionInfo;
 use crate::kernel::worker::HttpWorker;
 
-pub use parse::{ProxyHeader, TlvName};
+pub use shared::proxy_protocol::{ProxyHeader, TlvName};
 
 /// What the connection's error-log lines say it was doing.
 const ACTION: &str = "reading PROXY protocol";
@@ -31,7 +29,7 @@ enum Failure {
     Closed,
     /// Logged already, or nothing worth a line (a failed system call).
     Quiet,
-    Broken(parse::Broken),
+    Broken(shared::proxy_protocol::Broken),
 }
 
 /// On a `proxy_protocol` address, reads a new connection's header into `info`, under the
@@ -114,7 +112,7 @@ async fn read_header(worker: &HttpWorker, stream: &Stream) -> Result<Option<Prox
             }
             Err(_) => return Err(Failure::Quiet),
         };
-        match parse::parse(&buf[..peeked], closed) {
+        match shared::proxy_protocol::parse(&buf[..peeked], closed) {
             Parsed::Done { len, header } => {
                 consume(stream, &mut buf[..len]).await?;
                 return Ok(header);

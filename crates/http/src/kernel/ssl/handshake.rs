@@ -29,7 +29,7 @@ fn server_for(worker: &HttpWorker, address: &AddressConf, name: Option<&str>) ->
         return address.default_server;
     };
     let host = name.to_ascii_lowercase();
-    let mut captures = crate::kernel::conf::regex::Captures::default();
+    let mut captures = shared::regex::Captures::default();
     address
         .names
         .find(

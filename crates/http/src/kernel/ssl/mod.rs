@@ -213,7 +213,7 @@ fn source(prefix: &Path, value: &str, what: &str) -> Result<tls::PemSource, Conf
 pub(crate) fn enable_on_listens(
     settings: &SslServer,
     span: &Span,
-    specs: &mut [crate::kernel::conf::listen::ListenSpec],
+    specs: &mut [shared::listen::ListenSpec],
 ) -> Result<(), ConfError> {
     if settings.certificates.is_empty() && !settings.reject_handshake {
         return Err(ConfError::new(

@@ -13,8 +13,7 @@ use crate::kernel::request::{ConnectionInfo, Request, write_peer};
 use crate::kernel::variables::Variable;
 use crate::modules::headers::settings::AddHeader;
 
-/// The nginx version whose behaviour Portico follows, reported by `$nginx_version`.
-pub const NGINX_COMPATIBLE_VERSION: &str = "1.31.5";
+pub use shared::NGINX_COMPATIBLE_VERSION;
 
 /// A request seen through its variables.
 pub struct RequestVariables<'a> {
@@ -804,7 +803,7 @@ fn append_cookie(request: &Request<'_>, name: &[u8], out: &mut Vec<u8>) -> bool 
 /// `$proxy_protocol_*` from the connection's PROXY protocol header.
 fn append_proxy_protocol(
     variable: &Variable,
-    header: &crate::kernel::proxy_protocol::parse::ProxyHeader,
+    header: &shared::proxy_protocol::ProxyHeader,
     out: &mut Vec<u8>,
 ) {
     match variable {

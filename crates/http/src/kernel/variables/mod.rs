@@ -53,7 +53,7 @@ pub enum Variable {
     ProxyProtocolServerPort,
     /// `$proxy_protocol_tlv_NAME`: a TLV of a version 2 header; `None` for a name nginx
     /// does not know, which is always empty.
-    ProxyProtocolTlv(Option<crate::kernel::proxy_protocol::parse::TlvName>),
+    ProxyProtocolTlv(Option<shared::proxy_protocol::TlvName>),
     ServerAddr,
     ServerPort,
     /// `$connection`: the connection serial number.

@@ -6,9 +6,7 @@ use conf::{ConfError, ConfErrorKind, Span};
 
 use super::Variable;
 
-/// A variable that is not built in: a named regex capture, later a `set` or `map` target.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct NamedSlot(pub u32);
+pub use shared::captures::NamedSlot;
 
 #[derive(Debug)]
 struct NamedEntry {
@@ -176,9 +174,7 @@ impl VariableRegistry {
             return Variable::Named(*slot);
         }
         if let Some(tlv) = lower.strip_prefix("proxy_protocol_tlv_") {
-            return Variable::ProxyProtocolTlv(
-                crate::kernel::proxy_protocol::parse::TlvName::parse(tlv),
-            );
+            return Variable::ProxyProtocolTlv(shared::proxy_protocol::TlvName::parse(tlv));
         }
         for (prefix, make) in PREFIXED {
             // A bare prefix (`$arg_`) is accepted too and names nothing, as in nginx.

@@ -4,11 +4,11 @@ use std::sync::Arc;
 
 use conf::{Arity, ConfError, Contexts, Directive};
 
-use crate::kernel::conf::regex::Regex;
 use crate::kernel::conf::{HttpDirective, LoadContext, LocationScope, location_directive};
 use crate::kernel::core::directives::{flag, size};
 use crate::modules::gzip::settings::{GzipStatic, Proxied};
 use crate::set_once;
+use shared::regex::Regex;
 
 const ANY_LEVEL: Contexts = Contexts::HTTP_SERVER_LOCATION.with(Contexts::LOCATION_IF);
 

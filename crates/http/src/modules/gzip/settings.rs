@@ -59,7 +59,7 @@ settings! {
         http_11: bool = true,
         proxied: Proxied = Proxied(Proxied::OFF),
         /// `gzip_disable` regexes over `User-Agent`.
-        disable: Vec<Arc<crate::kernel::conf::regex::Regex>> = Vec::new(),
+        disable: Vec<Arc<shared::regex::Regex>> = Vec::new(),
         /// `gzip_disable msie6`.
         disable_msie6: bool = false,
         vary: bool = false,

@@ -4,7 +4,6 @@ use std::sync::Arc;
 
 use conf::{Arity, ConfError, Contexts, Directive};
 
-use crate::kernel::conf::regex::Regex;
 use crate::kernel::conf::scope::Content;
 use crate::kernel::conf::{
     HttpDirective, LoadContext, LocationScope, gateway_directive, location_directive,
@@ -17,6 +16,7 @@ use crate::modules::proxy::{
     Buffers, CookieRewrite, IgnoreHeaders, NextUpstream, Redirect, RedirectRule, SetHeader,
 };
 use crate::set_once;
+use shared::regex::Regex;
 
 const ANY_LEVEL: Contexts = Contexts::HTTP_SERVER_LOCATION;
 
@@ -461,7 +461,7 @@ set_once!(
     LocationScope,
     proxy.resolver,
     |d: &Directive, _c: &mut LoadContext<'_>| {
-        crate::modules::proxy::resolver::parse(d).map(|conf| Some(Arc::new(conf)))
+        shared::resolver::parse(d).map(|conf| Some(Arc::new(conf)))
     }
 );
 set_once!(set_buffer_size, LocationScope, proxy.buffer_size, size);

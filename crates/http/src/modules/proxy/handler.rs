@@ -909,21 +909,17 @@ async fn resolve_variable_url<'a>(
                     format!("no resolver defined to resolve {}", parsed.host),
                 ));
             };
-            let found = crate::modules::proxy::resolver::resolve(
-                resolver,
-                proxy.resolver_timeout,
-                parsed.host,
-            )
-            .await
-            .map_err(|error| {
-                (
-                    502,
-                    format!(
-                        "{} could not be resolved ({}: {})",
-                        parsed.host, error.code, error.text
-                    ),
-                )
-            })?;
+            let found = shared::resolver::resolve(resolver, proxy.resolver_timeout, parsed.host)
+                .await
+                .map_err(|error| {
+                    (
+                        502,
+                        format!(
+                            "{} could not be resolved ({}: {})",
+                            parsed.host, error.code, error.text
+                        ),
+                    )
+                })?;
             found
                 .into_iter()
                 .map(|ip| PeerAddr::Inet(std::net::SocketAddr::new(ip, parsed.port_or_default())))

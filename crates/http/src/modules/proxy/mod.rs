@@ -19,7 +19,6 @@ pub mod handler;
 mod next_upstream;
 pub mod pass;
 pub mod request;
-pub mod resolver;
 pub mod response;
 pub mod send;
 pub mod settings;

@@ -397,7 +397,7 @@ fn apply_rule(
             (pattern.len(), render(worker, connection, request, to))
         }
         RedirectRule::Regex { regex, to } => {
-            let mut captures = crate::kernel::conf::regex::Captures::default();
+            let mut captures = shared::regex::Captures::default();
             if !regex.captures(subject, &mut captures) {
                 return None;
             }

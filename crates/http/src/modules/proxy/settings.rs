@@ -1,10 +1,10 @@
 //! What the proxy's directives set: the data other modules may read.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use conf::Span;
+use shared::resolver::ResolverConf;
 
 use crate::kernel::core::TempPath;
 use crate::kernel::upstream::UpstreamId;
@@ -38,7 +38,7 @@ pub enum RedirectRule {
     },
     /// `~` / `~*` regex, the replacement may use its captures.
     Regex {
-        regex: Arc<crate::kernel::conf::regex::Regex>,
+        regex: Arc<shared::regex::Regex>,
         to: HttpTemplate,
     },
 }
@@ -69,7 +69,7 @@ pub enum CookieName {
     /// A name, possibly with variables (an empty value matches nothing).
     Name(HttpTemplate),
     /// `~regex`, matched without regard to case.
-    Regex(Arc<crate::kernel::conf::regex::Regex>),
+    Regex(Arc<shared::regex::Regex>),
 }
 
 /// Conditions under which the next upstream server is tried (`proxy_next_upstream`).
@@ -198,15 +198,6 @@ pub enum ProxyPass {
     Static(Target),
     /// A URL with variables, parsed per request.
     Variables(HttpTemplate),
-}
-
-/// `resolver address ... [valid=time] [ipv4=on|off] [ipv6=on|off]`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ResolverConf {
-    pub servers: Vec<SocketAddr>,
-    pub valid: Option<Duration>,
-    pub ipv4: bool,
-    pub ipv6: bool,
 }
 
 /// A parsed `proxy_pass` URL whose group is known at load.

@@ -6,8 +6,10 @@ use conf::{Arity, BlockKind, ConfError, Contexts, Directive};
 
 use crate::kernel::conf::{HttpDirective, LoadContext, LocationScope, Setter};
 use crate::kernel::core::directives::flag;
-use crate::modules::access::settings::{Target, parse_target};
-use crate::modules::realip::settings::{RealIpHeader, Trusted};
+use shared::access::{Target, parse_target};
+use shared::realip::Trusted;
+
+use crate::modules::realip::settings::RealIpHeader;
 use crate::set_once;
 
 pub const DIRECTIVES: &[HttpDirective] = &[

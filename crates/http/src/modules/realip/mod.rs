@@ -22,7 +22,8 @@ use crate::kernel::conf::ServerId;
 use crate::kernel::module_state::ModuleState;
 use crate::kernel::request::{ConnectionInfo, Request};
 use crate::kernel::worker::HttpWorker;
-pub use settings::{RealIp, RealIpConf, RealIpHeader, Trusted};
+pub use settings::{RealIp, RealIpConf, RealIpHeader};
+pub use shared::realip::Trusted;
 
 /// The post-read run, with the settings of `server`'s own level.
 pub fn post_read(
@@ -141,7 +142,7 @@ fn parse_port(text: &str) -> Option<u16> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::modules::access::settings::parse_target;
+    use shared::access::parse_target;
 
     fn settings(from: &[&str], recursive: bool) -> RealIp {
         let mut trusted = Trusted::default();

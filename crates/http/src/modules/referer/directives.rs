@@ -4,12 +4,12 @@ use std::sync::Arc;
 
 use conf::{Arity, BlockKind, ConfError, Contexts, Directive};
 
-use crate::kernel::conf::regex::Regex;
 use crate::kernel::conf::server_names::{self, ServerName};
 use crate::kernel::conf::{HttpDirective, LoadContext, LocationScope, Setter};
 use crate::kernel::core::directives::number;
 use crate::modules::referer::settings::ValidReferers;
 use crate::set_once;
+use shared::regex::Regex;
 
 const SERVER_LOCATION: Contexts = Contexts::SERVER.with(Contexts::LOCATION);
 

@@ -2,9 +2,9 @@
 
 use std::sync::Arc;
 
-use crate::kernel::conf::regex::Regex;
 use crate::kernel::conf::server_names::ServerName;
 use crate::settings;
+use shared::regex::Regex;
 
 settings! {
     /// `valid_referers` per location (the hash sizes are checked and kept only).

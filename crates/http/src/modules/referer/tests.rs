@@ -1,7 +1,7 @@
 use super::*;
-use crate::kernel::conf::regex::Regex;
 use crate::kernel::conf::server_names::parse;
 use crate::kernel::variables::VariableRegistry;
+use shared::regex::Regex;
 
 fn name(text: &str) -> ServerName {
     parse(

@@ -3,9 +3,9 @@
 
 use conf::{Argument, ConfError, Span};
 
-use crate::kernel::conf::regex::Regex;
 use crate::kernel::conf::{LoadContext, NamedCaptures};
 use crate::modules::rewrite::settings::{Condition, FileKind, FileTest};
+use shared::regex::Regex;
 
 impl FileTest {
     /// The test's answer before `!` is applied.
@@ -85,7 +85,7 @@ pub fn parse(
                     .map_err(|error| ConfError::message(error.0, span))?;
                 Ok(Condition::Match {
                     variable,
-                    regex: NamedCaptures::new(regex, &mut context.variables),
+                    regex: NamedCaptures::new(regex, |name| context.variables.define(name)),
                     negate: operator.starts_with('!'),
                 })
             }

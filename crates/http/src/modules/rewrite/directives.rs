@@ -3,7 +3,6 @@
 
 use conf::{Arity, BlockKind as Shape, ConfError, Contexts, Directive};
 
-use crate::kernel::conf::regex::Regex;
 use crate::kernel::conf::{
     BlockKind, HttpDirective, LoadContext, LocationScope, NamedCaptures, Setter, directive,
 };
@@ -12,6 +11,7 @@ use crate::kernel::variables::Settable;
 use crate::modules::rewrite::settings::Replacement;
 use crate::modules::rewrite::{Flag, Op, Rewrite, SetTarget, replacement};
 use crate::set_once;
+use shared::regex::Regex;
 
 /// Where script directives may appear: `server`, `location` and `if` in either.
 const SCRIPT: Contexts = Contexts::SERVER
@@ -107,7 +107,7 @@ fn set_rewrite(
         has_query: split.has_query,
     };
     scope.script.ops.push(Op::Rewrite(Box::new(Rewrite {
-        regex: NamedCaptures::new(regex, &mut context.variables),
+        regex: NamedCaptures::new(regex, |name| context.variables.define(name)),
         replacement,
         flag,
     })));

@@ -2,7 +2,7 @@
 //! `LEFT != RIGHT`, where RIGHT is text or `/regex/`; `$name` and `${name}` are
 //! substituted in both sides, and a regex's captures become `$1`... and named variables.
 
-use crate::kernel::conf::regex::{Captures, Regex};
+use shared::regex::{Captures, Regex};
 
 /// The expression's truth, or nginx's error words; `captured` gets a regex's groups.
 pub fn evaluate(

@@ -7,13 +7,13 @@ use std::sync::Arc;
 
 use conf::{Arity, ConfError, Contexts, Directive};
 
-use crate::kernel::conf::regex::Regex;
 use crate::kernel::conf::scope::Content;
 use crate::kernel::conf::{HttpDirective, LoadContext, LocationScope, location_directive};
 use crate::kernel::core::directives::{flag, invalid_value};
 use crate::modules::proxy::gateway::{Param, Protocol};
 use crate::modules::proxy::pass::load_target;
 use crate::modules::proxy::settings::ProxyPass;
+use shared::regex::Regex;
 
 const ANY_LEVEL: Contexts = Contexts::HTTP_SERVER_LOCATION;
 const PASS_LEVEL: Contexts = Contexts::LOCATION.with(Contexts::LOCATION_IF);

@@ -5,12 +5,12 @@
 use std::sync::Arc;
 
 use crate::kernel::conf::MergeEnv;
-use crate::kernel::conf::regex::Regex;
 use crate::kernel::variables::HttpTemplate;
 use crate::modules::proxy::cache::settings::ProxyCacheConf;
 use crate::modules::proxy::settings::{Proxy, ProxyConf};
 use crate::modules::proxy::ssl::settings::ProxySslConf;
 use crate::settings;
+use shared::regex::Regex;
 
 /// The protocol an upstream speaks: HTTP (`proxy_pass`) or one of the gateways'.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -1,9 +1,9 @@
 //! `$fastcgi_script_name` and `$fastcgi_path_info`: the URI split by the location's
 //! `fastcgi_split_path_info`, with `fastcgi_index` after a script name that ends in `/`.
 
-use crate::kernel::conf::regex::Captures;
 use crate::kernel::variables::evaluate::VariableDef;
 use crate::modules::proxy::gateway::Gateway;
+use shared::regex::Captures;
 
 pub const VARIABLES: &[VariableDef] = &[
     VariableDef {

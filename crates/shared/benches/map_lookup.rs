@@ -1,5 +1,5 @@
 //! `map` key lookup and `split_clients` bucket choice, timed with std only:
-//! `cargo bench -p portico-http --bench map_lookup`. Prints nanoseconds per lookup for
+//! `cargo bench -p portico-shared --bench map_lookup`. Prints nanoseconds per lookup for
 //! exact keys, host-name wildcards and regexes in maps of realistic sizes.
 // A bench reports on stdout; that is its whole job.
 #![allow(clippy::print_stdout)]
@@ -7,11 +7,10 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use portico_http::kernel::conf::NamedCaptures;
-use portico_http::kernel::conf::regex::{Captures, Regex};
-use portico_http::kernel::map::keys::MapKeys;
-use portico_http::kernel::map::split_clients::{Part, Parts};
-use portico_http::kernel::variables::VariableRegistry;
+use portico_shared::captures::{NamedCaptures, NamedSlot};
+use portico_shared::map::keys::MapKeys;
+use portico_shared::map::split_clients::{Part, Parts};
+use portico_shared::regex::{Captures, Regex};
 
 fn time(name: &str, iterations: u32, mut operation: impl FnMut()) {
     for _ in 0..iterations / 10 {
@@ -80,10 +79,9 @@ fn main() {
     );
 
     let mut regexes = MapKeys::default();
-    let mut registry = VariableRegistry::default();
     for index in 0..10 {
         let regex = Regex::compile(&format!("^/app{index}/(.*)$"), false).expect("valid");
-        regexes.add_regex(NamedCaptures::new(regex, &mut registry), index);
+        regexes.add_regex(NamedCaptures::new(regex, |_| NamedSlot(0)), index);
     }
     lookup("10 regexes, last matches", &regexes, b"/app9/x/y", Some(9));
     lookup("10 regexes, none matches", &regexes, b"/other/x/y", None);

@@ -9,7 +9,14 @@ use std::time::{Duration, Instant};
 
 use conf::{ConfError, Directive};
 
-use crate::modules::proxy::settings::ResolverConf;
+/// `resolver address ... [valid=time] [ipv4=on|off] [ipv6=on|off]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResolverConf {
+    pub servers: Vec<SocketAddr>,
+    pub valid: Option<Duration>,
+    pub ipv4: bool,
+    pub ipv6: bool,
+}
 
 /// Parses the directive's arguments.
 pub fn parse(directive: &Directive) -> Result<ResolverConf, ConfError> {

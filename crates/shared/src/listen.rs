@@ -29,7 +29,7 @@ pub struct ListenSpec {
 }
 
 /// The default when a server has no `listen`: `*:80` for root, `*:8000` otherwise.
-pub(crate) fn default_listen(span: &Span) -> ListenSpec {
+pub fn default_listen(span: &Span) -> ListenSpec {
     let port = if rustix::process::geteuid().is_root() {
         80
     } else {
@@ -233,7 +233,7 @@ fn parse_so_keepalive(value: &str) -> Option<SoKeepalive> {
 
 /// `127.0.0.1:8080`, `8080`, `*:8080`, `127.0.0.1`, `[::]:8080`, `localhost:8080`,
 /// `unix:/path`.
-pub(crate) fn parse_address(text: &str, span: &Span) -> Result<ListenAddress, ConfError> {
+pub fn parse_address(text: &str, span: &Span) -> Result<ListenAddress, ConfError> {
     if let Some(path) = text.strip_prefix("unix:") {
         if path.is_empty() {
             return Err(ConfError::message(

@@ -4,7 +4,7 @@ const MULTIPLIER: u32 = 0x5bd1_e995;
 
 /// The hash of `data` with seed 0. Bytes are read four at a time as little-endian words
 /// whatever the machine's byte order, so a key lands in the same bucket as in nginx.
-pub(crate) fn murmur_hash2(data: &[u8]) -> u32 {
+pub fn murmur_hash2(data: &[u8]) -> u32 {
     // nginx seeds with the length truncated to 32 bits.
     let mut hash = data.len() as u32;
     let mut words = data.chunks_exact(4);

@@ -2,9 +2,9 @@
 
 use std::collections::HashMap;
 
-use crate::kernel::conf::NamedCaptures;
-use crate::kernel::conf::lookup_hash::LookupHash;
-use crate::kernel::conf::regex::Captures;
+use crate::captures::NamedCaptures;
+use crate::lookup_hash::LookupHash;
+use crate::regex::Captures;
 
 /// A map's keys, each naming a value by its index in the map's value list.
 #[derive(Debug, Default)]
@@ -184,8 +184,13 @@ impl MapKeys {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernel::conf::regex::Regex;
-    use crate::kernel::variables::VariableRegistry;
+    use crate::captures::NamedSlot;
+    use crate::regex::Regex;
+
+    /// The regexes here have no named groups.
+    fn no_names(name: &str) -> NamedSlot {
+        panic!("unexpected named group {name}")
+    }
 
     fn hostnames(keys: &[(&str, usize)]) -> MapKeys {
         let mut map = MapKeys {
@@ -225,9 +230,8 @@ mod tests {
             ("www.example.*", 4),
             (".dot.example.com", 5),
         ]);
-        let mut registry = VariableRegistry::default();
         let regex = Regex::compile("^www", false).unwrap();
-        map.add_regex(NamedCaptures::new(regex, &mut registry), 6);
+        map.add_regex(NamedCaptures::new(regex, no_names), 6);
         assert_eq!(lookup(&map, "www.example.com"), Some(1));
         assert_eq!(lookup(&map, "a.example.com"), Some(2));
         assert_eq!(lookup(&map, "x.y.example.com"), Some(2));
@@ -247,10 +251,9 @@ mod tests {
     #[test]
     fn regexes_match_in_order_with_captures() {
         let mut map = MapKeys::default();
-        let mut registry = VariableRegistry::default();
         for (pattern, caseless, value) in [("^/a/(.*)$", false, 1), ("^/A", true, 2)] {
             let regex = Regex::compile(pattern, caseless).unwrap();
-            map.add_regex(NamedCaptures::new(regex, &mut registry), value);
+            map.add_regex(NamedCaptures::new(regex, no_names), value);
         }
         let mut captures = Captures::default();
         let found = map.find(b"/a/b", &mut captures).unwrap();
@@ -264,7 +267,7 @@ mod tests {
         // An empty value tries no regex.
         let mut any = MapKeys::default();
         let regex = Regex::compile("^$", false).unwrap();
-        any.add_regex(NamedCaptures::new(regex, &mut registry), 1);
+        any.add_regex(NamedCaptures::new(regex, no_names), 1);
         assert!(any.find(b"", &mut captures).is_none());
     }
 
