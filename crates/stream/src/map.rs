@@ -1,12 +1,11 @@
-//! `map` and `split_clients` in the `stream` block. The keys and the percentages are the
-//! http modules' own types (`http::kernel::map`), so a key or a client lands on the same value in
-//! both blocks.
+//! `map` and `split_clients` in the `stream` block. The blocks are read and looked up by
+//! the same code as the http block's (`shared::map`), so a key or a client lands on the
+//! same value in both blocks.
 
-use conf::{ConfError, Directive};
-use shared::captures::NamedCaptures;
+use conf::{ConfError, Directive, Span};
 use shared::captures::NamedSlot;
-use shared::map::keys::{KeyError, MapKeys};
-use shared::map::split_clients::{Part, Parts};
+use shared::map::split_clients::Parts;
+use shared::map::{BlockLoader, MapBlock, read_split_clients};
 use shared::regex::Regex;
 
 use crate::conf::Loader;
@@ -16,9 +15,9 @@ use crate::variables::{Eval, SlotKind, StreamTemplate};
 #[derive(Debug)]
 pub struct StreamMap {
     pub source: StreamTemplate,
-    pub keys: MapKeys,
-    pub values: Vec<StreamTemplate>,
-    pub default: Option<usize>,
+    /// Its keys and values; `volatile` is accepted and changes nothing, since a stream
+    /// variable is computed each time it is read.
+    pub block: MapBlock<StreamTemplate>,
 }
 
 /// One `split_clients SOURCE $name { ... }`.
@@ -32,7 +31,7 @@ pub struct Split {
 pub fn evaluate(map: &StreamMap, eval: &mut Eval<'_>, out: &mut Vec<u8>) {
     let key = eval.render(&map.source);
     let mut captures = shared::regex::Captures::default();
-    let found = map.keys.find(&key, &mut captures);
+    let found = map.block.keys.find(&key, &mut captures);
     let value = match found {
         Some(found) => {
             if let Some(regex) = found.regex {
@@ -41,9 +40,9 @@ pub fn evaluate(map: &StreamMap, eval: &mut Eval<'_>, out: &mut Vec<u8>) {
             }
             Some(found.value)
         }
-        None => map.default,
+        None => map.block.default,
     };
-    if let Some(template) = value.and_then(|index| map.values.get(index)) {
+    if let Some(template) = value.and_then(|index| map.block.values.get(index)) {
         template.evaluate(eval, out);
     }
 }
@@ -105,94 +104,25 @@ pub fn declare_captures(loader: &mut Loader, directive: &Directive) {
 /// Reads a `map` block.
 pub fn load_map(loader: &mut Loader, directive: &Directive) -> Result<StreamMap, ConfError> {
     let source = loader.template(directive.arg(0), &directive.span)?;
-    let mut map = StreamMap {
-        source,
-        keys: MapKeys::default(),
-        values: Vec::new(),
-        default: None,
-    };
-    for line in directive.block.as_deref().unwrap_or_default() {
-        read_map_line(loader, line, &mut map)?;
-    }
-    Ok(map)
+    let block = MapBlock::read(directive, loader)?;
+    Ok(StreamMap { source, block })
 }
 
-fn read_map_line(
-    loader: &mut Loader,
-    line: &Directive,
-    map: &mut StreamMap,
-) -> Result<(), ConfError> {
-    if line.block.is_some() {
-        return Err(ConfError::message("unexpected \"{\"", &line.span));
+impl BlockLoader for Loader<'_> {
+    type Template = StreamTemplate;
+
+    fn template(&mut self, text: &str, span: &Span) -> Result<StreamTemplate, ConfError> {
+        Loader::template(self, text, span)
     }
-    let key = line.name.as_str();
-    match (key, line.args.len()) {
-        ("hostnames", 0) => {
-            map.keys.hostnames = true;
-            return Ok(());
-        }
-        // Every value is computed when read: there is nothing to make volatile.
-        ("volatile", 0) => return Ok(()),
-        (_, 1) => {}
-        _ => {
-            return Err(ConfError::message(
-                "invalid number of the map parameters",
-                &line.span,
-            ));
-        }
+
+    fn define(&mut self, name: &str) -> NamedSlot {
+        NamedSlot(self.registry.slot(name) as u32)
     }
-    let value = map.values.len();
-    map.values.push(loader.template(line.arg(0), &line.span)?);
-    if key == "default" {
-        if map.default.is_some() {
-            return Err(ConfError::message(
-                "duplicate default map parameter",
-                &line.span,
-            ));
-        }
-        map.default = Some(value);
-        return Ok(());
-    }
-    if let Some(pattern) = key.strip_prefix('~') {
-        let (pattern, caseless) = match pattern.strip_prefix('*') {
-            Some(pattern) => (pattern, true),
-            None => (pattern, false),
-        };
-        let regex = Regex::compile(pattern, caseless)
-            .map_err(|error| ConfError::message(error.0, &line.span))?;
-        let slots = regex
-            .names()
-            .iter()
-            .map(|(name, group)| (*group, NamedSlot(loader.registry.slot(name) as u32)))
-            .collect();
-        map.keys.add_regex(NamedCaptures { regex, slots }, value);
-        return Ok(());
-    }
-    let key = key.strip_prefix('\\').unwrap_or(key);
-    map.keys.add(key, value).map_err(|error| {
-        let message = match error {
-            KeyError::InvalidWildcard => format!("invalid hostname or wildcard \"{key}\""),
-            KeyError::Conflicting => {
-                format!("conflicting parameter \"{}\"", key.to_ascii_lowercase())
-            }
-        };
-        ConfError::message(message, &line.span)
-    })
 }
 
 /// Reads a `split_clients` block.
 pub fn load_split(loader: &mut Loader, directive: &Directive) -> Result<Split, ConfError> {
     let source = loader.template(directive.arg(0), &directive.span)?;
-    let mut lines = Vec::new();
-    for line in directive.block.as_deref().unwrap_or_default() {
-        if line.block.is_some() {
-            return Err(ConfError::message("unexpected \"{\"", &line.span));
-        }
-        let part = Part::parse(&line.name, line.arg(0).as_bytes())
-            .map_err(|error| ConfError::message(error.to_string(), &line.span))?;
-        lines.push(part);
-    }
-    let parts = Parts::build(lines)
-        .map_err(|error| ConfError::message(error.to_string(), &directive.span))?;
+    let parts = read_split_clients(directive)?;
     Ok(Split { source, parts })
 }

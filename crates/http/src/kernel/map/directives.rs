@@ -1,13 +1,12 @@
 //! The directive tables of the map and split_clients modules, and the readers of their
 //! blocks. Error texts are nginx's (`ngx_http_map_module.c`, `ngx_http_split_clients_module.c`).
 
-use conf::{Arity, BlockKind as Shape, ConfError, ConfErrorKind, Contexts, Directive, Span};
+use conf::{Arity, BlockKind as Shape, ConfError, Contexts, Directive, Span};
+use shared::map::{BlockLoader, MapBlock, read_split_clients};
 
-use crate::kernel::conf::{HttpDirective, LoadContext, MainScope, NamedCaptures, Setter};
-use crate::kernel::map::{ComputedVariable, Kind, Map};
-use crate::kernel::variables::{NamedSlot, VariableRegistry};
-use shared::map::split_clients::{Part, Parts};
-use shared::regex::Regex;
+use crate::kernel::conf::{HttpDirective, LoadContext, MainScope, Setter};
+use crate::kernel::map::{ComputedVariable, Kind};
+use crate::kernel::variables::{HttpTemplate, NamedSlot, VariableRegistry};
 
 const fn entry(
     name: &'static str,
@@ -57,86 +56,29 @@ fn set_map(
 ) -> Result<(), ConfError> {
     let source = context.template(directive.arg(0), &directive.span)?;
     let (slot, name) = define_target(directive.arg(1), &directive.span, &mut context.variables)?;
-    let mut map = Map::default();
-    let mut volatile = false;
-    for line in directive.block.as_deref().unwrap_or_default() {
-        read_map_line(line, &mut map, &mut volatile, context)?;
-    }
+    let map = MapBlock::read(directive, context)?;
     main.map.variables.insert(
         slot,
         ComputedVariable {
             name,
             source,
-            volatile,
+            volatile: map.volatile,
             kind: Kind::Map(map),
         },
     );
     Ok(())
 }
 
-/// One line of a `map` block: a parameter (`hostnames`, `volatile`), `default VALUE`,
-/// or `KEY VALUE`. `include` was already expanded by the parser.
-fn read_map_line(
-    line: &Directive,
-    map: &mut Map,
-    volatile: &mut bool,
-    context: &mut LoadContext<'_>,
-) -> Result<(), ConfError> {
-    refuse_block(line)?;
-    let key = line.name.as_str();
-    match (key, line.args.len()) {
-        ("hostnames", 0) => {
-            map.keys.hostnames = true;
-            return Ok(());
-        }
-        ("volatile", 0) => {
-            *volatile = true;
-            return Ok(());
-        }
-        (_, 1) => {}
-        _ => {
-            return Err(ConfError::message(
-                "invalid number of the map parameters",
-                &line.span,
-            ));
-        }
+impl BlockLoader for LoadContext<'_> {
+    type Template = HttpTemplate;
+
+    fn template(&mut self, text: &str, span: &Span) -> Result<HttpTemplate, ConfError> {
+        LoadContext::template(self, text, span)
     }
-    let value = map.values.len();
-    map.values.push(context.template(line.arg(0), &line.span)?);
-    if key == "default" {
-        if map.default.is_some() {
-            return Err(ConfError::message(
-                "duplicate default map parameter",
-                &line.span,
-            ));
-        }
-        map.default = Some(value);
-        return Ok(());
+
+    fn define(&mut self, name: &str) -> NamedSlot {
+        self.variables.define(name)
     }
-    if let Some(pattern) = key.strip_prefix('~') {
-        let (pattern, caseless) = match pattern.strip_prefix('*') {
-            Some(pattern) => (pattern, true),
-            None => (pattern, false),
-        };
-        let regex = Regex::compile(pattern, caseless)
-            .map_err(|error| ConfError::message(error.0, &line.span))?;
-        let regex = NamedCaptures::new(regex, |name| context.variables.define(name));
-        map.keys.add_regex(regex, value);
-        return Ok(());
-    }
-    let key = key.strip_prefix('\\').unwrap_or(key);
-    map.keys.add(key, value).map_err(|error| {
-        let message = match error {
-            shared::map::keys::KeyError::InvalidWildcard => {
-                format!("invalid hostname or wildcard \"{key}\"")
-            }
-            // nginx lowercases the key in place before it finds the conflict.
-            shared::map::keys::KeyError::Conflicting => {
-                format!("conflicting parameter \"{}\"", key.to_ascii_lowercase())
-            }
-        };
-        ConfError::message(message, &line.span)
-    })
 }
 
 /// `split_clients SOURCE $variable { PERCENT% VALUE; ... * VALUE; }`.
@@ -147,17 +89,7 @@ fn set_split_clients(
 ) -> Result<(), ConfError> {
     let source = context.template(directive.arg(0), &directive.span)?;
     let (slot, name) = define_target(directive.arg(1), &directive.span, &mut context.variables)?;
-    let mut lines = Vec::new();
-    for line in directive.block.as_deref().unwrap_or_default() {
-        refuse_block(line)?;
-        // nginx reads no more than the first two words of a line; a value left out is
-        // empty here.
-        let part = Part::parse(&line.name, line.arg(0).as_bytes())
-            .map_err(|error| ConfError::message(error.to_string(), &line.span))?;
-        lines.push(part);
-    }
-    let parts = Parts::build(lines)
-        .map_err(|error| ConfError::message(error.to_string(), &directive.span))?;
+    let parts = read_split_clients(directive)?;
     main.map.variables.insert(
         slot,
         ComputedVariable {
@@ -219,15 +151,4 @@ pub(crate) fn define_target(
         ));
     }
     Ok((registry.define(name), name.to_ascii_lowercase().into()))
-}
-
-/// A line of these blocks cannot open a block of its own: nginx stops at its `{`.
-pub(crate) fn refuse_block(line: &Directive) -> Result<(), ConfError> {
-    if line.block.is_some() {
-        return Err(ConfError::at(
-            ConfErrorKind::UnexpectedCharacter { found: '{' },
-            &line.span,
-        ));
-    }
-    Ok(())
 }

@@ -63,15 +63,8 @@ pub trait Lookup: std::fmt::Debug + Send + Sync {
     ) -> Vec<u8>;
 }
 
-/// A `map` block: its keys, and the values they name.
-#[derive(Debug, Default)]
-pub struct Map {
-    pub keys: shared::map::keys::MapKeys,
-    /// Each value as written, compiled; keys refer to them by index.
-    pub values: Vec<HttpTemplate>,
-    /// The `default` value's index; without one the default is empty.
-    pub default: Option<usize>,
-}
+/// A `map` block, its values compiled as templates.
+pub type Map = shared::map::MapBlock<HttpTemplate>;
 
 /// The computed variables of one configuration, by named slot.
 #[derive(Debug, Default)]

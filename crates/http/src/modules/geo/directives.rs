@@ -3,7 +3,9 @@
 use conf::{Arity, BlockKind, ConfError, Contexts, Directive};
 
 use crate::kernel::conf::{HttpDirective, LoadContext, MainScope, Setter};
-use crate::kernel::map::directives::{define_target, refuse_block};
+use shared::map::refuse_block;
+
+use crate::kernel::map::directives::define_target;
 use crate::kernel::map::{ComputedVariable, Kind};
 use crate::modules::geo::GeoLookup;
 use crate::modules::geo::settings::{GeoTable, Lookup};
