@@ -14,6 +14,7 @@ pub mod proxy_protocol;
 pub mod realip;
 pub mod regex;
 pub mod resolver;
+pub mod ssl;
 pub mod ssl_variables;
 
 /// The nginx version Portico answers as (`$nginx_version`, the `Server` header's

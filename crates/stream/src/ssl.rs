@@ -14,8 +14,8 @@ use runtime::tls::{Accepted, Choice};
 use shared::ssl_variables::SslVariable;
 
 use crate::conf::Resolved;
-use crate::conf::settings::{SessionCache, VerifyClient};
 use crate::session::{Session, status};
+use shared::ssl::{SessionCacheSetting, VerifyClient};
 
 /// The `$ssl_*` variables of the stream block, by name.
 pub const VARIABLES: &[(&str, SslVariable)] = &[
@@ -101,12 +101,12 @@ pub fn server_tls(
         .map_err(|message| ConfError::new(ConfErrorKind::Message(message), None))?;
     let timeout = settings.ssl_session_timeout;
     let session_cache = match &settings.ssl_session_cache {
-        SessionCache::Off | SessionCache::None => None,
-        SessionCache::Cache {
+        SessionCacheSetting::Off | SessionCacheSetting::None => None,
+        SessionCacheSetting::Cache {
             name: None,
             sessions,
         } => Some(Arc::new(tls::SessionCache::new(*sessions, timeout))),
-        SessionCache::Cache {
+        SessionCacheSetting::Cache {
             name: Some(name),
             sessions,
         } => {
@@ -125,7 +125,7 @@ pub fn server_tls(
         None
     } else if settings.ssl_session_ticket_key.is_empty() {
         match &settings.ssl_session_cache {
-            SessionCache::Cache {
+            SessionCacheSetting::Cache {
                 name: Some(name), ..
             } => {
                 let keys = match build.tickets.iter().find(|(known, _)| known == name) {

@@ -8,6 +8,7 @@ use std::time::Duration;
 use logging::{ErrorLog, Level};
 use shared::access::Rules;
 use shared::realip::Trusted;
+use shared::ssl::{SessionCacheSetting, VerifyClient};
 
 use crate::variables::StreamTemplate;
 
@@ -42,28 +43,6 @@ macro_rules! stream_settings {
             }
         }
     };
-}
-
-/// `ssl_session_cache`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum SessionCache {
-    Off,
-    /// nginx's default: no session is stored.
-    None,
-    /// `builtin[:SIZE]` or `shared:NAME:SIZE` (servers naming it share it).
-    Cache {
-        name: Option<String>,
-        sessions: usize,
-    },
-}
-
-/// `ssl_verify_client`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum VerifyClient {
-    Off,
-    On,
-    Optional,
-    OptionalNoCa,
 }
 
 /// `proxy_bind ADDRESS [transparent] | off`.
@@ -142,7 +121,7 @@ stream_settings! {
         ssl_ciphers: String = "HIGH:!aNULL:!MD5".to_owned(),
         ssl_prefer_server_ciphers: bool = false,
         ssl_ecdh_curve: String = "auto".to_owned(),
-        ssl_session_cache: SessionCache = SessionCache::None,
+        ssl_session_cache: SessionCacheSetting = SessionCacheSetting::None,
         ssl_session_timeout: Duration = Duration::from_secs(300),
         ssl_session_tickets: bool = true,
         ssl_session_ticket_key: Vec<String> = Vec::new(),

@@ -4,7 +4,7 @@
 use conf::{ConfError, Directive};
 
 use super::Loader;
-use super::settings::{SessionCache, Settings, VerifyClient};
+use super::settings::Settings;
 
 type Result = std::result::Result<(), ConfError>;
 
@@ -53,29 +53,8 @@ fn passwords(
     directive: &Directive,
     loader: &Loader<'_>,
 ) -> std::result::Result<Vec<Vec<u8>>, ConfError> {
-    let path = loader.path(directive.arg(0));
-    let bytes = std::fs::read(&path).map_err(|error| {
-        ConfError::message(
-            format!(
-                "open() \"{}\" failed ({})",
-                path.display(),
-                runtime::sys::linux::error_text(&error)
-            ),
-            &directive.span,
-        )
-    })?;
-    let list: Vec<Vec<u8>> = bytes
-        .split(|byte| *byte == b'\n')
-        .map(|line| line.strip_suffix(b"\r").unwrap_or(line).to_vec())
-        .filter(|line| !line.is_empty())
-        .collect();
-    if list.is_empty() {
-        return Err(ConfError::message(
-            format!("empty file \"{}\"", path.display()),
-            &directive.span,
-        ));
-    }
-    Ok(list)
+    shared::ssl::read_passwords(&loader.path(directive.arg(0)))
+        .map_err(|message| ConfError::message(message, &directive.span))
 }
 
 pub fn set_ssl_password_file(
@@ -98,29 +77,12 @@ pub fn set_proxy_ssl_password_file(
     Ok(())
 }
 
-/// `ssl_protocols`: TLSv1.2 and TLSv1.3; older ones are accepted with a warning.
+/// `ssl_protocols` as the http block reads it.
 fn protocols(
     directive: &Directive,
     loader: &mut Loader<'_>,
 ) -> std::result::Result<tls::Protocols, ConfError> {
-    let mut protocols = tls::Protocols {
-        tls12: false,
-        tls13: false,
-    };
-    for argument in &directive.args {
-        match argument.as_str() {
-            "TLSv1.2" => protocols.tls12 = true,
-            "TLSv1.3" => protocols.tls13 = true,
-            old @ ("SSLv2" | "SSLv3" | "TLSv1" | "TLSv1.1") => {
-                loader.warnings.push(ConfError::message(
-                    format!("the \"{old}\" protocol is not supported by Portico, ignored"),
-                    &directive.span,
-                ))
-            }
-            other => return Err(invalid(directive, other)),
-        }
-    }
-    Ok(protocols)
+    shared::ssl::parse_protocols(directive, &mut loader.warnings)
 }
 
 pub fn set_ssl_protocols(
@@ -157,9 +119,26 @@ macro_rules! set_text {
     };
 }
 
-set_text!(set_ssl_ciphers, ssl_ciphers);
 set_text!(set_ssl_ecdh_curve, ssl_ecdh_curve);
-set_text!(set_proxy_ssl_ciphers, proxy_ssl_ciphers);
+
+macro_rules! set_ciphers {
+    ($fn_name:ident, $field:ident) => {
+        /// A cipher list checked as the http block checks it.
+        pub fn $fn_name(
+            settings: &mut Settings,
+            directive: &Directive,
+            loader: &mut Loader<'_>,
+        ) -> Result {
+            duplicate(&settings.$field, directive)?;
+            let list = shared::ssl::parse_ciphers(directive, &mut loader.warnings)?;
+            settings.$field = Some(list.into());
+            Ok(())
+        }
+    };
+}
+
+set_ciphers!(set_ssl_ciphers, ssl_ciphers);
+set_ciphers!(set_proxy_ssl_ciphers, proxy_ssl_ciphers);
 
 macro_rules! set_path {
     ($fn_name:ident, $field:ident) => {
@@ -277,13 +256,7 @@ pub fn set_ssl_verify_client(
     _: &mut Loader<'_>,
 ) -> Result {
     duplicate(&settings.ssl_verify_client, directive)?;
-    let mode = match directive.arg(0) {
-        "on" => VerifyClient::On,
-        "off" => VerifyClient::Off,
-        "optional" => VerifyClient::Optional,
-        "optional_no_ca" => VerifyClient::OptionalNoCa,
-        other => return Err(invalid(directive, other)),
-    };
+    let mode = shared::ssl::parse_verify_client(directive)?;
     settings.ssl_verify_client = Some(mode);
     Ok(())
 }
@@ -295,48 +268,7 @@ pub fn set_ssl_session_cache(
     _: &mut Loader<'_>,
 ) -> Result {
     duplicate(&settings.ssl_session_cache, directive)?;
-    let mut cache = SessionCache::None;
-    for argument in &directive.args {
-        let text = argument.as_str();
-        cache = match text {
-            "off" => SessionCache::Off,
-            "none" => SessionCache::None,
-            "builtin" => SessionCache::Cache {
-                name: None,
-                sessions: 20480,
-            },
-            _ => {
-                if let Some(size) = text.strip_prefix("builtin:") {
-                    let sessions = size
-                        .parse::<usize>()
-                        .map_err(|_| invalid(directive, text))?;
-                    SessionCache::Cache {
-                        name: None,
-                        sessions,
-                    }
-                } else if let Some(rest) = text.strip_prefix("shared:") {
-                    let (name, size) = rest
-                        .split_once(':')
-                        .ok_or_else(|| invalid(directive, text))?;
-                    let bytes = conf::value::parse_size(size)
-                        .filter(|bytes| *bytes >= 8192)
-                        .ok_or_else(|| {
-                            ConfError::message(
-                                format!("session cache \"{text}\" is too small"),
-                                &directive.span,
-                            )
-                        })?;
-                    // nginx keeps about 4000 sessions per megabyte.
-                    SessionCache::Cache {
-                        name: Some(name.to_owned()),
-                        sessions: usize::try_from(bytes / 256).unwrap_or(usize::MAX),
-                    }
-                } else {
-                    return Err(invalid(directive, text));
-                }
-            }
-        };
-    }
+    let cache = shared::ssl::parse_session_cache(directive)?;
     settings.ssl_session_cache = Some(cache);
     Ok(())
 }

@@ -278,43 +278,7 @@ fn session_cache(
     directive: &Directive,
     _context: &mut LoadContext<'_>,
 ) -> Result<SessionCacheSetting, ConfError> {
-    let mut setting = None;
-    for argument in &directive.args {
-        let text = argument.as_str();
-        let invalid =
-            || ConfError::message(format!("invalid session cache \"{text}\""), &directive.span);
-        setting = Some(match text {
-            "off" => SessionCacheSetting::Off,
-            "none" => SessionCacheSetting::None,
-            "builtin" => SessionCacheSetting::Cache {
-                name: None,
-                sessions: 20480,
-            },
-            _ => {
-                if let Some(count) = text.strip_prefix("builtin:") {
-                    let sessions = count.parse().ok().filter(|n| *n > 0).ok_or_else(invalid)?;
-                    let name = match setting {
-                        Some(SessionCacheSetting::Cache { name, .. }) => name,
-                        _ => None,
-                    };
-                    SessionCacheSetting::Cache { name, sessions }
-                } else if let Some(rest) = text.strip_prefix("shared:") {
-                    let (name, size) = rest.rsplit_once(':').ok_or_else(invalid)?;
-                    let bytes = conf::value::parse_size(size).ok_or_else(invalid)?;
-                    if name.is_empty() || bytes < 8 * 4096 {
-                        return Err(invalid());
-                    }
-                    SessionCacheSetting::Cache {
-                        name: Some(name.to_owned()),
-                        sessions: (bytes / 256) as usize,
-                    }
-                } else {
-                    return Err(invalid());
-                }
-            }
-        });
-    }
-    setting.ok_or_else(|| ConfError::message("invalid session cache", &directive.span))
+    shared::ssl::parse_session_cache(directive)
 }
 
 set_once!(
@@ -437,22 +401,7 @@ fn verify_client(
     directive: &Directive,
     _context: &mut LoadContext<'_>,
 ) -> Result<VerifyClient, ConfError> {
-    Ok(match directive.arg(0).to_ascii_lowercase().as_str() {
-        "off" => VerifyClient::Off,
-        "on" => VerifyClient::On,
-        "optional" => VerifyClient::Optional,
-        "optional_no_ca" => VerifyClient::OptionalNoCa,
-        _ => {
-            let other = directive.arg(0);
-            return Err(ConfError::message(
-                format!(
-                    "invalid value \"{other}\" in \"ssl_verify_client\" directive, it must be \
-                     \"on\", \"off\", \"optional\" or \"optional_no_ca\""
-                ),
-                &directive.span,
-            ));
-        }
-    })
+    shared::ssl::parse_verify_client(directive)
 }
 
 set_once!(

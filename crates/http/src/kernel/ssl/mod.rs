@@ -77,27 +77,6 @@ pub(crate) fn refusal(
     None
 }
 
-/// Reads an `ssl_password_file` (or `proxy_ssl_password_file`): one password a line.
-pub(crate) fn read_passwords(path: &Path) -> Result<Vec<Vec<u8>>, String> {
-    let bytes = std::fs::read(path).map_err(|error| {
-        format!(
-            "open() \"{}\" failed ({}: {})",
-            path.display(),
-            error.raw_os_error().unwrap_or(0),
-            strerror(&error)
-        )
-    })?;
-    let passwords: Vec<Vec<u8>> = bytes
-        .split(|byte| *byte == b'\n')
-        .map(|line| line.strip_suffix(b"\r").unwrap_or(line).to_vec())
-        .filter(|line| !line.is_empty())
-        .collect();
-    if passwords.is_empty() {
-        return Err(format!("empty file \"{}\"", path.display()));
-    }
-    Ok(passwords)
-}
-
 /// `ssl_password_file` and its upstream siblings (`proxy_ssl_password_file`, ...): the
 /// file, read at load.
 pub(crate) fn parse_password_file(
@@ -105,79 +84,29 @@ pub(crate) fn parse_password_file(
     context: &mut LoadContext<'_>,
 ) -> Result<Vec<Vec<u8>>, ConfError> {
     let path = context.path(directive.arg(0));
-    read_passwords(&path).map_err(|message| ConfError::message(message, &directive.span))
+    shared::ssl::read_passwords(&path)
+        .map_err(|message| ConfError::message(message, &directive.span))
 }
 
-/// `ssl_ciphers` and its upstream siblings: OpenSSL's cipher list, checked; a cipher the
-/// TLS engine does not have is warned about and ignored.
+/// `ssl_ciphers` and its upstream siblings (`shared::ssl::parse_ciphers`).
 pub(crate) fn parse_ciphers(
     directive: &Directive,
     context: &mut LoadContext<'_>,
 ) -> Result<String, ConfError> {
-    let text = directive.arg(0);
-    let list = tls::parse_cipher_list(text)
-        .map_err(|message| ConfError::message(message, &directive.span))?;
-    for word in &list.unsupported {
-        context.warn(
-            format!("cipher \"{word}\" is not supported by Portico's TLS, ignored"),
-            &directive.span,
-        );
-    }
-    Ok(text.to_owned())
+    shared::ssl::parse_ciphers(directive, &mut context.warnings)
 }
 
-/// `ssl_conf_command NAME VALUE` and its upstream siblings: OpenSSL's configuration
-/// commands, accepted so that configs load, and meaningless to rustls (docs/tls.md).
+/// `ssl_conf_command` and its upstream siblings (`shared::ssl::warn_conf_command`).
 pub(crate) fn warn_conf_command(directive: &Directive, context: &mut LoadContext<'_>) {
-    context.warn(
-        format!(
-            "\"{} {} {}\" has no effect in Portico",
-            directive.name,
-            directive.arg(0),
-            directive.arg(1)
-        ),
-        &directive.span,
-    );
+    shared::ssl::warn_conf_command(directive, &mut context.warnings);
 }
 
-/// The C library's text for an error, without std's ` (os error N)`.
-fn strerror(error: &std::io::Error) -> String {
-    let text = error.to_string();
-    match text.find(" (os error") {
-        Some(end) => text[..end].to_owned(),
-        None => text,
-    }
-}
-
-/// `ssl_protocols`: TLSv1.2 and TLSv1.3; the older ones are accepted with a warning, so
-/// distribution configs load.
+/// `ssl_protocols` and its upstream siblings (`shared::ssl::parse_protocols`).
 pub(crate) fn parse_protocols(
     directive: &Directive,
     context: &mut LoadContext<'_>,
 ) -> Result<tls::Protocols, ConfError> {
-    let mut protocols = tls::Protocols {
-        tls12: false,
-        tls13: false,
-    };
-    for argument in &directive.args {
-        let argument = argument.as_str();
-        match argument.to_ascii_lowercase().as_str() {
-            "tlsv1.2" => protocols.tls12 = true,
-            "tlsv1.3" => protocols.tls13 = true,
-            "sslv2" | "sslv3" | "tlsv1" | "tlsv1.1" => context.warn(
-                format!("the \"{argument}\" protocol is not supported by Portico, ignored"),
-                &directive.span,
-            ),
-            _ => {
-                let other = argument;
-                return Err(ConfError::message(
-                    format!("invalid value \"{other}\""),
-                    &directive.span,
-                ));
-            }
-        }
-    }
-    Ok(protocols)
+    shared::ssl::parse_protocols(directive, &mut context.warnings)
 }
 
 /// What the TLS configurations of one load share: the named session caches.

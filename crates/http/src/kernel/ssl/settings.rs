@@ -2,31 +2,9 @@
 
 use std::time::Duration;
 
+pub use shared::ssl::{SessionCacheSetting, VerifyClient};
+
 use crate::settings;
-
-/// `ssl_session_cache`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum SessionCacheSetting {
-    /// `off`: no session is stored, and clients are told so.
-    Off,
-    /// `none` (nginx's default): no session is stored.
-    None,
-    /// `builtin[:SIZE]` and/or `shared:NAME:SIZE`: a cache of this many sessions; a shared
-    /// one is found by name, so servers naming it share it.
-    Cache {
-        name: Option<String>,
-        sessions: usize,
-    },
-}
-
-/// `ssl_verify_client`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum VerifyClient {
-    Off,
-    On,
-    Optional,
-    OptionalNoCa,
-}
 
 /// `ssl_certificate_cache max=N [inactive=time] [valid=time]`: how the pairs of certificate
 /// names with variables are kept once loaded (`off` is `None`).
