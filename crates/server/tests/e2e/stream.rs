@@ -306,6 +306,19 @@ fn unknown_directives_and_missing_handlers_are_refused_as_nginx_words_them() {
         "{}",
         no_handler.stderr
     );
+    let small_cache = Instance::builder(
+        "events {\n}\nstream {\n    server {\n        listen 127.0.0.1:8080;\n        ssl_session_cache shared:s:8k;\n        return x;\n    }\n}\n",
+    )
+    .try_start()
+    .expect_err("a session cache below 32k");
+    assert!(
+        small_cache
+            .stderr
+            .contains("invalid session cache \"shared:s:8k\" in ")
+            && small_cache.stderr.contains("portico.conf:6"),
+        "{}",
+        small_cache.stderr
+    );
     let misplaced = Instance::builder("events {\n}\nproxy_timeout 1s;\nstream {\n}\n")
         .try_start()
         .expect_err("a stream directive in the main context");
@@ -341,6 +354,10 @@ stream {
         ssl_certificate localhost.crt;
         ssl_certificate_key localhost.key;
         ssl_alpn h2 http/1.1;
+        # Read as the http block reads them: values in any case, both caches.
+        ssl_protocols tlsv1.2 TLSv1.3;
+        ssl_verify_client OFF;
+        ssl_session_cache builtin:1000 shared:stream:1m;
         proxy_pass 127.0.0.1:8085;
         proxy_ssl on;
         proxy_ssl_server_name on;
