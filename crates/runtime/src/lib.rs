@@ -24,6 +24,6 @@ pub use accept::{
     AcceptSettings, Accepted, ConnectionGauge, ConnectionGuard, WorkerListener, accept_loop,
 };
 pub use clock::Clock;
-pub use listener::{ListenAddress, ListenError, ListenOptions, Listener};
+pub use listener::{Inherited, ListenAddress, ListenError, ListenOptions, Listener};
 pub use stream::{PeerAddress, Stream};
 pub use worker::{BeforePark, Phase, ThreadStart, WorkerContext, WorkerHandle, WorkerSpec};

@@ -105,6 +105,39 @@ impl fmt::Display for ListenError {
 
 impl std::error::Error for ListenError {}
 
+/// A socket inherited from the process that started this one, with the address and kind
+/// it is bound to, until a `listen` of the configuration takes it ([`Listener::adopt`]).
+#[derive(Debug)]
+pub struct Inherited {
+    pub address: ListenAddress,
+    pub datagram: bool,
+    socket: Socket,
+}
+
+impl Inherited {
+    /// What `fd` is: a bound TCP, UDP or Unix socket. An error for anything else.
+    pub fn from_fd(fd: std::os::fd::OwnedFd) -> io::Result<Inherited> {
+        let socket = Socket::from(fd);
+        let datagram = socket.r#type()? == Type::DGRAM;
+        let local = socket.local_addr()?;
+        let address = if let Some(inet) = local.as_socket() {
+            ListenAddress::Inet(inet)
+        } else if let Some(path) = local.as_pathname() {
+            ListenAddress::Unix(path.to_path_buf())
+        } else {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "neither an inet nor a named unix socket",
+            ));
+        };
+        Ok(Inherited {
+            address,
+            datagram,
+            socket,
+        })
+    }
+}
+
 /// An open, listening, non-blocking socket. The master keeps it for as long as any
 /// generation of workers listens on its address; workers accept on duplicates of it.
 #[derive(Debug)]
@@ -163,6 +196,35 @@ impl Listener {
             .map_err(fail("ioctl(FIONBIO)"))?;
         Ok(Listener {
             address: address.clone(),
+            options: Mutex::new(options.clone()),
+            socket,
+        })
+    }
+
+    /// A listening socket this process inherited (a binary upgrade), configured with
+    /// `options` as [`Listener::open`] would configure a new one: the bind-time options
+    /// (`reuseport`, `ipv6only`) stay as the socket has them.
+    pub fn adopt(inherited: Inherited, options: &ListenOptions) -> Result<Listener, ListenError> {
+        let Inherited {
+            address, socket, ..
+        } = inherited;
+        configure(&socket, options, &address)?;
+        let fail = |call: &'static str| {
+            let address = address.clone();
+            move |source| ListenError {
+                call,
+                address,
+                source,
+            }
+        };
+        if !options.datagram {
+            socket.listen(options.backlog).map_err(fail("listen"))?;
+        }
+        socket
+            .set_nonblocking(true)
+            .map_err(fail("ioctl(FIONBIO)"))?;
+        Ok(Listener {
+            address,
             options: Mutex::new(options.clone()),
             socket,
         })

@@ -1,20 +1,65 @@
 //! The master's listening sockets, kept open across reloads so that no connection is
-//! refused while one generation of workers hands over to the next.
+//! refused while one generation of workers hands over to the next, and handed to a new
+//! binary on `USR2` (the `NGINX` variable, as nginx passes them) so that none is refused
+//! while the binary changes either.
 
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::sync::Arc;
 use std::time::Duration;
 
-use runtime::{ListenAddress, ListenError, ListenOptions, Listener};
+use runtime::{Inherited, ListenAddress, ListenError, ListenOptions, Listener};
 
 /// nginx tries a busy address five times, half a second apart, before giving up.
 const BIND_TRIES: usize = 5;
 const BIND_RETRY_DELAY: Duration = Duration::from_millis(500);
 
+/// The environment variable that lists the listening sockets a new binary inherits, as
+/// `FD;FD;...;` (nginx's name and format, so that an nginx master's `USR2` can start
+/// Portico in its place too).
+pub const INHERITED_VARIABLE: &str = "NGINX";
+
 /// Every listening socket any generation uses.
 #[derive(Debug, Default)]
 pub struct ListenerSet {
-    /// (address, reuseport slot, socket).
-    open: Vec<(ListenAddress, usize, Arc<Listener>)>,
+    open: Vec<Open>,
+    /// Sockets inherited from the binary that started this one and not yet taken by a
+    /// `listen` of the configuration.
+    inherited: Vec<Inherited>,
+}
+
+#[derive(Debug)]
+struct Open {
+    address: ListenAddress,
+    /// Which of a `reuseport` address's sockets (one per worker).
+    slot: usize,
+    listener: Arc<Listener>,
+    /// Inherited from the binary that started this one.
+    inherited: bool,
+}
+
+/// Whether closing a Unix socket may remove its file: not while another binary still
+/// listens on it (the new one this master started, or the old one that started this
+/// master), as nginx decides.
+#[derive(Clone, Copy, Debug)]
+pub struct UnixFiles {
+    /// A new binary started by this master is running.
+    pub new_binary_running: bool,
+    /// The binary that started this one (and passed its sockets) is still this process's
+    /// parent.
+    pub old_binary_running: bool,
+}
+
+impl UnixFiles {
+    /// No other binary shares the sockets.
+    #[cfg(test)]
+    pub const ALONE: UnixFiles = UnixFiles {
+        new_binary_running: false,
+        old_binary_running: false,
+    };
+
+    fn may_remove(self, open: &Open) -> bool {
+        !(self.new_binary_running || (open.inherited && self.old_binary_running))
+    }
 }
 
 /// The sockets of one generation, in the order of `HttpConf::sockets`; a `reuseport`
@@ -37,29 +82,33 @@ impl ListenerSet {
             let slots = if options.reuseport { workers.max(1) } else { 1 };
             let mut listeners = Vec::new();
             for slot in 0..slots {
-                let existing = self
-                    .open
-                    .iter()
-                    .find(|(open_address, open_slot, listener)| {
-                        open_address == address
-                            && *open_slot == slot
-                            && listener.compatible_with(options)
-                    });
-                if let Some((_, _, listener)) = existing {
-                    if listener.options() != *options {
-                        listener.apply(options)?;
+                let existing = self.open.iter().find(|open| {
+                    open.address == *address
+                        && open.slot == slot
+                        && open.listener.compatible_with(options)
+                });
+                if let Some(open) = existing {
+                    if open.listener.options() != *options {
+                        open.listener.apply(options)?;
                     }
-                    listeners.push(Arc::clone(listener));
+                    listeners.push(Arc::clone(&open.listener));
                     continue;
                 }
-                match open_with_retries(address, options, &mut on_retry) {
-                    Ok(listener) => {
-                        let listener = Arc::new(listener);
-                        opened.push((address.clone(), slot, Arc::clone(&listener)));
-                        listeners.push(listener);
-                    }
-                    Err(error) => return Err(error),
-                }
+                let inherited = self.inherited.iter().position(|inherited| {
+                    inherited.address == *address && inherited.datagram == options.datagram
+                });
+                let listener = match inherited {
+                    Some(index) => Listener::adopt(self.inherited.remove(index), options)?,
+                    None => open_with_retries(address, options, &mut on_retry)?,
+                };
+                let listener = Arc::new(listener);
+                opened.push(Open {
+                    address: address.clone(),
+                    slot,
+                    listener: Arc::clone(&listener),
+                    inherited: inherited.is_some(),
+                });
+                listeners.push(listener);
             }
             result.push(listeners);
         }
@@ -67,24 +116,79 @@ impl ListenerSet {
         Ok(result)
     }
 
-    /// Closes sockets no generation uses any more; removes their Unix socket files.
-    pub fn prune(&mut self) {
-        self.open.retain(|(address, _, listener)| {
-            let used = Arc::strong_count(listener) > 1;
-            if !used && let ListenAddress::Unix(path) = address {
-                let _ = std::fs::remove_file(path);
+    /// Closes sockets no generation uses any more; removes their Unix socket files where
+    /// `files` allows.
+    pub fn prune(&mut self, files: UnixFiles) {
+        self.open.retain(|open| {
+            let used = Arc::strong_count(&open.listener) > 1;
+            if !used && files.may_remove(open) {
+                remove_unix_file(&open.address);
             }
             used
         });
     }
 
-    /// Closes every socket and removes Unix socket files (the master is exiting).
-    pub fn close_all(&mut self) {
-        for (address, _, _) in self.open.drain(..) {
-            if let ListenAddress::Unix(path) = address {
-                let _ = std::fs::remove_file(path);
+    /// Closes every socket (the master is exiting) and removes Unix socket files where
+    /// `files` allows.
+    pub fn close_all(&mut self, files: UnixFiles) {
+        for open in self.open.drain(..) {
+            if files.may_remove(&open) {
+                remove_unix_file(&open.address);
             }
         }
+    }
+
+    /// Takes the sockets listed in [`INHERITED_VARIABLE`], if it is set: those a binary
+    /// upgrade passed. Returns the variable's text (for the log) and what was wrong with
+    /// any entry; an entry that is not an open socket is left alone.
+    pub fn inherit_from_environment(&mut self) -> Option<(String, Vec<String>)> {
+        let text = std::env::var(INHERITED_VARIABLE).ok()?;
+        let mut problems = Vec::new();
+        let mut seen = Vec::new();
+        for entry in text.split([';', ':']).filter(|entry| !entry.is_empty()) {
+            let Ok(fd) = entry.parse::<i32>() else {
+                problems.push(format!(
+                    "invalid socket number \"{entry}\" in {INHERITED_VARIABLE} environment \
+                     variable, ignoring the rest of the variable"
+                ));
+                break;
+            };
+            if seen.contains(&fd) {
+                continue;
+            }
+            seen.push(fd);
+            let Some(owned) = runtime::sys::linux::adopt_inherited_fd(fd) else {
+                problems.push(format!("inherited socket #{fd} is not open, ignored"));
+                continue;
+            };
+            match Inherited::from_fd(owned) {
+                Ok(inherited) => self.inherited.push(inherited),
+                Err(error) => problems.push(format!(
+                    "getsockname() of the inherited socket #{fd} failed ({}), ignored",
+                    runtime::sys::linux::error_text(&error)
+                )),
+            }
+        }
+        Some((text, problems))
+    }
+
+    /// Closes the inherited sockets no `listen` of the configuration took.
+    pub fn close_unused_inherited(&mut self) {
+        self.inherited.clear();
+    }
+
+    /// Copies of every open socket's descriptor without close-on-exec, for a new binary
+    /// to inherit, and the [`INHERITED_VARIABLE`] value naming them. The caller drops the
+    /// copies once the new binary has started.
+    pub fn for_new_binary(&self) -> std::io::Result<(Vec<OwnedFd>, String)> {
+        let mut copies = Vec::with_capacity(self.open.len());
+        let mut text = String::new();
+        for open in &self.open {
+            let copy = rustix::io::dup(open.listener.as_fd())?;
+            text.push_str(&format!("{};", copy.as_raw_fd()));
+            copies.push(copy);
+        }
+        Ok((copies, text))
     }
 
     #[cfg(test)]
@@ -95,6 +199,12 @@ impl ListenerSet {
     #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.open.is_empty()
+    }
+}
+
+fn remove_unix_file(address: &ListenAddress) {
+    if let ListenAddress::Unix(path) = address {
+        let _ = std::fs::remove_file(path);
     }
 }
 
@@ -138,10 +248,10 @@ mod tests {
             "the same socket serves both generations"
         );
         drop(first);
-        set.prune();
+        set.prune(UnixFiles::ALONE);
         assert_eq!(set.len(), 1);
         drop(second);
-        set.prune();
+        set.prune(UnixFiles::ALONE);
         assert!(set.is_empty());
     }
 

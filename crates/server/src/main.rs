@@ -10,6 +10,7 @@ mod listeners;
 mod master;
 mod pid_file;
 mod stream_accept;
+mod upgrade;
 mod work_dirs;
 
 use std::process::ExitCode;

@@ -16,8 +16,8 @@ use crate::cache_zones::ZoneRegistry;
 use crate::cli::{self, Options};
 use crate::config::{self, Config, Paths};
 use crate::generation::{self, GenerationHandle};
-use crate::listeners::ListenerSet;
-use crate::pid_file;
+use crate::listeners::{ListenerSet, UnixFiles};
+use crate::{pid_file, upgrade};
 
 /// How often the master wakes without a signal to reap finished generations.
 const REAP_INTERVAL: Duration = Duration::from_millis(100);
@@ -210,6 +210,16 @@ struct Master {
     number: u64,
     /// The proxy cache zones, kept across reloads.
     cache_zones: ZoneRegistry,
+    /// Detached from the terminal (`daemon on`, or started by an old binary): only then
+    /// does `WINCH` stop the workers, since a terminal sends it when its window changes.
+    daemonized: bool,
+    /// The new binary `USR2` started, while it runs; the pid file is then `PID.oldbin`.
+    new_binary: Option<std::process::Child>,
+    /// Our parent when we inherited sockets from it (a binary upgrade): while it runs, it
+    /// shares them.
+    spawned_by: Option<i32>,
+    /// `WINCH` stopped the workers; the sockets stay open for a `HUP` to start new ones.
+    noaccepting: bool,
 }
 
 impl Master {
@@ -227,6 +237,17 @@ impl Master {
             return ExitCode::FAILURE;
         }
         let mut listeners = ListenerSet::default();
+        let inherited = listeners.inherit_from_environment();
+        if let Some((text, problems)) = &inherited {
+            log(
+                &error_log,
+                Level::Notice,
+                &format!("using inherited sockets from \"{text}\""),
+            );
+            for problem in problems {
+                log(&error_log, Level::Emerg, problem);
+            }
+        }
         let socket_list = socket_list(&config);
         let sockets = match listeners.acquire(&socket_list, config.workers, |retry| {
             report(&error_log, Level::Emerg, &retry.to_string())
@@ -240,8 +261,13 @@ impl Master {
                 return ExitCode::FAILURE;
             }
         };
+        listeners.close_unused_inherited();
         drop(startup);
-        if config.daemon {
+        // A binary started by an old one is already detached (or runs where the old one
+        // ran): it does not fork again, or the old one would see it exit at once.
+        let spawned_by = inherited.is_some().then(sys::parent_pid);
+        let daemonized = config.daemon || spawned_by.is_some();
+        if config.daemon && spawned_by.is_none() {
             match sys::fork() {
                 Ok(sys::Forked::Parent) => return ExitCode::SUCCESS,
                 Ok(sys::Forked::Child) => {
@@ -345,6 +371,10 @@ impl Master {
             connection_ids,
             number: 1,
             cache_zones,
+            daemonized,
+            new_binary: None,
+            spawned_by,
+            noaccepting: false,
         };
         master.run()
     }
@@ -365,6 +395,8 @@ impl Master {
             match signal {
                 Some(libc::SIGHUP) => self.reload(),
                 Some(libc::SIGUSR1) => self.reopen(),
+                Some(libc::SIGUSR2) => self.change_binary(),
+                Some(libc::SIGWINCH) => self.stop_accepting(),
                 Some(libc::SIGQUIT) => {
                     return self.stop(
                         Phase::Draining,
@@ -392,6 +424,9 @@ impl Master {
     /// sockets and let the old one drain; on failure keep serving the old one.
     /// HUP: a new generation from the configuration, counted for the metrics.
     fn reload(&mut self) {
+        // After `WINCH` the workers are gone and the sockets open: new workers start
+        // (nginx starts them from the configuration it has; Portico reads it again).
+        self.noaccepting = false;
         let counter = if self.start_new_generation() {
             &metrics::GLOBAL.reloads
         } else {
@@ -449,7 +484,7 @@ impl Master {
             Ok(handle) => handle,
             Err(error) => {
                 log(&self.error_log, Level::Alert, &error.0);
-                self.listeners.prune();
+                self.listeners.prune(self.unix_files());
                 return false;
             }
         };
@@ -516,7 +551,150 @@ impl Master {
             }
             index += 1;
         }
-        self.listeners.prune();
+        self.reap_new_binary();
+        // After `WINCH` no generation uses the sockets, and they must stay for `HUP`.
+        if !self.noaccepting {
+            self.listeners.prune(self.unix_files());
+        }
+    }
+
+    /// Which Unix socket files closing a socket may remove.
+    fn unix_files(&self) -> UnixFiles {
+        UnixFiles {
+            new_binary_running: self.new_binary.is_some(),
+            old_binary_running: self.spawned_by == Some(sys::parent_pid()),
+        }
+    }
+
+    /// USR2: start the binary again from its path, handing it the sockets.
+    fn change_binary(&mut self) {
+        if self.new_binary.is_some() || self.unix_files().old_binary_running {
+            log(
+                &self.error_log,
+                Level::Notice,
+                "signal 12 (SIGUSR2) received, ignoring",
+            );
+            log(
+                &self.error_log,
+                Level::Notice,
+                "the changing binary signal is ignored: you should shutdown or terminate \
+                 before either old or new binary's process",
+            );
+            return;
+        }
+        log(
+            &self.error_log,
+            Level::Notice,
+            "signal 12 (SIGUSR2) received, changing binary",
+        );
+        let oldbin = upgrade::oldbin_path(&self.pid_path);
+        if let Err(error) = std::fs::rename(&self.pid_path, &oldbin) {
+            log(
+                &self.error_log,
+                Level::Alert,
+                &format!(
+                    "rename() \"{}\" to \"{}\" failed ({})",
+                    self.pid_path.display(),
+                    oldbin.display(),
+                    sys::error_text(&error)
+                ),
+            );
+            return;
+        }
+        match upgrade::start_new_binary(&self.listeners) {
+            Ok(child) => {
+                log(
+                    &self.error_log,
+                    Level::Notice,
+                    &format!("start new binary process {}", child.id()),
+                );
+                self.new_binary = Some(child);
+            }
+            Err(message) => {
+                log(&self.error_log, Level::Alert, &message);
+                self.restore_pid_file();
+            }
+        }
+    }
+
+    /// Puts `PID.oldbin` back as the pid file.
+    fn restore_pid_file(&self) {
+        let oldbin = upgrade::oldbin_path(&self.pid_path);
+        if let Err(error) = std::fs::rename(&oldbin, &self.pid_path) {
+            log(
+                &self.error_log,
+                Level::Alert,
+                &format!(
+                    "rename() \"{}\" to \"{}\" failed ({})",
+                    oldbin.display(),
+                    self.pid_path.display(),
+                    sys::error_text(&error)
+                ),
+            );
+        }
+    }
+
+    /// A new binary that exited gives the pid file back; workers stopped by `WINCH` start
+    /// again, as nginx does.
+    fn reap_new_binary(&mut self) {
+        let Some(child) = &mut self.new_binary else {
+            return;
+        };
+        let status = match child.try_wait() {
+            Ok(Some(status)) => status,
+            Ok(None) => return,
+            Err(error) => {
+                log(
+                    &self.error_log,
+                    Level::Alert,
+                    &format!("waitpid() failed ({})", sys::error_text(&error)),
+                );
+                return;
+            }
+        };
+        let pid = child.id();
+        self.new_binary = None;
+        let how = match (
+            status.code(),
+            std::os::unix::process::ExitStatusExt::signal(&status),
+        ) {
+            (Some(code), _) => format!("exited with code {code}"),
+            (None, Some(signal)) => format!("exited on signal {signal}"),
+            (None, None) => "exited".to_owned(),
+        };
+        log(
+            &self.error_log,
+            Level::Notice,
+            &format!("new binary process {pid} {how}"),
+        );
+        self.restore_pid_file();
+        if self.noaccepting {
+            self.noaccepting = false;
+            self.start_new_generation();
+        }
+    }
+
+    /// WINCH: the workers finish what they serve and exit; the master and its sockets stay.
+    fn stop_accepting(&mut self) {
+        if !self.daemonized {
+            log(
+                &self.error_log,
+                Level::Notice,
+                "signal 28 (SIGWINCH) received",
+            );
+            return;
+        }
+        log(
+            &self.error_log,
+            Level::Notice,
+            "signal 28 (SIGWINCH) received, stop accepting connections",
+        );
+        self.noaccepting = true;
+        for generation in &mut self.generations {
+            if !generation.draining {
+                generation.set_phase(Phase::Draining);
+            }
+        }
     }
 
     /// Stops every generation; `message` is logged once the workers have been told.
@@ -527,7 +705,8 @@ impl Master {
             // accept loops let go of them, so new clients are refused, as nginx does.
             generation.sockets.clear();
         }
-        self.listeners.close_all();
+        let files = self.unix_files();
+        self.listeners.close_all(files);
         log(&self.error_log, Level::Notice, message);
         while !self.generations.iter().all(GenerationHandle::is_finished) {
             if let Ok(Some(libc::SIGTERM | libc::SIGINT)) = sys::wait_signal(REAP_INTERVAL) {
@@ -541,9 +720,13 @@ impl Master {
                 log(&self.error_log, Level::Alert, &panic);
             }
         }
-        self.listeners.close_all();
+        let files = self.unix_files();
+        self.listeners.close_all(files);
         self.cache_zones.shutdown(&self.error_log);
         pid_file::remove(&self.pid_path, self.pid);
+        if self.new_binary.is_some() {
+            pid_file::remove(&upgrade::oldbin_path(&self.pid_path), self.pid);
+        }
         log(&self.error_log, Level::Notice, "exit");
         ExitCode::SUCCESS
     }

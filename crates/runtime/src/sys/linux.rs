@@ -285,6 +285,31 @@ pub fn fork() -> io::Result<Forked> {
     }
 }
 
+/// Takes over a descriptor this process inherited through `exec` (the listening sockets a
+/// binary upgrade passes in the `NGINX` variable): `None` if no such descriptor is open;
+/// otherwise it is marked close-on-exec and owned from now on. The caller passes each number
+/// once.
+pub fn adopt_inherited_fd(fd: RawFd) -> Option<std::os::fd::OwnedFd> {
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: F_GETFD reads the descriptor flags of any number; -1 means it is not open.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFD) };
+    if flags < 0 {
+        return None;
+    }
+    // SAFETY: the descriptor is open (above); setting FD_CLOEXEC changes only its flags.
+    unsafe { libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC) };
+    // SAFETY: the descriptor is open, nothing else in this process owns it (it came from
+    // the parent's exec, and the caller adopts each number once).
+    Some(unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) })
+}
+
+/// The parent process's id (`getppid(2)`).
+pub fn parent_pid() -> i32 {
+    rustix::process::getppid().map_or(0, |pid| pid.as_raw_nonzero().get())
+}
+
 /// Whether every page of a file range is in page cache *and up to date*, by `mmap` +
 /// `mincore(2)` + `munmap`. The answer holds for the moment it is made only, and Linux
 /// gives it only for a file the caller owns or could write (for others every page is

@@ -16,6 +16,7 @@ mod api;
 mod auth_basic;
 mod auth_request;
 mod autoindex;
+mod binary_upgrade;
 mod browser;
 mod charset;
 mod cli;
