@@ -121,10 +121,15 @@ pub fn main(options: Options) -> ExitCode {
             ));
         }
         // As nginx's `-t`: the directories the workers write to are made (or taken over)
-        // now, so a path that cannot be fails the test rather than the start.
-        if let Some(http) = &config.http
-            && let Err(error) = crate::work_dirs::prepare(http, config.user.as_ref())
-        {
+        // now, and every listen address is bound and let go, so that a path that cannot be
+        // made or an address the machine does not have fails the test rather than the
+        // start. An address in use (by the running server) is fine, as in nginx.
+        let failure = config
+            .http
+            .as_ref()
+            .and_then(|http| crate::work_dirs::prepare(http, config.user.as_ref()).err())
+            .or_else(|| probe_listen_addresses(&config));
+        if let Some(error) = failure {
             report(&startup, Level::Emerg, &error);
             say(&format!(
                 "configuration file {} test failed",
@@ -151,6 +156,24 @@ pub fn main(options: Options) -> ExitCode {
     // The last lines (workers' exit notices, "exit") are on disk before the process ends.
     logging::writer::drain();
     code
+}
+
+/// `-t`'s bind of each listen address: the first error other than "in use", in nginx's
+/// words. A Unix socket file the probe made is removed again.
+fn probe_listen_addresses(config: &Config) -> Option<String> {
+    for (address, options) in socket_list(config) {
+        match runtime::Listener::open(&address, &options) {
+            Ok(listener) => {
+                drop(listener);
+                if let runtime::ListenAddress::Unix(path) = &address {
+                    let _ = std::fs::remove_file(path);
+                }
+            }
+            Err(error) if error.source.raw_os_error() == Some(libc::EADDRINUSE) => {}
+            Err(error) => return Some(error.to_string()),
+        }
+    }
+    None
 }
 
 fn print_version(options: &Options) {

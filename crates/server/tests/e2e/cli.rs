@@ -172,6 +172,30 @@ fn test_succeeds() {
 }
 
 #[test]
+fn test_binds_each_listen_address_and_lets_it_go() {
+    // 192.0.2.0/24 is for documentation: no machine has it, so bind() fails with 99.
+    assert_test_fails(
+        "events {\n}\nhttp {\n    server {\n        listen 192.0.2.1:8080;\n    }\n}\n",
+        &[],
+        &[],
+        "bind() to 192.0.2.1:8080 failed (99: Cannot assign requested address)",
+    );
+    // An address in use (the running server's) is fine; a Unix socket's file is removed.
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").expect("a probe socket");
+    let port = busy.local_addr().expect("its address").port();
+    let socket = std::env::temp_dir().join(format!("portico-t-{}.sock", std::process::id()));
+    let config = format!(
+        "events {{\n}}\nhttp {{\n    server {{\n        listen 127.0.0.1:{port};\n        \
+         listen unix:{};\n    }}\n}}\n",
+        socket.display()
+    );
+    let (_prefix, output) = run_with_config(&config, &[], &["-t", "-q"]);
+    output.assert_code(0);
+    assert_eq!(output.stderr, "");
+    assert!(!socket.exists(), "the probe's socket file is gone");
+}
+
+#[test]
 fn test_quiet_is_silent() {
     let (_prefix, output) = run_with_config("events {\n}\n", &[], &["-tq"]);
     output.assert_code(0);
