@@ -154,7 +154,8 @@ impl Browser {
     /// Updates the flags from one `User-Agent` value as nginx's
     /// `ngx_http_process_user_agent` does; several headers accumulate.
     pub(super) fn detect(&mut self, user_agent: &[u8]) {
-        if let Some(at) = find(user_agent, b"MSIE ")
+        let found = Markers::find(user_agent);
+        if let Some(at) = found.msie
             && at + 7 < user_agent.len()
         {
             self.msie = true;
@@ -169,7 +170,7 @@ impl Browser {
                 }
             }
         }
-        if find(user_agent, b"Opera").is_some() {
+        if found.opera {
             self.opera = true;
             self.msie = false;
             self.msie6 = false;
@@ -177,16 +178,57 @@ impl Browser {
         if self.msie || self.opera {
             return;
         }
-        if find(user_agent, b"Gecko/").is_some() {
+        if found.gecko {
             self.gecko = true;
-        } else if find(user_agent, b"Chrome/").is_some() {
+        } else if found.chrome {
             self.chrome = true;
-        } else if find(user_agent, b"Safari/").is_some() && find(user_agent, b"Mac OS X").is_some()
-        {
+        } else if found.safari && found.mac_os_x {
             self.safari = true;
-        } else if find(user_agent, b"Konqueror").is_some() {
+        } else if found.konqueror {
             self.konqueror = true;
         }
+    }
+}
+
+/// Where the words browser detection looks for occur in a `User-Agent`, found in two
+/// passes over it (the first letters `M`, `O`, `G`, then `C`, `S`, `K`) instead of one
+/// search per word: six searches cost about 700 instructions per request even when the
+/// value is a short non-browser one (`bench/instructions.sh return200`).
+#[derive(Default)]
+struct Markers {
+    /// The first `MSIE `.
+    msie: Option<usize>,
+    opera: bool,
+    gecko: bool,
+    chrome: bool,
+    safari: bool,
+    mac_os_x: bool,
+    konqueror: bool,
+}
+
+impl Markers {
+    fn find(user_agent: &[u8]) -> Markers {
+        let mut found = Markers::default();
+        for at in memchr::memchr3_iter(b'M', b'O', b'G', user_agent) {
+            let rest = &user_agent[at..];
+            match rest[0] {
+                b'M' if rest.starts_with(b"MSIE ") => {
+                    found.msie.get_or_insert(at);
+                }
+                b'M' => found.mac_os_x |= rest.starts_with(b"Mac OS X"),
+                b'O' => found.opera |= rest.starts_with(b"Opera"),
+                _ => found.gecko |= rest.starts_with(b"Gecko/"),
+            }
+        }
+        for at in memchr::memchr3_iter(b'C', b'S', b'K', user_agent) {
+            let rest = &user_agent[at..];
+            match rest[0] {
+                b'C' => found.chrome |= rest.starts_with(b"Chrome/"),
+                b'S' => found.safari |= rest.starts_with(b"Safari/"),
+                _ => found.konqueror |= rest.starts_with(b"Konqueror"),
+            }
+        }
+        found
     }
 }
 

@@ -146,3 +146,82 @@ fn reference_from_name(name: &[u8]) -> Option<Known> {
         .find(|(known, _)| name.eq_ignore_ascii_case(known))
         .map(|&(_, k)| k)
 }
+
+/// Browser detection as six searches, one per word, the way it was written before the
+/// two-pass [`super::known`] version: the reference the new one must agree with.
+fn reference_detect(browser: &mut super::Browser, user_agent: &[u8]) {
+    let find = |haystack: &[u8], needle: &[u8]| {
+        haystack
+            .windows(needle.len())
+            .position(|window| window == needle)
+    };
+    if let Some(at) = find(user_agent, b"MSIE ")
+        && at + 7 < user_agent.len()
+    {
+        browser.msie = true;
+        if user_agent[at + 6] == b'.' {
+            match user_agent[at + 5] {
+                b'4' | b'5' => browser.msie6 = true,
+                b'6' if find(&user_agent[at + 8..], b"SV1").is_none() => browser.msie6 = true,
+                _ => {}
+            }
+        }
+    }
+    if find(user_agent, b"Opera").is_some() {
+        browser.opera = true;
+        browser.msie = false;
+        browser.msie6 = false;
+    }
+    if browser.msie || browser.opera {
+        return;
+    }
+    if find(user_agent, b"Gecko/").is_some() {
+        browser.gecko = true;
+    } else if find(user_agent, b"Chrome/").is_some() {
+        browser.chrome = true;
+    } else if find(user_agent, b"Safari/").is_some() && find(user_agent, b"Mac OS X").is_some() {
+        browser.safari = true;
+    } else if find(user_agent, b"Konqueror").is_some() {
+        browser.konqueror = true;
+    }
+}
+
+#[test]
+fn browser_detection_agrees_with_one_search_per_word() {
+    const PIECES: [&[u8]; 16] = [
+        b"MSIE ",
+        b"MSIE 6.0",
+        b"MSIE 5.5",
+        b"SV1",
+        b"Opera",
+        b"Gecko/",
+        b"Chrome/",
+        b"Safari/",
+        b"Mac OS X",
+        b"Konqueror",
+        b"M",
+        b"O",
+        b"G",
+        b"C",
+        b"S",
+        b" x.6",
+    ];
+    let mut rng = TestRng::new(0xb70);
+    for _ in 0..50_000 {
+        let mut agent = Vec::new();
+        for _ in 0..rng.below(6) {
+            agent.extend_from_slice(PIECES[rng.below(PIECES.len())]);
+            if rng.one_in(3) {
+                agent.push(b' ');
+            }
+        }
+        // A second header accumulates on the first one's flags, as in nginx.
+        let mut detected = super::Browser::default();
+        let mut expected = super::Browser::default();
+        for _ in 0..1 + usize::from(rng.one_in(4)) {
+            detected.detect(&agent);
+            reference_detect(&mut expected, &agent);
+        }
+        assert_eq!(detected, expected, "{:?}", String::from_utf8_lossy(&agent));
+    }
+}
