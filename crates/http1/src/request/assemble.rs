@@ -6,6 +6,7 @@
 //! HTTP/1 head; no field line is scanned.
 
 use crate::error::RequestError;
+use crate::request::fast_path;
 use crate::request::request_line::{Scan, scan_request_line};
 use crate::request::{HeadLimits, HeaderField, RequestHead, accept_request_line};
 
@@ -42,10 +43,15 @@ pub fn assemble<'f>(
     // The line is read as HTTP/1.1 (the version rules are HTTP/1's), then says its own
     // protocol: both are eight bytes.
     buf.extend_from_slice(b" HTTP/1.1\r\n");
-    let line = match scan_request_line(buf).1 {
-        Scan::Complete(line) => line,
-        Scan::Rejected { error, .. } => return Err(error),
-        Scan::Incomplete => return Err(RequestError::InvalidRequest),
+    // The common shapes through the fast path, as an HTTP/1 head's line (the exact scanner
+    // alone measured about 800 instructions per HTTP/2 request).
+    let line = match fast_path::scan_request_line(buf) {
+        Some(line) => line,
+        None => match scan_request_line(buf).1 {
+            Scan::Complete(line) => line,
+            Scan::Rejected { error, .. } => return Err(error),
+            Scan::Incomplete => return Err(RequestError::InvalidRequest),
+        },
     };
     accept_request_line(buf, &line, limits, head)?;
     buf[line.protocol.clone()].copy_from_slice(parts.protocol);
