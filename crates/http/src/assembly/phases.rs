@@ -189,7 +189,7 @@ fn find_config<'a>(
     }
     if redirect.is_some() {
         let mut value = Vec::with_capacity(location.prefix().len() + request.args.len() + 1);
-        crate::modules::proxy::request::escape_uri(location.prefix(), &mut value);
+        crate::kernel::response::escape_uri(location.prefix(), &mut value);
         if !request.args.is_empty() {
             value.push(b'?');
             value.extend_from_slice(&request.args);

@@ -434,7 +434,7 @@ fn report_log_failures(
                 Some(connection),
                 format_args!(
                     "write() to \"{name}\" failed ({})",
-                    crate::modules::proxy::failure::errno_text(&error)
+                    crate::kernel::request_log::errno_text(&error)
                 ),
                 None,
             );
@@ -495,7 +495,7 @@ fn write_path_line(
             Ok(Err(error)) => format!(
                 "open() \"{}\" failed ({})",
                 path.display(),
-                crate::modules::proxy::failure::errno_text(&error)
+                crate::kernel::request_log::errno_text(&error)
             ),
             Err(error) => error.message,
         };

@@ -97,6 +97,7 @@ pub(crate) const ENOENT: i32 = 2;
 pub(crate) const ENOTDIR: i32 = 20;
 pub(crate) const ENAMETOOLONG: i32 = 36;
 pub(crate) const EACCES: i32 = 13;
+pub(crate) const EXDEV: i32 = 18;
 const ELOOP: i32 = 40;
 
 /// Opens `path` for reading and stats it. A directory is not kept open.
