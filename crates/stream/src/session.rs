@@ -164,6 +164,9 @@ impl<'w> Session<'w> {
             }
             let line = crate::log::render_line(&conf.log_formats[log.format], &mut eval);
             match &conf.access_logs[log.target].path {
+                crate::conf::LogPath::File(file) if file.as_syslog().is_some() => {
+                    file.append_line(&line, &self.worker.clock.wall());
+                }
                 crate::conf::LogPath::File(_) => self.worker.write_access_log(log.target, &line),
                 crate::conf::LogPath::Template(template) => {
                     let path = eval.render(template);

@@ -115,6 +115,7 @@ mod static_files;
 mod stream;
 mod stub_status;
 mod sub_filter;
+mod syslog;
 mod thread_pool;
 mod trailers;
 mod upstream_hash;
