@@ -336,6 +336,9 @@ fn run<'w>(
                 peer_text(&peer)
             ));
         }
+        if session.logs(Level::Debug) {
+            session.log(Level::Debug, format_args!("stream session started"));
+        }
         if let Err(status) = first_phases(&mut session, &stream).await {
             return finish(session, status);
         }

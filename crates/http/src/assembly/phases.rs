@@ -184,6 +184,15 @@ fn find_config<'a>(
     let found = redirect.unwrap_or(found);
     request.location = Some(found);
     let mut location = conf.location(found);
+    if location.settings.core.error_log.enabled(Level::Debug) {
+        log(
+            worker,
+            connection,
+            request,
+            Level::Debug,
+            format_args!("using configuration \"{}\"", location.name),
+        );
+    }
     if !request.internal && location.settings.core.internal {
         return Step::Finalize(404);
     }
