@@ -45,7 +45,7 @@ use crate::modules::rewrite::{self, ScriptOutcome, status_is_redirect};
 use crate::modules::static_files::content::serve_static;
 use crate::modules::static_files::handler::{self as static_handler, StaticOutcome};
 use crate::modules::static_files::try_files::{self, TryOutcome};
-use crate::modules::{auth_basic, auth_request, limit, mirror, realip};
+use crate::modules::{auth_basic, auth_request, dav, limit, mirror, realip};
 
 /// Where the request goes next.
 enum Step<'a> {
@@ -420,6 +420,9 @@ async fn content<'a>(
             proxy_content(worker, client, request, location_id).await
         }
         Content::Static => {
+            if dav::handles(worker.conf().location(location_id), request) {
+                return dav_content(worker, client, request, location_id).await;
+            }
             if let Some(step) = random_index(worker, client.info, request, location_id).await {
                 return step;
             }
@@ -438,6 +441,23 @@ async fn content<'a>(
         Content::StatusPage => {
             observe_content(worker, client.info, request, Endpoint::StatusPage).await
         }
+    }
+}
+
+/// WebDAV's content handler, for a method `dav_methods` names; boxed, as its file work
+/// is not part of every request's future.
+async fn dav_content<'a>(
+    worker: &'a HttpWorker,
+    client: &mut Client<'_>,
+    request: &mut Request<'a>,
+    location_id: LocationId,
+) -> Step<'a> {
+    let location = worker.conf().location(location_id);
+    match Box::pin(dav::handle(worker, client, request, location)).await {
+        dav::Outcome::Declined => static_content(worker, client.info, request, location_id).await,
+        dav::Outcome::Respond(_) => Step::Done(Reply::Respond(Body::Bytes(Bytes::Borrowed(b"")))),
+        dav::Outcome::Failed(error) => file_failure(worker, client.info, request, &error),
+        dav::Outcome::Status(status) => Step::Finalize(status),
     }
 }
 

@@ -8,6 +8,7 @@ pub mod auth_basic;
 pub mod auth_request;
 pub mod browser;
 pub mod charset;
+pub mod dav;
 pub mod empty_gif;
 pub mod geo;
 pub mod gunzip;

@@ -21,6 +21,7 @@ mod charset;
 mod cli;
 mod config;
 mod core;
+mod dav;
 mod empty_gif;
 mod error_log;
 mod error_page;

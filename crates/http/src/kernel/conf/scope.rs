@@ -12,6 +12,7 @@ use crate::modules::auth_basic::settings::{AuthBasic, AuthBasicConf};
 use crate::modules::auth_request::settings::{AuthRequest, AuthRequestConf};
 use crate::modules::browser::settings::{Browser, BrowserConf};
 use crate::modules::charset::settings::{Charset, CharsetConf, CharsetMaps};
+use crate::modules::dav::settings::{Dav, DavConf};
 use crate::modules::gunzip::settings::{Gunzip, GunzipConf};
 use crate::modules::gzip::settings::{Gzip, GzipConf};
 use crate::modules::headers::settings::{Headers, HeadersConf};
@@ -94,6 +95,7 @@ pub struct LocationScope {
     pub userid: UserIdConf,
     pub browser: BrowserConf,
     pub random_index: RandomIndexConf,
+    pub dav: DavConf,
     pub secure_link: SecureLinkConf,
     pub status_zone: StatusZoneConf,
     pub limit: LimitConf,
@@ -168,6 +170,7 @@ pub struct LocationSettings {
     pub userid: UserId,
     pub browser: Browser,
     pub random_index: RandomIndex,
+    pub dav: Dav,
     pub secure_link: SecureLink,
     pub status_zone: StatusZone,
     pub limit: Limit,
@@ -206,6 +209,7 @@ impl LocationScope {
         self.userid.merge_from(&parent.userid);
         self.browser.merge_from(&parent.browser);
         self.random_index.merge_from(&parent.random_index);
+        self.dav.merge_from(&parent.dav);
         self.secure_link.merge_from(&parent.secure_link);
         self.status_zone.merge_from(&parent.status_zone);
         self.limit.merge_from(&parent.limit);
@@ -245,6 +249,7 @@ impl LocationScope {
             userid: self.userid.clone(),
             browser: self.browser.clone(),
             random_index: self.random_index.clone(),
+            dav: self.dav.clone(),
             secure_link: self.secure_link.clone(),
             status_zone: self.status_zone.clone(),
             limit: self.limit.clone(),
@@ -344,6 +349,7 @@ impl LocationScope {
             userid: self.userid.resolve(env),
             browser: self.browser.resolve(env),
             random_index: self.random_index.resolve(env),
+            dav: self.dav.resolve(env),
             secure_link: self.secure_link.resolve(env),
             status_zone: self.status_zone.resolve(env),
             limit: self.limit.resolve(env),
