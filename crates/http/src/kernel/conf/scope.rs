@@ -325,7 +325,11 @@ impl LocationScope {
                 None => self.proxy.resolve(env),
             },
             proxy_cache: match self.gateway_content() {
-                Some((_, gateway)) => gateway.cache.resolve(env),
+                // `slice` is its own module's, whichever protocol the location passes to.
+                Some((_, gateway)) => ProxyCache {
+                    slice: self.proxy_cache.slice.unwrap_or_default(),
+                    ..gateway.cache.resolve(env)
+                },
                 None => self.proxy_cache.resolve(env),
             },
             proxy_ssl: match self.gateway_content() {
