@@ -110,7 +110,10 @@ async fn run_from<'a>(
             Step::Rewrite => location_rewrite(worker, connection, request, server).await,
             Step::PostRewrite => post_rewrite(worker, connection, request),
             Step::PreAccess => preaccess(worker, &client, request).await,
-            Step::Access => check_access(worker, &client, request).await,
+            Step::Access => {
+                let step = check_access(worker, &client, request).await;
+                delay_unauthorized(worker, request, step).await
+            }
             Step::PreContent => precontent(worker, connection, request).await,
             Step::Content => content(worker, &mut client, request).await,
             Step::Finalize(status) => finalize(worker, connection, request, status),
@@ -357,6 +360,22 @@ async fn check_access<'a>(
         return forbidden_by_rule(worker, connection, request);
     }
     Step::PreContent
+}
+
+/// `auth_delay`: a 401 from the access phase (`auth_basic`, `auth_request`) is answered
+/// only once the delay has passed, as nginx delays it against timing attacks.
+async fn delay_unauthorized<'a>(
+    worker: &HttpWorker,
+    request: &Request<'_>,
+    step: Step<'a>,
+) -> Step<'a> {
+    if let Step::Finalize(401) = step {
+        let delay = current_location(worker, request).settings.core.auth_delay;
+        if !delay.is_zero() {
+            tokio::time::sleep(delay).await;
+        }
+    }
+    step
 }
 
 fn forbidden_by_rule<'a>(

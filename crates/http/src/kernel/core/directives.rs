@@ -199,6 +199,12 @@ pub const DIRECTIVES: &[HttpDirective] = &[
         Setter::Location(set_send_timeout),
     ),
     directive(
+        "auth_delay",
+        ANY_LEVEL,
+        Arity::TAKE1,
+        Setter::Location(set_auth_delay),
+    ),
+    directive(
         "keepalive_timeout",
         ANY_LEVEL,
         Arity::TAKE12,
@@ -560,6 +566,7 @@ set_once!(
     flag
 );
 set_once!(set_send_timeout, LocationScope, core.send_timeout, time);
+set_once!(set_auth_delay, LocationScope, core.auth_delay, time);
 set_once!(
     set_keepalive_timeout,
     LocationScope,
