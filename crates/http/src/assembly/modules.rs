@@ -48,6 +48,7 @@ pub const TABLES: &[&[HttpDirective]] = &[
     crate::modules::upstream::directives::DIRECTIVES,
     crate::modules::stub_status::directives::DIRECTIVES,
     crate::modules::empty_gif::directives::DIRECTIVES,
+    crate::modules::flv::directives::DIRECTIVES,
     crate::modules::observe::directives::DIRECTIVES,
     crate::kernel::ssl::directives::DIRECTIVES,
     crate::modules::v2::directives::DIRECTIVES,
@@ -154,5 +155,6 @@ pub const FAMILIES: &[&str] = &[
     "http_sub",
     "http_stub_status",
     "http_empty_gif",
+    "http_flv",
     "http_ssl",
 ];

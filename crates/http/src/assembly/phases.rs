@@ -455,6 +455,7 @@ async fn content<'a>(
             Ok(body) => Step::Done(Reply::Respond(body)),
             Err(status) => Step::Finalize(status),
         },
+        Content::Flv => flv_content(worker, client.info, request, location_id).await,
         Content::Metrics => observe_content(worker, client.info, request, Endpoint::Metrics).await,
         Content::Api => observe_content(worker, client.info, request, Endpoint::Api).await,
         Content::StatusPage => {
@@ -768,6 +769,31 @@ async fn static_content<'a>(
             args: request.args.clone(),
         },
         Err(error) => file_failure(worker, connection, request, &error),
+    }
+}
+
+/// `flv`: the static handler's file, from `?start=` behind the FLV header. Only GET and
+/// HEAD (405 otherwise, as nginx's handler); a directory URI is the static handler's.
+async fn flv_content<'a>(
+    worker: &'a HttpWorker,
+    connection: &ConnectionInfo,
+    request: &mut Request<'a>,
+    location_id: LocationId,
+) -> Step<'a> {
+    if !matches!(
+        request.head.method,
+        http1::Method::Get | http1::Method::Head
+    ) {
+        return Step::Finalize(405);
+    }
+    let step = static_content(worker, connection, request, location_id).await;
+    match step {
+        Step::Done(Reply::Respond(body))
+            if request.response.status == 200 && !request.uri.ends_with(b"/") =>
+        {
+            Step::Done(Reply::Respond(crate::modules::flv::from_start(request, body)))
+        }
+        other => other,
     }
 }
 

@@ -10,6 +10,7 @@ pub mod browser;
 pub mod charset;
 pub mod dav;
 pub mod empty_gif;
+pub mod flv;
 pub mod geo;
 pub mod gunzip;
 pub mod gzip;

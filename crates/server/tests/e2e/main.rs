@@ -27,6 +27,7 @@ mod error_log;
 mod error_page;
 mod events;
 mod expires;
+mod flv;
 mod fastcgi;
 mod geo;
 mod gunzip;

@@ -126,6 +126,8 @@ pub enum Content {
     StubStatus,
     /// `empty_gif`.
     EmptyGif,
+    /// `flv`.
+    Flv,
     /// `portico_metrics`.
     Metrics,
     /// `api`.
