@@ -104,12 +104,30 @@ fn put_creates_and_replaces_files_with_the_mode_and_the_location() {
 #[test]
 fn delete_mkcol_copy_and_move() {
     let server = start();
-    assert_eq!(server.request(request("MKCOL", "/col/", "", "")).status, 201);
-    assert_eq!(server.request(request("MKCOL", "/col/", "", "")).status, 405);
-    assert_eq!(server.request(request("MKCOL", "/a/b/", "", "")).status, 409);
-    assert_eq!(server.request(request("MKCOL", "/noslash", "", "")).status, 409);
-    assert_eq!(server.request(request("MKCOL", "/x/", "", "body")).status, 415);
-    assert_eq!(server.request(request("PUT", "/col/f", "", "F")).status, 201);
+    assert_eq!(
+        server.request(request("MKCOL", "/col/", "", "")).status,
+        201
+    );
+    assert_eq!(
+        server.request(request("MKCOL", "/col/", "", "")).status,
+        405
+    );
+    assert_eq!(
+        server.request(request("MKCOL", "/a/b/", "", "")).status,
+        409
+    );
+    assert_eq!(
+        server.request(request("MKCOL", "/noslash", "", "")).status,
+        409
+    );
+    assert_eq!(
+        server.request(request("MKCOL", "/x/", "", "body")).status,
+        415
+    );
+    assert_eq!(
+        server.request(request("PUT", "/col/f", "", "F")).status,
+        201
+    );
     let copied = server.request(request("COPY", "/col/", "Destination: /copy/\r\n", ""));
     assert_eq!(copied.status, 201);
     assert_eq!(server.prefix().read("html/copy/f"), "F");
@@ -122,7 +140,12 @@ fn delete_mkcol_copy_and_move() {
     assert_eq!(file.status, 204);
     assert_eq!(
         server
-            .request(request("COPY", "/col/f", "Destination: /g\r\nOverwrite: F\r\n", ""))
+            .request(request(
+                "COPY",
+                "/col/f",
+                "Destination: /g\r\nOverwrite: F\r\n",
+                ""
+            ))
             .status,
         412
     );
@@ -141,18 +164,37 @@ fn delete_mkcol_copy_and_move() {
             .status,
         400
     );
-    assert_eq!(server.request(request("DELETE", "/col/", "", "")).status, 204);
+    assert_eq!(
+        server.request(request("DELETE", "/col/", "", "")).status,
+        204
+    );
     assert!(!server.prefix().join("html/col").exists());
-    assert_eq!(server.request(request("DELETE", "/col/", "", "")).status, 404);
-    assert_eq!(server.request(request("PUT", "/deep/a/shallow", "", "x")).status, 201);
+    assert_eq!(
+        server.request(request("DELETE", "/col/", "", "")).status,
+        404
+    );
+    assert_eq!(
+        server
+            .request(request("PUT", "/deep/a/shallow", "", "x"))
+            .status,
+        201
+    );
     assert_eq!(
         server
             .request(request("DELETE", "/deep/a/shallow", "", ""))
             .status,
         204
     );
-    assert_eq!(server.request(request("PUT", "/deep/top", "", "x")).status, 201);
-    assert_eq!(server.request(request("DELETE", "/deep/top", "", "")).status, 409);
+    assert_eq!(
+        server.request(request("PUT", "/deep/top", "", "x")).status,
+        201
+    );
+    assert_eq!(
+        server
+            .request(request("DELETE", "/deep/top", "", ""))
+            .status,
+        409
+    );
     server.wait_for_error_log("insufficient URI depth:2 to DELETE");
 }
 
@@ -180,6 +222,19 @@ fn bad_destinations_and_headers_are_refused() {
         assert_eq!(answer.status, status, "{destination}");
     }
     assert!(!server.prefix().join("escaped").exists());
+    // An escaped slash is a slash: the copy lands below the root, where the path says.
+    assert_eq!(
+        server.request(request("MKCOL", "/sub/", "", "")).status,
+        201
+    );
+    let slash = server.request(request(
+        "COPY",
+        "/src",
+        "Destination: /sub%2Fcopied\r\n",
+        "",
+    ));
+    assert_eq!(slash.status, 204);
+    assert_eq!(server.prefix().read("html/sub/copied"), "S");
     for (headers, status) in [
         ("", 400),
         ("Destination: /d\r\nOverwrite: X\r\n", 400),

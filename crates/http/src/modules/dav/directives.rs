@@ -70,4 +70,9 @@ set_once!(
     dav.create_full_put_path,
     flag
 );
-set_once!(set_min_delete_depth, LocationScope, dav.min_delete_depth, number);
+set_once!(
+    set_min_delete_depth,
+    LocationScope,
+    dav.min_delete_depth,
+    number
+);

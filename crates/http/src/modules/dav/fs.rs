@@ -47,6 +47,25 @@ pub(super) fn failure(call: &str, path: &Path, error: &io::Error, not_found: u16
     }
 }
 
+/// [`failure`] of a call on two paths: `rename() "FROM" to "TO" failed (...)`.
+pub(super) fn failure_between(
+    call: &str,
+    from: &Path,
+    to: &Path,
+    error: &io::Error,
+    not_found: u16,
+) -> FileError {
+    FileError {
+        message: format!(
+            "{call}() \"{}\" to \"{}\" failed ({})",
+            from.display(),
+            to.display(),
+            crate::kernel::request_log::errno_text(error)
+        ),
+        ..failure(call, to, error, not_found)
+    }
+}
+
 /// A refusal with nginx's status and `error` line.
 pub(super) fn refused(status: u16, message: String) -> FileError {
     FileError {
@@ -186,19 +205,10 @@ fn move_path(transfer: &Transfer, directory: bool) -> Result<(), FileError> {
                     .map_err(|error| failure("rmdir", source, &error, 404))
             } else {
                 copy_file(source, destination, transfer.modes.file)?;
-                std::fs::remove_file(source)
-                    .map_err(|error| failure("unlink", source, &error, 404))
+                std::fs::remove_file(source).map_err(|error| failure("unlink", source, &error, 404))
             }
         }
-        Err(error) => Err(FileError {
-            message: format!(
-                "rename() \"{}\" to \"{}\" failed ({})",
-                source.display(),
-                destination.display(),
-                crate::kernel::request_log::errno_text(&error)
-            ),
-            ..failure("rename", source, &error, 409)
-        }),
+        Err(error) => Err(failure_between("rename", source, destination, &error, 409)),
     }
 }
 
@@ -207,15 +217,8 @@ fn copy_file(source: &Path, destination: &Path, mode: u32) -> Result<(), FileErr
     let modified = std::fs::metadata(source)
         .and_then(|metadata| metadata.modified())
         .map_err(|error| failure("stat", source, &error, 404))?;
-    std::fs::copy(source, destination).map_err(|error| FileError {
-        message: format!(
-            "copy \"{}\" to \"{}\" failed ({})",
-            source.display(),
-            destination.display(),
-            crate::kernel::request_log::errno_text(&error)
-        ),
-        ..failure("copy", destination, &error, 409)
-    })?;
+    std::fs::copy(source, destination)
+        .map_err(|error| failure_between("copy", source, destination, &error, 409))?;
     let file = std::fs::File::options()
         .write(true)
         .open(destination)
@@ -228,7 +231,12 @@ fn copy_file(source: &Path, destination: &Path, mode: u32) -> Result<(), FileErr
 /// A directory and, `levels` deep, what it holds: directories made with the directory
 /// mode, regular files copied; links and special files are left out, so that a copy never
 /// reads or writes through a link out of the tree.
-fn copy_tree(source: &Path, destination: &Path, modes: Modes, levels: usize) -> Result<(), FileError> {
+fn copy_tree(
+    source: &Path,
+    destination: &Path,
+    modes: Modes,
+    levels: usize,
+) -> Result<(), FileError> {
     std::fs::DirBuilder::new()
         .mode(modes.directory)
         .create(destination)
@@ -281,7 +289,10 @@ mod tests {
         std::fs::write(directory.join("tree/sub/f"), "x").unwrap();
         std::fs::write(directory.join("file"), "x").unwrap();
         let tree = directory.join("tree");
-        assert_eq!(delete(&tree, false, Depth::Infinity).unwrap_err().status, 409);
+        assert_eq!(
+            delete(&tree, false, Depth::Infinity).unwrap_err().status,
+            409
+        );
         assert_eq!(delete(&tree, true, Depth::Zero).unwrap_err().status, 400);
         assert_eq!(delete(&tree, true, Depth::Infinity).unwrap(), 204);
         assert!(!tree.exists());
@@ -290,7 +301,11 @@ mod tests {
         assert_eq!(delete(&file, false, Depth::Zero).unwrap(), 204);
         let missing = delete(&file, false, Depth::Zero).unwrap_err();
         assert_eq!((missing.status, missing.level), (404, Level::Error));
-        assert!(missing.message.starts_with("stat() \""), "{}", missing.message);
+        assert!(
+            missing.message.starts_with("stat() \""),
+            "{}",
+            missing.message
+        );
         std::fs::remove_dir_all(directory).unwrap();
     }
 
@@ -300,7 +315,10 @@ mod tests {
         let made = directory.join("new");
         assert_eq!(mkcol(&made, 0o755).unwrap(), 201);
         assert_eq!(mkcol(&made, 0o755).unwrap_err().status, 405);
-        assert_eq!(mkcol(&directory.join("a/b"), 0o755).unwrap_err().status, 409);
+        assert_eq!(
+            mkcol(&directory.join("a/b"), 0o755).unwrap_err().status,
+            409
+        );
         std::fs::remove_dir_all(directory).unwrap();
     }
 
@@ -322,21 +340,51 @@ mod tests {
             })
         };
         use TransferKind::{Copy, Move};
-        assert_eq!(copy("src", "dst", true, Depth::Infinity, Copy).unwrap(), 201);
+        assert_eq!(
+            copy("src", "dst", true, Depth::Infinity, Copy).unwrap(),
+            201
+        );
         assert_eq!(std::fs::read(directory.join("dst/sub/b")).unwrap(), b"B");
         assert!(!directory.join("dst/link").exists(), "links are not copied");
-        assert_eq!(copy("src", "shallow", true, Depth::Zero, Copy).unwrap(), 201);
+        assert_eq!(
+            copy("src", "shallow", true, Depth::Zero, Copy).unwrap(),
+            201
+        );
         assert!(!directory.join("shallow/a").exists());
-        assert_eq!(copy("src/a", "dst/a", false, Depth::Zero, Copy).unwrap_err().status, 412);
+        assert_eq!(
+            copy("src/a", "dst/a", false, Depth::Zero, Copy)
+                .unwrap_err()
+                .status,
+            412
+        );
         std::fs::write(directory.join("dst/a"), "old and longer").unwrap();
-        assert_eq!(copy("src/a", "dst/a", true, Depth::Zero, Copy).unwrap(), 204);
+        assert_eq!(
+            copy("src/a", "dst/a", true, Depth::Zero, Copy).unwrap(),
+            204
+        );
         assert_eq!(std::fs::read(directory.join("dst/a")).unwrap(), b"A");
-        assert_eq!(copy("src/a", "dst", true, Depth::Zero, Copy).unwrap_err().status, 409);
-        assert_eq!(copy("none", "x", true, Depth::Zero, Copy).unwrap_err().status, 404);
-        assert_eq!(copy("src", "dst", true, Depth::Infinity, Move).unwrap(), 201);
+        assert_eq!(
+            copy("src/a", "dst", true, Depth::Zero, Copy)
+                .unwrap_err()
+                .status,
+            409
+        );
+        assert_eq!(
+            copy("none", "x", true, Depth::Zero, Copy)
+                .unwrap_err()
+                .status,
+            404
+        );
+        assert_eq!(
+            copy("src", "dst", true, Depth::Infinity, Move).unwrap(),
+            201
+        );
         assert!(!directory.join("src").exists());
         assert_eq!(std::fs::read(directory.join("dst/a")).unwrap(), b"A");
-        assert_eq!(copy("dst/a", "moved", true, Depth::Infinity, Move).unwrap(), 204);
+        assert_eq!(
+            copy("dst/a", "moved", true, Depth::Infinity, Move).unwrap(),
+            204
+        );
         assert_eq!(std::fs::read(directory.join("moved")).unwrap(), b"A");
         assert_eq!(put_status(&directory.join("moved")).unwrap(), 204);
         assert_eq!(put_status(&directory.join("absent")).unwrap(), 201);

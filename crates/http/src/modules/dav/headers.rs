@@ -113,7 +113,10 @@ mod tests {
         assert_eq!(refused(b"ftp://localhost/x"), DestinationError::Invalid);
         assert_eq!(refused(b"http://localhost"), DestinationError::Invalid);
         assert_eq!(refused(b"relative"), DestinationError::Invalid);
-        assert_eq!(refused(b"http://otherhost/file"), DestinationError::OtherHost);
+        assert_eq!(
+            refused(b"http://otherhost/file"),
+            DestinationError::OtherHost
+        );
         assert_eq!(refused(b"/../etc/passwd"), DestinationError::Invalid);
         assert_eq!(refused(b"/a/%2e%2e/%2e%2e/etc"), DestinationError::Invalid);
         assert_eq!(refused(b"/a%00b"), DestinationError::Invalid);

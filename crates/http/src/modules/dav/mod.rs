@@ -44,11 +44,7 @@ pub enum Outcome {
 
 /// Whether the module handles `request` in `location` (one bit test per static request).
 pub(crate) fn handles(location: &Location, request: &Request<'_>) -> bool {
-    location
-        .settings
-        .dav
-        .methods
-        .contains(request.head.method)
+    location.settings.dav.methods.contains(request.head.method)
 }
 
 /// The content handler's part for a method `dav_methods` names.
@@ -226,15 +222,11 @@ async fn put(
     let status = on_pool(worker, client.info, request, location, move || {
         let status = fs::put_status(&target)?;
         crate::kernel::pool_fs::store_file(&file, &temp, &target, access, modified, missing)
+            // nginx answers any failure to put the file in place with 500, at `crit`.
             .map_err(|(call, error)| FileError {
                 level: Level::Crit,
                 status: 500,
-                message: format!(
-                    "{call}() \"{}\" to \"{}\" failed ({})",
-                    temp.display(),
-                    target.display(),
-                    crate::kernel::request_log::errno_text(&error)
-                ),
+                ..fs::failure_between(call, &temp, &target, &error, 500)
             })?;
         Ok(status)
     })
@@ -265,7 +257,10 @@ async fn delete(
     let depth = depth(request.header(b"depth")).map_err(|()| invalid_depth(request))?;
     let collection = request.uri.ends_with(b"/");
     let path = path_of(worker, connection, request, location, &request.uri);
-    on_pool(worker, connection, request, location, move || fs::delete(&path, collection, depth)).await
+    on_pool(worker, connection, request, location, move || {
+        fs::delete(&path, collection, depth)
+    })
+    .await
 }
 
 /// How many of the URI's `/` have something after them, counted up to `minimum` (nginx's
@@ -304,7 +299,10 @@ async fn mkcol(
     }
     let path = path_from_vec(path);
     let mode = modes(location).directory;
-    let status = on_pool(worker, connection, request, location, move || fs::mkcol(&path, mode)).await?;
+    let status = on_pool(worker, connection, request, location, move || {
+        fs::mkcol(&path, mode)
+    })
+    .await?;
     set_location(request);
     Ok(status)
 }
@@ -401,7 +399,10 @@ async fn transfer(
             ),
         )));
     }
-    on_pool(worker, connection, request, location, move || fs::transfer(&work)).await
+    on_pool(worker, connection, request, location, move || {
+        fs::transfer(&work)
+    })
+    .await
 }
 
 fn invalid_depth(request: &Request<'_>) -> Outcome {
