@@ -184,7 +184,9 @@ impl LogFile {
             return Ok(());
         };
         let fresh = open_append(path)?;
-        let mut file = file.write().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut file = file
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         *file = fresh;
         Ok(())
     }

@@ -20,9 +20,9 @@ use crate::time::{Timestamp, push_number};
 
 /// nginx's facility names, in the order of their RFC 3164 codes (0 to 23).
 const FACILITIES: [&str; 24] = [
-    "kern", "user", "mail", "daemon", "auth", "intern", "lpr", "news", "uucp", "clock",
-    "authpriv", "ftp", "ntp", "audit", "alert", "cron", "local0", "local1", "local2", "local3",
-    "local4", "local5", "local6", "local7",
+    "kern", "user", "mail", "daemon", "auth", "intern", "lpr", "news", "uucp", "clock", "authpriv",
+    "ftp", "ntp", "audit", "alert", "cron", "local0", "local1", "local2", "local3", "local4",
+    "local5", "local6", "local7",
 ];
 
 /// `local7`, the default facility.
@@ -217,7 +217,9 @@ fn parse_server(value: &str) -> Result<SyslogServer, SyslogError> {
     if let Ok(ip) = value.parse::<std::net::IpAddr>() {
         return Ok(SyslogServer::Udp(SocketAddr::new(ip, PORT_DEFAULT)));
     }
-    let bracketed = value.strip_prefix('[').and_then(|rest| rest.strip_suffix(']'));
+    let bracketed = value
+        .strip_prefix('[')
+        .and_then(|rest| rest.strip_suffix(']'));
     if let Some(ip) = bracketed.and_then(|inner| inner.parse::<std::net::IpAddr>().ok()) {
         return Ok(SyslogServer::Udp(SocketAddr::new(ip, PORT_DEFAULT)));
     }
@@ -314,17 +316,25 @@ mod tests {
         assert_eq!(syslog.severity, Level::Alert);
         assert_eq!(syslog.tag, "nginx");
         assert_eq!(syslog.hostname.as_deref(), Some("box"));
-        let syslog =
-            Syslog::parse("server=unix:/dev/log,facility=user,tag=web_1,nohostname", "h")
-                .unwrap();
+        let syslog = Syslog::parse(
+            "server=unix:/dev/log,facility=user,tag=web_1,nohostname",
+            "h",
+        )
+        .unwrap();
         assert_eq!(syslog.server, SyslogServer::Unix("/dev/log".into()));
         assert_eq!(syslog.facility, 1);
         assert_eq!(syslog.tag, "web_1");
         assert_eq!(syslog.hostname, None);
         let syslog = Syslog::parse("server=[::1]", "h").unwrap();
-        assert_eq!(syslog.server, SyslogServer::Udp("[::1]:514".parse().unwrap()));
+        assert_eq!(
+            syslog.server,
+            SyslogServer::Udp("[::1]:514".parse().unwrap())
+        );
         let syslog = Syslog::parse("server=10.0.0.1", "h").unwrap();
-        assert_eq!(syslog.server, SyslogServer::Udp("10.0.0.1:514".parse().unwrap()));
+        assert_eq!(
+            syslog.server,
+            SyslogServer::Udp("10.0.0.1:514".parse().unwrap())
+        );
     }
 
     #[test]
@@ -359,7 +369,10 @@ mod tests {
             refused("server=127.0.0.1:99999"),
             "invalid syslog server address \"127.0.0.1:99999\""
         );
-        assert_eq!(refused("server=unix:"), "invalid syslog server address \"unix:\"");
+        assert_eq!(
+            refused("server=unix:"),
+            "invalid syslog server address \"unix:\""
+        );
     }
 
     #[test]
@@ -367,8 +380,8 @@ mod tests {
         let syslog = Syslog::parse("server=127.0.0.1", "web").unwrap();
         let message = syslog.frame(Level::Error, &time(), b"text\n");
         assert_eq!(message, b"<187>Nov  9 08:05:03 web nginx: text");
-        let syslog = Syslog::parse("server=127.0.0.1,facility=user,nohostname,tag=T", "web")
-            .unwrap();
+        let syslog =
+            Syslog::parse("server=127.0.0.1,facility=user,nohostname,tag=T", "web").unwrap();
         let message = syslog.frame(syslog.severity, &time(), b"line");
         assert_eq!(message, b"<14>Nov  9 08:05:03 T: line");
     }

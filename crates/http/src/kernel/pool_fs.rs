@@ -42,8 +42,7 @@ pub(crate) fn store_file(
     }
     let renamed = match std::fs::rename(temp, target) {
         Err(error)
-            if error.kind() == io::ErrorKind::NotFound
-                && missing == MissingDirectories::Create =>
+            if error.kind() == io::ErrorKind::NotFound && missing == MissingDirectories::Create =>
         {
             // A directory is searchable wherever the file is readable.
             let search = (access & 0o444) >> 2;

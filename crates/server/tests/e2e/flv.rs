@@ -29,7 +29,12 @@ fn start_sends_the_header_and_the_rest_of_the_file() {
     assert_eq!(seek.header("Content-Length"), Some("913"));
     assert_eq!(&seek.body[..13], HEADER);
     assert_eq!(&seek.body[13..], &file[100..]);
-    for whole in ["/t.flv", "/t.flv?start=0", "/t.flv?start=1000", "/t.flv?start=x1"] {
+    for whole in [
+        "/t.flv",
+        "/t.flv?start=0",
+        "/t.flv?start=1000",
+        "/t.flv?start=x1",
+    ] {
         let answer = server.get(whole);
         assert_eq!(answer.status, 200, "{whole}");
         assert_eq!(answer.body, file, "{whole}");

@@ -70,7 +70,10 @@ fn if_range_fetches_the_first_slice_and_the_one_with_the_range() {
         .file("html/data.bin", &body)
         .start();
     let etag = server
-        .request_to(8081, "GET /data.bin HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        .request_to(
+            8081,
+            "GET /data.bin HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+        )
         .header("ETag")
         .expect("an ETag")
         .to_owned();

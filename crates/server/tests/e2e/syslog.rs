@@ -161,7 +161,10 @@ fn a_syslog_server_that_is_not_there_costs_only_its_messages() {
     let deadline = Instant::now() + PATIENCE;
     let mut buffer = vec![0u8; 4096];
     loop {
-        assert!(Instant::now() < deadline, "no message after the server came back");
+        assert!(
+            Instant::now() < deadline,
+            "no message after the server came back"
+        );
         assert_eq!(instance.get("/back").status, 200);
         if let Ok(length) = server.recv(&mut buffer)
             && String::from_utf8_lossy(&buffer[..length]).contains("GET /back")

@@ -226,7 +226,10 @@ fn set_access_log(
     let path = if path_text.starts_with("syslog:") {
         // A syslog message is sent as its line is logged.
         if buffering.is_some() {
-            return Err(ConfError::message("logs to syslog cannot be buffered", span));
+            return Err(ConfError::message(
+                "logs to syslog cannot be buffered",
+                span,
+            ));
         }
         LogPath::File(open_syslog(path_text, span)?)
     } else if path_text.contains('$') {

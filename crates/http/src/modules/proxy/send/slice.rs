@@ -133,7 +133,11 @@ impl<'a> PulledBody<'a> for PulledSlices<'a> {
             loop {
                 if self.discard {
                     let mut left_out = Vec::new();
-                    while self.part.next(context, socket, request, &mut left_out).await? {
+                    while self
+                        .part
+                        .next(context, socket, request, &mut left_out)
+                        .await?
+                    {
                         left_out.clear();
                     }
                     self.discard = false;
@@ -218,9 +222,16 @@ async fn gather<'a>(
     };
     let start = pulled.start();
     let mut whole = Vec::new();
-    while pulled.next(context, output.sink.socket(), request, &mut whole).await? {}
-    let from = usize::try_from(low - start).unwrap_or(usize::MAX).min(whole.len());
-    let to = usize::try_from(high - start).unwrap_or(usize::MAX).min(whole.len());
+    while pulled
+        .next(context, output.sink.socket(), request, &mut whole)
+        .await?
+    {}
+    let from = usize::try_from(low - start)
+        .unwrap_or(usize::MAX)
+        .min(whole.len());
+    let to = usize::try_from(high - start)
+        .unwrap_or(usize::MAX)
+        .min(whole.len());
     head.extend_from_slice(&whole[from..to.max(from)]);
     output.write(head).await?;
     head.clear();
