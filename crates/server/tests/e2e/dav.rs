@@ -37,23 +37,26 @@ fn request(method: &str, uri: &str, headers: &str, body: &str) -> String {
 }
 
 fn start() -> Instance {
-    writable(Instance::http_builder(DAV).start())
+    let server = Instance::http_builder(DAV).start();
+    open_root(&server);
+    server
 }
 
-/// The root, writable by the workers (`user nobody` when the tests run as root).
-fn writable(server: Instance) -> Instance {
+/// The root, writable by the workers (`user nobody` when the tests run as root); again
+/// after a file written under it, which makes its directories 0755.
+fn open_root(server: &Instance) {
     std::fs::set_permissions(
         server.prefix().create_dir("html"),
         std::fs::Permissions::from_mode(0o777),
     )
     .expect("chmod the root");
-    server
 }
 
 #[test]
 fn put_creates_and_replaces_files_with_the_mode_and_the_location() {
     // The rename into a missing directory is logged at `crit`, as nginx logs it.
-    let server = writable(Instance::http_builder(DAV).expect_log("[crit]").start());
+    let server = Instance::http_builder(DAV).expect_log("[crit]").start();
+    open_root(&server);
     let created = server.request(request("PUT", "/file%20sp", "", "0123456789"));
     assert_eq!(created.status, 201);
     assert_eq!(created.header("Location"), Some("/file%20sp"));
@@ -204,6 +207,7 @@ fn delete_mkcol_copy_and_move() {
 fn bad_destinations_and_headers_are_refused() {
     let server = start();
     server.prefix().write("html/src", "S");
+    open_root(&server);
     for (destination, status) in [
         ("/../escaped", 400),
         ("/a/%2e%2e/%2e%2e/escaped", 400),
