@@ -60,7 +60,7 @@ pub(crate) async fn handle(
     }
     if method != http1::Method::Put && has_body(request) {
         request.discard_body = true;
-        let name = String::from_utf8_lossy(method_name(method)).into_owned();
+        let name = String::from_utf8_lossy(request.method_bytes()).into_owned();
         let message = match method {
             http1::Method::Copy | http1::Method::Move => {
                 "COPY and MOVE with body are unsupported".to_owned()
@@ -81,16 +81,6 @@ pub(crate) async fn handle(
             Outcome::Respond(status)
         }
         Err(outcome) => outcome,
-    }
-}
-
-fn method_name(method: http1::Method) -> &'static [u8] {
-    match method {
-        http1::Method::Put => b"PUT",
-        http1::Method::Delete => b"DELETE",
-        http1::Method::Mkcol => b"MKCOL",
-        http1::Method::Copy => b"COPY",
-        _ => b"MOVE",
     }
 }
 
