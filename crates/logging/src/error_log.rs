@@ -78,7 +78,9 @@ impl ErrorLog {
             .filter(|sink| level <= sink.level)
             .peekable();
         while let Some(sink) = sinks.next() {
-            if sinks.peek().is_some() {
+            if let Some(syslog) = sink.file.as_syslog() {
+                sink.file.append_now(syslog.frame(level, time, &line));
+            } else if sinks.peek().is_some() {
                 sink.file.append_now(line.clone());
             } else {
                 sink.file.append_now(line);

@@ -9,13 +9,14 @@ use std::sync::RwLock;
 use std::sync::atomic::{AtomicI32, AtomicI64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-/// An append-only log file. Writers take a shared lock for the length of one `write(2)`;
-/// [`LogFile::reopen`] takes it exclusively for the moment it swaps the descriptor, so a line
-/// is never split between the old file and the new one.
+use crate::syslog::{Syslog, SyslogPeer};
+
+/// An append-only log file, or a `syslog:` target. Writers take a shared lock for the length
+/// of one `write(2)`; [`LogFile::reopen`] takes it exclusively for the moment it swaps the
+/// descriptor, so a line is never split between the old file and the new one.
 #[derive(Debug)]
 pub struct LogFile {
     target: Target,
-    file: RwLock<File>,
     health: Health,
 }
 
@@ -42,10 +43,12 @@ fn unix_seconds() -> i64 {
         .map_or(0, |since| since.as_secs() as i64)
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 enum Target {
-    Path(PathBuf),
-    Stderr,
+    Path(PathBuf, RwLock<File>),
+    Stderr(RwLock<File>),
+    /// Each write is one message, sent as one datagram.
+    Syslog(SyslogPeer),
 }
 
 impl LogFile {
@@ -53,8 +56,7 @@ impl LogFile {
     pub fn open(path: &Path) -> io::Result<LogFile> {
         let file = open_append(path)?;
         Ok(LogFile {
-            target: Target::Path(path.to_owned()),
-            file: RwLock::new(file),
+            target: Target::Path(path.to_owned(), RwLock::new(file)),
             health: Health::default(),
         })
     }
@@ -64,28 +66,62 @@ impl LogFile {
         // A duplicate of fd 2, so dropping the `File` never closes the real stderr.
         let file = File::from(std::io::stderr().as_fd().try_clone_to_owned()?);
         Ok(LogFile {
-            target: Target::Stderr,
-            file: RwLock::new(file),
+            target: Target::Stderr(RwLock::new(file)),
             health: Health::default(),
         })
     }
 
-    /// The path this file was opened from, or `None` for stderr.
+    /// A `syslog:` target; its socket is connected when the first message is sent.
+    pub fn syslog(syslog: Syslog) -> LogFile {
+        LogFile {
+            target: Target::Syslog(SyslogPeer::new(syslog)),
+            health: Health::default(),
+        }
+    }
+
+    /// The `syslog:` parameters, if this is a syslog target: a line for it is made a
+    /// message with [`Syslog::frame`] before it is appended.
+    pub fn as_syslog(&self) -> Option<&Syslog> {
+        match &self.target {
+            Target::Syslog(peer) => Some(&peer.syslog),
+            _ => None,
+        }
+    }
+
+    /// The log's name for messages about it: its path, `stderr`, or its syslog server.
+    pub fn name(&self) -> String {
+        match &self.target {
+            Target::Path(path, _) => path.display().to_string(),
+            Target::Stderr(_) => "stderr".to_owned(),
+            Target::Syslog(peer) => peer.syslog.name(),
+        }
+    }
+
+    /// The path this file was opened from, or `None` for stderr and syslog.
     pub fn path(&self) -> Option<&Path> {
         match &self.target {
-            Target::Path(path) => Some(path),
-            Target::Stderr => None,
+            Target::Path(path, _) => Some(path),
+            Target::Stderr(_) | Target::Syslog(_) => None,
         }
     }
 
     /// Appends `bytes` in as few `write(2)` calls as the kernel allows. With `O_APPEND`, a
     /// line written in one call is never interleaved with another thread's line. A failure
     /// is also kept for [`LogFile::take_failure`].
+    /// For a syslog target, `bytes` is one message.
     pub fn write_all(&self, bytes: &[u8]) -> io::Result<()> {
-        let file = self
-            .file
-            .read()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let file = match &self.target {
+            Target::Path(_, file) | Target::Stderr(file) => file,
+            Target::Syslog(peer) => {
+                let result = peer.send(bytes);
+                if let Err(error) = &result {
+                    let errno = error.raw_os_error().unwrap_or(libc::EIO);
+                    self.health.failed.store(errno, Ordering::Relaxed);
+                }
+                return result;
+            }
+        };
+        let file = file.read().unwrap_or_else(|poisoned| poisoned.into_inner());
         let result = (&*file).write_all(bytes);
         if let Err(error) = &result {
             let errno = error.raw_os_error().unwrap_or(libc::EIO);
@@ -126,6 +162,15 @@ impl LogFile {
         crate::writer::append(self, bytes);
     }
 
+    /// Appends an access-log line: for a syslog target, made a message of the target's
+    /// severity at `time`.
+    pub fn append_line(self: &std::sync::Arc<Self>, line: &[u8], time: &crate::time::Timestamp) {
+        match self.as_syslog() {
+            Some(syslog) => self.append(syslog.frame(syslog.severity, time, line)),
+            None => self.append(line.to_vec()),
+        }
+    }
+
     /// As [`LogFile::append`], but handed to the log writer at once rather than at the end
     /// of the loop's turn (error-log lines).
     pub fn append_now(self: &std::sync::Arc<Self>, bytes: Vec<u8>) {
@@ -135,12 +180,11 @@ impl LogFile {
     /// Opens the path again and swaps the new descriptor in; the old one is closed once the
     /// writers holding it are done. Stderr is left as it is. On failure the old file stays.
     pub fn reopen(&self) -> io::Result<()> {
-        let Target::Path(path) = &self.target else {
+        let Target::Path(path, file) = &self.target else {
             return Ok(());
         };
         let fresh = open_append(path)?;
-        let mut file = self
-            .file
+        let mut file = file
             .write()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         *file = fresh;
@@ -149,7 +193,7 @@ impl LogFile {
 
     /// Whether this writes to the process's standard error.
     pub fn is_stderr(&self) -> bool {
-        matches!(self.target, Target::Stderr)
+        matches!(self.target, Target::Stderr(_))
     }
 }
 

@@ -4,7 +4,8 @@
 //! threads append to and that the master reopens on `USR1`; [`ErrorLog`] formats nginx's
 //! error-log line (`2026/11/21 21:06:57 [error] 1234#1240: *5 message, client: ...`) and
 //! writes it to every sink whose level allows it; [`AccessLogBuffer`] is a worker's buffer in
-//! front of an access log file (`access_log ... buffer=SIZE flush=TIME`).
+//! front of an access log file (`access_log ... buffer=SIZE flush=TIME`); [`Syslog`] is a
+//! `syslog:` target, whose lines go out as RFC 3164 datagrams.
 //!
 //! Once the server runs, every write goes through one thread, [`writer`], so that no worker
 //! loop waits on a log file's disk.
@@ -18,6 +19,7 @@ mod error_log;
 mod file;
 mod files;
 mod level;
+mod syslog;
 pub mod time;
 pub mod writer;
 
@@ -26,3 +28,4 @@ pub use error_log::{ErrorLog, ErrorSink, LINE_BYTES_MAX, LogContext, Subject, fo
 pub use file::LogFile;
 pub use files::LogFiles;
 pub use level::Level;
+pub use syslog::{Syslog, SyslogError, SyslogServer, hostname, syslog_target};

@@ -116,6 +116,20 @@ impl Timestamp {
         self.push_offset(out, true);
     }
 
+    /// `Nov  9 21:06:57`, a syslog message's time (RFC 3164 §4.1.2: the day padded with a
+    /// space; local time).
+    pub fn write_syslog(&self, out: &mut Vec<u8>) {
+        let c = self.local();
+        out.extend_from_slice(c.month_name().as_bytes());
+        out.push(b' ');
+        if c.day < 10 {
+            out.push(b' ');
+        }
+        push_number(out, c.day.into(), 1);
+        out.push(b' ');
+        push_clock(out, &c);
+    }
+
     /// `1763759217.123`, `$msec`.
     pub fn write_msec(&self, out: &mut Vec<u8>) {
         push_number(out, self.unix_seconds, 1);

@@ -169,7 +169,10 @@ pub(crate) fn append(file: &Arc<LogFile>, bytes: Vec<u8>) {
         let first = batch.lines.is_empty();
         batch.bytes += line.len();
         match batch.lines.last_mut() {
-            Some((last, buffer)) if Arc::ptr_eq(last, file) => buffer.extend_from_slice(&line),
+            // A syslog message is one datagram: never joined to the one before.
+            Some((last, buffer)) if Arc::ptr_eq(last, file) && file.as_syslog().is_none() => {
+                buffer.extend_from_slice(&line);
+            }
             _ => batch.lines.push((Arc::clone(file), line)),
         }
         if first {
@@ -261,9 +264,10 @@ fn run(writer: &'static Writer) {
         while let Some((file, first)) = lines.next() {
             bytes += first.len();
             // Consecutive lines for one file go out in one write (O_APPEND keeps it whole).
-            if lines
-                .peek()
-                .is_some_and(|(next, _)| Arc::ptr_eq(next, &file))
+            if file.as_syslog().is_none()
+                && lines
+                    .peek()
+                    .is_some_and(|(next, _)| Arc::ptr_eq(next, &file))
             {
                 joined.clear();
                 joined.extend_from_slice(&first);

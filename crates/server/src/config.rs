@@ -379,9 +379,16 @@ fn open_error_logs(
             })?,
             None => Level::Error,
         };
+        if let Some(syslog) = logging::syslog_target(directive.arg(0)) {
+            let file = syslog
+                .map(Arc::new)
+                .map_err(|error| ConfError::message(error.to_string(), &directive.span))?;
+            sinks.push(ErrorSink { file, level });
+            continue;
+        }
         let file = match directive.arg(0) {
             "stderr" => log_files.stderr(),
-            text if text.starts_with("syslog:") || text.starts_with("memory:") => {
+            text if text.starts_with("memory:") => {
                 return Err(ConfError::message(
                     format!("error_log target \"{text}\" is not supported"),
                     &directive.span,
@@ -471,8 +478,5 @@ fn resolve_user(main: &MainLoad, warnings: &mut Vec<ConfError>) -> Option<UserSe
 
 /// The machine's host name (`$hostname`).
 pub fn hostname() -> String {
-    rustix::system::uname()
-        .nodename()
-        .to_string_lossy()
-        .into_owned()
+    logging::hostname()
 }

@@ -45,6 +45,7 @@ const FILESYSTEM_ALLOWED: &[&str] = &[
     "crates/http/src/modules/static_files/handler.rs",
     "crates/http/src/modules/static_files/listing.rs",
     "crates/http/src/modules/random_index/listing.rs",
+    "crates/http/src/modules/dav/fs.rs",
     "crates/http/src/kernel/file/open.rs",
     "crates/http/src/kernel/body/temp.rs",
     "crates/http/src/kernel/pool_fs.rs",

@@ -164,6 +164,9 @@ impl<'w> Session<'w> {
             }
             let line = crate::log::render_line(&conf.log_formats[log.format], &mut eval);
             match &conf.access_logs[log.target].path {
+                crate::conf::LogPath::File(file) if file.as_syslog().is_some() => {
+                    file.append_line(&line, &self.worker.clock.wall());
+                }
                 crate::conf::LogPath::File(_) => self.worker.write_access_log(log.target, &line),
                 crate::conf::LogPath::Template(template) => {
                     let path = eval.render(template);
@@ -332,6 +335,9 @@ fn run<'w>(
                 "client {} connected to {server_text}",
                 peer_text(&peer)
             ));
+        }
+        if session.logs(Level::Debug) {
+            session.log(Level::Debug, format_args!("stream session started"));
         }
         if let Err(status) = first_phases(&mut session, &stream).await {
             return finish(session, status);

@@ -24,8 +24,7 @@ use logging::Level;
 
 use crate::kernel::body::BodyState;
 use crate::kernel::client::{BodySource, Client, ReadAhead};
-use crate::kernel::conf::scope::Content;
-use crate::kernel::conf::{LocationId, ServerId, location};
+use crate::kernel::conf::{ServerId, location};
 use crate::kernel::core::settings::ErrorPage;
 use crate::kernel::file::resolve_realpath_root;
 use crate::kernel::find::current_location;
@@ -39,13 +38,14 @@ use crate::kernel::variables::HttpTemplate;
 use crate::kernel::variables::evaluate::render;
 use crate::kernel::worker::HttpWorker;
 use crate::modules::access::{self, Action};
-use crate::modules::observe::{self, Endpoint};
 use crate::modules::proxy::handler::{self as proxy_handler, ProxyOutcome};
 use crate::modules::rewrite::{self, ScriptOutcome, status_is_redirect};
-use crate::modules::static_files::content::serve_static;
-use crate::modules::static_files::handler::{self as static_handler, StaticOutcome};
+use crate::modules::static_files::handler as static_handler;
 use crate::modules::static_files::try_files::{self, TryOutcome};
 use crate::modules::{auth_basic, auth_request, limit, mirror, realip};
+
+mod content;
+use content::content;
 
 /// Where the request goes next.
 enum Step<'a> {
@@ -110,7 +110,10 @@ async fn run_from<'a>(
             Step::Rewrite => location_rewrite(worker, connection, request, server).await,
             Step::PostRewrite => post_rewrite(worker, connection, request),
             Step::PreAccess => preaccess(worker, &client, request).await,
-            Step::Access => check_access(worker, &client, request).await,
+            Step::Access => {
+                let step = check_access(worker, &client, request).await;
+                delay_unauthorized(worker, request, step).await
+            }
             Step::PreContent => precontent(worker, connection, request).await,
             Step::Content => content(worker, &mut client, request).await,
             Step::Finalize(status) => finalize(worker, connection, request, status),
@@ -184,12 +187,21 @@ fn find_config<'a>(
     let found = redirect.unwrap_or(found);
     request.location = Some(found);
     let mut location = conf.location(found);
+    if location.settings.core.error_log.enabled(Level::Debug) {
+        log(
+            worker,
+            connection,
+            request,
+            Level::Debug,
+            format_args!("using configuration \"{}\"", location.name),
+        );
+    }
     if !request.internal && location.settings.core.internal {
         return Step::Finalize(404);
     }
     if redirect.is_some() {
         let mut value = Vec::with_capacity(location.prefix().len() + request.args.len() + 1);
-        crate::modules::proxy::request::escape_uri(location.prefix(), &mut value);
+        crate::kernel::response::escape_uri(location.prefix(), &mut value);
         if !request.args.is_empty() {
             value.push(b'?');
             value.extend_from_slice(&request.args);
@@ -350,6 +362,22 @@ async fn check_access<'a>(
     Step::PreContent
 }
 
+/// `auth_delay`: a 401 from the access phase (`auth_basic`, `auth_request`) is answered
+/// only once the delay has passed, as nginx delays it against timing attacks.
+async fn delay_unauthorized<'a>(
+    worker: &HttpWorker,
+    request: &Request<'_>,
+    step: Step<'a>,
+) -> Step<'a> {
+    if let Step::Finalize(401) = step {
+        let delay = current_location(worker, request).settings.core.auth_delay;
+        if !delay.is_zero() {
+            tokio::time::sleep(delay).await;
+        }
+    }
+    step
+}
+
 fn forbidden_by_rule<'a>(
     worker: &'a HttpWorker,
     connection: &ConnectionInfo,
@@ -391,81 +419,6 @@ async fn precontent<'a>(
         Ok(TryOutcome::Named(name)) => Step::Named(name),
         Ok(TryOutcome::Status(status)) => Step::Finalize(status),
         Err(error) => file_failure(worker, connection, request, &error),
-    }
-}
-
-/// Phase 7: the proxy or the static handler.
-async fn content<'a>(
-    worker: &'a HttpWorker,
-    client: &mut Client<'_>,
-    request: &mut Request<'a>,
-) -> Step<'a> {
-    let Some(location_id) = request.location else {
-        return Step::Finalize(500);
-    };
-    if request.proxy_handler_orphaned {
-        return Step::Finalize(500);
-    }
-    match worker.conf().location(location_id).settings.content {
-        Content::Proxy | Content::Gateway(_) => {
-            proxy_content(worker, client, request, location_id).await
-        }
-        Content::Static => {
-            if let Some(step) = random_index(worker, client.info, request, location_id).await {
-                return step;
-            }
-            static_content(worker, client.info, request, location_id).await
-        }
-        Content::StubStatus => match crate::modules::stub_status::respond(request) {
-            Ok(body) => Step::Done(Reply::Respond(body)),
-            Err(status) => Step::Finalize(status),
-        },
-        Content::EmptyGif => match crate::modules::empty_gif::respond(request) {
-            Ok(body) => Step::Done(Reply::Respond(body)),
-            Err(status) => Step::Finalize(status),
-        },
-        Content::Metrics => observe_content(worker, client.info, request, Endpoint::Metrics).await,
-        Content::Api => observe_content(worker, client.info, request, Endpoint::Api).await,
-        Content::StatusPage => {
-            observe_content(worker, client.info, request, Endpoint::StatusPage).await
-        }
-    }
-}
-
-/// The metrics endpoint's and the API's content handler.
-async fn observe_content<'a>(
-    worker: &'a HttpWorker,
-    connection: &ConnectionInfo,
-    request: &mut Request<'a>,
-    endpoint: Endpoint,
-) -> Step<'a> {
-    match Box::pin(observe::respond(worker, connection, request, endpoint)).await {
-        observe::Outcome::Respond(body) => Step::Done(Reply::Respond(body)),
-        observe::Outcome::Status(status) => Step::Finalize(status),
-        observe::Outcome::Failed(error) => file_failure(worker, connection, request, &error),
-    }
-}
-
-/// The proxy's content handler.
-async fn proxy_content<'a>(
-    worker: &'a HttpWorker,
-    client: &mut Client<'_>,
-    request: &mut Request<'a>,
-    location_id: LocationId,
-) -> Step<'a> {
-    // Boxed, as the other heavy handlers: their state is not part of every request's; made
-    // in its box, not copied there (3 KiB).
-    match runtime::sys::boxed::pin_boxed(|| {
-        proxy_handler::proxy(worker, client, request, location_id)
-    })
-    .await
-    {
-        ProxyOutcome::Respond(body) => Step::Done(Reply::Respond(body)),
-        ProxyOutcome::Finalize(status) => Step::Finalize(status),
-        ProxyOutcome::Redirect { uri, args } => Step::Redirect { uri, args },
-        ProxyOutcome::Named(name) => Step::Named(name),
-        // Only a background refresh asks for this, and it does not run the phases.
-        ProxyOutcome::Drain(_) => Step::Finalize(500),
     }
 }
 
@@ -692,56 +645,6 @@ async fn background_update<'a>(
     {
         crate::assembly::send::drain_into_cache(worker, client.info, request, location_id, *body)
             .await;
-    }
-}
-
-/// The static handlers' content phase.
-async fn static_content<'a>(
-    worker: &'a HttpWorker,
-    connection: &ConnectionInfo,
-    request: &mut Request<'a>,
-    location_id: LocationId,
-) -> Step<'a> {
-    match serve_static(worker, connection, request, location_id).await {
-        Ok(StaticOutcome::Respond { status, body }) => {
-            if status >= 300 || matches!(body, Body::Empty) && status != 200 {
-                return Step::Finalize(status);
-            }
-            request.response.status = status;
-            Step::Done(Reply::Respond(body))
-        }
-        Ok(StaticOutcome::AddSlash) => {
-            let value = static_handler::directory_location(request);
-            request.response.location = Some(Location { value });
-            Step::Finalize(301)
-        }
-        Ok(StaticOutcome::Redirect(uri)) => Step::Redirect {
-            uri,
-            args: request.args.clone(),
-        },
-        Err(error) => file_failure(worker, connection, request, &error),
-    }
-}
-
-/// `random_index`: before the static handler, as nginx's handler runs before the index
-/// module's; `None` when it declines.
-async fn random_index<'a>(
-    worker: &'a HttpWorker,
-    connection: &ConnectionInfo,
-    request: &mut Request<'a>,
-    location_id: LocationId,
-) -> Option<Step<'a>> {
-    let location = worker.conf().location(location_id);
-    if !location.settings.random_index.random_index {
-        return None;
-    }
-    match crate::modules::random_index::choose(worker, connection, request, location).await {
-        Ok(crate::modules::random_index::Choice::Declined) => None,
-        Ok(crate::modules::random_index::Choice::Redirect(uri)) => Some(Step::Redirect {
-            uri,
-            args: request.args.clone(),
-        }),
-        Err(error) => Some(file_failure(worker, connection, request, &error)),
     }
 }
 

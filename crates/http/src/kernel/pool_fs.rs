@@ -11,35 +11,59 @@ pub(crate) fn realpath(path: &PathBuf) -> io::Result<PathBuf> {
     std::fs::canonicalize(path)
 }
 
-/// `proxy_store`: puts a finished temporary file in place as `target`, with the mode
-/// `proxy_store_access` gives and the upstream's `Last-Modified` as its time; missing
-/// directories are made with that mode plus search rights where it reads. Runs on a pool.
+/// What [`store_file`] does when the target's directory is missing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum MissingDirectories {
+    /// Made, as `proxy_store` and `create_full_put_path on` make them.
+    Create,
+    /// The rename fails.
+    Fail,
+}
+
+/// Puts a finished temporary file in place as `target` (`proxy_store`, a WebDAV `PUT`),
+/// with the mode `access` and `modified` (Unix seconds) as its time; missing directories
+/// are made with that mode plus search rights where it reads, if `missing` says so. A
+/// temporary file on another file system is copied, then removed. Runs on a pool. A failure
+/// is the failed call's name with its error.
 pub(crate) fn store_file(
     file: &std::fs::File,
     temp: &std::path::Path,
     target: &std::path::Path,
     access: u32,
     modified: Option<i64>,
-) -> io::Result<()> {
+    missing: MissingDirectories,
+) -> Result<(), (&'static str, io::Error)> {
     use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
-    file.set_permissions(std::fs::Permissions::from_mode(access))?;
+    file.set_permissions(std::fs::Permissions::from_mode(access))
+        .map_err(|error| ("chmod", error))?;
     if let Some(seconds) = modified.and_then(|seconds| u64::try_from(seconds).ok()) {
         let time = std::time::UNIX_EPOCH + std::time::Duration::from_secs(seconds);
-        file.set_modified(time)?;
+        file.set_modified(time).map_err(|error| ("utimes", error))?;
     }
-    match std::fs::rename(temp, target) {
-        Err(error) if error.kind() == io::ErrorKind::NotFound => {
+    let renamed = match std::fs::rename(temp, target) {
+        Err(error)
+            if error.kind() == io::ErrorKind::NotFound && missing == MissingDirectories::Create =>
+        {
             // A directory is searchable wherever the file is readable.
             let search = (access & 0o444) >> 2;
             if let Some(parent) = target.parent() {
                 std::fs::DirBuilder::new()
                     .recursive(true)
                     .mode(access | search)
-                    .create(parent)?;
+                    .create(parent)
+                    .map_err(|error| ("mkdir", error))?;
             }
             std::fs::rename(temp, target)
         }
         other => other,
+    };
+    match renamed {
+        Err(error) if error.raw_os_error() == Some(crate::kernel::file::open::EXDEV) => {
+            std::fs::copy(temp, target).map_err(|error| ("copy", error))?;
+            let _ = std::fs::remove_file(temp);
+            Ok(())
+        }
+        other => other.map_err(|error| ("rename", error)),
     }
 }
 

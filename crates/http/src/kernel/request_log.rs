@@ -82,3 +82,22 @@ pub(crate) fn log_connection_to(
         Some(&context),
     );
 }
+
+/// `(111: Connection refused)` from an I/O error, as nginx writes errno.
+pub fn errno_text(error: &std::io::Error) -> String {
+    match error.raw_os_error() {
+        Some(code) => {
+            let text = std::io::Error::from_raw_os_error(code).to_string();
+            let text = text
+                .rsplit_once(" (os error")
+                .map_or(text.as_str(), |(text, _)| text)
+                .to_owned();
+            format!("{code}: {text}")
+        }
+        None => match error.kind() {
+            std::io::ErrorKind::TimedOut => "110: Connection timed out".to_owned(),
+            std::io::ErrorKind::UnexpectedEof => "104: Connection reset by peer".to_owned(),
+            _ => error.to_string(),
+        },
+    }
+}

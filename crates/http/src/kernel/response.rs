@@ -39,6 +39,30 @@ pub struct Location {
     pub value: Vec<u8>,
 }
 
+/// Percent-escapes what may not appear in a request path as sent (nginx's URI escaping):
+/// space, `"`, `#`, `%`, `<`, `>`, `?`, `\`, `^`, backquote, `{`, `|`, `}`, control bytes
+/// and bytes above 0x7e.
+pub fn escape_uri(bytes: &[u8], out: &mut Vec<u8>) {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    for &byte in bytes {
+        let escaped = byte <= 0x20
+            || byte >= 0x7f
+            || matches!(
+                byte,
+                b'"' | b'#' | b'%' | b'<' | b'>' | b'?' | b'\\' | b'^' | b'`' | b'{' | b'|' | b'}'
+            );
+        if escaped {
+            out.extend_from_slice(&[
+                b'%',
+                HEX[usize::from(byte >> 4)],
+                HEX[usize::from(byte & 0xf)],
+            ]);
+        } else {
+            out.push(byte);
+        }
+    }
+}
+
 /// Everything a handler sets about the response head.
 #[derive(Debug, Default)]
 pub struct ResponseHead<'a> {
@@ -280,5 +304,15 @@ mod tests {
         fields.clear();
         assert!(fields.is_empty());
         assert_eq!(fields.iter().count(), 0);
+    }
+
+    #[test]
+    fn escape_uri_escapes_what_a_path_cannot_carry() {
+        let mut out = Vec::new();
+        escape_uri(b"/a b#c?d%e\x01\xff/ok", &mut out);
+        assert_eq!(out, b"/a%20b%23c%3Fd%25e%01%FF/ok");
+        out.clear();
+        escape_uri(b"/\"<>\\^`{|}~&+;=", &mut out);
+        assert_eq!(out, b"/%22%3C%3E%5C%5E%60%7B%7C%7D~&+;=");
     }
 }

@@ -124,3 +124,33 @@ fn satisfy_any_lets_an_allowed_address_in_without_a_password() {
         200
     );
 }
+
+/// `auth_delay`: a 401 waits the delay before it is answered; an accepted request does not.
+#[test]
+fn auth_delay_holds_back_only_refusals() {
+    let mut server = Instance::http_builder(
+        "server {
+            listen 127.0.0.1:8080;
+            auth_delay 400ms;
+            auth_basic closed;
+            auth_basic_user_file htpasswd;
+            root site;
+        }",
+    )
+    .file("htpasswd", USERS)
+    .file("site/index.html", "hello")
+    .start();
+    server.expect_log("password mismatch");
+    let started = std::time::Instant::now();
+    assert_eq!(
+        server.request(with_credentials("/", "plain:two")).status,
+        401
+    );
+    assert!(started.elapsed() >= std::time::Duration::from_millis(400));
+    let started = std::time::Instant::now();
+    assert_eq!(
+        server.request(with_credentials("/", "plain:one")).status,
+        200
+    );
+    assert!(started.elapsed() < std::time::Duration::from_millis(400));
+}

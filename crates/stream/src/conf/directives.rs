@@ -506,13 +506,18 @@ fn set_error_log(
         None => Level::Error,
     };
     let target = directive.arg(0);
-    if target.starts_with("syslog:") || target.starts_with("memory:") {
+    if target.starts_with("memory:") {
         return Err(ConfError::message(
             format!("error_log target \"{target}\" is not supported"),
             &directive.span,
         ));
     }
-    let file = loader.open_log(target, &directive.span)?;
+    let file = match logging::syslog_target(target) {
+        Some(syslog) => Arc::new(
+            syslog.map_err(|error| ConfError::message(error.to_string(), &directive.span))?,
+        ),
+        None => loader.open_log(target, &directive.span)?,
+    };
     let mut sinks: Vec<ErrorSink> = settings
         .error_log
         .as_ref()

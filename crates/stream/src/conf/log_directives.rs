@@ -142,7 +142,17 @@ pub fn set_access_log(
             &directive.span,
         ));
     }
-    let path = if directive.arg(0).contains('$') {
+    let path = if let Some(syslog) = logging::syslog_target(directive.arg(0)) {
+        if buffer > 0 {
+            return Err(ConfError::message(
+                "logs to syslog cannot be buffered",
+                &directive.span,
+            ));
+        }
+        LogPath::File(Arc::new(syslog.map_err(|error| {
+            ConfError::message(error.to_string(), &directive.span)
+        })?))
+    } else if directive.arg(0).contains('$') {
         let template = loader.template(directive.arg(0), &directive.span)?;
         LogPath::Template(template)
     } else {

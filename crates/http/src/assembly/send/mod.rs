@@ -398,7 +398,7 @@ pub(crate) fn log_request_info(
         &mut worker.log_buffers.borrow_mut(),
         targets,
         &variables,
-        now.monotonic,
+        &now,
     );
     for line in deferred {
         write_path_line(worker, connection, location, line);
@@ -425,16 +425,14 @@ fn report_log_failures(
         };
         let error_log = &location.settings.core.error_log;
         if error_log.enabled(logging::Level::Alert) {
-            let name = file
-                .path()
-                .map_or_else(|| "stderr".into(), |path| path.display().to_string());
+            let name = file.name();
             error_log.write(
                 logging::Level::Alert,
                 now,
                 Some(connection),
                 format_args!(
                     "write() to \"{name}\" failed ({})",
-                    crate::modules::proxy::failure::errno_text(&error)
+                    crate::kernel::request_log::errno_text(&error)
                 ),
                 None,
             );
@@ -495,7 +493,7 @@ fn write_path_line(
             Ok(Err(error)) => format!(
                 "open() \"{}\" failed ({})",
                 path.display(),
-                crate::modules::proxy::failure::errno_text(&error)
+                crate::kernel::request_log::errno_text(&error)
             ),
             Err(error) => error.message,
         };

@@ -2,6 +2,7 @@
 //! on the connection starts at the right byte, and reading a body into memory or a
 //! temporary file for the handlers that need it.
 
+pub mod failure;
 pub mod reader;
 pub mod temp;
 

@@ -11,6 +11,7 @@ use crate::modules::auth_basic::settings::{AuthBasic, AuthBasicConf};
 use crate::modules::auth_request::settings::{AuthRequest, AuthRequestConf};
 use crate::modules::browser::settings::{Browser, BrowserConf};
 use crate::modules::charset::settings::{Charset, CharsetConf, CharsetMaps};
+use crate::modules::dav::settings::{Dav, DavConf};
 use crate::modules::gunzip::settings::{Gunzip, GunzipConf};
 use crate::modules::gzip::settings::{Gzip, GzipConf};
 use crate::modules::headers::settings::{Headers, HeadersConf};
@@ -94,6 +95,7 @@ pub struct LocationScope {
     pub userid: UserIdConf,
     pub browser: BrowserConf,
     pub random_index: RandomIndexConf,
+    pub dav: DavConf,
     pub secure_link: SecureLinkConf,
     pub status_zone: StatusZoneConf,
     pub limit: LimitConf,
@@ -124,6 +126,8 @@ pub enum Content {
     StubStatus,
     /// `empty_gif`.
     EmptyGif,
+    /// `flv`.
+    Flv,
     /// `portico_metrics`.
     Metrics,
     /// `api`.
@@ -168,6 +172,7 @@ pub struct LocationSettings {
     pub userid: UserId,
     pub browser: Browser,
     pub random_index: RandomIndex,
+    pub dav: Dav,
     pub secure_link: SecureLink,
     pub status_zone: StatusZone,
     pub limit: Limit,
@@ -206,6 +211,7 @@ impl LocationScope {
         self.userid.merge_from(&parent.userid);
         self.browser.merge_from(&parent.browser);
         self.random_index.merge_from(&parent.random_index);
+        self.dav.merge_from(&parent.dav);
         self.secure_link.merge_from(&parent.secure_link);
         self.status_zone.merge_from(&parent.status_zone);
         self.limit.merge_from(&parent.limit);
@@ -245,6 +251,7 @@ impl LocationScope {
             userid: self.userid.clone(),
             browser: self.browser.clone(),
             random_index: self.random_index.clone(),
+            dav: self.dav.clone(),
             secure_link: self.secure_link.clone(),
             status_zone: self.status_zone.clone(),
             limit: self.limit.clone(),
@@ -320,7 +327,11 @@ impl LocationScope {
                 None => self.proxy.resolve(env),
             },
             proxy_cache: match self.gateway_content() {
-                Some((_, gateway)) => gateway.cache.resolve(env),
+                // `slice` is its own module's, whichever protocol the location passes to.
+                Some((_, gateway)) => ProxyCache {
+                    slice: self.proxy_cache.slice.unwrap_or_default(),
+                    ..gateway.cache.resolve(env)
+                },
                 None => self.proxy_cache.resolve(env),
             },
             proxy_ssl: match self.gateway_content() {
@@ -344,6 +355,7 @@ impl LocationScope {
             userid: self.userid.resolve(env),
             browser: self.browser.resolve(env),
             random_index: self.random_index.resolve(env),
+            dav: self.dav.resolve(env),
             secure_link: self.secure_link.resolve(env),
             status_zone: self.status_zone.resolve(env),
             limit: self.limit.resolve(env),

@@ -199,6 +199,12 @@ pub const DIRECTIVES: &[HttpDirective] = &[
         Setter::Location(set_send_timeout),
     ),
     directive(
+        "auth_delay",
+        ANY_LEVEL,
+        Arity::TAKE1,
+        Setter::Location(set_auth_delay),
+    ),
+    directive(
         "keepalive_timeout",
         ANY_LEVEL,
         Arity::TAKE12,
@@ -408,6 +414,41 @@ pub(crate) fn flag(
     context.flag(directive)
 }
 
+/// The file mode of `user:rw group:r all:r` (`proxy_store_access`, `dav_access`): the user
+/// part is `rw` unless given, as nginx's access slot makes it.
+pub(crate) fn access(
+    directive: &Directive,
+    _context: &mut LoadContext<'_>,
+) -> Result<u32, ConfError> {
+    let mut mode = 0;
+    let mut user = 0o600;
+    for argument in &directive.args {
+        let argument = argument.as_str();
+        let invalid =
+            || ConfError::message(format!("invalid value \"{argument}\""), &directive.span);
+        let (shift, permissions) = if let Some(rest) = argument.strip_prefix("user:") {
+            (6, rest)
+        } else if let Some(rest) = argument.strip_prefix("group:") {
+            (3, rest)
+        } else if let Some(rest) = argument.strip_prefix("all:") {
+            (0, rest)
+        } else {
+            return Err(invalid());
+        };
+        let bits = match permissions {
+            "rw" => 6,
+            "r" => 4,
+            _ => return Err(invalid()),
+        };
+        if shift == 6 {
+            user = bits << 6;
+        } else {
+            mode |= bits << shift;
+        }
+    }
+    Ok(user | mode)
+}
+
 set_once!(
     set_server_names_hash_bucket_size,
     MainScope,
@@ -525,6 +566,7 @@ set_once!(
     flag
 );
 set_once!(set_send_timeout, LocationScope, core.send_timeout, time);
+set_once!(set_auth_delay, LocationScope, core.auth_delay, time);
 set_once!(
     set_keepalive_timeout,
     LocationScope,

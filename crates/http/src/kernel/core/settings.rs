@@ -207,6 +207,9 @@ settings! {
         types_hash_max_size: u64 = 1024,
         /// `send_timeout`
         send_timeout: Duration = Duration::from_secs(60),
+        /// `auth_delay`: how long a request the access phase refuses with 401 waits
+        /// before its answer, so that a guess takes as long as any other.
+        auth_delay: Duration = Duration::ZERO,
         /// `keepalive_timeout`
         keepalive_timeout: KeepaliveTimeout = KeepaliveTimeout {
             timeout: Duration::from_secs(75),

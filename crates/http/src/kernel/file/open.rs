@@ -97,6 +97,12 @@ pub(crate) const ENOENT: i32 = 2;
 pub(crate) const ENOTDIR: i32 = 20;
 pub(crate) const ENAMETOOLONG: i32 = 36;
 pub(crate) const EACCES: i32 = 13;
+pub(crate) const EPERM: i32 = 1;
+pub(crate) const EIO: i32 = 5;
+pub(crate) const EEXIST: i32 = 17;
+pub(crate) const EXDEV: i32 = 18;
+pub(crate) const EISDIR: i32 = 21;
+pub(crate) const ENOSPC: i32 = 28;
 const ELOOP: i32 = 40;
 
 /// Opens `path` for reading and stats it. A directory is not kept open.

@@ -760,7 +760,7 @@ pub(crate) fn decode_base64(input: &[u8]) -> Option<Vec<u8>> {
 
 /// `$arg_NAME`: the first argument whose name matches case-insensitively; its value is
 /// not unescaped, as in nginx.
-fn append_argument(args: &[u8], name: &[u8], out: &mut Vec<u8>) -> bool {
+pub(crate) fn append_argument(args: &[u8], name: &[u8], out: &mut Vec<u8>) -> bool {
     // `$arg_` names no argument, not one with an empty name.
     if name.is_empty() {
         return false;

@@ -1,7 +1,5 @@
 //! Writing access-log lines: rendering a format with its escaping.
 
-use std::time::Instant;
-
 use vars::Segment;
 
 use std::os::unix::ffi::OsStrExt;
@@ -24,7 +22,7 @@ pub fn log(
     buffers: &mut LogBuffers,
     targets: &[AccessLogTarget],
     variables: &RequestVariables<'_>,
-    now: Instant,
+    now: &runtime::clock::Now,
 ) -> Vec<PathLine> {
     let mut deferred = Vec::new();
     let LogBuffers { line, scratch, .. } = buffers;
@@ -46,7 +44,8 @@ pub fn log(
         render(&target.format, variables, &mut line, &mut scratch);
         line.push(b'\n');
         match &target.path {
-            LogPath::File(file) => buffers.write(file, target.buffering, &line, now),
+            LogPath::File(file) if file.as_syslog().is_some() => file.append_line(&line, &now.wall),
+            LogPath::File(file) => buffers.write(file, target.buffering, &line, now.monotonic),
             LogPath::Template(template) => {
                 scratch.clear();
                 template.evaluate(&mut ConditionEvaluator(variables), &mut scratch);

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use conf::{Arity, BlockKind, ConfError, Contexts, Directive, Span};
-use logging::{ErrorLog, ErrorSink, Level};
+use logging::{ErrorLog, ErrorSink, Level, LogFile};
 
 use crate::kernel::conf::{HttpDirective, LoadContext, LocationScope, MainScope, Setter};
 use crate::modules::log::{
@@ -223,7 +223,16 @@ fn set_access_log(
         slot: context.next_access_log_slot(),
         gzip,
     });
-    let path = if path_text.contains('$') {
+    let path = if path_text.starts_with("syslog:") {
+        // A syslog message is sent as its line is logged.
+        if buffering.is_some() {
+            return Err(ConfError::message(
+                "logs to syslog cannot be buffered",
+                span,
+            ));
+        }
+        LogPath::File(open_syslog(path_text, span)?)
+    } else if path_text.contains('$') {
         if buffering.is_some() {
             return Err(ConfError::message(
                 "buffered logs cannot have variables in name",
@@ -285,7 +294,8 @@ pub(crate) fn parse_error_log(
     };
     let file = match directive.arg(0) {
         "stderr" => context.open_stderr(span)?,
-        target if target.starts_with("syslog:") || target.starts_with("memory:") => {
+        target if target.starts_with("syslog:") => open_syslog(target, span)?,
+        target if target.starts_with("memory:") => {
             return Err(ConfError::message(
                 format!("error_log target \"{target}\" is not supported"),
                 span,
@@ -294,6 +304,18 @@ pub(crate) fn parse_error_log(
         path => context.open_log(path, span)?,
     };
     Ok(ErrorSink { file, level })
+}
+
+/// The log file of a `syslog:` target (`error_log` or `access_log`).
+fn open_syslog(target: &str, span: &Span) -> Result<Arc<LogFile>, ConfError> {
+    match logging::syslog_target(target) {
+        Some(Ok(file)) => Ok(Arc::new(file)),
+        Some(Err(error)) => Err(ConfError::message(error.to_string(), span)),
+        None => Err(ConfError::message(
+            format!("invalid syslog target \"{target}\""),
+            span,
+        )),
+    }
 }
 
 fn parse_level(text: &str, span: &Span) -> Result<Level, ConfError> {

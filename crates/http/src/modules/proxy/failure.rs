@@ -257,24 +257,7 @@ impl fmt::Display for Failure {
 
 impl std::error::Error for Failure {}
 
-/// `(111: Connection refused)` from an I/O error, as nginx writes errno.
-pub fn errno_text(error: &io::Error) -> String {
-    match error.raw_os_error() {
-        Some(code) => {
-            let text = io::Error::from_raw_os_error(code).to_string();
-            let text = text
-                .rsplit_once(" (os error")
-                .map_or(text.as_str(), |(text, _)| text)
-                .to_owned();
-            format!("{code}: {text}")
-        }
-        None => match error.kind() {
-            io::ErrorKind::TimedOut => "110: Connection timed out".to_owned(),
-            io::ErrorKind::UnexpectedEof => "104: Connection reset by peer".to_owned(),
-            _ => error.to_string(),
-        },
-    }
-}
+pub use crate::kernel::request_log::errno_text;
 
 #[cfg(test)]
 mod tests {

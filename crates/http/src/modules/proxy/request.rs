@@ -94,37 +94,13 @@ pub(crate) fn upstream_uri(
         memchr::memchr(b'?', request.request_uri()).unwrap_or(request.request_uri().len());
     let quoted = request.request_uri()[..path_end].contains(&b'%');
     if quoted || request.internal {
-        escape_uri(rest, uri);
+        crate::kernel::response::escape_uri(rest, uri);
     } else {
         uri.extend_from_slice(rest);
     }
     if !request.args.is_empty() {
         uri.push(b'?');
         uri.extend_from_slice(&request.args);
-    }
-}
-
-/// Percent-escapes what may not appear in a request path as sent (nginx's URI escaping):
-/// space, `"`, `#`, `%`, `<`, `>`, `?`, `\`, `^`, backquote, `{`, `|`, `}`, control bytes
-/// and bytes above 0x7e.
-pub fn escape_uri(bytes: &[u8], out: &mut Vec<u8>) {
-    const HEX: &[u8; 16] = b"0123456789ABCDEF";
-    for &byte in bytes {
-        let escaped = byte <= 0x20
-            || byte >= 0x7f
-            || matches!(
-                byte,
-                b'"' | b'#' | b'%' | b'<' | b'>' | b'?' | b'\\' | b'^' | b'`' | b'{' | b'|' | b'}'
-            );
-        if escaped {
-            out.extend_from_slice(&[
-                b'%',
-                HEX[usize::from(byte >> 4)],
-                HEX[usize::from(byte & 0xf)],
-            ]);
-        } else {
-            out.push(byte);
-        }
     }
 }
 
@@ -256,16 +232,6 @@ pub(crate) fn is_idempotent(method: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn escape_uri_escapes_what_a_path_cannot_carry() {
-        let mut out = Vec::new();
-        escape_uri(b"/a b#c?d%e\x01\xff/ok", &mut out);
-        assert_eq!(out, b"/a%20b%23c%3Fd%25e%01%FF/ok");
-        out.clear();
-        escape_uri(b"/\"<>\\^`{|}~&+;=", &mut out);
-        assert_eq!(out, b"/%22%3C%3E%5C%5E%60%7B%7C%7D~&+;=");
-    }
 
     #[test]
     fn retry_rules_follow_idempotency() {

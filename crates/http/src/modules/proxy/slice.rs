@@ -76,7 +76,9 @@ pub(crate) async fn proxy_sliced<'a>(
     let ProxyOutcome::Respond(body) = outcome else {
         return outcome;
     };
-    // A 200 (or any answer but 206) means the upstream does not slice: sent as it is.
+    // A 200 (or any answer but 206) means the upstream does not slice: sent as it is. A
+    // first slice that does not fit closes the connection with nothing sent, as nginx's
+    // failing header filter does.
     if request.response.status != 206 {
         return ProxyOutcome::Respond(body);
     }
@@ -94,7 +96,7 @@ pub(crate) async fn proxy_sliced<'a>(
             Level::Error,
             format_args!("invalid range in slice response"),
         );
-        return ProxyOutcome::Finalize(500);
+        return ProxyOutcome::Finalize(crate::kernel::special::STATUS_CLOSE);
     };
     let expected_last = (first + size).min(range.total) - 1;
     if range.first != first || range.last != expected_last {
@@ -108,7 +110,7 @@ pub(crate) async fn proxy_sliced<'a>(
                 range.first, range.last
             ),
         );
-        return ProxyOutcome::Finalize(500);
+        return ProxyOutcome::Finalize(crate::kernel::special::STATUS_CLOSE);
     }
     let response = &mut request.response;
     response.status = 200;

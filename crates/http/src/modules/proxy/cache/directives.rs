@@ -568,44 +568,12 @@ fn set_store(
     Ok(())
 }
 
-/// `proxy_store_access user:rw group:rw all:r`.
-fn set_store_access(
-    scope: &mut LocationScope,
-    directive: &Directive,
-    context: &mut LoadContext<'_>,
-) -> Result<(), ConfError> {
-    if scope.proxy_cache.store_access.is_some() {
-        return Err(context.duplicate(directive));
-    }
-    let mut mode = 0;
-    let mut user = 0o600;
-    for argument in &directive.args {
-        let argument = argument.as_str();
-        let invalid =
-            || ConfError::message(format!("invalid value \"{argument}\""), &directive.span);
-        let (who, permissions) = if let Some(rest) = argument.strip_prefix("user:") {
-            (6, rest)
-        } else if let Some(rest) = argument.strip_prefix("group:") {
-            (3, rest)
-        } else if let Some(rest) = argument.strip_prefix("all:") {
-            (0, rest)
-        } else {
-            return Err(invalid());
-        };
-        let bits = match permissions {
-            "rw" => 6,
-            "r" => 4,
-            _ => return Err(invalid()),
-        };
-        if who == 6 {
-            user = bits << 6;
-        } else {
-            mode |= bits << who;
-        }
-    }
-    scope.proxy_cache.store_access = Some(user | mode);
-    Ok(())
-}
+set_once!(
+    set_store_access,
+    LocationScope,
+    proxy_cache.store_access,
+    crate::kernel::core::directives::access
+);
 
 fn set_key(
     scope: &mut LocationScope,

@@ -594,7 +594,15 @@ impl FileStore {
             target.display()
         );
         self.run(&call, move || {
-            crate::kernel::pool_fs::store_file(&file, &temp, &target, access, modified)
+            crate::kernel::pool_fs::store_file(
+                &file,
+                &temp,
+                &target,
+                access,
+                modified,
+                crate::kernel::pool_fs::MissingDirectories::Create,
+            )
+            .map_err(|(_, error)| error)
         })
         .await?;
         self.committed = true;

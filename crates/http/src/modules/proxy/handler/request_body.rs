@@ -5,17 +5,15 @@ use std::sync::atomic::AtomicU64;
 
 use logging::Level;
 
-use crate::kernel::body::BodyState;
-use crate::kernel::body::reader::{BodyError, BodySettings, read_body};
+use crate::kernel::body::reader::{BodySettings, read_body};
 use crate::kernel::body::temp::RequestBody;
 use crate::kernel::client::Client as RequestClient;
 use crate::kernel::conf::Location;
-use crate::kernel::request::{ConnectionInfo, Request};
+use crate::kernel::request::Request;
 use crate::kernel::request_log::log;
 use crate::kernel::variables::evaluate::render;
 use crate::kernel::worker::HttpWorker;
 use crate::modules::proxy::exchange::OutBody;
-use crate::modules::proxy::failure::errno_text;
 
 /// Temporary files for request bodies are numbered across the process.
 static TEMP_NUMBERS: AtomicU64 = AtomicU64::new(0);
@@ -97,34 +95,13 @@ pub(super) async fn read_request_body(
     .await;
     match result {
         Ok(body) => Ok(keep_request_body(request, body)),
-        Err(error) => Err(body_failed(
+        Err(error) => Err(crate::kernel::body::failure::body_failed(
             worker,
             client.info,
             request,
             client.body,
             error,
         )),
-    }
-}
-
-/// The client's body could not be read: logged, the connection closes after the
-/// response; the status to end with.
-fn body_failed(
-    worker: &HttpWorker,
-    info: &ConnectionInfo,
-    request: &mut Request<'_>,
-    body_state: &mut BodyState,
-    error: BodyError,
-) -> u16 {
-    if let Some((level, message)) = body_error_log(request, &error) {
-        log(worker, info, request, level, format_args!("{message}"));
-    }
-    request.keepalive = false;
-    *body_state = BodyState::Done;
-    request.discard_body = true;
-    match error {
-        BodyError::Closed => 499,
-        other => other.status(),
     }
 }
 
@@ -143,38 +120,4 @@ fn keep_request_body(request: &mut Request<'_>, body: RequestBody) -> OutBody {
             OutBody::File(file)
         }
     }
-}
-
-/// How a failure to read the client's body is logged, in nginx's words; `None` where
-/// nginx logs nothing.
-fn body_error_log(request: &Request<'_>, error: &BodyError) -> Option<(Level, String)> {
-    Some(match error {
-        BodyError::TooLarge { received } => (
-            Level::Error,
-            format!("client intended to send too large chunked body: {received} bytes"),
-        ),
-        // nginx ends the request with 408 and logs nothing.
-        BodyError::TimedOut => return None,
-        BodyError::Closed => (
-            Level::Info,
-            "client prematurely closed connection while reading client request body".to_owned(),
-        ),
-        BodyError::Invalid(invalid) => (
-            Level::Info,
-            invalid.log_message_in(&request.head_bytes).to_string(),
-        ),
-        BodyError::Refused(message) => (Level::Info, message.clone()),
-        BodyError::File { path, call, error } => (
-            Level::Crit,
-            format!(
-                "{call}() \"{}\" failed ({})",
-                path.display(),
-                errno_text(error)
-            ),
-        ),
-        BodyError::Pool { name } => (
-            Level::Alert,
-            format!("thread pool \"{name}\" task was lost"),
-        ),
-    })
 }
