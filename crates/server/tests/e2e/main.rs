@@ -113,6 +113,7 @@ mod ssl_sni;
 mod ssl_verify_client;
 mod static_files;
 mod stream;
+mod stream_real_servers;
 mod stub_status;
 mod sub_filter;
 mod thread_pool;
