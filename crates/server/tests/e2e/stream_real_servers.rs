@@ -1,6 +1,7 @@
-//! The `stream` block in front of real servers the tests start: MariaDB over TCP and behind
-//! Portico's TLS termination, dnsmasq over UDP, and TLS passed through by its server name
-//! to two HTTPS servers. A test whose server is not installed says so and does nothing.
+//! The `stream` block in front of real servers the tests start: MariaDB over TCP (plain,
+//! with its own TLS, and behind Portico's TLS termination), dnsmasq over UDP, and TLS
+//! passed through by its server name to two HTTPS servers. A test whose server is not
+//! installed says so and does nothing.
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Ipv4Addr, TcpListener, TcpStream, UdpSocket};
@@ -10,7 +11,7 @@ use crate::support::dns;
 use crate::support::dnsmasq::Dnsmasq;
 use crate::support::mariadb::{self, MariaDb, Networking};
 use crate::support::tls;
-use crate::support::{Instance, PATIENCE, wait_until};
+use crate::support::{Instance, PATIENCE, TempPrefix, wait_until};
 
 const MARIADB_CONFIG: &str = r#"
 worker_processes 1;
@@ -135,6 +136,63 @@ fn mariadb_answers_queries_through_the_tcp_proxy() {
     assert!(largest_sent > Some(1_000_000), "{lines:?}");
 }
 
+/// MariaDB's own TLS through the plain TCP proxy, the way MySQL clients use TLS: the
+/// server requires it (`--require-secure-transport`), the `mariadb` client asks for it
+/// after the greeting, and Portico relays the handshake and the encrypted session as bytes.
+/// A client that does not ask for TLS is refused by MariaDB, through Portico.
+#[test]
+fn mariadb_s_own_tls_crosses_the_tcp_proxy() {
+    let (Some(programs), Some(client)) = (MariaDb::find(), mariadb::find_client()) else {
+        return;
+    };
+    if !tls::have_openssl() {
+        return;
+    }
+    let certificates = TempPrefix::new();
+    tls::self_signed(certificates.path(), "db.portico.test", tls::Key::Ecdsa);
+    let mut builder = Instance::builder(MARIADB_CONFIG);
+    let networking = Networking::TcpRequiringTls {
+        port: builder.port(8081),
+        certificate: certificates.path().join("db.portico.test.crt"),
+        key: certificates.path().join("db.portico.test.key"),
+    };
+    let _database = MariaDb::start_with(&programs, networking);
+    let instance = tls::with_files(builder, |directory| {
+        tls::self_signed(directory, "db.portico.test", tls::Key::Rsa);
+    })
+    .start();
+    let port = instance.port();
+    let version = mariadb::query_over_tcp_with(
+        &client,
+        port,
+        &["--ssl"],
+        "SHOW SESSION STATUS LIKE 'Ssl_version'",
+    )
+    .expect("a TLS session");
+    assert!(version.starts_with("Ssl_version\tTLSv1."), "{version}");
+    let large = mariadb::query_over_tcp_with(
+        &client,
+        port,
+        &["--ssl"],
+        "SELECT REPEAT('s', 1000000), 'end'",
+    )
+    .expect("a TLS session");
+    assert_eq!(large.len(), 1_000_000 + "\tend\n".len());
+    // MariaDB 10.11 words this refusal as a denied login (as it does talking to the client
+    // directly); the same login with TLS just succeeded, so TLS is what was missing.
+    let refused = mariadb::query_over_tcp_with(&client, port, &["--skip-ssl"], "SELECT 1")
+        .expect_err("a session without TLS");
+    assert!(
+        refused.contains("insecure transport") || refused.contains("ERROR 1045"),
+        "{refused}"
+    );
+    let lines = wait_for_lines(&instance, "logs/mariadb.log", 3);
+    let upstream = format!("127.0.0.1:{}", instance.port_of(8081));
+    for line in &lines {
+        assert!(line.starts_with(&format!("TCP 200 {upstream} ")), "{line}");
+    }
+}
+
 /// MariaDB behind Portico's TLS termination (`listen ... ssl`, plain `proxy_pass`).
 ///
 /// A MySQL client does not start TLS on connect: it reads the server's greeting in the
@@ -145,8 +203,8 @@ fn mariadb_answers_queries_through_the_tcp_proxy() {
 /// the client's machine and carries it over TLS to the proxy, which speaks plain to the
 /// database. The test plays that agent (rustls, verifying the name the certificate was made
 /// for) for the real `mariadb` client, so every byte of real sessions crosses Portico's
-/// TLS both ways. MariaDB's own in-protocol TLS through a plain stream proxy is only the
-/// relay's business, which the previous test covers.
+/// TLS both ways. MariaDB's own in-protocol TLS through the plain proxy is the previous
+/// test.
 #[test]
 fn mariadb_answers_queries_through_portico_s_tls_termination() {
     let Some((_database, instance, client)) = mariadb_behind_portico() else {

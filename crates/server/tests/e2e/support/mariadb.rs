@@ -23,12 +23,20 @@ pub struct Programs {
 }
 
 /// Where a [`MariaDb`] listens besides its unix socket.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Networking {
     /// The unix socket only (`--skip-networking`).
     UnixSocketOnly,
     /// Also 127.0.0.1 on this TCP port, where the user may log in from 127.0.0.1.
     Tcp(u16),
+    /// The same, and every TCP client must start TLS (MySQL's own, asked for inside the
+    /// protocol after the greeting) with this certificate and key
+    /// (`--require-secure-transport`).
+    TcpRequiringTls {
+        port: u16,
+        certificate: PathBuf,
+        key: PathBuf,
+    },
 }
 
 /// Options for both the install and the server: small logs and buffers, and no syncing to
@@ -101,7 +109,7 @@ impl MariaDb {
         // address rather than as `localhost`.
         let hosts: &[&str] = match networking {
             Networking::UnixSocketOnly => &["localhost"],
-            Networking::Tcp(_) => &["localhost", "127.0.0.1"],
+            Networking::Tcp(_) | Networking::TcpRequiringTls { .. } => &["localhost", "127.0.0.1"],
         };
         let mut init_sql = format!("CREATE DATABASE {};\n", MariaDb::DATABASE);
         for host in hosts {
@@ -132,6 +140,18 @@ impl MariaDb {
                 command
                     .arg("--bind-address=127.0.0.1")
                     .arg(format!("--port={port}"));
+            }
+            Networking::TcpRequiringTls {
+                port,
+                certificate,
+                key,
+            } => {
+                command
+                    .arg("--bind-address=127.0.0.1")
+                    .arg(format!("--port={port}"))
+                    .arg(format!("--ssl-cert={}", certificate.display()))
+                    .arg(format!("--ssl-key={}", key.display()))
+                    .arg("--require-secure-transport=ON");
             }
         }
         if running_as_root() {
@@ -170,6 +190,18 @@ pub fn find_client() -> Option<PathBuf> {
 /// (a server or a proxy in front of one), in batch mode without column names; its standard
 /// output. Panics with the client's error when it fails or takes longer than [`PATIENCE`].
 pub fn query_over_tcp(client: &Path, port: u16, sql: &str) -> String {
+    query_over_tcp_with(client, port, &[], sql)
+        .unwrap_or_else(|error| panic!("mariadb -e {sql:?} failed: {error}"))
+}
+
+/// [`query_over_tcp`] with more of the client's `arguments` (`--ssl`); the client's
+/// standard error when it fails. Panics when it takes longer than [`PATIENCE`].
+pub fn query_over_tcp_with(
+    client: &Path,
+    port: u16,
+    arguments: &[&str],
+    sql: &str,
+) -> Result<String, String> {
     let mut child = Command::new(client)
         .arg("--no-defaults")
         .args(["--protocol=TCP", "--host=127.0.0.1"])
@@ -177,6 +209,7 @@ pub fn query_over_tcp(client: &Path, port: u16, sql: &str) -> String {
         .arg(format!("--user={}", MariaDb::USER))
         .arg(format!("--password={}", MariaDb::PASSWORD))
         .args(["--connect-timeout=10", "--batch", "--skip-column-names"])
+        .args(arguments)
         .arg(format!("--execute={sql}"))
         .arg(MariaDb::DATABASE)
         .stdin(Stdio::null())
@@ -210,10 +243,8 @@ pub fn query_over_tcp(client: &Path, port: u16, sql: &str) -> String {
     };
     let stdout = stdout.join().expect("the stdout reader");
     let stderr = stderr.join().expect("the stderr reader");
-    assert!(
-        status.success(),
-        "mariadb -e {sql:?} failed ({status}): {}",
-        String::from_utf8_lossy(&stderr)
-    );
-    String::from_utf8_lossy(&stdout).into_owned()
+    if !status.success() {
+        return Err(format!("{status}: {}", String::from_utf8_lossy(&stderr)));
+    }
+    Ok(String::from_utf8_lossy(&stdout).into_owned())
 }
