@@ -307,9 +307,10 @@ fn unknown_directives_and_missing_handlers_are_refused_as_nginx_words_them() {
         "{}",
         no_handler.stderr
     );
-    let small_cache = Instance::builder(
-        "events {\n}\nstream {\n    server {\n        listen 127.0.0.1:8080;\n        ssl_session_cache shared:s:8k;\n        return x;\n    }\n}\n",
-    )
+    let small_cache = Instance::builder(concat!(
+        "events {\n}\nstream {\n    server {\n        listen 127.0.0.1:8080;\n",
+        "        ssl_session_cache shared:s:8k;\n        return x;\n    }\n}\n",
+    ))
     .try_start()
     .expect_err("a session cache below 32k");
     assert!(
