@@ -116,6 +116,7 @@ mod ssl_sni;
 mod ssl_verify_client;
 mod static_files;
 mod stream;
+mod stream_real_servers;
 mod stub_status;
 mod sub_filter;
 mod syslog;

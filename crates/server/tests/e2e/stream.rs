@@ -1,6 +1,7 @@
 //! The `stream` block: TCP and UDP proxying to real sockets, `return`, `allow`/`deny`,
 //! the access log and its variables, and bad input (a client that sends nothing, a PROXY
-//! header that never ends, a dead upstream) while other clients are served.
+//! header that never ends, a dead upstream, an upstream that never reads, an upstream that
+//! ends its side first) while other clients are served.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream, UdpSocket};
@@ -646,4 +647,172 @@ stream {
     assert_eq!(answer, b"served");
     drop(flood);
     drop(silent);
+}
+
+/// A TCP upstream on `port` that accepts and then neither reads nor writes: its
+/// connections stay open, unread, until the test process ends.
+fn deaf_upstream(port: u16) {
+    let listener = TcpListener::bind(("127.0.0.1", port)).expect("bind the upstream");
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for connection in listener.incoming() {
+            held.extend(connection.ok());
+        }
+    });
+}
+
+/// The resident memory of process `pid`, in KiB.
+fn resident_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("read status");
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmRSS in /proc/PID/status")
+}
+
+#[test]
+fn a_backend_that_never_reads_holds_back_its_client_and_no_one_else() {
+    let mut builder = Instance::builder(
+        r#"
+worker_processes 1;
+events {
+}
+stream {
+    log_format session "$status $bytes_received $upstream_bytes_sent";
+    server {
+        listen 127.0.0.1:8080;
+        proxy_pass 127.0.0.1:8081;
+        proxy_timeout 2s;
+        access_log logs/deaf.log session;
+    }
+    server {
+        listen 127.0.0.1:8082;
+        return "served";
+    }
+}
+"#,
+    );
+    deaf_upstream(builder.port(8081));
+    let instance = builder.start();
+    let resident_before = resident_kib(instance.pid());
+    // The client writes until a write stalls: the relay stops reading once its buffer
+    // cannot be written on, so what it took is bounded by the sockets' buffers and its own.
+    let mut client = connect(instance.port());
+    client
+        .set_write_timeout(Some(Duration::from_millis(500)))
+        .expect("timeout");
+    const OFFERED_BYTES: usize = 256 << 20;
+    let piece = vec![b'w'; 64 * 1024];
+    let mut written = 0;
+    while written < OFFERED_BYTES {
+        match client.write(&piece) {
+            Ok(count) => written += count,
+            Err(_) => break,
+        }
+    }
+    assert!(
+        written < 64 << 20,
+        "{written} bytes taken by a relay that cannot deliver"
+    );
+    let stalled = Instant::now();
+    // Meanwhile the worker serves others.
+    for _ in 0..5 {
+        assert_eq!(
+            read_to_close(&mut connect(instance.port_of(8082))),
+            b"served"
+        );
+    }
+    let grown_kib = resident_kib(instance.pid()).saturating_sub(resident_before);
+    assert!(
+        grown_kib < 16 * 1024,
+        "resident memory grew by {grown_kib} KiB"
+    );
+    // Nothing moves, so the session ends at its proxy_timeout.
+    assert_eq!(read_to_close(&mut client), b"");
+    let took = stalled.elapsed();
+    assert!(
+        took < TIMEOUT,
+        "the session outlived its proxy_timeout: {took:?}"
+    );
+    instance.wait_for_error_log("connection timed out (110: Connection timed out)");
+    let line = instance.wait_for_line("logs/deaf.log", "200 ");
+    let counts: Vec<usize> = line
+        .split(' ')
+        .skip(1)
+        .map(|count| count.parse().expect("a byte count"))
+        .collect();
+    assert!(
+        counts[1] <= counts[0] && counts[0] <= written,
+        "sent upstream <= read from the client <= written: {line} ({written} written)"
+    );
+}
+
+/// A TCP upstream on `port` that greets, ends its side (`shutdown(SHUT_WR)`), then reads
+/// until the client's end and sends what it read on `heard`.
+fn greeting_then_listening_upstream(port: u16) -> std::sync::mpsc::Receiver<Vec<u8>> {
+    let listener = TcpListener::bind(("127.0.0.1", port)).expect("bind the upstream");
+    let (heard, hearing) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for connection in listener.incoming() {
+            let Ok(mut connection) = connection else {
+                continue;
+            };
+            let heard = heard.clone();
+            std::thread::spawn(move || {
+                let _ = connection.set_read_timeout(Some(TIMEOUT));
+                let _ = connection.write_all(b"greeting");
+                let _ = connection.shutdown(std::net::Shutdown::Write);
+                let mut all = Vec::new();
+                let _ = connection.read_to_end(&mut all);
+                let _ = heard.send(all);
+            });
+        }
+    });
+    hearing
+}
+
+#[test]
+fn an_upstream_that_ends_first_is_passed_on_with_proxy_half_close_and_ends_the_session_without() {
+    let mut builder = Instance::builder(
+        r#"
+worker_processes 1;
+events {
+}
+stream {
+    server {
+        listen 127.0.0.1:8080;
+        proxy_pass 127.0.0.1:8081;
+        proxy_half_close on;
+    }
+    server {
+        listen 127.0.0.1:8082;
+        proxy_pass 127.0.0.1:8083;
+    }
+}
+"#,
+    );
+    let half_close = greeting_then_listening_upstream(builder.port(8081));
+    let whole_close = greeting_then_listening_upstream(builder.port(8083));
+    let instance = builder.start();
+    // With proxy_half_close: the client sees the upstream's end, and what it sends after
+    // that still reaches the upstream.
+    let mut client = connect(instance.port());
+    assert_eq!(read_to_close(&mut client), b"greeting");
+    client.write_all(b"after your end").expect("write");
+    client
+        .shutdown(std::net::Shutdown::Write)
+        .expect("half close");
+    let heard = half_close
+        .recv_timeout(TIMEOUT)
+        .expect("the upstream's reading");
+    assert_eq!(heard, b"after your end");
+    // Without it (nginx's default), the upstream's end ends the session: the upstream's
+    // connection is closed without a byte from the client.
+    let mut client = connect(instance.port_of(8082));
+    assert_eq!(read_to_close(&mut client), b"greeting");
+    let heard = whole_close
+        .recv_timeout(TIMEOUT)
+        .expect("the upstream's reading");
+    assert_eq!(heard, b"");
 }

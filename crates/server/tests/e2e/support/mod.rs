@@ -11,6 +11,7 @@ pub mod cli;
 pub mod client;
 pub mod clock;
 pub mod dns;
+pub mod dnsmasq;
 pub mod h2;
 pub mod instance;
 pub mod log;

@@ -365,6 +365,11 @@ fn config(options: &Options) -> ClientConfig {
 
 /// Connects to 127.0.0.1:`port` and completes a handshake; the error says why one failed.
 pub fn connect(port: u16, options: &Options) -> std::io::Result<Client> {
+    connect_stream(port, options).map(Client::from_tls)
+}
+
+/// [`connect`], but the TLS stream itself, for a test that relays bytes over it.
+pub fn connect_stream(port: u16, options: &Options) -> std::io::Result<TlsStream> {
     let name = options
         .server_name
         .clone()
@@ -387,12 +392,16 @@ pub fn connect(port: u16, options: &Options) -> std::io::Result<Client> {
     while stream.conn.is_handshaking() {
         stream.conn.complete_io(&mut stream.sock)?;
     }
-    Ok(Client::from_tls(stream))
+    Ok(stream)
 }
 
 /// The leaf certificate the server presented, as its subject's common name.
 pub fn peer_common_name(client: &Client) -> String {
-    let stream = client.tls().expect("a TLS client");
+    stream_common_name(client.tls().expect("a TLS client"))
+}
+
+/// [`peer_common_name`] of a TLS stream.
+pub fn stream_common_name(stream: &TlsStream) -> String {
     let certificate = stream
         .conn
         .peer_certificates()
