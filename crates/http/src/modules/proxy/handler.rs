@@ -3,14 +3,14 @@
 //! whether to pass the response on, try the next server, or end with 502/504.
 
 use std::borrow::Cow;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use logging::Level;
 use runtime::PeerAddress;
 
 use crate::kernel::body::BodyState;
 use crate::kernel::client::Client as RequestClient;
-use crate::kernel::conf::{HttpConf, Location, LocationId};
+use crate::kernel::conf::{Location, LocationId};
 use crate::modules::proxy::accel::accel_redirect;
 use crate::modules::proxy::body::{BodyStart, Keepalive, Release, UpstreamBody};
 use crate::modules::proxy::cache::lookup::{CacheRequest, lookup};
@@ -18,16 +18,18 @@ use crate::modules::proxy::cache::settings::UseStale;
 
 mod caching;
 mod request_body;
+mod variable_url;
 
 use caching::{key_uri, stale_condition};
 use request_body::read_request_body;
+use variable_url::resolve_variable_url;
 
 use crate::kernel::request::{ConnectionInfo, Request};
 use crate::kernel::request_log::log;
 use crate::kernel::send::body::Body;
 use crate::kernel::upstream::balancer::SelectKey;
 use crate::kernel::upstream::info::Attempt;
-use crate::kernel::upstream::{Balancer, Group, Peer, PeerAddr, Selected, Tried};
+use crate::kernel::upstream::{Balancer, Group, Selected, Tried};
 use crate::kernel::variables::evaluate::render;
 use crate::kernel::worker::HttpWorker;
 pub use crate::modules::proxy::exchange::read_timed;
@@ -42,7 +44,6 @@ use crate::modules::proxy::gateway::settings::Protocol;
 use crate::modules::proxy::next_upstream::{
     Next, Outcome, Policy, decide, status_counts_against_peer,
 };
-use crate::modules::proxy::pass::{host_header, literal_address, parse_url};
 use crate::modules::proxy::request::{
     CacheFields, HeadInput, is_idempotent, upstream_uri, write_head,
 };
@@ -858,108 +859,6 @@ fn client_address(info: &ConnectionInfo) -> Option<std::net::IpAddr> {
         PeerAddress::Inet(address) => Some(address.ip()),
         PeerAddress::Unix => None,
     }
-}
-
-/// The target of a `proxy_pass` with variables.
-struct Resolved<'a> {
-    group: GroupRef<'a>,
-    /// `$proxy_host` and `$proxy_port`.
-    host: Vec<u8>,
-    port: Vec<u8>,
-    /// The URL's URI part.
-    uri: Option<Vec<u8>>,
-    /// `https://`
-    tls: bool,
-}
-
-/// A `proxy_pass` with variables: a group by name (and port), else a literal address,
-/// else the addresses the location's `resolver` finds for the name. A failure is the
-/// status and the message to log.
-async fn resolve_variable_url<'a>(
-    conf: &'a HttpConf,
-    proxy: &Proxy,
-    url: &[u8],
-) -> Result<Resolved<'a>, (u16, String)> {
-    let text = String::from_utf8_lossy(url);
-    let parsed = parse_url(&text).map_err(|error| match error {
-        crate::modules::proxy::pass::UrlError::Prefix => {
-            (500, format!("invalid URL prefix in \"{text}\""))
-        }
-        other => (500, other.message(&text)),
-    })?;
-    let host = host_header(parsed.host, parsed.port, parsed.tls).to_vec();
-    let port = parsed.port_or_default().to_string().into_bytes();
-    let uri = parsed.uri.map(|uri| uri.as_bytes().to_vec());
-    if let Some((_, group)) = conf.find_upstream(parsed.host, parsed.port, parsed.port_or_default())
-    {
-        return Ok(Resolved {
-            group: GroupRef::Conf(group),
-            host,
-            port,
-            uri,
-            tls: parsed.tls,
-        });
-    }
-    let addresses = match literal_address(parsed.host, parsed.port_or_default()) {
-        Some(address) => vec![address],
-        None => {
-            let Some(resolver) = &proxy.resolver else {
-                return Err((
-                    502,
-                    format!("no resolver defined to resolve {}", parsed.host),
-                ));
-            };
-            let found = shared::resolver::resolve(resolver, proxy.resolver_timeout, parsed.host)
-                .await
-                .map_err(|error| {
-                    (
-                        502,
-                        format!(
-                            "{} could not be resolved ({}: {})",
-                            parsed.host, error.code, error.text
-                        ),
-                    )
-                })?;
-            found
-                .into_iter()
-                .map(|ip| PeerAddr::Inet(std::net::SocketAddr::new(ip, parsed.port_or_default())))
-                .collect()
-        }
-    };
-    let peers = addresses
-        .into_iter()
-        .map(|address| Peer {
-            name: address.to_string().into(),
-            server: address.to_string().into(),
-            address,
-            weight: 1,
-            max_fails: 1,
-            fail_timeout: Duration::from_secs(10),
-            max_conns: 0,
-            down: false,
-        })
-        .collect();
-    let host = if parsed.host.starts_with("unix:") {
-        b"localhost".to_vec()
-    } else {
-        host
-    };
-    let group = Group::new(
-        parsed.host.into(),
-        peers,
-        Vec::new(),
-        Balancer::RoundRobin,
-        None,
-        true,
-        parsed.port,
-    );
-    Ok(Resolved {
-        group: GroupRef::Own(Box::new(group)),
-        host,
-        port,
-        uri,
-        tls: parsed.tls,
-    })
 }
 
 impl<'a> Proxying<'a, '_> {
