@@ -165,6 +165,11 @@ pub(crate) async fn proxy_one<'a>(
     if proxy.protocol != Protocol::Http {
         request.upstream.scheme = proxy.protocol.scheme();
     }
+    // memcached answers GET and HEAD only, as nginx's module does.
+    if proxy.protocol == Protocol::Memcached && !matches!(request.method_bytes(), b"GET" | b"HEAD")
+    {
+        return ProxyOutcome::Finalize(405);
+    }
     let target = match find_target(worker, client.info, request, proxy).await {
         Ok(target) => target,
         Err(status) => return ProxyOutcome::Finalize(status),
@@ -435,6 +440,9 @@ impl<'a> Proxying<'a, '_> {
         current: PeerTry,
     ) -> ProxyOutcome<'a> {
         let proxy = self.outgoing.proxy;
+        if proxy.protocol == Protocol::Memcached && answer.received.head.status == 404 {
+            return self.memcached_not_found(info, request, answer, current);
+        }
         let ReceivedHead { head, buffer, .. } = &answer.received;
         if let Some(outcome) = self.cache_answer(info, request, head, buffer) {
             self.release(info, request, current.selected, false);
@@ -483,6 +491,44 @@ impl<'a> Proxying<'a, '_> {
             return outcome;
         }
         self.pass_on(info, request, answer, current)
+    }
+
+    /// memcached's `END` to a `get`: the connection is whole and may be kept, and the
+    /// 404 goes to `error_page` (nginx's memcached module intercepts it). Kept out of
+    /// line, so that `respond` stays as small for `proxy_pass` as it was.
+    #[cold]
+    #[inline(never)]
+    fn memcached_not_found(
+        &self,
+        info: &ConnectionInfo,
+        request: &mut Request<'a>,
+        answer: Answer,
+        current: PeerTry,
+    ) -> ProxyOutcome<'a> {
+        let Answer {
+            stream,
+            received,
+            opened,
+            requests,
+            purpose,
+        } = answer;
+        if let GroupRef::Conf(group) = &self.target.group
+            && group.keepalive.is_some()
+            && received.buffer.len() == received.head.len
+        {
+            let idle = crate::kernel::upstream::keepalive::Idle {
+                stream,
+                opened,
+                requests: requests + 1,
+                purpose,
+            };
+            group.put_idle(current.selected, idle, runtime::clock::monotonic());
+        }
+        crate::modules::proxy::exchange::give_buffer(received.buffer);
+        self.release(info, request, current.selected, false);
+        request.upstream.attempts[current.attempt].response_time =
+            Some(runtime::clock::since(self.policy.started));
+        ProxyOutcome::Finalize(404)
     }
 
     /// The response goes to the client, its body read from the upstream as the client
@@ -548,14 +594,14 @@ impl<'a> Proxying<'a, '_> {
             said => said,
         };
         let gateway = gateway.map(|gateway| gateway.into_body(said));
-        let stderr_log = gateway.is_some().then(|| {
+        let stderr_log = (gateway.is_some() || proxy.protocol == Protocol::Memcached).then(|| {
             Box::new(StderrLog {
                 worker: self.worker,
                 connection: info.clone(),
             })
         });
         let framing = match proxy.protocol {
-            Protocol::Http => response::framing(&head, self.is_head),
+            Protocol::Http | Protocol::Memcached => response::framing(&head, self.is_head),
             Protocol::Fastcgi => UpstreamFraming::Close,
             Protocol::Uwsgi | Protocol::Scgi => said,
         };
@@ -565,7 +611,11 @@ impl<'a> Proxying<'a, '_> {
             }
             Protocol::Fastcgi => !head.connection_close,
             Protocol::Uwsgi | Protocol::Scgi => false,
+            // A HEAD leaves the value unread: the connection closes, as nginx closes it.
+            Protocol::Memcached => !self.is_head,
         };
+        let trailer = (proxy.protocol == Protocol::Memcached && !self.is_head)
+            .then(crate::modules::proxy::memcached::response::Trailer::default);
         let keepalive = match &self.target.group {
             GroupRef::Conf(group) if group.keepalive.is_some() && reusable => Some(Keepalive {
                 group,
@@ -612,6 +662,7 @@ impl<'a> Proxying<'a, '_> {
             limit_rate: self.limit_rate(info, request, proxy),
             gateway,
             stderr_log,
+            trailer,
         };
         // Made in its box, not copied there.
         let body = runtime::sys::boxed::boxed(|| UpstreamBody::new(start));
@@ -777,14 +828,24 @@ fn build_head(
         }),
     };
     if proxy.protocol != Protocol::Http {
-        crate::modules::proxy::gateway::request::write_request(
-            worker,
-            info,
-            request,
-            location,
-            &input,
-            &mut bytes.0,
-        )?;
+        if proxy.protocol == Protocol::Memcached {
+            crate::modules::proxy::memcached::request::write_request(
+                worker,
+                info,
+                request,
+                location,
+                &mut bytes.0,
+            )?;
+        } else {
+            crate::modules::proxy::gateway::request::write_request(
+                worker,
+                info,
+                request,
+                location,
+                &input,
+                &mut bytes.0,
+            )?;
+        }
         uri.clear();
         request.upstream.uri = uri;
         return Ok(OutgoingHead {
