@@ -105,8 +105,14 @@ pub enum Reason {
     IdleStream { kind: u8 },
     /// A frame on a stream already closed, or half-closed by the peer.
     ClosedStream { kind: u8 },
-    /// A client sent PUSH_PROMISE.
-    PushPromiseFromClient,
+    /// A client sent PUSH_PROMISE, or a server that was told not to push.
+    PushPromise,
+    /// A server's first frame was not SETTINGS (§3.4).
+    SettingsExpected { kind: u8 },
+    /// A response head without a valid `:status`, or with request pseudo-headers.
+    BadStatus,
+    /// DATA on a stream before its response head.
+    UnexpectedData,
     /// HEADERS after the request head without END_STREAM (trailers must end the stream).
     TrailersWithoutEndStream,
     /// A request with a body before the client acknowledged our smaller stream window.
@@ -125,88 +131,131 @@ pub enum Reason {
 
 impl fmt::Display for Reason {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.write_as("client", formatter)
+    }
+}
+
+/// A [`Reason`] worded for the peer that gave it (see [`Reason::by`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Worded {
+    reason: Reason,
+    peer: &'static str,
+}
+
+impl fmt::Display for Worded {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.reason.write_as(self.peer, formatter)
+    }
+}
+
+impl Reason {
+    /// The reason worded for `peer` (`"upstream sent frame ..."`); `Display` words it for
+    /// the client, the server role's peer.
+    pub fn by(self, peer: &'static str) -> Worded {
+        Worded { reason: self, peer }
+    }
+
+    fn write_as(&self, peer: &'static str, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
             Self::BadPreface => formatter.write_str("invalid connection preface"),
             Self::FrameTooLarge { length } => write!(
                 formatter,
-                "client sent frame with too long length: {length}"
+                "{peer} sent frame with too long length: {length}"
             ),
             Self::BadFrameLength { kind, length } => {
                 write!(
                     formatter,
-                    "client sent frame of type {kind} with incorrect length: {length}"
+                    "{peer} sent frame of type {kind} with incorrect length: {length}"
                 )
             }
             Self::StreamIdZero { kind } => write!(
                 formatter,
-                "client sent frame of type {kind} with stream id 0"
+                "{peer} sent frame of type {kind} with stream id 0"
             ),
             Self::StreamIdNonZero { kind } => {
                 write!(
                     formatter,
-                    "client sent frame of type {kind} with non-zero stream id"
+                    "{peer} sent frame of type {kind} with non-zero stream id"
                 )
             }
             Self::PaddingTooLong => {
-                formatter.write_str("client sent padded frame with incorrect length")
+                write!(formatter, "{peer} sent padded frame with incorrect length")
             }
             Self::BadSetting { id, value } => {
                 write!(
                     formatter,
-                    "client sent SETTINGS frame with incorrect value {value} of parameter {id:#x}"
+                    "{peer} sent SETTINGS frame with incorrect value {value} of parameter {id:#x}"
                 )
             }
             Self::ZeroWindowIncrement => {
-                formatter.write_str("client sent WINDOW_UPDATE frame with incorrect increment 0")
+                write!(
+                    formatter,
+                    "{peer} sent WINDOW_UPDATE frame with incorrect increment 0"
+                )
             }
             Self::WindowOverflow => {
-                formatter.write_str("client violated flow control: window too large")
+                write!(formatter, "{peer} violated flow control: window too large")
             }
             Self::WindowExceeded => {
-                formatter.write_str("client violated flow control: DATA beyond window")
+                write!(
+                    formatter,
+                    "{peer} violated flow control: DATA beyond window"
+                )
             }
             Self::SelfDependency => {
-                formatter.write_str("client sent stream with dependency on itself")
+                write!(formatter, "{peer} sent stream with dependency on itself")
             }
             Self::ContinuationExpected => {
-                formatter.write_str("client sent frame while expecting CONTINUATION")
+                write!(formatter, "{peer} sent frame while expecting CONTINUATION")
             }
             Self::UnexpectedContinuation => {
-                formatter.write_str("client sent unexpected CONTINUATION frame")
+                write!(formatter, "{peer} sent unexpected CONTINUATION frame")
             }
             Self::BadStreamId { stream_id } => write!(
                 formatter,
-                "client sent HEADERS frame with incorrect id {stream_id}"
+                "{peer} sent HEADERS frame with incorrect id {stream_id}"
             ),
             Self::IdleStream { kind } => write!(
                 formatter,
-                "client sent frame of type {kind} for idle stream"
+                "{peer} sent frame of type {kind} for idle stream"
             ),
             Self::ClosedStream { kind } => write!(
                 formatter,
-                "client sent frame of type {kind} for closed stream"
+                "{peer} sent frame of type {kind} for closed stream"
             ),
-            Self::PushPromiseFromClient => formatter.write_str("client sent PUSH_PROMISE frame"),
+            Self::PushPromise => write!(formatter, "{peer} sent PUSH_PROMISE frame"),
+            Self::SettingsExpected { kind } => write!(
+                formatter,
+                "{peer} sent frame of type {kind} instead of SETTINGS"
+            ),
+            Self::BadStatus => write!(formatter, "{peer} sent invalid :status header"),
+            Self::UnexpectedData => write!(formatter, "{peer} sent DATA frame before HEADERS"),
             Self::TrailersWithoutEndStream => {
-                formatter.write_str("client sent trailer HEADERS without END_STREAM flag")
+                write!(
+                    formatter,
+                    "{peer} sent trailer HEADERS without END_STREAM flag"
+                )
             }
             Self::SettingsNotAcknowledged => {
-                formatter.write_str("client sent a request body before acknowledging SETTINGS")
+                write!(
+                    formatter,
+                    "{peer} sent a request body before acknowledging SETTINGS"
+                )
             }
             Self::TooManyStreams => formatter.write_str("concurrent streams exceeded"),
             Self::Compression(error) => {
-                write!(formatter, "client sent invalid header block: {error}")
+                write!(formatter, "{peer} sent invalid header block: {error}")
             }
             Self::HeaderBlockTooLarge => {
-                formatter.write_str("client sent header block exceeding the limit")
+                write!(formatter, "{peer} sent header block exceeding the limit")
             }
             Self::HeaderTooLarge(crate::hpack::Limit::Field) => {
-                formatter.write_str("client sent too large header field")
+                write!(formatter, "{peer} sent too large header field")
             }
             Self::HeaderTooLarge(crate::hpack::Limit::List) => {
-                formatter.write_str("client sent too large header")
+                write!(formatter, "{peer} sent too large header")
             }
-            Self::Flood(flood) => write!(formatter, "client flood detected: {flood}"),
+            Self::Flood(flood) => write!(formatter, "{peer} flood detected: {flood}"),
         }
     }
 }

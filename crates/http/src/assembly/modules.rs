@@ -45,6 +45,8 @@ pub const TABLES: &[&[HttpDirective]] = &[
     crate::modules::proxy::cache::directives::FASTCGI_DIRECTIVES,
     crate::modules::proxy::cache::directives::UWSGI_DIRECTIVES,
     crate::modules::proxy::cache::directives::SCGI_DIRECTIVES,
+    crate::modules::proxy::memcached::directives::DIRECTIVES,
+    crate::modules::proxy::directives::MEMCACHED_DIRECTIVES,
     crate::modules::upstream::directives::DIRECTIVES,
     crate::modules::stub_status::directives::DIRECTIVES,
     crate::modules::empty_gif::directives::DIRECTIVES,

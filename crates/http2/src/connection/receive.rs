@@ -53,7 +53,7 @@ impl Connection {
                     if header.kind == frame::kind::PUSH_PROMISE {
                         // Refused on its header, as nginx does, without waiting for a
                         // payload that may never come.
-                        let reason = Reason::PushPromiseFromClient;
+                        let reason = Reason::PushPromise;
                         self.fail(Error::connection(ErrorCode::PROTOCOL_ERROR, reason))?;
                     }
                     let end = frame::HEADER_LEN + header.length as usize;
@@ -123,7 +123,7 @@ impl Connection {
             Frame::Settings { ack, params } => self.settings(ack, params),
             Frame::PushPromise { .. } => Err(Error::connection(
                 ErrorCode::PROTOCOL_ERROR,
-                Reason::PushPromiseFromClient,
+                Reason::PushPromise,
             )),
             Frame::Ping { ack, payload } => {
                 if !ack {

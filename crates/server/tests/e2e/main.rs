@@ -54,6 +54,7 @@ mod limit_rate;
 mod limit_req;
 mod load_module;
 mod map;
+mod memcached;
 mod mirror;
 mod nginx_compat;
 mod not_modified;

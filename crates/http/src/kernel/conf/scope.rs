@@ -83,6 +83,8 @@ pub struct LocationScope {
     pub fastcgi: GatewayScope,
     pub uwsgi: GatewayScope,
     pub scgi: GatewayScope,
+    /// `memcached_*`: the same parts; its cache and TLS settings stay unset.
+    pub memcached: GatewayScope,
     pub rewrite: RewriteConf,
     pub charset: CharsetConf,
     pub gzip: GzipConf,
@@ -120,7 +122,7 @@ pub enum Content {
     Static,
     /// `proxy_pass`.
     Proxy,
-    /// `fastcgi_pass`, `uwsgi_pass`, `scgi_pass`.
+    /// `fastcgi_pass`, `uwsgi_pass`, `scgi_pass`, `memcached_pass`.
     Gateway(Protocol),
     /// `stub_status`.
     StubStatus,
@@ -199,6 +201,7 @@ impl LocationScope {
         self.fastcgi.merge_from(&parent.fastcgi);
         self.uwsgi.merge_from(&parent.uwsgi);
         self.scgi.merge_from(&parent.scgi);
+        self.memcached.merge_from(&parent.memcached);
         self.rewrite.merge_from(&parent.rewrite);
         self.charset.merge_from(&parent.charset);
         self.gzip.merge_from(&parent.gzip);
@@ -239,6 +242,7 @@ impl LocationScope {
             fastcgi: self.fastcgi.clone(),
             uwsgi: self.uwsgi.clone(),
             scgi: self.scgi.clone(),
+            memcached: self.memcached.clone(),
             rewrite: self.rewrite.clone(),
             charset: self.charset.clone(),
             gzip: self.gzip.clone(),
@@ -276,6 +280,7 @@ impl LocationScope {
             Protocol::Fastcgi | Protocol::Http => &self.fastcgi,
             Protocol::Uwsgi => &self.uwsgi,
             Protocol::Scgi => &self.scgi,
+            Protocol::Memcached => &self.memcached,
         }
     }
 
@@ -284,6 +289,7 @@ impl LocationScope {
             Protocol::Fastcgi | Protocol::Http => &mut self.fastcgi,
             Protocol::Uwsgi => &mut self.uwsgi,
             Protocol::Scgi => &mut self.scgi,
+            Protocol::Memcached => &mut self.memcached,
         }
     }
 
@@ -306,6 +312,7 @@ impl LocationScope {
             Protocol::Fastcgi | Protocol::Http => &mut self.fastcgi,
             Protocol::Uwsgi => &mut self.uwsgi,
             Protocol::Scgi => &mut self.scgi,
+            Protocol::Memcached => &mut self.memcached,
         };
         std::mem::swap(&mut self.proxy, &mut gateway.upstream);
         std::mem::swap(&mut self.proxy_cache, &mut gateway.cache);

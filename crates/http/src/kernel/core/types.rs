@@ -119,6 +119,17 @@ impl MimeTypes {
     }
 }
 
+/// The MIME type `types` gives a URI's extension, else `default_type`, as nginx's
+/// `ngx_http_set_content_type` chooses it. Inline: `return` with text calls it per request.
+#[inline]
+pub fn mime_type<'a>(core: &'a crate::kernel::core::CoreLocation, uri: &[u8]) -> &'a [u8] {
+    let extension = extension_of(uri);
+    if extension.is_empty() {
+        return &core.default_type;
+    }
+    core.types.get(extension).unwrap_or(&core.default_type)
+}
+
 /// The extension of the last path segment (`/a.b/c.TXT` gives `TXT`), as nginx computes
 /// `r->exten`.
 pub(crate) fn extension_of(path: &[u8]) -> &[u8] {

@@ -13,6 +13,7 @@ use crate::modules::proxy::cache::store::Keeper;
 use crate::modules::proxy::exchange::{read_timed, read_timed_appending, read_timed_spare};
 use crate::modules::proxy::failure::{Action, Failure, Fault};
 use crate::modules::proxy::gateway::response::{FastcgiBody, StderrLog};
+use crate::modules::proxy::memcached::response::Trailer;
 use crate::modules::proxy::response::{InvalidHead, UpstreamFraming};
 use cgi::fastcgi::ResponseEvent;
 
@@ -69,8 +70,10 @@ pub struct BodyStart<'a> {
     pub limit_rate: u64,
     /// A FastCGI answer: the body is in its records (the framing is then `Close`).
     pub(crate) gateway: Option<Box<FastcgiBody>>,
-    /// Where its stderr is logged.
+    /// Where its stderr (or memcached's bad trailer) is logged.
     pub(crate) stderr_log: Option<Box<StderrLog<'a>>>,
+    /// A memcached value: `\r\nEND\r\n` follows its bytes.
+    pub(crate) trailer: Option<Trailer>,
 }
 
 /// A piece of the body read by [`UpstreamBody::next_detached`].
@@ -109,6 +112,7 @@ pub struct UpstreamBody<'a> {
     read_since: Option<(u64, u64)>,
     gateway: Option<Box<FastcgiBody>>,
     stderr_log: Option<Box<StderrLog<'a>>>,
+    trailer: Option<Trailer>,
 }
 
 impl std::fmt::Debug for UpstreamBody<'_> {
@@ -156,6 +160,7 @@ impl<'a> UpstreamBody<'a> {
             read_since: None,
             gateway: start.gateway,
             stderr_log: start.stderr_log,
+            trailer: start.trailer,
         }
     }
 
@@ -171,7 +176,7 @@ impl<'a> UpstreamBody<'a> {
     pub fn is_done(&self) -> bool {
         match self.framing {
             UpstreamFraming::None => true,
-            UpstreamFraming::Length(_) => self.remaining == 0,
+            UpstreamFraming::Length(_) => self.remaining == 0 && !self.trailer_pending(),
             UpstreamFraming::Chunked | UpstreamFraming::Close => false,
         }
     }
@@ -198,8 +203,21 @@ impl<'a> UpstreamBody<'a> {
         result
     }
 
-    /// Logs the stderr a FastCGI application sent with the body since the last call.
+    /// memcached's trailer is still to be read.
+    fn trailer_pending(&self) -> bool {
+        self.trailer.is_some_and(|trailer| !trailer.is_done())
+    }
+
+    /// Logs the stderr a FastCGI application sent with the body since the last call, or
+    /// memcached's invalid trailer.
     pub(crate) fn log_stderr(&mut self, request: &Request<'_>) {
+        if let (Some(trailer), Some(log)) = (self.trailer.as_mut(), &self.stderr_log)
+            && trailer.invalid
+            && !trailer.logged
+        {
+            trailer.logged = true;
+            log.write_message(request, format_args!("memcached sent invalid trailer"));
+        }
         if let (Some(gateway), Some(log)) = (self.gateway.as_deref_mut(), &self.stderr_log)
             && !gateway.stderr.is_empty()
         {
@@ -254,7 +272,7 @@ impl<'a> UpstreamBody<'a> {
                             *read += count as u64;
                         }
                         self.remaining -= count as u64;
-                        Ok(self.remaining > 0)
+                        Ok(self.remaining > 0 || self.trailer_pending())
                     }
                 };
             }
@@ -334,6 +352,7 @@ impl<'a> UpstreamBody<'a> {
         let room = out.capacity() - out.len();
         let left = usize::try_from(self.remaining).unwrap_or(usize::MAX);
         if !matches!(self.framing, UpstreamFraming::Length(_))
+            || self.remaining == 0
             || self.limit_rate != 0
             || self.position != self.end
             || room < self.read_size.min(left)
@@ -365,7 +384,11 @@ impl<'a> UpstreamBody<'a> {
             UpstreamFraming::None => Ok(Some(false)),
             UpstreamFraming::Length(_) => {
                 if self.remaining == 0 {
-                    return Ok(Some(false));
+                    let Some(trailer) = &mut self.trailer else {
+                        return Ok(Some(false));
+                    };
+                    self.position += trailer.take(input);
+                    return Ok(if trailer.is_done() { Some(false) } else { None });
                 }
                 if input.is_empty() {
                     return Ok(None);
@@ -374,7 +397,7 @@ impl<'a> UpstreamBody<'a> {
                 out.extend_from_slice(&input[..take]);
                 self.position += take;
                 self.remaining -= take as u64;
-                Ok(Some(self.remaining > 0))
+                Ok(Some(self.remaining > 0 || self.trailer_pending()))
             }
             UpstreamFraming::Close => {
                 if input.is_empty() {
@@ -492,7 +515,9 @@ impl<'a> UpstreamBody<'a> {
         // Stray bytes after the body's end mean the connection cannot be trusted.
         let ended = match self.framing {
             UpstreamFraming::None => true,
-            UpstreamFraming::Length(_) => self.remaining == 0,
+            UpstreamFraming::Length(_) => {
+                self.remaining == 0 && self.trailer.is_none_or(|trailer| trailer.is_whole())
+            }
             UpstreamFraming::Chunked | UpstreamFraming::Close => false,
         };
         let clean = ended && self.position == self.end;

@@ -359,6 +359,59 @@ pub const FASTCGI_DIRECTIVES: &[HttpDirective] = gateway_directives!("fastcgi", 
 pub const UWSGI_DIRECTIVES: &[HttpDirective] = gateway_directives!("uwsgi", Protocol::Uwsgi);
 pub const SCGI_DIRECTIVES: &[HttpDirective] = gateway_directives!("scgi", Protocol::Scgi);
 
+/// The proxy directives the memcached module has too: it has no body to send, no head
+/// to rewrite and no cache, so only the connection's and the tries' settings.
+pub const MEMCACHED_DIRECTIVES: &[HttpDirective] = &[
+    gateway_directive(
+        "memcached_bind",
+        Protocol::Memcached,
+        Arity::TAKE12,
+        set_bind,
+    ),
+    gateway_directive(
+        "memcached_buffer_size",
+        Protocol::Memcached,
+        Arity::TAKE1,
+        set_buffer_size,
+    ),
+    gateway_directive(
+        "memcached_connect_timeout",
+        Protocol::Memcached,
+        Arity::TAKE1,
+        set_connect_timeout,
+    ),
+    gateway_directive(
+        "memcached_next_upstream_timeout",
+        Protocol::Memcached,
+        Arity::TAKE1,
+        set_next_upstream_timeout,
+    ),
+    gateway_directive(
+        "memcached_next_upstream_tries",
+        Protocol::Memcached,
+        Arity::TAKE1,
+        set_next_upstream_tries,
+    ),
+    gateway_directive(
+        "memcached_read_timeout",
+        Protocol::Memcached,
+        Arity::TAKE1,
+        set_read_timeout,
+    ),
+    gateway_directive(
+        "memcached_send_timeout",
+        Protocol::Memcached,
+        Arity::TAKE1,
+        set_send_timeout,
+    ),
+    gateway_directive(
+        "memcached_socket_keepalive",
+        Protocol::Memcached,
+        Arity::FLAG,
+        accept_flag,
+    ),
+];
+
 set_once!(
     set_pass_request_headers,
     LocationScope,
@@ -725,10 +778,8 @@ fn set_next_upstream(
     if scope.proxy.next_upstream.is_some() {
         return Err(context.duplicate(directive));
     }
-    let mut flags = 0;
-    for argument in &directive.args {
-        let argument = argument.as_str();
-        flags |= match argument.to_ascii_lowercase().as_str() {
+    let flags = next_upstream_flags(directive, |word| {
+        Some(match word.to_ascii_lowercase().as_str() {
             "error" => NextUpstream::ERROR,
             "timeout" => NextUpstream::TIMEOUT,
             "invalid_header" => NextUpstream::INVALID_HEADER,
@@ -743,19 +794,31 @@ fn set_next_upstream(
             "off" => NextUpstream::OFF,
             // Cache-only conditions: accepted, nothing to do without a cache.
             "updating" => 0,
-            _ => {
-                return Err(ConfError::message(
-                    format!("invalid value \"{argument}\""),
-                    &directive.span,
-                ));
-            }
-        };
+            _ => return None,
+        })
+    })?;
+    scope.proxy.next_upstream = Some(flags);
+    Ok(())
+}
+
+/// The conditions of a `*_next_upstream` directive, each word's flag given by `flag`
+/// (`None` for a word the module does not know: `invalid value "..."`); `off` among
+/// them is `off` alone.
+pub(crate) fn next_upstream_flags(
+    directive: &Directive,
+    flag: impl Fn(&str) -> Option<u16>,
+) -> Result<NextUpstream, ConfError> {
+    let mut flags = 0;
+    for argument in &directive.args {
+        let argument = argument.as_str();
+        flags |= flag(argument).ok_or_else(|| {
+            ConfError::message(format!("invalid value \"{argument}\""), &directive.span)
+        })?;
     }
     if flags & NextUpstream::OFF != 0 {
         flags = NextUpstream::OFF;
     }
-    scope.proxy.next_upstream = Some(NextUpstream(flags));
-    Ok(())
+    Ok(NextUpstream(flags))
 }
 
 /// `default`, `off`, or `FROM TO` (a `~`/`~*` FROM is a regex).

@@ -15,6 +15,7 @@ use crate::kernel::upstream::{Peer, PeerAddr, Selected};
 use crate::kernel::worker::HttpWorker;
 use crate::modules::proxy::Proxy;
 use crate::modules::proxy::failure::{Action, Failure, Fault};
+use crate::modules::proxy::gateway::settings::Protocol;
 use crate::modules::proxy::handler::GroupRef;
 use crate::modules::proxy::response::{self, UpstreamHead};
 pub(crate) use crate::modules::proxy::ssl::upstream::UpstreamTls;
@@ -233,13 +234,20 @@ async fn exchange(
         Ok(bytes) => {
             sent = bytes;
             request.upstream.attempts[attempt].bytes_sent = bytes;
-            if outgoing.proxy.protocol == crate::modules::proxy::gateway::settings::Protocol::Http {
-                read_head(stream, outgoing.proxy, client, request, attempt).await
-            } else {
-                crate::modules::proxy::gateway::response::read_head(
-                    stream, outgoing, client, request, attempt,
-                )
-                .await
+            match outgoing.proxy.protocol {
+                Protocol::Http => read_head(stream, outgoing.proxy, client, request, attempt).await,
+                Protocol::Memcached => {
+                    crate::modules::proxy::memcached::response::read_head(
+                        stream, outgoing, client, request, attempt,
+                    )
+                    .await
+                }
+                Protocol::Fastcgi | Protocol::Uwsgi | Protocol::Scgi => {
+                    crate::modules::proxy::gateway::response::read_head(
+                        stream, outgoing, client, request, attempt,
+                    )
+                    .await
+                }
             }
         }
         Err(failure) => Err(failure),
@@ -266,10 +274,10 @@ enum Framing {
 impl Framing {
     fn of(outgoing: &Outgoing<'_>) -> Framing {
         match outgoing.proxy.protocol {
-            crate::modules::proxy::gateway::settings::Protocol::Fastcgi => Framing::Fastcgi(
+            Protocol::Fastcgi => Framing::Fastcgi(
                 crate::modules::proxy::gateway::request::fastcgi_encoder(outgoing.gateway),
             ),
-            crate::modules::proxy::gateway::settings::Protocol::Http => Framing::Plain {
+            Protocol::Http => Framing::Plain {
                 chunked: matches!(outgoing.body, OutBody::Stream { chunked: true, .. }),
             },
             _ => Framing::Plain { chunked: false },

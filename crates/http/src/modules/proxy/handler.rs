@@ -3,14 +3,14 @@
 //! whether to pass the response on, try the next server, or end with 502/504.
 
 use std::borrow::Cow;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use logging::Level;
 use runtime::PeerAddress;
 
 use crate::kernel::body::BodyState;
 use crate::kernel::client::Client as RequestClient;
-use crate::kernel::conf::{HttpConf, Location, LocationId};
+use crate::kernel::conf::{Location, LocationId};
 use crate::modules::proxy::accel::accel_redirect;
 use crate::modules::proxy::body::{BodyStart, Keepalive, Release, UpstreamBody};
 use crate::modules::proxy::cache::lookup::{CacheRequest, lookup};
@@ -18,16 +18,18 @@ use crate::modules::proxy::cache::settings::UseStale;
 
 mod caching;
 mod request_body;
+mod variable_url;
 
 use caching::{key_uri, stale_condition};
 use request_body::read_request_body;
+use variable_url::resolve_variable_url;
 
 use crate::kernel::request::{ConnectionInfo, Request};
 use crate::kernel::request_log::log;
 use crate::kernel::send::body::Body;
 use crate::kernel::upstream::balancer::SelectKey;
 use crate::kernel::upstream::info::Attempt;
-use crate::kernel::upstream::{Balancer, Group, Peer, PeerAddr, Selected, Tried};
+use crate::kernel::upstream::{Balancer, Group, Selected, Tried};
 use crate::kernel::variables::evaluate::render;
 use crate::kernel::worker::HttpWorker;
 pub use crate::modules::proxy::exchange::read_timed;
@@ -42,7 +44,6 @@ use crate::modules::proxy::gateway::settings::Protocol;
 use crate::modules::proxy::next_upstream::{
     Next, Outcome, Policy, decide, status_counts_against_peer,
 };
-use crate::modules::proxy::pass::{host_header, literal_address, parse_url};
 use crate::modules::proxy::request::{
     CacheFields, HeadInput, is_idempotent, upstream_uri, write_head,
 };
@@ -163,6 +164,11 @@ pub(crate) async fn proxy_one<'a>(
     let proxy = &location.settings.proxy;
     if proxy.protocol != Protocol::Http {
         request.upstream.scheme = proxy.protocol.scheme();
+    }
+    // memcached answers GET and HEAD only, as nginx's module does.
+    if proxy.protocol == Protocol::Memcached && !matches!(request.method_bytes(), b"GET" | b"HEAD")
+    {
+        return ProxyOutcome::Finalize(405);
     }
     let target = match find_target(worker, client.info, request, proxy).await {
         Ok(target) => target,
@@ -434,6 +440,9 @@ impl<'a> Proxying<'a, '_> {
         current: PeerTry,
     ) -> ProxyOutcome<'a> {
         let proxy = self.outgoing.proxy;
+        if proxy.protocol == Protocol::Memcached && answer.received.head.status == 404 {
+            return self.memcached_not_found(info, request, answer, current);
+        }
         let ReceivedHead { head, buffer, .. } = &answer.received;
         if let Some(outcome) = self.cache_answer(info, request, head, buffer) {
             self.release(info, request, current.selected, false);
@@ -482,6 +491,44 @@ impl<'a> Proxying<'a, '_> {
             return outcome;
         }
         self.pass_on(info, request, answer, current)
+    }
+
+    /// memcached's `END` to a `get`: the connection is whole and may be kept, and the
+    /// 404 goes to `error_page` (nginx's memcached module intercepts it). Kept out of
+    /// line, so that `respond` stays as small for `proxy_pass` as it was.
+    #[cold]
+    #[inline(never)]
+    fn memcached_not_found(
+        &self,
+        info: &ConnectionInfo,
+        request: &mut Request<'a>,
+        answer: Answer,
+        current: PeerTry,
+    ) -> ProxyOutcome<'a> {
+        let Answer {
+            stream,
+            received,
+            opened,
+            requests,
+            purpose,
+        } = answer;
+        if let GroupRef::Conf(group) = &self.target.group
+            && group.keepalive.is_some()
+            && received.buffer.len() == received.head.len
+        {
+            let idle = crate::kernel::upstream::keepalive::Idle {
+                stream,
+                opened,
+                requests: requests + 1,
+                purpose,
+            };
+            group.put_idle(current.selected, idle, runtime::clock::monotonic());
+        }
+        crate::modules::proxy::exchange::give_buffer(received.buffer);
+        self.release(info, request, current.selected, false);
+        request.upstream.attempts[current.attempt].response_time =
+            Some(runtime::clock::since(self.policy.started));
+        ProxyOutcome::Finalize(404)
     }
 
     /// The response goes to the client, its body read from the upstream as the client
@@ -547,14 +594,14 @@ impl<'a> Proxying<'a, '_> {
             said => said,
         };
         let gateway = gateway.map(|gateway| gateway.into_body(said));
-        let stderr_log = gateway.is_some().then(|| {
+        let stderr_log = (gateway.is_some() || proxy.protocol == Protocol::Memcached).then(|| {
             Box::new(StderrLog {
                 worker: self.worker,
                 connection: info.clone(),
             })
         });
         let framing = match proxy.protocol {
-            Protocol::Http => response::framing(&head, self.is_head),
+            Protocol::Http | Protocol::Memcached => response::framing(&head, self.is_head),
             Protocol::Fastcgi => UpstreamFraming::Close,
             Protocol::Uwsgi | Protocol::Scgi => said,
         };
@@ -564,7 +611,11 @@ impl<'a> Proxying<'a, '_> {
             }
             Protocol::Fastcgi => !head.connection_close,
             Protocol::Uwsgi | Protocol::Scgi => false,
+            // A HEAD leaves the value unread: the connection closes, as nginx closes it.
+            Protocol::Memcached => !self.is_head,
         };
+        let trailer = (proxy.protocol == Protocol::Memcached && !self.is_head)
+            .then(crate::modules::proxy::memcached::response::Trailer::default);
         let keepalive = match &self.target.group {
             GroupRef::Conf(group) if group.keepalive.is_some() && reusable => Some(Keepalive {
                 group,
@@ -611,6 +662,7 @@ impl<'a> Proxying<'a, '_> {
             limit_rate: self.limit_rate(info, request, proxy),
             gateway,
             stderr_log,
+            trailer,
         };
         // Made in its box, not copied there.
         let body = runtime::sys::boxed::boxed(|| UpstreamBody::new(start));
@@ -776,14 +828,24 @@ fn build_head(
         }),
     };
     if proxy.protocol != Protocol::Http {
-        crate::modules::proxy::gateway::request::write_request(
-            worker,
-            info,
-            request,
-            location,
-            &input,
-            &mut bytes.0,
-        )?;
+        if proxy.protocol == Protocol::Memcached {
+            crate::modules::proxy::memcached::request::write_request(
+                worker,
+                info,
+                request,
+                location,
+                &mut bytes.0,
+            )?;
+        } else {
+            crate::modules::proxy::gateway::request::write_request(
+                worker,
+                info,
+                request,
+                location,
+                &input,
+                &mut bytes.0,
+            )?;
+        }
         uri.clear();
         request.upstream.uri = uri;
         return Ok(OutgoingHead {
@@ -858,108 +920,6 @@ fn client_address(info: &ConnectionInfo) -> Option<std::net::IpAddr> {
         PeerAddress::Inet(address) => Some(address.ip()),
         PeerAddress::Unix => None,
     }
-}
-
-/// The target of a `proxy_pass` with variables.
-struct Resolved<'a> {
-    group: GroupRef<'a>,
-    /// `$proxy_host` and `$proxy_port`.
-    host: Vec<u8>,
-    port: Vec<u8>,
-    /// The URL's URI part.
-    uri: Option<Vec<u8>>,
-    /// `https://`
-    tls: bool,
-}
-
-/// A `proxy_pass` with variables: a group by name (and port), else a literal address,
-/// else the addresses the location's `resolver` finds for the name. A failure is the
-/// status and the message to log.
-async fn resolve_variable_url<'a>(
-    conf: &'a HttpConf,
-    proxy: &Proxy,
-    url: &[u8],
-) -> Result<Resolved<'a>, (u16, String)> {
-    let text = String::from_utf8_lossy(url);
-    let parsed = parse_url(&text).map_err(|error| match error {
-        crate::modules::proxy::pass::UrlError::Prefix => {
-            (500, format!("invalid URL prefix in \"{text}\""))
-        }
-        other => (500, other.message(&text)),
-    })?;
-    let host = host_header(parsed.host, parsed.port, parsed.tls).to_vec();
-    let port = parsed.port_or_default().to_string().into_bytes();
-    let uri = parsed.uri.map(|uri| uri.as_bytes().to_vec());
-    if let Some((_, group)) = conf.find_upstream(parsed.host, parsed.port, parsed.port_or_default())
-    {
-        return Ok(Resolved {
-            group: GroupRef::Conf(group),
-            host,
-            port,
-            uri,
-            tls: parsed.tls,
-        });
-    }
-    let addresses = match literal_address(parsed.host, parsed.port_or_default()) {
-        Some(address) => vec![address],
-        None => {
-            let Some(resolver) = &proxy.resolver else {
-                return Err((
-                    502,
-                    format!("no resolver defined to resolve {}", parsed.host),
-                ));
-            };
-            let found = shared::resolver::resolve(resolver, proxy.resolver_timeout, parsed.host)
-                .await
-                .map_err(|error| {
-                    (
-                        502,
-                        format!(
-                            "{} could not be resolved ({}: {})",
-                            parsed.host, error.code, error.text
-                        ),
-                    )
-                })?;
-            found
-                .into_iter()
-                .map(|ip| PeerAddr::Inet(std::net::SocketAddr::new(ip, parsed.port_or_default())))
-                .collect()
-        }
-    };
-    let peers = addresses
-        .into_iter()
-        .map(|address| Peer {
-            name: address.to_string().into(),
-            server: address.to_string().into(),
-            address,
-            weight: 1,
-            max_fails: 1,
-            fail_timeout: Duration::from_secs(10),
-            max_conns: 0,
-            down: false,
-        })
-        .collect();
-    let host = if parsed.host.starts_with("unix:") {
-        b"localhost".to_vec()
-    } else {
-        host
-    };
-    let group = Group::new(
-        parsed.host.into(),
-        peers,
-        Vec::new(),
-        Balancer::RoundRobin,
-        None,
-        true,
-        parsed.port,
-    );
-    Ok(Resolved {
-        group: GroupRef::Own(Box::new(group)),
-        host,
-        port,
-        uri,
-        tls: parsed.tls,
-    })
 }
 
 impl<'a> Proxying<'a, '_> {

@@ -16,6 +16,7 @@ pub(crate) mod exchange;
 pub mod failure;
 pub mod gateway;
 pub mod handler;
+pub mod memcached;
 mod next_upstream;
 pub mod pass;
 pub mod request;

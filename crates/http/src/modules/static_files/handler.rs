@@ -4,7 +4,6 @@
 use http1::Method;
 
 use crate::kernel::conf::Location;
-use crate::kernel::core::types::extension_of;
 use crate::kernel::request::Request;
 use crate::kernel::response::Bytes;
 use crate::kernel::send::body::Body;
@@ -62,15 +61,10 @@ fn push_hex(out: &mut Vec<u8>, value: u64) {
 
 /// The MIME type of a URI's extension, else `default_type`.
 pub fn content_type<'a>(location: &'a Location, uri: &[u8]) -> Bytes<'a> {
-    let core = &location.settings.core;
-    let extension = extension_of(uri);
-    if extension.is_empty() {
-        return Bytes::Borrowed(&core.default_type);
-    }
-    match core.types.get(extension) {
-        Some(mime) => Bytes::Borrowed(mime),
-        None => Bytes::Borrowed(&core.default_type),
-    }
+    Bytes::Borrowed(crate::kernel::core::types::mime_type(
+        &location.settings.core,
+        uri,
+    ))
 }
 
 #[cfg(test)]

@@ -57,6 +57,19 @@ impl UpstreamConn {
         Some(self.take_recorded(end))
     }
 
+    /// Reads one line, ended by `\n` (a text protocol's command, memcached's `get`);
+    /// `None` when the proxy closed the connection first. Recorded like a request.
+    pub fn read_line(&mut self) -> Option<Vec<u8>> {
+        loop {
+            if let Some(end) = self.buffer.iter().position(|&byte| byte == b'\n') {
+                return Some(self.take_recorded(end + 1));
+            }
+            if !self.fill() {
+                return None;
+            }
+        }
+    }
+
     /// Every byte after what was read, until the proxy closes (or `limit` passes).
     pub fn read_to_close(&mut self, limit: Duration) -> Vec<u8> {
         let _ = self.stream.set_read_timeout(Some(limit));

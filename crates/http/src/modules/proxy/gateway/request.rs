@@ -66,7 +66,8 @@ fn encode(
     let params = params(worker, connection, request, location, input.cache.as_ref());
     let pairs = params.iter();
     match protocol {
-        Protocol::Fastcgi | Protocol::Http => {
+        // memcached's request is its own (`memcached/request.rs`).
+        Protocol::Fastcgi | Protocol::Http | Protocol::Memcached => {
             let encoder = fastcgi_encoder(&location.settings.gateway);
             encoder.begin(out);
             encoder.params(out, pairs)

@@ -73,6 +73,18 @@ pub(crate) struct StderrLog<'a> {
 }
 
 impl StderrLog<'_> {
+    /// Logs a message about the body at `error` (memcached's invalid trailer).
+    pub(crate) fn write_message(&self, request: &Request<'_>, message: std::fmt::Arguments<'_>) {
+        crate::kernel::request_log::log_during(
+            self.worker,
+            &self.connection,
+            request,
+            Level::Error,
+            Some("reading upstream"),
+            message,
+        );
+    }
+
     /// Logs the pieces of stderr that came with the body.
     pub(crate) fn write(&self, request: &Request<'_>, pieces: Vec<Vec<u8>>) {
         for piece in pieces {

@@ -20,6 +20,8 @@ pub enum Protocol {
     Fastcgi,
     Uwsgi,
     Scgi,
+    /// `memcached_pass`: a `get` per request, the value as the body.
+    Memcached,
 }
 
 impl Protocol {
@@ -30,6 +32,7 @@ impl Protocol {
             Protocol::Fastcgi => "fastcgi",
             Protocol::Uwsgi => "uwsgi",
             Protocol::Scgi => "scgi",
+            Protocol::Memcached => "memcached",
         }
     }
 
@@ -69,6 +72,11 @@ settings! {
         /// `uwsgi_modifier1`, `uwsgi_modifier2`.
         modifier1: u8 = 0,
         modifier2: u8 = 0,
+        /// `memcached_gzip_flag`: a value whose flags have one of these bits set is
+        /// answered with `Content-Encoding: gzip`; 0 is off.
+        gzip_flag: u32 = 0,
+        /// `$memcached_key`, as `memcached_pass` compiled it.
+        key: Option<HttpTemplate> = None,
     }
 }
 
@@ -95,10 +103,17 @@ impl GatewayScope {
     /// to `PREFIX/fastcgi_temp` (and its siblings).
     pub(crate) fn resolve_upstream(&self, protocol: Protocol, env: &MergeEnv) -> Proxy {
         let mut proxy = self.upstream.resolve(env);
-        if self.upstream.proxy_temp_path.is_none() {
+        // memcached writes no temporary file: it keeps the proxy's default path.
+        if self.upstream.proxy_temp_path.is_none() && protocol != Protocol::Memcached {
             proxy.proxy_temp_path.path = env.prefix.join(format!("{}_temp", protocol.prefix()));
         }
         proxy.protocol = protocol;
+        if protocol == Protocol::Memcached {
+            // nginx's memcached module sends no body, and passes the value on as it
+            // arrives, through its one buffer (no temp files).
+            proxy.pass_request_body = false;
+            proxy.buffering = false;
+        }
         // No `*_redirect` for gateways: `Location` is passed as it came.
         proxy.redirect = crate::modules::proxy::Redirect::Off;
         proxy
