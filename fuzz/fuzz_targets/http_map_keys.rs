@@ -4,9 +4,9 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use portico_http::kernel::conf::regex::Captures;
-use portico_http::kernel::map::keys::MapKeys;
-use portico_http::kernel::map::split_clients::{Part, Parts};
+use portico_shared::map::keys::MapKeys;
+use portico_shared::map::split_clients::{Part, Parts};
+use portico_shared::regex::Captures;
 
 fuzz_target!(|data: &[u8]| {
     let Some((&selector, input)) = data.split_first() else { return };

@@ -5,7 +5,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use portico_http::kernel::proxy_protocol::parse::{MAX_HEADER, Parsed, TlvName, parse};
+use portico_shared::proxy_protocol::{MAX_HEADER, Parsed, TlvName, parse};
 
 fuzz_target!(|data: &[u8]| {
     let Parsed::Done { len, header } = parse(data, false) else {

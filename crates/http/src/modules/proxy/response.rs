@@ -251,12 +251,11 @@ pub fn apply(
             // header filter's rewrite) only where the header filter writes one: other
             // statuses pass the upstream's field on as it came, as nginx's header filter
             // leaves it (it drops only a `Last-Modified` it computed itself).
-            Some(Special::LastModified)
-                if dates_its_response(head.status)
-                    && let Some(time) = http1::response::parse_http_date(value) =>
-            {
-                request.response.last_modified = Some(time);
-                continue;
+            Some(Special::LastModified) if dates_its_response(head.status) => {
+                if let Some(time) = http1::response::parse_http_date(value) {
+                    request.response.last_modified = Some(time);
+                    continue;
+                }
             }
             Some(Special::ContentRange) => {
                 request.response.content_range = Some(value.to_vec());
