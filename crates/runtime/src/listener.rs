@@ -188,27 +188,15 @@ impl Listener {
             ListenAddress::Unix(path) => SockAddr::unix(path).map_err(fail("bind"))?,
         };
         socket.bind(&socket_address).map_err(fail("bind"))?;
-        if !options.datagram {
-            socket.listen(options.backlog).map_err(fail("listen"))?;
-        }
-        socket
-            .set_nonblocking(true)
-            .map_err(fail("ioctl(FIONBIO)"))?;
-        Ok(Listener {
-            address: address.clone(),
-            options: Mutex::new(options.clone()),
-            socket,
-        })
+        Listener::start(socket, address.clone(), options)
     }
 
-    /// A listening socket this process inherited (a binary upgrade), configured with
-    /// `options` as [`Listener::open`] would configure a new one: the bind-time options
-    /// (`reuseport`, `ipv6only`) stay as the socket has them.
-    pub fn adopt(inherited: Inherited, options: &ListenOptions) -> Result<Listener, ListenError> {
-        let Inherited {
-            address, socket, ..
-        } = inherited;
-        configure(&socket, options, &address)?;
+    /// A bound socket made to listen (a stream socket) and non-blocking.
+    fn start(
+        socket: Socket,
+        address: ListenAddress,
+        options: &ListenOptions,
+    ) -> Result<Listener, ListenError> {
         let fail = |call: &'static str| {
             let address = address.clone();
             move |source| ListenError {
@@ -228,6 +216,17 @@ impl Listener {
             options: Mutex::new(options.clone()),
             socket,
         })
+    }
+
+    /// A listening socket this process inherited (a binary upgrade), configured with
+    /// `options` as [`Listener::open`] would configure a new one: the bind-time options
+    /// (`reuseport`, `ipv6only`) stay as the socket has them.
+    pub fn adopt(inherited: Inherited, options: &ListenOptions) -> Result<Listener, ListenError> {
+        let Inherited {
+            address, socket, ..
+        } = inherited;
+        configure(&socket, options, &address)?;
+        Listener::start(socket, address, options)
     }
 
     /// A new descriptor for the same socket, for one worker to register with its runtime.
