@@ -5,7 +5,8 @@
 //! error-log line (`2026/11/21 21:06:57 [error] 1234#1240: *5 message, client: ...`) and
 //! writes it to every sink whose level allows it; [`AccessLogBuffer`] is a worker's buffer in
 //! front of an access log file (`access_log ... buffer=SIZE flush=TIME`); [`Syslog`] is a
-//! `syslog:` target, whose lines go out as RFC 3164 datagrams.
+//! `syslog:` target, whose lines go out as RFC 3164 datagrams; [`escape`] is `log_format`'s
+//! `escape=`, shared by the http and stream blocks.
 //!
 //! Once the server runs, every write goes through one thread, [`writer`], so that no worker
 //! loop waits on a log file's disk.
@@ -16,6 +17,7 @@
 
 mod access;
 mod error_log;
+pub mod escape;
 mod file;
 mod files;
 mod level;

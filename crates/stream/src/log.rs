@@ -71,55 +71,16 @@ impl Evaluator<Variable> for Escaping<'_, '_> {
     }
 }
 
-/// nginx's access-log escaping: `default` writes `"`, `\` and bytes outside printable
-/// ASCII as `\xHH`; `json` writes JSON string escapes; `none` writes the value as it is.
+/// A variable's value as the stream block's access log writes it: `-` for an empty
+/// value under the default escaping, then `log_format`'s `escape=` (`logging::escape`).
 pub fn escape_into(escape: Escape, value: &[u8], out: &mut Vec<u8>) {
-    const HEX: &[u8; 16] = b"0123456789ABCDEF";
     // A variable without a value is `-` under the default escaping; JSON and `none`
     // write nothing.
     if value.is_empty() && escape == Escape::Default {
         out.push(b'-');
         return;
     }
-    match escape {
-        Escape::None => out.extend_from_slice(value),
-        Escape::Default => {
-            for &byte in value {
-                if byte == b'"' || byte == b'\\' || !(0x20..0x7f).contains(&byte) {
-                    out.extend_from_slice(&[
-                        b'\\',
-                        b'x',
-                        HEX[usize::from(byte >> 4)],
-                        HEX[usize::from(byte & 15)],
-                    ]);
-                } else {
-                    out.push(byte);
-                }
-            }
-        }
-        Escape::Json => {
-            for &byte in value {
-                match byte {
-                    b'"' => out.extend_from_slice(b"\\\""),
-                    b'\\' => out.extend_from_slice(b"\\\\"),
-                    b'\n' => out.extend_from_slice(b"\\n"),
-                    b'\r' => out.extend_from_slice(b"\\r"),
-                    b'\t' => out.extend_from_slice(b"\\t"),
-                    0x08 => out.extend_from_slice(b"\\b"),
-                    0x0c => out.extend_from_slice(b"\\f"),
-                    0..=0x1f => out.extend_from_slice(&[
-                        b'\\',
-                        b'u',
-                        b'0',
-                        b'0',
-                        HEX[usize::from(byte >> 4)],
-                        HEX[usize::from(byte & 15)],
-                    ]),
-                    _ => out.push(byte),
-                }
-            }
-        }
-    }
+    logging::escape::escape(escape, value, out);
 }
 
 #[cfg(test)]

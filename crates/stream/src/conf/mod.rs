@@ -38,13 +38,7 @@ pub enum Content {
     Pass(StreamTemplate),
 }
 
-/// `log_format`'s `escape=`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Escape {
-    Default,
-    Json,
-    None,
-}
+pub use logging::escape::Escape;
 
 /// One `log_format NAME [escape=...] STRING...`.
 #[derive(Debug)]

@@ -8,15 +8,7 @@ use logging::LogFile;
 use crate::kernel::variables::HttpTemplate;
 use crate::settings;
 
-/// `escape=` of `log_format`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Escape {
-    /// `"`, `\` and bytes outside 0x20..=0x7e as `\xHH`.
-    Default,
-    /// JSON string escaping.
-    Json,
-    None,
-}
+pub use logging::escape::Escape;
 
 /// A compiled `log_format`.
 #[derive(Debug)]
