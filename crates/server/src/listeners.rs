@@ -143,6 +143,12 @@ impl ListenerSet {
     /// any entry; an entry that is not an open socket is left alone.
     pub fn inherit_from_environment(&mut self) -> Option<(String, Vec<String>)> {
         let text = std::env::var(INHERITED_VARIABLE).ok()?;
+        let problems = self.inherit(&text);
+        Some((text, problems))
+    }
+
+    /// Takes the sockets `text` lists (`FD;FD;...;`); what was wrong with any entry.
+    fn inherit(&mut self, text: &str) -> Vec<String> {
         let mut problems = Vec::new();
         let mut seen = Vec::new();
         for entry in text.split([';', ':']).filter(|entry| !entry.is_empty()) {
@@ -169,7 +175,7 @@ impl ListenerSet {
                 )),
             }
         }
-        Some((text, problems))
+        problems
     }
 
     /// Closes the inherited sockets no `listen` of the configuration took.
@@ -253,6 +259,35 @@ mod tests {
         drop(second);
         set.prune(UnixFiles::ALONE);
         assert!(set.is_empty());
+    }
+
+    #[test]
+    fn inherited_sockets_are_taken_and_bad_entries_reported() {
+        let mut set = ListenerSet::default();
+        let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let address = ListenAddress::Inet(probe.local_addr().unwrap());
+        // The set owns what it inherits: hand it a descriptor of its own.
+        let fd = std::os::fd::IntoRawFd::into_raw_fd(probe);
+        let problems = set.inherit(&format!("{fd};999999;x;7;"));
+        assert_eq!(
+            problems,
+            [
+                "inherited socket #999999 is not open, ignored".to_owned(),
+                "invalid socket number \"x\" in NGINX environment variable, ignoring the rest \
+                 of the variable"
+                    .to_owned(),
+            ]
+        );
+        // The listen address the socket is bound to takes it instead of binding again.
+        let sockets = set
+            .acquire(&[(address.clone(), ListenOptions::default())], 1, |_| {})
+            .unwrap();
+        assert_eq!(sockets[0][0].address, address);
+        assert_eq!(
+            sockets[0][0].as_fd().as_raw_fd(),
+            fd,
+            "the inherited descriptor itself listens"
+        );
     }
 
     #[test]
