@@ -5,7 +5,10 @@
 //! the names it treats apart (measured at about 1,300 instructions per request under
 //! `bench/instructions.sh proxy-ka`). Here a word of eight bytes is lowered in a handful of
 //! operations. The result is the same for every input, control and non-ASCII bytes
-//! included.
+//! included. Where one side is a known name of lower-case letters, digits and `-` (the
+//! request head's well-known fields), `request::known`'s `eq_lowercase` is the cheaper
+//! form: it need not lower that side. This one is for names configured or received, which
+//! may hold any byte.
 
 const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
 const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
