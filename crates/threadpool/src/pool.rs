@@ -6,7 +6,7 @@ use std::fmt;
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::task::{Context, Poll};
 use std::thread::JoinHandle;
@@ -54,7 +54,9 @@ impl fmt::Display for TaskLost {
 
 impl std::error::Error for TaskLost {}
 
-type Job = Box<dyn FnOnce() + Send + 'static>;
+/// A queued task: it runs the work, tells the pool its thread is free again
+/// ([`Shared::returning`]), then hands the result to the submitter.
+type Job = Box<dyn FnOnce(&Shared) + Send + 'static>;
 
 /// Tasks queued by [`ThreadPool::submit_deferred_as`] before their pool is woken at once:
 /// the woken thread takes them one after the other, and at most this many ever wait behind
@@ -128,6 +130,10 @@ struct Shared {
     state: Mutex<State>,
     available: Condvar,
     counters: Counters,
+    /// Threads whose task has its result but which have not come back for the next task
+    /// yet: the submitter may be woken and ask [`ThreadPool::starts_urgent_within`] before
+    /// such a thread counts as idle again, and it will be within moments.
+    returning: AtomicUsize,
 }
 
 impl Shared {
@@ -193,6 +199,7 @@ impl ThreadPool {
                 closed: false,
             }),
             available: Condvar::new(),
+            returning: AtomicUsize::new(0),
             counters: Counters::default(),
         });
         ThreadPool {
@@ -351,9 +358,11 @@ impl ThreadPool {
             debug_assert!(self.shared.lock().closed, "a failed start closes the pool");
         }
         let (sender, receiver) = oneshot::channel();
-        let job: Job = Box::new(move || {
+        let job: Job = Box::new(move |shared: &Shared| {
+            let result = work();
+            shared.returning.fetch_add(1, Ordering::Relaxed);
             // The receiver is gone when the client went away; the result is then dropped.
-            let _ = sender.send(work());
+            let _ = sender.send(result);
         });
         {
             let mut state = self.shared.lock();
@@ -404,6 +413,11 @@ impl ThreadPool {
     /// hint, like [`ThreadPool::keeps_up`].
     pub fn starts_urgent_within(&self, max_delay: Duration) -> bool {
         let state = self.shared.lock();
+        self.starts_urgent_in(&state, max_delay)
+    }
+
+    /// [`ThreadPool::starts_urgent_within`] with the pool's state locked.
+    fn starts_urgent_in(&self, state: &State, max_delay: Duration) -> bool {
         if state.queued() >= self.shared.max_queue {
             return false;
         }
@@ -412,7 +426,8 @@ impl ThreadPool {
         }
         match state.urgent.front() {
             Some(oldest) => oldest.since.elapsed() < max_delay,
-            None => state.idle > 0,
+            // A thread between its task's result and its next wait is as good as idle.
+            None => state.idle > 0 || self.shared.returning.load(Ordering::Relaxed) > 0,
         }
     }
 
@@ -452,9 +467,15 @@ enum Lane {
 }
 
 fn run_thread(shared: &Shared) {
+    // Whether this thread counts in `returning`: from its task's result until it holds
+    // the lock again, where it becomes idle or takes the next task.
+    let mut returning = false;
     loop {
         let (queued, lane) = {
             let mut state = shared.lock();
+            if returning {
+                shared.returning.fetch_sub(1, Ordering::Relaxed);
+            }
             loop {
                 if let Some(queued) = state.urgent.pop_front() {
                     break (queued, Lane::Urgent);
@@ -482,7 +503,9 @@ fn run_thread(shared: &Shared) {
             .task_started(started.duration_since(queued.since));
         // A panicking task loses only its own result (the submitter sees TaskLost); the
         // thread lives on to serve the queue.
-        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(queued.job));
+        let job = queued.job;
+        // A task that panicked never got to count itself.
+        returning = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job(shared))).is_ok();
         shared
             .counters
             .task_finished(queued.kind, started.elapsed());

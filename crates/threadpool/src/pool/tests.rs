@@ -447,3 +447,35 @@ fn occupy_urgent(pool: &ThreadPool) -> mpsc::Sender<()> {
     started_rx.recv_timeout(Duration::from_secs(10)).unwrap();
     release_tx
 }
+
+/// A thread whose task has its result counts as free before it gets back to its wait: the
+/// submitter, woken by the result, asks about the next piece at once, and on a loaded
+/// machine the thread may not have run again by then. Here the thread is held in that
+/// moment by the test holding the pool's lock, which it needs to wait again.
+#[test]
+fn a_thread_returning_from_its_task_counts_as_free() {
+    let pool = ThreadPool::start(&settings(1, 64), None).unwrap();
+    let (started_tx, started_rx) = mpsc::channel();
+    let (release_tx, release_rx) = mpsc::channel::<()>();
+    let piece = pool
+        .submit_urgent_as(TaskKind::Sendfile, move || {
+            started_tx.send(()).unwrap();
+            release_rx.recv().unwrap();
+            "sent"
+        })
+        .unwrap();
+    started_rx.recv_timeout(Duration::from_secs(10)).unwrap();
+    {
+        let state = pool.shared.lock();
+        assert!(
+            !pool.starts_urgent_in(&state, Duration::ZERO),
+            "the only thread runs a task"
+        );
+        release_tx.send(()).unwrap();
+        assert_eq!(block_on(piece), Ok("sent"));
+        assert_eq!(state.idle, 0, "the thread waits for the lock, not for work");
+        assert!(pool.starts_urgent_in(&state, Duration::ZERO));
+    }
+    pool.shutdown();
+    assert_eq!(pool.shared.returning.load(Ordering::Relaxed), 0);
+}
