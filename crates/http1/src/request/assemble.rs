@@ -1,9 +1,10 @@
 //! A request head assembled from fields another protocol decoded (HTTP/2's `:method`,
 //! `:path` and header fields after HPACK), with the checks nginx runs on them: the method
 //! and path as nginx's URI parser reads them, `max_headers`, and each well-known field as
-//! it arrives (duplicates, `Host`). The fields are stored one after the other in the head's
-//! buffer so that the rest of the request path reads them by range, as it reads an
-//! HTTP/1 head; no field line is scanned.
+//! it arrives (duplicates, `Host`). The request line is written as `$request` shows it
+//! (`GET /a HTTP/2.0`) and read by the URI parser; the fields are stored after it, each
+//! name then its value with nothing between, so that the rest of the request path reads
+//! them by range as it reads an HTTP/1 head's. No field line is written or scanned.
 
 use crate::error::RequestError;
 use crate::request::fast_path;
@@ -55,6 +56,8 @@ pub fn assemble<'f>(
     };
     accept_request_line(buf, &line, limits, head)?;
     buf[line.protocol.clone()].copy_from_slice(parts.protocol);
+    // The line's end was for the scanner only.
+    buf.truncate(line.protocol.end);
     let max = limits.max_headers.map(|max| max + extra);
     for (name, value) in fields {
         if max.is_some_and(|max| head.headers.len() >= max) {
@@ -64,19 +67,15 @@ pub fn assemble<'f>(
         }
         let start = buf.len();
         buf.extend_from_slice(name);
-        buf.extend_from_slice(b": ");
-        let value_start = buf.len();
         buf.extend_from_slice(value);
         let field = HeaderField {
             name: start..start + name.len(),
-            value: value_start..buf.len(),
+            value: start + name.len()..buf.len(),
         };
-        buf.extend_from_slice(b"\r\n");
         let index = head.headers.len();
         head.known.record(buf, &head.headers, index, &field)?;
         head.headers.push(field);
     }
-    buf.extend_from_slice(b"\r\n");
     head.len = buf.len();
     Ok(())
 }
@@ -132,6 +131,10 @@ mod tests {
         assert_eq!(head.headers[1].value_in(&buf), b"b c");
         assert_eq!(head.known.host, Some(0));
         assert_eq!(head.len, buf.len());
+        assert_eq!(
+            buf, b"GET /a/../b?x=1 HTTP/2.0hostexample.comx-ab c",
+            "no HTTP/1 field syntax"
+        );
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! is the request's. Each is keyed as a `GET` of that URI with the request's other fields
 //! would be, under the same zone and `proxy_cache_key`.
 
-use http1::request::{HeadLimits, Progress, RequestHead, RequestInfo};
+use http1::request::assemble::{Parts, assemble};
+use http1::request::{HeadLimits, RequestHead, RequestInfo};
 
 use crate::kernel::request::Request;
 
@@ -94,17 +95,19 @@ fn path_of(value: &[u8], target: &[u8], host: &[u8]) -> Option<Vec<u8>> {
 /// the head it makes does not read as one.
 pub(crate) fn as_get_of<'b>(request: &Request<'_>, target: &[u8]) -> Option<Request<'b>> {
     let bytes = &request.head_bytes;
-    let line = request.head.request_line.clone();
-    let rest = bytes.get(line.end..)?;
-    let mut head_bytes = b"GET ".to_vec();
-    head_bytes.extend_from_slice(target);
-    head_bytes.extend_from_slice(b" HTTP/1.1");
-    head_bytes.extend_from_slice(rest);
-    let mut head = RequestHead::default();
-    match http1::request::parse_head(&head_bytes, &HeadLimits::default(), &mut head) {
-        Ok(Progress::Complete) => {}
-        _ => return None,
-    }
+    let fields = request
+        .head
+        .headers
+        .iter()
+        .map(|field| (field.name_in(bytes), field.value_in(bytes)));
+    let parts = Parts {
+        method: b"GET",
+        path: target,
+        protocol: b"HTTP/1.1",
+    };
+    let (mut head_bytes, mut head) = (Vec::new(), RequestHead::default());
+    let limits = HeadLimits::default();
+    assemble(parts, fields, 0, &limits, &mut head_bytes, &mut head).ok()?;
     let mut info = RequestInfo::default();
     http1::request::analyze(&head_bytes, &head, &mut info).ok()?;
     let args = info
@@ -131,6 +134,7 @@ pub(crate) fn as_get_of<'b>(request: &Request<'_>, target: &[u8]) -> Option<Requ
 #[cfg(test)]
 mod tests {
     use super::*;
+    use http1::request::Progress;
 
     fn targets(target: &str, values: &[&str]) -> Vec<String> {
         same_origin_targets(
@@ -193,5 +197,34 @@ mod tests {
         assert_eq!(copy.method_bytes(), b"GET");
         assert_eq!(copy.header(b"accept-language"), Some(&b"de"[..]));
         assert_eq!(copy.upstream.proxy_host, b"backend");
+    }
+
+    /// An HTTP/2 request's head holds its fields without HTTP/1's syntax; the copy is
+    /// made from the fields all the same.
+    #[test]
+    fn an_http2_request_is_copied_from_its_fields() {
+        let mut request = Request::default();
+        let fields: [(&[u8], &[u8]); 2] = [(b"host", b"example.com"), (b"accept-language", b"de")];
+        let parts = Parts {
+            method: b"DELETE",
+            path: b"/items/5",
+            protocol: b"HTTP/2.0",
+        };
+        assemble(
+            parts,
+            fields,
+            0,
+            &HeadLimits::default(),
+            &mut request.head_bytes,
+            &mut request.head,
+        )
+        .expect("a head");
+        let copy = as_get_of(&request, b"/items?all").expect("a copy");
+        assert_eq!(copy.method_bytes(), b"GET");
+        assert_eq!(copy.request_uri(), b"/items?all");
+        assert_eq!(copy.args, b"all");
+        assert_eq!(copy.header(b"host"), Some(&b"example.com"[..]));
+        assert_eq!(copy.header(b"accept-language"), Some(&b"de"[..]));
+        assert_eq!(copy.info.host, b"example.com");
     }
 }
