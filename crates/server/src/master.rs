@@ -19,8 +19,13 @@ use crate::generation::{self, GenerationHandle};
 use crate::listeners::{ListenerSet, UnixFiles};
 use crate::{pid_file, upgrade};
 
-/// How often the master wakes without a signal to reap finished generations.
+/// How often the master wakes without a signal to reap finished generations, while a
+/// generation drains or a new binary runs.
 const REAP_INTERVAL: Duration = Duration::from_millis(100);
+
+/// How often the master wakes without a signal when nothing waits to be reaped: an idle
+/// server's master is not woken ten times a second.
+const QUIET_INTERVAL: Duration = Duration::from_secs(1);
 
 /// Writes `portico: TEXT` to stderr, as nginx prefixes its own messages.
 pub fn say(text: &str) {
@@ -404,7 +409,17 @@ impl Master {
 
     fn run(&mut self) -> ExitCode {
         loop {
-            let signal = match sys::wait_signal(REAP_INTERVAL) {
+            let pending = self.new_binary.is_some()
+                || self
+                    .generations
+                    .iter()
+                    .any(|generation| generation.draining);
+            let interval = if pending {
+                REAP_INTERVAL
+            } else {
+                QUIET_INTERVAL
+            };
+            let signal = match sys::wait_signal(interval) {
                 Ok(signal) => signal,
                 Err(error) => {
                     log(
