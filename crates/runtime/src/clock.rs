@@ -3,6 +3,7 @@
 
 use std::cell::Cell;
 use std::future::Future;
+use std::task::{Poll, Waker};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use logging::time::Timestamp;
@@ -62,6 +63,12 @@ impl Clock {
 thread_local! {
     /// The monotonic time at the start of the current turn of a [`turn_clocked`] task.
     static TURN_NOW: Cell<Option<Instant>> = const { Cell::new(None) };
+    /// Turns of [`turn_clocked`] tasks started on this thread.
+    static TURNS: Cell<u64> = const { Cell::new(0) };
+    /// A task waiting in [`next_turn`] for the next turn.
+    static WAITING: Cell<Option<Waker>> = const { Cell::new(None) };
+    /// When the turn that woke [`next_turn`]'s task started.
+    static WOKEN_AT: Cell<Option<Instant>> = const { Cell::new(None) };
 }
 
 /// The monotonic time, read once per turn of a connection's task (as nginx reads its time
@@ -85,10 +92,38 @@ pub fn since(start: Instant) -> Duration {
 pub async fn turn_clocked<F: Future>(future: F) -> F::Output {
     let mut future = std::pin::pin!(future);
     std::future::poll_fn(|context| {
-        let outer = TURN_NOW.replace(Some(Instant::now()));
+        let now = Instant::now();
+        let outer = TURN_NOW.replace(Some(now));
+        TURNS.set(TURNS.get().wrapping_add(1));
+        if let Some(waiting) = WAITING.take() {
+            WOKEN_AT.set(Some(now));
+            waiting.wake();
+        }
         let poll = future.as_mut().poll(context);
         TURN_NOW.set(outer);
         poll
+    })
+    .await
+}
+
+/// How many turns of [`turn_clocked`] tasks this thread has started: a count that did not
+/// move between two looks means the loop ran none of them meanwhile.
+pub fn turns() -> u64 {
+    TURNS.get()
+}
+
+/// Waits for the next turn of a [`turn_clocked`] task on this thread and returns when that
+/// turn started. The waiting task runs once the turn is over, so the time from the
+/// returned instant to its own is how long that turn (and any before it) held the loop.
+/// One task waits at a time; a second one replaces the first.
+pub async fn next_turn() -> Instant {
+    WOKEN_AT.set(None);
+    std::future::poll_fn(|context| match WOKEN_AT.take() {
+        Some(at) => Poll::Ready(at),
+        None => {
+            WAITING.set(Some(context.waker().clone()));
+            Poll::Pending
+        }
     })
     .await
 }
@@ -124,6 +159,35 @@ mod tests {
         let before = monotonic();
         std::thread::sleep(Duration::from_millis(2));
         assert!(monotonic() >= before + Duration::from_millis(2));
+    }
+
+    /// A task waiting for the next turn runs after it, and learns when it started: the
+    /// turn that held the loop for 20 ms shows as 20 ms before the waiter ran.
+    #[test]
+    fn a_waiter_learns_when_the_next_turn_started() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        tokio::task::LocalSet::new().block_on(&runtime, async {
+            let before = turns();
+            let waiter = tokio::task::spawn_local(async {
+                let at = next_turn().await;
+                (at, Instant::now())
+            });
+            // Unclocked work does not wake it.
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            assert!(!waiter.is_finished());
+            assert_eq!(turns(), before);
+            tokio::task::spawn_local(turn_clocked(async {
+                std::thread::sleep(Duration::from_millis(20));
+            }))
+            .await
+            .unwrap();
+            let (at, ran) = waiter.await.unwrap();
+            assert!(ran.duration_since(at) >= Duration::from_millis(20));
+            assert_eq!(turns(), before + 1);
+        });
     }
 
     #[test]

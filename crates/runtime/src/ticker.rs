@@ -54,14 +54,31 @@ impl Ticker {
         self.timer.is_some()
     }
 
+    /// Stops the ticks: the timer no longer wakes the loop. [`Ticker::resume`] starts
+    /// them again.
+    pub fn pause(&mut self) {
+        self.set(Duration::ZERO);
+    }
+
+    /// Ticks again, the first one `period` from now.
+    pub fn resume(&mut self) {
+        self.due = Instant::now() + self.period;
+        self.arm();
+    }
+
     /// Arms the timerfd as an interval timer whose first expiry is `due`.
     fn arm(&mut self) {
+        self.set(self.period);
+    }
+
+    /// Sets the timerfd to expire every `period` from now; zero disarms it.
+    fn set(&mut self, period: Duration) {
         let Some(timer) = &self.timer else {
             return;
         };
         let period = Timespec {
-            tv_sec: i64::try_from(self.period.as_secs()).unwrap_or(i64::MAX),
-            tv_nsec: i64::from(self.period.subsec_nanos()),
+            tv_sec: i64::try_from(period.as_secs()).unwrap_or(i64::MAX),
+            tv_nsec: i64::from(period.subsec_nanos()),
         };
         let value = Itimerspec {
             it_interval: period,
@@ -125,6 +142,23 @@ async fn wait_expired(timer: &AsyncFd<OwnedFd>) -> io::Result<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A paused ticker does not wake the loop; resumed, it ticks a period later.
+    #[test]
+    fn a_paused_ticker_is_silent_until_resumed() {
+        block_on(async {
+            let mut ticker = Ticker::new(Duration::from_millis(5));
+            ticker.tick().await;
+            ticker.pause();
+            let waited = tokio::time::timeout(Duration::from_millis(40), ticker.tick()).await;
+            assert!(waited.is_err(), "no tick while paused");
+            ticker.resume();
+            let started = Instant::now();
+            let late = ticker.tick().await;
+            assert!(started.elapsed() >= Duration::from_millis(4));
+            assert!(late < Duration::from_secs(5), "saw {late:?}");
+        });
+    }
 
     fn block_on<F: std::future::Future>(future: F) -> F::Output {
         tokio::runtime::Builder::new_current_thread()

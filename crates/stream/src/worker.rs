@@ -140,7 +140,7 @@ impl StreamWorker {
             return;
         };
         let clock = Rc::clone(&self.clock);
-        tokio::task::spawn_local(async move {
+        tokio::task::spawn_local(runtime::clock::turn_clocked(async move {
             let shown = path.display().to_string();
             let written = pool.submit(move || {
                 use std::io::Write as _;
@@ -170,7 +170,7 @@ impl StreamWorker {
                     None,
                 );
             }
-        });
+        }));
     }
 
     /// Runs blocking `work` (file reads) on the worker's `default` pool; `None` when the

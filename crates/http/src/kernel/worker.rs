@@ -216,6 +216,11 @@ pub const LOOP_STALL_TICK: Duration = Duration::from_millis(10);
 /// The worker's busy time (`busy_microseconds`) is added every this many ticks (100 ms).
 const BUSY_SAMPLE_TICKS: u32 = 10;
 
+/// After this many ticks in a row without a turn of any connection's task (100 ms), the
+/// stall watcher stops its timer until the next turn: an idle worker is not woken 100
+/// times a second, as an idle nginx worker is not woken at all.
+const QUIET_TICKS_BEFORE_REST: u32 = 10;
+
 /// A worker loop kept from turning this long is logged at `warn`.
 pub const LOOP_STALL_WARN: Duration = Duration::from_millis(100);
 
@@ -224,6 +229,14 @@ pub(crate) const LOOP_STALL_REPORT_INTERVAL: Duration = Duration::from_secs(1);
 
 /// How often buffered access logs are checked for their `flush=` interval.
 pub(crate) const ACCESS_LOG_FLUSH_CHECK: Duration = Duration::from_secs(1);
+
+/// What the stall watcher has not warned of yet.
+#[derive(Debug, Default)]
+struct StallReport {
+    warned_at: Option<std::time::Instant>,
+    unreported: u64,
+    worst: Duration,
+}
 
 impl HttpWorker {
     pub fn new(
@@ -405,18 +418,20 @@ impl HttpWorker {
     /// [`runtime::ticker`]). A lateness of [`LOOP_STALL_WARN`] or more is
     /// logged at `warn` (at most once a second, with the count of others), naming the
     /// slowest blocking file operation seen meanwhile.
+    ///
+    /// An idle loop cannot stall: after [`QUIET_TICKS_BEFORE_REST`] ticks without a turn of
+    /// a connection's task ([`runtime::clock::turns`]) the timer stops, and the next such
+    /// turn wakes the watcher; how long after that turn's start the watcher ran is how
+    /// long the turn held the loop, measured as a tick's lateness is.
     pub async fn watch_loop_stalls(self: Rc<Self>) {
         let mut ticker = runtime::ticker::Ticker::new(LOOP_STALL_TICK);
         let mut cpu_last = runtime::sys::linux::thread_cpu_time();
         let mut ticks = 0u32;
-        let mut warned_at: Option<std::time::Instant> = None;
-        let mut unreported = 0u64;
-        let mut worst = Duration::ZERO;
+        let mut report = StallReport::default();
+        let mut turns_seen = runtime::clock::turns();
+        let mut quiet_ticks = 0u32;
         loop {
             let stall = ticker.tick().await;
-            let now = std::time::Instant::now();
-            self.stats
-                .record_lag(u64::try_from(stall.as_micros()).unwrap_or(u64::MAX));
             // The thread's CPU time is a system call (no vDSO for it): read every tenth tick.
             ticks = ticks.wrapping_add(1);
             if ticks.is_multiple_of(BUSY_SAMPLE_TICKS) {
@@ -427,40 +442,68 @@ impl HttpWorker {
                     .busy_microseconds
                     .add(u64::try_from(busy.as_micros()).unwrap_or(u64::MAX));
             }
-            let mut counts = self.stall_counts.get();
-            counts.add(stall);
-            self.stall_counts.set(counts);
-            if stall < LOOP_STALL_WARN {
+            self.note_lateness(stall, &mut report);
+            let turns = runtime::clock::turns();
+            if turns != turns_seen {
+                turns_seen = turns;
+                quiet_ticks = 0;
                 continue;
             }
-            unreported += 1;
-            worst = worst.max(stall);
-            if warned_at.is_some_and(|at| now.duration_since(at) < LOOP_STALL_REPORT_INTERVAL) {
+            quiet_ticks += 1;
+            if quiet_ticks < QUIET_TICKS_BEFORE_REST {
                 continue;
             }
-            warned_at = Some(now);
-            let cause = match self.slowest_blocking.borrow_mut().take() {
-                Some((took, what)) => format!("{what} took {} ms", took.as_millis()),
-                None => "no blocking file operation was recorded".to_owned(),
-            };
-            let error_log = &self.generation.error_log;
-            if error_log.enabled(logging::Level::Warn) {
-                error_log.write(
-                    logging::Level::Warn,
-                    &self.clock.wall(),
-                    None,
-                    format_args!(
-                        "worker loop stalled for {} ms ({unreported} stalls of {} ms or more \
-                         since the last report); {cause}",
-                        worst.as_millis(),
-                        LOOP_STALL_WARN.as_millis()
-                    ),
-                    None,
-                );
-            }
-            unreported = 0;
-            worst = Duration::ZERO;
+            ticker.pause();
+            let woken_at = runtime::clock::next_turn().await;
+            ticker.resume();
+            self.note_lateness(woken_at.elapsed(), &mut report);
+            turns_seen = runtime::clock::turns();
+            quiet_ticks = 0;
         }
+    }
+
+    /// Records one lateness of the loop, and warns of a stall.
+    fn note_lateness(&self, stall: Duration, report: &mut StallReport) {
+        let now = std::time::Instant::now();
+        self.stats
+            .record_lag(u64::try_from(stall.as_micros()).unwrap_or(u64::MAX));
+        let mut counts = self.stall_counts.get();
+        counts.add(stall);
+        self.stall_counts.set(counts);
+        if stall < LOOP_STALL_WARN {
+            return;
+        }
+        report.unreported += 1;
+        report.worst = report.worst.max(stall);
+        if report
+            .warned_at
+            .is_some_and(|at| now.duration_since(at) < LOOP_STALL_REPORT_INTERVAL)
+        {
+            return;
+        }
+        report.warned_at = Some(now);
+        let cause = match self.slowest_blocking.borrow_mut().take() {
+            Some((took, what)) => format!("{what} took {} ms", took.as_millis()),
+            None => "no blocking file operation was recorded".to_owned(),
+        };
+        let error_log = &self.generation.error_log;
+        if error_log.enabled(logging::Level::Warn) {
+            error_log.write(
+                logging::Level::Warn,
+                &self.clock.wall(),
+                None,
+                format_args!(
+                    "worker loop stalled for {} ms ({} stalls of {} ms or more \
+                     since the last report); {cause}",
+                    report.worst.as_millis(),
+                    report.unreported,
+                    LOOP_STALL_WARN.as_millis()
+                ),
+                None,
+            );
+        }
+        report.unreported = 0;
+        report.worst = Duration::ZERO;
     }
 
     /// The loop stalls measured so far.
@@ -541,9 +584,10 @@ async fn finish_offload<T: Send + 'static>(
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_held_loop_is_logged_with_the_slowest_file_operation() {
-        let dir = std::env::temp_dir().join(format!("portico-stall-{}", std::process::id()));
+    /// A worker on an empty configuration whose error log (at `warn`) is `error.log` in
+    /// a new directory named after `name`.
+    fn worker_logging_to(name: &str) -> (Rc<HttpWorker>, std::path::PathBuf) {
+        let dir = std::env::temp_dir().join(format!("portico-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("error.log");
@@ -577,6 +621,13 @@ mod tests {
             Arc::new(AtomicBool::new(false)),
             0,
         ));
+        (worker, dir)
+    }
+
+    #[test]
+    fn a_held_loop_is_logged_with_the_slowest_file_operation() {
+        let (worker, dir) = worker_logging_to("stall");
+        let path = dir.join("error.log");
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -609,6 +660,44 @@ mod tests {
         assert_eq!(counts.at_least_100_ms, 1, "{counts:?}");
         assert!(counts.at_least_10_ms >= 1, "{counts:?}");
         assert_eq!(counts.at_least_1000_ms, 0, "{counts:?}");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    /// An idle loop's watcher stops ticking; the first turn of a connection's task wakes
+    /// it, and that turn's hold of the loop is measured and logged all the same.
+    #[test]
+    fn a_resting_watcher_still_sees_the_turn_that_wakes_it() {
+        let (worker, dir) = worker_logging_to("stall-rest");
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        tokio::task::LocalSet::new().block_on(&runtime, async {
+            let watcher = tokio::task::spawn_local(Rc::clone(&worker).watch_loop_stalls());
+            // Ten quiet ticks, and then some: the watcher rests.
+            tokio::time::sleep(LOOP_STALL_TICK * (QUIET_TICKS_BEFORE_REST + 5)).await;
+            let resting = worker.stats.lag_count.get();
+            tokio::time::sleep(LOOP_STALL_TICK * 10).await;
+            assert_eq!(worker.stats.lag_count.get(), resting, "no tick while idle");
+            // A connection's turn holds the loop for 250 ms.
+            tokio::task::spawn_local(runtime::clock::turn_clocked(async {
+                std::thread::sleep(Duration::from_millis(250));
+            }))
+            .await
+            .unwrap();
+            tokio::time::sleep(LOOP_STALL_TICK * 3).await;
+            assert!(worker.stats.lag_count.get() > resting, "ticking again");
+            watcher.abort();
+        });
+        let text = std::fs::read_to_string(dir.join("error.log")).unwrap();
+        let stalled_ms: u64 = text
+            .split("worker loop stalled for ")
+            .nth(1)
+            .and_then(|rest| rest.split(' ').next())
+            .and_then(|number| number.parse().ok())
+            .unwrap_or_else(|| panic!("no stall in {text:?}"));
+        assert!(stalled_ms >= 250, "{text}");
+        assert_eq!(worker.stall_counts().at_least_100_ms, 1);
         std::fs::remove_dir_all(dir).unwrap();
     }
 

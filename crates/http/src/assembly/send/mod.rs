@@ -459,7 +459,7 @@ fn write_path_line(
     let pending = std::rc::Rc::clone(&worker.log_buffers.borrow().path_pending);
     pending.count.set(pending.count.get() + 1);
     let cache = location.settings.access_log.open_log_file_cache.clone();
-    tokio::task::spawn_local(async move {
+    tokio::task::spawn_local(runtime::clock::turn_clocked(async move {
         use crate::kernel::log_buffers::PathUse;
         let _counted = Written(pending);
         // Local tasks start in the order they were spawned and the lock is fair, so lines
@@ -506,7 +506,7 @@ fn write_path_line(
                 None,
             );
         }
-    });
+    }));
 }
 
 /// The configuration's kept log descriptors; a poisoned lock (a panic elsewhere while it

@@ -96,7 +96,7 @@ pub(crate) struct Rewrite {
 /// Writes the entry again with its new head, in the background of the worker: a fill of
 /// the key (the last rename wins, as for any fill), the file built on the pool.
 pub(crate) fn persist(rewrite: Rewrite) {
-    tokio::task::spawn_local(async move {
+    tokio::task::spawn_local(runtime::clock::turn_clocked(async move {
         let Rewrite {
             zone,
             key,
@@ -173,7 +173,7 @@ pub(crate) fn persist(rewrite: Rewrite) {
                 let _ = pool.submit(move || cache::store::unlink(&temp));
             }
         }
-    });
+    }));
 }
 
 #[cfg(test)]
