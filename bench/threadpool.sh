@@ -32,7 +32,8 @@
 #                            benchmarks on the shared machine never overlap one; "-" = none
 #   READ_BPS [31457280]      READ_IOPS [200]    the emulated disk: blkio throttle on reads
 #   MEMORY_LIMIT [268435456] the servers' memory cgroup limit (page cache included)
-#   CONFIGS [all eleven]     e.g. "nginx:off portico:threads"; a third part ":alone" runs
+#   CONFIGS [all eleven]     e.g. "nginx:off portico:threads"; mode "threads-pin" (Portico
+#                            only) adds `pin_hot_files 64m;`; a third part ":alone" runs
 #                            the hot load alone, ":cached" the whole data set in page cache
 #                            with no memory limit (the old no-pressure rows)
 #   METRICS [0]              1: Portico's configuration also has a `portico_metrics`
@@ -176,6 +177,7 @@ write_conf() {
         threads) aio_lines="aio threads;" ;;
         threads-sendfile-off) aio_lines="aio threads; sendfile off;" ;;
         threads-nowait-off) aio_lines="aio threads; aio_nowait off;" ;;
+        threads-pin) aio_lines="aio threads; pin_hot_files 64m;" ;;
         *) die "unknown mode $mode" ;;
     esac
     cat >"$file" <<EOF
@@ -475,6 +477,10 @@ done
                 "hot p99 $(ratio "$(p99_median "$(k portico:threads)")" "$(p99_median "$(k base:threads)")");" \
                 "base / nginx: hot req/s $(ratio "$(col_median "$(k base:threads)" 3)" "$(col_median "$(k nginx:threads)" 3)")," \
                 "hot p99 $(ratio "$(p99_median "$(k base:threads)")" "$(p99_median "$(k nginx:threads)")")"
+        fi
+        if [[ " $CONFIGS " == *" portico:threads-pin "* && " $CONFIGS " == *" nginx:threads "* ]]; then
+            echo "- Portico \`aio threads; pin_hot_files 64m;\` / nginx \`aio threads\` ($user): hot req/s $(ratio "$(col_median "$(k portico:threads-pin)" 3)" "$(col_median "$(k nginx:threads)" 3)")," \
+                "hot p99 $(ratio "$(p99_median "$(k portico:threads-pin)")" "$(p99_median "$(k nginx:threads)")")"
         fi
         if [[ " $CONFIGS " == *" portico:threads-nowait-off "* ]]; then
             echo "- Portico \`aio_nowait on\` / \`off\` (both \`aio threads\`, $user): hot req/s $(ratio "$(col_median "$(k portico:threads)" 3)" "$(col_median "$(k portico:threads-nowait-off)" 3)")," \

@@ -342,6 +342,19 @@ impl Master {
             );
             return ExitCode::FAILURE;
         }
+        // `pin_hot_files` locks pages on a thread of the master's credentials: the workers
+        // and pools may run as `user`, whose RLIMIT_MEMLOCK the executable's own locked
+        // pages already use up. It starts with the master's signals blocked, as every thread.
+        if let Err(error) = http::kernel::file::pin::start_locker() {
+            log(
+                &error_log,
+                Level::Alert,
+                &format!(
+                    "the pin_hot_files thread did not start ({})",
+                    sys::error_text(&error)
+                ),
+            );
+        }
         // From here log writes go through the log writer thread (no fork follows; it inherits
         // the blocked signals), so that no worker loop waits on a log file's disk.
         if let Err(error) = logging::writer::start() {

@@ -375,7 +375,8 @@ impl HttpWorker {
             .or_else(|| socket.addresses.last())
     }
 
-    /// Flushes buffered access logs whose interval passed; runs until the worker stops.
+    /// Flushes buffered access logs whose interval passed, and lets go of hot-file pins no
+    /// longer used; runs until the worker stops.
     pub async fn flush_access_logs_periodically(self: Rc<Self>) {
         let mut ticker = tokio::time::interval(ACCESS_LOG_FLUSH_CHECK);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -384,6 +385,8 @@ impl HttpWorker {
             self.log_buffers
                 .borrow_mut()
                 .flush_due(std::time::Instant::now());
+            // `pin_hot_files`: pins unused for their `inactive` are let go.
+            crate::kernel::file::pin::sweep(self.pools.default_pool());
         }
     }
 

@@ -447,6 +447,70 @@ pub fn lock_executable() -> io::Result<u64> {
     Ok(locked)
 }
 
+/// A file's first `len` bytes mapped read-only and locked in memory: their pages stay in
+/// page cache, whatever the memory pressure, until the mapping is dropped. Nothing reads
+/// through the mapping; it exists to hold the pages.
+#[derive(Debug)]
+pub struct LockedMapping {
+    address: usize,
+    len: usize,
+}
+
+impl LockedMapping {
+    /// Maps and locks the range; `mlock` reads in what is not cached yet, so this may wait
+    /// for the disk (call it on a pool thread). Fails with `mlock`'s error when
+    /// `RLIMIT_MEMLOCK` or the memory cgroup does not allow it.
+    pub fn lock(file: &std::fs::File, len: u64) -> io::Result<LockedMapping> {
+        let len = usize::try_from(len)
+            .ok()
+            .filter(|len| *len > 0)
+            .ok_or_else(|| io::Error::from(io::ErrorKind::InvalidInput))?;
+        // SAFETY: a new read-only shared mapping of an open file chosen by the kernel
+        // (address null); it is never dereferenced, and unmapped by Drop.
+        let address = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                file.as_raw_fd(),
+                0,
+            )
+        };
+        if address == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let mapping = LockedMapping {
+            address: address as usize,
+            len,
+        };
+        // SAFETY: the range is the mapping made above.
+        if unsafe { libc::mlock(address, len) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(mapping)
+    }
+
+    /// The bytes the mapping holds.
+    pub fn len(&self) -> u64 {
+        self.len as u64
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl Drop for LockedMapping {
+    fn drop(&mut self) {
+        // SAFETY: the mapping was made by `lock` with this address and length, and nothing
+        // refers into it. Unmapping unlocks it.
+        unsafe {
+            libc::munmap(self.address as *mut libc::c_void, self.len);
+        }
+    }
+}
+
 /// Sets the calling thread's nice value. On Linux a nice value belongs to a thread, not to
 /// its process; threads it starts later inherit it.
 pub fn set_thread_nice(nice: i32) -> io::Result<()> {
@@ -556,6 +620,31 @@ mod tests {
             locked_kib * 1024 >= locked,
             "{locked_kib} kB locked, {locked} asked"
         );
+    }
+
+    fn locked_kib() -> u64 {
+        let status = std::fs::read_to_string("/proc/self/status").unwrap();
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix("VmLck:"))
+            .and_then(|value| value.trim().trim_end_matches(" kB").trim().parse().ok())
+            .unwrap()
+    }
+
+    /// A locked mapping holds the file's pages in memory until it is dropped.
+    #[test]
+    fn a_locked_mapping_holds_a_files_pages() {
+        let path = std::env::temp_dir().join(format!("portico-locked-{}", std::process::id()));
+        std::fs::write(&path, vec![5u8; 256 * 1024]).unwrap();
+        let file = std::fs::File::open(&path).unwrap();
+        let before = locked_kib();
+        let mapping = LockedMapping::lock(&file, 256 * 1024).unwrap();
+        assert_eq!(mapping.len(), 256 * 1024);
+        assert!(locked_kib() >= before + 256, "VmLck grew by the mapping");
+        assert!(range_in_core(&file, 0, 256 * 1024).unwrap());
+        drop(mapping);
+        assert!(LockedMapping::lock(&file, 0).is_err(), "nothing to lock");
+        std::fs::remove_file(path).unwrap();
     }
 
     #[test]

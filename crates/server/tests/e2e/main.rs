@@ -59,6 +59,7 @@ mod mirror;
 mod nginx_compat;
 mod not_modified;
 mod open_file_cache;
+mod pin_hot_files;
 mod portico_metrics;
 mod portico_status_page;
 mod post_action;

@@ -7,6 +7,7 @@ pub mod cache;
 pub mod io;
 pub mod open;
 pub mod open_cache;
+pub mod pin;
 
 use std::fs::File;
 

@@ -72,6 +72,19 @@ fn connections(out: &mut Exposition) {
         "Open client connections (stub_status Active connections).",
     );
     out.gauge(&[], totals.active as f64);
+    let (pinned_files, pinned_bytes) = crate::kernel::file::pin::pinned();
+    out.family(
+        "portico_pinned_files",
+        Kind::Gauge,
+        "Files whose pages pin_hot_files holds locked in memory (or is locking).",
+    );
+    out.gauge(&[], pinned_files as f64);
+    out.family(
+        "portico_pinned_file_bytes",
+        Kind::Gauge,
+        "Bytes of the files pin_hot_files holds locked in memory (or is locking).",
+    );
+    out.gauge(&[], pinned_bytes as f64);
     out.family(
         "portico_http_requests",
         Kind::Counter,

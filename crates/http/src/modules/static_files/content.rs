@@ -3,11 +3,13 @@
 //! file, a redirect for a directory without its slash, or an error). The file-system
 //! calls run where `aio` says (the kernel's file access, and the directory listing).
 
+use std::sync::Arc;
+
 use logging::Level;
 
 use crate::kernel::conf::{Location, LocationId};
 use crate::kernel::file::cache::{self, symlink_check};
-use crate::kernel::file::io::{FileBody, FileError};
+use crate::kernel::file::io::{FileBody, FileError, FileIo};
 use crate::kernel::file::open::{ENAMETOOLONG, ENOENT, ENOTDIR};
 use crate::kernel::request::{ConnectionInfo, Request};
 use crate::kernel::request_log::log;
@@ -90,6 +92,9 @@ pub(crate) async fn serve_static<'a>(
         _ if statics.open_file_cache.is_some() => crate::kernel::file::io::is_direct(&file),
         _ => false,
     };
+    if let Some(pin) = &statics.pin_hot_files {
+        pin_if_hot(worker, pin, &file, &info, &io, &path);
+    }
     let body = Body::File(FileBody {
         file,
         offset: 0,
@@ -99,6 +104,46 @@ pub(crate) async fn serve_static<'a>(
         direct,
     });
     Ok(StaticOutcome::Respond { status: 200, body })
+}
+
+/// `pin_hot_files`: counts the request for the file, and pins it once it is hot, on the
+/// location's pool (the default pool under `aio off`). A refused lock is logged once.
+fn pin_if_hot(
+    worker: &HttpWorker,
+    pin: &crate::kernel::file::pin::PinHotFiles,
+    file: &Arc<std::fs::File>,
+    info: &crate::kernel::file::open::FileInfo,
+    io: &FileIo,
+    path: &[u8],
+) {
+    let pool = match io {
+        FileIo::Pool(pool) => pool,
+        FileIo::Worker | FileIo::Missing(_) => worker.pools.default_pool(),
+    };
+    let error_log = Arc::clone(&worker.generation.error_log);
+    let shown = shown(path).to_string();
+    crate::kernel::file::pin::note_use(
+        pin,
+        file,
+        info.uniq,
+        info.len,
+        info.modified,
+        pool,
+        move |error| {
+            if error_log.enabled(Level::Warn) {
+                error_log.write(
+                    Level::Warn,
+                    &runtime::clock::wall_now(),
+                    None,
+                    format_args!(
+                        "mlock() of \"{shown}\" failed ({}), hot files are not pinned",
+                        runtime::sys::linux::error_text(&error)
+                    ),
+                    None,
+                );
+            }
+        },
+    );
 }
 
 /// A URI ending in `/`: `index`, then `autoindex`, then 403 as nginx's core module answers.

@@ -10,6 +10,7 @@ use conf::{Arity, ConfError, Contexts, Directive};
 
 use crate::kernel::conf::{HttpDirective, LoadContext, LocationScope, location_directive};
 use crate::kernel::file::open::Symlinks;
+use crate::kernel::file::pin::PinHotFiles;
 use crate::modules::static_files::settings::{
     Aio, AutoindexFormat, DisableSymlinks, OpenFileCacheConf, OutputBuffers, PoolChoice, TryFiles,
 };
@@ -77,6 +78,12 @@ pub const DIRECTIVES: &[HttpDirective] = &[
     location_directive("aio", ANY_LEVEL, Arity::TAKE1, set_aio),
     location_directive("aio_write", ANY_LEVEL, Arity::FLAG, set_aio_write),
     location_directive("aio_nowait", ANY_LEVEL, Arity::FLAG, set_aio_nowait),
+    location_directive(
+        "pin_hot_files",
+        ANY_LEVEL,
+        Arity::TAKE123,
+        set_pin_hot_files,
+    ),
     location_directive(
         "sendfile",
         ANY_LEVEL.with(Contexts::LOCATION_IF),
@@ -381,6 +388,54 @@ set_once!(
     offset
 );
 set_once!(set_read_ahead, LocationScope, static_files.read_ahead, size);
+set_once!(
+    set_pin_hot_files,
+    LocationScope,
+    static_files.pin_hot_files,
+    pin_hot_files
+);
+
+/// `pin_hot_files off | SIZE [uses=N] [inactive=TIME]`.
+fn pin_hot_files(
+    directive: &Directive,
+    _context: &mut LoadContext<'_>,
+) -> Result<Option<PinHotFiles>, ConfError> {
+    let first = directive.arg(0);
+    if first == "off" {
+        if directive.args.len() > 1 {
+            return Err(invalid_value(directive));
+        }
+        return Ok(None);
+    }
+    let budget = conf::value::parse_size(first)
+        .filter(|size| *size > 0)
+        .ok_or_else(|| invalid_value(directive))?;
+    let mut pin = PinHotFiles {
+        budget,
+        uses: PinHotFiles::DEFAULT_USES,
+        inactive: PinHotFiles::DEFAULT_INACTIVE,
+    };
+    for argument in directive.args.iter().skip(1) {
+        let text = argument.as_str();
+        let invalid = || {
+            ConfError::message(
+                format!("invalid \"pin_hot_files\" parameter \"{text}\""),
+                &directive.span,
+            )
+        };
+        if let Some(value) = text.strip_prefix("uses=") {
+            pin.uses = conf::value::parse_number(value)
+                .and_then(|uses| u32::try_from(uses).ok())
+                .filter(|uses| *uses > 0)
+                .ok_or_else(invalid)?;
+        } else if let Some(value) = text.strip_prefix("inactive=") {
+            pin.inactive = conf::value::parse_time(value).ok_or_else(invalid)?;
+        } else {
+            return Err(invalid());
+        }
+    }
+    Ok(Some(pin))
+}
 
 fn size(directive: &Directive, _context: &mut LoadContext<'_>) -> Result<u64, ConfError> {
     conf::value::parse_size(directive.arg(0)).ok_or_else(|| invalid_value(directive))

@@ -4,6 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::kernel::file::open::Symlinks;
+use crate::kernel::file::pin::PinHotFiles;
 use crate::kernel::variables::HttpTemplate;
 use crate::settings;
 
@@ -107,6 +108,8 @@ settings! {
         directio_alignment: u64 = 512,
         /// `read_ahead`: accepted, no effect on Linux (as in nginx).
         read_ahead: u64 = 0,
+        /// `pin_hot_files`; `None` is `off`.
+        pin_hot_files: Option<PinHotFiles> = None,
     }
 }
 
