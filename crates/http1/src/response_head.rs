@@ -26,8 +26,9 @@ pub enum ResponseFraming {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ResponseHead {
     pub status: u16,
-    /// `NNN Reason` as the upstream wrote it.
-    pub status_line: Vec<u8>,
+    /// `NNN Reason` as the upstream wrote it, a range of the buffer the head was parsed
+    /// from ([`ResponseHead::status_line_in`]).
+    pub status_line: Range<usize>,
     pub http_11: bool,
     /// An HTTP/0.9 answer: no head at all; everything is body.
     pub http_09: bool,
@@ -38,6 +39,13 @@ pub struct ResponseHead {
     pub connection_close: bool,
     /// Bytes of the head, final empty line included.
     pub len: usize,
+}
+
+impl ResponseHead {
+    /// The status line's `NNN Reason` in `buf`, the buffer the head was parsed from.
+    pub fn status_line_in<'b>(&self, buf: &'b [u8]) -> &'b [u8] {
+        buf.get(self.status_line.clone()).unwrap_or_default()
+    }
 }
 
 /// Why a head was refused. nginx treats every one as `invalid_header` (502, and a reason to
@@ -278,7 +286,8 @@ fn status_line(buf: &[u8], head: &mut ResponseHead) -> StatusLine {
         return StatusLine::Invalid;
     }
     head.status = code;
-    head.status_line = status_text.to_vec();
+    let start = status_text.as_ptr() as usize - buf.as_ptr() as usize;
+    head.status_line = start..start + status_text.len();
     head.http_11 = major > 1 || (major == 1 && minor >= 1);
     StatusLine::Complete(line_len + 1)
 }

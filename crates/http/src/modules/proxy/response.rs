@@ -197,8 +197,9 @@ pub fn apply(
     let raw = source.bytes();
     request.response.status = head.status;
     // A reason phrase other than Portico's own is kept (`299 Custom Reason`).
-    if !head.http_09 && !is_portico_line(head.status, &head.status_line) {
-        request.response.status_line = Some(head.status_line.clone());
+    let status_line = head.status_line_in(raw);
+    if !head.http_09 && !is_portico_line(head.status, status_line) {
+        request.response.status_line = Some(status_line.to_vec());
     }
     request.response.content_length = head.content_length;
     request.response.accept_ranges = false;
