@@ -92,6 +92,7 @@ impl Server {
             temp_numbers: AtomicU64::new(0),
             hostname: "testhost".to_owned(),
             error_log: Arc::new(ErrorLog::new(Vec::new())),
+            debug_connections: None,
             cache_zones: Vec::new(),
             log_files: Default::default(),
             access_log_buffers,

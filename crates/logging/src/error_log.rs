@@ -71,11 +71,39 @@ impl ErrorLog {
         if !self.enabled(level) {
             return;
         }
+        self.write_to(false, level, time, connection, message, context);
+    }
+
+    /// [`ErrorLog::write`] to every sink whatever its level: a line of a connection that
+    /// `debug_connection` names, which nginx writes to each log of the connection.
+    pub fn write_to_all(
+        &self,
+        level: Level,
+        time: &Timestamp,
+        connection: Option<u64>,
+        message: fmt::Arguments<'_>,
+        context: Option<&dyn LogContext>,
+    ) {
+        self.write_to(true, level, time, connection, message, context);
+    }
+
+    fn write_to(
+        &self,
+        all: bool,
+        level: Level,
+        time: &Timestamp,
+        connection: Option<u64>,
+        message: fmt::Arguments<'_>,
+        context: Option<&dyn LogContext>,
+    ) {
+        if self.sinks.is_empty() {
+            return;
+        }
         let line = format_line(level, time, connection, message, context);
         let mut sinks = self
             .sinks
             .iter()
-            .filter(|sink| level <= sink.level)
+            .filter(|sink| all || level <= sink.level)
             .peekable();
         while let Some(sink) = sinks.next() {
             if let Some(syslog) = sink.file.as_syslog() {

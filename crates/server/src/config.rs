@@ -116,6 +116,8 @@ pub struct MainLoad {
     pub thread_pools: Vec<PoolSettings>,
     pub worker_connections: Option<usize>,
     pub multi_accept: Option<bool>,
+    /// `debug_connection`, in order.
+    pub debug_connections: Vec<shared::access::Target>,
     pub accept_mutex: Option<bool>,
     pub accept_mutex_delay: Option<Duration>,
     pub event_method: Option<&'static str>,
@@ -149,6 +151,8 @@ pub struct Config {
     pub user: Option<UserSetting>,
     pub thread_pools: Vec<PoolSettings>,
     pub accept: AcceptSettings,
+    /// `debug_connection`: the clients whose connections log at `debug` everywhere.
+    pub debug_connections: Option<shared::access::Rules>,
     pub error_log: Arc<ErrorLog>,
     pub log_files: LogFiles,
     pub http: Option<HttpConf>,
@@ -282,6 +286,13 @@ pub fn load(paths: &Paths, command_line: Option<&str>) -> Result<Config, ConfErr
                 .unwrap_or(WORKER_CONNECTIONS_DEFAULT),
             multi_accept: main.multi_accept.unwrap_or(false),
         },
+        debug_connections: (!main.debug_connections.is_empty()).then(|| {
+            let mut rules = shared::access::Rules::default();
+            for target in &main.debug_connections {
+                rules.push(shared::access::Action::Allow, *target);
+            }
+            rules
+        }),
         error_log,
         log_files,
         http,

@@ -133,6 +133,12 @@ pub const DIRECTIVES: &[MainDirective] = &[
         set_multi_accept,
     ),
     simple(
+        "debug_connection",
+        Contexts::EVENTS,
+        Arity::TAKE1,
+        set_debug_connection,
+    ),
+    simple(
         "accept_mutex",
         Contexts::EVENTS,
         Arity::FLAG,
@@ -418,6 +424,22 @@ fn set_worker_connections(main: &mut MainLoad, directive: &Directive) -> Result<
 fn set_multi_accept(main: &mut MainLoad, directive: &Directive) -> Result<(), ConfError> {
     let value = conf::value::parse_flag(directive)?;
     once(&mut main.multi_accept, directive, value)
+}
+
+/// `debug_connection address | CIDR | unix:`: connections from there log at `debug` to
+/// every error log. Host names are not looked up (nginx resolves them at load).
+fn set_debug_connection(main: &mut MainLoad, directive: &Directive) -> Result<(), ConfError> {
+    let value = directive.arg(0);
+    match shared::access::parse_target(value) {
+        Some(parsed) if parsed.target != shared::access::Target::All => {
+            main.debug_connections.push(parsed.target);
+            Ok(())
+        }
+        _ => Err(ConfError::message(
+            format!("invalid address \"{value}\" in \"debug_connection\""),
+            &directive.span,
+        )),
+    }
 }
 
 /// Accepted: Portico's workers share listening sockets without a mutex, as nginx does by

@@ -135,6 +135,7 @@ pub fn start(
         temp_numbers: std::sync::atomic::AtomicU64::new(http::kernel::body::temp::first_number()),
         hostname: crate::config::hostname(),
         error_log: Arc::clone(&config.error_log),
+        debug_connections: config.debug_connections.clone(),
         cache_zones,
         log_files: Default::default(),
         access_log_buffers,

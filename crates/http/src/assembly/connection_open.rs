@@ -32,6 +32,7 @@ pub(crate) async fn open(
         accepted: Instant::now(),
         requests: 0,
         tls: None,
+        debug: worker.generation.debug_connection(&peer),
     };
     if !crate::kernel::proxy_protocol::start(worker, address, &stream, &mut info).await {
         return None;

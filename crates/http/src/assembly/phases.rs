@@ -187,7 +187,7 @@ fn find_config<'a>(
     let found = redirect.unwrap_or(found);
     request.location = Some(found);
     let mut location = conf.location(found);
-    if location.settings.core.error_log.enabled(Level::Debug) {
+    if connection.debug || location.settings.core.error_log.enabled(Level::Debug) {
         log(
             worker,
             connection,

@@ -34,6 +34,9 @@ pub struct ConnectionInfo {
     pub requests: u64,
     /// The TLS handshake's facts, on an HTTPS connection (`$https`, `$ssl_*`).
     pub tls: Option<std::rc::Rc<tls::HandshakeInfo>>,
+    /// `debug_connection` names the client: its debug lines go to every error log,
+    /// whatever the log's level.
+    pub debug: bool,
 }
 
 /// Byte counts for the log.

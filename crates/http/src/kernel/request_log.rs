@@ -32,20 +32,21 @@ pub(crate) fn log_during(
         Some(location) => &conf.location(location).settings.core.error_log,
         None => &worker.generation.error_log,
     };
-    if !error_log.enabled(level) {
+    // `debug_connection`: the connection's debug lines go to every log.
+    let forced = level == Level::Debug && connection.debug;
+    if !forced && !error_log.enabled(level) {
         return;
     }
     let mut context = request.log_context(connection, conf);
     if let Some(action) = action {
         context = context.with_action(action);
     }
-    error_log.write(
-        level,
-        &worker.clock.wall(),
-        Some(connection.id),
-        message,
-        Some(&context),
-    );
+    let time = worker.clock.wall();
+    if forced {
+        error_log.write_to_all(level, &time, Some(connection.id), message, Some(&context));
+    } else {
+        error_log.write(level, &time, Some(connection.id), message, Some(&context));
+    }
 }
 
 /// Writes an error-log line about a connection before any request exists (its PROXY

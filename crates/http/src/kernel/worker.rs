@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use logging::ErrorLog;
-use runtime::{Clock, Phase, Stream};
+use runtime::{Clock, PeerAddress, Phase, Stream};
 use threadpool::{TaskKind, ThreadPool, ThreadPools};
 use tokio::sync::watch;
 
@@ -34,6 +34,8 @@ pub struct Generation {
     pub hostname: String,
     /// The main context's error log.
     pub error_log: Arc<ErrorLog>,
+    /// `debug_connection`: the clients whose connections log at `debug` everywhere.
+    pub debug_connections: Option<shared::access::Rules>,
     /// The `proxy_cache_path` zones, by `CacheZoneId`: shared with the generations before
     /// and after this one that declare the same zone.
     pub cache_zones: Vec<Arc<cache::Zone>>,
@@ -229,6 +231,15 @@ pub(crate) const LOOP_STALL_REPORT_INTERVAL: Duration = Duration::from_secs(1);
 
 /// How often buffered access logs are checked for their `flush=` interval.
 pub(crate) const ACCESS_LOG_FLUSH_CHECK: Duration = Duration::from_secs(1);
+
+impl Generation {
+    /// Whether `debug_connection` names a client at `peer` (the socket's address).
+    pub fn debug_connection(&self, peer: &PeerAddress) -> bool {
+        self.debug_connections
+            .as_ref()
+            .is_some_and(|rules| rules.check(peer) == Some(shared::access::Action::Allow))
+    }
+}
 
 /// What the stall watcher has not warned of yet.
 #[derive(Debug, Default)]
@@ -611,6 +622,7 @@ mod tests {
             temp_numbers: AtomicU64::new(0),
             hostname: "test".to_owned(),
             error_log,
+            debug_connections: None,
             cache_zones: Vec::new(),
             log_files: Default::default(),
             access_log_buffers: Default::default(),

@@ -23,6 +23,7 @@ mod cli;
 mod config;
 mod core;
 mod dav;
+mod debug_connection;
 mod empty_gif;
 mod error_log;
 mod error_page;

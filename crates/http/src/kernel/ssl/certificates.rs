@@ -96,6 +96,7 @@ impl VariableCertificates {
             accepted: info.accepted,
             requests: 0,
             tls: Some(std::rc::Rc::new(handshake)),
+            debug: info.debug,
         };
         let request = Request {
             server: Some(server),

@@ -52,6 +52,7 @@ fn connection(stream: UnixStream, buffer_size: usize) -> Connection {
         accepted: Instant::now(),
         requests: 1,
         tls: None,
+        debug: false,
     };
     Connection::new(Stream::Unix(stream), info, buffer_size)
 }
