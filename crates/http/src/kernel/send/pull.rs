@@ -154,7 +154,9 @@ pub(crate) use send_by_pulling;
 
 /// Sends a body a filter makes by pulling (SSI's, addition's): each piece framed (chunked,
 /// or compressed when gzip applies) and written as soon as it is ready, the head with the
-/// first. A failure after the head is out ends the response where it is.
+/// first. A failure after the head is out ends the response where it is; a failure before
+/// anything was written sends nothing (nginx holds a head back until output follows, and
+/// closes the connection without it).
 pub async fn send_pulled<'a>(
     body: &mut dyn PulledBody<'a>,
     context: &BodyContext<'_>,
@@ -172,13 +174,17 @@ pub async fn send_pulled<'a>(
     let socket = output.sink.socket();
     let mut pending = std::mem::take(head);
     let mut piece = Vec::new();
+    let mut started = false;
     loop {
         piece.clear();
         let more = match body.next(context, socket, request, &mut piece).await {
             Ok(more) => more,
             Err(error) => {
-                // What was made so far goes out; the connection then closes.
-                let _ = output.write(&pending).await;
+                // What was made so far goes out, if the response had started; the
+                // connection then closes.
+                if started {
+                    let _ = output.write(&pending).await;
+                }
                 return Err(error);
             }
         };
@@ -204,6 +210,7 @@ pub async fn send_pulled<'a>(
         if !pending.is_empty() {
             output.write(&pending).await?;
             pending.clear();
+            started = true;
         }
     }
 }

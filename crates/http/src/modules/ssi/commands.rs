@@ -17,6 +17,9 @@ use crate::modules::ssi::{Active, DEFAULT_ERRMSG, SsiBody, child_context, expr};
 /// The most a subrequest whose failure a `stub=` covers may give before it is placed.
 const STUB_CAPTURE_BYTES_MAX: usize = 1024 * 1024;
 
+/// What nginx logs when a subrequest's answer is larger than its output buffer.
+const TOO_BIG: &str = "too big subrequest response";
+
 /// What the commands so far have set.
 #[derive(Debug, Default)]
 pub(super) struct State {
@@ -28,6 +31,9 @@ pub(super) struct State {
     timefmt: Option<Vec<u8>>,
     /// Variables `set` and `include set=` made, by lower-cased name.
     variables: Vec<(Vec<u8>, Vec<u8>)>,
+    /// An error that ends the whole response, as nginx ends it: an `include set=` whose
+    /// answer outgrew `subrequest_output_buffer_size`. Logged already.
+    pub(super) fatal: Option<String>,
 }
 
 /// Inside `if` ... `endif`.
@@ -290,6 +296,18 @@ impl<'a> SsiBody<'a> {
             }
             (Ok(captured), None, _) => self.emit(out, &captured),
             (Err(_), None, Some(stub)) => self.emit(out, &stub),
+            (Err(message), Some(_), _) if message == TOO_BIG => {
+                // nginx fails the request: the variable cannot hold the answer, and the
+                // page is not sent with it missing.
+                crate::kernel::request_log::log(
+                    self.worker,
+                    context.connection,
+                    request,
+                    Level::Error,
+                    format_args!("{message}"),
+                );
+                self.state.fatal = Some(message);
+            }
             (Err(message), _, _) => self.error(context, request, out, &message),
         }
         None
@@ -377,7 +395,7 @@ impl<'a> SsiBody<'a> {
                 .await
                 .map_err(|error| format!("subrequest failed: {error}"))?;
             if captured.len() > limit {
-                return Err("too big subrequest response".to_owned());
+                return Err(TOO_BIG.to_owned());
             }
             if !more {
                 return Ok(captured);

@@ -182,6 +182,9 @@ impl<'a> SsiBody<'a> {
                         return Ok(true);
                     }
                 }
+                if let Some(message) = self.state.fatal.take() {
+                    return Err(io::Error::other(message));
+                }
                 if out.len() >= GATHER_BYTES {
                     return Ok(true);
                 }
