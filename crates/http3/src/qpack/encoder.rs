@@ -300,7 +300,9 @@ impl Encoder {
         for field in fields {
             let (name, value) = (&field.name[..], &field.value[..]);
             let in_static = static_table::find(name, value);
-            if let Some((index, true)) = in_static {
+            // An indexed line has no never-indexed bit: a sensitive field stays a literal
+            // even where the static table holds it whole.
+            if let (Some((index, true)), false) = (in_static, field.sensitive) {
                 writer.indexed_static(index);
                 continue;
             }

@@ -471,3 +471,22 @@ fn field_section_size_limit_exactly() {
         Err(QpackError::Section(Cause::FieldSectionTooLarge))
     );
 }
+
+/// Found by the fuzz target: a sensitive field that the static table holds whole was
+/// indexed, which cannot carry the never-indexed bit.
+#[test]
+fn sensitive_fields_stay_literals() {
+    let sensitive = HeaderField {
+        sensitive: true,
+        ..field("etag", "")
+    };
+    let mut encoder = Encoder::new(0);
+    let section = encoder.encode_section(0, &[sensitive.clone(), field("etag", "")]);
+    // Literal with static name reference 7 and N set, then indexed static 7.
+    assert_eq!(section, hex("0000 7700 c7"));
+    let mut decoder = Decoder::new(SETTINGS);
+    assert_eq!(
+        fields(decoder.decode_section(0, &section).expect("decode")),
+        [sensitive, field("etag", "")]
+    );
+}
