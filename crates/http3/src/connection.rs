@@ -197,9 +197,9 @@ pub struct Connection {
     peer_settings: Option<Settings>,
     uni: BTreeMap<u64, UniStream>,
     requests: BTreeMap<u64, RequestStream>,
-    /// The largest request stream id ever seen; an id at or below it that is not in
-    /// `requests` is a stream already done.
-    largest_request: Option<u64>,
+    /// The lowest request stream id not yet opened; an id below it that is not in
+    /// `requests` is a stream already done or refused.
+    next_request: u64,
     /// The first request stream id our GOAWAY refuses.
     goaway_sent: Option<u64>,
     peer_goaway: Option<u64>,
@@ -225,7 +225,7 @@ impl Connection {
             peer_settings: None,
             uni: BTreeMap::new(),
             requests: BTreeMap::new(),
-            largest_request: None,
+            next_request: 0,
             goaway_sent: None,
             peer_goaway: None,
             max_push_id: None,
@@ -385,7 +385,7 @@ impl Connection {
     /// Sends GOAWAY: requests already received are served, later ones are refused with
     /// H3_REQUEST_REJECTED. A second call may only lower the limit, so it repeats it.
     pub fn send_goaway(&mut self) {
-        let next = self.largest_request.map_or(0, |largest| largest + 4);
+        let next = self.next_request;
         let id = self.goaway_sent.map_or(next, |sent| sent.min(next));
         self.goaway_sent = Some(id);
         let mut data = Vec::new();

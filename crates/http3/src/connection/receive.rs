@@ -75,30 +75,46 @@ impl Connection {
 
     fn receive_request(&mut self, stream_id: u64, data: &[u8], fin: bool) -> Result<(), Error> {
         if !self.requests.contains_key(&stream_id) {
-            if self
-                .largest_request
-                .is_some_and(|largest| stream_id <= largest)
-            {
+            if stream_id < self.next_request {
                 // A stream already done or refused: QUIC delivers nothing more for it
                 // unless it was refused, and then its bytes are dropped.
                 return Ok(());
             }
-            self.largest_request = Some(stream_id);
-            let after_goaway = self.goaway_sent.is_some_and(|limit| stream_id >= limit);
-            if after_goaway || self.requests.len() >= self.config.max_request_streams {
-                let code = Code::RequestRejected;
-                self.output.push_back(Output::Reset { stream_id, code });
+            self.open_requests_through(stream_id);
+            if !self.requests.contains_key(&stream_id) {
                 return Ok(());
             }
-            self.requests.insert(stream_id, RequestStream::new());
         }
         let stream = self
             .requests
             .get_mut(&stream_id)
-            .expect("the stream was found or inserted above");
+            .expect("the stream was found or opened above");
         stream.buffer.extend_from_slice(data);
         stream.fin |= fin;
         self.process_request(stream_id)
+    }
+
+    /// Opens request streams up to `stream_id`: in QUIC, a stream's first data opens the
+    /// streams of its type below it too (RFC 9000 §3.2), whose own data may come later.
+    /// Each past the open-stream limit or our GOAWAY is refused. A QUIC peer cannot skip
+    /// more ids than its stream limit; past that many the lower ones are not looked at.
+    fn open_requests_through(&mut self, stream_id: u64) {
+        let span = 4 * self.config.max_request_streams as u64;
+        let mut candidate = self.next_request.max(stream_id.saturating_sub(span));
+        self.next_request = stream_id + 4;
+        while candidate <= stream_id {
+            let after_goaway = self.goaway_sent.is_some_and(|limit| candidate >= limit);
+            if after_goaway || self.requests.len() >= self.config.max_request_streams {
+                let code = Code::RequestRejected;
+                self.output.push_back(Output::Reset {
+                    stream_id: candidate,
+                    code,
+                });
+            } else {
+                self.requests.insert(candidate, RequestStream::new());
+            }
+            candidate += 4;
+        }
     }
 
     /// Reads as many frames of a request stream as its buffer holds.

@@ -693,3 +693,36 @@ fn responses_through_the_dynamic_table() {
     let code = error_code(connection.receive(CLIENT_DECODER, &[0x84], false));
     assert_eq!(code, Code::QpackDecoderStreamError);
 }
+
+/// QUIC delivers streams' data in any order: a higher stream's data opens the lower
+/// streams, whose own data arrives later and is served.
+#[test]
+fn streams_opened_out_of_order() {
+    let mut connection = connected(Config {
+        max_request_streams: 2,
+        ..Config::default()
+    });
+    let mut client = Encoder::new(0);
+    let later = headers_frame(&mut client, 4, &get("/later"));
+    connection.receive(4, &later, true).expect("stream 4 first");
+    let first = headers_frame(&mut client, 0, &get("/first"));
+    connection.receive(0, &first, true).expect("then stream 0");
+    let served: Vec<u64> = events(&mut connection)
+        .into_iter()
+        .filter_map(|event| match event {
+            Event::Finished { stream_id } => Some(stream_id),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(served, [4, 0]);
+    // Stream 12 opens 8 and 12, past the limit of two open streams.
+    let request = headers_frame(&mut client, 12, &get("/"));
+    connection
+        .receive(12, &request, true)
+        .expect("refused, no error");
+    let refused = [8, 12].map(|stream_id| Output::Reset {
+        stream_id,
+        code: Code::RequestRejected,
+    });
+    assert_eq!(outputs(&mut connection), refused);
+}
