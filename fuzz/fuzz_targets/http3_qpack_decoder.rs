@@ -9,6 +9,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use portico_http3::HeaderField;
 use portico_http3::qpack::{Decoded, Decoder, DecoderSettings, Encoder};
 
 const SETTINGS: DecoderSettings = DecoderSettings {
@@ -49,8 +50,12 @@ fuzz_target!(|data: &[u8]| {
         match whole.decode_section(stream_id, section) {
             Ok(Decoded::Fields { fields, size }) => {
                 assert!(size <= SETTINGS.max_field_section_size);
+                let owned: Vec<HeaderField> = fields
+                    .iter()
+                    .map(|field| HeaderField { name: field.name.to_vec(), value: field.value.to_vec(), sensitive: field.sensitive })
+                    .collect();
                 let mut encoder = Encoder::new(0);
-                let encoded = encoder.encode_section(stream_id, &fields);
+                let encoded = encoder.encode_section(stream_id, &owned);
                 let mut fresh = Decoder::new(DecoderSettings { max_field_section_size: u64::MAX, ..SETTINGS });
                 let again = fresh.decode_section(stream_id, &encoded).expect("own encoding decodes");
                 assert_eq!(again, Decoded::Fields { fields, size });

@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, VecDeque};
 use crate::error::{Code, Error};
 use crate::frame::{self, Settings};
 use crate::qpack::{Decoder, DecoderSettings, Encoder};
-use crate::{HeaderField, varint};
+use crate::{FieldList, HeaderField, varint};
 
 mod receive;
 
@@ -73,7 +73,10 @@ pub enum Event {
     /// A request head, or with `trailers` the trailer section.
     Headers {
         stream_id: u64,
-        fields: Vec<HeaderField>,
+        /// The fields as decoded: `http2::request::parse` makes a request head of them
+        /// (HTTP/3's rules for heads are HTTP/2's, RFC 9114 §4.3), and
+        /// `http2::request::check_trailers` checks trailers.
+        fields: FieldList,
         trailers: bool,
         /// The HEADERS frame's payload length, as it arrived (for `$request_length`).
         section_len: usize,

@@ -11,4 +11,4 @@ pub mod varint;
 
 pub use connection::{Config, Connection, Event, Output, SendError};
 pub use error::{Code, Error, Reason};
-pub use http2::hpack::HeaderField;
+pub use http2::hpack::{FieldList, HeaderField};

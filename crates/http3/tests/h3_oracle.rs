@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use bytes::{Buf, Bytes};
 use portico_http3::connection::{Config, Connection, Event, Output};
-use portico_http3::{Code, HeaderField};
+use portico_http3::{Code, FieldList, HeaderField};
 use tokio::sync::mpsc;
 
 /// One piece of a client stream, as the driver hands it to the codec.
@@ -115,6 +115,17 @@ struct Seen {
     trailers: Vec<HeaderField>,
 }
 
+fn owned(fields: &FieldList) -> Vec<HeaderField> {
+    fields
+        .iter()
+        .map(|field| HeaderField {
+            name: field.name.to_vec(),
+            value: field.value.to_vec(),
+            sensitive: field.sensitive,
+        })
+        .collect()
+}
+
 fn value<'a>(fields: &'a [HeaderField], name: &str) -> &'a [u8] {
     fields
         .iter()
@@ -216,9 +227,9 @@ async fn serve(endpoint: quinn::Endpoint) -> Vec<Seen> {
                 } => {
                     let entry = seen.entry(stream_id).or_default();
                     if trailers {
-                        entry.trailers = fields;
+                        entry.trailers = owned(&fields);
                     } else {
-                        entry.head = fields;
+                        entry.head = owned(&fields);
                     }
                 }
                 Event::Data { stream_id, data } => {

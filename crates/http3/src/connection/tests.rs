@@ -3,6 +3,7 @@
 //! and the limits.
 
 use super::*;
+use crate::FieldList;
 use crate::frame::Header;
 use crate::qpack::{Decoded, DecoderSettings, Encoder};
 
@@ -21,6 +22,15 @@ fn get(path: &str) -> Vec<HeaderField> {
         field(":authority", "localhost"),
         field(":path", path),
     ]
+}
+
+/// The list the decoder makes of `fields`.
+fn list(fields: &[HeaderField]) -> FieldList {
+    let mut list = FieldList::new();
+    for field in fields {
+        list.push(&field.name, &field.value, field.sensitive);
+    }
+    list
 }
 
 fn frame_bytes(frame_type: u64, payload: &[u8]) -> Vec<u8> {
@@ -110,7 +120,7 @@ fn get_and_response() {
         [
             Event::Headers {
                 stream_id: 0,
-                fields: get("/"),
+                fields: list(&get("/")),
                 trailers: false,
                 section_len: request.len() - 2,
             },
@@ -149,7 +159,7 @@ fn get_and_response() {
     assert_eq!(
         decoder.decode_section(0, section),
         Ok(Decoded::Fields {
-            fields: head.to_vec(),
+            fields: list(&head),
             size: 32 + 7 + 3 + 32 + 12 + 10,
         })
     );
@@ -197,8 +207,8 @@ fn body_and_trailers_split_at_every_byte() {
         assert_eq!(
             heads,
             [
-                (get("/upload"), false),
-                (vec![field("x-checksum", "1")], true)
+                (list(&get("/upload")), false),
+                (list(&[field("x-checksum", "1")]), true)
             ]
         );
         assert!(finished);
@@ -447,7 +457,7 @@ fn blocked_request_resumes_when_the_entry_arrives() {
         [
             Event::Headers {
                 stream_id: 0,
-                fields: vec![field(":method", "GET"), field("x-token", "abc")],
+                fields: list(&[field(":method", "GET"), field("x-token", "abc")]),
                 trailers: false,
                 section_len: section.len(),
             },
@@ -680,7 +690,7 @@ fn responses_through_the_dynamic_table() {
                 let Ok(Decoded::Fields { fields, .. }) = decoded else {
                     panic!("never blocked: {decoded:?}");
                 };
-                assert_eq!(fields, head);
+                assert_eq!(fields, list(&head));
             }
         }
         let acknowledgments = decoder.take_instructions();
@@ -725,4 +735,38 @@ fn streams_opened_out_of_order() {
         code: Code::RequestRejected,
     });
     assert_eq!(outputs(&mut connection), refused);
+}
+
+/// HTTP/3's rules for a request head are HTTP/2's (RFC 9114 §4.3): the decoded list is
+/// the one `http2::request::parse` checks.
+#[test]
+fn heads_are_checked_by_the_http2_rules() {
+    let policy = http2::request::FieldPolicy::default();
+    let mut client = Encoder::new(0);
+    let mut heads = Vec::new();
+    let good = [
+        get("/a"),
+        vec![field("cookie", "a=1"), field("cookie", "b=2")],
+    ]
+    .concat();
+    let bad = [get("/b"), vec![field("Upper", "x")]].concat();
+    let mut connection = connected(Config::default());
+    for (stream_id, fields) in [(0, &good), (4, &bad)] {
+        let request = headers_frame(&mut client, stream_id, fields);
+        connection
+            .receive(stream_id, &request, true)
+            .expect("request");
+    }
+    for event in events(&mut connection) {
+        if let Event::Headers { fields, .. } = event {
+            heads.push(http2::request::parse(fields, policy));
+        }
+    }
+    let head = heads[0].as_ref().expect("a valid head");
+    assert_eq!(head.method(), b"GET");
+    assert_eq!(head.path(), Some(&b"/a"[..]));
+    assert_eq!(head.authority(), Some(&b"localhost"[..]));
+    let cookie: Vec<_> = head.fields().map(|field| field.value.to_vec()).collect();
+    assert_eq!(cookie, [b"a=1; b=2".to_vec()]);
+    assert!(heads[1].is_err());
 }

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use http2::hpack::HeaderField;
+use http2::hpack::FieldList;
 
 use super::table::{DynamicTable, Entry};
 use super::wire::{decode_integer, decode_string, encode_integer};
@@ -24,8 +24,9 @@ pub struct DecoderSettings {
 /// What decoding a field section gave.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Decoded {
-    /// The fields, in order, and the size they count for.
-    Fields { fields: Vec<HeaderField>, size: u64 },
+    /// The fields, in order (in the list `http2::request::parse` checks a request head
+    /// in), and the size they count for.
+    Fields { fields: FieldList, size: u64 },
     /// The section refers to entries not yet received: call again with the same section
     /// once [`Decoder::receive_encoder_stream`] names the stream as unblocked.
     Blocked { required_insert_count: u64 },
@@ -239,17 +240,16 @@ impl Decoder {
                 required_insert_count: required,
             });
         }
-        let mut fields = Vec::new();
+        let mut fields = FieldList::with_capacity(16, section.len() * 2);
         let mut size = 0u64;
         let limit = self.settings.max_field_section_size;
         while !rest.is_empty() {
-            let (field, used) = self.field_line(rest, required, base)?;
+            let (used, field_size) = self.field_line(rest, required, base, &mut fields)?;
             rest = &rest[used..];
-            size += entry_size(&field.name, &field.value) as u64;
+            size += field_size as u64;
             if size > limit {
                 return Err(error(Cause::FieldSectionTooLarge));
             }
-            fields.push(field);
         }
         self.blocked.remove(&stream_id);
         if required > 0 {
@@ -259,13 +259,15 @@ impl Decoder {
         Ok(Decoded::Fields { fields, size })
     }
 
-    /// One field line representation (§4.5.2 to §4.5.6) and the bytes it took.
+    /// Appends one field line representation (§4.5.2 to §4.5.6); returns the bytes it took
+    /// and the size the field counts for.
     fn field_line(
         &self,
         input: &[u8],
         required: u64,
         base: u64,
-    ) -> Result<(HeaderField, usize), QpackError> {
+        fields: &mut FieldList,
+    ) -> Result<(usize, usize), QpackError> {
         let error = QpackError::Section;
         let truncated = error(Cause::Truncated);
         let string_limit = self.settings.max_field_section_size.saturating_mul(4);
@@ -280,24 +282,22 @@ impl Decoder {
                 .map_err(error)?
                 .ok_or(truncated)
         };
-        let field = |name: &[u8], value: Vec<u8>, sensitive| HeaderField {
-            name: name.to_vec(),
-            value,
-            sensitive,
+        let mut push = |name: &[u8], value: &[u8], sensitive: bool, used: usize| {
+            fields.push(name, value, sensitive);
+            (used, entry_size(name, value))
         };
         if first & 0x80 != 0 {
             // Indexed Field Line.
             let (index, used) = integer(6)?;
-            let (name, value) = if first & 0x40 != 0 {
+            if first & 0x40 != 0 {
                 let (name, value) =
                     static_table::get(index).ok_or(error(Cause::BadStaticIndex { index }))?;
-                (name, value)
+                Ok(push(name, value, false, used))
             } else {
                 let absolute = base.checked_sub(index + 1);
                 let entry = self.dynamic(absolute, required, index)?;
-                (&entry.name[..], &entry.value[..])
-            };
-            Ok((field(name, value.to_vec(), false), used))
+                Ok(push(&entry.name, &entry.value, false, used))
+            }
         } else if first & 0x40 != 0 {
             // Literal Field Line With Name Reference.
             let (index, used) = integer(4)?;
@@ -310,24 +310,26 @@ impl Decoder {
                 let absolute = base.checked_sub(index + 1);
                 &self.dynamic(absolute, required, index)?.name[..]
             };
-            Ok((field(name, value, first & 0x20 != 0), used + value_used))
+            Ok(push(name, &value, first & 0x20 != 0, used + value_used))
         } else if first & 0x20 != 0 {
             // Literal Field Line With Literal Name.
             let (name, used) = string(0, 3)?;
             let (value, value_used) = string(used, 7)?;
-            Ok((field(&name, value, first & 0x10 != 0), used + value_used))
+            Ok(push(&name, &value, first & 0x10 != 0, used + value_used))
         } else if first & 0x10 != 0 {
             // Indexed Field Line With Post-Base Index.
             let (index, used) = integer(4)?;
             let entry = self.dynamic(base.checked_add(index), required, index)?;
-            Ok((field(&entry.name, entry.value.clone(), false), used))
+            Ok(push(&entry.name, &entry.value, false, used))
         } else {
             // Literal Field Line With Post-Base Name Reference.
             let (index, used) = integer(3)?;
             let (value, value_used) = string(used, 7)?;
             let entry = self.dynamic(base.checked_add(index), required, index)?;
-            Ok((
-                field(&entry.name, value, first & 0x08 != 0),
+            Ok(push(
+                &entry.name,
+                &value,
+                first & 0x08 != 0,
                 used + value_used,
             ))
         }
