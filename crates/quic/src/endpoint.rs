@@ -20,6 +20,9 @@ pub struct Config {
     /// Unidirectional streams a client may open: its control and QPACK streams and a few
     /// of the reserved types clients send to exercise servers.
     pub max_uni_streams: u32,
+    /// Whether a new client must first prove its address with a Retry round trip (nginx's
+    /// `quic_retry`): a spoofed source then gets one small packet and no connection.
+    pub retry: bool,
 }
 
 impl Default for Config {
@@ -28,6 +31,7 @@ impl Default for Config {
             http3: http3::Config::default(),
             max_connections: 1024,
             max_uni_streams: 8,
+            retry: false,
         }
     }
 }
@@ -159,6 +163,13 @@ impl Endpoint {
                 if self.connections.len() >= self.config.max_connections {
                     let transmit = self.endpoint.refuse(incoming, &mut buffer);
                     self.queue_datagram(&transmit, &buffer);
+                } else if self.config.retry && !incoming.remote_address_validated() {
+                    // An Initial without a valid Retry token: answer with a Retry, or drop it
+                    // when it already carried one (a retry of a retry is never sent).
+                    match self.endpoint.retry(incoming, &mut buffer) {
+                        Ok(transmit) => self.queue_datagram(&transmit, &buffer),
+                        Err(error) => self.endpoint.ignore(error.into_incoming()),
+                    }
                 } else {
                     let server_config = Some(self.server_config.clone());
                     match self

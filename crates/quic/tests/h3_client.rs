@@ -28,13 +28,15 @@ fn tls(
     tls
 }
 
-/// The server loop: one socket, one endpoint, a fixed answer per request.
-fn serve(socket: UdpSocket, mut endpoint: Endpoint, stop: Arc<AtomicBool>) -> usize {
+/// The server loop: one socket, one endpoint, a fixed answer per request. Returns the
+/// requests answered and the Retry packets sent.
+fn serve(socket: UdpSocket, mut endpoint: Endpoint, stop: Arc<AtomicBool>) -> (usize, usize) {
     socket
         .set_read_timeout(Some(Duration::from_millis(5)))
         .expect("timeout");
     let mut buffer = vec![0u8; 65_536];
     let mut answered = 0;
+    let mut retries = 0;
     while !stop.load(Ordering::Relaxed) {
         if let Ok((length, remote)) = socket.recv_from(&mut buffer) {
             endpoint.receive(Instant::now(), remote, None, &buffer[..length]);
@@ -65,12 +67,16 @@ fn serve(socket: UdpSocket, mut endpoint: Endpoint, stop: Arc<AtomicBool>) -> us
             }
         }
         while let Some(datagram) = endpoint.poll_transmit(Instant::now()) {
+            // A long header whose type bits say Retry (RFC 9000 §17.2.5).
+            if datagram.data[0] & 0xf0 == 0xf0 {
+                retries += 1;
+            }
             socket
                 .send_to(&datagram.data, datagram.destination)
                 .expect("send");
         }
     }
-    answered
+    (answered, retries)
 }
 
 async fn client(certificate: rustls::pki_types::CertificateDer<'static>, server: SocketAddr) {
@@ -118,14 +124,13 @@ async fn client(certificate: rustls::pki_types::CertificateDer<'static>, server:
     endpoint.wait_idle().await;
 }
 
-#[tokio::test]
-async fn h3_client_through_the_endpoint() {
+async fn serve_and_fetch(config: Config) -> usize {
     let certified =
         rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).expect("certificate");
     let certificate = certified.cert.der().clone();
     let key = certified.signing_key.serialize_der();
-    let endpoint = Endpoint::new(Arc::new(tls(certificate.clone(), key)), Config::default())
-        .expect("endpoint");
+    let endpoint =
+        Endpoint::new(Arc::new(tls(certificate.clone(), key)), config).expect("endpoint");
     let socket = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).expect("a loopback socket");
     let address = socket.local_addr().expect("bound");
     let stop = Arc::new(AtomicBool::new(false));
@@ -137,5 +142,26 @@ async fn h3_client_through_the_endpoint() {
         .await
         .expect("the client finished in time");
     stop.store(true, Ordering::Relaxed);
-    assert_eq!(server.join().expect("the server loop did not panic"), 2);
+    let (answered, retries) = server.join().expect("the server loop did not panic");
+    assert_eq!(answered, 2);
+    retries
+}
+
+#[tokio::test]
+async fn h3_client_through_the_endpoint() {
+    assert_eq!(serve_and_fetch(Config::default()).await, 0);
+}
+
+/// With `retry`, the client's first Initial gets a Retry and its second, carrying the
+/// token, a connection.
+#[tokio::test]
+async fn h3_client_through_a_retry() {
+    assert_eq!(
+        serve_and_fetch(Config {
+            retry: true,
+            ..Config::default()
+        })
+        .await,
+        1
+    );
 }
