@@ -119,6 +119,9 @@ pub enum SendError {
     StreamEnded,
     /// The connection failed: close it.
     ConnectionFailed,
+    /// The fields count for more than the client's SETTINGS_MAX_FIELD_SECTION_SIZE
+    /// (RFC 9114 §4.2.2); nothing was sent.
+    FieldSectionTooLarge,
 }
 
 /// Where a request stream's input is.
@@ -316,6 +319,13 @@ impl Connection {
         end: bool,
     ) -> Result<(), SendError> {
         self.check_sendable(stream_id)?;
+        let limit = self
+            .peer_settings
+            .and_then(|settings| settings.max_field_section_size);
+        let size: u64 = fields.iter().map(|field| field.size() as u64).sum();
+        if limit.is_some_and(|limit| size > limit) {
+            return Err(SendError::FieldSectionTooLarge);
+        }
         let section = self.encoder.encode_section(stream_id, fields);
         // Entries inserted for later sections go out before the section that follows them.
         self.flush_qpack();

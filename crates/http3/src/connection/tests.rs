@@ -770,3 +770,31 @@ fn heads_are_checked_by_the_http2_rules() {
     assert_eq!(cookie, [b"a=1; b=2".to_vec()]);
     assert!(heads[1].is_err());
 }
+
+/// A head larger than the client's SETTINGS_MAX_FIELD_SECTION_SIZE is not sent.
+#[test]
+fn response_heads_within_the_clients_limit() {
+    let mut connection = Connection::new(Config::default());
+    let settings = Settings {
+        max_field_section_size: Some(32 + 7 + 3 + 32 + 5 + 5),
+        ..Settings::default()
+    };
+    connection
+        .receive(CLIENT_CONTROL, &control_stream(settings), false)
+        .expect("SETTINGS");
+    let mut client = Encoder::new(0);
+    let request = headers_frame(&mut client, 0, &get("/"));
+    connection.receive(0, &request, true).expect("request");
+    outputs(&mut connection);
+    let at_limit = [field(":status", "200"), field("x-abc", "12345")];
+    let past = [field(":status", "200"), field("x-abc", "123456")];
+    assert_eq!(
+        connection.send_headers(0, &past, true),
+        Err(SendError::FieldSectionTooLarge)
+    );
+    assert_eq!(outputs(&mut connection), []);
+    connection
+        .send_headers(0, &at_limit, true)
+        .expect("at the limit");
+    assert_eq!(outputs(&mut connection).len(), 1);
+}
