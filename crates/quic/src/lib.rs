@@ -3,9 +3,10 @@
 //! clock: it hands over datagrams with [`Endpoint::receive`], sends what
 //! [`Endpoint::poll_transmit`] gives, calls [`Endpoint::handle_timeout`] when
 //! [`Endpoint::poll_timeout`] says, and answers the requests [`Endpoint::poll_event`]
-//! reports; [`driver`] does all that from a task of the worker's loop. This crate moves QUIC stream data between the two state machines, opens the
-//! server's HTTP/3 streams once the handshake is done, keeps what QUIC's flow control
-//! does not take yet, and closes a connection with the HTTP/3 error its codec raises.
+//! reports; [`driver`] does all that from a task of the worker's loop. This crate moves
+//! QUIC stream data between the two state machines, opens the server's HTTP/3 streams once
+//! the handshake is done, keeps what QUIC's flow control does not take yet, and closes a
+//! connection with the HTTP/3 error its codec raises.
 
 pub mod driver;
 mod endpoint;
