@@ -26,6 +26,20 @@ fn forbidden_on_request(frame_type: u64) -> bool {
     ) || frame::HTTP2_ONLY.contains(&frame_type)
 }
 
+/// The first `take` bytes of `buffer`, moved out with as little copying as can be: the
+/// whole buffer when it is all payload (the usual case: body bytes are then copied once,
+/// from QUIC's chunk into the buffer), else whichever part is smaller is copied.
+fn take_front(buffer: &mut Vec<u8>, take: usize) -> Vec<u8> {
+    if take == buffer.len() {
+        std::mem::take(buffer)
+    } else if take * 2 >= buffer.len() {
+        let rest = buffer.split_off(take);
+        std::mem::replace(buffer, rest)
+    } else {
+        buffer.drain(..take).collect()
+    }
+}
+
 impl Connection {
     /// Takes bytes QUIC delivered on `stream_id`, in order, with `fin` when they end the
     /// stream. An error is a connection error: close the QUIC connection with its code.
@@ -134,19 +148,18 @@ impl Connection {
                 if stream.buffer.is_empty() {
                     return self.request_input_ended(stream_id);
                 }
-                let take = remaining.min(stream.buffer.len() as u64);
-                let bytes: Vec<u8> = stream.buffer.drain(..take as usize).collect();
-                let left = remaining - take;
+                let take = remaining.min(stream.buffer.len() as u64) as usize;
+                let left = remaining - take as u64;
                 stream.payload = match payload {
                     _ if left == 0 => None,
                     Payload::Data(_) => Some(Payload::Data(left)),
                     Payload::Skip(_) => Some(Payload::Skip(left)),
                 };
                 if let Payload::Data(_) = payload {
-                    self.events.push_back(Event::Data {
-                        stream_id,
-                        data: bytes,
-                    });
+                    let data = take_front(&mut stream.buffer, take);
+                    self.events.push_back(Event::Data { stream_id, data });
+                } else {
+                    stream.buffer.drain(..take);
                 }
                 continue;
             }
@@ -447,5 +460,25 @@ impl Connection {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::take_front;
+
+    #[test]
+    fn take_front_moves_copies_or_drains() {
+        for (bytes, take) in [
+            (&b"abcdef"[..], 6),
+            (b"abcdef", 4),
+            (b"abcdef", 1),
+            (b"", 0),
+        ] {
+            let mut buffer = bytes.to_vec();
+            let front = take_front(&mut buffer, take);
+            assert_eq!(front, bytes[..take]);
+            assert_eq!(buffer, bytes[take..]);
+        }
     }
 }
