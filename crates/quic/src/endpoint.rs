@@ -376,6 +376,10 @@ fn quic_event(connection: &mut Connection, event: quinn_proto::Event, now: Insta
             read_stream(connection, u64::from(id), now);
         }
         quinn_proto::Event::Stream(StreamEvent::Stopped { id, error_code }) => {
+            // The client wants no more of this stream: RESET_STREAM answers STOP_SENDING
+            // (RFC 9000 §3.5), and what was waiting for flow control is dropped.
+            connection.unsent.remove(&u64::from(id));
+            let _ = connection.quic.send_stream(id).reset(error_code);
             let result = connection
                 .http3
                 .stream_reset(u64::from(id), error_code.into_inner());

@@ -17,6 +17,7 @@ fn python() -> Option<String> {
         std::env::var("PORTICO_AIOQUIC_PYTHON").unwrap_or_else(|_| "python3".to_string());
     let imports = Command::new(&candidate)
         .args(["-c", "import aioquic"])
+        .stderr(std::process::Stdio::null())
         .status();
     imports
         .is_ok_and(|status| status.success())

@@ -28,15 +28,22 @@ fn tls(
     tls
 }
 
-/// The server loop: one socket, one endpoint, a fixed answer per request. Returns the
-/// requests answered and the Retry packets sent.
-fn serve(socket: UdpSocket, mut endpoint: Endpoint, stop: Arc<AtomicBool>) -> (usize, usize) {
+/// The server loop: one socket, one endpoint, a fixed answer per request except `/held`,
+/// which is never answered. Returns the requests answered, the Retry packets sent and the
+/// requests aborted.
+fn serve(
+    socket: UdpSocket,
+    mut endpoint: Endpoint,
+    stop: Arc<AtomicBool>,
+) -> (usize, usize, usize) {
     socket
         .set_read_timeout(Some(Duration::from_millis(5)))
         .expect("timeout");
     let mut buffer = vec![0u8; 65_536];
     let mut answered = 0;
     let mut retries = 0;
+    let mut aborted = 0;
+    let mut held = std::collections::HashSet::new();
     while !stop.load(Ordering::Relaxed) {
         if let Ok((length, remote)) = socket.recv_from(&mut buffer) {
             endpoint.receive(Instant::now(), remote, None, &buffer[..length]);
@@ -51,7 +58,20 @@ fn serve(socket: UdpSocket, mut endpoint: Endpoint, stop: Arc<AtomicBool>) -> (u
             let Event::Http3 { connection, event } = event else {
                 continue;
             };
+            if let http3::Event::Headers {
+                stream_id, fields, ..
+            } = &event
+                && fields.iter().any(|field| field.value == b"/held")
+            {
+                held.insert((connection, *stream_id));
+            }
+            if let http3::Event::Aborted { .. } = event {
+                aborted += 1;
+            }
             if let http3::Event::Finished { stream_id } = event {
+                if held.contains(&(connection, stream_id)) {
+                    continue;
+                }
                 let head = [
                     HeaderField::new(":status", "200"),
                     HeaderField::new("content-type", "text/plain"),
@@ -76,7 +96,7 @@ fn serve(socket: UdpSocket, mut endpoint: Endpoint, stop: Arc<AtomicBool>) -> (u
                 .expect("send");
         }
     }
-    (answered, retries)
+    (answered, retries, aborted)
 }
 
 async fn client(certificate: rustls::pki_types::CertificateDer<'static>, server: SocketAddr) {
@@ -118,6 +138,22 @@ async fn client(certificate: rustls::pki_types::CertificateDer<'static>, server:
         }
         assert_eq!(length, 300_000);
     }
+    // A request the client stops reading: the server must reset its sending side
+    // (RFC 9000 §3.5), which the client's QUIC counts.
+    let request = http::Request::get("https://localhost/held")
+        .body(())
+        .expect("request");
+    let mut stream = requests.send_request(request).await.expect("send");
+    stream.finish().await.expect("finish");
+    stream.stop_sending(h3::error::Code::H3_REQUEST_CANCELLED);
+    let reset = async {
+        while quic.stats().frame_rx.reset_stream == 0 {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(5), reset)
+        .await
+        .expect("the server reset the stream it was asked to stop");
     drop(requests);
     quic.close(quinn::VarInt::from_u32(0x100), b"done");
     let _ = tokio::time::timeout(Duration::from_secs(2), drive).await;
@@ -142,8 +178,9 @@ async fn serve_and_fetch(config: Config) -> usize {
         .await
         .expect("the client finished in time");
     stop.store(true, Ordering::Relaxed);
-    let (answered, retries) = server.join().expect("the server loop did not panic");
+    let (answered, retries, aborted) = server.join().expect("the server loop did not panic");
     assert_eq!(answered, 2);
+    assert_eq!(aborted, 1, "the stopped request was aborted");
     retries
 }
 
