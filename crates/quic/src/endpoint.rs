@@ -95,6 +95,9 @@ pub struct Endpoint {
     events: VecDeque<Event>,
     datagrams: VecDeque<Datagram>,
     buffer: Vec<u8>,
+    /// [`Endpoint::shutdown`] was called: new connections are refused and each open one
+    /// closes once its requests are done.
+    shutting_down: bool,
 }
 
 impl std::fmt::Debug for Endpoint {
@@ -137,6 +140,7 @@ impl Endpoint {
             events: VecDeque::new(),
             datagrams: VecDeque::new(),
             buffer: Vec::new(),
+            shutting_down: false,
         })
     }
 
@@ -160,7 +164,7 @@ impl Endpoint {
             .handle(now, remote, local_ip, None, data, &mut buffer);
         match event {
             Some(DatagramEvent::NewConnection(incoming)) => {
-                if self.connections.len() >= self.config.max_connections {
+                if self.shutting_down || self.connections.len() >= self.config.max_connections {
                     let transmit = self.endpoint.refuse(incoming, &mut buffer);
                     self.queue_datagram(&transmit, &buffer);
                 } else if self.config.retry && !incoming.remote_address_validated() {
@@ -265,6 +269,25 @@ impl Endpoint {
         }
     }
 
+    /// Starts a graceful shutdown (a reload or `quit`): GOAWAY on every connection, so that
+    /// clients send no new request on it; each connection closes with H3_NO_ERROR once its
+    /// requests are done, and new connections are refused.
+    pub fn shutdown(&mut self, now: Instant) {
+        self.shutting_down = true;
+        let handles: Vec<ConnectionHandle> = self.connections.keys().copied().collect();
+        for handle in handles {
+            if let Some(connection) = self.connections.get_mut(&handle) {
+                connection.http3.send_goaway();
+            }
+            self.drive(handle, now);
+        }
+    }
+
+    /// Whether a shutdown has ended: no connection is left, not even one draining.
+    pub fn is_shut_down(&self) -> bool {
+        self.shutting_down && self.connections.is_empty()
+    }
+
     /// The next thing a client did.
     pub fn poll_event(&mut self) -> Option<Event> {
         self.events.pop_front()
@@ -344,6 +367,12 @@ impl Endpoint {
                 });
             }
             write_output(connection);
+            if self.shutting_down && all_delivered(connection) && !connection.quic.is_closed() {
+                let code = VarInt::from_u64(http3::Code::NoError.value())
+                    .expect("HTTP/3 codes are varints");
+                connection.quic.close(now, code, Bytes::new());
+                progressed = true;
+            }
             if !progressed {
                 break;
             }
@@ -358,6 +387,15 @@ impl Endpoint {
             self.events.push_back(Event::Closed { connection: id });
         }
     }
+}
+
+/// Whether every request is done and every response byte acknowledged: only the server's
+/// three unidirectional streams, never finished, may still be sending. Closing earlier
+/// would throw away response bytes QUIC has not delivered yet.
+fn all_delivered(connection: &mut Connection) -> bool {
+    connection.http3.is_idle()
+        && connection.unsent.is_empty()
+        && connection.quic.streams().send_streams() <= 3
 }
 
 fn stream_id(id: u64) -> StreamId {

@@ -182,3 +182,106 @@ async fn requests_answered_from_their_own_tasks() {
         .await;
     assert_eq!(closed.get(), 1, "reported once");
 }
+
+/// A graceful shutdown with a response in flight: the client gets all of it, then a close
+/// with H3_NO_ERROR, and the endpoint ends up with no connection.
+#[tokio::test]
+async fn shutdown_lets_responses_finish() {
+    let certified =
+        rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).expect("certificate");
+    let certificate = certified.cert.der().clone();
+    let key = certified.signing_key.serialize_der();
+    let endpoint = Endpoint::new(Arc::new(tls(certificate.clone(), key)), Config::default())
+        .expect("endpoint");
+    let socket = tokio::net::UdpSocket::bind((Ipv4Addr::LOCALHOST, 0))
+        .await
+        .expect("a loopback socket");
+    let address = socket.local_addr().expect("bound");
+    let shared = Rc::new(Shared::new(endpoint));
+    let local = tokio::task::LocalSet::new();
+    let (stop, stopped) = oneshot::channel::<()>();
+    // The server starts its shutdown as soon as the request is in, then answers it with
+    // a body larger than one flight of packets.
+    let server = {
+        let shared = Rc::clone(&shared);
+        local.spawn_local(async move {
+            let handler = |shared: &Shared, event: Event| {
+                let Event::Http3 { connection, event } = event else {
+                    return;
+                };
+                if let http3::Event::Finished { stream_id } = event {
+                    let mut endpoint = shared.endpoint();
+                    endpoint.shutdown(std::time::Instant::now());
+                    let head = [HeaderField::new(":status", "200")];
+                    endpoint
+                        .send_headers(connection, stream_id, &head, false)
+                        .expect("head");
+                    let body = vec![b'y'; 1_000_000];
+                    endpoint
+                        .send_data(connection, stream_id, &body, true)
+                        .expect("body");
+                }
+            };
+            drive(&socket, &shared, handler, async {
+                let _ = stopped.await;
+            })
+            .await;
+        })
+    };
+    let client = async {
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(certificate).expect("a root");
+        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let mut tls = rustls::ClientConfig::builder_with_provider(provider)
+            .with_protocol_versions(&[&rustls::version::TLS13])
+            .expect("TLS 1.3")
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        tls.alpn_protocols = vec![b"h3".to_vec()];
+        let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls).expect("QUIC TLS");
+        let mut endpoint =
+            quinn::Endpoint::client(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))).expect("socket");
+        endpoint.set_default_client_config(quinn::ClientConfig::new(Arc::new(crypto)));
+        let quic = endpoint
+            .connect(address, "localhost")
+            .expect("connect")
+            .await
+            .expect("handshake");
+        let (mut driver, mut requests) = h3::client::new(h3_quinn::Connection::new(quic))
+            .await
+            .expect("h3");
+        let closed =
+            tokio::spawn(async move { std::future::poll_fn(|cx| driver.poll_close(cx)).await });
+        let request = http::Request::get("https://localhost/big")
+            .body(())
+            .expect("request");
+        let mut stream = requests.send_request(request).await.expect("send");
+        stream.finish().await.expect("finish");
+        let response = stream.recv_response().await.expect("response");
+        assert_eq!(response.status(), 200);
+        let mut length = 0;
+        while let Some(chunk) = stream.recv_data().await.expect("data") {
+            length += chunk.remaining();
+        }
+        assert_eq!(length, 1_000_000, "the whole response before the close");
+        let error = closed.await.expect("the h3 driver task");
+        assert!(error.is_h3_no_error(), "a graceful close: {error:?}");
+    };
+    local
+        .run_until(async {
+            tokio::time::timeout(Duration::from_secs(30), client)
+                .await
+                .expect("the client finished in time");
+            let drained = async {
+                while !shared.endpoint().is_shut_down() {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+            };
+            tokio::time::timeout(Duration::from_secs(10), drained)
+                .await
+                .expect("the endpoint drained its connection");
+            let _ = stop.send(());
+            server.await.expect("the driver task ended cleanly");
+        })
+        .await;
+}
