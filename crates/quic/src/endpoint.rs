@@ -8,7 +8,9 @@ use std::time::Instant;
 use bytes::{Bytes, BytesMut};
 use http3::HeaderField;
 use http3::connection::{CONTROL_STREAM_ID, DECODER_STREAM_ID, ENCODER_STREAM_ID, Output};
-use quinn_proto::{ConnectionHandle, DatagramEvent, Dir, ReadError, StreamEvent, StreamId, VarInt};
+use quinn_proto::{
+    ConnectionHandle, DatagramEvent, Dir, ReadError, StreamEvent, StreamId, VarInt, WriteError,
+};
 
 /// What the endpoint announces and enforces.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -545,8 +547,13 @@ fn write_output(connection: &mut Connection) {
                     let _ = front.split_to(written);
                     break;
                 }
+                // Flow control is shut for now: the rest waits for the stream to become
+                // writable again.
+                Err(WriteError::Blocked) => break,
+                // The stream was stopped or closed: nobody will read the rest.
                 Err(_) => {
                     unsent.data.clear();
+                    unsent.fin = false;
                     break;
                 }
             }

@@ -79,7 +79,7 @@ fn serve(
                 endpoint
                     .send_headers(connection, stream_id, &head, false)
                     .expect("head");
-                let body = vec![b'x'; 300_000];
+                let body = vec![b'x'; 3_000_000];
                 endpoint
                     .send_data(connection, stream_id, &body, true)
                     .expect("body");
@@ -136,7 +136,7 @@ async fn client(certificate: rustls::pki_types::CertificateDer<'static>, server:
             assert!(chunk.chunk().iter().all(|&byte| byte == b'x'));
             length += chunk.remaining();
         }
-        assert_eq!(length, 300_000);
+        assert_eq!(length, 3_000_000);
     }
     // A request the client stops reading: the server must reset its sending side
     // (RFC 9000 §3.5), which the client's QUIC counts.
