@@ -295,6 +295,22 @@ impl Endpoint {
         self.events.pop_front()
     }
 
+    /// Bytes handed to a connection that QUIC's flow control has not taken yet: a caller
+    /// sending a large body waits while this is high.
+    pub fn unsent_bytes(&self, connection: ConnectionId) -> usize {
+        self.connections
+            .get(&ConnectionHandle(connection.0))
+            .map_or(0, |state| {
+                let queued: usize = state
+                    .unsent
+                    .values()
+                    .flat_map(|unsent| unsent.data.iter())
+                    .map(Bytes::len)
+                    .sum();
+                queued
+            })
+    }
+
     /// Sends a response head; see [`http3::Connection::send_headers`].
     pub fn send_headers(
         &mut self,
