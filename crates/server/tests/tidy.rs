@@ -36,7 +36,7 @@ const FILESYSTEM_CALLS: &[&str] = &[
 
 /// Crates whose code runs on a worker's loop.
 const LOOP_CRATES: &[&str] = &[
-    "http", "http1", "http2", "cgi", "vars", "runtime", "upstream",
+    "http", "http1", "http2", "http3", "quic", "cgi", "vars", "runtime", "upstream",
 ];
 
 /// Files of loop crates that may touch the file system because their code runs on the
