@@ -529,8 +529,16 @@ async fn run_subrequest<'a>(
         body: &mut no_body,
     };
     let body = match run(worker, client, &mut child).await {
-        Reply::Respond(body) => {
+        Reply::Respond(mut body) => {
             let location = current_location(worker, &child);
+            // gunzip comes before sub_filter and SSI in nginx's filter order; a subrequest
+            // is never sent gzip, so a gzip answer is always decoded for it.
+            if crate::modules::gunzip::filter(&mut child, location)
+                && let Some(decoded) =
+                    crate::kernel::send::pull::Gunzipped::new(std::mem::take(&mut body))
+            {
+                body = crate::kernel::send::body::Body::Upstream(Box::new(decoded));
+            }
             let body =
                 crate::modules::sub_filter::filter(worker, connection, &mut child, location, body);
             Some(crate::modules::ssi::filter(

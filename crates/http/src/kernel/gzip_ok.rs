@@ -7,6 +7,11 @@ use crate::kernel::request::Request;
 
 /// nginx's `ngx_http_gzip_ok`: the client takes gzip, and nothing rules it out.
 pub fn gzip_ok(request: &Request<'_>, location: &Location) -> bool {
+    // A subrequest's answer is part of its parent's: never sent gzip on its own, as in
+    // nginx.
+    if request.is_subrequest() {
+        return false;
+    }
     let settings = &location.settings.gzip;
     let Some(accept) = request.header(b"accept-encoding") else {
         return false;

@@ -159,3 +159,31 @@ fn gunzip_directives_are_checked() {
         "\"gunzip\" directive is duplicate in {conf}:4",
     );
 }
+
+/// An SSI include of a gzip answer is decoded before SSI reads it, whatever the client
+/// takes: a subrequest is never sent gzip (nginx's gunzip runs before SSI, and declines
+/// gzip for subrequests).
+#[test]
+fn an_included_gzip_answer_is_decoded_for_the_page() {
+    let text: Vec<u8> = (0..100)
+        .flat_map(|n| format!("X{n:03}XXXXXX").into_bytes())
+        .collect();
+    let server = Instance::http_builder(
+        "server {
+            listen 127.0.0.1:8080;
+            root site;
+            location / { gunzip on; gzip_static always; }
+            location = /t.html { ssi on; }
+        }",
+    )
+    .file("site/t1.gz", gzip(&text))
+    .file("site/t.html", "xxx <!--#include virtual=\"/t1\" --> xxx")
+    .start();
+    let expected = format!("xxx {} xxx", String::from_utf8(text).unwrap());
+    for extra in ["", "Accept-Encoding: gzip\r\n"] {
+        let response = Client::connect(server.port()).request(request("GET", "/t.html", extra));
+        assert_eq!(response.status, 200);
+        assert!(!response.has_header("Content-Encoding"), "{extra:?}");
+        assert_eq!(response.body_text(), expected, "{extra:?}");
+    }
+}

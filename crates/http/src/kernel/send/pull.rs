@@ -214,3 +214,77 @@ pub async fn send_pulled<'a>(
         }
     }
 }
+
+/// A gzip body decoded as it is taken in: a subrequest's, which nginx's gunzip always
+/// decodes (a subrequest is never sent gzip) before SSI or `sub_filter` read it.
+#[derive(Debug)]
+pub struct Gunzipped<'a> {
+    inner: Puller<'a>,
+    coding: super::coding::Coding,
+    input: Vec<u8>,
+}
+
+impl<'a> Gunzipped<'a> {
+    /// `None` for a body that cannot be taken in.
+    pub fn new(body: Body<'a>) -> Option<Gunzipped<'a>> {
+        Some(Gunzipped {
+            inner: Puller::new(body)?,
+            coding: super::coding::Coding {
+                gunzip: Some(Box::default()),
+                ..Default::default()
+            },
+            input: Vec::new(),
+        })
+    }
+
+    async fn next_decoded(
+        &mut self,
+        context: &BodyContext<'_>,
+        socket: &Stream,
+        request: &mut Request<'a>,
+        out: &mut Vec<u8>,
+    ) -> io::Result<bool> {
+        loop {
+            self.input.clear();
+            let more = self
+                .inner
+                .next(context, socket, request, &mut self.input)
+                .await?;
+            self.coding
+                .step_all(&self.input, out)
+                .map_err(|error| io::Error::other(error.0))?;
+            if !more {
+                self.coding
+                    .finish(out)
+                    .map_err(|error| io::Error::other(error.0))?;
+                return Ok(false);
+            }
+            if !out.is_empty() {
+                return Ok(true);
+            }
+        }
+    }
+}
+
+impl<'a> super::body::StreamedBody<'a> for Gunzipped<'a> {
+    send_by_pulling!('a);
+
+    fn into_pulled(self: Box<Self>) -> Option<Box<dyn PulledBody<'a> + 'a>> {
+        Some(self)
+    }
+}
+
+impl<'a> PulledBody<'a> for Gunzipped<'a> {
+    fn next<'s>(
+        &'s mut self,
+        context: &'s BodyContext<'s>,
+        socket: &'s Stream,
+        request: &'s mut Request<'a>,
+        out: &'s mut Vec<u8>,
+    ) -> Pin<Box<dyn Future<Output = io::Result<bool>> + 's>>
+    where
+        'a: 's,
+    {
+        Box::pin(self.next_decoded(context, socket, request, out))
+    }
+}
