@@ -189,3 +189,41 @@ fn proxy_buffer_size_limits_the_upstream_response_head() {
         "upstream sent too big header while reading response header from upstream, client: 127.0.0.1",
     );
 }
+
+/// An upstream's `Upgrade` reaches an HTTP/1.1 client with any status (a 426's required
+/// one, a 200's offer), and never an HTTP/2 client, for which it is connection-specific.
+#[test]
+fn upgrade_is_passed_over_http1_and_left_out_over_http2() {
+    let (server, _upstream) = proxy_with(
+        "server {
+            listen 127.0.0.1:8080;
+            http2 on;
+            location / { proxy_pass http://127.0.0.1:8081; proxy_http_version 1.1; }
+        }",
+        |mut conn| {
+            while let Some(request) = conn.read_request() {
+                let status = if request.starts_with(b"GET /426") {
+                    "426 Upgrade Required"
+                } else {
+                    "200 OK"
+                };
+                conn.write(format!(
+                    "HTTP/1.1 {status}\r\nUpgrade: TLS/1.2\r\nContent-Length: 2\r\n\r\nok"
+                ));
+            }
+        },
+    );
+    for (path, status) in [("/426", 426), ("/200", 200)] {
+        let response = server.get(path);
+        assert_eq!(response.status, status);
+        assert_eq!(response.header("Upgrade"), Some("TLS/1.2"), "{path}");
+        let answers =
+            crate::support::h2::exchange(server.port(), vec![crate::support::h2::get(path)]);
+        assert_eq!(answers[0].status, status);
+        assert!(
+            !answers[0].headers.contains_key("upgrade"),
+            "{path} over HTTP/2"
+        );
+        assert_eq!(answers[0].body, b"ok");
+    }
+}

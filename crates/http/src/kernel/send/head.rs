@@ -199,6 +199,11 @@ pub(crate) fn write_head<W: HeadWriter>(
         out.field(b"ETag", etag);
     }
     for (name, value) in &response.headers {
+        // A passed `Upgrade` (a 426's, a 200's offer) is HTTP/1's own: HTTP/2 has no
+        // connection-specific fields (RFC 9113 8.2.2).
+        if !W::CONNECTION_FIELDS && name.as_slice().eq_ignore_ascii_case(b"upgrade") {
+            continue;
+        }
         out.field(name.as_slice(), value.as_slice());
     }
     let added = &location.settings.headers.add_header;

@@ -229,15 +229,11 @@ pub fn apply(
             }
             _ => {}
         }
+        // `Upgrade` is passed with any status (a 426's required one, a 200's offer), as
+        // nginx 1.31.3 passes it; the HTTP/2 head leaves it out.
         match special {
-            Some(Special::Upgrade) if head.status == 101 => {}
-            Some(
-                Special::Connection
-                | Special::KeepAlive
-                | Special::TransferEncoding
-                | Special::Upgrade
-                | Special::ContentLength,
-            ) => continue,
+            Some(Special::Connection | Special::KeepAlive | Special::TransferEncoding) => continue,
+            Some(Special::ContentLength) => continue,
             _ => {}
         }
         if hidden(proxy, name, special) {
