@@ -33,11 +33,17 @@ impl UpstreamTls<'_> {
         }
         let settings = &location.settings.proxy_ssl;
         let client = settings.client.as_deref()?;
+        // A port is cut off either way, as nginx cuts it (`proxy_ssl_name $http_host`,
+        // `backend:123`).
+        let rendered;
         let name = match &settings.name {
-            Some(template) => render(worker, info, request, template),
-            None => host_without_port(&request.upstream.proxy_host).to_vec(),
+            Some(template) => {
+                rendered = render(worker, info, request, template);
+                host_without_port(&rendered)
+            }
+            None => host_without_port(&request.upstream.proxy_host),
         };
-        let name = String::from_utf8_lossy(&name)
+        let name = String::from_utf8_lossy(name)
             .trim_start_matches('[')
             .trim_end_matches(']')
             .to_owned();
