@@ -76,6 +76,10 @@ pub(crate) struct Outgoing<'r> {
     pub tls: Option<UpstreamTls<'r>>,
 }
 
+/// Added to a connection's purpose when it carries gRPC (HTTP/2), so that the keep-alive
+/// cache hands it to gRPC requests only.
+const GRPC_PURPOSE: u64 = 0x6772_7063_0000_0001;
+
 /// The server one try goes to.
 pub(super) struct PeerChoice<'g> {
     pub group: &'g GroupRef<'g>,
@@ -90,6 +94,8 @@ pub(crate) struct ReceivedHead {
     pub buffer: Vec<u8>,
     /// A FastCGI answer's record reader, which the body goes on with.
     pub gateway: Option<Box<crate::modules::proxy::gateway::response::FastcgiBody>>,
+    /// A gRPC answer's stream, which the body goes on with.
+    pub grpc: Option<Box<crate::modules::proxy::grpc::body::GrpcBody>>,
 }
 
 /// A try that got a response head.
@@ -112,12 +118,19 @@ pub(super) async fn try_peer(
     attempt: usize,
 ) -> Result<Answer, Failure> {
     // A cached connection first; one that turns out stale is replaced by a new one.
-    let purpose = outgoing.tls.as_ref().map_or(0, UpstreamTls::purpose);
+    let mut purpose = outgoing.tls.as_ref().map_or(0, UpstreamTls::purpose);
+    if outgoing.proxy.protocol == Protocol::Grpc {
+        // An HTTP/2 connection serves gRPC only, and is never handed to `proxy_pass`.
+        purpose = purpose.wrapping_add(GRPC_PURPOSE);
+    }
     if let GroupRef::Conf(group) = choice.group
         && let Some(idle) = group.take_idle(choice.selected, purpose, runtime::clock::monotonic())
     {
         request.upstream.attempts[attempt].connect_time = Some(Duration::ZERO);
-        match exchange(&idle.stream, outgoing, choice, client, request, attempt).await {
+        let h2 = idle
+            .state
+            .and_then(|state| state.downcast::<http2::client::ClientConnection>().ok());
+        match exchange(&idle.stream, outgoing, choice, client, request, attempt, h2).await {
             Ok(received) => {
                 return Ok(Answer {
                     stream: idle.stream,
@@ -130,8 +143,10 @@ pub(super) async fn try_peer(
             Err(mut failure) => {
                 failure.reused = true;
                 // A connection the server closed while idle: a new one, when repeating
-                // the request is safe.
-                if !(failure.is_stale() && outgoing.idempotent) {
+                // the request is safe (a gRPC stream that could not even open sent
+                // nothing).
+                let unsent = outgoing.proxy.protocol == Protocol::Grpc && !failure.sent;
+                if !(failure.is_stale() && (outgoing.idempotent || unsent)) {
                     return Err(failure);
                 }
             }
@@ -159,7 +174,7 @@ pub(super) async fn try_peer(
     let opened = runtime::clock::monotonic();
     let entry = &mut request.upstream.attempts[attempt];
     entry.connect_time = Some(opened.saturating_duration_since(entry.started));
-    let received = exchange(&stream, outgoing, choice, client, request, attempt).await?;
+    let received = exchange(&stream, outgoing, choice, client, request, attempt, None).await?;
     Ok(Answer {
         stream,
         received,
@@ -227,30 +242,45 @@ async fn exchange(
     client: &mut Client<'_, '_>,
     request: &mut Request<'_>,
     attempt: usize,
+    h2: Option<Box<http2::client::ClientConnection>>,
 ) -> Result<ReceivedHead, Failure> {
     let before = request.upstream.attempts[attempt].bytes_received;
     let mut sent = 0;
-    let result = match send_request(stream, outgoing, client, request).await {
-        Ok(bytes) => {
-            sent = bytes;
-            request.upstream.attempts[attempt].bytes_sent = bytes;
-            match outgoing.proxy.protocol {
-                Protocol::Http => read_head(stream, outgoing.proxy, client, request, attempt).await,
-                Protocol::Memcached => {
-                    crate::modules::proxy::memcached::response::read_head(
-                        stream, outgoing, client, request, attempt,
-                    )
-                    .await
-                }
-                Protocol::Fastcgi | Protocol::Uwsgi | Protocol::Scgi => {
-                    crate::modules::proxy::gateway::response::read_head(
-                        stream, outgoing, client, request, attempt,
-                    )
-                    .await
+    let result = if outgoing.proxy.protocol == Protocol::Grpc {
+        // Boxed where it starts: its state (an HTTP/2 connection's) would otherwise
+        // enlarge every proxied request's future.
+        let (written, result) = Box::pin(crate::modules::proxy::grpc::exchange::exchange(
+            stream, outgoing, client, request, attempt, h2,
+        ))
+        .await;
+        sent = written;
+        request.upstream.attempts[attempt].bytes_sent = written;
+        result
+    } else {
+        match send_request(stream, outgoing, client, request).await {
+            Ok(bytes) => {
+                sent = bytes;
+                request.upstream.attempts[attempt].bytes_sent = bytes;
+                match outgoing.proxy.protocol {
+                    Protocol::Http => {
+                        read_head(stream, outgoing.proxy, client, request, attempt).await
+                    }
+                    Protocol::Memcached => {
+                        crate::modules::proxy::memcached::response::read_head(
+                            stream, outgoing, client, request, attempt,
+                        )
+                        .await
+                    }
+                    Protocol::Fastcgi | Protocol::Uwsgi | Protocol::Scgi | Protocol::Grpc => {
+                        crate::modules::proxy::gateway::response::read_head(
+                            stream, outgoing, client, request, attempt,
+                        )
+                        .await
+                    }
                 }
             }
+            Err(failure) => Err(failure),
         }
-        Err(failure) => Err(failure),
     };
     if let GroupRef::Conf(group) = choice.group {
         let received = request.upstream.attempts[attempt]
@@ -443,6 +473,7 @@ async fn read_head(
                     head,
                     buffer,
                     gateway: None,
+                    grpc: None,
                 });
             }
             return Err(Failure {
@@ -465,6 +496,7 @@ async fn read_head(
                     head,
                     buffer,
                     gateway: None,
+                    grpc: None,
                 });
             }
             Ok(None) if buffer.len() >= limit => return Err(invalid(Fault::HeadTooBig)),
@@ -519,7 +551,7 @@ pub(crate) async fn read_head_bytes(
 
 /// Resolves when the client closes its connection (or it fails); never when it sends more
 /// (a pipelined request), which is left for later.
-async fn client_gone(client: &Stream) {
+pub(super) async fn client_gone(client: &Stream) {
     loop {
         if client.readable().await.is_err() {
             return;
@@ -605,7 +637,10 @@ async fn stream_body(
 }
 
 /// Decodes the body bytes in the client's buffer into `payload`.
-fn take_client_payload(client: &mut Client<'_, '_>, payload: &mut Vec<u8>) -> Result<(), Failure> {
+pub(super) fn take_client_payload(
+    client: &mut Client<'_, '_>,
+    payload: &mut Vec<u8>,
+) -> Result<(), Failure> {
     payload.clear();
     while !client.source.buffered().is_empty() && !client.body.is_done() {
         let piece = client
@@ -623,7 +658,7 @@ fn take_client_payload(client: &mut Client<'_, '_>, payload: &mut Vec<u8>) -> Re
 
 /// Reads more of the client's body into its connection's buffer, within
 /// `client_body_timeout`.
-async fn read_client(client: &mut Client<'_, '_>) -> Result<(), Failure> {
+pub(super) async fn read_client(client: &mut Client<'_, '_>) -> Result<(), Failure> {
     match client.source.read_more(client.timeout).await {
         BodyRead::More => Ok(()),
         other => Err(body_read_failure(other)),
@@ -631,7 +666,7 @@ async fn read_client(client: &mut Client<'_, '_>) -> Result<(), Failure> {
 }
 
 /// The failure a wait for the client's body ended in.
-fn body_read_failure(read: BodyRead) -> Failure {
+pub(super) fn body_read_failure(read: BodyRead) -> Failure {
     match read {
         // (Not a failure where it is asked for; the client's stream counts as gone.)
         BodyRead::More | BodyRead::Closed => {
@@ -727,7 +762,7 @@ pub async fn read_timed_appending(
 
 /// [`read_after_wait`] into the room `buffer` has (at most `max` bytes; it grows to take
 /// them), none of it zeroed first.
-async fn read_after_wait_appending(
+pub(super) async fn read_after_wait_appending(
     stream: &Stream,
     buffer: &mut Vec<u8>,
     max: usize,

@@ -15,6 +15,7 @@ pub mod directives;
 pub(crate) mod exchange;
 pub mod failure;
 pub mod gateway;
+pub mod grpc;
 pub mod handler;
 pub mod memcached;
 mod next_upstream;

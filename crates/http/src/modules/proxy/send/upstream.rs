@@ -331,7 +331,8 @@ async fn send_streamed(
     }
     end_attempt(request, attempt, received);
     store.finish(context, request).await;
-    if let Some(done) = slot.take() {
+    if let Some(mut done) = slot.take() {
+        pass_trailers(context, request, &mut done);
         done.finish();
     }
     let mut rest = Vec::new();
@@ -444,7 +445,8 @@ async fn send_buffered(
                     }
                     None => store.finish(context, request).await,
                 }
-                if let Some(done) = body.take() {
+                if let Some(mut done) = body.take() {
+                    pass_trailers(context, request, &mut done);
                     done.finish();
                 }
                 end_coded(context, output, request, &mut spool, &mut coding).await?;
@@ -509,7 +511,8 @@ async fn send_buffered(
                 if !more {
                     end_attempt(request, attempt, received);
                     store.finish(context, request).await;
-                    if let Some(done) = body.take() {
+                    if let Some(mut done) = body.take() {
+                        pass_trailers(context, request, &mut done);
                         done.finish();
                     }
                     end_coded(context, output, request, &mut spool, &mut coding).await?;
@@ -879,6 +882,21 @@ async fn end_coded(
     }
     finish(context, request, &mut framed);
     spool.store(context, request, &framed).await
+}
+
+/// The upstream's trailers (a gRPC answer's) go into the response's trailer section,
+/// without the fields `*_hide_header` hides; they are written with the body's end.
+fn pass_trailers(
+    context: &BodyContext<'_>,
+    request: &mut Request<'_>,
+    body: &mut UpstreamBody<'_>,
+) {
+    let Some(mut trailers) = body.take_trailers() else {
+        return;
+    };
+    let proxy = &context.location.settings.proxy;
+    trailers.retain(|(name, _)| !crate::modules::proxy::response::is_hidden(proxy, name));
+    request.response.trailers = trailers;
 }
 
 fn end_attempt(request: &mut Request<'_>, attempt: usize, received: u64) {
