@@ -209,6 +209,11 @@ pub(crate) async fn send_response_to<'a>(
         // A framed sink (HTTP/2) takes the head as fields; HTTP/1 writes it as text in
         // front of the body (HTTP/0.9 has none).
         Some(framed) => {
+            if let Body::Upstream(streamed) = &body
+                && streamed.may_have_trailers()
+            {
+                framed.trailers_may_follow();
+            }
             let mut fields = framed.spare_fields();
             head::write_head(
                 worker,
