@@ -214,13 +214,14 @@ fn trailers_reach_http2_and_http1_clients() {
     let socket = dir.join("grpc.sock");
     let _server = start_server(&python, &dir, &format!("unix:{}", socket.display()), None);
     let server = Instance::http(&format!(
-        "server {{
+        "log_format trailer '$request_uri $status [$sent_trailer_grpc_status]';
+        server {{
             listen 127.0.0.1:8080;
             http2 on;
             location / {{
                 grpc_pass unix:{socket};
                 grpc_hide_header x-detail;
-                add_header X-Status $sent_trailer_grpc_status;
+                access_log logs/trailer.log trailer;
             }}
         }}",
         socket = socket.display(),
@@ -281,6 +282,8 @@ fn trailers_reach_http2_and_http1_clients() {
     };
     assert_eq!(trailer("grpc-status").as_deref(), Some("0"));
     assert_eq!(trailer("x-trailer").as_deref(), Some("t1"));
+    // The access log has the trailer's value once the body has ended.
+    server.wait_for_line("logs/trailer.log", "/test.Svc/Unary 200 [0]");
 }
 
 /// A unary call from an HTTP/1.1 client to `prefix` + the method; the answer's message.

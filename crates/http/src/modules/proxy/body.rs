@@ -130,6 +130,9 @@ impl std::fmt::Debug for UpstreamBody<'_> {
 impl Drop for UpstreamBody<'_> {
     fn drop(&mut self) {
         crate::modules::proxy::exchange::give_buffer(std::mem::take(&mut self.input));
+        if self.grpc.is_some() {
+            self.cancel_grpc();
+        }
         if let Some(release) = self.release.take() {
             release
                 .group
@@ -530,6 +533,22 @@ impl<'a> UpstreamBody<'a> {
         Ok(if out.is_empty() { None } else { Some(true) })
     }
 
+    /// A gRPC stream left before its end (the client went away) is cancelled with
+    /// RST_STREAM before the connection closes, so the server stops the call. Out of line:
+    /// every proxied body's drop passes here.
+    #[cold]
+    #[inline(never)]
+    fn cancel_grpc(&mut self) {
+        if let (Some(grpc), Some(stream)) = (self.grpc.as_deref_mut(), &self.stream) {
+            grpc.cancel(stream);
+        }
+    }
+
+    /// Whether the body's protocol has trailers (gRPC's).
+    pub(crate) fn carries_trailers(&self) -> bool {
+        self.grpc.is_some()
+    }
+
     /// The trailers the upstream sent after the body (a gRPC answer's), once; `None` for
     /// a body whose protocol has none.
     pub(crate) fn take_trailers(&mut self) -> Option<Vec<(Vec<u8>, Vec<u8>)>> {
@@ -585,7 +604,7 @@ impl<'a> UpstreamBody<'a> {
         // and nothing of the connection's is left to read or write.
         let state = match self.grpc.take() {
             None => None,
-            Some(grpc) => match grpc.into_idle_state() {
+            Some(grpc) => match idle_state(grpc) {
                 Some(state) => Some(state),
                 None => return,
             },
@@ -613,6 +632,13 @@ impl<'a> UpstreamBody<'a> {
     pub(crate) fn attempt(&self) -> usize {
         self.attempt
     }
+}
+
+/// [`GrpcBody::into_idle_state`], out of line: every proxied body's end passes by.
+#[cold]
+#[inline(never)]
+fn idle_state(grpc: Box<GrpcBody>) -> Option<Box<dyn std::any::Any + Send>> {
+    grpc.into_idle_state()
 }
 
 /// Logs a failure of the upstream while its body was being passed on.

@@ -551,7 +551,7 @@ pub(crate) async fn read_head_bytes(
 
 /// Resolves when the client closes its connection (or it fails); never when it sends more
 /// (a pipelined request), which is left for later.
-pub(super) async fn client_gone(client: &Stream) {
+async fn client_gone(client: &Stream) {
     loop {
         if client.readable().await.is_err() {
             return;
@@ -762,7 +762,7 @@ pub async fn read_timed_appending(
 
 /// [`read_after_wait`] into the room `buffer` has (at most `max` bytes; it grows to take
 /// them), none of it zeroed first.
-pub(super) async fn read_after_wait_appending(
+async fn read_after_wait_appending(
     stream: &Stream,
     buffer: &mut Vec<u8>,
     max: usize,

@@ -680,6 +680,14 @@ impl<'a> Proxying<'a, '_> {
     }
 }
 
+/// A `grpc_pass` address made by variables, as the proxy's URL. Out of line, so that
+/// `find_target` stays as small for `proxy_pass` as it was.
+#[cold]
+#[inline(never)]
+fn grpc_url(address: &[u8]) -> Vec<u8> {
+    crate::modules::proxy::grpc::directives::proxy_url(address)
+}
+
 /// What `proxy_redirect default` and the other head rewrites need of the target.
 /// The client's request has an `Upgrade` field: only then does a 101 open a tunnel.
 fn asked_to_upgrade(request: &Request<'_>) -> bool {
@@ -754,7 +762,7 @@ async fn find_target<'a>(
         ProxyPass::Variables(template) => {
             let mut url = render(worker, info, request, template);
             if proxy.protocol == Protocol::Grpc {
-                url = crate::modules::proxy::grpc::directives::proxy_url(&url);
+                url = grpc_url(&url);
             }
             match resolve_variable_url(worker.conf(), proxy, &url).await {
                 Ok(resolved) => {

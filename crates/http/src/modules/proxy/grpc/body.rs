@@ -201,6 +201,17 @@ impl GrpcBody {
         whole.then(|| Box::new(self.h2) as Box<dyn std::any::Any + Send>)
     }
 
+    /// Resets the stream with CANCEL when it has not ended, and writes that now if the
+    /// socket takes it (the connection is about to close).
+    pub(crate) fn cancel(&mut self, stream: &runtime::Stream) {
+        if self.ended || self.broken.is_some() {
+            return;
+        }
+        self.h2.reset(self.stream_id, http2::ErrorCode::CANCEL);
+        self.ended = true;
+        let _ = self.write_now(stream);
+    }
+
     /// Writes what the connection has to say (WINDOW_UPDATE, SETTINGS and PING answers)
     /// as far as the socket takes it now; the rest waits for the next call.
     pub(crate) fn write_now(&mut self, stream: &runtime::Stream) -> std::io::Result<()> {

@@ -11,8 +11,7 @@ use runtime::Stream;
 
 use crate::kernel::request::Request;
 use crate::modules::proxy::exchange::{
-    Client, OutBody, Outgoing, ReceivedHead, body_read_failure, client_gone,
-    read_after_wait_appending, read_client, take_buffer, take_client_payload,
+    Client, OutBody, Outgoing, ReceivedHead, body_read_failure, read_client, take_client_payload,
 };
 use crate::modules::proxy::failure::{Action, Failure, Fault};
 use crate::modules::proxy::grpc::body::{GrpcBody, GrpcHead};
@@ -152,7 +151,7 @@ async fn run(
         let read = if reading_client {
             tokio::select! {
                 biased;
-                read = read_after_wait_appending(stream, &mut input, READ_SIZE, proxy.read_timeout) => read,
+                read = read_upstream(stream, &mut input, proxy.read_timeout) => read,
                 read = read_client(client) => {
                     read?;
                     continue;
@@ -161,8 +160,9 @@ async fn run(
         } else {
             tokio::select! {
                 biased;
-                read = read_after_wait_appending(stream, &mut input, READ_SIZE, proxy.read_timeout) => read,
-                () = client_gone(client.source.socket()), if client.watch_abort => {
+                read = read_upstream(stream, &mut input, proxy.read_timeout) => read,
+                () = client_closed(client.source.socket()), if client.watch_abort => {
+                    grpc.cancel(stream);
                     return Err(Failure::client(Fault::ClientAborted, Action::ReadingHead));
                 }
             }
@@ -224,6 +224,43 @@ async fn run(
     })
 }
 
+/// Waits (within `grpc_read_timeout`) for the server's next bytes and reads them. The
+/// proxy has its own such waits; gRPC's are apart so that those stay inlined where the
+/// proxy's every request polls them.
+async fn read_upstream(
+    stream: &Stream,
+    input: &mut Vec<u8>,
+    timeout: std::time::Duration,
+) -> io::Result<usize> {
+    let deadline = tokio::time::Instant::from_std(runtime::clock::monotonic()) + timeout;
+    loop {
+        match stream.try_read_appending(input, READ_SIZE) {
+            Err(error) if error.kind() == io::ErrorKind::WouldBlock => {}
+            result => return result,
+        }
+        match tokio::time::timeout_at(deadline, stream.readable()).await {
+            Ok(result) => result?,
+            Err(_) => return Err(io::ErrorKind::TimedOut.into()),
+        }
+    }
+}
+
+/// Resolves when the client closes its connection (or it fails); never when it only
+/// sends more (a pipelined request).
+async fn client_closed(client: &Stream) {
+    loop {
+        if client.readable().await.is_err() {
+            return;
+        }
+        match client.peek_closed() {
+            Ok(true) => return,
+            Ok(false) => std::future::pending::<()>().await,
+            Err(error) if error.kind() == io::ErrorKind::WouldBlock => {}
+            Err(_) => return,
+        }
+    }
+}
+
 /// Writes what the connection queued, within `grpc_send_timeout`.
 async fn write_output(
     stream: &Stream,
@@ -280,7 +317,7 @@ async fn read_file(
 /// The response head as an HTTP/1 head, so that the proxy's header handling (hidden
 /// fields, `X-Accel-*`, `$upstream_http_*`) reads it as any upstream's.
 fn text_head(head: &GrpcHead) -> Vec<u8> {
-    let mut buffer = take_buffer(0);
+    let mut buffer = Vec::with_capacity(256);
     buffer.extend_from_slice(b"HTTP/1.1 ");
     let status = head.status;
     buffer.extend_from_slice(status.to_string().as_bytes());

@@ -36,6 +36,10 @@ impl<'a> StreamedBody<'a> for UpstreamBody<'a> {
         runtime::sys::boxed::pin_boxed(|| send_upstream(context, output, request, self, head))
     }
 
+    fn may_have_trailers(&self) -> bool {
+        self.carries_trailers()
+    }
+
     fn into_pulled(self: Box<Self>) -> Option<Box<dyn PulledBody<'a> + 'a>> {
         let mut body = *self;
         Some(Box::new(Pulled {
@@ -332,7 +336,9 @@ async fn send_streamed(
     end_attempt(request, attempt, received);
     store.finish(context, request).await;
     if let Some(mut done) = slot.take() {
-        pass_trailers(context, request, &mut done);
+        if done.carries_trailers() {
+            pass_trailers(context, request, &mut done);
+        }
         done.finish();
     }
     let mut rest = Vec::new();
@@ -446,7 +452,9 @@ async fn send_buffered(
                     None => store.finish(context, request).await,
                 }
                 if let Some(mut done) = body.take() {
-                    pass_trailers(context, request, &mut done);
+                    if done.carries_trailers() {
+                        pass_trailers(context, request, &mut done);
+                    }
                     done.finish();
                 }
                 end_coded(context, output, request, &mut spool, &mut coding).await?;
@@ -512,7 +520,9 @@ async fn send_buffered(
                     end_attempt(request, attempt, received);
                     store.finish(context, request).await;
                     if let Some(mut done) = body.take() {
+                        if done.carries_trailers() {
                         pass_trailers(context, request, &mut done);
+                    }
                         done.finish();
                     }
                     end_coded(context, output, request, &mut spool, &mut coding).await?;
@@ -886,6 +896,8 @@ async fn end_coded(
 
 /// The upstream's trailers (a gRPC answer's) go into the response's trailer section,
 /// without the fields `*_hide_header` hides; they are written with the body's end.
+#[cold]
+#[inline(never)]
 fn pass_trailers(
     context: &BodyContext<'_>,
     request: &mut Request<'_>,
