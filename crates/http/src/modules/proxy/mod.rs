@@ -19,6 +19,7 @@ pub mod grpc;
 pub mod handler;
 pub mod memcached;
 mod next_upstream;
+pub(crate) mod outgoing;
 pub mod pass;
 pub mod request;
 pub mod response;

@@ -10,13 +10,13 @@ use http2::hpack::FieldList;
 use runtime::Stream;
 
 use crate::kernel::request::Request;
-use crate::modules::proxy::exchange::{
-    Client, OutBody, Outgoing, ReceivedHead, body_read_failure, read_client, take_client_payload,
-};
 use crate::modules::proxy::failure::{Action, Failure, Fault};
 use crate::modules::proxy::grpc::body::{GrpcBody, GrpcHead};
 use crate::modules::proxy::grpc::request::{head_fields, takes_trailers};
-use crate::modules::proxy::response::{self, InvalidHead};
+use crate::modules::proxy::outgoing::{
+    Client, OutBody, Outgoing, body_read_failure, read_client, take_client_payload,
+};
+use crate::modules::proxy::response::{self, InvalidHead, UpstreamHead};
 
 /// Request body bytes queued on the stream beyond which the client is not read until the
 /// server's window takes them.
@@ -24,6 +24,9 @@ const QUEUED_MAX: usize = 64 * 1024;
 
 /// How much of the server's bytes one read takes.
 const READ_SIZE: usize = 16 * 1024;
+
+/// The response head (parsed, and as HTTP/1 text) and the stream it came on.
+pub(crate) type Answered = (UpstreamHead, Vec<u8>, Box<GrpcBody>);
 
 /// Sends the request on a new stream and reads until the response head is in and the
 /// request has ended; returns the bytes written and the head, with the stream.
@@ -34,7 +37,7 @@ pub(crate) async fn exchange(
     request: &mut Request<'_>,
     attempt: usize,
     kept: Option<Box<ClientConnection>>,
-) -> (u64, Result<ReceivedHead, Failure>) {
+) -> (u64, Result<Answered, Failure>) {
     let mut written = 0;
     let result = run(
         stream,
@@ -57,7 +60,7 @@ async fn run(
     attempt: usize,
     kept: Option<Box<ClientConnection>>,
     written: &mut u64,
-) -> Result<ReceivedHead, Failure> {
+) -> Result<Answered, Failure> {
     let proxy = outgoing.proxy;
     let head_max = usize::try_from(proxy.buffer_size)
         .unwrap_or(usize::MAX)
@@ -216,12 +219,7 @@ async fn run(
             ));
         }
     };
-    Ok(ReceivedHead {
-        head: parsed,
-        buffer,
-        gateway: None,
-        grpc: Some(grpc),
-    })
+    Ok((parsed, buffer, grpc))
 }
 
 /// Waits (within `grpc_read_timeout`) for the server's next bytes and reads them. The
