@@ -71,9 +71,7 @@ pub(super) async fn try_peer(
         && let Some(idle) = group.take_idle(choice.selected, purpose, runtime::clock::monotonic())
     {
         request.upstream.attempts[attempt].connect_time = Some(Duration::ZERO);
-        let h2 = idle
-            .state
-            .and_then(|state| state.downcast::<http2::client::ClientConnection>().ok());
+        let h2 = idle.state.and_then(kept_h2);
         match exchange(&idle.stream, outgoing, choice, client, request, attempt, h2).await {
             Ok(received) => {
                 return Ok(Answer {
@@ -191,20 +189,10 @@ async fn exchange(
     let before = request.upstream.attempts[attempt].bytes_received;
     let mut sent = 0;
     let result = if outgoing.proxy.protocol == Protocol::Grpc {
-        // Boxed where it starts: its state (an HTTP/2 connection's) would otherwise
-        // enlarge every proxied request's future.
-        let (written, result) = Box::pin(crate::modules::proxy::grpc::exchange::exchange(
-            stream, outgoing, client, request, attempt, h2,
-        ))
-        .await;
+        let (written, result) = grpc_exchange(stream, outgoing, client, request, attempt, h2).await;
         sent = written;
         request.upstream.attempts[attempt].bytes_sent = written;
-        result.map(|(head, buffer, grpc)| ReceivedHead {
-            head,
-            buffer,
-            gateway: None,
-            grpc: Some(grpc),
-        })
+        result
     } else {
         match send_request(stream, outgoing, client, request).await {
             Ok(bytes) => {
@@ -238,6 +226,45 @@ async fn exchange(
         group.note_bytes(choice.selected, sent, received);
     }
     result
+}
+
+/// A gRPC try as `grpc_exchange` starts it: the bytes written, and the head or why not.
+type GrpcTry<'a> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = (u64, Result<ReceivedHead, Failure>)> + 'a>>;
+
+/// A gRPC try, boxed where it starts and out of line: its state (an HTTP/2
+/// connection's) and its code would otherwise enlarge every proxied request's future and
+/// the try loop that polls it.
+#[cold]
+#[inline(never)]
+fn grpc_exchange<'a>(
+    stream: &'a Stream,
+    outgoing: &'a Outgoing<'_>,
+    client: &'a mut Client<'_, '_>,
+    request: &'a mut Request<'_>,
+    attempt: usize,
+    h2: Option<Box<http2::client::ClientConnection>>,
+) -> GrpcTry<'a> {
+    Box::pin(async move {
+        let (written, result) = crate::modules::proxy::grpc::exchange::exchange(
+            stream, outgoing, client, request, attempt, h2,
+        )
+        .await;
+        let received = result.map(|(head, buffer, grpc)| ReceivedHead {
+            head,
+            buffer,
+            gateway: None,
+            grpc: Some(grpc),
+        });
+        (written, received)
+    })
+}
+
+/// The HTTP/2 state a kept gRPC connection carries (`keepalive::Idle::state`).
+#[cold]
+#[inline(never)]
+fn kept_h2(state: Box<dyn std::any::Any + Send>) -> Option<Box<http2::client::ClientConnection>> {
+    state.downcast().ok()
 }
 
 /// How the body is framed on the wire besides the client's own framing.
