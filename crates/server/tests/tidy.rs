@@ -208,6 +208,22 @@ fn without_strings(line: &str) -> String {
 /// directive leaves this list when a test starts naming it (the rule reports the entry).
 const UNTESTED_DIRECTIVES: &[(&str, &str)] = &[
     (
+        "grpc_ssl_certificate",
+        "proxy_ssl_certificate under grpc's name; nginx-tests grpc_ssl.t runs it",
+    ),
+    (
+        "grpc_ssl_certificate_key",
+        "proxy_ssl_certificate_key under grpc's name; nginx-tests grpc_ssl.t runs it",
+    ),
+    (
+        "grpc_ssl_password_file",
+        "proxy_ssl_password_file under grpc's name; nginx-tests grpc_ssl.t runs it",
+    ),
+    (
+        "grpc_ssl_conf_command",
+        "proxy_ssl_conf_command under grpc's name (accepted, warned about, as the proxy's)",
+    ),
+    (
         "proxy_downstream_buffer",
         "the stream block's old name of proxy_buffer_size, which sets the same field",
     ),

@@ -262,6 +262,7 @@ pub fn upstream_tls(
         ciphers: Some(ciphers),
         server_name: settings.proxy_ssl_server_name,
         session_reuse: settings.proxy_ssl_session_reuse,
+        alpn: Vec::new(),
     })
     .map_err(load_error)?;
     Ok(Some(Arc::new(client)))

@@ -129,6 +129,7 @@ fn time(name: &str, iterations: u32, resume: bool) {
     let client_tls = ClientTls::new(ClientSettings {
         server_name: true,
         session_reuse: resume,
+        alpn: Vec::new(),
         ..ClientSettings::default()
     })
     .expect("a valid client configuration");

@@ -27,6 +27,8 @@ pub struct ClientSettings {
     pub server_name: bool,
     /// `proxy_ssl_session_reuse`.
     pub session_reuse: bool,
+    /// The protocols offered by ALPN (`h2` for `grpc_pass grpcs://`); none when empty.
+    pub alpn: Vec<Vec<u8>>,
 }
 
 /// A location's TLS configuration for connections to its upstreams.
@@ -86,7 +88,7 @@ impl ClientTls {
         };
         config.enable_sni = settings.server_name;
         config.resumption = resumption(settings.session_reuse);
-        config.alpn_protocols = Vec::new();
+        config.alpn_protocols = settings.alpn.clone();
         Ok(ClientTls {
             config: Arc::new(config),
             session_reuse: settings.session_reuse,

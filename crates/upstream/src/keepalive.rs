@@ -29,6 +29,10 @@ pub struct Idle {
     /// the server name it was secured with. A connection is reused only for the same, so an
     /// `https` location never gets a plain connection, nor a plain one a TLS session.
     pub purpose: u64,
+    /// What the protocol keeps with the connection between requests (an HTTP/2
+    /// connection's state: its HPACK tables, windows and stream ids); the caller knows
+    /// its type.
+    pub state: Option<Box<dyn std::any::Any + Send>>,
 }
 
 #[derive(Debug)]
@@ -185,6 +189,7 @@ mod tests {
             opened: Instant::now(),
             requests: 0,
             purpose,
+            state: None,
         }
     }
 

@@ -47,6 +47,8 @@ pub const TABLES: &[&[HttpDirective]] = &[
     crate::modules::proxy::cache::directives::SCGI_DIRECTIVES,
     crate::modules::proxy::memcached::directives::DIRECTIVES,
     crate::modules::proxy::directives::MEMCACHED_DIRECTIVES,
+    crate::modules::proxy::grpc::directives::DIRECTIVES,
+    crate::modules::proxy::directives::GRPC_DIRECTIVES,
     crate::modules::upstream::directives::DIRECTIVES,
     crate::modules::stub_status::directives::DIRECTIVES,
     crate::modules::empty_gif::directives::DIRECTIVES,
@@ -56,6 +58,7 @@ pub const TABLES: &[&[HttpDirective]] = &[
     crate::modules::v2::directives::DIRECTIVES,
     crate::modules::proxy::ssl::DIRECTIVES,
     crate::modules::proxy::ssl::UWSGI_DIRECTIVES,
+    crate::modules::proxy::ssl::GRPC_DIRECTIVES,
 ];
 
 /// Every module's variable table; the kernel's own variables (`$uri`, `$remote_addr`, ...)

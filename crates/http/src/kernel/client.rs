@@ -279,6 +279,10 @@ pub trait FramedSink {
     -> std::pin::Pin<Box<dyn std::future::Future<Output = io::Result<()>> + '_>>;
     /// Ends the response with trailers; without fields it just ends.
     fn trailers(&self, fields: FieldList);
+    /// Trailers may follow the body (an upstream's): the body's last bytes do not end
+    /// the stream even when the head gave its length, as nginx's last DATA frame does
+    /// not when trailers come after it.
+    fn trailers_may_follow(&self) {}
 }
 
 /// Waits until `framed` may take bytes again, at most `send_timeout`.

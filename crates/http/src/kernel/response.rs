@@ -110,6 +110,10 @@ pub struct ResponseHead<'a> {
     /// The body reached its end on a response `add_trailer` applies to: its fields now
     /// exist (nginx's trailers filter has run), for `$sent_trailer_NAME`.
     pub trailers_added: bool,
+    /// Trailer fields the upstream sent (a gRPC response's `grpc-status`), passed on
+    /// after the body ahead of the `add_trailer` fields, as nginx's `headers_out.trailers`;
+    /// set by the module that streams the body, before the body's end is written.
+    pub trailers: Vec<(Vec<u8>, Vec<u8>)>,
     /// `Vary: Accept-Encoding` is among `headers` (nginx's `gzip_vary` mark, set once by
     /// whichever of gzip, gunzip and gzip_static adds it).
     pub vary_accept_encoding: bool,
@@ -137,6 +141,7 @@ impl ResponseHead<'_> {
         self.special = false;
         self.headers.clear();
         self.trailers_added = false;
+        self.trailers.clear();
         self.vary_accept_encoding = false;
     }
 

@@ -32,6 +32,7 @@ mod expires;
 mod fastcgi;
 mod flv;
 mod geo;
+mod grpc;
 mod gunzip;
 mod gzip;
 mod h2;

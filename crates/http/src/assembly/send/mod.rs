@@ -209,6 +209,11 @@ pub(crate) async fn send_response_to<'a>(
         // A framed sink (HTTP/2) takes the head as fields; HTTP/1 writes it as text in
         // front of the body (HTTP/0.9 has none).
         Some(framed) => {
+            if let Body::Upstream(streamed) = &body
+                && streamed.may_have_trailers()
+            {
+                framed.trailers_may_follow();
+            }
             let mut fields = framed.spare_fields();
             head::write_head(
                 worker,
@@ -255,8 +260,10 @@ pub(crate) async fn send_response_to<'a>(
         Body::Upstream(streamed) => streamed.send(&context, &mut output, request, out).await,
         body => body::send(&context, &mut output, request, body, out).await,
     };
-    // A framed sink (HTTP/2) gets the trailers as fields after the body.
-    if let (Ok(()), Some(framed), true) = (&result, sink.framed_sink(), expect_trailers) {
+    // A framed sink (HTTP/2) gets the trailers as fields after the body: `add_trailer`'s,
+    // and the upstream's (a gRPC response's), which go out whenever there are some.
+    let has_trailers = expect_trailers || !request.response.trailers.is_empty();
+    if let (Ok(()), Some(framed), true) = (&result, sink.framed_sink(), has_trailers) {
         let mut fields = crate::kernel::response::FieldList::default();
         head::write_trailers(worker, info, request, location, &mut fields);
         framed.trailers(fields);

@@ -169,6 +169,7 @@ pub(crate) async fn run_stream(started: Started<'_>, opened: Opened) {
                 stream_id,
                 state: RefCell::new(SinkState::AwaitingHead),
                 head_bytes: std::cell::Cell::new(0),
+                trailers_may_follow: std::cell::Cell::new(false),
             };
             let sent = match reply {
                 // A body that stopped past `client_body_timeout`: nginx resets the stream.
@@ -404,6 +405,8 @@ struct StreamSink<'a> {
     state: RefCell<SinkState>,
     /// The HEADERS frame's size once the head is encoded (`$bytes_sent` counts it).
     head_bytes: std::cell::Cell<u64>,
+    /// Trailers may follow the body: its last bytes leave the stream open.
+    trailers_may_follow: std::cell::Cell<bool>,
 }
 
 impl StreamSink<'_> {
@@ -466,7 +469,7 @@ impl StreamSink<'_> {
         let (left, last) = match &*state {
             SinkState::Body(Some(left)) => {
                 let left = left.saturating_sub(take as u64);
-                (Some(left), left == 0)
+                (Some(left), left == 0 && !self.trailers_may_follow.get())
             }
             SinkState::Body(None) => (None, false),
             SinkState::Ended | SinkState::AwaitingHead | SinkState::HeadReady(..) => {
@@ -578,6 +581,10 @@ impl FramedSink for StreamSink<'_> {
         }
         *state = SinkState::Ended;
         self.shared.wake.notify_one();
+    }
+
+    fn trailers_may_follow(&self) {
+        self.trailers_may_follow.set(true);
     }
 
     fn try_write(&self, bytes: &[u8]) -> io::Result<usize> {

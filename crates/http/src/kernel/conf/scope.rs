@@ -85,6 +85,8 @@ pub struct LocationScope {
     pub scgi: GatewayScope,
     /// `memcached_*`: the same parts; its cache and TLS settings stay unset.
     pub memcached: GatewayScope,
+    /// `grpc_*`: the same parts, with `grpc_ssl_*`; its cache settings stay unset.
+    pub grpc: GatewayScope,
     pub rewrite: RewriteConf,
     pub charset: CharsetConf,
     pub gzip: GzipConf,
@@ -122,7 +124,7 @@ pub enum Content {
     Static,
     /// `proxy_pass`.
     Proxy,
-    /// `fastcgi_pass`, `uwsgi_pass`, `scgi_pass`, `memcached_pass`.
+    /// `fastcgi_pass`, `uwsgi_pass`, `scgi_pass`, `memcached_pass`, `grpc_pass`.
     Gateway(Protocol),
     /// `stub_status`.
     StubStatus,
@@ -202,6 +204,7 @@ impl LocationScope {
         self.uwsgi.merge_from(&parent.uwsgi);
         self.scgi.merge_from(&parent.scgi);
         self.memcached.merge_from(&parent.memcached);
+        self.grpc.merge_from(&parent.grpc);
         self.rewrite.merge_from(&parent.rewrite);
         self.charset.merge_from(&parent.charset);
         self.gzip.merge_from(&parent.gzip);
@@ -243,6 +246,7 @@ impl LocationScope {
             uwsgi: self.uwsgi.clone(),
             scgi: self.scgi.clone(),
             memcached: self.memcached.clone(),
+            grpc: self.grpc.clone(),
             rewrite: self.rewrite.clone(),
             charset: self.charset.clone(),
             gzip: self.gzip.clone(),
@@ -281,6 +285,7 @@ impl LocationScope {
             Protocol::Uwsgi => &self.uwsgi,
             Protocol::Scgi => &self.scgi,
             Protocol::Memcached => &self.memcached,
+            Protocol::Grpc => &self.grpc,
         }
     }
 
@@ -290,6 +295,7 @@ impl LocationScope {
             Protocol::Uwsgi => &mut self.uwsgi,
             Protocol::Scgi => &mut self.scgi,
             Protocol::Memcached => &mut self.memcached,
+            Protocol::Grpc => &mut self.grpc,
         }
     }
 
@@ -313,6 +319,7 @@ impl LocationScope {
             Protocol::Uwsgi => &mut self.uwsgi,
             Protocol::Scgi => &mut self.scgi,
             Protocol::Memcached => &mut self.memcached,
+            Protocol::Grpc => &mut self.grpc,
         };
         std::mem::swap(&mut self.proxy, &mut gateway.upstream);
         std::mem::swap(&mut self.proxy_cache, &mut gateway.cache);
@@ -330,7 +337,18 @@ impl LocationScope {
             access_log: self.access_log.resolve(env),
             static_files: self.static_files.resolve(env),
             proxy: match self.gateway_content() {
-                Some((protocol, gateway)) => gateway.resolve_upstream(protocol, env),
+                Some((protocol, gateway)) => {
+                    let mut proxy = gateway.resolve_upstream(protocol, env);
+                    // `resolver` is the core module's in nginx: a gateway with variables
+                    // uses it too.
+                    if let Some(resolver) = &self.proxy.resolver {
+                        proxy.resolver.clone_from(resolver);
+                    }
+                    if let Some(timeout) = self.proxy.resolver_timeout {
+                        proxy.resolver_timeout = timeout;
+                    }
+                    proxy
+                }
                 None => self.proxy.resolve(env),
             },
             proxy_cache: match self.gateway_content() {

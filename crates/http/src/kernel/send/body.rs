@@ -311,6 +311,11 @@ pub trait StreamedBody<'a>: std::fmt::Debug {
         true
     }
 
+    /// Whether trailers may come with the body's end (a gRPC server's).
+    fn may_have_trailers(&self) -> bool {
+        false
+    }
+
     /// The body as pieces taken one at a time, for a filter or a subrequest that takes it
     /// in rather than sending it; `None` when this body cannot be taken so.
     fn into_pulled(self: Box<Self>) -> Option<Box<dyn super::pull::PulledBody<'a> + 'a>> {

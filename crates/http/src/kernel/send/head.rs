@@ -354,7 +354,7 @@ pub(super) fn write_last_chunk(
     push_last_chunk(out, &fields);
 }
 
-/// Writes the `add_trailer` fields.
+/// Writes the trailer section: the upstream's trailers, then the `add_trailer` fields.
 pub(crate) fn write_trailers<W: HeadWriter>(
     worker: &HttpWorker,
     connection: &ConnectionInfo,
@@ -362,6 +362,9 @@ pub(crate) fn write_trailers<W: HeadWriter>(
     location: &Location,
     out: &mut W,
 ) {
+    for (name, value) in &request.response.trailers {
+        out.field(name, value);
+    }
     let trailers = &location.settings.headers.add_trailer;
     write_added_fields(worker, connection, request, trailers, Fields::Trailers, out);
 }

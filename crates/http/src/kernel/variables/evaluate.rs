@@ -503,17 +503,29 @@ impl RequestVariables<'_> {
         }
     }
 
-    /// `$sent_trailer_NAME`: an `add_trailer` field, once the response's body has ended.
+    /// `$sent_trailer_NAME`: an upstream's trailer or an `add_trailer` field, once the
+    /// response's body has ended.
     fn append_sent_trailer(&self, name: &[u8], out: &mut Vec<u8>) -> bool {
         let request = self.request;
+        let dashed = dash_name(name);
+        let mut found = false;
+        for (key, value) in &request.response.trailers {
+            if key.eq_ignore_ascii_case(&dashed) {
+                if found {
+                    out.extend_from_slice(b", ");
+                }
+                out.extend_from_slice(value);
+                found = true;
+            }
+        }
         if !request.response.trailers_added {
-            return false;
+            return found;
         }
         let Some(location) = request.location.map(|id| self.conf.location(id)) else {
-            return false;
+            return found;
         };
-        let dashed = dash_name(name);
-        self.append_added_field(&location.settings.headers.add_trailer, &dashed, false, out)
+        self.append_added_field(&location.settings.headers.add_trailer, &dashed, found, out)
+            || found
     }
 
     /// The values of the `add_header` (or `add_trailer`) fields named `dashed` that apply to

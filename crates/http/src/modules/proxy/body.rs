@@ -13,6 +13,7 @@ use crate::modules::proxy::cache::store::Keeper;
 use crate::modules::proxy::exchange::{read_timed, read_timed_appending, read_timed_spare};
 use crate::modules::proxy::failure::{Action, Failure, Fault};
 use crate::modules::proxy::gateway::response::{FastcgiBody, StderrLog};
+use crate::modules::proxy::grpc::body::GrpcBody;
 use crate::modules::proxy::memcached::response::Trailer;
 use crate::modules::proxy::response::{InvalidHead, UpstreamFraming};
 use cgi::fastcgi::ResponseEvent;
@@ -74,6 +75,8 @@ pub struct BodyStart<'a> {
     pub(crate) stderr_log: Option<Box<StderrLog<'a>>>,
     /// A memcached value: `\r\nEND\r\n` follows its bytes.
     pub(crate) trailer: Option<Trailer>,
+    /// A gRPC answer: the body is its stream's DATA (the framing is then `Close`).
+    pub(crate) grpc: Option<Box<GrpcBody>>,
 }
 
 /// A piece of the body read by [`UpstreamBody::next_detached`].
@@ -113,6 +116,7 @@ pub struct UpstreamBody<'a> {
     gateway: Option<Box<FastcgiBody>>,
     stderr_log: Option<Box<StderrLog<'a>>>,
     trailer: Option<Trailer>,
+    grpc: Option<Box<GrpcBody>>,
 }
 
 impl std::fmt::Debug for UpstreamBody<'_> {
@@ -126,6 +130,9 @@ impl std::fmt::Debug for UpstreamBody<'_> {
 impl Drop for UpstreamBody<'_> {
     fn drop(&mut self) {
         crate::modules::proxy::exchange::give_buffer(std::mem::take(&mut self.input));
+        if self.grpc.is_some() {
+            self.cancel_grpc();
+        }
         if let Some(release) = self.release.take() {
             release
                 .group
@@ -161,6 +168,7 @@ impl<'a> UpstreamBody<'a> {
             gateway: start.gateway,
             stderr_log: start.stderr_log,
             trailer: start.trailer,
+            grpc: start.grpc,
         }
     }
 
@@ -328,6 +336,10 @@ impl<'a> UpstreamBody<'a> {
                         )),
                     };
                 }
+                if self.grpc.is_some() {
+                    // The stream had not ended (its end is seen before the next read).
+                    return Err(Failure::upstream(Fault::Closed, Action::ReadingBody, true));
+                }
                 return match self.framing {
                     UpstreamFraming::Close => Ok(false),
                     _ => Err(Failure::upstream(Fault::Closed, Action::ReadingBody, true)),
@@ -378,6 +390,9 @@ impl<'a> UpstreamBody<'a> {
     fn decode(&mut self, out: &mut Vec<u8>) -> Result<Option<bool>, Failure> {
         if self.gateway.is_some() {
             return self.decode_records(out);
+        }
+        if self.grpc.is_some() {
+            return self.decode_grpc(out);
         }
         let input = &self.input[self.position..self.end];
         match self.framing {
@@ -482,6 +497,64 @@ impl<'a> UpstreamBody<'a> {
         }
     }
 
+    /// [`UpstreamBody::decode`] of a gRPC answer: the bytes read go to the stream's
+    /// connection, its DATA into `out` (the window given back), and what the connection
+    /// has to say goes out at once; the stream's end is the body's.
+    #[cold]
+    #[inline(never)]
+    fn decode_grpc(&mut self, out: &mut Vec<u8>) -> Result<Option<bool>, Failure> {
+        let Some(grpc) = self.grpc.as_deref_mut() else {
+            return Ok(None);
+        };
+        if self.position < self.end {
+            grpc.receive(&self.input[self.position..self.end]);
+            self.position = self.end;
+        }
+        grpc.drain_into(out);
+        if let Some(stream) = &self.stream {
+            grpc.write_now(stream)
+                .map_err(|error| Failure::io(error, Action::ReadingBody, true))?;
+        }
+        if let Some(message) = &grpc.broken {
+            if !out.is_empty() {
+                // What came goes out first, then the failure.
+                return Ok(Some(true));
+            }
+            return Err(Failure::upstream(
+                Fault::InvalidHead(InvalidHead(message.clone())),
+                Action::ReadingBody,
+                true,
+            ));
+        }
+        if grpc.is_finished() {
+            self.framing = UpstreamFraming::None;
+            return Ok(Some(false));
+        }
+        Ok(if out.is_empty() { None } else { Some(true) })
+    }
+
+    /// A gRPC stream left before its end (the client went away) is cancelled with
+    /// RST_STREAM before the connection closes, so the server stops the call. Out of line:
+    /// every proxied body's drop passes here.
+    #[cold]
+    #[inline(never)]
+    fn cancel_grpc(&mut self) {
+        if let (Some(grpc), Some(stream)) = (self.grpc.as_deref_mut(), &self.stream) {
+            grpc.cancel(stream);
+        }
+    }
+
+    /// Whether the body's protocol has trailers (gRPC's).
+    pub(crate) fn carries_trailers(&self) -> bool {
+        self.grpc.is_some()
+    }
+
+    /// The trailers the upstream sent after the body (a gRPC answer's), once; `None` for
+    /// a body whose protocol has none.
+    pub(crate) fn take_trailers(&mut self) -> Option<Vec<(Vec<u8>, Vec<u8>)>> {
+        self.grpc.as_deref_mut().map(GrpcBody::take_trailers)
+    }
+
     /// `proxy_limit_rate`: how many bytes the next read may take, after waiting (on a timer)
     /// until there is at least one. As nginx counts, the rate allows `rate` bytes for each
     /// wall-clock second begun since the first read: one second's worth at once, the next
@@ -527,6 +600,15 @@ impl<'a> UpstreamBody<'a> {
         let Some(keepalive) = self.keepalive.take() else {
             return;
         };
+        // A gRPC connection is kept with its HTTP/2 state, when the stream ended cleanly
+        // and nothing of the connection's is left to read or write.
+        let state = match self.grpc.take() {
+            None => None,
+            Some(grpc) => match idle_state(grpc) {
+                Some(state) => Some(state),
+                None => return,
+            },
+        };
         let Some(stream) = self.stream.take() else {
             return;
         };
@@ -535,6 +617,7 @@ impl<'a> UpstreamBody<'a> {
             opened: keepalive.opened,
             requests: keepalive.requests,
             purpose: keepalive.purpose,
+            state,
         };
         keepalive
             .group
@@ -549,6 +632,13 @@ impl<'a> UpstreamBody<'a> {
     pub(crate) fn attempt(&self) -> usize {
         self.attempt
     }
+}
+
+/// [`GrpcBody::into_idle_state`], out of line: every proxied body's end passes by.
+#[cold]
+#[inline(never)]
+fn idle_state(grpc: Box<GrpcBody>) -> Option<Box<dyn std::any::Any + Send>> {
+    grpc.into_idle_state()
 }
 
 /// Logs a failure of the upstream while its body was being passed on.

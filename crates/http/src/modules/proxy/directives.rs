@@ -20,6 +20,9 @@ use shared::regex::Regex;
 
 const ANY_LEVEL: Contexts = Contexts::HTTP_SERVER_LOCATION;
 
+mod grpc;
+pub use grpc::GRPC_DIRECTIVES;
+
 pub const DIRECTIVES: &[HttpDirective] = &[
     location_directive(
         "proxy_pass",

@@ -9,72 +9,20 @@ use std::time::{Duration, Instant};
 
 use runtime::Stream;
 
-use crate::kernel::client::{BodyRead, BodySource};
 use crate::kernel::request::Request;
 use crate::kernel::upstream::{Peer, PeerAddr, Selected};
-use crate::kernel::worker::HttpWorker;
 use crate::modules::proxy::Proxy;
 use crate::modules::proxy::failure::{Action, Failure, Fault};
 use crate::modules::proxy::gateway::settings::Protocol;
 use crate::modules::proxy::handler::GroupRef;
+pub(crate) use crate::modules::proxy::outgoing::{Client, OutBody, Outgoing};
+use crate::modules::proxy::outgoing::{body_read_failure, read_client, take_client_payload};
 use crate::modules::proxy::response::{self, UpstreamHead};
 pub(crate) use crate::modules::proxy::ssl::upstream::UpstreamTls;
 
-/// The client whose body an unbuffered request streams upstream.
-pub(crate) struct Client<'c, 's> {
-    pub source: &'c mut BodySource<'s>,
-    pub body: &'c mut crate::kernel::body::BodyState,
-    /// `client_body_timeout`.
-    pub timeout: Duration,
-    /// `client_body_buffer_size`: a body passed on unbuffered is still kept for
-    /// `$request_body` when it fits, as nginx keeps it.
-    pub keep: usize,
-    /// A client that closes while the head is awaited ends the try (nginx's check for a
-    /// broken connection); off with `proxy_ignore_client_abort on` and for a background
-    /// refresh, whose client has its answer already.
-    pub watch_abort: bool,
-}
-
-/// The request's body as it goes upstream.
-pub(crate) enum OutBody {
-    None,
-    Memory(Vec<u8>),
-    File(crate::kernel::body::temp::TempBody),
-    /// `proxy_request_buffering off`: the body is passed on as it arrives, chunked when
-    /// the client sent it chunked; `length` is its `Content-Length`, if it has one.
-    Stream {
-        chunked: bool,
-        length: Option<u64>,
-    },
-}
-
-impl OutBody {
-    pub(super) fn len(&self) -> Option<u64> {
-        match self {
-            OutBody::None => None,
-            OutBody::Memory(bytes) => Some(bytes.len() as u64),
-            OutBody::File(file) => Some(file.len),
-            OutBody::Stream { length, .. } => *length,
-        }
-    }
-}
-
-/// The request as every try sends it.
-pub(crate) struct Outgoing<'r> {
-    pub worker: &'r HttpWorker,
-    pub connection: &'r crate::kernel::request::ConnectionInfo,
-    pub proxy: &'r Proxy,
-    /// The gateway module's own settings, for a gateway's request.
-    pub gateway: &'r crate::modules::proxy::gateway::settings::Gateway,
-    pub head: &'r [u8],
-    pub body: &'r OutBody,
-    /// `proxy_bind`.
-    pub bind: Option<SocketAddr>,
-    /// The method may be repeated (on a new connection after a stale cached one).
-    pub idempotent: bool,
-    /// `https://`: each new connection starts with a TLS handshake.
-    pub tls: Option<UpstreamTls<'r>>,
-}
+/// Added to a connection's purpose when it carries gRPC (HTTP/2), so that the keep-alive
+/// cache hands it to gRPC requests only.
+const GRPC_PURPOSE: u64 = 0x6772_7063_0000_0001;
 
 /// The server one try goes to.
 pub(super) struct PeerChoice<'g> {
@@ -90,6 +38,8 @@ pub(crate) struct ReceivedHead {
     pub buffer: Vec<u8>,
     /// A FastCGI answer's record reader, which the body goes on with.
     pub gateway: Option<Box<crate::modules::proxy::gateway::response::FastcgiBody>>,
+    /// A gRPC answer's stream, which the body goes on with.
+    pub grpc: Option<Box<crate::modules::proxy::grpc::body::GrpcBody>>,
 }
 
 /// A try that got a response head.
@@ -112,12 +62,17 @@ pub(super) async fn try_peer(
     attempt: usize,
 ) -> Result<Answer, Failure> {
     // A cached connection first; one that turns out stale is replaced by a new one.
-    let purpose = outgoing.tls.as_ref().map_or(0, UpstreamTls::purpose);
+    let mut purpose = outgoing.tls.as_ref().map_or(0, UpstreamTls::purpose);
+    if outgoing.proxy.protocol == Protocol::Grpc {
+        // An HTTP/2 connection serves gRPC only, and is never handed to `proxy_pass`.
+        purpose = purpose.wrapping_add(GRPC_PURPOSE);
+    }
     if let GroupRef::Conf(group) = choice.group
         && let Some(idle) = group.take_idle(choice.selected, purpose, runtime::clock::monotonic())
     {
         request.upstream.attempts[attempt].connect_time = Some(Duration::ZERO);
-        match exchange(&idle.stream, outgoing, choice, client, request, attempt).await {
+        let h2 = idle.state.and_then(kept_h2);
+        match exchange(&idle.stream, outgoing, choice, client, request, attempt, h2).await {
             Ok(received) => {
                 return Ok(Answer {
                     stream: idle.stream,
@@ -130,8 +85,10 @@ pub(super) async fn try_peer(
             Err(mut failure) => {
                 failure.reused = true;
                 // A connection the server closed while idle: a new one, when repeating
-                // the request is safe.
-                if !(failure.is_stale() && outgoing.idempotent) {
+                // the request is safe (a gRPC stream that could not even open sent
+                // nothing).
+                let unsent = outgoing.proxy.protocol == Protocol::Grpc && !failure.sent;
+                if !(failure.is_stale() && (outgoing.idempotent || unsent)) {
                     return Err(failure);
                 }
             }
@@ -159,7 +116,7 @@ pub(super) async fn try_peer(
     let opened = runtime::clock::monotonic();
     let entry = &mut request.upstream.attempts[attempt];
     entry.connect_time = Some(opened.saturating_duration_since(entry.started));
-    let received = exchange(&stream, outgoing, choice, client, request, attempt).await?;
+    let received = exchange(&stream, outgoing, choice, client, request, attempt, None).await?;
     Ok(Answer {
         stream,
         received,
@@ -227,30 +184,40 @@ async fn exchange(
     client: &mut Client<'_, '_>,
     request: &mut Request<'_>,
     attempt: usize,
+    h2: Option<Box<http2::client::ClientConnection>>,
 ) -> Result<ReceivedHead, Failure> {
     let before = request.upstream.attempts[attempt].bytes_received;
     let mut sent = 0;
-    let result = match send_request(stream, outgoing, client, request).await {
-        Ok(bytes) => {
-            sent = bytes;
-            request.upstream.attempts[attempt].bytes_sent = bytes;
-            match outgoing.proxy.protocol {
-                Protocol::Http => read_head(stream, outgoing.proxy, client, request, attempt).await,
-                Protocol::Memcached => {
-                    crate::modules::proxy::memcached::response::read_head(
-                        stream, outgoing, client, request, attempt,
-                    )
-                    .await
-                }
-                Protocol::Fastcgi | Protocol::Uwsgi | Protocol::Scgi => {
-                    crate::modules::proxy::gateway::response::read_head(
-                        stream, outgoing, client, request, attempt,
-                    )
-                    .await
+    let result = if outgoing.proxy.protocol == Protocol::Grpc {
+        let (written, result) = grpc_exchange(stream, outgoing, client, request, attempt, h2).await;
+        sent = written;
+        request.upstream.attempts[attempt].bytes_sent = written;
+        result
+    } else {
+        match send_request(stream, outgoing, client, request).await {
+            Ok(bytes) => {
+                sent = bytes;
+                request.upstream.attempts[attempt].bytes_sent = bytes;
+                match outgoing.proxy.protocol {
+                    Protocol::Http => {
+                        read_head(stream, outgoing.proxy, client, request, attempt).await
+                    }
+                    Protocol::Memcached => {
+                        crate::modules::proxy::memcached::response::read_head(
+                            stream, outgoing, client, request, attempt,
+                        )
+                        .await
+                    }
+                    Protocol::Fastcgi | Protocol::Uwsgi | Protocol::Scgi | Protocol::Grpc => {
+                        crate::modules::proxy::gateway::response::read_head(
+                            stream, outgoing, client, request, attempt,
+                        )
+                        .await
+                    }
                 }
             }
+            Err(failure) => Err(failure),
         }
-        Err(failure) => Err(failure),
     };
     if let GroupRef::Conf(group) = choice.group {
         let received = request.upstream.attempts[attempt]
@@ -259,6 +226,45 @@ async fn exchange(
         group.note_bytes(choice.selected, sent, received);
     }
     result
+}
+
+/// A gRPC try as `grpc_exchange` starts it: the bytes written, and the head or why not.
+type GrpcTry<'a> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = (u64, Result<ReceivedHead, Failure>)> + 'a>>;
+
+/// A gRPC try, boxed where it starts and out of line: its state (an HTTP/2
+/// connection's) and its code would otherwise enlarge every proxied request's future and
+/// the try loop that polls it.
+#[cold]
+#[inline(never)]
+fn grpc_exchange<'a>(
+    stream: &'a Stream,
+    outgoing: &'a Outgoing<'_>,
+    client: &'a mut Client<'_, '_>,
+    request: &'a mut Request<'_>,
+    attempt: usize,
+    h2: Option<Box<http2::client::ClientConnection>>,
+) -> GrpcTry<'a> {
+    Box::pin(async move {
+        let (written, result) = crate::modules::proxy::grpc::exchange::exchange(
+            stream, outgoing, client, request, attempt, h2,
+        )
+        .await;
+        let received = result.map(|(head, buffer, grpc)| ReceivedHead {
+            head,
+            buffer,
+            gateway: None,
+            grpc: Some(grpc),
+        });
+        (written, received)
+    })
+}
+
+/// The HTTP/2 state a kept gRPC connection carries (`keepalive::Idle::state`).
+#[cold]
+#[inline(never)]
+fn kept_h2(state: Box<dyn std::any::Any + Send>) -> Option<Box<http2::client::ClientConnection>> {
+    state.downcast().ok()
 }
 
 /// How the body is framed on the wire besides the client's own framing.
@@ -443,6 +449,7 @@ async fn read_head(
                     head,
                     buffer,
                     gateway: None,
+                    grpc: None,
                 });
             }
             return Err(Failure {
@@ -465,6 +472,7 @@ async fn read_head(
                     head,
                     buffer,
                     gateway: None,
+                    grpc: None,
                 });
             }
             Ok(None) if buffer.len() >= limit => return Err(invalid(Fault::HeadTooBig)),
@@ -601,46 +609,6 @@ async fn stream_body(
             return Ok(written);
         }
         read_client(client).await?;
-    }
-}
-
-/// Decodes the body bytes in the client's buffer into `payload`.
-fn take_client_payload(client: &mut Client<'_, '_>, payload: &mut Vec<u8>) -> Result<(), Failure> {
-    payload.clear();
-    while !client.source.buffered().is_empty() && !client.body.is_done() {
-        let piece = client
-            .body
-            .next(client.source.buffered())
-            .map_err(|_| Failure::client(Fault::ClientInvalidBody, Action::StreamingBody))?;
-        payload.extend_from_slice(&client.source.buffered()[piece.payload.clone()]);
-        client.source.consume(piece.consumed);
-        if piece.consumed == 0 {
-            break;
-        }
-    }
-    Ok(())
-}
-
-/// Reads more of the client's body into its connection's buffer, within
-/// `client_body_timeout`.
-async fn read_client(client: &mut Client<'_, '_>) -> Result<(), Failure> {
-    match client.source.read_more(client.timeout).await {
-        BodyRead::More => Ok(()),
-        other => Err(body_read_failure(other)),
-    }
-}
-
-/// The failure a wait for the client's body ended in.
-fn body_read_failure(read: BodyRead) -> Failure {
-    match read {
-        // (Not a failure where it is asked for; the client's stream counts as gone.)
-        BodyRead::More | BodyRead::Closed => {
-            Failure::client(Fault::ClientClosed, Action::StreamingBody)
-        }
-        BodyRead::TimedOut => Failure::client(Fault::ClientTimedOut, Action::StreamingBody),
-        BodyRead::Refused(message) => {
-            Failure::client(Fault::ClientRefusedBody(message), Action::StreamingBody)
-        }
     }
 }
 

@@ -521,6 +521,7 @@ impl<'a> Proxying<'a, '_> {
                 opened,
                 requests: requests + 1,
                 purpose,
+                state: None,
             };
             group.put_idle(current.selected, idle, runtime::clock::monotonic());
         }
@@ -548,6 +549,7 @@ impl<'a> Proxying<'a, '_> {
                     head,
                     buffer,
                     gateway,
+                    grpc,
                 },
             opened,
             requests,
@@ -602,7 +604,8 @@ impl<'a> Proxying<'a, '_> {
         });
         let framing = match proxy.protocol {
             Protocol::Http | Protocol::Memcached => response::framing(&head, self.is_head),
-            Protocol::Fastcgi => UpstreamFraming::Close,
+            // A gRPC body ends with its stream.
+            Protocol::Fastcgi | Protocol::Grpc => UpstreamFraming::Close,
             Protocol::Uwsgi | Protocol::Scgi => said,
         };
         let reusable = match proxy.protocol {
@@ -611,6 +614,9 @@ impl<'a> Proxying<'a, '_> {
             }
             Protocol::Fastcgi => !head.connection_close,
             Protocol::Uwsgi | Protocol::Scgi => false,
+            // The connection goes back with its HTTP/2 state when the stream ended
+            // cleanly (`GrpcBody::into_idle_state`).
+            Protocol::Grpc => true,
             // A HEAD leaves the value unread: the connection closes, as nginx closes it.
             Protocol::Memcached => !self.is_head,
         };
@@ -663,6 +669,7 @@ impl<'a> Proxying<'a, '_> {
             gateway,
             stderr_log,
             trailer,
+            grpc,
         };
         // Made in its box, not copied there.
         let body = runtime::sys::boxed::boxed(|| UpstreamBody::new(start));
@@ -671,6 +678,14 @@ impl<'a> Proxying<'a, '_> {
         }
         ProxyOutcome::Respond(Body::Upstream(body))
     }
+}
+
+/// A `grpc_pass` address made by variables, as the proxy's URL. Out of line, so that
+/// `find_target` stays as small for `proxy_pass` as it was.
+#[cold]
+#[inline(never)]
+fn grpc_url(address: &[u8]) -> Vec<u8> {
+    crate::modules::proxy::grpc::directives::proxy_url(address)
 }
 
 /// What `proxy_redirect default` and the other head rewrites need of the target.
@@ -745,7 +760,10 @@ async fn find_target<'a>(
             })
         }
         ProxyPass::Variables(template) => {
-            let url = render(worker, info, request, template);
+            let mut url = render(worker, info, request, template);
+            if proxy.protocol == Protocol::Grpc {
+                url = grpc_url(&url);
+            }
             match resolve_variable_url(worker.conf(), proxy, &url).await {
                 Ok(resolved) => {
                     request.upstream.proxy_host = resolved.host;
@@ -827,7 +845,7 @@ fn build_head(
             }
         }),
     };
-    if proxy.protocol != Protocol::Http {
+    if !matches!(proxy.protocol, Protocol::Http | Protocol::Grpc) {
         if proxy.protocol == Protocol::Memcached {
             crate::modules::proxy::memcached::request::write_request(
                 worker,

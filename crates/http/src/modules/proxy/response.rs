@@ -116,6 +116,12 @@ impl Special {
     }
 }
 
+/// Whether an upstream's field is kept from the client (`grpc_hide_header` for a
+/// trailer).
+pub(crate) fn is_hidden(proxy: &Proxy, name: &[u8]) -> bool {
+    hidden(proxy, name, Special::of(name))
+}
+
 /// `proxy_hide_header`, then the fields hidden by default that `proxy_pass_header` does
 /// not name.
 fn hidden(proxy: &Proxy, name: &[u8], special: Option<Special>) -> bool {

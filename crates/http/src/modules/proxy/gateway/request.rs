@@ -66,8 +66,8 @@ fn encode(
     let params = params(worker, connection, request, location, input.cache.as_ref());
     let pairs = params.iter();
     match protocol {
-        // memcached's request is its own (`memcached/request.rs`).
-        Protocol::Fastcgi | Protocol::Http | Protocol::Memcached => {
+        // memcached and gRPC write their own requests (`memcached/`, `grpc/`).
+        Protocol::Fastcgi | Protocol::Http | Protocol::Memcached | Protocol::Grpc => {
             let encoder = fastcgi_encoder(&location.settings.gateway);
             encoder.begin(out);
             encoder.params(out, pairs)

@@ -223,6 +223,7 @@ pub(crate) async fn read_head(
             head: parsed,
             buffer,
             gateway,
+            grpc: None,
         });
     }
 }

@@ -22,6 +22,8 @@ pub enum Protocol {
     Scgi,
     /// `memcached_pass`: a `get` per request, the value as the body.
     Memcached,
+    /// `grpc_pass`: one HTTP/2 stream per request (`http2::client`).
+    Grpc,
 }
 
 impl Protocol {
@@ -33,6 +35,7 @@ impl Protocol {
             Protocol::Uwsgi => "uwsgi",
             Protocol::Scgi => "scgi",
             Protocol::Memcached => "memcached",
+            Protocol::Grpc => "grpc",
         }
     }
 
@@ -87,7 +90,7 @@ pub struct GatewayScope {
     pub own: GatewayConf,
     pub upstream: ProxyConf,
     pub cache: ProxyCacheConf,
-    /// `uwsgi_ssl_*` (the others have no TLS).
+    /// `uwsgi_ssl_*`, `grpc_ssl_*` (the others have no TLS).
     pub ssl: ProxySslConf,
 }
 
@@ -103,8 +106,10 @@ impl GatewayScope {
     /// to `PREFIX/fastcgi_temp` (and its siblings).
     pub(crate) fn resolve_upstream(&self, protocol: Protocol, env: &MergeEnv) -> Proxy {
         let mut proxy = self.upstream.resolve(env);
-        // memcached writes no temporary file: it keeps the proxy's default path.
-        if self.upstream.proxy_temp_path.is_none() && protocol != Protocol::Memcached {
+        // memcached and gRPC write no temporary file: they keep the proxy's default path.
+        if self.upstream.proxy_temp_path.is_none()
+            && !matches!(protocol, Protocol::Memcached | Protocol::Grpc)
+        {
             proxy.proxy_temp_path.path = env.prefix.join(format!("{}_temp", protocol.prefix()));
         }
         proxy.protocol = protocol;
@@ -113,6 +118,13 @@ impl GatewayScope {
             // arrives, through its one buffer (no temp files).
             proxy.pass_request_body = false;
             proxy.buffering = false;
+        }
+        if protocol == Protocol::Grpc {
+            // nginx's grpc module passes the request body as it arrives and the response
+            // as it comes (streams both ways), and speaks HTTP/2 whatever the version.
+            proxy.request_buffering = false;
+            proxy.buffering = false;
+            proxy.http_11 = true;
         }
         // No `*_redirect` for gateways: `Location` is passed as it came.
         proxy.redirect = crate::modules::proxy::Redirect::Off;

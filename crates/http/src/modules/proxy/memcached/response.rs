@@ -126,6 +126,7 @@ pub(crate) async fn read_head(
         head,
         buffer,
         gateway: None,
+        grpc: None,
     })
 }
 

@@ -36,6 +36,10 @@ impl<'a> StreamedBody<'a> for UpstreamBody<'a> {
         runtime::sys::boxed::pin_boxed(|| send_upstream(context, output, request, self, head))
     }
 
+    fn may_have_trailers(&self) -> bool {
+        self.carries_trailers()
+    }
+
     fn into_pulled(self: Box<Self>) -> Option<Box<dyn PulledBody<'a> + 'a>> {
         let mut body = *self;
         Some(Box::new(Pulled {
@@ -331,7 +335,10 @@ async fn send_streamed(
     }
     end_attempt(request, attempt, received);
     store.finish(context, request).await;
-    if let Some(done) = slot.take() {
+    if let Some(mut done) = slot.take() {
+        if done.carries_trailers() {
+            pass_trailers(context, request, &mut done);
+        }
         done.finish();
     }
     let mut rest = Vec::new();
@@ -444,7 +451,10 @@ async fn send_buffered(
                     }
                     None => store.finish(context, request).await,
                 }
-                if let Some(done) = body.take() {
+                if let Some(mut done) = body.take() {
+                    if done.carries_trailers() {
+                        pass_trailers(context, request, &mut done);
+                    }
                     done.finish();
                 }
                 end_coded(context, output, request, &mut spool, &mut coding).await?;
@@ -509,7 +519,10 @@ async fn send_buffered(
                 if !more {
                     end_attempt(request, attempt, received);
                     store.finish(context, request).await;
-                    if let Some(done) = body.take() {
+                    if let Some(mut done) = body.take() {
+                        if done.carries_trailers() {
+                        pass_trailers(context, request, &mut done);
+                    }
                         done.finish();
                     }
                     end_coded(context, output, request, &mut spool, &mut coding).await?;
@@ -879,6 +892,23 @@ async fn end_coded(
     }
     finish(context, request, &mut framed);
     spool.store(context, request, &framed).await
+}
+
+/// The upstream's trailers (a gRPC answer's) go into the response's trailer section,
+/// without the fields `*_hide_header` hides; they are written with the body's end.
+#[cold]
+#[inline(never)]
+fn pass_trailers(
+    context: &BodyContext<'_>,
+    request: &mut Request<'_>,
+    body: &mut UpstreamBody<'_>,
+) {
+    let Some(mut trailers) = body.take_trailers() else {
+        return;
+    };
+    let proxy = &context.location.settings.proxy;
+    trailers.retain(|(name, _)| !crate::modules::proxy::response::is_hidden(proxy, name));
+    request.response.trailers = trailers;
 }
 
 fn end_attempt(request: &mut Request<'_>, attempt: usize, received: u64) {

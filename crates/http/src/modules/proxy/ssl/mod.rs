@@ -164,6 +164,72 @@ pub const UWSGI_DIRECTIVES: &[HttpDirective] = &[
     ),
 ];
 
+/// The `proxy_ssl_*` directives uwsgi has too (`grpc_ssl_verify`), filling its copy.
+pub const GRPC_DIRECTIVES: &[HttpDirective] = &[
+    gateway_directive(
+        "grpc_ssl_server_name",
+        Protocol::Grpc,
+        Arity::FLAG,
+        set_server_name,
+    ),
+    gateway_directive("grpc_ssl_name", Protocol::Grpc, Arity::TAKE1, set_name),
+    gateway_directive("grpc_ssl_verify", Protocol::Grpc, Arity::FLAG, set_verify),
+    gateway_directive(
+        "grpc_ssl_trusted_certificate",
+        Protocol::Grpc,
+        Arity::TAKE1,
+        set_trusted,
+    ),
+    gateway_directive(
+        "grpc_ssl_verify_depth",
+        Protocol::Grpc,
+        Arity::TAKE1,
+        set_verify_depth,
+    ),
+    gateway_directive(
+        "grpc_ssl_certificate",
+        Protocol::Grpc,
+        Arity::TAKE1,
+        set_certificate,
+    ),
+    gateway_directive(
+        "grpc_ssl_certificate_key",
+        Protocol::Grpc,
+        Arity::TAKE1,
+        set_certificate_key,
+    ),
+    gateway_directive(
+        "grpc_ssl_password_file",
+        Protocol::Grpc,
+        Arity::TAKE1,
+        set_password_file,
+    ),
+    gateway_directive(
+        "grpc_ssl_protocols",
+        Protocol::Grpc,
+        Arity::ONE_OR_MORE,
+        set_protocols,
+    ),
+    gateway_directive(
+        "grpc_ssl_ciphers",
+        Protocol::Grpc,
+        Arity::TAKE1,
+        set_ciphers,
+    ),
+    gateway_directive(
+        "grpc_ssl_session_reuse",
+        Protocol::Grpc,
+        Arity::FLAG,
+        set_session_reuse,
+    ),
+    gateway_directive(
+        "grpc_ssl_conf_command",
+        Protocol::Grpc,
+        Arity::TAKE2,
+        accept_conf_command,
+    ),
+];
+
 fn flag(directive: &Directive, context: &mut LoadContext<'_>) -> Result<bool, ConfError> {
     context.flag(directive)
 }
@@ -317,6 +383,14 @@ pub(crate) fn finish(locations: &mut [Location], prefix: &Path) -> Result<(), Co
             ciphers: Some(ciphers),
             server_name: settings.server_name,
             session_reuse: settings.session_reuse,
+            // gRPC is HTTP/2, which a TLS server learns from ALPN (RFC 9113 §3.2).
+            alpn: if location.settings.proxy.protocol
+                == crate::modules::proxy::gateway::settings::Protocol::Grpc
+            {
+                vec![b"h2".to_vec()]
+            } else {
+                Vec::new()
+            },
         })
         .map_err(load_error)?;
         location.settings.proxy_ssl.client = Some(Arc::new(client));
