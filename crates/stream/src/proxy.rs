@@ -128,7 +128,23 @@ pub async fn find_target<'c>(session: &mut Session<'c>) -> Result<Target<'c>, u1
         return Err(status::INTERNAL_SERVER_ERROR);
     };
     session.action = Some("resolving");
-    match shared::resolver::resolve(resolver, server.settings.resolver_timeout, &host).await {
+    let mut notes = Vec::new();
+    let resolved = shared::resolver::resolve(
+        resolver,
+        server.settings.resolver_timeout,
+        &host,
+        &mut notes,
+    )
+    .await;
+    for note in &notes {
+        let level = if note.is_error() {
+            Level::Error
+        } else {
+            Level::Info
+        };
+        session.log(level, format_args!("{note}"));
+    }
+    match resolved {
         Ok(addresses) => Ok(Target::Owned(Box::new(one_address_group(
             &host, &addresses, port,
         )))),

@@ -746,7 +746,18 @@ async fn find_target<'a>(
         }
         ProxyPass::Variables(template) => {
             let url = render(worker, info, request, template);
-            match resolve_variable_url(worker.conf(), proxy, &url).await {
+            let mut notes = Vec::new();
+            let resolved = resolve_variable_url(worker.conf(), proxy, &url, &mut notes).await;
+            for note in &notes {
+                // What the name servers did wrong, as nginx's resolver logs it.
+                let level = if note.is_error() {
+                    Level::Error
+                } else {
+                    Level::Info
+                };
+                log(worker, info, request, level, format_args!("{note}"));
+            }
+            match resolved {
                 Ok(resolved) => {
                     request.upstream.proxy_host = resolved.host;
                     request.upstream.proxy_port = resolved.port;
