@@ -447,6 +447,9 @@ async fn run_worker(
         .map(|stream| tokio::task::spawn_local(Rc::clone(stream).flush_access_logs_periodically()));
     tokio::task::spawn_local(Rc::clone(&worker).watch_phase());
     let stall_watcher = tokio::task::spawn_local(Rc::clone(&worker).watch_loop_stalls());
+    let discovery = tokio::task::spawn_local(
+        http::kernel::upstream::discovery::follow_resolvable_servers(Rc::clone(&worker)),
+    );
     let log_lines = tokio::task::spawn_local(hand_over_log_lines());
     context.until_finished(shutdown_timeout).await;
     // A graceful stop whose `worker_shutdown_timeout` passed: the requests still running
@@ -462,6 +465,7 @@ async fn run_worker(
         stream.flush_access_logs();
     }
     stall_watcher.abort();
+    discovery.abort();
     log_lines.abort();
     worker.report_stall_counts();
     worker.flush_access_logs();

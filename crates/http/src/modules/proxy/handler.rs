@@ -249,11 +249,10 @@ impl<'a> Proxying<'a, '_> {
         let mut tries = 0;
         loop {
             let now = runtime::clock::monotonic();
-            let Some(selected) = group.select(&mut tried, key, now) else {
+            let Some((selected, peer)) = group.select_peer(&mut tried, key, now) else {
                 return self.no_live_upstreams(client.info, request, now);
             };
             tries += 1;
-            let peer = group.peer(selected);
             request.upstream.trying = true;
             request
                 .upstream
@@ -266,7 +265,7 @@ impl<'a> Proxying<'a, '_> {
             let choice = PeerChoice {
                 group: &self.target.group,
                 selected,
-                peer,
+                peer: &peer,
             };
             let mut streaming = self.client(client, request.background);
             let result = try_peer(
