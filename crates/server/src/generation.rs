@@ -68,12 +68,16 @@ pub fn start(
     sockets: GenerationSockets,
     connection_ids: Arc<AtomicU64>,
     cache_zones: &mut crate::cache_zones::ZoneRegistry,
+    previous: Option<&Generation>,
 ) -> Result<GenerationHandle, StartError> {
     let Some(mut http) = config.http.take() else {
         return Err(StartError(
             "no \"http\" section in configuration".to_owned(),
         ));
     };
+    if let Some(previous) = previous {
+        http::kernel::upstream::discovery::carry_over(&http.upstreams, &previous.http.upstreams);
+    }
     // A reload's new paths (the first start made them before it forked).
     crate::work_dirs::prepare(&http, config.user.as_ref()).map_err(StartError)?;
     crate::limit_zones::adopt(&mut http.limit_zones).map_err(StartError)?;

@@ -461,6 +461,52 @@ impl<K> Group<K> {
         true
     }
 
+    /// What the `resolve` servers of `old` (a reloaded configuration's group of the same
+    /// name) last found, taken as this group's first members: a reload does not wait for
+    /// DNS, nor lose its members when DNS fails then (nginx keeps them too). Addresses are
+    /// taken over; ports and parameters are this configuration's.
+    pub fn carry_over(&self, old: &Group<K>) {
+        let old_state = old.lock_state();
+        let mut new_state = self.lock_state();
+        let mut changed = false;
+        for (ordinal, resolvable) in self.resolvables().enumerate() {
+            let previous = old.resolvables().position(|was| {
+                was.host.eq_ignore_ascii_case(&resolvable.host) && was.service == resolvable.service
+            });
+            let Some(found) = previous.and_then(|index| old_state.resolved.get(index)) else {
+                continue;
+            };
+            new_state.resolved[ordinal] = found
+                .iter()
+                .map(|(peer, backup)| {
+                    let mut address = peer.address.clone();
+                    if let (PeerAddr::Inet(socket), None) = (&mut address, &resolvable.service) {
+                        socket.set_port(resolvable.port);
+                    }
+                    let name: Arc<str> = address.to_string().into();
+                    let weight = if resolvable.service.is_some() {
+                        peer.weight
+                    } else {
+                        resolvable.template.weight
+                    };
+                    let carried = Peer {
+                        address,
+                        server: name.as_ref().into(),
+                        name,
+                        weight,
+                        ..resolvable.template.clone()
+                    };
+                    (carried, *backup)
+                })
+                .collect();
+            changed = true;
+        }
+        drop(old_state);
+        if changed {
+            self.rebuild(&mut new_state);
+        }
+    }
+
     /// Makes the members from the sources and the last answers, carrying each kept
     /// address's serial, balancer state and counters over.
     fn rebuild(&self, state: &mut GroupState) {

@@ -328,6 +328,33 @@ async fn lookup_kind(
     kind: u16,
     notes: &mut Vec<Note>,
 ) -> Result<(Vec<IpAddr>, u32), ResolveError> {
+    let chased = ask_chasing(conf, deadline, name, kind, notes).await?;
+    let (addresses, address_ttl) = wire::addresses_of(&chased.answers, &chased.owner, kind);
+    if addresses.is_empty() {
+        return Err(ResolveError::NOT_FOUND);
+    }
+    Ok((addresses, chased.ttl.min(address_ttl)))
+}
+
+/// An answer with records of the asked type, after the CNAME chain that led to it.
+struct Chased {
+    answers: Vec<wire::Record>,
+    additional: Vec<wire::Record>,
+    /// The name the chain ended at: the owner of the records wanted.
+    owner: String,
+    /// The chain's smallest TTL.
+    ttl: u32,
+}
+
+/// Asks for `kind` records of `name`, following a CNAME into a new question when the
+/// answer does not carry the target's records itself.
+async fn ask_chasing(
+    conf: &ResolverConf,
+    deadline: tokio::time::Instant,
+    name: &str,
+    kind: u16,
+    notes: &mut Vec<Note>,
+) -> Result<Chased, ResolveError> {
     let mut current = name.to_owned();
     let mut ttl = u32::MAX;
     for _ in 0..=wire::CNAME_CHAIN_MAX {
@@ -335,20 +362,28 @@ async fn lookup_kind(
             name: current.clone(),
             kind,
         };
-        let answers = match transport::exchange(conf, &question, deadline, notes).await? {
-            wire::Reply::Records { answers, .. } => answers,
-            wire::Reply::Failed(error) => return Err(error),
-            _ => return Err(ResolveError::from_rcode(2)),
-        };
+        let (answers, additional) =
+            match transport::exchange(conf, &question, deadline, notes).await? {
+                wire::Reply::Records {
+                    answers,
+                    additional,
+                } => (answers, additional),
+                wire::Reply::Failed(error) => return Err(error),
+                _ => return Err(ResolveError::from_rcode(2)),
+            };
         let (target, alias_ttl) =
             wire::chase_alias(&answers, &current).ok_or(ResolveError::NOT_FOUND)?;
         ttl = ttl.min(alias_ttl);
-        let (addresses, address_ttl) = wire::addresses_of(&answers, &target, kind);
-        if !addresses.is_empty() {
-            return Ok((addresses, ttl.min(address_ttl)));
-        }
-        if target == current {
-            return Err(ResolveError::NOT_FOUND);
+        let has_records = answers.iter().any(|record| {
+            record.name == target && !matches!(record.data, wire::RecordData::Alias(_))
+        });
+        if has_records || target == current {
+            return Ok(Chased {
+                answers,
+                additional,
+                owner: target,
+                ttl,
+            });
         }
         current = target;
     }
@@ -356,8 +391,9 @@ async fn lookup_kind(
 }
 
 /// The SRV records of `name`, each with its target's addresses (from the answer's
-/// additional section, else asked for). A target that does not resolve is left out and
-/// told to `notes`'s caller through `failed`.
+/// additional section, else asked for). A target that does not exist is left out and
+/// told through `failed`; any other failure of a target fails the whole lookup, so that
+/// a server error never takes members away.
 pub async fn lookup_services(
     conf: &ResolverConf,
     timeout: Duration,
@@ -367,21 +403,14 @@ pub async fn lookup_services(
 ) -> Result<Services, ResolveError> {
     let deadline = tokio::time::Instant::now() + timeout;
     let name = name.trim_end_matches('.').to_ascii_lowercase();
-    let question = wire::Question {
-        name: name.clone(),
-        kind: wire::TYPE_SRV,
-    };
-    let (answers, additional) = match transport::exchange(conf, &question, deadline, notes).await? {
-        wire::Reply::Records {
-            answers,
-            additional,
-        } => (answers, additional),
-        wire::Reply::Failed(error) => return Err(error),
-        _ => return Err(ResolveError::from_rcode(2)),
-    };
-    let (owner, mut ttl) = wire::chase_alias(&answers, &name).ok_or(ResolveError::NOT_FOUND)?;
+    let chased = ask_chasing(conf, deadline, &name, wire::TYPE_SRV, notes).await?;
+    let mut ttl = chased.ttl;
     let mut services = Vec::new();
-    for record in answers.iter().filter(|record| record.name == owner) {
+    for record in chased
+        .answers
+        .iter()
+        .filter(|record| record.name == chased.owner)
+    {
         let wire::RecordData::Service {
             priority,
             weight,
@@ -395,7 +424,7 @@ pub async fn lookup_services(
         let mut addresses = Vec::new();
         for (wanted, kind) in [(conf.ipv4, wire::TYPE_A), (conf.ipv6, wire::TYPE_AAAA)] {
             if wanted {
-                let (found, found_ttl) = wire::addresses_of(&additional, target, kind);
+                let (found, found_ttl) = wire::addresses_of(&chased.additional, target, kind);
                 if !found.is_empty() {
                     ttl = ttl.min(found_ttl);
                 }
@@ -411,10 +440,11 @@ pub async fn lookup_services(
                         ttl = ttl.min(u32::try_from(found.valid.as_secs()).unwrap_or(u32::MAX));
                     }
                 }
-                Err(error) => {
+                Err(error) if error == ResolveError::NOT_FOUND => {
                     failed.push((target.clone(), error));
                     continue;
                 }
+                Err(error) => return Err(error),
             }
         }
         services.push(Service {

@@ -36,6 +36,22 @@ pub async fn follow_resolvable_servers(worker: Rc<HttpWorker>) {
     while followers.join_next().await.is_some() {}
 }
 
+/// Gives a reloaded configuration's groups what the running one's `resolve` servers
+/// last found (groups matched by name).
+pub fn carry_over(new: &[Group], old: &[Group]) {
+    for group in new
+        .iter()
+        .filter(|group| group.resolvables().next().is_some())
+    {
+        if let Some(previous) = old
+            .iter()
+            .find(|previous| !previous.implicit && previous.name == group.name)
+        {
+            group.carry_over(previous);
+        }
+    }
+}
+
 /// One `resolve` server of one group, forever.
 async fn follow(worker: Rc<HttpWorker>, index: usize, ordinal: usize) {
     let group = &worker.conf().upstreams[index];
