@@ -120,9 +120,15 @@ pub struct FakeDns {
 impl FakeDns {
     pub fn start(script: impl Fn(&[u8], Proto) -> Vec<Action> + Send + Sync + 'static) -> FakeDns {
         let script: Arc<Script> = Arc::new(script);
-        let udp = UdpSocket::bind("127.0.0.1:0").expect("bind udp");
+        // A free UDP port may be taken for TCP: try others.
+        let (udp, tcp) = (0..100)
+            .find_map(|_| {
+                let udp = UdpSocket::bind("127.0.0.1:0").ok()?;
+                let tcp = TcpListener::bind(udp.local_addr().ok()?).ok()?;
+                Some((udp, tcp))
+            })
+            .expect("a port free for UDP and TCP");
         let address = udp.local_addr().expect("address");
-        let tcp = TcpListener::bind(address).expect("bind tcp on the same port");
         let asked = Arc::new(Mutex::new(Vec::new()));
         let (udp_script, udp_asked) = (Arc::clone(&script), Arc::clone(&asked));
         std::thread::spawn(move || {

@@ -1,25 +1,45 @@
 //! `resolver`: names looked up over DNS without blocking the worker: for a `proxy_pass`
-//! with variables when a request needs them (cached per worker for the answer's TTL or
-//! `valid=`), and for `server ... resolve` in `upstream` blocks, uncached, each time the
+//! with variables when a request needs them (cached by the `resolver` for the answer's
+//! TTL or `valid=`, for every worker), and for `server ... resolve` in `upstream` blocks, uncached, each time the
 //! last answer expires. The wire format is [`wire`]'s, the sockets [`transport`]'s.
 
 mod transport;
 pub mod wire;
 
-use std::cell::RefCell;
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use conf::{ConfError, Directive};
 
 /// `resolver address ... [valid=time] [ipv4=on|off] [ipv6=on|off]`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct ResolverConf {
     pub servers: Vec<SocketAddr>,
     pub valid: Option<Duration>,
     pub ipv4: bool,
     pub ipv6: bool,
+    /// The answers and the turn of the servers, shared by every worker and every scope
+    /// that inherits this `resolver` (nginx keeps one cache per `resolver` directive).
+    pub state: Arc<ResolverState>,
+}
+
+/// What a `resolver` remembers while the server runs.
+#[derive(Debug, Default)]
+pub struct ResolverState {
+    /// Answers by name, with when they expire.
+    cache: Mutex<HashMap<String, (Vec<IpAddr>, Instant)>>,
+    /// The server the next question goes to first: questions take the servers in turn.
+    next_server: AtomicUsize,
+}
+
+impl ResolverConf {
+    /// Where the next question starts.
+    fn next_server_index(&self) -> usize {
+        self.state.next_server.fetch_add(1, Ordering::Relaxed)
+    }
 }
 
 /// Parses the directive's arguments.
@@ -29,6 +49,7 @@ pub fn parse(directive: &Directive) -> Result<ResolverConf, ConfError> {
         valid: None,
         ipv4: true,
         ipv6: true,
+        state: Arc::default(),
     };
     for argument in &directive.args {
         let text = argument.as_str();
@@ -228,15 +249,10 @@ pub struct Services {
     pub valid: Duration,
 }
 
-/// Names the per-worker cache holds at most; past it the expired ones go, then any.
+/// Names a resolver's cache holds at most; past it the expired ones go, then any.
 const CACHE_ENTRIES_MAX: usize = 4096;
 
-thread_local! {
-    /// Answers by name, with when they expire.
-    static CACHE: RefCell<HashMap<String, (Vec<IpAddr>, Instant)>> = RefCell::new(HashMap::new());
-}
-
-/// The addresses of `name`, from this worker's cache or the name servers (a `proxy_pass`
+/// The addresses of `name`, from the resolver's cache or the name servers (a `proxy_pass`
 /// with variables). What went wrong on the way is told to `notes`.
 pub async fn resolve(
     conf: &ResolverConf,
@@ -246,32 +262,37 @@ pub async fn resolve(
 ) -> Result<Vec<IpAddr>, ResolveError> {
     let key = name.trim_end_matches('.').to_ascii_lowercase();
     let now = Instant::now();
-    if let Some(addresses) = CACHE.with(|cache| {
-        cache
-            .borrow()
-            .get(&key)
-            .filter(|(_, expires)| *expires > now)
-            .map(|(addresses, _)| addresses.clone())
-    }) {
+    let cached = conf
+        .state
+        .cache
+        .lock()
+        .unwrap_or_else(|poison| poison.into_inner())
+        .get(&key)
+        .filter(|(_, expires)| *expires > now)
+        .map(|(addresses, _)| addresses.clone());
+    if let Some(addresses) = cached {
         return Ok(addresses);
     }
     let found = lookup(conf, timeout, &key, notes).await?;
     let expires = Instant::now() + found.valid;
-    CACHE.with(|cache| {
-        let mut cache = cache.borrow_mut();
-        if cache.len() >= CACHE_ENTRIES_MAX {
-            let now = Instant::now();
-            cache.retain(|_, (_, expires)| *expires > now);
-            if cache.len() >= CACHE_ENTRIES_MAX
-                && let Some(any) = cache.keys().next().cloned()
-            {
-                cache.remove(&any);
-            }
+    let mut cache = conf
+        .state
+        .cache
+        .lock()
+        .unwrap_or_else(|poison| poison.into_inner());
+    if cache.len() >= CACHE_ENTRIES_MAX {
+        let now = Instant::now();
+        cache.retain(|_, (_, expires)| *expires > now);
+        if cache.len() >= CACHE_ENTRIES_MAX
+            && let Some(any) = cache.keys().next().cloned()
+        {
+            cache.remove(&any);
         }
-        if !found.valid.is_zero() {
-            cache.insert(key, (found.addresses.clone(), expires));
-        }
-    });
+    }
+    if !found.valid.is_zero() {
+        cache.insert(key, (found.addresses.clone(), expires));
+    }
+    drop(cache);
     Ok(found.addresses)
 }
 

@@ -33,7 +33,7 @@ pub async fn exchange(
     }
     let per_server = (conf_timeout(deadline) / u32::try_from(servers).unwrap_or(u32::MAX))
         .clamp(RESEND_MIN, RESEND_MAX);
-    let first = next_server_index();
+    let first = conf.next_server_index();
     let mut attempt = 0usize;
     while Instant::now() < deadline {
         let server = conf.servers[(first + attempt) % servers];
@@ -58,18 +58,6 @@ pub async fn exchange(
 
 fn conf_timeout(deadline: Instant) -> Duration {
     deadline.saturating_duration_since(Instant::now())
-}
-
-/// Where a worker starts: the servers share the questions, as nginx takes them in turn.
-fn next_server_index() -> usize {
-    thread_local! {
-        static NEXT: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
-    }
-    NEXT.with(|next| {
-        let index = next.get();
-        next.set(index.wrapping_add(1));
-        index
-    })
 }
 
 /// One question over UDP; `None` when the server said nothing usable before `until`.

@@ -308,6 +308,7 @@ fn resolving_group(balancer: Balancer) -> Group {
         valid: None,
         ipv4: true,
         ipv6: false,
+        state: Default::default(),
     });
     let template = peer(0, 1);
     crate::Group::with_sources(
