@@ -85,10 +85,16 @@ const HASH_ATTEMPTS_MAX: u32 = 20;
 
 impl Tried {
     pub fn new<K>(group: &Group<K>) -> Tried {
-        let members = group.members();
+        let (primary, backup) = match &group.fixed {
+            Some(members) => (members.primary.len(), members.backup.len()),
+            None => {
+                let members = group.members();
+                (members.primary.len(), members.backup.len())
+            }
+        };
         Tried {
-            primary: Bits::new(members.primary.len()),
-            backup: Bits::new(members.backup.len()),
+            primary: Bits::new(primary),
+            backup: Bits::new(backup),
             hash: if matches!(group.balancer, Balancer::IpHash) {
                 89
             } else {

@@ -208,6 +208,7 @@ impl Members {
 
     /// Where `selected` is now: its index among primary then backup peers, found by its
     /// serial when the members changed since it was chosen; `None` once it is gone.
+    #[inline]
     pub fn slot(&self, selected: Selected) -> Option<usize> {
         let slot = if selected.backup {
             self.primary.len() + selected.index
@@ -223,6 +224,7 @@ impl Members {
     }
 
     /// The slot's peer, as primary or backup and index.
+    #[inline]
     pub fn at(&self, slot: usize) -> Selected {
         let serial = self.serials[slot];
         if slot < self.primary.len() {
@@ -240,6 +242,7 @@ impl Members {
         }
     }
 
+    #[inline]
     pub fn peer_at(&self, slot: usize) -> &Peer {
         if slot < self.primary.len() {
             &self.primary[slot]
@@ -249,6 +252,7 @@ impl Members {
     }
 
     /// One primary peer and no backup: nginx never marks it failed and never retries it.
+    #[inline]
     pub fn is_single(&self) -> bool {
         self.primary.len() == 1 && self.backup.is_empty()
     }
@@ -263,6 +267,7 @@ pub enum MembersRef<'g> {
 
 impl std::ops::Deref for MembersRef<'_> {
     type Target = Members;
+    #[inline]
     fn deref(&self) -> &Members {
         match self {
             MembersRef::Fixed(members) => members,
@@ -280,6 +285,7 @@ pub struct PeerRef<'g> {
 
 impl std::ops::Deref for PeerRef<'_> {
     type Target = Peer;
+    #[inline]
     fn deref(&self) -> &Peer {
         self.members.peer_at(self.slot)
     }
@@ -316,7 +322,7 @@ pub struct Group<K> {
     /// name and port).
     pub port: Option<u16>,
     /// The members of a group without `resolve` servers.
-    fixed: Option<Members>,
+    pub(crate) fixed: Option<Members>,
     /// The `server` lines of a group with `resolve` servers.
     pub sources: Vec<Source>,
     pub state: Mutex<GroupState>,
@@ -421,6 +427,7 @@ impl<K> Group<K> {
     }
 
     /// The members now.
+    #[inline]
     pub fn members(&self) -> MembersRef<'_> {
         match &self.fixed {
             Some(members) => MembersRef::Fixed(members),
@@ -635,6 +642,26 @@ impl<K> Group<K> {
         members.counters.get(slot).cloned()
     }
 
+    /// Runs `count` on a peer's counters: borrowed in a fixed group (no reference count
+    /// touched on the request path), found by serial in a `resolve` group.
+    #[inline]
+    fn with_counters(&self, selected: Selected, count: impl FnOnce(&PeerCounters)) {
+        if let Some(members) = &self.fixed {
+            // A fixed group's serials are its slots.
+            if let Some(counters) = members.counters.get(selected.serial as usize) {
+                count(counters);
+            }
+            return;
+        }
+        let members = self.members();
+        if let Some(counters) = members
+            .slot(selected)
+            .and_then(|slot| members.counters.get(slot))
+        {
+            count(counters);
+        }
+    }
+
     /// Counts a peer's response with `status`, whose connection took `connect_time` to open
     /// and whose head took `header_time`.
     pub fn note_response(
@@ -645,39 +672,38 @@ impl<K> Group<K> {
         header_time: Option<Duration>,
     ) {
         use std::sync::atomic::Ordering::Relaxed;
-        let Some(counters) = self.counters(selected) else {
-            return;
-        };
-        if let Some(class) = (status / 100).checked_sub(1)
-            && let Some(counter) = counters.responses.get(usize::from(class))
-        {
-            counter.fetch_add(1, Relaxed);
-        }
-        if let Some(took) = header_time {
-            PeerCounters::note_time(
-                took,
-                &counters.header_times,
-                &counters.header_microseconds,
-                &counters.header_buckets,
-            );
-        }
-        if let Some(took) = connect_time {
-            PeerCounters::note_time(
-                took,
-                &counters.connect_times,
-                &counters.connect_microseconds,
-                &counters.connect_buckets,
-            );
-        }
+        self.with_counters(selected, |counters| {
+            if let Some(class) = (status / 100).checked_sub(1)
+                && let Some(counter) = counters.responses.get(usize::from(class))
+            {
+                counter.fetch_add(1, Relaxed);
+            }
+            if let Some(took) = header_time {
+                PeerCounters::note_time(
+                    took,
+                    &counters.header_times,
+                    &counters.header_microseconds,
+                    &counters.header_buckets,
+                );
+            }
+            if let Some(took) = connect_time {
+                PeerCounters::note_time(
+                    took,
+                    &counters.connect_times,
+                    &counters.connect_microseconds,
+                    &counters.connect_buckets,
+                );
+            }
+        });
     }
 
     /// Counts bytes written to and read from a peer.
     pub fn note_bytes(&self, selected: Selected, sent: u64, received: u64) {
         use std::sync::atomic::Ordering::Relaxed;
-        if let Some(counters) = self.counters(selected) {
+        self.with_counters(selected, |counters| {
             counters.sent_bytes.fetch_add(sent, Relaxed);
             counters.received_bytes.fetch_add(received, Relaxed);
-        }
+        });
     }
 
     /// The peer a request chose; `None` once DNS removed it.
@@ -688,18 +714,28 @@ impl<K> Group<K> {
     }
 
     /// How many peers a request may try: every one not marked `down` (nginx's `tries`).
+    #[inline]
     pub fn peer_count(&self) -> usize {
-        let members = self.members();
-        members
-            .primary
-            .iter()
-            .chain(members.backup.iter())
-            .filter(|peer| !peer.down)
-            .count()
+        let count = |members: &Members| {
+            members
+                .primary
+                .iter()
+                .chain(members.backup.iter())
+                .filter(|peer| !peer.down)
+                .count()
+        };
+        match &self.fixed {
+            Some(members) => count(members),
+            None => count(&self.members()),
+        }
     }
 
     /// One primary peer and no backup: nginx never marks it failed and never retries it.
+    #[inline]
     pub fn is_single(&self) -> bool {
-        self.members().is_single()
+        match &self.fixed {
+            Some(members) => members.is_single(),
+            None => self.members().is_single(),
+        }
     }
 }

@@ -306,19 +306,24 @@ pub async fn lookup(
 ) -> Result<Addresses, ResolveError> {
     let deadline = tokio::time::Instant::now() + timeout;
     let name = name.trim_end_matches('.').to_ascii_lowercase();
+    // The A and AAAA questions of one lookup go to the same server first, as nginx's do.
+    let first = conf.next_server_index();
     let mut addresses = Vec::new();
     let mut ttl = u32::MAX;
     let mut first_error = None;
     let kinds = [(conf.ipv4, wire::TYPE_A), (conf.ipv6, wire::TYPE_AAAA)];
     for (_, kind) in kinds.iter().filter(|(wanted, _)| *wanted) {
-        match lookup_kind(conf, deadline, &name, *kind, notes).await {
+        match lookup_kind(conf, deadline, &name, *kind, first, notes).await {
             Ok((found, found_ttl)) => {
                 ttl = ttl.min(found_ttl);
                 addresses.extend(found);
             }
-            Err(error) => {
+            // No such name or no records of one type: the other type may have some.
+            Err(error) if error == ResolveError::NOT_FOUND => {
                 first_error.get_or_insert(error);
             }
+            // A failed question fails the lookup, as in nginx: half an answer is no answer.
+            Err(error) => return Err(error),
         }
     }
     if addresses.is_empty() {
@@ -347,9 +352,10 @@ async fn lookup_kind(
     deadline: tokio::time::Instant,
     name: &str,
     kind: u16,
+    first: usize,
     notes: &mut Vec<Note>,
 ) -> Result<(Vec<IpAddr>, u32), ResolveError> {
-    let chased = ask_chasing(conf, deadline, name, kind, notes).await?;
+    let chased = ask_chasing(conf, deadline, name, kind, first, notes).await?;
     let (addresses, address_ttl) = wire::addresses_of(&chased.answers, &chased.owner, kind);
     if addresses.is_empty() {
         return Err(ResolveError::NOT_FOUND);
@@ -374,6 +380,7 @@ async fn ask_chasing(
     deadline: tokio::time::Instant,
     name: &str,
     kind: u16,
+    first: usize,
     notes: &mut Vec<Note>,
 ) -> Result<Chased, ResolveError> {
     let mut current = name.to_owned();
@@ -384,7 +391,7 @@ async fn ask_chasing(
             kind,
         };
         let (answers, additional) =
-            match transport::exchange(conf, &question, deadline, notes).await? {
+            match transport::exchange(conf, &question, deadline, first, notes).await? {
                 wire::Reply::Records {
                     answers,
                     additional,
@@ -424,7 +431,8 @@ pub async fn lookup_services(
 ) -> Result<Services, ResolveError> {
     let deadline = tokio::time::Instant::now() + timeout;
     let name = name.trim_end_matches('.').to_ascii_lowercase();
-    let chased = ask_chasing(conf, deadline, &name, wire::TYPE_SRV, notes).await?;
+    let first = conf.next_server_index();
+    let chased = ask_chasing(conf, deadline, &name, wire::TYPE_SRV, first, notes).await?;
     let mut ttl = chased.ttl;
     let mut services = Vec::new();
     for record in chased

@@ -407,3 +407,49 @@ fn srv_records_give_ports_weights_and_their_targets_addresses() {
     );
     assert!(asked.iter().any(|(question, _)| question.kind == TYPE_A));
 }
+
+#[test]
+fn one_failed_question_fails_the_lookup_and_both_go_to_the_same_server_first() {
+    use super::wire::TYPE_AAAA;
+    let dns = FakeDns::start(|query, _| {
+        let question = question_of(query);
+        let reply = match (question.name.as_str(), question.kind) {
+            (_, TYPE_A) => answer(query, 0, false, &[Fake::A("half.test", 60, ip(1))], &[]),
+            ("half.test", TYPE_AAAA) => answer(query, 2, false, &[], &[]),
+            _ => answer(query, 0, false, &[], &[]),
+        };
+        vec![Action::Send(reply)]
+    });
+    let other = FakeDns::start(|query, _| {
+        let reply = match question_of(query).kind {
+            TYPE_A => answer(query, 0, false, &[Fake::A("v4only.test", 60, ip(2))], &[]),
+            _ => answer(query, 0, false, &[], &[]),
+        };
+        vec![Action::Send(reply)]
+    });
+    let conf = ResolverConf {
+        ipv6: true,
+        ..conf(&[dns.address, other.address])
+    };
+    let mut notes = Vec::new();
+    run(async {
+        let found = lookup(&conf, Duration::from_secs(2), "half.test", &mut notes).await;
+        assert_eq!(found, Err(ResolveError::from_rcode(2)));
+        // No AAAA record at all is no failure: the A records stand.
+        let found = lookup(&conf, Duration::from_secs(2), "v4only.test", &mut notes).await;
+        assert_eq!(
+            found.expect("resolved").addresses,
+            vec![IpAddr::from(ip(2))]
+        );
+    });
+    assert_eq!(
+        dns.questions(),
+        2,
+        "both questions of the first lookup went to it"
+    );
+    assert_eq!(
+        other.questions(),
+        2,
+        "both of the second went to the other first"
+    );
+}

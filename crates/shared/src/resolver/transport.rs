@@ -19,12 +19,14 @@ const RESEND_MIN: Duration = Duration::from_millis(200);
 /// A UDP answer without EDNS is at most 512 bytes; more room costs nothing.
 const UDP_ANSWER_MAX: usize = 4096;
 
-/// The answer to `question`, from the first server that gives one before `deadline`.
-/// What went wrong on the way (forged ids, servers down) is told to `notes`.
+/// The answer to `question`, from the first server that gives one before `deadline`,
+/// starting with server `first` (modulo their number). What went wrong on the way
+/// (forged ids, servers down) is told to `notes`.
 pub async fn exchange(
     conf: &ResolverConf,
     question: &Question,
     deadline: Instant,
+    first: usize,
     notes: &mut Vec<Note>,
 ) -> Result<Reply, ResolveError> {
     let servers = conf.servers.len();
@@ -33,7 +35,6 @@ pub async fn exchange(
     }
     let per_server = (conf_timeout(deadline) / u32::try_from(servers).unwrap_or(u32::MAX))
         .clamp(RESEND_MIN, RESEND_MAX);
-    let first = conf.next_server_index();
     let mut attempt = 0usize;
     while Instant::now() < deadline {
         let server = conf.servers[(first + attempt) % servers];
