@@ -443,10 +443,15 @@ impl<K> Group<K> {
         })
     }
 
-    /// Replaces the peers `resolve` server `ordinal` gives (each marked backup or not).
-    /// Peers whose address stays keep their state and counters; requests in flight keep
-    /// the peer they chose. Returns whether the members changed.
-    pub fn update_resolved(&self, ordinal: usize, peers: Vec<(Peer, bool)>) -> bool {
+    /// Replaces the peers `resolve` server `ordinal` gives (each marked backup or not),
+    /// kept in address order. Peers whose address stays keep their state and counters;
+    /// requests in flight keep the peer they chose. Returns whether the members changed.
+    pub fn update_resolved(&self, ordinal: usize, mut peers: Vec<(Peer, bool)>) -> bool {
+        // Name servers rotate their answers: in address order, the same answer is the
+        // same list.
+        peers.sort_by(|(a, a_backup), (b, b_backup)| {
+            (a_backup, a.name.as_ref()).cmp(&(b_backup, b.name.as_ref()))
+        });
         let mut state = self.lock_state();
         let Some(slot) = state.resolved.get_mut(ordinal) else {
             return false;

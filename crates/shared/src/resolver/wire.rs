@@ -25,10 +25,11 @@ pub struct Question {
 }
 
 /// A query for `question` with recursion desired; `None` for a name that cannot be
-/// sent (an empty or over-long label, a name over 255 bytes).
+/// sent (an empty or over-long label, a name over 255 characters: one a CNAME gave at
+/// that length is still asked for, as nginx asks for it).
 pub fn encode_query(id: u16, question: &Question) -> Option<Vec<u8>> {
     let name = question.name.trim_end_matches('.');
-    if name.is_empty() || name.len() > 253 {
+    if name.is_empty() || name.len() > 255 {
         return None;
     }
     let mut out = Vec::with_capacity(name.len() + 18);
@@ -165,7 +166,8 @@ pub fn chase_alias(records: &[Record], name: &str) -> Option<(String, u32)> {
     None
 }
 
-/// The addresses `records` give `name` (after its aliases), and their smallest TTL.
+/// The addresses `records` give `name` (after its aliases), in order and repeated as
+/// written, and their smallest TTL.
 pub fn addresses_of(records: &[Record], name: &str, kind: u16) -> (Vec<IpAddr>, u32) {
     let mut addresses = Vec::new();
     let mut ttl = u32::MAX;
@@ -175,7 +177,8 @@ pub fn addresses_of(records: &[Record], name: &str, kind: u16) -> (Vec<IpAddr>, 
                 IpAddr::V4(_) => kind == TYPE_A,
                 IpAddr::V6(_) => kind == TYPE_AAAA,
             };
-            if fits && !addresses.contains(&address) {
+            // Repeated records stay repeated: nginx makes a peer of each.
+            if fits {
                 addresses.push(address);
                 ttl = ttl.min(record.ttl);
             }
