@@ -395,11 +395,13 @@ impl<K> Group<K> {
         let mut guard = self.lock_state();
         let state = &mut *guard;
         let members = match &self.fixed {
+            // The common case, kept as short as it was before groups could change.
             Some(members) => super::MembersRef::Fixed(members),
             None => super::MembersRef::Shared(state.members.clone().unwrap_or_default()),
         };
         let (primary, backup) = (&mut state.primary, &mut state.backup);
         let selected = choose(&self.balancer, &members, primary, backup, tried, key, now)?;
+        drop(guard);
         let slot = if selected.backup {
             members.primary.len() + selected.index
         } else {
@@ -418,11 +420,20 @@ impl<K> Group<K> {
             Some(members) => super::MembersRef::Fixed(members),
             None => super::MembersRef::Shared(state.members.clone().unwrap_or_default()),
         };
-        let Some(slot) = members.slot(selected) else {
-            return false;
+        // A fixed group's peers never move: the choice is where it was.
+        let current = if self.fixed.is_some() {
+            selected
+        } else {
+            let Some(slot) = members.slot(selected) else {
+                return false;
+            };
+            members.at(slot)
         };
-        let current = members.at(slot);
-        let peer = members.peer_at(slot);
+        let peer = if current.backup {
+            &members.backup[current.index]
+        } else {
+            &members.primary[current.index]
+        };
         let states = if current.backup {
             &mut state.backup
         } else {
@@ -482,6 +493,7 @@ impl<K> Group<K> {
 }
 
 /// The choice itself, on the members and their states under the group's lock.
+#[inline]
 fn choose<K>(
     balancer: &Balancer<K>,
     members: &Members,
