@@ -298,6 +298,9 @@ pub async fn resolve(
 
 /// The A and AAAA records of `name` (as `ipv4=`/`ipv6=` allow) asked of the servers now,
 /// CNAME chains followed, within `timeout`.
+///
+/// As in nginx, a CNAME sends the whole lookup (both types) on to its target, unless the
+/// other type's question gave addresses, which then stand alone.
 pub async fn lookup(
     conf: &ResolverConf,
     timeout: Duration,
@@ -305,34 +308,48 @@ pub async fn lookup(
     notes: &mut Vec<Note>,
 ) -> Result<Addresses, ResolveError> {
     let deadline = tokio::time::Instant::now() + timeout;
-    let name = name.trim_end_matches('.').to_ascii_lowercase();
-    // The A and AAAA questions of one lookup go to the same server first, as nginx's do.
-    let first = conf.next_server_index();
-    let mut addresses = Vec::new();
+    let mut current = name.trim_end_matches('.').to_ascii_lowercase();
     let mut ttl = u32::MAX;
-    let mut first_error = None;
     let kinds = [(conf.ipv4, wire::TYPE_A), (conf.ipv6, wire::TYPE_AAAA)];
-    for (_, kind) in kinds.iter().filter(|(wanted, _)| *wanted) {
-        match lookup_kind(conf, deadline, &name, *kind, first, notes).await {
-            Ok((found, found_ttl)) => {
-                ttl = ttl.min(found_ttl);
-                addresses.extend(found);
+    for _ in 0..=wire::CNAME_CHAIN_MAX {
+        // The A and AAAA questions of one name go to the same server first, as nginx's do.
+        let first = conf.next_server_index();
+        let mut addresses = Vec::new();
+        let mut alias = None;
+        for (_, kind) in kinds.iter().filter(|(wanted, _)| *wanted) {
+            match lookup_kind(conf, deadline, &current, *kind, first, notes).await? {
+                KindAnswer::Addresses(found, found_ttl) => {
+                    ttl = ttl.min(found_ttl);
+                    addresses.extend(found);
+                }
+                KindAnswer::Alias(target, alias_ttl) => {
+                    alias.get_or_insert((target, alias_ttl));
+                }
+                KindAnswer::Nothing => {}
             }
-            // No such name or no records of one type: the other type may have some.
-            Err(error) if error == ResolveError::NOT_FOUND => {
-                first_error.get_or_insert(error);
-            }
-            // A failed question fails the lookup, as in nginx: half an answer is no answer.
-            Err(error) => return Err(error),
         }
+        if !addresses.is_empty() {
+            return Ok(Addresses {
+                addresses,
+                valid: valid_for(conf, ttl),
+            });
+        }
+        let Some((target, alias_ttl)) = alias else {
+            return Err(ResolveError::NOT_FOUND);
+        };
+        ttl = ttl.min(alias_ttl);
+        current = target;
     }
-    if addresses.is_empty() {
-        return Err(first_error.unwrap_or(ResolveError::NOT_FOUND));
-    }
-    Ok(Addresses {
-        addresses,
-        valid: valid_for(conf, ttl),
-    })
+    Err(ResolveError::NOT_FOUND)
+}
+
+/// What one question about a name's addresses found.
+enum KindAnswer {
+    Addresses(Vec<IpAddr>, u32),
+    /// Only a CNAME (chain) whose target's records the answer did not carry.
+    Alias(String, u32),
+    /// No such name, or no records of the type.
+    Nothing,
 }
 
 /// `valid=` when set, else the answer's TTL.
@@ -345,8 +362,9 @@ fn valid_for(conf: &ResolverConf, ttl: u32) -> Duration {
         })))
 }
 
-/// One record type of `name`; a CNAME whose target's records the server did not add is
-/// asked for in turn, at most [`wire::CNAME_CHAIN_MAX`] times.
+/// One record type of `name`, asked once: its addresses (after a CNAME chain in the same
+/// answer), or where a CNAME leads. A failed question (any error but NXDOMAIN) fails the
+/// lookup, as in nginx: half an answer is no answer.
 async fn lookup_kind(
     conf: &ResolverConf,
     deadline: tokio::time::Instant,
@@ -354,13 +372,31 @@ async fn lookup_kind(
     kind: u16,
     first: usize,
     notes: &mut Vec<Note>,
-) -> Result<(Vec<IpAddr>, u32), ResolveError> {
-    let chased = ask_chasing(conf, deadline, name, kind, first, notes).await?;
-    let (addresses, address_ttl) = wire::addresses_of(&chased.answers, &chased.owner, kind);
-    if addresses.is_empty() {
-        return Err(ResolveError::NOT_FOUND);
-    }
-    Ok((addresses, chased.ttl.min(address_ttl)))
+) -> Result<KindAnswer, ResolveError> {
+    let question = wire::Question {
+        name: name.to_owned(),
+        kind,
+    };
+    let answers = match transport::exchange(conf, &question, deadline, first, notes).await? {
+        wire::Reply::Records { answers, .. } => answers,
+        wire::Reply::Failed(error) if error == ResolveError::NOT_FOUND => {
+            return Ok(KindAnswer::Nothing);
+        }
+        wire::Reply::Failed(error) => return Err(error),
+        _ => return Err(ResolveError::from_rcode(2)),
+    };
+    let Some((target, alias_ttl)) = wire::chase_alias(&answers, name) else {
+        // A loop of aliases.
+        return Ok(KindAnswer::Nothing);
+    };
+    let (addresses, address_ttl) = wire::addresses_of(&answers, &target, kind);
+    Ok(if !addresses.is_empty() {
+        KindAnswer::Addresses(addresses, alias_ttl.min(address_ttl))
+    } else if target != name {
+        KindAnswer::Alias(target, alias_ttl)
+    } else {
+        KindAnswer::Nothing
+    })
 }
 
 /// An answer with records of the asked type, after the CNAME chain that led to it.
