@@ -68,12 +68,16 @@ pub fn start(
     sockets: GenerationSockets,
     connection_ids: Arc<AtomicU64>,
     cache_zones: &mut crate::cache_zones::ZoneRegistry,
+    previous: Option<&Generation>,
 ) -> Result<GenerationHandle, StartError> {
     let Some(mut http) = config.http.take() else {
         return Err(StartError(
             "no \"http\" section in configuration".to_owned(),
         ));
     };
+    if let Some(previous) = previous {
+        http::kernel::upstream::discovery::carry_over(&http.upstreams, &previous.http.upstreams);
+    }
     // A reload's new paths (the first start made them before it forked).
     crate::work_dirs::prepare(&http, config.user.as_ref()).map_err(StartError)?;
     crate::limit_zones::adopt(&mut http.limit_zones).map_err(StartError)?;
@@ -448,6 +452,9 @@ async fn run_worker(
         .map(|stream| tokio::task::spawn_local(Rc::clone(stream).flush_access_logs_periodically()));
     tokio::task::spawn_local(Rc::clone(&worker).watch_phase());
     let stall_watcher = tokio::task::spawn_local(Rc::clone(&worker).watch_loop_stalls());
+    let discovery = tokio::task::spawn_local(
+        http::kernel::upstream::discovery::follow_resolvable_servers(Rc::clone(&worker)),
+    );
     let log_lines = tokio::task::spawn_local(hand_over_log_lines());
     context.until_finished(shutdown_timeout).await;
     // A graceful stop whose `worker_shutdown_timeout` passed: the requests still running
@@ -463,6 +470,7 @@ async fn run_worker(
         stream.flush_access_logs();
     }
     stall_watcher.abort();
+    discovery.abort();
     log_lines.abort();
     worker.report_stall_counts();
     worker.flush_access_logs();

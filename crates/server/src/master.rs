@@ -376,6 +376,7 @@ impl Master {
             sockets,
             Arc::clone(&connection_ids),
             &mut cache_zones,
+            None,
         ) {
             Ok(handle) => handle,
             Err(error) => {
@@ -531,6 +532,11 @@ impl Master {
             sockets,
             Arc::clone(&self.connection_ids),
             &mut self.cache_zones,
+            self.generations
+                .iter()
+                .rev()
+                .find(|old| !old.draining)
+                .map(|old| &*old.generation),
         ) {
             Ok(handle) => handle,
             Err(error) => {

@@ -128,7 +128,23 @@ pub async fn find_target<'c>(session: &mut Session<'c>) -> Result<Target<'c>, u1
         return Err(status::INTERNAL_SERVER_ERROR);
     };
     session.action = Some("resolving");
-    match shared::resolver::resolve(resolver, server.settings.resolver_timeout, &host).await {
+    let mut notes = Vec::new();
+    let resolved = shared::resolver::resolve(
+        resolver,
+        server.settings.resolver_timeout,
+        &host,
+        &mut notes,
+    )
+    .await;
+    for note in &notes {
+        let level = if note.is_error() {
+            Level::Error
+        } else {
+            Level::Info
+        };
+        session.log(level, format_args!("{note}"));
+    }
+    match resolved {
         Ok(addresses) => Ok(Target::Owned(Box::new(one_address_group(
             &host, &addresses, port,
         )))),
@@ -309,7 +325,7 @@ pub async fn connect_with_retries(
     loop {
         session.action = Some("connecting to upstream");
         let now = runtime::clock::monotonic();
-        let Some(selected) = group.select(&mut tried, &select_key, now) else {
+        let Some((selected, peer)) = group.select_peer(&mut tried, &select_key, now) else {
             session.upstream_name = Some(std::sync::Arc::clone(&group.name));
             if session.vars.upstream.is_empty() {
                 // `$upstream_addr` names the group when no peer could be tried at all.
@@ -321,7 +337,6 @@ pub async fn connect_with_retries(
             session.log(Level::Error, format_args!("no live upstreams"));
             return None;
         };
-        let peer = group.peer(selected);
         session.upstream_name = Some(std::sync::Arc::clone(&peer.name));
         session.vars.upstream.push(crate::variables::UpstreamTry {
             name: std::sync::Arc::clone(&peer.name),

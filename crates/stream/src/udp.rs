@@ -324,7 +324,7 @@ async fn proxy(
     loop {
         session.action = Some("connecting to upstream");
         let now = runtime::clock::monotonic();
-        let Some(selected) = group.select(&mut tried, &select_key, now) else {
+        let Some((selected, peer)) = group.select_peer(&mut tried, &select_key, now) else {
             session.upstream_name = Some(std::sync::Arc::clone(&group.name));
             if session.vars.upstream.is_empty() {
                 // `$upstream_addr` names the group when no peer could be tried at all.
@@ -336,7 +336,6 @@ async fn proxy(
             session.log(Level::Error, format_args!("no live upstreams"));
             return status::BAD_GATEWAY;
         };
-        let peer = group.peer(selected);
         session.upstream_name = Some(std::sync::Arc::clone(&peer.name));
         session.vars.upstream.push(UpstreamTry {
             name: std::sync::Arc::clone(&peer.name),

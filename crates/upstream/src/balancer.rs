@@ -6,13 +6,15 @@
 use std::net::IpAddr;
 use std::time::Instant;
 
-use super::{Balancer, Group, GroupState, Peer, PeerState};
+use super::{Balancer, Group, Members, Peer, PeerRef, PeerState};
 
-/// A chosen peer: its index among the primary or the backup peers.
+/// A chosen peer: its index among the primary or the backup peers when it was chosen, and
+/// its serial, which finds it again after DNS changed the group's members.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Selected {
     pub backup: bool,
     pub index: usize,
+    pub serial: u32,
 }
 
 /// What one request has tried so far, and its balancer's per-request state.
@@ -83,9 +85,16 @@ const HASH_ATTEMPTS_MAX: u32 = 20;
 
 impl Tried {
     pub fn new<K>(group: &Group<K>) -> Tried {
+        let (primary, backup) = match &group.fixed {
+            Some(members) => (members.primary.len(), members.backup.len()),
+            None => {
+                let members = group.members();
+                (members.primary.len(), members.backup.len())
+            }
+        };
         Tried {
-            primary: Bits::new(group.primary.len()),
-            backup: Bits::new(group.backup.len()),
+            primary: Bits::new(primary),
+            backup: Bits::new(backup),
             hash: if matches!(group.balancer, Balancer::IpHash) {
                 89
             } else {
@@ -206,18 +215,17 @@ fn total_weight(peers: &[Peer]) -> u64 {
 
 /// The hash balancers' search: `next` names a candidate (by weight) per attempt; the first
 /// one not tried and available wins. `None` after nginx's 20 attempts: round robin then.
-fn probe<K>(
-    group: &Group<K>,
-    state: &GroupState,
+fn probe(
+    members: &Members,
+    states: &[PeerState],
     tried: &mut Tried,
     now: Instant,
     mut next: impl FnMut(&mut Tried) -> u64,
 ) -> Option<usize> {
-    let total = total_weight(&group.primary);
+    let total = total_weight(&members.primary);
     loop {
-        let index = by_weight(&group.primary, next(tried) % total);
-        if !tried.primary.get(index) && available(&group.primary[index], &state.primary[index], now)
-        {
+        let index = by_weight(&members.primary, next(tried) % total);
+        if !tried.primary.get(index) && available(&members.primary[index], &states[index], now) {
             return Some(index);
         }
         tried.attempts += 1;
@@ -228,9 +236,9 @@ fn probe<K>(
 }
 
 /// `ip_hash`: the first three bytes of an IPv4 client address (all of IPv6) pick the peer.
-fn ip_hash_pick<K>(
-    group: &Group<K>,
-    state: &mut GroupState,
+fn ip_hash_pick(
+    members: &Members,
+    states: &mut [PeerState],
     tried: &mut Tried,
     client: Option<IpAddr>,
     now: Instant,
@@ -243,25 +251,25 @@ fn ip_hash_pick<K>(
         },
         None => vec![0; 3],
     };
-    let index = probe(group, state, tried, now, |tried| {
+    let index = probe(members, states, tried, now, |tried| {
         for byte in &bytes {
             tried.hash = (tried.hash * 113 + u64::from(*byte)) % 6271;
         }
         tried.hash
     })?;
-    touch(&group.primary[index], &mut state.primary[index], now);
+    touch(&members.primary[index], &mut states[index], now);
     Some(index)
 }
 
 /// `hash KEY`: CRC32 of the key (with the rehash count in front after the first attempt).
-fn hash_pick<K>(
-    group: &Group<K>,
-    state: &mut GroupState,
+fn hash_pick(
+    members: &Members,
+    states: &mut [PeerState],
     tried: &mut Tried,
     key: &[u8],
     now: Instant,
 ) -> Option<usize> {
-    let index = probe(group, state, tried, now, |tried| {
+    let index = probe(members, states, tried, now, |tried| {
         let mut crc = Crc32::new();
         if tried.rehash > 0 {
             crc.update(tried.rehash.to_string().as_bytes());
@@ -271,36 +279,32 @@ fn hash_pick<K>(
         tried.rehash += 1;
         tried.hash
     })?;
-    touch(&group.primary[index], &mut state.primary[index], now);
+    touch(&members.primary[index], &mut states[index], now);
     Some(index)
 }
 
 /// `hash KEY consistent`: the first ring point at or after the key's CRC32; peers that
 /// share the point's server are balanced round robin.
-fn chash_pick<K>(
-    group: &Group<K>,
-    state: &mut GroupState,
+fn chash_pick(
+    members: &Members,
+    states: &mut [PeerState],
     tried: &mut Tried,
     key: &[u8],
     now: Instant,
 ) -> Option<usize> {
-    if group.ring.is_empty() {
+    if members.ring.is_empty() {
         return None;
     }
     let mut position = *tried.ring_position.get_or_insert_with(|| {
         let hash = crc32(key);
-        group.ring.partition_point(|(point, _)| *point < hash)
+        members.ring.partition_point(|(point, _)| *point < hash)
     });
     loop {
-        let (_, owner) = group.ring[position % group.ring.len()];
-        let server = &group.primary[owner].server;
-        let chosen = weighted_pick(
-            &group.primary,
-            &mut state.primary,
-            &tried.primary,
-            now,
-            |index| group.primary[index].server == *server,
-        );
+        let (_, owner) = members.ring[position % members.ring.len()];
+        let server = &members.primary[owner].server;
+        let chosen = weighted_pick(&members.primary, states, &tried.primary, now, |index| {
+            members.primary[index].server == *server
+        });
         if let Some(index) = chosen {
             tried.ring_position = Some(position);
             return Some(index);
@@ -315,19 +319,19 @@ fn chash_pick<K>(
 }
 
 /// `random [two [least_conn]]`.
-fn random_pick<K>(
-    group: &Group<K>,
-    state: &mut GroupState,
+fn random_pick(
+    members: &Members,
+    states: &mut [PeerState],
     tried: &mut Tried,
     two: bool,
     now: Instant,
 ) -> Option<usize> {
-    let first = probe(group, state, tried, now, |_| random_u64())?;
-    let chosen = if two && group.primary.len() > 1 {
+    let first = probe(members, states, tried, now, |_| random_u64())?;
+    let chosen = if two && members.primary.len() > 1 {
         // Two different peers are compared, as nginx's `random two` does: a second pick
         // of the first would send a request to a busy peer while another is idle.
         let second = loop {
-            match probe(group, state, tried, now, |_| random_u64()) {
+            match probe(members, states, tried, now, |_| random_u64()) {
                 Some(index) if index == first => {
                     tried.attempts += 1;
                     if tried.attempts > HASH_ATTEMPTS_MAX {
@@ -338,7 +342,7 @@ fn random_pick<K>(
                 None => break first,
             }
         };
-        if ratio_less(&group.primary, &state.primary, second, first) {
+        if ratio_less(&members.primary, states, second, first) {
             second
         } else {
             first
@@ -346,7 +350,7 @@ fn random_pick<K>(
     } else {
         first
     };
-    touch(&group.primary[chosen], &mut state.primary[chosen], now);
+    touch(&members.primary[chosen], &mut states[chosen], now);
     Some(chosen)
 }
 
@@ -376,104 +380,69 @@ impl<K> Group<K> {
     /// to it. `None` is nginx's "no live upstreams": every peer is down or failed (their
     /// failure counts are then cleared, so that they are tried again soon).
     pub fn select(&self, tried: &mut Tried, key: &SelectKey<'_>, now: Instant) -> Option<Selected> {
-        let mut guard = self
-            .state
-            .lock()
-            .unwrap_or_else(|poison| poison.into_inner());
+        self.select_peer(tried, key, now)
+            .map(|(selected, _)| selected)
+    }
+
+    /// [`Group::select`], with the peer chosen: it stays valid while the request uses it,
+    /// whatever DNS does to the group meanwhile.
+    pub fn select_peer(
+        &self,
+        tried: &mut Tried,
+        key: &SelectKey<'_>,
+        now: Instant,
+    ) -> Option<(Selected, PeerRef<'_>)> {
+        let mut guard = self.lock_state();
         let state = &mut *guard;
-        if self.is_single() {
-            let peer = &self.primary[0];
-            let peer_state = &mut state.primary[0];
-            if peer.down || (peer.max_conns > 0 && peer_state.conns >= peer.max_conns) {
-                return None;
-            }
-            peer_state.conns += 1;
-            peer_state.selected += 1;
-            return Some(Selected {
-                backup: false,
-                index: 0,
-            });
-        }
-        if !tried.in_backup {
-            // The hash methods pick by key (falling back to round robin as nginx does:
-            // fewer than two servers, an empty key, or 20 unavailable picks).
-            let hashed = match &self.balancer {
-                _ if self.primary.len() < 2 => None,
-                Balancer::RoundRobin | Balancer::LeastConn => None,
-                Balancer::IpHash => ip_hash_pick(self, state, tried, key.client, now),
-                Balancer::Hash { .. } if key.hash.is_empty() => None,
-                Balancer::Hash {
-                    consistent: true, ..
-                } => chash_pick(self, state, tried, key.hash, now),
-                Balancer::Hash { .. } => hash_pick(self, state, tried, key.hash, now),
-                Balancer::Random { two } => random_pick(self, state, tried, *two, now),
-            };
-            let primary = match (hashed, &self.balancer) {
-                (Some(index), _) => Some(index),
-                (None, Balancer::LeastConn) => {
-                    least_conn_pick(&self.primary, &mut state.primary, &tried.primary, now)
-                }
-                (None, _) => weighted_pick(
-                    &self.primary,
-                    &mut state.primary,
-                    &tried.primary,
-                    now,
-                    |_| true,
-                ),
-            };
-            if let Some(index) = primary {
-                tried.primary.set(index);
-                state.primary[index].conns += 1;
-                state.primary[index].selected += 1;
-                return Some(Selected {
-                    backup: false,
-                    index,
-                });
-            }
-            tried.in_backup = true;
-        }
-        let backup = match self.balancer {
-            Balancer::LeastConn => {
-                least_conn_pick(&self.backup, &mut state.backup, &tried.backup, now)
-            }
-            _ => weighted_pick(&self.backup, &mut state.backup, &tried.backup, now, |_| {
-                true
-            }),
+        let members = match &self.fixed {
+            // The common case, kept as short as it was before groups could change.
+            Some(members) => super::MembersRef::Fixed(members),
+            None => super::MembersRef::Shared(state.members.clone().unwrap_or_default()),
         };
-        if let Some(index) = backup {
-            tried.backup.set(index);
-            state.backup[index].conns += 1;
-            state.backup[index].selected += 1;
-            return Some(Selected {
-                backup: true,
-                index,
-            });
-        }
-        // Every peer failed: count them live again for a quick recovery, as nginx does.
-        for peer in state.primary.iter_mut().chain(state.backup.iter_mut()) {
-            peer.fails = 0;
-        }
-        None
+        let (primary, backup) = (&mut state.primary, &mut state.backup);
+        let selected = choose(&self.balancer, &members, primary, backup, tried, key, now)?;
+        drop(guard);
+        let slot = if selected.backup {
+            members.primary.len() + selected.index
+        } else {
+            selected.index
+        };
+        Some((selected, PeerRef { members, slot }))
     }
 
     /// Ends a request's use of a peer: counts a failure (and says whether the peer just
     /// reached `max_fails`), or clears the failures of a peer that answered after its
-    /// fail timeout.
+    /// fail timeout. A peer DNS removed meanwhile has nothing left to count.
     pub fn release(&self, selected: Selected, failed: bool, now: Instant) -> bool {
-        let mut guard = self
-            .state
-            .lock()
-            .unwrap_or_else(|poison| poison.into_inner());
-        let peer = self.peer(selected);
-        let states = if selected.backup {
-            &mut guard.backup
-        } else {
-            &mut guard.primary
+        let mut guard = self.lock_state();
+        let state = &mut *guard;
+        let members = match &self.fixed {
+            Some(members) => super::MembersRef::Fixed(members),
+            None => super::MembersRef::Shared(state.members.clone().unwrap_or_default()),
         };
-        let state = &mut states[selected.index];
+        // A fixed group's peers never move: the choice is where it was.
+        let current = if self.fixed.is_some() {
+            selected
+        } else {
+            let Some(slot) = members.slot(selected) else {
+                return false;
+            };
+            members.at(slot)
+        };
+        let peer = if current.backup {
+            &members.backup[current.index]
+        } else {
+            &members.primary[current.index]
+        };
+        let states = if current.backup {
+            &mut state.backup
+        } else {
+            &mut state.primary
+        };
+        let state = &mut states[current.index];
         state.conns = state.conns.saturating_sub(1);
         state.failures += u64::from(failed);
-        if self.is_single() {
+        if members.is_single() {
             return false;
         }
         if failed {
@@ -497,27 +466,117 @@ impl<K> Group<K> {
             false
         }
     }
-}
 
-impl<K> Group<K> {
     /// Counts a try that reached its peer without ending its use of it (a stream session
     /// that stays connected): a peer whose fail timeout had passed is live again at once,
     /// not when the session ends. [`Group::release`] still follows.
     pub fn note_success(&self, selected: Selected) {
-        let mut guard = self
-            .state
-            .lock()
-            .unwrap_or_else(|poison| poison.into_inner());
-        let states = if selected.backup {
+        let mut guard = self.lock_state();
+        let members = match &self.fixed {
+            Some(members) => super::MembersRef::Fixed(members),
+            None => super::MembersRef::Shared(guard.members.clone().unwrap_or_default()),
+        };
+        let Some(slot) = members.slot(selected) else {
+            return;
+        };
+        let current = members.at(slot);
+        let states = if current.backup {
             &mut guard.backup
         } else {
             &mut guard.primary
         };
-        let state = &mut states[selected.index];
+        let state = &mut states[current.index];
         if state.accessed < state.checked {
             state.fails = 0;
         }
     }
+}
+
+/// The choice itself, on the members and their states under the group's lock.
+#[inline]
+fn choose<K>(
+    balancer: &Balancer<K>,
+    members: &Members,
+    primary: &mut [PeerState],
+    backup: &mut [PeerState],
+    tried: &mut Tried,
+    key: &SelectKey<'_>,
+    now: Instant,
+) -> Option<Selected> {
+    let serial = |backup: bool, index: usize| {
+        let slot = if backup {
+            members.primary.len() + index
+        } else {
+            index
+        };
+        members.serials[slot]
+    };
+    if members.is_single() {
+        let peer = &members.primary[0];
+        let peer_state = &mut primary[0];
+        if peer.down || (peer.max_conns > 0 && peer_state.conns >= peer.max_conns) {
+            return None;
+        }
+        peer_state.conns += 1;
+        peer_state.selected += 1;
+        return Some(Selected {
+            backup: false,
+            index: 0,
+            serial: serial(false, 0),
+        });
+    }
+    if !tried.in_backup {
+        // The hash methods pick by key (falling back to round robin as nginx does:
+        // fewer than two servers, an empty key, or 20 unavailable picks).
+        let hashed = match balancer {
+            _ if members.primary.len() < 2 => None,
+            Balancer::RoundRobin | Balancer::LeastConn => None,
+            Balancer::IpHash => ip_hash_pick(members, primary, tried, key.client, now),
+            Balancer::Hash { .. } if key.hash.is_empty() => None,
+            Balancer::Hash {
+                consistent: true, ..
+            } => chash_pick(members, primary, tried, key.hash, now),
+            Balancer::Hash { .. } => hash_pick(members, primary, tried, key.hash, now),
+            Balancer::Random { two } => random_pick(members, primary, tried, *two, now),
+        };
+        let chosen = match (hashed, balancer) {
+            (Some(index), _) => Some(index),
+            (None, Balancer::LeastConn) => {
+                least_conn_pick(&members.primary, primary, &tried.primary, now)
+            }
+            (None, _) => weighted_pick(&members.primary, primary, &tried.primary, now, |_| true),
+        };
+        if let Some(index) = chosen {
+            tried.primary.set(index);
+            primary[index].conns += 1;
+            primary[index].selected += 1;
+            return Some(Selected {
+                backup: false,
+                index,
+                serial: serial(false, index),
+            });
+        }
+        tried.in_backup = true;
+    }
+    let chosen = match balancer {
+        Balancer::LeastConn => least_conn_pick(&members.backup, backup, &tried.backup, now),
+        _ => weighted_pick(&members.backup, backup, &tried.backup, now, |_| true),
+    };
+    if let Some(index) = chosen {
+        tried.backup.set(index);
+        backup[index].conns += 1;
+        backup[index].selected += 1;
+        return Some(Selected {
+            backup: true,
+            index,
+            serial: serial(true, index),
+        });
+    }
+    // Every peer failed: count them live again for a quick recovery, as nginx does.
+    for peer in primary.iter_mut().chain(backup.iter_mut()) {
+        peer.fails = 0;
+    }
+    None
 }
 
 /// The points of a `hash ... consistent` ring: 160 per unit of weight for each primary

@@ -203,10 +203,12 @@ mod tests {
         let peer = Selected {
             backup: false,
             index: 0,
+            serial: 0,
         };
         let other_peer = Selected {
             backup: false,
             index: 1,
+            serial: 1,
         };
         let now = Instant::now();
         let mut cache = KeepaliveCache::default();

@@ -4,7 +4,9 @@
 //! A group is built at config load, from an `upstream NAME { ... }` block or implicitly from
 //! the address a `proxy_pass` names. Its peers' failure counters and balancer state live
 //! behind one mutex shared by every worker of the generation (so `zone` is implied); idle
-//! keep-alive connections are kept per worker ([`keepalive`]).
+//! keep-alive connections are kept per worker ([`keepalive`]). A group with `server ...
+//! resolve` lines has members that change while it runs: they are replaced as a whole
+//! ([`Members`]) and a request in flight keeps the peer it chose.
 
 pub mod balancer;
 pub mod keepalive;
@@ -12,11 +14,12 @@ pub mod registry;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 pub use balancer::{Selected, Tried};
 pub use registry::UpstreamRegistry;
+use shared::resolver::ResolverConf;
 
 /// A group's index in the configuration's list of groups.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -157,14 +160,160 @@ impl PeerCounters {
 pub struct GroupState {
     pub primary: Vec<PeerState>,
     pub backup: Vec<PeerState>,
+    /// The current members of a group with `resolve` servers (`None` for a fixed group).
+    pub members: Option<Arc<Members>>,
+    /// Per `resolve` server: the peers its last good answer gave, each marked backup or not.
+    pub resolved: Vec<Vec<(Peer, bool)>>,
+    /// Per `resolve` server: when it is looked up next, and until when a worker that took
+    /// the lookup on may hold it (a worker that stops holds it no longer).
+    pub due: Vec<Instant>,
+    pub claimed_until: Vec<Option<Instant>>,
+    /// The serial the next new member gets.
+    pub next_serial: u32,
+}
+
+/// The peers of a group at one moment: fixed for a group without `resolve` servers, and
+/// replaced as a whole, never edited, when DNS changes what a `resolve` server names.
+#[derive(Debug, Default)]
+pub struct Members {
+    pub primary: Vec<Peer>,
+    pub backup: Vec<Peer>,
+    /// `hash ... consistent`: points on the ring and the primary peer each belongs to.
+    pub ring: Vec<(u32, usize)>,
+    /// Per peer, primary then backup: a number that stays with the peer's address across
+    /// changes (a request in flight finds its peer by it), and the metrics' counters.
+    pub serials: Vec<u32>,
+    pub counters: Vec<Arc<PeerCounters>>,
+}
+
+impl Members {
+    fn new(primary: Vec<Peer>, backup: Vec<Peer>, consistent: bool, serials: Vec<u32>) -> Members {
+        let ring = if consistent {
+            balancer::ketama_ring(&primary)
+        } else {
+            Vec::new()
+        };
+        let counters = serials
+            .iter()
+            .map(|_| Arc::new(PeerCounters::default()))
+            .collect();
+        Members {
+            primary,
+            backup,
+            ring,
+            serials,
+            counters,
+        }
+    }
+
+    /// Where `selected` is now: its index among primary then backup peers, found by its
+    /// serial when the members changed since it was chosen; `None` once it is gone.
+    #[inline]
+    pub fn slot(&self, selected: Selected) -> Option<usize> {
+        let slot = if selected.backup {
+            self.primary.len() + selected.index
+        } else {
+            selected.index
+        };
+        if self.serials.get(slot) == Some(&selected.serial) {
+            return Some(slot);
+        }
+        self.serials
+            .iter()
+            .position(|serial| *serial == selected.serial)
+    }
+
+    /// The slot's peer, as primary or backup and index.
+    #[inline]
+    pub fn at(&self, slot: usize) -> Selected {
+        let serial = self.serials[slot];
+        if slot < self.primary.len() {
+            Selected {
+                backup: false,
+                index: slot,
+                serial,
+            }
+        } else {
+            Selected {
+                backup: true,
+                index: slot - self.primary.len(),
+                serial,
+            }
+        }
+    }
+
+    #[inline]
+    pub fn peer_at(&self, slot: usize) -> &Peer {
+        if slot < self.primary.len() {
+            &self.primary[slot]
+        } else {
+            &self.backup[slot - self.primary.len()]
+        }
+    }
+
+    /// One primary peer and no backup: nginx never marks it failed and never retries it.
+    #[inline]
+    pub fn is_single(&self) -> bool {
+        self.primary.len() == 1 && self.backup.is_empty()
+    }
+}
+
+/// A group's members, borrowed from a fixed group or held while a `resolve` group changes.
+#[derive(Debug)]
+pub enum MembersRef<'g> {
+    Fixed(&'g Members),
+    Shared(Arc<Members>),
+}
+
+impl std::ops::Deref for MembersRef<'_> {
+    type Target = Members;
+    #[inline]
+    fn deref(&self) -> &Members {
+        match self {
+            MembersRef::Fixed(members) => members,
+            MembersRef::Shared(members) => members,
+        }
+    }
+}
+
+/// A chosen peer, valid for as long as the request uses it even if DNS removes it.
+#[derive(Debug)]
+pub struct PeerRef<'g> {
+    members: MembersRef<'g>,
+    slot: usize,
+}
+
+impl std::ops::Deref for PeerRef<'_> {
+    type Target = Peer;
+    #[inline]
+    fn deref(&self) -> &Peer {
+        self.members.peer_at(self.slot)
+    }
+}
+
+/// A `server NAME resolve` line: its addresses come from DNS while the server runs.
+#[derive(Clone, Debug)]
+pub struct Resolvable {
+    /// The name looked up: the host for A/AAAA records, or the SRV name (`service=`).
+    pub host: String,
+    pub port: u16,
+    pub service: Option<String>,
+    /// `weight=`, `max_fails=` and the others, for each peer the name gives.
+    pub template: Peer,
+    pub backup: bool,
+}
+
+/// One `server` line of a group, in the order written.
+#[derive(Clone, Debug)]
+pub enum Source {
+    Fixed { peers: Vec<Peer>, backup: bool },
+    Resolve(Resolvable),
 }
 
 /// An upstream group.
 #[derive(Debug)]
 pub struct Group<K> {
     pub name: std::sync::Arc<str>,
-    pub primary: Vec<Peer>,
-    pub backup: Vec<Peer>,
     pub balancer: Balancer<K>,
     pub keepalive: Option<KeepaliveConf>,
     /// Made from a `proxy_pass` address rather than an `upstream` block.
@@ -172,13 +321,26 @@ pub struct Group<K> {
     /// The port an implicit group was made for (a `proxy_pass` with variables finds it by
     /// name and port).
     pub port: Option<u16>,
-    /// `hash ... consistent`: points on the ring and the primary peer each belongs to.
-    pub ring: Vec<(u32, usize)>,
+    /// The members of a group without `resolve` servers.
+    pub(crate) fixed: Option<Members>,
+    /// The `server` lines of a group with `resolve` servers.
+    pub sources: Vec<Source>,
     pub state: Mutex<GroupState>,
     /// Idle keep-alive connections (`keepalive`), shared by the workers.
     pub idle: Mutex<keepalive::KeepaliveCache>,
-    /// Per peer, primary then backup: answers counted for the metrics.
-    pub counters: Vec<PeerCounters>,
+    /// The name servers and `resolver_timeout` the `resolve` servers are looked up with.
+    pub resolver: Option<(Arc<ResolverConf>, Duration)>,
+}
+
+/// Initial balancer state for `peers`.
+fn initial_states(peers: &[Peer]) -> Vec<PeerState> {
+    peers
+        .iter()
+        .map(|peer| PeerState {
+            effective_weight: peer.weight.into(),
+            ..PeerState::default()
+        })
+        .collect()
 }
 
 impl<K> Group<K> {
@@ -191,40 +353,256 @@ impl<K> Group<K> {
         implicit: bool,
         port: Option<u16>,
     ) -> Group<K> {
-        let initial = |peers: &[Peer]| {
-            peers
-                .iter()
-                .map(|peer| PeerState {
-                    effective_weight: peer.weight.into(),
-                    ..PeerState::default()
-                })
-                .collect()
-        };
-        let (primary_count, backup_count) = (primary.len(), backup.len());
-        let ring = match &balancer {
+        let consistent = matches!(
+            balancer,
             Balancer::Hash {
-                consistent: true, ..
-            } => balancer::ketama_ring(&primary),
-            _ => Vec::new(),
+                consistent: true,
+                ..
+            }
+        );
+        let count = primary.len() + backup.len();
+        let state = GroupState {
+            primary: initial_states(&primary),
+            backup: initial_states(&backup),
+            next_serial: u32::try_from(count).unwrap_or(u32::MAX),
+            ..GroupState::default()
         };
+        let serials = (0..count)
+            .map(|slot| u32::try_from(slot).unwrap_or(u32::MAX))
+            .collect();
         Group {
-            state: Mutex::new(GroupState {
-                primary: initial(&primary),
-                backup: initial(&backup),
-            }),
+            state: Mutex::new(state),
             name,
-            primary,
-            backup,
             balancer,
             keepalive,
             implicit,
             port,
-            ring,
+            fixed: Some(Members::new(primary, backup, consistent, serials)),
+            sources: Vec::new(),
             idle: Mutex::default(),
-            counters: (0..primary_count + backup_count)
-                .map(|_| PeerCounters::default())
-                .collect(),
+            resolver: None,
         }
+    }
+
+    /// A group with `resolve` servers: the fixed ones are members at once, the others when
+    /// their names resolve.
+    pub fn with_sources(
+        name: std::sync::Arc<str>,
+        sources: Vec<Source>,
+        balancer: Balancer<K>,
+        keepalive: Option<KeepaliveConf>,
+        resolver: (Arc<ResolverConf>, Duration),
+        now: Instant,
+    ) -> Group<K> {
+        let resolvable = sources
+            .iter()
+            .filter(|source| matches!(source, Source::Resolve(_)))
+            .count();
+        let group = Group {
+            state: Mutex::new(GroupState {
+                members: Some(Arc::new(Members::default())),
+                resolved: vec![Vec::new(); resolvable],
+                due: vec![now; resolvable],
+                claimed_until: vec![None; resolvable],
+                ..GroupState::default()
+            }),
+            name,
+            balancer,
+            keepalive,
+            implicit: false,
+            port: None,
+            fixed: None,
+            sources,
+            idle: Mutex::default(),
+            resolver: Some(resolver),
+        };
+        group.rebuild(&mut group.lock_state());
+        group
+    }
+
+    pub fn lock_state(&self) -> std::sync::MutexGuard<'_, GroupState> {
+        self.state
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+    }
+
+    /// The members now.
+    #[inline]
+    pub fn members(&self) -> MembersRef<'_> {
+        match &self.fixed {
+            Some(members) => MembersRef::Fixed(members),
+            None => MembersRef::Shared(self.lock_state().members.clone().unwrap_or_default()),
+        }
+    }
+
+    /// The `resolve` servers, in order.
+    pub fn resolvables(&self) -> impl Iterator<Item = &Resolvable> {
+        self.sources.iter().filter_map(|source| match source {
+            Source::Resolve(resolvable) => Some(resolvable),
+            Source::Fixed { .. } => None,
+        })
+    }
+
+    /// Replaces the peers `resolve` server `ordinal` gives (each marked backup or not),
+    /// kept in address order. Peers whose address stays keep their state and counters;
+    /// requests in flight keep the peer they chose. Returns whether the members changed.
+    pub fn update_resolved(&self, ordinal: usize, mut peers: Vec<(Peer, bool)>) -> bool {
+        // Name servers rotate their answers: in address order, the same answer is the
+        // same list.
+        peers.sort_by(|(a, a_backup), (b, b_backup)| {
+            (a_backup, a.name.as_ref()).cmp(&(b_backup, b.name.as_ref()))
+        });
+        let mut state = self.lock_state();
+        let Some(slot) = state.resolved.get_mut(ordinal) else {
+            return false;
+        };
+        let same = slot.len() == peers.len()
+            && slot
+                .iter()
+                .zip(&peers)
+                .all(|((old, old_backup), (new, new_backup))| {
+                    old.address == new.address
+                        && old.weight == new.weight
+                        && old_backup == new_backup
+                });
+        if same {
+            return false;
+        }
+        *slot = peers;
+        self.rebuild(&mut state);
+        true
+    }
+
+    /// What the `resolve` servers of `old` (a reloaded configuration's group of the same
+    /// name) last found, taken as this group's first members: a reload does not wait for
+    /// DNS, nor lose its members when DNS fails then (nginx keeps them too). Addresses are
+    /// taken over; ports and parameters are this configuration's.
+    pub fn carry_over(&self, old: &Group<K>) {
+        let old_state = old.lock_state();
+        let mut new_state = self.lock_state();
+        let mut changed = false;
+        for (ordinal, resolvable) in self.resolvables().enumerate() {
+            let previous = old.resolvables().position(|was| {
+                was.host.eq_ignore_ascii_case(&resolvable.host) && was.service == resolvable.service
+            });
+            let Some(found) = previous.and_then(|index| old_state.resolved.get(index)) else {
+                continue;
+            };
+            new_state.resolved[ordinal] = found
+                .iter()
+                .map(|(peer, backup)| {
+                    let mut address = peer.address.clone();
+                    if let (PeerAddr::Inet(socket), None) = (&mut address, &resolvable.service) {
+                        socket.set_port(resolvable.port);
+                    }
+                    let name: Arc<str> = address.to_string().into();
+                    let weight = if resolvable.service.is_some() {
+                        peer.weight
+                    } else {
+                        resolvable.template.weight
+                    };
+                    let carried = Peer {
+                        address,
+                        server: name.as_ref().into(),
+                        name,
+                        weight,
+                        ..resolvable.template.clone()
+                    };
+                    (carried, *backup)
+                })
+                .collect();
+            changed = true;
+        }
+        drop(old_state);
+        if changed {
+            self.rebuild(&mut new_state);
+        }
+    }
+
+    /// Makes the members from the sources and the last answers, carrying each kept
+    /// address's serial, balancer state and counters over.
+    fn rebuild(&self, state: &mut GroupState) {
+        let consistent = matches!(
+            self.balancer,
+            Balancer::Hash {
+                consistent: true,
+                ..
+            }
+        );
+        let mut listed: Vec<(Peer, bool)> = Vec::new();
+        let mut ordinal = 0;
+        for source in &self.sources {
+            match source {
+                Source::Fixed { peers, backup } => {
+                    listed.extend(peers.iter().map(|peer| (peer.clone(), *backup)));
+                }
+                Source::Resolve(_) => {
+                    listed.extend(state.resolved[ordinal].iter().cloned());
+                    ordinal += 1;
+                }
+            }
+        }
+        let old = state.members.clone().unwrap_or_default();
+        let mut primary = Vec::new();
+        let mut backup = Vec::new();
+        let (mut primary_states, mut backup_states) = (Vec::new(), Vec::new());
+        let mut kept: Vec<(bool, u32, Arc<PeerCounters>)> = Vec::new();
+        for (peer, is_backup) in listed {
+            let previous = (0..old.serials.len()).find(|slot| {
+                let was = old.at(*slot);
+                was.backup == is_backup
+                    && old.peer_at(*slot).address == peer.address
+                    && !kept.iter().any(|(_, serial, _)| *serial == was.serial)
+            });
+            let (serial, counters, peer_state) = match previous {
+                Some(slot) => {
+                    let was = old.at(slot);
+                    let states = if was.backup {
+                        &state.backup
+                    } else {
+                        &state.primary
+                    };
+                    let mut peer_state = states.get(was.index).cloned().unwrap_or_default();
+                    peer_state.effective_weight =
+                        peer_state.effective_weight.min(i64::from(peer.weight));
+                    (was.serial, Arc::clone(&old.counters[slot]), peer_state)
+                }
+                None => {
+                    let serial = state.next_serial;
+                    state.next_serial = state.next_serial.wrapping_add(1);
+                    let peer_state = PeerState {
+                        effective_weight: peer.weight.into(),
+                        ..PeerState::default()
+                    };
+                    (serial, Arc::new(PeerCounters::default()), peer_state)
+                }
+            };
+            kept.push((is_backup, serial, counters));
+            if is_backup {
+                backup.push(peer);
+                backup_states.push(peer_state);
+            } else {
+                primary.push(peer);
+                primary_states.push(peer_state);
+            }
+        }
+        // Serials and counters in slot order: primary peers first.
+        let (primary_kept, backup_kept): (Vec<_>, Vec<_>) =
+            kept.into_iter().partition(|(is_backup, _, _)| !is_backup);
+        let ordered: Vec<_> = primary_kept.into_iter().chain(backup_kept).collect();
+        let mut members = Members::new(
+            primary,
+            backup,
+            consistent,
+            ordered.iter().map(|(_, serial, _)| *serial).collect(),
+        );
+        members.counters = ordered
+            .into_iter()
+            .map(|(_, _, counters)| counters)
+            .collect();
+        state.primary = primary_states;
+        state.backup = backup_states;
+        state.members = Some(Arc::new(members));
     }
 
     /// A live idle connection to `peer` opened for `purpose` (see [`keepalive::Idle`]),
@@ -262,14 +640,31 @@ impl<K> Group<K> {
         }
     }
 
-    /// The metrics' counters of a peer.
-    pub fn counters(&self, selected: Selected) -> Option<&PeerCounters> {
-        let index = if selected.backup {
-            self.primary.len() + selected.index
-        } else {
-            selected.index
-        };
-        self.counters.get(index)
+    /// The metrics' counters of a peer (`None` once DNS removed it).
+    pub fn counters(&self, selected: Selected) -> Option<Arc<PeerCounters>> {
+        let members = self.members();
+        let slot = members.slot(selected)?;
+        members.counters.get(slot).cloned()
+    }
+
+    /// Runs `count` on a peer's counters: borrowed in a fixed group (no reference count
+    /// touched on the request path), found by serial in a `resolve` group.
+    #[inline]
+    fn with_counters(&self, selected: Selected, count: impl FnOnce(&PeerCounters)) {
+        if let Some(members) = &self.fixed {
+            // A fixed group's serials are its slots.
+            if let Some(counters) = members.counters.get(selected.serial as usize) {
+                count(counters);
+            }
+            return;
+        }
+        let members = self.members();
+        if let Some(counters) = members
+            .slot(selected)
+            .and_then(|slot| members.counters.get(slot))
+        {
+            count(counters);
+        }
     }
 
     /// Counts a peer's response with `status`, whose connection took `connect_time` to open
@@ -282,60 +677,70 @@ impl<K> Group<K> {
         header_time: Option<Duration>,
     ) {
         use std::sync::atomic::Ordering::Relaxed;
-        let Some(counters) = self.counters(selected) else {
-            return;
-        };
-        if let Some(class) = (status / 100).checked_sub(1)
-            && let Some(counter) = counters.responses.get(usize::from(class))
-        {
-            counter.fetch_add(1, Relaxed);
-        }
-        if let Some(took) = header_time {
-            PeerCounters::note_time(
-                took,
-                &counters.header_times,
-                &counters.header_microseconds,
-                &counters.header_buckets,
-            );
-        }
-        if let Some(took) = connect_time {
-            PeerCounters::note_time(
-                took,
-                &counters.connect_times,
-                &counters.connect_microseconds,
-                &counters.connect_buckets,
-            );
-        }
+        self.with_counters(selected, |counters| {
+            if let Some(class) = (status / 100).checked_sub(1)
+                && let Some(counter) = counters.responses.get(usize::from(class))
+            {
+                counter.fetch_add(1, Relaxed);
+            }
+            if let Some(took) = header_time {
+                PeerCounters::note_time(
+                    took,
+                    &counters.header_times,
+                    &counters.header_microseconds,
+                    &counters.header_buckets,
+                );
+            }
+            if let Some(took) = connect_time {
+                PeerCounters::note_time(
+                    took,
+                    &counters.connect_times,
+                    &counters.connect_microseconds,
+                    &counters.connect_buckets,
+                );
+            }
+        });
     }
 
     /// Counts bytes written to and read from a peer.
     pub fn note_bytes(&self, selected: Selected, sent: u64, received: u64) {
         use std::sync::atomic::Ordering::Relaxed;
-        if let Some(counters) = self.counters(selected) {
+        self.with_counters(selected, |counters| {
             counters.sent_bytes.fetch_add(sent, Relaxed);
             counters.received_bytes.fetch_add(received, Relaxed);
-        }
+        });
     }
 
-    pub fn peer(&self, selected: Selected) -> &Peer {
-        if selected.backup {
-            &self.backup[selected.index]
-        } else {
-            &self.primary[selected.index]
-        }
+    /// The peer a request chose; `None` once DNS removed it.
+    pub fn peer(&self, selected: Selected) -> Option<PeerRef<'_>> {
+        let members = self.members();
+        let slot = members.slot(selected)?;
+        Some(PeerRef { members, slot })
     }
 
     /// How many peers a request may try: every one not marked `down` (nginx's `tries`).
+    #[inline]
     pub fn peer_count(&self) -> usize {
-        self.primary
-            .iter()
-            .chain(self.backup.iter())
-            .filter(|peer| !peer.down)
-            .count()
+        let count = |members: &Members| {
+            members
+                .primary
+                .iter()
+                .chain(members.backup.iter())
+                .filter(|peer| !peer.down)
+                .count()
+        };
+        match &self.fixed {
+            Some(members) => count(members),
+            None => count(&self.members()),
+        }
     }
 
     /// One primary peer and no backup: nginx never marks it failed and never retries it.
+    #[inline]
     pub fn is_single(&self) -> bool {
-        self.primary.len() == 1 && self.backup.is_empty()
+        match &self.fixed {
+            Some(members) => members.is_single(),
+            None => self.members().is_single(),
+        }
     }
 }

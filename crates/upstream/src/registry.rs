@@ -3,11 +3,15 @@
 //! `http` block is read (an `upstream` block may come after the `proxy_pass` naming it).
 
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
-use std::time::Duration;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use shared::resolver::ResolverConf;
 
 use conf::{ConfError, Span};
 
-use super::{Balancer, Group, KeepaliveConf, Peer, PeerAddr, UpstreamId};
+use super::{Balancer, Group, KeepaliveConf, Peer, PeerAddr, Resolvable, Source, UpstreamId};
 
 /// One `server` line of an `upstream` block.
 #[derive(Clone, Debug)]
@@ -19,6 +23,10 @@ pub struct ServerEntry {
     pub max_conns: u32,
     pub backup: bool,
     pub down: bool,
+    /// `resolve`: the name is looked up again while the server runs.
+    pub resolve: bool,
+    /// `service=NAME`: SRV records give the addresses, ports and weights.
+    pub service: Option<String>,
     pub span: Span,
 }
 
@@ -32,6 +40,9 @@ pub struct UpstreamScope<K> {
     pub keepalive_time: Option<Duration>,
     pub keepalive_timeout: Option<Duration>,
     pub zone: Option<String>,
+    /// `resolver` and `resolver_timeout` in the block (else the `http` block's).
+    pub resolver: Option<Arc<ResolverConf>>,
+    pub resolver_timeout: Option<Duration>,
 }
 
 impl<K> Default for UpstreamScope<K> {
@@ -44,6 +55,8 @@ impl<K> Default for UpstreamScope<K> {
             keepalive_time: None,
             keepalive_timeout: None,
             zone: None,
+            resolver: None,
+            resolver_timeout: None,
         }
     }
 }
@@ -200,7 +213,11 @@ impl<K> UpstreamRegistry<K> {
     }
 
     /// Resolves every group: addresses of `server` lines and of `proxy_pass` hosts.
-    pub fn finish(self) -> Result<Vec<Group<K>>, ConfError> {
+    /// `resolver` is the `http` block's, for `resolve` servers of blocks without their own.
+    pub fn finish(
+        self,
+        resolver: Option<(Arc<ResolverConf>, Duration)>,
+    ) -> Result<Vec<Group<K>>, ConfError> {
         let mut groups = Vec::with_capacity(self.entries.len());
         for entry in self.entries {
             groups.push(match entry {
@@ -225,7 +242,7 @@ impl<K> UpstreamRegistry<K> {
                     name,
                     scope: Some(scope),
                     span,
-                } => block_group(name, scope, &span)?,
+                } => block_group(name, scope, &span, resolver.as_ref())?,
                 Entry::Address {
                     host,
                     port,
@@ -261,31 +278,64 @@ fn block_group<K>(
     name: String,
     scope: UpstreamScope<K>,
     span: &Span,
+    http_resolver: Option<&(Arc<ResolverConf>, Duration)>,
 ) -> Result<Group<K>, ConfError> {
     if scope.servers.is_empty() {
         return Err(ConfError::message("no servers are inside upstream", span));
     }
-    let mut primary = Vec::new();
-    let mut backup = Vec::new();
+    let mut sources = Vec::new();
     for server in &scope.servers {
         let (host, port) = split_host_port(&server.address, &server.span, "upstream")?;
+        let template = Peer {
+            server: server.address.as_str().into(),
+            weight: server.weight,
+            max_fails: server.max_fails,
+            fail_timeout: server.fail_timeout,
+            max_conns: server.max_conns,
+            down: server.down,
+            ..peer_at(PeerAddr::Unix(PathBuf::new()), server.address.clone())
+        };
+        let bare = host.trim_start_matches('[').trim_end_matches(']');
+        if server.resolve && !host.starts_with("unix:") && bare.parse::<IpAddr>().is_err() {
+            if scope.zone.is_none() {
+                return Err(ConfError::message(
+                    format!(
+                        "resolving names at run time requires upstream \"{name}\" in {span} \
+                         to be in shared memory"
+                    ),
+                    &server.span,
+                ));
+            }
+            sources.push(Source::Resolve(Resolvable {
+                service: server.service.as_ref().map(|service| {
+                    if service.contains('.') {
+                        format!("{service}.{host}")
+                    } else {
+                        format!("_{service}._tcp.{host}")
+                    }
+                }),
+                host,
+                port: port.unwrap_or(80),
+                template,
+                backup: server.backup,
+            }));
+            continue;
+        }
         let mut peers = match host.strip_prefix("unix:") {
             Some(path) => vec![peer_at(PeerAddr::Unix(path.into()), server.address.clone())],
             None => resolve(&host, port.unwrap_or(80), &server.span, &server.address)?,
         };
         for peer in &mut peers {
-            peer.server = server.address.as_str().into();
-            peer.weight = server.weight;
-            peer.max_fails = server.max_fails;
-            peer.fail_timeout = server.fail_timeout;
-            peer.max_conns = server.max_conns;
-            peer.down = server.down;
+            *peer = Peer {
+                address: peer.address.clone(),
+                name: Arc::clone(&peer.name),
+                ..template.clone()
+            };
         }
-        if server.backup {
-            backup.extend(peers);
-        } else {
-            primary.extend(peers);
-        }
+        sources.push(Source::Fixed {
+            peers,
+            backup: server.backup,
+        });
     }
     let keepalive = scope.keepalive.map(|connections| KeepaliveConf {
         connections,
@@ -293,11 +343,54 @@ fn block_group<K>(
         time: scope.keepalive_time.unwrap_or(Duration::from_secs(3600)),
         timeout: scope.keepalive_timeout.unwrap_or(Duration::from_secs(60)),
     });
+    let balancer = scope.balancer.unwrap_or_default();
+    if sources
+        .iter()
+        .any(|source| matches!(source, Source::Resolve(_)))
+    {
+        let resolver = match (scope.resolver, http_resolver) {
+            (Some(own), _) => (
+                own,
+                scope.resolver_timeout.unwrap_or(Duration::from_secs(30)),
+            ),
+            (None, Some((http, timeout))) => {
+                (Arc::clone(http), scope.resolver_timeout.unwrap_or(*timeout))
+            }
+            (None, None) => {
+                return Err(ConfError::message(
+                    format!(
+                        "no resolver defined to resolve names at run time in upstream \"{name}\""
+                    ),
+                    span,
+                ));
+            }
+        };
+        return Ok(Group::with_sources(
+            name.into(),
+            sources,
+            balancer,
+            keepalive,
+            resolver,
+            Instant::now(),
+        ));
+    }
+    let (mut primary, mut backup) = (Vec::new(), Vec::new());
+    for source in sources {
+        if let Source::Fixed {
+            peers,
+            backup: true,
+        } = source
+        {
+            backup.extend(peers);
+        } else if let Source::Fixed { peers, .. } = source {
+            primary.extend(peers);
+        }
+    }
     Ok(Group::new(
         name.into(),
         primary,
         backup,
-        scope.balancer.unwrap_or_default(),
+        balancer,
         keepalive,
         false,
         None,

@@ -155,6 +155,17 @@ impl Server {
     pub fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
+
+    /// Sends `signal` (`HUP`, ...) to the server, by its pid.
+    #[allow(dead_code, reason = "the e2e harness's dnsmasq uses it; these tests do not")]
+    pub fn signal(&self, signal: &str) {
+        let pid = self.child.id().to_string();
+        let sent = Command::new("kill").args(["-s", signal, &pid]).status();
+        assert!(
+            sent.is_ok_and(|status| status.success()),
+            "kill -s {signal} {pid}"
+        );
+    }
 }
 
 impl Drop for Server {

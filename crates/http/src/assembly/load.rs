@@ -572,7 +572,12 @@ fn build(
     context.variables.check_defined()?;
     crate::modules::proxy::pass::check_uri_parts(&builder.locations)?;
     crate::modules::proxy::ssl::finish(&mut builder.locations, &env.prefix)?;
-    let upstreams = std::mem::take(&mut context.upstreams).finish()?;
+    let http_proxy = http_location.proxy.resolve(env);
+    let http_resolver = http_proxy
+        .resolver
+        .clone()
+        .map(|resolver| (resolver, http_proxy.resolver_timeout));
+    let upstreams = std::mem::take(&mut context.upstreams).finish(http_resolver)?;
     crate::modules::observe::zones::mark_location_zones(&servers, &builder.locations);
     for location in &mut builder.locations {
         main.charset

@@ -129,6 +129,7 @@ mod trailers;
 mod upstream_hash;
 mod upstream_max_fails;
 mod upstream_random;
+mod upstream_resolve;
 mod userid;
 mod uwsgi_scgi;
 mod variables;

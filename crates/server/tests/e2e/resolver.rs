@@ -54,3 +54,51 @@ fn resolver_and_zone_settings_load_and_bad_ones_are_refused() {
         "\"ipv4\" and \"ipv6\" cannot both be \"off\" in {conf}:4",
     );
 }
+
+/// Debian's dnsmasq as the name server: a name with one address, a name with 150 (more
+/// than a UDP answer holds, so asked again over TCP), and a name it does not have; the
+/// first name server listed is down and passed over.
+#[test]
+fn resolver_asks_dnsmasq_over_udp_and_tcp_past_a_dead_server() {
+    let Some(program) = crate::support::dnsmasq::Dnsmasq::find() else {
+        return;
+    };
+    let mut builder = Instance::http_builder(
+        "log_format up '$upstream_addr $upstream_status';
+         server {
+             listen 127.0.0.1:8080;
+             access_log logs/up.log up;
+             location / {
+                 resolver 127.0.0.1:8083 127.0.0.1:8082 ipv6=off;
+                 resolver_timeout 5s;
+                 proxy_pass http://$arg_host.portico.test:%%PORT_8081%%;
+             }
+         }",
+    );
+    let port = builder.port(8081);
+    let _dead = builder.port(8083);
+    let mut hosts = String::from("127.0.0.1 one.portico.test\n");
+    for n in 1..=150 {
+        hosts.push_str(&format!("127.1.0.{n} many.portico.test\n"));
+    }
+    let _dnsmasq = crate::support::dnsmasq::Dnsmasq::start(&program, builder.port(8082), &hosts);
+    let _upstream = MockUpstream::answering(port, OK);
+    let server = builder.start();
+    for _ in 0..2 {
+        assert_eq!(server.get("/?host=one").body_text(), "hello");
+    }
+    assert_eq!(server.get("/?host=missing").status, 502);
+    server.wait_for_error_log("missing.portico.test could not be resolved (3: Host not found)");
+    // Nothing listens on 127.1.0.N: the request tries every address the answer gave
+    // before it fails, so `$upstream_addr` lists all 150.
+    assert_eq!(server.get("/?host=many").status, 502);
+    let line = server.wait_for_line("logs/up.log", "127.1.0.");
+    let mut tried: Vec<&str> = line
+        .split(", ")
+        .filter_map(|part| part.split(' ').next())
+        .filter(|address| address.starts_with("127.1.0."))
+        .collect();
+    tried.sort_unstable();
+    tried.dedup();
+    assert_eq!(tried.len(), 150, "{line}");
+}

@@ -463,7 +463,7 @@ fn finish(
             ));
         }
     }
-    let groups = loader.upstreams.finish()?;
+    let groups = loader.upstreams.finish(None)?;
     Ok(StreamConf {
         sockets,
         servers: resolved,

@@ -60,9 +60,9 @@ fn servers_sockets_and_settings_are_resolved_with_defaults_and_inheritance() {
         panic!("proxy_pass u");
     };
     let group = &conf.groups[id.0 as usize];
-    assert_eq!(group.primary.len(), 1);
-    assert_eq!(group.backup.len(), 1);
-    assert_eq!(group.primary[0].weight, 2);
+    assert_eq!(group.members().primary.len(), 1);
+    assert_eq!(group.members().backup.len(), 1);
+    assert_eq!(group.members().primary[0].weight, 2);
     assert!(matches!(conf.servers[1].content, Content::Return(_)));
 }
 

@@ -63,6 +63,8 @@ pub fn set_upstream_server(
         max_conns: 0,
         backup: false,
         down: false,
+        resolve: false,
+        service: None,
         span: span.clone(),
     };
     for argument in &directive.args[1..] {

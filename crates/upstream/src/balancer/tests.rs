@@ -39,7 +39,7 @@ fn ports(group: &Group, count: usize) -> Vec<u16> {
     (0..count)
         .map(|_| {
             let selected = pick(group, &SelectKey::default(), now).unwrap();
-            match group.peer(selected).address {
+            match group.peer(selected).expect("a member").address {
                 PeerAddr::Inet(address) => address.port(),
                 PeerAddr::Unix(_) => 0,
             }
@@ -242,7 +242,7 @@ fn consistent_hash_moves_only_the_keys_of_a_removed_server() {
             now,
         )
         .unwrap();
-        group.peer(selected).name.to_string()
+        group.peer(selected).expect("a member").name.to_string()
     };
     let mut moved = 0;
     for n in 0..200 {
@@ -259,7 +259,7 @@ fn consistent_hash_moves_only_the_keys_of_a_removed_server() {
         moved > 0 && moved < 120,
         "{moved} keys were on the removed server"
     );
-    assert_eq!(four.ring.len(), 4 * 160);
+    assert_eq!(four.members().ring.len(), 4 * 160);
 }
 
 /// `random two` compares two different peers: with one of two peers busy, every request
@@ -277,7 +277,7 @@ fn random_two_compares_two_different_peers() {
     let busy = group
         .select(&mut tried, &SelectKey::default(), now)
         .expect("a peer");
-    let busy_port = match group.peer(busy).address {
+    let busy_port = match group.peer(busy).expect("a member").address {
         PeerAddr::Inet(address) => address.port(),
         PeerAddr::Unix(_) => 0,
     };
@@ -299,4 +299,118 @@ fn random_spreads_over_every_peer() {
     );
     let seen = ports(&group, 64);
     assert!(seen.contains(&1) && seen.contains(&2));
+}
+
+/// A group with one fixed server and one `resolve` server whose answers the test gives.
+fn resolving_group(balancer: Balancer) -> Group {
+    let resolver = std::sync::Arc::new(shared::resolver::ResolverConf {
+        servers: vec![SocketAddr::from(([127, 0, 0, 1], 53))],
+        valid: None,
+        ipv4: true,
+        ipv6: false,
+        state: Default::default(),
+    });
+    let template = peer(0, 1);
+    crate::Group::with_sources(
+        "g".into(),
+        vec![
+            crate::Source::Fixed {
+                peers: vec![peer(1, 1)],
+                backup: false,
+            },
+            crate::Source::Resolve(crate::Resolvable {
+                host: "cache.test".into(),
+                port: 80,
+                service: None,
+                template,
+                backup: false,
+            }),
+        ],
+        balancer,
+        None,
+        (resolver, Duration::from_secs(1)),
+        Instant::now(),
+    )
+}
+
+#[test]
+fn resolved_members_come_and_go_and_requests_in_flight_keep_their_peer() {
+    let group = resolving_group(Balancer::LeastConn);
+    assert_eq!(
+        ports(&group, 3),
+        vec![1, 1, 1],
+        "only the fixed server at first"
+    );
+    let with = |ports: &[u16]| ports.iter().map(|port| (peer(*port, 1), false)).collect();
+    assert!(group.update_resolved(0, with(&[2, 3])));
+    assert!(
+        !group.update_resolved(0, with(&[2, 3])),
+        "the same answer changes nothing"
+    );
+    let mut seen = ports(&group, 6);
+    seen.sort_unstable();
+    assert_eq!(seen, vec![1, 1, 2, 2, 3, 3]);
+    // A request holds port 3; DNS then drops it and adds port 4.
+    let now = Instant::now();
+    let mut tried = Tried::new(&group);
+    let key = SelectKey::default();
+    let (held, peer_ref) = loop {
+        let (selected, peer_ref) = group.select_peer(&mut tried, &key, now).expect("a peer");
+        if peer_ref.address == peer(3, 1).address {
+            break (selected, peer_ref);
+        }
+        group.release(selected, false, now);
+    };
+    // Port 2 keeps its serial and its count of connections across the change.
+    let two = group.members().serials[1];
+    assert!(group.update_resolved(0, with(&[2, 4])));
+    assert_eq!(group.members().serials[1], two);
+    assert_eq!(
+        peer_ref.address,
+        peer(3, 1).address,
+        "the request still has its peer"
+    );
+    assert!(group.peer(held).is_none(), "port 3 is no member any more");
+    assert!(
+        !group.release(held, true, now),
+        "nothing to count for a removed peer"
+    );
+    let mut seen = ports(&group, 6);
+    seen.sort_unstable();
+    assert_eq!(seen, vec![1, 1, 2, 2, 4, 4]);
+    // NXDOMAIN: the name's members go, the fixed server stays.
+    assert!(group.update_resolved(0, Vec::new()));
+    assert_eq!(ports(&group, 2), vec![1, 1]);
+}
+
+#[test]
+fn consistent_hash_keeps_keys_on_the_addresses_that_stay() {
+    let group = resolving_group(Balancer::Hash {
+        key: "",
+        consistent: true,
+    });
+    let with = |ports: &[u16]| ports.iter().map(|port| (peer(*port, 1), false)).collect();
+    group.update_resolved(0, with(&[2, 3, 4]));
+    let keys: Vec<String> = (0..300).map(|n| format!("/key/{n}")).collect();
+    let owner = |group: &Group, key: &str| {
+        let select = SelectKey {
+            client: None,
+            hash: key.as_bytes(),
+        };
+        let selected = pick(group, &select, Instant::now()).expect("a peer");
+        match group.peer(selected).expect("a member").address {
+            PeerAddr::Inet(address) => address.port(),
+            PeerAddr::Unix(_) => 0,
+        }
+    };
+    let before: Vec<u16> = keys.iter().map(|key| owner(&group, key)).collect();
+    group.update_resolved(0, with(&[2, 4]));
+    let after: Vec<u16> = keys.iter().map(|key| owner(&group, key)).collect();
+    let moved = before.iter().zip(&after).filter(|(b, a)| b != a).count();
+    let on_three = before.iter().filter(|port| **port == 3).count();
+    assert_eq!(moved, on_three, "only the removed address's keys move");
+    assert!(on_three > 0 && after.iter().all(|port| *port != 3));
+    group.update_resolved(0, with(&[2, 3, 4]));
+    let back: Vec<u16> = keys.iter().map(|key| owner(&group, key)).collect();
+    assert_eq!(back, before, "adding it back returns its keys");
 }

@@ -2,11 +2,12 @@
 //! cache of the `upstream` crate with `hash` keys that are templates, the `upstream`
 //! block's directives, and what the proxy did for a request (`$upstream_*`).
 
+pub mod discovery;
 pub mod info;
 
 pub use upstream::{
-    GroupState, KeepaliveConf, Peer, PeerAddr, PeerState, Selected, Tried, UpstreamId, balancer,
-    keepalive, registry,
+    GroupState, KeepaliveConf, Peer, PeerAddr, PeerState, Resolvable, Selected, Tried, UpstreamId,
+    balancer, keepalive, registry,
 };
 
 use crate::kernel::variables::HttpTemplate;

@@ -454,41 +454,33 @@ pub(crate) fn peer_rows(generation: &Generation) -> Vec<PeerRow> {
         .filter(|group| !group.implicit)
     {
         // Counted before the state is locked: no lock is held while taking the other.
+        let members = group.members();
         let idle: Vec<usize> = {
             let cache = group
                 .idle
                 .lock()
                 .unwrap_or_else(|poisoned| poisoned.into_inner());
-            let primary = (0..group.primary.len()).map(|index| crate::kernel::upstream::Selected {
-                backup: false,
-                index,
-            });
-            let backup = (0..group.backup.len()).map(|index| crate::kernel::upstream::Selected {
-                backup: true,
-                index,
-            });
-            primary
-                .chain(backup)
-                .map(|peer| cache.len_for(peer))
+            (0..members.serials.len())
+                .map(|slot| cache.len_for(members.at(slot)))
                 .collect()
         };
         let state = group
             .state
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let peers = group
+        let peers = members
             .primary
             .iter()
             .zip(&state.primary)
             .map(|pair| (false, pair));
-        let backups = group
+        let backups = members
             .backup
             .iter()
             .zip(&state.backup)
             .map(|pair| (true, pair));
         for (index, (backup, (peer, peer_state))) in peers.chain(backups).enumerate() {
             use std::sync::atomic::Ordering::Relaxed;
-            let counters = group.counters.get(index);
+            let counters = members.counters.get(index);
             let responses = std::array::from_fn(|class| {
                 counters.map_or(0, |counters| counters.responses[class].load(Relaxed))
             });

@@ -249,11 +249,10 @@ impl<'a> Proxying<'a, '_> {
         let mut tries = 0;
         loop {
             let now = runtime::clock::monotonic();
-            let Some(selected) = group.select(&mut tried, key, now) else {
+            let Some((selected, peer)) = group.select_peer(&mut tried, key, now) else {
                 return self.no_live_upstreams(client.info, request, now);
             };
             tries += 1;
-            let peer = group.peer(selected);
             request.upstream.trying = true;
             request
                 .upstream
@@ -266,7 +265,7 @@ impl<'a> Proxying<'a, '_> {
             let choice = PeerChoice {
                 group: &self.target.group,
                 selected,
-                peer,
+                peer: &peer,
             };
             let mut streaming = self.client(client, request.background);
             let result = try_peer(
@@ -764,7 +763,18 @@ async fn find_target<'a>(
             if proxy.protocol == Protocol::Grpc {
                 url = grpc_url(&url);
             }
-            match resolve_variable_url(worker.conf(), proxy, &url).await {
+            let mut notes = Vec::new();
+            let resolved = resolve_variable_url(worker.conf(), proxy, &url, &mut notes).await;
+            for note in &notes {
+                // What the name servers did wrong, as nginx's resolver logs it.
+                let level = if note.is_error() {
+                    Level::Error
+                } else {
+                    Level::Info
+                };
+                log(worker, info, request, level, format_args!("{note}"));
+            }
+            match resolved {
                 Ok(resolved) => {
                     request.upstream.proxy_host = resolved.host;
                     request.upstream.proxy_port = resolved.port;

@@ -42,6 +42,8 @@ pub const DIRECTIVES: &[HttpDirective] = &[
     entry("hash", Arity::TAKE12, set_hash),
     entry("random", Arity::counts(&[0, 1, 2]), set_random),
     entry("zone", Arity::TAKE12, set_zone),
+    entry("resolver", Arity::ONE_OR_MORE, set_resolver),
+    entry("resolver_timeout", Arity::TAKE1, set_resolver_timeout),
 ];
 
 /// Reads an `upstream NAME { ... }` block into the registry.
@@ -81,6 +83,8 @@ fn set_server(
         max_conns: 0,
         backup: false,
         down: false,
+        resolve: false,
+        service: None,
         span: directive.span.clone(),
     };
     for argument in &directive.args[1..] {
@@ -109,6 +113,13 @@ fn set_server(
             server.backup = true;
         } else if text == "down" {
             server.down = true;
+        } else if text == "resolve" {
+            server.resolve = true;
+        } else if let Some(service) = text.strip_prefix("service=") {
+            if service.is_empty() {
+                return Err(invalid());
+            }
+            server.service = Some(service.to_owned());
         } else {
             return Err(invalid());
         }
@@ -121,6 +132,17 @@ fn set_server(
     .map_err(|error| match error.kind {
         conf::ConfErrorKind::Message(message) => ConfError::message(message, &directive.span),
         _ => error,
+    })
+    .and_then(|(_, port)| match (&server.service, port) {
+        (Some(_), _) if !server.resolve => Err(ConfError::message(
+            "service upstream \"".to_owned() + &server.address + "\" requires \"resolve\"",
+            &directive.span,
+        )),
+        (Some(_), Some(_)) => Err(ConfError::message(
+            format!("service upstream \"{}\" may not have port", server.address),
+            &directive.span,
+        )),
+        _ => Ok(()),
     })?;
     scope.servers.push(server);
     Ok(())
@@ -270,3 +292,18 @@ fn set_zone(
     scope.zone = Some(directive.arg(0).to_owned());
     Ok(())
 }
+
+/// `resolver` inside an `upstream` block: the name servers its `resolve` servers use.
+fn set_resolver(
+    scope: &mut UpstreamScope,
+    directive: &Directive,
+    context: &mut LoadContext<'_>,
+) -> Result<(), ConfError> {
+    if scope.resolver.is_some() {
+        return Err(context.duplicate(directive));
+    }
+    scope.resolver = Some(std::sync::Arc::new(shared::resolver::parse(directive)?));
+    Ok(())
+}
+
+set_once!(set_resolver_timeout, UpstreamScope, resolver_timeout, time);

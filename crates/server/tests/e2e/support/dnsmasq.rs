@@ -63,6 +63,12 @@ impl Dnsmasq {
         dnsmasq
     }
 
+    /// Replaces the hosts file and has dnsmasq read it again (SIGHUP), by its pid.
+    pub fn set_hosts(&self, hosts: &str) {
+        self._dir.write("hosts", hosts);
+        self._server.signal("HUP");
+    }
+
     /// Asks the name server until it answers, at most [`PATIENCE`].
     fn wait_answering(&self, port: u16) {
         let client = UdpSocket::bind("127.0.0.1:0").expect("bind a client");

@@ -28,6 +28,7 @@ pub(super) async fn resolve_variable_url<'a>(
     conf: &'a HttpConf,
     proxy: &Proxy,
     url: &[u8],
+    notes: &mut Vec<shared::resolver::Note>,
 ) -> Result<Resolved<'a>, (u16, String)> {
     let text = String::from_utf8_lossy(url);
     let parsed = parse_url(&text).map_err(|error| match error {
@@ -58,17 +59,18 @@ pub(super) async fn resolve_variable_url<'a>(
                     format!("no resolver defined to resolve {}", parsed.host),
                 ));
             };
-            let found = shared::resolver::resolve(resolver, proxy.resolver_timeout, parsed.host)
-                .await
-                .map_err(|error| {
-                    (
-                        502,
-                        format!(
-                            "{} could not be resolved ({}: {})",
-                            parsed.host, error.code, error.text
-                        ),
-                    )
-                })?;
+            let found =
+                shared::resolver::resolve(resolver, proxy.resolver_timeout, parsed.host, notes)
+                    .await
+                    .map_err(|error| {
+                        (
+                            502,
+                            format!(
+                                "{} could not be resolved ({}: {})",
+                                parsed.host, error.code, error.text
+                            ),
+                        )
+                    })?;
             found
                 .into_iter()
                 .map(|ip| PeerAddr::Inet(std::net::SocketAddr::new(ip, parsed.port_or_default())))
