@@ -157,7 +157,10 @@ impl Server {
     }
 
     /// Sends `signal` (`HUP`, ...) to the server, by its pid.
-    #[allow(dead_code, reason = "the e2e harness's dnsmasq uses it; these tests do not")]
+    #[allow(
+        dead_code,
+        reason = "the e2e harness's dnsmasq uses it; these tests do not"
+    )]
     pub fn signal(&self, signal: &str) {
         let pid = self.child.id().to_string();
         let sent = Command::new("kill").args(["-s", signal, &pid]).status();

@@ -274,14 +274,15 @@ impl FieldList {
 /// The fields that belong to an HTTP/1 connection, not to a message (RFC 9113 §8.2.2):
 /// other protocols never send them.
 pub fn is_connection_specific(name: &[u8]) -> bool {
-    const NAMES: [&[u8]; 5] = [
-        b"connection",
-        b"keep-alive",
-        b"proxy-connection",
-        b"transfer-encoding",
-        b"upgrade",
-    ];
-    NAMES.iter().any(|known| known.eq_ignore_ascii_case(name))
+    // By length first: most names are none of these lengths, and the check runs for every
+    // field of every HTTP/2 response head.
+    match name.len() {
+        7 => name.eq_ignore_ascii_case(b"upgrade"),
+        10 => name.eq_ignore_ascii_case(b"connection") || name.eq_ignore_ascii_case(b"keep-alive"),
+        16 => name.eq_ignore_ascii_case(b"proxy-connection"),
+        17 => name.eq_ignore_ascii_case(b"transfer-encoding"),
+        _ => false,
+    }
 }
 
 /// Whether a response with this status and method carries a body.
@@ -292,6 +293,32 @@ pub(crate) fn status_has_body(status: u16) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// RFC 9113 8.2.2's fields, in any case; names of the same length or a prefix are not.
+    #[test]
+    fn connection_specific_fields_are_known_by_name() {
+        for name in [
+            &b"Upgrade"[..],
+            b"connection",
+            b"KEEP-ALIVE",
+            b"Proxy-Connection",
+            b"transfer-encoding",
+        ] {
+            assert!(is_connection_specific(name), "{name:?}");
+        }
+        for name in [
+            &b"upgraded"[..],
+            b"upgrades",
+            b"connectio",
+            b"keep-alivf",
+            b"content-type",
+            b"te",
+            b"",
+            b"transfer-encodings",
+        ] {
+            assert!(!is_connection_specific(name), "{name:?}");
+        }
+    }
 
     #[test]
     fn a_field_list_lowers_names_and_leaves_out_connection_fields() {

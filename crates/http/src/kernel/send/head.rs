@@ -25,6 +25,7 @@ pub(crate) trait HeadWriter {
     fn status(&mut self, status: u16, line: Option<&[u8]>);
     /// A field whose value `value` appends.
     fn field_with(&mut self, name: &[u8], value: impl FnOnce(&mut Vec<u8>));
+    #[inline]
     fn field(&mut self, name: &[u8], value: &[u8]) {
         self.field_with(name, |out| out.extend_from_slice(value));
     }
@@ -81,6 +82,7 @@ impl HeadWriter for FieldList {
         self.status = status;
     }
 
+    #[inline]
     fn field_with(&mut self, name: &[u8], value: impl FnOnce(&mut Vec<u8>)) {
         self.push_with(name, value);
     }
@@ -198,12 +200,9 @@ pub(crate) fn write_head<W: HeadWriter>(
     {
         out.field(b"ETag", etag);
     }
+    // A passed `Upgrade` (a 426's, a 200's offer) is HTTP/1's own: the HTTP/2 head leaves
+    // it out with the other connection-specific fields (`FieldList::push_with`).
     for (name, value) in &response.headers {
-        // A passed `Upgrade` (a 426's, a 200's offer) is HTTP/1's own: HTTP/2 has no
-        // connection-specific fields (RFC 9113 8.2.2).
-        if !W::CONNECTION_FIELDS && name.as_slice().eq_ignore_ascii_case(b"upgrade") {
-            continue;
-        }
         out.field(name.as_slice(), value.as_slice());
     }
     let added = &location.settings.headers.add_header;
