@@ -27,7 +27,9 @@ fuzz_target!(|data: &[u8]| {
         return;
     }
     assert!((100..1000).contains(&head.status));
-    assert_eq!(head.status_line[..3], *head.status.to_string().as_bytes());
+    let status_line = head.status_line_in(data);
+    assert_eq!(status_line[..3], *head.status.to_string().as_bytes());
+    assert!(head.status_line.end <= head.len);
     for (name, value) in &head.fields {
         assert!(!name.is_empty() && name.end <= value.start && value.end <= head.len);
     }

@@ -433,7 +433,7 @@ impl HttpWorker {
     /// logged at `warn` (at most once a second, with the count of others), naming the
     /// slowest blocking file operation seen meanwhile.
     ///
-    /// An idle loop cannot stall: after [`QUIET_TICKS_BEFORE_REST`] ticks without a turn of
+    /// An idle loop cannot stall: after ten quiet ticks (100 ms) without a turn of
     /// a connection's task ([`runtime::clock::turns`]) the timer stops, and the next such
     /// turn wakes the watcher; how long after that turn's start the watcher ran is how
     /// long the turn held the loop, measured as a tick's lateness is.

@@ -1,7 +1,7 @@
 //! `resolver`: names looked up over DNS without blocking the worker: for a `proxy_pass`
 //! with variables when a request needs them (cached by the `resolver` for the answer's
 //! TTL or `valid=`, for every worker), and for `server ... resolve` in `upstream` blocks, uncached, each time the
-//! last answer expires. The wire format is [`wire`]'s, the sockets [`transport`]'s.
+//! last answer expires. The wire format is [`wire`]'s, the sockets `transport`'s.
 
 mod transport;
 pub mod wire;
