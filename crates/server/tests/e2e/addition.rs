@@ -50,3 +50,28 @@ fn addition_wraps_the_body_in_subrequest_bodies() {
     // An addition's own request gets none (a subrequest never does).
     assert_eq!(server.get("/loop/x").body_text(), "XX");
 }
+
+/// An upstream that closes before its `Content-Length`: the head that was made goes out
+/// before the connection closes (as nginx flushes it), and the added part does not.
+#[test]
+fn an_upstream_cut_short_still_sends_the_head() {
+    let (server, _upstream) = crate::support::proxy::proxy_with(
+        "server {
+            listen 127.0.0.1:8080;
+            location / { proxy_pass http://127.0.0.1:8081; add_after_body /after; }
+            location /after { return 200 \":after\"; }
+        }",
+        |mut conn| {
+            if conn.read_request().is_some() {
+                conn.write("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n");
+                conn.close();
+            }
+        },
+    );
+    let mut client = crate::support::Client::connect(server.port());
+    client.write("GET /empty HTTP/1.1\r\nHost: x\r\n\r\n");
+    let (_, received) = client.wait_closed();
+    let text = String::from_utf8_lossy(&received);
+    assert!(text.starts_with("HTTP/1.1 200 OK\r\n"), "{text}");
+    assert!(!text.contains(":after"), "{text}");
+}

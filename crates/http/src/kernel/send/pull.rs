@@ -152,11 +152,25 @@ macro_rules! send_by_pulling {
 }
 pub(crate) use send_by_pulling;
 
+/// A failure that ends the request without flushing what waits to be written: nginx
+/// finalizes such a request with an error (an SSI `include set=` past its buffer), so a
+/// head it held back never goes out. Other failures (an upstream that closed early) flush
+/// what was made first, as nginx flushes them.
+#[derive(Debug)]
+pub struct Unflushed(pub String);
+
+impl std::fmt::Display for Unflushed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Unflushed {}
+
 /// Sends a body a filter makes by pulling (SSI's, addition's): each piece framed (chunked,
 /// or compressed when gzip applies) and written as soon as it is ready, the head with the
-/// first. A failure after the head is out ends the response where it is; a failure before
-/// anything was written sends nothing (nginx holds a head back until output follows, and
-/// closes the connection without it).
+/// first. A failure ends the response where it is, after what was made so far; an
+/// [`Unflushed`] one before anything was written sends nothing.
 pub async fn send_pulled<'a>(
     body: &mut dyn PulledBody<'a>,
     context: &BodyContext<'_>,
@@ -180,9 +194,10 @@ pub async fn send_pulled<'a>(
         let more = match body.next(context, socket, request, &mut piece).await {
             Ok(more) => more,
             Err(error) => {
-                // What was made so far goes out, if the response had started; the
-                // connection then closes.
-                if started {
+                // What was made so far goes out (unless the failure says not to, before
+                // the response started); the connection then closes.
+                let unflushed = error.get_ref().is_some_and(|inner| inner.is::<Unflushed>());
+                if started || !unflushed {
                     let _ = output.write(&pending).await;
                 }
                 return Err(error);

@@ -183,7 +183,8 @@ impl<'a> SsiBody<'a> {
                     }
                 }
                 if let Some(message) = self.state.fatal.take() {
-                    return Err(io::Error::other(message));
+                    let failed = crate::kernel::send::pull::Unflushed(message);
+                    return Err(io::Error::other(failed));
                 }
                 if out.len() >= GATHER_BYTES {
                     return Ok(true);
