@@ -12,6 +12,8 @@ use std::time::{Duration, Instant};
 use http3::HeaderField;
 use portico_quic::{Config, Endpoint, Event};
 
+mod support;
+
 fn python() -> Option<String> {
     let candidate =
         std::env::var("PORTICO_AIOQUIC_PYTHON").unwrap_or_else(|_| "python3".to_string());
@@ -25,18 +27,8 @@ fn python() -> Option<String> {
 }
 
 fn tls() -> rustls::ServerConfig {
-    let certified =
-        rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).expect("certificate");
-    let key = rustls::pki_types::PrivatePkcs8KeyDer::from(certified.signing_key.serialize_der());
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    let mut tls = rustls::ServerConfig::builder_with_provider(provider)
-        .with_protocol_versions(&[&rustls::version::TLS13])
-        .expect("TLS 1.3")
-        .with_no_client_auth()
-        .with_single_cert(vec![certified.cert.der().clone()], key.into())
-        .expect("the key matches");
-    tls.alpn_protocols = vec![b"h3".to_vec()];
-    tls
+    let (certificate, key) = support::certificate();
+    support::server_tls(certificate, key)
 }
 
 /// Answers each request with its path; returns the requests answered.

@@ -14,20 +14,13 @@ use portico_quic::driver::{Shared, drive};
 use portico_quic::{Config, Endpoint, Event};
 use tokio::sync::oneshot;
 
+mod support;
+
 fn tls(
     certificate: rustls::pki_types::CertificateDer<'static>,
     key: Vec<u8>,
 ) -> rustls::ServerConfig {
-    let key = rustls::pki_types::PrivatePkcs8KeyDer::from(key);
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    let mut tls = rustls::ServerConfig::builder_with_provider(provider)
-        .with_protocol_versions(&[&rustls::version::TLS13])
-        .expect("TLS 1.3")
-        .with_no_client_auth()
-        .with_single_cert(vec![certificate], key.into())
-        .expect("the key matches");
-    tls.alpn_protocols = vec![b"h3".to_vec()];
-    tls
+    support::server_tls(certificate, key)
 }
 
 /// Answers a request from its own task, after a pause, with its path in the body.
@@ -77,19 +70,7 @@ fn answer(
 }
 
 async fn fetch(certificate: rustls::pki_types::CertificateDer<'static>, server: SocketAddr) {
-    let mut roots = rustls::RootCertStore::empty();
-    roots.add(certificate).expect("a root");
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    let mut tls = rustls::ClientConfig::builder_with_provider(provider)
-        .with_protocol_versions(&[&rustls::version::TLS13])
-        .expect("TLS 1.3")
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    tls.alpn_protocols = vec![b"h3".to_vec()];
-    let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls).expect("QUIC TLS");
-    let mut endpoint =
-        quinn::Endpoint::client(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))).expect("socket");
-    endpoint.set_default_client_config(quinn::ClientConfig::new(Arc::new(crypto)));
+    let endpoint = support::client_endpoint(certificate);
     let quic = endpoint
         .connect(server, "localhost")
         .expect("connect")
@@ -229,19 +210,7 @@ async fn shutdown_lets_responses_finish() {
         })
     };
     let client = async {
-        let mut roots = rustls::RootCertStore::empty();
-        roots.add(certificate).expect("a root");
-        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-        let mut tls = rustls::ClientConfig::builder_with_provider(provider)
-            .with_protocol_versions(&[&rustls::version::TLS13])
-            .expect("TLS 1.3")
-            .with_root_certificates(roots)
-            .with_no_client_auth();
-        tls.alpn_protocols = vec![b"h3".to_vec()];
-        let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls).expect("QUIC TLS");
-        let mut endpoint =
-            quinn::Endpoint::client(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))).expect("socket");
-        endpoint.set_default_client_config(quinn::ClientConfig::new(Arc::new(crypto)));
+        let endpoint = support::client_endpoint(certificate);
         let quic = endpoint
             .connect(address, "localhost")
             .expect("connect")

@@ -1,0 +1,53 @@
+//! What the QUIC tests and the bench share: a self-signed certificate for `localhost`, the
+//! server's TLS configuration (TLS 1.3, ALPN `h3`), and a `quinn` client endpoint that
+//! trusts the certificate.
+
+// Each test target uses part of it.
+#![allow(dead_code)]
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+
+use rustls::pki_types::CertificateDer;
+
+/// A new self-signed certificate for `localhost` and its PKCS#8 key.
+pub fn certificate() -> (CertificateDer<'static>, Vec<u8>) {
+    let certified =
+        rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).expect("certificate");
+    (
+        certified.cert.der().clone(),
+        certified.signing_key.serialize_der(),
+    )
+}
+
+/// The server's TLS configuration: TLS 1.3 only, ALPN `h3`, the one certificate.
+pub fn server_tls(certificate: CertificateDer<'static>, key: Vec<u8>) -> rustls::ServerConfig {
+    let key = rustls::pki_types::PrivatePkcs8KeyDer::from(key);
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let mut tls = rustls::ServerConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .expect("TLS 1.3")
+        .with_no_client_auth()
+        .with_single_cert(vec![certificate], key.into())
+        .expect("the key matches");
+    tls.alpn_protocols = vec![b"h3".to_vec()];
+    tls
+}
+
+/// A `quinn` client endpoint on a loopback port that trusts `certificate` and offers `h3`.
+pub fn client_endpoint(certificate: CertificateDer<'static>) -> quinn::Endpoint {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(certificate).expect("a root");
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let mut tls = rustls::ClientConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .expect("TLS 1.3")
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    tls.alpn_protocols = vec![b"h3".to_vec()];
+    let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls).expect("QUIC TLS");
+    let mut endpoint =
+        quinn::Endpoint::client(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))).expect("socket");
+    endpoint.set_default_client_config(quinn::ClientConfig::new(Arc::new(crypto)));
+    endpoint
+}
