@@ -173,6 +173,12 @@ impl<'c> BodySource<'c> {
         }
     }
 
+    /// Whether the body comes through a framed stream's feed (HTTP/2), apart from the
+    /// connection's socket.
+    pub(crate) fn is_framed(&self) -> bool {
+        self.feed.is_some()
+    }
+
     /// The body bytes received and not consumed yet.
     pub fn buffered(&self) -> &[u8] {
         self.read_ahead.bytes()

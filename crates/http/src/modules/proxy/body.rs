@@ -293,7 +293,13 @@ impl<'a> UpstreamBody<'a> {
                 self.input = Vec::new();
             }
             self.input.reserve(self.read_size);
-            let count = if may_wait {
+            let count = if may_wait && self.grpc.as_deref().is_some_and(GrpcBody::takes_relayed) {
+                // A bidirectional call: the client's next bytes may come first.
+                match self.read_or_relay().await {
+                    Some(read) => read,
+                    None => continue,
+                }
+            } else if may_wait {
                 let allowed = self.pace().await;
                 let Some(stream) = &self.stream else {
                     return Ok(false);
@@ -510,6 +516,7 @@ impl<'a> UpstreamBody<'a> {
             grpc.receive(&self.input[self.position..self.end]);
             self.position = self.end;
         }
+        grpc.relay_body().map_err(relay_failure)?;
         grpc.drain_into(out);
         if let Some(stream) = &self.stream {
             grpc.write_now(stream)
@@ -531,6 +538,31 @@ impl<'a> UpstreamBody<'a> {
             return Ok(Some(false));
         }
         Ok(if out.is_empty() { None } else { Some(true) })
+    }
+
+    /// Waits for the upstream's next bytes (read into the input, as any read of the body)
+    /// or for the client's next relayed bytes or room to write what the stream has queued
+    /// (`None`: the caller goes round again). Boxed and out of line: only a bidirectional
+    /// gRPC call waits here.
+    #[cold]
+    #[inline(never)]
+    fn read_or_relay(
+        &mut self,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Option<std::io::Result<usize>>> + '_>>
+    {
+        Box::pin(async move {
+            let (Some(stream), Some(grpc)) = (&self.stream, self.grpc.as_deref()) else {
+                return Some(Ok(0));
+            };
+            let relay = std::rc::Rc::clone(grpc.relay.as_ref()?);
+            let wants_write = grpc.h2.wants_write();
+            tokio::select! {
+                biased;
+                read = read_timed_spare(stream, &mut self.input, self.read_timeout) => Some(read),
+                () = relay.arrived() => None,
+                _ = stream.writable(), if wants_write => None,
+            }
+        })
     }
 
     /// A gRPC stream left before its end (the client went away) is cancelled with
@@ -655,4 +687,14 @@ pub(crate) fn log_failure(
         failure.level(),
         format_args!("{failure}"),
     );
+}
+
+/// The failure of a try whose client's relayed body failed.
+#[cold]
+fn relay_failure(failure: crate::kernel::body::relay::RelayFailure) -> Failure {
+    use crate::kernel::body::relay::RelayFailure;
+    match failure {
+        RelayFailure::Read(read) => crate::modules::proxy::outgoing::body_read_failure(read),
+        RelayFailure::Invalid => Failure::client(Fault::ClientInvalidBody, Action::StreamingBody),
+    }
 }

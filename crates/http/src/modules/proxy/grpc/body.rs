@@ -8,6 +8,10 @@ use std::collections::VecDeque;
 use http2::client::{ClientConnection, ClientEvent, HeadKind};
 use http2::hpack::FieldList;
 
+/// Relayed body bytes queued on the stream beyond which no more are taken until the
+/// server's window takes them.
+const RELAY_QUEUED_MAX: usize = 64 * 1024;
+
 /// A response head: its status and fields (a head that ends the stream, a
 /// "trailers-only" answer such as most gRPC errors, sets `GrpcBody::ended`).
 pub(crate) struct GrpcHead {
@@ -30,6 +34,9 @@ pub struct GrpcBody {
     pub(crate) ended: bool,
     /// The stream was reset or the connection failed: nginx's words for the log.
     pub(crate) broken: Option<String>,
+    /// The rest of the client's body, while it goes on beside the response (the
+    /// connection pumps it in; it is sent as DATA as the stream's window allows).
+    pub(crate) relay: Option<std::rc::Rc<crate::kernel::body::relay::BodyRelay>>,
     /// The body bytes the head's `content-length` still promises.
     length_left: Option<u64>,
     /// DATA is counted against `length_left` as it arrives (the head has been read).
@@ -56,6 +63,7 @@ impl GrpcBody {
             trailers: Vec::new(),
             ended: false,
             broken: None,
+            relay: None,
             length_left: None,
             counting: false,
         }
@@ -167,6 +175,49 @@ impl GrpcBody {
         if self.ended && left - received > 0 && self.broken.is_none() {
             self.broken = Some("upstream prematurely closed stream".to_owned());
         }
+    }
+
+    /// Sends on what the relay holds of the client's body while the stream takes more
+    /// (its end as END_STREAM); how the client's body failed, if it did.
+    pub(crate) fn relay_body(&mut self) -> Result<(), crate::kernel::body::relay::RelayFailure> {
+        use crate::kernel::body::relay::{RelayFailure, Relayed};
+        let Some(relay) = &self.relay else {
+            return Ok(());
+        };
+        if self.ended || self.broken.is_some() {
+            // The answer is over: the rest of the body is not wanted.
+            self.relay = None;
+            return Ok(());
+        }
+        if self.h2.queued(self.stream_id) >= RELAY_QUEUED_MAX {
+            self.h2.flush();
+            return Ok(());
+        }
+        match relay.take() {
+            Relayed::Bytes(bytes) => {
+                if !bytes.is_empty() {
+                    let _ = self.h2.send_data(self.stream_id, &bytes, false);
+                }
+            }
+            Relayed::Ended => {
+                let _ = self.h2.send_data(self.stream_id, &[], true);
+                self.relay = None;
+            }
+            Relayed::Failed => {
+                let failure = relay
+                    .failure()
+                    .unwrap_or(RelayFailure::Read(crate::kernel::client::BodyRead::Closed));
+                self.relay = None;
+                return Err(failure);
+            }
+        }
+        self.h2.flush();
+        Ok(())
+    }
+
+    /// Whether the client's body is still relayed and the stream would take more of it.
+    pub(crate) fn takes_relayed(&self) -> bool {
+        self.relay.is_some() && self.h2.queued(self.stream_id) < RELAY_QUEUED_MAX
     }
 
     /// Moves the DATA that arrived into `out`, giving its window back to the server.

@@ -2,6 +2,11 @@
 //! body sent as DATA as it arrives from the client (unbuffered, as nginx's grpc module
 //! sends it) while the server's frames are read, until the response head has come and the
 //! request has ended. The DATA that arrives meanwhile waits in the stream for the body.
+//!
+//! A client on a framed stream (HTTP/2) gets the head before its body has ended: the rest
+//! of the body goes on through a [`BodyRelay`] that the connection pumps while the
+//! response is sent, so that a bidirectional call whose client waits for each answer
+//! before it sends more goes on.
 
 use std::io;
 
@@ -9,6 +14,7 @@ use http2::client::{ClientConfig, ClientConnection};
 use http2::hpack::FieldList;
 use runtime::Stream;
 
+use crate::kernel::body::relay::BodyRelay;
 use crate::kernel::request::Request;
 use crate::modules::proxy::failure::{Action, Failure, Fault};
 use crate::modules::proxy::grpc::body::{GrpcBody, GrpcHead};
@@ -107,6 +113,8 @@ async fn run(
         _ => {}
     }
     let mut body_done = !streaming;
+    // The head may go before the body's end when the connection can pump the rest.
+    let relayed = streaming && client.source.is_framed();
     let mut payload = Vec::new();
     let mut kept = Some(Vec::new());
     let mut input = Vec::with_capacity(READ_SIZE);
@@ -147,7 +155,7 @@ async fn run(
                 true,
             ));
         }
-        if grpc.head.is_some() && (body_done || grpc.ended) {
+        if grpc.head.is_some() && (body_done || grpc.ended || relayed) {
             break;
         }
         let reading_client = !body_done && grpc.h2.queued(stream_id) < QUEUED_MAX;
@@ -219,6 +227,12 @@ async fn run(
             ));
         }
     };
+    if !body_done && !grpc.ended {
+        // The rest of the body goes on beside the response.
+        let relay = std::rc::Rc::new(BodyRelay::new(client.timeout));
+        grpc.relay = Some(std::rc::Rc::clone(&relay));
+        request.body_relay = Some(relay);
+    }
     Ok((parsed, buffer, grpc))
 }
 
