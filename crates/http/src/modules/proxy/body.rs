@@ -578,13 +578,16 @@ impl<'a> UpstreamBody<'a> {
 
     /// Whether the body's protocol has trailers (gRPC's).
     pub(crate) fn carries_trailers(&self) -> bool {
-        self.grpc.is_some()
+        self.grpc.as_deref().is_some_and(|grpc| grpc.pass_trailers)
     }
 
     /// The trailers the upstream sent after the body (a gRPC answer's), once; `None` for
     /// a body whose protocol has none.
     pub(crate) fn take_trailers(&mut self) -> Option<Vec<(Vec<u8>, Vec<u8>)>> {
-        self.grpc.as_deref_mut().map(GrpcBody::take_trailers)
+        self.grpc
+            .as_deref_mut()
+            .filter(|grpc| grpc.pass_trailers)
+            .map(GrpcBody::take_trailers)
     }
 
     /// `proxy_limit_rate`: how many bytes the next read may take, after waiting (on a timer)

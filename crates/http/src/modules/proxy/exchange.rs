@@ -63,8 +63,8 @@ pub(super) async fn try_peer(
 ) -> Result<Answer, Failure> {
     // A cached connection first; one that turns out stale is replaced by a new one.
     let mut purpose = outgoing.tls.as_ref().map_or(0, UpstreamTls::purpose);
-    if outgoing.proxy.protocol == Protocol::Grpc {
-        // An HTTP/2 connection serves gRPC only, and is never handed to `proxy_pass`.
+    if outgoing.proxy.over_h2() {
+        // An HTTP/2 connection serves HTTP/2 streams only, never HTTP/1 requests.
         purpose = purpose.wrapping_add(GRPC_PURPOSE);
     }
     if let GroupRef::Conf(group) = choice.group
@@ -87,7 +87,7 @@ pub(super) async fn try_peer(
                 // A connection the server closed while idle: a new one, when repeating
                 // the request is safe (a gRPC stream that could not even open sent
                 // nothing).
-                let unsent = outgoing.proxy.protocol == Protocol::Grpc && !failure.sent;
+                let unsent = outgoing.proxy.over_h2() && !failure.sent;
                 if !(failure.is_stale() && (outgoing.idempotent || unsent)) {
                     return Err(failure);
                 }
@@ -188,7 +188,7 @@ async fn exchange(
 ) -> Result<ReceivedHead, Failure> {
     let before = request.upstream.attempts[attempt].bytes_received;
     let mut sent = 0;
-    let result = if outgoing.proxy.protocol == Protocol::Grpc {
+    let result = if outgoing.proxy.over_h2() {
         let (written, result) = grpc_exchange(stream, outgoing, client, request, attempt, h2).await;
         sent = written;
         request.upstream.attempts[attempt].bytes_sent = written;

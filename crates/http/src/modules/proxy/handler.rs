@@ -602,12 +602,16 @@ impl<'a> Proxying<'a, '_> {
             })
         });
         let framing = match proxy.protocol {
+            // An HTTP/2 stream's body ends with the stream.
+            Protocol::Http if proxy.http_2 => UpstreamFraming::Close,
             Protocol::Http | Protocol::Memcached => response::framing(&head, self.is_head),
             // A gRPC body ends with its stream.
             Protocol::Fastcgi | Protocol::Grpc => UpstreamFraming::Close,
             Protocol::Uwsgi | Protocol::Scgi => said,
         };
         let reusable = match proxy.protocol {
+            // As gRPC's: kept with its HTTP/2 state when the stream ended cleanly.
+            Protocol::Http if proxy.http_2 => true,
             Protocol::Http => {
                 head.status != 101 && !head.connection_close && framing != UpstreamFraming::Close
             }

@@ -34,6 +34,9 @@ pub struct GrpcBody {
     pub(crate) ended: bool,
     /// The stream was reset or the connection failed: nginx's words for the log.
     pub(crate) broken: Option<String>,
+    /// The trailers go on to the client (gRPC, `proxy_pass_trailers on`); else they
+    /// are dropped.
+    pub(crate) pass_trailers: bool,
     /// The rest of the client's body, while it goes on beside the response (the
     /// connection pumps it in; it is sent as DATA as the stream's window allows).
     pub(crate) relay: Option<std::rc::Rc<crate::kernel::body::relay::BodyRelay>>,
@@ -64,6 +67,7 @@ impl GrpcBody {
             ended: false,
             broken: None,
             relay: None,
+            pass_trailers: true,
             length_left: None,
             counting: false,
         }

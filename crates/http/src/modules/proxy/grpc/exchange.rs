@@ -102,6 +102,7 @@ async fn run(
         // (Nothing was sent: a kept connection that cannot take a stream is replaced.)
         .map_err(|_| Failure::upstream(Fault::Closed, Action::SendingRequest, false))?;
     let mut grpc = Box::new(GrpcBody::new(h2, stream_id));
+    grpc.pass_trailers = proxy.pass_trailers;
     match outgoing.body {
         OutBody::Memory(bytes) if !bytes.is_empty() => {
             let _ = grpc.h2.send_data(stream_id, bytes, true);

@@ -384,9 +384,7 @@ pub(crate) fn finish(locations: &mut [Location], prefix: &Path) -> Result<(), Co
             server_name: settings.server_name,
             session_reuse: settings.session_reuse,
             // gRPC is HTTP/2, which a TLS server learns from ALPN (RFC 9113 §3.2).
-            alpn: if location.settings.proxy.protocol
-                == crate::modules::proxy::gateway::settings::Protocol::Grpc
-            {
+            alpn: if location.settings.proxy.over_h2() {
                 vec![b"h2".to_vec()]
             } else {
                 Vec::new()
