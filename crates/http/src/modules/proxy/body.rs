@@ -185,8 +185,20 @@ impl<'a> UpstreamBody<'a> {
         match self.framing {
             UpstreamFraming::None => true,
             UpstreamFraming::Length(_) => self.remaining == 0 && !self.trailer_pending(),
-            UpstreamFraming::Chunked | UpstreamFraming::Close => false,
+            UpstreamFraming::Chunked => false,
+            // An HTTP/2 stream that ended with its head (a HEAD's answer, a 304).
+            UpstreamFraming::Close => self.grpc_finished(),
         }
+    }
+
+    /// An HTTP/2 stream whose whole answer has been taken: its end came, no DATA waits,
+    /// and no read input is left undecoded.
+    fn grpc_finished(&self) -> bool {
+        self.position == self.end
+            && self
+                .grpc
+                .as_deref()
+                .is_some_and(|grpc| grpc.is_finished() && grpc.input.is_empty())
     }
 
     /// Appends the next body bytes to `out`; `Ok(false)` once the body has ended.
@@ -517,6 +529,10 @@ impl<'a> UpstreamBody<'a> {
             self.position = self.end;
         }
         grpc.relay_body().map_err(relay_failure)?;
+        if grpc.broken.is_some() && !grpc.pass_partial {
+            // `proxy_http_version 2`: DATA that came with the failure is not passed on.
+            grpc.pending.clear();
+        }
         grpc.drain_into(out);
         if let Some(stream) = &self.stream {
             grpc.write_now(stream)
@@ -626,7 +642,8 @@ impl<'a> UpstreamBody<'a> {
             UpstreamFraming::Length(_) => {
                 self.remaining == 0 && self.trailer.is_none_or(|trailer| trailer.is_whole())
             }
-            UpstreamFraming::Chunked | UpstreamFraming::Close => false,
+            UpstreamFraming::Chunked => false,
+            UpstreamFraming::Close => self.grpc_finished(),
         };
         let clean = ended && self.position == self.end;
         if !clean {

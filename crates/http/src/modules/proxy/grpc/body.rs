@@ -40,6 +40,11 @@ pub struct GrpcBody {
     /// The rest of the client's body, while it goes on beside the response (the
     /// connection pumps it in; it is sent as DATA as the stream's window allows).
     pub(crate) relay: Option<std::rc::Rc<crate::kernel::body::relay::BodyRelay>>,
+    /// A RST_STREAM came after the stream's end.
+    late_reset: bool,
+    /// DATA that came with a failure still goes out before it (gRPC's); else it is
+    /// dropped (`proxy_http_version 2`).
+    pub(crate) pass_partial: bool,
     /// The body bytes the head's `content-length` still promises.
     length_left: Option<u64>,
     /// DATA is counted against `length_left` as it arrives (the head has been read).
@@ -68,6 +73,8 @@ impl GrpcBody {
             broken: None,
             relay: None,
             pass_trailers: true,
+            late_reset: false,
+            pass_partial: true,
             length_left: None,
             counting: false,
         }
@@ -126,9 +133,25 @@ impl GrpcBody {
                     if self.counting {
                         self.check_length(data.len() as u64);
                     }
-                    if !data.is_empty() {
+                    // DATA past the head's `content-length` is not passed on.
+                    if !data.is_empty() && self.broken.is_none() {
                         self.pending.push_back(data);
                     }
+                }
+                ClientEvent::Reset {
+                    stream_id,
+                    code,
+                    by_peer: true,
+                    ..
+                } if stream_id == self.stream_id && self.ended => {
+                    // After the stream's end, one RST_STREAM saying NO_ERROR is allowed.
+                    if code != http2::ErrorCode::NO_ERROR {
+                        self.broken =
+                            Some(format!("upstream rejected request with error {}", code.0));
+                    } else if self.late_reset {
+                        self.broken = Some("upstream sent frame for closed stream".to_owned());
+                    }
+                    self.late_reset = true;
                 }
                 ClientEvent::Reset {
                     stream_id,
@@ -182,10 +205,16 @@ impl GrpcBody {
     }
 
     /// Sends on what the relay holds of the client's body while the stream takes more
-    /// (its end as END_STREAM); how the client's body failed, if it did.
+    /// (its end as END_STREAM), and frames what the windows now allow of a body still
+    /// queued; how the client's body failed, if it did.
     pub(crate) fn relay_body(&mut self) -> Result<(), crate::kernel::body::relay::RelayFailure> {
         use crate::kernel::body::relay::{RelayFailure, Relayed};
         let Some(relay) = &self.relay else {
+            // A body sent whole may still wait for the server's windows (they open with
+            // its WINDOW_UPDATE or SETTINGS, read with the response).
+            if self.h2.queued(self.stream_id) > 0 {
+                self.h2.flush();
+            }
             return Ok(());
         };
         if self.ended || self.broken.is_some() {

@@ -17,6 +17,7 @@ use runtime::Stream;
 use crate::kernel::body::relay::BodyRelay;
 use crate::kernel::request::Request;
 use crate::modules::proxy::failure::{Action, Failure, Fault};
+use crate::modules::proxy::gateway::settings::Protocol;
 use crate::modules::proxy::grpc::body::{GrpcBody, GrpcHead};
 use crate::modules::proxy::grpc::request::{head_fields, takes_trailers};
 use crate::modules::proxy::outgoing::{
@@ -80,6 +81,12 @@ async fn run(
             // The encoded block of a head that fits `grpc_buffer_size`, with room for
             // HPACK's length prefixes.
             header_block_max: (head_max + 4096).max(ClientConfig::default().header_block_max),
+            // `proxy_http_version 2` keeps no dynamic table for the server's heads.
+            header_table_size: if proxy.protocol == Protocol::Grpc {
+                ClientConfig::default().header_table_size
+            } else {
+                0
+            },
             ..ClientConfig::default()
         }),
     };
@@ -103,6 +110,7 @@ async fn run(
         .map_err(|_| Failure::upstream(Fault::Closed, Action::SendingRequest, false))?;
     let mut grpc = Box::new(GrpcBody::new(h2, stream_id));
     grpc.pass_trailers = proxy.pass_trailers;
+    grpc.pass_partial = proxy.protocol == Protocol::Grpc;
     match outgoing.body {
         OutBody::Memory(bytes) if !bytes.is_empty() => {
             let _ = grpc.h2.send_data(stream_id, bytes, true);
@@ -209,7 +217,10 @@ async fn run(
             true,
         ));
     }
-    grpc.expect_length(&head.fields);
+    // A HEAD's answer, a 204 and a 304 have no body whatever `content-length` says.
+    if !(outgoing.head.starts_with(b"HEAD ") || matches!(head.status, 204 | 304)) {
+        grpc.expect_length(&head.fields);
+    }
     let buffer = text_head(&head);
     let parsed = match response::parse(&buffer) {
         Ok(Some(parsed)) => parsed,
