@@ -85,6 +85,7 @@ mod proxy_cache_rfc9111;
 mod proxy_cache_seed;
 mod proxy_cache_use_stale;
 mod proxy_cookie_flags;
+mod proxy_h2;
 mod proxy_headers;
 mod proxy_keepalive;
 mod proxy_next_upstream;
