@@ -24,6 +24,7 @@ mod config;
 mod core;
 mod dav;
 mod debug_connection;
+mod early_hints;
 mod empty_gif;
 mod error_log;
 mod error_page;

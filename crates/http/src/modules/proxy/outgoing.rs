@@ -25,6 +25,8 @@ pub(crate) struct Client<'c, 's> {
     /// broken connection); off with `proxy_ignore_client_abort on` and for a background
     /// refresh, whose client has its answer already.
     pub watch_abort: bool,
+    /// `early_hints` holds for this request: an upstream's `103 Early Hints` goes on.
+    pub early_hints: bool,
 }
 
 /// The request's body as it goes upstream.

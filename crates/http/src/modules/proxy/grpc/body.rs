@@ -42,6 +42,8 @@ pub struct GrpcBody {
     pub(crate) relay: Option<std::rc::Rc<crate::kernel::body::relay::BodyRelay>>,
     /// A RST_STREAM came after the stream's end.
     late_reset: bool,
+    /// `103 Early Hints` heads that came before the response head, not passed on yet.
+    pub(crate) hints: Vec<FieldList>,
     /// DATA that came with a failure still goes out before it (gRPC's); else it is
     /// dropped (`proxy_http_version 2`).
     pub(crate) pass_partial: bool,
@@ -74,6 +76,7 @@ impl GrpcBody {
             relay: None,
             pass_trailers: true,
             late_reset: false,
+            hints: Vec::new(),
             pass_partial: true,
             length_left: None,
             counting: false,
@@ -109,7 +112,11 @@ impl GrpcBody {
                     fields,
                     end_stream,
                 } if stream_id == self.stream_id => match kind {
-                    HeadKind::Interim => {}
+                    HeadKind::Interim => {
+                        if status == 103 && self.head.is_none() {
+                            self.hints.push(fields);
+                        }
+                    }
                     HeadKind::Response => {
                         self.ended |= end_stream;
                         self.head = Some(GrpcHead { status, fields });

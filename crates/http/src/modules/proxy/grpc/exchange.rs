@@ -200,6 +200,9 @@ async fn run(
         let had_head = grpc.head.is_some();
         grpc.receive(&input);
         input.clear();
+        if !grpc.hints.is_empty() {
+            pass_hints(client, &mut grpc.hints).await?;
+        }
         if !had_head && grpc.head.is_some() {
             let started = request.upstream.attempts[attempt].started;
             request.upstream.attempts[attempt].header_time = Some(runtime::clock::since(started));
@@ -246,6 +249,29 @@ async fn run(
         request.body_relay = Some(relay);
     }
     Ok((parsed, buffer, grpc))
+}
+
+/// Passes the server's `103 Early Hints` on to the client when `early_hints` says so (else
+/// drops them).
+#[cold]
+#[inline(never)]
+async fn pass_hints(client: &Client<'_, '_>, hints: &mut Vec<FieldList>) -> Result<(), Failure> {
+    for fields in std::mem::take(hints) {
+        if !client.early_hints {
+            continue;
+        }
+        let pairs: Vec<(&[u8], &[u8])> = fields
+            .iter()
+            .filter(|field| !field.name.starts_with(b":"))
+            .map(|field| (field.name, field.value))
+            .collect();
+        client
+            .source
+            .send_interim(103, &pairs, client.timeout)
+            .await
+            .map_err(|_| Failure::client(Fault::ClientClosed, Action::ReadingHead))?;
+    }
+    Ok(())
 }
 
 /// Waits (within `grpc_read_timeout`) for the server's next bytes and reads them. The
