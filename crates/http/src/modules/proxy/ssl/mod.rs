@@ -322,12 +322,20 @@ set_once!(
     ssl::parse_ciphers
 );
 
+/// `proxy_ssl_conf_command NAME VALUE`: `Certificate` and `PrivateKey` set the client
+/// certificate pair; anything else is accepted with a warning.
 fn accept_conf_command(
-    _scope: &mut LocationScope,
+    scope: &mut LocationScope,
     directive: &Directive,
     context: &mut LoadContext<'_>,
 ) -> Result<(), ConfError> {
-    ssl::warn_conf_command(directive, context);
+    let value = directive.arg(1).to_owned();
+    let pair = scope.proxy_ssl.conf_pair.get_or_insert((None, None));
+    match directive.arg(0) {
+        "Certificate" => pair.0 = Some(value),
+        "PrivateKey" => pair.1 = Some(value),
+        _ => ssl::warn_conf_command(directive, context),
+    }
     Ok(())
 }
 
@@ -410,6 +418,15 @@ fn client_certificate(
     prefix: &Path,
     module: &str,
 ) -> Result<ClientCertificate, ConfError> {
+    if let (Some(certificate), Some(key)) = &settings.conf_pair {
+        let pair = tls::load_pair(
+            &source(prefix, certificate, "certificate")?,
+            &source(prefix, key, "certificate key")?,
+            &settings.passwords,
+        )
+        .map_err(load_error)?;
+        return Ok(ClientCertificate::Loaded(pair));
+    }
     // An empty name (`proxy_ssl_certificate ""`) takes back an inherited certificate.
     let Some(certificate) = settings
         .certificate
