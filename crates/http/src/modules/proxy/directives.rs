@@ -624,7 +624,8 @@ fn set_http_version(
         other => {
             return Err(ConfError::message(
                 format!(
-                    "invalid value \"{other}\" in \"proxy_http_version\" directive, it must be \"1.0\", \"1.1\" or \"2\""
+                    "invalid value \"{other}\" in \"proxy_http_version\" directive, \
+                     it must be \"1.0\", \"1.1\" or \"2\""
                 ),
                 &directive.span,
             ));

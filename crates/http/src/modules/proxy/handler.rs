@@ -267,7 +267,12 @@ impl<'a> Proxying<'a, '_> {
                 selected,
                 peer: &peer,
             };
-            let early_hints = self.early_hints(client.info, request);
+            let early_hints = crate::modules::proxy::outgoing::early_hints(
+                self.worker,
+                client.info,
+                request,
+                &self.location.settings.core.early_hints,
+            );
             let mut streaming = self.client(client, request.background, early_hints);
             let result = try_peer(
                 &self.outgoing,
@@ -355,13 +360,6 @@ impl<'a> Proxying<'a, '_> {
                     .is_some_and(|cache| cache.background),
             early_hints,
         }
-    }
-
-    /// Whether `early_hints` lets an upstream's `103 Early Hints` go on to this client
-    /// (an HTTP/1.1 or later one, not a subrequest).
-    fn early_hints(&self, info: &ConnectionInfo, request: &Request<'_>) -> bool {
-        let conditions = &self.location.settings.core.early_hints;
-        !conditions.is_empty() && early_hints_hold(self.worker, info, request, conditions)
     }
 
     /// No server of the group may be tried.
@@ -691,20 +689,6 @@ impl<'a> Proxying<'a, '_> {
         }
         ProxyOutcome::Respond(Body::Upstream(body))
     }
-}
-
-/// [`Handler::early_hints`]'s conditions, out of line: few locations have any.
-#[cold]
-#[inline(never)]
-fn early_hints_hold(
-    worker: &HttpWorker,
-    info: &ConnectionInfo,
-    request: &Request<'_>,
-    conditions: &[crate::kernel::variables::HttpTemplate],
-) -> bool {
-    request.head.version >= http1::Version::Http11
-        && !request.is_subrequest()
-        && crate::modules::proxy::cache::lookup::any_true(worker, info, request, conditions)
 }
 
 /// A `grpc_pass` address made by variables, as the proxy's URL. Out of line, so that
