@@ -39,6 +39,11 @@
 #   CHAT_CALLS [10000] CHAT_COUNT [10]                         bidi calls per run, messages per call
 #   CONCURRENCY [50] CONNECTIONS [5]   ghz -c and --connections
 #   RUN_TIMEOUT [120]          seconds, the bound of each ghz run
+#   CALLGRIND [0]              N > 0: after the timed runs, each proxy once more under
+#                              valgrind's callgrind, N calls per row of CALLGRIND_ROWS
+#                              ["unary-kept stream-kept"] (N/10 for stream-kept and bidi-kept):
+#                              user-space instructions per call (needs valgrind)
+#   PORTICO_FROM               what PORTICO_BIN was built from, for the report (e.g. "main f6749b5")
 #   PORTICO_BIN                use this binary instead of building (cargo build --release -p portico-server)
 #   CARGO_TARGET_DIR           where cargo builds
 #   TOOLS_DIR [${XDG_CACHE_HOME:-$HOME/.cache}/portico-bench-grpc]   where ghz and the server are built
@@ -67,6 +72,9 @@ CHAT_COUNT=${CHAT_COUNT:-10}
 CONCURRENCY=${CONCURRENCY:-50}
 CONNECTIONS=${CONNECTIONS:-5}
 RUN_TIMEOUT=${RUN_TIMEOUT:-120}
+CALLGRIND=${CALLGRIND:-0}
+CALLGRIND_ROWS=${CALLGRIND_ROWS:-"unary-kept stream-kept"}
+PORTICO_FROM=${PORTICO_FROM:-}
 TOOLS_DIR=${TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/portico-bench-grpc}
 GHZ_VERSION=${GHZ_VERSION:-v0.120.0}
 LOCK=${LOCK:-/tmp/portico-bench.lock}
@@ -78,7 +86,7 @@ QUIET_CORES=${QUIET_CORES:-0.3}
 SECTION=grpc
 COMMAND_LINE="bench/grpc.sh"
 for variable in REPS ROWS DIRECT CALLS STREAM_CALLS STREAM_COUNT STREAM_SIZE CHAT_CALLS CHAT_COUNT \
-    CONCURRENCY CONNECTIONS QUIET_MAX QUIET_CORES PORTICO_BIN CARGO_TARGET_DIR TOOLS_DIR GHZ_VERSION; do
+    CONCURRENCY CONNECTIONS CALLGRIND CALLGRIND_ROWS QUIET_MAX QUIET_CORES PORTICO_BIN CARGO_TARGET_DIR TOOLS_DIR GHZ_VERSION; do
     if printenv "$variable" >/dev/null; then
         COMMAND_LINE="$variable='${!variable}' $COMMAND_LINE"
     fi
@@ -87,6 +95,9 @@ done
 ensure_tools
 ensure_portico
 command -v python3 >/dev/null || die "python3 is needed (it reads ghz's JSON report)"
+if [ "$CALLGRIND" != 0 ] && ! command -v callgrind_control >/dev/null; then
+    die "CALLGRIND needs valgrind (apt-get install -y valgrind)"
+fi
 
 # ---- ghz and the Go server, built outside the repository ------------------------------------
 
@@ -323,6 +334,72 @@ for rep in $(seq "$REPS"); do
     LOADS+="$(cut -d' ' -f1 /proc/loadavg) "
 done
 LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
+
+# ---- Instructions per call (callgrind) --------------------------------------------------------
+#
+# This VM has no hardware counters for perf; valgrind's callgrind counts every user-space
+# instruction a process executes, exactly, whatever else the machine runs. Each proxy runs
+# once under it (one worker; nginx without its master), gets a warm-up of every row, then
+# for each row of CALLGRIND_ROWS the counters are zeroed, ghz makes CALLGRIND calls (a
+# tenth as many for stream-kept and bidi-kept) with the same -c and --connections, and the
+# counters are dumped. Kernel work is not counted.
+
+CALLGRIND_RUNS=$WORK/callgrind.tsv
+: >"$CALLGRIND_RUNS"
+callgrind_calls() {
+    case $1 in
+        stream-kept | bidi-kept) echo $((CALLGRIND / 10)) ;;
+        *) echo "$CALLGRIND" ;;
+    esac
+}
+callgrind_pass() {
+    local kind=$1 prefix=$WORK/callgrind-$1 pid deadline row dumps=0 total calls method data per_call parsed
+    local command=()
+    mkdir -p "$prefix/logs"
+    if [ "$kind" = nginx ]; then
+        command=("$NGINX_BIN" -p "$prefix/" -e "$prefix/logs/error.log" -c "$CONF" -g 'master_process off;')
+    else
+        command=("$PORTICO_BIN" -p "$prefix/" -e "$prefix/logs/error.log" -c "$CONF")
+    fi
+    valgrind --tool=callgrind --callgrind-out-file="$prefix/callgrind.out" "${command[@]}" \
+        >"$prefix/logs/valgrind.log" 2>&1 &
+    pid=$!
+    STARTED_PIDS+=("$pid")
+    deadline=$((SECONDS + 120))
+    until curl -s -o /dev/null --max-time 2 --http2-prior-knowledge "http://127.0.0.1:$KEPT_PORT/"; do
+        alive "$pid" && [ $SECONDS -lt $deadline ] || { cat "$prefix/logs/valgrind.log" >&2; die "$kind did not start under valgrind"; }
+        sleep 0.5
+    done
+    for row in $CALLGRIND_ROWS; do
+        read -r calls per_call method data <<<"$(shape_of "$row")"
+        run_ghz "$prefix/warm.json" 200 "$method" "$data" "$(address_of "$kind" "$row")" >/dev/null \
+            || die "$kind $row: warm-up under valgrind failed: $(cat "$prefix/warm.json.err")"
+    done
+    for row in $CALLGRIND_ROWS; do
+        read -r calls per_call method data <<<"$(shape_of "$row")"
+        calls=$(callgrind_calls "$row")
+        callgrind_control -z "$pid" >/dev/null 2>&1 || die "callgrind_control -z $pid failed"
+        run_ghz "$prefix/$row.json" "$calls" "$method" "$data" "$(address_of "$kind" "$row")" >/dev/null \
+            || die "$kind $row: ghz under valgrind failed: $(cat "$prefix/$row.json.err")"
+        callgrind_control -d "$pid" >/dev/null 2>&1 || die "callgrind_control -d $pid failed"
+        dumps=$((dumps + 1))
+        total=$(awk '/^totals:/ { print $2; exit }' "$prefix/callgrind.out.$dumps" 2>/dev/null)
+        [ -n "$total" ] || die "$kind: no totals in $prefix/callgrind.out.$dumps"
+        parsed=$(parse_ghz "$prefix/$row.json")
+        # shellcheck disable=SC2086
+        set -- $parsed
+        [ "$2" = 0 ] || note "callgrind $kind $row: $2 calls not OK"
+        printf '%s\t%s\t%s\n' "$kind" "$row" "$(awk -v t="$total" -v n="$1" 'BEGIN { printf "%.0f", t / n }')" >>"$CALLGRIND_RUNS"
+        note "callgrind $kind $row: $(tail -n1 "$CALLGRIND_RUNS" | cut -f3) user-space instructions/call"
+    done
+    stop_server "$pid"
+}
+if [ "$CALLGRIND" != 0 ]; then
+    for kind in nginx portico; do
+        callgrind_pass "$kind"
+    done
+fi
+
 [ "$LOCK" = - ] || flock -u 9
 
 # ---- Report ----------------------------------------------------------------------------------
@@ -340,6 +417,7 @@ SECTION_FILE=$WORK/section.md
     echo "\`$COMMAND_LINE\`, $START_DATE; load average (1, 5, 15 min) at the start $LOAD_START, at the end $LOAD_END, after each repetition: $LOADS"
     echo
     describe_machine | sed 's/; wrk .*//'
+    [ -z "$PORTICO_FROM" ] || echo "- Portico binary built from: $PORTICO_FROM"
     echo "- gRPC: the Go server in bench/grpc (google.golang.org/grpc $(awk '$1 == "google.golang.org/grpc" { print $2 }' "$GRPC_SRC/go.mod")), client ghz $GHZ_VERSION over h2c, -c $CONCURRENCY --connections $CONNECTIONS;" \
         "unary rows $CALLS calls per run, stream-kept $STREAM_CALLS calls of $STREAM_COUNT replies ($STREAM_SIZE-byte padding), bidi-kept $CHAT_CALLS calls of $CHAT_COUNT messages each way;" \
         "each after a warm-up of a tenth as many; medians of $REPS; \`worker_processes 1\`, upstream group \`keepalive 32\` for the -kept rows"
@@ -376,6 +454,17 @@ SECTION_FILE=$WORK/section.md
             printf "  %s: calls/s %s, CPU/call %s, p99 %s\n", row,
                 (pr / nr >= 1.1 ? "met" : "not met"), (pc / nc <= 0.9 ? "met" : "not met"), (p99 <= n99 ? "met" : "not met") }'
     done
+    if [ -s "$CALLGRIND_RUNS" ]; then
+        echo
+        echo "User-space instructions per call (callgrind, one pass per server, $CALLGRIND calls per row, a tenth for the stream rows; kernel not counted):"
+        echo
+        echo "| row | nginx | Portico | ratio |"
+        echo "|---|---|---|---|"
+        awk -F'\t' '{ v[$1, $2] = $3; if (!($2 in seen)) { seen[$2] = 1; rows[++n] = $2 } }
+            END { for (i = 1; i <= n; i++) { r = rows[i]
+                printf "| %s | %d | %d | %.2fx |\n", r, v["nginx", r], v["portico", r], v["portico", r] / v["nginx", r] } }' \
+            "$CALLGRIND_RUNS"
+    fi
     echo
     echo "Every run: calls/s; proxy CPU µs/call; other load (cores busy besides the proxy, the Go server and ghz); calls not OK:"
     echo
