@@ -145,10 +145,15 @@ struct Stream {
     reset_after: Option<ErrorCode>,
 }
 
+/// Streams reset by us whose late DATA is ignored.
+const RESETS_REMEMBERED: usize = 16;
+
 /// The server side of one HTTP/2 connection.
 #[derive(Debug)]
 pub struct Connection {
     config: Config,
+    /// The streams we reset last, newest last (see `reset_stream`).
+    reset_by_us: VecDeque<u32>,
     phase: Phase,
     decoder: hpack::Decoder,
     encoder: hpack::Encoder,
@@ -190,6 +195,7 @@ impl Connection {
             decoder: hpack::Decoder::new(hpack::table::DEFAULT_SIZE),
             encoder: hpack::Encoder::new(),
             streams: BTreeMap::new(),
+            reset_by_us: VecDeque::new(),
             tree: PriorityTree::new(limits.priority_nodes_retained),
             block: None,
             block_scan: hpack::BlockScan::default(),
@@ -401,9 +407,17 @@ impl Connection {
         }
     }
 
-    /// Sends RST_STREAM for a stream without touching its state.
+    /// Sends RST_STREAM for a stream without touching its state. The stream is remembered
+    /// among the last ones reset: DATA the client sent before it saw the reset is ignored
+    /// (RFC 9113 §5.1), not answered with another RST_STREAM.
     fn reset_stream(&mut self, stream_id: u32, code: ErrorCode) {
         Frame::RstStream { stream_id, code }.write(self.output.frames());
+        if !self.reset_by_us.contains(&stream_id) {
+            if self.reset_by_us.len() == RESETS_REMEMBERED {
+                self.reset_by_us.pop_front();
+            }
+            self.reset_by_us.push_back(stream_id);
+        }
     }
 
     /// Priority from a HEADERS or PRIORITY frame. nginx (and so Portico) treats a stream

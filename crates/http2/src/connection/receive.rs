@@ -193,6 +193,10 @@ impl Connection {
         if !receiving {
             // The bytes will never be consumed: the connection window gets them back now.
             self.release_connection(flow_len);
+            if self.reset_by_us.contains(&stream_id) {
+                // Sent before the client saw our RST_STREAM.
+                return Ok(());
+            }
             return Err(Error::stream(
                 stream_id,
                 ErrorCode::STREAM_CLOSED,

@@ -927,3 +927,38 @@ fn frames_that_could_never_be_accepted_are_refused_on_their_header() {
         Some(ErrorCode::FRAME_SIZE_ERROR)
     );
 }
+
+#[test]
+fn data_sent_before_our_reset_arrived_is_ignored() {
+    let mut client = Client::new(Config::default());
+    client.headers(1, &get("/upload"), false).expect("request");
+    client.events();
+    client.connection.reset(1, ErrorCode::NO_ERROR);
+    assert_eq!(resets(&client.take_frames()), [(1, ErrorCode::NO_ERROR)]);
+    // The client's DATA was on its way: no second RST_STREAM, no connection error.
+    for _ in 0..2 {
+        client
+            .frame(Frame::Data {
+                stream_id: 1,
+                data: b"late body",
+                padding: None,
+                end_stream: false,
+            })
+            .expect("ignored");
+    }
+    assert!(resets(&client.take_frames()).is_empty());
+    // A stream the client itself closed still gets STREAM_CLOSED for its DATA.
+    client.headers(3, &get("/"), true).expect("request");
+    client
+        .frame(Frame::Data {
+            stream_id: 3,
+            data: b"x",
+            padding: None,
+            end_stream: false,
+        })
+        .expect("stream error");
+    assert_eq!(
+        resets(&client.take_frames()),
+        [(3, ErrorCode::STREAM_CLOSED)]
+    );
+}
