@@ -193,6 +193,8 @@ pub struct ClientConnection {
     /// The streams that ended last (both sides), newest last: a RST_STREAM the server
     /// sends for one of them still reaches the caller, which may count it an error.
     closed: VecDeque<u32>,
+    /// The last header block encoded, its buffer kept for the next.
+    encoded: Vec<u8>,
 }
 
 impl ClientConnection {
@@ -230,6 +232,7 @@ impl ClientConnection {
             goaway_received: None,
             failed: false,
             closed: VecDeque::new(),
+            encoded: Vec::new(),
         };
         connection
             .output
@@ -297,6 +300,27 @@ impl ClientConnection {
         head: &[HeaderField],
         end_stream: bool,
     ) -> Result<u32, ClientSendError> {
+        let stream_id = self.new_stream(end_stream)?;
+        self.write_head(stream_id, head, end_stream);
+        Ok(stream_id)
+    }
+
+    /// [`open_stream`](Self::open_stream) with the head given as names (in lower case)
+    /// and values, none of them never-indexed: no [`HeaderField`] is built for each.
+    pub fn open_stream_pairs<'f>(
+        &mut self,
+        head: impl IntoIterator<Item = (&'f [u8], &'f [u8])>,
+        end_stream: bool,
+    ) -> Result<u32, ClientSendError> {
+        let stream_id = self.new_stream(end_stream)?;
+        let mut block = self.take_block();
+        self.encoder.encode_pairs(head, &mut block);
+        self.write_block(stream_id, block, end_stream);
+        Ok(stream_id)
+    }
+
+    /// A new stream's id and state, its head still to be written.
+    fn new_stream(&mut self, end_stream: bool) -> Result<u32, ClientSendError> {
         if self.failed
             || self.goaway_received.is_some()
             || self.next_stream_id > frame::MAX_STREAM_ID
@@ -308,7 +332,6 @@ impl ClientConnection {
         }
         let stream_id = self.next_stream_id;
         self.next_stream_id += 2;
-        self.write_head(stream_id, head, end_stream);
         let stream = ClientStream {
             state: if end_stream {
                 State::HalfClosedLocal
@@ -608,8 +631,20 @@ impl ClientConnection {
     }
 
     fn write_head(&mut self, stream_id: u32, fields: &[HeaderField], end_stream: bool) {
-        let mut block = Vec::new();
+        let mut block = self.take_block();
         self.encoder.encode(fields, &mut block);
+        self.write_block(stream_id, block, end_stream);
+    }
+
+    /// The buffer a header block is encoded into, kept from the last one.
+    fn take_block(&mut self) -> Vec<u8> {
+        let mut block = std::mem::take(&mut self.encoded);
+        block.clear();
+        block
+    }
+
+    /// Frames an encoded header block, and keeps its buffer for the next.
+    fn write_block(&mut self, stream_id: u32, block: Vec<u8>, end_stream: bool) {
         frame::write_header_block(
             &mut self.output,
             stream_id,
@@ -617,6 +652,7 @@ impl ClientConnection {
             end_stream,
             self.peer_max_frame_size,
         );
+        self.encoded = block;
     }
 
     fn write_control(&mut self, frame: Frame<'_>) {

@@ -105,7 +105,7 @@ async fn run(
         OutBody::Stream { .. } => false,
     };
     let stream_id = h2
-        .open_stream(&fields, no_body)
+        .open_stream_pairs(fields.pairs(), no_body)
         // (Nothing was sent: a kept connection that cannot take a stream is replaced.)
         .map_err(|_| Failure::upstream(Fault::Closed, Action::SendingRequest, false))?;
     let mut grpc = Box::new(GrpcBody::new(h2, stream_id));

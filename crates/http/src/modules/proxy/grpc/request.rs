@@ -4,8 +4,6 @@
 //! other fields in lower case, no connection-specific field, and `te: trailers` when the
 //! client said it takes trailers.
 
-use http2::hpack::HeaderField;
-
 /// Fields that belong to one HTTP/1 connection and never go into an HTTP/2 head
 /// (RFC 9113 §8.2.2); `te` is written apart.
 const CONNECTION_FIELDS: &[&[u8]] = &[
@@ -18,6 +16,34 @@ const CONNECTION_FIELDS: &[&[u8]] = &[
     b"host",
 ];
 
+/// A request head as HTTP/2 fields, borrowing from the HTTP/1 head it was made from: names
+/// not in lower case there are lowered into one buffer, so that a head costs two
+/// allocations, not two per field.
+pub(crate) struct HeadFields<'h> {
+    lowered: Vec<u8>,
+    fields: Vec<(Name<'h>, &'h [u8])>,
+}
+
+/// Where a field's name is.
+enum Name<'h> {
+    Borrowed(&'h [u8]),
+    /// In `HeadFields::lowered`.
+    Lowered(std::ops::Range<usize>),
+}
+
+impl HeadFields<'_> {
+    /// The fields in order, names in lower case.
+    pub(crate) fn pairs(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
+        self.fields.iter().map(|(name, value)| {
+            let name = match name {
+                Name::Borrowed(name) => *name,
+                Name::Lowered(range) => &self.lowered[range.clone()],
+            };
+            (name, *value)
+        })
+    }
+}
+
 /// The HTTP/2 head for `head`, an HTTP/1 request head (`METHOD URI HTTP/1.1`, fields,
 /// an empty line). `tls` gives `:scheme`; `te_trailers` adds `te: trailers`; with
 /// `host_set` (`grpc_set_header Host`) `Host` goes as a `host` field, not `:authority`.
@@ -26,20 +52,21 @@ pub(crate) fn head_fields(
     tls: bool,
     te_trailers: bool,
     host_set: bool,
-) -> Vec<HeaderField> {
+) -> HeadFields<'_> {
     let mut lines = head.split(|&byte| byte == b'\n').map(trim_cr);
     let request_line = lines.next().unwrap_or_default();
     let mut parts = request_line.splitn(3, |&byte| byte == b' ');
     let method = parts.next().unwrap_or(b"POST");
-    let path = match parts.next() {
+    let path: &[u8] = match parts.next() {
         Some(path) if !path.is_empty() => path,
         _ => b"/",
     };
+    let scheme: &[u8] = if tls { b"https" } else { b"http" };
     let mut fields = Vec::with_capacity(16);
-    fields.push(field(b":method", method));
-    fields.push(field(b":scheme", if tls { b"https" } else { b"http" }));
-    fields.push(field(b":path", path));
-    let mut others = Vec::with_capacity(12);
+    fields.push((Name::Borrowed(b":method"), method));
+    fields.push((Name::Borrowed(b":scheme"), scheme));
+    fields.push((Name::Borrowed(b":path"), path));
+    let mut lowered = Vec::new();
     for line in lines {
         if line.is_empty() {
             break;
@@ -47,30 +74,33 @@ pub(crate) fn head_fields(
         let Some(colon) = memchr::memchr(b':', line) else {
             continue;
         };
-        let name = line[..colon].to_ascii_lowercase();
+        let name = &line[..colon];
         let value = line[colon + 1..].trim_ascii();
-        if name == b"host" {
+        if name.eq_ignore_ascii_case(b"host") {
             if host_set {
-                others.push(field(b"host", value));
+                fields.push((Name::Borrowed(b"host"), value));
             } else {
-                fields.push(field(b":authority", value));
+                // Pseudo-fields come first.
+                fields.insert(3, (Name::Borrowed(b":authority"), value));
             }
             continue;
         }
-        if CONNECTION_FIELDS.contains(&name.as_slice()) {
+        if is_connection_field(name) && !name.eq_ignore_ascii_case(b"content-length") {
             continue;
         }
-        others.push(HeaderField {
-            name,
-            value: value.to_vec(),
-            sensitive: false,
-        });
+        let name = if name.iter().any(u8::is_ascii_uppercase) {
+            let start = lowered.len();
+            lowered.extend(name.iter().map(u8::to_ascii_lowercase));
+            Name::Lowered(start..lowered.len())
+        } else {
+            Name::Borrowed(name)
+        };
+        fields.push((name, value));
     }
     if te_trailers {
-        others.push(field(b"te", b"trailers"));
+        fields.push((Name::Borrowed(b"te"), b"trailers"));
     }
-    fields.append(&mut others);
-    fields
+    HeadFields { lowered, fields }
 }
 
 /// Whether `name` (any case) is a field of one HTTP/1 connection (or `Host`), never
@@ -94,25 +124,17 @@ fn trim_cr(line: &[u8]) -> &[u8] {
     line.strip_suffix(b"\r").unwrap_or(line)
 }
 
-fn field(name: &[u8], value: &[u8]) -> HeaderField {
-    HeaderField {
-        name: name.to_vec(),
-        value: value.to_vec(),
-        sensitive: false,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn pairs(fields: &[HeaderField]) -> Vec<(String, String)> {
+    fn pairs(fields: &HeadFields<'_>) -> Vec<(String, String)> {
         fields
-            .iter()
-            .map(|field| {
+            .pairs()
+            .map(|(name, value)| {
                 (
-                    String::from_utf8_lossy(&field.name).into_owned(),
-                    String::from_utf8_lossy(&field.value).into_owned(),
+                    String::from_utf8_lossy(name).into_owned(),
+                    String::from_utf8_lossy(value).into_owned(),
                 )
             })
             .collect()
