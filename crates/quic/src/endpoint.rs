@@ -311,6 +311,48 @@ impl Endpoint {
             })
     }
 
+    /// Bytes of one stream handed over and not taken by QUIC's flow control yet: a
+    /// request's writer waits while its own response has this much queued.
+    pub fn unsent_stream_bytes(&self, connection: ConnectionId, stream_id: u64) -> usize {
+        self.connections
+            .get(&ConnectionHandle(connection.0))
+            .and_then(|state| state.unsent.get(&stream_id))
+            .map_or(0, |unsent| unsent.data.iter().map(Bytes::len).sum())
+    }
+
+    /// Whether the connection is still open (not closed nor draining).
+    pub fn is_open(&self, connection: ConnectionId) -> bool {
+        self.connections
+            .get(&ConnectionHandle(connection.0))
+            .is_some_and(|state| !state.quic.is_closed())
+    }
+
+    /// The client's address as the connection sees it now (it changes with migration).
+    pub fn remote_address(&self, connection: ConnectionId) -> Option<SocketAddr> {
+        let state = self.connections.get(&ConnectionHandle(connection.0))?;
+        Some(state.quic.remote_address())
+    }
+
+    /// The SNI name the client sent in its handshake, if any.
+    pub fn server_name(&self, connection: ConnectionId) -> Option<String> {
+        let state = self.connections.get(&ConnectionHandle(connection.0))?;
+        let data = state.quic.crypto_session().handshake_data()?;
+        let data = data
+            .downcast::<quinn_proto::crypto::rustls::HandshakeData>()
+            .ok()?;
+        data.server_name
+    }
+
+    /// Gives up on a request: its stream is reset both ways with `code`.
+    pub fn abort(&mut self, connection: ConnectionId, stream_id: u64, code: http3::Code) {
+        let handle = ConnectionHandle(connection.0);
+        if let Some(state) = self.connections.get_mut(&handle) {
+            state.unsent.remove(&stream_id);
+            state.http3.abort(stream_id, code);
+            write_output(state);
+        }
+    }
+
     /// Sends a response head; see [`http3::Connection::send_headers`].
     pub fn send_headers(
         &mut self,
