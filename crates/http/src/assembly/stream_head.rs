@@ -11,6 +11,28 @@ use crate::kernel::conf::{AddressConf, Server};
 use crate::kernel::request::{ConnectionInfo, Request};
 use crate::kernel::worker::HttpWorker;
 
+/// Logs a refused head at `info`, as nginx logs it, in the address's default server's
+/// log.
+pub(crate) fn log_malformed(
+    worker: &HttpWorker,
+    info: &ConnectionInfo,
+    address: &AddressConf,
+    message: &str,
+) {
+    let conf = worker.conf();
+    let request = Request {
+        location: Some(conf.server(address.default_server).location),
+        ..Request::default()
+    };
+    crate::kernel::request_log::log(
+        worker,
+        info,
+        &request,
+        Level::Info,
+        format_args!("{message}"),
+    );
+}
+
 /// What a framed connection's stream brings to [`read_head`]: its protocol's words, and
 /// whether the server the host names may be served over it.
 pub(crate) struct StreamProtocol<'a> {

@@ -62,18 +62,7 @@ const SPARE_REQUESTS_MAX: usize = 16;
 impl Started<'_> {
     /// A refused head is logged at `info`, as nginx logs it, in the default server's log.
     pub(crate) fn log_malformed(&self, message: &str) {
-        let conf = self.worker.conf();
-        let request = Request {
-            location: Some(conf.server(self.address.default_server).location),
-            ..Request::default()
-        };
-        crate::kernel::request_log::log(
-            self.worker,
-            self.info,
-            &request,
-            Level::Info,
-            format_args!("{message}"),
-        );
+        crate::assembly::stream_head::log_malformed(self.worker, self.info, self.address, message);
     }
 }
 
