@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use http3::HeaderField;
@@ -25,7 +25,16 @@ pub struct Config {
     /// Whether a new client must first prove its address with a Retry round trip (nginx's
     /// `quic_retry`): a spoofed source then gets one small packet and no connection.
     pub retry: bool,
+    /// How long a connection may be silent before it is closed (nginx takes the
+    /// default server's `keepalive_timeout`).
+    pub idle_timeout: Duration,
 }
+
+/// After a shutdown began, how long a connection whose requests are answered waits for
+/// the client to acknowledge the last bytes before it closes anyway: the client may be
+/// gone, or (after a reload) its acknowledgements may reach the new generation's endpoint
+/// on the shared `reuseport` socket.
+const SHUTDOWN_ACK_WAIT: Duration = Duration::from_secs(2);
 
 impl Default for Config {
     fn default() -> Self {
@@ -34,6 +43,7 @@ impl Default for Config {
             max_connections: 1024,
             max_uni_streams: 8,
             retry: false,
+            idle_timeout: Duration::from_secs(30),
         }
     }
 }
@@ -97,9 +107,14 @@ pub struct Endpoint {
     events: VecDeque<Event>,
     datagrams: VecDeque<Datagram>,
     buffer: Vec<u8>,
-    /// [`Endpoint::shutdown`] was called: new connections are refused and each open one
-    /// closes once its requests are done.
+    /// [`Endpoint::shutdown`] was called: new connections are turned away and each open
+    /// one closes once its requests are done.
     shutting_down: bool,
+    /// When a connection whose requests are done closes even without every
+    /// acknowledgement ([`SHUTDOWN_ACK_WAIT`] after the shutdown began).
+    shutdown_deadline: Option<Instant>,
+    /// [`SHUTDOWN_ACK_WAIT`] has passed.
+    ack_wait_over: bool,
 }
 
 impl std::fmt::Debug for Endpoint {
@@ -126,6 +141,8 @@ impl Endpoint {
         let requests = u32::try_from(config.http3.max_request_streams).unwrap_or(u32::MAX);
         transport.max_concurrent_bidi_streams(VarInt::from_u32(requests));
         transport.max_concurrent_uni_streams(VarInt::from_u32(config.max_uni_streams));
+        let idle = quinn_proto::IdleTimeout::try_from(config.idle_timeout).ok();
+        transport.max_idle_timeout(idle);
         server_config.transport_config(Arc::new(transport));
         let server_config = Arc::new(server_config);
         let endpoint = quinn_proto::Endpoint::new(
@@ -143,6 +160,8 @@ impl Endpoint {
             datagrams: VecDeque::new(),
             buffer: Vec::new(),
             shutting_down: false,
+            shutdown_deadline: None,
+            ack_wait_over: false,
         })
     }
 
@@ -166,7 +185,12 @@ impl Endpoint {
             .handle(now, remote, local_ip, None, data, &mut buffer);
         match event {
             Some(DatagramEvent::NewConnection(incoming)) => {
-                if self.shutting_down || self.connections.len() >= self.config.max_connections {
+                if self.shutting_down {
+                    // A new client's Initial after a reload most likely belongs to the new
+                    // generation sharing this socket: dropped, the client sends it again
+                    // and the next copy may reach the endpoint that takes it.
+                    self.endpoint.ignore(incoming);
+                } else if self.connections.len() >= self.config.max_connections {
                     let transmit = self.endpoint.refuse(incoming, &mut buffer);
                     self.queue_datagram(&transmit, &buffer);
                 } else if self.config.retry && !incoming.remote_address_validated() {
@@ -247,14 +271,27 @@ impl Endpoint {
 
     /// When [`Endpoint::handle_timeout`] is next due.
     pub fn poll_timeout(&mut self) -> Option<Instant> {
+        let deadline = self
+            .shutdown_deadline
+            .filter(|_| !self.connections.is_empty());
         self.connections
             .values_mut()
             .filter_map(|connection| connection.quic.poll_timeout())
+            .chain(deadline)
             .min()
     }
 
     /// Runs the timers that are due: retransmissions, idle timeouts, draining.
     pub fn handle_timeout(&mut self, now: Instant) {
+        if self.shutdown_deadline.is_some_and(|at| at <= now) {
+            // Connections waiting only for acknowledgements close now.
+            self.shutdown_deadline = None;
+            self.ack_wait_over = true;
+            let handles: Vec<ConnectionHandle> = self.connections.keys().copied().collect();
+            for handle in handles {
+                self.drive(handle, now);
+            }
+        }
         let due: Vec<ConnectionHandle> = self
             .connections
             .iter_mut()
@@ -276,6 +313,7 @@ impl Endpoint {
     /// requests are done, and new connections are refused.
     pub fn shutdown(&mut self, now: Instant) {
         self.shutting_down = true;
+        self.shutdown_deadline = Some(now + SHUTDOWN_ACK_WAIT);
         let handles: Vec<ConnectionHandle> = self.connections.keys().copied().collect();
         for handle in handles {
             if let Some(connection) = self.connections.get_mut(&handle) {
@@ -427,7 +465,11 @@ impl Endpoint {
                 });
             }
             write_output(connection);
-            if self.shutting_down && all_delivered(connection) && !connection.quic.is_closed() {
+            let done = match self.ack_wait_over {
+                true => answered(connection),
+                false => all_delivered(connection),
+            };
+            if self.shutting_down && done && !connection.quic.is_closed() {
                 let code = VarInt::from_u64(http3::Code::NoError.value())
                     .expect("HTTP/3 codes are varints");
                 connection.quic.close(now, code, Bytes::new());
@@ -453,9 +495,12 @@ impl Endpoint {
 /// three unidirectional streams, never finished, may still be sending. Closing earlier
 /// would throw away response bytes QUIC has not delivered yet.
 fn all_delivered(connection: &mut Connection) -> bool {
-    connection.http3.is_idle()
-        && connection.unsent.is_empty()
-        && connection.quic.streams().send_streams() <= 3
+    answered(connection) && connection.quic.streams().send_streams() <= 3
+}
+
+/// Whether every request is done and every response byte handed to QUIC.
+fn answered(connection: &Connection) -> bool {
+    connection.http3.is_idle() && connection.unsent.is_empty()
 }
 
 fn stream_id(id: u64) -> StreamId {
