@@ -496,11 +496,13 @@ fn start_quic(
     }
     match listener.to_tokio_udp() {
         Ok(socket) => {
+            // Taken now, before any reload can ask the worker to drain.
+            let guard = context.gauge.try_acquire();
             tokio::task::spawn_local(http::assembly::v3::socket::serve_socket(
                 Rc::clone(worker),
                 socket_index,
                 socket,
-                Rc::clone(&context.gauge),
+                guard,
             ));
         }
         Err(error) => {

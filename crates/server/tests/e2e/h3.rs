@@ -6,10 +6,10 @@
 
 use crate::support::Instance;
 use crate::support::cli::{assert_http_body_fails, test_http_body};
-use crate::support::h3::{exchange, get, post};
+use crate::support::h3::{exchange, get, post, try_exchange};
 use crate::support::proxy::OK;
 use crate::support::tls::{Key, self_signed, with_files};
-use crate::support::upstream::MockUpstream;
+use crate::support::upstream::{MockUpstream, UpstreamConn};
 
 const CONFIG: &str = r#"
 worker_processes 2;
@@ -38,6 +38,8 @@ http {
         location = /proxy {
             proxy_pass http://127.0.0.1:8081/echo;
         }
+        location = /generation { return 200 "one"; }
+        location ~ ^/[0-9]+$ { return 200 "page $uri $http3"; }
     }
 }
 "#;
@@ -54,6 +56,15 @@ fn start() -> (Instance, MockUpstream) {
     .file("html/big.bin", big())
     .file("quic.key", [7u8; 32]);
     let upstream = MockUpstream::answering(builder.port(8081), OK);
+    (builder.start(), upstream)
+}
+
+fn start_with(upstream: impl Fn(UpstreamConn) + Send + Sync + 'static) -> (Instance, MockUpstream) {
+    let mut builder = with_files(Instance::builder(CONFIG), |directory| {
+        self_signed(directory, "localhost", Key::Ecdsa);
+    })
+    .file("quic.key", [7u8; 32]);
+    let upstream = MockUpstream::start(builder.port(8081), upstream);
     (builder.start(), upstream)
 }
 
@@ -153,4 +164,80 @@ fn http3_directives_load_with_nginx_contexts_and_errors() {
         "server { location / { http3 on; } }",
         "\"http3\" directive is not allowed here in {conf}:4",
     );
+}
+
+/// A reload while a request is in flight: the old workers' endpoints send GOAWAY and
+/// serve the request to its end, and the new workers take the `reuseport` sockets.
+#[test]
+fn a_reload_finishes_requests_in_flight_and_new_workers_serve() {
+    let (mut server, upstream) = start_with(|mut conn| {
+        while conn.read_request().is_some() {
+            std::thread::sleep(std::time::Duration::from_millis(800));
+            conn.write(OK);
+        }
+    });
+    let port = server.port();
+    let pem = certificate(&server);
+    let in_flight = {
+        let pem = pem.clone();
+        std::thread::spawn(move || exchange(port, &pem, vec![get("/proxy")]))
+    };
+    crate::support::wait::wait_until(
+        "the upstream to get the request",
+        std::time::Duration::from_secs(10),
+        || upstream.connections() > 0,
+    );
+    let two = CONFIG.replace("return 200 \"one\"", "return 200 \"two\"");
+    // While old and new workers read the same `reuseport` sockets, a new connection may
+    // be turned away by an old endpoint or lose packets to it: the wait tries again.
+    server.reload(&two, |_| {
+        let limit = std::time::Duration::from_secs(3);
+        try_exchange(port, &pem, vec![get("/generation")], limit)
+            .is_ok_and(|answers| answers[0].body == b"two")
+    });
+    let answers = in_flight.join().expect("the client thread");
+    assert_eq!(answers[0].status, 200);
+    assert_eq!(answers[0].body, b"hello");
+}
+
+fn aioquic_python() -> Option<String> {
+    let candidate =
+        std::env::var("PORTICO_AIOQUIC_PYTHON").unwrap_or_else(|_| "python3".to_string());
+    let imports = std::process::Command::new(&candidate)
+        .args(["-c", "import aioquic"])
+        .stderr(std::process::Stdio::null())
+        .status();
+    imports
+        .is_ok_and(|status| status.success())
+        .then_some(candidate)
+}
+
+/// aioquic's client (and its ls-qpack encoder, which uses the dynamic table Portico
+/// allows) fetches twenty pages on one connection, nineteen of them at once.
+#[test]
+fn aioquic_fetches_pages_on_one_connection() {
+    let Some(python) = aioquic_python() else {
+        eprintln!("skipped: no Python with aioquic (set PORTICO_AIOQUIC_PYTHON)");
+        return;
+    };
+    let (server, _upstream) = start();
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../quic/tests/aioquic_client.py"
+    );
+    let output = std::process::Command::new(python)
+        .args([script, &server.port().to_string(), "20"])
+        .output()
+        .expect("the client runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 20, "{stdout}");
+    for (index, line) in lines.iter().enumerate() {
+        assert_eq!(*line, format!("200 page /{index} h3"));
+    }
 }

@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use quic::driver::Shared;
 use quic::{ConnectionId, Endpoint, Event};
-use runtime::accept::ConnectionGauge;
+use runtime::accept::ConnectionGuard;
 use runtime::{PeerAddress, Phase};
 use tokio::task::AbortHandle;
 
@@ -85,9 +85,11 @@ fn endpoint(worker: &HttpWorker, socket_index: usize) -> Result<Endpoint, String
     });
     let tls = tls::quic_server_config(choose, server.v3.alpn()).map_err(|error| error.0)?;
     let (number, size) = server.core.large_client_header_buffers;
+    let location = &conf.location(server.location).settings;
     let config = quic::Config {
         http3: server.v3.codec_config(number.saturating_mul(size)),
         retry: server.v3.retry,
+        idle_timeout: location.core.keepalive_timeout.timeout,
         ..quic::Config::default()
     };
     Endpoint::new(tls, config).map_err(|error| error.0)
@@ -95,13 +97,14 @@ fn endpoint(worker: &HttpWorker, socket_index: usize) -> Result<Endpoint, String
 
 /// Serves a `listen ... quic` socket on this worker until the worker stops; on a
 /// graceful stop (a reload, `quit`) the endpoint sends GOAWAY, refuses new connections
-/// and runs until its connections have closed, holding a slot of `gauge` meanwhile so
-/// that the worker waits for it.
+/// and runs until its connections have closed. `guard`, a `worker_connections` slot
+/// taken when the worker started, is held until then, so that the worker, which waits
+/// for its connections to end, waits for this socket's too.
 pub async fn serve_socket(
     worker: Rc<HttpWorker>,
     socket_index: usize,
     socket: tokio::net::UdpSocket,
-    gauge: Rc<ConnectionGauge>,
+    guard: Option<ConnectionGuard>,
 ) {
     let endpoint = match endpoint(&worker, socket_index) {
         Ok(endpoint) => endpoint,
@@ -140,7 +143,6 @@ pub async fn serve_socket(
         return;
     }
     // A graceful stop: GOAWAY, and the socket is served until its connections are gone.
-    let _draining = gauge.try_acquire();
     state.driver.endpoint().shutdown(Instant::now());
     state.driver.wake();
     let shut_down = async {
@@ -154,6 +156,7 @@ pub async fn serve_socket(
     };
     let on_event = |_: &Shared, event: Event| handle_event(&worker, &state, local, event);
     quic::driver::drive(&socket, &state.driver, on_event, shut_down).await;
+    drop(guard);
 }
 
 /// Turns what a client did into requests and body bytes.

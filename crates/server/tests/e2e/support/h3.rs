@@ -118,6 +118,17 @@ fn endpoint(certificate: &[u8]) -> quinn::Endpoint {
 /// Sends `asks` in turn on one QUIC connection to `127.0.0.1:port` (SNI `localhost`) and
 /// returns their answers in order; each exchange must end within ten seconds.
 pub fn exchange(port: u16, certificate: &[u8], asks: Vec<Ask>) -> Vec<Answer> {
+    try_exchange(port, certificate, asks, Duration::from_secs(10)).expect("the exchange")
+}
+
+/// As [`exchange`], with what went wrong as an error (the handshake and each exchange
+/// bounded by `limit`).
+pub fn try_exchange(
+    port: u16,
+    certificate: &[u8],
+    asks: Vec<Ask>,
+    limit: Duration,
+) -> Result<Vec<Answer>, String> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -126,13 +137,13 @@ pub fn exchange(port: u16, certificate: &[u8], asks: Vec<Ask>) -> Vec<Answer> {
         let endpoint = endpoint(certificate);
         let server = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
         let connecting = endpoint.connect(server, "localhost").expect("connect");
-        let quic = tokio::time::timeout(Duration::from_secs(10), connecting)
+        let quic = tokio::time::timeout(limit, connecting)
             .await
-            .expect("the handshake ends in time")
-            .expect("the handshake succeeds");
+            .map_err(|_| "the handshake did not end in time".to_owned())?
+            .map_err(|error| format!("handshake: {error}"))?;
         let (mut driver, mut requests) = h3::client::new(h3_quinn::Connection::new(quic.clone()))
             .await
-            .expect("h3");
+            .map_err(|error| format!("h3: {error}"))?;
         let drive =
             tokio::spawn(async move { std::future::poll_fn(|cx| driver.poll_close(cx)).await });
         let mut answers = Vec::new();
@@ -143,14 +154,31 @@ pub fn exchange(port: u16, certificate: &[u8], asks: Vec<Ask>) -> Vec<Answer> {
                     .uri(format!("https://localhost{}", ask.path))
                     .body(())
                     .expect("request");
-                let mut stream = requests.send_request(request).await.expect("send");
+                let failed = |what: &str, error: &dyn std::fmt::Display| format!("{what}: {error}");
+                let mut stream = requests
+                    .send_request(request)
+                    .await
+                    .map_err(|error| failed("send", &error))?;
                 if let Some(body) = ask.body {
-                    stream.send_data(body).await.expect("body");
+                    stream
+                        .send_data(body)
+                        .await
+                        .map_err(|error| failed("body", &error))?;
                 }
-                stream.finish().await.expect("finish");
-                let response = stream.recv_response().await.expect("response");
+                stream
+                    .finish()
+                    .await
+                    .map_err(|error| failed("finish", &error))?;
+                let response = stream
+                    .recv_response()
+                    .await
+                    .map_err(|error| failed("response", &error))?;
                 let mut body = Vec::new();
-                while let Some(mut chunk) = stream.recv_data().await.expect("data") {
+                while let Some(mut chunk) = stream
+                    .recv_data()
+                    .await
+                    .map_err(|error| failed("data", &error))?
+                {
                     while chunk.has_remaining() {
                         let piece = chunk.chunk();
                         body.extend_from_slice(piece);
@@ -158,20 +186,20 @@ pub fn exchange(port: u16, certificate: &[u8], asks: Vec<Ask>) -> Vec<Answer> {
                         chunk.advance(length);
                     }
                 }
-                Answer {
+                Ok::<Answer, String>(Answer {
                     status: response.status().as_u16(),
                     headers: response.headers().clone(),
                     body,
-                }
+                })
             };
-            let answer = tokio::time::timeout(Duration::from_secs(10), one)
+            let answer = tokio::time::timeout(limit, one)
                 .await
-                .expect("the exchange ends in time");
+                .map_err(|_| "the exchange did not end in time".to_owned())??;
             answers.push(answer);
         }
         drop(requests);
         quic.close(quinn::VarInt::from_u32(0x100), b"done");
         let _ = tokio::time::timeout(Duration::from_secs(2), drive).await;
-        answers
+        Ok(answers)
     })
 }
