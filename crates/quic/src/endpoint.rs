@@ -134,6 +134,18 @@ impl Endpoint {
     /// An endpoint serving with `tls` (TLS 1.3, ALPN `h3`: QUIC requires the first and
     /// HTTP/3 the second).
     pub fn new(tls: Arc<rustls::ServerConfig>, config: Config) -> Result<Self, TlsError> {
+        Self::with_host_key(tls, config, None)
+    }
+
+    /// As [`Endpoint::new`], with the keys of stateless resets and Retry tokens made from
+    /// `host_key` (nginx's `quic_host_key`) instead of random ones: endpoints given the
+    /// same key (every worker, and the next generation after a reload) accept each
+    /// other's Retry tokens, and a client believes their resets.
+    pub fn with_host_key(
+        tls: Arc<rustls::ServerConfig>,
+        config: Config,
+        host_key: Option<&[u8]>,
+    ) -> Result<Self, TlsError> {
         let crypto = quinn_proto::crypto::rustls::QuicServerConfig::try_from(tls)
             .map_err(|error| TlsError(error.to_string()))?;
         let mut server_config = quinn_proto::ServerConfig::with_crypto(Arc::new(crypto));
@@ -144,9 +156,15 @@ impl Endpoint {
         let idle = quinn_proto::IdleTimeout::try_from(config.idle_timeout).ok();
         transport.max_idle_timeout(idle);
         server_config.transport_config(Arc::new(transport));
+        let mut endpoint_config = quinn_proto::EndpointConfig::default();
+        if let Some(host_key) = host_key {
+            let (reset, token) = host_keys(host_key);
+            endpoint_config = quinn_proto::EndpointConfig::new(Arc::new(reset));
+            server_config.token_key(Arc::new(token));
+        }
         let server_config = Arc::new(server_config);
         let endpoint = quinn_proto::Endpoint::new(
-            Arc::new(quinn_proto::EndpointConfig::default()),
+            Arc::new(endpoint_config),
             Some(server_config.clone()),
             true,
             None,
@@ -489,6 +507,26 @@ impl Endpoint {
             self.events.push_back(Event::Closed { connection: id });
         }
     }
+}
+
+/// The stateless-reset key and the Retry token key made from a host key, each with a
+/// label of its own so that neither key is the other.
+fn host_keys(host_key: &[u8]) -> (aws_lc_rs::hmac::Key, aws_lc_rs::hkdf::Prk) {
+    let salt = aws_lc_rs::hkdf::Salt::new(aws_lc_rs::hkdf::HKDF_SHA256, b"portico quic host key");
+    let master = salt.extract(host_key);
+    let derive = |label: &[u8]| {
+        let mut out = [0u8; 32];
+        let info = [label];
+        master
+            .expand(&info, aws_lc_rs::hkdf::HKDF_SHA256)
+            .and_then(|okm| okm.fill(&mut out))
+            .expect("32 bytes is a valid HKDF-SHA256 output length");
+        out
+    };
+    let reset = aws_lc_rs::hmac::Key::new(aws_lc_rs::hmac::HMAC_SHA256, &derive(b"reset"));
+    let token =
+        aws_lc_rs::hkdf::Salt::new(aws_lc_rs::hkdf::HKDF_SHA256, &[]).extract(&derive(b"token"));
+    (reset, token)
 }
 
 /// Whether every request is done and every response byte acknowledged: only the server's
