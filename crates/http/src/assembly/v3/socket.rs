@@ -92,7 +92,8 @@ fn endpoint(worker: &HttpWorker, socket_index: usize) -> Result<Endpoint, String
         idle_timeout: location.core.keepalive_timeout.timeout,
         ..quic::Config::default()
     };
-    Endpoint::new(tls, config).map_err(|error| error.0)
+    let host_key = server.v3.host_key.as_deref();
+    Endpoint::with_host_key(tls, config, host_key).map_err(|error| error.0)
 }
 
 /// Serves a `listen ... quic` socket on this worker until the worker stops; on a

@@ -23,7 +23,8 @@ settings! {
         /// `quic_host_key`: the key stateless resets and Retry tokens are made with, so
         /// that they stay valid across reloads and workers; random per start without it.
         host_key: Option<Arc<[u8]>> = None,
-        /// `quic_active_connection_id_limit`: connection ids the client may give us.
+        /// `quic_active_connection_id_limit`: accepted; QUIC's transport announces 8
+        /// (see docs/http3.md).
         active_connection_id_limit: u32 = 2,
     }
 }
