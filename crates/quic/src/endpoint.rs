@@ -409,6 +409,26 @@ impl Endpoint {
         }
     }
 
+    /// Sends GOAWAY on one connection: requests already received are served, later ones
+    /// refused (the connection's last request was its `keepalive_requests`th).
+    pub fn send_goaway(&mut self, connection: ConnectionId) {
+        let handle = ConnectionHandle(connection.0);
+        if let Some(state) = self.connections.get_mut(&handle) {
+            state.http3.send_goaway();
+            write_output(state);
+        }
+    }
+
+    /// Stops reading a request whose response is complete; see
+    /// [`http3::Connection::stop_reading`].
+    pub fn stop_reading(&mut self, connection: ConnectionId, stream_id: u64) {
+        let handle = ConnectionHandle(connection.0);
+        if let Some(state) = self.connections.get_mut(&handle) {
+            state.http3.stop_reading(stream_id);
+            write_output(state);
+        }
+    }
+
     /// Sends a response head; see [`http3::Connection::send_headers`].
     pub fn send_headers(
         &mut self,

@@ -18,11 +18,13 @@ pub trait ChooseServer: Send + Sync + std::fmt::Debug {
 }
 
 /// A QUIC server configuration whose certificates `choose` picks, offering `alpn` (`h3`,
-/// and `hq-interop` with `http3_hq on`). 0-RTT is not offered (`max_early_data_size` 0,
-/// as quinn asks of a server that does not take early data).
+/// and `hq-interop` with `http3_hq on`), resuming sessions with the cache and ticket keys
+/// of `sessions` (the default server's TLS). 0-RTT is not offered
+/// (`max_early_data_size` 0, as quinn asks of a server that does not take early data).
 pub fn quic_server_config(
     choose: Arc<dyn ChooseServer>,
     alpn: Vec<Vec<u8>>,
+    sessions: Option<&ServerTls>,
 ) -> Result<Arc<ServerConfig>, TlsError> {
     let provider = rustls::crypto::aws_lc_rs::default_provider();
     let builder = ServerConfig::builder_with_provider(Arc::new(provider))
@@ -33,6 +35,12 @@ pub fn quic_server_config(
         .with_cert_resolver(Arc::new(BySni { choose }));
     config.alpn_protocols = alpn;
     config.max_early_data_size = 0;
+    if let Some(sessions) = sessions {
+        // The default server's session cache and ticket keys, as over TCP.
+        config.session_storage = Arc::clone(&sessions.config.session_storage);
+        config.ticketer = Arc::clone(&sessions.config.ticketer);
+        config.send_tls13_tickets = sessions.config.send_tls13_tickets;
+    }
     Ok(Arc::new(config))
 }
 

@@ -16,6 +16,9 @@ pub(crate) struct Inbox {
     received: u64,
     /// END_STREAM came (or trailers).
     pub(crate) ended: bool,
+    /// A DATA frame came, even an empty one (HTTP/3 tells a request without a body from
+    /// one with an empty body by it).
+    pub(crate) data_seen: bool,
     /// The body is read whole before its request goes on (see `StreamFeed::take`).
     pub(crate) whole: bool,
     /// More than `content-length`, or less at the end: the body is refused, with nginx's
@@ -35,6 +38,7 @@ impl Inbox {
     /// A DATA payload (and whether it ends the body).
     pub(crate) fn push(&mut self, payload: &[u8], end_stream: bool) {
         let len = payload.len();
+        self.data_seen = true;
         self.received += len as u64;
         self.unreleased = self
             .unreleased

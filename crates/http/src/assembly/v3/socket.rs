@@ -17,7 +17,7 @@ use quic::driver::Shared;
 use quic::{ConnectionId, Endpoint, Event};
 use runtime::accept::ConnectionGuard;
 use runtime::{PeerAddress, Phase};
-use tokio::task::AbortHandle;
+use tokio::sync::Notify;
 
 use crate::assembly::stream_body::Inbox;
 use crate::assembly::v3::stream::{Opened, run_request};
@@ -33,7 +33,7 @@ pub(crate) struct SocketState {
     /// Request bodies arriving, by connection and stream, until their request ends.
     pub(crate) inboxes: RefCell<HashMap<(ConnectionId, u64), Inbox>>,
     /// The running requests, to stop one whose stream the client reset.
-    requests: RefCell<HashMap<(ConnectionId, u64), AbortHandle>>,
+    requests: RefCell<HashMap<(ConnectionId, u64), Rc<Notify>>>,
 }
 
 /// A QUIC connection as its requests see it.
@@ -67,6 +67,10 @@ impl tls::ChooseServer for ChooseBySni {
         let conf = &self.generation.http;
         let address = address_conf(conf, self.socket_index)?;
         let chosen = crate::kernel::ssl::handshake::server_for(conf, address, server_name);
+        // `ssl_reject_handshake on`: no certificate, so the handshake fails.
+        if conf.server(chosen).ssl.reject_handshake {
+            return None;
+        }
         conf.server(chosen)
             .tls
             .clone()
@@ -83,7 +87,9 @@ fn endpoint(worker: &HttpWorker, socket_index: usize) -> Result<Endpoint, String
         generation: Arc::clone(&worker.generation),
         socket_index,
     });
-    let tls = tls::quic_server_config(choose, server.v3.alpn()).map_err(|error| error.0)?;
+    let sessions = server.tls.as_deref();
+    let tls =
+        tls::quic_server_config(choose, server.v3.alpn(), sessions).map_err(|error| error.0)?;
     let (number, size) = server.core.large_client_header_buffers;
     let location = &conf.location(server.location).settings;
     let config = quic::Config {
@@ -210,8 +216,8 @@ fn handle_event(
         }
         http3::Event::Aborted { stream_id, .. } => {
             state.inboxes.borrow_mut().remove(&(connection, stream_id));
-            if let Some(task) = state.requests.borrow_mut().remove(&(connection, stream_id)) {
-                task.abort();
+            if let Some(reset) = state.requests.borrow_mut().remove(&(connection, stream_id)) {
+                reset.notify_one();
             }
         }
         http3::Event::GoAway { .. } => {}
@@ -310,19 +316,31 @@ fn start_request(
     let key = (conn.id, stream_id);
     state.inboxes.borrow_mut().insert(key, Inbox::new(declared));
     conn.requests.set(conn.requests.get() + 1);
+    // The request that reaches `keepalive_requests`, or comes after `keepalive_time`, is
+    // the connection's last: GOAWAY names the next stream, as nginx's does.
+    let settings = &conf
+        .location(conf.server(address.default_server).location)
+        .settings;
+    let old = conn.info.accepted.elapsed() > settings.core.keepalive_time;
+    if conn.requests.get() >= settings.core.keepalive_requests || old {
+        state.driver.endpoint().send_goaway(conn.id);
+        state.driver.wake();
+    }
+    let reset = Rc::new(Notify::new());
+    state.requests.borrow_mut().insert(key, Rc::clone(&reset));
     let opened = Opened {
         stream_id,
         requests: conn.requests.get(),
         head,
         section_len,
+        reset,
     };
-    let task = tokio::task::spawn_local(runtime::clock::turn_clocked(run_request(
+    tokio::task::spawn_local(runtime::clock::turn_clocked(run_request(
         Rc::clone(worker),
         Rc::clone(state),
         Rc::clone(conn),
         opened,
     )));
-    state.requests.borrow_mut().insert(key, task.abort_handle());
 }
 
 /// Resets a stream both ways and drops its body.

@@ -38,6 +38,8 @@ pub(crate) struct Opened {
     pub(crate) head: Result<RequestHead, u16>,
     /// The HEADERS frame's size (`$request_length` counts it).
     pub(crate) section_len: usize,
+    /// Notified when the client resets the stream: the request stops and is logged.
+    pub(crate) reset: Rc<tokio::sync::Notify>,
 }
 
 /// Runs one stream's request to its end.
@@ -53,6 +55,7 @@ pub(crate) async fn run_request(
         requests,
         head,
         section_len,
+        reset,
     } = opened;
     let conf = worker.conf();
     let Some(address) = address_conf(conf, state.socket_index) else {
@@ -61,14 +64,15 @@ pub(crate) async fn run_request(
     let mut info = conn.info.clone();
     info.requests = requests;
     let info = &info;
-    // The head and its end may arrive in one turn: then there is no body. A head whose
-    // stream is still open may be followed by one (read to the stream's end without a
+    // The head and its end may arrive in one turn without a DATA frame: then there is no
+    // body (an empty DATA frame makes an empty body). A head whose stream is still open
+    // may be followed by one (read to the stream's end without a
     // `content-length`, as nginx reads it).
     let body = !state
         .inboxes
         .borrow()
         .get(&(conn.id, stream_id))
-        .is_some_and(|inbox| inbox.ended && inbox.data.len() == inbox_end_len(inbox));
+        .is_some_and(|inbox| inbox.ended && !inbox.data_seen);
     let mut request = Box::<Request>::default();
     request.reset();
     request.started = Some(Instant::now());
@@ -144,7 +148,19 @@ pub(crate) async fn run_request(
                 Reply::Close => Err(io::ErrorKind::ConnectionAborted.into()),
             };
             match sent {
-                Ok(()) => sink.finish(),
+                Ok(()) => {
+                    sink.finish();
+                    // A body nobody read to its end: the client is told to stop sending it
+                    // (STOP_SENDING, H3_NO_ERROR), as nginx does.
+                    let ended = state
+                        .inboxes
+                        .borrow()
+                        .get(&(conn.id, stream_id))
+                        .is_none_or(|inbox| inbox.ended);
+                    if !ended {
+                        state.driver.endpoint().stop_reading(conn.id, stream_id);
+                    }
+                }
                 Err(_) => abort(&state, conn.id, stream_id, http3::Code::InternalError),
             }
             state.driver.wake();
@@ -173,14 +189,17 @@ pub(crate) async fn run_request(
         };
         tokio::select! {
             biased;
-            () = served => false,
-            () = worker.requests_cut() => true,
+            () = served => Ended::Served,
+            () = reset.notified() => Ended::Reset,
+            () = worker.requests_cut() => Ended::Cut,
         }
     };
-    if cut {
-        if request.response.status == 0 {
-            request.response.status = 499;
-        }
+    // A request the client reset, or that `worker_shutdown_timeout` cut, is logged with
+    // 499 if no answer was begun, as nginx logs it.
+    if cut != Ended::Served && request.response.status == 0 {
+        request.response.status = 499;
+    }
+    if cut == Ended::Cut {
         abort(&state, conn.id, stream_id, http3::Code::InternalError);
     }
     if !logged {
@@ -190,10 +209,14 @@ pub(crate) async fn run_request(
     request.reset();
 }
 
-/// The bytes an inbox holds once a body without `content-length` has ended with nothing
-/// in it: the last chunk alone (none when the length was declared).
-fn inbox_end_len(inbox: &crate::assembly::stream_body::Inbox) -> usize {
-    if inbox.chunked { b"0\r\n\r\n".len() } else { 0 }
+/// How a request's task ended.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Ended {
+    Served,
+    /// The client reset the stream.
+    Reset,
+    /// `worker_shutdown_timeout` passed.
+    Cut,
 }
 
 /// Where the sink is in the response.
