@@ -36,6 +36,11 @@ pub struct Config {
 /// on the shared `reuseport` socket.
 const SHUTDOWN_ACK_WAIT: Duration = Duration::from_secs(2);
 
+/// After a shutdown began, how long every connection stays open at least, so that its
+/// GOAWAY goes out (closing at once would drop it unsent: an idle client would see the
+/// close without the GOAWAY that names its last request).
+const SHUTDOWN_GOAWAY_GRACE: Duration = Duration::from_millis(250);
+
 impl Default for Config {
     fn default() -> Self {
         Self {
@@ -115,6 +120,8 @@ pub struct Endpoint {
     shutdown_deadline: Option<Instant>,
     /// [`SHUTDOWN_ACK_WAIT`] has passed.
     ack_wait_over: bool,
+    /// Until when no connection closes after a shutdown ([`SHUTDOWN_GOAWAY_GRACE`]).
+    goaway_grace: Option<Instant>,
 }
 
 impl std::fmt::Debug for Endpoint {
@@ -180,6 +187,7 @@ impl Endpoint {
             shutting_down: false,
             shutdown_deadline: None,
             ack_wait_over: false,
+            goaway_grace: None,
         })
     }
 
@@ -289,18 +297,26 @@ impl Endpoint {
 
     /// When [`Endpoint::handle_timeout`] is next due.
     pub fn poll_timeout(&mut self) -> Option<Instant> {
-        let deadline = self
-            .shutdown_deadline
-            .filter(|_| !self.connections.is_empty());
+        let open = !self.connections.is_empty();
+        let deadlines = [self.goaway_grace, self.shutdown_deadline];
+        let deadlines = deadlines.into_iter().flatten().filter(|_| open);
         self.connections
             .values_mut()
             .filter_map(|connection| connection.quic.poll_timeout())
-            .chain(deadline)
+            .chain(deadlines)
             .min()
     }
 
     /// Runs the timers that are due: retransmissions, idle timeouts, draining.
     pub fn handle_timeout(&mut self, now: Instant) {
+        if self.goaway_grace.is_some_and(|at| at <= now) {
+            // Connections whose requests are done may close now.
+            self.goaway_grace = None;
+            let handles: Vec<ConnectionHandle> = self.connections.keys().copied().collect();
+            for handle in handles {
+                self.drive(handle, now);
+            }
+        }
         if self.shutdown_deadline.is_some_and(|at| at <= now) {
             // Connections waiting only for acknowledgements close now.
             self.shutdown_deadline = None;
@@ -332,6 +348,7 @@ impl Endpoint {
     pub fn shutdown(&mut self, now: Instant) {
         self.shutting_down = true;
         self.shutdown_deadline = Some(now + SHUTDOWN_ACK_WAIT);
+        self.goaway_grace = Some(now + SHUTDOWN_GOAWAY_GRACE);
         let handles: Vec<ConnectionHandle> = self.connections.keys().copied().collect();
         for handle in handles {
             if let Some(connection) = self.connections.get_mut(&handle) {
@@ -507,7 +524,8 @@ impl Endpoint {
                 true => answered(connection),
                 false => all_delivered(connection),
             };
-            if self.shutting_down && done && !connection.quic.is_closed() {
+            let in_grace = self.goaway_grace.is_some_and(|at| now < at);
+            if self.shutting_down && done && !in_grace && !connection.quic.is_closed() {
                 let code = VarInt::from_u64(http3::Code::NoError.value())
                     .expect("HTTP/3 codes are varints");
                 connection.quic.close(now, code, Bytes::new());
