@@ -63,6 +63,12 @@ pub(crate) async fn run_request(
     };
     let mut info = conn.info.clone();
     info.requests = requests;
+    // A client that migrated is seen at its new address from its next request on.
+    let remote = state.driver.endpoint().remote_address(conn.id);
+    if let Some(remote) = remote {
+        info.socket_peer = runtime::PeerAddress::Inet(remote);
+        info.peer.set(info.socket_peer);
+    }
     let info = &info;
     // The head and its end may arrive in one turn without a DATA frame: then there is no
     // body (an empty DATA frame makes an empty body). A head whose stream is still open
