@@ -33,7 +33,7 @@ http {
         root html;
         access_log logs/access.log;
         location = /vars {
-            return 200 "$server_protocol $http3 $scheme $https $ssl_server_name [$request]";
+            return 200 "$server_protocol $http3 $scheme $https $ssl_server_name $ssl_protocol [$request]";
         }
         location = /proxy {
             proxy_pass http://127.0.0.1:8081/echo;
@@ -88,7 +88,7 @@ fn requests_over_quic_run_the_phases() {
     assert_eq!(answers[0].status, 200);
     assert_eq!(
         String::from_utf8_lossy(&answers[0].body),
-        "HTTP/3.0 h3 https on localhost [GET /vars HTTP/3.0]"
+        "HTTP/3.0 h3 https on localhost TLSv1.3 [GET /vars HTTP/3.0]"
     );
     assert_eq!(answers[0].headers["server"], "portico/0.1.0");
     assert_eq!(answers[1].status, 200);
@@ -106,7 +106,7 @@ fn requests_over_quic_run_the_phases() {
     let response = crate::support::tls::get(server.port(), &options, "/vars");
     assert_eq!(
         response.body_text(),
-        "HTTP/1.1  https on localhost [GET /vars HTTP/1.1]"
+        "HTTP/1.1  https on localhost TLSv1.3 [GET /vars HTTP/1.1]"
     );
 }
 

@@ -248,9 +248,7 @@ fn connection_of(
         local,
         accepted: Instant::now(),
         requests: 0,
-        tls: Some(Rc::new(tls::HandshakeInfo::with_server_name(
-            server_name.as_deref(),
-        ))),
+        tls: Some(Rc::new(quic_handshake(server_name.as_deref()))),
         debug: worker.generation.debug_connection(&peer),
     };
     worker.stats.accepted.add(1);
@@ -264,6 +262,14 @@ fn connection_of(
     });
     state.connections.borrow_mut().insert(id, Rc::clone(&conn));
     Some(conn)
+}
+
+/// The TLS facts of a QUIC handshake the variables can have: the SNI name, and TLS 1.3
+/// (QUIC's only version). The suite and resumption are not reported by the transport.
+fn quic_handshake(server_name: Option<&str>) -> tls::HandshakeInfo {
+    let mut handshake = tls::HandshakeInfo::with_server_name(server_name);
+    handshake.protocol = "TLSv1.3";
+    handshake
 }
 
 /// A request head arrived: its request runs in a task of its own.
