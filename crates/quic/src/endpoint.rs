@@ -98,6 +98,9 @@ struct Connection {
     quic: quinn_proto::Connection,
     http3: http3::Connection,
     unsent: BTreeMap<u64, Unsent>,
+    /// Request streams not read for now ([`Endpoint::pause_reading`]): their data waits in
+    /// QUIC, whose flow control then holds the client back.
+    paused: std::collections::HashSet<u64>,
     /// The server's unidirectional streams are open.
     streams_open: bool,
     closed_reported: bool,
@@ -237,6 +240,7 @@ impl Endpoint {
                                 quic,
                                 http3: http3::Connection::new(self.config.http3),
                                 unsent: BTreeMap::new(),
+                                paused: std::collections::HashSet::new(),
                                 streams_open: false,
                                 closed_reported: false,
                             };
@@ -423,6 +427,28 @@ impl Endpoint {
             state.unsent.remove(&stream_id);
             state.http3.abort(stream_id, code);
             write_output(state);
+        }
+    }
+
+    /// Stops reading a request stream until [`Endpoint::resume_reading`]: a caller whose
+    /// request has enough of its body waiting stops taking more, and QUIC's flow control
+    /// (whose credit goes back only as the stream is read) holds the client back.
+    pub fn pause_reading(&mut self, connection: ConnectionId, stream_id: u64) {
+        if let Some(state) = self.connections.get_mut(&ConnectionHandle(connection.0)) {
+            state.paused.insert(stream_id);
+        }
+    }
+
+    /// Reads a paused stream again, with what arrived meanwhile.
+    pub fn resume_reading(&mut self, connection: ConnectionId, stream_id: u64) {
+        let handle = ConnectionHandle(connection.0);
+        let now = Instant::now();
+        let Some(state) = self.connections.get_mut(&handle) else {
+            return;
+        };
+        if state.paused.remove(&stream_id) {
+            read_stream(state, stream_id, now);
+            self.drive(handle, now);
         }
     }
 
@@ -621,6 +647,9 @@ fn open_streams(connection: &mut Connection) {
 
 /// Reads what a stream has and hands it to the HTTP/3 codec.
 fn read_stream(connection: &mut Connection, id: u64, now: Instant) {
+    if connection.paused.contains(&id) {
+        return;
+    }
     let mut pieces: Vec<Bytes> = Vec::new();
     let mut fin = false;
     let mut reset = None;
