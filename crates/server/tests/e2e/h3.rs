@@ -36,6 +36,7 @@ http {
             return 200 "$server_protocol $http3 $scheme $https $ssl_server_name $ssl_protocol [$request]";
         }
         location = /proxy {
+            client_max_body_size 10m;
             proxy_pass http://127.0.0.1:8081/echo;
         }
         location = /generation { return 200 "one"; }
@@ -110,22 +111,39 @@ fn requests_over_quic_run_the_phases() {
     );
 }
 
+/// Request bodies reach the upstream whole: 100,000 bytes, and 3,000,000 bytes, more than
+/// a stream's inbox holds (64 KiB) before its stream is no longer read, so that reading
+/// stops and starts again as the body reader takes the bytes.
 #[test]
 fn a_request_body_reaches_the_upstream() {
     let (server, upstream) = start();
     let body: Vec<u8> = (0..100_000u32)
         .map(|index| b'a' + (index % 26) as u8)
         .collect();
+    let large: Vec<u8> = (0..3_000_000u32)
+        .map(|index| b'a' + (index % 23) as u8)
+        .collect();
     let answers = exchange(
         server.port(),
         &certificate(&server),
-        vec![post("/proxy", body.clone()), get("/proxy")],
+        vec![
+            post("/proxy", body.clone()),
+            get("/proxy"),
+            post("/proxy", large.clone()),
+        ],
     );
     assert_eq!(answers[0].status, 200);
     assert_eq!(answers[0].body, b"hello");
     assert_eq!(answers[1].body, b"hello");
+    assert_eq!(answers[2].status, 200);
     let requests = upstream.requests();
-    assert_eq!(requests.len(), 2, "{requests:?}");
+    assert_eq!(requests.len(), 3, "{}", requests.len());
+    let third = &requests[2];
+    let third_end = third.find("\r\n\r\n").expect("a head") + 4;
+    assert!(
+        third.as_bytes()[third_end..] == large[..],
+        "the large body arrived intact"
+    );
     let first = &requests[0];
     assert!(first.starts_with("POST /echo HTTP/1.0\r\n"), "{first}");
     let head_end = first.find("\r\n\r\n").expect("a head") + 4;

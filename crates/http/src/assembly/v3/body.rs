@@ -1,13 +1,14 @@
 //! A request stream's body on its way from HTTP/3 DATA frames to the body reader: the
 //! socket's task appends to the stream's [`Inbox`], the request's [`StreamFeed`] moves it
-//! into the read-ahead the body reader consumes. QUIC's stream window (not this code)
-//! bounds what a client may have sent ahead.
+//! into the read-ahead the body reader consumes. A stream whose inbox holds
+//! [`INBOX_MAX`] bytes is not read until the reader has taken them, so QUIC's flow control
+//! holds the client back.
 
 use std::time::Duration;
 
 use quic::ConnectionId;
 
-use crate::assembly::v3::socket::SocketState;
+use crate::assembly::v3::socket::{INBOX_MAX, SocketState};
 use crate::kernel::client::{BodyFeed, BodyRead, ReadAhead};
 
 /// The body reader's side of one stream's inbox.
@@ -45,8 +46,17 @@ impl StreamFeed<'_> {
                 Look::Wait
             };
         }
+        let was_full = inbox.data.len() >= INBOX_MAX;
         into.append(&inbox.data);
         inbox.data.clear();
+        drop(inboxes);
+        if was_full {
+            // The stream was paused with a full inbox: it is read again.
+            let mut endpoint = self.state.driver.endpoint();
+            endpoint.resume_reading(self.connection, self.stream_id);
+            drop(endpoint);
+            self.state.driver.wake();
+        }
         Look::Moved
     }
 

@@ -25,6 +25,10 @@ use crate::kernel::conf::{AddressConf, HttpConf};
 use crate::kernel::request::ConnectionInfo;
 use crate::kernel::worker::{Generation, HttpWorker};
 
+/// Body bytes a request stream's inbox holds before the stream is no longer read (QUIC's
+/// flow control then holds the client back, as HTTP/2's window does).
+pub(crate) const INBOX_MAX: usize = 64 * 1024;
+
 /// The state of one QUIC socket that its requests share.
 pub(crate) struct SocketState {
     pub(crate) driver: Shared,
@@ -205,8 +209,14 @@ fn handle_event(
             start_request(worker, state, &conn, stream_id, fields, section_len);
         }
         http3::Event::Data { stream_id, data } => {
-            if let Some(inbox) = state.inboxes.borrow_mut().get_mut(&(connection, stream_id)) {
+            let mut inboxes = state.inboxes.borrow_mut();
+            if let Some(inbox) = inboxes.get_mut(&(connection, stream_id)) {
                 inbox.push(&data, false);
+                if inbox.data.len() >= INBOX_MAX {
+                    // The body reader is behind: the stream waits in QUIC until it has
+                    // taken these bytes (`body.rs`).
+                    state.driver.endpoint().pause_reading(connection, stream_id);
+                }
             }
         }
         http3::Event::Finished { stream_id } => {
