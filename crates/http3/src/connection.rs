@@ -383,6 +383,26 @@ impl Connection {
         }
     }
 
+    /// The response is complete and the rest of the request body is not wanted: the
+    /// stream's reading side is stopped with H3_NO_ERROR (RFC 9114 §4.1.1) and its QPACK
+    /// state cancelled; what still arrives on it is dropped. Nothing happens before the
+    /// response has ended or once the request has.
+    pub fn stop_reading(&mut self, stream_id: u64) {
+        let Some(stream) = self.requests.get(&stream_id) else {
+            return;
+        };
+        if stream.phase == RequestPhase::Done || !stream.response_ended {
+            return;
+        }
+        self.requests.remove(&stream_id);
+        self.decoder.cancel_stream(stream_id);
+        self.flush_qpack();
+        self.output.push_back(Output::StopSending {
+            stream_id,
+            code: Code::NoError,
+        });
+    }
+
     /// The caller gives up on a request (an error of its own, or the client went quiet):
     /// the stream is reset both ways with `code`.
     pub fn abort(&mut self, stream_id: u64, code: Code) {

@@ -23,6 +23,9 @@ const DATAGRAM_MAX: usize = 65_535;
 pub struct Shared {
     endpoint: RefCell<Endpoint>,
     wake: Notify,
+    /// Notified at the end of every turn: acknowledgements may have opened flow control,
+    /// events were handed over. Writers waiting for room look again.
+    progress: Notify,
 }
 
 impl Shared {
@@ -30,6 +33,7 @@ impl Shared {
         Self {
             endpoint: RefCell::new(endpoint),
             wake: Notify::new(),
+            progress: Notify::new(),
         }
     }
 
@@ -41,6 +45,12 @@ impl Shared {
     /// Has the socket's task write what the endpoint has to send.
     pub fn wake(&self) {
         self.wake.notify_one();
+    }
+
+    /// Resolves after the socket's task has taken its next turn (created before a look
+    /// at the endpoint, it also catches a turn that ends between the look and the await).
+    pub fn progress(&self) -> tokio::sync::futures::Notified<'_> {
+        self.progress.notified()
     }
 }
 
@@ -90,6 +100,7 @@ pub async fn drive(
             let Some(event) = event else { break };
             on_event(shared, event);
         }
+        shared.progress.notify_waiters();
     }
 }
 

@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use http3::HeaderField;
@@ -25,7 +25,21 @@ pub struct Config {
     /// Whether a new client must first prove its address with a Retry round trip (nginx's
     /// `quic_retry`): a spoofed source then gets one small packet and no connection.
     pub retry: bool,
+    /// How long a connection may be silent before it is closed (nginx takes the
+    /// default server's `keepalive_timeout`).
+    pub idle_timeout: Duration,
 }
+
+/// After a shutdown began, how long a connection whose requests are answered waits for
+/// the client to acknowledge the last bytes before it closes anyway: the client may be
+/// gone, or (after a reload) its acknowledgements may reach the new generation's endpoint
+/// on the shared `reuseport` socket.
+const SHUTDOWN_ACK_WAIT: Duration = Duration::from_secs(2);
+
+/// After a shutdown began, how long every connection stays open at least, so that its
+/// GOAWAY goes out (closing at once would drop it unsent: an idle client would see the
+/// close without the GOAWAY that names its last request).
+const SHUTDOWN_GOAWAY_GRACE: Duration = Duration::from_millis(250);
 
 impl Default for Config {
     fn default() -> Self {
@@ -34,6 +48,7 @@ impl Default for Config {
             max_connections: 1024,
             max_uni_streams: 8,
             retry: false,
+            idle_timeout: Duration::from_secs(30),
         }
     }
 }
@@ -83,6 +98,9 @@ struct Connection {
     quic: quinn_proto::Connection,
     http3: http3::Connection,
     unsent: BTreeMap<u64, Unsent>,
+    /// Request streams not read for now ([`Endpoint::pause_reading`]): their data waits in
+    /// QUIC, whose flow control then holds the client back.
+    paused: std::collections::HashSet<u64>,
     /// The server's unidirectional streams are open.
     streams_open: bool,
     closed_reported: bool,
@@ -97,9 +115,16 @@ pub struct Endpoint {
     events: VecDeque<Event>,
     datagrams: VecDeque<Datagram>,
     buffer: Vec<u8>,
-    /// [`Endpoint::shutdown`] was called: new connections are refused and each open one
-    /// closes once its requests are done.
+    /// [`Endpoint::shutdown`] was called: new connections are turned away and each open
+    /// one closes once its requests are done.
     shutting_down: bool,
+    /// When a connection whose requests are done closes even without every
+    /// acknowledgement ([`SHUTDOWN_ACK_WAIT`] after the shutdown began).
+    shutdown_deadline: Option<Instant>,
+    /// [`SHUTDOWN_ACK_WAIT`] has passed.
+    ack_wait_over: bool,
+    /// Until when no connection closes after a shutdown ([`SHUTDOWN_GOAWAY_GRACE`]).
+    goaway_grace: Option<Instant>,
 }
 
 impl std::fmt::Debug for Endpoint {
@@ -119,6 +144,18 @@ impl Endpoint {
     /// An endpoint serving with `tls` (TLS 1.3, ALPN `h3`: QUIC requires the first and
     /// HTTP/3 the second).
     pub fn new(tls: Arc<rustls::ServerConfig>, config: Config) -> Result<Self, TlsError> {
+        Self::with_host_key(tls, config, None)
+    }
+
+    /// As [`Endpoint::new`], with the keys of stateless resets and Retry tokens made from
+    /// `host_key` (nginx's `quic_host_key`) instead of random ones: endpoints given the
+    /// same key (every worker, and the next generation after a reload) accept each
+    /// other's Retry tokens, and a client believes their resets.
+    pub fn with_host_key(
+        tls: Arc<rustls::ServerConfig>,
+        config: Config,
+        host_key: Option<&[u8]>,
+    ) -> Result<Self, TlsError> {
         let crypto = quinn_proto::crypto::rustls::QuicServerConfig::try_from(tls)
             .map_err(|error| TlsError(error.to_string()))?;
         let mut server_config = quinn_proto::ServerConfig::with_crypto(Arc::new(crypto));
@@ -126,10 +163,18 @@ impl Endpoint {
         let requests = u32::try_from(config.http3.max_request_streams).unwrap_or(u32::MAX);
         transport.max_concurrent_bidi_streams(VarInt::from_u32(requests));
         transport.max_concurrent_uni_streams(VarInt::from_u32(config.max_uni_streams));
+        let idle = quinn_proto::IdleTimeout::try_from(config.idle_timeout).ok();
+        transport.max_idle_timeout(idle);
         server_config.transport_config(Arc::new(transport));
+        let mut endpoint_config = quinn_proto::EndpointConfig::default();
+        if let Some(host_key) = host_key {
+            let (reset, token) = host_keys(host_key);
+            endpoint_config = quinn_proto::EndpointConfig::new(Arc::new(reset));
+            server_config.token_key(Arc::new(token));
+        }
         let server_config = Arc::new(server_config);
         let endpoint = quinn_proto::Endpoint::new(
-            Arc::new(quinn_proto::EndpointConfig::default()),
+            Arc::new(endpoint_config),
             Some(server_config.clone()),
             true,
             None,
@@ -143,6 +188,9 @@ impl Endpoint {
             datagrams: VecDeque::new(),
             buffer: Vec::new(),
             shutting_down: false,
+            shutdown_deadline: None,
+            ack_wait_over: false,
+            goaway_grace: None,
         })
     }
 
@@ -166,7 +214,12 @@ impl Endpoint {
             .handle(now, remote, local_ip, None, data, &mut buffer);
         match event {
             Some(DatagramEvent::NewConnection(incoming)) => {
-                if self.shutting_down || self.connections.len() >= self.config.max_connections {
+                if self.shutting_down {
+                    // A new client's Initial after a reload most likely belongs to the new
+                    // generation sharing this socket: dropped, the client sends it again
+                    // and the next copy may reach the endpoint that takes it.
+                    self.endpoint.ignore(incoming);
+                } else if self.connections.len() >= self.config.max_connections {
                     let transmit = self.endpoint.refuse(incoming, &mut buffer);
                     self.queue_datagram(&transmit, &buffer);
                 } else if self.config.retry && !incoming.remote_address_validated() {
@@ -187,6 +240,7 @@ impl Endpoint {
                                 quic,
                                 http3: http3::Connection::new(self.config.http3),
                                 unsent: BTreeMap::new(),
+                                paused: std::collections::HashSet::new(),
                                 streams_open: false,
                                 closed_reported: false,
                             };
@@ -247,14 +301,35 @@ impl Endpoint {
 
     /// When [`Endpoint::handle_timeout`] is next due.
     pub fn poll_timeout(&mut self) -> Option<Instant> {
+        let open = !self.connections.is_empty();
+        let deadlines = [self.goaway_grace, self.shutdown_deadline];
+        let deadlines = deadlines.into_iter().flatten().filter(|_| open);
         self.connections
             .values_mut()
             .filter_map(|connection| connection.quic.poll_timeout())
+            .chain(deadlines)
             .min()
     }
 
     /// Runs the timers that are due: retransmissions, idle timeouts, draining.
     pub fn handle_timeout(&mut self, now: Instant) {
+        if self.goaway_grace.is_some_and(|at| at <= now) {
+            // Connections whose requests are done may close now.
+            self.goaway_grace = None;
+            let handles: Vec<ConnectionHandle> = self.connections.keys().copied().collect();
+            for handle in handles {
+                self.drive(handle, now);
+            }
+        }
+        if self.shutdown_deadline.is_some_and(|at| at <= now) {
+            // Connections waiting only for acknowledgements close now.
+            self.shutdown_deadline = None;
+            self.ack_wait_over = true;
+            let handles: Vec<ConnectionHandle> = self.connections.keys().copied().collect();
+            for handle in handles {
+                self.drive(handle, now);
+            }
+        }
         let due: Vec<ConnectionHandle> = self
             .connections
             .iter_mut()
@@ -276,6 +351,8 @@ impl Endpoint {
     /// requests are done, and new connections are refused.
     pub fn shutdown(&mut self, now: Instant) {
         self.shutting_down = true;
+        self.shutdown_deadline = Some(now + SHUTDOWN_ACK_WAIT);
+        self.goaway_grace = Some(now + SHUTDOWN_GOAWAY_GRACE);
         let handles: Vec<ConnectionHandle> = self.connections.keys().copied().collect();
         for handle in handles {
             if let Some(connection) = self.connections.get_mut(&handle) {
@@ -309,6 +386,90 @@ impl Endpoint {
                     .sum();
                 queued
             })
+    }
+
+    /// Bytes of one stream handed over and not taken by QUIC's flow control yet: a
+    /// request's writer waits while its own response has this much queued.
+    pub fn unsent_stream_bytes(&self, connection: ConnectionId, stream_id: u64) -> usize {
+        self.connections
+            .get(&ConnectionHandle(connection.0))
+            .and_then(|state| state.unsent.get(&stream_id))
+            .map_or(0, |unsent| unsent.data.iter().map(Bytes::len).sum())
+    }
+
+    /// Whether the connection is still open (not closed nor draining).
+    pub fn is_open(&self, connection: ConnectionId) -> bool {
+        self.connections
+            .get(&ConnectionHandle(connection.0))
+            .is_some_and(|state| !state.quic.is_closed())
+    }
+
+    /// The client's address as the connection sees it now (it changes with migration).
+    pub fn remote_address(&self, connection: ConnectionId) -> Option<SocketAddr> {
+        let state = self.connections.get(&ConnectionHandle(connection.0))?;
+        Some(state.quic.remote_address())
+    }
+
+    /// The SNI name the client sent in its handshake, if any.
+    pub fn server_name(&self, connection: ConnectionId) -> Option<String> {
+        let state = self.connections.get(&ConnectionHandle(connection.0))?;
+        let data = state.quic.crypto_session().handshake_data()?;
+        let data = data
+            .downcast::<quinn_proto::crypto::rustls::HandshakeData>()
+            .ok()?;
+        data.server_name
+    }
+
+    /// Gives up on a request: its stream is reset both ways with `code`.
+    pub fn abort(&mut self, connection: ConnectionId, stream_id: u64, code: http3::Code) {
+        let handle = ConnectionHandle(connection.0);
+        if let Some(state) = self.connections.get_mut(&handle) {
+            state.unsent.remove(&stream_id);
+            state.http3.abort(stream_id, code);
+            write_output(state);
+        }
+    }
+
+    /// Stops reading a request stream until [`Endpoint::resume_reading`]: a caller whose
+    /// request has enough of its body waiting stops taking more, and QUIC's flow control
+    /// (whose credit goes back only as the stream is read) holds the client back.
+    pub fn pause_reading(&mut self, connection: ConnectionId, stream_id: u64) {
+        if let Some(state) = self.connections.get_mut(&ConnectionHandle(connection.0)) {
+            state.paused.insert(stream_id);
+        }
+    }
+
+    /// Reads a paused stream again, with what arrived meanwhile.
+    pub fn resume_reading(&mut self, connection: ConnectionId, stream_id: u64) {
+        let handle = ConnectionHandle(connection.0);
+        let now = Instant::now();
+        let Some(state) = self.connections.get_mut(&handle) else {
+            return;
+        };
+        if state.paused.remove(&stream_id) {
+            read_stream(state, stream_id, now);
+            self.drive(handle, now);
+        }
+    }
+
+    /// Sends GOAWAY on one connection: requests already received are served, later ones
+    /// refused (the connection's last request was its `keepalive_requests`th).
+    pub fn send_goaway(&mut self, connection: ConnectionId) {
+        let handle = ConnectionHandle(connection.0);
+        if let Some(state) = self.connections.get_mut(&handle) {
+            state.http3.send_goaway();
+            write_output(state);
+        }
+    }
+
+    /// Stops reading a request whose response is complete; see
+    /// [`http3::Connection::stop_reading`].
+    pub fn stop_reading(&mut self, connection: ConnectionId, stream_id: u64) {
+        let handle = ConnectionHandle(connection.0);
+        if let Some(state) = self.connections.get_mut(&handle) {
+            state.http3.stop_reading(stream_id);
+            write_output(state);
+        }
     }
 
     /// Sends a response head; see [`http3::Connection::send_headers`].
@@ -385,7 +546,12 @@ impl Endpoint {
                 });
             }
             write_output(connection);
-            if self.shutting_down && all_delivered(connection) && !connection.quic.is_closed() {
+            let done = match self.ack_wait_over {
+                true => answered(connection),
+                false => all_delivered(connection),
+            };
+            let in_grace = self.goaway_grace.is_some_and(|at| now < at);
+            if self.shutting_down && done && !in_grace && !connection.quic.is_closed() {
                 let code = VarInt::from_u64(http3::Code::NoError.value())
                     .expect("HTTP/3 codes are varints");
                 connection.quic.close(now, code, Bytes::new());
@@ -407,13 +573,36 @@ impl Endpoint {
     }
 }
 
+/// The stateless-reset key and the Retry token key made from a host key, each with a
+/// label of its own so that neither key is the other.
+fn host_keys(host_key: &[u8]) -> (aws_lc_rs::hmac::Key, aws_lc_rs::hkdf::Prk) {
+    let salt = aws_lc_rs::hkdf::Salt::new(aws_lc_rs::hkdf::HKDF_SHA256, b"portico quic host key");
+    let master = salt.extract(host_key);
+    let derive = |label: &[u8]| {
+        let mut out = [0u8; 32];
+        let info = [label];
+        master
+            .expand(&info, aws_lc_rs::hkdf::HKDF_SHA256)
+            .and_then(|okm| okm.fill(&mut out))
+            .expect("32 bytes is a valid HKDF-SHA256 output length");
+        out
+    };
+    let reset = aws_lc_rs::hmac::Key::new(aws_lc_rs::hmac::HMAC_SHA256, &derive(b"reset"));
+    let token =
+        aws_lc_rs::hkdf::Salt::new(aws_lc_rs::hkdf::HKDF_SHA256, &[]).extract(&derive(b"token"));
+    (reset, token)
+}
+
 /// Whether every request is done and every response byte acknowledged: only the server's
 /// three unidirectional streams, never finished, may still be sending. Closing earlier
 /// would throw away response bytes QUIC has not delivered yet.
 fn all_delivered(connection: &mut Connection) -> bool {
-    connection.http3.is_idle()
-        && connection.unsent.is_empty()
-        && connection.quic.streams().send_streams() <= 3
+    answered(connection) && connection.quic.streams().send_streams() <= 3
+}
+
+/// Whether every request is done and every response byte handed to QUIC.
+fn answered(connection: &Connection) -> bool {
+    connection.http3.is_idle() && connection.unsent.is_empty()
 }
 
 fn stream_id(id: u64) -> StreamId {
@@ -458,6 +647,9 @@ fn open_streams(connection: &mut Connection) {
 
 /// Reads what a stream has and hands it to the HTTP/3 codec.
 fn read_stream(connection: &mut Connection, id: u64, now: Instant) {
+    if connection.paused.contains(&id) {
+        return;
+    }
     let mut pieces: Vec<Bytes> = Vec::new();
     let mut fin = false;
     let mut reset = None;

@@ -125,6 +125,8 @@ pub struct MainLoad {
     pub timer_resolution: Option<Duration>,
     /// `pcre_jit`: kept, not used.
     pub pcre_jit: Option<bool>,
+    /// `quic_bpf`: kept, not used (see docs/http3.md).
+    pub quic_bpf: Option<bool>,
     /// `[notice]` lines the directives ask for (a `load_module` of a built-in module).
     pub notices: Vec<ConfError>,
 }

@@ -159,6 +159,7 @@ pub const DIRECTIVES: &[MainDirective] = &[
         set_timer_resolution,
     ),
     simple("pcre_jit", Contexts::MAIN, Arity::FLAG, set_pcre_jit),
+    simple("quic_bpf", Contexts::MAIN, Arity::FLAG, set_quic_bpf),
     simple("env", Contexts::MAIN, Arity::TAKE1, set_env),
 ];
 
@@ -468,6 +469,14 @@ fn set_timer_resolution(main: &mut MainLoad, directive: &Directive) -> Result<()
 fn set_pcre_jit(main: &mut MainLoad, directive: &Directive) -> Result<(), ConfError> {
     let value = conf::value::parse_flag(directive)?;
     once(&mut main.pcre_jit, directive, value)
+}
+
+/// `quic_bpf on|off`: checked and kept. nginx's eBPF program routes a QUIC connection's
+/// datagrams to the worker that holds it after a reload or a migration; Portico's
+/// `reuseport` sockets stay with the kernel's hashing by address (docs/http3.md).
+fn set_quic_bpf(main: &mut MainLoad, directive: &Directive) -> Result<(), ConfError> {
+    let value = conf::value::parse_flag(directive)?;
+    once(&mut main.quic_bpf, directive, value)
 }
 
 /// `use epoll`: the only method on Linux; anything else is nginx's error.

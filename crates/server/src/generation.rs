@@ -372,6 +372,10 @@ async fn run_worker(
         let Some(listener) = listeners.get(context.index % listeners.len().max(1)) else {
             continue;
         };
+        if listener.is_datagram() {
+            start_quic(&worker, socket_index, listener, &context);
+            continue;
+        }
         let registered = match &listener.address {
             ListenAddress::Inet(_) => listener.to_tokio_tcp().map(WorkerListener::Tcp),
             ListenAddress::Unix(_) => listener.to_tokio_unix().map(WorkerListener::Unix),
@@ -475,6 +479,44 @@ async fn run_worker(
     worker.report_stall_counts();
     worker.flush_access_logs();
     logging::writer::hand_over_here();
+}
+
+/// Serves a `listen ... quic` socket on this worker: with `reuseport` each worker has its
+/// own socket (the kernel keeps a client's datagrams on one of them); without it the
+/// first worker alone reads the one socket, so that a connection's datagrams all reach
+/// the worker that holds it.
+fn start_quic(
+    worker: &Rc<HttpWorker>,
+    socket_index: usize,
+    listener: &runtime::Listener,
+    context: &WorkerContext,
+) {
+    if !listener.options().reuseport && context.index != 0 {
+        return;
+    }
+    match listener.to_tokio_udp() {
+        Ok(socket) => {
+            // Taken now, before any reload can ask the worker to drain.
+            let guard = context.gauge.try_acquire();
+            tokio::task::spawn_local(http::assembly::v3::socket::serve_socket(
+                Rc::clone(worker),
+                socket_index,
+                socket,
+                guard,
+            ));
+        }
+        Err(error) => {
+            let text = runtime::sys::linux::error_text(&error);
+            log(
+                worker,
+                Level::Alert,
+                format_args!(
+                    "listener {} could not be registered ({text})",
+                    listener.address
+                ),
+            );
+        }
+    }
 }
 
 /// This worker's log lines wait until the end of the loop's turn in which they were logged,

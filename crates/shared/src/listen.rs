@@ -22,6 +22,9 @@ pub struct ListenSpec {
     /// `http2`: HTTP/2 on this address whatever the `http2` directive says (deprecated
     /// by nginx 1.25.1, which warns).
     pub http2: bool,
+    /// `quic`: a UDP socket serving HTTP/3 over QUIC (its TLS is QUIC's, so `ssl`, a
+    /// TCP matter, is given on another `listen` of the same port).
+    pub quic: bool,
     pub options: ListenOptions,
     /// Whether any socket option was given (nginx allows them once per address).
     pub has_socket_options: bool,
@@ -42,6 +45,7 @@ pub fn default_listen(span: &Span) -> ListenSpec {
         ssl: false,
         proxy_protocol: false,
         http2: false,
+        quic: false,
         options: ListenOptions::default(),
         has_socket_options: false,
         span: span.clone(),
@@ -109,6 +113,7 @@ fn parse_one(directive: &Directive, address: ListenAddress) -> Result<ListenSpec
         ssl: false,
         proxy_protocol: false,
         http2: false,
+        quic: false,
         options: ListenOptions::default(),
         has_socket_options: false,
         span: span.clone(),
@@ -121,6 +126,9 @@ fn parse_one(directive: &Directive, address: ListenAddress) -> Result<ListenSpec
             "reuseport is not supported on unix sockets",
             span,
         ));
+    }
+    if spec.quic {
+        check_quic(&spec, span)?;
     }
     Ok(spec)
 }
@@ -137,6 +145,10 @@ fn parse_parameter(spec: &mut ListenSpec, parameter: &str, span: &Span) -> Resul
         ("ssl", None) => spec.ssl = true,
         ("proxy_protocol", None) => spec.proxy_protocol = true,
         ("http2", None) => spec.http2 = true,
+        ("quic", None) => {
+            spec.quic = true;
+            spec.options.datagram = true;
+        }
         ("reuseport", None) => {
             spec.options.reuseport = true;
             spec.bind = true;
@@ -188,6 +200,33 @@ fn parse_parameter(spec: &mut ListenSpec, parameter: &str, span: &Span) -> Resul
             spec.has_socket_options = true;
         }
         _ => return Err(invalid()),
+    }
+    Ok(())
+}
+
+/// The parameters nginx refuses beside `quic`, in its words: TLS over TCP, HTTP/2 and
+/// the PROXY protocol are TCP's.
+fn check_quic(spec: &ListenSpec, span: &Span) -> Result<(), ConfError> {
+    let incompatible = |parameter: &str| {
+        ConfError::message(
+            format!("\"{parameter}\" parameter is incompatible with \"quic\""),
+            span,
+        )
+    };
+    if matches!(spec.address, ListenAddress::Unix(_)) {
+        return Err(ConfError::message(
+            "\"quic\" parameter is incompatible with unix sockets",
+            span,
+        ));
+    }
+    if spec.ssl {
+        return Err(incompatible("ssl"));
+    }
+    if spec.http2 {
+        return Err(incompatible("http2"));
+    }
+    if spec.proxy_protocol {
+        return Err(incompatible("proxy_protocol"));
     }
     Ok(())
 }
@@ -450,5 +489,19 @@ mod tests {
             "invalid backlog \"x\" in command line"
         );
         assert!(listen(&["unix:/tmp/x", "reuseport"]).is_err());
+    }
+
+    #[test]
+    fn quic_is_a_datagram_socket_without_tcp_parameters() {
+        let spec = listen(&["8443", "quic", "reuseport"]).unwrap();
+        assert!(spec.quic && spec.options.datagram && spec.options.reuseport);
+        assert!(!listen(&["8443"]).unwrap().options.datagram);
+        for parameter in ["ssl", "http2", "proxy_protocol"] {
+            assert_eq!(
+                listen(&["8443", "quic", parameter]).unwrap_err(),
+                format!("\"{parameter}\" parameter is incompatible with \"quic\" in command line")
+            );
+        }
+        assert!(listen(&["unix:/tmp/x", "quic"]).is_err());
     }
 }

@@ -507,6 +507,7 @@ fn build(
         server_scope.core.merge_from(&http_server.core);
         server_scope.ssl.merge_from(&http_server.ssl);
         server_scope.v2.merge_from(&http_server.v2);
+        server_scope.v3.merge_from(&http_server.v3);
         let mut location_scope = pending.location;
         location_scope.merge_from(&http_location);
         let server_location = builder.add(id, LocationKind::Server, String::new(), &location_scope);
@@ -529,7 +530,7 @@ fn build(
         // nginx names the `server` block, not the `listen`, when its certificate is missing.
         let ssl_listen = specs
             .iter()
-            .any(|spec| spec.ssl)
+            .any(|spec| spec.ssl || spec.quic)
             .then(|| pending.span.clone());
         let v2 = server_scope.v2.resolve(env);
         let alpn_h2 = v2.enable || specs.iter().any(|spec| spec.http2);
@@ -555,6 +556,7 @@ fn build(
             core: server_scope.core.resolve(env),
             ssl,
             v2,
+            v3: server_scope.v3.resolve(env),
             tls,
             variable_certificates,
             location: server_location,
@@ -744,10 +746,13 @@ fn group_sockets(
 ) -> Result<Vec<SocketConf>, ConfError> {
     let mut addresses: Vec<(runtime::ListenAddress, Vec<(ListenSpec, ServerId)>)> = Vec::new();
     for (spec, server) in listens {
-        match addresses
-            .iter_mut()
-            .find(|(address, _)| *address == spec.address)
-        {
+        // A `quic` listen is a UDP socket beside the TCP one of the same port.
+        match addresses.iter_mut().find(|(address, group)| {
+            *address == spec.address
+                && group
+                    .first()
+                    .is_some_and(|(first, _)| first.quic == spec.quic)
+        }) {
             Some((_, group)) => {
                 if group
                     .iter()
@@ -794,6 +799,11 @@ fn group_sockets(
             .find(|(spec, _)| spec.has_socket_options)
             .map(|(spec, _)| spec.options.clone());
         let binds = group.iter().any(|(spec, _)| spec.bind);
+        let quic = group.iter().any(|(spec, _)| spec.quic);
+        let mut options = options;
+        if quic {
+            options.get_or_insert_with(Default::default).datagram = true;
+        }
         let is_wildcard =
             matches!(&address, runtime::ListenAddress::Inet(inet) if inet.ip().is_unspecified());
         if !is_wildcard && !binds && matches!(address, runtime::ListenAddress::Inet(_)) {
@@ -815,6 +825,7 @@ fn group_sockets(
                 other.ip().is_unspecified()
                     && other.port() == inet.port()
                     && other.is_ipv4() == inet.is_ipv4()
+                    && socket.options.datagram == options.datagram
             }
             runtime::ListenAddress::Unix(_) => false,
         });
@@ -881,6 +892,7 @@ fn address_conf(
         ssl: group.iter().any(|(spec, _)| spec.ssl),
         proxy_protocol: group.iter().any(|(spec, _)| spec.proxy_protocol),
         http2: group.iter().any(|(spec, _)| spec.http2),
+        quic: group.iter().any(|(spec, _)| spec.quic),
         names,
     }
 }

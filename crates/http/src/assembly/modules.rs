@@ -56,6 +56,7 @@ pub const TABLES: &[&[HttpDirective]] = &[
     crate::modules::observe::directives::DIRECTIVES,
     crate::kernel::ssl::directives::DIRECTIVES,
     crate::modules::v2::directives::DIRECTIVES,
+    crate::modules::v3::directives::DIRECTIVES,
     crate::modules::proxy::ssl::DIRECTIVES,
     crate::modules::proxy::ssl::UWSGI_DIRECTIVES,
     crate::modules::proxy::ssl::GRPC_DIRECTIVES,
@@ -76,6 +77,7 @@ pub const VARIABLES: &[&[VariableDef]] = &[
     crate::modules::userid::variables::VARIABLES,
     crate::kernel::ssl::variables::VARIABLES,
     crate::modules::v2::variables::VARIABLES,
+    crate::modules::v3::variables::VARIABLES,
 ];
 
 /// The modules' variables by name, for the registry.

@@ -34,3 +34,4 @@ pub mod sub_filter;
 pub mod upstream;
 pub mod userid;
 pub mod v2;
+pub mod v3;

@@ -173,6 +173,12 @@ impl Connection {
                     }
                     stream.buffer.drain(..used);
                     stream.payload = (header.length > 0).then_some(Payload::Data(header.length));
+                    if header.length == 0 {
+                        // An empty DATA frame still says the request has a body (nginx
+                        // then sends an upstream `Content-Length: 0`).
+                        let data = Vec::new();
+                        self.events.push_back(Event::Data { stream_id, data });
+                    }
                 }
                 frame::HEADERS => {
                     if !matches!(stream.phase, RequestPhase::Head | RequestPhase::Body) {

@@ -798,3 +798,22 @@ fn response_heads_within_the_clients_limit() {
         .expect("at the limit");
     assert_eq!(outputs(&mut connection).len(), 1);
 }
+
+/// An empty DATA frame is reported: it tells a request with an empty body from one with
+/// none, which only HEADERS and the stream's end make.
+#[test]
+fn an_empty_data_frame_is_an_event() {
+    let mut client = Encoder::new(0);
+    let head = headers_frame(&mut client, 0, &get("/"));
+    let mut with_empty = head.clone();
+    with_empty.extend(frame_bytes(frame::DATA, b""));
+    for (request, data_events) in [(head, 0), (with_empty, 1)] {
+        let mut connection = connected(Config::default());
+        connection.receive(0, &request, true).expect("request");
+        let seen = events(&mut connection)
+            .iter()
+            .filter(|event| matches!(event, Event::Data { data, .. } if data.is_empty()))
+            .count();
+        assert_eq!(seen, data_events);
+    }
+}

@@ -39,6 +39,7 @@ mod gzip;
 mod h2;
 mod h2_config;
 mod h2_frames;
+mod h3;
 mod http_absolute_redirect;
 mod http_body;
 mod http_core;

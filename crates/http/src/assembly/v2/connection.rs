@@ -22,7 +22,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use crate::assembly::connection::Connection;
-use crate::assembly::v2::body::Inbox;
+use crate::assembly::stream_body::Inbox;
 use crate::assembly::v2::stream::{Opened, Started, run_stream};
 use crate::kernel::conf::AddressConf;
 use crate::kernel::worker::HttpWorker;

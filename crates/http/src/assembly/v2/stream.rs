@@ -14,6 +14,7 @@ use http2::hpack::HeaderField;
 use http2::request::RequestHead;
 use logging::Level;
 
+use crate::assembly::stream_head::{StreamProtocol, read_head, refusal, status_digits};
 use crate::assembly::v2::body::StreamFeed;
 use crate::assembly::v2::connection::Shared;
 use crate::assembly::{phases, send};
@@ -62,18 +63,7 @@ const SPARE_REQUESTS_MAX: usize = 16;
 impl Started<'_> {
     /// A refused head is logged at `info`, as nginx logs it, in the default server's log.
     pub(crate) fn log_malformed(&self, message: &str) {
-        let conf = self.worker.conf();
-        let request = Request {
-            location: Some(conf.server(self.address.default_server).location),
-            ..Request::default()
-        };
-        crate::kernel::request_log::log(
-            self.worker,
-            self.info,
-            &request,
-            Level::Info,
-            format_args!("{message}"),
-        );
+        crate::assembly::stream_head::log_malformed(self.worker, self.info, self.address, message);
     }
 }
 
@@ -120,7 +110,12 @@ pub(crate) async fn run_stream(started: Started<'_>, opened: Opened) {
             started.log_malformed(&message);
             return Err(400);
         }
-        read_head(worker, &started, info, &mut request, &head, body)
+        let stream = StreamProtocol {
+            protocol: b"HTTP/2.0",
+            address: started.address,
+            serves: |server, address| server.v2.enable || address.http2,
+        };
+        read_head(worker, &stream, info, &mut request, &head, body)
     });
     // The body's bytes are added as the body reader takes them.
     request.length = block_len as u64;
@@ -299,124 +294,6 @@ pub(crate) async fn run_stream(started: Started<'_>, opened: Opened) {
     }
 }
 
-/// Why nginx refuses a head with 400 before it becomes a request, in its words: a
-/// `host` that differs from `:authority`, a `content-length` on a request without a body.
-/// (A body that is not its `content-length` fails as it is read.)
-fn refusal(head: &RequestHead, body: bool) -> Option<String> {
-    let value = |name: &[u8]| {
-        head.fields()
-            .find(|field| field.name == name)
-            .map(|field| field.value)
-    };
-    if let (Some(authority), Some(host)) = (head.authority(), value(b"host"))
-        && !authority.eq_ignore_ascii_case(host)
-    {
-        return Some("client sent \":authority\" and \"host\" headers that differ".to_owned());
-    }
-    let declared: u64 = std::str::from_utf8(value(b"content-length")?)
-        .ok()?
-        .parse()
-        .ok()?;
-    (!body && declared > 0).then(|| {
-        format!(
-            "client prematurely closed stream: only 0 out of {declared} bytes of request body \
-             received"
-        )
-    })
-}
-
-/// The fields of the request head: `host` from `:authority` first when the client sent
-/// no `host`, then the client's fields, without a `content-length` on a request that has
-/// no body (a non-zero one was refused). Also says whether `host` was added.
-fn request_fields(
-    head: &RequestHead,
-    body: bool,
-) -> (impl Iterator<Item = (&[u8], &[u8])> + '_, bool) {
-    let has_host = head.fields().any(|field| field.name == b"host");
-    let host = head
-        .authority()
-        .filter(|_| !has_host)
-        .map(|authority| (&b"host"[..], authority));
-    let added = host.is_some();
-    let fields = head
-        .fields()
-        .filter(move |field| body || field.name != b"content-length")
-        .map(|field| (field.name, field.value));
-    (host.into_iter().chain(fields), added)
-}
-
-/// Makes the stream's head into `request` with the default server's rules, chooses the
-/// server by `Host`, and runs realip's post-read step. `Err` is the status to answer.
-fn read_head(
-    worker: &HttpWorker,
-    started: &Started<'_>,
-    info: &ConnectionInfo,
-    request: &mut Request<'_>,
-    head: &RequestHead,
-    body: bool,
-) -> Result<(), u16> {
-    let conf = worker.conf();
-    let core = &conf.server(started.address.default_server).core;
-    let limits = core.head_limits();
-    let (fields, added) = request_fields(head, body);
-    let parts = http1::request::assemble::Parts {
-        method: head.method(),
-        path: head.path().unwrap_or(b"*"),
-        protocol: b"HTTP/2.0",
-    };
-    http1::request::assemble::assemble(
-        parts,
-        fields,
-        usize::from(added),
-        &limits,
-        &mut request.head_bytes,
-        &mut request.head,
-    )
-    .map_err(|error| error.status())?;
-    http1::request::analyze(&request.head_bytes, &request.head, &mut request.info)
-        .map_err(|error| error.status())?;
-    // A body without `content-length` is read to the stream's end, as nginx reads it
-    // (chunked, in its terms).
-    if body && request.info.framing == http1::request::BodyFraming::None {
-        request.info.framing = http1::request::BodyFraming::Chunked;
-    }
-    let server = crate::kernel::find::select_server(worker, started.address, request);
-    request.server = Some(server);
-    // TLS's own refusals (a host other than SNI's with client certificates: 421).
-    if let Some((status, message)) =
-        crate::kernel::ssl::refusal(worker, (info, false), server, &request.info.host)
-    {
-        request.location = Some(conf.server(server).location);
-        crate::kernel::request_log::log(
-            worker,
-            info,
-            request,
-            Level::Info,
-            format_args!("{message}"),
-        );
-        return Err(status);
-    }
-    if !conf.server(server).v2.enable && !started.address.http2 {
-        // The host names a server without HTTP/2: nginx answers 421.
-        request.location = Some(conf.server(server).location);
-        let message = "client attempted to request the server name different from the one that was negotiated";
-        crate::kernel::request_log::log(
-            worker,
-            info,
-            request,
-            Level::Info,
-            format_args!("{message}"),
-        );
-        return Err(421);
-    }
-    crate::modules::realip::post_read(worker, server, info, request);
-    request.uri.extend_from_slice(&request.head.uri);
-    if let Some(args) = request.info.target.args.clone() {
-        request.args.extend_from_slice(&request.head_bytes[args]);
-    }
-    Ok(())
-}
-
 /// Where the sink is in the response.
 enum SinkState {
     /// The header filter has not given the head yet.
@@ -564,20 +441,6 @@ fn send_head(
     h2.send_header_pairs(stream_id, pairs, end_stream)
 }
 
-/// A status as its three digits (a status outside 100..=999 is sent as 500).
-fn status_digits(status: u16) -> [u8; 3] {
-    let status = if (100..1000).contains(&status) {
-        status
-    } else {
-        500
-    };
-    [
-        b'0' + (status / 100) as u8,
-        b'0' + (status / 10 % 10) as u8,
-        b'0' + (status % 10) as u8,
-    ]
-}
-
 impl FramedSink for StreamSink<'_> {
     fn spare_fields(&self) -> FieldList {
         let spare = self.shared.spare_fields.borrow_mut().pop();
@@ -658,46 +521,5 @@ fn field(name: &[u8], value: &[u8]) -> HeaderField {
         name: name.to_vec(),
         value: value.to_vec(),
         sensitive: false,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_status_becomes_three_digits() {
-        assert_eq!(&status_digits(200), b"200");
-        assert_eq!(&status_digits(404), b"404");
-        assert_eq!(&status_digits(0), b"500");
-        assert_eq!(&status_digits(1000), b"500");
-    }
-
-    #[test]
-    fn the_request_fields_take_host_from_authority() {
-        let mut list = http2::hpack::FieldList::new();
-        for (name, value) in [
-            (&b":method"[..], &b"POST"[..]),
-            (b":scheme", b"http"),
-            (b":authority", b"example.com"),
-            (b":path", b"/a?b"),
-            (b"content-length", b"9"),
-            (b"x-y", b"z"),
-        ] {
-            list.push(name, value, false);
-        }
-        let head = http2::request::parse(list, http2::request::FieldPolicy::default())
-            .expect("a valid head");
-        let (fields, added) = request_fields(&head, true);
-        assert!(added);
-        let fields: Vec<(&[u8], &[u8])> = fields.collect();
-        let want: Vec<(&[u8], &[u8])> = vec![
-            (b"host", b"example.com"),
-            (b"content-length", b"9"),
-            (b"x-y", b"z"),
-        ];
-        assert_eq!(fields, want);
-        let (mut fields, _) = request_fields(&head, false);
-        assert!(fields.all(|(name, _)| name != b"content-length"));
     }
 }

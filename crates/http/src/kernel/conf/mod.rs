@@ -152,6 +152,7 @@ pub struct Server {
     pub core: crate::kernel::core::CoreServer,
     pub ssl: crate::kernel::ssl::settings::SslServer,
     pub v2: crate::modules::v2::settings::Http2Server,
+    pub v3: crate::modules::v3::settings::Http3Server,
     /// The TLS configuration, when the server has a certificate.
     pub tls: Option<Arc<tls::ServerTls>>,
     /// When a certificate name has variables: what loads the pairs per handshake (`tls`
@@ -187,6 +188,8 @@ pub struct AddressConf {
     /// `listen ... http2` (deprecated in nginx 1.25.1 for `http2 on`): HTTP/2 here even
     /// when the default server has `http2 off`.
     pub http2: bool,
+    /// `listen ... quic`: a UDP socket serving HTTP/3.
+    pub quic: bool,
     /// Regex names refer to [`HttpConf::server_regexes`] by index.
     pub names: server_names::ServerNames,
 }

@@ -56,6 +56,7 @@ pub struct ServerScope {
     pub core: CoreServerConf,
     pub ssl: crate::kernel::ssl::settings::SslServerConf,
     pub v2: Http2ServerConf,
+    pub v3: crate::modules::v3::settings::Http3ServerConf,
     pub listens: Vec<ListenSpec>,
     /// Each name with the text it was written as (`$server_name` is the first one).
     pub names: Vec<(ServerName, String)>,

@@ -231,7 +231,8 @@ fn location_server_name<'a>(worker: &'a HttpWorker, request: &Request<'_>) -> &'
     }
 }
 
-/// `http://HOST[:PORT]` for a relative `Location`, as nginx's header filter builds it.
+/// `http://HOST[:PORT]` for a relative `Location` (`https://` over TLS and QUIC, whose
+/// default port is 443), as nginx's header filter builds it.
 fn write_absolute_prefix(
     request: &Request<'_>,
     connection: &ConnectionInfo,
@@ -239,7 +240,11 @@ fn write_absolute_prefix(
     core: &CoreLocation,
     out: &mut Vec<u8>,
 ) {
-    out.extend_from_slice(b"http://");
+    let (scheme, default_port): (&[u8], u16) = match connection.tls {
+        Some(_) => (b"https://", 443),
+        None => (b"http://", 80),
+    };
+    out.extend_from_slice(scheme);
     if core.server_name_in_redirect {
         out.extend_from_slice(server_name);
     } else if !request.info.host.is_empty() {
@@ -250,7 +255,7 @@ fn write_absolute_prefix(
     }
     if core.port_in_redirect
         && let Some(local) = connection.local
-        && local.port() != 80
+        && local.port() != default_port
     {
         out.push(b':');
         push_number(out, local.port().into(), 1);

@@ -7,7 +7,7 @@ use logging::Level;
 use runtime::Stream;
 use runtime::tls::{Accepted, Choice};
 
-use crate::kernel::conf::{AddressConf, ServerId};
+use crate::kernel::conf::{AddressConf, HttpConf, ServerId};
 use crate::kernel::request::ConnectionInfo;
 use crate::kernel::worker::HttpWorker;
 
@@ -23,8 +23,7 @@ pub(crate) enum Start {
 }
 
 /// The server a hello's SNI name selects on `address`.
-fn server_for(worker: &HttpWorker, address: &AddressConf, name: Option<&str>) -> ServerId {
-    let conf = worker.conf();
+pub(crate) fn server_for(conf: &HttpConf, address: &AddressConf, name: Option<&str>) -> ServerId {
     let Some(name) = name else {
         return address.default_server;
     };
@@ -60,7 +59,7 @@ pub(crate) async fn start(
             Err(accepted) => return accepted,
         };
         let name = pending.server_name();
-        chosen.set(server_for(worker, address, name.as_deref()));
+        chosen.set(server_for(worker.conf(), address, name.as_deref()));
         let choice = choose(worker, address, info, chosen.get(), name.as_deref()).await;
         choice_failed.set(matches!(choice, Choice::Fail(_)));
         pending.finish(choice).await

@@ -164,7 +164,7 @@ pub(crate) fn check_defaults(
     ssl_listens: &[Option<Span>],
 ) -> Result<(), ConfError> {
     for address in sockets.iter().flat_map(|socket| &socket.addresses) {
-        if !address.ssl {
+        if !address.ssl && !address.quic {
             continue;
         }
         let index = address.default_server.0 as usize;
@@ -173,8 +173,11 @@ pub(crate) fn check_defaults(
             continue;
         }
         if let Some(Some(span)) = ssl_listens.get(index) {
+            let kind = if address.quic { "quic" } else { "ssl" };
             return Err(ConfError::message(
-                "no \"ssl_certificate\" is defined for the \"listen ... ssl\" directive",
+                format!(
+                    "no \"ssl_certificate\" is defined for the \"listen ... {kind}\" directive"
+                ),
                 span,
             ));
         }

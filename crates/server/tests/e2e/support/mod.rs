@@ -13,6 +13,7 @@ pub mod clock;
 pub mod dns;
 pub mod dnsmasq;
 pub mod h2;
+pub mod h3;
 pub mod instance;
 pub mod log;
 pub mod mariadb;
