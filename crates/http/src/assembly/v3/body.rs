@@ -73,6 +73,25 @@ impl StreamFeed<'_> {
 impl BodyFeed for StreamFeed<'_> {
     fn whole_body_wanted(&self) {}
 
+    fn interim(&self, status: u16, fields: &[(&[u8], &[u8])]) {
+        use crate::assembly::v3::stream::field;
+        let status = status.to_string();
+        let head: Vec<http3::HeaderField> = std::iter::once(field(b":status", status.as_bytes()))
+            .chain(
+                fields
+                    .iter()
+                    .map(|(name, value)| field(&name.to_ascii_lowercase(), value)),
+            )
+            .collect();
+        let _ = self.state.driver.endpoint().send_headers(
+            self.connection,
+            self.stream_id,
+            &head,
+            false,
+        );
+        self.state.driver.wake();
+    }
+
     fn refused(&self) -> std::pin::Pin<Box<dyn std::future::Future<Output = String> + '_>> {
         Box::pin(async move {
             loop {

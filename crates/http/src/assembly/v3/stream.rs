@@ -145,8 +145,41 @@ pub(crate) async fn run_request(
                 Reply::Respond(body) => {
                     let mut out = Vec::new();
                     let response = ResponseSink::framed(&conn.presence, &sink);
-                    send::send_response_to(worker, info, response, &mut out, &mut request, body)
-                        .await
+                    match request.body_relay.take() {
+                        None => {
+                            send::send_response_to(
+                                worker,
+                                info,
+                                response,
+                                &mut out,
+                                &mut request,
+                                body,
+                            )
+                            .await
+                        }
+                        // A bidirectional gRPC call: the rest of the body goes on beside.
+                        Some(relay) => {
+                            let mut source =
+                                BodySource::framed(&conn.presence, &mut read_ahead, &feed);
+                            let send = send::send_response_to(
+                                worker,
+                                info,
+                                response,
+                                &mut out,
+                                &mut request,
+                                body,
+                            );
+                            let sent = Box::pin(crate::kernel::body::relay::send_beside(
+                                send,
+                                &mut source,
+                                &mut body_state,
+                                &relay,
+                            ))
+                            .await;
+                            request.length += relay.received();
+                            sent
+                        }
+                    }
                 }
                 Reply::Close if request.response.status == 408 => {
                     Err(io::ErrorKind::TimedOut.into())
@@ -353,7 +386,7 @@ fn gone() -> io::Error {
     io::Error::new(io::ErrorKind::BrokenPipe, "stream closed")
 }
 
-fn field(name: &[u8], value: &[u8]) -> HeaderField {
+pub(crate) fn field(name: &[u8], value: &[u8]) -> HeaderField {
     HeaderField {
         name: name.to_vec(),
         value: value.to_vec(),
