@@ -78,6 +78,8 @@ pub struct SelectKey<'k> {
     pub client: Option<IpAddr>,
     /// The rendered `hash` key.
     pub hash: &'k [u8],
+    /// `sticky`: the id of the peer the request is bound to (empty when none).
+    pub sticky: &'k [u8],
 }
 
 /// nginx's limit of attempts for the hash balancers before they fall back to round robin.
@@ -105,7 +107,14 @@ impl Tried {
     }
 }
 
+/// Whether the balancer may choose `peer`: a `drain` peer takes only requests `sticky`
+/// binds to it.
 fn available(peer: &Peer, state: &PeerState, now: Instant) -> bool {
+    !peer.drain && reachable(peer, state, now)
+}
+
+/// Whether `peer` may take a request: not down, not failed, not full.
+fn reachable(peer: &Peer, state: &PeerState, now: Instant) -> bool {
     if peer.down {
         return false;
     }
@@ -129,6 +138,26 @@ fn touch(peer: &Peer, state: &mut PeerState, now: Instant) {
     {
         state.checked = Some(now);
     }
+}
+
+/// `sticky`: the first peer named `wanted` that the request has not tried and that may
+/// take it. The balancer's state is left alone, so bound requests do not skew how the
+/// others are spread.
+fn sticky_pick(
+    peers: &[Peer],
+    ids: &[std::sync::Arc<str>],
+    states: &mut [PeerState],
+    tried: &Bits,
+    wanted: &[u8],
+    now: Instant,
+) -> Option<usize> {
+    let index = (0..peers.len()).find(|index| {
+        ids.get(*index).is_some_and(|id| id.as_bytes() == wanted)
+            && !tried.get(*index)
+            && reachable(&peers[*index], &states[*index], now)
+    })?;
+    touch(&peers[index], &mut states[index], now);
+    Some(index)
 }
 
 /// Smooth weighted round robin among the peers `eligible` accepts.
@@ -514,7 +543,10 @@ fn choose<K>(
     if members.is_single() {
         let peer = &members.primary[0];
         let peer_state = &mut primary[0];
-        if peer.down || (peer.max_conns > 0 && peer_state.conns >= peer.max_conns) {
+        if peer.down
+            || (peer.max_conns > 0 && peer_state.conns >= peer.max_conns)
+            || (peer.drain && key.sticky.is_empty())
+        {
             return None;
         }
         peer_state.conns += 1;
@@ -525,7 +557,24 @@ fn choose<K>(
             serial: serial(false, 0),
         });
     }
+    let sticky = |peers: &[Peer], states: &mut [PeerState], tried: &Bits, offset: usize| {
+        if key.sticky.is_empty() {
+            return None;
+        }
+        let ids = members.ids.get(offset..).unwrap_or_default();
+        sticky_pick(peers, ids, states, tried, key.sticky, now)
+    };
     if !tried.in_backup {
+        if let Some(index) = sticky(&members.primary, primary, &tried.primary, 0) {
+            tried.primary.set(index);
+            primary[index].conns += 1;
+            primary[index].selected += 1;
+            return Some(Selected {
+                backup: false,
+                index,
+                serial: serial(false, index),
+            });
+        }
         // The hash methods pick by key (falling back to round robin as nginx does:
         // fewer than two servers, an empty key, or 20 unavailable picks).
         let hashed = match balancer {
@@ -558,9 +607,13 @@ fn choose<K>(
         }
         tried.in_backup = true;
     }
-    let chosen = match balancer {
-        Balancer::LeastConn => least_conn_pick(&members.backup, backup, &tried.backup, now),
-        _ => weighted_pick(&members.backup, backup, &tried.backup, now, |_| true),
+    let offset = members.primary.len();
+    let chosen = match sticky(&members.backup, backup, &tried.backup, offset) {
+        Some(index) => Some(index),
+        None => match balancer {
+            Balancer::LeastConn => least_conn_pick(&members.backup, backup, &tried.backup, now),
+            _ => weighted_pick(&members.backup, backup, &tried.backup, now, |_| true),
+        },
     };
     if let Some(index) = chosen {
         tried.backup.set(index);

@@ -11,6 +11,7 @@
 pub mod balancer;
 pub mod keepalive;
 pub mod registry;
+pub mod sticky;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -56,6 +57,10 @@ pub struct Peer {
     /// 0 is no limit.
     pub max_conns: u32,
     pub down: bool,
+    /// `route=`: the id `sticky` names the peer by.
+    pub route: Option<Arc<str>>,
+    /// `drain`: only requests `sticky` binds to the peer go to it.
+    pub drain: bool,
 }
 
 /// How a group chooses a peer.
@@ -184,6 +189,9 @@ pub struct Members {
     /// changes (a request in flight finds its peer by it), and the metrics' counters.
     pub serials: Vec<u32>,
     pub counters: Vec<Arc<PeerCounters>>,
+    /// Per peer, primary then backup: the id `sticky` names it by (empty without
+    /// `sticky`).
+    pub ids: Vec<Arc<str>>,
 }
 
 impl Members {
@@ -203,7 +211,18 @@ impl Members {
             ring,
             serials,
             counters,
+            ids: Vec::new(),
         }
+    }
+
+    /// Gives every peer its `sticky` id.
+    fn name_for_sticky(&mut self) {
+        self.ids = self
+            .primary
+            .iter()
+            .chain(self.backup.iter())
+            .map(sticky::peer_id)
+            .collect();
     }
 
     /// Where `selected` is now: its index among primary then backup peers, found by its
@@ -330,6 +349,8 @@ pub struct Group<K> {
     pub idle: Mutex<keepalive::KeepaliveCache>,
     /// The name servers and `resolver_timeout` the `resolve` servers are looked up with.
     pub resolver: Option<(Arc<ResolverConf>, Duration)>,
+    /// `sticky`: session affinity.
+    pub sticky: Option<sticky::Sticky<K>>,
 }
 
 /// Initial balancer state for `peers`.
@@ -381,7 +402,19 @@ impl<K> Group<K> {
             sources: Vec::new(),
             idle: Mutex::default(),
             resolver: None,
+            sticky: None,
         }
+    }
+
+    /// Turns `sticky` on: every peer, now and after DNS changes, gets its id.
+    pub fn with_sticky(mut self, sticky: sticky::Sticky<K>) -> Group<K> {
+        self.sticky = Some(sticky);
+        if let Some(members) = &mut self.fixed {
+            members.name_for_sticky();
+        } else {
+            self.rebuild(&mut self.lock_state());
+        }
+        self
     }
 
     /// A group with `resolve` servers: the fixed ones are members at once, the others when
@@ -415,6 +448,7 @@ impl<K> Group<K> {
             sources,
             idle: Mutex::default(),
             resolver: Some(resolver),
+            sticky: None,
         };
         group.rebuild(&mut group.lock_state());
         group
@@ -600,6 +634,9 @@ impl<K> Group<K> {
             .into_iter()
             .map(|(_, _, counters)| counters)
             .collect();
+        if self.sticky.is_some() {
+            members.name_for_sticky();
+        }
         state.primary = primary_states;
         state.backup = backup_states;
         state.members = Some(Arc::new(members));
@@ -709,6 +746,14 @@ impl<K> Group<K> {
             counters.sent_bytes.fetch_add(sent, Relaxed);
             counters.received_bytes.fetch_add(received, Relaxed);
         });
+    }
+
+    /// The id `sticky` names a chosen peer by; `None` without `sticky`, or once DNS
+    /// removed the peer.
+    pub fn sticky_id(&self, selected: Selected) -> Option<Arc<str>> {
+        let members = self.members();
+        let slot = members.slot(selected)?;
+        members.ids.get(slot).cloned()
     }
 
     /// The peer a request chose; `None` once DNS removed it.

@@ -130,6 +130,7 @@ mod upstream_hash;
 mod upstream_max_fails;
 mod upstream_random;
 mod upstream_resolve;
+mod upstream_sticky;
 mod userid;
 mod uwsgi_scgi;
 mod variables;

@@ -26,6 +26,8 @@ const READ_ROOM_MAX_TIMES: usize = 4;
 pub struct Release<'a> {
     pub group: &'a Group,
     pub selected: Selected,
+    /// `sticky learn`: the session the answer created, bound when the body has ended.
+    pub learned: Option<Box<crate::modules::proxy::sticky::Learned>>,
 }
 
 impl Release<'_> {
@@ -134,9 +136,11 @@ impl Drop for UpstreamBody<'_> {
             self.cancel_grpc();
         }
         if let Some(release) = self.release.take() {
-            release
-                .group
-                .release(release.selected, false, runtime::clock::monotonic());
+            let now = runtime::clock::monotonic();
+            if let Some(learned) = release.learned {
+                learned.commit(now);
+            }
+            release.group.release(release.selected, false, now);
         }
     }
 }

@@ -15,6 +15,7 @@ use crate::modules::proxy::accel::accel_redirect;
 use crate::modules::proxy::body::{BodyStart, Keepalive, Release, UpstreamBody};
 use crate::modules::proxy::cache::lookup::{CacheRequest, lookup};
 use crate::modules::proxy::cache::settings::UseStale;
+use crate::modules::proxy::sticky::{self, Binding};
 
 mod caching;
 mod request_body;
@@ -228,11 +229,13 @@ pub(crate) async fn proxy_one<'a>(
         is_head: head.is_head,
         cache: std::cell::RefCell::new(cache),
     };
+    let binding = sticky::binding(worker, client.info, request, proxying.target.group.group());
     let key = SelectKey {
         client: client_address(client.info),
         hash: &hash,
+        sticky: &binding.wanted,
     };
-    proxying.run(&key, client, request).await
+    proxying.run(&key, &binding, client, request).await
 }
 
 impl<'a> Proxying<'a, '_> {
@@ -241,6 +244,7 @@ impl<'a> Proxying<'a, '_> {
     async fn run(
         &self,
         key: &SelectKey<'_>,
+        binding: &Binding,
         client: &mut RequestClient<'_>,
         request: &mut Request<'a>,
     ) -> ProxyOutcome<'a> {
@@ -252,6 +256,7 @@ impl<'a> Proxying<'a, '_> {
             let Some((selected, peer)) = group.select_peer(&mut tried, key, now) else {
                 return self.no_live_upstreams(client.info, request, now);
             };
+            sticky::chosen(group, binding, selected, &peer, now);
             tries += 1;
             request.upstream.trying = true;
             request
@@ -634,6 +639,7 @@ impl<'a> Proxying<'a, '_> {
             GroupRef::Conf(group) => Some(Release {
                 group,
                 selected: current.selected,
+                learned: sticky::answered(self.worker, info, request, group, current.selected),
             }),
             GroupRef::Own(_) => None,
         };

@@ -44,6 +44,7 @@ pub const DIRECTIVES: &[HttpDirective] = &[
     entry("zone", Arity::TAKE12, set_zone),
     entry("resolver", Arity::ONE_OR_MORE, set_resolver),
     entry("resolver_timeout", Arity::TAKE1, set_resolver_timeout),
+    entry("sticky", Arity::ONE_OR_MORE, super::sticky::set_sticky),
 ];
 
 /// Reads an `upstream NAME { ... }` block into the registry.
@@ -85,6 +86,8 @@ fn set_server(
         down: false,
         resolve: false,
         service: None,
+        route: None,
+        drain: false,
         span: directive.span.clone(),
     };
     for argument in &directive.args[1..] {
@@ -115,6 +118,16 @@ fn set_server(
             server.down = true;
         } else if text == "resolve" {
             server.resolve = true;
+        } else if text == "drain" {
+            server.drain = true;
+        } else if let Some(route) = text.strip_prefix("route=") {
+            if route.is_empty() || route.len() > 32 {
+                return Err(ConfError::message(
+                    format!("invalid route \"{route}\""),
+                    &directive.span,
+                ));
+            }
+            server.route = Some(route.to_owned());
         } else if let Some(service) = text.strip_prefix("service=") {
             if service.is_empty() {
                 return Err(invalid());
