@@ -198,20 +198,76 @@ fn least_conn_pick(
     tried: &Bits,
     now: Instant,
 ) -> Option<usize> {
+    let loads: Vec<u64> = states.iter().map(|state| u64::from(state.conns)).collect();
+    least_load_pick(peers, states, tried, now, &loads)
+}
+
+/// `least_time`: a peer's average fades to nothing over this long without a new measure,
+/// so that a peer that was slow is tried again.
+const TIME_FADE: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// `least_time`: what a peer is expected to take, in milliseconds: its average, faded by
+/// the time since it was measured; with `inflight`, at least as long as its requests have
+/// been in flight without a break.
+fn expected_millis(state: &PeerState, now: Instant, inflight: bool) -> u64 {
+    let mut micros = match state.timed {
+        None => 0,
+        Some(at) => {
+            let left = TIME_FADE.saturating_sub(now.saturating_duration_since(at));
+            let faded = u128::from(state.time_average) * left.as_micros() / TIME_FADE.as_micros();
+            u64::try_from(faded).unwrap_or(u64::MAX)
+        }
+    };
+    if inflight && let Some(since) = state.busy_since {
+        let busy = now.saturating_duration_since(since).as_micros();
+        micros = micros.max(u64::try_from(busy).unwrap_or(u64::MAX));
+    }
+    micros / 1000
+}
+
+/// `least_time`: the least expected time, times the requests in flight plus this one,
+/// per weight; ties go round robin.
+fn least_time_pick(
+    peers: &[Peer],
+    states: &mut [PeerState],
+    tried: &Bits,
+    now: Instant,
+    inflight: bool,
+) -> Option<usize> {
+    let loads: Vec<u64> = states
+        .iter()
+        .map(|state| {
+            let expected = expected_millis(state, now, inflight).saturating_add(1);
+            expected.saturating_mul(u64::from(state.conns) + 1)
+        })
+        .collect();
+    least_load_pick(peers, states, tried, now, &loads)
+}
+
+/// The least load per weight among the peers not tried and available; ties go round robin.
+fn least_load_pick(
+    peers: &[Peer],
+    states: &mut [PeerState],
+    tried: &Bits,
+    now: Instant,
+    loads: &[u64],
+) -> Option<usize> {
+    let less = |a: usize, b: usize| {
+        u128::from(loads[a]) * u128::from(peers[b].weight)
+            < u128::from(loads[b]) * u128::from(peers[a].weight)
+    };
     let mut best: Option<usize> = None;
     for index in 0..peers.len() {
         if tried.get(index) || !available(&peers[index], &states[index], now) {
             continue;
         }
-        if best.is_none_or(|best| ratio_less(peers, states, index, best)) {
+        if best.is_none_or(|best| less(index, best)) {
             best = Some(index);
         }
     }
     let best = best?;
     let ties: Vec<bool> = (0..peers.len())
-        .map(|index| {
-            !ratio_less(peers, states, index, best) && !ratio_less(peers, states, best, index)
-        })
+        .map(|index| !less(index, best) && !less(best, index))
         .collect();
     weighted_pick(peers, states, tried, now, |index| ties[index])
 }
@@ -470,6 +526,9 @@ impl<K> Group<K> {
         };
         let state = &mut states[current.index];
         state.conns = state.conns.saturating_sub(1);
+        if state.conns == 0 {
+            state.busy_since = None;
+        }
         state.failures += u64::from(failed);
         if members.is_single() {
             return false;
@@ -521,6 +580,16 @@ impl<K> Group<K> {
     }
 }
 
+/// Counts a request in flight to a chosen peer.
+#[inline]
+fn take(state: &mut PeerState, now: Instant) {
+    if state.conns == 0 {
+        state.busy_since = Some(now);
+    }
+    state.conns += 1;
+    state.selected += 1;
+}
+
 /// The choice itself, on the members and their states under the group's lock.
 #[inline]
 fn choose<K>(
@@ -549,8 +618,7 @@ fn choose<K>(
         {
             return None;
         }
-        peer_state.conns += 1;
-        peer_state.selected += 1;
+        take(peer_state, now);
         return Some(Selected {
             backup: false,
             index: 0,
@@ -567,8 +635,7 @@ fn choose<K>(
     if !tried.in_backup {
         if let Some(index) = sticky(&members.primary, primary, &tried.primary, 0) {
             tried.primary.set(index);
-            primary[index].conns += 1;
-            primary[index].selected += 1;
+            take(&mut primary[index], now);
             return Some(Selected {
                 backup: false,
                 index,
@@ -579,7 +646,7 @@ fn choose<K>(
         // fewer than two servers, an empty key, or 20 unavailable picks).
         let hashed = match balancer {
             _ if members.primary.len() < 2 => None,
-            Balancer::RoundRobin | Balancer::LeastConn => None,
+            Balancer::RoundRobin | Balancer::LeastConn | Balancer::LeastTime { .. } => None,
             Balancer::IpHash => ip_hash_pick(members, primary, tried, key.client, now),
             Balancer::Hash { .. } if key.hash.is_empty() => None,
             Balancer::Hash {
@@ -593,12 +660,14 @@ fn choose<K>(
             (None, Balancer::LeastConn) => {
                 least_conn_pick(&members.primary, primary, &tried.primary, now)
             }
+            (None, Balancer::LeastTime { inflight, .. }) => {
+                least_time_pick(&members.primary, primary, &tried.primary, now, *inflight)
+            }
             (None, _) => weighted_pick(&members.primary, primary, &tried.primary, now, |_| true),
         };
         if let Some(index) = chosen {
             tried.primary.set(index);
-            primary[index].conns += 1;
-            primary[index].selected += 1;
+            take(&mut primary[index], now);
             return Some(Selected {
                 backup: false,
                 index,
@@ -612,13 +681,15 @@ fn choose<K>(
         Some(index) => Some(index),
         None => match balancer {
             Balancer::LeastConn => least_conn_pick(&members.backup, backup, &tried.backup, now),
+            Balancer::LeastTime { inflight, .. } => {
+                least_time_pick(&members.backup, backup, &tried.backup, now, *inflight)
+            }
             _ => weighted_pick(&members.backup, backup, &tried.backup, now, |_| true),
         },
     };
     if let Some(index) = chosen {
         tried.backup.set(index);
-        backup[index].conns += 1;
-        backup[index].selected += 1;
+        take(&mut backup[index], now);
         return Some(Selected {
             backup: true,
             index,

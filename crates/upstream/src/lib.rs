@@ -70,6 +70,12 @@ pub enum Balancer<K> {
     #[default]
     RoundRobin,
     LeastConn,
+    /// `least_time header|last_byte [inflight]`: the least average time to the head
+    /// (`header`) or to the last byte, per request in flight and weight.
+    LeastTime {
+        header: bool,
+        inflight: bool,
+    },
     IpHash,
     /// `hash KEY [consistent]`.
     Hash {
@@ -110,6 +116,11 @@ pub struct PeerState {
     /// Times the peer's failures reached `max_fails` and it became unavailable for
     /// `fail_timeout` (NGINX Plus's `unavail`; each is a `temporarily disabled` warning).
     pub unavailable: u64,
+    /// `least_time`: the moving average of the peer's times, in microseconds, when the
+    /// last one was measured, and since when requests have been in flight without a break.
+    pub time_average: u64,
+    pub timed: Option<Instant>,
+    pub busy_since: Option<Instant>,
 }
 
 /// Upper bounds of the buckets of a peer's connect-time and header-time histograms, in
@@ -737,6 +748,46 @@ impl<K> Group<K> {
                 );
             }
         });
+    }
+
+    /// `least_time`: a time the peer took, to its head or to its last byte as the group
+    /// measures; it moves the peer's average halfway to it.
+    pub fn note_time(&self, selected: Selected, took: Duration, now: Instant) {
+        let mut guard = self.lock_state();
+        let state = &mut *guard;
+        let slot = match &self.fixed {
+            Some(_) => Some(selected),
+            None => {
+                let members = state.members.clone().unwrap_or_default();
+                members.slot(selected).map(|slot| members.at(slot))
+            }
+        };
+        let Some(current) = slot else {
+            return;
+        };
+        let states = if current.backup {
+            &mut state.backup
+        } else {
+            &mut state.primary
+        };
+        if let Some(peer) = states.get_mut(current.index) {
+            let micros = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
+            peer.time_average = match peer.timed {
+                None => micros,
+                Some(_) => peer.time_average / 2 + micros / 2,
+            };
+            peer.timed = Some(now);
+        }
+    }
+
+    /// Which time `least_time` measures: `Some(true)` the head's, `Some(false)` the last
+    /// byte's, `None` without `least_time`.
+    #[inline]
+    pub fn measures_time(&self) -> Option<bool> {
+        match self.balancer {
+            Balancer::LeastTime { header, .. } => Some(header),
+            _ => None,
+        }
     }
 
     /// Counts bytes written to and read from a peer.

@@ -71,7 +71,9 @@ impl<K> UpstreamScope<K> {
     pub fn allows_backup(&self) -> bool {
         matches!(
             self.balancer,
-            None | Some(Balancer::RoundRobin) | Some(Balancer::LeastConn)
+            None | Some(Balancer::RoundRobin)
+                | Some(Balancer::LeastConn)
+                | Some(Balancer::LeastTime { .. })
         )
     }
 }

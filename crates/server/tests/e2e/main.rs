@@ -127,6 +127,7 @@ mod syslog;
 mod thread_pool;
 mod trailers;
 mod upstream_hash;
+mod upstream_least_time;
 mod upstream_max_fails;
 mod upstream_random;
 mod upstream_resolve;

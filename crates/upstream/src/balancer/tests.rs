@@ -629,3 +629,78 @@ fn resolved_members_are_named_for_sticky_as_they_change() {
     let selected = pick(&group, &bound(id.as_bytes()), now).unwrap();
     assert_ne!(port_of(&group, selected), 2);
 }
+
+/// `least_time last_byte`, two peers; `inflight` as given.
+fn least_time_group(inflight: bool) -> Group {
+    group(
+        vec![peer(1, 1), peer(2, 1)],
+        vec![],
+        Balancer::LeastTime {
+            header: false,
+            inflight,
+        },
+    )
+}
+
+/// One request measured at `took`, ending at `now`.
+fn timed(group: &Group, now: Instant, took: Duration) -> u16 {
+    let selected = pick(group, &SelectKey::default(), now).unwrap();
+    group.note_time(selected, took, now);
+    port_of(group, selected)
+}
+
+#[test]
+fn least_time_prefers_the_faster_peer_and_tries_a_slow_one_again_later() {
+    let group = least_time_group(false);
+    let start = Instant::now();
+    // Unmeasured peers tie: round robin; the first is slow.
+    assert_eq!(timed(&group, start, Duration::from_secs(4)), 1);
+    let fast: Vec<u16> = (0..9)
+        .map(|_| timed(&group, start, Duration::from_micros(300)))
+        .collect();
+    assert_eq!(fast, [2; 9]);
+    // Two seconds on, the slow peer's average has not faded enough.
+    let soon = start + Duration::from_secs(2);
+    assert_eq!(timed(&group, soon, Duration::from_micros(300)), 2);
+    // Past the fade the averages tie and the slow peer gets one try; the old average
+    // still counts in the new one, so the fast peer has the rest.
+    let later = soon + Duration::from_secs(4);
+    let ports: Vec<u16> = (0..10)
+        .map(|_| timed(&group, later, Duration::from_micros(300)))
+        .collect();
+    assert_eq!(
+        ports.iter().filter(|port| **port == 1).count(),
+        1,
+        "{ports:?}"
+    );
+}
+
+#[test]
+fn least_time_counts_requests_in_flight_and_with_inflight_their_age() {
+    let now = Instant::now();
+    // Without measures, a peer busy with a request loses to an idle one.
+    let group = least_time_group(false);
+    let mut tried = Tried::new(&group);
+    let held = group
+        .select(&mut tried, &SelectKey::default(), now)
+        .unwrap();
+    for _ in 0..3 {
+        assert_ne!(pick(&group, &SelectKey::default(), now), Some(held));
+    }
+    // A peer whose request has been in flight for 2 s, unmeasured, against one measured
+    // at 1 s and idle: only with inflight does the age of the request count.
+    for inflight in [false, true] {
+        let group = least_time_group(inflight);
+        let mut first = Tried::new(&group);
+        let stuck = group
+            .select(&mut first, &SelectKey::default(), now)
+            .unwrap();
+        let other = pick(&group, &SelectKey::default(), now).unwrap();
+        assert_ne!(stuck, other);
+        group.note_time(other, Duration::from_secs(1), now);
+        let later = now + Duration::from_secs(2);
+        let chosen = pick(&group, &SelectKey::default(), later).unwrap();
+        assert_eq!(chosen == other, inflight, "inflight {inflight}");
+        group.release(stuck, false, later);
+    }
+}

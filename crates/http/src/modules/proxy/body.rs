@@ -28,6 +28,8 @@ pub struct Release<'a> {
     pub selected: Selected,
     /// `sticky learn`: the session the answer created, bound when the body has ended.
     pub learned: Option<Box<crate::modules::proxy::sticky::Learned>>,
+    /// `least_time last_byte`: when the try started; its time counts when the body ends.
+    pub started: Option<Instant>,
 }
 
 impl Release<'_> {
@@ -139,6 +141,13 @@ impl Drop for UpstreamBody<'_> {
             let now = runtime::clock::monotonic();
             if let Some(learned) = release.learned {
                 learned.commit(now);
+            }
+            if let Some(started) = release.started {
+                release.group.note_time(
+                    release.selected,
+                    now.saturating_duration_since(started),
+                    now,
+                );
             }
             release.group.release(release.selected, false, now);
         }

@@ -292,6 +292,11 @@ impl<'a> Proxying<'a, '_> {
                         attempt.connect_time,
                         attempt.header_time,
                     );
+                    if group.measures_time() == Some(true)
+                        && let Some(took) = attempt.header_time
+                    {
+                        group.note_time(selected, took, runtime::clock::monotonic());
+                    }
                     let outcome = Outcome::Response(status);
                     if decide(&self.policy, outcome, tries, runtime::clock::monotonic())
                         != Next::Retry
@@ -640,6 +645,8 @@ impl<'a> Proxying<'a, '_> {
                 group,
                 selected: current.selected,
                 learned: sticky::answered(self.worker, info, request, group, current.selected),
+                started: (group.measures_time() == Some(false))
+                    .then(|| request.upstream.attempts[current.attempt].started),
             }),
             GroupRef::Own(_) => None,
         };
