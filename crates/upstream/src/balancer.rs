@@ -580,10 +580,11 @@ impl<K> Group<K> {
     }
 }
 
-/// Counts a request in flight to a chosen peer.
+/// Counts a request in flight to a chosen peer; `least_time ... inflight` also notes
+/// when the peer became busy.
 #[inline]
-fn take(state: &mut PeerState, now: Instant) {
-    if state.conns == 0 {
+fn take(state: &mut PeerState, now: Instant, inflight: bool) {
+    if inflight && state.conns == 0 {
         state.busy_since = Some(now);
     }
     state.conns += 1;
@@ -618,13 +619,21 @@ fn choose<K>(
         {
             return None;
         }
-        take(peer_state, now);
+        peer_state.conns += 1;
+        peer_state.selected += 1;
         return Some(Selected {
             backup: false,
             index: 0,
             serial: serial(false, 0),
         });
     }
+    let inflight = matches!(
+        balancer,
+        Balancer::LeastTime {
+            inflight: true,
+            ..
+        }
+    );
     let sticky = |peers: &[Peer], states: &mut [PeerState], tried: &Bits, offset: usize| {
         if key.sticky.is_empty() {
             return None;
@@ -635,7 +644,7 @@ fn choose<K>(
     if !tried.in_backup {
         if let Some(index) = sticky(&members.primary, primary, &tried.primary, 0) {
             tried.primary.set(index);
-            take(&mut primary[index], now);
+            take(&mut primary[index], now, inflight);
             return Some(Selected {
                 backup: false,
                 index,
@@ -667,7 +676,7 @@ fn choose<K>(
         };
         if let Some(index) = chosen {
             tried.primary.set(index);
-            take(&mut primary[index], now);
+            take(&mut primary[index], now, inflight);
             return Some(Selected {
                 backup: false,
                 index,
@@ -689,7 +698,7 @@ fn choose<K>(
     };
     if let Some(index) = chosen {
         tried.backup.set(index);
-        take(&mut backup[index], now);
+        take(&mut backup[index], now, inflight);
         return Some(Selected {
             backup: true,
             index,
