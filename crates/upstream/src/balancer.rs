@@ -627,13 +627,7 @@ fn choose<K>(
             serial: serial(false, 0),
         });
     }
-    let inflight = matches!(
-        balancer,
-        Balancer::LeastTime {
-            inflight: true,
-            ..
-        }
-    );
+    let inflight = matches!(balancer, Balancer::LeastTime { inflight: true, .. });
     let sticky = |peers: &[Peer], states: &mut [PeerState], tried: &Bits, offset: usize| {
         if key.sticky.is_empty() {
             return None;
