@@ -5,7 +5,7 @@
 //! answers (`learn`). A named peer that is down, failed, full (`max_conns`) or already
 //! tried by the request is passed over: the group's balancer chooses then.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -81,26 +81,64 @@ pub fn peer_id(peer: &Peer) -> Arc<str> {
     hex.into()
 }
 
-/// What one session holds: the peer's id and when the session was last used.
+/// What one session holds: the peer's id, when the session was last used, and its place
+/// in the order of use.
 #[derive(Clone, Debug)]
 struct Session {
     id: Arc<str>,
     used: Instant,
+    turn: u64,
+}
+
+/// The sessions by key, and their keys in the order they were last used (oldest first), so
+/// that making room costs a logarithm, not a scan, however large the zone.
+#[derive(Debug, Default)]
+struct Table {
+    sessions: HashMap<Box<[u8]>, Session>,
+    by_use: BTreeMap<(Instant, u64), Box<[u8]>>,
+    next_turn: u64,
+}
+
+impl Table {
+    fn remove(&mut self, key: &[u8]) {
+        if let Some(session) = self.sessions.remove(key) {
+            self.by_use.remove(&(session.used, session.turn));
+        }
+    }
+
+    /// Binds `key` to `id`, used at `used`, as the most recently used session.
+    fn put(&mut self, key: &[u8], id: Arc<str>, used: Instant) {
+        self.remove(key);
+        let turn = self.next_turn;
+        self.next_turn += 1;
+        self.by_use.insert((used, turn), key.into());
+        self.sessions.insert(key.into(), Session { id, used, turn });
+    }
+
+    /// Drops the sessions used longest ago until there is room for one more.
+    fn make_room(&mut self, capacity: usize) {
+        while self.sessions.len() >= capacity {
+            let Some((_, key)) = self.by_use.pop_first() else {
+                return;
+            };
+            self.sessions.remove(&key);
+        }
+    }
 }
 
 /// Roughly what one session costs in a zone, for the number a zone's size holds.
 const SESSION_BYTES: u64 = 128;
 
 /// The sessions `sticky learn` keeps in its zone, shared by every worker and carried
-/// across reloads by the zone's name. Bounded: when full, expired sessions go first,
-/// then the one used longest ago.
+/// across reloads by the zone's name. Bounded: when full, the session used longest ago
+/// (an expired one first, as it is the oldest) makes room.
 #[derive(Debug)]
 pub struct Sessions {
     pub zone: String,
     pub size: u64,
     pub timeout: Duration,
     capacity: usize,
-    table: Mutex<HashMap<Box<[u8]>, Session>>,
+    table: Mutex<Table>,
 }
 
 impl Sessions {
@@ -115,7 +153,7 @@ impl Sessions {
         }
     }
 
-    fn table(&self) -> std::sync::MutexGuard<'_, HashMap<Box<[u8]>, Session>> {
+    fn table(&self) -> std::sync::MutexGuard<'_, Table> {
         self.table
             .lock()
             .unwrap_or_else(|poison| poison.into_inner())
@@ -125,7 +163,7 @@ impl Sessions {
     /// removed then).
     pub fn lookup(&self, key: &[u8], now: Instant) -> Option<Arc<str>> {
         let mut table = self.table();
-        let session = table.get(key)?;
+        let session = table.sessions.get(key)?;
         if now.saturating_duration_since(session.used) > self.timeout {
             table.remove(key);
             return None;
@@ -135,8 +173,13 @@ impl Sessions {
 
     /// Counts the session as used now: it lives for another `timeout`.
     pub fn touch(&self, key: &[u8], now: Instant) {
-        if let Some(session) = self.table().get_mut(key) {
-            session.used = now;
+        let mut table = self.table();
+        if let Some(id) = table
+            .sessions
+            .get(key)
+            .map(|session| Arc::clone(&session.id))
+        {
+            table.put(key, id, now);
         }
     }
 
@@ -144,40 +187,32 @@ impl Sessions {
     /// peer).
     pub fn learn(&self, key: &[u8], id: Arc<str>, now: Instant) {
         let mut table = self.table();
-        if let Some(session) = table.get_mut(key) {
-            *session = Session { id, used: now };
-            return;
+        if !table.sessions.contains_key(key) {
+            table.make_room(self.capacity);
         }
-        if table.len() >= self.capacity {
-            let timeout = self.timeout;
-            table.retain(|_, session| now.saturating_duration_since(session.used) <= timeout);
-        }
-        if table.len() >= self.capacity
-            && let Some(oldest) = table
-                .iter()
-                .min_by_key(|(_, session)| session.used)
-                .map(|(key, _)| key.clone())
-        {
-            table.remove(&oldest);
-        }
-        table.insert(key.into(), Session { id, used: now });
+        table.put(key, id, now);
     }
 
-    /// Takes over the sessions of a running configuration's zone of the same name.
+    /// Takes over the sessions of a running configuration's zone of the same name (the
+    /// most recently used ones when this zone is smaller).
     pub fn adopt(&self, old: &Sessions) {
-        let old_table = old.table().clone();
+        let old_table = old.table();
         let mut table = self.table();
-        for (key, session) in old_table {
-            if table.len() >= self.capacity {
+        for key in old_table.by_use.values().rev() {
+            if table.sessions.len() >= self.capacity {
                 break;
             }
-            table.entry(key).or_insert(session);
+            if let Some(session) = old_table.sessions.get(key)
+                && !table.sessions.contains_key(key)
+            {
+                table.put(key, Arc::clone(&session.id), session.used);
+            }
         }
     }
 
     /// How many sessions the zone holds now.
     pub fn len(&self) -> usize {
-        self.table().len()
+        self.table().sessions.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -243,6 +278,15 @@ mod tests {
         assert_eq!(sessions.len(), 8);
         assert!(sessions.lookup(&[19], start).is_some());
         assert!(sessions.lookup(&[0], start).is_none());
+        // A session used again is the last to go.
+        let later = start + Duration::from_millis(100);
+        sessions.touch(&[12], later);
+        for n in 20..27u8 {
+            sessions.learn(&[n], "p".into(), later);
+        }
+        assert!(sessions.lookup(&[12], later).is_some());
+        assert!(sessions.lookup(&[13], later).is_none());
+        assert_eq!(sessions.len(), 8);
     }
 
     #[test]
