@@ -28,6 +28,9 @@ use crate::hpack::{self, FieldList, HeaderField};
 use crate::limits::Flood;
 use crate::stream::{State, Transition};
 
+/// Ended streams whose late RST_STREAM still reaches the caller.
+const CLOSED_KEPT: usize = 8;
+
 /// Streams opened before the server's SETTINGS say its limit (RFC 9113 §5.1.2 leaves it
 /// open; 100 is what it recommends a server allow at least).
 const STREAMS_BEFORE_SETTINGS: u32 = 100;
@@ -55,6 +58,9 @@ pub struct ClientConfig {
     pub pending_control_max: usize,
     /// The largest DATA frame we send.
     pub chunk_size: u32,
+    /// SETTINGS_HEADER_TABLE_SIZE we announce (sent when not the default 4,096): the
+    /// dynamic table the server's encoder may use, and the most a size update may ask.
+    pub header_table_size: u32,
 }
 
 impl Default for ClientConfig {
@@ -69,6 +75,7 @@ impl Default for ClientConfig {
             header_list_max: 32 * 1024,
             pending_control_max: 1024,
             chunk_size: 16 * 1024,
+            header_table_size: hpack::table::DEFAULT_SIZE as u32,
         }
     }
 }
@@ -105,7 +112,8 @@ pub enum ClientEvent {
     },
     /// The stream was reset: by the server (`by_peer`), by a stream error of the server's
     /// we answered with RST_STREAM, or because a GOAWAY left it unprocessed
-    /// (REFUSED_STREAM, safe to retry).
+    /// (REFUSED_STREAM, safe to retry). The server's RST_STREAM for a stream that had just
+    /// ended both ways is told too (it may still say NO_ERROR, or an error).
     Reset {
         stream_id: u32,
         code: ErrorCode,
@@ -182,6 +190,9 @@ pub struct ClientConnection {
     /// GOAWAY came (its last stream id), or we sent one.
     goaway_received: Option<u32>,
     failed: bool,
+    /// The streams that ended last (both sides), newest last: a RST_STREAM the server
+    /// sends for one of them still reaches the caller, which may count it an error.
+    closed: VecDeque<u32>,
 }
 
 impl ClientConnection {
@@ -199,7 +210,7 @@ impl ClientConnection {
         };
         let mut connection = Self {
             config,
-            decoder: hpack::Decoder::new(hpack::table::DEFAULT_SIZE),
+            decoder: hpack::Decoder::new(config.header_table_size as usize),
             encoder: hpack::Encoder::new(),
             streams: BTreeMap::new(),
             next_stream_id: 1,
@@ -218,6 +229,7 @@ impl ClientConnection {
             peer_settings: false,
             goaway_received: None,
             failed: false,
+            closed: VecDeque::new(),
         };
         connection
             .output
@@ -242,6 +254,13 @@ impl ClientConnection {
             },
         ] {
             setting.write(&mut params);
+        }
+        if config.header_table_size as usize != hpack::table::DEFAULT_SIZE {
+            Setting {
+                id: settings::HEADER_TABLE_SIZE,
+                value: config.header_table_size,
+            }
+            .write(&mut params);
         }
         Frame::Settings {
             ack: false,
@@ -566,6 +585,10 @@ impl ClientConnection {
             Transition::To(state) => stream.state = state,
             Transition::Closed => {
                 self.streams.remove(&stream_id);
+                if self.closed.len() == CLOSED_KEPT {
+                    self.closed.pop_front();
+                }
+                self.closed.push_back(stream_id);
             }
         }
     }

@@ -125,6 +125,8 @@ pub(crate) trait BodyFeed {
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), BodyRead>> + '_>>;
     /// Whether the stream's end has arrived (or the stream is gone).
     fn stream_ended(&self) -> bool;
+    /// Sends an interim head (`103 Early Hints`) on the stream before its response.
+    fn interim(&self, status: u16, fields: &[(&[u8], &[u8])]);
 }
 
 /// How waiting for more of the body ended.
@@ -171,6 +173,12 @@ impl<'c> BodySource<'c> {
             read_ahead: self.read_ahead,
             feed: self.feed,
         }
+    }
+
+    /// Whether the body comes through a framed stream's feed (HTTP/2), apart from the
+    /// connection's socket.
+    pub(crate) fn is_framed(&self) -> bool {
+        self.feed.is_some()
     }
 
     /// The body bytes received and not consumed yet.
@@ -243,6 +251,43 @@ impl<'c> BodySource<'c> {
         }
         ResponseSink::http1(self.socket)
             .write_all_timed(b"HTTP/1.1 100 Continue\r\n\r\n", timeout)
+            .await
+    }
+
+    /// Sends an interim head (`103 Early Hints`) with `fields` before the response: a
+    /// HEADERS frame on a framed stream, an HTTP/1.1 head on the socket.
+    pub(crate) async fn send_interim(
+        &self,
+        status: u16,
+        fields: &[(&[u8], &[u8])],
+        timeout: Duration,
+    ) -> io::Result<()> {
+        if let Some(feed) = self.feed {
+            feed.interim(status, fields);
+            return Ok(());
+        }
+        let mut head = Vec::with_capacity(128);
+        head.extend_from_slice(b"HTTP/1.1 ");
+        head.extend_from_slice(status.to_string().as_bytes());
+        head.push(b' ');
+        // (The status lines of final answers have no 1xx.)
+        let reason = match status {
+            103 => Some("Early Hints"),
+            _ => http1::status::reason_phrase(status),
+        };
+        if let Some(reason) = reason {
+            head.extend_from_slice(reason.as_bytes());
+        }
+        head.extend_from_slice(b"\r\n");
+        for (name, value) in fields {
+            head.extend_from_slice(name);
+            head.extend_from_slice(b": ");
+            head.extend_from_slice(value);
+            head.extend_from_slice(b"\r\n");
+        }
+        head.extend_from_slice(b"\r\n");
+        ResponseSink::http1(self.socket)
+            .write_all_timed(&head, timeout)
             .await
     }
 

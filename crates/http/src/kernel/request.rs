@@ -115,6 +115,9 @@ pub struct Request<'a> {
     pub proxy_handler_orphaned: bool,
     /// The body, once a handler has read it (`$request_body` for a body in memory).
     pub body: Option<crate::kernel::body::temp::RequestBody>,
+    /// The rest of a body still arriving while the response is sent (a bidirectional gRPC
+    /// call): the handler that passes it on left it here for the connection to pump.
+    pub(crate) body_relay: Option<std::rc::Rc<crate::kernel::body::relay::BodyRelay>>,
     /// `$request_body_file`: where the body was written, when it went to a file.
     pub body_file: Option<std::path::PathBuf>,
     /// The length of a body read whole, framed by `Content-Length` or not (`$content_length`
@@ -192,6 +195,7 @@ impl<'a> Request<'a> {
         self.location_uri_changed = false;
         self.proxy_handler_orphaned = false;
         self.body = None;
+        self.body_relay = None;
         self.body_file = None;
         self.body_length = None;
         self.upstream.clear();

@@ -192,7 +192,7 @@ impl ClientConnection {
 
     fn on_reset(&mut self, stream_id: u32, code: ErrorCode) -> Result<(), Error> {
         self.check_idle(stream_id, frame::kind::RST_STREAM)?;
-        if self.streams.remove(&stream_id).is_some() {
+        if self.streams.remove(&stream_id).is_some() || self.closed.contains(&stream_id) {
             self.events.push_back(ClientEvent::Reset {
                 stream_id,
                 code,

@@ -659,3 +659,34 @@ fn the_servers_stream_limit_and_window_changes_hold() {
         "{written:?}"
     );
 }
+
+#[test]
+fn a_table_size_update_past_the_announced_size_fails_the_connection() {
+    let mut client = ClientConnection::new(ClientConfig {
+        header_table_size: 0,
+        ..ClientConfig::default()
+    });
+    let mut server = Server::new();
+    let written = server.read(&mut client);
+    let params: Vec<Setting> = written[0].frame().settings().collect();
+    assert!(params.contains(&Setting {
+        id: settings::HEADER_TABLE_SIZE,
+        value: 0
+    }));
+    let settings = Server::settings(&[]);
+    assert_eq!(client.receive(&settings), Ok(settings.len()));
+    server.read(&mut client);
+    // A size update to 0 is allowed; the next head's update to 1 is not.
+    for (update, allowed) in [(0u8, true), (1, false)] {
+        let stream_id = client.open_stream(&request("/"), true).expect("open");
+        server.read(&mut client);
+        let mut block = vec![0x20 | update];
+        server
+            .encoder
+            .encode(&[HeaderField::new(":status", "200")], &mut block);
+        let mut frame = Vec::new();
+        frame::write_header_block(&mut frame, stream_id, &block, true, 16_384);
+        let _ = client.receive(&frame);
+        assert_eq!(!client.is_failed(), allowed, "update to {update}");
+    }
+}

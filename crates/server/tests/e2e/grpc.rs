@@ -67,7 +67,7 @@ server.wait_for_termination()
 
 /// The gRPC client: every kind of call through Portico, one result line each.
 const CLIENT: &str = r#"
-import sys, grpc
+import queue, sys, grpc
 channel = grpc.insecure_channel(sys.argv[1],
     options=[("grpc.max_receive_message_length", 64 << 20)])
 unary = channel.unary_unary("/test.Svc/Unary")
@@ -76,6 +76,17 @@ print("unary", answer.decode(), dict(call.trailing_metadata()).get("x-trailer"))
 print("server_stream", [m.decode() for m in channel.unary_stream("/test.Svc/ServerStream")(b"5", timeout=10)])
 print("client_stream", channel.stream_unary("/test.Svc/ClientStream")(iter([b"a", b"b", b"c"]), timeout=10).decode())
 print("bidi", [m.decode() for m in channel.stream_stream("/test.Svc/Bidi")(iter([b"1", b"2", b"3"]), timeout=10)])
+# Ping-pong: each message is sent only once the answer to the one before has come.
+turns = queue.Queue()
+turns.put(b"p0")
+def pings():
+    while (ping := turns.get()) is not None:
+        yield ping
+answers = []
+for answer in channel.stream_stream("/test.Svc/Bidi")(pings(), timeout=10):
+    answers.append(answer.decode())
+    turns.put(b"p%d" % len(answers) if len(answers) < 3 else None)
+print("pingpong", answers)
 try:
     unary(b"fail", timeout=10)
 except grpc.RpcError as error:
@@ -168,6 +179,7 @@ const EXPECTED: &str = "unary echo:hi t1
 server_stream ['msg0', 'msg1', 'msg2', 'msg3', 'msg4']
 client_stream a+b+c
 bidi ['re:1', 're:2', 're:3']
+pingpong ['re:p0', 're:p1', 're:p2']
 fail INVALID_ARGUMENT told to fail bad
 deadline DEADLINE_EXCEEDED
 big 16777216

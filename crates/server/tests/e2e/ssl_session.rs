@@ -294,3 +294,43 @@ fn a_resumed_tls13_handshake_gets_one_ticket_as_with_openssl() {
     let session = server.prefix().join("session-8443.pem");
     assert_eq!(tickets_of(server.port_of(8444), &session, true), (2, false));
 }
+
+#[test]
+fn ssl_conf_command_sets_the_pair_and_the_ticket_option() {
+    if !have_openssl() {
+        return;
+    }
+    let server = tls::with_files(
+        Instance::http_builder(&format!(
+            "server {{ listen 127.0.0.1:8443 ssl;
+                ssl_session_tickets off; ssl_session_cache off;
+                ssl_conf_command Options SessionTicket;
+                ssl_conf_command Certificate override.crt;
+                ssl_conf_command PrivateKey override.key;
+                {PAIR} }}
+             server {{ listen 127.0.0.1:8444 ssl;
+                ssl_session_cache off;
+                ssl_conf_command Options -SessionTicket;
+                {PAIR} }}"
+        )),
+        |directory| {
+            tls::self_signed(directory, "localhost", Key::Rsa);
+            tls::self_signed(directory, "override", Key::Rsa);
+        },
+    )
+    .start();
+    let client = tls::connect(server.port_of(8443), &Options::default()).expect("handshake");
+    assert_eq!(tls::peer_common_name(&client), "override");
+    let client = tls::connect(server.port_of(8444), &Options::default()).expect("handshake");
+    assert_eq!(tls::peer_common_name(&client), "localhost");
+    for tls12 in [false, true] {
+        assert!(
+            resumes(server.port_of(8443), tls12).0,
+            "Options SessionTicket over ssl_session_tickets off, TLS 1.2 only: {tls12}"
+        );
+        assert!(
+            !resumes(server.port_of(8444), tls12).0,
+            "Options -SessionTicket, TLS 1.2 only: {tls12}"
+        );
+    }
+}

@@ -144,6 +144,27 @@ impl StreamFeed<'_> {
 }
 
 impl BodyFeed for StreamFeed<'_> {
+    fn interim(&self, status: u16, fields: &[(&[u8], &[u8])]) {
+        let status = status.to_string();
+        // HTTP/2 field names are in lower case.
+        let names: Vec<Vec<u8>> = fields
+            .iter()
+            .map(|(name, _)| name.to_ascii_lowercase())
+            .collect();
+        let pairs = std::iter::once((b":status".as_slice(), status.as_bytes())).chain(
+            names
+                .iter()
+                .zip(fields)
+                .map(|(name, (_, value))| (name.as_slice(), *value)),
+        );
+        let _ = self
+            .shared
+            .h2
+            .borrow_mut()
+            .send_header_pairs(self.stream_id, pairs, false);
+        self.shared.wake.notify_one();
+    }
+
     fn whole_body_wanted(&self) {
         if let Some(inbox) = self.shared.inboxes.borrow_mut().get_mut(&self.stream_id) {
             inbox.whole = true;

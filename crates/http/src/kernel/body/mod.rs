@@ -4,6 +4,7 @@
 
 pub mod failure;
 pub mod reader;
+pub(crate) mod relay;
 pub mod temp;
 
 use http1::RequestError;

@@ -271,6 +271,12 @@ pub const DIRECTIVES: &[HttpDirective] = &[
         Setter::Location(set_server_tokens),
     ),
     directive(
+        "early_hints",
+        ANY_LEVEL,
+        Arity::ONE_OR_MORE,
+        Setter::Location(set_early_hints),
+    ),
+    directive(
         "chunked_transfer_encoding",
         ANY_LEVEL,
         Arity::FLAG,
@@ -919,5 +925,22 @@ fn set_document_root(
     } else {
         DocumentRoot::Root(template)
     });
+    Ok(())
+}
+
+/// `early_hints string ...`: the conditions, once per level (nginx refuses a second).
+fn set_early_hints(
+    scope: &mut LocationScope,
+    directive: &Directive,
+    context: &mut LoadContext<'_>,
+) -> Result<(), ConfError> {
+    if scope.core.early_hints.is_some() {
+        return Err(context.duplicate(directive));
+    }
+    let mut conditions = Vec::with_capacity(directive.args.len());
+    for argument in &directive.args {
+        conditions.push(context.template(argument.as_str(), &directive.span)?);
+    }
+    scope.core.early_hints = Some(conditions);
     Ok(())
 }

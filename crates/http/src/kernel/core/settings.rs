@@ -238,6 +238,9 @@ settings! {
         types: Arc<MimeTypes> = Arc::new(MimeTypes::builtin()),
         /// `server_tokens`
         server_tokens: ServerTokens = ServerTokens::On,
+        /// `early_hints`: when one of these is neither empty nor `0`, an upstream's
+        /// `103 Early Hints` goes on to the client.
+        early_hints: Vec<HttpTemplate> = Vec::new(),
         /// `chunked_transfer_encoding`
         chunked_transfer_encoding: bool = true,
         /// `etag`: whether the static handler sends `ETag`.

@@ -265,12 +265,39 @@ fn curves(directive: &Directive, context: &mut LoadContext<'_>) -> Result<String
 
 set_once!(set_ecdh_curve, ServerScope, ssl.ecdh_curve, curves);
 
+/// `ssl_conf_command NAME VALUE`: `Certificate`, `PrivateKey` and `Options`
+/// (`SessionTicket`, `ServerPreference`, each may be negated with `-`) are kept and applied
+/// over the other settings; anything else is accepted with a warning.
 fn accept_conf_command(
-    _scope: &mut ServerScope,
+    scope: &mut ServerScope,
     directive: &Directive,
     context: &mut LoadContext<'_>,
 ) -> Result<(), ConfError> {
-    super::warn_conf_command(directive, context);
+    let (name, value) = (directive.arg(0), directive.arg(1));
+    let known = match name {
+        "Certificate" | "PrivateKey" => true,
+        "Options" => {
+            let mut all_known = true;
+            for option in super::conf_options(value) {
+                if !matches!(
+                    option.trim_start_matches('-'),
+                    "SessionTicket" | "ServerPreference"
+                ) {
+                    all_known = false;
+                }
+            }
+            all_known
+        }
+        _ => false,
+    };
+    if !known {
+        super::warn_conf_command(directive, context);
+    }
+    scope
+        .ssl
+        .conf_commands
+        .get_or_insert_with(Vec::new)
+        .push((name.to_owned(), value.to_owned()));
     Ok(())
 }
 

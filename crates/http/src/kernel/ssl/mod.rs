@@ -189,6 +189,48 @@ pub(crate) type ServerTlsParts = (
     Option<Arc<VariableCertificates>>,
 );
 
+/// The options of an `ssl_conf_command Options` value (`A,-B` or `A -B`).
+pub(crate) fn conf_options(value: &str) -> impl Iterator<Item = &str> {
+    value
+        .split([',', ' '])
+        .map(str::trim)
+        .filter(|option| !option.is_empty())
+}
+
+/// The settings with the `ssl_conf_command`s that rustls can follow applied over them:
+/// `Certificate` and `PrivateKey` replace the configured pairs (both are needed),
+/// `Options [-]SessionTicket` and `[-]ServerPreference` set `ssl_session_tickets` and
+/// `ssl_prefer_server_ciphers`.
+fn with_conf_commands(settings: &SslServer) -> SslServer {
+    let mut adjusted = settings.clone();
+    let (mut certificate, mut key) = (None, None);
+    for (name, value) in &settings.conf_commands {
+        match name.as_str() {
+            "Certificate" => certificate = Some(value.clone()),
+            "PrivateKey" => key = Some(value.clone()),
+            "Options" => {
+                for option in conf_options(value) {
+                    let (on, option) = match option.strip_prefix('-') {
+                        Some(option) => (false, option),
+                        None => (true, option),
+                    };
+                    match option {
+                        "SessionTicket" => adjusted.session_tickets = on,
+                        "ServerPreference" => adjusted.prefer_server_ciphers = on,
+                        _ => {}
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    if let (Some(certificate), Some(key)) = (certificate, key) {
+        adjusted.certificates = vec![certificate];
+        adjusted.certificate_keys = vec![key];
+    }
+    adjusted
+}
+
 /// The TLS configuration of one virtual server, or `None` when it has no certificate.
 /// With `alpn_h2` (the server has `http2 on`) ALPN offers `h2` before `http/1.1`.
 pub(crate) fn server_tls(
@@ -201,6 +243,13 @@ pub(crate) fn server_tls(
     if settings.certificates.is_empty() {
         return Ok((None, None));
     }
+    let adjusted;
+    let settings = if settings.conf_commands.is_empty() {
+        settings
+    } else {
+        adjusted = with_conf_commands(settings);
+        &adjusted
+    };
     let has_variables = settings
         .certificates
         .iter()

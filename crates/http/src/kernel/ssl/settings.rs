@@ -63,6 +63,9 @@ settings! {
         session_timeout: Duration = Duration::from_secs(300),
         /// `ssl_session_tickets`
         session_tickets: bool = true,
+        /// `ssl_conf_command`s that mean something to rustls, in order: applied over the
+        /// other settings, as OpenSSL applies them last.
+        conf_commands: Vec<(String, String)> = Vec::new(),
         /// `ssl_session_ticket_key`: key files, the first the current one.
         session_ticket_keys: Names = Vec::new(),
         /// `ssl_buffer_size`

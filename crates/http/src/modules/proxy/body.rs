@@ -198,8 +198,20 @@ impl<'a> UpstreamBody<'a> {
         match self.framing {
             UpstreamFraming::None => true,
             UpstreamFraming::Length(_) => self.remaining == 0 && !self.trailer_pending(),
-            UpstreamFraming::Chunked | UpstreamFraming::Close => false,
+            UpstreamFraming::Chunked => false,
+            // An HTTP/2 stream that ended with its head (a HEAD's answer, a 304).
+            UpstreamFraming::Close => self.grpc_finished(),
         }
+    }
+
+    /// An HTTP/2 stream whose whole answer has been taken: its end came, no DATA waits,
+    /// and no read input is left undecoded.
+    fn grpc_finished(&self) -> bool {
+        self.position == self.end
+            && self
+                .grpc
+                .as_deref()
+                .is_some_and(|grpc| grpc.is_finished() && grpc.input.is_empty())
     }
 
     /// Appends the next body bytes to `out`; `Ok(false)` once the body has ended.
@@ -306,7 +318,13 @@ impl<'a> UpstreamBody<'a> {
                 self.input = Vec::new();
             }
             self.input.reserve(self.read_size);
-            let count = if may_wait {
+            let count = if may_wait && self.grpc.as_deref().is_some_and(GrpcBody::takes_relayed) {
+                // A bidirectional call: the client's next bytes may come first.
+                match self.read_or_relay().await {
+                    Some(read) => read,
+                    None => continue,
+                }
+            } else if may_wait {
                 let allowed = self.pace().await;
                 let Some(stream) = &self.stream else {
                     return Ok(false);
@@ -523,6 +541,11 @@ impl<'a> UpstreamBody<'a> {
             grpc.receive(&self.input[self.position..self.end]);
             self.position = self.end;
         }
+        grpc.relay_body().map_err(relay_failure)?;
+        if grpc.broken.is_some() && !grpc.pass_partial {
+            // `proxy_http_version 2`: DATA that came with the failure is not passed on.
+            grpc.pending.clear();
+        }
         grpc.drain_into(out);
         if let Some(stream) = &self.stream {
             grpc.write_now(stream)
@@ -546,6 +569,31 @@ impl<'a> UpstreamBody<'a> {
         Ok(if out.is_empty() { None } else { Some(true) })
     }
 
+    /// Waits for the upstream's next bytes (read into the input, as any read of the body)
+    /// or for the client's next relayed bytes or room to write what the stream has queued
+    /// (`None`: the caller goes round again). Boxed and out of line: only a bidirectional
+    /// gRPC call waits here.
+    #[cold]
+    #[inline(never)]
+    fn read_or_relay(
+        &mut self,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Option<std::io::Result<usize>>> + '_>>
+    {
+        Box::pin(async move {
+            let (Some(stream), Some(grpc)) = (&self.stream, self.grpc.as_deref()) else {
+                return Some(Ok(0));
+            };
+            let relay = std::rc::Rc::clone(grpc.relay.as_ref()?);
+            let wants_write = grpc.h2.wants_write();
+            tokio::select! {
+                biased;
+                read = read_timed_spare(stream, &mut self.input, self.read_timeout) => Some(read),
+                () = relay.arrived() => None,
+                _ = stream.writable(), if wants_write => None,
+            }
+        })
+    }
+
     /// A gRPC stream left before its end (the client went away) is cancelled with
     /// RST_STREAM before the connection closes, so the server stops the call. Out of line:
     /// every proxied body's drop passes here.
@@ -559,13 +607,16 @@ impl<'a> UpstreamBody<'a> {
 
     /// Whether the body's protocol has trailers (gRPC's).
     pub(crate) fn carries_trailers(&self) -> bool {
-        self.grpc.is_some()
+        self.grpc.as_deref().is_some_and(|grpc| grpc.pass_trailers)
     }
 
     /// The trailers the upstream sent after the body (a gRPC answer's), once; `None` for
     /// a body whose protocol has none.
     pub(crate) fn take_trailers(&mut self) -> Option<Vec<(Vec<u8>, Vec<u8>)>> {
-        self.grpc.as_deref_mut().map(GrpcBody::take_trailers)
+        self.grpc
+            .as_deref_mut()
+            .filter(|grpc| grpc.pass_trailers)
+            .map(GrpcBody::take_trailers)
     }
 
     /// `proxy_limit_rate`: how many bytes the next read may take, after waiting (on a timer)
@@ -604,7 +655,8 @@ impl<'a> UpstreamBody<'a> {
             UpstreamFraming::Length(_) => {
                 self.remaining == 0 && self.trailer.is_none_or(|trailer| trailer.is_whole())
             }
-            UpstreamFraming::Chunked | UpstreamFraming::Close => false,
+            UpstreamFraming::Chunked => false,
+            UpstreamFraming::Close => self.grpc_finished(),
         };
         let clean = ended && self.position == self.end;
         if !clean {
@@ -668,4 +720,14 @@ pub(crate) fn log_failure(
         failure.level(),
         format_args!("{failure}"),
     );
+}
+
+/// The failure of a try whose client's relayed body failed.
+#[cold]
+fn relay_failure(failure: crate::kernel::body::relay::RelayFailure) -> Failure {
+    use crate::kernel::body::relay::RelayFailure;
+    match failure {
+        RelayFailure::Read(read) => crate::modules::proxy::outgoing::body_read_failure(read),
+        RelayFailure::Invalid => Failure::client(Fault::ClientInvalidBody, Action::StreamingBody),
+    }
 }

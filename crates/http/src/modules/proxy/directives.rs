@@ -198,6 +198,12 @@ pub const DIRECTIVES: &[HttpDirective] = &[
         set_ignore_client_abort,
     ),
     location_directive(
+        "proxy_pass_trailers",
+        ANY_LEVEL,
+        Arity::FLAG,
+        set_pass_trailers,
+    ),
+    location_directive(
         "proxy_socket_keepalive",
         ANY_LEVEL,
         Arity::FLAG,
@@ -486,6 +492,7 @@ set_once!(
     proxy.ignore_client_abort,
     flag
 );
+set_once!(set_pass_trailers, LocationScope, proxy.pass_trailers, flag);
 set_once!(
     set_intercept_errors,
     LocationScope,
@@ -610,18 +617,22 @@ fn set_http_version(
     if scope.proxy.http_11.is_some() {
         return Err(context.duplicate(directive));
     }
-    scope.proxy.http_11 = Some(match directive.arg(0) {
-        "1.0" => false,
-        "1.1" => true,
+    let (http_11, http_2) = match directive.arg(0) {
+        "1.0" => (false, false),
+        "1.1" => (true, false),
+        "2" => (true, true),
         other => {
             return Err(ConfError::message(
                 format!(
-                    "invalid value \"{other}\" in \"proxy_http_version\" directive, it must be \"1.0\" or \"1.1\""
+                    "invalid value \"{other}\" in \"proxy_http_version\" directive, \
+                     it must be \"1.0\", \"1.1\" or \"2\""
                 ),
                 &directive.span,
             ));
         }
-    });
+    };
+    scope.proxy.http_11 = Some(http_11);
+    scope.proxy.http_2 = Some(http_2);
     Ok(())
 }
 

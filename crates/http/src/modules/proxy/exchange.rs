@@ -63,8 +63,8 @@ pub(super) async fn try_peer(
 ) -> Result<Answer, Failure> {
     // A cached connection first; one that turns out stale is replaced by a new one.
     let mut purpose = outgoing.tls.as_ref().map_or(0, UpstreamTls::purpose);
-    if outgoing.proxy.protocol == Protocol::Grpc {
-        // An HTTP/2 connection serves gRPC only, and is never handed to `proxy_pass`.
+    if outgoing.proxy.over_h2() {
+        // An HTTP/2 connection serves HTTP/2 streams only, never HTTP/1 requests.
         purpose = purpose.wrapping_add(GRPC_PURPOSE);
     }
     if let GroupRef::Conf(group) = choice.group
@@ -87,7 +87,7 @@ pub(super) async fn try_peer(
                 // A connection the server closed while idle: a new one, when repeating
                 // the request is safe (a gRPC stream that could not even open sent
                 // nothing).
-                let unsent = outgoing.proxy.protocol == Protocol::Grpc && !failure.sent;
+                let unsent = outgoing.proxy.over_h2() && !failure.sent;
                 if !(failure.is_stale() && (outgoing.idempotent || unsent)) {
                     return Err(failure);
                 }
@@ -188,7 +188,7 @@ async fn exchange(
 ) -> Result<ReceivedHead, Failure> {
     let before = request.upstream.attempts[attempt].bytes_received;
     let mut sent = 0;
-    let result = if outgoing.proxy.protocol == Protocol::Grpc {
+    let result = if outgoing.proxy.over_h2() {
         let (written, result) = grpc_exchange(stream, outgoing, client, request, attempt, h2).await;
         sent = written;
         request.upstream.attempts[attempt].bytes_sent = written;
@@ -433,9 +433,18 @@ async fn read_head(
     // Read into the buffer's spare room: no byte of it is zeroed first.
     let mut buffer = take_buffer(0);
     buffer.reserve(limit);
+    // Bytes that followed an interim head are parsed before the next read.
+    let mut parse_first = false;
     loop {
-        let count = read_head_bytes(stream, proxy, client, &mut buffer, limit).await?;
-        request.upstream.attempts[attempt].bytes_received += count as u64;
+        let count = if parse_first {
+            parse_first = false;
+            usize::MAX
+        } else {
+            read_head_bytes(stream, proxy, client, &mut buffer, limit).await?
+        };
+        if count != usize::MAX {
+            request.upstream.attempts[attempt].bytes_received += count as u64;
+        }
         if count == 0 {
             if !buffer.is_empty() && !buffer.starts_with(b"HTTP/") {
                 // An HTTP/0.9 answer ends with the connection.
@@ -461,7 +470,11 @@ async fn read_head(
         match response::parse(&buffer) {
             Ok(Some(head)) => {
                 if (100..200).contains(&head.status) && head.status != 101 && !head.http_09 {
+                    if head.status == 103 && client.early_hints {
+                        pass_early_hints(client, &head, &buffer).await?;
+                    }
                     buffer.drain(..head.len);
+                    parse_first = !buffer.is_empty();
                     continue;
                 }
                 request.upstream.attempts[attempt].header_time =
@@ -480,6 +493,30 @@ async fn read_head(
             Err(head) => return Err(invalid(Fault::InvalidHead(head))),
         }
     }
+}
+
+/// Passes an upstream's `103 Early Hints` on to the client, without the fields that
+/// belong to the upstream connection. Out of line: only `early_hints` gets here.
+#[cold]
+#[inline(never)]
+fn pass_early_hints<'f>(
+    client: &'f Client<'_, '_>,
+    head: &'f UpstreamHead,
+    buffer: &'f [u8],
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), Failure>> + 'f>> {
+    Box::pin(async move {
+        let fields: Vec<(&[u8], &[u8])> = head
+            .fields
+            .iter()
+            .map(|(name, value)| (&buffer[name.clone()], &buffer[value.clone()]))
+            .filter(|(name, _)| !crate::modules::proxy::grpc::request::is_connection_field(name))
+            .collect();
+        client
+            .source
+            .send_interim(103, &fields, client.timeout)
+            .await
+            .map_err(|_| Failure::client(Fault::ClientClosed, Action::ReadingHead))
+    })
 }
 
 /// The next bytes of the head, appended to `buffer` up to `limit` bytes in all (read into

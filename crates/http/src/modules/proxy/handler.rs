@@ -272,7 +272,13 @@ impl<'a> Proxying<'a, '_> {
                 selected,
                 peer: &peer,
             };
-            let mut streaming = self.client(client, request.background);
+            let early_hints = crate::modules::proxy::outgoing::early_hints(
+                self.worker,
+                client.info,
+                request,
+                &self.location.settings.core.early_hints,
+            );
+            let mut streaming = self.client(client, request.background, early_hints);
             let result = try_peer(
                 &self.outgoing,
                 &choice,
@@ -347,6 +353,7 @@ impl<'a> Proxying<'a, '_> {
         &self,
         client: &'c mut RequestClient<'s>,
         background: bool,
+        early_hints: bool,
     ) -> Client<'c, 's> {
         let core = &self.location.settings.core;
         Client {
@@ -361,6 +368,7 @@ impl<'a> Proxying<'a, '_> {
                     .borrow()
                     .as_ref()
                     .is_some_and(|cache| cache.background),
+            early_hints,
         }
     }
 
@@ -612,12 +620,16 @@ impl<'a> Proxying<'a, '_> {
             })
         });
         let framing = match proxy.protocol {
+            // An HTTP/2 stream's body ends with the stream.
+            Protocol::Http if proxy.http_2 => UpstreamFraming::Close,
             Protocol::Http | Protocol::Memcached => response::framing(&head, self.is_head),
             // A gRPC body ends with its stream.
             Protocol::Fastcgi | Protocol::Grpc => UpstreamFraming::Close,
             Protocol::Uwsgi | Protocol::Scgi => said,
         };
         let reusable = match proxy.protocol {
+            // As gRPC's: kept with its HTTP/2 state when the stream ended cleanly.
+            Protocol::Http if proxy.http_2 => true,
             Protocol::Http => {
                 head.status != 101 && !head.connection_close && framing != UpstreamFraming::Close
             }

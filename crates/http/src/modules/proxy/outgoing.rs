@@ -25,6 +25,8 @@ pub(crate) struct Client<'c, 's> {
     /// broken connection); off with `proxy_ignore_client_abort on` and for a background
     /// refresh, whose client has its answer already.
     pub watch_abort: bool,
+    /// `early_hints` holds for this request: an upstream's `103 Early Hints` goes on.
+    pub early_hints: bool,
 }
 
 /// The request's body as it goes upstream.
@@ -109,4 +111,33 @@ pub(crate) fn body_read_failure(read: BodyRead) -> Failure {
             Failure::client(Fault::ClientRefusedBody(message), Action::StreamingBody)
         }
     }
+}
+
+/// Whether `early_hints` lets an upstream's `103 Early Hints` go on to this client (an
+/// HTTP/1.1 or later one, not a subrequest): one of `conditions` is neither empty nor `0`.
+pub(crate) fn early_hints(
+    worker: &HttpWorker,
+    info: &crate::kernel::request::ConnectionInfo,
+    request: &crate::kernel::request::Request<'_>,
+    conditions: &[crate::kernel::variables::HttpTemplate],
+) -> bool {
+    !conditions.is_empty() && early_hints_hold(worker, info, request, conditions)
+}
+
+/// [`early_hints`]'s conditions, out of line: few locations have any.
+#[cold]
+#[inline(never)]
+fn early_hints_hold(
+    worker: &HttpWorker,
+    info: &crate::kernel::request::ConnectionInfo,
+    request: &crate::kernel::request::Request<'_>,
+    conditions: &[crate::kernel::variables::HttpTemplate],
+) -> bool {
+    request.head.version >= http1::Version::Http11
+        && !request.is_subrequest()
+        && conditions.iter().any(|condition| {
+            let value =
+                crate::kernel::variables::evaluate::render(worker, info, request, condition);
+            !value.is_empty() && value != b"0"
+        })
 }

@@ -144,8 +144,11 @@ settings! {
         /// `proxy_pass`: inherited only by the `if` and `limit_except` blocks of its
         /// location, as nginx makes it the location's handler.
         pass: Option<Arc<ProxyPass>> = None,
-        /// `proxy_http_version 1.1`.
+        /// `proxy_http_version 1.1` (or `2`).
         http_11: bool = false,
+        /// `proxy_http_version 2`: requests go as HTTP/2 streams (set with `http_11`, by
+        /// the one directive, so that both come from the same level).
+        http_2: bool = false,
         /// `proxy_set_header`, as written at the nearest level that has any.
         set_header: Vec<SetHeader> = Vec::new(),
         pass_request_headers: bool = true,
@@ -179,6 +182,9 @@ settings! {
         limit_rate: crate::kernel::core::SizeValue = crate::kernel::core::SizeValue::Fixed(0),
         /// `proxy_ignore_client_abort`: a client that closes does not end the try.
         ignore_client_abort: bool = false,
+        /// `proxy_pass_trailers`: an HTTP/2 upstream's trailers go on to the client
+        /// (gRPC's always do).
+        pass_trailers: bool = false,
         next_upstream: NextUpstream = NextUpstream(NextUpstream::ERROR | NextUpstream::TIMEOUT),
         next_upstream_tries: u64 = 0,
         next_upstream_timeout: Duration = Duration::ZERO,
@@ -189,6 +195,13 @@ settings! {
         proxy_temp_path: TempPath = TempPath { path: env.prefix.join("proxy_temp"), levels: Vec::new() },
         /// What the upstream speaks: set by the content handler's module, no directive.
         protocol: Protocol = Protocol::Http,
+    }
+}
+
+impl Proxy {
+    /// Whether requests go upstream as HTTP/2 streams: gRPC's, and `proxy_http_version 2`.
+    pub(crate) fn over_h2(&self) -> bool {
+        self.protocol == Protocol::Grpc || self.http_2
     }
 }
 

@@ -22,10 +22,13 @@ static CLAIMS: Mutex<Vec<std::fs::File>> = Mutex::new(Vec::new());
 /// tests of two checkouts, say) each see a port free between its probe and the bind that
 /// uses it, and the second bind failed with "Address already in use"; a port another
 /// process has claimed is skipped. Without the directory, every port is claimable.
-fn claim(port: u16) -> bool {
+///
+/// The claim comes before the probe: another process's probe of a port this one has claimed
+/// but not yet bound would hold it for a moment, and this one's bind failed then.
+fn claim(port: u16) -> Option<Claim> {
     let directory = std::path::Path::new("/tmp/portico-e2e-ports");
     if std::fs::create_dir_all(directory).is_err() {
-        return true;
+        return Some(Claim(None));
     }
     let Ok(file) = std::fs::OpenOptions::new()
         .create(true)
@@ -33,17 +36,25 @@ fn claim(port: u16) -> bool {
         .write(true)
         .open(directory.join(port.to_string()))
     else {
-        return true;
+        return Some(Claim(None));
     };
-    match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
-        Ok(()) => {
+    rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive)
+        .ok()
+        .map(|()| Claim(Some(file)))
+}
+
+/// A port's lock file while it is held; dropping it gives the port back.
+struct Claim(Option<std::fs::File>);
+
+impl Claim {
+    /// Keeps the claim until the process exits.
+    fn keep(self) {
+        if let Some(file) = self.0 {
             CLAIMS
                 .lock()
                 .unwrap_or_else(|poisoned| poisoned.into_inner())
                 .push(file);
-            true
         }
-        Err(_) => false,
     }
 }
 
@@ -65,10 +76,12 @@ pub fn free_port() -> u16 {
         for _ in 0..span {
             let port = state.1;
             state.1 = if port + 1 >= high { low } else { port + 1 };
-            if !state.0.contains(&port)
-                && TcpListener::bind(("127.0.0.1", port)).is_ok()
-                && claim(port)
-            {
+            if state.0.contains(&port) {
+                continue;
+            }
+            let Some(claim) = claim(port) else { continue };
+            if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+                claim.keep();
                 state.0.insert(port);
                 return port;
             }
@@ -77,7 +90,12 @@ pub fn free_port() -> u16 {
     loop {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
         let port = listener.local_addr().expect("local_addr").port();
-        if !state.0.contains(&port) && claim(port) {
+        if state.0.contains(&port) {
+            continue;
+        }
+        if let Some(claim) = claim(port) {
+            drop(listener);
+            claim.keep();
             state.0.insert(port);
             return port;
         }
@@ -193,9 +211,12 @@ mod tests {
             .expect("open the claim");
         rustix::fs::flock(&other, rustix::fs::FlockOperation::NonBlockingLockExclusive)
             .expect("lock it");
-        assert!(!claim(port), "claimed by the other open file");
+        assert!(claim(port).is_none(), "claimed by the other open file");
         drop(other);
-        assert!(claim(port), "free once the other lock is gone");
+        let ours = claim(port).expect("free once the other lock is gone");
+        assert!(claim(port).is_none(), "held while our claim lives");
+        drop(ours);
+        assert!(claim(port).is_some(), "given back when a claim is dropped");
     }
 
     #[test]

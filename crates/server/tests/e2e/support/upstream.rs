@@ -172,7 +172,7 @@ pub struct MockUpstream {
 impl MockUpstream {
     /// Listens on `port` and runs `script` for every connection.
     pub fn start(port: u16, script: impl Fn(UpstreamConn) + Send + Sync + 'static) -> MockUpstream {
-        let listener = TcpListener::bind(("127.0.0.1", port)).expect("bind the mock upstream");
+        let listener = bind(port);
         let stop = Arc::new(AtomicBool::new(false));
         let connections = Arc::new(AtomicUsize::new(0));
         let requests = Arc::new(Mutex::new(Vec::new()));
@@ -242,6 +242,23 @@ impl Drop for MockUpstream {
         let _ = TcpStream::connect(("127.0.0.1", self.port));
         if let Some(accept) = self.accept.take() {
             let _ = accept.join();
+        }
+    }
+}
+
+/// Binds 127.0.0.1:`port`, trying again for a second while the port is in use: a process
+/// that does not take the test ports' claims (see `ports.rs`) may hold it for a moment.
+fn bind(port: u16) -> TcpListener {
+    let deadline = std::time::Instant::now() + Duration::from_secs(1);
+    loop {
+        match TcpListener::bind(("127.0.0.1", port)) {
+            Ok(listener) => return listener,
+            Err(error)
+                if error.kind() == ErrorKind::AddrInUse && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(error) => panic!("bind the mock upstream on 127.0.0.1:{port}: {error}"),
         }
     }
 }

@@ -125,6 +125,7 @@ impl GatewayScope {
             proxy.request_buffering = false;
             proxy.buffering = false;
             proxy.http_11 = true;
+            proxy.pass_trailers = true;
         }
         // No `*_redirect` for gateways: `Location` is passed as it came.
         proxy.redirect = crate::modules::proxy::Redirect::Off;

@@ -8,6 +8,10 @@ use std::collections::VecDeque;
 use http2::client::{ClientConnection, ClientEvent, HeadKind};
 use http2::hpack::FieldList;
 
+/// Relayed body bytes queued on the stream beyond which no more are taken until the
+/// server's window takes them.
+const RELAY_QUEUED_MAX: usize = 64 * 1024;
+
 /// A response head: its status and fields (a head that ends the stream, a
 /// "trailers-only" answer such as most gRPC errors, sets `GrpcBody::ended`).
 pub(crate) struct GrpcHead {
@@ -30,6 +34,19 @@ pub struct GrpcBody {
     pub(crate) ended: bool,
     /// The stream was reset or the connection failed: nginx's words for the log.
     pub(crate) broken: Option<String>,
+    /// The trailers go on to the client (gRPC, `proxy_pass_trailers on`); else they
+    /// are dropped.
+    pub(crate) pass_trailers: bool,
+    /// The rest of the client's body, while it goes on beside the response (the
+    /// connection pumps it in; it is sent as DATA as the stream's window allows).
+    pub(crate) relay: Option<std::rc::Rc<crate::kernel::body::relay::BodyRelay>>,
+    /// A RST_STREAM came after the stream's end.
+    late_reset: bool,
+    /// `103 Early Hints` heads that came before the response head, not passed on yet.
+    pub(crate) hints: Vec<FieldList>,
+    /// DATA that came with a failure still goes out before it (gRPC's); else it is
+    /// dropped (`proxy_http_version 2`).
+    pub(crate) pass_partial: bool,
     /// The body bytes the head's `content-length` still promises.
     length_left: Option<u64>,
     /// DATA is counted against `length_left` as it arrives (the head has been read).
@@ -56,6 +73,11 @@ impl GrpcBody {
             trailers: Vec::new(),
             ended: false,
             broken: None,
+            relay: None,
+            pass_trailers: true,
+            late_reset: false,
+            hints: Vec::new(),
+            pass_partial: true,
             length_left: None,
             counting: false,
         }
@@ -90,7 +112,11 @@ impl GrpcBody {
                     fields,
                     end_stream,
                 } if stream_id == self.stream_id => match kind {
-                    HeadKind::Interim => {}
+                    HeadKind::Interim => {
+                        if status == 103 && self.head.is_none() {
+                            self.hints.push(fields);
+                        }
+                    }
                     HeadKind::Response => {
                         self.ended |= end_stream;
                         self.head = Some(GrpcHead { status, fields });
@@ -114,9 +140,25 @@ impl GrpcBody {
                     if self.counting {
                         self.check_length(data.len() as u64);
                     }
-                    if !data.is_empty() {
+                    // DATA past the head's `content-length` is not passed on.
+                    if !data.is_empty() && self.broken.is_none() {
                         self.pending.push_back(data);
                     }
+                }
+                ClientEvent::Reset {
+                    stream_id,
+                    code,
+                    by_peer: true,
+                    ..
+                } if stream_id == self.stream_id && self.ended => {
+                    // After the stream's end, one RST_STREAM saying NO_ERROR is allowed.
+                    if code != http2::ErrorCode::NO_ERROR {
+                        self.broken =
+                            Some(format!("upstream rejected request with error {}", code.0));
+                    } else if self.late_reset {
+                        self.broken = Some("upstream sent frame for closed stream".to_owned());
+                    }
+                    self.late_reset = true;
                 }
                 ClientEvent::Reset {
                     stream_id,
@@ -167,6 +209,55 @@ impl GrpcBody {
         if self.ended && left - received > 0 && self.broken.is_none() {
             self.broken = Some("upstream prematurely closed stream".to_owned());
         }
+    }
+
+    /// Sends on what the relay holds of the client's body while the stream takes more
+    /// (its end as END_STREAM), and frames what the windows now allow of a body still
+    /// queued; how the client's body failed, if it did.
+    pub(crate) fn relay_body(&mut self) -> Result<(), crate::kernel::body::relay::RelayFailure> {
+        use crate::kernel::body::relay::{RelayFailure, Relayed};
+        let Some(relay) = &self.relay else {
+            // A body sent whole may still wait for the server's windows (they open with
+            // its WINDOW_UPDATE or SETTINGS, read with the response).
+            if self.h2.queued(self.stream_id) > 0 {
+                self.h2.flush();
+            }
+            return Ok(());
+        };
+        if self.ended || self.broken.is_some() {
+            // The answer is over: the rest of the body is not wanted.
+            self.relay = None;
+            return Ok(());
+        }
+        if self.h2.queued(self.stream_id) >= RELAY_QUEUED_MAX {
+            self.h2.flush();
+            return Ok(());
+        }
+        match relay.take() {
+            Relayed::Bytes(bytes) => {
+                if !bytes.is_empty() {
+                    let _ = self.h2.send_data(self.stream_id, &bytes, false);
+                }
+            }
+            Relayed::Ended => {
+                let _ = self.h2.send_data(self.stream_id, &[], true);
+                self.relay = None;
+            }
+            Relayed::Failed => {
+                let failure = relay
+                    .failure()
+                    .unwrap_or(RelayFailure::Read(crate::kernel::client::BodyRead::Closed));
+                self.relay = None;
+                return Err(failure);
+            }
+        }
+        self.h2.flush();
+        Ok(())
+    }
+
+    /// Whether the client's body is still relayed and the stream would take more of it.
+    pub(crate) fn takes_relayed(&self) -> bool {
+        self.relay.is_some() && self.h2.queued(self.stream_id) < RELAY_QUEUED_MAX
     }
 
     /// Moves the DATA that arrived into `out`, giving its window back to the server.

@@ -2,6 +2,11 @@
 //! body sent as DATA as it arrives from the client (unbuffered, as nginx's grpc module
 //! sends it) while the server's frames are read, until the response head has come and the
 //! request has ended. The DATA that arrives meanwhile waits in the stream for the body.
+//!
+//! A client on a framed stream (HTTP/2) gets the head before its body has ended: the rest
+//! of the body goes on through a [`BodyRelay`] that the connection pumps while the
+//! response is sent, so that a bidirectional call whose client waits for each answer
+//! before it sends more goes on.
 
 use std::io;
 
@@ -9,8 +14,10 @@ use http2::client::{ClientConfig, ClientConnection};
 use http2::hpack::FieldList;
 use runtime::Stream;
 
+use crate::kernel::body::relay::BodyRelay;
 use crate::kernel::request::Request;
 use crate::modules::proxy::failure::{Action, Failure, Fault};
+use crate::modules::proxy::gateway::settings::Protocol;
 use crate::modules::proxy::grpc::body::{GrpcBody, GrpcHead};
 use crate::modules::proxy::grpc::request::{head_fields, takes_trailers};
 use crate::modules::proxy::outgoing::{
@@ -74,6 +81,12 @@ async fn run(
             // The encoded block of a head that fits `grpc_buffer_size`, with room for
             // HPACK's length prefixes.
             header_block_max: (head_max + 4096).max(ClientConfig::default().header_block_max),
+            // `proxy_http_version 2` keeps no dynamic table for the server's heads.
+            header_table_size: if proxy.protocol == Protocol::Grpc {
+                ClientConfig::default().header_table_size
+            } else {
+                0
+            },
             ..ClientConfig::default()
         }),
     };
@@ -96,6 +109,8 @@ async fn run(
         // (Nothing was sent: a kept connection that cannot take a stream is replaced.)
         .map_err(|_| Failure::upstream(Fault::Closed, Action::SendingRequest, false))?;
     let mut grpc = Box::new(GrpcBody::new(h2, stream_id));
+    grpc.pass_trailers = proxy.pass_trailers;
+    grpc.pass_partial = proxy.protocol == Protocol::Grpc;
     match outgoing.body {
         OutBody::Memory(bytes) if !bytes.is_empty() => {
             let _ = grpc.h2.send_data(stream_id, bytes, true);
@@ -107,6 +122,8 @@ async fn run(
         _ => {}
     }
     let mut body_done = !streaming;
+    // The head may go before the body's end when the connection can pump the rest.
+    let relayed = streaming && client.source.is_framed();
     let mut payload = Vec::new();
     let mut kept = Some(Vec::new());
     let mut input = Vec::with_capacity(READ_SIZE);
@@ -147,7 +164,7 @@ async fn run(
                 true,
             ));
         }
-        if grpc.head.is_some() && (body_done || grpc.ended) {
+        if grpc.head.is_some() && (body_done || grpc.ended || relayed) {
             break;
         }
         let reading_client = !body_done && grpc.h2.queued(stream_id) < QUEUED_MAX;
@@ -183,6 +200,9 @@ async fn run(
         let had_head = grpc.head.is_some();
         grpc.receive(&input);
         input.clear();
+        if !grpc.hints.is_empty() {
+            pass_hints(client, &mut grpc.hints).await?;
+        }
         if !had_head && grpc.head.is_some() {
             let started = request.upstream.attempts[attempt].started;
             request.upstream.attempts[attempt].header_time = Some(runtime::clock::since(started));
@@ -200,7 +220,10 @@ async fn run(
             true,
         ));
     }
-    grpc.expect_length(&head.fields);
+    // A HEAD's answer, a 204 and a 304 have no body whatever `content-length` says.
+    if !(outgoing.head.starts_with(b"HEAD ") || matches!(head.status, 204 | 304)) {
+        grpc.expect_length(&head.fields);
+    }
     let buffer = text_head(&head);
     let parsed = match response::parse(&buffer) {
         Ok(Some(parsed)) => parsed,
@@ -219,7 +242,36 @@ async fn run(
             ));
         }
     };
+    if !body_done && !grpc.ended {
+        // The rest of the body goes on beside the response.
+        let relay = std::rc::Rc::new(BodyRelay::new(client.timeout));
+        grpc.relay = Some(std::rc::Rc::clone(&relay));
+        request.body_relay = Some(relay);
+    }
     Ok((parsed, buffer, grpc))
+}
+
+/// Passes the server's `103 Early Hints` on to the client when `early_hints` says so (else
+/// drops them).
+#[cold]
+#[inline(never)]
+async fn pass_hints(client: &Client<'_, '_>, hints: &mut Vec<FieldList>) -> Result<(), Failure> {
+    for fields in std::mem::take(hints) {
+        if !client.early_hints {
+            continue;
+        }
+        let pairs: Vec<(&[u8], &[u8])> = fields
+            .iter()
+            .filter(|field| !field.name.starts_with(b":"))
+            .map(|field| (field.name, field.value))
+            .collect();
+        client
+            .source
+            .send_interim(103, &pairs, client.timeout)
+            .await
+            .map_err(|_| Failure::client(Fault::ClientClosed, Action::ReadingHead))?;
+    }
+    Ok(())
 }
 
 /// Waits (within `grpc_read_timeout`) for the server's next bytes and reads them. The

@@ -73,6 +73,15 @@ pub(crate) fn head_fields(
     fields
 }
 
+/// Whether `name` (any case) is a field of one HTTP/1 connection (or `Host`), never
+/// passed into an HTTP/2 head or on to another connection.
+pub(crate) fn is_connection_field(name: &[u8]) -> bool {
+    CONNECTION_FIELDS
+        .iter()
+        .any(|field| field.eq_ignore_ascii_case(name))
+        || name.eq_ignore_ascii_case(b"content-length")
+}
+
 /// Whether a client's `TE` field names `trailers` (nginx's `$grpc_internal_trailers`).
 pub(crate) fn takes_trailers(te: &[u8]) -> bool {
     te.split(|&byte| byte == b',').any(|part| {

@@ -322,12 +322,20 @@ set_once!(
     ssl::parse_ciphers
 );
 
+/// `proxy_ssl_conf_command NAME VALUE`: `Certificate` and `PrivateKey` set the client
+/// certificate pair; anything else is accepted with a warning.
 fn accept_conf_command(
-    _scope: &mut LocationScope,
+    scope: &mut LocationScope,
     directive: &Directive,
     context: &mut LoadContext<'_>,
 ) -> Result<(), ConfError> {
-    ssl::warn_conf_command(directive, context);
+    let value = directive.arg(1).to_owned();
+    let pair = scope.proxy_ssl.conf_pair.get_or_insert((None, None));
+    match directive.arg(0) {
+        "Certificate" => pair.0 = Some(value),
+        "PrivateKey" => pair.1 = Some(value),
+        _ => ssl::warn_conf_command(directive, context),
+    }
     Ok(())
 }
 
@@ -384,9 +392,7 @@ pub(crate) fn finish(locations: &mut [Location], prefix: &Path) -> Result<(), Co
             server_name: settings.server_name,
             session_reuse: settings.session_reuse,
             // gRPC is HTTP/2, which a TLS server learns from ALPN (RFC 9113 §3.2).
-            alpn: if location.settings.proxy.protocol
-                == crate::modules::proxy::gateway::settings::Protocol::Grpc
-            {
+            alpn: if location.settings.proxy.over_h2() {
                 vec![b"h2".to_vec()]
             } else {
                 Vec::new()
@@ -412,6 +418,15 @@ fn client_certificate(
     prefix: &Path,
     module: &str,
 ) -> Result<ClientCertificate, ConfError> {
+    if let (Some(certificate), Some(key)) = &settings.conf_pair {
+        let pair = tls::load_pair(
+            &source(prefix, certificate, "certificate")?,
+            &source(prefix, key, "certificate key")?,
+            &settings.passwords,
+        )
+        .map_err(load_error)?;
+        return Ok(ClientCertificate::Loaded(pair));
+    }
     // An empty name (`proxy_ssl_certificate ""`) takes back an inherited certificate.
     let Some(certificate) = settings
         .certificate

@@ -31,6 +31,9 @@ settings! {
         ciphers: String = "DEFAULT".to_owned(),
         /// `proxy_ssl_session_reuse`
         session_reuse: bool = true,
+        /// `proxy_ssl_conf_command Certificate` and `PrivateKey`: a client certificate
+        /// pair that replaces `proxy_ssl_certificate`'s, as OpenSSL applies them last.
+        conf_pair: (Option<String>, Option<String>) = (None, None),
         /// The configuration built from the above when the location proxies over TLS
         /// (without a client certificate when its name has variables).
         client: Option<Arc<tls::ClientTls>> = None,
