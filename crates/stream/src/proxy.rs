@@ -326,6 +326,7 @@ pub async fn connect_with_retries(
         client: client_ip(&session.vars.remote),
         hash: key,
         sticky: b"",
+        session: b"",
     };
     loop {
         session.action = Some("connecting to upstream");

@@ -298,6 +298,7 @@ async fn proxy(
         client: Some(client.ip()),
         hash: &key,
         sticky: b"",
+        session: b"",
     };
     let mut tried = Tried::new(group);
     let mut tries_left = group.peer_count().max(1);

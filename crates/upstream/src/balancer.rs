@@ -78,8 +78,10 @@ pub struct SelectKey<'k> {
     pub client: Option<IpAddr>,
     /// The rendered `hash` key.
     pub hash: &'k [u8],
-    /// `sticky`: the id of the peer the request is bound to (empty when none).
+    /// `sticky`: the id of the peer the request is bound to (empty when none), and for
+    /// `learn` the key of the session that bound it.
     pub sticky: &'k [u8],
+    pub session: &'k [u8],
 }
 
 /// nginx's limit of attempts for the hash balancers before they fall back to round robin.
@@ -492,7 +494,24 @@ impl<K> Group<K> {
         } else {
             selected.index
         };
+        if !key.session.is_empty() {
+            self.renew_session(&members, slot, key, now);
+        }
         Some((selected, PeerRef { members, slot }))
+    }
+
+    /// `sticky learn`: a session whose peer was chosen by it lives on, unless the peer
+    /// drains (its sessions then run out).
+    fn renew_session(&self, members: &Members, slot: usize, key: &SelectKey<'_>, now: Instant) {
+        if let Some(crate::sticky::Sticky::Learn(learn)) = &self.sticky
+            && !members.peer_at(slot).drain
+            && members
+                .ids
+                .get(slot)
+                .is_some_and(|id| id.as_bytes() == key.sticky)
+        {
+            learn.sessions.touch(key.session, now);
+        }
     }
 
     /// Ends a request's use of a peer: counts a failure (and says whether the peer just

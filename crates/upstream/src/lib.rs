@@ -715,16 +715,21 @@ impl<K> Group<K> {
         }
     }
 
-    /// Counts a peer's response with `status`, whose connection took `connect_time` to open
-    /// and whose head took `header_time`.
+    /// Counts a peer's response with `status`, whose try started at `started`, whose
+    /// connection took `connect_time` to open and whose head took `header_time` (which
+    /// `least_time header` measures).
     pub fn note_response(
         &self,
         selected: Selected,
         status: u16,
         connect_time: Option<Duration>,
         header_time: Option<Duration>,
+        started: Instant,
     ) {
         use std::sync::atomic::Ordering::Relaxed;
+        if let (Some(true), Some(took)) = (self.measures_time(), header_time) {
+            self.note_time(selected, took, started + took);
+        }
         self.with_counters(selected, |counters| {
             if let Some(class) = (status / 100).checked_sub(1)
                 && let Some(counter) = counters.responses.get(usize::from(class))

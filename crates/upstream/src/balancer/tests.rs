@@ -181,6 +181,7 @@ fn ip_hash_keeps_a_network_on_one_peer() {
         client: Some(IpAddr::V4(Ipv4Addr::new(10, 1, 2, last))),
         hash: b"",
         sticky: b"",
+        session: b"",
     };
     let first = pick(&group, &client(1), now).unwrap();
     for last in 2..50 {
@@ -211,6 +212,7 @@ fn hash_is_stable_per_key() {
             client: None,
             hash: name,
             sticky: b"",
+            session: b"",
         };
         let first = pick(&group, &key, now);
         assert_eq!(pick(&group, &key, now), first);
@@ -243,6 +245,7 @@ fn consistent_hash_moves_only_the_keys_of_a_removed_server() {
                 client: None,
                 hash: name,
                 sticky: b"",
+                session: b"",
             },
             now,
         )
@@ -402,6 +405,7 @@ fn consistent_hash_keeps_keys_on_the_addresses_that_stay() {
             client: None,
             hash: key.as_bytes(),
             sticky: b"",
+            session: b"",
         };
         let selected = pick(group, &select, Instant::now()).expect("a peer");
         match group.peer(selected).expect("a member").address {
@@ -703,4 +707,51 @@ fn least_time_counts_requests_in_flight_and_with_inflight_their_age() {
         assert_eq!(chosen == other, inflight, "inflight {inflight}");
         group.release(stuck, false, later);
     }
+}
+
+#[test]
+fn a_learned_session_lives_on_while_it_chooses_a_peer_that_does_not_drain() {
+    let sessions = std::sync::Arc::new(crate::sticky::Sessions::new(
+        "z".into(),
+        1 << 20,
+        Duration::from_secs(2),
+    ));
+    let mut draining = peer(3, 1);
+    draining.drain = true;
+    let group = Group::new(
+        "g".into(),
+        vec![peer(1, 1), peer(2, 1), draining.clone()],
+        vec![],
+        Balancer::RoundRobin,
+        None,
+        false,
+        None,
+    )
+    .with_sticky(crate::sticky::Sticky::Learn(crate::sticky::LearnConf {
+        create: "c",
+        lookup: "l",
+        header: false,
+        sessions: std::sync::Arc::clone(&sessions),
+    }));
+    let start = Instant::now();
+    let (two, three) = (
+        crate::sticky::peer_id(&peer(2, 1)),
+        crate::sticky::peer_id(&draining),
+    );
+    sessions.learn(b"live", std::sync::Arc::clone(&two), start);
+    sessions.learn(b"drained", std::sync::Arc::clone(&three), start);
+    let used = start + Duration::from_millis(1500);
+    for (session, id) in [(&b"live"[..], &two), (b"drained", &three)] {
+        let key = SelectKey {
+            sticky: id.as_bytes(),
+            session,
+            ..SelectKey::default()
+        };
+        let selected = pick(&group, &key, used).unwrap();
+        assert_eq!(group.sticky_id(selected).as_deref(), Some(&**id));
+    }
+    // Renewed at 1.5 s, the first lives past 2 s; the draining peer's runs out.
+    let later = start + Duration::from_millis(2500);
+    assert!(sessions.lookup(b"live", later).is_some());
+    assert!(sessions.lookup(b"drained", later).is_none());
 }

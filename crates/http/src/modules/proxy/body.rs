@@ -28,8 +28,8 @@ pub struct Release<'a> {
     pub selected: Selected,
     /// `sticky learn`: the session the answer created, bound when the body has ended.
     pub learned: Option<Box<crate::modules::proxy::sticky::Learned>>,
-    /// `least_time last_byte`: when the try started; its time counts when the body ends.
-    pub started: Option<Instant>,
+    /// When the try started: `least_time last_byte` counts its time when the body ends.
+    pub started: Instant,
 }
 
 impl Release<'_> {
@@ -142,12 +142,9 @@ impl Drop for UpstreamBody<'_> {
             if let Some(learned) = release.learned {
                 learned.commit(now);
             }
-            if let Some(started) = release.started {
-                release.group.note_time(
-                    release.selected,
-                    now.saturating_duration_since(started),
-                    now,
-                );
+            if release.group.measures_time() == Some(false) {
+                let took = now.saturating_duration_since(release.started);
+                release.group.note_time(release.selected, took, now);
             }
             release.group.release(release.selected, false, now);
         }

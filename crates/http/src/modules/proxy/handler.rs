@@ -15,7 +15,7 @@ use crate::modules::proxy::accel::accel_redirect;
 use crate::modules::proxy::body::{BodyStart, Keepalive, Release, UpstreamBody};
 use crate::modules::proxy::cache::lookup::{CacheRequest, lookup};
 use crate::modules::proxy::cache::settings::UseStale;
-use crate::modules::proxy::sticky::{self, Binding};
+use crate::modules::proxy::sticky;
 
 mod caching;
 mod request_body;
@@ -234,8 +234,9 @@ pub(crate) async fn proxy_one<'a>(
         client: client_address(client.info),
         hash: &hash,
         sticky: &binding.wanted,
+        session: &binding.session,
     };
-    proxying.run(&key, &binding, client, request).await
+    proxying.run(&key, client, request).await
 }
 
 impl<'a> Proxying<'a, '_> {
@@ -244,7 +245,6 @@ impl<'a> Proxying<'a, '_> {
     async fn run(
         &self,
         key: &SelectKey<'_>,
-        binding: &Binding,
         client: &mut RequestClient<'_>,
         request: &mut Request<'a>,
     ) -> ProxyOutcome<'a> {
@@ -256,7 +256,6 @@ impl<'a> Proxying<'a, '_> {
             let Some((selected, peer)) = group.select_peer(&mut tried, key, now) else {
                 return self.no_live_upstreams(client.info, request, now);
             };
-            sticky::chosen(group, binding, selected, &peer, now);
             tries += 1;
             request.upstream.trying = true;
             request
@@ -297,12 +296,8 @@ impl<'a> Proxying<'a, '_> {
                         status,
                         attempt.connect_time,
                         attempt.header_time,
+                        attempt.started,
                     );
-                    if group.measures_time() == Some(true)
-                        && let Some(took) = attempt.header_time
-                    {
-                        group.note_time(selected, took, runtime::clock::monotonic());
-                    }
                     let outcome = Outcome::Response(status);
                     if decide(&self.policy, outcome, tries, runtime::clock::monotonic())
                         != Next::Retry
@@ -657,8 +652,7 @@ impl<'a> Proxying<'a, '_> {
                 group,
                 selected: current.selected,
                 learned: sticky::answered(self.worker, info, request, group, current.selected),
-                started: (group.measures_time() == Some(false))
-                    .then(|| request.upstream.attempts[current.attempt].started),
+                started: request.upstream.attempts[current.attempt].started,
             }),
             GroupRef::Own(_) => None,
         };

@@ -8,7 +8,7 @@ use upstream::sticky::{CookieConf, CookieExpires, SameSite, Sessions, Sticky};
 
 use crate::kernel::request::{ConnectionInfo, Request};
 use crate::kernel::response::Bytes;
-use crate::kernel::upstream::{Group, Peer, Selected};
+use crate::kernel::upstream::{Group, Selected};
 use crate::kernel::variables::evaluate::render;
 use crate::kernel::variables::time_format::cookie_time;
 use crate::kernel::worker::HttpWorker;
@@ -21,7 +21,7 @@ const MAX_AGE_MAX: u64 = 315_360_000;
 #[derive(Debug, Default)]
 pub(crate) struct Binding {
     pub wanted: Vec<u8>,
-    session: Vec<u8>,
+    pub session: Vec<u8>,
 }
 
 /// What a request names: its cookie, its first non-empty route, or the peer its session
@@ -64,27 +64,6 @@ pub(crate) fn binding(
             };
             Binding { wanted, session }
         }
-    }
-}
-
-/// A learned session whose peer was chosen by it lives on, unless the peer drains (its
-/// sessions then run out).
-#[inline]
-pub(crate) fn chosen(
-    group: &Group,
-    binding: &Binding,
-    selected: Selected,
-    peer: &Peer,
-    now: Instant,
-) {
-    if let Some(Sticky::Learn(learn)) = &group.sticky
-        && !binding.wanted.is_empty()
-        && !peer.drain
-        && group
-            .sticky_id(selected)
-            .is_some_and(|id| id.as_bytes() == binding.wanted)
-    {
-        learn.sessions.touch(&binding.session, now);
     }
 }
 
