@@ -596,14 +596,17 @@ impl Master {
             if self.generations[index].draining && self.generations[index].is_finished() {
                 let finished = self.generations.remove(index);
                 let number = finished.generation.number;
+                let panics = finished.finish();
+                for panic in &panics {
+                    log(&self.error_log, Level::Alert, panic);
+                }
+                // nginx's words for a worker process that ended, which tools watch for.
+                let code = u8::from(!panics.is_empty());
                 log(
                     &self.error_log,
                     Level::Notice,
-                    &format!("generation {number} exited"),
+                    &format!("generation {number} exited with code {code}"),
                 );
-                for panic in finished.finish() {
-                    log(&self.error_log, Level::Alert, &panic);
-                }
                 continue;
             }
             index += 1;

@@ -50,6 +50,8 @@ fn address_group(text: &[u8]) -> Option<Group<StreamTemplate>> {
         fail_timeout: Duration::from_secs(10),
         max_conns: 0,
         down: false,
+        route: None,
+        drain: false,
     };
     Some(Group::new(
         text.into(),
@@ -76,6 +78,8 @@ fn one_address_group(name: &str, addresses: &[IpAddr], port: u16) -> Group<Strea
                 fail_timeout: Duration::from_secs(10),
                 max_conns: 0,
                 down: false,
+                route: None,
+                drain: false,
             }
         })
         .collect();
@@ -321,6 +325,8 @@ pub async fn connect_with_retries(
     let select_key = SelectKey {
         client: client_ip(&session.vars.remote),
         hash: key,
+        sticky: b"",
+        session: b"",
     };
     loop {
         session.action = Some("connecting to upstream");

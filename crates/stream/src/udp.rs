@@ -297,6 +297,8 @@ async fn proxy(
     let select_key = SelectKey {
         client: Some(client.ip()),
         hash: &key,
+        sticky: b"",
+        session: b"",
     };
     let mut tried = Tried::new(group);
     let mut tries_left = group.peer_count().max(1);

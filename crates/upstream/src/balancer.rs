@@ -78,6 +78,10 @@ pub struct SelectKey<'k> {
     pub client: Option<IpAddr>,
     /// The rendered `hash` key.
     pub hash: &'k [u8],
+    /// `sticky`: the id of the peer the request is bound to (empty when none), and for
+    /// `learn` the key of the session that bound it.
+    pub sticky: &'k [u8],
+    pub session: &'k [u8],
 }
 
 /// nginx's limit of attempts for the hash balancers before they fall back to round robin.
@@ -105,7 +109,14 @@ impl Tried {
     }
 }
 
+/// Whether the balancer may choose `peer`: a `drain` peer takes only requests `sticky`
+/// binds to it.
 fn available(peer: &Peer, state: &PeerState, now: Instant) -> bool {
+    !peer.drain && reachable(peer, state, now)
+}
+
+/// Whether `peer` may take a request: not down, not failed, not full.
+fn reachable(peer: &Peer, state: &PeerState, now: Instant) -> bool {
     if peer.down {
         return false;
     }
@@ -129,6 +140,26 @@ fn touch(peer: &Peer, state: &mut PeerState, now: Instant) {
     {
         state.checked = Some(now);
     }
+}
+
+/// `sticky`: the first peer named `wanted` that the request has not tried and that may
+/// take it. The balancer's state is left alone, so bound requests do not skew how the
+/// others are spread.
+fn sticky_pick(
+    peers: &[Peer],
+    ids: &[std::sync::Arc<str>],
+    states: &mut [PeerState],
+    tried: &Bits,
+    wanted: &[u8],
+    now: Instant,
+) -> Option<usize> {
+    let index = (0..peers.len()).find(|index| {
+        ids.get(*index).is_some_and(|id| id.as_bytes() == wanted)
+            && !tried.get(*index)
+            && reachable(&peers[*index], &states[*index], now)
+    })?;
+    touch(&peers[index], &mut states[index], now);
+    Some(index)
 }
 
 /// Smooth weighted round robin among the peers `eligible` accepts.
@@ -169,20 +200,76 @@ fn least_conn_pick(
     tried: &Bits,
     now: Instant,
 ) -> Option<usize> {
+    let loads: Vec<u64> = states.iter().map(|state| u64::from(state.conns)).collect();
+    least_load_pick(peers, states, tried, now, &loads)
+}
+
+/// `least_time`: a peer's average fades to nothing over this long without a new measure,
+/// so that a peer that was slow is tried again.
+const TIME_FADE: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// `least_time`: what a peer is expected to take, in milliseconds: its average, faded by
+/// the time since it was measured; with `inflight`, at least as long as its requests have
+/// been in flight without a break.
+fn expected_millis(state: &PeerState, now: Instant, inflight: bool) -> u64 {
+    let mut micros = match state.timed {
+        None => 0,
+        Some(at) => {
+            let left = TIME_FADE.saturating_sub(now.saturating_duration_since(at));
+            let faded = u128::from(state.time_average) * left.as_micros() / TIME_FADE.as_micros();
+            u64::try_from(faded).unwrap_or(u64::MAX)
+        }
+    };
+    if inflight && let Some(since) = state.busy_since {
+        let busy = now.saturating_duration_since(since).as_micros();
+        micros = micros.max(u64::try_from(busy).unwrap_or(u64::MAX));
+    }
+    micros / 1000
+}
+
+/// `least_time`: the least expected time, times the requests in flight plus this one,
+/// per weight; ties go round robin.
+fn least_time_pick(
+    peers: &[Peer],
+    states: &mut [PeerState],
+    tried: &Bits,
+    now: Instant,
+    inflight: bool,
+) -> Option<usize> {
+    let loads: Vec<u64> = states
+        .iter()
+        .map(|state| {
+            let expected = expected_millis(state, now, inflight).saturating_add(1);
+            expected.saturating_mul(u64::from(state.conns) + 1)
+        })
+        .collect();
+    least_load_pick(peers, states, tried, now, &loads)
+}
+
+/// The least load per weight among the peers not tried and available; ties go round robin.
+fn least_load_pick(
+    peers: &[Peer],
+    states: &mut [PeerState],
+    tried: &Bits,
+    now: Instant,
+    loads: &[u64],
+) -> Option<usize> {
+    let less = |a: usize, b: usize| {
+        u128::from(loads[a]) * u128::from(peers[b].weight)
+            < u128::from(loads[b]) * u128::from(peers[a].weight)
+    };
     let mut best: Option<usize> = None;
     for index in 0..peers.len() {
         if tried.get(index) || !available(&peers[index], &states[index], now) {
             continue;
         }
-        if best.is_none_or(|best| ratio_less(peers, states, index, best)) {
+        if best.is_none_or(|best| less(index, best)) {
             best = Some(index);
         }
     }
     let best = best?;
     let ties: Vec<bool> = (0..peers.len())
-        .map(|index| {
-            !ratio_less(peers, states, index, best) && !ratio_less(peers, states, best, index)
-        })
+        .map(|index| !less(index, best) && !less(best, index))
         .collect();
     weighted_pick(peers, states, tried, now, |index| ties[index])
 }
@@ -407,7 +494,24 @@ impl<K> Group<K> {
         } else {
             selected.index
         };
+        if !key.session.is_empty() {
+            self.renew_session(&members, slot, key, now);
+        }
         Some((selected, PeerRef { members, slot }))
+    }
+
+    /// `sticky learn`: a session whose peer was chosen by it lives on, unless the peer
+    /// drains (its sessions then run out).
+    fn renew_session(&self, members: &Members, slot: usize, key: &SelectKey<'_>, now: Instant) {
+        if let Some(crate::sticky::Sticky::Learn(learn)) = &self.sticky
+            && !members.peer_at(slot).drain
+            && members
+                .ids
+                .get(slot)
+                .is_some_and(|id| id.as_bytes() == key.sticky)
+        {
+            learn.sessions.touch(key.session, now);
+        }
     }
 
     /// Ends a request's use of a peer: counts a failure (and says whether the peer just
@@ -441,6 +545,9 @@ impl<K> Group<K> {
         };
         let state = &mut states[current.index];
         state.conns = state.conns.saturating_sub(1);
+        if state.conns == 0 {
+            state.busy_since = None;
+        }
         state.failures += u64::from(failed);
         if members.is_single() {
             return false;
@@ -492,6 +599,17 @@ impl<K> Group<K> {
     }
 }
 
+/// Counts a request in flight to a chosen peer; `least_time ... inflight` also notes
+/// when the peer became busy.
+#[inline]
+fn take(state: &mut PeerState, now: Instant, inflight: bool) {
+    if inflight && state.conns == 0 {
+        state.busy_since = Some(now);
+    }
+    state.conns += 1;
+    state.selected += 1;
+}
+
 /// The choice itself, on the members and their states under the group's lock.
 #[inline]
 fn choose<K>(
@@ -514,7 +632,10 @@ fn choose<K>(
     if members.is_single() {
         let peer = &members.primary[0];
         let peer_state = &mut primary[0];
-        if peer.down || (peer.max_conns > 0 && peer_state.conns >= peer.max_conns) {
+        if peer.down
+            || (peer.max_conns > 0 && peer_state.conns >= peer.max_conns)
+            || (peer.drain && key.sticky.is_empty())
+        {
             return None;
         }
         peer_state.conns += 1;
@@ -525,12 +646,29 @@ fn choose<K>(
             serial: serial(false, 0),
         });
     }
+    let inflight = matches!(balancer, Balancer::LeastTime { inflight: true, .. });
+    let sticky = |peers: &[Peer], states: &mut [PeerState], tried: &Bits, offset: usize| {
+        if key.sticky.is_empty() {
+            return None;
+        }
+        let ids = members.ids.get(offset..).unwrap_or_default();
+        sticky_pick(peers, ids, states, tried, key.sticky, now)
+    };
     if !tried.in_backup {
+        if let Some(index) = sticky(&members.primary, primary, &tried.primary, 0) {
+            tried.primary.set(index);
+            take(&mut primary[index], now, inflight);
+            return Some(Selected {
+                backup: false,
+                index,
+                serial: serial(false, index),
+            });
+        }
         // The hash methods pick by key (falling back to round robin as nginx does:
         // fewer than two servers, an empty key, or 20 unavailable picks).
         let hashed = match balancer {
             _ if members.primary.len() < 2 => None,
-            Balancer::RoundRobin | Balancer::LeastConn => None,
+            Balancer::RoundRobin | Balancer::LeastConn | Balancer::LeastTime { .. } => None,
             Balancer::IpHash => ip_hash_pick(members, primary, tried, key.client, now),
             Balancer::Hash { .. } if key.hash.is_empty() => None,
             Balancer::Hash {
@@ -544,12 +682,14 @@ fn choose<K>(
             (None, Balancer::LeastConn) => {
                 least_conn_pick(&members.primary, primary, &tried.primary, now)
             }
+            (None, Balancer::LeastTime { inflight, .. }) => {
+                least_time_pick(&members.primary, primary, &tried.primary, now, *inflight)
+            }
             (None, _) => weighted_pick(&members.primary, primary, &tried.primary, now, |_| true),
         };
         if let Some(index) = chosen {
             tried.primary.set(index);
-            primary[index].conns += 1;
-            primary[index].selected += 1;
+            take(&mut primary[index], now, inflight);
             return Some(Selected {
                 backup: false,
                 index,
@@ -558,14 +698,20 @@ fn choose<K>(
         }
         tried.in_backup = true;
     }
-    let chosen = match balancer {
-        Balancer::LeastConn => least_conn_pick(&members.backup, backup, &tried.backup, now),
-        _ => weighted_pick(&members.backup, backup, &tried.backup, now, |_| true),
+    let offset = members.primary.len();
+    let chosen = match sticky(&members.backup, backup, &tried.backup, offset) {
+        Some(index) => Some(index),
+        None => match balancer {
+            Balancer::LeastConn => least_conn_pick(&members.backup, backup, &tried.backup, now),
+            Balancer::LeastTime { inflight, .. } => {
+                least_time_pick(&members.backup, backup, &tried.backup, now, *inflight)
+            }
+            _ => weighted_pick(&members.backup, backup, &tried.backup, now, |_| true),
+        },
     };
     if let Some(index) = chosen {
         tried.backup.set(index);
-        backup[index].conns += 1;
-        backup[index].selected += 1;
+        take(&mut backup[index], now, inflight);
         return Some(Selected {
             backup: true,
             index,

@@ -11,6 +11,7 @@
 pub mod balancer;
 pub mod keepalive;
 pub mod registry;
+pub mod sticky;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -56,6 +57,10 @@ pub struct Peer {
     /// 0 is no limit.
     pub max_conns: u32,
     pub down: bool,
+    /// `route=`: the id `sticky` names the peer by.
+    pub route: Option<Arc<str>>,
+    /// `drain`: only requests `sticky` binds to the peer go to it.
+    pub drain: bool,
 }
 
 /// How a group chooses a peer.
@@ -65,6 +70,12 @@ pub enum Balancer<K> {
     #[default]
     RoundRobin,
     LeastConn,
+    /// `least_time header|last_byte [inflight]`: the least average time to the head
+    /// (`header`) or to the last byte, per request in flight and weight.
+    LeastTime {
+        header: bool,
+        inflight: bool,
+    },
     IpHash,
     /// `hash KEY [consistent]`.
     Hash {
@@ -105,6 +116,11 @@ pub struct PeerState {
     /// Times the peer's failures reached `max_fails` and it became unavailable for
     /// `fail_timeout` (NGINX Plus's `unavail`; each is a `temporarily disabled` warning).
     pub unavailable: u64,
+    /// `least_time`: the moving average of the peer's times, in microseconds, when the
+    /// last one was measured, and since when requests have been in flight without a break.
+    pub time_average: u64,
+    pub timed: Option<Instant>,
+    pub busy_since: Option<Instant>,
 }
 
 /// Upper bounds of the buckets of a peer's connect-time and header-time histograms, in
@@ -184,6 +200,9 @@ pub struct Members {
     /// changes (a request in flight finds its peer by it), and the metrics' counters.
     pub serials: Vec<u32>,
     pub counters: Vec<Arc<PeerCounters>>,
+    /// Per peer, primary then backup: the id `sticky` names it by (empty without
+    /// `sticky`).
+    pub ids: Vec<Arc<str>>,
 }
 
 impl Members {
@@ -203,7 +222,18 @@ impl Members {
             ring,
             serials,
             counters,
+            ids: Vec::new(),
         }
+    }
+
+    /// Gives every peer its `sticky` id.
+    fn name_for_sticky(&mut self) {
+        self.ids = self
+            .primary
+            .iter()
+            .chain(self.backup.iter())
+            .map(sticky::peer_id)
+            .collect();
     }
 
     /// Where `selected` is now: its index among primary then backup peers, found by its
@@ -330,6 +360,8 @@ pub struct Group<K> {
     pub idle: Mutex<keepalive::KeepaliveCache>,
     /// The name servers and `resolver_timeout` the `resolve` servers are looked up with.
     pub resolver: Option<(Arc<ResolverConf>, Duration)>,
+    /// `sticky`: session affinity.
+    pub sticky: Option<sticky::Sticky<K>>,
 }
 
 /// Initial balancer state for `peers`.
@@ -381,7 +413,19 @@ impl<K> Group<K> {
             sources: Vec::new(),
             idle: Mutex::default(),
             resolver: None,
+            sticky: None,
         }
+    }
+
+    /// Turns `sticky` on: every peer, now and after DNS changes, gets its id.
+    pub fn with_sticky(mut self, sticky: sticky::Sticky<K>) -> Group<K> {
+        self.sticky = Some(sticky);
+        if let Some(members) = &mut self.fixed {
+            members.name_for_sticky();
+        } else {
+            self.rebuild(&mut self.lock_state());
+        }
+        self
     }
 
     /// A group with `resolve` servers: the fixed ones are members at once, the others when
@@ -415,6 +459,7 @@ impl<K> Group<K> {
             sources,
             idle: Mutex::default(),
             resolver: Some(resolver),
+            sticky: None,
         };
         group.rebuild(&mut group.lock_state());
         group
@@ -600,6 +645,9 @@ impl<K> Group<K> {
             .into_iter()
             .map(|(_, _, counters)| counters)
             .collect();
+        if self.sticky.is_some() {
+            members.name_for_sticky();
+        }
         state.primary = primary_states;
         state.backup = backup_states;
         state.members = Some(Arc::new(members));
@@ -667,16 +715,21 @@ impl<K> Group<K> {
         }
     }
 
-    /// Counts a peer's response with `status`, whose connection took `connect_time` to open
-    /// and whose head took `header_time`.
+    /// Counts a peer's response with `status`, whose try started at `started`, whose
+    /// connection took `connect_time` to open and whose head took `header_time` (which
+    /// `least_time header` measures).
     pub fn note_response(
         &self,
         selected: Selected,
         status: u16,
         connect_time: Option<Duration>,
         header_time: Option<Duration>,
+        started: Instant,
     ) {
         use std::sync::atomic::Ordering::Relaxed;
+        if let (Some(true), Some(took)) = (self.measures_time(), header_time) {
+            self.note_time(selected, took, started + took);
+        }
         self.with_counters(selected, |counters| {
             if let Some(class) = (status / 100).checked_sub(1)
                 && let Some(counter) = counters.responses.get(usize::from(class))
@@ -702,6 +755,46 @@ impl<K> Group<K> {
         });
     }
 
+    /// `least_time`: a time the peer took, to its head or to its last byte as the group
+    /// measures; it moves the peer's average halfway to it.
+    pub fn note_time(&self, selected: Selected, took: Duration, now: Instant) {
+        let mut guard = self.lock_state();
+        let state = &mut *guard;
+        let slot = match &self.fixed {
+            Some(_) => Some(selected),
+            None => {
+                let members = state.members.clone().unwrap_or_default();
+                members.slot(selected).map(|slot| members.at(slot))
+            }
+        };
+        let Some(current) = slot else {
+            return;
+        };
+        let states = if current.backup {
+            &mut state.backup
+        } else {
+            &mut state.primary
+        };
+        if let Some(peer) = states.get_mut(current.index) {
+            let micros = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
+            peer.time_average = match peer.timed {
+                None => micros,
+                Some(_) => peer.time_average / 2 + micros / 2,
+            };
+            peer.timed = Some(now);
+        }
+    }
+
+    /// Which time `least_time` measures: `Some(true)` the head's, `Some(false)` the last
+    /// byte's, `None` without `least_time`.
+    #[inline]
+    pub fn measures_time(&self) -> Option<bool> {
+        match self.balancer {
+            Balancer::LeastTime { header, .. } => Some(header),
+            _ => None,
+        }
+    }
+
     /// Counts bytes written to and read from a peer.
     pub fn note_bytes(&self, selected: Selected, sent: u64, received: u64) {
         use std::sync::atomic::Ordering::Relaxed;
@@ -709,6 +802,14 @@ impl<K> Group<K> {
             counters.sent_bytes.fetch_add(sent, Relaxed);
             counters.received_bytes.fetch_add(received, Relaxed);
         });
+    }
+
+    /// The id `sticky` names a chosen peer by; `None` without `sticky`, or once DNS
+    /// removed the peer.
+    pub fn sticky_id(&self, selected: Selected) -> Option<Arc<str>> {
+        let members = self.members();
+        let slot = members.slot(selected)?;
+        members.ids.get(slot).cloned()
     }
 
     /// The peer a request chose; `None` once DNS removed it.

@@ -27,6 +27,9 @@ pub struct ServerEntry {
     pub resolve: bool,
     /// `service=NAME`: SRV records give the addresses, ports and weights.
     pub service: Option<String>,
+    /// `route=`, and `drain` (for `sticky`).
+    pub route: Option<String>,
+    pub drain: bool,
     pub span: Span,
 }
 
@@ -43,6 +46,7 @@ pub struct UpstreamScope<K> {
     /// `resolver` and `resolver_timeout` in the block (else the `http` block's).
     pub resolver: Option<Arc<ResolverConf>>,
     pub resolver_timeout: Option<Duration>,
+    pub sticky: Option<crate::sticky::Sticky<K>>,
 }
 
 impl<K> Default for UpstreamScope<K> {
@@ -57,6 +61,7 @@ impl<K> Default for UpstreamScope<K> {
             zone: None,
             resolver: None,
             resolver_timeout: None,
+            sticky: None,
         }
     }
 }
@@ -66,7 +71,9 @@ impl<K> UpstreamScope<K> {
     pub fn allows_backup(&self) -> bool {
         matches!(
             self.balancer,
-            None | Some(Balancer::RoundRobin) | Some(Balancer::LeastConn)
+            None | Some(Balancer::RoundRobin)
+                | Some(Balancer::LeastConn)
+                | Some(Balancer::LeastTime { .. })
         )
     }
 }
@@ -293,6 +300,8 @@ fn block_group<K>(
             fail_timeout: server.fail_timeout,
             max_conns: server.max_conns,
             down: server.down,
+            route: server.route.as_deref().map(Arc::from),
+            drain: server.drain,
             ..peer_at(PeerAddr::Unix(PathBuf::new()), server.address.clone())
         };
         let bare = host.trim_start_matches('[').trim_end_matches(']');
@@ -365,14 +374,18 @@ fn block_group<K>(
                 ));
             }
         };
-        return Ok(Group::with_sources(
+        let group = Group::with_sources(
             name.into(),
             sources,
             balancer,
             keepalive,
             resolver,
             Instant::now(),
-        ));
+        );
+        return Ok(match scope.sticky {
+            Some(sticky) => group.with_sticky(sticky),
+            None => group,
+        });
     }
     let (mut primary, mut backup) = (Vec::new(), Vec::new());
     for source in sources {
@@ -386,7 +399,7 @@ fn block_group<K>(
             primary.extend(peers);
         }
     }
-    Ok(Group::new(
+    let group = Group::new(
         name.into(),
         primary,
         backup,
@@ -394,7 +407,11 @@ fn block_group<K>(
         keepalive,
         false,
         None,
-    ))
+    );
+    Ok(match scope.sticky {
+        Some(sticky) => group.with_sticky(sticky),
+        None => group,
+    })
 }
 
 fn peer_at(address: PeerAddr, server: String) -> Peer {
@@ -407,6 +424,8 @@ fn peer_at(address: PeerAddr, server: String) -> Peer {
         fail_timeout: Duration::from_secs(10),
         max_conns: 0,
         down: false,
+        route: None,
+        drain: false,
     }
 }
 

@@ -65,6 +65,8 @@ pub fn set_upstream_server(
         down: false,
         resolve: false,
         service: None,
+        route: None,
+        drain: false,
         span: span.clone(),
     };
     for argument in &directive.args[1..] {

@@ -19,6 +19,8 @@ fn peer(port: u16, weight: u32) -> Peer {
         fail_timeout: Duration::from_secs(10),
         max_conns: 0,
         down: false,
+        route: None,
+        drain: false,
     }
 }
 
@@ -178,6 +180,8 @@ fn ip_hash_keeps_a_network_on_one_peer() {
     let client = |last: u8| SelectKey {
         client: Some(IpAddr::V4(Ipv4Addr::new(10, 1, 2, last))),
         hash: b"",
+        sticky: b"",
+        session: b"",
     };
     let first = pick(&group, &client(1), now).unwrap();
     for last in 2..50 {
@@ -207,6 +211,8 @@ fn hash_is_stable_per_key() {
         let key = SelectKey {
             client: None,
             hash: name,
+            sticky: b"",
+            session: b"",
         };
         let first = pick(&group, &key, now);
         assert_eq!(pick(&group, &key, now), first);
@@ -238,6 +244,8 @@ fn consistent_hash_moves_only_the_keys_of_a_removed_server() {
             &SelectKey {
                 client: None,
                 hash: name,
+                sticky: b"",
+                session: b"",
             },
             now,
         )
@@ -396,6 +404,8 @@ fn consistent_hash_keeps_keys_on_the_addresses_that_stay() {
         let select = SelectKey {
             client: None,
             hash: key.as_bytes(),
+            sticky: b"",
+            session: b"",
         };
         let selected = pick(group, &select, Instant::now()).expect("a peer");
         match group.peer(selected).expect("a member").address {
@@ -413,4 +423,335 @@ fn consistent_hash_keeps_keys_on_the_addresses_that_stay() {
     group.update_resolved(0, with(&[2, 3, 4]));
     let back: Vec<u16> = keys.iter().map(|key| owner(&group, key)).collect();
     assert_eq!(back, before, "adding it back returns its keys");
+}
+
+/// A group with `sticky route`, its peers named by the routes given.
+fn sticky_group(
+    routes: &[(u16, Option<&str>)],
+    backup: &[(u16, &str)],
+    balancer: Balancer,
+) -> Group {
+    let routed = |port: u16, route: Option<&str>| Peer {
+        route: route.map(std::sync::Arc::from),
+        ..peer(port, 1)
+    };
+    let primary = routes
+        .iter()
+        .map(|(port, route)| routed(*port, *route))
+        .collect();
+    let backup = backup
+        .iter()
+        .map(|(port, route)| routed(*port, Some(route)))
+        .collect();
+    Group::new("g".into(), primary, backup, balancer, None, false, None)
+        .with_sticky(crate::sticky::Sticky::Route(Vec::new()))
+}
+
+fn port_of(group: &Group, selected: Selected) -> u16 {
+    match group.peer(selected).expect("a member").address {
+        PeerAddr::Inet(address) => address.port(),
+        PeerAddr::Unix(_) => 0,
+    }
+}
+
+fn bound(route: &[u8]) -> SelectKey<'_> {
+    SelectKey {
+        sticky: route,
+        ..SelectKey::default()
+    }
+}
+
+#[test]
+fn sticky_requests_go_to_their_peer_with_every_balancer() {
+    for balancer in [
+        Balancer::RoundRobin,
+        Balancer::LeastConn,
+        Balancer::IpHash,
+        Balancer::Hash {
+            key: "k",
+            consistent: true,
+        },
+        Balancer::Random { two: true },
+    ] {
+        let group = sticky_group(
+            &[(1, Some("a")), (2, Some("b")), (3, Some("c"))],
+            &[],
+            balancer,
+        );
+        let now = Instant::now();
+        for _ in 0..6 {
+            let selected = pick(&group, &bound(b"b"), now).unwrap();
+            assert_eq!(port_of(&group, selected), 2);
+        }
+        // An unknown route and no route are the balancer's.
+        assert!(pick(&group, &bound(b"zzz"), now).is_some());
+        assert_eq!(
+            group
+                .sticky_id(pick(&group, &bound(b"c"), now).unwrap())
+                .as_deref(),
+            Some("c")
+        );
+    }
+}
+
+#[test]
+fn sticky_requests_leave_round_robin_as_it_was() {
+    let group = sticky_group(
+        &[(1, Some("a")), (2, Some("b")), (3, Some("c"))],
+        &[],
+        Balancer::RoundRobin,
+    );
+    let now = Instant::now();
+    let mut order = Vec::new();
+    for round in 0..6 {
+        // Bound requests in between do not move the turn.
+        for _ in 0..round {
+            pick(&group, &bound(b"a"), now).unwrap();
+        }
+        order.push(port_of(
+            &group,
+            pick(&group, &SelectKey::default(), now).unwrap(),
+        ));
+    }
+    assert_eq!(order, [1, 2, 3, 1, 2, 3]);
+}
+
+#[test]
+fn a_bound_peer_that_cannot_take_the_request_falls_back_to_the_balancer() {
+    let now = Instant::now();
+    // Failed: max_fails=1 reached.
+    let group = sticky_group(&[(1, Some("a")), (2, Some("b"))], &[], Balancer::RoundRobin);
+    let mut tried = Tried::new(&group);
+    let first = group.select(&mut tried, &bound(b"a"), now).unwrap();
+    assert_eq!(port_of(&group, first), 1);
+    group.release(first, true, now);
+    assert_eq!(port_of(&group, pick(&group, &bound(b"a"), now).unwrap()), 2);
+    // Already tried by this request: the next try goes elsewhere.
+    let group = sticky_group(&[(1, Some("a")), (2, Some("b"))], &[], Balancer::LeastConn);
+    let mut tried = Tried::new(&group);
+    let first = group.select(&mut tried, &bound(b"a"), now).unwrap();
+    group.release(first, false, now);
+    let second = group.select(&mut tried, &bound(b"a"), now).unwrap();
+    assert_eq!(port_of(&group, second), 2);
+    // Full: max_conns=1 held by another request.
+    let mut limited = peer(1, 1);
+    limited.max_conns = 1;
+    limited.route = Some("a".into());
+    let group = Group::new(
+        "g".into(),
+        vec![limited, peer(2, 1)],
+        vec![],
+        Balancer::RoundRobin,
+        None,
+        false,
+        None,
+    )
+    .with_sticky(crate::sticky::Sticky::Route(Vec::new()));
+    let mut holder = Tried::new(&group);
+    let held = group.select(&mut holder, &bound(b"a"), now).unwrap();
+    assert_eq!(port_of(&group, held), 1);
+    assert_eq!(port_of(&group, pick(&group, &bound(b"a"), now).unwrap()), 2);
+    group.release(held, false, now);
+    assert_eq!(port_of(&group, pick(&group, &bound(b"a"), now).unwrap()), 1);
+    // Down.
+    let mut down = peer(1, 1);
+    down.down = true;
+    down.route = Some("a".into());
+    let group = Group::new(
+        "g".into(),
+        vec![down, peer(2, 1)],
+        vec![],
+        Balancer::RoundRobin,
+        None,
+        false,
+        None,
+    )
+    .with_sticky(crate::sticky::Sticky::Route(Vec::new()));
+    assert_eq!(port_of(&group, pick(&group, &bound(b"a"), now).unwrap()), 2);
+}
+
+#[test]
+fn a_draining_peer_takes_only_bound_requests() {
+    let mut draining = peer(1, 1);
+    draining.drain = true;
+    draining.route = Some("a".into());
+    let group = Group::new(
+        "g".into(),
+        vec![draining, peer(2, 1), peer(3, 1)],
+        vec![],
+        Balancer::RoundRobin,
+        None,
+        false,
+        None,
+    )
+    .with_sticky(crate::sticky::Sticky::Route(Vec::new()));
+    let now = Instant::now();
+    for _ in 0..6 {
+        assert_ne!(
+            port_of(&group, pick(&group, &SelectKey::default(), now).unwrap()),
+            1
+        );
+        assert_eq!(port_of(&group, pick(&group, &bound(b"a"), now).unwrap()), 1);
+    }
+}
+
+#[test]
+fn a_bound_backup_is_reached_only_once_the_primaries_are_out() {
+    let group = sticky_group(
+        &[(1, None), (2, None)],
+        &[(8, "x"), (9, "y")],
+        Balancer::RoundRobin,
+    );
+    let now = Instant::now();
+    // Live primaries: the route to a backup is not followed.
+    for _ in 0..4 {
+        assert!(!pick(&group, &bound(b"y"), now).unwrap().backup);
+    }
+    let mut tried = Tried::new(&group);
+    for _ in 0..2 {
+        let primary = group.select(&mut tried, &bound(b"y"), now).unwrap();
+        group.release(primary, true, now);
+    }
+    let backup = group.select(&mut tried, &bound(b"y"), now).unwrap();
+    assert!(backup.backup);
+    assert_eq!(port_of(&group, backup), 9);
+}
+
+#[test]
+fn resolved_members_are_named_for_sticky_as_they_change() {
+    let group =
+        resolving_group(Balancer::RoundRobin).with_sticky(crate::sticky::Sticky::Route(Vec::new()));
+    group.update_resolved(0, vec![(peer(5, 1), false), (peer(2, 1), false)]);
+    let id = crate::sticky::peer_id(&peer(2, 1));
+    let now = Instant::now();
+    for _ in 0..4 {
+        let selected = pick(&group, &bound(id.as_bytes()), now).unwrap();
+        assert_eq!(port_of(&group, selected), 2);
+    }
+    // The bound address leaves DNS: the balancer takes the request.
+    group.update_resolved(0, vec![(peer(5, 1), false), (peer(3, 1), false)]);
+    let selected = pick(&group, &bound(id.as_bytes()), now).unwrap();
+    assert_ne!(port_of(&group, selected), 2);
+}
+
+/// `least_time last_byte`, two peers; `inflight` as given.
+fn least_time_group(inflight: bool) -> Group {
+    group(
+        vec![peer(1, 1), peer(2, 1)],
+        vec![],
+        Balancer::LeastTime {
+            header: false,
+            inflight,
+        },
+    )
+}
+
+/// One request measured at `took`, ending at `now`.
+fn timed(group: &Group, now: Instant, took: Duration) -> u16 {
+    let selected = pick(group, &SelectKey::default(), now).unwrap();
+    group.note_time(selected, took, now);
+    port_of(group, selected)
+}
+
+#[test]
+fn least_time_prefers_the_faster_peer_and_tries_a_slow_one_again_later() {
+    let group = least_time_group(false);
+    let start = Instant::now();
+    // Unmeasured peers tie: round robin; the first is slow.
+    assert_eq!(timed(&group, start, Duration::from_secs(4)), 1);
+    let fast: Vec<u16> = (0..9)
+        .map(|_| timed(&group, start, Duration::from_micros(300)))
+        .collect();
+    assert_eq!(fast, [2; 9]);
+    // Two seconds on, the slow peer's average has not faded enough.
+    let soon = start + Duration::from_secs(2);
+    assert_eq!(timed(&group, soon, Duration::from_micros(300)), 2);
+    // Past the fade the averages tie and the slow peer gets one try; the old average
+    // still counts in the new one, so the fast peer has the rest.
+    let later = soon + Duration::from_secs(4);
+    let ports: Vec<u16> = (0..10)
+        .map(|_| timed(&group, later, Duration::from_micros(300)))
+        .collect();
+    assert_eq!(
+        ports.iter().filter(|port| **port == 1).count(),
+        1,
+        "{ports:?}"
+    );
+}
+
+#[test]
+fn least_time_counts_requests_in_flight_and_with_inflight_their_age() {
+    let now = Instant::now();
+    // Without measures, a peer busy with a request loses to an idle one.
+    let group = least_time_group(false);
+    let mut tried = Tried::new(&group);
+    let held = group
+        .select(&mut tried, &SelectKey::default(), now)
+        .unwrap();
+    for _ in 0..3 {
+        assert_ne!(pick(&group, &SelectKey::default(), now), Some(held));
+    }
+    // A peer whose request has been in flight for 2 s, unmeasured, against one measured
+    // at 1 s and idle: only with inflight does the age of the request count.
+    for inflight in [false, true] {
+        let group = least_time_group(inflight);
+        let mut first = Tried::new(&group);
+        let stuck = group
+            .select(&mut first, &SelectKey::default(), now)
+            .unwrap();
+        let other = pick(&group, &SelectKey::default(), now).unwrap();
+        assert_ne!(stuck, other);
+        group.note_time(other, Duration::from_secs(1), now);
+        let later = now + Duration::from_secs(2);
+        let chosen = pick(&group, &SelectKey::default(), later).unwrap();
+        assert_eq!(chosen == other, inflight, "inflight {inflight}");
+        group.release(stuck, false, later);
+    }
+}
+
+#[test]
+fn a_learned_session_lives_on_while_it_chooses_a_peer_that_does_not_drain() {
+    let sessions = std::sync::Arc::new(crate::sticky::Sessions::new(
+        "z".into(),
+        1 << 20,
+        Duration::from_secs(2),
+    ));
+    let mut draining = peer(3, 1);
+    draining.drain = true;
+    let group = Group::new(
+        "g".into(),
+        vec![peer(1, 1), peer(2, 1), draining.clone()],
+        vec![],
+        Balancer::RoundRobin,
+        None,
+        false,
+        None,
+    )
+    .with_sticky(crate::sticky::Sticky::Learn(crate::sticky::LearnConf {
+        create: "c",
+        lookup: "l",
+        header: false,
+        sessions: std::sync::Arc::clone(&sessions),
+    }));
+    let start = Instant::now();
+    let (two, three) = (
+        crate::sticky::peer_id(&peer(2, 1)),
+        crate::sticky::peer_id(&draining),
+    );
+    sessions.learn(b"live", std::sync::Arc::clone(&two), start);
+    sessions.learn(b"drained", std::sync::Arc::clone(&three), start);
+    let used = start + Duration::from_millis(1500);
+    for (session, id) in [(&b"live"[..], &two), (b"drained", &three)] {
+        let key = SelectKey {
+            sticky: id.as_bytes(),
+            session,
+            ..SelectKey::default()
+        };
+        let selected = pick(&group, &key, used).unwrap();
+        assert_eq!(group.sticky_id(selected).as_deref(), Some(&**id));
+    }
+    // Renewed at 1.5 s, the first lives past 2 s; the draining peer's runs out.
+    let later = start + Duration::from_millis(2500);
+    assert!(sessions.lookup(b"live", later).is_some());
+    assert!(sessions.lookup(b"drained", later).is_none());
 }

@@ -37,8 +37,18 @@ pub async fn follow_resolvable_servers(worker: Rc<HttpWorker>) {
 }
 
 /// Gives a reloaded configuration's groups what the running one's `resolve` servers
-/// last found (groups matched by name).
+/// last found (groups matched by name), and its `sticky learn` sessions (zones matched
+/// by name).
 pub fn carry_over(new: &[Group], old: &[Group]) {
+    for sessions in new.iter().filter_map(learned_sessions) {
+        if let Some(previous) = old
+            .iter()
+            .filter_map(learned_sessions)
+            .find(|previous| previous.zone == sessions.zone)
+        {
+            sessions.adopt(previous);
+        }
+    }
     for group in new
         .iter()
         .filter(|group| group.resolvables().next().is_some())
@@ -49,6 +59,13 @@ pub fn carry_over(new: &[Group], old: &[Group]) {
         {
             group.carry_over(previous);
         }
+    }
+}
+
+fn learned_sessions(group: &Group) -> Option<&upstream::sticky::Sessions> {
+    match &group.sticky {
+        Some(upstream::sticky::Sticky::Learn(learn)) => Some(&learn.sessions),
+        _ => None,
     }
 }
 

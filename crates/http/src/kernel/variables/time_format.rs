@@ -1,4 +1,5 @@
-//! `strftime`-style formatting for SSI's `config timefmt` and `$date_local`/`$date_gmt`.
+//! `strftime`-style formatting for SSI's `config timefmt` and `$date_local`/`$date_gmt`,
+//! and the date cookies carry.
 
 use logging::time::{Civil, Timestamp, push_number};
 
@@ -126,6 +127,27 @@ fn day_of_year(c: &Civil) -> u32 {
     const BEFORE: [u32; 12] = [0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334];
     let leap = (c.year % 4 == 0 && c.year % 100 != 0) || c.year % 400 == 0;
     BEFORE[(c.month as usize + 11) % 12] + c.day + u32::from(leap && c.month > 2)
+}
+
+/// nginx's cookie date: `Thu, 31-Dec-37 23:55:55 GMT`, a two-digit year up to 2037.
+pub fn cookie_time(unix_seconds: i64) -> String {
+    const WEEKDAYS: [&str; 7] = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
+    let civil = Civil::from_unix(unix_seconds);
+    let year = if civil.year > 2037 {
+        civil.year
+    } else {
+        civil.year % 100
+    };
+    format!(
+        "{}, {:02}-{}-{:02} {:02}:{:02}:{:02} GMT",
+        WEEKDAYS[civil.weekday as usize],
+        civil.day,
+        civil.month_name(),
+        year,
+        civil.hour,
+        civil.minute,
+        civil.second
+    )
 }
 
 #[cfg(test)]

@@ -26,6 +26,10 @@ const READ_ROOM_MAX_TIMES: usize = 4;
 pub struct Release<'a> {
     pub group: &'a Group,
     pub selected: Selected,
+    /// `sticky learn`: the session the answer created, bound when the body has ended.
+    pub learned: Option<Box<crate::modules::proxy::sticky::Learned>>,
+    /// When the try started: `least_time last_byte` counts its time when the body ends.
+    pub started: Instant,
 }
 
 impl Release<'_> {
@@ -134,9 +138,15 @@ impl Drop for UpstreamBody<'_> {
             self.cancel_grpc();
         }
         if let Some(release) = self.release.take() {
-            release
-                .group
-                .release(release.selected, false, runtime::clock::monotonic());
+            let now = runtime::clock::monotonic();
+            if let Some(learned) = release.learned {
+                learned.commit(now);
+            }
+            if release.group.measures_time() == Some(false) {
+                let took = now.saturating_duration_since(release.started);
+                release.group.note_time(release.selected, took, now);
+            }
+            release.group.release(release.selected, false, now);
         }
     }
 }

@@ -15,6 +15,7 @@ use crate::modules::proxy::accel::accel_redirect;
 use crate::modules::proxy::body::{BodyStart, Keepalive, Release, UpstreamBody};
 use crate::modules::proxy::cache::lookup::{CacheRequest, lookup};
 use crate::modules::proxy::cache::settings::UseStale;
+use crate::modules::proxy::sticky;
 
 mod caching;
 mod request_body;
@@ -228,9 +229,12 @@ pub(crate) async fn proxy_one<'a>(
         is_head: head.is_head,
         cache: std::cell::RefCell::new(cache),
     };
+    let binding = sticky::binding(worker, client.info, request, proxying.target.group.group());
     let key = SelectKey {
         client: client_address(client.info),
         hash: &hash,
+        sticky: &binding.wanted,
+        session: &binding.session,
     };
     proxying.run(&key, client, request).await
 }
@@ -292,6 +296,7 @@ impl<'a> Proxying<'a, '_> {
                         status,
                         attempt.connect_time,
                         attempt.header_time,
+                        attempt.started,
                     );
                     let outcome = Outcome::Response(status);
                     if decide(&self.policy, outcome, tries, runtime::clock::monotonic())
@@ -646,6 +651,8 @@ impl<'a> Proxying<'a, '_> {
             GroupRef::Conf(group) => Some(Release {
                 group,
                 selected: current.selected,
+                learned: sticky::answered(self.worker, info, request, group, current.selected),
+                started: request.upstream.attempts[current.attempt].started,
             }),
             GroupRef::Own(_) => None,
         };

@@ -27,6 +27,7 @@ pub mod send;
 pub mod settings;
 pub(crate) mod slice;
 pub mod ssl;
+pub(crate) mod sticky;
 pub mod variables;
 
 pub use settings::ProxyPass;

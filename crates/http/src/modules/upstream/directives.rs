@@ -38,12 +38,14 @@ pub const DIRECTIVES: &[HttpDirective] = &[
     entry("keepalive_time", Arity::TAKE1, set_keepalive_time),
     entry("keepalive_timeout", Arity::TAKE1, set_keepalive_timeout),
     entry("least_conn", Arity::NONE, set_least_conn),
+    entry("least_time", Arity::TAKE12, set_least_time),
     entry("ip_hash", Arity::NONE, set_ip_hash),
     entry("hash", Arity::TAKE12, set_hash),
     entry("random", Arity::counts(&[0, 1, 2]), set_random),
     entry("zone", Arity::TAKE12, set_zone),
     entry("resolver", Arity::ONE_OR_MORE, set_resolver),
     entry("resolver_timeout", Arity::TAKE1, set_resolver_timeout),
+    entry("sticky", Arity::ONE_OR_MORE, super::sticky::set_sticky),
 ];
 
 /// Reads an `upstream NAME { ... }` block into the registry.
@@ -85,6 +87,8 @@ fn set_server(
         down: false,
         resolve: false,
         service: None,
+        route: None,
+        drain: false,
         span: directive.span.clone(),
     };
     for argument in &directive.args[1..] {
@@ -115,6 +119,16 @@ fn set_server(
             server.down = true;
         } else if text == "resolve" {
             server.resolve = true;
+        } else if text == "drain" {
+            server.drain = true;
+        } else if let Some(route) = text.strip_prefix("route=") {
+            if route.is_empty() || route.len() > 32 {
+                return Err(ConfError::message(
+                    format!("invalid route \"{route}\""),
+                    &directive.span,
+                ));
+            }
+            server.route = Some(route.to_owned());
         } else if let Some(service) = text.strip_prefix("service=") {
             if service.is_empty() {
                 return Err(invalid());
@@ -200,8 +214,10 @@ fn set_balancer(
             &directive.span,
         );
     }
-    if !matches!(balancer, Balancer::RoundRobin | Balancer::LeastConn)
-        && scope.servers.iter().any(|server| server.backup)
+    if !matches!(
+        balancer,
+        Balancer::RoundRobin | Balancer::LeastConn | Balancer::LeastTime { .. }
+    ) && scope.servers.iter().any(|server| server.backup)
     {
         // nginx accepts this and then never uses the backup servers; say so.
         context.warn(
@@ -219,6 +235,32 @@ fn set_least_conn(
     context: &mut LoadContext<'_>,
 ) -> Result<(), ConfError> {
     set_balancer(scope, directive, context, Balancer::LeastConn)
+}
+
+/// `least_time header|last_byte [inflight]`.
+fn set_least_time(
+    scope: &mut UpstreamScope,
+    directive: &Directive,
+    context: &mut LoadContext<'_>,
+) -> Result<(), ConfError> {
+    let invalid =
+        |text: &str| ConfError::message(format!("invalid parameter \"{text}\""), &directive.span);
+    let header = match directive.arg(0) {
+        "header" => true,
+        "last_byte" => false,
+        other => return Err(invalid(other)),
+    };
+    let inflight = match directive.args.get(1).map(|arg| arg.as_str()) {
+        None => false,
+        Some("inflight") => true,
+        Some(other) => return Err(invalid(other)),
+    };
+    set_balancer(
+        scope,
+        directive,
+        context,
+        Balancer::LeastTime { header, inflight },
+    )
 }
 
 fn set_ip_hash(

@@ -2,3 +2,4 @@
 //! are the kernel's (`kernel::upstream`).
 
 pub mod directives;
+pub mod sticky;

@@ -17,12 +17,11 @@ pub mod variables;
 use std::cell::Cell;
 use std::net::SocketAddr;
 
-use logging::time::Civil;
-
 use crate::kernel::request::{ConnectionInfo, Request};
 use crate::kernel::response::Bytes;
 use crate::kernel::variables::RequestVariables;
 use crate::kernel::variables::evaluate::{Reborrow, decode_base64};
+pub use crate::kernel::variables::time_format::cookie_time;
 use settings::{Expires, Mode, SameSite, UserId};
 
 /// What nginx writes for `userid_expires max`.
@@ -235,27 +234,6 @@ pub fn apply(request: &mut Request<'_>, fields: Vec<(&'static [u8], Vec<u8>)>) {
             .headers
             .push((Bytes::Borrowed(name), Bytes::Owned(value)));
     }
-}
-
-/// nginx's cookie date: `Thu, 31-Dec-37 23:55:55 GMT`, a two-digit year up to 2037.
-pub fn cookie_time(unix_seconds: i64) -> String {
-    const WEEKDAYS: [&str; 7] = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
-    let civil = Civil::from_unix(unix_seconds);
-    let year = if civil.year > 2037 {
-        civil.year
-    } else {
-        civil.year % 100
-    };
-    format!(
-        "{}, {:02}-{}-{:02} {:02}:{:02}:{:02} GMT",
-        WEEKDAYS[civil.weekday as usize],
-        civil.day,
-        civil.month_name(),
-        year,
-        civil.hour,
-        civil.minute,
-        civil.second
-    )
 }
 
 #[cfg(test)]

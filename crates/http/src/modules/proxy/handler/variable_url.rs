@@ -88,6 +88,8 @@ pub(super) async fn resolve_variable_url<'a>(
             fail_timeout: Duration::from_secs(10),
             max_conns: 0,
             down: false,
+            route: None,
+            drain: false,
         })
         .collect();
     let host = if parsed.host.starts_with("unix:") {
