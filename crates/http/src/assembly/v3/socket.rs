@@ -121,12 +121,11 @@ pub async fn serve_socket(
         Ok(endpoint) => endpoint,
         Err(message) => {
             let error_log = &worker.generation.error_log;
-            let text = format_args!("QUIC endpoint failed ({message})");
             error_log.write(
                 logging::Level::Emerg,
                 &worker.clock.wall(),
                 None,
-                text,
+                format_args!("QUIC endpoint failed ({message})"),
                 None,
             );
             return;
