@@ -94,6 +94,35 @@ pub(crate) async fn send_response<'a>(
     result
 }
 
+/// [`send_response_to`] a framed stream's sink (HTTP/2, HTTP/3): a request whose handler
+/// left the rest of its body to go on beside the response (a bidirectional gRPC call's
+/// `body_relay`) has it pumped from `source` while the response is sent.
+pub(crate) async fn send_framed_response<'a>(
+    worker: &'a HttpWorker,
+    info: &ConnectionInfo,
+    sink: ResponseSink<'_>,
+    request: &mut Request<'a>,
+    body: Body<'a>,
+    source: crate::kernel::client::BodySource<'_>,
+    body_state: &mut crate::kernel::body::BodyState,
+) -> io::Result<()> {
+    let mut out = Vec::new();
+    let Some(relay) = request.body_relay.take() else {
+        return send_response_to(worker, info, sink, &mut out, request, body).await;
+    };
+    let mut source = source;
+    let send = send_response_to(worker, info, sink, &mut out, request, body);
+    let sent = Box::pin(crate::kernel::body::relay::send_beside(
+        send,
+        &mut source,
+        body_state,
+        &relay,
+    ))
+    .await;
+    request.length += relay.received();
+    sent
+}
+
 /// [`send_response`] to any sink: `out` is the (empty) buffer the head is written into.
 /// A framed sink (an HTTP/2 stream) gets no chunked framing: it frames the body itself.
 pub(crate) async fn send_response_to<'a>(

@@ -19,7 +19,6 @@ use crate::assembly::v2::body::StreamFeed;
 use crate::assembly::v2::connection::Shared;
 use crate::assembly::{phases, send};
 use crate::kernel::body::BodyState;
-use crate::kernel::body::relay;
 use crate::kernel::client::{BodySource, Client, FramedSink, ReadAhead, ResponseSink};
 use crate::kernel::conf::AddressConf;
 use crate::kernel::request::{ConnectionInfo, Request};
@@ -173,42 +172,16 @@ pub(crate) async fn run_stream(started: Started<'_>, opened: Opened) {
                     Err(io::ErrorKind::TimedOut.into())
                 }
                 Reply::Respond(body) => {
-                    let mut out = Vec::new();
-                    let response = ResponseSink::framed(started.socket, &sink);
-                    match request.body_relay.take() {
-                        None => {
-                            send::send_response_to(
-                                worker,
-                                info,
-                                response,
-                                &mut out,
-                                &mut request,
-                                body,
-                            )
-                            .await
-                        }
-                        Some(relay) => {
-                            let mut source =
-                                BodySource::framed(started.socket, &mut read_ahead, &feed);
-                            let send = send::send_response_to(
-                                worker,
-                                info,
-                                response,
-                                &mut out,
-                                &mut request,
-                                body,
-                            );
-                            let sent = Box::pin(relay::send_beside(
-                                send,
-                                &mut source,
-                                &mut body_state,
-                                &relay,
-                            ))
-                            .await;
-                            request.length += relay.received();
-                            sent
-                        }
-                    }
+                    send::send_framed_response(
+                        worker,
+                        info,
+                        ResponseSink::framed(started.socket, &sink),
+                        &mut request,
+                        body,
+                        BodySource::framed(started.socket, &mut read_ahead, &feed),
+                        &mut body_state,
+                    )
+                    .await
                 }
                 // A request that timed out (408) is reset as a protocol error, as nginx does.
                 Reply::Close if request.response.status == 408 => {

@@ -143,43 +143,16 @@ pub(crate) async fn run_request(
                     Err(io::ErrorKind::TimedOut.into())
                 }
                 Reply::Respond(body) => {
-                    let mut out = Vec::new();
-                    let response = ResponseSink::framed(&conn.presence, &sink);
-                    match request.body_relay.take() {
-                        None => {
-                            send::send_response_to(
-                                worker,
-                                info,
-                                response,
-                                &mut out,
-                                &mut request,
-                                body,
-                            )
-                            .await
-                        }
-                        // A bidirectional gRPC call: the rest of the body goes on beside.
-                        Some(relay) => {
-                            let mut source =
-                                BodySource::framed(&conn.presence, &mut read_ahead, &feed);
-                            let send = send::send_response_to(
-                                worker,
-                                info,
-                                response,
-                                &mut out,
-                                &mut request,
-                                body,
-                            );
-                            let sent = Box::pin(crate::kernel::body::relay::send_beside(
-                                send,
-                                &mut source,
-                                &mut body_state,
-                                &relay,
-                            ))
-                            .await;
-                            request.length += relay.received();
-                            sent
-                        }
-                    }
+                    send::send_framed_response(
+                        worker,
+                        info,
+                        ResponseSink::framed(&conn.presence, &sink),
+                        &mut request,
+                        body,
+                        BodySource::framed(&conn.presence, &mut read_ahead, &feed),
+                        &mut body_state,
+                    )
+                    .await
                 }
                 Reply::Close if request.response.status == 408 => {
                     Err(io::ErrorKind::TimedOut.into())
