@@ -87,6 +87,17 @@ for answer in channel.stream_stream("/test.Svc/Bidi")(pings(), timeout=10):
     answers.append(answer.decode())
     turns.put(b"p%d" % len(answers) if len(answers) < 3 else None)
 print("pingpong", answers)
+# A client that cancels a bidirectional call mid-way (its stream reset while Portico still
+# relays its body): the next call on the same channel is answered.
+stalled = queue.Queue()
+def one_then_wait():
+    yield b"c0"
+    stalled.get()
+call = channel.stream_stream("/test.Svc/Bidi")(one_then_wait(), timeout=10)
+first = next(call).decode()
+call.cancel()
+stalled.put(None)
+print("cancelled", first, unary(b"after", timeout=5).decode())
 try:
     unary(b"fail", timeout=10)
 except grpc.RpcError as error:
@@ -180,6 +191,7 @@ server_stream ['msg0', 'msg1', 'msg2', 'msg3', 'msg4']
 client_stream a+b+c
 bidi ['re:1', 're:2', 're:3']
 pingpong ['re:p0', 're:p1', 're:p2']
+cancelled re:c0 echo:after
 fail INVALID_ARGUMENT told to fail bad
 deadline DEADLINE_EXCEEDED
 big 16777216
