@@ -95,7 +95,12 @@ impl GrpcBody {
             }
             Err(error) => {
                 self.input.clear();
-                self.broken = Some(format!("upstream sent invalid HTTP/2: {error}"));
+                // Worded for the upstream: the codec's own words name the client.
+                self.broken = Some(format!(
+                    "upstream sent invalid HTTP/2: {} (connection error {})",
+                    error.reason().by("upstream"),
+                    error.code()
+                ));
             }
         }
         self.take_events();
@@ -461,6 +466,21 @@ mod tests {
             "{:?}",
             body.broken
         );
+    }
+
+    #[test]
+    fn a_broken_frame_is_told_as_the_upstreams() {
+        let (mut body, _) = opened();
+        let mut wire = settings();
+        // A frame header announcing 4 MiB of a DATA frame, past the default frame size.
+        wire.extend_from_slice(&[0x40, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01]);
+        body.receive(&wire);
+        let broken = body.broken.clone().expect("the stream breaks");
+        assert!(
+            broken.starts_with("upstream sent invalid HTTP/2: upstream sent frame with too long"),
+            "{broken}"
+        );
+        assert!(!broken.contains("client"), "{broken}");
     }
 
     #[test]
