@@ -546,10 +546,14 @@ impl Endpoint {
                 });
             }
             write_output(connection);
-            let done = match self.ack_wait_over {
-                true => answered(connection),
-                false => all_delivered(connection),
-            };
+            // A connection still in its handshake has no request to finish: its client
+            // may have given up, or its packets may now reach another socket of the
+            // `reuseport` group, and waiting would hold the worker until the idle timeout.
+            let done = connection.quic.is_handshaking()
+                || match self.ack_wait_over {
+                    true => answered(connection),
+                    false => all_delivered(connection),
+                };
             let in_grace = self.goaway_grace.is_some_and(|at| now < at);
             if self.shutting_down && done && !in_grace && !connection.quic.is_closed() {
                 let code = VarInt::from_u64(http3::Code::NoError.value())

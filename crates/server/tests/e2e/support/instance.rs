@@ -500,8 +500,12 @@ impl Drop for Instance {
             }
         } else if !problems.is_empty() {
             panic!(
-                "portico e2e: problems found at the end of the test:\n{}",
-                problems.join("\n")
+                "portico e2e: problems found at the end of the test:\n{}\n\
+                 error log ({}):\n{}\nstderr:\n{}",
+                problems.join("\n"),
+                self.prefix.path().display(),
+                tail(&self.error_log(), 40),
+                tail(&self.read(STDERR_FILE), 40)
             );
         }
     }

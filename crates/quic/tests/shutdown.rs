@@ -1,0 +1,86 @@
+//! A graceful shutdown does not wait on a client that never finished its handshake: after
+//! a reload such a client may have given up, or its later packets may reach another
+//! socket of the `reuseport` group, and the connection would otherwise hold the worker
+//! until its idle timeout. The endpoint is driven without I/O and with a simulated clock.
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use portico_quic::{Config, Endpoint};
+
+mod support;
+
+/// A `quinn-proto` client's first datagram (its Initial) for a server at `server`.
+fn client_initial(
+    certificate: rustls::pki_types::CertificateDer<'static>,
+    server: SocketAddr,
+) -> Vec<u8> {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(certificate).expect("a root");
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let mut tls = rustls::ClientConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .expect("TLS 1.3")
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    tls.alpn_protocols = vec![b"h3".to_vec()];
+    let crypto = quinn_proto::crypto::rustls::QuicClientConfig::try_from(tls).expect("QUIC TLS");
+    let config = quinn_proto::ClientConfig::new(Arc::new(crypto));
+    let mut client = quinn_proto::Endpoint::new(
+        Arc::new(quinn_proto::EndpointConfig::default()),
+        None,
+        false,
+        None,
+    );
+    let (_, mut connection) = client
+        .connect(Instant::now(), config, server, "localhost")
+        .expect("connect");
+    let mut buffer = Vec::new();
+    let transmit = connection
+        .poll_transmit(Instant::now(), 1, &mut buffer)
+        .expect("the client's Initial");
+    buffer.truncate(transmit.size);
+    buffer
+}
+
+/// Runs the endpoint's timers, sending nothing anywhere, until it has shut down or
+/// `limit` of simulated time has passed; returns the simulated time it took.
+fn run_until_shut_down(
+    endpoint: &mut Endpoint,
+    start: Instant,
+    limit: Duration,
+) -> Option<Duration> {
+    let mut now = start;
+    while now - start < limit {
+        while endpoint.poll_transmit(now).is_some() {}
+        if endpoint.is_shut_down() {
+            return Some(now - start);
+        }
+        let next = endpoint.poll_timeout()?;
+        now = next.max(now + Duration::from_millis(1));
+        endpoint.handle_timeout(now);
+    }
+    None
+}
+
+#[test]
+fn a_connection_still_in_its_handshake_does_not_hold_a_shutdown() {
+    let (certificate, key) = support::certificate();
+    let tls = Arc::new(support::server_tls(certificate.clone(), key));
+    let config = Config {
+        idle_timeout: Duration::from_secs(75),
+        ..Config::default()
+    };
+    let mut endpoint = Endpoint::new(tls, config).expect("endpoint");
+    let server = SocketAddr::from((Ipv4Addr::LOCALHOST, 443));
+    let client = SocketAddr::from((Ipv4Addr::LOCALHOST, 50_000));
+    let start = Instant::now();
+    endpoint.receive(start, client, None, &client_initial(certificate, server));
+    assert_eq!(endpoint.connections(), 1, "the Initial opened a connection");
+    // The client is never heard from again.
+    endpoint.shutdown(start);
+    let took = run_until_shut_down(&mut endpoint, start, Duration::from_secs(60))
+        .expect("the endpoint shut down before the idle timeout");
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+}
