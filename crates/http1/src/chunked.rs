@@ -14,7 +14,8 @@ const CHUNK_SIZE_MAX: u64 = (i64::MAX / 16) as u64;
 ///
 /// Strictness follows current nginx (and RFC 9112): every line ends in CRLF (a bare LF is an
 /// error), chunk sizes are hex without sign or prefix, and extensions (after `;`, space or
-/// tab) and trailer fields are skipped unchecked up to their CRLF.
+/// tab) and trailer fields are skipped unchecked up to their CRLF, unless the decoder keeps
+/// them ([`ChunkedDecoder::keeping_trailers`]).
 #[derive(Clone, Debug, Default)]
 pub struct ChunkedDecoder {
     state: State,
@@ -22,7 +23,19 @@ pub struct ChunkedDecoder {
     size: u64,
     /// Body bytes consumed so far, to report where an error happened.
     offset: u64,
+    /// The trailer section's lines, each ended by LF, when they are kept.
+    trailers: Option<Box<KeptTrailers>>,
 }
+
+/// The trailer lines a decoder keeps, and how many bytes they may take.
+#[derive(Clone, Debug, Default)]
+struct KeptTrailers {
+    lines: Vec<u8>,
+    limit: usize,
+}
+
+/// A trailer field: its name and its value without the surrounding white space.
+pub type TrailerField = (Vec<u8>, Vec<u8>);
 
 /// The result of one [`ChunkedDecoder::decode`] call.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -61,6 +74,45 @@ enum State {
 impl ChunkedDecoder {
     pub fn new() -> ChunkedDecoder {
         ChunkedDecoder::default()
+    }
+
+    /// A decoder that keeps the trailer section (up to `limit` bytes; more is an error)
+    /// for [`ChunkedDecoder::trailers`].
+    pub fn keeping_trailers(limit: usize) -> ChunkedDecoder {
+        ChunkedDecoder {
+            trailers: Some(Box::new(KeptTrailers {
+                lines: Vec::new(),
+                limit,
+            })),
+            ..ChunkedDecoder::default()
+        }
+    }
+
+    /// Whether the decoder keeps the trailer section.
+    pub fn keeps_trailers(&self) -> bool {
+        self.trailers.is_some()
+    }
+
+    /// The trailer fields of a body decoded to its end by a decoder that keeps them, in
+    /// order; `None` for a line that is not a field (`name: value`, the name a token).
+    pub fn trailers(&self) -> Option<Vec<TrailerField>> {
+        let Some(kept) = &self.trailers else {
+            return Some(Vec::new());
+        };
+        let mut fields = Vec::new();
+        for line in kept.lines.split(|&byte| byte == b'\n') {
+            if line.is_empty() {
+                continue;
+            }
+            let colon = line.iter().position(|&byte| byte == b':')?;
+            let name = &line[..colon];
+            if name.is_empty() || !name.iter().all(|&byte| is_tchar(byte)) {
+                return None;
+            }
+            let value = line[colon + 1..].trim_ascii();
+            fields.push((name.to_vec(), value.to_vec()));
+        }
+        Some(fields)
     }
 
     /// The last chunk and trailer section have been decoded.
@@ -148,18 +200,41 @@ impl ChunkedDecoder {
             State::Trailer => match byte {
                 b'\r' => State::TrailerLf,
                 b'\n' => return Err(()),
-                _ => State::TrailerField,
+                _ => {
+                    self.keep(byte)?;
+                    State::TrailerField
+                }
             },
             State::TrailerLf => expect_lf(byte, State::Done)?,
             State::TrailerField => match byte {
                 b'\r' => State::TrailerFieldLf,
                 b'\n' => return Err(()),
-                _ => State::TrailerField,
+                _ => {
+                    self.keep(byte)?;
+                    State::TrailerField
+                }
             },
-            State::TrailerFieldLf => expect_lf(byte, State::Trailer)?,
+            State::TrailerFieldLf => {
+                self.keep(b'\n')?;
+                expect_lf(byte, State::Trailer)?
+            }
             // `decode` handles data and never steps once done.
             State::Data | State::Done => return Err(()),
         };
+        Ok(())
+    }
+}
+
+impl ChunkedDecoder {
+    /// Keeps a byte of a trailer line, when the decoder keeps them.
+    fn keep(&mut self, byte: u8) -> Result<(), ()> {
+        let Some(kept) = self.trailers.as_deref_mut() else {
+            return Ok(());
+        };
+        if kept.lines.len() >= kept.limit {
+            return Err(());
+        }
+        kept.lines.push(byte);
         Ok(())
     }
 }
@@ -170,6 +245,11 @@ fn expect_lf(byte: u8, next: State) -> Result<State, ()> {
 
 fn expect(byte: u8, wanted: u8, next: State) -> Result<State, ()> {
     if byte == wanted { Ok(next) } else { Err(()) }
+}
+
+/// A character of a field name (RFC 9110 §5.6.2).
+fn is_tchar(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&byte)
 }
 
 fn hex_digit(byte: u8) -> Option<u8> {

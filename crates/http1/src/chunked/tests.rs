@@ -154,3 +154,60 @@ fn error_offset_counts_body_bytes() {
     let error = decoder.decode(b"X").unwrap_err();
     assert_eq!(error, RequestError::InvalidChunkedBody { offset: 5 });
 }
+
+/// A decoder that keeps the trailer section gives its fields, at every split of the input;
+/// one that does not keeps nothing.
+#[test]
+fn kept_trailers_are_the_fields_after_the_last_chunk() {
+    let input = b"4\r\nWiki\r\n0\r\nX-Trailer: foo\r\nx-another:bar \t\r\n\r\nNEXT";
+    for split in 0..=input.len() {
+        let mut decoder = ChunkedDecoder::keeping_trailers(1024);
+        let mut body = Vec::new();
+        let mut start = 0;
+        for end in [split, input.len()] {
+            while start < end && !decoder.is_done() {
+                let decoded = decoder.decode(&input[start..end]).expect("valid");
+                body.extend_from_slice(&input[start..end][decoded.data.clone()]);
+                start += decoded.consumed;
+                if decoded.consumed == 0 {
+                    break;
+                }
+            }
+        }
+        assert!(decoder.is_done(), "split at {split}");
+        assert_eq!(&input[start..], b"NEXT", "split at {split}");
+        assert_eq!(body, b"Wiki");
+        let fields = decoder.trailers().expect("fields");
+        assert_eq!(
+            fields,
+            vec![
+                (b"X-Trailer".to_vec(), b"foo".to_vec()),
+                (b"x-another".to_vec(), b"bar".to_vec())
+            ],
+            "split at {split}"
+        );
+    }
+    let mut plain = ChunkedDecoder::new();
+    let decoded = plain.decode(input).expect("valid");
+    let rest = &input[decoded.consumed..];
+    plain.decode(rest).expect("valid");
+    assert!(plain.is_done());
+    assert_eq!(plain.trailers(), Some(Vec::new()));
+}
+
+#[test]
+fn kept_trailers_that_are_not_fields_or_too_long_are_errors() {
+    let mut decoder = ChunkedDecoder::keeping_trailers(1024);
+    decoder
+        .decode(b"0\r\nno colon here\r\n\r\n")
+        .expect("the framing is valid");
+    assert!(decoder.is_done());
+    assert_eq!(decoder.trailers(), None);
+    let mut decoder = ChunkedDecoder::keeping_trailers(1024);
+    decoder
+        .decode(b"0\r\nbad name: x\r\n\r\n")
+        .expect("framing");
+    assert_eq!(decoder.trailers(), None);
+    let mut decoder = ChunkedDecoder::keeping_trailers(8);
+    assert!(decoder.decode(b"0\r\nX-Long: 123456\r\n\r\n").is_err());
+}

@@ -99,6 +99,7 @@ mod proxy_ssl;
 mod proxy_ssl_certificate_vars;
 mod proxy_store;
 mod proxy_timeouts;
+mod proxy_trailers;
 mod proxy_upgrade;
 mod proxy_variables;
 mod proxy_x_accel;

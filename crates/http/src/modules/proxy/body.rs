@@ -81,6 +81,9 @@ pub struct BodyStart<'a> {
     pub(crate) trailer: Option<Trailer>,
     /// A gRPC answer: the body is its stream's DATA (the framing is then `Close`).
     pub(crate) grpc: Option<Box<GrpcBody>>,
+    /// `proxy_pass_trailers on` with a chunked body: the trailer section is kept and
+    /// passed on; it may take this many bytes (`proxy_buffer_size`, as the head).
+    pub(crate) keep_trailers: Option<u64>,
 }
 
 /// A piece of the body read by [`UpstreamBody::next_detached`].
@@ -163,7 +166,12 @@ impl<'a> UpstreamBody<'a> {
                 _ => 0,
             },
             framing: start.framing,
-            decoder: ChunkedDecoder::new(),
+            decoder: match start.keep_trailers {
+                Some(limit) if start.framing == UpstreamFraming::Chunked => {
+                    ChunkedDecoder::keeping_trailers(usize::try_from(limit).unwrap_or(usize::MAX))
+                }
+                _ => ChunkedDecoder::new(),
+            },
             read_timeout: start.read_timeout,
             read_size: usize::try_from(start.read_size)
                 .unwrap_or(64 * 1024)
@@ -462,6 +470,9 @@ impl<'a> UpstreamBody<'a> {
                     if decoded.done {
                         self.position += offset;
                         self.framing = UpstreamFraming::None;
+                        if self.decoder.keeps_trailers() && self.decoder.trailers().is_none() {
+                            return Err(invalid_trailer());
+                        }
                         return Ok(Some(false));
                     }
                     if decoded.consumed == 0 {
@@ -602,14 +613,20 @@ impl<'a> UpstreamBody<'a> {
         }
     }
 
-    /// Whether the body's protocol has trailers (gRPC's).
+    /// Whether the body's trailers are passed on (a gRPC answer's, or a chunked body's
+    /// with `proxy_pass_trailers on`).
     pub(crate) fn carries_trailers(&self) -> bool {
-        self.grpc.as_deref().is_some_and(|grpc| grpc.pass_trailers)
+        self.grpc.as_deref().is_some_and(|grpc| grpc.pass_trailers) || self.decoder.keeps_trailers()
     }
 
-    /// The trailers the upstream sent after the body (a gRPC answer's), once; `None` for
-    /// a body whose protocol has none.
+    /// The trailers the upstream sent after the body, once; `None` for a body whose
+    /// trailers are not passed on.
     pub(crate) fn take_trailers(&mut self) -> Option<Vec<(Vec<u8>, Vec<u8>)>> {
+        if self.decoder.keeps_trailers() {
+            let fields = self.decoder.trailers().unwrap_or_default();
+            self.decoder = ChunkedDecoder::new();
+            return Some(fields);
+        }
         self.grpc
             .as_deref_mut()
             .filter(|grpc| grpc.pass_trailers)
@@ -694,6 +711,12 @@ impl<'a> UpstreamBody<'a> {
     pub(crate) fn attempt(&self) -> usize {
         self.attempt
     }
+}
+
+/// A chunked body's trailer section that is not fields (`proxy_pass_trailers on`).
+#[cold]
+fn invalid_trailer() -> Failure {
+    Failure::upstream(Fault::InvalidChunkedBody, Action::ReadingBody, true)
 }
 
 /// [`GrpcBody::into_idle_state`], out of line: every proxied body's end passes by.

@@ -630,8 +630,7 @@ impl<'a> Proxying<'a, '_> {
             }
             Protocol::Fastcgi => !head.connection_close,
             Protocol::Uwsgi | Protocol::Scgi => false,
-            // The connection goes back with its HTTP/2 state when the stream ended
-            // cleanly (`GrpcBody::into_idle_state`).
+            // Back with its HTTP/2 state when the stream ended (`GrpcBody::into_idle_state`).
             Protocol::Grpc => true,
             // A HEAD leaves the value unread: the connection closes, as nginx closes it.
             Protocol::Memcached => !self.is_head,
@@ -688,6 +687,7 @@ impl<'a> Proxying<'a, '_> {
             stderr_log,
             trailer,
             grpc,
+            keep_trailers: proxy.pass_trailers.then_some(proxy.buffer_size),
         };
         // Made in its box, not copied there.
         let body = runtime::sys::boxed::boxed(|| UpstreamBody::new(start));
