@@ -21,6 +21,7 @@ pub fn eq_ignore_case(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && same_length_eq(a, b)
 }
 
+#[inline]
 fn same_length_eq(a: &[u8], b: &[u8]) -> bool {
     let len = a.len();
     if len < 8 {

@@ -217,6 +217,7 @@ pub(super) fn scan_header_line(buf: &[u8], start: usize, underscores: bool) -> O
 /// Eight bytes at a time: a word is searched for any byte below 0x0e, which covers the
 /// three stop bytes and the rare other control bytes (a tab, say); those are stepped
 /// over one at a time. Cheaper than `memchr3` on the short values most headers have.
+#[inline]
 fn find_value_end(value: &[u8]) -> Option<usize> {
     const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
     const BELOW: u64 = u64::from_ne_bytes([0x0e; 8]);

@@ -9,6 +9,7 @@ use runtime::Stream;
 
 use crate::kernel::request::Request;
 use crate::kernel::upstream::{Group, Selected};
+use crate::modules::proxy::Proxy;
 use crate::modules::proxy::cache::store::Keeper;
 use crate::modules::proxy::exchange::{read_timed, read_timed_appending, read_timed_spare};
 use crate::modules::proxy::failure::{Action, Failure, Fault};
@@ -81,9 +82,6 @@ pub struct BodyStart<'a> {
     pub(crate) trailer: Option<Trailer>,
     /// A gRPC answer: the body is its stream's DATA (the framing is then `Close`).
     pub(crate) grpc: Option<Box<GrpcBody>>,
-    /// `proxy_pass_trailers on` with a chunked body: the trailer section is kept and
-    /// passed on; it may take this many bytes (`proxy_buffer_size`, as the head).
-    pub(crate) keep_trailers: Option<u64>,
 }
 
 /// A piece of the body read by [`UpstreamBody::next_detached`].
@@ -166,12 +164,7 @@ impl<'a> UpstreamBody<'a> {
                 _ => 0,
             },
             framing: start.framing,
-            decoder: match start.keep_trailers {
-                Some(limit) if start.framing == UpstreamFraming::Chunked => {
-                    ChunkedDecoder::keeping_trailers(usize::try_from(limit).unwrap_or(usize::MAX))
-                }
-                _ => ChunkedDecoder::new(),
-            },
+            decoder: ChunkedDecoder::new(),
             read_timeout: start.read_timeout,
             read_size: usize::try_from(start.read_size)
                 .unwrap_or(64 * 1024)
@@ -611,6 +604,22 @@ impl<'a> UpstreamBody<'a> {
         if let (Some(grpc), Some(stream)) = (self.grpc.as_deref_mut(), &self.stream) {
             grpc.cancel(stream);
         }
+    }
+
+    /// `proxy_pass_trailers on`: a chunked body's trailer section is kept and passed on;
+    /// it may take `proxy_buffer_size` bytes, as the head.
+    #[inline]
+    pub(crate) fn keep_trailers(&mut self, proxy: &Proxy) {
+        if proxy.pass_trailers && self.framing == UpstreamFraming::Chunked {
+            self.keep_trailers_up_to(proxy.buffer_size);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn keep_trailers_up_to(&mut self, limit: u64) {
+        let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+        self.decoder = ChunkedDecoder::keeping_trailers(limit);
     }
 
     /// Whether the body's trailers are passed on (a gRPC answer's, or a chunked body's

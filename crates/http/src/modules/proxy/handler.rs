@@ -687,10 +687,10 @@ impl<'a> Proxying<'a, '_> {
             stderr_log,
             trailer,
             grpc,
-            keep_trailers: proxy.pass_trailers.then_some(proxy.buffer_size),
         };
         // Made in its box, not copied there.
-        let body = runtime::sys::boxed::boxed(|| UpstreamBody::new(start));
+        let mut body = runtime::sys::boxed::boxed(|| UpstreamBody::new(start));
+        body.keep_trailers(proxy);
         if background {
             return ProxyOutcome::Drain(body);
         }
