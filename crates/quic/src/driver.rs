@@ -11,6 +11,7 @@ use std::time::Instant;
 use tokio::net::UdpSocket;
 use tokio::sync::Notify;
 
+use crate::router::{Forwarded, Membership};
 use crate::{Endpoint, Event};
 
 /// Datagrams read in one turn before the endpoint's output is written.
@@ -60,11 +61,41 @@ impl Shared {
 pub async fn drive(
     socket: &UdpSocket,
     shared: &Shared,
+    on_event: impl FnMut(&Shared, Event),
+    stop: impl Future<Output = ()>,
+) {
+    drive_routed(socket, shared, None, on_event, stop).await;
+}
+
+/// [`drive`] for an endpoint that shares its socket with others through a
+/// [`crate::router::Router`] (`membership`; its endpoint was made with its tag as
+/// [`crate::Config::route_tag`]): datagrams for another member are passed to it, those the
+/// others read for this one are taken from the inbox, and new clients' Initials read
+/// while shutting down go to the member that takes new connections.
+pub async fn drive_routed(
+    socket: &UdpSocket,
+    shared: &Shared,
+    mut membership: Option<&mut Membership>,
     mut on_event: impl FnMut(&Shared, Event),
     stop: impl Future<Output = ()>,
 ) {
     let mut stop = std::pin::pin!(stop);
     let mut buffer = vec![0u8; DATAGRAM_MAX];
+    let forwarder = membership.as_deref().map(Membership::forwarder);
+    let take = |endpoint: &mut Endpoint, now: Instant, remote, datagram: &[u8]| {
+        if let Some(forwarder) = &forwarder
+            && forwarder.is_for_another(datagram)
+        {
+            let data = datagram.to_vec();
+            match forwarder.forward(Forwarded { remote, data }, false) {
+                Ok(()) => return,
+                // No member has that tag any more: the endpoint answers as for any
+                // unknown connection.
+                Err(back) => return endpoint.receive(now, remote, None, &back.data),
+            }
+        }
+        endpoint.receive(now, remote, None, datagram);
+    };
     loop {
         // A send that fails (a full socket buffer, an unreachable client) loses the
         // datagram, as a network would: QUIC retransmits what matters.
@@ -83,17 +114,35 @@ pub async fn drive(
                 if let Ok((length, remote)) = received {
                     let now = Instant::now();
                     let mut endpoint = shared.endpoint();
-                    endpoint.receive(now, remote, None, &buffer[..length]);
+                    take(&mut endpoint, now, remote, &buffer[..length]);
                     for _ in 1..READS_PER_TURN {
                         let Ok((length, remote)) = socket.try_recv_from(&mut buffer) else {
                             break;
                         };
-                        endpoint.receive(now, remote, None, &buffer[..length]);
+                        take(&mut endpoint, now, remote, &buffer[..length]);
+                    }
+                }
+            }
+            Some(forwarded) = next_forwarded(membership.as_deref_mut()) => {
+                let now = Instant::now();
+                let mut endpoint = shared.endpoint();
+                endpoint.receive_forwarded(now, forwarded.remote, &forwarded.data);
+                if let Some(membership) = membership.as_deref_mut() {
+                    for _ in 1..READS_PER_TURN {
+                        let Some(forwarded) = membership.try_next() else { break };
+                        endpoint.receive_forwarded(now, forwarded.remote, &forwarded.data);
                     }
                 }
             }
             () = timer => shared.endpoint().handle_timeout(Instant::now()),
             () = shared.wake.notified() => {}
+        }
+        if let Some(forwarder) = &forwarder {
+            let handoffs = shared.endpoint().take_handoffs();
+            for datagram in handoffs {
+                // Without a member taking new connections, the Initial is dropped.
+                let _ = forwarder.forward(datagram, true);
+            }
         }
         loop {
             let event = shared.endpoint().poll_event();
@@ -101,6 +150,14 @@ pub async fn drive(
             on_event(shared, event);
         }
         shared.progress.notify_waiters();
+    }
+}
+
+/// The next datagram another member read for this one; never, without a router.
+async fn next_forwarded(membership: Option<&mut Membership>) -> Option<Forwarded> {
+    match membership {
+        Some(membership) => membership.next().await,
+        None => std::future::pending().await,
     }
 }
 

@@ -5,6 +5,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::router::{Forwarded, TaggedCids};
 use bytes::{Bytes, BytesMut};
 use http3::HeaderField;
 use http3::connection::{CONTROL_STREAM_ID, DECODER_STREAM_ID, ENCODER_STREAM_ID, Output};
@@ -28,6 +29,10 @@ pub struct Config {
     /// How long a connection may be silent before it is closed (nginx takes the
     /// default server's `keepalive_timeout`).
     pub idle_timeout: Duration,
+    /// The endpoint shares its socket through a [`crate::router::Router`]: the connection
+    /// IDs it issues begin with this tag, and new clients' Initials read while it shuts
+    /// down are handed off ([`Endpoint::take_handoffs`]).
+    pub route_tag: Option<u8>,
 }
 
 /// After a shutdown began, how long a connection whose requests are answered waits for
@@ -49,6 +54,7 @@ impl Default for Config {
             max_uni_streams: 8,
             retry: false,
             idle_timeout: Duration::from_secs(30),
+            route_tag: None,
         }
     }
 }
@@ -125,6 +131,12 @@ pub struct Endpoint {
     ack_wait_over: bool,
     /// Until when no connection closes after a shutdown ([`SHUTDOWN_GOAWAY_GRACE`]).
     goaway_grace: Option<Instant>,
+    /// New clients' Initials read while shutting down, for the endpoint that now takes
+    /// new connections on the socket ([`Config::route_tag`]).
+    handoffs: Vec<Forwarded>,
+    /// The datagram being received was handed over by another endpoint: it is not
+    /// handed off again.
+    forwarded: bool,
 }
 
 impl std::fmt::Debug for Endpoint {
@@ -172,6 +184,9 @@ impl Endpoint {
             endpoint_config = quinn_proto::EndpointConfig::new(Arc::new(reset));
             server_config.token_key(Arc::new(token));
         }
+        if let Some(tag) = config.route_tag {
+            endpoint_config.cid_generator(move || Box::new(TaggedCids { tag }));
+        }
         let server_config = Arc::new(server_config);
         let endpoint = quinn_proto::Endpoint::new(
             Arc::new(endpoint_config),
@@ -191,6 +206,8 @@ impl Endpoint {
             shutdown_deadline: None,
             ack_wait_over: false,
             goaway_grace: None,
+            handoffs: Vec::new(),
+            forwarded: false,
         })
     }
 
@@ -215,10 +232,17 @@ impl Endpoint {
         match event {
             Some(DatagramEvent::NewConnection(incoming)) => {
                 if self.shutting_down {
-                    // A new client's Initial after a reload most likely belongs to the new
-                    // generation sharing this socket: dropped, the client sends it again
-                    // and the next copy may reach the endpoint that takes it.
+                    // A new client's Initial after a reload belongs to the new generation
+                    // sharing this socket: handed off to it when the socket has a router,
+                    // else dropped (the client sends it again, and the next copy may
+                    // reach the endpoint that takes it).
                     self.endpoint.ignore(incoming);
+                    if self.config.route_tag.is_some() && !self.forwarded {
+                        self.handoffs.push(Forwarded {
+                            remote,
+                            data: datagram.to_vec(),
+                        });
+                    }
                 } else if self.connections.len() >= self.config.max_connections {
                     let transmit = self.endpoint.refuse(incoming, &mut buffer);
                     self.queue_datagram(&transmit, &buffer);
@@ -266,6 +290,20 @@ impl Endpoint {
         }
         buffer.clear();
         self.buffer = buffer;
+    }
+
+    /// Takes a datagram another endpoint on the socket read for this one: as
+    /// [`Endpoint::receive`], but never handed off again.
+    pub fn receive_forwarded(&mut self, now: Instant, remote: SocketAddr, datagram: &[u8]) {
+        self.forwarded = true;
+        self.receive(now, remote, None, datagram);
+        self.forwarded = false;
+    }
+
+    /// New clients' Initials read while shutting down, to hand to the endpoint that
+    /// takes new connections on the socket.
+    pub fn take_handoffs(&mut self) -> Vec<Forwarded> {
+        std::mem::take(&mut self.handoffs)
     }
 
     fn queue_datagram(&mut self, transmit: &quinn_proto::Transmit, buffer: &[u8]) {

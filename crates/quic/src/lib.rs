@@ -10,5 +10,6 @@
 
 pub mod driver;
 mod endpoint;
+pub mod router;
 
 pub use endpoint::{Config, ConnectionId, Datagram, Endpoint, Event, SendError, TlsError};

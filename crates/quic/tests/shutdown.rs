@@ -84,3 +84,40 @@ fn a_connection_still_in_its_handshake_does_not_hold_a_shutdown() {
         .expect("the endpoint shut down before the idle timeout");
     assert!(took < Duration::from_secs(10), "took {took:?}");
 }
+
+/// While it shuts down, an endpoint on a routed socket hands a new client's Initial off
+/// (for the endpoint that takes new connections) instead of only dropping it; one handed
+/// to it by another endpoint is not handed off again, and without a router nothing is.
+#[test]
+fn a_new_clients_initial_is_handed_off_during_a_shutdown() {
+    let (certificate, key) = support::certificate();
+    let server = SocketAddr::from((Ipv4Addr::LOCALHOST, 443));
+    let client = SocketAddr::from((Ipv4Addr::LOCALHOST, 50_000));
+    let now = Instant::now();
+    let routed = |route_tag| {
+        let tls = Arc::new(support::server_tls(certificate.clone(), key.clone()));
+        let config = Config {
+            route_tag,
+            ..Config::default()
+        };
+        let mut endpoint = Endpoint::new(tls, config).expect("endpoint");
+        endpoint.shutdown(now);
+        endpoint
+    };
+    let initial = client_initial(certificate.clone(), server);
+    let mut endpoint = routed(Some(3));
+    endpoint.receive(now, client, None, &initial);
+    let handoffs = endpoint.take_handoffs();
+    assert_eq!(handoffs.len(), 1);
+    assert_eq!(handoffs[0].data, initial);
+    assert_eq!(handoffs[0].remote, client);
+    assert_eq!(endpoint.connections(), 0, "not accepted here");
+    endpoint.receive_forwarded(now, client, &initial);
+    assert!(
+        endpoint.take_handoffs().is_empty(),
+        "never handed off twice"
+    );
+    let mut endpoint = routed(None);
+    endpoint.receive(now, client, None, &initial);
+    assert!(endpoint.take_handoffs().is_empty(), "no router, no handoff");
+}

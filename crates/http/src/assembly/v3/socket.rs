@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use quic::driver::Shared;
+use quic::router::{Membership, Router};
 use quic::{ConnectionId, Endpoint, Event};
 use runtime::accept::ConnectionGuard;
 use runtime::{PeerAddress, Phase};
@@ -83,7 +84,11 @@ impl tls::ChooseServer for ChooseBySni {
 }
 
 /// The endpoint a QUIC socket is served with, from its default server's settings.
-fn endpoint(worker: &HttpWorker, socket_index: usize) -> Result<Endpoint, String> {
+fn endpoint(
+    worker: &HttpWorker,
+    socket_index: usize,
+    route_tag: Option<u8>,
+) -> Result<Endpoint, String> {
     let conf = worker.conf();
     let address = address_conf(conf, socket_index).ok_or("no such socket")?;
     let server = conf.server(address.default_server);
@@ -100,6 +105,7 @@ fn endpoint(worker: &HttpWorker, socket_index: usize) -> Result<Endpoint, String
         http3: server.v3.codec_config(number.saturating_mul(size)),
         retry: server.v3.retry,
         idle_timeout: location.core.keepalive_timeout.timeout,
+        route_tag,
         ..quic::Config::default()
     };
     let host_key = server.v3.host_key.as_deref();
@@ -117,7 +123,13 @@ pub async fn serve_socket(
     socket: tokio::net::UdpSocket,
     guard: Option<ConnectionGuard>,
 ) {
-    let endpoint = match endpoint(&worker, socket_index) {
+    // The socket's router, shared with the other generations' endpoints on this socket
+    // (its copies in their workers are one socket, one inode).
+    let mut membership = rustix::fs::fstat(&socket)
+        .ok()
+        .and_then(|stat| Router::for_socket(stat.st_ino).join());
+    let route_tag = membership.as_ref().map(Membership::tag);
+    let endpoint = match endpoint(&worker, socket_index, route_tag) {
         Ok(endpoint) => endpoint,
         Err(message) => {
             let error_log = &worker.generation.error_log;
@@ -148,11 +160,16 @@ pub async fn serve_socket(
         }
     };
     let on_event = |_: &Shared, event: Event| handle_event(&worker, &state, local, event);
-    quic::driver::drive(&socket, &state.driver, on_event, running).await;
+    let routed = membership.as_mut();
+    quic::driver::drive_routed(&socket, &state.driver, routed, on_event, running).await;
     if *worker.phase.borrow() == Phase::Stopping {
         return;
     }
-    // A graceful stop: GOAWAY, and the socket is served until its connections are gone.
+    // A graceful stop: GOAWAY, and the socket is served until its connections are gone;
+    // new clients go to the next generation's endpoint on this socket.
+    if let Some(membership) = &membership {
+        membership.stop_accepting();
+    }
     state.driver.endpoint().shutdown(Instant::now());
     state.driver.wake();
     let shut_down = async {
@@ -165,7 +182,8 @@ pub async fn serve_socket(
         }
     };
     let on_event = |_: &Shared, event: Event| handle_event(&worker, &state, local, event);
-    quic::driver::drive(&socket, &state.driver, on_event, shut_down).await;
+    let routed = membership.as_mut();
+    quic::driver::drive_routed(&socket, &state.driver, routed, on_event, shut_down).await;
     drop(guard);
 }
 
