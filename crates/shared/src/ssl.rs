@@ -69,8 +69,78 @@ pub fn parse_ciphers(
     Ok(text.to_owned())
 }
 
+/// What the `ssl_conf_command`s rustls can follow say, the last of each winning.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ConfCommands {
+    /// `Certificate` and `PrivateKey`: a pair that replaces the configured ones (both
+    /// are needed).
+    pub certificate: Option<String>,
+    pub key: Option<String>,
+    /// `Options [-]SessionTicket`: `ssl_session_tickets`.
+    pub session_tickets: Option<bool>,
+    /// `Options [-]ServerPreference`: `ssl_prefer_server_ciphers`.
+    pub server_preference: Option<bool>,
+}
+
+impl ConfCommands {
+    /// Reads `commands` (name and value, in the order of the directives).
+    pub fn read(commands: &[(String, String)]) -> ConfCommands {
+        let mut read = ConfCommands::default();
+        for (name, value) in commands {
+            match name.as_str() {
+                "Certificate" => read.certificate = Some(value.clone()),
+                "PrivateKey" => read.key = Some(value.clone()),
+                "Options" => {
+                    for option in conf_options(value) {
+                        let (on, option) = match option.strip_prefix('-') {
+                            Some(option) => (false, option),
+                            None => (true, option),
+                        };
+                        match option {
+                            "SessionTicket" => read.session_tickets = Some(on),
+                            "ServerPreference" => read.server_preference = Some(on),
+                            _ => {}
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        read
+    }
+
+    /// The replacing certificate pair, when both halves are given.
+    pub fn pair(&self) -> Option<(&str, &str)> {
+        Some((self.certificate.as_deref()?, self.key.as_deref()?))
+    }
+}
+
+/// Whether rustls can follow `ssl_conf_command NAME VALUE` ([`ConfCommands`]); the
+/// others are accepted with [`warn_conf_command`]'s warning.
+pub fn is_known_conf_command(name: &str, value: &str) -> bool {
+    match name {
+        "Certificate" | "PrivateKey" => true,
+        "Options" => conf_options(value).all(|option| {
+            matches!(
+                option.trim_start_matches('-'),
+                "SessionTicket" | "ServerPreference"
+            )
+        }),
+        _ => false,
+    }
+}
+
+/// The options of an `ssl_conf_command Options` value (`A,-B` or `A -B`).
+pub fn conf_options(value: &str) -> impl Iterator<Item = &str> {
+    value
+        .split([',', ' '])
+        .map(str::trim)
+        .filter(|option| !option.is_empty())
+}
+
 /// `ssl_conf_command NAME VALUE` and its upstream siblings: OpenSSL's configuration
-/// commands, accepted so that configs load, and meaningless to rustls (docs/tls.md).
+/// commands rustls cannot follow, accepted with a warning so that configs load
+/// (docs/tls.md).
 pub fn warn_conf_command(directive: &Directive, warnings: &mut Vec<ConfError>) {
     warnings.push(ConfError::message(
         format!(
@@ -182,4 +252,50 @@ pub fn parse_verify_client(directive: &Directive) -> Result<VerifyClient, ConfEr
             ));
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{ConfCommands, is_known_conf_command};
+
+    fn commands(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(name, value)| ((*name).to_owned(), (*value).to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn the_commands_rustls_can_follow_are_read_the_last_winning() {
+        let read = ConfCommands::read(&commands(&[
+            ("Options", "SessionTicket"),
+            ("Options", "-ServerPreference,-SessionTicket"),
+            ("Certificate", "a.crt"),
+            ("Options", "SessionTicket"),
+            ("CipherString", "HIGH"),
+        ]));
+        assert_eq!(read.session_tickets, Some(true));
+        assert_eq!(read.server_preference, Some(false));
+        assert_eq!(read.pair(), None, "a certificate alone replaces nothing");
+        let read = ConfCommands::read(&commands(&[
+            ("PrivateKey", "b.key"),
+            ("Certificate", "b.crt"),
+        ]));
+        assert_eq!(read.pair(), Some(("b.crt", "b.key")));
+        assert_eq!(read.session_tickets, None);
+    }
+
+    #[test]
+    fn other_commands_are_unknown() {
+        assert!(is_known_conf_command("Certificate", "x"));
+        assert!(is_known_conf_command(
+            "Options",
+            "-SessionTicket ServerPreference"
+        ));
+        assert!(!is_known_conf_command(
+            "Options",
+            "SessionTicket,PrioritizeChaCha"
+        ));
+        assert!(!is_known_conf_command("CipherString", "HIGH"));
+    }
 }

@@ -73,14 +73,22 @@ pub fn server_tls(
     if settings.ssl_certificate.is_empty() {
         return Ok(None);
     }
-    let has_variables = settings
-        .ssl_certificate
+    // `ssl_conf_command`s rustls can follow, applied over the directives they override.
+    let commands = shared::ssl::ConfCommands::read(&settings.ssl_conf_command);
+    let (certificates, keys) = match commands.pair() {
+        Some((certificate, key)) => (vec![certificate.to_owned()], vec![key.to_owned()]),
+        None => (
+            settings.ssl_certificate.clone(),
+            settings.ssl_certificate_key.clone(),
+        ),
+    };
+    let has_variables = certificates
         .iter()
-        .chain(&settings.ssl_certificate_key)
+        .chain(&keys)
         .any(|name| name.contains('$'));
     let mut pairs = Vec::new();
-    for (index, certificate) in settings.ssl_certificate.iter().enumerate() {
-        let Some(key) = settings.ssl_certificate_key.get(index) else {
+    for (index, certificate) in certificates.iter().enumerate() {
+        let Some(key) = keys.get(index) else {
             return Err(load_error(tls::TlsError(format!(
                 "no \"ssl_certificate_key\" is defined for certificate \"{certificate}\""
             ))));
@@ -121,7 +129,10 @@ pub fn server_tls(
             Some(Arc::new(shared.with_timeout(timeout)))
         }
     };
-    let tickets = if !settings.ssl_session_tickets {
+    let session_tickets = commands
+        .session_tickets
+        .unwrap_or(settings.ssl_session_tickets);
+    let tickets = if !session_tickets {
         None
     } else if settings.ssl_session_ticket_key.is_empty() {
         match &settings.ssl_session_cache {
@@ -156,10 +167,12 @@ pub fn server_tls(
     let verify = client_verify(settings, prefix)?;
     let server = tls::ServerTls::new(tls::ServerSettings {
         pairs,
-        certificate_names: settings.ssl_certificate.clone(),
+        certificate_names: certificates.clone(),
         protocols: settings.ssl_protocols,
         ciphers: Some(ciphers),
-        prefer_server_ciphers: settings.ssl_prefer_server_ciphers,
+        prefer_server_ciphers: commands
+            .server_preference
+            .unwrap_or(settings.ssl_prefer_server_ciphers),
         curves,
         session_cache,
         tickets,
@@ -226,15 +239,21 @@ pub fn upstream_tls(
     } else {
         None
     };
-    let named = settings
-        .proxy_ssl_certificate
+    // `proxy_ssl_conf_command Certificate` and `PrivateKey` replace the pair, as OpenSSL
+    // applies them last.
+    let commands = shared::ssl::ConfCommands::read(&settings.proxy_ssl_conf_command);
+    let (certificate, key) = match commands.pair() {
+        Some((certificate, key)) => (Some(certificate.to_owned()), Some(key.to_owned())),
+        None => (
+            settings.proxy_ssl_certificate.clone(),
+            settings.proxy_ssl_certificate_key.clone(),
+        ),
+    };
+    let named = certificate
         .iter()
-        .chain(&settings.proxy_ssl_certificate_key)
+        .chain(&key)
         .any(|name| name.contains('$'));
-    let pair = match (
-        &settings.proxy_ssl_certificate,
-        &settings.proxy_ssl_certificate_key,
-    ) {
+    let pair = match (&certificate, &key) {
         // Names with variables: the pair is loaded per session (`VariablePair`).
         _ if named => None,
         (Some(certificate), Some(key)) => {

@@ -260,6 +260,7 @@ pub const DIRECTIVES: &[StreamDirective] = &[
         ssl::set_ssl_prefer_server_ciphers,
     ),
     setting("ssl_ecdh_curve", Arity::TAKE1, ssl::set_ssl_ecdh_curve),
+    setting("ssl_conf_command", Arity::TAKE2, ssl::set_ssl_conf_command),
     setting(
         "ssl_session_cache",
         Arity::TAKE12,
@@ -342,6 +343,11 @@ pub const DIRECTIVES: &[StreamDirective] = &[
         "proxy_ssl_certificate_key",
         Arity::TAKE1,
         ssl::set_proxy_ssl_certificate_key,
+    ),
+    setting(
+        "proxy_ssl_conf_command",
+        Arity::TAKE2,
+        ssl::set_proxy_ssl_conf_command,
     ),
     setting(
         "proxy_ssl_password_file",

@@ -133,6 +133,9 @@ stream_settings! {
         ssl_trusted_certificate: Option<String> = None,
         ssl_crl: Option<String> = None,
         ssl_reject_handshake: bool = false,
+        /// `ssl_conf_command`s, in order: those rustls can follow are applied over the
+        /// settings above (`shared::ssl::ConfCommands`).
+        ssl_conf_command: Vec<(String, String)> = Vec::new(),
         proxy_ssl: bool = false,
         /// `proxy_ssl_name`; `None`: the host of the `proxy_pass` or `server` address.
         proxy_ssl_name: Option<StreamTemplate> = None,
@@ -146,5 +149,8 @@ stream_settings! {
         proxy_ssl_protocols: tls::Protocols = tls::Protocols::default(),
         proxy_ssl_ciphers: String = "DEFAULT".to_owned(),
         proxy_ssl_session_reuse: bool = true,
+        /// `proxy_ssl_conf_command`s: `Certificate` and `PrivateKey` replace the client
+        /// certificate pair.
+        proxy_ssl_conf_command: Vec<(String, String)> = Vec::new(),
     }
 }

@@ -121,6 +121,42 @@ macro_rules! set_text {
 
 set_text!(set_ssl_ecdh_curve, ssl_ecdh_curve);
 
+/// `ssl_conf_command NAME VALUE`: kept in order; those rustls cannot follow are accepted
+/// with a warning.
+pub fn set_ssl_conf_command(
+    settings: &mut Settings,
+    directive: &Directive,
+    loader: &mut Loader<'_>,
+) -> Result {
+    let (name, value) = (directive.arg(0), directive.arg(1));
+    if !shared::ssl::is_known_conf_command(name, value) {
+        shared::ssl::warn_conf_command(directive, &mut loader.warnings);
+    }
+    settings
+        .ssl_conf_command
+        .get_or_insert_with(Vec::new)
+        .push((name.to_owned(), value.to_owned()));
+    Ok(())
+}
+
+/// `proxy_ssl_conf_command NAME VALUE`: `Certificate` and `PrivateKey` are kept, anything
+/// else is accepted with a warning.
+pub fn set_proxy_ssl_conf_command(
+    settings: &mut Settings,
+    directive: &Directive,
+    loader: &mut Loader<'_>,
+) -> Result {
+    let (name, value) = (directive.arg(0), directive.arg(1));
+    if !matches!(name, "Certificate" | "PrivateKey") {
+        shared::ssl::warn_conf_command(directive, &mut loader.warnings);
+    }
+    settings
+        .proxy_ssl_conf_command
+        .get_or_insert_with(Vec::new)
+        .push((name.to_owned(), value.to_owned()));
+    Ok(())
+}
+
 macro_rules! set_ciphers {
     ($fn_name:ident, $field:ident) => {
         /// A cipher list checked as the http block checks it.

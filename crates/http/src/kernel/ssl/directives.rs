@@ -274,22 +274,7 @@ fn accept_conf_command(
     context: &mut LoadContext<'_>,
 ) -> Result<(), ConfError> {
     let (name, value) = (directive.arg(0), directive.arg(1));
-    let known = match name {
-        "Certificate" | "PrivateKey" => true,
-        "Options" => {
-            let mut all_known = true;
-            for option in super::conf_options(value) {
-                if !matches!(
-                    option.trim_start_matches('-'),
-                    "SessionTicket" | "ServerPreference"
-                ) {
-                    all_known = false;
-                }
-            }
-            all_known
-        }
-        _ => false,
-    };
+    let known = shared::ssl::is_known_conf_command(name, value);
     if !known {
         super::warn_conf_command(directive, context);
     }

@@ -192,44 +192,22 @@ pub(crate) type ServerTlsParts = (
     Option<Arc<VariableCertificates>>,
 );
 
-/// The options of an `ssl_conf_command Options` value (`A,-B` or `A -B`).
-pub(crate) fn conf_options(value: &str) -> impl Iterator<Item = &str> {
-    value
-        .split([',', ' '])
-        .map(str::trim)
-        .filter(|option| !option.is_empty())
-}
-
 /// The settings with the `ssl_conf_command`s that rustls can follow applied over them:
 /// `Certificate` and `PrivateKey` replace the configured pairs (both are needed),
 /// `Options [-]SessionTicket` and `[-]ServerPreference` set `ssl_session_tickets` and
 /// `ssl_prefer_server_ciphers`.
 fn with_conf_commands(settings: &SslServer) -> SslServer {
     let mut adjusted = settings.clone();
-    let (mut certificate, mut key) = (None, None);
-    for (name, value) in &settings.conf_commands {
-        match name.as_str() {
-            "Certificate" => certificate = Some(value.clone()),
-            "PrivateKey" => key = Some(value.clone()),
-            "Options" => {
-                for option in conf_options(value) {
-                    let (on, option) = match option.strip_prefix('-') {
-                        Some(option) => (false, option),
-                        None => (true, option),
-                    };
-                    match option {
-                        "SessionTicket" => adjusted.session_tickets = on,
-                        "ServerPreference" => adjusted.prefer_server_ciphers = on,
-                        _ => {}
-                    }
-                }
-            }
-            _ => {}
-        }
+    let commands = shared::ssl::ConfCommands::read(&settings.conf_commands);
+    if let Some(on) = commands.session_tickets {
+        adjusted.session_tickets = on;
     }
-    if let (Some(certificate), Some(key)) = (certificate, key) {
-        adjusted.certificates = vec![certificate];
-        adjusted.certificate_keys = vec![key];
+    if let Some(on) = commands.server_preference {
+        adjusted.prefer_server_ciphers = on;
+    }
+    if let Some((certificate, key)) = commands.pair() {
+        adjusted.certificates = vec![certificate.to_owned()];
+        adjusted.certificate_keys = vec![key.to_owned()];
     }
     adjusted
 }
