@@ -541,3 +541,29 @@ fn a_stalled_log_does_not_hold_closing_connections() {
     drop(reader);
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// `$request_completion` is `OK` for a response sent whole and empty for one the client
+/// left before its end (a large file sent at 1 KiB/s).
+#[test]
+fn request_completion_says_whether_the_response_was_sent_whole() {
+    let server = Instance::http_builder(
+        "log_format done '$uri:$status:[$request_completion]';
+        server {
+            listen 127.0.0.1:8080;
+            access_log logs/access.log done;
+            location / { limit_rate 1k; }
+        }",
+    )
+    .file("html/small.txt", "small\n")
+    .file("html/large.bin", vec![b'x'; 1 << 20])
+    .start();
+    server.request("GET /small.txt HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n");
+    let line = server.wait_for_line("logs/access.log", "/small.txt");
+    assert_eq!(line, "/small.txt:200:[OK]");
+    let mut client = crate::support::Client::connect(server.port());
+    client.write("GET /large.bin HTTP/1.1\r\nHost: a\r\n\r\n");
+    std::thread::sleep(Duration::from_millis(300));
+    drop(client);
+    let line = server.wait_for_line("logs/access.log", "/large.bin");
+    assert_eq!(line, "/large.bin:200:[]");
+}

@@ -157,6 +157,11 @@ impl RequestVariables<'_> {
                 };
             }
             Variable::RequestLength => push_number(out, request.length as i64, 1),
+            Variable::RequestCompletion => {
+                if request.completed {
+                    out.extend_from_slice(b"OK");
+                }
+            }
             Variable::RemoteAddr => write_peer(out, &self.connection.peer.get()),
             Variable::BinaryRemoteAddr => {
                 out.extend_from_slice(&BinaryAddress::of(self.connection.peer.get()));

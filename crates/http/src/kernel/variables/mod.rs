@@ -39,6 +39,8 @@ pub enum Variable {
     Https,
     /// `$request_length`: bytes of the request head and body read so far.
     RequestLength,
+    /// `$request_completion`: `OK` once the response was sent whole, else empty.
+    RequestCompletion,
     RemoteAddr,
     /// `$binary_remote_addr`: 4 or 16 bytes.
     BinaryRemoteAddr,

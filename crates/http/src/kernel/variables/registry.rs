@@ -84,6 +84,7 @@ fn builtin(name: &str) -> Option<Variable> {
         "scheme" => Variable::Scheme,
         "https" => Variable::Https,
         "request_length" => Variable::RequestLength,
+        "request_completion" => Variable::RequestCompletion,
         "remote_addr" => Variable::RemoteAddr,
         "binary_remote_addr" => Variable::BinaryRemoteAddr,
         "remote_port" => Variable::RemotePort,
