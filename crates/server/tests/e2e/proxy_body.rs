@@ -231,3 +231,52 @@ fn client_body_buffer_size_sends_larger_bodies_to_client_body_temp_path() {
         "{requests:?}"
     );
 }
+
+/// A body read for one upstream goes again to the next after an internal redirect: the
+/// first answers 404, `proxy_intercept_errors` and `error_page 404 = @again` send the
+/// request to a named location that proxies to the same upstream, which gets the whole
+/// body a second time, from memory and from a temporary file.
+#[test]
+fn a_body_read_before_an_internal_redirect_goes_upstream_again() {
+    let count = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let (server, upstream) = proxy_with(
+        "server {
+             listen 127.0.0.1:8080;
+             client_body_buffer_size 1k;
+             location / {
+                 proxy_pass http://127.0.0.1:8081;
+                 proxy_intercept_errors on;
+                 error_page 404 = @again;
+             }
+             location @again { proxy_pass http://127.0.0.1:8081; }
+         }",
+        move |mut conn| {
+            while conn.read_request().is_some() {
+                // The first try of each request is refused, the second answered.
+                let number = count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                conn.write(if number % 2 == 0 {
+                    "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n"
+                } else {
+                    OK
+                });
+            }
+        },
+    );
+    for size in [500, 3000] {
+        let body = "c".repeat(size);
+        let response = server.request(format!(
+            "POST /first HTTP/1.1\r\nHost: x\r\nContent-Length: {size}\r\nConnection: close\r\n\r\n{body}"
+        ));
+        assert_eq!(response.status, 200, "{size}");
+    }
+    let requests = upstream.requests();
+    assert_eq!(requests.len(), 4, "two tries per request");
+    for (index, request) in requests.iter().enumerate() {
+        let size = if index < 2 { 500 } else { 3000 };
+        assert!(
+            request.contains(&format!("Content-Length: {size}\r\n")),
+            "{index}: {request}"
+        );
+        assert!(request.ends_with(&"c".repeat(size)), "{index}");
+    }
+}

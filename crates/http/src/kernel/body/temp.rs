@@ -139,6 +139,20 @@ pub struct TempBody {
     pub(crate) pool: threadpool::ThreadPool,
 }
 
+impl TempBody {
+    /// The same file for another reader (the body sent upstream again after an internal
+    /// redirect): this handle never removes it, the request's own does.
+    pub(crate) fn shared(&self) -> TempBody {
+        TempBody {
+            path: self.path.clone(),
+            file: Arc::clone(&self.file),
+            len: self.len,
+            keep: true,
+            pool: self.pool.clone(),
+        }
+    }
+}
+
 impl Drop for TempBody {
     fn drop(&mut self) {
         if self.keep {

@@ -46,6 +46,11 @@ pub(super) async fn read_request_body(
             _ => OutBody::None,
         });
     }
+    // Read already, for a location before an internal redirect (`error_page` to a named
+    // location that proxies again): the same body goes to this upstream.
+    if request.body_length.is_some() {
+        return Ok(body_read_before(request));
+    }
     let has_body =
         !client.body.is_done() || request.info.framing != http1::request::BodyFraming::None;
     if !has_body {
@@ -117,7 +122,19 @@ fn keep_request_body(request: &mut Request<'_>, body: RequestBody) -> OutBody {
         }
         RequestBody::File(file) => {
             request.body_file = Some(file.path.clone());
-            OutBody::File(file)
+            let out = file.shared();
+            request.body = Some(RequestBody::File(file));
+            OutBody::File(out)
         }
+    }
+}
+
+/// The body a handler read before, as the request keeps it.
+#[cold]
+fn body_read_before(request: &Request<'_>) -> OutBody {
+    match &request.body {
+        Some(RequestBody::Memory(bytes)) => OutBody::Memory(bytes.clone()),
+        Some(RequestBody::File(file)) => OutBody::File(file.shared()),
+        None => OutBody::None,
     }
 }
