@@ -273,8 +273,13 @@ pub fn upstream_tls(
     };
     let ciphers = tls::parse_cipher_list(&settings.proxy_ssl_ciphers)
         .map_err(|message| ConfError::new(ConfErrorKind::Message(message), None))?;
+    let crl = match &settings.proxy_ssl_crl {
+        Some(name) if verify.is_some() => Some(source(prefix, name, "CRL")?),
+        _ => None,
+    };
     let client = tls::ClientTls::new(tls::ClientSettings {
         verify,
+        crl,
         verify_depth: settings.proxy_ssl_verify_depth,
         pair,
         protocols: settings.proxy_ssl_protocols,

@@ -97,6 +97,7 @@ mod proxy_redirect;
 mod proxy_response;
 mod proxy_ssl;
 mod proxy_ssl_certificate_vars;
+mod proxy_ssl_crl;
 mod proxy_store;
 mod proxy_timeouts;
 mod proxy_trailers;

@@ -334,6 +334,7 @@ pub const DIRECTIVES: &[StreamDirective] = &[
         Arity::TAKE1,
         ssl::set_proxy_ssl_trusted_certificate,
     ),
+    setting("proxy_ssl_crl", Arity::TAKE1, ssl::set_proxy_ssl_crl),
     setting(
         "proxy_ssl_certificate",
         Arity::TAKE1,

@@ -143,6 +143,7 @@ stream_settings! {
         proxy_ssl_verify: bool = false,
         proxy_ssl_verify_depth: usize = 1,
         proxy_ssl_trusted_certificate: Option<String> = None,
+        proxy_ssl_crl: Option<String> = None,
         proxy_ssl_certificate: Option<String> = None,
         proxy_ssl_certificate_key: Option<String> = None,
         proxy_ssl_password_file: Vec<Vec<u8>> = Vec::new(),

@@ -193,6 +193,7 @@ macro_rules! set_path {
 set_path!(set_ssl_client_certificate, ssl_client_certificate);
 set_path!(set_ssl_trusted_certificate, ssl_trusted_certificate);
 set_path!(set_ssl_crl, ssl_crl);
+set_path!(set_proxy_ssl_crl, proxy_ssl_crl);
 set_path!(
     set_proxy_ssl_trusted_certificate,
     proxy_ssl_trusted_certificate

@@ -49,6 +49,12 @@ pub const DIRECTIVES: &[HttpDirective] = &[
         Setter::Location(set_trusted),
     ),
     directive(
+        "proxy_ssl_crl",
+        CONTEXTS,
+        Arity::TAKE1,
+        Setter::Location(set_crl),
+    ),
+    directive(
         "proxy_ssl_verify_depth",
         CONTEXTS,
         Arity::TAKE1,
@@ -114,6 +120,7 @@ pub const UWSGI_DIRECTIVES: &[HttpDirective] = &[
         Arity::TAKE1,
         set_trusted,
     ),
+    gateway_directive("uwsgi_ssl_crl", Protocol::Uwsgi, Arity::TAKE1, set_crl),
     gateway_directive(
         "uwsgi_ssl_verify_depth",
         Protocol::Uwsgi,
@@ -180,6 +187,7 @@ pub const GRPC_DIRECTIVES: &[HttpDirective] = &[
         Arity::TAKE1,
         set_trusted,
     ),
+    gateway_directive("grpc_ssl_crl", Protocol::Grpc, Arity::TAKE1, set_crl),
     gateway_directive(
         "grpc_ssl_verify_depth",
         Protocol::Grpc,
@@ -265,6 +273,7 @@ set_once!(
     proxy_ssl.trusted_certificate,
     text
 );
+set_once!(set_crl, LocationScope, proxy_ssl.crl, text);
 /// A certificate or key name, compiled when it has variables (`$arg_cert.crt`).
 fn certificate_name(
     directive: &Directive,
@@ -383,8 +392,13 @@ pub(crate) fn finish(locations: &mut [Location], prefix: &Path) -> Result<(), Co
         };
         let ciphers = tls::parse_cipher_list(&settings.ciphers)
             .map_err(|message| ConfError::new(ConfErrorKind::Message(message), None))?;
+        let crl = match &settings.crl {
+            Some(name) if verify.is_some() => Some(source(prefix, name, "CRL")?),
+            _ => None,
+        };
         let client = tls::ClientTls::new(tls::ClientSettings {
             verify,
+            crl,
             verify_depth: settings.verify_depth as usize,
             pair,
             protocols: settings.protocols,

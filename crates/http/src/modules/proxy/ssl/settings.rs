@@ -17,6 +17,8 @@ settings! {
         verify: bool = false,
         /// `proxy_ssl_trusted_certificate`
         trusted_certificate: Option<String> = None,
+        /// `proxy_ssl_crl`
+        crl: Option<String> = None,
         /// `proxy_ssl_verify_depth`
         verify_depth: u64 = 1,
         /// `proxy_ssl_certificate`
