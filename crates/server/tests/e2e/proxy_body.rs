@@ -254,7 +254,7 @@ fn a_body_read_before_an_internal_redirect_goes_upstream_again() {
             while conn.read_request().is_some() {
                 // The first try of each request is refused, the second answered.
                 let number = count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                conn.write(if number % 2 == 0 {
+                conn.write(if number.is_multiple_of(2) {
                     "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n"
                 } else {
                     OK
