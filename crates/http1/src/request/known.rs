@@ -1,5 +1,6 @@
 //! Well-known request headers: recognising them, and the checks nginx runs as each one arrives.
 
+pub(super) use crate::ascii::eq_lowercase;
 use crate::error::RequestError;
 use crate::host::host_len;
 use crate::request::{Browser, HeaderField, KnownHeaders};
@@ -238,46 +239,6 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     let (&first, rest) = needle.split_first()?;
     memchr::memchr_iter(first, haystack).find(|&at| haystack[at + 1..].starts_with(rest))
 }
-
-/// `name` equals `lower` ignoring ASCII case, where `lower` is made of lower-case letters,
-/// digits and `-` (the names and values this crate looks for).
-///
-/// A letter of `lower` has bit 0x40 set and a digit or `-` has not, so `(lower & 0x40) >> 1`
-/// is the case bit to ignore at that position: the comparison is exact and needs no
-/// per-byte branch, and names of eight bytes or more are compared a word at a time. Name
-/// lookup was the largest cost of reading a header line with `eq_ignore_ascii_case`.
-pub(super) fn eq_lowercase(name: &[u8], lower: &[u8]) -> bool {
-    debug_assert!(
-        lower
-            .iter()
-            .all(|&b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-    );
-    if name.len() != lower.len() {
-        return false;
-    }
-    let Some(last) = name.len().checked_sub(8) else {
-        let differ = name.iter().zip(lower).fold(0, |differ, (&byte, &wanted)| {
-            differ | ((byte | (wanted & 0x40) >> 1) ^ wanted)
-        });
-        return differ == 0;
-    };
-    let differ = |at: usize| match (name[at..].first_chunk(), lower[at..].first_chunk()) {
-        (Some(&byte), Some(&wanted)) => {
-            let (byte, wanted) = (u64::from_le_bytes(byte), u64::from_le_bytes(wanted));
-            (byte | (wanted & CASE_BITS) >> 1) ^ wanted
-        }
-        // `at` is at most `last`, so both words are there.
-        _ => u64::MAX,
-    };
-    // Whole words, then the last eight bytes, which may overlap the last whole word.
-    (0..last)
-        .step_by(8)
-        .fold(differ(last), |all, at| all | differ(at))
-        == 0
-}
-
-/// Bit 0x40 of every byte of a word.
-const CASE_BITS: u64 = u64::from_ne_bytes([0x40; 8]);
 
 /// Case-insensitive substring search, as nginx's `ngx_strcasestrn`.
 pub(super) fn contains_ignore_case(haystack: &[u8], needle: &[u8]) -> bool {
