@@ -125,7 +125,10 @@ async fn run_from<'a>(
                 if request.err_status != 0 {
                     request.response.status = request.err_status;
                 }
-                resolve_realpath_root(worker, connection, request).await;
+                // Checked here first: the future is not made for the usual request.
+                if worker.conf().uses_realpath_root {
+                    resolve_realpath_root(worker, connection, request).await;
+                }
                 return reply;
             }
         }
@@ -141,6 +144,16 @@ async fn server_rewrite<'a>(
 ) -> Step<'a> {
     let server_location = worker.conf().server(server).location;
     request.location = Some(server_location);
+    // Most servers have no script of their own: no future is made for one.
+    if worker
+        .conf()
+        .location(server_location)
+        .settings
+        .script
+        .is_empty()
+    {
+        return Step::FindConfig;
+    }
     let outcome = rewrite::run(worker, connection, request, server_location).await;
     match outcome {
         ScriptOutcome::Continue | ScriptOutcome::Last | ScriptOutcome::Break => Step::FindConfig,
