@@ -113,17 +113,42 @@ fn pack(bytes: &[u8]) -> u64 {
 /// when it is past `Z`; neither sum carries into the next byte. Bytes with the high bit
 /// already set are not letters.
 fn lower(word: u64) -> u64 {
+    word | (uppercase_bits(word) >> 2)
+}
+
+/// Bit 0x80 of each byte of `word` that is `A`..=`Z`, the rest clear (see [`lower`]).
+#[inline]
+pub fn uppercase_bits(word: u64) -> u64 {
     let low7 = word & !HIGHS;
     let at_least_a = low7 + ONES * u64::from(0x80 - b'A');
     let past_z = low7 + ONES * u64::from(0x80 - b'Z' - 1);
-    let upper = at_least_a & !past_z & !word & HIGHS;
-    word | (upper >> 2)
+    at_least_a & !past_z & !word & HIGHS
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::test_rng::TestRng;
+
+    #[test]
+    fn uppercase_bits_flag_exactly_the_capital_letters() {
+        for byte in 0..=255u8 {
+            for at in 0..8 {
+                let mut bytes = [b'a'; 8];
+                bytes[at] = byte;
+                let expected = if byte.is_ascii_uppercase() {
+                    0x80u64 << (8 * at)
+                } else {
+                    0
+                };
+                assert_eq!(
+                    uppercase_bits(u64::from_le_bytes(bytes)),
+                    expected,
+                    "{byte}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn agrees_with_the_standard_library_on_every_byte_pair() {
