@@ -338,17 +338,22 @@ async fn check_access<'a>(
     if !any && let Some(realm) = challenge.take() {
         return basic_challenge(request, &realm);
     }
-    let socket = client.source.socket();
-    match Box::pin(auth_request::check(
-        worker,
-        connection,
-        socket,
-        request,
-        location,
-        &SUBREQUESTS,
-    ))
-    .await
-    {
+    // The subrequest's future is boxed only where `auth_request` is set.
+    let verdict = if location.settings.auth_request.uri.is_none() {
+        auth_request::Verdict::NotInvolved
+    } else {
+        let socket = client.source.socket();
+        Box::pin(auth_request::check(
+            worker,
+            connection,
+            socket,
+            request,
+            location,
+            &SUBREQUESTS,
+        ))
+        .await
+    };
+    match verdict {
         auth_request::Verdict::Passed if any => {
             // nginx drops a challenge another module made once access is granted.
             request
