@@ -15,7 +15,8 @@
 #
 # Environment (defaults in brackets): SCENARIOS ["return200 static-1k proxy-ka
 # h2c-return200"], REQUESTS [20000], WARM [2000], CONNECTIONS [10], PORTICO_BIN, BASE_BIN,
-# KEEP_TMP [0].
+# KEEP_TMP [0], SERVERS ["nginx portico", and "base" with BASE_BIN]: which servers run, in
+# order (without nginx, the last column compares with the first server instead).
 
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
@@ -33,8 +34,11 @@ ensure_tools
 ensure_portico
 make_work_dir instructions
 
-SERVERS="nginx portico"
-[ -n "$BASE_BIN" ] && SERVERS="$SERVERS base"
+if [ -z "${SERVERS:-}" ]; then
+    SERVERS="nginx portico"
+    [ -n "$BASE_BIN" ] && SERVERS="$SERVERS base"
+fi
+case " $SERVERS " in *" base "*) [ -n "$BASE_BIN" ] || die "SERVERS names base: set BASE_BIN" ;; esac
 USER_LINE=""
 [ "$(id -u)" -eq 0 ] && USER_LINE="user root;"
 BACKEND_PORT=$(free_port)
@@ -155,6 +159,7 @@ for scenario in $SCENARIOS; do
     nginx_count=""
     for kind in $SERVERS; do
         count=$(count_one "$kind" "$scenario")
+        [ -z "$nginx_count" ] && nginx_count=$count
         [ "$kind" = nginx ] && nginx_count=$count
         printf '%-15s %-8s %14s %8sx\n' "$scenario" "$kind" "$count" \
             "$(awk -v a="$count" -v b="$nginx_count" 'BEGIN { printf "%.2f", a / b }')"

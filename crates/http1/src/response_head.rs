@@ -9,7 +9,7 @@
 use std::fmt;
 use std::ops::Range;
 
-use crate::ascii::eq_ignore_case;
+use crate::ascii::eq_lowercase;
 
 /// How the body after a response head is delimited.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -167,9 +167,9 @@ pub fn parse(buf: &[u8]) -> Result<Option<ResponseHead>, InvalidResponseHead> {
     for field in fields.iter() {
         let name = field.name.as_bytes();
         let value = field.value;
-        if eq_ignore_case(name, b"content-length") {
+        if eq_lowercase(name, b"content-length") {
             head.content_length = Some(content_length(name, value, head.content_length)?);
-        } else if eq_ignore_case(name, b"transfer-encoding") {
+        } else if eq_lowercase(name, b"transfer-encoding") {
             if head.chunked {
                 return Err(InvalidResponseHead::DuplicateTransferEncoding {
                     name: name.to_vec(),
@@ -182,7 +182,7 @@ pub fn parse(buf: &[u8]) -> Result<Option<ResponseHead>, InvalidResponseHead> {
                 });
             }
             head.chunked = true;
-        } else if eq_ignore_case(name, b"connection")
+        } else if eq_lowercase(name, b"connection")
             && value
                 .split(|&byte| byte == b',')
                 .any(|token| token.trim_ascii().eq_ignore_ascii_case(b"close"))

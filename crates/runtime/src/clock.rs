@@ -4,7 +4,7 @@
 use std::cell::Cell;
 use std::future::Future;
 use std::task::{Poll, Waker};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use logging::time::Timestamp;
 
@@ -44,17 +44,15 @@ impl Clock {
 
     /// The wall clock with the local offset.
     pub fn wall(&self) -> Timestamp {
-        let since_epoch = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or_default();
-        let unix_seconds = since_epoch.as_secs() as i64;
+        let (seconds, nanoseconds) = crate::sys::linux::realtime();
+        let unix_seconds = seconds as i64;
         if unix_seconds != self.offset_second.get() {
             self.offset_second.set(unix_seconds);
             self.offset.set(utc_offset_seconds(unix_seconds));
         }
         Timestamp {
             unix_seconds,
-            milliseconds: since_epoch.subsec_millis(),
+            milliseconds: nanoseconds / 1_000_000,
             utc_offset_seconds: self.offset.get(),
         }
     }
@@ -193,8 +191,8 @@ mod tests {
     #[test]
     fn wall_time_is_close_to_system_time() {
         let clock = Clock::new();
-        let expected = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
+        let expected = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
             .unwrap()
             .as_secs() as i64;
         let now = clock.now();

@@ -29,6 +29,11 @@ impl Hasher for LookupHasher {
         }
     }
 
+    /// A slice's length (written before its bytes) in one step rather than eight.
+    fn write_usize(&mut self, value: usize) {
+        self.0 = (self.0 ^ value as u64).wrapping_mul(PRIME);
+    }
+
     fn finish(&self) -> u64 {
         self.0
     }

@@ -96,12 +96,14 @@ impl KeepaliveCache {
             return;
         }
         let me = this_thread();
-        let mine = self
-            .entries
-            .iter()
-            .filter(|entry| entry.owner == me)
-            .count();
-        if mine >= conf.connections
+        // This worker's own are counted only when all together could be too many.
+        if self.entries.len() >= conf.connections
+            && self
+                .entries
+                .iter()
+                .filter(|entry| entry.owner == me)
+                .count()
+                >= conf.connections
             && let Some(oldest) = self.entries.iter().position(|entry| entry.owner == me)
         {
             self.entries.remove(oldest);

@@ -125,7 +125,10 @@ async fn run_from<'a>(
                 if request.err_status != 0 {
                     request.response.status = request.err_status;
                 }
-                resolve_realpath_root(worker, connection, request).await;
+                // Checked here first: the future is not made for the usual request.
+                if worker.conf().uses_realpath_root {
+                    resolve_realpath_root(worker, connection, request).await;
+                }
                 return reply;
             }
         }
@@ -141,6 +144,16 @@ async fn server_rewrite<'a>(
 ) -> Step<'a> {
     let server_location = worker.conf().server(server).location;
     request.location = Some(server_location);
+    // Most servers have no script of their own: no future is made for one.
+    if worker
+        .conf()
+        .location(server_location)
+        .settings
+        .script
+        .is_empty()
+    {
+        return Step::FindConfig;
+    }
     let outcome = rewrite::run(worker, connection, request, server_location).await;
     match outcome {
         ScriptOutcome::Continue | ScriptOutcome::Last | ScriptOutcome::Break => Step::FindConfig,
@@ -325,17 +338,22 @@ async fn check_access<'a>(
     if !any && let Some(realm) = challenge.take() {
         return basic_challenge(request, &realm);
     }
-    let socket = client.source.socket();
-    match Box::pin(auth_request::check(
-        worker,
-        connection,
-        socket,
-        request,
-        location,
-        &SUBREQUESTS,
-    ))
-    .await
-    {
+    // The subrequest's future is boxed only where `auth_request` is set.
+    let verdict = if location.settings.auth_request.uri.is_none() {
+        auth_request::Verdict::NotInvolved
+    } else {
+        let socket = client.source.socket();
+        Box::pin(auth_request::check(
+            worker,
+            connection,
+            socket,
+            request,
+            location,
+            &SUBREQUESTS,
+        ))
+        .await
+    };
+    match verdict {
         auth_request::Verdict::Passed if any => {
             // nginx drops a challenge another module made once access is granted.
             request

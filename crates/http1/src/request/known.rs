@@ -1,5 +1,6 @@
 //! Well-known request headers: recognising them, and the checks nginx runs as each one arrives.
 
+pub(super) use crate::ascii::eq_lowercase;
 use crate::error::RequestError;
 use crate::host::host_len;
 use crate::request::{Browser, HeaderField, KnownHeaders};
@@ -209,28 +210,54 @@ struct Markers {
 impl Markers {
     fn find(user_agent: &[u8]) -> Markers {
         let mut found = Markers::default();
-        for at in memchr::memchr3_iter(b'M', b'O', b'G', user_agent) {
-            let rest = &user_agent[at..];
-            match rest[0] {
-                b'M' if rest.starts_with(b"MSIE ") => {
-                    found.msie.get_or_insert(at);
+        // A short value (`curl/8.5.0`, a load generator's) is read once, eight bytes at a
+        // time, for its capital letters: two `memchr3` passes cost more to set up than that.
+        if user_agent.len() <= SHORT_USER_AGENT_LEN_MAX {
+            let mut offset = 0;
+            while let Some(word) = user_agent[offset..].first_chunk::<8>() {
+                let mut capitals = crate::ascii::uppercase_bits(u64::from_le_bytes(*word));
+                while capitals != 0 {
+                    let at = offset + (capitals.trailing_zeros() / 8) as usize;
+                    found.note(&user_agent[at..], at);
+                    capitals &= capitals - 1;
                 }
-                b'M' => found.mac_os_x |= rest.starts_with(b"Mac OS X"),
-                b'O' => found.opera |= rest.starts_with(b"Opera"),
-                _ => found.gecko |= rest.starts_with(b"Gecko/"),
+                offset += 8;
             }
+            for (at, byte) in user_agent.iter().enumerate().skip(offset) {
+                if byte.is_ascii_uppercase() {
+                    found.note(&user_agent[at..], at);
+                }
+            }
+            return found;
+        }
+        for at in memchr::memchr3_iter(b'M', b'O', b'G', user_agent) {
+            found.note(&user_agent[at..], at);
         }
         for at in memchr::memchr3_iter(b'C', b'S', b'K', user_agent) {
-            let rest = &user_agent[at..];
-            match rest[0] {
-                b'C' => found.chrome |= rest.starts_with(b"Chrome/"),
-                b'S' => found.safari |= rest.starts_with(b"Safari/"),
-                _ => found.konqueror |= rest.starts_with(b"Konqueror"),
-            }
+            found.note(&user_agent[at..], at);
         }
         found
     }
+
+    /// The word that may start at `rest` (at offset `at` of the value), by its first letter.
+    fn note(&mut self, rest: &[u8], at: usize) {
+        match rest[0] {
+            b'M' if rest.starts_with(b"MSIE ") => {
+                self.msie.get_or_insert(at);
+            }
+            b'M' => self.mac_os_x |= rest.starts_with(b"Mac OS X"),
+            b'O' => self.opera |= rest.starts_with(b"Opera"),
+            b'G' => self.gecko |= rest.starts_with(b"Gecko/"),
+            b'C' => self.chrome |= rest.starts_with(b"Chrome/"),
+            b'S' => self.safari |= rest.starts_with(b"Safari/"),
+            b'K' => self.konqueror |= rest.starts_with(b"Konqueror"),
+            _ => {}
+        }
+    }
 }
+
+/// Up to this length a `User-Agent` is searched a byte at a time.
+const SHORT_USER_AGENT_LEN_MAX: usize = 48;
 
 /// Substring search for short needles in short values: cheaper than building a
 /// `memmem::Finder` per call, which showed up as the top cost of `analyze` in the bench.
@@ -238,46 +265,6 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     let (&first, rest) = needle.split_first()?;
     memchr::memchr_iter(first, haystack).find(|&at| haystack[at + 1..].starts_with(rest))
 }
-
-/// `name` equals `lower` ignoring ASCII case, where `lower` is made of lower-case letters,
-/// digits and `-` (the names and values this crate looks for).
-///
-/// A letter of `lower` has bit 0x40 set and a digit or `-` has not, so `(lower & 0x40) >> 1`
-/// is the case bit to ignore at that position: the comparison is exact and needs no
-/// per-byte branch, and names of eight bytes or more are compared a word at a time. Name
-/// lookup was the largest cost of reading a header line with `eq_ignore_ascii_case`.
-pub(super) fn eq_lowercase(name: &[u8], lower: &[u8]) -> bool {
-    debug_assert!(
-        lower
-            .iter()
-            .all(|&b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-    );
-    if name.len() != lower.len() {
-        return false;
-    }
-    let Some(last) = name.len().checked_sub(8) else {
-        let differ = name.iter().zip(lower).fold(0, |differ, (&byte, &wanted)| {
-            differ | ((byte | (wanted & 0x40) >> 1) ^ wanted)
-        });
-        return differ == 0;
-    };
-    let differ = |at: usize| match (name[at..].first_chunk(), lower[at..].first_chunk()) {
-        (Some(&byte), Some(&wanted)) => {
-            let (byte, wanted) = (u64::from_le_bytes(byte), u64::from_le_bytes(wanted));
-            (byte | (wanted & CASE_BITS) >> 1) ^ wanted
-        }
-        // `at` is at most `last`, so both words are there.
-        _ => u64::MAX,
-    };
-    // Whole words, then the last eight bytes, which may overlap the last whole word.
-    (0..last)
-        .step_by(8)
-        .fold(differ(last), |all, at| all | differ(at))
-        == 0
-}
-
-/// Bit 0x40 of every byte of a word.
-const CASE_BITS: u64 = u64::from_ne_bytes([0x40; 8]);
 
 /// Case-insensitive substring search, as nginx's `ngx_strcasestrn`.
 pub(super) fn contains_ignore_case(haystack: &[u8], needle: &[u8]) -> bool {

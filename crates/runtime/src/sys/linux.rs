@@ -729,6 +729,28 @@ pub fn register_readable(
     }
 }
 
+/// `CLOCK_REALTIME` as whole seconds since the Unix epoch and the nanoseconds past them:
+/// what `SystemTime::now().duration_since(UNIX_EPOCH)` gives, without its `Duration`
+/// arithmetic (the worker's wall clock is read for every response's `Date`). Through
+/// libc's vDSO `clock_gettime`, which valgrind runs. A time before the epoch, or a failed
+/// call, is the epoch.
+pub fn realtime() -> (u64, u32) {
+    let mut spec = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `spec` is a valid, writable timespec for the duration of the call.
+    let result = unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut spec) };
+    match (
+        result,
+        u64::try_from(spec.tv_sec),
+        u32::try_from(spec.tv_nsec),
+    ) {
+        (0, Ok(seconds), Ok(nanoseconds)) if nanoseconds < 1_000_000_000 => (seconds, nanoseconds),
+        _ => (0, 0),
+    }
+}
+
 /// `CLOCK_MONOTONIC` in whole milliseconds: the clock `Instant` reads, without its
 /// `Duration` arithmetic (a `limit_req` lookup reads it on every limited request).
 /// Through libc's vDSO `clock_gettime`, which valgrind runs.

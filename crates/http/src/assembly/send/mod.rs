@@ -153,24 +153,33 @@ pub(crate) async fn send_response_to<'a>(
     let expect_trailers = location.settings.headers.expects_trailers(status);
     // sub_filter, then SSI, take the body in before charset and gzip see it, as nginx's
     // filter order has it.
-    body = crate::modules::sub_filter::filter(worker, info, request, location, body);
-    body = crate::modules::ssi::filter(
-        worker,
-        info,
-        request,
-        location,
-        body,
-        &crate::assembly::phases::SUBREQUESTS,
-    );
+    // Each filter is called only where its directives are set (the body is not moved
+    // through the others).
+    let settings = &location.settings;
+    if !settings.sub_filter.substitutions.is_empty() {
+        body = crate::modules::sub_filter::filter(worker, info, request, location, body);
+    }
+    if settings.ssi.ssi {
+        body = crate::modules::ssi::filter(
+            worker,
+            info,
+            request,
+            location,
+            body,
+            &crate::assembly::phases::SUBREQUESTS,
+        );
+    }
     // addition wraps the (parsed) body in its subrequests' bodies.
-    body = crate::modules::addition::filter(
-        worker,
-        info,
-        request,
-        location,
-        body,
-        &crate::assembly::phases::SUBREQUESTS,
-    );
+    if settings.addition.before_body.is_some() || settings.addition.after_body.is_some() {
+        body = crate::modules::addition::filter(
+            worker,
+            info,
+            request,
+            location,
+            body,
+            &crate::assembly::phases::SUBREQUESTS,
+        );
+    }
     // Then gunzip, charset and gzip, as in nginx; their codings of the body are gathered
     // in `coding`, applied as the body goes out. gzip rules ranges out; a single range of a
     // proxied body is cut out as it passes when the proxy allows ranges (a stored or
@@ -354,6 +363,7 @@ fn coded<'a>(body: Body<'a>, coding: &mut coding::Coding) -> Body<'a> {
 
 /// The charset filter; a charset variable that is not found ends the request without a
 /// response, as nginx's filter error does.
+#[inline]
 fn charset_filter<'a>(
     worker: &'a HttpWorker,
     info: &ConnectionInfo,
@@ -362,6 +372,12 @@ fn charset_filter<'a>(
     body: Body<'a>,
     coding: &mut coding::Coding,
 ) -> io::Result<Body<'a>> {
+    // Without `charset` or an `X-Accel-Charset`, the body is not moved through the filter.
+    if request.response.override_charset.is_none()
+        && location.settings.charset.charset == charset::settings::CharsetName::Off
+    {
+        return Ok(body);
+    }
     charset::filter(worker, info, request, location, body, coding)
         .map_err(|_| io::Error::other("charset variable not found"))
 }

@@ -87,10 +87,15 @@ pub fn parse(
     Ok(ServerName::Exact(lower.as_bytes().into()))
 }
 
+/// Up to this many exact names, a lookup compares them in turn instead of hashing.
+const FEW_NAMES: usize = 4;
+
 /// The names of every server on one listen address, ready for lookup.
 #[derive(Debug, Default)]
 pub struct ServerNames {
     exact: HashMap<Box<[u8]>, ServerId, LookupHash>,
+    /// The exact names again, in a list, while there are at most [`FEW_NAMES`].
+    few: Vec<(Box<[u8]>, ServerId)>,
     /// Longest suffix first.
     head: Vec<(Box<[u8]>, bool, ServerId)>,
     /// Longest prefix first.
@@ -122,6 +127,11 @@ impl ServerNames {
                     return Err(conflict(bytes));
                 }
                 self.exact.insert(bytes.clone(), server);
+                if self.exact.len() <= FEW_NAMES {
+                    self.few.push((bytes.clone(), server));
+                } else {
+                    self.few = Vec::new();
+                }
             }
             ServerName::Head { suffix, also_bare } => {
                 if self.head.iter().any(|(existing, _, _)| existing == suffix) {
@@ -153,7 +163,16 @@ impl ServerNames {
         regex_of: impl Fn(usize) -> &'a NamedCaptures,
         captures: &mut Captures,
     ) -> Option<(ServerId, Option<&'a NamedCaptures>)> {
-        if let Some(server) = self.exact.get(host) {
+        // A few names are compared one by one: cheaper than hashing the host.
+        let exact = if self.exact.len() <= FEW_NAMES {
+            self.few
+                .iter()
+                .find(|(name, _)| **name == *host)
+                .map(|(_, server)| server)
+        } else {
+            self.exact.get(host)
+        };
+        if let Some(server) = exact {
             return Some((*server, None));
         }
         if !host.is_empty() {

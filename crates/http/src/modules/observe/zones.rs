@@ -86,6 +86,11 @@ pub(crate) fn start(worker: &HttpWorker, request: &mut Request<'_>) {
 
 /// Adds a finished request to its server's zone and its location's own zone.
 pub(crate) fn record(worker: &HttpWorker, location: &Location, request: &Request<'_>) {
+    // A location inherits its server's zone: without one of its own or inherited, the
+    // server has none either, and nothing is counted (no look at the server's level).
+    if location.settings.status_zone.zone.is_none() {
+        return;
+    }
     let server_zone = request
         .server
         .and_then(|id| server_zone(worker, worker.conf().server(id)));

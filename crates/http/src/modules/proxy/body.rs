@@ -241,7 +241,16 @@ impl<'a> UpstreamBody<'a> {
 
     /// Logs the stderr a FastCGI application sent with the body since the last call, or
     /// memcached's invalid trailer.
+    #[inline]
     pub(crate) fn log_stderr(&mut self, request: &Request<'_>) {
+        // Only FastCGI and memcached bodies have a log for these: one test for the rest.
+        if self.stderr_log.is_some() {
+            self.log_stderr_now(request);
+        }
+    }
+
+    #[inline(never)]
+    fn log_stderr_now(&mut self, request: &Request<'_>) {
         if let (Some(trailer), Some(log)) = (self.trailer.as_mut(), &self.stderr_log)
             && trailer.invalid
             && !trailer.logged

@@ -180,8 +180,9 @@ pub(crate) async fn proxy_one<'a>(
         Ok(body) => body,
         Err(status) => return ProxyOutcome::Finalize(status),
     };
-    let key_uri = key_uri(request, location, &target);
-    let looked_up = lookup(worker, client.info, request, location, &key_uri).await;
+    // The default key's URI is made only for that key.
+    let uri = |request: &Request<'_>| key_uri(request, location, &target);
+    let looked_up = lookup(worker, client.info, request, location, uri).await;
     let cache = match caching::answer(worker, client.info, request, location, &target, looked_up) {
         Ok(cache) => cache,
         Err(outcome) => return outcome,
@@ -663,11 +664,9 @@ impl<'a> Proxying<'a, '_> {
         let writer = self.cache_writer(info, request, &head, &buffer, framing);
         // Ranges of a proxied response: when it is stored and says `Accept-Ranges`, or
         // with `proxy_force_ranges` (nginx's `copy_allow_ranges`).
-        let accepts = head
-            .fields
-            .iter()
-            .any(|(name, _)| buffer[name.clone()].eq_ignore_ascii_case(b"accept-ranges"));
-        if self.location.settings.proxy_cache.force_ranges || (writer.is_some() && accepts) {
+        if self.location.settings.proxy_cache.force_ranges
+            || (writer.is_some() && caching::accepts_ranges(&head, &buffer))
+        {
             crate::modules::proxy::cache::allow_ranges(request);
         }
         let start = BodyStart {

@@ -1,7 +1,7 @@
 //! The request to the upstream server: the request line with nginx's URI rules, the fields
 //! `proxy_set_header` gives (and its defaults), then the client's own fields.
 
-use http1::ascii::eq_ignore_case;
+use http1::ascii::{eq_ignore_case, eq_lowercase};
 use logging::time::push_number;
 
 use crate::kernel::conf::Location;
@@ -104,11 +104,12 @@ pub(crate) fn upstream_uri(
     }
 }
 
+/// The `proxy_set_header` value for `name`, given in lower case.
 fn find_set<'p>(proxy: &'p Proxy, name: &[u8]) -> Option<&'p HttpTemplate> {
     proxy
         .set_header
         .iter()
-        .find(|header| eq_ignore_case(&header.name, name))
+        .find(|header| eq_lowercase(&header.name, name))
         .map(|header| &header.value)
 }
 
@@ -147,7 +148,7 @@ pub(crate) fn write_head(
         None => {}
     }
     for header in &proxy.set_header {
-        if eq_ignore_case(&header.name, b"host") {
+        if eq_lowercase(&header.name, b"host") {
             continue;
         }
         // A literal value is written from the configuration, without a copy.
@@ -199,11 +200,11 @@ pub(crate) fn write_head(
             };
             let overridden = DEFAULT_FIELDS
                 .iter()
-                .any(|default| eq_ignore_case(default, name))
+                .any(|default| eq_lowercase(name, default))
                 || (input.cache.is_some()
                     && CACHE_CLEARED_FIELDS
                         .iter()
-                        .any(|cleared| eq_ignore_case(cleared, name)))
+                        .any(|cleared| eq_lowercase(name, cleared)))
                 || proxy
                     .set_header
                     .iter()

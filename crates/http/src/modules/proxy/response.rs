@@ -2,7 +2,7 @@
 //! into the client's response: hidden fields dropped, `Location` and `Refresh` rewritten by
 //! `proxy_redirect`, `Set-Cookie` by `proxy_cookie_domain`/`proxy_cookie_path`.
 
-use http1::ascii::eq_ignore_case;
+use http1::ascii::{eq_ignore_case, eq_lowercase};
 
 use crate::kernel::response::{Bytes, Location};
 use crate::kernel::variables::evaluate::render;
@@ -92,7 +92,7 @@ impl Special {
         };
         candidates
             .iter()
-            .find(|(lowercase, _)| eq_ignore_case(name, lowercase))
+            .find(|(lowercase, _)| eq_lowercase(name, lowercase))
             .map(|(_, special)| *special)
     }
 
@@ -124,6 +124,7 @@ pub(crate) fn is_hidden(proxy: &Proxy, name: &[u8]) -> bool {
 
 /// `proxy_hide_header`, then the fields hidden by default that `proxy_pass_header` does
 /// not name.
+#[inline]
 fn hidden(proxy: &Proxy, name: &[u8], special: Option<Special>) -> bool {
     if proxy
         .hide_header

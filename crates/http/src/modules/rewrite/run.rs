@@ -46,7 +46,9 @@ pub async fn run<'a>(
     if script.is_empty() {
         return ScriptOutcome::Continue;
     }
-    crate::kernel::file::resolve_realpath_root(worker, connection, request).await;
+    if worker.conf().uses_realpath_root {
+        crate::kernel::file::resolve_realpath_root(worker, connection, request).await;
+    }
     let rewrite_log = location.settings.rewrite.log;
     let mut next = 0;
     while let Some(op) = script.ops.get(next) {

@@ -250,14 +250,14 @@ pub(crate) fn any_true(
         .any(|template| value_is_true(&render(worker, info, request, template)))
 }
 
-/// The cache's answer for a request about to be proxied. `key_uri` is the URI it would
-/// be sent upstream with (the default key's second part).
+/// The cache's answer for a request about to be proxied. `key_uri` makes the URI it would
+/// be sent upstream with (the default key's second part), called only for that key.
 pub(crate) async fn lookup(
     worker: &HttpWorker,
     info: &ConnectionInfo,
     request: &mut Request<'_>,
     location: &Location,
-    key_uri: &[u8],
+    key_uri: impl FnOnce(&Request<'_>) -> Vec<u8>,
 ) -> Lookup {
     let settings = &location.settings.proxy_cache;
     let purging = any_true(worker, info, request, &settings.purge);
@@ -290,7 +290,7 @@ pub(crate) async fn lookup(
         None => {
             let mut text = b"http://".to_vec();
             text.extend_from_slice(&request.upstream.proxy_host);
-            text.extend_from_slice(key_uri);
+            text.extend_from_slice(&key_uri(request));
             text
         }
     };

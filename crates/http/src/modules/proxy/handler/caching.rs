@@ -461,3 +461,11 @@ pub(super) fn key_uri(
     crate::modules::proxy::request::upstream_uri(request, location, &input, &mut uri);
     uri
 }
+
+/// Whether an upstream's head says `Accept-Ranges` (looked at only for a response being
+/// stored).
+pub(super) fn accepts_ranges(head: &UpstreamHead, buffer: &[u8]) -> bool {
+    head.fields
+        .iter()
+        .any(|(name, _)| buffer[name.clone()].eq_ignore_ascii_case(b"accept-ranges"))
+}
