@@ -61,6 +61,12 @@ impl RequestHead {
         self.path.map(|index| self.value(index))
     }
 
+    /// The decoded list the head was made of, for its memory's reuse
+    /// (`Connection::recycle_fields`).
+    pub fn into_fields(self) -> FieldList {
+        self.list
+    }
+
     /// The regular fields, in order; several `cookie` fields are joined into the first.
     pub fn fields(&self) -> impl Iterator<Item = Field<'_>> + '_ {
         self.list.iter()
@@ -132,6 +138,29 @@ enum NameCheck {
 }
 
 fn check_name(name: &[u8], policy: FieldPolicy) -> NameCheck {
+    // What the name's bytes are, all at once: the byte-by-byte walk below is needed only
+    // to tell which of an upper-case letter and a forbidden byte comes first.
+    let classes = name.iter().fold(0u8, |classes, &byte| {
+        classes | NAME_CLASS[usize::from(byte)]
+    });
+    if classes & (class::UPPER | class::BAD) == class::UPPER | class::BAD {
+        return check_name_bytes(name, policy);
+    }
+    if name.is_empty() || classes & class::BAD != 0 {
+        NameCheck::Bad
+    } else if classes & class::UPPER != 0 {
+        NameCheck::Uppercase
+    } else if classes & class::UNUSUAL != 0
+        || (classes & class::UNDERSCORE != 0 && !policy.underscores)
+    {
+        NameCheck::Unusual
+    } else {
+        NameCheck::Valid
+    }
+}
+
+/// [`check_name`] a byte at a time: the first upper-case letter or forbidden byte decides.
+fn check_name_bytes(name: &[u8], policy: FieldPolicy) -> NameCheck {
     let mut check = NameCheck::Valid;
     for &byte in name {
         match byte {
@@ -147,6 +176,50 @@ fn check_name(name: &[u8], policy: FieldPolicy) -> NameCheck {
     } else {
         check
     }
+}
+
+/// The classes of a name's bytes, as bits of [`NAME_CLASS`].
+mod class {
+    pub(super) const UNDERSCORE: u8 = 1;
+    pub(super) const UPPER: u8 = 2;
+    pub(super) const BAD: u8 = 4;
+    pub(super) const UNUSUAL: u8 = 8;
+}
+
+/// Each byte's class in a field name (0: a lower-case letter, a digit or `-`).
+static NAME_CLASS: [u8; 256] = {
+    let mut table = [class::UNUSUAL; 256];
+    let mut byte = 0;
+    while byte < 256 {
+        let b = byte as u8;
+        table[byte] = match b {
+            b'a'..=b'z' | b'0'..=b'9' | b'-' => 0,
+            b'_' => class::UNDERSCORE,
+            b'A'..=b'Z' => class::UPPER,
+            b':' | b' ' | 0..=0x1f | 0x7f => class::BAD,
+            _ => class::UNUSUAL,
+        };
+        byte += 1;
+    }
+    table
+};
+
+/// Whether a value holds NUL, CR or LF, looked for eight bytes at a time.
+fn has_forbidden_value_byte(value: &[u8]) -> bool {
+    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
+    let forbidden = |byte: &u8| matches!(byte, 0 | b'\r' | b'\n');
+    let mut chunks = value.chunks_exact(8);
+    for chunk in &mut chunks {
+        let word = u64::from_ne_bytes(chunk.try_into().unwrap_or([0xff; 8]));
+        // A byte below 0x0e sets its high bit here (the three forbidden bytes are below it;
+        // a tab is too, and is then looked at closer).
+        let low = word.wrapping_sub(ONES * 0x0e) & !word & HIGHS;
+        if low != 0 && chunk.iter().any(forbidden) {
+            return true;
+        }
+    }
+    chunks.remainder().iter().any(forbidden)
 }
 
 /// What [`parse`] makes of one field.
@@ -206,11 +279,7 @@ pub fn parse(mut list: FieldList, policy: FieldPolicy) -> Result<RequestHead, Ma
 }
 
 fn classify(field: Field<'_>, policy: FieldPolicy, regular_seen: bool) -> Result<Step, Malformed> {
-    if field
-        .value
-        .iter()
-        .any(|&byte| matches!(byte, 0 | b'\r' | b'\n'))
-    {
+    if has_forbidden_value_byte(field.value) {
         return Err(Malformed::InvalidValue);
     }
     if let Some(pseudo) = field.name.strip_prefix(b":") {
@@ -335,6 +404,52 @@ mod tests {
 
     fn with(extra: &[(&'static str, &'static str)]) -> Vec<(&'static str, &'static str)> {
         BASE.iter().chain(extra).copied().collect()
+    }
+
+    #[test]
+    fn names_are_classified_as_a_byte_at_a_time() {
+        // Every pair of bytes around a valid stem, in both policies: the table's answer is
+        // the byte-by-byte walk's, whichever byte comes first.
+        let samples: Vec<u8> = (0u8..=255).collect();
+        for policy in [
+            FieldPolicy::default(),
+            FieldPolicy {
+                underscores: true,
+                ignore_invalid: false,
+            },
+        ] {
+            assert_eq!(check_name(b"", policy), NameCheck::Bad);
+            for &first in &samples {
+                for &second in &samples {
+                    let name = [b'x', first, b'-', second, b'9'];
+                    assert_eq!(
+                        check_name(&name, policy),
+                        check_name_bytes(&name, policy),
+                        "{name:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn values_with_nul_cr_or_lf_are_found_at_any_place() {
+        for length in 0..40 {
+            let clean = vec![b'\t'; length];
+            assert!(!has_forbidden_value_byte(&clean));
+            let text: Vec<u8> = (0..length).map(|at| b' ' + (at % 90) as u8).collect();
+            assert!(!has_forbidden_value_byte(&text));
+            for at in 0..length {
+                for bad in [0, b'\r', b'\n'] {
+                    let mut value = text.clone();
+                    value[at] = bad;
+                    assert!(has_forbidden_value_byte(&value), "{value:?}");
+                }
+                let mut near = text.clone();
+                near[at] = [0x0b, 0x0c, 0x0e, 0x01][at % 4];
+                assert!(!has_forbidden_value_byte(&near), "{near:?}");
+            }
+        }
     }
 
     #[test]
