@@ -34,6 +34,9 @@ pub struct RequestHead {
     scheme: Option<usize>,
     authority: Option<usize>,
     path: Option<usize>,
+    /// The first `host` and `content-length` fields.
+    host: Option<usize>,
+    content_length: Option<usize>,
 }
 
 impl RequestHead {
@@ -59,6 +62,16 @@ impl RequestHead {
     /// `:path` (absent only for CONNECT).
     pub fn path(&self) -> Option<&[u8]> {
         self.path.map(|index| self.value(index))
+    }
+
+    /// The first `host` field's value.
+    pub fn host(&self) -> Option<&[u8]> {
+        self.host.map(|index| self.value(index))
+    }
+
+    /// The first `content-length` field's value.
+    pub fn content_length(&self) -> Option<&[u8]> {
+        self.content_length.map(|index| self.value(index))
     }
 
     /// The decoded list the head was made of, for its memory's reuse
@@ -228,6 +241,9 @@ enum Step {
     /// Dropped (`ignore_invalid_headers`).
     Drop,
     Cookie,
+    /// Kept; the head notes where the first is.
+    Host,
+    ContentLength,
     Keep,
 }
 
@@ -244,6 +260,7 @@ pub fn parse(mut list: FieldList, policy: FieldPolicy) -> Result<RequestHead, Ma
     let mut pseudo = [None; 4];
     let mut regular_seen = false;
     let mut cookies = Vec::new();
+    let (mut host, mut content_length) = (None, None);
     for index in 0..list.len() {
         let step = match list.get(index) {
             Some(field) => classify(field, policy, regular_seen)?,
@@ -259,6 +276,12 @@ pub fn parse(mut list: FieldList, policy: FieldPolicy) -> Result<RequestHead, Ma
             }
             Step::Drop => list.hide(index),
             Step::Cookie => cookies.push(index),
+            Step::Host => {
+                host.get_or_insert(index);
+            }
+            Step::ContentLength => {
+                content_length.get_or_insert(index);
+            }
             Step::Keep => {}
         }
         regular_seen = true;
@@ -273,6 +296,8 @@ pub fn parse(mut list: FieldList, policy: FieldPolicy) -> Result<RequestHead, Ma
         scheme,
         authority,
         path,
+        host,
+        content_length,
     };
     check_pseudo(&head)?;
     Ok(head)
@@ -300,13 +325,23 @@ fn classify(field: Field<'_>, policy: FieldPolicy, regular_seen: bool) -> Result
         NameCheck::Unusual if policy.ignore_invalid => return Ok(Step::Drop),
         NameCheck::Valid | NameCheck::Unusual => {}
     }
-    match field.name {
-        b"connection" | b"keep-alive" | b"proxy-connection" | b"transfer-encoding" | b"upgrade" => {
-            Err(Malformed::ConnectionSpecific)
-        }
-        b"te" if field.value != b"trailers" => Err(Malformed::ConnectionSpecific),
-        b"cookie" => Ok(Step::Cookie),
-        _ => Ok(Step::Keep),
+    // The length first: most names have none of these lengths.
+    let name = field.name;
+    let connection_specific = match name.len() {
+        2 => name == b"te" && field.value != b"trailers",
+        4 if name == b"host" => return Ok(Step::Host),
+        6 if name == b"cookie" => return Ok(Step::Cookie),
+        7 => name == b"upgrade",
+        10 => name == b"connection" || name == b"keep-alive",
+        14 if name == b"content-length" => return Ok(Step::ContentLength),
+        16 => name == b"proxy-connection",
+        17 => name == b"transfer-encoding",
+        _ => false,
+    };
+    if connection_specific {
+        Err(Malformed::ConnectionSpecific)
+    } else {
+        Ok(Step::Keep)
     }
 }
 
@@ -404,6 +439,35 @@ mod tests {
 
     fn with(extra: &[(&'static str, &'static str)]) -> Vec<(&'static str, &'static str)> {
         BASE.iter().chain(extra).copied().collect()
+    }
+
+    #[test]
+    fn the_first_host_and_content_length_are_found() {
+        let parsed = head(&with(&[
+            ("x-a", "1"),
+            ("content-length", "5"),
+            ("host", "one"),
+            ("host", "two"),
+            ("content-length", "6"),
+        ]))
+        .expect("a valid head");
+        assert_eq!(parsed.host(), Some(&b"one"[..]));
+        assert_eq!(parsed.content_length(), Some(&b"5"[..]));
+        let parsed = head(&with(&[("x-a", "1")])).expect("a valid head");
+        assert_eq!((parsed.host(), parsed.content_length()), (None, None));
+        // Names of the same lengths as the connection-specific ones are kept.
+        let parsed = head(&with(&[("tt", "1"), ("upgradx", "2"), ("connectiox", "3")]))
+            .expect("a valid head");
+        assert_eq!(parsed.fields().count(), 3);
+        assert_eq!(
+            head(&with(&[("keep-alive", "1")])),
+            Err(Malformed::ConnectionSpecific)
+        );
+        assert_eq!(
+            head(&with(&[("te", "gzip")])),
+            Err(Malformed::ConnectionSpecific)
+        );
+        assert!(head(&with(&[("te", "trailers")])).is_ok());
     }
 
     #[test]
