@@ -505,6 +505,7 @@ async fn linger(socket: &runtime::Stream, time: Duration, timeout: Duration) {
 /// Turns the events the last input produced into streams: a head starts a request at
 /// once (its body, if any, arrives in its inbox); a reset stream's request is dropped.
 fn dispatch<'a>(started: &Started<'a>, streams: &mut Streams<'a>, rules: &Rules) {
+    let mut old = None;
     loop {
         let event = started.shared.h2.borrow_mut().poll_event();
         let Some(event) = event else {
@@ -541,7 +542,7 @@ fn dispatch<'a>(started: &Started<'a>, streams: &mut Streams<'a>, rules: &Rules)
                     h2.reset(stream_id, ErrorCode::PROTOCOL_ERROR);
                     continue;
                 }
-                count_request(started, streams, rules);
+                count_request(started, streams, rules, &mut old);
                 let connect = fields
                     .iter()
                     .any(|field| field.name == b":method" && field.value == b"CONNECT");
@@ -638,9 +639,17 @@ fn partial_head_of(input: &[u8], shared: &Shared) -> Option<u32> {
 
 /// Counts a new request; the one that reaches `keepalive_requests`, or comes after
 /// `keepalive_time`, is the connection's last: GOAWAY names it, as nginx's does.
-fn count_request(started: &Started<'_>, streams: &mut Streams<'_>, rules: &Rules) {
+///
+/// `old` is whether the connection is past `keepalive_time`, read from the clock once for
+/// all the heads of one input.
+fn count_request(
+    started: &Started<'_>,
+    streams: &mut Streams<'_>,
+    rules: &Rules,
+    old: &mut Option<bool>,
+) {
     streams.started += 1;
-    let old = started.info.accepted.elapsed() > rules.keepalive_time;
+    let old = *old.get_or_insert_with(|| started.info.accepted.elapsed() > rules.keepalive_time);
     if streams.started >= rules.keepalive_requests || old {
         started.shared.h2.borrow_mut().go_away(ErrorCode::NO_ERROR);
     }
