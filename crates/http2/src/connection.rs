@@ -16,7 +16,7 @@ use std::io::IoSlice;
 use crate::error::{Error, ErrorCode, Reason};
 use crate::flow::{RecvWindow, SendWindow};
 use crate::frame::{self, Frame, PrioritySpec, Setting, settings};
-use crate::hpack::{self, DecodeLimits, HeaderField};
+use crate::hpack::{self, DecodeLimits};
 use crate::limits::{Counters, Flood, Limits, PRIORITY_PER_STREAM};
 use crate::output::Output;
 use crate::priority::PriorityTree;
@@ -137,7 +137,7 @@ struct Stream {
     /// The caller ended its side: END_STREAM goes with the last queued byte (or trailers).
     end_queued: bool,
     /// Trailers to send after the queued bytes.
-    trailers: Option<Vec<HeaderField>>,
+    trailers: Option<hpack::FieldList>,
     /// The largest DATA frame of this stream (`Config::chunk_size` unless the caller set
     /// its own: nginx's `http2_chunk_size` is the location's).
     chunk_size: u32,

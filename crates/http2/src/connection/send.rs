@@ -6,7 +6,7 @@ use bytes::Bytes;
 use super::{Connection, Phase, SendError, Stream};
 use crate::error::ErrorCode;
 use crate::frame::{self, Frame, FrameHeader};
-use crate::hpack::HeaderField;
+use crate::hpack::{FieldList, HeaderField};
 use crate::output::INLINE_DATA_MAX;
 
 impl Connection {
@@ -121,6 +121,26 @@ impl Connection {
         stream_id: u32,
         fields: Vec<HeaderField>,
     ) -> Result<(), SendError> {
+        self.queue_trailers(stream_id, fields.into())
+    }
+
+    /// As [`send_trailers`](Self::send_trailers), for fields given as name and value
+    /// (names in lower case), none of them never-indexed: copied into one buffer, not a
+    /// pair of allocations per field.
+    pub fn send_trailer_pairs<'f>(
+        &mut self,
+        stream_id: u32,
+        fields: impl IntoIterator<Item = (&'f [u8], &'f [u8])>,
+    ) -> Result<(), SendError> {
+        self.sendable(stream_id)?;
+        let mut list = self.spare_lists.pop().unwrap_or_default();
+        for (name, value) in fields {
+            list.push(name, value, false);
+        }
+        self.queue_trailers(stream_id, list)
+    }
+
+    fn queue_trailers(&mut self, stream_id: u32, fields: FieldList) -> Result<(), SendError> {
         self.sendable(stream_id)?;
         if let Some(stream) = self.streams.get_mut(&stream_id) {
             stream.trailers = Some(fields);
@@ -337,8 +357,10 @@ impl Connection {
         }
         if let Some(fields) = trailers {
             // Encoded now, not when queued: HPACK blocks must be encoded in wire order.
-            let mut block = Vec::new();
-            self.encoder.encode(&fields, &mut block);
+            let mut block = std::mem::take(&mut self.encoded);
+            block.clear();
+            self.encoder.encode_list(&fields, &mut block);
+            self.recycle_fields(fields);
             frame::write_header_block(
                 self.output.frames(),
                 stream_id,
@@ -346,6 +368,7 @@ impl Connection {
                 true,
                 self.peer_max_frame_size,
             );
+            self.encoded = block;
         }
         if last {
             self.end_local(stream_id);

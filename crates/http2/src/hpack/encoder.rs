@@ -240,6 +240,16 @@ impl Encoder {
         }
     }
 
+    /// Appends the representation of a decoded or assembled list's fields.
+    pub fn encode_list(&mut self, fields: &super::FieldList, out: &mut Vec<u8>) {
+        if let Some(size) = self.size_update.take() {
+            integer::encode(size as u64, 5, 0x20, out);
+        }
+        for field in fields.iter() {
+            self.field(field.name, field.value, field.sensitive, out);
+        }
+    }
+
     /// Appends the representation of fields given as name and value, none of them
     /// never-indexed (no [`HeaderField`] needs building for each).
     pub fn encode_pairs<'a>(

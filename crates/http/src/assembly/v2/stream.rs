@@ -471,11 +471,7 @@ impl FramedSink for StreamSink<'_> {
             let _ = if fields.is_empty() {
                 h2.send_data(self.stream_id, &[], true)
             } else {
-                let fields = fields
-                    .iter()
-                    .map(|(name, value)| field(name, value))
-                    .collect();
-                h2.send_trailers(self.stream_id, fields)
+                h2.send_trailer_pairs(self.stream_id, fields.iter())
             };
         }
         *state = SinkState::Ended;
