@@ -72,8 +72,13 @@ pub const STATIC: [(&str, &str); 61] = [
 /// The default dynamic table size, SETTINGS_HEADER_TABLE_SIZE's initial value.
 pub const DEFAULT_SIZE: usize = 4096;
 
-/// A name and a value as the dynamic table keeps them.
-type Entry = (Box<[u8]>, Box<[u8]>);
+/// A name and a value as the dynamic table keeps them: one allocation, the name first,
+/// and the name's length.
+type Entry = (Box<[u8]>, usize);
+
+fn split(entry: &Entry) -> (&[u8], &[u8]) {
+    entry.0.split_at(entry.1)
+}
 
 /// A dynamic table: newest entry first, evicted from the oldest end (§2.3.2, §4.4).
 #[derive(Clone, Debug)]
@@ -127,33 +132,36 @@ impl DynamicTable {
             return;
         }
         self.evict_to(self.max_size - size);
-        self.entries.push_front((name.into(), value.into()));
+        let mut bytes = Vec::with_capacity(name.len() + value.len());
+        bytes.extend_from_slice(name);
+        bytes.extend_from_slice(value);
+        self.entries
+            .push_front((bytes.into_boxed_slice(), name.len()));
         self.size += size;
     }
 
     fn evict_to(&mut self, target: usize) {
         while self.size > target {
-            let Some((name, value)) = self.entries.pop_back() else {
+            let Some(entry) = self.entries.pop_back() else {
                 break;
             };
-            self.size -= entry_size(&name, &value);
+            // Name and value together, and the 32 octets of overhead.
+            self.size -= entry.0.len() + 32;
         }
         debug_assert!(self.size <= target || self.entries.is_empty());
     }
 
     /// The entry at a dynamic index, 0 being the newest.
     pub fn get(&self, position: usize) -> Option<(&[u8], &[u8])> {
-        self.entries
-            .get(position)
-            .map(|(name, value)| (&name[..], &value[..]))
+        self.entries.get(position).map(split)
     }
 
     /// The positions of an entry with this name and value, and of one with this name.
     pub fn find(&self, name: &[u8], value: &[u8]) -> (Option<usize>, Option<usize>) {
         let mut name_only = None;
-        for (position, (entry_name, entry_value)) in self.entries.iter().enumerate() {
-            if &entry_name[..] == name {
-                if &entry_value[..] == value {
+        for (position, (entry_name, entry_value)) in self.entries.iter().map(split).enumerate() {
+            if entry_name == name {
+                if entry_value == value {
                     return (Some(position), Some(position));
                 }
                 name_only.get_or_insert(position);
