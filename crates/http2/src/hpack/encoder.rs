@@ -7,7 +7,8 @@ use super::table::{self, DynamicTable};
 use super::{HeaderField, entry_size, huffman, integer};
 
 /// Fields larger than this are never added to the dynamic table: one would push out many
-/// small, often repeated entries.
+/// small, often repeated entries. Nor is `grpc-timeout`, whose value is the time a call
+/// has left, new for every call.
 const INDEX_SIZE_MAX: usize = 512;
 
 /// The sending side of one connection's HPACK context.
@@ -316,8 +317,9 @@ impl Encoder {
         let name_index = static_name
             .or(dynamic_name.map(|position| position + 62))
             .unwrap_or(0);
-        let index_it =
-            !sensitive && entry_size(name, value) <= INDEX_SIZE_MAX.min(self.table.max_size());
+        let index_it = !sensitive
+            && entry_size(name, value) <= INDEX_SIZE_MAX.min(self.table.max_size())
+            && name != b"grpc-timeout";
         let (prefix_bits, pattern) = match (index_it, sensitive) {
             (true, _) => (6, 0x40),
             (false, true) => (4, 0x10),
@@ -361,6 +363,24 @@ mod tests {
             (b"content-type", b"text/plain"),
             (b"content-length", length),
         ]
+    }
+
+    #[test]
+    fn grpc_timeout_is_never_added_to_the_table() {
+        let mut encoder = Encoder::new();
+        let mut decoder = super::super::Decoder::new(table::DEFAULT_SIZE);
+        let limits = super::super::DecodeLimits {
+            max_field_size: 4096,
+            max_list_size: 4096,
+        };
+        for timeout in [&b"19999876u"[..], b"19999850u"] {
+            let mut block = Vec::new();
+            encoder.encode_pairs([(&b"grpc-timeout"[..], timeout)], &mut block);
+            assert_eq!(encoder.table.len(), 0);
+            let decoded = decoder.decode(&block, limits).expect("a valid block");
+            let field = decoded.fields.get(0).expect("one field");
+            assert_eq!((field.name, field.value), (&b"grpc-timeout"[..], timeout));
+        }
     }
 
     #[test]
