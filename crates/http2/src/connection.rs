@@ -16,7 +16,7 @@ use std::io::IoSlice;
 use crate::error::{Error, ErrorCode, Reason};
 use crate::flow::{RecvWindow, SendWindow};
 use crate::frame::{self, Frame, PrioritySpec, Setting, settings};
-use crate::hpack::{self, DecodeLimits, HeaderField};
+use crate::hpack::{self, DecodeLimits};
 use crate::limits::{Counters, Flood, Limits, PRIORITY_PER_STREAM};
 use crate::output::Output;
 use crate::priority::PriorityTree;
@@ -137,7 +137,7 @@ struct Stream {
     /// The caller ended its side: END_STREAM goes with the last queued byte (or trailers).
     end_queued: bool,
     /// Trailers to send after the queued bytes.
-    trailers: Option<Vec<HeaderField>>,
+    trailers: Option<hpack::FieldList>,
     /// The largest DATA frame of this stream (`Config::chunk_size` unless the caller set
     /// its own: nginx's `http2_chunk_size` is the location's).
     chunk_size: u32,
@@ -148,6 +148,19 @@ struct Stream {
 /// Streams reset by us whose late DATA is ignored.
 const RESETS_REMEMBERED: usize = 16;
 
+/// Closed streams' state kept for the next streams, at most.
+const SPARE_STREAMS_MAX: usize = 16;
+
+/// A retired stream keeps its queue's buffer up to this size.
+const SPARE_QUEUE_MAX: usize = 16 * 1024;
+
+/// Field lists given back and kept, at most, and the largest buffer one may keep.
+const SPARE_LISTS_MAX: usize = 16;
+const SPARE_LIST_BYTES_MAX: usize = 8 * 1024;
+
+/// The largest header block buffer kept for the next block.
+const SPARE_BLOCK_MAX: usize = 4096;
+
 /// The server side of one HTTP/2 connection.
 #[derive(Debug)]
 pub struct Connection {
@@ -157,7 +170,13 @@ pub struct Connection {
     phase: Phase,
     decoder: hpack::Decoder,
     encoder: hpack::Encoder,
-    streams: BTreeMap<u32, Stream>,
+    /// Boxed, so that the map moves pointers, and kept for the next streams when they
+    /// close (see `retire`).
+    streams: BTreeMap<u32, Box<Stream>>,
+    /// Closed streams' state, cleared, with its queue's memory, for the next streams.
+    /// Boxed as the map holds them: a stream moves between the two without a copy.
+    #[allow(clippy::vec_box)]
+    spare_streams: Vec<Box<Stream>>,
     tree: PriorityTree,
     block: Option<OpenBlock>,
     /// Where the look through the header block arriving in part has reached.
@@ -165,6 +184,13 @@ pub struct Connection {
     events: VecDeque<Event>,
     /// The header block being encoded, kept with its memory between heads.
     encoded: Vec<u8>,
+    /// The buffer of the last header block assembled, kept for the next one.
+    spare_block: Vec<u8>,
+    /// Decoded field lists the caller gave back ([`Connection::recycle_fields`]).
+    spare_lists: Vec<hpack::FieldList>,
+    /// Scratch space of `flush`: the streams ready to frame, and their ranks.
+    frame_order: Vec<u32>,
+    frame_ranks: Vec<(usize, f64, u32)>,
     output: Output,
     send_window: SendWindow,
     recv_window: RecvWindow,
@@ -195,12 +221,17 @@ impl Connection {
             decoder: hpack::Decoder::new(hpack::table::DEFAULT_SIZE),
             encoder: hpack::Encoder::new(),
             streams: BTreeMap::new(),
+            spare_streams: Vec::new(),
             reset_by_us: VecDeque::new(),
             tree: PriorityTree::new(limits.priority_nodes_retained),
             block: None,
             block_scan: hpack::BlockScan::default(),
             events: VecDeque::new(),
             encoded: Vec::new(),
+            spare_block: Vec::new(),
+            spare_lists: Vec::new(),
+            frame_order: Vec::new(),
+            frame_ranks: Vec::new(),
             output: Output::default(),
             send_window: SendWindow::new(65_535),
             recv_window: RecvWindow::new(65_535, config.connection_window.max(65_535)),
@@ -355,7 +386,8 @@ impl Connection {
                 stream_id, code, ..
             } => {
                 self.reset_stream(stream_id, code);
-                if self.streams.remove(&stream_id).is_some() {
+                if let Some(stream) = self.streams.remove(&stream_id) {
+                    self.retire(stream);
                     self.tree.close(stream_id);
                     self.events.push_back(Event::Reset {
                         stream_id,
@@ -402,8 +434,46 @@ impl Connection {
     }
 
     fn close(&mut self, stream_id: u32) {
-        if self.streams.remove(&stream_id).is_some() {
+        if let Some(stream) = self.streams.remove(&stream_id) {
+            self.retire(stream);
             self.tree.close(stream_id);
+        }
+    }
+
+    /// Keeps a closed stream's state, emptied, for a stream opened later: its queue's
+    /// buffer then serves the next small response without an allocation.
+    fn retire(&mut self, mut stream: Box<Stream>) {
+        if self.spare_streams.len() >= SPARE_STREAMS_MAX {
+            return;
+        }
+        stream.queued.clear();
+        if stream.queued.capacity() > SPARE_QUEUE_MAX {
+            stream.queued = DataQueue::default();
+        }
+        stream.trailers = None;
+        self.spare_streams.push(stream);
+    }
+
+    /// A stream's state in a box, a retired one's if there is one (its queue kept).
+    fn boxed_stream(&mut self, mut stream: Stream) -> Box<Stream> {
+        match self.spare_streams.pop() {
+            Some(mut spare) => {
+                std::mem::swap(&mut spare.queued, &mut stream.queued);
+                *spare = stream;
+                spare
+            }
+            None => Box::new(stream),
+        }
+    }
+
+    /// Gives back a field list an [`Event::Headers`] carried, once read: the next header
+    /// block is decoded into its memory.
+    pub fn recycle_fields(&mut self, mut fields: hpack::FieldList) {
+        if self.spare_lists.len() < SPARE_LISTS_MAX
+            && fields.capacity_bytes() <= SPARE_LIST_BYTES_MAX
+        {
+            fields.clear();
+            self.spare_lists.push(fields);
         }
     }
 

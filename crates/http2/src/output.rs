@@ -109,6 +109,14 @@ impl Output {
         }
     }
 
+    /// Appends a DATA frame whose payload, at most [`INLINE_DATA_MAX`] bytes, is copied
+    /// behind the frames before it (as [`Self::push_data`] copies a small payload).
+    pub(crate) fn push_data_copied(&mut self, header: [u8; HEADER_LEN], payload: &[u8]) {
+        debug_assert!(payload.len() <= INLINE_DATA_MAX);
+        self.open.extend_from_slice(&header);
+        self.open.extend_from_slice(payload);
+    }
+
     /// Bytes not yet written.
     pub(crate) fn len(&self) -> usize {
         self.runs_len - self.front_written + self.open.len()

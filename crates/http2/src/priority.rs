@@ -33,6 +33,9 @@ pub struct PriorityTree {
     /// Idle and closed nodes, oldest first.
     retained: VecDeque<u32>,
     retained_max: usize,
+    /// Counts the removals of nodes, which may move other streams up (see
+    /// [`PriorityTree::changes`]).
+    removals: u64,
 }
 
 impl PriorityTree {
@@ -43,7 +46,15 @@ impl PriorityTree {
             root_children: Vec::new(),
             retained: VecDeque::new(),
             retained_max,
+            removals: 0,
         }
+    }
+
+    /// Grows whenever a node leaves the tree (its children then rank as its parent's):
+    /// an order computed with [`Self::order`] holds while this stays the same and no
+    /// PRIORITY or HEADERS frame is applied.
+    pub fn changes(&self) -> u64 {
+        self.removals
     }
 
     /// How many nodes the tree holds.
@@ -227,6 +238,7 @@ impl PriorityTree {
         let Some(node) = self.nodes.remove(&stream_id) else {
             return;
         };
+        self.removals += 1;
         let total: u32 = node
             .children
             .iter()
@@ -282,6 +294,24 @@ impl PriorityTree {
             }
         }
         best.map(|(_, _, stream_id)| stream_id)
+    }
+
+    /// Sorts `ready` into the order [`Self::first`] would pick them one after another while
+    /// the tree stays as it is: each stream ranked once, not once per choice. `ranks` is
+    /// scratch space the caller keeps.
+    pub fn order(&self, ready: &mut Vec<u32>, ranks: &mut Vec<(usize, f64, u32)>) {
+        if ready.len() < 2 {
+            return;
+        }
+        ranks.clear();
+        ranks.extend(ready.iter().map(|&stream_id| {
+            let (depth, share) = self.rank(stream_id);
+            (depth.max(1), share, stream_id)
+        }));
+        // Shallower, then a larger share, then a lower id.
+        ranks.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.total_cmp(&a.1)).then(a.2.cmp(&b.2)));
+        ready.clear();
+        ready.extend(ranks.iter().map(|&(_, _, stream_id)| stream_id));
     }
 }
 

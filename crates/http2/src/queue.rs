@@ -5,7 +5,7 @@
 
 use std::collections::VecDeque;
 
-use bytes::{Bytes, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
 
 /// One stream's queued DATA.
 #[derive(Clone, Debug, Default)]
@@ -32,6 +32,35 @@ impl DataQueue {
         if !data.is_empty() {
             self.chunks.push_back(data);
         }
+    }
+
+    /// The bytes queued, when they are all copies (no buffer handed over waits before
+    /// them): a frame's payload can be copied from here without taking them apart.
+    pub(crate) fn copied_only(&self) -> Option<&[u8]> {
+        self.chunks.is_empty().then_some(&self.copied[..])
+    }
+
+    /// Drops the first `count` bytes of [`Self::copied_only`], which were framed.
+    pub(crate) fn consume_copied(&mut self, count: usize) {
+        debug_assert!(self.chunks.is_empty() && count <= self.copied.len());
+        self.copied.advance(count);
+        self.len -= count;
+        if self.copied.is_empty() {
+            // Keeps the buffer: the next copies start at its beginning.
+            self.copied.clear();
+        }
+    }
+
+    /// Empties the queue, keeping the copies' buffer.
+    pub(crate) fn clear(&mut self) {
+        self.chunks.clear();
+        self.copied.clear();
+        self.len = 0;
+    }
+
+    /// The memory the queue keeps for copies.
+    pub(crate) fn capacity(&self) -> usize {
+        self.copied.capacity()
     }
 
     /// Bytes queued.
@@ -114,6 +143,35 @@ mod tests {
         assert_eq!((first.len(), second.len()), (600, 400));
         assert_eq!(first.as_ptr(), start);
         assert_eq!(second.as_ptr(), start.wrapping_add(600));
+    }
+
+    #[test]
+    fn copies_alone_are_framed_from_their_buffer_which_is_kept() {
+        let mut queue = DataQueue::default();
+        queue.push_copy(b"hello ");
+        queue.push_copy(b"world");
+        assert_eq!(queue.copied_only(), Some(&b"hello world"[..]));
+        let buffer = queue.copied_only().map(<[u8]>::as_ptr_range);
+        queue.consume_copied(6);
+        assert_eq!(queue.len(), 5);
+        assert_eq!(queue.copied_only(), Some(&b"world"[..]));
+        queue.consume_copied(5);
+        assert!(queue.is_empty());
+        queue.push_copy(b"again");
+        assert_eq!(queue.to_vec(), b"again");
+        // Within the first buffer: no new one was allocated.
+        let again = queue.copied_only().map(<[u8]>::as_ptr);
+        let (Some(buffer), Some(again)) = (buffer, again) else {
+            panic!("copies expected");
+        };
+        assert!(buffer.start <= again && again < buffer.start.wrapping_add(16));
+        // A buffer handed over first: the copies behind it are not the front.
+        queue.clear();
+        queue.push(Bytes::from_static(b"shared"));
+        queue.push_copy(b"copy");
+        assert_eq!(queue.copied_only(), None);
+        assert_eq!(queue.take(100).as_ref(), b"shared");
+        assert_eq!(queue.take(100).as_ref(), b"copy");
     }
 
     #[test]

@@ -34,6 +34,9 @@ pub struct RequestHead {
     scheme: Option<usize>,
     authority: Option<usize>,
     path: Option<usize>,
+    /// The first `host` and `content-length` fields.
+    host: Option<usize>,
+    content_length: Option<usize>,
 }
 
 impl RequestHead {
@@ -59,6 +62,22 @@ impl RequestHead {
     /// `:path` (absent only for CONNECT).
     pub fn path(&self) -> Option<&[u8]> {
         self.path.map(|index| self.value(index))
+    }
+
+    /// The first `host` field's value.
+    pub fn host(&self) -> Option<&[u8]> {
+        self.host.map(|index| self.value(index))
+    }
+
+    /// The first `content-length` field's value.
+    pub fn content_length(&self) -> Option<&[u8]> {
+        self.content_length.map(|index| self.value(index))
+    }
+
+    /// The decoded list the head was made of, for its memory's reuse
+    /// (`Connection::recycle_fields`).
+    pub fn into_fields(self) -> FieldList {
+        self.list
     }
 
     /// The regular fields, in order; several `cookie` fields are joined into the first.
@@ -132,6 +151,29 @@ enum NameCheck {
 }
 
 fn check_name(name: &[u8], policy: FieldPolicy) -> NameCheck {
+    // What the name's bytes are, all at once: the byte-by-byte walk below is needed only
+    // to tell which of an upper-case letter and a forbidden byte comes first.
+    let classes = name.iter().fold(0u8, |classes, &byte| {
+        classes | NAME_CLASS[usize::from(byte)]
+    });
+    if classes & (class::UPPER | class::BAD) == class::UPPER | class::BAD {
+        return check_name_bytes(name, policy);
+    }
+    if name.is_empty() || classes & class::BAD != 0 {
+        NameCheck::Bad
+    } else if classes & class::UPPER != 0 {
+        NameCheck::Uppercase
+    } else if classes & class::UNUSUAL != 0
+        || (classes & class::UNDERSCORE != 0 && !policy.underscores)
+    {
+        NameCheck::Unusual
+    } else {
+        NameCheck::Valid
+    }
+}
+
+/// [`check_name`] a byte at a time: the first upper-case letter or forbidden byte decides.
+fn check_name_bytes(name: &[u8], policy: FieldPolicy) -> NameCheck {
     let mut check = NameCheck::Valid;
     for &byte in name {
         match byte {
@@ -149,12 +191,59 @@ fn check_name(name: &[u8], policy: FieldPolicy) -> NameCheck {
     }
 }
 
+/// The classes of a name's bytes, as bits of [`NAME_CLASS`].
+mod class {
+    pub(super) const UNDERSCORE: u8 = 1;
+    pub(super) const UPPER: u8 = 2;
+    pub(super) const BAD: u8 = 4;
+    pub(super) const UNUSUAL: u8 = 8;
+}
+
+/// Each byte's class in a field name (0: a lower-case letter, a digit or `-`).
+static NAME_CLASS: [u8; 256] = {
+    let mut table = [class::UNUSUAL; 256];
+    let mut byte = 0;
+    while byte < 256 {
+        let b = byte as u8;
+        table[byte] = match b {
+            b'a'..=b'z' | b'0'..=b'9' | b'-' => 0,
+            b'_' => class::UNDERSCORE,
+            b'A'..=b'Z' => class::UPPER,
+            b':' | b' ' | 0..=0x1f | 0x7f => class::BAD,
+            _ => class::UNUSUAL,
+        };
+        byte += 1;
+    }
+    table
+};
+
+/// Whether a value holds NUL, CR or LF, looked for eight bytes at a time.
+fn has_forbidden_value_byte(value: &[u8]) -> bool {
+    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
+    let forbidden = |byte: &u8| matches!(byte, 0 | b'\r' | b'\n');
+    let mut chunks = value.chunks_exact(8);
+    for chunk in &mut chunks {
+        let word = u64::from_ne_bytes(chunk.try_into().unwrap_or([0xff; 8]));
+        // A byte below 0x0e sets its high bit here (the three forbidden bytes are below it;
+        // a tab is too, and is then looked at closer).
+        let low = word.wrapping_sub(ONES * 0x0e) & !word & HIGHS;
+        if low != 0 && chunk.iter().any(forbidden) {
+            return true;
+        }
+    }
+    chunks.remainder().iter().any(forbidden)
+}
+
 /// What [`parse`] makes of one field.
 enum Step {
     Pseudo(Pseudo),
     /// Dropped (`ignore_invalid_headers`).
     Drop,
     Cookie,
+    /// Kept; the head notes where the first is.
+    Host,
+    ContentLength,
     Keep,
 }
 
@@ -171,6 +260,7 @@ pub fn parse(mut list: FieldList, policy: FieldPolicy) -> Result<RequestHead, Ma
     let mut pseudo = [None; 4];
     let mut regular_seen = false;
     let mut cookies = Vec::new();
+    let (mut host, mut content_length) = (None, None);
     for index in 0..list.len() {
         let step = match list.get(index) {
             Some(field) => classify(field, policy, regular_seen)?,
@@ -186,6 +276,12 @@ pub fn parse(mut list: FieldList, policy: FieldPolicy) -> Result<RequestHead, Ma
             }
             Step::Drop => list.hide(index),
             Step::Cookie => cookies.push(index),
+            Step::Host => {
+                host.get_or_insert(index);
+            }
+            Step::ContentLength => {
+                content_length.get_or_insert(index);
+            }
             Step::Keep => {}
         }
         regular_seen = true;
@@ -200,17 +296,15 @@ pub fn parse(mut list: FieldList, policy: FieldPolicy) -> Result<RequestHead, Ma
         scheme,
         authority,
         path,
+        host,
+        content_length,
     };
     check_pseudo(&head)?;
     Ok(head)
 }
 
 fn classify(field: Field<'_>, policy: FieldPolicy, regular_seen: bool) -> Result<Step, Malformed> {
-    if field
-        .value
-        .iter()
-        .any(|&byte| matches!(byte, 0 | b'\r' | b'\n'))
-    {
+    if has_forbidden_value_byte(field.value) {
         return Err(Malformed::InvalidValue);
     }
     if let Some(pseudo) = field.name.strip_prefix(b":") {
@@ -231,13 +325,23 @@ fn classify(field: Field<'_>, policy: FieldPolicy, regular_seen: bool) -> Result
         NameCheck::Unusual if policy.ignore_invalid => return Ok(Step::Drop),
         NameCheck::Valid | NameCheck::Unusual => {}
     }
-    match field.name {
-        b"connection" | b"keep-alive" | b"proxy-connection" | b"transfer-encoding" | b"upgrade" => {
-            Err(Malformed::ConnectionSpecific)
-        }
-        b"te" if field.value != b"trailers" => Err(Malformed::ConnectionSpecific),
-        b"cookie" => Ok(Step::Cookie),
-        _ => Ok(Step::Keep),
+    // The length first: most names have none of these lengths.
+    let name = field.name;
+    let connection_specific = match name.len() {
+        2 => name == b"te" && field.value != b"trailers",
+        4 if name == b"host" => return Ok(Step::Host),
+        6 if name == b"cookie" => return Ok(Step::Cookie),
+        7 => name == b"upgrade",
+        10 => name == b"connection" || name == b"keep-alive",
+        14 if name == b"content-length" => return Ok(Step::ContentLength),
+        16 => name == b"proxy-connection",
+        17 => name == b"transfer-encoding",
+        _ => false,
+    };
+    if connection_specific {
+        Err(Malformed::ConnectionSpecific)
+    } else {
+        Ok(Step::Keep)
     }
 }
 
@@ -335,6 +439,81 @@ mod tests {
 
     fn with(extra: &[(&'static str, &'static str)]) -> Vec<(&'static str, &'static str)> {
         BASE.iter().chain(extra).copied().collect()
+    }
+
+    #[test]
+    fn the_first_host_and_content_length_are_found() {
+        let parsed = head(&with(&[
+            ("x-a", "1"),
+            ("content-length", "5"),
+            ("host", "one"),
+            ("host", "two"),
+            ("content-length", "6"),
+        ]))
+        .expect("a valid head");
+        assert_eq!(parsed.host(), Some(&b"one"[..]));
+        assert_eq!(parsed.content_length(), Some(&b"5"[..]));
+        let parsed = head(&with(&[("x-a", "1")])).expect("a valid head");
+        assert_eq!((parsed.host(), parsed.content_length()), (None, None));
+        // Names of the same lengths as the connection-specific ones are kept.
+        let parsed = head(&with(&[("tt", "1"), ("upgradx", "2"), ("connectiox", "3")]))
+            .expect("a valid head");
+        assert_eq!(parsed.fields().count(), 3);
+        assert_eq!(
+            head(&with(&[("keep-alive", "1")])),
+            Err(Malformed::ConnectionSpecific)
+        );
+        assert_eq!(
+            head(&with(&[("te", "gzip")])),
+            Err(Malformed::ConnectionSpecific)
+        );
+        assert!(head(&with(&[("te", "trailers")])).is_ok());
+    }
+
+    #[test]
+    fn names_are_classified_as_a_byte_at_a_time() {
+        // Every pair of bytes around a valid stem, in both policies: the table's answer is
+        // the byte-by-byte walk's, whichever byte comes first.
+        let samples: Vec<u8> = (0u8..=255).collect();
+        for policy in [
+            FieldPolicy::default(),
+            FieldPolicy {
+                underscores: true,
+                ignore_invalid: false,
+            },
+        ] {
+            assert_eq!(check_name(b"", policy), NameCheck::Bad);
+            for &first in &samples {
+                for &second in &samples {
+                    let name = [b'x', first, b'-', second, b'9'];
+                    assert_eq!(
+                        check_name(&name, policy),
+                        check_name_bytes(&name, policy),
+                        "{name:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn values_with_nul_cr_or_lf_are_found_at_any_place() {
+        for length in 0..40 {
+            let clean = vec![b'\t'; length];
+            assert!(!has_forbidden_value_byte(&clean));
+            let text: Vec<u8> = (0..length).map(|at| b' ' + (at % 90) as u8).collect();
+            assert!(!has_forbidden_value_byte(&text));
+            for at in 0..length {
+                for bad in [0, b'\r', b'\n'] {
+                    let mut value = text.clone();
+                    value[at] = bad;
+                    assert!(has_forbidden_value_byte(&value), "{value:?}");
+                }
+                let mut near = text.clone();
+                near[at] = [0x0b, 0x0c, 0x0e, 0x01][at % 4];
+                assert!(!has_forbidden_value_byte(&near), "{near:?}");
+            }
+        }
     }
 
     #[test]

@@ -121,17 +121,12 @@ pub(crate) fn read_head(
 /// `host` that differs from `:authority`, a `content-length` on a request without a body.
 /// (A body that is not its `content-length` fails as it is read.)
 pub(crate) fn refusal(head: &RequestHead, body: bool) -> Option<String> {
-    let value = |name: &[u8]| {
-        head.fields()
-            .find(|field| field.name == name)
-            .map(|field| field.value)
-    };
-    if let (Some(authority), Some(host)) = (head.authority(), value(b"host"))
+    if let (Some(authority), Some(host)) = (head.authority(), head.host())
         && !authority.eq_ignore_ascii_case(host)
     {
         return Some("client sent \":authority\" and \"host\" headers that differ".to_owned());
     }
-    let declared: u64 = std::str::from_utf8(value(b"content-length")?)
+    let declared: u64 = std::str::from_utf8(head.content_length()?)
         .ok()?
         .parse()
         .ok()?;
@@ -150,7 +145,7 @@ pub(crate) fn request_fields(
     head: &RequestHead,
     body: bool,
 ) -> (impl Iterator<Item = (&[u8], &[u8])> + '_, bool) {
-    let has_host = head.fields().any(|field| field.name == b"host");
+    let has_host = head.host().is_some();
     let host = head
         .authority()
         .filter(|_| !has_host)

@@ -254,7 +254,7 @@ impl FieldList {
     }
 
     /// The fields in order, names in lower case.
-    pub fn iter(&self) -> impl Iterator<Item = (&[u8], &[u8])> + '_ {
+    pub fn iter(&self) -> impl Iterator<Item = (&[u8], &[u8])> + Clone + '_ {
         self.fields.iter().map(|&(name, value, end)| {
             (
                 &self.bytes[name as usize..value as usize],

@@ -1,6 +1,6 @@
 //! Reading: the preface, then frames, each checked against the connection's state.
 
-use super::{Connection, Event, OpenBlock, PREFACE, Phase, Stream};
+use super::{Connection, Event, OpenBlock, PREFACE, Phase, SPARE_BLOCK_MAX, Stream};
 use crate::error::{Error, ErrorCode, Reason};
 use crate::flow::{RecvWindow, SendWindow};
 use crate::frame::{self, Frame, FrameHeader, PrioritySpec, settings};
@@ -263,9 +263,12 @@ impl Connection {
             return self.flood(Flood::EmptyFrames);
         }
         self.check_block_size(fragment.len())?;
+        let mut bytes = std::mem::take(&mut self.spare_block);
+        bytes.clear();
+        bytes.extend_from_slice(fragment);
         let block = OpenBlock {
             stream_id,
-            bytes: fragment.to_vec(),
+            bytes,
             end_stream,
             continuations: 0,
         };
@@ -418,17 +421,21 @@ impl Connection {
             }
             self.last_stream_id = stream_id;
         }
+        let list = self.spare_lists.pop().unwrap_or_default();
         let decoded = self
             .decoder
-            .decode(&block.bytes, self.decode_limits())
-            .map_err(|error| {
-                // A representation cut off by the end of the block: nginx calls it a size error.
-                let code = match error {
-                    HpackError::Truncated => ErrorCode::FRAME_SIZE_ERROR,
-                    _ => ErrorCode::COMPRESSION_ERROR,
-                };
-                Error::connection(code, Reason::Compression(error))
-            })?;
+            .decode_into(&block.bytes, self.decode_limits(), list);
+        if block.bytes.capacity() <= SPARE_BLOCK_MAX {
+            self.spare_block = block.bytes;
+        }
+        let decoded = decoded.map_err(|error| {
+            // A representation cut off by the end of the block: nginx calls it a size error.
+            let code = match error {
+                HpackError::Truncated => ErrorCode::FRAME_SIZE_ERROR,
+                _ => ErrorCode::COMPRESSION_ERROR,
+            };
+            Error::connection(code, Reason::Compression(error))
+        })?;
         // nginx ends the connection when a field or the list is past its limits.
         if let Some(limit) = decoded.over_limit {
             let reason = Reason::HeaderTooLarge(limit);
@@ -509,6 +516,7 @@ impl Connection {
             chunk_size: self.config.chunk_size,
             reset_after: None,
         };
+        let stream = self.boxed_stream(stream);
         self.streams.insert(stream_id, stream);
         self.tree.open(stream_id);
         self.events.push_back(Event::Headers {
@@ -531,6 +539,8 @@ impl Connection {
         let Some(stream) = self.streams.remove(&stream_id) else {
             return Ok(());
         };
+        let can_send = stream.state.can_send();
+        self.retire(stream);
         self.tree.close(stream_id);
         self.events.push_back(Event::Reset {
             stream_id,
@@ -538,7 +548,7 @@ impl Connection {
             by_peer: true,
         });
         // A stream reset before its response ended is what CVE-2023-44487 repeats.
-        if stream.state.can_send()
+        if can_send
             && self
                 .counters
                 .count(Flood::RapidReset, &self.config.limits)

@@ -6,7 +6,8 @@ use bytes::Bytes;
 use super::{Connection, Phase, SendError, Stream};
 use crate::error::ErrorCode;
 use crate::frame::{self, Frame, FrameHeader};
-use crate::hpack::HeaderField;
+use crate::hpack::{FieldList, HeaderField};
+use crate::output::INLINE_DATA_MAX;
 
 impl Connection {
     fn sendable(&self, stream_id: u32) -> Result<(), SendError> {
@@ -42,16 +43,20 @@ impl Connection {
     /// As [`send_headers`](Self::send_headers), for fields given as name and value (names
     /// in lower case), none of them never-indexed: a head passed on without building
     /// a [`HeaderField`] for each. Returns the size of the header block.
-    pub fn send_header_pairs<'f>(
+    pub fn send_header_pairs<'f, I>(
         &mut self,
         stream_id: u32,
-        fields: impl IntoIterator<Item = (&'f [u8], &'f [u8])>,
+        fields: I,
         end_stream: bool,
-    ) -> Result<usize, SendError> {
+    ) -> Result<usize, SendError>
+    where
+        I: IntoIterator<Item = (&'f [u8], &'f [u8])>,
+        I::IntoIter: Clone,
+    {
         self.sendable(stream_id)?;
         let mut block = std::mem::take(&mut self.encoded);
         block.clear();
-        self.encoder.encode_pairs(fields, &mut block);
+        self.encoder.encode_pairs_repeated(fields, &mut block);
         self.write_head_block(stream_id, &block, end_stream);
         let len = block.len();
         self.encoded = block;
@@ -116,6 +121,26 @@ impl Connection {
         stream_id: u32,
         fields: Vec<HeaderField>,
     ) -> Result<(), SendError> {
+        self.queue_trailers(stream_id, fields.into())
+    }
+
+    /// As [`send_trailers`](Self::send_trailers), for fields given as name and value
+    /// (names in lower case), none of them never-indexed: copied into one buffer, not a
+    /// pair of allocations per field.
+    pub fn send_trailer_pairs<'f>(
+        &mut self,
+        stream_id: u32,
+        fields: impl IntoIterator<Item = (&'f [u8], &'f [u8])>,
+    ) -> Result<(), SendError> {
+        self.sendable(stream_id)?;
+        let mut list = self.spare_lists.pop().unwrap_or_default();
+        for (name, value) in fields {
+            list.push(name, value, false);
+        }
+        self.queue_trailers(stream_id, list)
+    }
+
+    fn queue_trailers(&mut self, stream_id: u32, fields: FieldList) -> Result<(), SendError> {
         self.sendable(stream_id)?;
         if let Some(stream) = self.streams.get_mut(&stream_id) {
             stream.trailers = Some(fields);
@@ -235,29 +260,46 @@ impl Connection {
         if self.phase == Phase::Failed || self.nothing_to_frame {
             return;
         }
-        while self.output.len() < self.config.output_high_water {
-            let ready = self
-                .streams
-                .iter()
-                .filter(|(_, stream)| self.ready_to_frame(stream))
-                .map(|(&stream_id, _)| stream_id);
-            let Some(stream_id) = self.tree.first(ready) else {
+        let mut order = std::mem::take(&mut self.frame_order);
+        let mut ranks = std::mem::take(&mut self.frame_ranks);
+        'choose: while self.output.len() < self.config.output_high_water {
+            order.clear();
+            order.extend(
+                self.streams
+                    .iter()
+                    .filter(|(_, stream)| self.ready_to_frame(stream))
+                    .map(|(&stream_id, _)| stream_id),
+            );
+            if order.is_empty() {
                 self.nothing_to_frame = true;
-                return;
-            };
-            // The tree does not change while framing and a stream's readiness only ends, so
-            // the first stays first while it is ready: no new choice per frame.
-            loop {
-                self.write_data_frame(stream_id);
-                let still_ready = self
-                    .streams
-                    .get(&stream_id)
-                    .is_some_and(|stream| self.ready_to_frame(stream));
-                if !still_ready || self.output.len() >= self.config.output_high_water {
-                    break;
+                break;
+            }
+            // The streams in the order the tree puts them, ranked once: framing never makes
+            // a stream ready, and the order holds until a node leaves the tree (a closed
+            // stream pruned moves its children up), when the rest are ranked again.
+            self.tree.order(&mut order, &mut ranks);
+            let ranked = self.tree.changes();
+            for &stream_id in &order {
+                loop {
+                    let ready = self
+                        .streams
+                        .get(&stream_id)
+                        .is_some_and(|stream| self.ready_to_frame(stream));
+                    if !ready {
+                        break;
+                    }
+                    self.write_data_frame(stream_id);
+                    if self.output.len() >= self.config.output_high_water {
+                        break 'choose;
+                    }
+                }
+                if self.tree.changes() != ranked {
+                    continue 'choose;
                 }
             }
         }
+        self.frame_order = order;
+        self.frame_ranks = ranks;
     }
 
     /// Whether a stream has a DATA frame (or its end) to write now.
@@ -290,14 +332,6 @@ impl Connection {
         let end_stream = last && trailers.is_none();
         if length > 0 || end_stream {
             self.counters.control_frames = self.counters.control_frames.saturating_sub(1);
-            let queued = &mut stream.queued;
-            let mut left = length;
-            // Each part is the rest of one queued buffer or the start of the next.
-            let parts = std::iter::from_fn(|| {
-                let part = (left > 0).then(|| queued.take(left))?;
-                left -= part.len();
-                (!part.is_empty()).then_some(part)
-            });
             let header = FrameHeader {
                 length: sent,
                 kind: frame::kind::DATA,
@@ -308,12 +342,25 @@ impl Connection {
                 },
                 stream_id,
             };
-            self.output.push_data(header.to_bytes(), parts);
+            let queued = &mut stream.queued;
+            // A small payload of copied bytes is copied into the output as it is, without
+            // making a shared buffer of them first.
+            if length <= INLINE_DATA_MAX
+                && let Some(copied) = queued.copied_only()
+            {
+                self.output
+                    .push_data_copied(header.to_bytes(), &copied[..length]);
+                queued.consume_copied(length);
+            } else {
+                self.push_queued(header, length, stream_id);
+            }
         }
         if let Some(fields) = trailers {
             // Encoded now, not when queued: HPACK blocks must be encoded in wire order.
-            let mut block = Vec::new();
-            self.encoder.encode(&fields, &mut block);
+            let mut block = std::mem::take(&mut self.encoded);
+            block.clear();
+            self.encoder.encode_list(&fields, &mut block);
+            self.recycle_fields(fields);
             frame::write_header_block(
                 self.output.frames(),
                 stream_id,
@@ -321,9 +368,26 @@ impl Connection {
                 true,
                 self.peer_max_frame_size,
             );
+            self.encoded = block;
         }
         if last {
             self.end_local(stream_id);
         }
+    }
+
+    /// Frames `length` bytes of a stream's queue, its buffers referred to, not copied.
+    fn push_queued(&mut self, header: FrameHeader, length: usize, stream_id: u32) {
+        let Some(stream) = self.streams.get_mut(&stream_id) else {
+            return;
+        };
+        let queued = &mut stream.queued;
+        let mut left = length;
+        // Each part is the rest of one queued buffer or the start of the next.
+        let parts = std::iter::from_fn(|| {
+            let part = (left > 0).then(|| queued.take(left))?;
+            left -= part.len();
+            (!part.is_empty()).then_some(part)
+        });
+        self.output.push_data(header.to_bytes(), parts);
     }
 }

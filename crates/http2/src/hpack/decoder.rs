@@ -42,7 +42,27 @@ pub struct Decoder {
     table: DynamicTable,
     /// The SETTINGS_HEADER_TABLE_SIZE in force: a size update above it is an error.
     size_allowed: usize,
+    /// Counts the changes to the table (entries added, size updates).
+    changes: u64,
+    /// The last block decoded without a change to the table, and what it decoded to.
+    repeat: Repeat,
 }
+
+/// A header block and its decoded list, while decoding the same bytes again gives the
+/// same list: the table has not changed since (the block changed nothing either). A
+/// client that sends the same request again (an API client, a gRPC client calling one
+/// method, a health check) sends the same block once its fields are in the table.
+#[derive(Clone, Debug, Default)]
+struct Repeat {
+    block: Vec<u8>,
+    decoded: Decoded,
+    limits: Option<DecodeLimits>,
+    /// The table's change count when the block was decoded; `None`: nothing kept.
+    changes: Option<u64>,
+}
+
+/// Blocks longer than this, or decoding to more bytes than twice this, are not kept.
+const REPEAT_BLOCK_MAX: usize = 512;
 
 impl Decoder {
     /// A decoder whose peer may use a table of up to `size_allowed` bytes.
@@ -50,6 +70,8 @@ impl Decoder {
         Self {
             table: DynamicTable::new(size_allowed),
             size_allowed,
+            changes: 0,
+            repeat: Repeat::default(),
         }
     }
 
@@ -61,12 +83,60 @@ impl Decoder {
     /// Decodes a complete header block. An error leaves the context unusable: the caller
     /// ends the connection with COMPRESSION_ERROR.
     pub fn decode(&mut self, block: &[u8], limits: DecodeLimits) -> Result<Decoded, HpackError> {
+        self.decode_into(block, limits, FieldList::new())
+    }
+
+    /// As [`Self::decode`], into `fields` (an empty list whose memory is reused).
+    pub fn decode_into(
+        &mut self,
+        block: &[u8],
+        limits: DecodeLimits,
+        mut fields: FieldList,
+    ) -> Result<Decoded, HpackError> {
+        let changes = self.changes;
+        let repeat = &self.repeat;
+        if repeat.changes == Some(changes) && repeat.limits == Some(limits) && repeat.block == block
+        {
+            fields.copy_from(&repeat.decoded.fields);
+            return Ok(Decoded {
+                fields,
+                ..repeat.decoded
+            });
+        }
+        let decoded = self.decode_fresh(block, limits, fields)?;
+        let keep = self.changes == changes
+            && block.len() <= REPEAT_BLOCK_MAX
+            && decoded.fields.bytes_len() <= 2 * REPEAT_BLOCK_MAX
+            && decoded.over_limit.is_none();
+        let repeat = &mut self.repeat;
+        repeat.changes = None;
+        if keep {
+            repeat.block.clear();
+            repeat.block.extend_from_slice(block);
+            repeat.decoded.fields.copy_from(&decoded.fields);
+            repeat.decoded.list_size = decoded.list_size;
+            repeat.decoded.largest_field = decoded.largest_field;
+            repeat.decoded.over_limit = None;
+            repeat.limits = Some(limits);
+            repeat.changes = Some(changes);
+        }
+        Ok(decoded)
+    }
+
+    fn decode_fresh(
+        &mut self,
+        block: &[u8],
+        limits: DecodeLimits,
+        mut fields: FieldList,
+    ) -> Result<Decoded, HpackError> {
+        debug_assert!(fields.is_empty());
         // Room for what a block usually decodes to, so that the buffer grows at most once:
         // an index of one byte stands for a whole field (a browser's request of a few
         // hundred bytes arrives, after the first, as a few dozen), and a Huffman string
         // decodes to about 1.6 times its length.
+        fields.reserve(16, 512 + block.len() * 2);
         let mut decoded = Decoded {
-            fields: FieldList::with_capacity(16, 512 + block.len() * 2),
+            fields,
             ..Decoded::default()
         };
         let mut rest = block;
@@ -83,6 +153,7 @@ impl Decoder {
                     return Err(HpackError::TableSizeTooLarge { size });
                 }
                 self.table.set_max_size(size as usize);
+                self.changes += 1;
                 rest = &rest[used..];
                 continue;
             }
@@ -147,6 +218,7 @@ impl Decoder {
         if indexing {
             let (name, value) = out[start..].split_at(name_len);
             self.table.insert(name, value);
+            self.changes += 1;
         }
         Ok((used, name_len, sensitive))
     }
@@ -168,4 +240,53 @@ fn string(input: &[u8], out: &mut Vec<u8>) -> Result<usize, HpackError> {
         out.extend_from_slice(raw);
     }
     Ok(used + raw.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hpack::Encoder;
+
+    #[test]
+    fn a_repeated_block_decodes_as_a_fresh_decoding_does() {
+        let limits = DecodeLimits {
+            max_field_size: 4096,
+            max_list_size: 32 * 1024,
+        };
+        let request: [(&[u8], &[u8]); 5] = [
+            (b":method", b"GET"),
+            (b":path", b"/"),
+            (b":scheme", b"http"),
+            (b":authority", b"localhost:8080"),
+            (b"user-agent", b"test/1.0"),
+        ];
+        let mut encoder = Encoder::new();
+        let mut blocks = Vec::new();
+        for round in 0..6 {
+            let mut block = Vec::new();
+            if round == 3 {
+                // A size update makes the same fields another block, and changes the table.
+                encoder.set_peer_max_size(64);
+            }
+            encoder.encode_pairs(request.iter().copied(), &mut block);
+            blocks.push(block);
+        }
+        // The same bytes twice in a row, with a table change between them: the size update
+        // the first carries.
+        let update = blocks[3].clone();
+        blocks.insert(4, update);
+        let mut repeating = Decoder::new(4096);
+        let mut fresh = Decoder::new(4096);
+        let mut repeats = 0;
+        for (step, block) in blocks.iter().enumerate() {
+            let before = repeating.changes;
+            let hit = repeating.repeat.changes == Some(before) && repeating.repeat.block == *block;
+            let mine = repeating.decode(block, limits);
+            let theirs = fresh.decode_fresh(block, limits, FieldList::new());
+            assert_eq!(mine, theirs, "block {step}");
+            repeats += usize::from(hit);
+        }
+        assert!(repeats >= 1, "{repeats} blocks repeated");
+        assert_eq!(repeating.table().len(), fresh.table().len());
+    }
 }

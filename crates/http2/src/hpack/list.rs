@@ -44,6 +44,37 @@ impl FieldList {
         }
     }
 
+    /// Empties the list, keeping its memory.
+    pub fn clear(&mut self) {
+        self.bytes.clear();
+        self.slots.clear();
+    }
+
+    /// Makes room for about `fields` fields of `bytes` bytes in all, as
+    /// [`Self::with_capacity`] does for a new list.
+    pub fn reserve(&mut self, fields: usize, bytes: usize) {
+        self.bytes.reserve(bytes.saturating_sub(self.bytes.len()));
+        self.slots.reserve(fields.saturating_sub(self.slots.len()));
+    }
+
+    /// Makes this list a copy of `other`, in the memory it has.
+    pub fn copy_from(&mut self, other: &FieldList) {
+        self.bytes.clear();
+        self.bytes.extend_from_slice(&other.bytes);
+        self.slots.clear();
+        self.slots.extend_from_slice(&other.slots);
+    }
+
+    /// The bytes of the names and values.
+    pub fn bytes_len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    /// The memory the list holds for names and values.
+    pub fn capacity_bytes(&self) -> usize {
+        self.bytes.capacity()
+    }
+
     /// Appends a field.
     pub fn push(&mut self, name: &[u8], value: &[u8], sensitive: bool) {
         let start = self.bytes.len();

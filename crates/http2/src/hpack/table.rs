@@ -72,8 +72,13 @@ pub const STATIC: [(&str, &str); 61] = [
 /// The default dynamic table size, SETTINGS_HEADER_TABLE_SIZE's initial value.
 pub const DEFAULT_SIZE: usize = 4096;
 
-/// A name and a value as the dynamic table keeps them.
-type Entry = (Box<[u8]>, Box<[u8]>);
+/// A name and a value as the dynamic table keeps them: one allocation, the name first,
+/// and the name's length.
+type Entry = (Box<[u8]>, usize);
+
+fn split(entry: &Entry) -> (&[u8], &[u8]) {
+    entry.0.split_at(entry.1)
+}
 
 /// A dynamic table: newest entry first, evicted from the oldest end (§2.3.2, §4.4).
 #[derive(Clone, Debug)]
@@ -127,33 +132,36 @@ impl DynamicTable {
             return;
         }
         self.evict_to(self.max_size - size);
-        self.entries.push_front((name.into(), value.into()));
+        let mut bytes = Vec::with_capacity(name.len() + value.len());
+        bytes.extend_from_slice(name);
+        bytes.extend_from_slice(value);
+        self.entries
+            .push_front((bytes.into_boxed_slice(), name.len()));
         self.size += size;
     }
 
     fn evict_to(&mut self, target: usize) {
         while self.size > target {
-            let Some((name, value)) = self.entries.pop_back() else {
+            let Some(entry) = self.entries.pop_back() else {
                 break;
             };
-            self.size -= entry_size(&name, &value);
+            // Name and value together, and the 32 octets of overhead.
+            self.size -= entry.0.len() + 32;
         }
         debug_assert!(self.size <= target || self.entries.is_empty());
     }
 
     /// The entry at a dynamic index, 0 being the newest.
     pub fn get(&self, position: usize) -> Option<(&[u8], &[u8])> {
-        self.entries
-            .get(position)
-            .map(|(name, value)| (&name[..], &value[..]))
+        self.entries.get(position).map(split)
     }
 
     /// The positions of an entry with this name and value, and of one with this name.
     pub fn find(&self, name: &[u8], value: &[u8]) -> (Option<usize>, Option<usize>) {
         let mut name_only = None;
-        for (position, (entry_name, entry_value)) in self.entries.iter().enumerate() {
-            if &entry_name[..] == name {
-                if &entry_value[..] == value {
+        for (position, (entry_name, entry_value)) in self.entries.iter().map(split).enumerate() {
+            if entry_name == name {
+                if entry_value == value {
                     return (Some(position), Some(position));
                 }
                 name_only.get_or_insert(position);
@@ -189,61 +197,118 @@ pub fn find_static(name: &[u8], value: &[u8]) -> (Option<usize>, Option<usize>) 
 }
 
 /// Where the static table's entries of `name` start (0-based) and how many there are: one
-/// comparison per length and first bytes, rather than a walk over the 61 entries.
+/// comparison of the length, then of the few names that have it, rather than a walk over
+/// the 61 entries.
 fn static_name(name: &[u8]) -> Option<(usize, usize)> {
-    Some(match name {
-        b":authority" => (0, 1),
-        b":method" => (1, 2),
-        b":path" => (3, 2),
-        b":scheme" => (5, 2),
-        b":status" => (7, 7),
-        b"accept-charset" => (14, 1),
-        b"accept-encoding" => (15, 1),
-        b"accept-language" => (16, 1),
-        b"accept-ranges" => (17, 1),
-        b"accept" => (18, 1),
-        b"access-control-allow-origin" => (19, 1),
-        b"age" => (20, 1),
-        b"allow" => (21, 1),
-        b"authorization" => (22, 1),
-        b"cache-control" => (23, 1),
-        b"content-disposition" => (24, 1),
-        b"content-encoding" => (25, 1),
-        b"content-language" => (26, 1),
-        b"content-length" => (27, 1),
-        b"content-location" => (28, 1),
-        b"content-range" => (29, 1),
-        b"content-type" => (30, 1),
-        b"cookie" => (31, 1),
-        b"date" => (32, 1),
-        b"etag" => (33, 1),
-        b"expect" => (34, 1),
-        b"expires" => (35, 1),
-        b"from" => (36, 1),
-        b"host" => (37, 1),
-        b"if-match" => (38, 1),
-        b"if-modified-since" => (39, 1),
-        b"if-none-match" => (40, 1),
-        b"if-range" => (41, 1),
-        b"if-unmodified-since" => (42, 1),
-        b"last-modified" => (43, 1),
-        b"link" => (44, 1),
-        b"location" => (45, 1),
-        b"max-forwards" => (46, 1),
-        b"proxy-authenticate" => (47, 1),
-        b"proxy-authorization" => (48, 1),
-        b"range" => (49, 1),
-        b"referer" => (50, 1),
-        b"refresh" => (51, 1),
-        b"retry-after" => (52, 1),
-        b"server" => (53, 1),
-        b"set-cookie" => (54, 1),
-        b"strict-transport-security" => (55, 1),
-        b"transfer-encoding" => (56, 1),
-        b"user-agent" => (57, 1),
-        b"vary" => (58, 1),
-        b"via" => (59, 1),
-        b"www-authenticate" => (60, 1),
+    // A match on the length first: a match on byte strings alone compares with each arm
+    // in turn.
+    Some(match name.len() {
+        3 => match name {
+            b"age" => (20, 1),
+            b"via" => (59, 1),
+            _ => return None,
+        },
+        4 => match name {
+            b"date" => (32, 1),
+            b"etag" => (33, 1),
+            b"from" => (36, 1),
+            b"host" => (37, 1),
+            b"link" => (44, 1),
+            b"vary" => (58, 1),
+            _ => return None,
+        },
+        5 => match name {
+            b":path" => (3, 2),
+            b"allow" => (21, 1),
+            b"range" => (49, 1),
+            _ => return None,
+        },
+        6 => match name {
+            b"accept" => (18, 1),
+            b"cookie" => (31, 1),
+            b"expect" => (34, 1),
+            b"server" => (53, 1),
+            _ => return None,
+        },
+        7 => match name {
+            b":method" => (1, 2),
+            b":scheme" => (5, 2),
+            b":status" => (7, 7),
+            b"expires" => (35, 1),
+            b"referer" => (50, 1),
+            b"refresh" => (51, 1),
+            _ => return None,
+        },
+        8 => match name {
+            b"if-match" => (38, 1),
+            b"if-range" => (41, 1),
+            b"location" => (45, 1),
+            _ => return None,
+        },
+        10 => match name {
+            b":authority" => (0, 1),
+            b"set-cookie" => (54, 1),
+            b"user-agent" => (57, 1),
+            _ => return None,
+        },
+        11 => match name {
+            b"retry-after" => (52, 1),
+            _ => return None,
+        },
+        12 => match name {
+            b"content-type" => (30, 1),
+            b"max-forwards" => (46, 1),
+            _ => return None,
+        },
+        13 => match name {
+            b"accept-ranges" => (17, 1),
+            b"authorization" => (22, 1),
+            b"cache-control" => (23, 1),
+            b"content-range" => (29, 1),
+            b"if-none-match" => (40, 1),
+            b"last-modified" => (43, 1),
+            _ => return None,
+        },
+        14 => match name {
+            b"accept-charset" => (14, 1),
+            b"content-length" => (27, 1),
+            _ => return None,
+        },
+        15 => match name {
+            b"accept-encoding" => (15, 1),
+            b"accept-language" => (16, 1),
+            _ => return None,
+        },
+        16 => match name {
+            b"content-encoding" => (25, 1),
+            b"content-language" => (26, 1),
+            b"content-location" => (28, 1),
+            b"www-authenticate" => (60, 1),
+            _ => return None,
+        },
+        17 => match name {
+            b"if-modified-since" => (39, 1),
+            b"transfer-encoding" => (56, 1),
+            _ => return None,
+        },
+        18 => match name {
+            b"proxy-authenticate" => (47, 1),
+            _ => return None,
+        },
+        19 => match name {
+            b"content-disposition" => (24, 1),
+            b"if-unmodified-since" => (42, 1),
+            b"proxy-authorization" => (48, 1),
+            _ => return None,
+        },
+        25 => match name {
+            b"strict-transport-security" => (55, 1),
+            _ => return None,
+        },
+        27 => match name {
+            b"access-control-allow-origin" => (19, 1),
+            _ => return None,
+        },
         _ => return None,
     })
 }

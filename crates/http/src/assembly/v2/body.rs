@@ -199,6 +199,7 @@ mod tests {
             queued_since_write: Cell::new(0),
             after_response: RefCell::default(),
             spare_fields: RefCell::default(),
+            cut: std::cell::Cell::new(false),
         };
         shared.inboxes.borrow_mut().insert(stream_id, inbox);
         shared

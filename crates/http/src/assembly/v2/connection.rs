@@ -35,6 +35,9 @@ const DRAIN_CHECK: Duration = Duration::from_millis(250);
 /// get a turn.
 const POLL_SLICE: Duration = Duration::from_millis(2);
 
+/// Streams polled between two looks at the clock within one poll of the streams.
+const SLICE_CHECK_EVERY: usize = 4;
+
 /// How long an idle connection keeps its finished streams' requests and field lists for
 /// the next streams (the loop looks at least every `DRAIN_CHECK`).
 const SPARES_KEPT_IDLE: Duration = Duration::from_millis(100);
@@ -58,8 +61,9 @@ pub(crate) struct Shared {
     pub(crate) wake: Notify,
     /// Output was written, window or body bytes arrived: streams waiting look again.
     pub(crate) progress: Notify,
-    /// The request bodies arriving, by stream, until their request ends.
-    pub(crate) inboxes: RefCell<HashMap<u32, Inbox>>,
+    /// The request bodies arriving, by stream, until their request ends (foldhash: every
+    /// DATA frame looks its stream up).
+    pub(crate) inboxes: RefCell<HashMap<u32, Inbox, foldhash::fast::RandomState>>,
     /// Body bytes the streams queued since the connection last wrote.
     pub(crate) queued_since_write: Cell<usize>,
     /// Streams whose response is out and whose request still runs what comes after it
@@ -68,6 +72,9 @@ pub(crate) struct Shared {
     pub(crate) after_response: RefCell<Vec<u32>>,
     /// Field lists of heads already encoded, kept with their memory for the next ones.
     pub(crate) spare_fields: RefCell<Vec<crate::kernel::response::FieldList>>,
+    /// `worker_shutdown_timeout` passed: the streams' requests stop where they are. The
+    /// connection waits for the worker's word once for all of its streams.
+    pub(crate) cut: Cell<bool>,
 }
 
 impl Shared {
@@ -258,6 +265,7 @@ async fn serve(worker: &HttpWorker, address: &AddressConf, connection: Connectio
         queued_since_write: Cell::new(0),
         after_response: RefCell::default(),
         spare_fields: RefCell::default(),
+        cut: Cell::new(false),
     };
     let read_size = usize::try_from(conf.v2.recv_buffer_size).unwrap_or(usize::MAX);
     let mut buffer = vec![0; read_size.clamp(PREFACE.len() * 2, 64 * 1024)];
@@ -273,6 +281,8 @@ async fn serve(worker: &HttpWorker, address: &AddressConf, connection: Connectio
     let mut since_yield = 0;
     // A connection error was sent: nothing more is read.
     let mut failed = false;
+    let cut_requested = worker.requests_cut();
+    tokio::pin!(cut_requested);
     let closing = loop {
         if !input.is_empty() && !failed {
             let started = Started {
@@ -371,6 +381,11 @@ async fn serve(worker: &HttpWorker, address: &AddressConf, connection: Connectio
             biased;
             () = poll_streams(&mut streams.running, &mut streams.cursor, &shared) => Woken::StreamDone,
             () = shared.wake.notified() => Woken::Queued,
+            () = &mut cut_requested, if !shared.cut.get() => {
+                // The streams see it when they are polled next, at once.
+                shared.cut.set(true);
+                Woken::StreamDone
+            }
             ready = socket.writable(), if blocked => match ready {
                 Ok(()) => Woken::Writable,
                 Err(_) => break Closing::Now,
@@ -423,7 +438,11 @@ async fn serve(worker: &HttpWorker, address: &AddressConf, connection: Connectio
         .running
         .retain(|(id, _)| after_response.contains(id));
     while !streams.running.is_empty() {
-        poll_streams(&mut streams.running, &mut streams.cursor, &shared).await;
+        tokio::select! {
+            biased;
+            () = poll_streams(&mut streams.running, &mut streams.cursor, &shared) => {}
+            () = &mut cut_requested, if !shared.cut.get() => shared.cut.set(true),
+        }
     }
     drop(streams);
     // nginx has written a request's log line before it closes the connection.
@@ -486,6 +505,7 @@ async fn linger(socket: &runtime::Stream, time: Duration, timeout: Duration) {
 /// Turns the events the last input produced into streams: a head starts a request at
 /// once (its body, if any, arrives in its inbox); a reset stream's request is dropped.
 fn dispatch<'a>(started: &Started<'a>, streams: &mut Streams<'a>, rules: &Rules) {
+    let mut old = None;
     loop {
         let event = started.shared.h2.borrow_mut().poll_event();
         let Some(event) = event else {
@@ -522,7 +542,7 @@ fn dispatch<'a>(started: &Started<'a>, streams: &mut Streams<'a>, rules: &Rules)
                     h2.reset(stream_id, ErrorCode::PROTOCOL_ERROR);
                     continue;
                 }
-                count_request(started, streams, rules);
+                count_request(started, streams, rules, &mut old);
                 let connect = fields
                     .iter()
                     .any(|field| field.name == b":method" && field.value == b"CONNECT");
@@ -545,9 +565,8 @@ fn dispatch<'a>(started: &Started<'a>, streams: &mut Streams<'a>, rules: &Rules)
                 let body = !end_stream && head.is_ok();
                 if let (true, Ok(head)) = (body, &head) {
                     let declared = head
-                        .fields()
-                        .find(|field| field.name == b"content-length")
-                        .and_then(|field| std::str::from_utf8(field.value).ok()?.parse().ok());
+                        .content_length()
+                        .and_then(|value| std::str::from_utf8(value).ok()?.parse().ok());
                     let inbox = Inbox::new(declared);
                     started.shared.inboxes.borrow_mut().insert(stream_id, inbox);
                 }
@@ -577,12 +596,22 @@ fn dispatch<'a>(started: &Started<'a>, streams: &mut Streams<'a>, rules: &Rules)
                 }
             }
             Event::Reset { stream_id, .. } => {
-                started.shared.inboxes.borrow_mut().remove(&stream_id);
+                remove_inbox(started.shared, stream_id);
                 streams.running.retain(|(id, _)| *id != stream_id);
             }
             Event::GoAway { .. } => {}
         }
     }
+}
+
+/// Drops a stream's body inbox, if it has one (most streams have none: the map is not
+/// looked into then).
+pub(crate) fn remove_inbox(shared: &Shared, stream_id: u32) -> Option<Inbox> {
+    let mut inboxes = shared.inboxes.borrow_mut();
+    if inboxes.is_empty() {
+        return None;
+    }
+    inboxes.remove(&stream_id)
 }
 
 /// Resets a stream whose head or trailers are malformed (PROTOCOL_ERROR) and drops its
@@ -610,9 +639,17 @@ fn partial_head_of(input: &[u8], shared: &Shared) -> Option<u32> {
 
 /// Counts a new request; the one that reaches `keepalive_requests`, or comes after
 /// `keepalive_time`, is the connection's last: GOAWAY names it, as nginx's does.
-fn count_request(started: &Started<'_>, streams: &mut Streams<'_>, rules: &Rules) {
+///
+/// `old` is whether the connection is past `keepalive_time`, read from the clock once for
+/// all the heads of one input.
+fn count_request(
+    started: &Started<'_>,
+    streams: &mut Streams<'_>,
+    rules: &Rules,
+    old: &mut Option<bool>,
+) {
     streams.started += 1;
-    let old = started.info.accepted.elapsed() > rules.keepalive_time;
+    let old = *old.get_or_insert_with(|| started.info.accepted.elapsed() > rules.keepalive_time);
     if streams.started >= rules.keepalive_requests || old {
         started.shared.h2.borrow_mut().go_away(ErrorCode::NO_ERROR);
     }
@@ -649,7 +686,11 @@ async fn poll_streams(
                 context.waker().wake_by_ref();
                 return Poll::Ready(());
             }
-            if looked < streams.len() && started.elapsed() >= POLL_SLICE {
+            // The clock is read every few streams: a read costs more than most polls.
+            if looked < streams.len()
+                && looked % SLICE_CHECK_EVERY == 0
+                && started.elapsed() >= POLL_SLICE
+            {
                 context.waker().wake_by_ref();
                 break;
             }

@@ -5,6 +5,7 @@
 //! the body into DATA under flow control.
 
 use std::cell::RefCell;
+use std::future::Future;
 use std::io;
 use std::time::Instant;
 
@@ -16,7 +17,7 @@ use logging::Level;
 
 use crate::assembly::stream_head::{StreamProtocol, read_head, refusal, status_digits};
 use crate::assembly::v2::body::StreamFeed;
-use crate::assembly::v2::connection::Shared;
+use crate::assembly::v2::connection::{Shared, remove_inbox};
 use crate::assembly::{phases, send};
 use crate::kernel::body::BodyState;
 use crate::kernel::client::{BodySource, Client, FramedSink, ReadAhead, ResponseSink};
@@ -114,7 +115,15 @@ pub(crate) async fn run_stream(started: Started<'_>, opened: Opened) {
             address: started.address,
             serves: |server, address| server.v2.enable || address.http2,
         };
-        read_head(worker, &stream, info, &mut request, &head, body)
+        let read = read_head(worker, &stream, info, &mut request, &head, body);
+        // The request keeps what it needs in its own buffer: the decoded list goes back
+        // to the connection for the next header block.
+        started
+            .shared
+            .h2
+            .borrow_mut()
+            .recycle_fields(head.into_fields());
+        read
     });
     // The body's bytes are added as the body reader takes them.
     request.length = block_len as u64;
@@ -191,7 +200,7 @@ pub(crate) async fn run_stream(started: Started<'_>, opened: Opened) {
             };
             // A body nobody read to its end: the stream is reset with NO_ERROR once the response
             // is out, as nginx does (RFC 9113 §8.1), and what still comes is dropped.
-            let inbox = started.shared.inboxes.borrow_mut().remove(&stream_id);
+            let inbox = remove_inbox(started.shared, stream_id);
             if inbox.is_some_and(|inbox| !inbox.ended) {
                 started
                     .shared
@@ -240,11 +249,19 @@ pub(crate) async fn run_stream(started: Started<'_>, opened: Opened) {
                 Box::pin(after).await;
             }
         };
-        tokio::select! {
-            biased;
-            () = served => false,
-            () = worker.requests_cut() => true,
-        }
+        // The connection sets `cut` when the worker cuts its requests, and polls every
+        // stream then.
+        let mut served = std::pin::pin!(served);
+        std::future::poll_fn(|context| {
+            if served.as_mut().poll(context).is_ready() {
+                return std::task::Poll::Ready(false);
+            }
+            if started.shared.cut.get() {
+                return std::task::Poll::Ready(true);
+            }
+            std::task::Poll::Pending
+        })
+        .await
     };
     if cut {
         if request.response.status == 0 {
@@ -316,12 +333,25 @@ impl StreamSink<'_> {
     /// Waits until the stream's queued body is framed (or the stream is gone); `false`
     /// when `timeout` passed first (a window the client keeps closed).
     async fn drained(&self, timeout: std::time::Duration) -> bool {
-        let deadline = tokio::time::Instant::now() + timeout;
+        let mut deadline = None;
         loop {
             let progress = self.shared.progress.notified();
-            if self.shared.h2.borrow().queued(self.stream_id) == 0 {
-                return true;
+            let framed_next = {
+                let h2 = self.shared.h2.borrow();
+                let queued = h2.queued(self.stream_id);
+                if queued == 0 {
+                    return true;
+                }
+                queued <= usize::try_from(h2.send_capacity(self.stream_id)).unwrap_or(0)
+            };
+            if framed_next {
+                // The windows let all of it go: the connection's next turn frames it and
+                // writes, or, if the socket takes nothing, closes the connection after its
+                // own `send_timeout`; no timer of the stream's is needed for that.
+                progress.await;
+                continue;
             }
+            let deadline = *deadline.get_or_insert_with(|| tokio::time::Instant::now() + timeout);
             if tokio::time::timeout_at(deadline, progress).await.is_err() {
                 return false;
             }
@@ -441,11 +471,7 @@ impl FramedSink for StreamSink<'_> {
             let _ = if fields.is_empty() {
                 h2.send_data(self.stream_id, &[], true)
             } else {
-                let fields = fields
-                    .iter()
-                    .map(|(name, value)| field(name, value))
-                    .collect();
-                h2.send_trailers(self.stream_id, fields)
+                h2.send_trailer_pairs(self.stream_id, fields.iter())
             };
         }
         *state = SinkState::Ended;
