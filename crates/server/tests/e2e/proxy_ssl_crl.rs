@@ -126,3 +126,37 @@ fn revoked_and_unlisted_upstream_certificates_fail_the_handshake() {
     assert_eq!(get("/unlisted").status, 502);
     server.wait_for_error_log("unable to get certificate CRL");
 }
+
+/// `grpc_ssl_crl` and `uwsgi_ssl_crl` read their lists at load as `proxy_ssl_crl` does:
+/// a missing file or one without a list fails the configuration.
+#[test]
+fn the_gateways_lists_are_read_at_load() {
+    if !have_openssl() {
+        eprintln!("skipped: no openssl command");
+        return;
+    }
+    let files = crate::support::TempPrefix::new();
+    tls::authority(files.path(), "ca");
+    let trusted = files.join("ca.crt").display().to_string();
+    let missing = "/nonexistent/portico-missing.crl";
+    for (pass, prefix) in [
+        ("grpc_pass grpcs://127.0.0.1:9", "grpc"),
+        ("uwsgi_pass suwsgi://127.0.0.1:9", "uwsgi"),
+    ] {
+        let location = |crl: &str| {
+            format!(
+                "server {{ listen 127.0.0.1:8080; location / {{ {pass};
+                    {prefix}_ssl_verify on; {prefix}_ssl_trusted_certificate {trusted};
+                    {prefix}_ssl_crl {crl}; }} }}"
+            )
+        };
+        crate::support::cli::assert_http_body_fails(
+            &location(missing),
+            &format!(
+                "cannot load CRL \"{missing}\": BIO_new_file() failed (SSL: \
+                 error:80000002:system library::No such file or directory:calling \
+                 fopen({missing}, r))"
+            ),
+        );
+    }
+}
