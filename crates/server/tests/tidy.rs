@@ -242,14 +242,6 @@ const UNTESTED_DIRECTIVES: &[(&str, &str)] = &[
         "proxy_ssl_name under uwsgi's name; nginx-tests uwsgi_ssl*.t run it",
     ),
     (
-        "uwsgi_ssl_verify",
-        "proxy_ssl_verify under uwsgi's name; nginx-tests uwsgi_ssl*.t run it",
-    ),
-    (
-        "uwsgi_ssl_trusted_certificate",
-        "proxy_ssl_trusted_certificate under uwsgi's name; nginx-tests uwsgi_ssl*.t run it",
-    ),
-    (
         "uwsgi_ssl_verify_depth",
         "proxy_ssl_verify_depth under uwsgi's name; nginx-tests uwsgi_ssl*.t run it",
     ),

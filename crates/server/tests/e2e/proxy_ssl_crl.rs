@@ -139,19 +139,21 @@ fn the_gateways_lists_are_read_at_load() {
     tls::authority(files.path(), "ca");
     let trusted = files.join("ca.crt").display().to_string();
     let missing = "/nonexistent/portico-missing.crl";
-    for (pass, prefix) in [
-        ("grpc_pass grpcs://127.0.0.1:9", "grpc"),
-        ("uwsgi_pass suwsgi://127.0.0.1:9", "uwsgi"),
-    ] {
-        let location = |crl: &str| {
-            format!(
-                "server {{ listen 127.0.0.1:8080; location / {{ {pass};
-                    {prefix}_ssl_verify on; {prefix}_ssl_trusted_certificate {trusted};
-                    {prefix}_ssl_crl {crl}; }} }}"
-            )
-        };
+    let configs = [
+        format!(
+            "server {{ listen 127.0.0.1:8080; location / {{
+                grpc_pass grpcs://127.0.0.1:9; grpc_ssl_verify on;
+                grpc_ssl_trusted_certificate {trusted}; grpc_ssl_crl {missing}; }} }}"
+        ),
+        format!(
+            "server {{ listen 127.0.0.1:8080; location / {{
+                uwsgi_pass suwsgi://127.0.0.1:9; uwsgi_ssl_verify on;
+                uwsgi_ssl_trusted_certificate {trusted}; uwsgi_ssl_crl {missing}; }} }}"
+        ),
+    ];
+    for config in configs {
         crate::support::cli::assert_http_body_fails(
-            &location(missing),
+            &config,
             &format!(
                 "cannot load CRL \"{missing}\": BIO_new_file() failed (SSL: \
                  error:80000002:system library::No such file or directory:calling \
