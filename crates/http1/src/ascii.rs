@@ -116,7 +116,7 @@ fn lower(word: u64) -> u64 {
     word | (uppercase_bits(word) >> 2)
 }
 
-/// Bit 0x80 of each byte of `word` that is `A`..=`Z`, the rest clear (see [`lower`]).
+/// Bit 0x80 of each byte of `word` that is `A`..=`Z`, the rest clear (see `lower`).
 #[inline]
 pub fn uppercase_bits(word: u64) -> u64 {
     let low7 = word & !HIGHS;

@@ -9,7 +9,7 @@
 //! clients' Initials would reach the old endpoint, which no longer accepts connections.
 //!
 //! So each endpoint on a socket joins the socket's [`Router`] and gets a tag of its own;
-//! the connection IDs it issues begin with that tag ([`TaggedCids`]), and a datagram whose
+//! the connection IDs it issues begin with that tag (`TaggedCids`), and a datagram whose
 //! destination connection ID carries another member's tag goes to that member's inbox. A
 //! new client's Initial read by an endpoint that is shutting down goes to the newest
 //! member still accepting. A forwarded datagram is never forwarded again. (nginx does the
