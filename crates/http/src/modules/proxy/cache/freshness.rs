@@ -343,10 +343,7 @@ impl Control {
     fn directive(&mut self, name: &[u8], value: Option<Value<'_>>) {
         let seconds = |malformed: &mut bool| {
             let parsed = match value {
-                Some(Value::Text(text)) => std::str::from_utf8(text)
-                    .ok()
-                    .and_then(conf::value::parse_number)
-                    .map(|seconds| i64::try_from(seconds).unwrap_or(i64::MAX)),
+                Some(Value::Text(text)) => delta_seconds(text),
                 Some(Value::Number(number)) if number >= 0 => Some(number),
                 _ => None,
             };
@@ -380,6 +377,24 @@ impl Control {
             _ => {}
         }
     }
+}
+
+/// The longest lifetime a directive gives: RFC 9111 section 1.2.2 has a larger
+/// `delta-seconds` taken as 2^31 seconds, rather than refused as an overflow.
+const DELTA_SECONDS_MAX: i64 = 1 << 31;
+
+/// A `delta-seconds` value (digits only), at most [`DELTA_SECONDS_MAX`].
+fn delta_seconds(text: &[u8]) -> Option<i64> {
+    if text.is_empty() || !text.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let seconds = text.iter().fold(0i64, |seconds, digit| {
+        seconds
+            .saturating_mul(10)
+            .saturating_add(i64::from(digit - b'0'))
+            .min(DELTA_SECONDS_MAX)
+    });
+    Some(seconds)
 }
 
 /// A directive's value: Cache-Control's text, or a structured field's item.
@@ -506,6 +521,11 @@ mod tests {
             judge_fields(&[("Cache-Control", "max-age=x")], &any(60)),
             Err(NotCacheable::Forbidden)
         );
+        // RFC 9111 section 1.2.2: a lifetime past 2^31 seconds is 2^31 seconds.
+        for huge in ["max-age=9223372036854775808", "max-age=99999999999999999999999"] {
+            let fresh = judge_fields(&[("Cache-Control", huge)], &any(60)).unwrap();
+            assert_eq!(fresh.valid_sec, NOW + (1 << 31), "{huge}");
+        }
         assert_eq!(
             judge_fields(&[("Cache-Control", "max-age=0")], &any(60)),
             Err(NotCacheable::Forbidden)
