@@ -522,7 +522,10 @@ mod tests {
             Err(NotCacheable::Forbidden)
         );
         // RFC 9111 section 1.2.2: a lifetime past 2^31 seconds is 2^31 seconds.
-        for huge in ["max-age=9223372036854775808", "max-age=99999999999999999999999"] {
+        for huge in [
+            "max-age=9223372036854775808",
+            "max-age=99999999999999999999999",
+        ] {
             let fresh = judge_fields(&[("Cache-Control", huge)], &any(60)).unwrap();
             assert_eq!(fresh.valid_sec, NOW + (1 << 31), "{huge}");
         }
