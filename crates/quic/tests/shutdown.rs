@@ -16,17 +16,7 @@ fn client_initial(
     certificate: rustls::pki_types::CertificateDer<'static>,
     server: SocketAddr,
 ) -> Vec<u8> {
-    let mut roots = rustls::RootCertStore::empty();
-    roots.add(certificate).expect("a root");
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    let mut tls = rustls::ClientConfig::builder_with_provider(provider)
-        .with_protocol_versions(&[&rustls::version::TLS13])
-        .expect("TLS 1.3")
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    tls.alpn_protocols = vec![b"h3".to_vec()];
-    let crypto = quinn_proto::crypto::rustls::QuicClientConfig::try_from(tls).expect("QUIC TLS");
-    let config = quinn_proto::ClientConfig::new(Arc::new(crypto));
+    let config = support::proto_client_config(certificate);
     let mut client = quinn_proto::Endpoint::new(
         Arc::new(quinn_proto::EndpointConfig::default()),
         None,

@@ -34,8 +34,8 @@ pub fn server_tls(certificate: CertificateDer<'static>, key: Vec<u8>) -> rustls:
     tls
 }
 
-/// A `quinn` client endpoint on a loopback port that trusts `certificate` and offers `h3`.
-pub fn client_endpoint(certificate: CertificateDer<'static>) -> quinn::Endpoint {
+/// A client's TLS configuration: TLS 1.3, trusting `certificate`, offering `h3`.
+pub fn client_tls(certificate: CertificateDer<'static>) -> rustls::ClientConfig {
     let mut roots = rustls::RootCertStore::empty();
     roots.add(certificate).expect("a root");
     let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
@@ -45,7 +45,21 @@ pub fn client_endpoint(certificate: CertificateDer<'static>) -> quinn::Endpoint 
         .with_root_certificates(roots)
         .with_no_client_auth();
     tls.alpn_protocols = vec![b"h3".to_vec()];
-    let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls).expect("QUIC TLS");
+    tls
+}
+
+/// A `quinn-proto` client configuration from [`client_tls`], for tests that drive a
+/// client without I/O.
+pub fn proto_client_config(certificate: CertificateDer<'static>) -> quinn_proto::ClientConfig {
+    let crypto = quinn_proto::crypto::rustls::QuicClientConfig::try_from(client_tls(certificate))
+        .expect("QUIC TLS");
+    quinn_proto::ClientConfig::new(Arc::new(crypto))
+}
+
+/// A `quinn` client endpoint on a loopback port that trusts `certificate` and offers `h3`.
+pub fn client_endpoint(certificate: CertificateDer<'static>) -> quinn::Endpoint {
+    let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(client_tls(certificate))
+        .expect("QUIC TLS");
     let mut endpoint =
         quinn::Endpoint::client(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))).expect("socket");
     endpoint.set_default_client_config(quinn::ClientConfig::new(Arc::new(crypto)));
