@@ -300,7 +300,9 @@ pub async fn resolve(
 /// CNAME chains followed, within `timeout`.
 ///
 /// As in nginx, a CNAME sends the whole lookup (both types) on to its target, unless the
-/// other type's question gave addresses, which then stand alone.
+/// other type's question gave addresses, which then stand alone. When both types are
+/// asked, the AAAA answer decides where a lookup without addresses goes: its CNAME is
+/// followed, and an empty AAAA answer ends the lookup even if the A answer was a CNAME.
 pub async fn lookup(
     conf: &ResolverConf,
     timeout: Duration,
@@ -322,10 +324,11 @@ pub async fn lookup(
                     ttl = ttl.min(found_ttl);
                     addresses.extend(found);
                 }
-                KindAnswer::Alias(target, alias_ttl) => {
-                    alias.get_or_insert((target, alias_ttl));
-                }
-                KindAnswer::Nothing => {}
+                // Only the last question's CNAME leads on (AAAA's when both are
+                // asked): an A answer that is a bare CNAME next to an empty AAAA
+                // answer finds nothing, as in nginx.
+                KindAnswer::Alias(target, alias_ttl) => alias = Some((target, alias_ttl)),
+                KindAnswer::Nothing => alias = None,
             }
         }
         if !addresses.is_empty() {

@@ -1,11 +1,11 @@
 //! The resolver against a scripted name server: what it must take, what it must ignore,
 //! and how it gets through servers that are down, slow, or lying.
 
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
 use super::fake::{Action, Fake, FakeDns, Proto, answer, question_of};
-use super::wire::{TYPE_A, TYPE_SRV};
+use super::wire::{TYPE_A, TYPE_AAAA, TYPE_SRV};
 use super::*;
 
 fn conf(servers: &[SocketAddr]) -> ResolverConf {
@@ -452,4 +452,88 @@ fn one_failed_question_fails_the_lookup_and_both_go_to_the_same_server_first() {
         2,
         "both of the second went to the other first"
     );
+}
+
+#[test]
+fn a_server_that_takes_tcp_and_never_answers_is_passed_over_after_its_share() {
+    // Truncates over UDP, accepts TCP connections and says nothing on them.
+    let mute_tcp = FakeDns::start(|query, proto| match proto {
+        Proto::Udp => vec![Action::Send(answer(query, 0, true, &[], &[]))],
+        Proto::Tcp => vec![Action::Sleep(Duration::from_secs(10))],
+    });
+    let good = FakeDns::start(|query, _| {
+        vec![Action::Send(answer(
+            query,
+            0,
+            false,
+            &[Fake::A("tcp.test", 60, ip(5))],
+            &[],
+        ))]
+    });
+    let conf = conf(&[mute_tcp.address, good.address]);
+    let mut notes = Vec::new();
+    run(async {
+        let started = Instant::now();
+        let found = lookup(&conf, Duration::from_secs(4), "tcp.test", &mut notes).await;
+        assert_eq!(
+            found.expect("resolved by the second server").addresses,
+            vec![IpAddr::from(ip(5))]
+        );
+        // Each server's share is 2 s of the 4: the mute TCP exchange ends at its share.
+        let took = started.elapsed();
+        assert!(
+            took >= Duration::from_millis(1900) && took < Duration::from_secs(3),
+            "{took:?}"
+        );
+    });
+    assert!(
+        notes
+            .iter()
+            .any(|note| matches!(note, Note::TimedOut { server } if *server == mute_tcp.address)),
+        "{notes:?}"
+    );
+}
+
+#[test]
+fn with_both_types_asked_the_aaaa_answer_decides_where_a_cname_leads() {
+    let dns = FakeDns::start(|query, _| {
+        let question = question_of(query);
+        let a = question.kind == TYPE_A;
+        let records: Vec<Fake> = match (question.name.as_str(), a) {
+            // A: a bare CNAME; AAAA: nothing. Nothing is found.
+            ("c-z.test", true) => vec![Fake::Cname("c-z.test", 60, "alias.test")],
+            ("c-z.test", false) => vec![],
+            // Both bare CNAMEs to different names: AAAA's is followed.
+            ("c1-c2.test", true) => vec![Fake::Cname("c1-c2.test", 60, "four.test")],
+            ("c1-c2.test", false) => vec![Fake::Cname("c1-c2.test", 60, "six.test")],
+            // A: nothing; AAAA: a CNAME. The whole lookup moves to its target.
+            ("z-c.test", true) => vec![],
+            ("z-c.test", false) => vec![Fake::Cname("z-c.test", 60, "alias.test")],
+            ("alias.test", true) => vec![Fake::A("alias.test", 60, ip(1))],
+            ("alias.test", false) => vec![Fake::Aaaa("alias.test", 60, Ipv6Addr::LOCALHOST)],
+            ("four.test", true) => vec![Fake::A("four.test", 60, ip(4))],
+            ("six.test", false) => vec![Fake::Aaaa("six.test", 60, Ipv6Addr::LOCALHOST)],
+            _ => vec![],
+        };
+        vec![Action::Send(answer(query, 0, false, &records, &[]))]
+    });
+    let conf = ResolverConf {
+        ipv6: true,
+        ..conf(&[dns.address])
+    };
+    let mut notes = Vec::new();
+    run(async {
+        let found = lookup(&conf, Duration::from_secs(2), "c-z.test", &mut notes).await;
+        assert_eq!(found, Err(ResolveError::NOT_FOUND));
+        let found = lookup(&conf, Duration::from_secs(2), "c1-c2.test", &mut notes).await;
+        assert_eq!(
+            found.expect("six.test").addresses,
+            vec![IpAddr::from(Ipv6Addr::LOCALHOST)]
+        );
+        let found = lookup(&conf, Duration::from_secs(2), "z-c.test", &mut notes).await;
+        assert_eq!(
+            found.expect("alias.test").addresses,
+            vec![IpAddr::from(ip(1)), IpAddr::from(Ipv6Addr::LOCALHOST)]
+        );
+    });
 }

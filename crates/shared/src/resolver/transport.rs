@@ -45,7 +45,10 @@ pub async fn exchange(
         match ask_udp(server, &query, id, question, until, notes).await {
             Some(Reply::Truncated) => {
                 notes.push(Note::Truncated { server });
-                match ask_tcp(server, &query, id, question, deadline, notes).await {
+                // TCP gets a share of its own: a server that accepts connections and
+                // never answers must not keep the next server from being asked.
+                let until = deadline.min(Instant::now() + per_server);
+                match ask_tcp(server, &query, id, question, until, notes).await {
                     Some(reply) => return Ok(reply),
                     None => continue,
                 }
