@@ -636,8 +636,17 @@ fn resolved_members_are_named_for_sticky_as_they_change() {
 
 /// `least_time last_byte`, two peers; `inflight` as given.
 fn least_time_group(inflight: bool) -> Group {
+    least_time_group_failing(inflight, Duration::from_secs(10))
+}
+
+/// The same, with the peers' `fail_timeout` as given.
+fn least_time_group_failing(inflight: bool, fail_timeout: Duration) -> Group {
+    let peer = |port| Peer {
+        fail_timeout,
+        ..peer(port, 1)
+    };
     group(
-        vec![peer(1, 1), peer(2, 1)],
+        vec![peer(1), peer(2)],
         vec![],
         Balancer::LeastTime {
             header: false,
@@ -654,8 +663,33 @@ fn timed(group: &Group, now: Instant, took: Duration) -> u16 {
 }
 
 #[test]
+fn a_slow_peer_is_tried_again_only_after_its_fail_timeout() {
+    let group = least_time_group_failing(false, Duration::from_secs(10));
+    let start = Instant::now();
+    assert_eq!(timed(&group, start, Duration::from_secs(4)), 1);
+    assert_eq!(timed(&group, start, Duration::from_millis(5)), 2);
+    // Four seconds on, the slow peer's average has faded by 4/10 only.
+    let later = start + Duration::from_secs(4);
+    let ports: Vec<u16> = (0..10)
+        .map(|_| timed(&group, later, Duration::from_millis(5)))
+        .collect();
+    assert_eq!(ports, [2; 10]);
+    // Past its fail_timeout it gets one try.
+    let past = start + Duration::from_secs(11);
+    let ports: Vec<u16> = (0..10)
+        .map(|_| timed(&group, past, Duration::from_millis(5)))
+        .collect();
+    assert_eq!(
+        ports.iter().filter(|port| **port == 1).count(),
+        1,
+        "{ports:?}"
+    );
+}
+
+#[test]
 fn least_time_prefers_the_faster_peer_and_tries_a_slow_one_again_later() {
-    let group = least_time_group(false);
+    // `fail_timeout=0`: the average fades over the shortest time, 3 seconds.
+    let group = least_time_group_failing(false, Duration::ZERO);
     let start = Instant::now();
     // Unmeasured peers tie: round robin; the first is slow.
     assert_eq!(timed(&group, start, Duration::from_secs(4)), 1);
