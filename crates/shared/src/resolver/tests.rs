@@ -5,7 +5,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
 use super::fake::{Action, Fake, FakeDns, Proto, answer, question_of};
-use super::wire::{TYPE_A, TYPE_AAAA, TYPE_SRV};
+use super::wire::{TYPE_A, TYPE_SRV};
 use super::*;
 
 fn conf(servers: &[SocketAddr]) -> ResolverConf {
