@@ -57,7 +57,8 @@ fn resolver_and_zone_settings_load_and_bad_ones_are_refused() {
 
 /// Debian's dnsmasq as the name server: a name with one address, a name with 150 (more
 /// than a UDP answer holds, so asked again over TCP), and a name it does not have; the
-/// first name server listed is down and passed over.
+/// first name server listed is down and passed over. The resolver's `status_zone`
+/// counts it all for the API and the Prometheus endpoint.
 #[test]
 fn resolver_asks_dnsmasq_over_udp_and_tcp_past_a_dead_server() {
     let Some(program) = crate::support::dnsmasq::Dnsmasq::find() else {
@@ -69,10 +70,12 @@ fn resolver_asks_dnsmasq_over_udp_and_tcp_past_a_dead_server() {
              listen 127.0.0.1:8080;
              access_log logs/up.log up;
              location / {
-                 resolver 127.0.0.1:8083 127.0.0.1:8082 ipv6=off;
+                 resolver 127.0.0.1:8083 127.0.0.1:8082 ipv6=off status_zone=dns;
                  resolver_timeout 5s;
                  proxy_pass http://$arg_host.portico.test:%%PORT_8081%%;
              }
+             location /api/ { api; }
+             location = /metrics { portico_metrics; }
          }",
     );
     let port = builder.port(8081);
@@ -101,4 +104,25 @@ fn resolver_asks_dnsmasq_over_udp_and_tcp_past_a_dead_server() {
     tried.sort_unstable();
     tried.dedup();
     assert_eq!(tried.len(), 150, "{line}");
+    // Four lookups (dnsmasq gives its hosts a TTL of 0, so nothing is cached); three
+    // answers, one of them over TCP after a truncated one (counted once), and an NXDOMAIN.
+    assert_eq!(
+        server.get("/api/9/resolvers/dns").body_text(),
+        "{\"requests\":{\"name\":4,\"srv\":0,\"addr\":0},\"responses\":{\"noerror\":3,\
+         \"formerr\":0,\"servfail\":0,\"nxdomain\":1,\"notimp\":0,\"refused\":0,\
+         \"timedout\":0,\"unknown\":0}}"
+    );
+    assert!(
+        server
+            .get("/api/9/resolvers")
+            .body_text()
+            .starts_with("{\"dns\":{"),
+        "every zone by name"
+    );
+    assert_eq!(server.get("/api/9/resolvers/other").status, 404);
+    let metrics = server.get("/metrics").body_text();
+    assert!(
+        metrics.contains("portico_resolver_responses_total{zone=\"dns\",code=\"nxdomain\"} 1"),
+        "{metrics}"
+    );
 }

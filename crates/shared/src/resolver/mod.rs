@@ -5,6 +5,7 @@
 
 mod transport;
 pub mod wire;
+pub mod zone;
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
@@ -33,6 +34,8 @@ pub struct ResolverState {
     cache: Mutex<HashMap<String, (Vec<IpAddr>, Instant)>>,
     /// The server the next question goes to first: questions take the servers in turn.
     next_server: AtomicUsize,
+    /// `status_zone=`: where its questions and answers are counted.
+    pub zone: Option<Arc<zone::ZoneCounters>>,
 }
 
 impl ResolverConf {
@@ -51,6 +54,7 @@ pub fn parse(directive: &Directive) -> Result<ResolverConf, ConfError> {
         ipv6: true,
         state: Arc::default(),
     };
+    let mut status_zone = None;
     for argument in &directive.args {
         let text = argument.as_str();
         let invalid =
@@ -61,7 +65,11 @@ pub fn parse(directive: &Directive) -> Result<ResolverConf, ConfError> {
             conf.ipv4 = flag(value).ok_or_else(invalid)?;
         } else if let Some(value) = text.strip_prefix("ipv6=") {
             conf.ipv6 = flag(value).ok_or_else(invalid)?;
-        } else if text.starts_with("status_zone=") {
+        } else if let Some(name) = text.strip_prefix("status_zone=") {
+            if name.is_empty() {
+                return Err(invalid());
+            }
+            status_zone = Some(zone::named(name));
         } else {
             let addresses = server_addresses(text);
             if addresses.is_empty() {
@@ -85,6 +93,10 @@ pub fn parse(directive: &Directive) -> Result<ResolverConf, ConfError> {
             &directive.span,
         ));
     }
+    conf.state = Arc::new(ResolverState {
+        zone: status_zone,
+        ..ResolverState::default()
+    });
     Ok(conf)
 }
 
@@ -309,6 +321,9 @@ pub async fn lookup(
     name: &str,
     notes: &mut Vec<Note>,
 ) -> Result<Addresses, ResolveError> {
+    if let Some(zone) = &conf.state.zone {
+        zone.asked(zone::Asked::Name);
+    }
     let deadline = tokio::time::Instant::now() + timeout;
     let mut current = name.trim_end_matches('.').to_ascii_lowercase();
     let mut ttl = u32::MAX;
@@ -468,6 +483,9 @@ pub async fn lookup_services(
     notes: &mut Vec<Note>,
     failed: &mut Vec<(String, ResolveError)>,
 ) -> Result<Services, ResolveError> {
+    if let Some(zone) = &conf.state.zone {
+        zone.asked(zone::Asked::Srv);
+    }
     let deadline = tokio::time::Instant::now() + timeout;
     let name = name.trim_end_matches('.').to_ascii_lowercase();
     let first = conf.next_server_index();

@@ -537,3 +537,69 @@ fn with_both_types_asked_the_aaaa_answer_decides_where_a_cname_leads() {
         );
     });
 }
+
+#[test]
+fn a_status_zone_counts_lookups_and_answers_by_code() {
+    let dns = FakeDns::start(|query, _| {
+        let question = question_of(query);
+        let reply = match question.name.as_str() {
+            "ok.test" => answer(query, 0, false, &[Fake::A("ok.test", 60, ip(1))], &[]),
+            "gone.test" => answer(query, 3, false, &[], &[]),
+            "broken.test" => answer(query, 2, false, &[], &[]),
+            "odd.test" => answer(query, 9, false, &[], &[]),
+            _ => return vec![Action::Sleep(Duration::from_secs(5))],
+        };
+        vec![Action::Send(reply)]
+    });
+    let directive = conf::Directive {
+        name: "resolver".to_owned(),
+        args: [
+            dns.address.to_string(),
+            "ipv6=off".to_owned(),
+            "status_zone=tests-resolver-zone".to_owned(),
+        ]
+        .into_iter()
+        .map(|value| conf::Argument {
+            value,
+            quoted: false,
+        })
+        .collect(),
+        block: None,
+        span: conf::Span::CommandLine,
+    };
+    let conf = parse(&directive).expect("parsed");
+    let mut notes = Vec::new();
+    run(async {
+        for name in [
+            "ok.test",
+            "gone.test",
+            "broken.test",
+            "odd.test",
+            "silent.test",
+        ] {
+            let _ = lookup(&conf, Duration::from_millis(400), name, &mut notes).await;
+        }
+    });
+    let (_, counted) = zone::zones()
+        .into_iter()
+        .find(|(name, _)| name == "tests-resolver-zone")
+        .expect("the zone is listed");
+    assert_eq!(
+        counted,
+        zone::ZoneSnapshot {
+            name: 5,
+            noerror: 1,
+            nxdomain: 1,
+            servfail: 1,
+            unknown: 1,
+            timedout: 1,
+            ..Default::default()
+        }
+    );
+    // Named again (a reload), the zone goes on counting.
+    let again = parse(&directive).expect("parsed");
+    assert!(Arc::ptr_eq(
+        again.state.zone.as_ref().expect("zone"),
+        conf.state.zone.as_ref().expect("zone")
+    ));
+}

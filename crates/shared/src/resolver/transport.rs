@@ -9,6 +9,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::time::Instant;
 
 use super::wire::{self, Question, Reply};
+use super::zone::{Answered, ZoneCounters};
 use super::{Note, ResolveError, ResolverConf};
 
 /// The longest a question waits on one server before the next one is asked (nginx resends
@@ -21,7 +22,8 @@ const UDP_ANSWER_MAX: usize = 4096;
 
 /// The answer to `question`, from the first server that gives one before `deadline`,
 /// starting with server `first` (modulo their number). What went wrong on the way
-/// (forged ids, servers down) is told to `notes`.
+/// (forged ids, servers down) is told to `notes`; how the question ended, to the
+/// resolver's `status_zone`.
 pub async fn exchange(
     conf: &ResolverConf,
     question: &Question,
@@ -35,6 +37,7 @@ pub async fn exchange(
     }
     let per_server = (conf_timeout(deadline) / u32::try_from(servers).unwrap_or(u32::MAX))
         .clamp(RESEND_MIN, RESEND_MAX);
+    let zone = conf.state.zone.as_deref();
     let mut attempt = 0usize;
     while Instant::now() < deadline {
         let server = conf.servers[(first + attempt) % servers];
@@ -42,13 +45,13 @@ pub async fn exchange(
         let until = deadline.min(Instant::now() + per_server);
         let id = super::query_id();
         let query = wire::encode_query(id, question).ok_or(ResolveError::NOT_FOUND)?;
-        match ask_udp(server, &query, id, question, until, notes).await {
+        match ask_udp(server, &query, id, question, until, zone, notes).await {
             Some(Reply::Truncated) => {
                 notes.push(Note::Truncated { server });
                 // TCP gets a share of its own: a server that accepts connections and
                 // never answers must not keep the next server from being asked.
                 let until = deadline.min(Instant::now() + per_server);
-                match ask_tcp(server, &query, id, question, until, notes).await {
+                match ask_tcp(server, &query, id, question, until, zone, notes).await {
                     Some(reply) => return Ok(reply),
                     None => continue,
                 }
@@ -56,6 +59,9 @@ pub async fn exchange(
             Some(reply) => return Ok(reply),
             None => continue,
         }
+    }
+    if let Some(zone) = zone {
+        zone.answered(Answered::TimedOut);
     }
     Err(ResolveError::TIMED_OUT)
 }
@@ -71,6 +77,7 @@ async fn ask_udp(
     id: u16,
     question: &Question,
     until: Instant,
+    zone: Option<&ZoneCounters>,
     notes: &mut Vec<Note>,
 ) -> Option<Reply> {
     let local: SocketAddr = if server.is_ipv4() {
@@ -107,21 +114,27 @@ async fn ask_udp(
             }
             Ok(Ok(received)) => received,
         };
-        if let Some(reply) = judge(&buf[..received], id, question, server, notes) {
+        if let Some(reply) = judge(&buf[..received], id, question, server, zone, notes) {
             return Some(reply);
         }
     }
 }
 
-/// Keeps a reply to our question; tells `notes` about anything else.
+/// Keeps a reply to our question, counting its response code in `zone` (a truncated one
+/// is counted when its TCP answer comes); tells `notes` about anything else.
 fn judge(
     packet: &[u8],
     id: u16,
     question: &Question,
     server: SocketAddr,
+    zone: Option<&ZoneCounters>,
     notes: &mut Vec<Note>,
 ) -> Option<Reply> {
-    match wire::decode_reply(packet, id, question) {
+    let reply = wire::decode_reply(packet, id, question);
+    if let (Some(zone), Some(Reply::Records { .. } | Reply::Failed(_))) = (zone, &reply) {
+        zone.answered(Answered::Code(packet[3] & 0x0f));
+    }
+    match reply {
         None => {
             notes.push(Note::Malformed { server });
             None
@@ -149,6 +162,7 @@ async fn ask_tcp(
     id: u16,
     question: &Question,
     until: Instant,
+    zone: Option<&ZoneCounters>,
     notes: &mut Vec<Note>,
 ) -> Option<Reply> {
     let talk = async {
@@ -173,7 +187,7 @@ async fn ask_tcp(
             notes.push(Note::Unreachable { server, error });
             None
         }
-        Ok(Ok(answer)) => match judge(&answer, id, question, server, notes)? {
+        Ok(Ok(answer)) => match judge(&answer, id, question, server, zone, notes)? {
             // Truncated over TCP too: nothing more can be had from this server.
             Reply::Truncated => {
                 notes.push(Note::Malformed { server });

@@ -77,9 +77,9 @@ pub fn render(generation: &Generation, path: &[String], at: &At) -> Result<Strin
         ["http", "caches"] => caches(generation),
         ["http", "server_zones"] => status_zones(false),
         ["http", "location_zones"] => status_zones(true),
-        ["http", "limit_conns" | "limit_reqs" | "keyvals"] | ["ssl" | "slabs" | "resolvers"] => {
-            "{}".to_owned()
-        }
+        ["resolvers"] => resolvers(None).unwrap_or_default(),
+        ["resolvers", zone] => resolvers(Some(zone)).ok_or(404_u16)?,
+        ["http", "limit_conns" | "limit_reqs" | "keyvals"] | ["ssl" | "slabs"] => "{}".to_owned(),
         ["workers"] => workers(),
         ["portico"] => json_list(&["thread_pools", "workers"]),
         ["portico", "thread_pools"] => thread_pools(generation),
@@ -273,6 +273,44 @@ fn status_zones(locations: bool) -> String {
         })
         .collect();
     format!("{{{}}}", entries.join(","))
+}
+
+/// `resolver ... status_zone=`: every zone by name, or the one named (`None` when there
+/// is no such zone).
+fn resolvers(only: Option<&str>) -> Option<String> {
+    use shared::resolver::zone;
+    let zones = zone::zones();
+    let render = |counted: &zone::ZoneSnapshot| {
+        format!(
+            "{{\"requests\":{{\"name\":{},\"srv\":{},\"addr\":{}}},\"responses\":{{\
+             \"noerror\":{},\"formerr\":{},\"servfail\":{},\"nxdomain\":{},\"notimp\":{},\
+             \"refused\":{},\"timedout\":{},\"unknown\":{}}}}}",
+            counted.name,
+            counted.srv,
+            counted.addr,
+            counted.noerror,
+            counted.formerr,
+            counted.servfail,
+            counted.nxdomain,
+            counted.notimp,
+            counted.refused,
+            counted.timedout,
+            counted.unknown
+        )
+    };
+    match only {
+        Some(wanted) => zones
+            .iter()
+            .find(|(name, _)| name == wanted)
+            .map(|(_, counted)| render(counted)),
+        None => {
+            let entries: Vec<String> = zones
+                .iter()
+                .map(|(name, counted)| format!("{}:{}", quote(name), render(counted)))
+                .collect();
+            Some(format!("{{{}}}", entries.join(",")))
+        }
+    }
 }
 
 /// Portico's own section: each pool by name, one entry per worker's instance.

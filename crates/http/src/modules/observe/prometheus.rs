@@ -11,6 +11,7 @@ pub fn render(generation: &Generation, format: Format) -> String {
     build_and_reloads(&mut out);
     connections(&mut out);
     zones(&mut out);
+    resolvers(&mut out);
     workers(&mut out);
     thread_pools(&mut out, generation);
     upstreams(&mut out, generation);
@@ -163,6 +164,44 @@ fn zones(out: &mut Exposition) {
     for (name, zone) in &zones {
         let sum = zone.duration_microseconds as f64 / 1e6;
         out.histogram(&[("zone", name)], &bounds, &zone.duration_buckets, sum);
+    }
+}
+
+/// `resolver ... status_zone=`: lookups and answers of each zone named since the process
+/// started.
+fn resolvers(out: &mut Exposition) {
+    let zones = shared::resolver::zone::zones();
+    if zones.is_empty() {
+        return;
+    }
+    out.family(
+        "portico_resolver_requests",
+        Kind::Counter,
+        "Lookups each resolver status_zone sent to its name servers, by type (name, srv).",
+    );
+    for (zone, counted) in &zones {
+        out.counter(&[("zone", zone), ("type", "name")], counted.name as f64);
+        out.counter(&[("zone", zone), ("type", "srv")], counted.srv as f64);
+    }
+    out.family(
+        "portico_resolver_responses",
+        Kind::Counter,
+        "Questions of each resolver status_zone by how they ended: a response code, or timedout.",
+    );
+    for (zone, counted) in &zones {
+        let codes = [
+            ("noerror", counted.noerror),
+            ("formerr", counted.formerr),
+            ("servfail", counted.servfail),
+            ("nxdomain", counted.nxdomain),
+            ("notimp", counted.notimp),
+            ("refused", counted.refused),
+            ("timedout", counted.timedout),
+            ("unknown", counted.unknown),
+        ];
+        for (code, value) in codes {
+            out.counter(&[("zone", zone), ("code", code)], value as f64);
+        }
     }
 }
 
