@@ -172,6 +172,8 @@ const WORKER_CONNECTIONS_DEFAULT: usize = 512;
 
 /// Reads and checks the configuration at `paths.conf_file` with `-g` directives first.
 pub fn load(paths: &Paths, command_line: Option<&str>) -> Result<Config, ConfError> {
+    // Certificates, keys, CA lists and CRLs named several times are read once.
+    let _files = tls::LoadFiles::begin();
     let sources = DiskSources;
     let mut tree = conf::parse_file(&paths.conf_file, &sources)?;
     if let Some(text) = command_line {

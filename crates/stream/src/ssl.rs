@@ -337,12 +337,7 @@ pub fn variable_certificates(
 }
 
 fn absolute(prefix: &Path, name: &[u8]) -> String {
-    let name = String::from_utf8_lossy(name).into_owned();
-    if name.starts_with("data:") || Path::new(&name).is_absolute() {
-        name
-    } else {
-        prefix.join(&name).display().to_string()
-    }
+    tls::absolute_name(prefix, &String::from_utf8_lossy(name))
 }
 
 /// Loads pairs from `(certificate, key)` files (on a pool thread).

@@ -2,6 +2,9 @@
 //! with a password (PKCS#8, as `openssl genrsa -aes128` writes them), and the check that a
 //! key belongs to its certificate. Runs when a configuration loads, never on a worker.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use rustls::pki_types::pem::{PemObject, SectionKind};
@@ -17,9 +20,70 @@ pub struct PemSource {
     pub bytes: Vec<u8>,
 }
 
+thread_local! {
+    /// The files read so far by the configuration load under way on this thread, by
+    /// path; `None` outside a load.
+    static LOAD_FILES: RefCell<Option<HashMap<PathBuf, Vec<u8>>>> = const { RefCell::new(None) };
+}
+
+/// While it lives, every file [`PemSource::read`] reads on this thread is read once: a
+/// certificate, CA list or CRL that several `server`s, proxies and `stream` servers name
+/// is read from disk (or from a named pipe, which gives its content once) a single time
+/// per configuration load. The next load reads the files again.
+pub struct LoadFiles {
+    _not_send: std::marker::PhantomData<*const ()>,
+}
+
+impl LoadFiles {
+    pub fn begin() -> LoadFiles {
+        LOAD_FILES.with(|files| *files.borrow_mut() = Some(HashMap::new()));
+        LoadFiles {
+            _not_send: std::marker::PhantomData,
+        }
+    }
+}
+
+impl Drop for LoadFiles {
+    fn drop(&mut self) {
+        LOAD_FILES.with(|files| *files.borrow_mut() = None);
+    }
+}
+
+/// The bytes of `path`, from this thread's load when it read them already.
+fn read_once(path: &Path) -> std::io::Result<Vec<u8>> {
+    let known = LOAD_FILES.with(|files| {
+        files
+            .borrow()
+            .as_ref()
+            .and_then(|files| files.get(path).cloned())
+    });
+    if let Some(bytes) = known {
+        return Ok(bytes);
+    }
+    let bytes = std::fs::read(path)?;
+    LOAD_FILES.with(|files| {
+        if let Some(files) = files.borrow_mut().as_mut() {
+            files.insert(path.to_path_buf(), bytes.clone());
+        }
+    });
+    Ok(bytes)
+}
+
+/// A certificate or key name as [`PemSource::read`] takes it: a relative file name made
+/// absolute against `prefix`; `data:` and `store:` values and absolute paths as they are.
+pub fn absolute_name(prefix: &Path, name: &str) -> String {
+    if name.starts_with("data:") || name.starts_with("store:") || Path::new(name).is_absolute() {
+        return name.to_owned();
+    }
+    prefix.join(name).display().to_string()
+}
+
 impl PemSource {
     /// Reads `value`: the text after `data:`, or the file at `path` (the value resolved
     /// against the prefix by the caller). A file that cannot be read fails as nginx does.
+    ///
+    /// `store:file:PATH` (an OpenSSL store URI, `file://PATH` too) is the file at `PATH`
+    /// as written; a store of another scheme fails to load.
     pub fn read(value: &str, path: &std::path::Path, what: &str) -> Result<PemSource, TlsError> {
         if let Some(data) = value.strip_prefix("data:") {
             return Ok(PemSource {
@@ -27,7 +91,22 @@ impl PemSource {
                 bytes: data.as_bytes().to_vec(),
             });
         }
-        match std::fs::read(path) {
+        let path = match value.strip_prefix("store:") {
+            Some(uri) => match uri
+                .strip_prefix("file://")
+                .or_else(|| uri.strip_prefix("file:"))
+            {
+                Some(file) => Path::new(file),
+                None => {
+                    return Err(TlsError(format!(
+                        "cannot load {what} \"{value}\": OSSL_STORE_open(\"{uri}\") failed \
+                         (SSL: error:16000069:STORE routines::unregistered scheme)"
+                    )));
+                }
+            },
+            None => path,
+        };
+        match read_once(path) {
             Ok(bytes) => Ok(PemSource {
                 name: path.display().to_string(),
                 bytes,
@@ -119,9 +198,13 @@ fn is_one_der_sequence(bytes: &[u8]) -> bool {
     body.len() == length
 }
 
-/// Every certificate in `source`, leaf first.
+/// Every certificate in `source`, leaf first. `TRUSTED CERTIFICATE` blocks (OpenSSL's
+/// certificate with trust settings after it, `openssl x509 -trustout`) are read as the
+/// certificate they start with; the trust settings are not used.
 pub fn load_chain(source: &PemSource) -> Result<Vec<CertificateDer<'static>>, TlsError> {
-    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&source.bytes)
+    let text = plain_certificate_labels(&source.bytes);
+    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&text)
+        .map(|der| der.map(|der| CertificateDer::from(first_der_value(der.as_ref()).to_vec())))
         .collect::<Result<_, _>>()
         .map_err(|_| no_start_line(source, "certificate", "PEM_read_bio_X509_AUX"))?;
     if chain.is_empty() {
@@ -132,6 +215,47 @@ pub fn load_chain(source: &PemSource) -> Result<Vec<CertificateDer<'static>>, Tl
         ));
     }
     Ok(chain)
+}
+
+/// `bytes` with `TRUSTED CERTIFICATE` PEM labels written as `CERTIFICATE`.
+fn plain_certificate_labels(bytes: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    const TRUSTED: &[u8] = b"TRUSTED CERTIFICATE-----";
+    if !bytes.windows(TRUSTED.len()).any(|window| window == TRUSTED) {
+        return std::borrow::Cow::Borrowed(bytes);
+    }
+    let text = String::from_utf8_lossy(bytes)
+        .replace(
+            "-----BEGIN TRUSTED CERTIFICATE-----",
+            "-----BEGIN CERTIFICATE-----",
+        )
+        .replace(
+            "-----END TRUSTED CERTIFICATE-----",
+            "-----END CERTIFICATE-----",
+        );
+    std::borrow::Cow::Owned(text.into_bytes())
+}
+
+/// The first DER value of `der` (a certificate followed by its trust settings gives the
+/// certificate); all of `der` when its length cannot be read.
+fn first_der_value(der: &[u8]) -> &[u8] {
+    let [_, first, rest @ ..] = der else {
+        return der;
+    };
+    let (length, header) = match *first {
+        short @ 0..=0x7f => (usize::from(short), 2),
+        0x81..=0x84 => {
+            let count = usize::from(first & 0x7f);
+            let Some(digits) = rest.get(..count) else {
+                return der;
+            };
+            let length = digits
+                .iter()
+                .fold(0usize, |length, digit| (length << 8) | usize::from(*digit));
+            (length, 2 + count)
+        }
+        _ => return der,
+    };
+    der.get(..header + length).unwrap_or(der)
 }
 
 fn no_start_line(source: &PemSource, what: &str, call: &str) -> TlsError {
@@ -270,5 +394,87 @@ fn keys_match(certified: &CertifiedKey) -> bool {
     match x509_parser::parse_x509_certificate(leaf.as_ref()) {
         Ok((_, parsed)) => parsed.tbs_certificate.subject_pki.raw == key_spki.as_ref(),
         Err(_) => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_trusted_certificate_block_gives_the_certificate_before_its_trust_settings() {
+        // Stand-ins for a certificate and OpenSSL's trust settings: two DER sequences.
+        let certificate = [0x30, 0x03, 0x02, 0x01, 0x05];
+        let trust = [0x30, 0x02, 0x05, 0x00];
+        let trusted = crate::peer::pem_of(&[&certificate[..], &trust[..]].concat())
+            .replace("BEGIN CERTIFICATE", "BEGIN TRUSTED CERTIFICATE")
+            .replace("END CERTIFICATE", "END TRUSTED CERTIFICATE");
+        let plain = crate::peer::pem_of(&[0x30, 0x00]);
+        let source = PemSource {
+            name: "aux.pem".to_owned(),
+            bytes: format!("{trusted}{plain}").into_bytes(),
+        };
+        let chain = load_chain(&source).expect("loaded");
+        let chain: Vec<&[u8]> = chain.iter().map(|der| der.as_ref()).collect();
+        assert_eq!(chain, [&certificate[..], &[0x30, 0x00][..]]);
+    }
+
+    #[test]
+    fn a_file_store_uri_reads_its_file_and_other_stores_fail() {
+        let dir = std::env::temp_dir().join(format!("portico-tls-store-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let file = dir.join("key.pem");
+        std::fs::write(&file, "key").expect("write");
+        for value in [
+            format!("store:file:{}", file.display()),
+            format!("store:file://{}", file.display()),
+        ] {
+            let prefixed = absolute_name(Path::new("/etc/portico"), &value);
+            assert_eq!(
+                prefixed, value,
+                "a store URI is not a file name under the prefix"
+            );
+            let read = PemSource::read(&value, Path::new(&prefixed), "certificate key");
+            assert_eq!(read.expect("read").bytes, b"key");
+        }
+        let error = PemSource::read("store:pkcs11:token", Path::new("/x"), "certificate key")
+            .expect_err("no such store");
+        assert!(
+            error.0.contains("OSSL_STORE_open(\"pkcs11:token\") failed"),
+            "{}",
+            error.0
+        );
+        assert_eq!(
+            absolute_name(Path::new("/etc/portico"), "cert.pem"),
+            "/etc/portico/cert.pem"
+        );
+        std::fs::remove_dir_all(&dir).expect("cleanup");
+    }
+
+    #[test]
+    fn a_file_is_read_once_per_load_and_again_by_the_next() {
+        let dir = std::env::temp_dir().join(format!("portico-tls-load-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let path = dir.join("ca.pem");
+        let read = || {
+            PemSource::read("ca.pem", &path, "certificate")
+                .expect("read")
+                .bytes
+        };
+        std::fs::write(&path, "first").expect("write");
+        {
+            let _load = LoadFiles::begin();
+            assert_eq!(read(), b"first");
+            std::fs::write(&path, "second").expect("write");
+            // A second server naming the file during the same load gets what the first got.
+            assert_eq!(read(), b"first");
+        }
+        // The next load reads the file again, and so does anything outside a load.
+        assert_eq!(read(), b"second");
+        {
+            let _load = LoadFiles::begin();
+            assert_eq!(read(), b"second");
+        }
+        std::fs::remove_dir_all(&dir).expect("cleanup");
     }
 }

@@ -29,7 +29,10 @@ mod tickets;
 pub use accept::{AcceptError, Acceptor, Hello, INTERNAL_ERROR_ALERT, REJECT_ALERT};
 pub use ciphers::{CipherList, parse_cipher_list};
 pub use client::{ClientSettings, ClientTls};
-pub use keys::{CertificatePair, PemSource, load_ocsp_response, load_pair, load_trusted};
+pub use keys::{
+    CertificatePair, LoadFiles, PemSource, absolute_name, load_ocsp_response, load_pair,
+    load_trusted,
+};
 pub use peer::{ClientCertificate, ClientVerify};
 pub use quic::{ChooseServer, quic_server_config};
 pub use server::{Curves, Protocols, ServerSettings, ServerTls, parse_curves};

@@ -320,7 +320,7 @@ fn openssl_time(time: x509_parser::time::ASN1Time) -> String {
     )
 }
 
-fn pem_of(der: &[u8]) -> String {
+pub(crate) fn pem_of(der: &[u8]) -> String {
     let encoded = base64(der);
     let mut pem = String::from("-----BEGIN CERTIFICATE-----\n");
     for line in encoded.as_bytes().chunks(64) {

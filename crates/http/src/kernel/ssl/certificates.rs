@@ -77,7 +77,8 @@ impl VariableCertificates {
         )
     }
 
-    /// Every name evaluated, made absolute against the prefix (`data:` values kept).
+    /// Every name evaluated, made absolute against the prefix (`data:` and `store:` values
+    /// kept).
     fn file_names(
         &self,
         worker: &HttpWorker,
@@ -121,10 +122,7 @@ impl VariableCertificates {
     }
 
     fn absolute(&self, name: String) -> String {
-        if name.starts_with("data:") || Path::new(&name).is_absolute() {
-            return name;
-        }
-        self.prefix.join(name).display().to_string()
+        tls::absolute_name(&self.prefix, &name)
     }
 }
 

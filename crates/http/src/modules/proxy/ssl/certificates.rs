@@ -62,11 +62,7 @@ impl VariablePair {
     }
 
     fn absolute(&self, name: &[u8]) -> String {
-        let name = String::from_utf8_lossy(name);
-        if name.starts_with("data:") || Path::new(name.as_ref()).is_absolute() {
-            return name.into_owned();
-        }
-        self.prefix.join(name.as_ref()).display().to_string()
+        tls::absolute_name(&self.prefix, &String::from_utf8_lossy(name))
     }
 }
 
