@@ -101,3 +101,37 @@ fn broken_blocks_fail_the_load_and_doubtful_lines_warn() {
         );
     }
 }
+
+#[test]
+fn a_volatile_geo_is_looked_up_again_at_every_use() {
+    // The index redirect changes `$args`: a geo keeps the value `index` used, a volatile
+    // one finds the new address.
+    let server = Instance::http_builder(
+        r#"
+geo $arg_ip $uri_cached {
+    192.0.2.1    /1/redirect;
+    192.0.2.2    uncached;
+}
+geo $arg_ip $uri_uncached {
+    volatile;
+    192.0.2.1    /2/redirect;
+    192.0.2.2    uncached;
+}
+server {
+    listen 127.0.0.1:8080;
+    root html;
+    location /1 { index $uri_cached; }
+    location /1/redirect { set $args ip=192.0.2.2; add_header X-URI $uri_cached always; }
+    location /2 { index $uri_uncached; }
+    location /2/redirect { set $args ip=192.0.2.2; add_header X-URI $uri_uncached always; }
+}
+"#,
+    )
+    .file("html/1/redirect", "one")
+    .file("html/2/redirect", "two")
+    .start();
+    let response = server.get("/1/?ip=192.0.2.1");
+    assert_eq!(response.header("X-URI"), Some("/1/redirect"));
+    let response = server.get("/2/?ip=192.0.2.1");
+    assert_eq!(response.header("X-URI"), Some("uncached"));
+}

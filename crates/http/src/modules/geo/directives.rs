@@ -43,8 +43,13 @@ fn set_geo(
         ..GeoTable::default()
     };
     let mut has_lines = false;
+    let mut volatile = false;
     for line in directive.block.as_deref().unwrap_or_default() {
         refuse_block(line)?;
+        if line.name == "volatile" && line.args.is_empty() {
+            volatile = true;
+            continue;
+        }
         read_line(line, &mut table, &mut has_lines, context)?;
     }
     main.map.variables.insert(
@@ -52,7 +57,7 @@ fn set_geo(
         ComputedVariable {
             name,
             source,
-            volatile: false,
+            volatile,
             kind: Kind::Lookup(Box::new(GeoLookup(table))),
         },
     );
