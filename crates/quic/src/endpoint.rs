@@ -110,6 +110,8 @@ struct Connection {
     /// The server's unidirectional streams are open.
     streams_open: bool,
     closed_reported: bool,
+    /// The client's hello as the certificate resolver noted it.
+    hello: Option<tls::QuicHello>,
 }
 
 /// One UDP endpoint's QUIC connections.
@@ -267,9 +269,11 @@ impl Endpoint {
                                 paused: std::collections::HashSet::new(),
                                 streams_open: false,
                                 closed_reported: false,
+                                hello: None,
                             };
                             self.connections.insert(handle, connection);
                             self.drive(handle, now);
+                            self.note_hello(handle);
                         }
                         Err(error) => {
                             if let Some(transmit) = error.response {
@@ -283,6 +287,7 @@ impl Endpoint {
                 if let Some(connection) = self.connections.get_mut(&handle) {
                     connection.quic.handle_event(event);
                     self.drive(handle, now);
+                    self.note_hello(handle);
                 }
             }
             Some(DatagramEvent::Response(transmit)) => self.queue_datagram(&transmit, &buffer),
@@ -448,14 +453,29 @@ impl Endpoint {
         Some(state.quic.remote_address())
     }
 
-    /// The SNI name the client sent in its handshake, if any.
-    pub fn server_name(&self, connection: ConnectionId) -> Option<String> {
+    /// The TLS facts of the connection's handshake (the variables' `$ssl_*`): the SNI name,
+    /// the ALPN protocol, and the suite and the client's offers from its hello.
+    pub fn handshake(&self, connection: ConnectionId) -> Option<tls::HandshakeInfo> {
         let state = self.connections.get(&ConnectionHandle(connection.0))?;
         let data = state.quic.crypto_session().handshake_data()?;
         let data = data
             .downcast::<quinn_proto::crypto::rustls::HandshakeData>()
             .ok()?;
-        data.server_name
+        Some(tls::HandshakeInfo::for_quic(
+            state.hello.as_ref(),
+            data.server_name.as_deref(),
+            data.protocol.as_deref(),
+        ))
+    }
+
+    /// Keeps the hello the certificate resolver noted while `handle`'s packets were read
+    /// (this thread feeds one connection at a time, so the hello is that connection's).
+    fn note_hello(&mut self, handle: ConnectionHandle) {
+        if let Some(hello) = tls::take_quic_hello()
+            && let Some(connection) = self.connections.get_mut(&handle)
+        {
+            connection.hello = Some(hello);
+        }
     }
 
     /// Gives up on a request: its stream is reset both ways with `code`.

@@ -34,7 +34,7 @@ pub use keys::{
     load_trusted,
 };
 pub use peer::{ClientCertificate, ClientVerify};
-pub use quic::{ChooseServer, quic_server_config};
+pub use quic::{ChooseServer, QuicHello, quic_server_config, take_quic_hello};
 pub use server::{Curves, Protocols, ServerSettings, ServerTls, parse_curves};
 pub use session::{HandshakeInfo, Session};
 pub use tickets::{SessionCache, TicketKeys};

@@ -6,7 +6,7 @@
 
 use crate::support::Instance;
 use crate::support::cli::{assert_http_body_fails, test_http_body};
-use crate::support::h3::{exchange, get, post, try_exchange};
+use crate::support::h3::{exchange, get, post, try_exchange, try_exchanges};
 use crate::support::proxy::OK;
 use crate::support::tls::{Key, self_signed, with_files};
 use crate::support::upstream::{MockUpstream, UpstreamConn};
@@ -39,6 +39,7 @@ http {
             client_max_body_size 10m;
             proxy_pass http://127.0.0.1:8081/echo;
         }
+        location = /tls { return 200 "$ssl_cipher $ssl_alpn_protocol $ssl_session_reused"; }
         location = /generation { return 200 "one"; }
         location ~ ^/[0-9]+$ { return 200 "page $uri $http3"; }
     }
@@ -84,6 +85,7 @@ fn requests_over_quic_run_the_phases() {
             get("/index.html"),
             get("/missing"),
             get("/big.bin"),
+            get("/tls"),
         ],
     );
     assert_eq!(answers[0].status, 200);
@@ -100,6 +102,12 @@ fn requests_over_quic_run_the_phases() {
     assert!(String::from_utf8_lossy(&answers[2].body).contains("404 Not Found"));
     assert_eq!(answers[3].status, 200);
     assert!(answers[3].body == big(), "the file arrived intact");
+    // The client (rustls) puts AES-256-GCM first among its suites; the server takes the
+    // client's order.
+    assert_eq!(
+        String::from_utf8_lossy(&answers[4].body),
+        "TLS_AES_256_GCM_SHA384 h3 ."
+    );
     let line = server.wait_for_line("logs/access.log", "/vars");
     assert!(line.contains("\"GET /vars HTTP/3.0\" 200 "), "{line}");
     // TLS over TCP on the same port is unchanged.
@@ -108,6 +116,28 @@ fn requests_over_quic_run_the_phases() {
     assert_eq!(
         response.body_text(),
         "HTTP/1.1  https on localhost TLSv1.3 [GET /vars HTTP/1.1]"
+    );
+}
+
+/// A second connection from the same client resumes the session of the first, and
+/// `$ssl_session_reused` says so.
+#[test]
+fn a_second_connection_resumes_the_session() {
+    let (server, _upstream) = start();
+    let rounds = try_exchanges(
+        server.port(),
+        &certificate(&server),
+        vec![vec![get("/tls")], vec![get("/tls")]],
+        std::time::Duration::from_secs(10),
+    )
+    .expect("two connections");
+    let bodies: Vec<String> = rounds
+        .iter()
+        .map(|answers| String::from_utf8_lossy(&answers[0].body).into_owned())
+        .collect();
+    assert_eq!(
+        bodies,
+        ["TLS_AES_256_GCM_SHA384 h3 .", "TLS_AES_256_GCM_SHA384 h3 r"]
     );
 }
 

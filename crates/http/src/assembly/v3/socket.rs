@@ -261,9 +261,9 @@ fn connection_of(
     if let Some(conn) = state.connections.borrow().get(&id) {
         return Some(Rc::clone(conn));
     }
-    let (remote, server_name) = {
+    let (remote, handshake) = {
         let endpoint = state.driver.endpoint();
-        (endpoint.remote_address(id)?, endpoint.server_name(id))
+        (endpoint.remote_address(id)?, endpoint.handshake(id))
     };
     let (ours, theirs) = tokio::net::UnixStream::pair().ok()?;
     let peer = PeerAddress::Inet(remote);
@@ -275,7 +275,9 @@ fn connection_of(
         local,
         accepted: Instant::now(),
         requests: 0,
-        tls: Some(Rc::new(quic_handshake(server_name.as_deref()))),
+        tls: Some(Rc::new(handshake.unwrap_or_else(|| {
+            tls::HandshakeInfo::for_quic(None, None, None)
+        }))),
         debug: worker.generation.debug_connection(&peer),
     };
     worker.stats.accepted.add(1);
@@ -289,14 +291,6 @@ fn connection_of(
     });
     state.connections.borrow_mut().insert(id, Rc::clone(&conn));
     Some(conn)
-}
-
-/// The TLS facts of a QUIC handshake the variables can have: the SNI name, and TLS 1.3
-/// (QUIC's only version). The suite and resumption are not reported by the transport.
-fn quic_handshake(server_name: Option<&str>) -> tls::HandshakeInfo {
-    let mut handshake = tls::HandshakeInfo::with_server_name(server_name);
-    handshake.protocol = "TLSv1.3";
-    handshake
 }
 
 /// A request head arrived: its request runs in a task of its own.

@@ -129,12 +129,40 @@ pub fn try_exchange(
     asks: Vec<Ask>,
     limit: Duration,
 ) -> Result<Vec<Answer>, String> {
+    let mut answers = try_exchanges(port, certificate, vec![asks], limit)?;
+    Ok(answers.pop().unwrap_or_default())
+}
+
+/// As [`try_exchange`], one connection after another for each list of `rounds`, from one
+/// client that keeps the sessions the server gave it (so the later handshakes may resume).
+pub fn try_exchanges(
+    port: u16,
+    certificate: &[u8],
+    rounds: Vec<Vec<Ask>>,
+    limit: Duration,
+) -> Result<Vec<Vec<Answer>>, String> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("a test runtime starts");
     runtime.block_on(async move {
         let endpoint = endpoint(certificate);
+        let mut all = Vec::new();
+        for asks in rounds {
+            all.push(one_connection(&endpoint, port, asks, limit).await?);
+        }
+        Ok(all)
+    })
+}
+
+/// Sends `asks` in turn on a new connection from `endpoint`.
+async fn one_connection(
+    endpoint: &quinn::Endpoint,
+    port: u16,
+    asks: Vec<Ask>,
+    limit: Duration,
+) -> Result<Vec<Answer>, String> {
+    {
         let server = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
         let connecting = endpoint.connect(server, "localhost").expect("connect");
         let quic = tokio::time::timeout(limit, connecting)
@@ -201,5 +229,5 @@ pub fn try_exchange(
         quic.close(quinn::VarInt::from_u32(0x100), b"done");
         let _ = tokio::time::timeout(Duration::from_secs(2), drive).await;
         Ok(answers)
-    })
+    }
 }
