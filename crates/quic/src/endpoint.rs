@@ -112,6 +112,9 @@ struct Connection {
     closed_reported: bool,
     /// The client's hello as the certificate resolver noted it.
     hello: Option<tls::QuicHello>,
+    /// The client's address before the last datagram was read: what the requests that
+    /// datagram started see ([`Endpoint::request_address`]).
+    address_before_datagram: SocketAddr,
 }
 
 /// One UDP endpoint's QUIC connections.
@@ -218,6 +221,14 @@ impl Endpoint {
         self.connections.len()
     }
 
+    /// The ids of the connections open now.
+    pub fn connection_ids(&self) -> Vec<ConnectionId> {
+        self.connections
+            .keys()
+            .map(|handle| ConnectionId(handle.0))
+            .collect()
+    }
+
     /// Takes a datagram `remote` sent to `local_ip`.
     pub fn receive(
         &mut self,
@@ -270,6 +281,7 @@ impl Endpoint {
                                 streams_open: false,
                                 closed_reported: false,
                                 hello: None,
+                                address_before_datagram: remote,
                             };
                             self.connections.insert(handle, connection);
                             self.drive(handle, now);
@@ -285,6 +297,7 @@ impl Endpoint {
             }
             Some(DatagramEvent::ConnectionEvent(handle, event)) => {
                 if let Some(connection) = self.connections.get_mut(&handle) {
+                    connection.address_before_datagram = connection.quic.remote_address();
                     connection.quic.handle_event(event);
                     self.drive(handle, now);
                     self.note_hello(handle);
@@ -451,6 +464,14 @@ impl Endpoint {
     pub fn remote_address(&self, connection: ConnectionId) -> Option<SocketAddr> {
         let state = self.connections.get(&ConnectionHandle(connection.0))?;
         Some(state.quic.remote_address())
+    }
+
+    /// The client's address for a request that starts now: the address before the last
+    /// datagram was read, so a request on the datagram that migrates the connection keeps
+    /// the old address and the requests after it have the new one (nginx's behaviour).
+    pub fn request_address(&self, connection: ConnectionId) -> Option<SocketAddr> {
+        let state = self.connections.get(&ConnectionHandle(connection.0))?;
+        Some(state.address_before_datagram)
     }
 
     /// The TLS facts of the connection's handshake (the variables' `$ssl_*`): the SNI name,

@@ -263,7 +263,7 @@ fn connection_of(
     }
     let (remote, handshake) = {
         let endpoint = state.driver.endpoint();
-        (endpoint.remote_address(id)?, endpoint.handshake(id))
+        (endpoint.request_address(id)?, endpoint.handshake(id))
     };
     let (ours, theirs) = tokio::net::UnixStream::pair().ok()?;
     let peer = PeerAddress::Inet(remote);

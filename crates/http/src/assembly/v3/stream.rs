@@ -63,8 +63,9 @@ pub(crate) async fn run_request(
     };
     let mut info = conn.info.clone();
     info.requests = requests;
-    // A client that migrated is seen at its new address from its next request on.
-    let remote = state.driver.endpoint().remote_address(conn.id);
+    // A client that migrated is seen at its new address from the request after the
+    // datagram that moved it.
+    let remote = state.driver.endpoint().request_address(conn.id);
     if let Some(remote) = remote {
         info.socket_peer = runtime::PeerAddress::Inet(remote);
         info.peer.set(info.socket_peer);
