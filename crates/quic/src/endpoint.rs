@@ -183,6 +183,12 @@ impl Endpoint {
         let idle = quinn_proto::IdleTimeout::try_from(config.idle_timeout).ok();
         transport.max_idle_timeout(idle);
         server_config.transport_config(Arc::new(transport));
+        let mut tokens = quinn_proto::ValidationTokenConfig::default();
+        tokens
+            .log(crate::tokens::UsedTokens::shared())
+            .sent(crate::tokens::TOKENS_SENT)
+            .lifetime(crate::tokens::TOKEN_LIFETIME);
+        server_config.validation_token_config(tokens);
         let mut endpoint_config = quinn_proto::EndpointConfig::default();
         if let Some(host_key) = host_key {
             let (reset, token) = host_keys(host_key);

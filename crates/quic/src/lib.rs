@@ -11,5 +11,6 @@
 pub mod driver;
 mod endpoint;
 pub mod router;
+mod tokens;
 
 pub use endpoint::{Config, ConnectionId, Datagram, Endpoint, Event, SendError, TlsError};

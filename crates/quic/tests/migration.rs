@@ -10,67 +10,7 @@ use portico_quic::{Config, Endpoint};
 
 mod support;
 
-/// A `quinn-proto` client and its one connection.
-struct Client {
-    endpoint: quinn_proto::Endpoint,
-    handle: quinn_proto::ConnectionHandle,
-    connection: quinn_proto::Connection,
-}
-
-impl Client {
-    /// The client's datagrams, until it has none to send.
-    fn transmits(&mut self, now: Instant) -> Vec<Vec<u8>> {
-        let mut out = Vec::new();
-        loop {
-            let mut buffer = Vec::new();
-            let Some(transmit) = self.connection.poll_transmit(now, 1, &mut buffer) else {
-                return out;
-            };
-            buffer.truncate(transmit.size);
-            out.push(buffer);
-        }
-    }
-
-    fn receive(&mut self, now: Instant, server: SocketAddr, data: Vec<u8>) {
-        let mut buffer = Vec::new();
-        let event =
-            self.endpoint
-                .handle(now, server, None, None, data.as_slice().into(), &mut buffer);
-        if let Some(quinn_proto::DatagramEvent::ConnectionEvent(handle, event)) = event {
-            assert_eq!(handle, self.handle);
-            self.connection.handle_event(event);
-        }
-        while let Some(event) = self.connection.poll_endpoint_events() {
-            if let Some(event) = self.endpoint.handle_event(self.handle, event) {
-                self.connection.handle_event(event);
-            }
-        }
-    }
-}
-
-/// Passes datagrams both ways until neither side has any, the client sending from `from`.
-fn exchange(
-    server: &mut Endpoint,
-    client: &mut Client,
-    now: Instant,
-    server_address: SocketAddr,
-    from: SocketAddr,
-) {
-    for _ in 0..50 {
-        let sent = client.transmits(now);
-        let mut quiet = sent.is_empty();
-        for datagram in sent {
-            server.receive(now, from, None, &datagram);
-        }
-        while let Some(datagram) = server.poll_transmit(now) {
-            quiet = false;
-            client.receive(now, server_address, datagram.data);
-        }
-        if quiet {
-            return;
-        }
-    }
-}
+use support::{ProtoClient, exchange};
 
 #[test]
 fn the_datagram_that_moves_a_client_keeps_its_old_address_for_requests() {
@@ -95,7 +35,7 @@ fn the_datagram_that_moves_a_client_keeps_its_old_address_for_requests() {
             "localhost",
         )
         .expect("connect");
-    let mut client = Client {
+    let mut client = ProtoClient {
         endpoint,
         handle,
         connection,

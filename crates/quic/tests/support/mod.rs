@@ -7,6 +7,9 @@
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
+use std::time::Instant;
+
+use portico_quic::Endpoint;
 
 use rustls::pki_types::CertificateDer;
 
@@ -64,4 +67,66 @@ pub fn client_endpoint(certificate: CertificateDer<'static>) -> quinn::Endpoint 
         quinn::Endpoint::client(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))).expect("socket");
     endpoint.set_default_client_config(quinn::ClientConfig::new(Arc::new(crypto)));
     endpoint
+}
+
+/// A `quinn-proto` client and its one connection.
+pub struct ProtoClient {
+    pub endpoint: quinn_proto::Endpoint,
+    pub handle: quinn_proto::ConnectionHandle,
+    pub connection: quinn_proto::Connection,
+}
+
+impl ProtoClient {
+    /// The client's datagrams, until it has none to send.
+    pub fn transmits(&mut self, now: Instant) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        loop {
+            let mut buffer = Vec::new();
+            let Some(transmit) = self.connection.poll_transmit(now, 1, &mut buffer) else {
+                return out;
+            };
+            buffer.truncate(transmit.size);
+            out.push(buffer);
+        }
+    }
+
+    pub fn receive(&mut self, now: Instant, server: SocketAddr, data: Vec<u8>) {
+        let mut buffer = Vec::new();
+        let event =
+            self.endpoint
+                .handle(now, server, None, None, data.as_slice().into(), &mut buffer);
+        if let Some(quinn_proto::DatagramEvent::ConnectionEvent(handle, event)) = event {
+            assert_eq!(handle, self.handle);
+            self.connection.handle_event(event);
+        }
+        while let Some(event) = self.connection.poll_endpoint_events() {
+            if let Some(event) = self.endpoint.handle_event(self.handle, event) {
+                self.connection.handle_event(event);
+            }
+        }
+    }
+}
+
+/// Passes datagrams both ways until neither side has any, the client sending from `from`.
+pub fn exchange(
+    server: &mut Endpoint,
+    client: &mut ProtoClient,
+    now: Instant,
+    server_address: SocketAddr,
+    from: SocketAddr,
+) {
+    for _ in 0..50 {
+        let sent = client.transmits(now);
+        let mut quiet = sent.is_empty();
+        for datagram in sent {
+            server.receive(now, from, None, &datagram);
+        }
+        while let Some(datagram) = server.poll_transmit(now) {
+            quiet = false;
+            client.receive(now, server_address, datagram.data);
+        }
+        if quiet {
+            return;
+        }
+    }
 }
