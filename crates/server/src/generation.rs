@@ -459,6 +459,9 @@ async fn run_worker(
     let discovery = tokio::task::spawn_local(
         http::kernel::upstream::discovery::follow_resolvable_servers(Rc::clone(&worker)),
     );
+    let stapling = tokio::task::spawn_local(http::kernel::ssl::stapling::follow_staplings(
+        Rc::clone(&worker),
+    ));
     let log_lines = tokio::task::spawn_local(hand_over_log_lines());
     context.until_finished(shutdown_timeout).await;
     // A graceful stop whose `worker_shutdown_timeout` passed: the requests still running
@@ -475,6 +478,7 @@ async fn run_worker(
     }
     stall_watcher.abort();
     discovery.abort();
+    stapling.abort();
     log_lines.abort();
     worker.report_stall_counts();
     worker.flush_access_logs();

@@ -134,6 +134,8 @@ fn io_reason(error: &std::io::Error) -> &'static str {
 #[derive(Clone, Debug)]
 pub struct CertificatePair {
     pub(crate) key: Arc<CertifiedKey>,
+    /// With OCSP stapling from a responder: where the fetched response is put.
+    pub(crate) staple: Option<Arc<crate::ocsp::StapleSlot>>,
 }
 
 impl CertificatePair {
@@ -152,7 +154,30 @@ impl CertificatePair {
     pub fn with_ocsp(&self, response: Vec<u8>) -> CertificatePair {
         let mut key = CertifiedKey::clone(&self.key);
         key.ocsp = Some(response);
-        CertificatePair { key: Arc::new(key) }
+        CertificatePair {
+            key: Arc::new(key),
+            staple: None,
+        }
+    }
+
+    /// The pair with a slot for OCSP responses fetched later (`ssl_stapling on` without
+    /// `ssl_stapling_file`): its handshakes staple what the slot holds at the time.
+    #[must_use]
+    pub fn with_staple_slot(&self) -> (CertificatePair, Arc<crate::ocsp::StapleSlot>) {
+        let slot = Arc::new(crate::ocsp::StapleSlot::new(Arc::clone(&self.key)));
+        let pair = CertificatePair {
+            key: Arc::clone(&self.key),
+            staple: Some(Arc::clone(&slot)),
+        };
+        (pair, slot)
+    }
+
+    /// What a handshake serves now: the pair, with the stapled response if any.
+    pub(crate) fn current(&self) -> Arc<CertifiedKey> {
+        match &self.staple {
+            Some(slot) => slot.current(),
+            None => Arc::clone(&self.key),
+        }
     }
 }
 
@@ -355,6 +380,7 @@ pub fn load_pair(
     }
     Ok(CertificatePair {
         key: Arc::new(certified),
+        staple: None,
     })
 }
 

@@ -18,6 +18,7 @@ mod context;
 mod hello;
 mod hkdf;
 mod keys;
+mod ocsp;
 mod peer;
 mod quic;
 mod revocation;
@@ -33,6 +34,7 @@ pub use keys::{
     CertificatePair, LoadFiles, PemSource, absolute_name, load_ocsp_response, load_pair,
     load_trusted,
 };
+pub use ocsp::{GoodResponse, OcspQuery, StapleSlot, check as check_ocsp, query as ocsp_query};
 pub use peer::{ClientCertificate, ClientVerify};
 pub use quic::{ChooseServer, QuicHello, quic_server_config, take_quic_hello};
 pub use server::{Curves, Protocols, ServerSettings, ServerTls, parse_curves};

@@ -195,7 +195,7 @@ impl ServerTls {
             None => builder.with_no_client_auth(),
         };
         let resolver = PairResolver {
-            pairs: settings.pairs.iter().map(|pair| pair.key.clone()).collect(),
+            pairs: settings.pairs.clone(),
         };
         let mut config = builder.with_cert_resolver(Arc::new(resolver));
         config.ignore_client_order = settings.prefer_server_ciphers;
@@ -245,7 +245,7 @@ impl ServerTls {
     pub fn with_pairs(&self, pairs: &[CertificatePair]) -> ServerTls {
         let mut config = ServerConfig::clone(&self.config);
         config.cert_resolver = Arc::new(PairResolver {
-            pairs: pairs.iter().map(|pair| pair.key.clone()).collect(),
+            pairs: pairs.to_vec(),
         });
         ServerTls {
             resumed: self.resumed.as_ref().and_then(|_| resumed_config(&config)),
@@ -271,7 +271,7 @@ fn resumed_config(config: &ServerConfig) -> Option<Arc<ServerConfig>> {
 /// the client offers: an ECDSA certificate for a client that takes ECDSA, else RSA.
 #[derive(Debug)]
 struct PairResolver {
-    pairs: Vec<Arc<CertifiedKey>>,
+    pairs: Vec<CertificatePair>,
 }
 
 impl ResolvesServerCert for PairResolver {
@@ -282,12 +282,12 @@ impl ResolvesServerCert for PairResolver {
             if let Some(pair) = self
                 .pairs
                 .iter()
-                .find(|pair| pair.key.choose_scheme(wanted).is_some())
+                .find(|pair| pair.key.key.choose_scheme(wanted).is_some())
             {
-                return Some(pair.clone());
+                return Some(pair.current());
             }
         }
-        self.pairs.first().cloned()
+        self.pairs.first().map(CertificatePair::current)
     }
 }
 

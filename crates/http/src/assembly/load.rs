@@ -594,6 +594,7 @@ fn build(
     }
     // Zones named only where no server inherits them fail too, as in nginx.
     crate::modules::limit::resolve_zones(&mut http_location.limit.resolve(env), &main.limit)?;
+    context.warnings.append(&mut tls_build.warnings);
     let mut main_core = main.core;
     main_core.merge_from(&Default::default());
     let mut main_v2 = main.v2;
@@ -616,6 +617,7 @@ fn build(
         thread_pools_used: context.thread_pools_used,
         cache_paths: main.cache_paths,
         limit_zones: main.limit,
+        staplings: tls_build.staplings,
     })
 }
 

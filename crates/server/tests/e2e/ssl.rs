@@ -3,10 +3,12 @@
 //! `ssl_handshake_timeout`, the `$ssl_*` variables, plain HTTP on an HTTPS port, and the
 //! directives accepted for nginx's configs.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::support::cli::{assert_http_body_fails, test_http_body};
 use crate::support::tls::{self, Options, have_openssl};
+use crate::support::upstream::MockUpstream;
 use crate::support::{Client, get};
 
 const CERTIFICATE: &str = "ssl_certificate localhost.crt; ssl_certificate_key localhost.key;";
@@ -96,8 +98,7 @@ fn old_protocols_and_openssl_only_settings_load_with_warnings() {
         "cipher \"AES128-SHA\" is not supported by Portico's TLS, ignored",
         "\"ssl_dhparam\" is ignored: Portico's TLS has no DHE cipher suites",
         "\"ssl_conf_command Options KTLS\" has no effect in Portico",
-        "\"ssl_stapling\": Portico fetches no OCSP responses, only the one of \
-         \"ssl_stapling_file\" is stapled",
+        "\"ssl_stapling\" ignored, issuer certificate not found for certificate",
     ] {
         assert!(
             output
@@ -343,6 +344,95 @@ fn ssl_stapling_file_staples_its_response() {
     assert!(stapled.contains("Cert Status: good"), "{stapled}");
     let off = stapled_status(server.port_of(8444));
     assert!(off.contains("OCSP response: no response sent"), "{off}");
+}
+
+/// `ssl_stapling on` without a file: the response is fetched from the certificate's
+/// responder (its AIA) or `ssl_stapling_responder`, and stapled once it is good; with
+/// `ssl_stapling_verify on` only when its signer is the issuer.
+#[test]
+fn ssl_stapling_fetches_responses_from_the_responder() {
+    if !have_openssl() {
+        return;
+    }
+    let mut builder = crate::support::Instance::http_builder(
+        "ssl_certificate leaf.crt; ssl_certificate_key leaf.key;
+         ssl_stapling on; ssl_trusted_certificate ca.crt;
+         server { listen 127.0.0.1:8443 ssl; location / { return 200 ok; } }
+         server { listen 127.0.0.1:8444 ssl; ssl_stapling_verify on;
+            ssl_stapling_responder http://127.0.0.1:%%PORT_8082%%/ocsp;
+            location / { return 200 ok; } }
+         server { listen 127.0.0.1:8445 ssl;
+            ssl_stapling_responder http://127.0.0.1:%%PORT_8082%%/ocsp;
+            location / { return 200 ok; } }
+         server { listen 127.0.0.1:8446 ssl; ssl_stapling_verify on;
+            location / { return 200 ok; } }",
+    );
+    let (good_port, foreign_port) = (builder.port(8081), builder.port(8082));
+    let responses = Arc::new(std::sync::Mutex::new((Vec::new(), Vec::new())));
+    let made = Arc::clone(&responses);
+    let builder = tls::with_files(builder, move |directory| {
+        tls::authority(directory, "ca");
+        tls::authority(directory, "other");
+        tls::issued_with(
+            directory,
+            "leaf",
+            "ca",
+            (-1, 1),
+            &format!(
+                "subjectAltName=DNS:leaf\nbasicConstraints=CA:FALSE\n\
+                 authorityInfoAccess=OCSP;URI:http://127.0.0.1:{good_port}/\n"
+            ),
+        );
+        tls::ocsp_response(directory, "leaf", "ca");
+        tls::ocsp_response_signed(directory, "leaf", "ca", "other", "foreign.der");
+        let read = |name: &str| std::fs::read(directory.join(name)).expect("a response");
+        *made.lock().expect("lock") = (read("leaf.ocsp.der"), read("foreign.der"));
+    });
+    let (good, foreign) = responses.lock().expect("lock").clone();
+    let responder = |body: Vec<u8>| {
+        move |mut conn: crate::support::upstream::UpstreamConn| {
+            if conn.read_request().is_some() {
+                conn.write(format!(
+                    "HTTP/1.0 200 OK\r\nContent-Type: application/ocsp-response\r\n\
+                     Content-Length: {}\r\n\r\n",
+                    body.len()
+                ));
+                conn.write(&body);
+            }
+        }
+    };
+    let good_responder = MockUpstream::start(good_port, responder(good));
+    let _foreign_responder = MockUpstream::start(foreign_port, responder(foreign));
+    let server = builder.start();
+    let status_of = |port: u16| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let status = stapled_status(server.port_of(port));
+            if status.contains("Cert Status: good") || std::time::Instant::now() > deadline {
+                return status;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    };
+    // The certificate's own responder; verified, as its signer is the issuer.
+    for port in [8443, 8446] {
+        let stapled = status_of(port);
+        assert!(stapled.contains("Cert Status: good"), "{port}: {stapled}");
+    }
+    // Signed by another CA: stapled without ssl_stapling_verify, refused with it.
+    assert!(status_of(8445).contains("Cert Status: good"));
+    server.wait_for_error_log("OCSP response signer verification failed");
+    let refused = stapled_status(server.port_of(8444));
+    assert!(
+        refused.contains("OCSP response: no response sent"),
+        "{refused}"
+    );
+    // The request went as nginx sends it: a GET with the request in the path.
+    let asked = good_responder.requests();
+    assert!(
+        asked.iter().any(|request| request.starts_with("GET /M")),
+        "{asked:?}"
+    );
 }
 
 /// A stapling file that is missing, or is not a DER OCSP response, fails the load in

@@ -228,6 +228,8 @@ pub struct HttpConf {
     pub cache_paths: Vec<crate::modules::proxy::cache::settings::CachePath>,
     /// The `limit_req_zone` and `limit_conn_zone` zones, by index.
     pub limit_zones: crate::modules::limit::settings::LimitZones,
+    /// The certificates whose OCSP responses the workers fetch (`ssl_stapling on`).
+    pub staplings: Vec<std::sync::Arc<crate::kernel::ssl::stapling::Stapling>>,
 }
 
 impl HttpConf {
@@ -251,6 +253,7 @@ impl HttpConf {
             thread_pools_used: Vec::new(),
             cache_paths: Vec::new(),
             limit_zones: crate::modules::limit::settings::LimitZones::default(),
+            staplings: Vec::new(),
         }
     }
 

@@ -155,7 +155,7 @@ pub const DIRECTIVES: &[HttpDirective] = &[
         "ssl_stapling",
         HTTP_SERVER,
         Arity::FLAG,
-        Setter::Server(accept_stapling),
+        Setter::Server(set_stapling),
     ),
     directive(
         "ssl_stapling_file",
@@ -167,13 +167,13 @@ pub const DIRECTIVES: &[HttpDirective] = &[
         "ssl_stapling_responder",
         HTTP_SERVER,
         Arity::TAKE1,
-        Setter::Server(accept_stapling_option),
+        Setter::Server(set_stapling_responder),
     ),
     directive(
         "ssl_stapling_verify",
         HTTP_SERVER,
         Arity::FLAG,
-        Setter::Server(accept_stapling_option),
+        Setter::Server(set_stapling_verify),
     ),
 ];
 
@@ -453,33 +453,11 @@ set_once!(set_crl, ServerScope, ssl.crl, name);
 
 set_once!(set_stapling_file, ServerScope, ssl.stapling_file, name);
 
-/// `ssl_stapling on`: the response of `ssl_stapling_file` is stapled; none is fetched from
-/// a responder, which the warning says.
-fn accept_stapling(
-    scope: &mut ServerScope,
-    directive: &Directive,
-    context: &mut LoadContext<'_>,
-) -> Result<(), ConfError> {
-    if scope.ssl.stapling.is_some() {
-        return Err(context.duplicate(directive));
-    }
-    let on = context.flag(directive)?;
-    if on {
-        context.warn(
-            "\"ssl_stapling\": Portico fetches no OCSP responses, only the one of \
-             \"ssl_stapling_file\" is stapled"
-                .to_owned(),
-            &directive.span,
-        );
-    }
-    scope.ssl.stapling = Some(on);
-    Ok(())
-}
-
-fn accept_stapling_option(
-    _scope: &mut ServerScope,
-    _directive: &Directive,
-    _context: &mut LoadContext<'_>,
-) -> Result<(), ConfError> {
-    Ok(())
-}
+set_once!(set_stapling, ServerScope, ssl.stapling, flag);
+set_once!(
+    set_stapling_responder,
+    ServerScope,
+    ssl.stapling_responder,
+    name
+);
+set_once!(set_stapling_verify, ServerScope, ssl.stapling_verify, flag);

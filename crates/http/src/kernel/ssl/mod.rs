@@ -7,6 +7,7 @@ pub mod directives;
 pub mod handshake;
 pub mod pairs;
 pub mod settings;
+pub mod stapling;
 pub mod variables;
 
 use std::collections::HashMap;
@@ -114,6 +115,10 @@ pub(crate) fn parse_protocols(
 pub(crate) struct TlsBuild {
     caches: HashMap<String, Arc<tls::SessionCache>>,
     tickets: HashMap<String, Arc<tls::TicketKeys>>,
+    /// The certificates whose OCSP responses are fetched (`ssl_stapling on`).
+    pub(crate) staplings: Vec<Arc<stapling::Stapling>>,
+    /// Warnings of the load (`"ssl_stapling" ignored, ...`).
+    pub(crate) warnings: Vec<ConfError>,
 }
 
 fn load_error(error: tls::TlsError) -> ConfError {
@@ -265,6 +270,8 @@ pub(crate) fn server_tls(
             .map(|pair| pair.with_ocsp(response.clone()))
             .collect();
         ocsp = Some(response);
+    } else if settings.stapling && !pairs.is_empty() {
+        pairs = staple_from_responders(settings, pairs, build, prefix)?;
     }
     let server = Arc::new(configuration(settings, alpn_h2, build, prefix, pairs)?);
     if !has_variables {
@@ -272,6 +279,45 @@ pub(crate) fn server_tls(
     }
     let variable = VariableCertificates::new(names, settings, ocsp, prefix, server.clone());
     Ok((Some(server), Some(Arc::new(variable))))
+}
+
+/// `ssl_stapling on` without a file: each pair gets a slot its fetched responses go to;
+/// a certificate that cannot be stapled (no issuer, no responder) is served without, with
+/// nginx's warning.
+fn staple_from_responders(
+    settings: &SslServer,
+    pairs: Vec<tls::CertificatePair>,
+    build: &mut TlsBuild,
+    prefix: &Path,
+) -> Result<Vec<tls::CertificatePair>, ConfError> {
+    let trusted = match &settings.trusted_certificate {
+        Some(name) => {
+            tls::load_trusted(&source(prefix, name, "certificate")?).map_err(load_error)?
+        }
+        None => Vec::new(),
+    };
+    let mut stapled = Vec::with_capacity(pairs.len());
+    for (pair, certificate) in pairs.into_iter().zip(&settings.certificates) {
+        match stapling::Stapling::new(
+            certificate,
+            &pair,
+            &trusted,
+            settings.stapling_responder.as_deref(),
+            settings.stapling_verify,
+        ) {
+            Ok((pair, stapling)) => {
+                build.staplings.push(Arc::new(stapling));
+                stapled.push(pair);
+            }
+            Err(warning) => {
+                build
+                    .warnings
+                    .push(ConfError::new(ConfErrorKind::Message(warning), None));
+                stapled.push(pair);
+            }
+        }
+    }
+    Ok(stapled)
 }
 
 /// A certificate or key name compiled (a `data:` value too: `data:$variable` takes the PEM

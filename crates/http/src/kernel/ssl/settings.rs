@@ -90,5 +90,9 @@ settings! {
         stapling: bool = false,
         /// `ssl_stapling_file`: a DER OCSP response stapled to every certificate's handshakes.
         stapling_file: Option<String> = None,
+        /// `ssl_stapling_responder`: the OCSP responder asked instead of the certificate's.
+        stapling_responder: Option<String> = None,
+        /// `ssl_stapling_verify`
+        stapling_verify: bool = false,
     }
 }

@@ -48,12 +48,21 @@ fn openssl(directory: &Path, arguments: &[&str]) {
 /// Writes `NAME.ocsp.der`, a "good" OCSP response for the certificate `NAME` (issued by the
 /// CA `issuer` with [`issued`]), signed by that CA.
 pub fn ocsp_response(directory: &Path, name: &str, issuer: &str) {
-    let (issuer_crt, issuer_key) = (format!("{issuer}.crt"), format!("{issuer}.key"));
-    let (crt, request, response) = (
-        format!("{name}.crt"),
-        format!("{name}.ocsp-request.der"),
-        format!("{name}.ocsp.der"),
-    );
+    ocsp_response_signed(directory, name, issuer, issuer, &format!("{name}.ocsp.der"));
+}
+
+/// Writes `response`, a "good" OCSP response for the certificate `NAME` of the CA
+/// `issuer`, signed by the CA `signer` (which may be another one).
+pub fn ocsp_response_signed(
+    directory: &Path,
+    name: &str,
+    issuer: &str,
+    signer: &str,
+    response: &str,
+) {
+    let issuer_crt = format!("{issuer}.crt");
+    let (signer_crt, signer_key) = (format!("{signer}.crt"), format!("{signer}.key"));
+    let (crt, request) = (format!("{name}.crt"), format!("{name}.ocsp-request.der"));
     openssl(
         directory,
         &[
@@ -74,15 +83,15 @@ pub fn ocsp_response(directory: &Path, name: &str, issuer: &str) {
             "-index",
             "index.txt",
             "-rsigner",
-            &issuer_crt,
+            &signer_crt,
             "-rkey",
-            &issuer_key,
+            &signer_key,
             "-CA",
             &issuer_crt,
             "-reqin",
             &request,
             "-respout",
-            &response,
+            response,
             "-ndays",
             "1",
         ],
@@ -168,7 +177,7 @@ pub fn intermediate(directory: &Path, name: &str, issuer: &str) {
     );
 }
 
-fn issued_with(directory: &Path, name: &str, issuer: &str, days: (i64, i64), extensions: &str) {
+pub fn issued_with(directory: &Path, name: &str, issuer: &str, days: (i64, i64), extensions: &str) {
     let (csr, key, crt) = (
         format!("{name}.csr"),
         format!("{name}.key"),
