@@ -640,7 +640,7 @@ fn least_time_group(inflight: bool) -> Group {
         vec![peer(1, 1), peer(2, 1)],
         vec![],
         Balancer::LeastTime {
-            header: false,
+            measure: crate::server_line::TimeMeasure::LastByte,
             inflight,
         },
     )
