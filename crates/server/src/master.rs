@@ -532,11 +532,7 @@ impl Master {
             sockets,
             Arc::clone(&self.connection_ids),
             &mut self.cache_zones,
-            self.generations
-                .iter()
-                .rev()
-                .find(|old| !old.draining)
-                .map(|old| &*old.generation),
+            self.generations.iter().rev().find(|old| !old.draining),
         ) {
             Ok(handle) => handle,
             Err(error) => {
