@@ -395,8 +395,9 @@ pub async fn connect_with_retries(
             (Ok(stream), Some(client)) => {
                 session.action = Some("SSL handshaking to upstream");
                 let name = crate::ssl::upstream_name(session, &group.name);
-                crate::ssl::connect_upstream(stream, client, &name, settings.proxy_connect_timeout)
-                    .await
+                let alpn = crate::ssl::upstream_alpn(session);
+                let timeout = settings.proxy_connect_timeout;
+                crate::ssl::connect_upstream(stream, client, &name, alpn, timeout).await
             }
             (connected, _) => connected,
         };

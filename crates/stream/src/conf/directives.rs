@@ -385,6 +385,11 @@ pub const DIRECTIVES: &[StreamDirective] = &[
         Arity::FLAG,
         ssl::set_proxy_ssl_session_reuse,
     ),
+    setting(
+        "proxy_ssl_alpn",
+        Arity::ONE_OR_MORE,
+        ssl::set_proxy_ssl_alpn,
+    ),
 ];
 
 pub(super) fn duplicate<T>(slot: &Option<T>, directive: &Directive) -> Result {
