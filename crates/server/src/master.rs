@@ -402,6 +402,15 @@ impl Master {
             Level::Notice,
             &format!("portico/{} started", env!("CARGO_PKG_VERSION")),
         );
+        // As `-V` says it; nginx writes its own version at start, and tools look for it.
+        log(
+            &error_log,
+            Level::Notice,
+            &format!(
+                "nginx compatibility: nginx/{}",
+                shared::NGINX_COMPATIBLE_VERSION
+            ),
+        );
         let mut master = Master {
             paths,
             directives: options.directives,
