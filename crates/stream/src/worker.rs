@@ -224,7 +224,7 @@ impl StreamWorker {
     }
 }
 
-impl upstream::discovery::Host for StreamWorker {
+impl upstream::discovery::BlockGroups for StreamWorker {
     type Key = crate::variables::StreamTemplate;
 
     fn groups(&self) -> &[upstream::Group<Self::Key>] {

@@ -2,7 +2,7 @@
 //! `upstream` block's servers looked up again while the server runs, when the last answer's
 //! TTL (or the resolver's `valid=`) runs out, and the group's members replaced with what
 //! DNS says, without a reload. The `http` and `stream` blocks' groups both follow their
-//! names here; each block says where its groups are and where the lines go ([`Host`]).
+//! names here; each block says where its groups are and where the lines go ([`BlockGroups`]).
 //!
 //! A group lives in the generation and its members in the group's zone, shared by every
 //! worker: each worker follows every name, but a worker takes a lookup on only when it is
@@ -18,8 +18,9 @@ use shared::resolver::{ResolveError, ResolverConf};
 
 use crate::{Group, Peer, PeerAddr, Resolvable};
 
-/// What follows a block's `resolve` servers on one worker: its groups, and its error log.
-pub trait Host: 'static {
+/// What a block (`http` or `stream`) gives the worker that follows its `resolve` servers:
+/// its groups, and its error log.
+pub trait BlockGroups: 'static {
     /// The type of the groups' `hash` key.
     type Key: 'static;
 
@@ -39,11 +40,11 @@ const RESOLVE_RETRY: Duration = Duration::from_secs(1);
 
 /// Follows every `resolve` server of the generation's groups until the worker stops
 /// (the task is dropped then, and its lookups with it).
-pub async fn follow_resolvable_servers<H: Host>(host: Rc<H>) {
+pub async fn follow_resolvable_servers<B: BlockGroups>(block: Rc<B>) {
     let mut followers = tokio::task::JoinSet::new();
-    for (index, group) in host.groups().iter().enumerate() {
+    for (index, group) in block.groups().iter().enumerate() {
         for ordinal in 0..group.resolvables().count() {
-            followers.spawn_local(follow(Rc::clone(&host), index, ordinal));
+            followers.spawn_local(follow(Rc::clone(&block), index, ordinal));
         }
     }
     while followers.join_next().await.is_some() {}
@@ -83,8 +84,8 @@ fn learned_sessions<K>(group: &Group<K>) -> Option<&crate::sticky::Sessions> {
 }
 
 /// One `resolve` server of one group, forever.
-async fn follow<H: Host>(host: Rc<H>, index: usize, ordinal: usize) {
-    let group = &host.groups()[index];
+async fn follow<B: BlockGroups>(block: Rc<B>, index: usize, ordinal: usize) {
+    let group = &block.groups()[index];
     let Some((resolver, timeout)) = group.resolver.clone() else {
         return;
     };
@@ -109,7 +110,7 @@ async fn follow<H: Host>(host: Rc<H>, index: usize, ordinal: usize) {
             tokio::time::sleep_until(tokio::time::Instant::from_std(until)).await;
             continue;
         }
-        let (next, found) = look_up(&*host, group, &resolvable, &resolver, timeout).await;
+        let (next, found) = look_up(&*block, group, &resolvable, &resolver, timeout).await;
         let changed = found.map(|peers| {
             let shown = listing(&peers);
             (group.update_resolved(ordinal, peers), shown)
@@ -119,7 +120,7 @@ async fn follow<H: Host>(host: Rc<H>, index: usize, ordinal: usize) {
         state.claimed_until[ordinal] = None;
         drop(state);
         if let Some((true, shown)) = changed {
-            host.log(
+            block.log(
                 Level::Notice,
                 format_args!(
                     "upstream \"{}\": \"{}\" resolved to {shown}",
@@ -134,9 +135,9 @@ async fn follow<H: Host>(host: Rc<H>, index: usize, ordinal: usize) {
 /// Asks for a server's records: how long the answer holds, and the peers it gives
 /// (`None` when the lookup failed and the last good members stay, as in nginx; a name
 /// that does not exist, or has no records, leaves the server without members).
-async fn look_up<H: Host>(
-    host: &H,
-    group: &Group<H::Key>,
+async fn look_up<B: BlockGroups>(
+    block: &B,
+    group: &Group<B::Key>,
     resolvable: &Resolvable,
     resolver: &ResolverConf,
     timeout: Duration,
@@ -169,13 +170,13 @@ async fn look_up<H: Host>(
         } else {
             Level::Info
         };
-        host.log(
+        block.log(
             level,
             format_args!("{note} while resolving in upstream \"{}\"", group.name),
         );
     }
     for (target, error) in &failed {
-        host.log(
+        block.log(
             Level::Error,
             format_args!("{target} could not be resolved ({error})"),
         );
@@ -184,7 +185,7 @@ async fn look_up<H: Host>(
         Ok((valid, peers)) => (valid, Some(peers)),
         Err(error) => {
             let name = resolvable.service.as_deref().unwrap_or(&resolvable.host);
-            host.log(
+            block.log(
                 Level::Error,
                 format_args!("{name} could not be resolved ({error})"),
             );

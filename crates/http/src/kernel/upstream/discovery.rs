@@ -9,7 +9,7 @@ use crate::kernel::upstream::Group;
 use crate::kernel::variables::HttpTemplate;
 use crate::kernel::worker::HttpWorker;
 
-impl upstream::discovery::Host for HttpWorker {
+impl upstream::discovery::BlockGroups for HttpWorker {
     type Key = HttpTemplate;
 
     fn groups(&self) -> &[Group] {
