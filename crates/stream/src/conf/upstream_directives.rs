@@ -99,22 +99,27 @@ pub fn set_upstream_resolver_timeout(
 pub fn set_upstream_least_time(
     scope: &mut UpstreamScope<StreamTemplate>,
     directive: &Directive,
-    _: &mut Loader<'_>,
+    loader: &mut Loader<'_>,
 ) -> Result {
-    balancer_once(scope, directive)?;
     let args: Vec<&str> = directive.args.iter().map(|arg| arg.as_str()).collect();
-    scope.balancer = Some(read_least_time(&args, &directive.span, Block::Stream)?);
+    let balancer = read_least_time(&args, &directive.span, Block::Stream)?;
+    warn_redefined(scope, loader, directive);
+    scope.balancer = Some(balancer);
     Ok(())
 }
 
-fn balancer_once(scope: &UpstreamScope<StreamTemplate>, directive: &Directive) -> Result {
+/// A second balancing method replaces the first, with nginx's warning.
+fn warn_redefined(
+    scope: &UpstreamScope<StreamTemplate>,
+    loader: &mut Loader<'_>,
+    directive: &Directive,
+) {
     if scope.balancer.is_some() {
-        return Err(ConfError::message(
+        loader.warnings.push(ConfError::message(
             "load balancing method redefined",
             &directive.span,
         ));
     }
-    Ok(())
 }
 
 fn warn_backup_ignored(
@@ -135,7 +140,7 @@ pub fn set_upstream_hash(
     directive: &Directive,
     loader: &mut Loader<'_>,
 ) -> Result {
-    balancer_once(scope, directive)?;
+    warn_redefined(scope, loader, directive);
     let consistent = match directive.args.get(1).map(|argument| argument.as_str()) {
         None => false,
         Some("consistent") => true,
@@ -155,9 +160,9 @@ pub fn set_upstream_hash(
 pub fn set_upstream_least_conn(
     scope: &mut UpstreamScope<StreamTemplate>,
     directive: &Directive,
-    _: &mut Loader<'_>,
+    loader: &mut Loader<'_>,
 ) -> Result {
-    balancer_once(scope, directive)?;
+    warn_redefined(scope, loader, directive);
     scope.balancer = Some(Balancer::LeastConn);
     Ok(())
 }
@@ -167,7 +172,7 @@ pub fn set_upstream_random(
     directive: &Directive,
     loader: &mut Loader<'_>,
 ) -> Result {
-    balancer_once(scope, directive)?;
+    warn_redefined(scope, loader, directive);
     let two = match directive.args.first().map(|argument| argument.as_str()) {
         None => false,
         Some("two") => true,
