@@ -25,6 +25,9 @@ pub struct GenerationHandle {
     /// Kept so that the sockets stay open while this generation's workers run.
     pub sockets: GenerationSockets,
     pub draining: bool,
+    /// The `stream` block its workers serve (a reload's groups take over what this
+    /// one's `resolve` servers found).
+    pub stream: Option<Arc<stream::StreamConf>>,
 }
 
 impl GenerationHandle {
@@ -68,7 +71,7 @@ pub fn start(
     sockets: GenerationSockets,
     connection_ids: Arc<AtomicU64>,
     cache_zones: &mut crate::cache_zones::ZoneRegistry,
-    previous: Option<&Generation>,
+    previous: Option<&GenerationHandle>,
 ) -> Result<GenerationHandle, StartError> {
     let Some(mut http) = config.http.take() else {
         return Err(StartError(
@@ -76,7 +79,11 @@ pub fn start(
         ));
     };
     if let Some(previous) = previous {
-        http::kernel::upstream::discovery::carry_over(&http.upstreams, &previous.http.upstreams);
+        let old = &previous.generation.http.upstreams;
+        http::kernel::upstream::discovery::carry_over(&http.upstreams, old);
+        if let (Some(new), Some(old)) = (&config.stream, &previous.stream) {
+            stream::carry_over(new, old);
+        }
     }
     // A reload's new paths (the first start made them before it forked).
     crate::work_dirs::prepare(&http, config.user.as_ref()).map_err(StartError)?;
@@ -202,6 +209,7 @@ pub fn start(
         log_files: std::mem::take(&mut config.log_files),
         sockets,
         draining: false,
+        stream: stream_conf,
     })
 }
 
@@ -462,6 +470,9 @@ async fn run_worker(
     let stapling = tokio::task::spawn_local(http::kernel::ssl::stapling::follow_staplings(
         Rc::clone(&worker),
     ));
+    let stream_discovery = stream_worker
+        .as_ref()
+        .map(|stream| tokio::task::spawn_local(Rc::clone(stream).follow_resolvable_servers()));
     let log_lines = tokio::task::spawn_local(hand_over_log_lines());
     context.until_finished(shutdown_timeout).await;
     // A graceful stop whose `worker_shutdown_timeout` passed: the requests still running
@@ -479,6 +490,9 @@ async fn run_worker(
     stall_watcher.abort();
     discovery.abort();
     stapling.abort();
+    if let Some(stream_discovery) = stream_discovery {
+        stream_discovery.abort();
+    }
     log_lines.abort();
     worker.report_stall_counts();
     worker.flush_access_logs();

@@ -402,6 +402,15 @@ impl Master {
             Level::Notice,
             &format!("portico/{} started", env!("CARGO_PKG_VERSION")),
         );
+        // As `-V` says it; nginx writes its own version at start, and tools look for it.
+        log(
+            &error_log,
+            Level::Notice,
+            &format!(
+                "nginx compatibility: nginx/{}",
+                shared::NGINX_COMPATIBLE_VERSION
+            ),
+        );
         let mut master = Master {
             paths,
             directives: options.directives,
@@ -532,11 +541,7 @@ impl Master {
             sockets,
             Arc::clone(&self.connection_ids),
             &mut self.cache_zones,
-            self.generations
-                .iter()
-                .rev()
-                .find(|old| !old.draining)
-                .map(|old| &*old.generation),
+            self.generations.iter().rev().find(|old| !old.draining),
         ) {
             Ok(handle) => handle,
             Err(error) => {

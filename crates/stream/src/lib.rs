@@ -30,6 +30,12 @@ pub use conf::{LoadEnv, StreamConf, load_stream};
 pub use session::serve;
 pub use worker::StreamWorker;
 
+/// Gives a reloaded stream block's upstream groups what the running one's `resolve`
+/// servers last found (groups matched by name).
+pub fn carry_over(new: &StreamConf, old: &StreamConf) {
+    upstream::discovery::carry_over(&new.groups, &old.groups);
+}
+
 /// The stream modules Portico has built in, by nginx's module names without `ngx_` and
 /// `_module` (`load_module modules/ngx_stream_module.so;` names `stream`, the one file of
 /// Debian's `libnginx-mod-stream`).
@@ -42,6 +48,7 @@ pub const FAMILIES: &[&str] = &[
     "stream_upstream_hash",
     "stream_upstream_least_conn",
     "stream_upstream_random",
+    "stream_upstream_least_time",
     "stream_upstream_zone",
     "stream_access",
     "stream_geo",

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use logging::Level;
 use runtime::{PeerAddress, Stream};
 use upstream::balancer::SelectKey;
+use upstream::server_line::TimeMeasure;
 use upstream::{Balancer, Group, Peer, PeerAddr, Tried};
 
 use crate::conf::{Content, StreamConf, settings::Bind};
@@ -302,8 +303,31 @@ pub async fn run(session: &mut Session<'_>, client: &Stream) -> u16 {
         rate(session, &settings.proxy_download_rate),
     );
     let status = relay_session(session, client, &upstream, rates).await;
+    note_least_time(session, group, selected);
     group.release(selected, false, runtime::clock::monotonic());
     status
+}
+
+/// `least_time`: gives the group what the session's last try took, to what the group
+/// measures (its connect, the upstream's first byte, or the end of the session). A try
+/// that never got its first byte leaves `first_byte`'s average alone.
+pub fn note_least_time(
+    session: &mut Session<'_>,
+    group: &Group<StreamTemplate>,
+    selected: upstream::Selected,
+) {
+    let Some(measure) = group.measures_time() else {
+        return;
+    };
+    let attempt = session.vars.last_try();
+    let took = match measure {
+        TimeMeasure::Connect => attempt.connect_time,
+        TimeMeasure::FirstByte => attempt.first_byte_time,
+        TimeMeasure::LastByte => attempt.session_time,
+    };
+    if let Some(took) = took {
+        group.note_time(selected, took, runtime::clock::monotonic());
+    }
 }
 
 /// Chooses and connects peers until one answers or the tries run out; logs each failure
@@ -371,8 +395,9 @@ pub async fn connect_with_retries(
             (Ok(stream), Some(client)) => {
                 session.action = Some("SSL handshaking to upstream");
                 let name = crate::ssl::upstream_name(session, &group.name);
-                crate::ssl::connect_upstream(stream, client, &name, settings.proxy_connect_timeout)
-                    .await
+                let alpn = crate::ssl::upstream_alpn(session);
+                let timeout = settings.proxy_connect_timeout;
+                crate::ssl::connect_upstream(stream, client, &name, alpn, timeout).await
             }
             (connected, _) => connected,
         };
@@ -665,9 +690,10 @@ async fn relay_session(
         let attempt = session.vars.last_try();
         attempt.bytes_sent = up.written + header_len;
         attempt.bytes_received = from_upstream;
-        attempt.first_byte_time = first_byte;
-        attempt.session_time =
-            Some(try_started.elapsed() + attempt.connect_time.unwrap_or_default());
+        // Both count from the start of the connect, as nginx's do.
+        let connect_time = attempt.connect_time.unwrap_or_default();
+        attempt.first_byte_time = first_byte.map(|first_byte| first_byte + connect_time);
+        attempt.session_time = Some(try_started.elapsed() + connect_time);
     }
     match end {
         RelayEnd::Closed { upstream } => session.log(

@@ -584,18 +584,33 @@ pub fn upstream_name(session: &mut Session<'_>, proxy_host: &str) -> String {
         .to_owned()
 }
 
-/// Runs the TLS handshake with an upstream within `timeout`.
+/// `proxy_ssl_alpn`: the protocols offered to the upstream, each value evaluated for the
+/// session; an empty value is left out, so a list of empty values offers none.
+pub fn upstream_alpn(session: &mut Session<'_>) -> Vec<Vec<u8>> {
+    let templates = &session.server.settings.proxy_ssl_alpn;
+    let mut protocols = Vec::with_capacity(templates.len());
+    for template in templates {
+        let value = session.eval().render(template);
+        if !value.is_empty() {
+            protocols.push(value);
+        }
+    }
+    protocols
+}
+
+/// Runs the TLS handshake with an upstream within `timeout`, offering `alpn`.
 pub async fn connect_upstream(
     stream: Stream,
     client: &tls::ClientTls,
     name: &str,
+    alpn: Vec<Vec<u8>>,
     timeout: std::time::Duration,
 ) -> std::io::Result<Stream> {
     let Stream::Tcp(tcp) = stream else {
         return Ok(stream);
     };
     let session = client
-        .connect(name)
+        .connect_with_alpn(name, alpn)
         .map_err(|error| std::io::Error::other(error.0))?;
     match tokio::time::timeout(timeout, runtime::tls::connect(tcp, session)).await {
         Ok(result) => result,

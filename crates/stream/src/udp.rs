@@ -404,6 +404,7 @@ async fn proxy(
                     ),
                 );
                 record_try(session, &counts, started);
+                crate::proxy::note_least_time(session, group, selected);
                 group.release(selected, false, runtime::clock::monotonic());
                 return status::OK;
             }
@@ -458,6 +459,7 @@ async fn proxy(
                 },
                 _ = tokio::time::sleep_until(deadline) => {
                     record_try(session, &counts, started);
+                    crate::proxy::note_least_time(session, group, selected);
                     group.release(selected, false, runtime::clock::monotonic());
                     let expected = settings
                         .proxy_responses

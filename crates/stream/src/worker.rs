@@ -212,8 +212,29 @@ impl StreamWorker {
         }
     }
 
+    /// Follows the `resolve` servers of the block's upstream groups until the task is
+    /// dropped (the worker stops).
+    pub async fn follow_resolvable_servers(self: Rc<Self>) {
+        upstream::discovery::follow_resolvable_servers(self).await;
+    }
+
     /// Whether the worker is draining or stopping (no new work is taken).
     pub fn stopping(&self) -> bool {
         *self.phase.borrow() != Phase::Running
+    }
+}
+
+impl upstream::discovery::BlockGroups for StreamWorker {
+    type Key = crate::variables::StreamTemplate;
+
+    fn groups(&self) -> &[upstream::Group<Self::Key>] {
+        &self.conf.groups
+    }
+
+    fn log(&self, level: Level, message: std::fmt::Arguments<'_>) {
+        let error_log = &self.conf.error_log;
+        if error_log.enabled(level) {
+            error_log.write(level, &self.clock.wall(), None, message, None);
+        }
     }
 }

@@ -121,10 +121,17 @@ impl ClientTls {
 
     /// A new session towards `name` (an address gives no SNI, as in nginx).
     pub fn connect(&self, name: &str) -> Result<Session, TlsError> {
+        self.connect_with_alpn(name, self.config.alpn_protocols.clone())
+    }
+
+    /// A new session towards `name` offering `alpn` (an empty list offers none) rather
+    /// than the configuration's protocols: `proxy_ssl_alpn` with variables.
+    pub fn connect_with_alpn(&self, name: &str, alpn: Vec<Vec<u8>>) -> Result<Session, TlsError> {
         let server_name = ServerName::try_from(name.to_owned())
             .map_err(|_| TlsError(format!("invalid server name \"{name}\"")))?;
-        let connection = rustls::ClientConnection::new(self.config.clone(), server_name)
-            .map_err(|error| TlsError(error.to_string()))?;
+        let connection =
+            rustls::ClientConnection::new_with_alpn(self.config.clone(), server_name, alpn)
+                .map_err(|error| TlsError(error.to_string()))?;
         Ok(Session::client(connection))
     }
 }

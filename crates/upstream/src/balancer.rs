@@ -204,19 +204,19 @@ fn least_conn_pick(
     least_load_pick(peers, states, tried, now, &loads)
 }
 
-/// `least_time`: the shortest time over which a peer's average fades to nothing without
-/// a new measure, so that a peer that was slow is tried again (its `fail_timeout` when
-/// longer; a slow peer is retried as a failed one is).
+/// `least_time`: a peer's average fades to nothing over its `fail_timeout` without a new
+/// measure, and over this long at least, so that a peer that was slow is tried again
+/// about when a failed one would be.
 const TIME_FADE_MIN: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// `least_time`: what a peer is expected to take, in milliseconds: its average, faded by
 /// the time since it was measured; with `inflight`, at least as long as its requests have
 /// been in flight without a break.
 fn expected_millis(peer: &Peer, state: &PeerState, now: Instant, inflight: bool) -> u64 {
+    let fade = peer.fail_timeout.max(TIME_FADE_MIN);
     let mut micros = match state.timed {
         None => 0,
         Some(at) => {
-            let fade = peer.fail_timeout.max(TIME_FADE_MIN);
             let left = fade.saturating_sub(now.saturating_duration_since(at));
             let faded = u128::from(state.time_average) * left.as_micros() / fade.as_micros();
             u64::try_from(faded).unwrap_or(u64::MAX)
@@ -238,10 +238,10 @@ fn least_time_pick(
     now: Instant,
     inflight: bool,
 ) -> Option<usize> {
-    let loads: Vec<u64> = peers
+    let loads: Vec<u64> = states
         .iter()
-        .zip(states.iter())
-        .map(|(peer, state)| {
+        .zip(peers)
+        .map(|(state, peer)| {
             let expected = expected_millis(peer, state, now, inflight).saturating_add(1);
             expected.saturating_mul(u64::from(state.conns) + 1)
         })

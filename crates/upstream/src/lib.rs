@@ -9,8 +9,10 @@
 //! ([`Members`]) and a request in flight keeps the peer it chose.
 
 pub mod balancer;
+pub mod discovery;
 pub mod keepalive;
 pub mod registry;
+pub mod server_line;
 pub mod sticky;
 
 use std::net::SocketAddr;
@@ -70,10 +72,10 @@ pub enum Balancer<K> {
     #[default]
     RoundRobin,
     LeastConn,
-    /// `least_time header|last_byte [inflight]`: the least average time to the head
-    /// (`header`) or to the last byte, per request in flight and weight.
+    /// `least_time MEASURE [inflight]`: the least average time to what `measure` says,
+    /// per request in flight and weight.
     LeastTime {
-        header: bool,
+        measure: server_line::TimeMeasure,
         inflight: bool,
     },
     IpHash,
@@ -727,7 +729,9 @@ impl<K> Group<K> {
         started: Instant,
     ) {
         use std::sync::atomic::Ordering::Relaxed;
-        if let (Some(true), Some(took)) = (self.measures_time(), header_time) {
+        if let (Some(server_line::TimeMeasure::FirstByte), Some(took)) =
+            (self.measures_time(), header_time)
+        {
             self.note_time(selected, took, started + took);
         }
         self.with_counters(selected, |counters| {
@@ -785,12 +789,11 @@ impl<K> Group<K> {
         }
     }
 
-    /// Which time `least_time` measures: `Some(true)` the head's, `Some(false)` the last
-    /// byte's, `None` without `least_time`.
+    /// Which time `least_time` measures; `None` without `least_time`.
     #[inline]
-    pub fn measures_time(&self) -> Option<bool> {
+    pub fn measures_time(&self) -> Option<server_line::TimeMeasure> {
         match self.balancer {
-            Balancer::LeastTime { header, .. } => Some(header),
+            Balancer::LeastTime { measure, .. } => Some(measure),
             _ => None,
         }
     }

@@ -126,6 +126,7 @@ mod ssl_verify_client;
 mod static_files;
 mod stream;
 mod stream_real_servers;
+mod stream_upstream;
 mod stub_status;
 mod sub_filter;
 mod syslog;

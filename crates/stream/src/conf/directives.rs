@@ -211,6 +211,21 @@ pub const DIRECTIVES: &[StreamDirective] = &[
         upstream_lines::set_upstream_least_conn,
     ),
     upstream_line(
+        "least_time",
+        Arity::TAKE12,
+        upstream_lines::set_upstream_least_time,
+    ),
+    upstream_line(
+        "resolver",
+        Arity::ONE_OR_MORE,
+        upstream_lines::set_upstream_resolver,
+    ),
+    upstream_line(
+        "resolver_timeout",
+        Arity::TAKE1,
+        upstream_lines::set_upstream_resolver_timeout,
+    ),
+    upstream_line(
         "random",
         Arity::counts(&[0, 1, 2]),
         upstream_lines::set_upstream_random,
@@ -370,9 +385,14 @@ pub const DIRECTIVES: &[StreamDirective] = &[
         Arity::FLAG,
         ssl::set_proxy_ssl_session_reuse,
     ),
+    setting(
+        "proxy_ssl_alpn",
+        Arity::ONE_OR_MORE,
+        ssl::set_proxy_ssl_alpn,
+    ),
 ];
 
-fn duplicate<T>(slot: &Option<T>, directive: &Directive) -> Result {
+pub(super) fn duplicate<T>(slot: &Option<T>, directive: &Directive) -> Result {
     if slot.is_some() {
         return Err(ConfError::at(
             ConfErrorKind::Duplicate {
@@ -392,7 +412,7 @@ fn invalid_value(directive: &Directive) -> ConfError {
     )
 }
 
-fn time(directive: &Directive) -> std::result::Result<Duration, ConfError> {
+pub(super) fn time(directive: &Directive) -> std::result::Result<Duration, ConfError> {
     conf::value::parse_time(directive.arg(0)).ok_or_else(|| invalid_value(directive))
 }
 

@@ -152,6 +152,8 @@ pub struct StreamConf {
     pub access_logs: Vec<AccessLogTarget>,
     pub limit_zones: Vec<LimitZone>,
     pub warnings: Vec<ConfError>,
+    /// The main error log: where what `resolve` servers' lookups find is logged.
+    pub error_log: Arc<ErrorLog>,
 }
 
 impl StreamConf {
@@ -463,7 +465,13 @@ fn finish(
             ));
         }
     }
-    let groups = loader.upstreams.finish(None)?;
+    // `resolve` servers of blocks without a `resolver` of their own use the stream
+    // level's, wherever it is written in the block.
+    let stream_level = main.clone().resolve(&loader.main_error_log);
+    let resolver = stream_level
+        .resolver
+        .map(|resolver| (Arc::new(resolver), stream_level.resolver_timeout));
+    let groups = loader.upstreams.finish(resolver)?;
     Ok(StreamConf {
         sockets,
         servers: resolved,
@@ -481,6 +489,7 @@ fn finish(
         access_logs: loader.access_logs,
         limit_zones: loader.limit_zones,
         warnings: loader.warnings,
+        error_log: loader.main_error_log,
     })
 }
 

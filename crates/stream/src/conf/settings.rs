@@ -150,6 +150,8 @@ stream_settings! {
         proxy_ssl_protocols: tls::Protocols = tls::Protocols::default(),
         proxy_ssl_ciphers: String = "DEFAULT".to_owned(),
         proxy_ssl_session_reuse: bool = true,
+        /// `proxy_ssl_alpn`: the protocols offered to the upstream, evaluated per session.
+        proxy_ssl_alpn: Vec<StreamTemplate> = Vec::new(),
         /// `proxy_ssl_conf_command`s: `Certificate` and `PrivateKey` replace the client
         /// certificate pair.
         proxy_ssl_conf_command: Vec<(String, String)> = Vec::new(),

@@ -310,6 +310,21 @@ pub fn set_ssl_session_cache(
     Ok(())
 }
 
+/// `proxy_ssl_alpn PROTOCOL...`: values with variables, evaluated per session.
+pub fn set_proxy_ssl_alpn(
+    settings: &mut Settings,
+    directive: &Directive,
+    loader: &mut Loader<'_>,
+) -> Result {
+    duplicate(&settings.proxy_ssl_alpn, directive)?;
+    let mut protocols = Vec::with_capacity(directive.args.len());
+    for argument in &directive.args {
+        protocols.push(loader.template(argument.as_str(), &directive.span)?);
+    }
+    settings.proxy_ssl_alpn = Some(protocols);
+    Ok(())
+}
+
 pub fn set_proxy_ssl_name(
     settings: &mut Settings,
     directive: &Directive,

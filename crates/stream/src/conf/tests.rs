@@ -119,3 +119,74 @@ fn upstreams_limits_and_variables_are_checked_at_load() {
             .starts_with("no \"ssl_certificate\" is defined for the \"listen ... ssl\" directive"),
     );
 }
+
+#[test]
+fn resolve_servers_use_their_blocks_resolver_or_the_stream_levels() {
+    let conf = load(
+        "upstream own { zone own 64k; server a.test:1 resolve;\n\
+                        resolver 127.0.0.2:5353; resolver_timeout 7s; }\n\
+         upstream inherited { zone inherited 64k; server b.test:1 resolve; }\n\
+         upstream fixed { server 127.0.0.1:1; }\n\
+         resolver 127.0.0.3:5353;\n\
+         resolver_timeout 2s;",
+    )
+    .expect("loads");
+    let resolver_of = |name: &str| {
+        let group = conf.group_named(name.as_bytes()).expect("the group");
+        group
+            .resolver
+            .as_ref()
+            .map(|(resolver, timeout)| (resolver.servers[0].to_string(), timeout.as_secs()))
+    };
+    assert_eq!(resolver_of("own"), Some(("127.0.0.2:5353".to_owned(), 7)));
+    assert_eq!(
+        resolver_of("inherited"),
+        Some(("127.0.0.3:5353".to_owned(), 2))
+    );
+    assert_eq!(resolver_of("fixed"), None);
+    // Not resolved at load: the groups start without the names' addresses.
+    let inherited = conf.group_named(b"inherited").expect("the group");
+    assert_eq!(inherited.peer_count(), 0);
+    assert_eq!(inherited.resolvables().count(), 1);
+}
+
+#[test]
+fn upstream_resolve_and_least_time_lines_are_refused_as_nginx_refuses_them() {
+    assert!(
+        error("upstream u { zone u 64k; server a.test:1 resolve; }")
+            .contains("no resolver defined to resolve names at run time in upstream \"u\"")
+    );
+    assert!(
+        error("upstream u { server a.test:1 resolve; resolver 127.0.0.1; }")
+            .contains("to be in shared memory")
+    );
+    assert!(
+        error("upstream u { server 127.0.0.1:1; resolver 127.0.0.1; resolver 127.0.0.2; }")
+            .contains("\"resolver\" directive is duplicate")
+    );
+    assert!(
+        error("upstream u { least_time first_byte later; server 127.0.0.1:1; }")
+            .contains("invalid parameter \"later\"")
+    );
+}
+
+#[test]
+fn a_second_balancing_method_replaces_the_first_with_a_warning() {
+    let conf = load("upstream u { least_conn; least_time connect inflight; server 127.0.0.1:1; }")
+        .expect("loads");
+    assert!(matches!(
+        conf.group_named(b"u").expect("the group").balancer,
+        upstream::Balancer::LeastTime {
+            measure: upstream::server_line::TimeMeasure::Connect,
+            inflight: true
+        }
+    ));
+    assert_eq!(conf.warnings.len(), 1);
+    assert!(
+        conf.warnings[0]
+            .to_string()
+            .contains("load balancing method redefined"),
+        "{}",
+        conf.warnings[0]
+    );
+}

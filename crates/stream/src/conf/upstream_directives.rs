@@ -1,14 +1,13 @@
 //! The setters of the `upstream` block's lines in the stream block (their table entries
 //! are in `directives.rs`). The groups are the `upstream` crate's, as the http block's are.
 
-use std::time::Duration;
-
 use conf::{ConfError, ConfErrorKind, Context, Directive};
 use upstream::Balancer;
-use upstream::registry::{ServerEntry, UpstreamScope, split_host_port};
+use upstream::registry::UpstreamScope;
+use upstream::server_line::{Block, read_least_time, read_server};
 
 use super::Loader;
-use super::directives::{DIRECTIVES, Setter};
+use super::directives::{DIRECTIVES, Setter, duplicate, time};
 use crate::variables::StreamTemplate;
 
 type Result = std::result::Result<(), ConfError>;
@@ -40,71 +39,23 @@ pub fn read_upstream(loader: &mut Loader<'_>, directive: &Directive) -> Result {
 }
 
 /// `server ADDRESS [weight=N] [max_fails=N] [fail_timeout=TIME] [max_conns=N] [backup]
-/// [down]`; a stream upstream server always names a port.
+/// [down] [resolve] [service=NAME]`; a stream upstream server names its port, unless it
+/// is a `service=`.
 pub fn set_upstream_server(
     scope: &mut UpstreamScope<StreamTemplate>,
     directive: &Directive,
     _: &mut Loader<'_>,
 ) -> Result {
-    let address = directive.arg(0).to_owned();
-    let span = &directive.span;
-    let (host, port) = split_host_port(&address, span, "upstream")?;
-    if port.is_none() && !host.starts_with("unix:") {
-        return Err(ConfError::message(
-            format!("no port in upstream \"{address}\""),
-            span,
-        ));
-    }
-    let mut entry = ServerEntry {
-        address,
-        weight: 1,
-        max_fails: 1,
-        fail_timeout: Duration::from_secs(10),
-        max_conns: 0,
-        backup: false,
-        down: false,
-        resolve: false,
-        service: None,
-        route: None,
-        drain: false,
-        span: span.clone(),
-    };
-    for argument in &directive.args[1..] {
-        let text = argument.as_str();
-        let invalid = || ConfError::message(format!("invalid parameter \"{text}\""), span);
-        let number =
-            |value: &str| conf::value::parse_number(value).and_then(|n| u32::try_from(n).ok());
-        match text.split_once('=') {
-            Some(("weight", value)) => {
-                entry.weight = number(value)
-                    .filter(|weight| *weight > 0)
-                    .ok_or_else(invalid)?;
-            }
-            Some(("max_fails", value)) => entry.max_fails = number(value).ok_or_else(invalid)?,
-            Some(("max_conns", value)) => entry.max_conns = number(value).ok_or_else(invalid)?,
-            Some(("fail_timeout", value)) => {
-                entry.fail_timeout = conf::value::parse_time(value).ok_or_else(invalid)?;
-            }
-            None if text == "backup" => {
-                if !scope.allows_backup() {
-                    return Err(ConfError::message(
-                        "balancing method does not support parameter \"backup\"",
-                        span,
-                    ));
-                }
-                entry.backup = true;
-            }
-            None if text == "down" => entry.down = true,
-            None if text == "resolve" => {}
-            _ => return Err(invalid()),
-        }
-    }
-    scope.servers.push(entry);
+    let args: Vec<&str> = directive.args.iter().map(|arg| arg.as_str()).collect();
+    let server = read_server(&args, &directive.span, scope.allows_backup(), Block::Stream)?;
+    scope.servers.push(server);
     Ok(())
 }
 
+/// `zone NAME [SIZE]`: the group's state is always shared by every worker; the name is
+/// what `server ... resolve` asks for.
 pub fn set_upstream_zone(
-    _: &mut UpstreamScope<StreamTemplate>,
+    scope: &mut UpstreamScope<StreamTemplate>,
     directive: &Directive,
     _: &mut Loader<'_>,
 ) -> Result {
@@ -116,17 +67,59 @@ pub fn set_upstream_zone(
             &directive.span,
         ));
     }
+    duplicate(&scope.zone, directive)?;
+    scope.zone = Some(directive.arg(0).to_owned());
     Ok(())
 }
 
-fn balancer_once(scope: &UpstreamScope<StreamTemplate>, directive: &Directive) -> Result {
+/// `resolver ADDRESS ... [valid=TIME] [ipv4=on|off] [ipv6=on|off]` in an `upstream`
+/// block: the name servers its `resolve` servers are looked up with.
+pub fn set_upstream_resolver(
+    scope: &mut UpstreamScope<StreamTemplate>,
+    directive: &Directive,
+    _: &mut Loader<'_>,
+) -> Result {
+    duplicate(&scope.resolver, directive)?;
+    scope.resolver = Some(std::sync::Arc::new(shared::resolver::parse(directive)?));
+    Ok(())
+}
+
+/// `resolver_timeout TIME` in an `upstream` block.
+pub fn set_upstream_resolver_timeout(
+    scope: &mut UpstreamScope<StreamTemplate>,
+    directive: &Directive,
+    _: &mut Loader<'_>,
+) -> Result {
+    duplicate(&scope.resolver_timeout, directive)?;
+    scope.resolver_timeout = Some(time(directive)?);
+    Ok(())
+}
+
+/// `least_time connect|first_byte|last_byte [inflight]`.
+pub fn set_upstream_least_time(
+    scope: &mut UpstreamScope<StreamTemplate>,
+    directive: &Directive,
+    loader: &mut Loader<'_>,
+) -> Result {
+    let args: Vec<&str> = directive.args.iter().map(|arg| arg.as_str()).collect();
+    let balancer = read_least_time(&args, &directive.span, Block::Stream)?;
+    warn_redefined(scope, loader, directive);
+    scope.balancer = Some(balancer);
+    Ok(())
+}
+
+/// A second balancing method replaces the first, with nginx's warning.
+fn warn_redefined(
+    scope: &UpstreamScope<StreamTemplate>,
+    loader: &mut Loader<'_>,
+    directive: &Directive,
+) {
     if scope.balancer.is_some() {
-        return Err(ConfError::message(
+        loader.warnings.push(ConfError::message(
             "load balancing method redefined",
             &directive.span,
         ));
     }
-    Ok(())
 }
 
 fn warn_backup_ignored(
@@ -147,7 +140,7 @@ pub fn set_upstream_hash(
     directive: &Directive,
     loader: &mut Loader<'_>,
 ) -> Result {
-    balancer_once(scope, directive)?;
+    warn_redefined(scope, loader, directive);
     let consistent = match directive.args.get(1).map(|argument| argument.as_str()) {
         None => false,
         Some("consistent") => true,
@@ -167,9 +160,9 @@ pub fn set_upstream_hash(
 pub fn set_upstream_least_conn(
     scope: &mut UpstreamScope<StreamTemplate>,
     directive: &Directive,
-    _: &mut Loader<'_>,
+    loader: &mut Loader<'_>,
 ) -> Result {
-    balancer_once(scope, directive)?;
+    warn_redefined(scope, loader, directive);
     scope.balancer = Some(Balancer::LeastConn);
     Ok(())
 }
@@ -179,7 +172,7 @@ pub fn set_upstream_random(
     directive: &Directive,
     loader: &mut Loader<'_>,
 ) -> Result {
-    balancer_once(scope, directive)?;
+    warn_redefined(scope, loader, directive);
     let two = match directive.args.first().map(|argument| argument.as_str()) {
         None => false,
         Some("two") => true,

@@ -634,25 +634,23 @@ fn resolved_members_are_named_for_sticky_as_they_change() {
     assert_ne!(port_of(&group, selected), 2);
 }
 
-/// `least_time last_byte`, two peers; `inflight` as given.
-fn least_time_group(inflight: bool) -> Group {
-    least_time_group_failing(inflight, Duration::from_secs(10))
-}
-
-/// The same, with the peers' `fail_timeout` as given.
-fn least_time_group_failing(inflight: bool, fail_timeout: Duration) -> Group {
-    let peer = |port| Peer {
-        fail_timeout,
-        ..peer(port, 1)
-    };
+/// `least_time last_byte`, two peers (the first with `fail_timeout` as given); `inflight`
+/// as given.
+fn least_time_group_with(inflight: bool, fail_timeout: Duration) -> Group {
+    let mut first = peer(1, 1);
+    first.fail_timeout = fail_timeout;
     group(
-        vec![peer(1), peer(2)],
+        vec![first, peer(2, 1)],
         vec![],
         Balancer::LeastTime {
-            header: false,
+            measure: crate::server_line::TimeMeasure::LastByte,
             inflight,
         },
     )
+}
+
+fn least_time_group(inflight: bool) -> Group {
+    least_time_group_with(inflight, Duration::from_secs(10))
 }
 
 /// One request measured at `took`, ending at `now`.
@@ -663,33 +661,9 @@ fn timed(group: &Group, now: Instant, took: Duration) -> u16 {
 }
 
 #[test]
-fn a_slow_peer_is_tried_again_only_after_its_fail_timeout() {
-    let group = least_time_group_failing(false, Duration::from_secs(10));
-    let start = Instant::now();
-    assert_eq!(timed(&group, start, Duration::from_secs(4)), 1);
-    assert_eq!(timed(&group, start, Duration::from_millis(5)), 2);
-    // Four seconds on, the slow peer's average has faded by 4/10 only.
-    let later = start + Duration::from_secs(4);
-    let ports: Vec<u16> = (0..10)
-        .map(|_| timed(&group, later, Duration::from_millis(5)))
-        .collect();
-    assert_eq!(ports, [2; 10]);
-    // Past its fail_timeout it gets one try.
-    let past = start + Duration::from_secs(11);
-    let ports: Vec<u16> = (0..10)
-        .map(|_| timed(&group, past, Duration::from_millis(5)))
-        .collect();
-    assert_eq!(
-        ports.iter().filter(|port| **port == 1).count(),
-        1,
-        "{ports:?}"
-    );
-}
-
-#[test]
 fn least_time_prefers_the_faster_peer_and_tries_a_slow_one_again_later() {
-    // `fail_timeout=0`: the average fades over the shortest time, 3 seconds.
-    let group = least_time_group_failing(false, Duration::ZERO);
+    // `fail_timeout=0`: the slow peer's average fades over 3 seconds.
+    let group = least_time_group_with(false, Duration::ZERO);
     let start = Instant::now();
     // Unmeasured peers tie: round robin; the first is slow.
     assert_eq!(timed(&group, start, Duration::from_secs(4)), 1);
@@ -711,6 +685,26 @@ fn least_time_prefers_the_faster_peer_and_tries_a_slow_one_again_later() {
         1,
         "{ports:?}"
     );
+}
+
+#[test]
+fn least_time_fades_a_slow_average_over_the_peers_fail_timeout() {
+    // The slow peer (1 s, default `fail_timeout` of 10 s) keeps losing to the fast one
+    // 7 s later, when a 3 s fade would have let it tie; 10 s on, it gets a try.
+    let group = least_time_group(false);
+    let start = Instant::now();
+    assert_eq!(timed(&group, start, Duration::from_secs(1)), 1);
+    assert_eq!(timed(&group, start, Duration::from_micros(300)), 2);
+    let later = start + Duration::from_secs(7);
+    let ports: Vec<u16> = (0..10)
+        .map(|_| timed(&group, later, Duration::from_micros(300)))
+        .collect();
+    assert_eq!(ports, [2; 10]);
+    let faded = start + Duration::from_secs(10);
+    let ports: Vec<u16> = (0..10)
+        .map(|_| timed(&group, faded, Duration::from_micros(300)))
+        .collect();
+    assert!(ports.contains(&1), "{ports:?}");
 }
 
 #[test]

@@ -7,7 +7,7 @@ pub mod info;
 
 pub use upstream::{
     GroupState, KeepaliveConf, Peer, PeerAddr, PeerState, Resolvable, Selected, Tried, UpstreamId,
-    balancer, keepalive, registry,
+    balancer, keepalive, registry, server_line,
 };
 
 use crate::kernel::variables::HttpTemplate;

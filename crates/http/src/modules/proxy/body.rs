@@ -143,7 +143,7 @@ impl Drop for UpstreamBody<'_> {
             if let Some(learned) = release.learned {
                 learned.commit(now);
             }
-            if release.group.measures_time() == Some(false) {
+            if release.group.measures_time() == Some(upstream::server_line::TimeMeasure::LastByte) {
                 let took = now.saturating_duration_since(release.started);
                 release.group.note_time(release.selected, took, now);
             }

@@ -1,14 +1,12 @@
 //! The `upstream` block and the directives inside it.
 
-use std::time::Duration;
-
 use conf::{Arity, BlockKind as Shape, ConfError, Contexts, Directive};
 
 use crate::kernel::conf::{BlockKind, HttpDirective, LoadContext, Setter};
 use crate::kernel::core::directives::{number, time};
 use crate::kernel::upstream::Balancer;
 use crate::kernel::upstream::UpstreamScope;
-use crate::kernel::upstream::registry::ServerEntry;
+use crate::kernel::upstream::server_line::{Block, read_least_time, read_server};
 use crate::set_once;
 
 const fn entry(name: &'static str, arity: Arity, set: UpstreamSetter) -> HttpDirective {
@@ -77,87 +75,8 @@ fn set_server(
     directive: &Directive,
     _context: &mut LoadContext<'_>,
 ) -> Result<(), ConfError> {
-    let mut server = ServerEntry {
-        address: directive.arg(0).to_owned(),
-        weight: 1,
-        max_fails: 1,
-        fail_timeout: Duration::from_secs(10),
-        max_conns: 0,
-        backup: false,
-        down: false,
-        resolve: false,
-        service: None,
-        route: None,
-        drain: false,
-        span: directive.span.clone(),
-    };
-    for argument in &directive.args[1..] {
-        let text = argument.as_str();
-        let invalid =
-            || ConfError::message(format!("invalid parameter \"{text}\""), &directive.span);
-        let number = |value: &str| conf::value::parse_number(value).ok_or_else(invalid);
-        if let Some(value) = text.strip_prefix("weight=") {
-            server.weight = u32::try_from(number(value)?)
-                .ok()
-                .filter(|weight| *weight > 0)
-                .ok_or_else(invalid)?;
-        } else if let Some(value) = text.strip_prefix("max_fails=") {
-            server.max_fails = u32::try_from(number(value)?).map_err(|_| invalid())?;
-        } else if let Some(value) = text.strip_prefix("max_conns=") {
-            server.max_conns = u32::try_from(number(value)?).map_err(|_| invalid())?;
-        } else if let Some(value) = text.strip_prefix("fail_timeout=") {
-            server.fail_timeout = conf::value::parse_time(value).ok_or_else(invalid)?;
-        } else if text == "backup" {
-            if !scope.allows_backup() {
-                return Err(ConfError::message(
-                    "balancing method does not support parameter \"backup\"",
-                    &directive.span,
-                ));
-            }
-            server.backup = true;
-        } else if text == "down" {
-            server.down = true;
-        } else if text == "resolve" {
-            server.resolve = true;
-        } else if text == "drain" {
-            server.drain = true;
-        } else if let Some(route) = text.strip_prefix("route=") {
-            if route.is_empty() || route.len() > 32 {
-                return Err(ConfError::message(
-                    format!("invalid route \"{route}\""),
-                    &directive.span,
-                ));
-            }
-            server.route = Some(route.to_owned());
-        } else if let Some(service) = text.strip_prefix("service=") {
-            if service.is_empty() {
-                return Err(invalid());
-            }
-            server.service = Some(service.to_owned());
-        } else {
-            return Err(invalid());
-        }
-    }
-    crate::kernel::upstream::registry::split_host_port(
-        &server.address,
-        &directive.span,
-        "upstream",
-    )
-    .map_err(|error| match error.kind {
-        conf::ConfErrorKind::Message(message) => ConfError::message(message, &directive.span),
-        _ => error,
-    })
-    .and_then(|(_, port)| match (&server.service, port) {
-        (Some(_), _) if !server.resolve => Err(ConfError::message(
-            "service upstream \"".to_owned() + &server.address + "\" requires \"resolve\"",
-            &directive.span,
-        )),
-        (Some(_), Some(_)) => Err(ConfError::message(
-            format!("service upstream \"{}\" may not have port", server.address),
-            &directive.span,
-        )),
-        _ => Ok(()),
-    })?;
+    let args: Vec<&str> = directive.args.iter().map(|arg| arg.as_str()).collect();
+    let server = read_server(&args, &directive.span, scope.allows_backup(), Block::Http)?;
     scope.servers.push(server);
     Ok(())
 }
@@ -243,24 +162,9 @@ fn set_least_time(
     directive: &Directive,
     context: &mut LoadContext<'_>,
 ) -> Result<(), ConfError> {
-    let invalid =
-        |text: &str| ConfError::message(format!("invalid parameter \"{text}\""), &directive.span);
-    let header = match directive.arg(0) {
-        "header" => true,
-        "last_byte" => false,
-        other => return Err(invalid(other)),
-    };
-    let inflight = match directive.args.get(1).map(|arg| arg.as_str()) {
-        None => false,
-        Some("inflight") => true,
-        Some(other) => return Err(invalid(other)),
-    };
-    set_balancer(
-        scope,
-        directive,
-        context,
-        Balancer::LeastTime { header, inflight },
-    )
+    let args: Vec<&str> = directive.args.iter().map(|arg| arg.as_str()).collect();
+    let balancer = read_least_time(&args, &directive.span, Block::Http)?;
+    set_balancer(scope, directive, context, balancer)
 }
 
 fn set_ip_hash(
