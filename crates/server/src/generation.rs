@@ -473,6 +473,9 @@ async fn run_worker(
     let stream_discovery = stream_worker
         .as_ref()
         .map(|stream| tokio::task::spawn_local(Rc::clone(stream).follow_resolvable_servers()));
+    let stream_stapling = stream_worker
+        .as_ref()
+        .map(|stream| tokio::task::spawn_local(Rc::clone(stream).follow_staplings()));
     let log_lines = tokio::task::spawn_local(hand_over_log_lines());
     context.until_finished(shutdown_timeout).await;
     // A graceful stop whose `worker_shutdown_timeout` passed: the requests still running
@@ -492,6 +495,9 @@ async fn run_worker(
     stapling.abort();
     if let Some(stream_discovery) = stream_discovery {
         stream_discovery.abort();
+    }
+    if let Some(stream_stapling) = stream_stapling {
+        stream_stapling.abort();
     }
     log_lines.abort();
     worker.report_stall_counts();

@@ -415,6 +415,7 @@ async fn content_phases<'w>(session: &mut Session<'w>, stream: &Stream) -> Resul
         Content::Proxy(_) | Content::ProxyVariable(_) => {
             Ok(Next::Done(crate::proxy::run(session, stream).await))
         }
+        Content::None => Err(status::INTERNAL_SERVER_ERROR),
         Content::Pass(template) => {
             let value = session.eval().render(template);
             if !session.preread.is_empty() {

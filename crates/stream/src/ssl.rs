@@ -62,6 +62,49 @@ fn source(prefix: &Path, value: &str, what: &str) -> Result<tls::PemSource, Conf
 pub struct TlsBuild {
     caches: Vec<(String, Arc<tls::SessionCache>)>,
     tickets: Vec<(String, Arc<tls::TicketKeys>)>,
+    /// The certificates whose OCSP responses are fetched (`ssl_stapling on`).
+    pub staplings: Vec<Arc<shared::stapling::Stapling>>,
+    /// `"ssl_stapling" ignored, ...` warnings.
+    pub warnings: Vec<ConfError>,
+}
+
+/// `ssl_stapling on`: the pairs with `ssl_stapling_file`'s response, or with slots for
+/// the responses the workers fetch ([`shared::stapling`]).
+fn staple(
+    settings: &Resolved,
+    certificates: &[String],
+    pairs: Vec<tls::CertificatePair>,
+    build: &mut TlsBuild,
+    prefix: &Path,
+) -> Result<Vec<tls::CertificatePair>, ConfError> {
+    if let Some(file) = &settings.ssl_stapling_file {
+        let response = tls::load_ocsp_response(&prefix.join(file)).map_err(load_error)?;
+        return Ok(pairs
+            .iter()
+            .map(|pair| pair.with_ocsp(response.clone()))
+            .collect());
+    }
+    let trusted = match &settings.ssl_trusted_certificate {
+        Some(name) => {
+            tls::load_trusted(&source(prefix, name, "certificate")?).map_err(load_error)?
+        }
+        None => Vec::new(),
+    };
+    let stapled = shared::stapling::staple_pairs(
+        pairs,
+        certificates,
+        &trusted,
+        settings.ssl_stapling_responder.as_deref(),
+        settings.ssl_stapling_verify,
+    );
+    build.staplings.extend(stapled.staplings);
+    build.warnings.extend(
+        stapled
+            .warnings
+            .into_iter()
+            .map(|warning| ConfError::new(ConfErrorKind::Message(warning), None)),
+    );
+    Ok(stapled.pairs)
 }
 
 /// A server's TLS configuration for handshakes, or `None` without `ssl_certificate`.
@@ -102,6 +145,9 @@ pub fn server_tls(
         pairs.push(
             tls::load_pair(&certificate, &key, &settings.ssl_password_file).map_err(load_error)?,
         );
+    }
+    if settings.ssl_stapling && !pairs.is_empty() {
+        pairs = staple(settings, &certificates, pairs, build, prefix)?;
     }
     let ciphers = tls::parse_cipher_list(&settings.ssl_ciphers)
         .map_err(|message| ConfError::new(ConfErrorKind::Message(message), None))?;

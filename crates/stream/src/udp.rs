@@ -241,6 +241,7 @@ async fn phases(
         Content::Proxy(_) | Content::ProxyVariable(_) => {
             Ok(proxy(session, socket, client, receiver).await)
         }
+        Content::None => Err(status::INTERNAL_SERVER_ERROR),
         Content::Pass(_) => {
             session.log(Level::Error, format_args!("pass is not supported for udp"));
             Err(status::INTERNAL_SERVER_ERROR)

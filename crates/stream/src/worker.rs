@@ -218,6 +218,20 @@ impl StreamWorker {
         upstream::discovery::follow_resolvable_servers(self).await;
     }
 
+    /// Follows the servers' OCSP stapling ([`shared::stapling`]) until the task is dropped,
+    /// failures in the main error log.
+    pub async fn follow_staplings(self: Rc<Self>) {
+        let staplings = self.conf.staplings.clone();
+        if staplings.is_empty() {
+            return;
+        }
+        let worker = Rc::clone(&self);
+        let report: shared::stapling::Report = Rc::new(move |message| {
+            upstream::discovery::BlockGroups::log(&*worker, Level::Error, message);
+        });
+        shared::stapling::follow(staplings, report).await;
+    }
+
     /// Whether the worker is draining or stopping (no new work is taken).
     pub fn stopping(&self) -> bool {
         *self.phase.borrow() != Phase::Running

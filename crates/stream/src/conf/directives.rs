@@ -319,6 +319,22 @@ pub const DIRECTIVES: &[StreamDirective] = &[
         ssl::set_ssl_trusted_certificate,
     ),
     setting("ssl_crl", Arity::TAKE1, ssl::set_ssl_crl),
+    setting("ssl_stapling", Arity::FLAG, ssl::set_ssl_stapling),
+    setting(
+        "ssl_stapling_file",
+        Arity::TAKE1,
+        ssl::set_ssl_stapling_file,
+    ),
+    setting(
+        "ssl_stapling_responder",
+        Arity::TAKE1,
+        ssl::set_ssl_stapling_responder,
+    ),
+    setting(
+        "ssl_stapling_verify",
+        Arity::FLAG,
+        ssl::set_ssl_stapling_verify,
+    ),
     setting(
         "ssl_reject_handshake",
         Arity::FLAG,

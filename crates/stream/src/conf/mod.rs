@@ -36,6 +36,10 @@ pub enum Content {
     Return(StreamTemplate),
     /// `pass ADDRESS`: the connection goes to the server listening there.
     Pass(StreamTemplate),
+    /// None of them (allowed since nginx 1.25.5, for a server that only terminates TLS or
+    /// rejects handshakes): a session that gets past its handshake and preread ends with
+    /// status 500.
+    None,
 }
 
 pub use logging::escape::Escape;
@@ -154,6 +158,8 @@ pub struct StreamConf {
     pub warnings: Vec<ConfError>,
     /// The main error log: where what `resolve` servers' lookups find is logged.
     pub error_log: Arc<ErrorLog>,
+    /// The certificates whose OCSP responses the workers fetch (`ssl_stapling on`).
+    pub staplings: Vec<Arc<shared::stapling::Stapling>>,
 }
 
 impl StreamConf {
@@ -364,12 +370,6 @@ fn read_server(loader: &mut Loader<'_>, block: &Directive) -> Result<ServerLoad,
             _ => unreachable!("only settings are allowed in a stream server by the table"),
         }
     }
-    if server.content.is_none() {
-        return Err(ConfError::new(
-            ConfErrorKind::Message(format!("no handler for server in {}", block.span)),
-            None,
-        ));
-    }
     if server.listens.is_empty() {
         return Err(ConfError::new(
             ConfErrorKind::Message(format!(
@@ -415,9 +415,7 @@ fn finish(
         for listen in server.listens.drain(..) {
             listens.push((listen, index));
         }
-        let Some(content) = server.content else {
-            continue;
-        };
+        let content = server.content.unwrap_or(Content::None);
         let mut settings = server.settings.resolve(&loader.main_error_log);
         for limit in &mut settings.limit_conn {
             limit.zone = loader
@@ -488,8 +486,13 @@ fn finish(
         log_formats: loader.log_formats,
         access_logs: loader.access_logs,
         limit_zones: loader.limit_zones,
-        warnings: loader.warnings,
+        warnings: {
+            let mut warnings = loader.warnings;
+            warnings.append(&mut tls_build.warnings);
+            warnings
+        },
         error_log: loader.main_error_log,
+        staplings: tls_build.staplings,
     })
 }
 

@@ -133,6 +133,11 @@ stream_settings! {
         ssl_trusted_certificate: Option<String> = None,
         ssl_crl: Option<String> = None,
         ssl_reject_handshake: bool = false,
+        ssl_stapling: bool = false,
+        /// `ssl_stapling_file`: a DER OCSP response stapled to every certificate.
+        ssl_stapling_file: Option<String> = None,
+        ssl_stapling_responder: Option<String> = None,
+        ssl_stapling_verify: bool = false,
         /// `ssl_conf_command`s, in order: those rustls can follow are applied over the
         /// settings above (`shared::ssl::ConfCommands`).
         ssl_conf_command: Vec<(String, String)> = Vec::new(),

@@ -193,6 +193,8 @@ macro_rules! set_path {
 set_path!(set_ssl_client_certificate, ssl_client_certificate);
 set_path!(set_ssl_trusted_certificate, ssl_trusted_certificate);
 set_path!(set_ssl_crl, ssl_crl);
+set_path!(set_ssl_stapling_file, ssl_stapling_file);
+set_path!(set_ssl_stapling_responder, ssl_stapling_responder);
 set_path!(set_proxy_ssl_crl, proxy_ssl_crl);
 set_path!(
     set_proxy_ssl_trusted_certificate,
@@ -216,6 +218,8 @@ macro_rules! set_flag {
 }
 
 set_flag!(set_ssl_prefer_server_ciphers, ssl_prefer_server_ciphers);
+set_flag!(set_ssl_stapling, ssl_stapling);
+set_flag!(set_ssl_stapling_verify, ssl_stapling_verify);
 set_flag!(set_ssl_session_tickets, ssl_session_tickets);
 set_flag!(set_ssl_reject_handshake, ssl_reject_handshake);
 set_flag!(set_proxy_ssl, proxy_ssl);

@@ -229,7 +229,7 @@ pub struct HttpConf {
     /// The `limit_req_zone` and `limit_conn_zone` zones, by index.
     pub limit_zones: crate::modules::limit::settings::LimitZones,
     /// The certificates whose OCSP responses the workers fetch (`ssl_stapling on`).
-    pub staplings: Vec<std::sync::Arc<crate::kernel::ssl::stapling::Stapling>>,
+    pub staplings: Vec<std::sync::Arc<shared::stapling::Stapling>>,
 }
 
 impl HttpConf {

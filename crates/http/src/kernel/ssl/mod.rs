@@ -116,7 +116,7 @@ pub(crate) struct TlsBuild {
     caches: HashMap<String, Arc<tls::SessionCache>>,
     tickets: HashMap<String, Arc<tls::TicketKeys>>,
     /// The certificates whose OCSP responses are fetched (`ssl_stapling on`).
-    pub(crate) staplings: Vec<Arc<stapling::Stapling>>,
+    pub(crate) staplings: Vec<Arc<shared::stapling::Stapling>>,
     /// Warnings of the load (`"ssl_stapling" ignored, ...`).
     pub(crate) warnings: Vec<ConfError>,
 }
@@ -296,28 +296,21 @@ fn staple_from_responders(
         }
         None => Vec::new(),
     };
-    let mut stapled = Vec::with_capacity(pairs.len());
-    for (pair, certificate) in pairs.into_iter().zip(&settings.certificates) {
-        match stapling::Stapling::new(
-            certificate,
-            &pair,
-            &trusted,
-            settings.stapling_responder.as_deref(),
-            settings.stapling_verify,
-        ) {
-            Ok((pair, stapling)) => {
-                build.staplings.push(Arc::new(stapling));
-                stapled.push(pair);
-            }
-            Err(warning) => {
-                build
-                    .warnings
-                    .push(ConfError::new(ConfErrorKind::Message(warning), None));
-                stapled.push(pair);
-            }
-        }
-    }
-    Ok(stapled)
+    let stapled = shared::stapling::staple_pairs(
+        pairs,
+        &settings.certificates,
+        &trusted,
+        settings.stapling_responder.as_deref(),
+        settings.stapling_verify,
+    );
+    build.staplings.extend(stapled.staplings);
+    build.warnings.extend(
+        stapled
+            .warnings
+            .into_iter()
+            .map(|warning| ConfError::new(ConfErrorKind::Message(warning), None)),
+    );
+    Ok(stapled.pairs)
 }
 
 /// A certificate or key name compiled (a `data:` value too: `data:$variable` takes the PEM
