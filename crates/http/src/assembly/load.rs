@@ -562,6 +562,7 @@ fn build(
             location: server_location,
             locations: locations.0,
             named_locations,
+            allow_connect: false,
         });
     }
     let sockets = group_sockets(
