@@ -383,13 +383,16 @@ impl LogContext for RequestLogContext<'_> {
         if request.upstream.trying
             && let Some(attempt) = request.upstream.attempts.last()
         {
-            let scheme = match request.upstream.scheme {
-                "" => "http",
-                scheme => scheme,
-            };
             out.extend_from_slice(b", upstream: \"");
-            out.extend_from_slice(scheme.as_bytes());
-            out.extend_from_slice(b"://");
+            match request.upstream.scheme {
+                "" => out.extend_from_slice(b"http://"),
+                // A tunnel's peer is named without a scheme, as nginx names it.
+                "tunnel" => {}
+                scheme => {
+                    out.extend_from_slice(scheme.as_bytes());
+                    out.extend_from_slice(b"://");
+                }
+            }
             out.extend_from_slice(attempt.addr.as_bytes());
             out.extend_from_slice(&request.upstream.uri);
             out.push(b'"');
