@@ -767,6 +767,9 @@ async fn find_target<'a>(
             if proxy.protocol == Protocol::Grpc {
                 url = grpc_url(&url);
             }
+            if proxy.protocol == Protocol::Tunnel {
+                crate::modules::proxy::tunnel::check_port(worker, info, request, &url)?;
+            }
             let mut notes = Vec::new();
             let resolved = resolve_variable_url(worker.conf(), proxy, &url, &mut notes).await;
             for note in &notes {

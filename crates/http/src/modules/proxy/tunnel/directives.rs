@@ -15,7 +15,7 @@ use crate::kernel::core::directives::size;
 use crate::modules::proxy::NextUpstream;
 use crate::modules::proxy::directives::next_upstream_flags;
 use crate::modules::proxy::gateway::Protocol;
-use crate::modules::proxy::pass::load_target;
+use crate::modules::proxy::pass::{DefaultPort, load_target_with};
 use crate::modules::proxy::settings::ProxyPass;
 
 /// What `tunnel_pass` without an address connects to: the CONNECT request's target.
@@ -63,7 +63,12 @@ fn set_tunnel_pass(
     let url = format!("http://{address}");
     let template = context.template(&url, &directive.span)?;
     let pass = if template.as_literal().is_some() {
-        let target = load_target(&url, &directive.span, &mut context.upstreams)?;
+        let target = load_target_with(
+            &url,
+            &directive.span,
+            &mut context.upstreams,
+            DefaultPort::Required,
+        )?;
         if target.uri.is_some() {
             return Err(ConfError::message(
                 format!("invalid host in upstream \"{address}\""),
