@@ -60,8 +60,10 @@ pub enum RequestError {
     ContentLengthAndTransferEncoding,
     /// `Transfer-Encoding` other than exactly `chunked` (case-insensitive); nginx answers 501.
     UnknownTransferEncoding { value: Range<usize> },
-    /// CONNECT is answered 405 (nginx without `allow_connect`).
+    /// CONNECT is answered 405 unless HTTP/1.1 reaches a server that tunnels.
     ConnectMethod,
+    /// A CONNECT request with a body (`Content-Length` above 0, or chunked).
+    ConnectWithBody,
     /// TRACE is always answered 405 by nginx.
     TraceMethod,
     /// A malformed chunked body; `offset` counts body bytes from the first chunk-size byte.
@@ -113,6 +115,7 @@ impl RequestError {
                 "client sent unknown \"Transfer-Encoding\""
             }
             RequestError::ConnectMethod => "client sent CONNECT method",
+            RequestError::ConnectWithBody => "client sent CONNECT request with body",
             RequestError::TraceMethod => "client sent TRACE method",
             RequestError::InvalidChunkedBody { .. } => "client sent invalid chunked body",
         })
@@ -306,6 +309,11 @@ mod tests {
                 RequestError::ConnectMethod,
                 405,
                 "client sent CONNECT method",
+            ),
+            (
+                RequestError::ConnectWithBody,
+                400,
+                "client sent CONNECT request with body",
             ),
             (RequestError::TraceMethod, 405, "client sent TRACE method"),
             (

@@ -35,7 +35,7 @@ mod tests_known;
 #[cfg(test)]
 mod tests_limits;
 
-pub use analyze::analyze;
+pub use analyze::{ConnectAllowed, analyze, check_connect};
 
 use buffers::BufferScheme;
 use header_line::{FieldLine, Line};

@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 pub use balancer::{Selected, Tried};
-pub use registry::UpstreamRegistry;
+pub use registry::{NO_PORT, UpstreamRegistry};
 use shared::resolver::ResolverConf;
 
 /// A group's index in the configuration's list of groups.

@@ -78,6 +78,10 @@ impl<K> UpstreamScope<K> {
     }
 }
 
+/// The default port of a reference whose address must name an `upstream` block
+/// (`tunnel_pass`): such an address left without a block fails with `no port in upstream`.
+pub const NO_PORT: u16 = 0;
+
 #[derive(Debug)]
 enum Entry<K> {
     Block {
@@ -250,6 +254,17 @@ impl<K> UpstreamRegistry<K> {
                     scope: Some(scope),
                     span,
                 } => block_group(name, scope, &span, resolver.as_ref())?,
+                Entry::Address {
+                    host,
+                    port: NO_PORT,
+                    no_port: true,
+                    span,
+                } if !host.starts_with("unix:") => {
+                    return Err(ConfError::message(
+                        format!("no port in upstream \"{host}\""),
+                        &span,
+                    ));
+                }
                 Entry::Address {
                     host,
                     port,

@@ -459,6 +459,10 @@ async fn handle_request<'a>(
     }
     let server = select_server(worker, address, request);
     request.server = Some(server);
+    if let Err(error) = check_connect(worker, server, request) {
+        Box::pin(reject(worker, connection, request, server, &error)).await;
+        return After::Close;
+    }
     if let Some((status, message)) = crate::kernel::ssl::refusal(
         worker,
         (&connection.info, connection.plain_on_tls_port),
@@ -618,6 +622,21 @@ fn reread_with_server_rules(
         Progress::Partial => return Err(RequestError::InvalidRequest),
     }
     http1::request::analyze(&request.head_bytes, &request.head, &mut request.info)
+}
+
+/// A CONNECT request goes on only on HTTP/1.1 to a server that tunnels, and without a
+/// body, as nginx checks it once the server is known.
+fn check_connect(
+    worker: &HttpWorker,
+    server: ServerId,
+    request: &Request<'_>,
+) -> Result<(), RequestError> {
+    let allowed = if worker.conf().server(server).allow_connect {
+        http1::request::ConnectAllowed::Yes
+    } else {
+        http1::request::ConnectAllowed::No
+    };
+    http1::request::check_connect(&request.head, &request.info, allowed)
 }
 
 /// Whether to linger before closing: `lingering_close always`, or `on` while the client

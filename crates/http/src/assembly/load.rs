@@ -8,7 +8,7 @@ use conf::{ConfError, ConfErrorKind, Context, Directive, Span};
 use crate::assembly::modules;
 use crate::kernel::conf::context::{LoadContext, LoadEnv};
 use crate::kernel::conf::location::{Location, LocationId, LocationKind, LocationTree};
-use crate::kernel::conf::scope::{LocationScope, MainScope, ServerScope};
+use crate::kernel::conf::scope::{Content, LocationScope, MainScope, ServerScope};
 use crate::kernel::conf::server_names::{ServerName, ServerNames};
 use crate::kernel::conf::{
     AddressConf, BlockKind, HttpConf, MergeEnv, NamedCaptures, Server, ServerId, Setter, SocketConf,
@@ -19,6 +19,7 @@ use crate::kernel::core::types::TypesWarning;
 use crate::kernel::core::{AliasPart, DocumentRoot};
 use crate::kernel::variables::VariableRegistry;
 use crate::modules::log::AccessLogTarget;
+use crate::modules::proxy::gateway::Protocol;
 use crate::modules::rewrite::{If, Op};
 use shared::listen::{self, ListenSpec};
 use shared::regex::Regex;
@@ -562,6 +563,7 @@ fn build(
             location: server_location,
             locations: locations.0,
             named_locations,
+            allow_connect: false,
         });
     }
     let sockets = group_sockets(
@@ -581,6 +583,11 @@ fn build(
         .map(|resolver| (resolver, http_proxy.resolver_timeout));
     let upstreams = std::mem::take(&mut context.upstreams).finish(http_resolver)?;
     crate::modules::observe::zones::mark_location_zones(&servers, &builder.locations);
+    for location in &builder.locations {
+        if location.settings.content == Content::Gateway(Protocol::Tunnel) {
+            servers[location.server.0 as usize].allow_connect = true;
+        }
+    }
     for location in &mut builder.locations {
         main.charset
             .resolve_location(&mut location.settings.charset)?;

@@ -49,6 +49,8 @@ pub const TABLES: &[&[HttpDirective]] = &[
     crate::modules::proxy::directives::MEMCACHED_DIRECTIVES,
     crate::modules::proxy::grpc::directives::DIRECTIVES,
     crate::modules::proxy::directives::GRPC_DIRECTIVES,
+    crate::modules::proxy::tunnel::directives::DIRECTIVES,
+    crate::modules::proxy::directives::TUNNEL_DIRECTIVES,
     crate::modules::upstream::directives::DIRECTIVES,
     crate::modules::stub_status::directives::DIRECTIVES,
     crate::modules::empty_gif::directives::DIRECTIVES,

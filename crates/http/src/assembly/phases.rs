@@ -331,7 +331,7 @@ async fn check_access<'a>(
         auth_basic::Verdict::Passed | auth_basic::Verdict::NotInvolved => {}
         auth_basic::Verdict::Challenge(realm) => {
             challenge = Some(realm);
-            refused = Some(401);
+            refused = Some(if request.is_proxy_auth() { 407 } else { 401 });
         }
         auth_basic::Verdict::Status(status) => return Step::Finalize(status),
     }
@@ -356,10 +356,11 @@ async fn check_access<'a>(
     match verdict {
         auth_request::Verdict::Passed if any => {
             // nginx drops a challenge another module made once access is granted.
-            request
-                .response
-                .headers
-                .retain(|(name, _)| !name.as_slice().eq_ignore_ascii_case(b"www-authenticate"));
+            request.response.headers.retain(|(name, _)| {
+                let name = name.as_slice();
+                !name.eq_ignore_ascii_case(b"www-authenticate")
+                    && !name.eq_ignore_ascii_case(b"proxy-authenticate")
+            });
             return Step::PreContent;
         }
         auth_request::Verdict::Passed | auth_request::Verdict::NotInvolved => {}
@@ -387,7 +388,7 @@ async fn delay_unauthorized<'a>(
     request: &Request<'_>,
     step: Step<'a>,
 ) -> Step<'a> {
-    if let Step::Finalize(401) = step {
+    if let Step::Finalize(401 | 407) = step {
         let delay = current_location(worker, request).settings.core.auth_delay;
         if !delay.is_zero() {
             tokio::time::sleep(delay).await;
@@ -411,16 +412,22 @@ fn forbidden_by_rule<'a>(
     Step::Finalize(403)
 }
 
-/// `auth_basic`'s 401 with its `WWW-Authenticate`.
+/// `auth_basic`'s 401 with its `WWW-Authenticate`; for a CONNECT request, 407 with
+/// `Proxy-Authenticate`, as nginx answers a client that talks to it as to a proxy.
 fn basic_challenge<'a>(request: &mut Request<'a>, realm: &[u8]) -> Step<'a> {
     let mut value = b"Basic realm=\"".to_vec();
     value.extend_from_slice(realm);
     value.push(b'"');
+    let (name, status): (&'static [u8], u16) = if request.is_proxy_auth() {
+        (b"Proxy-Authenticate", 407)
+    } else {
+        (b"WWW-Authenticate", 401)
+    };
     request.response.headers.push((
-        crate::kernel::response::Bytes::Borrowed(b"WWW-Authenticate"),
+        crate::kernel::response::Bytes::Borrowed(name),
         crate::kernel::response::Bytes::Owned(value),
     ));
-    Step::Finalize(401)
+    Step::Finalize(status)
 }
 
 /// Phase 6: `try_files`.

@@ -74,6 +74,13 @@ pub(crate) fn read_head(
     .map_err(|error| error.status())?;
     http1::request::analyze(&request.head_bytes, &request.head, &mut request.info)
         .map_err(|error| error.status())?;
+    // No tunnel over a stream of HTTP/2 or HTTP/3: CONNECT is 405 there, as in nginx.
+    http1::request::check_connect(
+        &request.head,
+        &request.info,
+        http1::request::ConnectAllowed::No,
+    )
+    .map_err(|error| error.status())?;
     // A body without `content-length` is read to the stream's end, as nginx reads it
     // (chunked, in its terms).
     if body && request.info.framing == http1::request::BodyFraming::None {

@@ -221,6 +221,23 @@ impl<'a> Request<'a> {
         self.subrequest_depth > 0
     }
 
+    /// Whether the client talks to Portico as to a proxy: a CONNECT request, whose
+    /// credentials come in `Proxy-Authorization` and whose challenge is a 407 with
+    /// `Proxy-Authenticate` (nginx's `ngx_http_proxy_auth`).
+    pub fn is_proxy_auth(&self) -> bool {
+        self.head.method == http1::Method::Connect
+    }
+
+    /// The field that carries the client's credentials: `Proxy-Authorization` for
+    /// CONNECT, else `Authorization`.
+    pub fn credentials_field(&self) -> Option<&[u8]> {
+        if self.is_proxy_auth() {
+            self.header(b"proxy-authorization")
+        } else {
+            self.known_header(self.info.known.authorization)
+        }
+    }
+
     /// A request header's value, by lowercase name with `_` matching `-` (as `$http_*`).
     pub fn header<'b>(&'b self, lowercase_name: &'b [u8]) -> Option<&'b [u8]> {
         self.headers(lowercase_name).next()
@@ -366,13 +383,16 @@ impl LogContext for RequestLogContext<'_> {
         if request.upstream.trying
             && let Some(attempt) = request.upstream.attempts.last()
         {
-            let scheme = match request.upstream.scheme {
-                "" => "http",
-                scheme => scheme,
-            };
             out.extend_from_slice(b", upstream: \"");
-            out.extend_from_slice(scheme.as_bytes());
-            out.extend_from_slice(b"://");
+            match request.upstream.scheme {
+                "" => out.extend_from_slice(b"http://"),
+                // A tunnel's peer is named without a scheme, as nginx names it.
+                "tunnel" => {}
+                scheme => {
+                    out.extend_from_slice(scheme.as_bytes());
+                    out.extend_from_slice(b"://");
+                }
+            }
             out.extend_from_slice(attempt.addr.as_bytes());
             out.extend_from_slice(&request.upstream.uri);
             out.push(b'"');

@@ -13,7 +13,8 @@ use crate::request::{BodyFraming, ConnectionOption, RequestHead, RequestInfo, Ve
 /// fit `i64` (400); `Transfer-Encoding` is refused on HTTP/1.0 (400), must be exactly
 /// `chunked` (else 501, RFC 9112 §6.1 lets a server refuse codings it does not know) and
 /// must not come with `Content-Length` (400: RFC 9112 §6.3 calls the pair a smuggling
-/// vector); CONNECT and TRACE are answered 405.
+/// vector); TRACE is answered 405. CONNECT passes: whether it is allowed depends on the
+/// server the host selects, which [`check_connect`] is asked once it is known.
 pub fn analyze(buf: &[u8], head: &RequestHead, info: &mut RequestInfo) -> Result<(), RequestError> {
     info.target = head.target_parts.clone();
     info.known = head.known.clone();
@@ -46,10 +47,8 @@ pub fn analyze(buf: &[u8], head: &RequestHead, info: &mut RequestInfo) -> Result
         } else if let Some(length) = content_length {
             info.framing = BodyFraming::Length(length);
         }
-        match head.method {
-            Method::Connect => return Err(RequestError::ConnectMethod),
-            Method::Trace => return Err(RequestError::TraceMethod),
-            _ => {}
+        if head.method == Method::Trace {
+            return Err(RequestError::TraceMethod);
         }
     }
 
@@ -69,6 +68,33 @@ pub fn analyze(buf: &[u8], head: &RequestHead, info: &mut RequestInfo) -> Result
             .is_some_and(|i| value(i).eq_ignore_ascii_case(b"100-continue"));
     read_connection_and_user_agent(buf, head, info);
     Ok(())
+}
+
+/// Whether a CONNECT request may go on, as nginx checks it once the server is chosen:
+/// only HTTP/1.1, only to a server that tunnels (`tunnel_pass` somewhere in it), else
+/// 405; a CONNECT with a body is 400. Any other method passes.
+pub fn check_connect(
+    head: &RequestHead,
+    info: &RequestInfo,
+    allowed: ConnectAllowed,
+) -> Result<(), RequestError> {
+    if head.method != Method::Connect {
+        return Ok(());
+    }
+    if head.version != Version::Http11 || allowed == ConnectAllowed::No {
+        return Err(RequestError::ConnectMethod);
+    }
+    match info.framing {
+        BodyFraming::Length(0) | BodyFraming::None => Ok(()),
+        BodyFraming::Length(_) | BodyFraming::Chunked => Err(RequestError::ConnectWithBody),
+    }
+}
+
+/// Whether the server a request reached tunnels CONNECT requests.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConnectAllowed {
+    Yes,
+    No,
 }
 
 /// Reads every `Connection` and `User-Agent` header, in order: a later `Connection` that

@@ -276,7 +276,34 @@ fn methods_as_http_method_t() {
     assert_eq!(reject(trace), RequestError::TraceMethod);
     assert_eq!(RequestError::TraceMethod.status(), 405);
     let connect = b"CONNECT localhost:8080 HTTP/1.1\r\nHost: localhost\r\n\r\n";
-    assert_eq!(reject(connect), RequestError::ConnectMethod);
+    let (head, info) = accept(connect);
+    assert_eq!(info.host, b"localhost");
+    assert_eq!(check_connect(&head, &info, ConnectAllowed::Yes), Ok(()));
+    // Refused where the server does not tunnel, on HTTP/1.0, and with a body.
+    assert_eq!(
+        check_connect(&head, &info, ConnectAllowed::No),
+        Err(RequestError::ConnectMethod)
+    );
+    let (head_10, info_10) = accept(b"CONNECT localhost:8080 HTTP/1.0\r\n\r\n");
+    assert_eq!(
+        check_connect(&head_10, &info_10, ConnectAllowed::Yes),
+        Err(RequestError::ConnectMethod)
+    );
+    for with_body in [
+        &b"CONNECT a:1 HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\n\r\n"[..],
+        b"CONNECT a:1 HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n",
+    ] {
+        let (head, info) = accept(with_body);
+        assert_eq!(
+            check_connect(&head, &info, ConnectAllowed::Yes),
+            Err(RequestError::ConnectWithBody)
+        );
+    }
+    let (head, info) = accept(b"CONNECT a:1 HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n");
+    assert_eq!(check_connect(&head, &info, ConnectAllowed::Yes), Ok(()));
+    // Other methods pass whatever the server.
+    let (get, get_info) = accept(b"GET / HTTP/1.0\r\n\r\n");
+    assert_eq!(check_connect(&get, &get_info, ConnectAllowed::No), Ok(()));
     let (head, _) = accept_head(connect);
     assert_eq!(
         (head.method, head.target_parts.form.clone()),

@@ -132,6 +132,7 @@ mod sub_filter;
 mod syslog;
 mod thread_pool;
 mod trailers;
+mod tunnel;
 mod upstream_hash;
 mod upstream_least_time;
 mod upstream_max_fails;

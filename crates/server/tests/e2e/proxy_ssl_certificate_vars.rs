@@ -180,3 +180,75 @@ fn an_unknown_variable_in_a_certificate_name_fails_the_load() {
         output.stderr
     );
 }
+
+/// Puts `from`'s certificate and key in place of `to`'s, each by a rename (as a
+/// certificate renewal does).
+fn replace_pair(server: &Instance, to: &str, from: &str) {
+    for extension in ["crt", "key"] {
+        let source = server.prefix().join(&format!("{from}.{extension}"));
+        let temporary = server.prefix().join(&format!("{to}.{extension}.new"));
+        std::fs::copy(source, &temporary).expect("copy the pair");
+        let target = server.prefix().join(&format!("{to}.{extension}"));
+        std::fs::rename(temporary, target).expect("replace the pair");
+    }
+}
+
+/// `proxy_ssl_certificate_cache`: a pair loaded once is presented again while the cache
+/// holds it, even after its files change; without the cache the files are read per
+/// request; a pair whose key needed a password is never kept.
+#[test]
+fn proxy_ssl_certificate_cache_keeps_loaded_pairs() {
+    if !have_openssl() {
+        return;
+    }
+    let server = start(&format!(
+        "proxy_ssl_certificate_cache max=4 valid=60s;
+         location / {{ proxy_pass https://127.0.0.1:8443; {BY_ARGUMENT} }}
+         location /enc/ {{ proxy_pass https://127.0.0.1:8443; {BY_ARGUMENT}
+            proxy_ssl_password_file passwords; }}
+         location /nocache/ {{ proxy_pass https://127.0.0.1:8443; {BY_ARGUMENT}
+            proxy_ssl_certificate_cache off; }}"
+    ));
+    assert_eq!(seen(&server, "/?cert=one").0, "O=Portico Test,CN=one");
+    assert_eq!(
+        seen(&server, "/nocache/?cert=two").0,
+        "O=Portico Test,CN=two"
+    );
+    assert_eq!(
+        seen(&server, "/enc/?cert=secret").0,
+        "O=Portico Test,CN=secret"
+    );
+    replace_pair(&server, "one", "backend.test");
+    replace_pair(&server, "two", "backend.test");
+    replace_pair(&server, "secret", "backend.test");
+    // Cached: the old pair, though its files changed.
+    assert_eq!(seen(&server, "/?cert=one").0, "O=Portico Test,CN=one");
+    // Not cached: the files as they are now.
+    assert_eq!(
+        seen(&server, "/nocache/?cert=two").0,
+        "O=Portico Test,CN=backend.test"
+    );
+    assert_eq!(
+        seen(&server, "/enc/?cert=secret").0,
+        "O=Portico Test,CN=backend.test"
+    );
+    // A pair that is gone and was never cached ends its request with 500.
+    std::fs::remove_file(server.prefix().join("two.crt")).expect("remove");
+    assert_eq!(server.get("/?cert=two").status, 500);
+}
+
+#[test]
+fn bad_certificate_cache_settings_are_refused() {
+    assert_http_body_fails(
+        "server { listen 127.0.0.1:8080; proxy_ssl_certificate_cache valid=1s; }",
+        "\"proxy_ssl_certificate_cache\" must have the \"max\" parameter in {conf}:4",
+    );
+    assert_http_body_fails(
+        "server { listen 127.0.0.1:8080; grpc_ssl_certificate_cache max=1 size=2; }",
+        "invalid \"grpc_ssl_certificate_cache\" parameter \"size=2\" in {conf}:4",
+    );
+    let (_, output) = test_http_body(
+        "server { listen 127.0.0.1:8080; uwsgi_ssl_certificate_cache max=10 inactive=5s; }",
+    );
+    output.assert_code(0);
+}

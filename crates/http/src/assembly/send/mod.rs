@@ -44,8 +44,9 @@ pub(crate) fn keepalive_allowed(
     connection: &ConnectionInfo,
     request: &Request<'_>,
 ) -> bool {
-    // An upgraded connection is the tunnel's until it ends.
-    if request.response.status == 101 {
+    // An upgraded connection is the tunnel's until it ends; nginx keeps no CONNECT
+    // connection alive, tunnelled or refused.
+    if request.response.status == 101 || request.head.method == http1::Method::Connect {
         return false;
     }
     let wanted = match request.info.connection {

@@ -163,6 +163,9 @@ pub struct Server {
     pub location: LocationId,
     pub locations: LocationTree,
     pub named_locations: Vec<(Box<str>, LocationId)>,
+    /// A location of this server tunnels (`tunnel_pass`): CONNECT requests may reach it,
+    /// as nginx's `allow_connect`.
+    pub allow_connect: bool,
 }
 
 /// The listen addresses of one socket and the servers behind each.

@@ -88,6 +88,8 @@ pub struct LocationScope {
     pub memcached: GatewayScope,
     /// `grpc_*`: the same parts, with `grpc_ssl_*`; its cache settings stay unset.
     pub grpc: GatewayScope,
+    /// `tunnel_*`: the same parts; only its copy of the proxy's settings is set.
+    pub tunnel: GatewayScope,
     pub rewrite: RewriteConf,
     pub charset: CharsetConf,
     pub gzip: GzipConf,
@@ -206,6 +208,7 @@ impl LocationScope {
         self.scgi.merge_from(&parent.scgi);
         self.memcached.merge_from(&parent.memcached);
         self.grpc.merge_from(&parent.grpc);
+        self.tunnel.merge_from(&parent.tunnel);
         self.rewrite.merge_from(&parent.rewrite);
         self.charset.merge_from(&parent.charset);
         self.gzip.merge_from(&parent.gzip);
@@ -248,6 +251,7 @@ impl LocationScope {
             scgi: self.scgi.clone(),
             memcached: self.memcached.clone(),
             grpc: self.grpc.clone(),
+            tunnel: self.tunnel.clone(),
             rewrite: self.rewrite.clone(),
             charset: self.charset.clone(),
             gzip: self.gzip.clone(),
@@ -287,6 +291,7 @@ impl LocationScope {
             Protocol::Scgi => &self.scgi,
             Protocol::Memcached => &self.memcached,
             Protocol::Grpc => &self.grpc,
+            Protocol::Tunnel => &self.tunnel,
         }
     }
 
@@ -297,6 +302,7 @@ impl LocationScope {
             Protocol::Scgi => &mut self.scgi,
             Protocol::Memcached => &mut self.memcached,
             Protocol::Grpc => &mut self.grpc,
+            Protocol::Tunnel => &mut self.tunnel,
         }
     }
 
@@ -321,6 +327,7 @@ impl LocationScope {
             Protocol::Scgi => &mut self.scgi,
             Protocol::Memcached => &mut self.memcached,
             Protocol::Grpc => &mut self.grpc,
+            Protocol::Tunnel => &mut self.tunnel,
         };
         std::mem::swap(&mut self.proxy, &mut gateway.upstream);
         std::mem::swap(&mut self.proxy_cache, &mut gateway.cache);

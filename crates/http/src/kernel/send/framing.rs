@@ -42,6 +42,11 @@ pub(crate) fn response_framing(input: &FramingInput) -> Framing {
     if input.content_length.is_some() && !input.expect_trailers {
         return Framing::Length;
     }
+    // A CONNECT's success is the tunnel: its bytes are never chunked (nginx's chunked
+    // filter leaves a CONNECT's 2xx alone).
+    if input.method == http1::Method::Connect && input.status < 300 {
+        return Framing::Close;
+    }
     if input.version >= Version::Http11 && input.chunked_transfer_encoding {
         return Framing::Chunked;
     }
@@ -170,6 +175,30 @@ mod tests {
             ..off
         };
         assert_eq!(response_framing(&head), Framing::Length);
+    }
+
+    #[test]
+    fn a_tunnel_is_never_chunked() {
+        let tunnel = FramingInput {
+            version: Version::Http11,
+            method: http1::Method::Connect,
+            status: 200,
+            content_length: None,
+            expect_trailers: false,
+            chunked_transfer_encoding: true,
+        };
+        assert_eq!(response_framing(&tunnel), Framing::Close);
+        // Its error pages are framed as any response's.
+        let refused = FramingInput {
+            status: 502,
+            ..tunnel
+        };
+        assert_eq!(response_framing(&refused), Framing::Chunked);
+        let sized = FramingInput {
+            content_length: Some(5),
+            ..tunnel
+        };
+        assert_eq!(response_framing(&sized), Framing::Length);
     }
 
     #[test]

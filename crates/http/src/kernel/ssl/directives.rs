@@ -316,8 +316,9 @@ set_once!(
     certificate_cache
 );
 
-/// `ssl_certificate_cache off | max=N [inactive=time] [valid=time]`.
-fn certificate_cache(
+/// `ssl_certificate_cache off | max=N [inactive=time] [valid=time]` (and
+/// `proxy_ssl_certificate_cache`, which reads the same way).
+pub(crate) fn certificate_cache(
     directive: &Directive,
     _context: &mut LoadContext<'_>,
 ) -> Result<Option<CertificateCacheConf>, ConfError> {
@@ -343,7 +344,7 @@ fn certificate_cache(
         };
         if parsed.is_none() {
             return Err(ConfError::message(
-                format!("invalid \"ssl_certificate_cache\" parameter \"{text}\""),
+                format!("invalid \"{}\" parameter \"{text}\"", directive.name),
                 &directive.span,
             ));
         }
@@ -353,7 +354,7 @@ fn certificate_cache(
     }
     if max == 0 {
         return Err(ConfError::message(
-            "\"ssl_certificate_cache\" must have the \"max\" parameter",
+            format!("\"{}\" must have the \"max\" parameter", directive.name),
             &directive.span,
         ));
     }

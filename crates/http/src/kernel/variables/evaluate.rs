@@ -720,9 +720,10 @@ fn request_port(request: &Request<'_>) -> Option<u16> {
     u16::try_from(port).ok().filter(|&port| port != 0)
 }
 
-/// `$remote_user`: the user name of `Authorization: Basic`, as nginx decodes it.
+/// `$remote_user`: the user name of `Authorization: Basic` (`Proxy-Authorization` for
+/// CONNECT), as nginx decodes it.
 fn append_remote_user(request: &Request<'_>, out: &mut Vec<u8>) -> bool {
-    let Some(header) = request.known_header(request.info.known.authorization) else {
+    let Some(header) = request.credentials_field() else {
         return false;
     };
     let Some(scheme) = header.get(..6) else {

@@ -1,4 +1,5 @@
-//! `auth_basic`: HTTP Basic authentication against an htpasswd file. The file is read and
+//! `auth_basic`: HTTP Basic authentication against an htpasswd file (proxy
+//! authentication for a CONNECT request, as nginx's). The file is read and
 //! the password checked on the location's pool (the `default` pool under `aio off`), so a
 //! slow hash (`$6$`, bcrypt-like settings of the system's crypt) never stalls the loop,
 //! where nginx checks it on its worker.
@@ -21,7 +22,8 @@ pub enum Verdict {
     /// No authentication here (`auth_basic off`, or no user file).
     NotInvolved,
     Passed,
-    /// 401, with this realm in `WWW-Authenticate`.
+    /// 401, with this realm in `WWW-Authenticate` (407 and `Proxy-Authenticate` for
+    /// CONNECT).
     Challenge(Vec<u8>),
     /// Another status (403 for a missing user file, 500 for an unreadable one).
     Status(u16),
@@ -129,9 +131,10 @@ pub async fn check(
     }
 }
 
-/// The user and password of `Authorization: Basic`, as nginx decodes them.
+/// The user and password of `Authorization: Basic` (`Proxy-Authorization` for CONNECT),
+/// as nginx decodes them.
 fn credentials(request: &Request<'_>) -> Option<(Vec<u8>, Vec<u8>)> {
-    let header = request.known_header(request.info.known.authorization)?;
+    let header = request.credentials_field()?;
     let scheme = header.get(..6)?;
     if !scheme.eq_ignore_ascii_case(b"Basic ") {
         return None;

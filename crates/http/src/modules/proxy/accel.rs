@@ -92,3 +92,12 @@ pub(crate) fn safe_uri(value: &[u8]) -> Option<(Vec<u8>, Vec<u8>)> {
         .any(|segment| segment == b"." || segment == b"..");
     (!unsafe_segment).then_some((uri, args))
 }
+
+/// The response's non-empty `X-Accel-Redirect`, if it has one.
+pub(super) fn accel_target(head: &UpstreamHead, buffer: &[u8]) -> Option<Vec<u8>> {
+    head.fields
+        .iter()
+        .map(|(name, value)| (&buffer[name.clone()], &buffer[value.clone()]))
+        .find(|(name, value)| name.eq_ignore_ascii_case(b"x-accel-redirect") && !value.is_empty())
+        .map(|(_, value)| value.to_vec())
+}

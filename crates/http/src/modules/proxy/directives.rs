@@ -207,7 +207,7 @@ pub const DIRECTIVES: &[HttpDirective] = &[
         "proxy_socket_keepalive",
         ANY_LEVEL,
         Arity::FLAG,
-        accept_flag,
+        set_socket_keepalive,
     ),
 ];
 
@@ -346,7 +346,7 @@ macro_rules! gateway_directives {
                 concat!($prefix, "_socket_keepalive"),
                 $protocol,
                 Arity::FLAG,
-                accept_flag,
+                set_socket_keepalive,
             ),
             gateway_directive(
                 concat!($prefix, "_temp_file_write_size"),
@@ -417,10 +417,78 @@ pub const MEMCACHED_DIRECTIVES: &[HttpDirective] = &[
         "memcached_socket_keepalive",
         Protocol::Memcached,
         Arity::FLAG,
-        accept_flag,
+        set_socket_keepalive,
     ),
 ];
 
+/// The proxy directives the tunnel module has too: the connection's, the relay's buffer
+/// and timeouts, and the tries' limits (its `tunnel_next_upstream` is its own).
+pub const TUNNEL_DIRECTIVES: &[HttpDirective] = &[
+    gateway_directive("tunnel_bind", Protocol::Tunnel, Arity::TAKE12, set_bind),
+    gateway_directive(
+        "tunnel_buffer_size",
+        Protocol::Tunnel,
+        Arity::TAKE1,
+        set_buffer_size,
+    ),
+    gateway_directive(
+        "tunnel_connect_timeout",
+        Protocol::Tunnel,
+        Arity::TAKE1,
+        set_connect_timeout,
+    ),
+    gateway_directive(
+        "tunnel_next_upstream_timeout",
+        Protocol::Tunnel,
+        Arity::TAKE1,
+        set_next_upstream_timeout,
+    ),
+    gateway_directive(
+        "tunnel_next_upstream_tries",
+        Protocol::Tunnel,
+        Arity::TAKE1,
+        set_next_upstream_tries,
+    ),
+    gateway_directive(
+        "tunnel_read_timeout",
+        Protocol::Tunnel,
+        Arity::TAKE1,
+        set_read_timeout,
+    ),
+    gateway_directive(
+        "tunnel_send_timeout",
+        Protocol::Tunnel,
+        Arity::TAKE1,
+        set_send_timeout,
+    ),
+    gateway_directive(
+        "tunnel_socket_keepalive",
+        Protocol::Tunnel,
+        Arity::FLAG,
+        set_socket_keepalive,
+    ),
+    gateway_directive(
+        "tunnel_socket_rcvbuf",
+        Protocol::Tunnel,
+        Arity::TAKE1,
+        set_socket_rcvbuf,
+    ),
+    gateway_directive(
+        "tunnel_socket_sndbuf",
+        Protocol::Tunnel,
+        Arity::TAKE1,
+        set_socket_sndbuf,
+    ),
+];
+
+set_once!(
+    set_socket_keepalive,
+    LocationScope,
+    proxy.socket_keepalive,
+    flag
+);
+set_once!(set_socket_rcvbuf, LocationScope, proxy.socket_rcvbuf, size);
+set_once!(set_socket_sndbuf, LocationScope, proxy.socket_sndbuf, size);
 set_once!(
     set_pass_request_headers,
     LocationScope,
@@ -579,14 +647,6 @@ fn accept_size(
     context: &mut LoadContext<'_>,
 ) -> Result<(), ConfError> {
     size(directive, context).map(|_| ())
-}
-
-fn accept_flag(
-    _scope: &mut LocationScope,
-    directive: &Directive,
-    context: &mut LoadContext<'_>,
-) -> Result<(), ConfError> {
-    flag(directive, context).map(|_| ())
 }
 
 fn set_proxy_pass(

@@ -95,9 +95,15 @@ pub(super) async fn try_peer(
         }
     }
     let proxy = outgoing.proxy;
-    let mut stream = connect(&choice.peer.address, outgoing.bind, proxy.connect_timeout)
-        .await
-        .map_err(|error| Failure::io(error, Action::Connecting, false))?;
+    let options = SocketOptions::of(proxy);
+    let mut stream = connect(
+        &choice.peer.address,
+        outgoing.bind,
+        options,
+        proxy.connect_timeout,
+    )
+    .await
+    .map_err(|error| Failure::io(error, Action::Connecting, false))?;
     if let Some(upstream_tls) = &outgoing.tls {
         // Boxed: a handshake's state (and a certificate's load) is large, and only a new
         // TLS connection makes it.
@@ -126,10 +132,44 @@ pub(super) async fn try_peer(
     })
 }
 
+/// The options of a new upstream TCP socket (`proxy_socket_keepalive`,
+/// `tunnel_socket_rcvbuf`, `tunnel_socket_sndbuf`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SocketOptions {
+    pub keepalive: bool,
+    /// `SO_RCVBUF` and `SO_SNDBUF`; 0 leaves the system's.
+    pub rcvbuf: u32,
+    pub sndbuf: u32,
+}
+
+impl SocketOptions {
+    pub(crate) fn of(proxy: &Proxy) -> SocketOptions {
+        SocketOptions {
+            keepalive: proxy.socket_keepalive,
+            rcvbuf: u32::try_from(proxy.socket_rcvbuf).unwrap_or(u32::MAX),
+            sndbuf: u32::try_from(proxy.socket_sndbuf).unwrap_or(u32::MAX),
+        }
+    }
+
+    fn apply(self, socket: &tokio::net::TcpSocket) -> io::Result<()> {
+        if self.keepalive {
+            socket.set_keepalive(true)?;
+        }
+        if self.rcvbuf > 0 {
+            socket.set_recv_buffer_size(self.rcvbuf)?;
+        }
+        if self.sndbuf > 0 {
+            socket.set_send_buffer_size(self.sndbuf)?;
+        }
+        Ok(())
+    }
+}
+
 /// Opens a connection to `address` within `timeout`.
 pub async fn connect(
     address: &PeerAddr,
     bind: Option<SocketAddr>,
+    options: SocketOptions,
     timeout: Duration,
 ) -> io::Result<Stream> {
     let connecting = async {
@@ -140,6 +180,7 @@ pub async fn connect(
                 } else {
                     tokio::net::TcpSocket::new_v6()?
                 };
+                options.apply(&socket)?;
                 if let Some(local) = bind {
                     socket.bind(local)?;
                 }
@@ -193,6 +234,11 @@ async fn exchange(
         sent = written;
         request.upstream.attempts[attempt].bytes_sent = written;
         result
+    } else if outgoing.proxy.protocol == Protocol::Tunnel {
+        // Nothing goes before the relay: the tunnel is open once the connection is.
+        let entry = &mut request.upstream.attempts[attempt];
+        entry.header_time = Some(runtime::clock::since(entry.started));
+        tunnel_connected()
     } else {
         match send_request(stream, outgoing, client, request).await {
             Ok(bytes) => {
@@ -208,6 +254,7 @@ async fn exchange(
                         )
                         .await
                     }
+                    Protocol::Tunnel => tunnel_connected(),
                     Protocol::Fastcgi | Protocol::Uwsgi | Protocol::Scgi | Protocol::Grpc => {
                         crate::modules::proxy::gateway::response::read_head(
                             stream, outgoing, client, request, attempt,
@@ -226,6 +273,30 @@ async fn exchange(
         group.note_bytes(choice.selected, sent, received);
     }
     result
+}
+
+/// A tunnel's peer accepted the connection: the head the client is answered with.
+fn tunnel_connected() -> Result<ReceivedHead, Failure> {
+    let mut buffer = take_buffer(0);
+    buffer.extend_from_slice(crate::modules::proxy::tunnel::CONNECTED_HEAD);
+    match response::parse(&buffer) {
+        Ok(Some(head)) => Ok(ReceivedHead {
+            head,
+            buffer,
+            gateway: None,
+            grpc: None,
+        }),
+        // The head is a constant the parser accepts (a unit test says so).
+        Ok(None) | Err(_) => {
+            give_buffer(buffer);
+            let message = "invalid tunnel head".to_owned();
+            Err(Failure::upstream(
+                Fault::InvalidHead(response::InvalidHead(message)),
+                Action::ReadingHead,
+                false,
+            ))
+        }
+    }
 }
 
 /// A gRPC try as `grpc_exchange` starts it: the bytes written, and the head or why not.

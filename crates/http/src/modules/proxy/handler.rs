@@ -11,17 +11,19 @@ use runtime::PeerAddress;
 use crate::kernel::body::BodyState;
 use crate::kernel::client::Client as RequestClient;
 use crate::kernel::conf::{Location, LocationId};
-use crate::modules::proxy::accel::accel_redirect;
+use crate::modules::proxy::accel::{accel_redirect, accel_target};
 use crate::modules::proxy::body::{BodyStart, Keepalive, Release, UpstreamBody};
 use crate::modules::proxy::cache::lookup::{CacheRequest, lookup};
 use crate::modules::proxy::cache::settings::UseStale;
 use crate::modules::proxy::sticky;
 
 mod caching;
+mod intercept;
 mod request_body;
 mod variable_url;
 
 use caching::{key_uri, stale_condition};
+use intercept::intercept;
 use request_body::read_request_body;
 use variable_url::resolve_variable_url;
 
@@ -166,6 +168,10 @@ pub(crate) async fn proxy_one<'a>(
     if proxy.protocol != Protocol::Http {
         request.upstream.scheme = proxy.protocol.scheme();
     }
+    // A tunnel answers CONNECT only, as nginx's module does.
+    if proxy.protocol == Protocol::Tunnel && request.head.method != http1::Method::Connect {
+        return ProxyOutcome::Finalize(405);
+    }
     // memcached answers GET and HEAD only, as nginx's module does.
     if proxy.protocol == Protocol::Memcached && !matches!(request.method_bytes(), b"GET" | b"HEAD")
     {
@@ -303,7 +309,7 @@ impl<'a> Proxying<'a, '_> {
                     if decide(&self.policy, outcome, tries, runtime::clock::monotonic())
                         != Next::Retry
                     {
-                        if status == 101 && asked_to_upgrade(request) {
+                        if opens_tunnel(self.outgoing.proxy, status, request) {
                             // Bytes the client sent after its upgrade request go through
                             // the tunnel first.
                             let early = client.source.buffered().to_vec();
@@ -583,13 +589,17 @@ impl<'a> Proxying<'a, '_> {
             response::RawHead::Buffer(&buffer),
             &rewrite,
         );
-        if head.status == 101 && asked_to_upgrade(request) {
-            // An upgrade (WebSocket): the connection becomes a tunnel to the upstream. A 101
-            // to a client that sent no `Upgrade` is passed on as a response without a body,
-            // as nginx does.
+        if opens_tunnel(proxy, head.status, request) {
+            // An upgrade (WebSocket), or `tunnel_pass`'s connection: the connection becomes
+            // a tunnel to the upstream. A 101 to a client that sent no `Upgrade` is passed
+            // on as a response without a body, as nginx does.
             self.release(info, request, current.selected, false);
             request.upstream.attempts[current.attempt].response_time =
                 Some(runtime::clock::since(self.policy.started));
+            let buffer_bytes = match proxy.protocol {
+                Protocol::Tunnel => usize::try_from(proxy.buffer_size).unwrap_or(usize::MAX),
+                _ => crate::modules::proxy::send::tunnel::BUFFER_BYTES,
+            };
             return ProxyOutcome::Respond(Body::Upstream(Box::new(
                 crate::modules::proxy::send::tunnel::Tunnel {
                     upstream: stream,
@@ -597,6 +607,7 @@ impl<'a> Proxying<'a, '_> {
                     client_early: std::mem::take(&mut request.upstream.client_early),
                     read_timeout: proxy.read_timeout,
                     upstream_send_timeout: proxy.send_timeout,
+                    buffer_bytes,
                 },
             )));
         }
@@ -619,8 +630,8 @@ impl<'a> Proxying<'a, '_> {
             // An HTTP/2 stream's body ends with the stream.
             Protocol::Http if proxy.http_2 => UpstreamFraming::Close,
             Protocol::Http | Protocol::Memcached => response::framing(&head, self.is_head),
-            // A gRPC body ends with its stream.
-            Protocol::Fastcgi | Protocol::Grpc => UpstreamFraming::Close,
+            // A gRPC body ends with its stream; a tunnel's body never reaches here.
+            Protocol::Fastcgi | Protocol::Grpc | Protocol::Tunnel => UpstreamFraming::Close,
             Protocol::Uwsgi | Protocol::Scgi => said,
         };
         let reusable = match proxy.protocol {
@@ -630,7 +641,7 @@ impl<'a> Proxying<'a, '_> {
                 head.status != 101 && !head.connection_close && framing != UpstreamFraming::Close
             }
             Protocol::Fastcgi => !head.connection_close,
-            Protocol::Uwsgi | Protocol::Scgi => false,
+            Protocol::Uwsgi | Protocol::Scgi | Protocol::Tunnel => false,
             // Back with its HTTP/2 state when the stream ended (`GrpcBody::into_idle_state`).
             Protocol::Grpc => true,
             // A HEAD leaves the value unread: the connection closes, as nginx closes it.
@@ -711,43 +722,18 @@ fn asked_to_upgrade(request: &Request<'_>) -> bool {
     request.head.known.upgrade.is_some()
 }
 
+/// The answer makes the connection a tunnel: an upgrade's 101, or a `tunnel_pass` peer
+/// that accepted the connection.
+fn opens_tunnel(proxy: &Proxy, status: u16, request: &Request<'_>) -> bool {
+    (status == 101 && asked_to_upgrade(request)) || proxy.protocol == Protocol::Tunnel
+}
+
 fn rewrite_input<'t>(location: &'t Location, target: &'t Target<'_>) -> RewriteInput<'t> {
     RewriteInput {
         url: target.url,
         url_has_uri: target.uri_part.is_some(),
         location: location.prefix(),
     }
-}
-
-/// `proxy_intercept_errors`: the status goes to `error_page`, the response is dropped.
-fn intercept<'a>(
-    request: &mut Request<'a>,
-    head: &UpstreamHead,
-    buffer: &[u8],
-) -> ProxyOutcome<'a> {
-    // The challenge of an intercepted 401 still reaches the client.
-    if head.status == 401 {
-        for (name, value) in &head.fields {
-            let name = &buffer[name.clone()];
-            if name.eq_ignore_ascii_case(b"www-authenticate") {
-                request.response.headers.push((
-                    crate::kernel::response::Bytes::Owned(name.to_vec()),
-                    crate::kernel::response::Bytes::Owned(buffer[value.clone()].to_vec()),
-                ));
-            }
-        }
-    }
-    request.upstream.keep_head(buffer, head.len, &head.fields);
-    ProxyOutcome::Finalize(head.status)
-}
-
-/// The response's non-empty `X-Accel-Redirect`, if it has one.
-fn accel_target(head: &UpstreamHead, buffer: &[u8]) -> Option<Vec<u8>> {
-    head.fields
-        .iter()
-        .map(|(name, value)| (&buffer[name.clone()], &buffer[value.clone()]))
-        .find(|(name, value)| name.eq_ignore_ascii_case(b"x-accel-redirect") && !value.is_empty())
-        .map(|(_, value)| value.to_vec())
 }
 
 /// Where `proxy_pass` points: its group and URL parts; sets `$proxy_host` and
@@ -780,6 +766,9 @@ async fn find_target<'a>(
             let mut url = render(worker, info, request, template);
             if proxy.protocol == Protocol::Grpc {
                 url = grpc_url(&url);
+            }
+            if proxy.protocol == Protocol::Tunnel {
+                crate::modules::proxy::tunnel::check_port(worker, info, request, &url)?;
             }
             let mut notes = Vec::new();
             let resolved = resolve_variable_url(worker.conf(), proxy, &url, &mut notes).await;
@@ -874,7 +863,9 @@ fn build_head(
         }),
     };
     if !matches!(proxy.protocol, Protocol::Http | Protocol::Grpc) {
-        if proxy.protocol == Protocol::Memcached {
+        if proxy.protocol == Protocol::Tunnel {
+            // Nothing goes to the peer before the relay.
+        } else if proxy.protocol == Protocol::Memcached {
             crate::modules::proxy::memcached::request::write_request(
                 worker,
                 info,

@@ -28,6 +28,7 @@ pub mod settings;
 pub(crate) mod slice;
 pub mod ssl;
 pub(crate) mod sticky;
+pub mod tunnel;
 pub mod variables;
 
 pub use settings::ProxyPass;

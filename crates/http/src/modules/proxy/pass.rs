@@ -141,12 +141,36 @@ pub(crate) fn load_target(
     span: &Span,
     upstreams: &mut crate::kernel::upstream::UpstreamRegistry,
 ) -> Result<Target, ConfError> {
+    load_target_with(url, span, upstreams, DefaultPort::Scheme)
+}
+
+/// The port an address without one connects to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum DefaultPort {
+    /// The scheme's (80, or 443 for `https`).
+    Scheme,
+    /// None: the address must name an `upstream` block (`tunnel_pass`), else the
+    /// configuration fails with `no port in upstream`.
+    Required,
+}
+
+/// [`load_target`], with the port an address without one gets.
+pub(crate) fn load_target_with(
+    url: &str,
+    span: &Span,
+    upstreams: &mut crate::kernel::upstream::UpstreamRegistry,
+    default_port: DefaultPort,
+) -> Result<Target, ConfError> {
     let parsed = parse_url(url).map_err(|error| ConfError::message(error.message(url), span))?;
     if !parsed.host.starts_with("unix:") {
         // The same checks `server` lines get.
         split_host_port(parsed.host, span, "upstream")?;
     }
-    let upstream = upstreams.reference(parsed.host, parsed.port, parsed.port_or_default(), span)?;
+    let default = match default_port {
+        DefaultPort::Scheme => parsed.port_or_default(),
+        DefaultPort::Required => crate::kernel::upstream::registry::NO_PORT,
+    };
+    let upstream = upstreams.reference(parsed.host, parsed.port, default, span)?;
     Ok(Target {
         url: url.into(),
         upstream,

@@ -159,6 +159,12 @@ settings! {
         connect_timeout: Duration = Duration::from_secs(60),
         send_timeout: Duration = Duration::from_secs(60),
         read_timeout: Duration = Duration::from_secs(60),
+        /// `proxy_socket_keepalive`: `SO_KEEPALIVE` on upstream connections.
+        socket_keepalive: bool = false,
+        /// `tunnel_socket_rcvbuf`, `tunnel_socket_sndbuf`: the upstream socket's
+        /// `SO_RCVBUF` and `SO_SNDBUF`; 0 leaves the system's.
+        socket_rcvbuf: u64 = 0,
+        socket_sndbuf: u64 = 0,
         /// `proxy_bind ADDRESS`; `None` is `off`.
         bind: Option<HttpTemplate> = None,
         buffering: bool = true,

@@ -32,6 +32,29 @@ pub fn dns_server(port: u16) -> std::sync::Arc<std::sync::atomic::AtomicUsize> {
     questions
 }
 
+/// A name server answering every A question with `addresses`, in that order (TTL 60 s),
+/// and every other one with no record.
+pub fn dns_server_answering(port: u16, addresses: &'static [Ipv4Addr]) {
+    let socket = std::net::UdpSocket::bind(("127.0.0.1", port)).expect("bind the name server");
+    std::thread::spawn(move || {
+        let mut packet = [0u8; 512];
+        while let Ok((length, from)) = socket.recv_from(&mut packet) {
+            let kind = u16::from_be_bytes([packet[length - 4], packet[length - 3]]);
+            let mut answer = packet[..length].to_vec();
+            answer[2] = 0x81;
+            answer[3] = 0x80;
+            if kind == TYPE_A {
+                answer[7] = addresses.len() as u8;
+                for address in addresses {
+                    answer.extend_from_slice(&[0xc0, 12, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4]);
+                    answer.extend_from_slice(&address.octets());
+                }
+            }
+            let _ = socket.send_to(&answer, from);
+        }
+    });
+}
+
 /// Record type A and class IN (RFC 1035 §3.2.2, §3.2.4).
 const TYPE_A: u16 = 1;
 const CLASS_IN: u16 = 1;

@@ -14,7 +14,12 @@ pub struct Row {
     pub state: String,
     /// Bytes received and not yet read by the socket's owner.
     pub unread_bytes: usize,
+    /// The kernel's `tr` value: which timer runs (2 is keep-alive's).
+    pub timer: u8,
 }
+
+/// The kernel's `tr` value while a socket's keep-alive timer runs.
+pub const TIMER_KEEPALIVE: u8 = 2;
 
 /// Every row of the IPv4 and IPv6 tables.
 pub fn rows() -> Vec<Row> {
@@ -36,11 +41,13 @@ fn parse_row(line: &str) -> Option<Row> {
     let fields: Vec<&str> = line.split_whitespace().collect();
     let port = |address: &str| u16::from_str_radix(address.rsplit(':').next()?, 16).ok();
     let (_, unread) = fields.get(4)?.split_once(':')?;
+    let (timer, _) = fields.get(5)?.split_once(':')?;
     Some(Row {
         local_port: port(fields.get(1)?)?,
         remote_port: port(fields.get(2)?)?,
         state: (*fields.get(3)?).to_owned(),
         unread_bytes: usize::from_str_radix(unread, 16).ok()?,
+        timer: u8::from_str_radix(timer, 16).ok()?,
     })
 }
 
@@ -93,7 +100,7 @@ mod tests {
     #[test]
     fn rows_are_parsed() {
         let line = concat!(
-            "   3: 0100007F:1F90 0100007F:D431 01 00000000:0000001A 00:00000000 00000000",
+            "   3: 0100007F:1F90 0100007F:D431 01 00000000:0000001A 02:00001A2B 00000000",
             "     0        0 1 1 0 20 4 30 10 -1"
         );
         assert_eq!(
@@ -102,7 +109,8 @@ mod tests {
                 local_port: 8080,
                 remote_port: 54321,
                 state: "01".to_owned(),
-                unread_bytes: 26
+                unread_bytes: 26,
+                timer: TIMER_KEEPALIVE,
             })
         );
     }

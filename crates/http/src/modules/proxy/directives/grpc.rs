@@ -5,9 +5,9 @@
 use conf::Arity;
 
 use super::{
-    accept_flag, set_bind, set_buffer_size, set_connect_timeout, set_hide_header,
-    set_ignore_headers, set_intercept_errors, set_next_upstream, set_next_upstream_timeout,
-    set_next_upstream_tries, set_pass_header, set_read_timeout, set_send_timeout, set_set_header,
+    set_bind, set_buffer_size, set_connect_timeout, set_hide_header, set_ignore_headers,
+    set_intercept_errors, set_next_upstream, set_next_upstream_timeout, set_next_upstream_tries,
+    set_pass_header, set_read_timeout, set_send_timeout, set_set_header, set_socket_keepalive,
 };
 use crate::kernel::conf::{HttpDirective, gateway_directive};
 use crate::modules::proxy::gateway::settings::Protocol;
@@ -93,6 +93,6 @@ pub const GRPC_DIRECTIVES: &[HttpDirective] = &[
         "grpc_socket_keepalive",
         Protocol::Grpc,
         Arity::FLAG,
-        accept_flag,
+        set_socket_keepalive,
     ),
 ];

@@ -67,7 +67,11 @@ fn encode(
     let pairs = params.iter();
     match protocol {
         // memcached and gRPC write their own requests (`memcached/`, `grpc/`).
-        Protocol::Fastcgi | Protocol::Http | Protocol::Memcached | Protocol::Grpc => {
+        Protocol::Fastcgi
+        | Protocol::Http
+        | Protocol::Memcached
+        | Protocol::Grpc
+        | Protocol::Tunnel => {
             let encoder = fastcgi_encoder(&location.settings.gateway);
             encoder.begin(out);
             encoder.params(out, pairs)

@@ -24,6 +24,8 @@ pub enum Protocol {
     Memcached,
     /// `grpc_pass`: one HTTP/2 stream per request (`http2::client`).
     Grpc,
+    /// `tunnel_pass`: a CONNECT request's TCP connection, nothing sent before the relay.
+    Tunnel,
 }
 
 impl Protocol {
@@ -36,6 +38,7 @@ impl Protocol {
             Protocol::Scgi => "scgi",
             Protocol::Memcached => "memcached",
             Protocol::Grpc => "grpc",
+            Protocol::Tunnel => "tunnel",
         }
     }
 
@@ -106,9 +109,13 @@ impl GatewayScope {
     /// to `PREFIX/fastcgi_temp` (and its siblings).
     pub(crate) fn resolve_upstream(&self, protocol: Protocol, env: &MergeEnv) -> Proxy {
         let mut proxy = self.upstream.resolve(env);
-        // memcached and gRPC write no temporary file: they keep the proxy's default path.
+        // memcached, gRPC and the tunnel write no temporary file: they keep the proxy's
+        // default path.
         if self.upstream.proxy_temp_path.is_none()
-            && !matches!(protocol, Protocol::Memcached | Protocol::Grpc)
+            && !matches!(
+                protocol,
+                Protocol::Memcached | Protocol::Grpc | Protocol::Tunnel
+            )
         {
             proxy.proxy_temp_path.path = env.prefix.join(format!("{}_temp", protocol.prefix()));
         }
@@ -126,6 +133,11 @@ impl GatewayScope {
             proxy.buffering = false;
             proxy.http_11 = true;
             proxy.pass_trailers = true;
+        }
+        if protocol == Protocol::Tunnel {
+            // A tunnel has no body of its own to buffer: bytes go both ways as they come.
+            proxy.request_buffering = false;
+            proxy.buffering = false;
         }
         // No `*_redirect` for gateways: `Location` is passed as it came.
         proxy.redirect = crate::modules::proxy::Redirect::Off;

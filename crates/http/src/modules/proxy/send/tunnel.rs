@@ -1,8 +1,9 @@
-//! A proxied connection upgraded by the upstream's `101 Switching Protocols` (WebSocket):
-//! once the head is out, bytes go both ways between the client and the upstream as they
-//! come, through one buffer per direction, until either side closes or nothing moves for
-//! `proxy_read_timeout`; a write that waits longer than `send_timeout` (to the client)
-//! or `proxy_send_timeout` (to the upstream) ends it too.
+//! A proxied connection upgraded by the upstream's `101 Switching Protocols` (WebSocket),
+//! or a CONNECT request's tunnel (`tunnel_pass`): once the head is out, bytes go both
+//! ways between the client and the upstream as they come, through one buffer per
+//! direction, until either side closes or nothing moves for `proxy_read_timeout`
+//! (`tunnel_read_timeout`); a write that waits longer than `send_timeout` (to the client)
+//! or `proxy_send_timeout` (`tunnel_send_timeout`, to the upstream) ends it too.
 
 use std::future::Future;
 use std::io;
@@ -14,8 +15,9 @@ use runtime::Stream;
 use crate::kernel::request::Request;
 use crate::kernel::send::body::{BodyContext, Output, StreamedBody};
 
-/// Bytes moved at once in each direction.
-const BUFFER_BYTES: usize = 16 * 1024;
+/// Bytes moved at once in each direction by an upgraded proxied connection (a tunnel's
+/// are `tunnel_buffer_size`).
+pub(crate) const BUFFER_BYTES: usize = 16 * 1024;
 
 /// The upgraded upstream connection.
 pub struct Tunnel {
@@ -26,6 +28,8 @@ pub struct Tunnel {
     pub client_early: Vec<u8>,
     pub read_timeout: Duration,
     pub upstream_send_timeout: Duration,
+    /// Bytes moved at once in each direction.
+    pub buffer_bytes: usize,
 }
 
 impl std::fmt::Debug for Tunnel {
@@ -62,8 +66,9 @@ async fn run(output: &mut Output<'_>, tunnel: Tunnel, head: &mut Vec<u8>) -> io:
             .await?;
     }
     let client = output.sink.socket();
-    let mut from_client = vec![0u8; BUFFER_BYTES];
-    let mut from_upstream = vec![0u8; BUFFER_BYTES];
+    let buffer_bytes = tunnel.buffer_bytes.max(1);
+    let mut from_client = vec![0u8; buffer_bytes];
+    let mut from_upstream = vec![0u8; buffer_bytes];
     loop {
         let moved = tokio::time::timeout(tunnel.read_timeout, async {
             tokio::select! {

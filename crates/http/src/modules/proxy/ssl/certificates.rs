@@ -2,8 +2,9 @@
 //! `uwsgi_ssl_certificate`): the names are evaluated per request, and the pair is loaded on
 //! the default thread pool when the request first opens a new connection to its upstream.
 //! nginx loads it for every new connection; a request here loads it at most once, and a
-//! kept connection made with the same files needs no load. Nothing is kept between
-//! requests (nginx's `proxy_ssl_certificate_cache` is not implemented).
+//! kept connection made with the same files needs no load. With
+//! `proxy_ssl_certificate_cache` the pairs loaded are kept between requests, by file
+//! names, as long as the cache says; a pair whose key needed a password is not kept.
 
 use std::cell::OnceCell;
 use std::path::Path;
@@ -12,7 +13,7 @@ use std::sync::Arc;
 use crate::kernel::file::io::FileError;
 use crate::kernel::variables::HttpTemplate;
 use crate::kernel::worker::HttpWorker;
-use crate::modules::proxy::ssl::settings::{CertificateName, VariablePair};
+use crate::modules::proxy::ssl::settings::{CertificateName, PairCache, VariablePair};
 
 /// The pair one request names: absolute file names (`data:` values as they are), and the
 /// configuration presenting it once loaded.
@@ -21,6 +22,7 @@ pub(crate) struct RequestPair {
     files: [String; 2],
     passwords: Arc<Vec<Vec<u8>>>,
     loaded: OnceCell<tls::ClientTls>,
+    cache: Option<Arc<PairCache>>,
 }
 
 impl VariablePair {
@@ -40,6 +42,7 @@ impl VariablePair {
             key: template(key),
             passwords: Arc::new(passwords.to_vec()),
             prefix: prefix.to_owned(),
+            cache: None,
         }
     }
 
@@ -58,6 +61,7 @@ impl VariablePair {
             files: [self.absolute(&certificate), self.absolute(&key)],
             passwords: self.passwords.clone(),
             loaded: OnceCell::new(),
+            cache: self.cache.clone(),
         })
     }
 
@@ -83,9 +87,15 @@ impl RequestPair {
         if let Some(loaded) = self.loaded.get() {
             return Ok(loaded);
         }
+        let files = self.files.to_vec();
+        if let Some(cache) = &self.cache
+            && let Some(pair) = lock(cache).get(&files, runtime::clock::monotonic())
+        {
+            return Ok(self.loaded.get_or_init(|| base.with_pair(&pair)));
+        }
         let [certificate, key] = self.files.clone();
         let passwords = self.passwords.clone();
-        let pair = worker
+        let (pair, encrypted) = worker
             .offload(threadpool::TaskKind::Other, move || {
                 load_pair(&certificate, &key, &passwords)
             })
@@ -95,8 +105,22 @@ impl RequestPair {
                 level: logging::Level::Error,
                 message: error.0,
             })?;
+        let pair = Arc::new(pair);
+        if let Some(cache) = &self.cache
+            && encrypted == KeyEncryption::Plain
+        {
+            lock(cache).insert(files, Arc::clone(&pair), runtime::clock::monotonic());
+        }
         Ok(self.loaded.get_or_init(|| base.with_pair(&pair)))
     }
+}
+
+/// Whether a key was read with a password: such a pair is not cached, as nginx does not
+/// cache an encrypted key (another location may not have its password).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum KeyEncryption {
+    Plain,
+    Encrypted,
 }
 
 /// Reads and checks a pair; runs on a pool thread.
@@ -104,10 +128,24 @@ fn load_pair(
     certificate: &str,
     key: &str,
     passwords: &[Vec<u8>],
-) -> Result<tls::CertificatePair, tls::TlsError> {
+) -> Result<(tls::CertificatePair, KeyEncryption), tls::TlsError> {
     let certificate = tls::PemSource::read(certificate, Path::new(certificate), "certificate")?;
     let key = tls::PemSource::read(key, Path::new(key), "certificate key")?;
-    tls::load_pair(&certificate, &key, passwords)
+    let encryption = if memchr::memmem::find(&key.bytes, b"ENCRYPTED").is_some() {
+        KeyEncryption::Encrypted
+    } else {
+        KeyEncryption::Plain
+    };
+    Ok((tls::load_pair(&certificate, &key, passwords)?, encryption))
+}
+
+/// The cache, whatever a thread that panicked while holding it left (a plain map).
+fn lock(
+    cache: &PairCache,
+) -> std::sync::MutexGuard<'_, crate::kernel::ssl::pairs::LoadedPairs<Arc<tls::CertificatePair>>> {
+    cache
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 #[cfg(test)]

@@ -79,6 +79,12 @@ pub const DIRECTIVES: &[HttpDirective] = &[
         Setter::Location(set_password_file),
     ),
     directive(
+        "proxy_ssl_certificate_cache",
+        CONTEXTS,
+        Arity::TAKE123,
+        Setter::Location(set_certificate_cache),
+    ),
+    directive(
         "proxy_ssl_protocols",
         CONTEXTS,
         Arity::ONE_OR_MORE,
@@ -138,6 +144,12 @@ pub const UWSGI_DIRECTIVES: &[HttpDirective] = &[
         Protocol::Uwsgi,
         Arity::TAKE1,
         set_certificate_key,
+    ),
+    gateway_directive(
+        "uwsgi_ssl_certificate_cache",
+        Protocol::Uwsgi,
+        Arity::TAKE123,
+        set_certificate_cache,
     ),
     gateway_directive(
         "uwsgi_ssl_password_file",
@@ -207,6 +219,12 @@ pub const GRPC_DIRECTIVES: &[HttpDirective] = &[
         set_certificate_key,
     ),
     gateway_directive(
+        "grpc_ssl_certificate_cache",
+        Protocol::Grpc,
+        Arity::TAKE123,
+        set_certificate_cache,
+    ),
+    gateway_directive(
         "grpc_ssl_password_file",
         Protocol::Grpc,
         Arity::TAKE1,
@@ -243,6 +261,12 @@ fn flag(directive: &Directive, context: &mut LoadContext<'_>) -> Result<bool, Co
 }
 
 set_once!(set_server_name, LocationScope, proxy_ssl.server_name, flag);
+set_once!(
+    set_certificate_cache,
+    LocationScope,
+    proxy_ssl.certificate_cache,
+    ssl::directives::certificate_cache
+);
 set_once!(set_verify, LocationScope, proxy_ssl.verify, flag);
 set_once!(
     set_session_reuse,
@@ -456,7 +480,12 @@ fn client_certificate(
         ))));
     };
     if certificate.variables.is_some() || key.variables.is_some() {
-        let names = VariablePair::new(certificate, key, &settings.passwords, prefix);
+        let mut names = VariablePair::new(certificate, key, &settings.passwords, prefix);
+        names.cache = settings.certificate_cache.map(|cache| {
+            Arc::new(std::sync::Mutex::new(
+                crate::kernel::ssl::pairs::LoadedPairs::new(cache),
+            ))
+        });
         return Ok(ClientCertificate::Variables(names));
     }
     let pair = tls::load_pair(

@@ -3,6 +3,8 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use crate::kernel::ssl::pairs::LoadedPairs;
+use crate::kernel::ssl::settings::CertificateCacheConf;
 use crate::kernel::variables::HttpTemplate;
 use crate::settings;
 
@@ -27,6 +29,9 @@ settings! {
         certificate_key: Option<CertificateName> = None,
         /// `proxy_ssl_password_file`
         passwords: Vec<Vec<u8>> = Vec::new(),
+        /// `proxy_ssl_certificate_cache`: how pairs named by variables are kept between
+        /// requests; `None` (`off`, the default) loads them per request.
+        certificate_cache: Option<CertificateCacheConf> = None,
         /// `proxy_ssl_protocols`
         protocols: tls::Protocols = tls::Protocols::default(),
         /// `proxy_ssl_ciphers`
@@ -63,4 +68,10 @@ pub struct VariablePair {
     pub(crate) passwords: Arc<Vec<Vec<u8>>>,
     /// Relative names are files under the prefix, as for names without variables.
     pub(crate) prefix: PathBuf,
+    /// `proxy_ssl_certificate_cache`: the pairs loaded, by file names, for every request
+    /// of the location (a pair whose key needed a password is never kept, as in nginx).
+    pub(crate) cache: Option<Arc<PairCache>>,
 }
+
+/// Loaded client certificate pairs, shared by the workers.
+pub(crate) type PairCache = std::sync::Mutex<LoadedPairs<Arc<tls::CertificatePair>>>;
