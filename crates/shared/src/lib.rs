@@ -7,6 +7,7 @@
 
 pub mod access;
 pub mod captures;
+pub mod certificate_cache;
 pub mod listen;
 pub mod lookup_hash;
 pub mod map;

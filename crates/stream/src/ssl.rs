@@ -348,6 +348,24 @@ pub struct VariableCertificates {
     )>,
     passwords: Arc<Vec<Vec<u8>>>,
     prefix: std::path::PathBuf,
+    /// `ssl_certificate_cache`: the configurations loaded, by file names.
+    cache: Option<std::sync::Mutex<shared::certificate_cache::LoadedPairs<Arc<tls::ServerTls>>>>,
+}
+
+impl VariableCertificates {
+    /// The cache, whatever a thread that panicked while holding it left.
+    fn cache(
+        &self,
+    ) -> Option<
+        std::sync::MutexGuard<'_, shared::certificate_cache::LoadedPairs<Arc<tls::ServerTls>>>,
+    > {
+        let cache = self.cache.as_ref()?;
+        Some(
+            cache
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
+    }
 }
 
 /// The variable certificates of a server, if its names have variables.
@@ -379,6 +397,9 @@ pub fn variable_certificates(
         names,
         passwords: Arc::new(settings.ssl_password_file.clone()),
         prefix: loader.prefix.to_owned(),
+        cache: settings
+            .ssl_certificate_cache
+            .map(|cache| std::sync::Mutex::new(shared::certificate_cache::LoadedPairs::new(cache))),
     }))
 }
 
@@ -400,6 +421,15 @@ fn load_pairs(
     Ok(pairs)
 }
 
+/// A pair cache, whatever a thread that panicked while holding it left.
+fn lock_pairs(
+    cache: &std::sync::Mutex<shared::certificate_cache::LoadedPairs<Arc<tls::CertificatePair>>>,
+) -> std::sync::MutexGuard<'_, shared::certificate_cache::LoadedPairs<Arc<tls::CertificatePair>>> {
+    cache
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// `proxy_ssl_certificate` and `proxy_ssl_certificate_key` whose names have variables.
 #[derive(Debug)]
 pub struct VariablePair {
@@ -407,6 +437,10 @@ pub struct VariablePair {
     key: crate::variables::StreamTemplate,
     passwords: Arc<Vec<Vec<u8>>>,
     prefix: std::path::PathBuf,
+    /// `proxy_ssl_certificate_cache`: the pairs loaded, by file names (a pair whose key
+    /// needed a password is not kept, as in nginx).
+    cache:
+        Option<std::sync::Mutex<shared::certificate_cache::LoadedPairs<Arc<tls::CertificatePair>>>>,
 }
 
 /// The variable pair of a server's `proxy_ssl_certificate`, if its names have variables.
@@ -429,6 +463,9 @@ pub fn variable_pair(
         key: loader.template(key, &span)?,
         passwords: Arc::new(settings.proxy_ssl_password_file.clone()),
         prefix: loader.prefix.to_owned(),
+        cache: settings
+            .proxy_ssl_certificate_cache
+            .map(|cache| std::sync::Mutex::new(shared::certificate_cache::LoadedPairs::new(cache))),
     }))
 }
 
@@ -446,24 +483,45 @@ pub async fn session_client(
         return Ok(Arc::clone(base));
     }
     let key = session.eval().render(&pair.key);
-    let absolute = |name: &[u8]| {
-        let name = String::from_utf8_lossy(name).into_owned();
-        if name.starts_with("data:") || Path::new(&name).is_absolute() {
-            name
-        } else {
-            pair.prefix.join(&name).display().to_string()
-        }
-    };
-    let files = [absolute(&certificate), absolute(&key)];
+    let files = vec![
+        absolute(&pair.prefix, &certificate),
+        absolute(&pair.prefix, &key),
+    ];
+    let now = runtime::clock::monotonic();
+    if let Some(found) = pair
+        .cache
+        .as_ref()
+        .and_then(|cache| lock_pairs(cache).get(&files, now))
+    {
+        return Ok(Arc::new(base.with_pair(&found)));
+    }
     let passwords = Arc::clone(&pair.passwords);
+    let wanted = files.clone();
     let loaded = session
         .worker
         .on_pool(move || {
-            let certificate = tls::PemSource::read(&files[0], Path::new(&files[0]), "certificate")?;
-            let key = tls::PemSource::read(&files[1], Path::new(&files[1]), "certificate key")?;
-            tls::load_pair(&certificate, &key, &passwords)
+            let certificate =
+                tls::PemSource::read(&wanted[0], Path::new(&wanted[0]), "certificate")?;
+            let key = tls::PemSource::read(&wanted[1], Path::new(&wanted[1]), "certificate key")?;
+            let encrypted = key.bytes.windows(9).any(|window| window == b"ENCRYPTED");
+            tls::load_pair(&certificate, &key, &passwords).map(|pair| (pair, encrypted))
         })
-        .await;
+        .await
+        .map(|loaded| {
+            loaded.map(|(loaded, encrypted)| {
+                let loaded = Arc::new(loaded);
+                if let Some(cache) = &pair.cache
+                    && !encrypted
+                {
+                    lock_pairs(cache).insert(
+                        files,
+                        Arc::clone(&loaded),
+                        runtime::clock::monotonic(),
+                    );
+                }
+                loaded
+            })
+        });
     match loaded {
         Some(Ok(pair)) => Ok(Arc::new(base.with_pair(&pair))),
         Some(Err(error)) => {
@@ -539,11 +597,34 @@ pub async fn handshake(session: &mut Session<'_>, stream: Stream) -> Result<Stre
                         })
                         .collect();
                     vars.tls = None;
+                    let key: shared::certificate_cache::FileNames = files
+                        .iter()
+                        .flat_map(|(certificate, key)| [certificate.clone(), key.clone()])
+                        .collect();
+                    let now = runtime::clock::monotonic();
+                    let cached = names.cache().and_then(|mut cache| cache.get(&key, now));
                     let passwords = Arc::clone(&names.passwords);
-                    match worker.on_pool(move || load_pairs(&files, &passwords)).await {
-                        Some(Ok(pairs)) => {
-                            Choice::Serve(Arc::new(tls.with_pairs(&pairs)), 16 * 1024)
-                        }
+                    let loaded = match cached {
+                        Some(configuration) => Some(Ok(configuration)),
+                        None => worker
+                            .on_pool(move || load_pairs(&files, &passwords))
+                            .await
+                            .map(|loaded| {
+                                loaded.map(|pairs| {
+                                    let configuration = Arc::new(tls.with_pairs(&pairs));
+                                    if let Some(mut cache) = names.cache() {
+                                        cache.insert(
+                                            key,
+                                            Arc::clone(&configuration),
+                                            runtime::clock::monotonic(),
+                                        );
+                                    }
+                                    configuration
+                                })
+                            }),
+                    };
+                    match loaded {
+                        Some(Ok(configuration)) => Choice::Serve(configuration, 16 * 1024),
                         Some(Err(error)) => {
                             *failure.borrow_mut() = Some(error.0);
                             Choice::Fail("cert cb error".to_owned())

@@ -305,3 +305,47 @@ fn a_server_without_certificates_uses_the_default_servers_names() {
     let response = tls::get(port, &Options::sni("two.test"), "/");
     assert_eq!(response.body_text(), "no context two.test");
 }
+
+/// The same cache in `stream` servers: a loaded pair is served after its files are gone;
+/// with `ssl_certificate_cache off` it is read again.
+#[test]
+fn stream_servers_cache_their_pairs_too() {
+    if !have_openssl() {
+        return;
+    }
+    let server = tls::with_files(
+        Instance::builder(
+            "events {}
+             stream {
+                 ssl_certificate $ssl_server_name.crt;
+                 ssl_certificate_key $ssl_server_name.key;
+                 server { listen 127.0.0.1:8443 ssl; return ok; }
+                 server { listen 127.0.0.1:8444 ssl; ssl_certificate_cache off; return ok; }
+             }",
+        ),
+        |directory| {
+            tls::self_signed(directory, "one.test", Key::Rsa);
+            tls::self_signed(directory, "two.test", Key::Ecdsa);
+        },
+    )
+    .start();
+    let (cached, uncached) = (server.port_of(8443), server.port_of(8444));
+    assert_eq!(
+        common_name(cached, "one.test").expect("handshake"),
+        "one.test"
+    );
+    assert_eq!(
+        common_name(uncached, "two.test").expect("handshake"),
+        "two.test"
+    );
+    remove_pair(&server, "one.test");
+    remove_pair(&server, "two.test");
+    assert_eq!(
+        common_name(cached, "one.test").expect("served from the cache"),
+        "one.test"
+    );
+    assert!(
+        common_name(uncached, "two.test").is_err(),
+        "read again, and gone"
+    );
+}

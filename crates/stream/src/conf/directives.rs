@@ -341,10 +341,10 @@ pub const DIRECTIVES: &[StreamDirective] = &[
         ssl::set_ssl_reject_handshake,
     ),
     ignored("ssl_dhparam", Contexts::STREAM_AND_SERVER, Arity::TAKE1),
-    ignored(
+    setting(
         "ssl_certificate_cache",
-        Contexts::STREAM_AND_SERVER,
         Arity::TAKE123,
+        ssl::set_ssl_certificate_cache,
     ),
     // proxy_ssl
     setting("proxy_ssl", Arity::FLAG, ssl::set_proxy_ssl),
@@ -380,6 +380,11 @@ pub const DIRECTIVES: &[StreamDirective] = &[
         "proxy_ssl_conf_command",
         Arity::TAKE2,
         ssl::set_proxy_ssl_conf_command,
+    ),
+    setting(
+        "proxy_ssl_certificate_cache",
+        Arity::TAKE123,
+        ssl::set_proxy_ssl_certificate_cache,
     ),
     setting(
         "proxy_ssl_password_file",

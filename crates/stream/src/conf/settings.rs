@@ -133,6 +133,13 @@ stream_settings! {
         ssl_trusted_certificate: Option<String> = None,
         ssl_crl: Option<String> = None,
         ssl_reject_handshake: bool = false,
+        /// `proxy_ssl_certificate_cache`, for names with variables; `None` is `off`
+        /// (nginx's default).
+        proxy_ssl_certificate_cache: Option<shared::certificate_cache::CertificateCacheConf> =
+            None,
+        /// `ssl_certificate_cache`, for names with variables; `None` is `off`.
+        ssl_certificate_cache: Option<shared::certificate_cache::CertificateCacheConf> =
+            Some(shared::certificate_cache::CertificateCacheConf::DEFAULT),
         ssl_stapling: bool = false,
         /// `ssl_stapling_file`: a DER OCSP response stapled to every certificate.
         ssl_stapling_file: Option<String> = None,

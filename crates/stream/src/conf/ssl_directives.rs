@@ -219,6 +219,26 @@ macro_rules! set_flag {
 
 set_flag!(set_ssl_prefer_server_ciphers, ssl_prefer_server_ciphers);
 set_flag!(set_ssl_stapling, ssl_stapling);
+
+pub fn set_proxy_ssl_certificate_cache(
+    settings: &mut Settings,
+    directive: &Directive,
+    _: &mut Loader<'_>,
+) -> Result {
+    duplicate(&settings.proxy_ssl_certificate_cache, directive)?;
+    settings.proxy_ssl_certificate_cache = Some(shared::certificate_cache::parse(directive)?);
+    Ok(())
+}
+
+pub fn set_ssl_certificate_cache(
+    settings: &mut Settings,
+    directive: &Directive,
+    _: &mut Loader<'_>,
+) -> Result {
+    duplicate(&settings.ssl_certificate_cache, directive)?;
+    settings.ssl_certificate_cache = Some(shared::certificate_cache::parse(directive)?);
+    Ok(())
+}
 set_flag!(set_ssl_stapling_verify, ssl_stapling_verify);
 set_flag!(set_ssl_session_tickets, ssl_session_tickets);
 set_flag!(set_ssl_reject_handshake, ssl_reject_handshake);

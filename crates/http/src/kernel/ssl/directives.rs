@@ -322,48 +322,9 @@ pub(crate) fn certificate_cache(
     directive: &Directive,
     _context: &mut LoadContext<'_>,
 ) -> Result<Option<CertificateCacheConf>, ConfError> {
-    let mut max = 0;
-    let mut inactive = CertificateCacheConf::INACTIVE;
-    let mut valid = CertificateCacheConf::VALID;
-    let mut off = false;
-    for argument in &directive.args {
-        let text = argument.as_str();
-        let parsed = if let Some(value) = text.strip_prefix("max=") {
-            conf::value::parse_number(value)
-                .filter(|&max| max > 0)
-                .map(|value| max = usize::try_from(value).unwrap_or(usize::MAX))
-        } else if let Some(value) = text.strip_prefix("inactive=") {
-            conf::value::parse_time_seconds(value).map(|value| inactive = value)
-        } else if let Some(value) = text.strip_prefix("valid=") {
-            conf::value::parse_time_seconds(value).map(|value| valid = value)
-        } else if text == "off" {
-            off = true;
-            Some(())
-        } else {
-            None
-        };
-        if parsed.is_none() {
-            return Err(ConfError::message(
-                format!("invalid \"{}\" parameter \"{text}\"", directive.name),
-                &directive.span,
-            ));
-        }
-    }
-    if off {
-        return Ok(None);
-    }
-    if max == 0 {
-        return Err(ConfError::message(
-            format!("\"{}\" must have the \"max\" parameter", directive.name),
-            &directive.span,
-        ));
-    }
-    Ok(Some(CertificateCacheConf {
-        max,
-        inactive,
-        valid,
-    }))
+    shared::certificate_cache::parse(directive)
 }
+
 set_once!(set_session_tickets, ServerScope, ssl.session_tickets, flag);
 
 fn add_session_ticket_key(

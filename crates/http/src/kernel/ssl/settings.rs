@@ -6,30 +6,7 @@ pub use shared::ssl::{SessionCacheSetting, VerifyClient};
 
 use crate::settings;
 
-/// `ssl_certificate_cache max=N [inactive=time] [valid=time]`: how the pairs of certificate
-/// names with variables are kept once loaded (`off` is `None`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct CertificateCacheConf {
-    /// Files held (a pair is two), the least recently used dropped beyond it.
-    pub max: usize,
-    /// A pair not used for this long is dropped.
-    pub inactive: Duration,
-    /// A pair loaded this long ago is loaded again.
-    pub valid: Duration,
-}
-
-impl CertificateCacheConf {
-    /// nginx's `inactive` and `valid` when only `max` is given.
-    pub const INACTIVE: Duration = Duration::from_secs(10);
-    pub const VALID: Duration = Duration::from_secs(60);
-
-    /// Portico's cache when the directive is absent (nginx's default is `off`).
-    pub const DEFAULT: CertificateCacheConf = CertificateCacheConf {
-        max: 1000,
-        inactive: CertificateCacheConf::INACTIVE,
-        valid: CertificateCacheConf::VALID,
-    };
-}
+pub use shared::certificate_cache::CertificateCacheConf;
 
 /// A value given as a file name or `data:`, and whether it has variables (not loadable
 /// at configuration time).
