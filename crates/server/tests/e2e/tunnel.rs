@@ -595,3 +595,46 @@ fn bad_tunnel_settings_are_refused_at_load() {
         output.stderr
     );
 }
+
+/// `tunnel_read_timeout` counts from the last byte moved: a tunnel whose bytes keep
+/// coming more often than that stays open however long it lasts, and closes once they
+/// stop.
+#[test]
+fn a_tunnel_that_keeps_moving_outlives_its_read_timeout() {
+    let mut builder = Instance::http_builder(
+        "server {
+            listen 127.0.0.1:8080;
+            location / { tunnel_pass; }
+        }
+        tunnel_read_timeout 500ms;",
+    );
+    let trickle = builder.port(8081);
+    let listener = TcpListener::bind(("127.0.0.1", trickle)).expect("bind");
+    let holder = std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().expect("accept");
+        for _ in 0..8 {
+            stream.write_all(b"x").expect("a byte");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        read_to_close(&mut stream, Vec::new())
+    });
+    let server = builder.start();
+    let started = Instant::now();
+    let mut opened = connect(&server, 8080, &format!("127.0.0.1:{trickle}"), "");
+    assert!(
+        opened.head.starts_with("HTTP/1.1 200 OK\r\n"),
+        "{}",
+        opened.head
+    );
+    assert_eq!(
+        opened.until_closed(),
+        b"xxxxxxxx",
+        "open for 1.6 s, past 500 ms"
+    );
+    let elapsed = started.elapsed();
+    assert!(
+        elapsed >= Duration::from_millis(1_850) && elapsed < Duration::from_secs(5),
+        "closed {elapsed:?} after it opened: about 500 ms after the last byte"
+    );
+    assert_eq!(holder.join().expect("holder"), b"");
+}
