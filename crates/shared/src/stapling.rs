@@ -148,7 +148,7 @@ impl Stapling {
             }
         }
         let mut stream = stream.ok_or(last_error)?;
-        let encoded = escape(&base64(&self.query.request));
+        let encoded = self.query.path_segment();
         let separator = if self.responder.path.ends_with('/') {
             ""
         } else {
@@ -179,8 +179,8 @@ pub struct Stapled {
     /// The staplings for the workers to follow.
     pub staplings: Vec<Arc<Stapling>>,
     /// nginx's warnings for the certificates that cannot be stapled (they are served
-    /// without).
-    pub warnings: Vec<String>,
+    /// without), for the load to print.
+    pub warnings: Vec<conf::ConfError>,
 }
 
 /// `ssl_stapling on` without a file: each of `pairs` (of the files `certificates`) gets a
@@ -204,7 +204,10 @@ pub fn staple_pairs(
                 stapled.pairs.push(pair);
             }
             Err(warning) => {
-                stapled.warnings.push(warning);
+                stapled.warnings.push(conf::ConfError::new(
+                    conf::ConfErrorKind::Message(warning),
+                    None,
+                ));
                 stapled.pairs.push(pair);
             }
         }
@@ -283,33 +286,6 @@ fn body_of(answer: &[u8]) -> Result<Vec<u8>, String> {
     .to_vec())
 }
 
-fn base64(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let word = (u32::from(chunk[0]) << 16)
-            | (u32::from(*chunk.get(1).unwrap_or(&0)) << 8)
-            | u32::from(*chunk.get(2).unwrap_or(&0));
-        for index in 0..4 {
-            if index <= chunk.len() {
-                out.push(char::from(
-                    ALPHABET[(word >> (18 - 6 * index) & 63) as usize],
-                ));
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
-}
-
-/// Base64's `+`, `/` and `=` escaped for a URI path (RFC 6960 appendix A.1).
-fn escape(text: &str) -> String {
-    text.replace('+', "%2B")
-        .replace('/', "%2F")
-        .replace('=', "%3D")
-}
-
 /// Follows `staplings` on this worker: fetches each when it is due and no other worker
 /// does, until the worker stops (the caller aborts the task).
 pub async fn follow(staplings: Vec<Arc<Stapling>>, report: Report) {
@@ -351,12 +327,6 @@ mod tests {
             "OCSP responder sent unexpected status 404"
         );
         assert!(body_of(b"HTTP/1.1 200 OK\r\n").is_err(), "no end of head");
-    }
-
-    #[test]
-    fn the_request_goes_in_the_path_base64_and_escaped() {
-        assert_eq!(escape(&base64(&[0xfb, 0xff, 0xfe])), "%2B%2F%2F%2B");
-        assert_eq!(escape(&base64(b"a")), "YQ%3D%3D");
     }
 
     #[test]

@@ -98,12 +98,7 @@ fn staple(
         settings.ssl_stapling_verify,
     );
     build.staplings.extend(stapled.staplings);
-    build.warnings.extend(
-        stapled
-            .warnings
-            .into_iter()
-            .map(|warning| ConfError::new(ConfErrorKind::Message(warning), None)),
-    );
+    build.warnings.extend(stapled.warnings);
     Ok(stapled.pairs)
 }
 

@@ -42,6 +42,21 @@ pub struct OcspQuery {
     issuer: Vec<u8>,
 }
 
+impl OcspQuery {
+    /// The request as the path of a GET asks for it: base64 with `+`, `/` and `=`
+    /// escaped (RFC 6960 appendix A.1), as nginx sends it.
+    pub fn path_segment(&self) -> String {
+        escape_base64(&crate::peer::base64(&self.request))
+    }
+}
+
+/// Base64's `+`, `/` and `=` escaped for a URI path.
+fn escape_base64(text: &str) -> String {
+    text.replace('+', "%2B")
+        .replace('/', "%2F")
+        .replace('=', "%3D")
+}
+
 /// A good response for our certificate, and until when it may be stapled.
 #[derive(Debug, PartialEq, Eq)]
 pub struct GoodResponse {

@@ -54,3 +54,17 @@ fn every_cut_of_a_response_is_refused_without_a_panic() {
         Err("OCSP response not successful (3: trylater)".to_owned())
     );
 }
+
+#[test]
+fn the_request_goes_in_a_get_path_base64_and_escaped() {
+    let query = |request: Vec<u8>| OcspQuery {
+        request,
+        responder: String::new(),
+        name_hash: Vec::new(),
+        key_hash: Vec::new(),
+        serial: Vec::new(),
+        issuer: Vec::new(),
+    };
+    assert_eq!(query(vec![0xfb, 0xff, 0xfe]).path_segment(), "%2B%2F%2F%2B");
+    assert_eq!(query(b"a".to_vec()).path_segment(), "YQ%3D%3D");
+}

@@ -304,12 +304,7 @@ fn staple_from_responders(
         settings.stapling_verify,
     );
     build.staplings.extend(stapled.staplings);
-    build.warnings.extend(
-        stapled
-            .warnings
-            .into_iter()
-            .map(|warning| ConfError::new(ConfErrorKind::Message(warning), None)),
-    );
+    build.warnings.extend(stapled.warnings);
     Ok(stapled.pairs)
 }
 
