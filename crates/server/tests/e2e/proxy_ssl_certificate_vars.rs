@@ -252,3 +252,53 @@ fn bad_certificate_cache_settings_are_refused() {
     );
     output.assert_code(0);
 }
+
+/// The same cache for `stream` servers: a pair named by variables and loaded once is
+/// presented again after its files change; with the cache off the files are read again.
+#[test]
+fn stream_proxy_ssl_certificate_cache_keeps_loaded_pairs() {
+    if !have_openssl() {
+        return;
+    }
+    let server = tls::with_files(
+        Instance::builder(
+            "events {}
+             http {
+                 server { listen 127.0.0.1:8443 ssl; server_name backend.test;
+                     ssl_certificate backend.test.crt; ssl_certificate_key backend.test.key;
+                     ssl_verify_client optional_no_ca;
+                     location / { return 200 \"$ssl_client_s_dn\"; } }
+             }
+             stream {
+                 map $protocol $cert { default one; }
+                 proxy_ssl on;
+                 proxy_ssl_certificate $cert.crt;
+                 proxy_ssl_certificate_key $cert.key;
+                 server { listen 127.0.0.1:8081; proxy_pass 127.0.0.1:8443;
+                     proxy_ssl_certificate_cache max=4; }
+                 server { listen 127.0.0.1:8082; proxy_pass 127.0.0.1:8443; }
+             }",
+        ),
+        |directory| {
+            tls::authority(directory, "ca");
+            for name in ["backend.test", "one"] {
+                tls::issued(directory, name, "ca", (-1, 30));
+            }
+        },
+    )
+    .start();
+    let subject = |port: u16| {
+        let response = server.request_to(port, "GET / HTTP/1.0\r\nHost: backend.test\r\n\r\n");
+        assert_eq!(response.status, 200, "{}", response.body_text());
+        response.body_text()
+    };
+    assert_eq!(subject(8081), "O=Portico Test,CN=one");
+    assert_eq!(subject(8082), "O=Portico Test,CN=one");
+    replace_pair(&server, "one", "backend.test");
+    assert_eq!(subject(8081), "O=Portico Test,CN=one", "cached");
+    assert_eq!(
+        subject(8082),
+        "O=Portico Test,CN=backend.test",
+        "read again"
+    );
+}
