@@ -298,3 +298,18 @@ fn runtime_uid(user: &str) -> String {
         })
         .expect("the user exists")
 }
+
+/// The error log's first lines name Portico's version and the nginx version it follows
+/// (nginx writes its own at start, and tools look for it there).
+#[test]
+fn the_start_notices_name_both_versions() {
+    let server = Instance::start(&format!("events {{\n}}\n{HTTP}\n"));
+    let started =
+        server.wait_for_error_log(&format!("portico/{} started", env!("CARGO_PKG_VERSION")));
+    assert!(started.contains("[notice]"), "{started}");
+    let follows = server.wait_for_error_log(&format!(
+        "nginx compatibility: nginx/{}",
+        shared::NGINX_COMPATIBLE_VERSION
+    ));
+    assert!(follows.contains("[notice]"), "{follows}");
+}
